@@ -1,0 +1,666 @@
+/* SPDX-License-Identifier: MIT */
+/* rtsoak: reads the local database and reports on it (status, per-CPU report, merged
+ * histogram in cyclictest's format, events), as tables for people or JSON for scripts. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli-output.h"
+#include "config.h"
+#include "hist.h"
+#include "log.h"
+#include "macro.h"
+#include "store.h"
+#include "timeutil.h"
+
+#define DEFAULT_DB "/var/lib/rtsoak/rtsoak.db"
+#define EXIT_USAGE 2
+
+struct args {
+        const char *db;
+        const char *command;
+        bool json;
+        struct store_filter filter;
+        bool run_last;
+        const char *format;
+        const char *type;
+        uint64_t limit;
+        bool have_limit;
+        unsigned given; /* OPT_* bits of the options that were given */
+};
+
+enum {
+        OPT_SINCE = 1 << 0,
+        OPT_UNTIL = 1 << 1,
+        OPT_RUN = 1 << 2,
+        OPT_CPU = 1 << 3,
+        OPT_FORMAT = 1 << 4,
+        OPT_TYPE = 1 << 5,
+        OPT_LIMIT = 1 << 6,
+        OPT_JSON = 1 << 7,
+};
+
+struct command {
+        const char *name;
+        unsigned allowed; /* OPT_* bits the command accepts */
+        int (*run)(store *s, const struct args *a);
+};
+
+static void usage(FILE *f) {
+        fprintf(f,
+                "Usage: rtsoak [--db PATH] COMMAND [OPTIONS]\n\n"
+                "Commands:\n"
+                "  status                 the current or last run and its worst cases so far\n"
+                "  report                 per CPU: samples, min, avg, max, p50, p99, p99.9,\n"
+                "                         violations, missed periods\n"
+                "  histogram              the merged latency histogram\n"
+                "  events                 violations and other events\n\n"
+                "Options:\n"
+                "  --db PATH              database (default " DEFAULT_DB ")\n"
+                "  --json                 JSON for scripts instead of a table\n"
+                "  --since TIME           only intervals/events from TIME on\n"
+                "  --until TIME           only intervals/events before TIME\n"
+                "                         TIME: RFC 3339 (2026-12-03T08:00:00Z), @SECONDS,\n"
+                "                         Unix nanoseconds, now, or a span ago (2h, \"2h ago\")\n"
+                "  --run ID|last          only one run\n"
+                "  --cpu N                only one CPU (report, histogram, events)\n"
+                "  --format F             histogram: cyclictest (default), json or csv\n"
+                "  --limit N              histogram: exact buckets to print, in us;\n"
+                "                         events: at most N, the newest\n"
+                "  --type T               events: only this type (violation, unclean_end, ...)\n"
+                "  -h, --help             show this help\n"
+                "      --version          show the version\n");
+}
+
+static int resolve_run(store *s, const struct args *a, struct store_filter *f) {
+        *f = a->filter;
+        if (a->run_last) {
+                struct store_run run;
+                int r = store_get_run(s, 0, &run);
+                if (r < 0) {
+                        log_error("%s", store_error(s));
+                        return r;
+                }
+                f->run_id = run.id;
+                store_run_done(&run);
+        }
+        return 0;
+}
+
+static uint64_t avg_ns(const struct store_cpu_report *c) {
+        return c->samples ? (uint64_t) (c->sum_ns / c->samples) : 0;
+}
+
+/* One report row over all CPUs, for the "all" line. */
+static int report_total(const struct store_cpu_report *rows, size_t n,
+                        struct store_cpu_report *ret) {
+        uint32_t limit = 1;
+        for (size_t i = 0; i < n; i++)
+                limit = MAX(limit, rows[i].hist.limit_us);
+        *ret = (struct store_cpu_report) { .cpu = -1, .min_ns = UINT64_MAX,
+                                           .max_time_ns = INT64_MIN };
+        int r = hist_init(&ret->hist, limit);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                const struct store_cpu_report *c = &rows[i];
+                ret->intervals += c->intervals;
+                ret->samples += c->samples;
+                ret->sum_ns += c->sum_ns;
+                ret->violations += c->violations;
+                ret->missed += c->missed;
+                if (c->samples && c->min_ns < ret->min_ns)
+                        ret->min_ns = c->min_ns;
+                if (c->samples && (c->max_ns > ret->max_ns || ret->max_time_ns == INT64_MIN)) {
+                        ret->max_ns = c->max_ns;
+                        ret->max_time_ns = c->max_time_ns;
+                }
+                r = hist_merge(&ret->hist, &c->hist);
+                if (r < 0)
+                        return r;
+        }
+        if (ret->samples == 0)
+                ret->min_ns = 0;
+        return 0;
+}
+
+static json_t *report_json_row(const struct store_cpu_report *c) {
+        json_t *o = json_object();
+        if (c->cpu >= 0)
+                json_object_set_new(o, "cpu", json_integer(c->cpu));
+        json_object_set_new(o, "samples", json_u64(c->samples));
+        json_object_set_new(o, "min_ns", json_u64(c->min_ns));
+        json_object_set_new(o, "avg_ns", json_u64(avg_ns(c)));
+        json_object_set_new(o, "max_ns", json_u64(c->max_ns));
+        json_object_set_new(o, "p50_ns", json_u64(hist_quantile_ns(&c->hist, 1, 2, c->min_ns,
+                                                                     c->max_ns)));
+        json_object_set_new(o, "p99_ns", json_u64(hist_quantile_ns(&c->hist, 99, 100, c->min_ns,
+                                                                     c->max_ns)));
+        json_object_set_new(o, "p999_ns", json_u64(hist_quantile_ns(&c->hist, 999, 1000,
+                                                                      c->min_ns, c->max_ns)));
+        json_object_set_new(o, "violations", json_u64(c->violations));
+        json_object_set_new(o, "missed", json_u64(c->missed));
+        json_object_set_new(o, "max_time", c->samples ? json_time(c->max_time_ns) : json_null());
+        json_object_set_new(o, "max_time_ns",
+                            c->samples ? json_integer(c->max_time_ns) : json_null());
+        json_object_set_new(o, "intervals", json_u64(c->intervals));
+        json_object_set_new(o, "first_ns", c->intervals ? json_integer(c->first_ns) : json_null());
+        json_object_set_new(o, "last_ns", c->intervals ? json_integer(c->last_ns) : json_null());
+        return o;
+}
+
+static void report_table_row(const struct store_cpu_report *c) {
+        char a[32], b[32], d[32], e[32], f[32], g[32], cpu[16];
+        if (c->cpu >= 0)
+                snprintf(cpu, sizeof(cpu), "%d", c->cpu);
+        else
+                snprintf(cpu, sizeof(cpu), "all");
+        printf("%4s %14" PRIu64 " %9s %9s %9s %9s %9s %9s %10" PRIu64 " %8" PRIu64 "\n", cpu,
+               c->samples, fmt_us(a, c->min_ns), fmt_us(b, avg_ns(c)), fmt_us(d, c->max_ns),
+               fmt_us(e, hist_quantile_ns(&c->hist, 1, 2, c->min_ns, c->max_ns)),
+               fmt_us(f, hist_quantile_ns(&c->hist, 99, 100, c->min_ns, c->max_ns)),
+               fmt_us(g, hist_quantile_ns(&c->hist, 999, 1000, c->min_ns, c->max_ns)),
+               c->violations, c->missed);
+}
+
+static void report_table_header(void) {
+        printf("%4s %14s %9s %9s %9s %9s %9s %9s %10s %8s\n", "CPU", "samples", "min", "avg",
+               "max", "p50", "p99", "p99.9", "violations", "missed");
+}
+
+static int cmd_report(store *s, const struct args *a) {
+        struct store_cpu_report *rows = NULL, total = {};
+        struct store_filter f;
+        size_t n = 0;
+        int r;
+
+        r = resolve_run(s, a, &f);
+        if (r < 0)
+                return r;
+        r = store_report(s, &f, &rows, &n);
+        if (r < 0) {
+                log_error("%s", store_error(s));
+                return r;
+        }
+        r = report_total(rows, n, &total);
+        if (r < 0)
+                goto out;
+
+        if (a->json) {
+                json_t *doc = json_object(), *cpus = json_array();
+                json_object_set_new(doc, "since", f.since_ns == INT64_MIN ? json_null()
+                                                                          : json_time(f.since_ns));
+                json_object_set_new(doc, "until", f.until_ns == INT64_MAX ? json_null()
+                                                                          : json_time(f.until_ns));
+                json_object_set_new(doc, "run", f.run_id ? json_integer(f.run_id) : json_null());
+                for (size_t i = 0; i < n; i++)
+                        json_array_append_new(cpus, report_json_row(&rows[i]));
+                json_object_set_new(doc, "cpus", cpus);
+                json_object_set_new(doc, "total", report_json_row(&total));
+                r = print_json(doc);
+                json_decref(doc);
+        } else if (n == 0) {
+                printf("No intervals stored in this window.\n");
+        } else {
+                char t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
+                int64_t first = INT64_MAX, last = INT64_MIN;
+                for (size_t i = 0; i < n; i++) {
+                        first = MIN(first, rows[i].first_ns);
+                        last = MAX(last, rows[i].last_ns);
+                }
+                printf("Latency from %s to %s, in microseconds:\n",
+                       format_timestamp_local(t1, first), format_timestamp_local(t2, last));
+                report_table_header();
+                for (size_t i = 0; i < n; i++)
+                        report_table_row(&rows[i]);
+                if (n > 1)
+                        report_table_row(&total);
+                if (total.samples > 0) {
+                        char m[32];
+                        for (size_t i = 0; i < n; i++)
+                                if (rows[i].max_ns == total.max_ns) {
+                                        printf("Worst case %s us on CPU %d, due at %s.\n",
+                                               fmt_us(m, total.max_ns), rows[i].cpu,
+                                               format_timestamp_local(t1, rows[i].max_time_ns));
+                                        break;
+                                }
+                }
+        }
+out:
+        hist_done(&total.hist);
+        store_report_free(rows, n);
+        return r;
+}
+
+static const char *state_of(const char *db, const struct store_run *run) {
+        if (!run->end_reason)
+                return store_writer_active(db) ? "running" : "not running, did not end cleanly";
+        if (strcmp(run->end_reason, "clean") == 0)
+                return "ended cleanly";
+        if (strcmp(run->end_reason, "unclean") == 0)
+                return "ended uncleanly (found at the next start)";
+        return "ended with an error";
+}
+
+static int cmd_status(store *s, const struct args *a) {
+        _cleanup_(store_run_done) struct store_run run = {};
+        struct store_cpu_report *rows = NULL, total = {};
+        struct store_filter f = STORE_FILTER_ALL;
+        char sp1[TIMESPAN_MAX_LEN], sp2[TIMESPAN_MAX_LEN], sp3[TIMESPAN_MAX_LEN];
+        char t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
+        size_t n = 0;
+        int r;
+
+        r = store_get_run(s, a->filter.run_id, &run);
+        if (r < 0) {
+                log_error("%s", store_error(s));
+                return r;
+        }
+        f.run_id = run.id;
+        r = store_report(s, &f, &rows, &n);
+        if (r < 0) {
+                log_error("%s", store_error(s));
+                return r;
+        }
+        r = report_total(rows, n, &total);
+        if (r < 0)
+                goto out;
+        const char *state = state_of(a->db, &run);
+
+        if (a->json) {
+                json_t *doc = json_object(), *cpus = json_array();
+                json_object_set_new(doc, "run", json_integer(run.id));
+                json_object_set_new(doc, "state", json_string(state));
+                json_object_set_new(doc, "running",
+                                    json_boolean(!run.end_reason && store_writer_active(a->db)));
+                json_object_set_new(doc, "end_reason",
+                                    run.end_reason ? json_string(run.end_reason) : json_null());
+                json_object_set_new(doc, "machine_id", json_string(run.machine_id));
+                json_object_set_new(doc, "boot_id", json_string(run.boot_id));
+                json_object_set_new(doc, "hostname", json_string(run.hostname));
+                json_object_set_new(doc, "kernel_release", json_string(run.kernel_release));
+                json_object_set_new(doc, "kernel_version", json_string(run.kernel_version));
+                json_object_set_new(doc, "preempt_model", json_string(run.preempt_model));
+                json_object_set_new(doc, "config_digest", json_string(run.config_digest));
+                json_object_set_new(doc, "cpus_probed", json_string(run.cpus));
+                json_object_set_new(doc, "priority", json_u64(run.priority));
+                json_object_set_new(doc, "probe_interval_ns", json_u64(run.probe_interval_ns));
+                json_object_set_new(doc, "interval_ns", json_u64(run.interval_ns));
+                json_object_set_new(doc, "threshold_ns", json_u64(run.threshold_ns));
+                json_object_set_new(doc, "start", json_time(run.start_ns));
+                json_object_set_new(doc, "last_seen", run.last_seen_ns == INT64_MIN
+                                                              ? json_null()
+                                                              : json_time(run.last_seen_ns));
+                json_object_set_new(doc, "end",
+                                    run.end_ns == INT64_MIN ? json_null() : json_time(run.end_ns));
+                for (size_t i = 0; i < n; i++)
+                        json_array_append_new(cpus, report_json_row(&rows[i]));
+                json_object_set_new(doc, "cpus", cpus);
+                json_object_set_new(doc, "total", report_json_row(&total));
+                r = print_json(doc);
+                json_decref(doc);
+                goto out;
+        }
+
+        printf("Run %" PRId64 ": %s\n", run.id, state);
+        printf("  Machine:  %s (%s), boot %s\n", run.hostname, run.machine_id, run.boot_id);
+        printf("  Kernel:   %s %s, %s\n", run.kernel_release, run.kernel_version, run.preempt_model);
+        printf("  Probing:  CPUs %s at SCHED_FIFO %" PRIu64 ", every %s, threshold %s, "
+               "intervals of %s\n",
+               run.cpus, run.priority, format_timespan(sp1, run.probe_interval_ns),
+               format_timespan(sp2, run.threshold_ns), format_timespan(sp3, run.interval_ns));
+        printf("  Started:  %s\n", format_timestamp_local(t1, run.start_ns));
+        if (run.last_seen_ns != INT64_MIN)
+                printf("  Data to:  %s\n", format_timestamp_local(t1, run.last_seen_ns));
+        if (run.end_ns != INT64_MIN)
+                printf("  Ended:    %s (%s)\n", format_timestamp_local(t2, run.end_ns),
+                       run.end_reason);
+        if (n == 0)
+                printf("\nNo interval stored yet (the first closes at the next interval "
+                       "boundary).\n");
+        else {
+                printf("\nWorst cases so far, in microseconds:\n");
+                report_table_header();
+                for (size_t i = 0; i < n; i++)
+                        report_table_row(&rows[i]);
+                if (n > 1)
+                        report_table_row(&total);
+        }
+out:
+        hist_done(&total.hist);
+        store_report_free(rows, n);
+        return r;
+}
+
+static int cmd_histogram(store *s, const struct args *a) {
+        struct store_cpu_report *rows = NULL;
+        struct store_filter f;
+        const char *format = a->format ?: "cyclictest";
+        size_t n = 0;
+        int r;
+
+        if (strcmp(format, "cyclictest") != 0 && strcmp(format, "json") != 0 &&
+            strcmp(format, "csv") != 0) {
+                log_error("--format %s: unknown format (use cyclictest, json or csv)", format);
+                return -EINVAL;
+        }
+        if (a->have_limit && strcmp(format, "cyclictest") != 0) {
+                log_error("--limit applies to --format cyclictest only");
+                return -EINVAL;
+        }
+        r = resolve_run(s, a, &f);
+        if (r < 0)
+                return r;
+        r = store_report(s, &f, &rows, &n);
+        if (r < 0) {
+                log_error("%s", store_error(s));
+                return r;
+        }
+
+        if (strcmp(format, "cyclictest") == 0) {
+                uint32_t limit = n > 0 ? rows[0].hist.limit_us : 0;
+                if (a->have_limit) {
+                        if (a->limit == 0 || a->limit > limit) {
+                                log_error("--limit %" PRIu64 ": must be between 1 and %u, the "
+                                          "exact range of the stored histograms (us)",
+                                          a->limit, limit);
+                                r = -EINVAL;
+                                goto out;
+                        }
+                        limit = (uint32_t) a->limit;
+                }
+                /* The block cyclictest -h prints: one line per microsecond with a column per
+                 * thread (here per CPU), then the summary lines. */
+                printf("# Histogram\n");
+                for (uint32_t us = 0; us < limit; us++) {
+                        printf("%06u", us);
+                        for (size_t i = 0; i < n; i++)
+                                printf("%s%06" PRIu64, i == 0 ? " " : "\t", rows[i].hist.counts[us]);
+                        printf("\n");
+                }
+                printf("# Total:");
+                for (size_t i = 0; i < n; i++)
+                        printf(" %09" PRIu64, rows[i].samples - hist_overflows(&rows[i].hist, limit));
+                printf("\n# Min Latencies:");
+                for (size_t i = 0; i < n; i++)
+                        printf(" %05" PRIu64, rows[i].min_ns / 1000);
+                printf("\n# Avg Latencies:");
+                for (size_t i = 0; i < n; i++)
+                        printf(" %05" PRIu64, avg_ns(&rows[i]) / 1000);
+                printf("\n# Max Latencies:");
+                for (size_t i = 0; i < n; i++)
+                        printf(" %05" PRIu64, rows[i].max_ns / 1000);
+                printf("\n# Histogram Overflows:");
+                for (size_t i = 0; i < n; i++)
+                        printf(" %05" PRIu64, hist_overflows(&rows[i].hist, limit));
+                printf("\n");
+        } else if (strcmp(format, "csv") == 0) {
+                printf("cpu,lower_ns,upper_ns,count\n");
+                for (size_t i = 0; i < n; i++)
+                        for (uint32_t b = 0; b < rows[i].hist.nbuckets; b++) {
+                                uint64_t c = rows[i].hist.counts[b];
+                                if (!c)
+                                        continue;
+                                uint64_t up = hist_bucket_upper_ns(rows[i].hist.limit_us, b);
+                                printf("%d,%" PRIu64 ",", rows[i].cpu,
+                                       hist_bucket_lower_ns(rows[i].hist.limit_us, b));
+                                if (up != UINT64_MAX)
+                                        printf("%" PRIu64, up);
+                                printf(",%" PRIu64 "\n", c);
+                        }
+        } else {
+                json_t *doc = json_object(), *cpus = json_array();
+                for (size_t i = 0; i < n; i++) {
+                        json_t *o = report_json_row(&rows[i]), *buckets = json_array();
+                        json_object_set_new(o, "limit_ns",
+                                            json_u64((uint64_t) rows[i].hist.limit_us * 1000));
+                        json_object_set_new(o, "overflows",
+                                            json_u64(hist_overflows(&rows[i].hist,
+                                                                    rows[i].hist.limit_us)));
+                        for (uint32_t b = 0; b < rows[i].hist.nbuckets; b++) {
+                                uint64_t c = rows[i].hist.counts[b];
+                                if (!c)
+                                        continue;
+                                uint64_t up = hist_bucket_upper_ns(rows[i].hist.limit_us, b);
+                                json_t *e = json_object();
+                                json_object_set_new(e, "lower_ns",
+                                                    json_u64(hist_bucket_lower_ns(
+                                                            rows[i].hist.limit_us, b)));
+                                json_object_set_new(e, "upper_ns",
+                                                    up == UINT64_MAX ? json_null() : json_u64(up));
+                                json_object_set_new(e, "count", json_u64(c));
+                                json_array_append_new(buckets, e);
+                        }
+                        json_object_set_new(o, "buckets", buckets);
+                        json_array_append_new(cpus, o);
+                }
+                json_object_set_new(doc, "cpus", cpus);
+                r = print_json(doc);
+                json_decref(doc);
+        }
+out:
+        store_report_free(rows, n);
+        return r;
+}
+
+static int cmd_events(store *s, const struct args *a) {
+        struct store_event_row *ev = NULL;
+        struct store_filter f;
+        size_t n = 0;
+        int r;
+
+        r = resolve_run(s, a, &f);
+        if (r < 0)
+                return r;
+        r = store_list_events(s, &f, a->type, a->have_limit ? (size_t) a->limit : 0, &ev, &n);
+        if (r < 0) {
+                log_error("%s", store_error(s));
+                return r;
+        }
+        if (a->json) {
+                json_t *doc = json_object(), *arr = json_array();
+                for (size_t i = 0; i < n; i++) {
+                        json_t *o = json_object();
+                        json_object_set_new(o, "id", json_integer(ev[i].id));
+                        json_object_set_new(o, "run", json_integer(ev[i].run_id));
+                        json_object_set_new(o, "time", json_time(ev[i].time_ns));
+                        json_object_set_new(o, "time_ns", json_integer(ev[i].time_ns));
+                        json_object_set_new(o, "type", json_string(ev[i].type));
+                        json_object_set_new(o, "cpu", ev[i].cpu >= 0 ? json_integer(ev[i].cpu)
+                                                                     : json_null());
+                        json_object_set_new(o, "value_ns", ev[i].value_ns >= 0
+                                                                   ? json_integer(ev[i].value_ns)
+                                                                   : json_null());
+                        json_object_set_new(o, "message", json_string(ev[i].message));
+                        json_array_append_new(arr, o);
+                }
+                json_object_set_new(doc, "events", arr);
+                r = print_json(doc);
+                json_decref(doc);
+        } else if (n == 0) {
+                printf("No events in this window.\n");
+        } else {
+                printf("%-19s %5s %-22s %4s %12s  %s\n", "TIME", "RUN", "TYPE", "CPU",
+                       "VALUE (us)", "MESSAGE");
+                for (size_t i = 0; i < n; i++) {
+                        char t[TIMESTAMP_MAX_LEN], v[32] = "-", c[16] = "-";
+                        if (ev[i].value_ns >= 0 && strcmp(ev[i].type, "violations_unrecorded") != 0)
+                                fmt_us(v, (uint64_t) ev[i].value_ns);
+                        else if (ev[i].value_ns >= 0)
+                                snprintf(v, sizeof(v), "%" PRId64 "x", ev[i].value_ns);
+                        if (ev[i].cpu >= 0)
+                                snprintf(c, sizeof(c), "%d", ev[i].cpu);
+                        printf("%-19s %5" PRId64 " %-22s %4s %12s  %s\n",
+                               format_timestamp_local(t, ev[i].time_ns), ev[i].run_id, ev[i].type,
+                               c, v, ev[i].message);
+                }
+        }
+        store_events_free(ev, n);
+        return r;
+}
+
+static const struct command commands[] = {
+        { "status", OPT_RUN | OPT_JSON, cmd_status },
+        { "report", OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_JSON, cmd_report },
+        { "histogram", OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_FORMAT | OPT_LIMIT,
+          cmd_histogram },
+        { "events", OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_TYPE | OPT_LIMIT | OPT_JSON,
+          cmd_events },
+};
+
+static const struct command *find_command(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                if (strcmp(commands[i].name, name) == 0)
+                        return &commands[i];
+        return NULL;
+}
+
+static const char *const option_names[] = { "--since", "--until", "--run",  "--cpu",
+                                            "--format", "--type", "--limit", "--json" };
+
+static int parse_uint_arg(const char *opt, const char *v, uint64_t max, uint64_t *ret) {
+        char *end;
+        errno = 0;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (!*v || *v == '-' || *end || errno == ERANGE || x > max) {
+                log_error("%s %s: expected a whole number from 0 to %" PRIu64, opt, v, max);
+                return -EINVAL;
+        }
+        *ret = x;
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        enum { ARG_DB = 0x100, ARG_JSON, ARG_SINCE, ARG_UNTIL, ARG_RUN, ARG_CPU, ARG_FORMAT,
+               ARG_TYPE, ARG_LIMIT, ARG_VERSION };
+        static const struct option options[] = {
+                { "db", required_argument, NULL, ARG_DB },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "since", required_argument, NULL, ARG_SINCE },
+                { "until", required_argument, NULL, ARG_UNTIL },
+                { "run", required_argument, NULL, ARG_RUN },
+                { "cpu", required_argument, NULL, ARG_CPU },
+                { "format", required_argument, NULL, ARG_FORMAT },
+                { "type", required_argument, NULL, ARG_TYPE },
+                { "limit", required_argument, NULL, ARG_LIMIT },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {},
+        };
+        struct args a = { .db = DEFAULT_DB, .filter = STORE_FILTER_ALL };
+        _cleanup_(store_closep) store *s = NULL;
+        char err[STORE_ERROR_MAX];
+        int64_t now = now_ns(CLOCK_REALTIME);
+        const char *reason;
+        uint64_t v;
+        int c, r;
+
+        log_set_program("rtsoak");
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+                switch (c) {
+                case ARG_DB:
+                        a.db = optarg;
+                        break;
+                case ARG_JSON:
+                        a.json = true;
+                        a.given |= OPT_JSON;
+                        break;
+                case ARG_SINCE:
+                case ARG_UNTIL: {
+                        int64_t t;
+                        const char *opt = c == ARG_SINCE ? "--since" : "--until";
+                        if (parse_timestamp(optarg, now, &t, &reason) < 0) {
+                                log_error("%s %s: %s", opt, optarg, reason);
+                                return EXIT_USAGE;
+                        }
+                        if (c == ARG_SINCE) {
+                                a.filter.since_ns = t;
+                                a.given |= OPT_SINCE;
+                        } else {
+                                a.filter.until_ns = t;
+                                a.given |= OPT_UNTIL;
+                        }
+                        break;
+                }
+                case ARG_RUN:
+                        a.given |= OPT_RUN;
+                        if (strcmp(optarg, "last") == 0) {
+                                a.run_last = true;
+                                break;
+                        }
+                        if (parse_uint_arg("--run", optarg, INT64_MAX, &v) < 0 || v == 0) {
+                                if (v == 0)
+                                        log_error("--run %s: run ids start at 1", optarg);
+                                return EXIT_USAGE;
+                        }
+                        a.filter.run_id = (int64_t) v;
+                        break;
+                case ARG_CPU:
+                        a.given |= OPT_CPU;
+                        if (parse_uint_arg("--cpu", optarg, 8191, &v) < 0)
+                                return EXIT_USAGE;
+                        a.filter.cpu = (int) v;
+                        break;
+                case ARG_FORMAT:
+                        a.given |= OPT_FORMAT;
+                        a.format = optarg;
+                        break;
+                case ARG_TYPE:
+                        a.given |= OPT_TYPE;
+                        a.type = optarg;
+                        break;
+                case ARG_LIMIT:
+                        a.given |= OPT_LIMIT;
+                        if (parse_uint_arg("--limit", optarg, UINT32_MAX, &a.limit) < 0)
+                                return EXIT_USAGE;
+                        a.have_limit = true;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return EXIT_SUCCESS;
+                case ARG_VERSION:
+                        printf("rtsoak %s\n", PROJECT_VERSION);
+                        return EXIT_SUCCESS;
+                default:
+                        usage(stderr);
+                        return EXIT_USAGE;
+                }
+
+        if (optind >= argc) {
+                usage(stderr);
+                return EXIT_USAGE;
+        }
+        a.command = argv[optind];
+        if (optind + 1 < argc) {
+                log_error("Unexpected argument '%s' (see --help)", argv[optind + 1]);
+                return EXIT_USAGE;
+        }
+        const struct command *cmd = find_command(a.command);
+        if (!cmd) {
+                log_error("Unknown command '%s' (use status, report, histogram or events)",
+                          a.command);
+                return EXIT_USAGE;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(option_names); i++)
+                if ((a.given & (1u << i)) && !(cmd->allowed & (1u << i))) {
+                        log_error("%s does not apply to '%s' (see --help)", option_names[i],
+                                  cmd->name);
+                        return EXIT_USAGE;
+                }
+        if (a.filter.since_ns != INT64_MIN && a.filter.until_ns != INT64_MAX &&
+            a.filter.since_ns >= a.filter.until_ns) {
+                log_error("--since must be before --until");
+                return EXIT_USAGE;
+        }
+
+        r = store_open(a.db, STORE_READONLY, &s, err);
+        if (r < 0) {
+                log_error("%s", err);
+                return EXIT_FAILURE;
+        }
+        r = cmd->run(s, &a);
+        return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

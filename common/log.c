@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* Implementation of the stderr logger: level filter, optional journald level prefix,
+ * program name, and %m expansion for an explicit error number. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+static int max_level = LOG_LEVEL_INFO;
+static int prefix_level = -1; /* -1: decide on first use */
+static const char *program = NULL;
+
+void log_set_max_level(int level) {
+        max_level = level;
+}
+
+int log_get_max_level(void) {
+        return max_level;
+}
+
+void log_set_prefix_level(bool on) {
+        prefix_level = on;
+}
+
+void log_set_program(const char *name) {
+        program = name;
+}
+
+int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
+        int saved_errno = errno;
+        int e = error < 0 ? -error : error;
+
+        if (level <= max_level) {
+                char msg[2048];
+                va_list ap;
+
+                /* systemd sets JOURNAL_STREAM when stderr goes to the journal: only then
+                 * are "<N>" prefixes read as levels rather than shown to a person. */
+                if (prefix_level < 0)
+                        prefix_level = getenv("JOURNAL_STREAM") != NULL;
+
+                /* glibc's %m reads errno: point it at the error we were given. */
+                errno = e;
+                va_start(ap, fmt);
+                vsnprintf(msg, sizeof(msg), fmt, ap);
+                va_end(ap);
+
+                char prefix[8] = "";
+                if (prefix_level)
+                        snprintf(prefix, sizeof(prefix), "<%d>", level);
+
+                if (level >= LOG_LEVEL_DEBUG)
+                        fprintf(stderr, "%s%s%s(%s:%d) %s\n", prefix, program ?: "",
+                                program ? ": " : "", file, line, msg);
+                else
+                        fprintf(stderr, "%s%s%s%s\n", prefix, program ?: "", program ? ": " : "",
+                                msg);
+        }
+
+        errno = saved_errno;
+        return -e;
+}

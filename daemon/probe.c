@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/* The probe thread.  Between two wake-ups it only calls clock_nanosleep() and
+ * clock_gettime() and writes its own slot: no locks, no allocation, no other system call,
+ * so that what it measures is the kernel's latency and not ours. */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hist.h"
+#include "interval.h"
+#include "probe.h"
+
+int probe_new(int cpu, const struct probe_params *params, const struct probe_control *ctl,
+              struct probe **ret) {
+        struct probe *p;
+        int r = posix_memalign((void **) &p, 64, sizeof(*p));
+        if (r != 0)
+                return -r;
+        memset(p, 0, sizeof(*p));
+        p->cpu = cpu;
+        p->params = *params;
+        p->ctl = ctl;
+        atomic_init(&p->head, 0);
+        atomic_init(&p->tail, 0);
+        atomic_init(&p->state, PROBE_STARTING);
+        atomic_init(&p->progress, 0);
+
+        /* Each slot carries a whole histogram; keep a CPU's ring near 4 MiB at most, with
+         * room for at least one closed interval beside the one being filled. */
+        size_t slot_bytes = sizeof(struct probe_slot) +
+                            hist_nbuckets(params->hist_limit_us) * sizeof(uint64_t);
+        size_t n = (4u << 20) / slot_bytes;
+        p->nslots = n < 2 ? 2 : n > 8 ? 8 : n;
+        *ret = p;
+        return 0;
+}
+
+void probe_free(struct probe *p) {
+        if (!p)
+                return;
+        free(p->slots);
+        free(p->hist_mem);
+        free(p);
+}
+
+static int fail(struct probe *p, int error, const char *stage) {
+        p->error = error;
+        p->stage = stage;
+        atomic_store_explicit(&p->state, PROBE_FAILED, memory_order_release);
+        return error;
+}
+
+static void slot_open(struct probe_slot *s, uint64_t k, int64_t start) {
+        s->first_k = s->last_k = k;
+        s->start_mono_ns = start;
+        s->min_ns = UINT64_MAX;
+        s->max_time_mono_ns = start;
+}
+
+/* Producer: publish the current slot if the one after it is free.  Wait-free. */
+static bool ring_publish(struct probe *p, uint64_t head) {
+        uint64_t tail = atomic_load_explicit(&p->tail, memory_order_acquire);
+        if (head + 1 - tail >= p->nslots)
+                return false;
+        atomic_store_explicit(&p->head, head + 1, memory_order_release);
+        return true;
+}
+
+struct probe_slot *probe_peek(struct probe *p) {
+        uint64_t tail = atomic_load_explicit(&p->tail, memory_order_relaxed);
+        uint64_t head = atomic_load_explicit(&p->head, memory_order_acquire);
+        if (tail == head)
+                return NULL;
+        return &p->slots[tail % p->nslots];
+}
+
+void probe_release(struct probe *p) {
+        uint64_t tail = atomic_load_explicit(&p->tail, memory_order_relaxed);
+        struct probe_slot *s = &p->slots[tail % p->nslots];
+        uint64_t *hist = s->hist;
+        memset(hist, 0, hist_nbuckets(p->params.hist_limit_us) * sizeof(uint64_t));
+        memset(s, 0, sizeof(*s));
+        s->hist = hist;
+        atomic_store_explicit(&p->tail, tail + 1, memory_order_release);
+}
+
+static inline struct timespec ts_of(int64_t ns) {
+        return (struct timespec) { .tv_sec = ns / (int64_t) NSEC_PER_SEC,
+                                   .tv_nsec = ns % (int64_t) NSEC_PER_SEC };
+}
+
+static inline int64_t mono_now(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * (int64_t) NSEC_PER_SEC + ts.tv_nsec;
+}
+
+static int setup(struct probe *p) {
+        const struct probe_params *pp = &p->params;
+        size_t nb = hist_nbuckets(pp->hist_limit_us);
+        cpu_set_t set;
+        int r;
+
+        CPU_ZERO(&set);
+        CPU_SET(p->cpu, &set);
+        r = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+        if (r != 0)
+                return fail(p, -r, "affinity");
+
+        struct sched_param sp = { .sched_priority = pp->priority };
+        r = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+        if (r != 0)
+                return fail(p, -r, "scheduler");
+
+        /* Allocated and zeroed here, on the probed CPU, so that the pages come from its
+         * NUMA node and are resident (and locked, with mlockall) before the first sample. */
+        if (posix_memalign((void **) &p->slots, 64, p->nslots * sizeof(struct probe_slot)) != 0 ||
+            posix_memalign((void **) &p->hist_mem, 64, p->nslots * nb * sizeof(uint64_t)) != 0)
+                return fail(p, -ENOMEM, "memory");
+        memset(p->slots, 0, p->nslots * sizeof(struct probe_slot));
+        memset(p->hist_mem, 0, p->nslots * nb * sizeof(uint64_t));
+        for (size_t i = 0; i < p->nslots; i++)
+                p->slots[i].hist = p->hist_mem + i * nb;
+
+        /* Touch the stack we may use, so no page fault lands inside a measurement. */
+        if (pp->stack_prefault > 0) {
+                volatile unsigned char *buf = alloca(pp->stack_prefault);
+                for (size_t i = 0; i < pp->stack_prefault; i += 4096)
+                        buf[i] = 0;
+        }
+        return 0;
+}
+
+void *probe_thread_main(void *arg) {
+        struct probe *p = arg;
+        const struct probe_params *pp = &p->params;
+        const int64_t interval = (int64_t) pp->interval_ns, period = (int64_t) pp->period_ns,
+                      base = pp->base_mono_ns;
+        const uint64_t threshold = pp->threshold_ns;
+        const uint32_t limit = pp->hist_limit_us;
+        int r;
+
+        if (setup(p) < 0)
+                return NULL;
+        atomic_store_explicit(&p->state, PROBE_READY, memory_order_release);
+
+        while (!atomic_load_explicit(&p->ctl->go, memory_order_acquire)) {
+                if (atomic_load_explicit(&p->ctl->stop, memory_order_relaxed)) {
+                        atomic_store_explicit(&p->state, PROBE_DONE, memory_order_release);
+                        return NULL;
+                }
+                struct timespec ms = { 0, 1000000 };
+                nanosleep(&ms, NULL);
+        }
+        atomic_store_explicit(&p->state, PROBE_RUNNING, memory_order_release);
+
+        uint64_t head = 0;
+        struct probe_slot *slot = &p->slots[0];
+        int64_t next = mono_now() + interval;
+        uint64_t k = interval_index(base, period, next);
+        int64_t boundary = interval_start(base, period, k + 1);
+        slot_open(slot, k, next - interval);
+
+        for (;;) {
+                struct timespec ts = ts_of(next);
+                r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+                if (_unlikely_(r != 0)) {
+                        if (r == EINTR)
+                                continue;
+                        /* clock_nanosleep returns the error; errno is not set. */
+                        fail(p, -r, "clock");
+                        break;
+                }
+                int64_t now = mono_now();
+                /* An absolute sleep never returns early; clamp anyway rather than wrap. */
+                uint64_t lat = _likely_(now >= next) ? (uint64_t) (now - next) : 0;
+
+                if (_unlikely_(next >= boundary)) {
+                        /* The sample belongs to the interval its wake-up was due in. */
+                        uint64_t nk = interval_index(base, period, next);
+                        int64_t nstart = interval_start(base, period, nk);
+                        slot->last_k = nk - 1;
+                        slot->end_mono_ns = nstart;
+                        if (ring_publish(p, head)) {
+                                head++;
+                                slot = &p->slots[head % p->nslots];
+                                slot_open(slot, nk, nstart);
+                        } else
+                                slot->ring_full++;
+                        boundary = nstart + period;
+                }
+
+                slot->samples++;
+                slot->sum_ns += lat;
+                if (lat < slot->min_ns)
+                        slot->min_ns = lat;
+                if (lat > slot->max_ns) {
+                        slot->max_ns = lat;
+                        slot->max_time_mono_ns = next;
+                }
+                slot->hist[hist_index(limit, lat)]++;
+                if (_unlikely_(lat > threshold)) {
+                        if (slot->nviol < PROBE_VIOL_MAX)
+                                slot->viol[slot->nviol++] =
+                                        (struct probe_violation) { next, lat };
+                        slot->violations++;
+                }
+                if (_unlikely_(lat >= (uint64_t) interval)) {
+                        /* Whole periods slept through: count them and move on, rather than
+                         * firing a burst of catch-up wake-ups that would measure nothing. */
+                        uint64_t missed = interval_missed(lat, (uint64_t) interval);
+                        slot->missed += missed;
+                        next += (int64_t) missed * interval;
+                }
+                atomic_store_explicit(&p->progress, slot->samples, memory_order_relaxed);
+
+                if (_unlikely_(atomic_load_explicit(&p->ctl->stop, memory_order_relaxed)))
+                        break;
+                next += interval;
+        }
+
+        /* Publish what was measured last; wait for room if need be: we are not measuring any
+         * more, and the collector drains until every probe is done. */
+        slot->last_k = interval_index(base, period, next);
+        slot->end_mono_ns = next;
+        slot->final = true;
+        while (!ring_publish(p, head)) {
+                struct timespec ms = { 0, 1000000 };
+                nanosleep(&ms, NULL);
+        }
+        if (probe_state(p) != PROBE_FAILED)
+                atomic_store_explicit(&p->state, PROBE_DONE, memory_order_release);
+        return NULL;
+}
+
+int probe_start(struct probe *p) {
+        pthread_attr_t attr;
+        int r;
+
+        r = pthread_attr_init(&attr);
+        if (r != 0)
+                return -r;
+        /* A known stack size keeps locked memory small and lets us prefault all we use. */
+        r = pthread_attr_setstacksize(&attr, 256 * 1024);
+        if (r == 0)
+                r = pthread_create(&p->thread, &attr, probe_thread_main, p);
+        pthread_attr_destroy(&attr);
+        if (r != 0)
+                return -r;
+        p->thread_started = true;
+        return 0;
+}
+
+int probe_join(struct probe *p) {
+        if (!p->thread_started)
+                return 0;
+        int r = pthread_join(p->thread, NULL);
+        p->thread_started = false;
+        return -r;
+}

@@ -1,0 +1,553 @@
+/* SPDX-License-Identifier: MIT */
+/* rtsoakd: loads the configuration, starts one real-time probe thread per CPU, and runs the
+ * main loop (signals, interval collection, systemd notification) until told to stop. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "config.h"
+#include "daemon-config.h"
+#include "interval.h"
+#include "log.h"
+#include "macro.h"
+#include "probe.h"
+#include "rt-setup.h"
+#include "sha256.h"
+#include "store.h"
+#include "sysinfo.h"
+#include "timeutil.h"
+
+#define STACK_PREFAULT (64 * 1024)
+
+struct daemon {
+        struct daemon_config cfg;
+        struct cpuset cpus; /* resolved list */
+        store *store;
+        int64_t run_id;
+        struct probe_control ctl;
+        struct probe **probes;
+        size_t nprobes;
+        struct collector *collector;
+        sd_event *event;
+        sd_event_source *poll_source;
+        bool stopping;
+        bool failed;
+        char fail_message[512];
+        int dma_fd;
+};
+
+static void usage(FILE *f) {
+        fprintf(f,
+                "Usage: rtsoakd [OPTIONS]\n"
+                "Measures timer wake-up latency on every configured CPU, forever, and stores\n"
+                "per-interval worst cases and histograms.\n\n"
+                "  -c, --config FILE        configuration file (default " DAEMON_CONFIG_PATH ");\n"
+                "                           drop-ins are read from FILE.d/*.conf\n"
+                "  -s, --set SECTION.KEY=VALUE\n"
+                "                           override one key (repeatable, applied last)\n"
+                "  -d, --duration TIME      stop cleanly after TIME (e.g. 30s, 1h)\n"
+                "      --check-config       print the effective configuration and exit\n"
+                "  -v, --verbose            log debug messages\n"
+                "  -h, --help               show this help\n"
+                "      --version            show the version\n");
+}
+
+static void stop(struct daemon *d, const char *why) {
+        if (d->stopping)
+                return;
+        log_info("Stopping (%s)", why);
+        d->stopping = true;
+        atomic_store_explicit(&d->ctl.stop, true, memory_order_release);
+        sd_notify(0, "STOPPING=1");
+        /* Probes finish within one period; look again soon. */
+        sd_event_source_set_time_relative(d->poll_source, 10 * 1000);
+        sd_event_source_set_enabled(d->poll_source, SD_EVENT_ONESHOT);
+}
+
+static void notify_status(struct daemon *d) {
+        struct collector_stats st;
+        char worst[64] = "no interval stored yet";
+        collector_get_stats(d->collector, &st);
+        if (st.intervals_written > 0)
+                snprintf(worst, sizeof(worst), "worst of last interval %.1f us on CPU %d",
+                         (double) st.last_max_ns / 1000.0, st.last_max_cpu);
+        sd_notifyf(0, "STATUS=run %" PRId64 ", %" PRIu64 " intervals stored, %s, %" PRIu64
+                      " violations",
+                   d->run_id, st.intervals_written, worst, st.total_violations);
+}
+
+static bool probes_done(struct daemon *d) {
+        for (size_t i = 0; i < d->nprobes; i++) {
+                int s = probe_state(d->probes[i]);
+                if (s != PROBE_DONE && s != PROBE_FAILED)
+                        return false;
+        }
+        return true;
+}
+
+static void check_probe_failures(struct daemon *d) {
+        for (size_t i = 0; i < d->nprobes; i++) {
+                struct probe *p = d->probes[i];
+                if (probe_state(p) == PROBE_FAILED && !d->failed) {
+                        d->failed = true;
+                        snprintf(d->fail_message, sizeof(d->fail_message),
+                                 "probe on CPU %d failed (%s): %s", p->cpu, p->stage,
+                                 strerror(-p->error));
+                        log_error("%s", d->fail_message);
+                        stop(d, "a probe failed");
+                }
+        }
+}
+
+static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct daemon *d = userdata;
+        int64_t now = now_ns(CLOCK_MONOTONIC);
+        uint64_t next_usec;
+        int r;
+
+        (void) s;
+        (void) usec;
+        check_probe_failures(d);
+
+        if (d->stopping && probes_done(d)) {
+                for (size_t i = 0; i < d->nprobes; i++)
+                        probe_join(d->probes[i]);
+                /* Storage may be failing: try a few times before giving up on the rest. */
+                for (int attempt = 0; attempt < 5; attempt++) {
+                        r = collector_poll(d->collector, now_ns(CLOCK_MONOTONIC), true);
+                        if (r >= 0)
+                                break;
+                        struct timespec ts = { 0, 200 * 1000 * 1000 };
+                        nanosleep(&ts, NULL);
+                }
+                if (r < 0) {
+                        d->failed = true;
+                        snprintf(d->fail_message, sizeof(d->fail_message),
+                                 "could not store the last interval: %s", store_error(d->store));
+                }
+                return sd_event_exit(d->event, 0);
+        }
+
+        r = collector_poll(d->collector, now, false);
+        if (r > 0)
+                notify_status(d);
+
+        if (d->stopping)
+                next_usec = 10 * 1000;
+        else if (r < 0)
+                next_usec = 1000 * 1000; /* storage trouble: retry each second */
+        else {
+                /* Sleep until the next boundary has passed and every probe has had a few
+                 * periods to hand its slot over, then look again; while a CPU is late,
+                 * look every 20 ms. */
+                int64_t due = collector_next_due(d->collector) +
+                              2 * (int64_t) d->cfg.probe_interval_ns + 1000 * 1000;
+                next_usec = due > now ? (uint64_t) (due - now) / 1000 : 20 * 1000;
+                if (next_usec > 1000 * 1000)
+                        next_usec = 1000 * 1000; /* also notices failed probes promptly */
+        }
+        sd_event_source_set_time_relative(d->poll_source, next_usec);
+        sd_event_source_set_enabled(d->poll_source, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        struct daemon *d = userdata;
+        (void) s;
+        if (si->ssi_signo == SIGHUP) {
+                log_warning("SIGHUP: reloading the configuration is not supported yet, ignoring");
+                return 0;
+        }
+        stop(d, si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+        return 0;
+}
+
+static int on_duration(sd_event_source *s, uint64_t usec, void *userdata) {
+        (void) s;
+        (void) usec;
+        stop(userdata, "--duration reached");
+        return 0;
+}
+
+static int resolve_cpus(struct daemon *d) {
+        struct cpuset online;
+        char a[1024];
+        int r = cpuset_online(&online, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the online CPUs: %m");
+        if (d->cfg.cpus.all) {
+                d->cpus = online;
+                return 0;
+        }
+        for (size_t i = 0; i < d->cfg.cpus.n; i++)
+                if (!cpuset_contains(&online, d->cfg.cpus.cpus[i])) {
+                        cpuset_format(&online, a, sizeof(a));
+                        log_error("[Probe] CPUs=: CPU %d is not online on this machine (online: %s)",
+                                  d->cfg.cpus.cpus[i], a);
+                        cpuset_done(&online);
+                        return -EINVAL;
+                }
+        cpuset_done(&online);
+        return cpuset_copy(&d->cpus, &d->cfg.cpus);
+}
+
+/* CLOCK_REALTIME - CLOCK_MONOTONIC, read as tightly as we can. */
+static int64_t mono_to_real_offset(void) {
+        int64_t best_gap = INT64_MAX, off = 0;
+        for (int i = 0; i < 5; i++) {
+                int64_t r1 = now_ns(CLOCK_REALTIME), m = now_ns(CLOCK_MONOTONIC),
+                        r2 = now_ns(CLOCK_REALTIME);
+                if (r2 - r1 < best_gap) {
+                        best_gap = r2 - r1;
+                        off = r1 + (r2 - r1) / 2 - m;
+                }
+        }
+        return off;
+}
+
+static int start_probes(struct daemon *d, const struct probe_params *pp) {
+        int r;
+
+        d->probes = calloc(d->cpus.n, sizeof(*d->probes));
+        if (!d->probes)
+                return log_oom();
+        for (size_t i = 0; i < d->cpus.n; i++) {
+                r = probe_new(d->cpus.cpus[i], pp, &d->ctl, &d->probes[i]);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up the probe for CPU %d: %m",
+                                               d->cpus.cpus[i]);
+                d->nprobes++;
+                r = probe_start(d->probes[i]);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to start the probe thread for CPU %d: %m",
+                                               d->cpus.cpus[i]);
+        }
+
+        /* Wait until every thread is pinned and real-time, or has said why it is not. */
+        for (int waited_ms = 0;; waited_ms++) {
+                bool all = true;
+                for (size_t i = 0; i < d->nprobes; i++) {
+                        struct probe *p = d->probes[i];
+                        int s = probe_state(p);
+                        if (s == PROBE_FAILED) {
+                                if (strcmp(p->stage, "scheduler") == 0) {
+                                        char why[2048];
+                                        rt_explain_sched_failure(p->error, pp->priority, NULL, why,
+                                                                 sizeof(why));
+                                        log_error("CPU %d: %s", p->cpu, why);
+                                } else
+                                        log_error("CPU %d: probe setup failed at %s: %s", p->cpu,
+                                                  p->stage, strerror(-p->error));
+                                return p->error;
+                        }
+                        if (s != PROBE_READY)
+                                all = false;
+                }
+                if (all)
+                        return 0;
+                if (waited_ms > 10000) {
+                        log_error("Probe threads did not become ready within 10 s");
+                        return -ETIMEDOUT;
+                }
+                struct timespec ms = { 0, 1000 * 1000 };
+                nanosleep(&ms, NULL);
+        }
+}
+
+static void stop_probes(struct daemon *d) {
+        atomic_store_explicit(&d->ctl.stop, true, memory_order_release);
+        for (size_t i = 0; i < d->nprobes; i++)
+                probe_join(d->probes[i]);
+}
+
+static int run(struct daemon *d, uint64_t duration_ns, char **sources) {
+        _cleanup_free_ char *text = NULL;
+        struct sysinfo_run si;
+        char digest[2 * SHA256_DIGEST_SIZE + 1], cpus[1024], err[STORE_ERROR_MAX],
+                span[TIMESPAN_MAX_LEN], span2[TIMESPAN_MAX_LEN], span3[TIMESPAN_MAX_LEN];
+        int r;
+
+        (void) sources;
+        r = resolve_cpus(d);
+        if (r < 0)
+                return EXIT_CONFIG;
+        cpuset_format(&d->cpus, cpus, sizeof(cpus));
+
+        text = daemon_config_text(&d->cfg);
+        if (!text)
+                return log_oom(), EXIT_FAILURE;
+        sha256_hex(text, strlen(text), digest);
+        sysinfo_read(&si);
+
+        r = store_open(d->cfg.storage_path, STORE_WRITER, &d->store, err);
+        if (r < 0) {
+                log_error("%s", err);
+                return EXIT_FAILURE;
+        }
+
+        if (d->cfg.lock_memory) {
+                char why[1024];
+                r = rt_lock_memory(why, sizeof(why));
+                if (r < 0) {
+                        log_error("%s", why);
+                        return EXIT_FAILURE;
+                }
+        } else
+                log_warning("[Probe] LockMemory=no: page faults may be measured as latency");
+
+        if (d->cfg.dma_latency_ns >= 0) {
+                char why[512];
+                d->dma_fd = rt_hold_dma_latency((uint32_t) (d->cfg.dma_latency_ns / 1000), why,
+                                                sizeof(why));
+                if (d->dma_fd < 0)
+                        log_warning("%s", why);
+        }
+
+        /* Signals are handled by the event loop; block them before any thread exists so
+         * that the probe threads never get interrupted by one. */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        /* Interval k starts at a multiple of the interval length in wall-clock time, so
+         * that every CPU, and every machine of a farm, closes at the same boundary. */
+        int64_t off = mono_to_real_offset();
+        int64_t start_mono = now_ns(CLOCK_MONOTONIC);
+        int64_t start_real = start_mono + off;
+        int64_t period = (int64_t) d->cfg.interval_ns;
+        int64_t base_real = interval_align(start_real, period);
+        struct probe_params pp = {
+                .interval_ns = d->cfg.probe_interval_ns,
+                .threshold_ns = d->cfg.threshold_ns,
+                .hist_limit_us = (uint32_t) (d->cfg.hist_limit_ns / 1000),
+                .period_ns = d->cfg.interval_ns,
+                .base_mono_ns = base_real - off,
+                .priority = (int) d->cfg.priority,
+                .stack_prefault = STACK_PREFAULT,
+        };
+
+        r = start_probes(d, &pp);
+        if (r < 0) {
+                stop_probes(d);
+                return EXIT_FAILURE;
+        }
+
+        struct store_run_info info = {
+                .machine_id = si.machine_id,
+                .boot_id = si.boot_id,
+                .hostname = si.hostname,
+                .kernel_release = si.kernel_release,
+                .kernel_version = si.kernel_version,
+                .kernel_cmdline = si.kernel_cmdline,
+                .preempt_model = si.preempt_model,
+                .daemon_version = PROJECT_VERSION,
+                .config_digest = digest,
+                .config_text = text,
+                .cpus = cpus,
+                .priority = d->cfg.priority,
+                .probe_interval_ns = d->cfg.probe_interval_ns,
+                .interval_ns = d->cfg.interval_ns,
+                .threshold_ns = d->cfg.threshold_ns,
+                .hist_limit_us = pp.hist_limit_us,
+                .start_ns = now_ns(CLOCK_REALTIME),
+        };
+        unsigned unclean = 0;
+        r = store_begin_run(d->store, &info, &d->run_id, &unclean);
+        if (r < 0) {
+                log_error("%s", store_error(d->store));
+                stop_probes(d);
+                return EXIT_FAILURE;
+        }
+        if (unclean > 0)
+                log_warning("%u earlier run(s) did not end cleanly; recorded as unclean_end events",
+                            unclean);
+
+        struct collector_params cp = {
+                .period_ns = d->cfg.interval_ns,
+                .base_mono_ns = pp.base_mono_ns,
+                .run_start_mono_ns = now_ns(CLOCK_MONOTONIC),
+                .mono_to_real_ns = off,
+                .threshold_ns = d->cfg.threshold_ns,
+                .probe_interval_ns = d->cfg.probe_interval_ns,
+                .hist_limit_us = pp.hist_limit_us,
+                .grace_ns = 2 * NSEC_PER_SEC + 2 * d->cfg.probe_interval_ns,
+                .max_pending = 1024,
+        };
+        r = collector_new(&cp, d->store, d->run_id, d->probes, d->nprobes, &d->collector);
+        if (r < 0) {
+                stop_probes(d);
+                return log_oom(), EXIT_FAILURE;
+        }
+
+        r = sd_event_default(&d->event);
+        if (r >= 0)
+                r = sd_event_add_signal(d->event, NULL, SIGTERM, on_signal, d);
+        if (r >= 0)
+                r = sd_event_add_signal(d->event, NULL, SIGINT, on_signal, d);
+        if (r >= 0)
+                r = sd_event_add_signal(d->event, NULL, SIGHUP, on_signal, d);
+        if (r >= 0)
+                r = sd_event_add_time_relative(d->event, &d->poll_source, CLOCK_MONOTONIC,
+                                               100 * 1000, 1000, on_poll, d);
+        if (r >= 0 && duration_ns > 0)
+                r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, duration_ns / 1000,
+                                               1000, on_duration, d);
+        if (r < 0) {
+                log_error_errno(r, "Failed to set up the event loop: %m");
+                stop_probes(d);
+                return EXIT_FAILURE;
+        }
+
+        atomic_store_explicit(&d->ctl.go, true, memory_order_release);
+        log_info("Run %" PRId64 ": probing CPUs %s at SCHED_FIFO %" PRIu64 " every %s, threshold "
+                 "%s, intervals of %s into %s",
+                 d->run_id, cpus, d->cfg.priority, format_timespan(span, d->cfg.probe_interval_ns),
+                 format_timespan(span2, d->cfg.threshold_ns), format_timespan(span3, d->cfg.interval_ns),
+                 d->cfg.storage_path);
+        sd_notifyf(0, "READY=1\nSTATUS=run %" PRId64 ", probing CPUs %s", d->run_id, cpus);
+
+        r = sd_event_loop(d->event);
+        if (r < 0) {
+                log_error_errno(r, "Event loop failed: %m");
+                stop_probes(d);
+                d->failed = true;
+                snprintf(d->fail_message, sizeof(d->fail_message), "event loop failed: %s",
+                         strerror(-r));
+        }
+
+        int64_t end = now_ns(CLOCK_REALTIME);
+        r = store_end_run(d->store, d->run_id, end, d->failed ? "error" : "clean",
+                          d->failed ? d->fail_message : NULL);
+        if (r < 0) {
+                log_error("%s", store_error(d->store));
+                return EXIT_FAILURE;
+        }
+        struct collector_stats st;
+        collector_get_stats(d->collector, &st);
+        log_info("Run %" PRId64 " ended %s: %" PRIu64 " intervals stored, %" PRIu64 " violations",
+                 d->run_id, d->failed ? "with an error" : "cleanly", st.intervals_written,
+                 st.total_violations);
+        return d->failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static void daemon_done(struct daemon *d) {
+        collector_free(d->collector);
+        for (size_t i = 0; i < d->nprobes; i++)
+                probe_free(d->probes[i]);
+        free(d->probes);
+        sd_event_source_unref(d->poll_source);
+        sd_event_unref(d->event);
+        store_close(d->store);
+        if (d->dma_fd >= 0)
+                close(d->dma_fd);
+        cpuset_done(&d->cpus);
+        daemon_config_free(&d->cfg);
+}
+
+int main(int argc, char *argv[]) {
+        enum { ARG_CHECK_CONFIG = 0x100, ARG_VERSION };
+        static const struct option options[] = {
+                { "config", required_argument, NULL, 'c' },
+                { "set", required_argument, NULL, 's' },
+                { "duration", required_argument, NULL, 'd' },
+                { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
+                { "verbose", no_argument, NULL, 'v' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {},
+        };
+        _cleanup_free_ char **sets = NULL;
+        _cleanup_strv_free_ char **sources = NULL;
+        const char *config = DAEMON_CONFIG_PATH;
+        bool explicit_config = false, check = false;
+        uint64_t duration = 0;
+        size_t nsets = 0;
+        char err[CONF_ERROR_MAX];
+        struct daemon d = { .dma_fd = -1 };
+        int c, r;
+
+        log_set_program("rtsoakd");
+        while ((c = getopt_long(argc, argv, "c:s:d:vh", options, NULL)) >= 0)
+                switch (c) {
+                case 'c':
+                        config = optarg;
+                        explicit_config = true;
+                        break;
+                case 's': {
+                        char **n = realloc(sets, (nsets + 2) * sizeof(char *));
+                        if (!n)
+                                return log_oom(), EXIT_FAILURE;
+                        sets = n;
+                        sets[nsets++] = optarg;
+                        sets[nsets] = NULL;
+                        break;
+                }
+                case 'd': {
+                        const char *reason;
+                        if (parse_timespan(optarg, &duration, &reason) < 0 || duration == 0) {
+                                log_error("--duration %s: %s", optarg,
+                                          duration == 0 && !reason ? "must be longer than 0" : reason);
+                                return EXIT_CONFIG;
+                        }
+                        break;
+                }
+                case ARG_CHECK_CONFIG:
+                        check = true;
+                        break;
+                case 'v':
+                        log_set_max_level(LOG_LEVEL_DEBUG);
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return EXIT_SUCCESS;
+                case ARG_VERSION:
+                        printf("rtsoakd %s\n", PROJECT_VERSION);
+                        return EXIT_SUCCESS;
+                default:
+                        usage(stderr);
+                        return EXIT_CONFIG;
+                }
+        if (optind < argc) {
+                log_error("Unexpected argument '%s' (see --help)", argv[optind]);
+                return EXIT_CONFIG;
+        }
+
+        r = daemon_config_load(&d.cfg, config, explicit_config, sets, &sources, err);
+        if (r < 0) {
+                log_error("%s", err);
+                daemon_config_free(&d.cfg);
+                return EXIT_CONFIG;
+        }
+
+        if (check) {
+                _cleanup_free_ char *text = daemon_config_text(&d.cfg);
+                printf("# rtsoakd %s effective configuration\n", PROJECT_VERSION);
+                if (!sources || !sources[0])
+                        printf("# from: built-in defaults\n");
+                for (char **s = sources; s && *s; s++)
+                        printf("# from: %s\n", *s);
+                for (size_t i = 0; i < nsets; i++)
+                        printf("# from: --set %s\n", sets[i]);
+                fputs(text ?: "", stdout);
+                daemon_config_free(&d.cfg);
+                return text ? EXIT_SUCCESS : EXIT_FAILURE;
+        }
+
+        r = run(&d, duration, sources);
+        daemon_done(&d);
+        return r;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* What the storage files share: the connection struct, prepared statement cache and error
+ * helpers.  Not for use outside storage/. */
+#pragma once
+
+#include <sqlite3.h>
+
+#include "store.h"
+
+struct store {
+        sqlite3 *db;
+        char *path;
+        int lock_fd;
+        bool writer;
+        char error[STORE_ERROR_MAX];
+};
+
+/* Records "what: sqlite message" as the last error and returns a negative errno that fits
+ * the SQLite result code. */
+int store_fail(store *s, int rc, const char *what);
+int store_failf(store *s, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int store_exec(store *s, const char *sql);
+int store_prepare(store *s, const char *sql, sqlite3_stmt **ret);
+
+static inline void sqlite3_finalizep(sqlite3_stmt **st) {
+        if (*st)
+                sqlite3_finalize(*st);
+}
+#define _cleanup_stmt_ __attribute__((cleanup(sqlite3_finalizep)))

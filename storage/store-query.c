@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/* Reading the local database for the CLI: runs, per-CPU aggregation over a time window with
+ * merged histograms, and events.  Stored values are checked, not trusted. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "store-internal.h"
+
+static char *col_strdup(sqlite3_stmt *st, int i) {
+        const unsigned char *t = sqlite3_column_text(st, i);
+        return t ? strdup((const char *) t) : NULL;
+}
+
+static int64_t col_i64_or_min(sqlite3_stmt *st, int i) {
+        return sqlite3_column_type(st, i) == SQLITE_NULL ? INT64_MIN : sqlite3_column_int64(st, i);
+}
+
+void store_run_done(struct store_run *r) {
+        char **strs[] = { &r->machine_id,   &r->boot_id,        &r->hostname,
+                          &r->kernel_release, &r->kernel_version, &r->kernel_cmdline,
+                          &r->preempt_model,  &r->daemon_version, &r->config_digest,
+                          &r->config_text,    &r->cpus,           &r->end_reason };
+        for (size_t i = 0; i < ELEMENTSOF(strs); i++)
+                free(*strs[i]);
+        *r = (struct store_run) {};
+}
+
+int store_get_run(store *s, int64_t run_id, struct store_run *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        struct store_run r = {};
+        int rc, e;
+
+        e = store_prepare(s,
+                          "SELECT id, machine_id, boot_id, hostname, kernel_release, "
+                          "kernel_version, kernel_cmdline, preempt_model, daemon_version, "
+                          "config_digest, config, cpus, priority, probe_interval_ns, interval_ns, "
+                          "threshold_ns, hist_limit_us, start_ns, last_seen_ns, end_ns, "
+                          "end_reason FROM runs WHERE (?1 = 0 OR id = ?1) ORDER BY id DESC LIMIT 1",
+                          &st);
+        if (e < 0)
+                return e;
+        sqlite3_bind_int64(st, 1, run_id);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                return run_id ? store_failf(s, -ENOENT, "no run %lld", (long long) run_id)
+                              : store_failf(s, -ENOENT, "no run recorded yet");
+        if (rc != SQLITE_ROW)
+                return store_fail(s, rc, "cannot read runs");
+
+        r.id = sqlite3_column_int64(st, 0);
+        char **strs[] = { &r.machine_id,    &r.boot_id,        &r.hostname,
+                          &r.kernel_release, &r.kernel_version, &r.kernel_cmdline,
+                          &r.preempt_model,  &r.daemon_version, &r.config_digest,
+                          &r.config_text,    &r.cpus };
+        for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
+                *strs[i] = col_strdup(st, (int) i + 1);
+                if (!*strs[i]) {
+                        store_run_done(&r);
+                        return -ENOMEM;
+                }
+        }
+        r.priority = (uint64_t) sqlite3_column_int64(st, 12);
+        r.probe_interval_ns = (uint64_t) sqlite3_column_int64(st, 13);
+        r.interval_ns = (uint64_t) sqlite3_column_int64(st, 14);
+        r.threshold_ns = (uint64_t) sqlite3_column_int64(st, 15);
+        r.hist_limit_us = (uint32_t) sqlite3_column_int64(st, 16);
+        r.start_ns = sqlite3_column_int64(st, 17);
+        r.last_seen_ns = col_i64_or_min(st, 18);
+        r.end_ns = col_i64_or_min(st, 19);
+        r.end_reason = col_strdup(st, 20);
+        *ret = r;
+        return 0;
+}
+
+void store_report_free(struct store_cpu_report *r, size_t n) {
+        if (!r)
+                return;
+        for (size_t i = 0; i < n; i++)
+                hist_done(&r[i].hist);
+        free(r);
+}
+
+static struct store_cpu_report *find_or_add_cpu(struct store_cpu_report **arr, size_t *n,
+                                                int cpu, uint32_t limit_us) {
+        for (size_t i = 0; i < *n; i++)
+                if ((*arr)[i].cpu == cpu)
+                        return &(*arr)[i];
+        struct store_cpu_report *a = realloc(*arr, (*n + 1) * sizeof(**arr));
+        if (!a)
+                return NULL;
+        *arr = a;
+        struct store_cpu_report *c = &a[*n];
+        *c = (struct store_cpu_report) { .cpu = cpu, .min_ns = UINT64_MAX, .max_time_ns = INT64_MIN };
+        if (hist_init(&c->hist, limit_us) < 0)
+                return NULL;
+        (*n)++;
+        return c;
+}
+
+static int cmp_cpu(const void *a, const void *b) {
+        const struct store_cpu_report *x = a, *y = b;
+        return (x->cpu > y->cpu) - (x->cpu < y->cpu);
+}
+
+#define WINDOW_SQL                                                       \
+        " WHERE c.start_ns >= ?1 AND c.start_ns < ?2"                    \
+        " AND (?3 = 0 OR i.run_id = ?3) AND (?4 < 0 OR c.cpu = ?4)"
+
+static void bind_filter(sqlite3_stmt *st, const struct store_filter *f) {
+        sqlite3_bind_int64(st, 1, f->since_ns);
+        sqlite3_bind_int64(st, 2, f->until_ns);
+        sqlite3_bind_int64(st, 3, f->run_id);
+        sqlite3_bind_int(st, 4, f->cpu);
+}
+
+int store_report(store *s, const struct store_filter *f, struct store_cpu_report **ret,
+                 size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *lim = NULL, *st = NULL;
+        struct store_cpu_report *arr = NULL;
+        uint32_t limit_us = 0;
+        size_t n = 0;
+        int rc, r;
+
+        /* Merge every CPU into the widest exact range seen in the window, so that rows of
+         * runs with a smaller HistogramLimit= lose nothing. */
+        r = store_prepare(s,
+                          "SELECT max(c.hist_limit_us) FROM interval_cpus c "
+                          "JOIN intervals i ON i.id = c.interval_id" WINDOW_SQL,
+                          &lim);
+        if (r < 0)
+                return r;
+        bind_filter(lim, f);
+        rc = sqlite3_step(lim);
+        if (rc != SQLITE_ROW)
+                return store_fail(s, rc, "cannot query intervals");
+        if (sqlite3_column_type(lim, 0) != SQLITE_NULL) {
+                int64_t v = sqlite3_column_int64(lim, 0);
+                if (v <= 0 || v > HIST_LIMIT_US_MAX)
+                        return store_failf(s, -EBADMSG, "stored histogram limit %lld us is out "
+                                           "of range (database damaged?)", (long long) v);
+                limit_us = (uint32_t) v;
+        }
+
+        r = store_prepare(s,
+                          "SELECT c.cpu, c.samples, c.min_ns, c.max_ns, c.sum_ns, c.max_time_ns, "
+                          "c.violations, c.missed, c.hist, c.start_ns, c.length_ns, i.id "
+                          "FROM interval_cpus c JOIN intervals i ON i.id = c.interval_id"
+                          WINDOW_SQL " ORDER BY c.start_ns",
+                          &st);
+        if (r < 0)
+                return r;
+        bind_filter(st, f);
+
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                int cpu = sqlite3_column_int(st, 0);
+                int64_t samples = sqlite3_column_int64(st, 1), min = sqlite3_column_int64(st, 2),
+                        max = sqlite3_column_int64(st, 3), sum = sqlite3_column_int64(st, 4),
+                        viol = sqlite3_column_int64(st, 6), missed = sqlite3_column_int64(st, 7),
+                        start = sqlite3_column_int64(st, 9), len = sqlite3_column_int64(st, 10),
+                        interval_id = sqlite3_column_int64(st, 11);
+                const void *blob = sqlite3_column_blob(st, 8);
+                int blob_len = sqlite3_column_bytes(st, 8);
+                const char *reason = NULL;
+                uint64_t decoded;
+
+                if (samples < 0 || min < 0 || max < 0 || sum < 0 || viol < 0 || missed < 0 ||
+                    len < 0 || (samples > 0 && min > max) || viol > samples) {
+                        r = store_failf(s, -EBADMSG, "interval %lld, CPU %d: inconsistent "
+                                        "statistics (database damaged?)",
+                                        (long long) interval_id, cpu);
+                        goto fail;
+                }
+                struct store_cpu_report *c = find_or_add_cpu(&arr, &n, cpu, limit_us);
+                if (!c) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                r = hist_decode_merge(&c->hist, blob, (size_t) blob_len, &decoded, &reason);
+                if (r < 0) {
+                        r = store_failf(s, r, "interval %lld, CPU %d: %s (database damaged?)",
+                                        (long long) interval_id, cpu, reason);
+                        goto fail;
+                }
+                if (decoded != (uint64_t) samples) {
+                        r = store_failf(s, -EBADMSG, "interval %lld, CPU %d: histogram holds "
+                                        "%llu samples but the row says %lld (database damaged?)",
+                                        (long long) interval_id, cpu,
+                                        (unsigned long long) decoded, (long long) samples);
+                        goto fail;
+                }
+
+                if (c->intervals == 0)
+                        c->first_ns = start;
+                c->last_ns = start + len;
+                c->intervals++;
+                c->samples += (uint64_t) samples;
+                c->sum_ns += (uint64_t) sum;
+                c->violations += (uint64_t) viol;
+                c->missed += (uint64_t) missed;
+                if (samples > 0 && (uint64_t) min < c->min_ns)
+                        c->min_ns = (uint64_t) min;
+                if (samples > 0 && ((uint64_t) max > c->max_ns || c->max_time_ns == INT64_MIN)) {
+                        c->max_ns = (uint64_t) max;
+                        c->max_time_ns = sqlite3_column_int64(st, 5);
+                }
+        }
+        if (rc != SQLITE_DONE) {
+                r = store_fail(s, rc, "cannot query intervals");
+                goto fail;
+        }
+
+        for (size_t i = 0; i < n; i++)
+                if (arr[i].samples == 0)
+                        arr[i].min_ns = 0;
+        if (n > 1)
+                qsort(arr, n, sizeof(*arr), cmp_cpu);
+        *ret = arr;
+        *ret_n = n;
+        return 0;
+fail:
+        store_report_free(arr, n);
+        return r;
+}
+
+void store_events_free(struct store_event_row *e, size_t n) {
+        if (!e)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                free(e[i].type);
+                free(e[i].message);
+        }
+        free(e);
+}
+
+int store_list_events(store *s, const struct store_filter *f, const char *type, size_t limit,
+                      struct store_event_row **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        struct store_event_row *arr = NULL;
+        size_t n = 0;
+        int rc, r;
+
+        /* Newest first with the limit, then reversed, so that a limit keeps the latest. */
+        r = store_prepare(s,
+                          "SELECT id, run_id, time_ns, type, cpu, value_ns, message FROM events "
+                          "WHERE time_ns >= ?1 AND time_ns < ?2 AND (?3 = 0 OR run_id = ?3) "
+                          "AND (?4 < 0 OR cpu = ?4) AND (?5 IS NULL OR type = ?5) "
+                          "ORDER BY time_ns DESC, id DESC LIMIT ?6",
+                          &st);
+        if (r < 0)
+                return r;
+        bind_filter(st, f);
+        if (type)
+                sqlite3_bind_text(st, 5, type, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 6, limit ? (int64_t) limit : -1);
+
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct store_event_row *a = realloc(arr, (n + 1) * sizeof(*arr));
+                if (!a) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                arr = a;
+                struct store_event_row *e = &arr[n++];
+                *e = (struct store_event_row) {
+                        .id = sqlite3_column_int64(st, 0),
+                        .run_id = sqlite3_column_int64(st, 1),
+                        .time_ns = sqlite3_column_int64(st, 2),
+                        .type = col_strdup(st, 3),
+                        .cpu = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 4),
+                        .value_ns = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 5),
+                        .message = col_strdup(st, 6),
+                };
+                if (!e->type || !e->message) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+        }
+        if (rc != SQLITE_DONE) {
+                r = store_fail(s, rc, "cannot query events");
+                goto fail;
+        }
+        for (size_t i = 0; i < n / 2; i++) {
+                struct store_event_row t = arr[i];
+                arr[i] = arr[n - 1 - i];
+                arr[n - 1 - i] = t;
+        }
+        *ret = arr;
+        *ret_n = n;
+        return 0;
+fail:
+        store_events_free(arr, n);
+        return r;
+}

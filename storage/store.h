@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/* The local database: runs, intervals with per-CPU statistics and histograms, and events.
+ * Only this part speaks SQL; everything else uses these functions and structs. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hist.h"
+
+typedef struct store store;
+
+#define STORE_ERROR_MAX 512
+#define STORE_SCHEMA_VERSION 1
+
+enum {
+        STORE_READONLY = 1 << 0, /* for the CLI: never creates or migrates */
+        STORE_WRITER = 1 << 1,   /* for rtsoakd: creates, migrates, checks, takes the lock */
+};
+
+/* Opens (and for writers creates, migrates and quick_checks) the database.  On failure
+ * returns -errno and writes a message naming the file and the problem into err. */
+int store_open(const char *path, unsigned flags, store **ret, char err[static STORE_ERROR_MAX]);
+void store_close(store *s);
+static inline void store_closep(store **s) {
+        if (*s)
+                store_close(*s);
+}
+/* The message of the last failed call on s. */
+const char *store_error(const store *s);
+/* Whether a writer (rtsoakd) holds the database now. */
+bool store_writer_active(const char *path);
+
+struct store_run_info {
+        const char *machine_id, *boot_id, *hostname;
+        const char *kernel_release, *kernel_version, *kernel_cmdline, *preempt_model;
+        const char *daemon_version, *config_digest, *config_text, *cpus;
+        uint64_t priority, probe_interval_ns, interval_ns, threshold_ns;
+        uint32_t hist_limit_us;
+        int64_t start_ns;
+};
+
+/* Marks every run that never ended as ended uncleanly (with an "unclean_end" event carrying
+ * what is known about it), then records a new run.  *ret_unclean (optional) receives how many
+ * runs were found unclean. */
+int store_begin_run(store *s, const struct store_run_info *info, int64_t *ret_run_id,
+                    unsigned *ret_unclean);
+/* reason: "clean" or "error".  message may be NULL. */
+int store_end_run(store *s, int64_t run_id, int64_t end_ns, const char *reason,
+                  const char *message);
+
+struct store_cpu_interval {
+        int cpu;
+        int64_t start_ns;
+        uint64_t length_ns;
+        uint64_t samples, min_ns, max_ns, sum_ns, violations, missed;
+        int64_t max_time_ns;
+        uint32_t hist_limit_us;
+        const uint64_t *hist; /* hist_nbuckets(hist_limit_us) dense counts */
+};
+
+struct store_event {
+        int64_t time_ns;
+        const char *type;
+        int cpu;          /* -1: not about one CPU */
+        int64_t value_ns; /* -1: no value */
+        const char *message;
+};
+
+struct store_interval {
+        int64_t run_id;
+        uint64_t seq;
+        int64_t start_ns;
+        uint64_t length_ns;
+        const char *scenario; /* may be NULL */
+        const struct store_cpu_interval *cpus;
+        size_t ncpus;
+        const struct store_event *events;
+        size_t nevents;
+};
+
+/* Stores one interval, its per-CPU rows and its events in one transaction. */
+int store_write_interval(store *s, const struct store_interval *iv);
+/* Stores one event outside an interval. */
+int store_add_event(store *s, int64_t run_id, const struct store_event *ev);
+
+/* ---- queries ---- */
+
+struct store_filter {
+        int64_t since_ns; /* INT64_MIN: unbounded */
+        int64_t until_ns; /* INT64_MAX: unbounded */
+        int64_t run_id;   /* 0: every run */
+        int cpu;          /* -1: every CPU */
+};
+#define STORE_FILTER_ALL ((struct store_filter) { INT64_MIN, INT64_MAX, 0, -1 })
+
+struct store_run {
+        int64_t id;
+        char *machine_id, *boot_id, *hostname;
+        char *kernel_release, *kernel_version, *kernel_cmdline, *preempt_model;
+        char *daemon_version, *config_digest, *config_text, *cpus;
+        uint64_t priority, probe_interval_ns, interval_ns, threshold_ns;
+        uint32_t hist_limit_us;
+        int64_t start_ns, last_seen_ns, end_ns; /* INT64_MIN when not set */
+        char *end_reason;                       /* NULL while running (or not yet found dead) */
+};
+void store_run_done(struct store_run *r);
+
+/* run_id 0 means the latest run.  -ENOENT when there is none. */
+int store_get_run(store *s, int64_t run_id, struct store_run *ret);
+
+struct store_cpu_report {
+        int cpu;
+        uint64_t intervals, samples, min_ns, max_ns, violations, missed;
+        unsigned __int128 sum_ns;
+        int64_t max_time_ns, first_ns, last_ns;
+        struct hist hist;
+};
+void store_report_free(struct store_cpu_report *r, size_t n);
+
+/* Aggregates every per-CPU interval row whose start lies in [since, until) into one entry per
+ * CPU, sorted by CPU, with the merged histogram.  Corrupt rows (a histogram that does not
+ * decode or does not add up to the row's samples) fail the query with -EBADMSG naming the
+ * row: a report must never silently leave samples out. */
+int store_report(store *s, const struct store_filter *f, struct store_cpu_report **ret,
+                 size_t *ret_n);
+
+struct store_event_row {
+        int64_t id, run_id, time_ns, value_ns;
+        int cpu;
+        char *type, *message;
+};
+void store_events_free(struct store_event_row *e, size_t n);
+/* Events in [since, until), oldest first; type NULL for all; at most limit (0: no limit),
+ * the newest ones when limited. */
+int store_list_events(store *s, const struct store_filter *f, const char *type, size_t limit,
+                      struct store_event_row **ret, size_t *ret_n);

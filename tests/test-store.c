@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the local database on real SQLite files: schema and refusal of foreign or
+ * newer files, runs and unclean ends, interval round trips, year-scale sums, corrupt rows,
+ * the writer lock and events. */
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include "tests.h"
+#include "hist.h"
+#include "macro.h"
+#include "store.h"
+
+static char dir[] = "/tmp/test-store-XXXXXX";
+
+static char *db_path(const char *name) {
+        static char p[512];
+        snprintf(p, sizeof(p), "%s/%s", dir, name);
+        return p;
+}
+
+static void sql(const char *path, const char *statement) {
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        char *msg = NULL;
+        if (sqlite3_exec(db, statement, NULL, NULL, &msg) != SQLITE_OK)
+                fail_msg("%s: %s", statement, msg);
+        sqlite3_close(db);
+}
+
+static const struct store_run_info run_info = {
+        .machine_id = "m1", .boot_id = "b1", .hostname = "host",
+        .kernel_release = "6.1.0-rt", .kernel_version = "#1 SMP PREEMPT_RT",
+        .kernel_cmdline = "quiet", .preempt_model = "PREEMPT_RT", .daemon_version = "test",
+        .config_digest = "abc", .config_text = "[Probe]\n", .cpus = "0-1",
+        .priority = 95, .probe_interval_ns = 200000, .interval_ns = 60000000000,
+        .threshold_ns = 100000, .hist_limit_us = 1000, .start_ns = 1000,
+};
+
+static void make_row(struct store_cpu_interval *row, uint64_t *counts, int cpu, int64_t start,
+                     uint64_t samples, uint64_t lat_ns) {
+        memset(counts, 0, hist_nbuckets(1000) * sizeof(uint64_t));
+        counts[hist_index(1000, lat_ns)] = samples;
+        *row = (struct store_cpu_interval) {
+                .cpu = cpu, .start_ns = start, .length_ns = 60000000000, .samples = samples,
+                .min_ns = lat_ns, .max_ns = lat_ns, .sum_ns = samples * lat_ns,
+                .max_time_ns = start + 5, .hist_limit_us = 1000, .hist = counts,
+        };
+}
+
+static void test_open_create_and_reopen(void **state) {
+        store *s = NULL;
+        char err[STORE_ERROR_MAX];
+        (void) state;
+        /* Read-only open of a missing file explains itself. */
+        assert_int_equal(store_open(db_path("a.db"), STORE_READONLY, &s, err), -ENOENT);
+        assert_non_null(strstr(err, "no database here"));
+
+        assert_int_equal(store_open(db_path("a.db"), STORE_WRITER, &s, err), 0);
+        assert_true(store_writer_active(db_path("a.db")));
+        /* A second writer is refused while the first holds the lock. */
+        store *s2 = NULL;
+        assert_int_equal(store_open(db_path("a.db"), STORE_WRITER, &s2, err), -EBUSY);
+        assert_non_null(strstr(err, "another rtsoakd is already writing this database"));
+        store_close(s);
+        assert_false(store_writer_active(db_path("a.db")));
+
+        /* Empty database: the CLI says nothing was written yet rather than failing oddly. */
+        assert_int_equal(store_open(db_path("a.db"), STORE_READONLY, &s, err), 0);
+        struct store_run r;
+        assert_int_equal(store_get_run(s, 0, &r), -ENOENT);
+        assert_non_null(strstr(store_error(s), "no run recorded yet"));
+        store_close(s);
+}
+
+static void test_refuses_foreign_and_newer(void **state) {
+        store *s = NULL;
+        char err[STORE_ERROR_MAX];
+        (void) state;
+
+        /* Not SQLite at all. */
+        int fd = open(db_path("junk.db"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        assert_true(fd >= 0);
+        char junk[4096];
+        memset(junk, 'x', sizeof(junk));
+        assert_int_equal(write(fd, junk, sizeof(junk)), sizeof(junk));
+        close(fd);
+        assert_int_equal(store_open(db_path("junk.db"), STORE_READONLY, &s, err), -EBADMSG);
+        assert_non_null(strstr(err, "file is not a database"));
+        assert_int_equal(store_open(db_path("junk.db"), STORE_WRITER, &s, err), -EBADMSG);
+
+        /* Another program's SQLite file. */
+        sql(db_path("other.db"), "CREATE TABLE t(x)");
+        assert_int_equal(store_open(db_path("other.db"), STORE_WRITER, &s, err), -EBADMSG);
+        assert_non_null(strstr(err, "SQLite database of another program"));
+
+        /* A newer schema than we know. */
+        assert_int_equal(store_open(db_path("new.db"), STORE_WRITER, &s, err), 0);
+        store_close(s);
+        sql(db_path("new.db"), "PRAGMA user_version = 99");
+        assert_int_equal(store_open(db_path("new.db"), STORE_WRITER, &s, err), -EPROTONOSUPPORT);
+        assert_non_null(strstr(err, "schema version 99 is newer"));
+        assert_int_equal(store_open(db_path("new.db"), STORE_READONLY, &s, err), -EPROTONOSUPPORT);
+}
+
+static void test_corrupt_file(void **state) {
+        store *s = NULL;
+        char err[STORE_ERROR_MAX];
+        struct store_cpu_interval row;
+        uint64_t *counts = calloc(hist_nbuckets(1000), sizeof(uint64_t));
+        int64_t run;
+        (void) state;
+
+        assert_int_equal(store_open(db_path("c.db"), STORE_WRITER, &s, err), 0);
+        assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
+        for (int i = 0; i < 200; i++) {
+                make_row(&row, counts, 0, i * 60000000000LL, 300000, 5000);
+                struct store_interval iv = { .run_id = run, .seq = (uint64_t) i,
+                                             .start_ns = row.start_ns, .length_ns = row.length_ns,
+                                             .cpus = &row, .ncpus = 1 };
+                assert_int_equal(store_write_interval(s, &iv), 0);
+        }
+        store_close(s);
+        sql(db_path("c.db"), "PRAGMA wal_checkpoint(TRUNCATE)");
+
+        /* Overwrite a page in the middle with garbage. */
+        int fd = open(db_path("c.db"), O_WRONLY);
+        assert_true(fd >= 0);
+        char junk[4096];
+        memset(junk, 0xa5, sizeof(junk));
+        assert_int_equal(pwrite(fd, junk, sizeof(junk), 4096 * 3), sizeof(junk));
+        close(fd);
+
+        int r = store_open(db_path("c.db"), STORE_WRITER, &s, err);
+        assert_int_equal(r, -EBADMSG);
+        assert_non_null(strstr(err, "c.db"));
+        free(counts);
+}
+
+static void test_runs_and_unclean(void **state) {
+        store *s = NULL;
+        char err[STORE_ERROR_MAX];
+        int64_t run1, run2, run3;
+        unsigned unclean = 99;
+        struct store_run r;
+        (void) state;
+
+        assert_int_equal(store_open(db_path("r.db"), STORE_WRITER, &s, err), 0);
+        assert_int_equal(store_begin_run(s, &run_info, &run1, &unclean), 0);
+        assert_int_equal(unclean, 0);
+        /* Run 1 never ends: as if killed. */
+        store_close(s);
+
+        assert_int_equal(store_open(db_path("r.db"), STORE_WRITER, &s, err), 0);
+        assert_int_equal(store_begin_run(s, &run_info, &run2, &unclean), 0);
+        assert_int_equal(unclean, 1);
+        assert_int_equal(store_get_run(s, run1, &r), 0);
+        assert_string_equal(r.end_reason, "unclean");
+        assert_int_equal(r.end_ns, run_info.start_ns); /* no data: the start is all we know */
+        store_run_done(&r);
+        assert_int_equal(store_end_run(s, run2, 5000, "clean", NULL), 0);
+        assert_int_equal(store_end_run(s, 12345, 5000, "clean", NULL), -ENOENT);
+        store_close(s);
+
+        assert_int_equal(store_open(db_path("r.db"), STORE_WRITER, &s, err), 0);
+        assert_int_equal(store_begin_run(s, &run_info, &run3, &unclean), 0);
+        assert_int_equal(unclean, 0); /* run 2 ended cleanly */
+        assert_int_equal(store_get_run(s, 0, &r), 0);
+        assert_int_equal(r.id, run3);
+        assert_null(r.end_reason);
+        assert_string_equal(r.kernel_release, "6.1.0-rt");
+        assert_string_equal(r.preempt_model, "PREEMPT_RT");
+        assert_int_equal(r.probe_interval_ns, 200000);
+        store_run_done(&r);
+
+        struct store_event_row *ev;
+        size_t n;
+        struct store_filter f = STORE_FILTER_ALL;
+        assert_int_equal(store_list_events(s, &f, "unclean_end", 0, &ev, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(ev[0].run_id, run1);
+        assert_non_null(strstr(ev[0].message, "did not end cleanly"));
+        store_events_free(ev, n);
+        store_close(s);
+}
+
+static void test_interval_roundtrip_and_report(void **state) {
+        store *s = NULL;
+        char err[STORE_ERROR_MAX];
+        int64_t run;
+        uint64_t *c0 = calloc(hist_nbuckets(1000), sizeof(uint64_t));
+        uint64_t *c1 = calloc(hist_nbuckets(1000), sizeof(uint64_t));
+        (void) state;
+
+        assert_int_equal(store_open(db_path("i.db"), STORE_WRITER, &s, err), 0);
+        assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
+
+        const int64_t minute = 60000000000LL;
+        for (int i = 0; i < 3; i++) {
+                struct store_cpu_interval rows[2];
+                make_row(&rows[0], c0, 0, i * minute, 300000, 5000 + (uint64_t) i * 1000);
+                make_row(&rows[1], c1, 1, i * minute, 299999, 7000);
+                c1[hist_index(1000, 20000000)] = 1; /* one 20 ms stall on CPU 1 */
+                rows[1].samples = 300000;
+                rows[1].max_ns = 20000000;
+                rows[1].sum_ns += 20000000;
+                rows[1].violations = 1;
+                rows[1].missed = 100;
+                struct store_event ev = { .time_ns = i * minute + 7, .type = "violation",
+                                          .cpu = 1, .value_ns = 20000000 };
+                struct store_interval iv = { .run_id = run, .seq = (uint64_t) i,
+                                             .start_ns = i * minute, .length_ns = minute,
+                                             .cpus = rows, .ncpus = 2, .events = &ev, .nevents = 1 };
+                assert_int_equal(store_write_interval(s, &iv), 0);
+        }
+        /* A repeated sequence number is refused, and nothing of it is stored. */
+        {
+                struct store_cpu_interval row;
+                make_row(&row, c0, 0, 3 * minute, 1, 1000);
+                struct store_interval iv = { .run_id = run, .seq = 2, .start_ns = 3 * minute,
+                                             .length_ns = minute, .cpus = &row, .ncpus = 1 };
+                assert_true(store_write_interval(s, &iv) < 0);
+        }
+
+        struct store_cpu_report *rep;
+        size_t n;
+        struct store_filter f = STORE_FILTER_ALL;
+        assert_int_equal(store_report(s, &f, &rep, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(rep[0].cpu, 0);
+        assert_int_equal(rep[0].samples, 900000);
+        assert_int_equal(rep[0].min_ns, 5000);
+        assert_int_equal(rep[0].max_ns, 7000);
+        assert_int_equal(rep[0].max_time_ns, 2 * minute + 5);
+        assert_int_equal(rep[0].intervals, 3);
+        assert_int_equal(hist_total(&rep[0].hist), 900000);
+        assert_int_equal(rep[1].violations, 3);
+        assert_int_equal(rep[1].missed, 300);
+        assert_int_equal(rep[1].max_ns, 20000000);
+        assert_int_equal(hist_overflows(&rep[1].hist, 1000), 3);
+        store_report_free(rep, n);
+
+        /* Window and CPU filters. */
+        f.since_ns = minute;
+        f.until_ns = 2 * minute;
+        f.cpu = 1;
+        assert_int_equal(store_report(s, &f, &rep, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(rep[0].cpu, 1);
+        assert_int_equal(rep[0].samples, 300000);
+        store_report_free(rep, n);
+
+        struct store_event_row *ev;
+        f = STORE_FILTER_ALL;
+        assert_int_equal(store_list_events(s, &f, "violation", 2, &ev, &n), 0);
+        assert_int_equal(n, 2); /* the newest two, oldest first */
+        assert_int_equal(ev[0].time_ns, minute + 7);
+        assert_int_equal(ev[1].time_ns, 2 * minute + 7);
+        assert_int_equal(ev[1].value_ns, 20000000);
+        store_events_free(ev, n);
+        store_close(s);
+        free(c0);
+        free(c1);
+}
+
+static void test_year_scale_sums(void **state) {
+        store *s = NULL;
+        char err[STORE_ERROR_MAX];
+        int64_t run;
+        uint64_t *c = calloc(hist_nbuckets(1000), sizeof(uint64_t));
+        (void) state;
+
+        /* Two rows that each hold a year at 5 kHz with sums near the 63-bit limit (more than
+         * a year of wall time allows): each fits the database, their total does not fit 64
+         * bits and must still add up. */
+        const uint64_t year = UINT64_C(5000) * 86400 * 365;
+        assert_int_equal(store_open(db_path("y.db"), STORE_WRITER, &s, err), 0);
+        assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
+        for (int i = 0; i < 2; i++) {
+                struct store_cpu_interval row;
+                make_row(&row, c, 0, i, year, 20000000);
+                row.sum_ns = UINT64_C(5000000000000000000);
+                struct store_interval iv = { .run_id = run, .seq = (uint64_t) i, .start_ns = i,
+                                             .length_ns = 1, .cpus = &row, .ncpus = 1 };
+                assert_int_equal(store_write_interval(s, &iv), 0);
+        }
+        struct store_cpu_report *rep;
+        size_t n;
+        struct store_filter f = STORE_FILTER_ALL;
+        assert_int_equal(store_report(s, &f, &rep, &n), 0);
+        assert_int_equal(rep[0].samples, 2 * year);
+        unsigned __int128 want = (unsigned __int128) UINT64_C(5000000000000000000) * 2;
+        assert_true(rep[0].sum_ns == want);
+        assert_int_equal(hist_total(&rep[0].hist), 2 * year);
+        store_report_free(rep, n);
+
+        /* A value beyond what SQLite stores is refused with a clear message. */
+        struct store_cpu_interval row;
+        make_row(&row, c, 0, 5, 1, 1000);
+        row.sum_ns = UINT64_MAX;
+        struct store_interval iv = { .run_id = run, .seq = 9, .start_ns = 5, .length_ns = 1,
+                                     .cpus = &row, .ncpus = 1 };
+        assert_int_equal(store_write_interval(s, &iv), -ERANGE);
+        assert_non_null(strstr(store_error(s), "does not fit the database"));
+        store_close(s);
+        free(c);
+}
+
+static void test_corrupt_rows_fail_report(void **state) {
+        store *s = NULL;
+        char err[STORE_ERROR_MAX];
+        int64_t run;
+        uint64_t *c = calloc(hist_nbuckets(1000), sizeof(uint64_t));
+        (void) state;
+
+        assert_int_equal(store_open(db_path("k.db"), STORE_WRITER, &s, err), 0);
+        assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
+        struct store_cpu_interval row;
+        make_row(&row, c, 0, 0, 1000, 5000);
+        struct store_interval iv = { .run_id = run, .seq = 0, .start_ns = 0, .length_ns = 1,
+                                     .cpus = &row, .ncpus = 1 };
+        assert_int_equal(store_write_interval(s, &iv), 0);
+        store_close(s);
+
+        static const struct {
+                const char *sql, *msg;
+        } t[] = {
+                { "UPDATE interval_cpus SET samples = 999", "histogram holds 1000 samples but "
+                                                           "the row says 999" },
+                { "UPDATE interval_cpus SET hist = x'01e807ff7f01', samples = 1000",
+                  "histogram bucket index out of range" },
+                { "UPDATE interval_cpus SET hist = x'02', samples = 1000",
+                  "histogram too short" },
+                { "UPDATE interval_cpus SET hist = x'01e80705e807', min_ns = 9, max_ns = 3",
+                  "inconsistent statistics" },
+                { "UPDATE interval_cpus SET hist_limit_us = 0", "out of range" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                sql(db_path("k.db"), t[i].sql);
+                assert_int_equal(store_open(db_path("k.db"), STORE_READONLY, &s, err), 0);
+                struct store_cpu_report *rep;
+                size_t n;
+                struct store_filter f = STORE_FILTER_ALL;
+                int r = store_report(s, &f, &rep, &n);
+                if (r != -EBADMSG)
+                        fail_msg("case %zu: %d %s", i, r, store_error(s));
+                if (!strstr(store_error(s), t[i].msg))
+                        fail_msg("case %zu: '%s' lacks '%s'", i, store_error(s), t[i].msg);
+                store_close(s);
+        }
+        free(c);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_open_create_and_reopen),
+                cmocka_unit_test(test_refuses_foreign_and_newer),
+                cmocka_unit_test(test_corrupt_file),
+                cmocka_unit_test(test_runs_and_unclean),
+                cmocka_unit_test(test_interval_roundtrip_and_report),
+                cmocka_unit_test(test_year_scale_sums),
+                cmocka_unit_test(test_corrupt_rows_fail_report),
+        };
+        if (!mkdtemp(dir))
+                return 1;
+        int r = RUN_TESTS(tests);
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+                return 1;
+        return r;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/* Common includes for the cmocka unit tests, and a main() helper that selects TAP output so
+ * that meson counts every case. */
+#pragma once
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define RUN_TESTS(tests)                                               \
+        ({                                                             \
+                cmocka_set_message_output(CM_OUTPUT_TAP);              \
+                cmocka_run_group_tests(tests, NULL, NULL);             \
+        })
