@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/* Test helper that injects known latency: a SCHED_FIFO thread pinned to one CPU spins for a
+ * fixed time, a fixed number of times, and prints each stall's window so that a test can
+ * match what rtsoakd recorded against what really happened. */
+#include <errno.h>
+#include <getopt.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+static long long now(clockid_t c) {
+        struct timespec ts;
+        clock_gettime(c, &ts);
+        return (long long) ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void sleep_ms(long ms) {
+        struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+int main(int argc, char *argv[]) {
+        static const struct option opts[] = {
+                { "cpu", required_argument, NULL, 'c' },
+                { "priority", required_argument, NULL, 'p' },
+                { "stall-us", required_argument, NULL, 's' },
+                { "count", required_argument, NULL, 'n' },
+                { "gap-ms", required_argument, NULL, 'g' },
+                { "delay-ms", required_argument, NULL, 'd' },
+                {},
+        };
+        int cpu = 0, prio = 90, count = 10, c;
+        long stall_us = 20000, gap_ms = 250, delay_ms = 1000;
+
+        while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0)
+                switch (c) {
+                case 'c': cpu = atoi(optarg); break;
+                case 'p': prio = atoi(optarg); break;
+                case 's': stall_us = atol(optarg); break;
+                case 'n': count = atoi(optarg); break;
+                case 'g': gap_ms = atol(optarg); break;
+                case 'd': delay_ms = atol(optarg); break;
+                default:
+                        fprintf(stderr, "usage: stall-inject --cpu N --priority P --stall-us U "
+                                        "--count K --gap-ms G --delay-ms D\n");
+                        return 2;
+                }
+
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) < 0) {
+                fprintf(stderr, "stall-inject: cannot pin to CPU %d: %s\n", cpu, strerror(errno));
+                return 1;
+        }
+        struct sched_param sp = { .sched_priority = prio };
+        if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0) {
+                fprintf(stderr, "stall-inject: SCHED_FIFO %d: %s\n", prio, strerror(errno));
+                return 1;
+        }
+        mlockall(MCL_CURRENT | MCL_FUTURE);
+
+        sleep_ms(delay_ms);
+        for (int i = 0; i < count; i++) {
+                long long m0 = now(CLOCK_MONOTONIC), r0 = now(CLOCK_REALTIME);
+                long long end = m0 + stall_us * 1000LL, m1;
+                while ((m1 = now(CLOCK_MONOTONIC)) < end)
+                        ;
+                /* Realtime and monotonic advance together over 20 ms: derive the end. */
+                printf("stall %lld %lld\n", r0, r0 + (m1 - m0));
+                fflush(stdout);
+                sleep_ms(gap_ms);
+        }
+        return 0;
+}

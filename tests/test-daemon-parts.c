@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the daemon's smaller parts: SHA-256 vectors, the preemption model, and the
+ * explanation of refused real-time scheduling, fed with known files. */
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests.h"
+#include "macro.h"
+#include "rt-setup.h"
+#include "sha256.h"
+#include "sysinfo.h"
+
+static char dir[] = "/tmp/test-parts-XXXXXX";
+
+static const char *file(const char *name, const char *text) {
+        static char path[8][512];
+        static int next;
+        char *p = path[next++ % 8];
+        snprintf(p, 512, "%s/%s", dir, name);
+        if (text) {
+                char cmd[1100];
+                snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\"", p);
+                assert_int_equal(system(cmd), 0);
+                FILE *f = fopen(p, "we");
+                assert_non_null(f);
+                fputs(text, f);
+                fclose(f);
+        }
+        return p;
+}
+
+static void test_sha256(void **state) {
+        static const struct {
+                const char *in, *hex;
+        } t[] = {
+                { "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
+                { "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
+                { "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+                  "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
+        };
+        char out[2 * SHA256_DIGEST_SIZE + 1];
+        (void) state;
+        for (size_t i = 0; i < ELEMENTSOF(t); i++)
+                assert_string_equal(sha256_hex(t[i].in, strlen(t[i].in), out), t[i].hex);
+
+        /* One million 'a', fed in uneven pieces to exercise block boundaries. */
+        struct sha256_ctx c;
+        uint8_t d[SHA256_DIGEST_SIZE];
+        char a[1000];
+        memset(a, 'a', sizeof(a));
+        sha256_init(&c);
+        for (size_t done = 0, step = 1; done < 1000000; done += step, step = step % 997 + 1) {
+                if (done + step > 1000000)
+                        step = 1000000 - done;
+                sha256_update(&c, a, step);
+        }
+        sha256_final(&c, d);
+        static const uint8_t want[4] = { 0xcd, 0xc7, 0x6e, 0x5c };
+        assert_memory_equal(d, want, 4);
+}
+
+static void test_preempt_model(void **state) {
+        static const struct {
+                const char *realtime, *version, *dynamic, *cmdline, *want;
+        } t[] = {
+                { "1\n", "#1 SMP PREEMPT_DYNAMIC", NULL, "", "PREEMPT_RT" },
+                { "0\n", "#1 SMP PREEMPT_RT Fri Jan 1", NULL, "", "PREEMPT_RT" },
+                { NULL, "#1 SMP PREEMPT_DYNAMIC", "none voluntary (full) lazy\n", "",
+                  "PREEMPT_DYNAMIC (full)" },
+                { NULL, "#1 SMP PREEMPT_DYNAMIC", "(none) voluntary full\n", "",
+                  "PREEMPT_DYNAMIC (none)" },
+                { NULL, "#1 SMP PREEMPT_DYNAMIC @0", NULL, "ro preempt=voluntary quiet",
+                  "PREEMPT_DYNAMIC (voluntary)" },
+                { NULL, "#1 SMP PREEMPT_DYNAMIC @0", NULL, "ro nopreempt=x", "PREEMPT_DYNAMIC" },
+                { NULL, "#1 SMP PREEMPT Thu", NULL, "", "PREEMPT" },
+                { NULL, "#1 SMP Debian 6.1.0", NULL, "", "PREEMPT_NONE or PREEMPT_VOLUNTARY" },
+        };
+        (void) state;
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                char buf[64];
+                const char *rt = t[i].realtime ? file("realtime", t[i].realtime)
+                                               : file("no-such-file", NULL);
+                const char *dyn = t[i].dynamic ? file("preempt", t[i].dynamic)
+                                               : file("no-such-file", NULL);
+                sysinfo_preempt_model(rt, t[i].version, dyn, t[i].cmdline, buf, sizeof(buf));
+                if (strcmp(buf, t[i].want) != 0)
+                        fail_msg("case %zu: got '%s', want '%s'", i, buf, t[i].want);
+        }
+
+        /* The real machine gives something, never an empty string. */
+        struct sysinfo_run si;
+        sysinfo_read(&si);
+        assert_true(strlen(si.preempt_model) > 0);
+        assert_int_equal(strlen(si.boot_id), 32);
+        assert_true(strlen(si.kernel_release) > 0);
+}
+
+static void test_explain_sched_failure(void **state) {
+        struct rlimit old;
+        char why[2048];
+        (void) state;
+        getrlimit(RLIMIT_RTPRIO, &old);
+
+        /* No capability and RLIMIT_RTPRIO 0: the limit is the cause. */
+        struct rlimit zero = { 0, old.rlim_max };
+        assert_int_equal(setrlimit(RLIMIT_RTPRIO, &zero), 0);
+        struct rt_paths p = {
+                .proc_status = file("status-nocap", "Name:\tx\nCapEff:\t0000000000000000\n"),
+                .proc_cgroup = file("cgroup-root", "4:cpu,cpuacct:/\n0::/\n"),
+                .sched_rt_runtime = file("rt-950000", "950000\n"),
+                .cgroup_root = file("cg", NULL),
+        };
+        rt_explain_sched_failure(-EPERM, 95, &p, why, sizeof(why));
+        assert_non_null(strstr(why, "SCHED_FIFO priority 95 refused: Operation not permitted."));
+        assert_non_null(strstr(why, "RLIMIT_RTPRIO is 0"));
+        assert_non_null(strstr(why, "LimitRTPRIO=95"));
+        assert_non_null(strstr(why, "Refusing to measure at SCHED_OTHER"));
+        assert_null(strstr(why, "CONFIG_RT_GROUP_SCHED"));
+
+        /* With the capability, the limit does not matter. */
+        p.proc_status = file("status-cap", "CapEff:\t000001ffffffffff\n");
+        rt_explain_sched_failure(-EPERM, 95, &p, why, sizeof(why));
+        assert_null(strstr(why, "RLIMIT_RTPRIO is"));
+        assert_non_null(strstr(why, "None of the usual causes applies"));
+
+        /* A cgroup without an RT budget under CONFIG_RT_GROUP_SCHED. */
+        file("cg/cpu/lab/rtsoak/cpu.rt_runtime_us", "0\n");
+        p.proc_cgroup = file("cgroup-lab", "12:cpu,cpuacct:/lab/rtsoak\n");
+        rt_explain_sched_failure(-EPERM, 80, &p, why, sizeof(why));
+        assert_non_null(strstr(why, "CONFIG_RT_GROUP_SCHED"));
+        assert_non_null(strstr(why, "/lab/rtsoak"));
+        assert_non_null(strstr(why, "cpu.rt_runtime_us is 0"));
+
+        /* Real-time throttled to nothing system-wide. */
+        p.proc_cgroup = file("cgroup-root", NULL);
+        p.sched_rt_runtime = file("rt-0", "0\n");
+        rt_explain_sched_failure(-EPERM, 80, &p, why, sizeof(why));
+        assert_non_null(strstr(why, "kernel.sched_rt_runtime_us is 0"));
+
+        assert_int_equal(setrlimit(RLIMIT_RTPRIO, &old), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_sha256),
+                cmocka_unit_test(test_preempt_model),
+                cmocka_unit_test(test_explain_sched_failure),
+        };
+        if (!mkdtemp(dir))
+                return 1;
+        int r = RUN_TESTS(tests);
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        if (system(cmd) != 0)
+                return 1;
+        return r;
+}

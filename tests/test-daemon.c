@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/* Integration tests of rtsoakd and rtsoak together: a short soak and every report format
+ * cross-checked against each other, a clean stop that stores the partial interval, kill -9
+ * during writes, and clear errors for bad arguments and bad databases. */
+#include <signal.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include "tests.h"
+#include "test-util.h"
+#include "cpuset.h"
+#include "macro.h"
+
+static char *dir;
+static char db[512], set_db[600], dbarg[600];
+
+static int setup(void **state) {
+        (void) state;
+        dir = tu_mkdtemp("daemon");
+        snprintf(db, sizeof(db), "%s/rtsoak.db", dir);
+        snprintf(set_db, sizeof(set_db), "Storage.Path=%s", db);
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", db);
+        return 0;
+}
+
+static int teardown(void **state) {
+        (void) state;
+        tu_rmdir(dir);
+        dir = NULL;
+        return 0;
+}
+
+/* rtsoakd with our database, 1 s intervals, and the given extra arguments. */
+static void daemon_argv(char **argv, const char *const *extra) {
+        int n = 0;
+        argv[n++] = (char *) tu_bin("RTSOAKD");
+        argv[n++] = "--config";
+        argv[n++] = "/dev/null";
+        argv[n++] = "--set";
+        argv[n++] = set_db;
+        argv[n++] = "--set";
+        argv[n++] = "Storage.Interval=1s";
+        const char *san = getenv("RTSOAKD_TEST_SET");
+        if (san && *san) {
+                argv[n++] = "--set";
+                argv[n++] = (char *) san;
+        }
+        for (; extra && *extra; extra++)
+                argv[n++] = (char *) *extra;
+        argv[n] = NULL;
+}
+
+static json_t *cli_json(const char *cmd, const char *opt) {
+        char *argv[] = { (char *) tu_bin("RTSOAK"), dbarg, (char *) cmd, "--json", (char *) opt,
+                         NULL };
+        struct tu_result r;
+        if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
+                fail_msg("rtsoak %s failed (%d): %s", cmd, r.status, r.err);
+        json_t *j = tu_json(r.out);
+        tu_result_done(&r);
+        return j;
+}
+
+static long long jint(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        if (!json_is_integer(v))
+                fail_msg("'%s' is not an integer", key);
+        return json_integer_value(v);
+}
+
+static void test_soak_and_report_formats(void **state) {
+        struct cpuset online;
+        (void) state;
+        if (geteuid() != 0)
+                skip();
+        assert_int_equal(cpuset_online(&online, NULL), 0);
+
+        char *argv[32];
+        const char *extra[] = { "--duration", "3500ms", "--set", "Probe.Threshold=30us", NULL };
+        daemon_argv(argv, extra);
+        struct tu_result r;
+        if (tu_run(argv, 30000, NULL, NULL, &r) != 0)
+                fail_msg("rtsoakd: %d\n%s", r.status, r.err);
+        assert_non_null(strstr(r.err, "ended cleanly"));
+        tu_result_done(&r);
+
+        /* status: one clean run, every online CPU probed. */
+        json_t *st = cli_json("status", NULL);
+        assert_string_equal(json_string_value(json_object_get(st, "state")), "ended cleanly");
+        assert_string_equal(json_string_value(json_object_get(st, "end_reason")), "clean");
+        assert_int_equal(json_array_size(json_object_get(st, "cpus")), online.n);
+        assert_int_equal(jint(st, "probe_interval_ns"), 200000);
+        json_decref(st);
+
+        /* report: plausible numbers in a consistent order on every CPU. */
+        json_t *rep = cli_json("report", NULL);
+        json_t *cpus = json_object_get(rep, "cpus"), *row;
+        size_t i;
+        long long total_viol = 0;
+        assert_int_equal(json_array_size(cpus), online.n);
+        json_array_foreach(cpus, i, row) {
+                long long samples = jint(row, "samples"), min = jint(row, "min_ns"),
+                          avg = jint(row, "avg_ns"), max = jint(row, "max_ns"),
+                          p50 = jint(row, "p50_ns"), p99 = jint(row, "p99_ns"),
+                          p999 = jint(row, "p999_ns"), missed = jint(row, "missed");
+                assert_int_equal(jint(row, "cpu"), online.cpus[i]);
+                /* 3.5 s at 200 us: 17500 wake-ups, each a sample or a missed period. */
+                if (samples + missed < 17000 || samples + missed > 17600)
+                        fail_msg("CPU %zu: %lld samples + %lld missed", i, samples, missed);
+                assert_true(min > 0 && min <= avg && avg <= max);
+                assert_true(min <= p50 && p50 <= p99 && p99 <= p999 && p999 <= max);
+                total_viol += jint(row, "violations");
+        }
+
+        /* histogram, cyclictest format: one line per microsecond and a column per CPU,
+         * totals that add up to the report's samples. */
+        char *hargv[] = { (char *) tu_bin("RTSOAK"), dbarg, "histogram", NULL };
+        struct tu_result h;
+        assert_int_equal(tu_run(hargv, 20000, NULL, NULL, &h), 0);
+        assert_int_equal(tu_count_lines(h.out, "# Histogram\n"), 1);
+        /* Bucket lines are zero-padded to six digits: 000000 to 000999. */
+        assert_int_equal(tu_count_lines(h.out, "0"), 1000);
+        assert_int_equal(tu_count_lines(h.out, "000999 "), 1);
+        long long sums[64] = {};
+        for (char *line = h.out; line && *line;) {
+                if (*line != '#') {
+                        char *p = line;
+                        strtol(p, &p, 10);
+                        for (size_t c = 0; c < online.n; c++)
+                                sums[c] += strtoll(p, &p, 10);
+                }
+                line = strchr(line, '\n');
+                if (line)
+                        line++;
+        }
+        const char *tot = strstr(h.out, "# Total:"), *ovf = strstr(h.out, "# Histogram Overflows:"),
+                   *mx = strstr(h.out, "# Max Latencies:");
+        assert_non_null(tot);
+        assert_non_null(ovf);
+        assert_non_null(mx);
+        assert_non_null(strstr(h.out, "# Min Latencies:"));
+        assert_non_null(strstr(h.out, "# Avg Latencies:"));
+        char *p1 = (char *) tot + 8, *p2 = (char *) ovf + 22, *p3 = (char *) mx + 16;
+        json_array_foreach(cpus, i, row) {
+                long long t = strtoll(p1, &p1, 10), o = strtoll(p2, &p2, 10),
+                          m = strtoll(p3, &p3, 10);
+                assert_int_equal(t, sums[i]);
+                assert_int_equal(t + o, jint(row, "samples"));
+                assert_int_equal(m, jint(row, "max_ns") / 1000);
+        }
+        tu_result_done(&h);
+
+        /* csv and json histograms hold the same samples. */
+        char *cargv[] = { (char *) tu_bin("RTSOAK"), dbarg, "histogram", "--format", "csv", NULL };
+        struct tu_result c;
+        assert_int_equal(tu_run(cargv, 20000, NULL, NULL, &c), 0);
+        assert_int_equal(strncmp(c.out, "cpu,lower_ns,upper_ns,count\n", 28), 0);
+        long long csv_total = 0, json_total = 0, rep_total = 0;
+        for (char *line = strchr(c.out, '\n') + 1; line && *line;) {
+                char *nl = strchr(line, '\n');
+                char *last = memrchr(line, ',', nl ? (size_t) (nl - line) : strlen(line));
+                assert_non_null(last);
+                csv_total += strtoll(last + 1, NULL, 10);
+                line = nl ? nl + 1 : NULL;
+        }
+        tu_result_done(&c);
+        char *jargv[] = { (char *) tu_bin("RTSOAK"), dbarg, "histogram", "--format", "json", NULL };
+        struct tu_result j;
+        assert_int_equal(tu_run(jargv, 20000, NULL, NULL, &j), 0);
+        json_t *hj = tu_json(j.out), *hc, *b;
+        size_t k;
+        json_array_foreach(json_object_get(hj, "cpus"), i, hc)
+                json_array_foreach(json_object_get(hc, "buckets"), k, b)
+                        json_total += jint(b, "count");
+        json_array_foreach(cpus, i, row)
+                rep_total += jint(row, "samples");
+        assert_int_equal(csv_total, rep_total);
+        assert_int_equal(json_total, rep_total);
+        json_decref(hj);
+        tu_result_done(&j);
+
+        /* events: every violation counted is either listed or summed in a summary event. */
+        json_t *ev = cli_json("events", NULL), *e;
+        long long listed = 0, unrecorded = 0;
+        json_array_foreach(json_object_get(ev, "events"), i, e) {
+                const char *type = json_string_value(json_object_get(e, "type"));
+                if (strcmp(type, "violation") == 0) {
+                        listed++;
+                        assert_true(jint(e, "value_ns") > 30000);
+                } else if (strcmp(type, "violations_unrecorded") == 0)
+                        unrecorded += jint(e, "value_ns");
+        }
+        assert_int_equal(listed + unrecorded, total_viol);
+        json_decref(ev);
+
+        /* Window filters: nothing in the future, everything since a minute ago. */
+        json_t *none = cli_json("report", "--since=+1min");
+        assert_int_equal(json_array_size(json_object_get(none, "cpus")), 0);
+        json_decref(none);
+        json_t *all = cli_json("report", "--since=1min");
+        assert_int_equal(json_array_size(json_object_get(all, "cpus")), online.n);
+        json_decref(all);
+
+        /* The human table carries every CPU. */
+        char *targv[] = { (char *) tu_bin("RTSOAK"), dbarg, "report", NULL };
+        struct tu_result t;
+        assert_int_equal(tu_run(targv, 20000, NULL, NULL, &t), 0);
+        assert_non_null(strstr(t.out, "p99.9"));
+        assert_non_null(strstr(t.out, "Worst case"));
+        tu_result_done(&t);
+
+        json_decref(rep);
+        cpuset_done(&online);
+}
+
+static void test_sigterm_stores_partial_interval(void **state) {
+        (void) state;
+        if (geteuid() != 0)
+                skip();
+        unlink(db);
+        char *argv[32];
+        const char *extra[] = { "--set", "Storage.Interval=1h", NULL };
+        daemon_argv(argv, extra);
+        char err[600];
+        snprintf(err, sizeof(err), "%s/sigterm.err", dir);
+        pid_t pid = tu_spawn(argv, NULL, err);
+        tu_sleep_ms(1500);
+        assert_int_equal(kill(pid, SIGTERM), 0);
+        int st = tu_wait(pid, 10000);
+        char *text = tu_read_file(err);
+        if (st != 0)
+                fail_msg("rtsoakd exited %d after SIGTERM: %s", st, text);
+        assert_non_null(strstr(text, "Stopping (SIGTERM)"));
+        free(text);
+
+        /* One hour-long interval was open: its first 1.5 s are stored, the run is clean. */
+        json_t *s = cli_json("status", NULL);
+        assert_string_equal(json_string_value(json_object_get(s, "end_reason")), "clean");
+        json_t *row = json_array_get(json_object_get(s, "cpus"), 0);
+        assert_non_null(row);
+        long long samples = jint(row, "samples") + jint(row, "missed");
+        if (samples < 6000 || samples > 9000)
+                fail_msg("%lld samples for 1.5 s at 200 us", samples);
+        assert_int_equal(jint(row, "intervals"), 1);
+        json_decref(s);
+}
+
+static int integrity(const char *path, char *buf, size_t len) {
+        sqlite3 *d;
+        sqlite3_stmt *st;
+        int ok = 0;
+        if (sqlite3_open_v2(path, &d, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+                return 0;
+        if (sqlite3_prepare_v2(d, "PRAGMA integrity_check", -1, &st, NULL) == SQLITE_OK) {
+                if (sqlite3_step(st) == SQLITE_ROW) {
+                        snprintf(buf, len, "%s", sqlite3_column_text(st, 0));
+                        ok = strcmp(buf, "ok") == 0;
+                }
+                sqlite3_finalize(st);
+        }
+        sqlite3_close(d);
+        return ok;
+}
+
+static void test_kill9_during_writes(void **state) {
+        (void) state;
+        if (geteuid() != 0)
+                skip();
+        unlink(db);
+        /* Intervals of 1 s on every CPU: a commit every second, killed at varied moments
+         * (some right at a boundary, while the collector writes). */
+        static const int delays_ms[] = { 1010, 1500, 2003, 2250, 1999, 3001, 1100, 2600 };
+        srand(12345);
+        for (size_t i = 0; i < ELEMENTSOF(delays_ms); i++) {
+                char *argv[32];
+                daemon_argv(argv, NULL);
+                pid_t pid = tu_spawn(argv, NULL, NULL);
+                tu_sleep_ms(delays_ms[i] + rand() % 20);
+                assert_int_equal(kill(pid, SIGKILL), 0);
+                assert_int_equal(tu_wait(pid, 5000), 128 + SIGKILL);
+                char res[256] = "";
+                if (!integrity(db, res, sizeof(res)))
+                        fail_msg("after kill %zu: integrity_check says %s", i, res);
+        }
+
+        /* Each start found the run killed before it; the last start finds the last one.  So
+         * every killed run is recorded, once. */
+        char *argv[32];
+        const char *extra[] = { "--duration", "1500ms", NULL };
+        daemon_argv(argv, extra);
+        struct tu_result r;
+        if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
+                fail_msg("rtsoakd: %s", r.err);
+        assert_non_null(strstr(r.err, "1 earlier run(s) did not end cleanly"));
+        tu_result_done(&r);
+
+        json_t *ev = cli_json("events", "--type=unclean_end"), *e;
+        size_t i;
+        assert_int_equal(json_array_size(json_object_get(ev, "events")), ELEMENTSOF(delays_ms));
+        json_array_foreach(json_object_get(ev, "events"), i, e) {
+                assert_int_equal(jint(e, "run"), (long long) i + 1);
+                assert_non_null(strstr(json_string_value(json_object_get(e, "message")),
+                                       "did not end cleanly"));
+        }
+        json_decref(ev);
+        for (int run = 1; run <= 8; run++) {
+                char opt[32];
+                snprintf(opt, sizeof(opt), "--run=%d", run);
+                json_t *s = cli_json("status", opt);
+                assert_string_equal(json_string_value(json_object_get(s, "end_reason")), "unclean");
+                json_decref(s);
+        }
+        json_t *s = cli_json("status", NULL);
+        assert_int_equal(jint(s, "run"), 9);
+        assert_string_equal(json_string_value(json_object_get(s, "end_reason")), "clean");
+        json_decref(s);
+        char res[256];
+        assert_true(integrity(db, res, sizeof(res)));
+}
+
+static void expect_fail(char *const argv[], int status, const char *message) {
+        struct tu_result r;
+        tu_run(argv, 20000, NULL, NULL, &r);
+        if (r.status != status || !strstr(r.err, message))
+                fail_msg("%s %s: status %d (want %d), stderr: %s (want '%s')", argv[1],
+                         argv[2] ?: "", r.status, status, r.err, message);
+        tu_result_done(&r);
+}
+
+static void test_bad_input(void **state) {
+        const char *cli = tu_bin("RTSOAK"), *daemon = tu_bin("RTSOAKD");
+        char junk[600], missing[600], jarg[700], marg[700];
+        (void) state;
+        snprintf(junk, sizeof(junk), "%s/junk.db", dir);
+        snprintf(missing, sizeof(missing), "%s/missing.db", dir);
+        FILE *f = fopen(junk, "we");
+        for (int i = 0; i < 512; i++)
+                fputs("this is not a database ", f);
+        fclose(f);
+        snprintf(jarg, sizeof(jarg), "--db=%s", junk);
+        snprintf(marg, sizeof(marg), "--db=%s", missing);
+
+        expect_fail((char *[]) { (char *) cli, marg, "report", NULL }, 1, "no database here");
+        expect_fail((char *[]) { (char *) cli, jarg, "report", NULL }, 1,
+                    "file is not a database");
+        expect_fail((char *[]) { (char *) cli, "frobnicate", NULL }, 2, "Unknown command 'frobnicate'");
+        expect_fail((char *[]) { (char *) cli, "report", "--since", "yesterday", NULL }, 2,
+                    "--since yesterday: not a time");
+        expect_fail((char *[]) { (char *) cli, "report", "--since", "1764748800", NULL }, 2,
+                    "for seconds write @SECONDS");
+        expect_fail((char *[]) { (char *) cli, "report", "--since", "now", "--until", "1h", NULL },
+                    2, "--since must be before --until");
+        expect_fail((char *[]) { (char *) cli, "status", "--format", "csv", NULL }, 2,
+                    "--format does not apply to 'status'");
+        expect_fail((char *[]) { (char *) cli, "report", "--cpu", "-1", NULL }, 2,
+                    "--cpu -1: expected a whole number");
+        expect_fail((char *[]) { (char *) cli, "report", "--run", "0", NULL }, 2,
+                    "run ids start at 1");
+        expect_fail((char *[]) { (char *) cli, dbarg, "histogram", "--format", "svg", NULL }, 1,
+                    "--format svg: unknown format");
+
+        expect_fail((char *[]) { (char *) daemon, "--bogus", NULL }, 78, "unrecognized option");
+        expect_fail((char *[]) { (char *) daemon, "--duration", "soon", NULL }, 78,
+                    "--duration soon: expected a number");
+        expect_fail((char *[]) { (char *) daemon, "--config", missing, NULL }, 78,
+                    "missing.db: cannot open: No such file or directory");
+        expect_fail((char *[]) { (char *) daemon, "--config", "/dev/null", "--set",
+                                 "Probe.CPUs=4000", "--set", set_db, NULL },
+                    78, "[Probe] CPUs=: CPU 4000 is not online on this machine");
+        expect_fail((char *[]) { (char *) daemon, "--config", "/dev/null", "--set", "Probe.Nope=1",
+                                 NULL },
+                    78, "--set Probe.Nope=1: unknown key Nope= in section [Probe]");
+
+        /* A database that is not ours is never touched by the daemon. */
+        char sj[700];
+        snprintf(sj, sizeof(sj), "Storage.Path=%s", junk);
+        expect_fail((char *[]) { (char *) daemon, "--config", "/dev/null", "--set", sj, NULL }, 1,
+                    "file is not a database");
+        char *after = tu_read_file(junk);
+        assert_int_equal(strncmp(after, "this is not a database", 22), 0);
+        free(after);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_soak_and_report_formats),
+                cmocka_unit_test(test_sigterm_stores_partial_interval),
+                cmocka_unit_test(test_kill9_during_writes),
+                cmocka_unit_test(test_bad_input),
+        };
+        cmocka_set_message_output(CM_OUTPUT_TAP);
+        return cmocka_run_group_tests(tests, setup, teardown);
+}

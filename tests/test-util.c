@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* Implementation of the integration test helpers.  Plain fork/exec with pipes, read with
+ * poll(), so a hung child shows up as a timeout, not as a hung test. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests.h"
+#include "test-util.h"
+
+void tu_result_done(struct tu_result *r) {
+        free(r->out);
+        free(r->err);
+        r->out = r->err = NULL;
+}
+
+char *tu_mkdtemp(const char *name) {
+        char *d;
+        if (asprintf(&d, "/tmp/rtsoak-%s-XXXXXX", name) < 0 || !mkdtemp(d))
+                fail_msg("cannot create a temporary directory");
+        return d;
+}
+
+void tu_rmdir(char *dir) {
+        char *cmd;
+        if (!dir)
+                return;
+        if (asprintf(&cmd, "rm -rf '%s'", dir) >= 0) {
+                if (system(cmd) != 0)
+                        fprintf(stderr, "# could not remove %s\n", dir);
+                free(cmd);
+        }
+        free(dir);
+}
+
+const char *tu_bin(const char *env) {
+        const char *p = getenv(env);
+        if (!p)
+                fail_msg("%s is not set (run the tests through meson)", env);
+        return p;
+}
+
+void tu_sleep_ms(int ms) {
+        struct timespec ts = { ms / 1000, (long) (ms % 1000) * 1000000 };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+static int status_of(int st) {
+        if (WIFEXITED(st))
+                return WEXITSTATUS(st);
+        if (WIFSIGNALED(st))
+                return 128 + WTERMSIG(st);
+        return -1;
+}
+
+static int64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void append(char **buf, size_t *len, const char *data, size_t n) {
+        char *b = realloc(*buf, *len + n + 1);
+        assert_non_null(b);
+        memcpy(b + *len, data, n);
+        *len += n;
+        b[*len] = '\0';
+        *buf = b;
+}
+
+int tu_run(char *const argv[], int timeout_ms, void (*setup)(void *), void *data,
+           struct tu_result *ret) {
+        int out[2], err[2];
+        assert_int_equal(pipe2(out, O_CLOEXEC), 0);
+        assert_int_equal(pipe2(err, O_CLOEXEC), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                dup2(out[1], STDOUT_FILENO);
+                dup2(err[1], STDERR_FILENO);
+                if (setup)
+                        setup(data);
+                execv(argv[0], argv);
+                fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+                _exit(127);
+        }
+        close(out[1]);
+        close(err[1]);
+
+        char *o = NULL, *e = NULL;
+        size_t ol = 0, el = 0;
+        append(&o, &ol, "", 0);
+        append(&e, &el, "", 0);
+        struct pollfd fds[2] = { { out[0], POLLIN, 0 }, { err[0], POLLIN, 0 } };
+        int open_fds = 2;
+        int64_t deadline = mono_ms() + timeout_ms;
+        bool killed = false;
+        while (open_fds > 0) {
+                int64_t left = deadline - mono_ms();
+                if (left <= 0 && !killed) {
+                        kill(pid, SIGKILL);
+                        killed = true;
+                        left = 1000;
+                }
+                int n = poll(fds, 2, (int) (left > 0 ? left : 1000));
+                if (n < 0 && errno == EINTR)
+                        continue;
+                for (int i = 0; i < 2; i++) {
+                        if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                                continue;
+                        char buf[8192];
+                        ssize_t r = read(fds[i].fd, buf, sizeof(buf));
+                        if (r <= 0) {
+                                close(fds[i].fd);
+                                fds[i].fd = -1;
+                                open_fds--;
+                        } else if (i == 0)
+                                append(&o, &ol, buf, (size_t) r);
+                        else
+                                append(&e, &el, buf, (size_t) r);
+                }
+        }
+        int st;
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+        ret->status = status_of(st);
+        ret->out = o;
+        ret->err = e;
+        if (killed)
+                fprintf(stderr, "# %s timed out after %d ms\n", argv[0], timeout_ms);
+        return ret->status;
+}
+
+pid_t tu_spawn(char *const argv[], const char *out_path, const char *err_path) {
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                int o = open(out_path ?: "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                int e = open(err_path ?: "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                if (o < 0 || e < 0)
+                        _exit(126);
+                dup2(o, STDOUT_FILENO);
+                dup2(e, STDERR_FILENO);
+                execv(argv[0], argv);
+                _exit(127);
+        }
+        return pid;
+}
+
+int tu_wait(pid_t pid, int timeout_ms) {
+        int64_t deadline = mono_ms() + timeout_ms;
+        int st;
+        for (;;) {
+                pid_t r = waitpid(pid, &st, WNOHANG);
+                if (r == pid)
+                        return status_of(st);
+                if (mono_ms() > deadline) {
+                        fprintf(stderr, "# pid %d still running after %d ms: killing it\n", pid,
+                                timeout_ms);
+                        kill(pid, SIGKILL);
+                        waitpid(pid, &st, 0);
+                        return -1;
+                }
+                tu_sleep_ms(5);
+        }
+}
+
+json_t *tu_json(const char *text) {
+        json_error_t e;
+        json_t *j = json_loads(text, 0, &e);
+        if (!j)
+                fail_msg("not JSON (%s at line %d): %.500s", e.text, e.line, text);
+        return j;
+}
+
+char *tu_read_file(const char *path) {
+        FILE *f = fopen(path, "re");
+        char *buf = NULL;
+        size_t len = 0;
+        if (!f)
+                return strdup("");
+        char chunk[4096];
+        size_t n;
+        while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+                append(&buf, &len, chunk, n);
+        fclose(f);
+        return buf ?: strdup("");
+}
+
+size_t tu_count_lines(const char *s, const char *prefix) {
+        size_t n = 0, l = strlen(prefix);
+        for (const char *p = s; p && *p;) {
+                if (strncmp(p, prefix, l) == 0)
+                        n++;
+                p = strchr(p, '\n');
+                if (p)
+                        p++;
+        }
+        return n;
+}

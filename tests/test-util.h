@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers for the integration tests: temporary directories, running the real binaries with
+ * captured output and timeouts, and reading their JSON. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct tu_result {
+        int status; /* exit code, or 128 + signal */
+        char *out, *err;
+};
+void tu_result_done(struct tu_result *r);
+
+/* A fresh directory under /tmp, removed by tu_rmdir(). */
+char *tu_mkdtemp(const char *name);
+void tu_rmdir(char *dir);
+
+/* The path of a built binary from the environment (set by meson), e.g. "RTSOAKD". */
+const char *tu_bin(const char *env);
+
+/* Runs argv to completion (killed after timeout_ms), capturing stdout and stderr. A
+ * setup function, if given, runs in the child before exec (for limits, users, cgroups). */
+int tu_run(char *const argv[], int timeout_ms, void (*setup)(void *), void *data,
+           struct tu_result *ret);
+/* Starts argv in the background with stdout and stderr to the given files (NULL: /dev/null). */
+pid_t tu_spawn(char *const argv[], const char *out_path, const char *err_path);
+/* Waits for pid up to timeout_ms; kills it with SIGKILL after that. Returns the status as in
+ * tu_result. */
+int tu_wait(pid_t pid, int timeout_ms);
+
+void tu_sleep_ms(int ms);
+/* Parses JSON text or fails the test with the text shown. */
+json_t *tu_json(const char *text);
+char *tu_read_file(const char *path);
+/* Counts lines of s that start with prefix. */
+size_t tu_count_lines(const char *s, const char *prefix);
