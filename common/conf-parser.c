@@ -283,6 +283,41 @@ static const struct conf_item *find_item(const struct conf_table *t, const char 
         return NULL;
 }
 
+/* Edit distance, for "did you mean" hints on misspelt keys; keys are short. */
+static size_t distance(const char *a, const char *b) {
+        size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
+        if (la >= 64 || lb >= 64)
+                return SIZE_MAX;
+        for (size_t j = 0; j <= lb; j++)
+                prev[j] = j;
+        for (size_t i = 1; i <= la; i++) {
+                cur[0] = i;
+                for (size_t j = 1; j <= lb; j++) {
+                        size_t sub = prev[j - 1] + (tolower((unsigned char) a[i - 1]) !=
+                                                    tolower((unsigned char) b[j - 1]));
+                        cur[j] = MIN(MIN(prev[j] + 1, cur[j - 1] + 1), sub);
+                }
+                memcpy(prev, cur, (lb + 1) * sizeof(size_t));
+        }
+        return prev[lb];
+}
+
+static const char *closest(const struct conf_table *t, const char *section, const char *key) {
+        const char *best = NULL;
+        size_t best_d = 3; /* only suggest what is at most two edits away */
+        for (size_t i = 0; i < t->n; i++) {
+                const char *name = section ? t->items[i].key : t->items[i].section;
+                if (section && strcmp(t->items[i].section, section) != 0)
+                        continue;
+                size_t d = distance(key, name);
+                if (d < best_d) {
+                        best_d = d;
+                        best = name;
+                }
+        }
+        return best;
+}
+
 static char *strip(char *s) {
         while (isspace((unsigned char) *s))
                 s++;
@@ -300,11 +335,18 @@ static int assign(const struct conf_table *t, const char *where, const char *sec
         const char *reason = NULL;
         int r;
 
-        if (!section_known(t, section))
-                return seterr(err, "%s: unknown section [%s]", where, section);
+        if (!section_known(t, section)) {
+                const char *hint = closest(t, NULL, section);
+                return seterr(err, "%s: unknown section [%s]%s%s%s", where, section,
+                              hint ? " (did you mean [" : "", hint ?: "", hint ? "]?)" : "");
+        }
         it = find_item(t, section, key);
-        if (!it)
-                return seterr(err, "%s: unknown key %s= in section [%s]", where, key, section);
+        if (!it) {
+                const char *hint = closest(t, section, key);
+                return seterr(err, "%s: unknown key %s= in section [%s]%s%s%s", where, key,
+                              section, hint ? " (did you mean " : "", hint ?: "",
+                              hint ? "=?)" : "");
+        }
 
         /* An empty assignment resets the key to its default, as in systemd units. */
         r = it->type->parse(it, *value ? value : it->def, field_of(it, obj), &reason);
@@ -365,8 +407,12 @@ int conf_parse_file(const struct conf_table *t, const char *path, void *obj, cha
                         s = strip(s + 1);
                         if (*s == '\0' || strlen(s) >= sizeof(section))
                                 return seterr(err, "%s: invalid section name", where);
-                        if (!section_known(t, s))
-                                return seterr(err, "%s: unknown section [%s]", where, s);
+                        if (!section_known(t, s)) {
+                                const char *hint = closest(t, NULL, s);
+                                return seterr(err, "%s: unknown section [%s]%s%s%s", where, s,
+                                              hint ? " (did you mean [" : "", hint ?: "",
+                                              hint ? "]?)" : "");
+                        }
                         snprintf(section, sizeof(section), "%s", s);
                         continue;
                 }

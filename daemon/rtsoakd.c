@@ -535,7 +535,7 @@ int main(int argc, char *argv[]) {
 
         if (check) {
                 _cleanup_free_ char *text = daemon_config_text(&d.cfg);
-                printf("# rtsoakd %s effective configuration\n", PROJECT_VERSION);
+                printf("# rtsoakd effective configuration\n");
                 if (!sources || !sources[0])
                         printf("# from: built-in defaults\n");
                 for (char **s = sources; s && *s; s++)
