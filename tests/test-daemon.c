@@ -388,6 +388,5 @@ int main(void) {
                 cmocka_unit_test(test_kill9_during_writes),
                 cmocka_unit_test(test_bad_input),
         };
-        cmocka_set_message_output(CM_OUTPUT_TAP);
-        return cmocka_run_group_tests(tests, setup, teardown);
+        return RUN_TESTS_WITH(tests, setup, teardown);
 }

@@ -147,6 +147,5 @@ int main(void) {
                 cmocka_unit_test(test_no_memlock),
                 cmocka_unit_test(test_cgroup_without_rt_budget),
         };
-        cmocka_set_message_output(CM_OUTPUT_TAP);
-        return cmocka_run_group_tests(tests, setup, teardown);
+        return RUN_TESTS_WITH(tests, setup, teardown);
 }

@@ -91,7 +91,8 @@ static enum outcome attempt(int target, int control) {
                             "violation", NULL };
         struct tu_result er;
         assert_int_equal(tu_run(ev_argv, 20000, NULL, NULL, &er), 0);
-        json_t *evs = json_object_get(tu_json(er.out), "events");
+        json_t *evdoc = tu_json(er.out);
+        json_t *evs = json_object_get(evdoc, "events");
         assert_non_null(evs);
 
         int matched[STALLS] = {}, long_on_target = 0;
@@ -130,6 +131,7 @@ static enum outcome attempt(int target, int control) {
                 if (v >= (STALL_US - PERIOD_US - 50) * 1000LL)
                         long_on_target++;
         }
+        json_decref(evdoc);
         if (noise) {
                 tu_result_done(&ir);
                 tu_result_done(&er);

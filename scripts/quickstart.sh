@@ -1,0 +1,104 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Sets up a Debian 12 machine for rtsoak, builds it, and either runs a short soak or the
+# whole test suite.  Run as root from the source tree:
+#
+#   scripts/quickstart.sh soak [DURATION]   install, build, soak for 60 s, print the report
+#   scripts/quickstart.sh test              install, build, run the suite twice (plain and
+#                                           with AddressSanitizer+UBSan), print the counts
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+src=$PWD
+
+build_packages=(meson ninja-build gcc pkg-config libsqlite3-dev libsystemd-dev libjansson-dev
+                libcmocka-dev)
+# systemd-analyze checks the unit files in the suite.
+test_packages=(systemd)
+
+install_missing() {
+        local missing=()
+        for p in "$@"; do
+                dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+                        missing+=("$p")
+        done
+        if [ ${#missing[@]} -gt 0 ]; then
+                echo "Installing: ${missing[*]}"
+                if [ "$(id -u)" -ne 0 ]; then
+                        echo "error: run as root to install packages" >&2
+                        exit 1
+                fi
+                export DEBIAN_FRONTEND=noninteractive
+                apt-get update -q >/dev/null
+                apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+        fi
+}
+
+build() { # dir [meson options...]
+        local dir=$1
+        shift
+        if [ ! -f "$dir/build.ninja" ]; then
+                meson setup "$dir" "$@" >/dev/null
+        fi
+        ninja -C "$dir" >/dev/null
+}
+
+# The last line of a test run: "N passed, N failed[, N skipped]", from meson's own logs.
+summarize() {
+        python3 - "$@" <<'PY'
+import json, sys
+passed = failed = skipped = 0
+for log in sys.argv[1:]:
+    try:
+        lines = open(log).read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        if not line.strip():
+            continue
+        result = json.loads(line)["result"]
+        if result in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif result == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+summary = f"{passed} passed, {failed} failed"
+if skipped:
+    summary += f", {skipped} skipped"
+print(summary)
+sys.exit(1 if failed or passed + failed == 0 else 0)
+PY
+}
+
+case "${1:-}" in
+soak)
+        duration=${2:-60s}
+        install_missing "${build_packages[@]}"
+        build build -Dtests=false
+        db=$src/build/quickstart/rtsoak.db
+        mkdir -p "$(dirname "$db")"
+        rm -f "$db" "$db-wal" "$db-shm"
+        echo "Soaking for $duration on every CPU (Ctrl-C stops early and still reports)..."
+        build/daemon/rtsoakd --config etc/rtsoakd.conf --set "Storage.Path=$db" \
+                --duration "$duration" || true
+        echo
+        build/cli/rtsoak --db "$db" report
+        ;;
+test)
+        install_missing "${build_packages[@]}" "${test_packages[@]}"
+        build build
+        build build-asan -Db_sanitize=address,undefined -Db_lundef=false
+        rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
+        status=0
+        meson test -C build --print-errorlogs || status=1
+        UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+                meson test -C build-asan --print-errorlogs || status=1
+        summarize build/meson-logs/testlog.json build-asan/meson-logs/testlog.json || status=1
+        exit $status
+        ;;
+*)
+        echo "usage: $0 soak [DURATION] | test" >&2
+        exit 2
+        ;;
+esac
