@@ -15,7 +15,7 @@
 #define NOBODY 65534
 
 static char *dir;
-static char set_db[600];
+static char set_db[600], daemon_copy[600];
 
 struct limits {
         rlim_t rtprio, memlock;
@@ -47,7 +47,7 @@ static void child_setup(void *data) {
 }
 
 static void run_daemon(struct limits *l, const char *extra_set, struct tu_result *r) {
-        char *argv[] = { (char *) tu_bin("RTSOAKD"), "--config", "/dev/null", "--set", set_db,
+        char *argv[] = { daemon_copy, "--config", "/dev/null", "--set", set_db,
                          "--duration", "2s", extra_set ? "--set" : NULL, (char *) extra_set,
                          NULL };
         tu_run(argv, 20000, child_setup, l, r);
@@ -58,6 +58,13 @@ static int setup(void **state) {
         dir = tu_mkdtemp("rt-refusal");
         chmod(dir, 0777);
         snprintf(set_db, sizeof(set_db), "Storage.Path=%s/rtsoak.db", dir);
+        /* The build tree may sit where an unprivileged user cannot reach (under /root, or a
+         * 0700 directory): run a copy from our world-readable directory. */
+        snprintf(daemon_copy, sizeof(daemon_copy), "%s/rtsoakd", dir);
+        char cmd[1400];
+        snprintf(cmd, sizeof(cmd), "install -m 0755 '%s' '%s'", tu_bin("RTSOAKD"), daemon_copy);
+        if (system(cmd) != 0)
+                return -1;
         return 0;
 }
 
