@@ -67,7 +67,8 @@ static void usage(FILE *f) {
                 "                         Unix nanoseconds, now, or a span ago (2h, \"2h ago\")\n"
                 "  --run ID|last          only one run\n"
                 "  --cpu N                only one CPU (report, histogram, events)\n"
-                "  --format F             histogram: cyclictest (default), json or csv\n"
+                "  --format F             histogram: cyclictest (default), json or csv;\n"
+                "                         --json is short for --format json\n"
                 "  --limit N              histogram: exact buckets to print, in us;\n"
                 "                         events: at most N, the newest\n"
                 "  --type T               events: only this type (violation, unclean_end, ...)\n"
@@ -100,8 +101,9 @@ static int report_total(const struct store_cpu_report *rows, size_t n,
         uint32_t limit = 1;
         for (size_t i = 0; i < n; i++)
                 limit = MAX(limit, rows[i].hist.limit_us);
-        *ret = (struct store_cpu_report) { .cpu = -1, .min_ns = UINT64_MAX,
-                                           .max_time_ns = INT64_MIN };
+        *ret = (struct store_cpu_report){ .cpu = -1,
+                                          .min_ns = UINT64_MAX,
+                                          .max_time_ns = INT64_MIN };
         int r = hist_init(&ret->hist, limit);
         if (r < 0)
                 return r;
@@ -135,12 +137,12 @@ static json_t *report_json_row(const struct store_cpu_report *c) {
         json_object_set_new(o, "min_ns", json_u64(c->min_ns));
         json_object_set_new(o, "avg_ns", json_u64(avg_ns(c)));
         json_object_set_new(o, "max_ns", json_u64(c->max_ns));
-        json_object_set_new(o, "p50_ns", json_u64(hist_quantile_ns(&c->hist, 1, 2, c->min_ns,
-                                                                     c->max_ns)));
-        json_object_set_new(o, "p99_ns", json_u64(hist_quantile_ns(&c->hist, 99, 100, c->min_ns,
-                                                                     c->max_ns)));
-        json_object_set_new(o, "p999_ns", json_u64(hist_quantile_ns(&c->hist, 999, 1000,
-                                                                      c->min_ns, c->max_ns)));
+        json_object_set_new(o, "p50_ns",
+                            json_u64(hist_quantile_ns(&c->hist, 1, 2, c->min_ns, c->max_ns)));
+        json_object_set_new(o, "p99_ns",
+                            json_u64(hist_quantile_ns(&c->hist, 99, 100, c->min_ns, c->max_ns)));
+        json_object_set_new(o, "p999_ns",
+                            json_u64(hist_quantile_ns(&c->hist, 999, 1000, c->min_ns, c->max_ns)));
         json_object_set_new(o, "violations", json_u64(c->violations));
         json_object_set_new(o, "missed", json_u64(c->missed));
         json_object_set_new(o, "max_time", c->samples ? json_time(c->max_time_ns) : json_null());
@@ -167,8 +169,8 @@ static void report_table_row(const struct store_cpu_report *c) {
 }
 
 static void report_table_header(void) {
-        printf("%4s %14s %9s %9s %9s %9s %9s %9s %10s %8s\n", "CPU", "samples", "min", "avg",
-               "max", "p50", "p99", "p99.9", "violations", "missed");
+        printf("%4s %14s %9s %9s %9s %9s %9s %9s %10s %8s\n", "CPU", "samples", "min", "avg", "max",
+               "p50", "p99", "p99.9", "violations", "missed");
 }
 
 static int cmd_report(store *s, const struct args *a) {
@@ -191,10 +193,10 @@ static int cmd_report(store *s, const struct args *a) {
 
         if (a->json) {
                 json_t *doc = json_object(), *cpus = json_array();
-                json_object_set_new(doc, "since", f.since_ns == INT64_MIN ? json_null()
-                                                                          : json_time(f.since_ns));
-                json_object_set_new(doc, "until", f.until_ns == INT64_MAX ? json_null()
-                                                                          : json_time(f.until_ns));
+                json_object_set_new(doc, "since",
+                                    f.since_ns == INT64_MIN ? json_null() : json_time(f.since_ns));
+                json_object_set_new(doc, "until",
+                                    f.until_ns == INT64_MAX ? json_null() : json_time(f.until_ns));
                 json_object_set_new(doc, "run", f.run_id ? json_integer(f.run_id) : json_null());
                 for (size_t i = 0; i < n; i++)
                         json_array_append_new(cpus, report_json_row(&rows[i]));
@@ -291,9 +293,9 @@ static int cmd_status(store *s, const struct args *a) {
                 json_object_set_new(doc, "interval_ns", json_u64(run.interval_ns));
                 json_object_set_new(doc, "threshold_ns", json_u64(run.threshold_ns));
                 json_object_set_new(doc, "start", json_time(run.start_ns));
-                json_object_set_new(doc, "last_seen", run.last_seen_ns == INT64_MIN
-                                                              ? json_null()
-                                                              : json_time(run.last_seen_ns));
+                json_object_set_new(doc, "last_seen",
+                                    run.last_seen_ns == INT64_MIN ? json_null()
+                                                                  : json_time(run.last_seen_ns));
                 json_object_set_new(doc, "end",
                                     run.end_ns == INT64_MIN ? json_null() : json_time(run.end_ns));
                 for (size_t i = 0; i < n; i++)
@@ -307,7 +309,8 @@ static int cmd_status(store *s, const struct args *a) {
 
         printf("Run %" PRId64 ": %s\n", run.id, state);
         printf("  Machine:  %s (%s), boot %s\n", run.hostname, run.machine_id, run.boot_id);
-        printf("  Kernel:   %s %s, %s\n", run.kernel_release, run.kernel_version, run.preempt_model);
+        printf("  Kernel:   %s %s, %s\n", run.kernel_release, run.kernel_version,
+               run.preempt_model);
         printf("  Probing:  CPUs %s at SCHED_FIFO %" PRIu64 ", every %s, threshold %s, "
                "intervals of %s\n",
                run.cpus, run.priority, format_timespan(sp1, run.probe_interval_ns),
@@ -338,13 +341,17 @@ out:
 static int cmd_histogram(store *s, const struct args *a) {
         struct store_cpu_report *rows = NULL;
         struct store_filter f;
-        const char *format = a->format ?: "cyclictest";
+        const char *format = a->format ?: a->json ? "json" : "cyclictest";
         size_t n = 0;
         int r;
 
         if (strcmp(format, "cyclictest") != 0 && strcmp(format, "json") != 0 &&
             strcmp(format, "csv") != 0) {
                 log_error("--format %s: unknown format (use cyclictest, json or csv)", format);
+                return -EINVAL;
+        }
+        if (a->json && strcmp(format, "json") != 0) {
+                log_error("--json and --format %s contradict each other", format);
                 return -EINVAL;
         }
         if (a->have_limit && strcmp(format, "cyclictest") != 0) {
@@ -378,12 +385,14 @@ static int cmd_histogram(store *s, const struct args *a) {
                 for (uint32_t us = 0; us < limit; us++) {
                         printf("%06u", us);
                         for (size_t i = 0; i < n; i++)
-                                printf("%s%06" PRIu64, i == 0 ? " " : "\t", rows[i].hist.counts[us]);
+                                printf("%s%06" PRIu64, i == 0 ? " " : "\t",
+                                       rows[i].hist.counts[us]);
                         printf("\n");
                 }
                 printf("# Total:");
                 for (size_t i = 0; i < n; i++)
-                        printf(" %09" PRIu64, rows[i].samples - hist_overflows(&rows[i].hist, limit));
+                        printf(" %09" PRIu64,
+                               rows[i].samples - hist_overflows(&rows[i].hist, limit));
                 printf("\n# Min Latencies:");
                 for (size_t i = 0; i < n; i++)
                         printf(" %05" PRIu64, rows[i].min_ns / 1000);
@@ -417,18 +426,18 @@ static int cmd_histogram(store *s, const struct args *a) {
                         json_t *o = report_json_row(&rows[i]), *buckets = json_array();
                         json_object_set_new(o, "limit_ns",
                                             json_u64((uint64_t) rows[i].hist.limit_us * 1000));
-                        json_object_set_new(o, "overflows",
-                                            json_u64(hist_overflows(&rows[i].hist,
-                                                                    rows[i].hist.limit_us)));
+                        json_object_set_new(
+                                o, "overflows",
+                                json_u64(hist_overflows(&rows[i].hist, rows[i].hist.limit_us)));
                         for (uint32_t b = 0; b < rows[i].hist.nbuckets; b++) {
                                 uint64_t c = rows[i].hist.counts[b];
                                 if (!c)
                                         continue;
                                 uint64_t up = hist_bucket_upper_ns(rows[i].hist.limit_us, b);
                                 json_t *e = json_object();
-                                json_object_set_new(e, "lower_ns",
-                                                    json_u64(hist_bucket_lower_ns(
-                                                            rows[i].hist.limit_us, b)));
+                                json_object_set_new(
+                                        e, "lower_ns",
+                                        json_u64(hist_bucket_lower_ns(rows[i].hist.limit_us, b)));
                                 json_object_set_new(e, "upper_ns",
                                                     up == UINT64_MAX ? json_null() : json_u64(up));
                                 json_object_set_new(e, "count", json_u64(c));
@@ -469,11 +478,11 @@ static int cmd_events(store *s, const struct args *a) {
                         json_object_set_new(o, "time", json_time(ev[i].time_ns));
                         json_object_set_new(o, "time_ns", json_integer(ev[i].time_ns));
                         json_object_set_new(o, "type", json_string(ev[i].type));
-                        json_object_set_new(o, "cpu", ev[i].cpu >= 0 ? json_integer(ev[i].cpu)
-                                                                     : json_null());
-                        json_object_set_new(o, "value_ns", ev[i].value_ns >= 0
-                                                                   ? json_integer(ev[i].value_ns)
-                                                                   : json_null());
+                        json_object_set_new(o, "cpu",
+                                            ev[i].cpu >= 0 ? json_integer(ev[i].cpu) : json_null());
+                        json_object_set_new(o, "value_ns",
+                                            ev[i].value_ns >= 0 ? json_integer(ev[i].value_ns)
+                                                                : json_null());
                         json_object_set_new(o, "message", json_string(ev[i].message));
                         json_array_append_new(arr, o);
                 }
@@ -483,8 +492,8 @@ static int cmd_events(store *s, const struct args *a) {
         } else if (n == 0) {
                 printf("No events in this window.\n");
         } else {
-                printf("%-19s %5s %-22s %4s %12s  %s\n", "TIME", "RUN", "TYPE", "CPU",
-                       "VALUE (us)", "MESSAGE");
+                printf("%-19s %5s %-22s %4s %12s  %s\n", "TIME", "RUN", "TYPE", "CPU", "VALUE (us)",
+                       "MESSAGE");
                 for (size_t i = 0; i < n; i++) {
                         char t[TIMESTAMP_MAX_LEN], v[32] = "-", c[16] = "-";
                         if (ev[i].value_ns >= 0 && strcmp(ev[i].type, "violations_unrecorded") != 0)
@@ -505,7 +514,8 @@ static int cmd_events(store *s, const struct args *a) {
 static const struct command commands[] = {
         { "status", OPT_RUN | OPT_JSON, cmd_status },
         { "report", OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_JSON, cmd_report },
-        { "histogram", OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_FORMAT | OPT_LIMIT,
+        { "histogram",
+          OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_FORMAT | OPT_LIMIT | OPT_JSON,
           cmd_histogram },
         { "events", OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_TYPE | OPT_LIMIT | OPT_JSON,
           cmd_events },
@@ -518,8 +528,8 @@ static const struct command *find_command(const char *name) {
         return NULL;
 }
 
-static const char *const option_names[] = { "--since", "--until", "--run",  "--cpu",
-                                            "--format", "--type", "--limit", "--json" };
+static const char *const option_names[] = { "--since",  "--until", "--run",   "--cpu",
+                                            "--format", "--type",  "--limit", "--json" };
 
 static int parse_uint_arg(const char *opt, const char *v, uint64_t max, uint64_t *ret) {
         char *end;
@@ -534,8 +544,18 @@ static int parse_uint_arg(const char *opt, const char *v, uint64_t max, uint64_t
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_DB = 0x100, ARG_JSON, ARG_SINCE, ARG_UNTIL, ARG_RUN, ARG_CPU, ARG_FORMAT,
-               ARG_TYPE, ARG_LIMIT, ARG_VERSION };
+        enum {
+                ARG_DB = 0x100,
+                ARG_JSON,
+                ARG_SINCE,
+                ARG_UNTIL,
+                ARG_RUN,
+                ARG_CPU,
+                ARG_FORMAT,
+                ARG_TYPE,
+                ARG_LIMIT,
+                ARG_VERSION
+        };
         static const struct option options[] = {
                 { "db", required_argument, NULL, ARG_DB },
                 { "json", no_argument, NULL, ARG_JSON },

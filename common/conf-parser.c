@@ -199,8 +199,7 @@ static int parse_string(const struct conf_item *item, const char *value, void *f
         return 0;
 }
 
-static void format_string(const struct conf_item *item, const void *field, char *buf,
-                          size_t len) {
+static void format_string(const struct conf_item *item, const void *field, char *buf, size_t len) {
         (void) item;
         snprintf(buf, len, "%s", *(char *const *) field ?: "");
 }
@@ -232,7 +231,8 @@ static void done_cpus(void *field) {
         cpuset_done(field);
 }
 
-const struct conf_type conf_type_timespan = { "a time span", parse_span, format_span, done_nothing };
+const struct conf_type conf_type_timespan = { "a time span", parse_span, format_span,
+                                              done_nothing };
 const struct conf_type conf_type_timespan_us = { "a time span", parse_span_us, format_span,
                                                  done_nothing };
 const struct conf_type conf_type_timespan_s = { "a time span", parse_span_s, format_span,
@@ -343,9 +343,8 @@ static int assign(const struct conf_table *t, const char *where, const char *sec
         it = find_item(t, section, key);
         if (!it) {
                 const char *hint = closest(t, section, key);
-                return seterr(err, "%s: unknown key %s= in section [%s]%s%s%s", where, key,
-                              section, hint ? " (did you mean " : "", hint ?: "",
-                              hint ? "=?)" : "");
+                return seterr(err, "%s: unknown key %s= in section [%s]%s%s%s", where, key, section,
+                              hint ? " (did you mean " : "", hint ?: "", hint ? "=?)" : "");
         }
 
         /* An empty assignment resets the key to its default, as in systemd units. */
@@ -401,8 +400,7 @@ int conf_parse_file(const struct conf_table *t, const char *path, void *obj, cha
                 if (*s == '[') {
                         size_t n = strlen(s);
                         if (s[n - 1] != ']')
-                                return seterr(err, "%s: section header without closing ']'",
-                                              where);
+                                return seterr(err, "%s: section header without closing ']'", where);
                         s[n - 1] = '\0';
                         s = strip(s + 1);
                         if (*s == '\0' || strlen(s) >= sizeof(section))
@@ -500,7 +498,8 @@ int conf_load(const struct conf_table *t, const char *main_path, bool required,
                 struct dirent *de;
                 while ((de = readdir(d))) {
                         size_t l = strlen(de->d_name);
-                        if (de->d_name[0] == '.' || l < 6 || strcmp(de->d_name + l - 5, ".conf") != 0)
+                        if (de->d_name[0] == '.' || l < 6 ||
+                            strcmp(de->d_name + l - 5, ".conf") != 0)
                                 continue;
                         char *p;
                         if (asprintf(&p, "%s/%s", dir, de->d_name) < 0 ||

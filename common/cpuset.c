@@ -12,7 +12,7 @@
 
 void cpuset_done(struct cpuset *s) {
         free(s->cpus);
-        *s = (struct cpuset) {};
+        *s = (struct cpuset){};
 }
 
 int cpuset_copy(struct cpuset *dst, const struct cpuset *src) {
@@ -56,7 +56,7 @@ int cpuset_parse(const char *s, struct cpuset *ret, const char **ret_reason) {
         while (isspace((unsigned char) *p))
                 p++;
         if (strcmp(p, "all") == 0) {
-                *ret = (struct cpuset) { .all = true };
+                *ret = (struct cpuset){ .all = true };
                 return 0;
         }
         if (!*p)

@@ -10,9 +10,9 @@
 #define CPUSET_MAX_CPU 8191
 
 struct cpuset {
-        bool all;      /* "all": resolved against the online CPUs at start */
-        size_t n;      /* number of CPUs in cpus[] */
-        int *cpus;     /* sorted, unique */
+        bool all;  /* "all": resolved against the online CPUs at start */
+        size_t n;  /* number of CPUs in cpus[] */
+        int *cpus; /* sorted, unique */
 };
 
 void cpuset_done(struct cpuset *s);

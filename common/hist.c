@@ -33,7 +33,7 @@ int hist_init(struct hist *h, uint32_t limit_us) {
 
 void hist_done(struct hist *h) {
         free(h->counts);
-        *h = (struct hist) {};
+        *h = (struct hist){};
 }
 
 void hist_reset(struct hist *h) {
@@ -75,7 +75,8 @@ int hist_merge_counts(struct hist *dst, uint32_t src_limit_us, const uint64_t *s
                         continue;
                 uint32_t j = src_limit_us == dst->limit_us
                                      ? i
-                                     : hist_index(dst->limit_us, bucket_highest_ns(src_limit_us, i));
+                                     : hist_index(dst->limit_us,
+                                                  bucket_highest_ns(src_limit_us, i));
                 r = add_count(dst, j, src_counts[i]);
                 if (r < 0)
                         return r;

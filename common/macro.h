@@ -31,7 +31,7 @@
 #define EXIT_CONFIG 78
 
 static inline void freep(void *p) {
-        free(*(void **)p);
+        free(*(void **) p);
 }
 
 static inline void closep(int *fd) {
@@ -58,17 +58,17 @@ static inline void strv_freep(char ***strv) {
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
 
 /* Hand a pointer out of a cleanup scope. */
-#define TAKE_PTR(p)                          \
-        ({                                   \
-                __typeof__(p) _tp_ = (p);    \
-                (p) = NULL;                  \
-                _tp_;                        \
+#define TAKE_PTR(p)                       \
+        ({                                \
+                __typeof__(p) _tp_ = (p); \
+                (p) = NULL;               \
+                _tp_;                     \
         })
-#define TAKE_FD(fd)                  \
-        ({                           \
-                int _tfd_ = (fd);    \
-                (fd) = -1;           \
-                _tfd_;               \
+#define TAKE_FD(fd)               \
+        ({                        \
+                int _tfd_ = (fd); \
+                (fd) = -1;        \
+                _tfd_;            \
         })
 
 static inline int negative_errno(void) {

@@ -109,7 +109,8 @@ int parse_timespan(const char *s, uint64_t *ret_ns, const char **ret_reason) {
                                 any = true;
                                 break;
                         }
-                        if (*p == '\0' || isspace((unsigned char) *p) || isdigit((unsigned char) *p))
+                        if (*p == '\0' || isspace((unsigned char) *p) ||
+                            isdigit((unsigned char) *p))
                                 return fail(ret_reason,
                                             "missing unit (use ns, us, ms, s, min, h, d or w)",
                                             -EINVAL);
@@ -139,10 +140,14 @@ char *format_timespan(char buf[static TIMESPAN_MAX_LEN], uint64_t ns) {
                 const char *name;
                 uint64_t ns;
         } out[] = {
-                { "w", 7 * 86400 * NSEC_PER_SEC }, { "d", 86400 * NSEC_PER_SEC },
-                { "h", 3600 * NSEC_PER_SEC },      { "min", 60 * NSEC_PER_SEC },
-                { "s", NSEC_PER_SEC },             { "ms", NSEC_PER_MSEC },
-                { "us", NSEC_PER_USEC },           { "ns", 1 },
+                { "w", 7 * 86400 * NSEC_PER_SEC },
+                { "d", 86400 * NSEC_PER_SEC },
+                { "h", 3600 * NSEC_PER_SEC },
+                { "min", 60 * NSEC_PER_SEC },
+                { "s", NSEC_PER_SEC },
+                { "ms", NSEC_PER_MSEC },
+                { "us", NSEC_PER_USEC },
+                { "ns", 1 },
         };
 
         if (ns == 0) {
@@ -297,9 +302,10 @@ int parse_timestamp(const char *s, int64_t now, int64_t *ret_ns, const char **re
                 /* Plain integers are Unix nanoseconds, like the farm API.  Short ones are
                  * almost certainly seconds: refuse rather than read them as 1970. */
                 if (n < 16)
-                        return fail(ret_reason,
-                                    "a plain number is Unix nanoseconds; for seconds write @SECONDS",
-                                    -EINVAL);
+                        return fail(
+                                ret_reason,
+                                "a plain number is Unix nanoseconds; for seconds write @SECONDS",
+                                -EINVAL);
                 char *end;
                 errno = 0;
                 unsigned long long v = strtoull(s, &end, 10);

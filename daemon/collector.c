@@ -23,8 +23,8 @@ struct cpu_queue {
         struct probe *probe;
         struct held_slot *items;
         size_t n, cap;
-        int64_t delivered_k; /* last_k of the newest slot taken, -1 before the first */
-        bool finished;       /* its final slot has been taken */
+        int64_t delivered_k;      /* last_k of the newest slot taken, -1 before the first */
+        bool finished;            /* its final slot has been taken */
         uint64_t late_reported_k; /* avoid repeating the "late" event for one interval */
 };
 
@@ -175,7 +175,7 @@ _printf_(6, 7) static int batch_event(struct batch *b, int64_t time, const char 
                 b->events = e;
                 b->cap_events = cap;
         }
-        b->events[b->nevents++] = (struct store_event) {
+        b->events[b->nevents++] = (struct store_event){
                 .time_ns = time, .type = type, .cpu = cpu, .value_ns = value, .message = msg
         };
         return 0;
@@ -187,7 +187,7 @@ static int add_slot(struct collector *c, struct batch *b, const struct probe_slo
         char a[TIMESPAN_MAX_LEN];
         int r;
 
-        b->rows[b->nrows++] = (struct store_cpu_interval) {
+        b->rows[b->nrows++] = (struct store_cpu_interval){
                 .cpu = cpu,
                 .start_ns = to_real(c, start),
                 .length_ns = (uint64_t) (end - start),

@@ -17,8 +17,8 @@ struct collector_params {
         uint64_t threshold_ns;
         uint64_t probe_interval_ns;
         uint32_t hist_limit_us;
-        uint64_t grace_ns;          /* how long to wait for a late CPU before writing */
-        size_t max_pending;         /* slots held per CPU while storage fails */
+        uint64_t grace_ns;  /* how long to wait for a late CPU before writing */
+        size_t max_pending; /* slots held per CPU while storage fails */
 };
 
 struct collector;

@@ -24,9 +24,9 @@ static const struct conf_item items[] = {
         { "Probe", "Threshold", &conf_type_timespan, offsetof(struct daemon_config, threshold_ns),
           1 * US, 3600 * S, "100us" },
         { "Probe", "HistogramLimit", &conf_type_timespan_us,
-          offsetof(struct daemon_config, hist_limit_ns), 1 * US, HIST_LIMIT_US_MAX * US, "1ms" },
-        { "Probe", "LockMemory", &conf_type_bool, offsetof(struct daemon_config, lock_memory), 0,
-          0, "yes" },
+          offsetof(struct daemon_config, hist_limit_ns), 1 * US, HIST_LIMIT_US_MAX *US, "1ms" },
+        { "Probe", "LockMemory", &conf_type_bool, offsetof(struct daemon_config, lock_memory), 0, 0,
+          "yes" },
         { "Probe", "CpuDmaLatency", &conf_type_timespan_off,
           offsetof(struct daemon_config, dma_latency_ns), 0, 2000 * S / 1000, "0" },
         { "Storage", "Path", &conf_type_string, offsetof(struct daemon_config, storage_path), 1,
@@ -47,7 +47,7 @@ int daemon_config_load(struct daemon_config *c, const char *path, bool explicit_
         char a[TIMESPAN_MAX_LEN], b[TIMESPAN_MAX_LEN];
         int r;
 
-        *c = (struct daemon_config) {};
+        *c = (struct daemon_config){};
         r = conf_load(&daemon_config_table, path, explicit_path, sets, c, origins, ret_sources,
                       err);
         if (r < 0)

@@ -87,8 +87,8 @@ void probe_release(struct probe *p) {
 }
 
 static inline struct timespec ts_of(int64_t ns) {
-        return (struct timespec) { .tv_sec = ns / (int64_t) NSEC_PER_SEC,
-                                   .tv_nsec = ns % (int64_t) NSEC_PER_SEC };
+        return (struct timespec){ .tv_sec = ns / (int64_t) NSEC_PER_SEC,
+                                  .tv_nsec = ns % (int64_t) NSEC_PER_SEC };
 }
 
 static inline int64_t mono_now(void) {
@@ -100,6 +100,9 @@ static inline int64_t mono_now(void) {
 static int setup(struct probe *p) {
         const struct probe_params *pp = &p->params;
         size_t nb = hist_nbuckets(pp->hist_limit_us);
+        /* Each slot's histogram starts on its own cache line, so the collector clearing one
+         * never shares a line with the probe filling the next. */
+        size_t stride = (nb * sizeof(uint64_t) + 63) / 64 * 64 / sizeof(uint64_t);
         cpu_set_t set;
         int r;
 
@@ -117,12 +120,12 @@ static int setup(struct probe *p) {
         /* Allocated and zeroed here, on the probed CPU, so that the pages come from its
          * NUMA node and are resident (and locked, with mlockall) before the first sample. */
         if (posix_memalign((void **) &p->slots, 64, p->nslots * sizeof(struct probe_slot)) != 0 ||
-            posix_memalign((void **) &p->hist_mem, 64, p->nslots * nb * sizeof(uint64_t)) != 0)
+            posix_memalign((void **) &p->hist_mem, 64, p->nslots * stride * sizeof(uint64_t)) != 0)
                 return fail(p, -ENOMEM, "memory");
         memset(p->slots, 0, p->nslots * sizeof(struct probe_slot));
-        memset(p->hist_mem, 0, p->nslots * nb * sizeof(uint64_t));
+        memset(p->hist_mem, 0, p->nslots * stride * sizeof(uint64_t));
         for (size_t i = 0; i < p->nslots; i++)
-                p->slots[i].hist = p->hist_mem + i * nb;
+                p->slots[i].hist = p->hist_mem + i * stride;
 
         /* Touch the stack we may use, so no page fault lands inside a measurement. */
         if (pp->stack_prefault > 0) {
@@ -203,8 +206,7 @@ void *probe_thread_main(void *arg) {
                 slot->hist[hist_index(limit, lat)]++;
                 if (_unlikely_(lat > threshold)) {
                         if (slot->nviol < PROBE_VIOL_MAX)
-                                slot->viol[slot->nviol++] =
-                                        (struct probe_violation) { next, lat };
+                                slot->viol[slot->nviol++] = (struct probe_violation){ next, lat };
                         slot->violations++;
                 }
                 if (_unlikely_(lat >= (uint64_t) interval)) {

@@ -44,10 +44,10 @@ struct probe_slot {
 
 enum probe_state {
         PROBE_STARTING,
-        PROBE_READY,   /* pinned, at its priority, memory touched: waiting for go */
+        PROBE_READY, /* pinned, at its priority, memory touched: waiting for go */
         PROBE_RUNNING,
-        PROBE_DONE,    /* stopped and final slot published */
-        PROBE_FAILED,  /* see error and stage */
+        PROBE_DONE,   /* stopped and final slot published */
+        PROBE_FAILED, /* see error and stage */
 };
 
 /* Shared switches, written by the main thread only. */
@@ -59,10 +59,10 @@ struct probe_control {
 struct probe {
         /* Consumer side and bookkeeping; the producer's hot state lives on its stack and in
          * the slot it is filling. */
-        _Atomic uint64_t head _cacheline_aligned_; /* slots published (producer writes) */
-        _Atomic uint64_t tail _cacheline_aligned_; /* slots consumed (consumer writes) */
+        _Atomic uint64_t head _cacheline_aligned_;     /* slots published (producer writes) */
+        _Atomic uint64_t tail _cacheline_aligned_;     /* slots consumed (consumer writes) */
         _Atomic uint64_t progress _cacheline_aligned_; /* samples in the open slot, relaxed:
-                                                         * lets a watchdog see the loop turn */
+                                                        * lets a watchdog see the loop turn */
 
         int cpu _cacheline_aligned_;
         struct probe_params params;

@@ -127,8 +127,9 @@ void rt_explain_sched_failure(int error, int prio, const struct rt_paths *paths,
                               size_t len) {
         const char *status = paths && paths->proc_status ? paths->proc_status : "/proc/self/status";
         const char *cgfile = paths && paths->proc_cgroup ? paths->proc_cgroup : "/proc/self/cgroup";
-        const char *rtfile = paths && paths->sched_rt_runtime ? paths->sched_rt_runtime
-                                                              : "/proc/sys/kernel/sched_rt_runtime_us";
+        const char *rtfile = paths && paths->sched_rt_runtime
+                                     ? paths->sched_rt_runtime
+                                     : "/proc/sys/kernel/sched_rt_runtime_us";
         const char *cgroot = paths && paths->cgroup_root ? paths->cgroup_root : "/sys/fs/cgroup";
         struct rlimit rl = {};
         char a[32], line[256], cg[512];

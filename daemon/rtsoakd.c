@@ -81,8 +81,9 @@ static void notify_status(struct daemon *d) {
         if (st.intervals_written > 0)
                 snprintf(worst, sizeof(worst), "worst of last interval %.1f us on CPU %d",
                          (double) st.last_max_ns / 1000.0, st.last_max_cpu);
-        sd_notifyf(0, "STATUS=run %" PRId64 ", %" PRIu64 " intervals stored, %s, %" PRIu64
-                      " violations",
+        sd_notifyf(0,
+                   "STATUS=run %" PRId64 ", %" PRIu64 " intervals stored, %s, %" PRIu64
+                   " violations",
                    d->run_id, st.intervals_written, worst, st.total_violations);
 }
 
@@ -192,8 +193,9 @@ static int resolve_cpus(struct daemon *d) {
         for (size_t i = 0; i < d->cfg.cpus.n; i++)
                 if (!cpuset_contains(&online, d->cfg.cpus.cpus[i])) {
                         cpuset_format(&online, a, sizeof(a));
-                        log_error("[Probe] CPUs=: CPU %d is not online on this machine (online: %s)",
-                                  d->cfg.cpus.cpus[i], a);
+                        log_error(
+                                "[Probe] CPUs=: CPU %d is not online on this machine (online: %s)",
+                                d->cfg.cpus.cpus[i], a);
                         cpuset_done(&online);
                         return -EINVAL;
                 }
@@ -416,8 +418,8 @@ static int run(struct daemon *d, uint64_t duration_ns, char **sources) {
         log_info("Run %" PRId64 ": probing CPUs %s at SCHED_FIFO %" PRIu64 " every %s, threshold "
                  "%s, intervals of %s into %s",
                  d->run_id, cpus, d->cfg.priority, format_timespan(span, d->cfg.probe_interval_ns),
-                 format_timespan(span2, d->cfg.threshold_ns), format_timespan(span3, d->cfg.interval_ns),
-                 d->cfg.storage_path);
+                 format_timespan(span2, d->cfg.threshold_ns),
+                 format_timespan(span3, d->cfg.interval_ns), d->cfg.storage_path);
         sd_notifyf(0, "READY=1\nSTATUS=run %" PRId64 ", probing CPUs %s", d->run_id, cpus);
 
         r = sd_event_loop(d->event);
@@ -500,7 +502,8 @@ int main(int argc, char *argv[]) {
                         const char *reason;
                         if (parse_timespan(optarg, &duration, &reason) < 0 || duration == 0) {
                                 log_error("--duration %s: %s", optarg,
-                                          duration == 0 && !reason ? "must be longer than 0" : reason);
+                                          duration == 0 && !reason ? "must be longer than 0"
+                                                                   : reason);
                                 return EXIT_CONFIG;
                         }
                         break;

@@ -32,8 +32,7 @@ static const char *word_in(const char *haystack, const char *word) {
 }
 
 void sysinfo_preempt_model(const char *realtime_file, const char *uname_version,
-                           const char *dynamic_file, const char *cmdline, char *buf,
-                           size_t len) {
+                           const char *dynamic_file, const char *cmdline, char *buf, size_t len) {
         char line[256];
 
         {
@@ -49,8 +48,8 @@ void sysinfo_preempt_model(const char *realtime_file, const char *uname_version,
         }
         if (uname_version && word_in(uname_version, "PREEMPT_DYNAMIC")) {
                 /* debugfs shows the mode in effect as "none voluntary (full) lazy". */
-                _cleanup_fclose_ FILE *f =
-                        fopen(dynamic_file ?: "/sys/kernel/debug/sched/preempt", "re");
+                _cleanup_fclose_ FILE *f = fopen(dynamic_file ?: "/sys/kernel/debug/sched/preempt",
+                                                 "re");
                 if (f && fgets(line, sizeof(line), f)) {
                         char *open = strchr(line, '('), *close = open ? strchr(open, ')') : NULL;
                         if (open && close) {

@@ -13,8 +13,8 @@ src=$PWD
 
 build_packages=(meson ninja-build gcc pkg-config libsqlite3-dev libsystemd-dev libjansson-dev
                 libcmocka-dev)
-# systemd-analyze checks the unit files in the suite.
-test_packages=(systemd)
+# systemd-analyze checks the unit files, clang-format the formatting.
+test_packages=(systemd clang-format)
 
 install_missing() {
         local missing=()

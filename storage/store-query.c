@@ -18,13 +18,13 @@ static int64_t col_i64_or_min(sqlite3_stmt *st, int i) {
 }
 
 void store_run_done(struct store_run *r) {
-        char **strs[] = { &r->machine_id,   &r->boot_id,        &r->hostname,
+        char **strs[] = { &r->machine_id,     &r->boot_id,        &r->hostname,
                           &r->kernel_release, &r->kernel_version, &r->kernel_cmdline,
                           &r->preempt_model,  &r->daemon_version, &r->config_digest,
                           &r->config_text,    &r->cpus,           &r->end_reason };
         for (size_t i = 0; i < ELEMENTSOF(strs); i++)
                 free(*strs[i]);
-        *r = (struct store_run) {};
+        *r = (struct store_run){};
 }
 
 int store_get_run(store *s, int64_t run_id, struct store_run *ret) {
@@ -50,10 +50,9 @@ int store_get_run(store *s, int64_t run_id, struct store_run *ret) {
                 return store_fail(s, rc, "cannot read runs");
 
         r.id = sqlite3_column_int64(st, 0);
-        char **strs[] = { &r.machine_id,    &r.boot_id,        &r.hostname,
-                          &r.kernel_release, &r.kernel_version, &r.kernel_cmdline,
-                          &r.preempt_model,  &r.daemon_version, &r.config_digest,
-                          &r.config_text,    &r.cpus };
+        char **strs[] = { &r.machine_id,     &r.boot_id,        &r.hostname,      &r.kernel_release,
+                          &r.kernel_version, &r.kernel_cmdline, &r.preempt_model, &r.daemon_version,
+                          &r.config_digest,  &r.config_text,    &r.cpus };
         for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
                 *strs[i] = col_strdup(st, (int) i + 1);
                 if (!*strs[i]) {
@@ -82,8 +81,8 @@ void store_report_free(struct store_cpu_report *r, size_t n) {
         free(r);
 }
 
-static struct store_cpu_report *find_or_add_cpu(struct store_cpu_report **arr, size_t *n,
-                                                int cpu, uint32_t limit_us) {
+static struct store_cpu_report *find_or_add_cpu(struct store_cpu_report **arr, size_t *n, int cpu,
+                                                uint32_t limit_us) {
         for (size_t i = 0; i < *n; i++)
                 if ((*arr)[i].cpu == cpu)
                         return &(*arr)[i];
@@ -92,7 +91,9 @@ static struct store_cpu_report *find_or_add_cpu(struct store_cpu_report **arr, s
                 return NULL;
         *arr = a;
         struct store_cpu_report *c = &a[*n];
-        *c = (struct store_cpu_report) { .cpu = cpu, .min_ns = UINT64_MAX, .max_time_ns = INT64_MIN };
+        *c = (struct store_cpu_report){ .cpu = cpu,
+                                        .min_ns = UINT64_MAX,
+                                        .max_time_ns = INT64_MIN };
         if (hist_init(&c->hist, limit_us) < 0)
                 return NULL;
         (*n)++;
@@ -104,8 +105,8 @@ static int cmp_cpu(const void *a, const void *b) {
         return (x->cpu > y->cpu) - (x->cpu < y->cpu);
 }
 
-#define WINDOW_SQL                                                       \
-        " WHERE c.start_ns >= ?1 AND c.start_ns < ?2"                    \
+#define WINDOW_SQL                                    \
+        " WHERE c.start_ns >= ?1 AND c.start_ns < ?2" \
         " AND (?3 = 0 OR i.run_id = ?3) AND (?4 < 0 OR c.cpu = ?4)"
 
 static void bind_filter(sqlite3_stmt *st, const struct store_filter *f) {
@@ -138,16 +139,18 @@ int store_report(store *s, const struct store_filter *f, struct store_cpu_report
         if (sqlite3_column_type(lim, 0) != SQLITE_NULL) {
                 int64_t v = sqlite3_column_int64(lim, 0);
                 if (v <= 0 || v > HIST_LIMIT_US_MAX)
-                        return store_failf(s, -EBADMSG, "stored histogram limit %lld us is out "
-                                           "of range (database damaged?)", (long long) v);
+                        return store_failf(s, -EBADMSG,
+                                           "stored histogram limit %lld us is out "
+                                           "of range (database damaged?)",
+                                           (long long) v);
                 limit_us = (uint32_t) v;
         }
 
         r = store_prepare(s,
                           "SELECT c.cpu, c.samples, c.min_ns, c.max_ns, c.sum_ns, c.max_time_ns, "
                           "c.violations, c.missed, c.hist, c.start_ns, c.length_ns, i.id "
-                          "FROM interval_cpus c JOIN intervals i ON i.id = c.interval_id"
-                          WINDOW_SQL " ORDER BY c.start_ns",
+                          "FROM interval_cpus c JOIN intervals i ON i.id = c.interval_id" WINDOW_SQL
+                          " ORDER BY c.start_ns",
                           &st);
         if (r < 0)
                 return r;
@@ -167,7 +170,8 @@ int store_report(store *s, const struct store_filter *f, struct store_cpu_report
 
                 if (samples < 0 || min < 0 || max < 0 || sum < 0 || viol < 0 || missed < 0 ||
                     len < 0 || (samples > 0 && min > max) || viol > samples) {
-                        r = store_failf(s, -EBADMSG, "interval %lld, CPU %d: inconsistent "
+                        r = store_failf(s, -EBADMSG,
+                                        "interval %lld, CPU %d: inconsistent "
                                         "statistics (database damaged?)",
                                         (long long) interval_id, cpu);
                         goto fail;
@@ -184,10 +188,11 @@ int store_report(store *s, const struct store_filter *f, struct store_cpu_report
                         goto fail;
                 }
                 if (decoded != (uint64_t) samples) {
-                        r = store_failf(s, -EBADMSG, "interval %lld, CPU %d: histogram holds "
+                        r = store_failf(s, -EBADMSG,
+                                        "interval %lld, CPU %d: histogram holds "
                                         "%llu samples but the row says %lld (database damaged?)",
-                                        (long long) interval_id, cpu,
-                                        (unsigned long long) decoded, (long long) samples);
+                                        (long long) interval_id, cpu, (unsigned long long) decoded,
+                                        (long long) samples);
                         goto fail;
                 }
 
@@ -263,13 +268,17 @@ int store_list_events(store *s, const struct store_filter *f, const char *type, 
                 }
                 arr = a;
                 struct store_event_row *e = &arr[n++];
-                *e = (struct store_event_row) {
+                *e = (struct store_event_row){
                         .id = sqlite3_column_int64(st, 0),
                         .run_id = sqlite3_column_int64(st, 1),
                         .time_ns = sqlite3_column_int64(st, 2),
                         .type = col_strdup(st, 3),
-                        .cpu = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int(st, 4),
-                        .value_ns = sqlite3_column_type(st, 5) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 5),
+                        .cpu = sqlite3_column_type(st, 4) == SQLITE_NULL
+                                       ? -1
+                                       : sqlite3_column_int(st, 4),
+                        .value_ns = sqlite3_column_type(st, 5) == SQLITE_NULL
+                                            ? -1
+                                            : sqlite3_column_int64(st, 5),
                         .message = col_strdup(st, 6),
                 };
                 if (!e->type || !e->message) {

@@ -33,7 +33,8 @@ static void rollback(store *s) {
                 sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
-static int insert_event(store *s, int64_t run_id, int64_t interval_id, const struct store_event *ev) {
+static int insert_event(store *s, int64_t run_id, int64_t interval_id,
+                        const struct store_event *ev) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               "INSERT INTO events (run_id, interval_id, time_ns, type, cpu, "
@@ -138,10 +139,11 @@ int store_begin_run(store *s, const struct store_run_info *in, int64_t *ret_run_
                           &st);
         if (r < 0)
                 goto fail;
-        const char *texts[] = { in->machine_id,     in->boot_id,        in->hostname,
-                                in->kernel_release, in->kernel_version, in->kernel_cmdline,
-                                in->preempt_model,  in->daemon_version, in->config_digest,
-                                in->config_text,    in->cpus };
+        const char *texts[] = {
+                in->machine_id,     in->boot_id,        in->hostname,      in->kernel_release,
+                in->kernel_version, in->kernel_cmdline, in->preempt_model, in->daemon_version,
+                in->config_digest,  in->config_text,    in->cpus
+        };
         for (size_t i = 0; i < ELEMENTSOF(texts); i++)
                 sqlite3_bind_text(st, (int) i + 1, texts[i] ?: "", -1, SQLITE_STATIC);
         if ((r = bind_u64(s, st, 12, in->priority, "priority")) < 0 ||

@@ -249,8 +249,10 @@ int store_open(const char *path, unsigned flags, store **ret, char err[static ST
                 if (r < 0)
                         goto fail;
         } else if (access(path, F_OK) < 0) {
-                r = store_failf(s, -errno, "no database here (%s); is rtsoakd configured to "
-                                "write elsewhere? Use --db PATH", strerror(errno));
+                r = store_failf(s, -errno,
+                                "no database here (%s); is rtsoakd configured to "
+                                "write elsewhere? Use --db PATH",
+                                strerror(errno));
                 goto fail;
         }
 
@@ -279,17 +281,20 @@ int store_open(const char *path, unsigned flags, store **ret, char err[static ST
                 if (r < 0)
                         goto fail;
                 if (tables > 0) {
-                        r = store_failf(s, -EBADMSG, "SQLite database of another program "
+                        r = store_failf(s, -EBADMSG,
+                                        "SQLite database of another program "
                                         "(no rtsoak schema); refusing to touch it");
                         goto fail;
                 }
                 if (!s->writer) {
-                        r = store_failf(s, -ENODATA, "database is empty: rtsoakd has not "
+                        r = store_failf(s, -ENODATA,
+                                        "database is empty: rtsoakd has not "
                                         "written anything yet");
                         goto fail;
                 }
         } else if (appid != STORE_APPLICATION_ID) {
-                r = store_failf(s, -EBADMSG, "SQLite database of another program "
+                r = store_failf(s, -EBADMSG,
+                                "SQLite database of another program "
                                 "(application_id %#llx); refusing to touch it",
                                 (unsigned long long) appid);
                 goto fail;

@@ -93,7 +93,7 @@ struct store_filter {
         int64_t run_id;   /* 0: every run */
         int cpu;          /* -1: every CPU */
 };
-#define STORE_FILTER_ALL ((struct store_filter) { INT64_MIN, INT64_MAX, 0, -1 })
+#define STORE_FILTER_ALL ((struct store_filter){ INT64_MIN, INT64_MAX, 0, -1 })
 
 struct store_run {
         int64_t id;

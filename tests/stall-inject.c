@@ -38,12 +38,24 @@ int main(int argc, char *argv[]) {
 
         while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0)
                 switch (c) {
-                case 'c': cpu = atoi(optarg); break;
-                case 'p': prio = atoi(optarg); break;
-                case 's': stall_us = atol(optarg); break;
-                case 'n': count = atoi(optarg); break;
-                case 'g': gap_ms = atol(optarg); break;
-                case 'd': delay_ms = atol(optarg); break;
+                case 'c':
+                        cpu = atoi(optarg);
+                        break;
+                case 'p':
+                        prio = atoi(optarg);
+                        break;
+                case 's':
+                        stall_us = atol(optarg);
+                        break;
+                case 'n':
+                        count = atoi(optarg);
+                        break;
+                case 'g':
+                        gap_ms = atol(optarg);
+                        break;
+                case 'd':
+                        delay_ms = atol(optarg);
+                        break;
                 default:
                         fprintf(stderr, "usage: stall-inject --cpu N --priority P --stall-us U "
                                         "--count K --gap-ms G --delay-ms D\n");

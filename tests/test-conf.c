@@ -198,12 +198,9 @@ static void test_long_line(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),
-                cmocka_unit_test(test_values),
-                cmocka_unit_test(test_errors),
-                cmocka_unit_test(test_dropins_and_sets),
-                cmocka_unit_test(test_print_roundtrip),
-                cmocka_unit_test(test_long_line),
+                cmocka_unit_test(test_defaults),        cmocka_unit_test(test_values),
+                cmocka_unit_test(test_errors),          cmocka_unit_test(test_dropins_and_sets),
+                cmocka_unit_test(test_print_roundtrip), cmocka_unit_test(test_long_line),
         };
         if (!mkdtemp(dir))
                 return 1;

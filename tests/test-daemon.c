@@ -3,6 +3,7 @@
  * cross-checked against each other, a clean stop that stores the partial interval, kill -9
  * during writes, and clear errors for bad arguments and bad databases. */
 #include <signal.h>
+#include <time.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -51,8 +52,9 @@ static void daemon_argv(char **argv, const char *const *extra) {
 }
 
 static json_t *cli_json(const char *cmd, const char *opt) {
-        char *argv[] = { (char *) tu_bin("RTSOAK"), dbarg, (char *) cmd, "--json", (char *) opt,
-                         NULL };
+        char *argv[] = {
+                (char *) tu_bin("RTSOAK"), dbarg, (char *) cmd, "--json", (char *) opt, NULL
+        };
         struct tu_result r;
         if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
                 fail_msg("rtsoak %s failed (%d): %s", cmd, r.status, r.err);
@@ -98,7 +100,7 @@ static void test_soak_and_report_formats(void **state) {
         size_t i;
         long long total_viol = 0;
         assert_int_equal(json_array_size(cpus), online.n);
-        json_array_foreach(cpus, i, row) {
+        json_array_foreach (cpus, i, row) {
                 long long samples = jint(row, "samples"), min = jint(row, "min_ns"),
                           avg = jint(row, "avg_ns"), max = jint(row, "max_ns"),
                           p50 = jint(row, "p50_ns"), p99 = jint(row, "p99_ns"),
@@ -141,7 +143,7 @@ static void test_soak_and_report_formats(void **state) {
         assert_non_null(strstr(h.out, "# Min Latencies:"));
         assert_non_null(strstr(h.out, "# Avg Latencies:"));
         char *p1 = (char *) tot + 8, *p2 = (char *) ovf + 22, *p3 = (char *) mx + 16;
-        json_array_foreach(cpus, i, row) {
+        json_array_foreach (cpus, i, row) {
                 long long t = strtoll(p1, &p1, 10), o = strtoll(p2, &p2, 10),
                           m = strtoll(p3, &p3, 10);
                 assert_int_equal(t, sums[i]);
@@ -169,10 +171,10 @@ static void test_soak_and_report_formats(void **state) {
         assert_int_equal(tu_run(jargv, 20000, NULL, NULL, &j), 0);
         json_t *hj = tu_json(j.out), *hc, *b;
         size_t k;
-        json_array_foreach(json_object_get(hj, "cpus"), i, hc)
-                json_array_foreach(json_object_get(hc, "buckets"), k, b)
+        json_array_foreach (json_object_get(hj, "cpus"), i, hc)
+                json_array_foreach (json_object_get(hc, "buckets"), k, b)
                         json_total += jint(b, "count");
-        json_array_foreach(cpus, i, row)
+        json_array_foreach (cpus, i, row)
                 rep_total += jint(row, "samples");
         assert_int_equal(csv_total, rep_total);
         assert_int_equal(json_total, rep_total);
@@ -182,7 +184,7 @@ static void test_soak_and_report_formats(void **state) {
         /* events: every violation counted is either listed or summed in a summary event. */
         json_t *ev = cli_json("events", NULL), *e;
         long long listed = 0, unrecorded = 0;
-        json_array_foreach(json_object_get(ev, "events"), i, e) {
+        json_array_foreach (json_object_get(ev, "events"), i, e) {
                 const char *type = json_string_value(json_object_get(e, "type"));
                 if (strcmp(type, "violation") == 0) {
                         listed++;
@@ -213,8 +215,7 @@ static void test_soak_and_report_formats(void **state) {
         cpuset_done(&online);
 }
 
-static void test_sigterm_stores_partial_interval(void **state) {
-        (void) state;
+static void stop_with_signal(int sig, const char *name) {
         if (geteuid() != 0)
                 skip();
         unlink(db);
@@ -222,20 +223,32 @@ static void test_sigterm_stores_partial_interval(void **state) {
         const char *extra[] = { "--set", "Storage.Interval=1h", NULL };
         daemon_argv(argv, extra);
         char err[600];
-        snprintf(err, sizeof(err), "%s/sigterm.err", dir);
+        snprintf(err, sizeof(err), "%s/signal.err", dir);
         pid_t pid = tu_spawn(argv, NULL, err);
         tu_sleep_ms(1500);
-        assert_int_equal(kill(pid, SIGTERM), 0);
+
+        /* While it runs, status says so (it holds the writer lock), with nothing stored yet
+         * since the hour-long interval is still open. */
+        json_t *s = cli_json("status", NULL);
+        assert_true(json_is_true(json_object_get(s, "running")));
+        assert_string_equal(json_string_value(json_object_get(s, "state")), "running");
+        assert_int_equal(json_array_size(json_object_get(s, "cpus")), 0);
+        json_decref(s);
+
+        assert_int_equal(kill(pid, sig), 0);
         int st = tu_wait(pid, 10000);
         char *text = tu_read_file(err);
         if (st != 0)
-                fail_msg("rtsoakd exited %d after SIGTERM: %s", st, text);
-        assert_non_null(strstr(text, "Stopping (SIGTERM)"));
+                fail_msg("rtsoakd exited %d after %s: %s", st, name, text);
+        char want[64];
+        snprintf(want, sizeof(want), "Stopping (%s)", name);
+        assert_non_null(strstr(text, want));
         free(text);
 
-        /* One hour-long interval was open: its first 1.5 s are stored, the run is clean. */
-        json_t *s = cli_json("status", NULL);
+        /* The open interval's first 1.5 s are stored and the run is clean. */
+        s = cli_json("status", NULL);
         assert_string_equal(json_string_value(json_object_get(s, "end_reason")), "clean");
+        assert_false(json_is_true(json_object_get(s, "running")));
         json_t *row = json_array_get(json_object_get(s, "cpus"), 0);
         assert_non_null(row);
         long long samples = jint(row, "samples") + jint(row, "missed");
@@ -243,6 +256,16 @@ static void test_sigterm_stores_partial_interval(void **state) {
                 fail_msg("%lld samples for 1.5 s at 200 us", samples);
         assert_int_equal(jint(row, "intervals"), 1);
         json_decref(s);
+}
+
+static void test_sigterm_stores_partial_interval(void **state) {
+        (void) state;
+        stop_with_signal(SIGTERM, "SIGTERM");
+}
+
+static void test_sigint_stores_partial_interval(void **state) {
+        (void) state;
+        stop_with_signal(SIGINT, "SIGINT");
 }
 
 static int integrity(const char *path, char *buf, size_t len) {
@@ -267,15 +290,21 @@ static void test_kill9_during_writes(void **state) {
         if (geteuid() != 0)
                 skip();
         unlink(db);
-        /* Intervals of 1 s on every CPU: a commit every second, killed at varied moments
-         * (some right at a boundary, while the collector writes). */
-        static const int delays_ms[] = { 1010, 1500, 2003, 2250, 1999, 3001, 1100, 2600 };
-        srand(12345);
-        for (size_t i = 0; i < ELEMENTSOF(delays_ms); i++) {
+        /* Intervals of 1 s: the collector commits an interval just after every whole
+         * second of wall-clock time (boundary + two probe periods + 1 ms, then the fsync).
+         * Kill at 1 to 10 ms after a boundary, i.e. while that transaction is being written. */
+        enum { KILLS = 10 };
+        for (int i = 0; i < KILLS; i++) {
                 char *argv[32];
                 daemon_argv(argv, NULL);
                 pid_t pid = tu_spawn(argv, NULL, NULL);
-                tu_sleep_ms(delays_ms[i] + rand() % 20);
+                tu_sleep_ms(1200);
+                struct timespec now, at;
+                clock_gettime(CLOCK_REALTIME, &now);
+                at.tv_sec = now.tv_sec + 1;
+                at.tv_nsec = (i + 1) * 1000000L;
+                while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
+                        ;
                 assert_int_equal(kill(pid, SIGKILL), 0);
                 assert_int_equal(tu_wait(pid, 5000), 128 + SIGKILL);
                 char res[256] = "";
@@ -296,14 +325,14 @@ static void test_kill9_during_writes(void **state) {
 
         json_t *ev = cli_json("events", "--type=unclean_end"), *e;
         size_t i;
-        assert_int_equal(json_array_size(json_object_get(ev, "events")), ELEMENTSOF(delays_ms));
-        json_array_foreach(json_object_get(ev, "events"), i, e) {
+        assert_int_equal(json_array_size(json_object_get(ev, "events")), KILLS);
+        json_array_foreach (json_object_get(ev, "events"), i, e) {
                 assert_int_equal(jint(e, "run"), (long long) i + 1);
                 assert_non_null(strstr(json_string_value(json_object_get(e, "message")),
                                        "did not end cleanly"));
         }
         json_decref(ev);
-        for (int run = 1; run <= 8; run++) {
+        for (int run = 1; run <= KILLS; run++) {
                 char opt[32];
                 snprintf(opt, sizeof(opt), "--run=%d", run);
                 json_t *s = cli_json("status", opt);
@@ -311,7 +340,7 @@ static void test_kill9_during_writes(void **state) {
                 json_decref(s);
         }
         json_t *s = cli_json("status", NULL);
-        assert_int_equal(jint(s, "run"), 9);
+        assert_int_equal(jint(s, "run"), KILLS + 1);
         assert_string_equal(json_string_value(json_object_get(s, "end_reason")), "clean");
         json_decref(s);
         char res[256];
@@ -340,41 +369,41 @@ static void test_bad_input(void **state) {
         snprintf(jarg, sizeof(jarg), "--db=%s", junk);
         snprintf(marg, sizeof(marg), "--db=%s", missing);
 
-        expect_fail((char *[]) { (char *) cli, marg, "report", NULL }, 1, "no database here");
-        expect_fail((char *[]) { (char *) cli, jarg, "report", NULL }, 1,
-                    "file is not a database");
-        expect_fail((char *[]) { (char *) cli, "frobnicate", NULL }, 2, "Unknown command 'frobnicate'");
-        expect_fail((char *[]) { (char *) cli, "report", "--since", "yesterday", NULL }, 2,
+        expect_fail((char *[]){ (char *) cli, marg, "report", NULL }, 1, "no database here");
+        expect_fail((char *[]){ (char *) cli, jarg, "report", NULL }, 1, "file is not a database");
+        expect_fail((char *[]){ (char *) cli, "frobnicate", NULL }, 2,
+                    "Unknown command 'frobnicate'");
+        expect_fail((char *[]){ (char *) cli, "report", "--since", "yesterday", NULL }, 2,
                     "--since yesterday: not a time");
-        expect_fail((char *[]) { (char *) cli, "report", "--since", "1764748800", NULL }, 2,
+        expect_fail((char *[]){ (char *) cli, "report", "--since", "1764748800", NULL }, 2,
                     "for seconds write @SECONDS");
-        expect_fail((char *[]) { (char *) cli, "report", "--since", "now", "--until", "1h", NULL },
+        expect_fail((char *[]){ (char *) cli, "report", "--since", "now", "--until", "1h", NULL },
                     2, "--since must be before --until");
-        expect_fail((char *[]) { (char *) cli, "status", "--format", "csv", NULL }, 2,
+        expect_fail((char *[]){ (char *) cli, "status", "--format", "csv", NULL }, 2,
                     "--format does not apply to 'status'");
-        expect_fail((char *[]) { (char *) cli, "report", "--cpu", "-1", NULL }, 2,
+        expect_fail((char *[]){ (char *) cli, "report", "--cpu", "-1", NULL }, 2,
                     "--cpu -1: expected a whole number");
-        expect_fail((char *[]) { (char *) cli, "report", "--run", "0", NULL }, 2,
+        expect_fail((char *[]){ (char *) cli, "report", "--run", "0", NULL }, 2,
                     "run ids start at 1");
-        expect_fail((char *[]) { (char *) cli, dbarg, "histogram", "--format", "svg", NULL }, 1,
+        expect_fail((char *[]){ (char *) cli, dbarg, "histogram", "--format", "svg", NULL }, 1,
                     "--format svg: unknown format");
 
-        expect_fail((char *[]) { (char *) daemon, "--bogus", NULL }, 78, "unrecognized option");
-        expect_fail((char *[]) { (char *) daemon, "--duration", "soon", NULL }, 78,
+        expect_fail((char *[]){ (char *) daemon, "--bogus", NULL }, 78, "unrecognized option");
+        expect_fail((char *[]){ (char *) daemon, "--duration", "soon", NULL }, 78,
                     "--duration soon: expected a number");
-        expect_fail((char *[]) { (char *) daemon, "--config", missing, NULL }, 78,
+        expect_fail((char *[]){ (char *) daemon, "--config", missing, NULL }, 78,
                     "missing.db: cannot open: No such file or directory");
-        expect_fail((char *[]) { (char *) daemon, "--config", "/dev/null", "--set",
-                                 "Probe.CPUs=4000", "--set", set_db, NULL },
+        expect_fail((char *[]){ (char *) daemon, "--config", "/dev/null", "--set",
+                                "Probe.CPUs=4000", "--set", set_db, NULL },
                     78, "[Probe] CPUs=: CPU 4000 is not online on this machine");
-        expect_fail((char *[]) { (char *) daemon, "--config", "/dev/null", "--set", "Probe.Nope=1",
-                                 NULL },
+        expect_fail((char *[]){ (char *) daemon, "--config", "/dev/null", "--set", "Probe.Nope=1",
+                                NULL },
                     78, "--set Probe.Nope=1: unknown key Nope= in section [Probe]");
 
         /* A database that is not ours is never touched by the daemon. */
         char sj[700];
         snprintf(sj, sizeof(sj), "Storage.Path=%s", junk);
-        expect_fail((char *[]) { (char *) daemon, "--config", "/dev/null", "--set", sj, NULL }, 1,
+        expect_fail((char *[]){ (char *) daemon, "--config", "/dev/null", "--set", sj, NULL }, 1,
                     "file is not a database");
         char *after = tu_read_file(junk);
         assert_int_equal(strncmp(after, "this is not a database", 22), 0);
@@ -385,6 +414,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_soak_and_report_formats),
                 cmocka_unit_test(test_sigterm_stores_partial_interval),
+                cmocka_unit_test(test_sigint_stores_partial_interval),
                 cmocka_unit_test(test_kill9_during_writes),
                 cmocka_unit_test(test_bad_input),
         };

@@ -15,7 +15,8 @@ static void test_layout_consistent(void **state) {
         for (size_t l = 0; l < ELEMENTSOF(limits); l++) {
                 uint32_t lim = limits[l], n = hist_nbuckets(lim);
                 for (uint32_t i = 0; i < n; i++) {
-                        uint64_t lo = hist_bucket_lower_ns(lim, i), up = hist_bucket_upper_ns(lim, i);
+                        uint64_t lo = hist_bucket_lower_ns(lim, i),
+                                 up = hist_bucket_upper_ns(lim, i);
                         if (hist_index(lim, lo) != i)
                                 fail_msg("limit %u: lower bound %llu of bucket %u lands in %u", lim,
                                          (unsigned long long) lo, i, hist_index(lim, lo));
@@ -186,9 +187,11 @@ static void test_decode_malformed(void **state) {
                 { { 1, 0xe8, 0x07, 5, 0 }, 5, "histogram entry with zero count" },
                 { { 1, 0xe8, 0x07, 5, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 1,
                     1 },
-                  16, "histogram count overflows" },
+                  16,
+                  "histogram count overflows" },
                 { { 1, 0xe8, 0x07, 5, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f },
-                  14, "truncated histogram entry" },
+                  14,
+                  "truncated histogram entry" },
         };
         struct hist d;
         (void) state;

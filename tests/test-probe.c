@@ -31,7 +31,7 @@ static void sleep_ms(int ms) {
 
 static struct probe_params params(uint64_t interval_ns, uint64_t period_ns) {
         int64_t now = now_ns(CLOCK_MONOTONIC);
-        return (struct probe_params) {
+        return (struct probe_params){
                 .interval_ns = interval_ns,
                 .threshold_ns = 50000,
                 .hist_limit_us = LIMIT_US,

@@ -47,8 +47,15 @@ static void child_setup(void *data) {
 }
 
 static void run_daemon(struct limits *l, const char *extra_set, struct tu_result *r) {
-        char *argv[] = { daemon_copy, "--config", "/dev/null", "--set", set_db,
-                         "--duration", "2s", extra_set ? "--set" : NULL, (char *) extra_set,
+        char *argv[] = { daemon_copy,
+                         "--config",
+                         "/dev/null",
+                         "--set",
+                         set_db,
+                         "--duration",
+                         "2s",
+                         extra_set ? "--set" : NULL,
+                         (char *) extra_set,
                          NULL };
         tu_run(argv, 20000, child_setup, l, r);
 }
@@ -132,7 +139,8 @@ static void test_cgroup_without_rt_budget(void **state) {
         bool zero = atoi(budget) == 0;
         free(budget);
 
-        struct limits l = { .rtprio = RLIM_INFINITY, .memlock = RLIM_INFINITY,
+        struct limits l = { .rtprio = RLIM_INFINITY,
+                            .memlock = RLIM_INFINITY,
                             .cgroup_procs = procs };
         struct tu_result r;
         if (zero)

@@ -48,20 +48,43 @@ static enum outcome attempt(int target, int control) {
         snprintf(out, sizeof(out), "%s/rtsoakd.out", dir);
         snprintf(err, sizeof(err), "%s/rtsoakd.err", dir);
 
-        char *argv[32] = { (char *) tu_bin("RTSOAKD"), "--config", "/dev/null",
-                           "--set", set_db, "--set", "Storage.Interval=1s",
-                           "--set", "Probe.Interval=100us", "--set", "Probe.Priority=80",
-                           "--set", "Probe.Threshold=10ms", "--set", set_cpus,
-                           "--duration", "5s" };
+        char *argv[32] = { (char *) tu_bin("RTSOAKD"),
+                           "--config",
+                           "/dev/null",
+                           "--set",
+                           set_db,
+                           "--set",
+                           "Storage.Interval=1s",
+                           "--set",
+                           "Probe.Interval=100us",
+                           "--set",
+                           "Probe.Priority=80",
+                           "--set",
+                           "Probe.Threshold=10ms",
+                           "--set",
+                           set_cpus,
+                           "--duration",
+                           "5s" };
         int n = 17;
         extra_args(argv, &n);
         argv[n] = NULL;
         pid_t pid = tu_spawn(argv, out, err);
 
         snprintf(cpu_arg, sizeof(cpu_arg), "%d", target);
-        char *inj[] = { (char *) tu_bin("STALL_INJECT"), "--cpu", cpu_arg, "--priority", "90",
-                        "--stall-us", "20000", "--count", "10", "--gap-ms", "250",
-                        "--delay-ms", "800", NULL };
+        char *inj[] = { (char *) tu_bin("STALL_INJECT"),
+                        "--cpu",
+                        cpu_arg,
+                        "--priority",
+                        "90",
+                        "--stall-us",
+                        "20000",
+                        "--count",
+                        "10",
+                        "--gap-ms",
+                        "250",
+                        "--delay-ms",
+                        "800",
+                        NULL };
         struct tu_result ir;
         tu_run(inj, 20000, NULL, NULL, &ir);
         int st = tu_wait(pid, 20000);
@@ -73,8 +96,8 @@ static enum outcome attempt(int target, int control) {
         struct stall stalls[STALLS];
         int nstalls = 0;
         for (char *line = ir.out; line && *line;) {
-                if (nstalls < STALLS && sscanf(line, "stall %lld %lld", &stalls[nstalls].r0,
-                                               &stalls[nstalls].r1) == 2)
+                if (nstalls < STALLS &&
+                    sscanf(line, "stall %lld %lld", &stalls[nstalls].r0, &stalls[nstalls].r1) == 2)
                         nstalls++;
                 line = strchr(line, '\n');
                 if (line)
@@ -87,8 +110,9 @@ static enum outcome attempt(int target, int control) {
         /* What rtsoakd recorded. */
         char dbarg[600];
         snprintf(dbarg, sizeof(dbarg), "--db=%s", db);
-        char *ev_argv[] = { (char *) tu_bin("RTSOAK"), dbarg, "events", "--json", "--type",
-                            "violation", NULL };
+        char *ev_argv[] = {
+                (char *) tu_bin("RTSOAK"), dbarg, "events", "--json", "--type", "violation", NULL
+        };
         struct tu_result er;
         assert_int_equal(tu_run(ev_argv, 20000, NULL, NULL, &er), 0);
         json_t *evdoc = tu_json(er.out);
@@ -99,7 +123,7 @@ static enum outcome attempt(int target, int control) {
         bool noise = false;
         size_t i;
         json_t *e;
-        json_array_foreach(evs, i, e) {
+        json_array_foreach (evs, i, e) {
                 int cpu = (int) json_integer_value(json_object_get(e, "cpu"));
                 long long t = json_integer_value(json_object_get(e, "time_ns"));
                 long long v = json_integer_value(json_object_get(e, "value_ns"));
@@ -164,15 +188,15 @@ static enum outcome attempt(int target, int control) {
         /* Each stall slept through about S/I - 1 periods. */
         assert_true(missed >= STALLS * (STALL_US / PERIOD_US - 2));
 
-        char *hist_argv[] = { (char *) tu_bin("RTSOAK"), dbarg, "histogram", "--format=json",
-                              cpuopt, NULL };
+        char *hist_argv[] = { (char *) tu_bin("RTSOAK"), dbarg,  "histogram",
+                              "--format=json",           cpuopt, NULL };
         struct tu_result hr;
         assert_int_equal(tu_run(hist_argv, 20000, NULL, NULL, &hr), 0);
         json_t *hist = tu_json(hr.out);
         json_t *buckets = json_object_get(json_array_get(json_object_get(hist, "cpus"), 0),
                                           "buckets");
         long long long_samples = 0;
-        json_array_foreach(buckets, i, e) {
+        json_array_foreach (buckets, i, e) {
                 if (json_integer_value(json_object_get(e, "lower_ns")) >= 16000000)
                         long_samples += json_integer_value(json_object_get(e, "count"));
         }

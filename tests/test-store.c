@@ -29,22 +29,40 @@ static void sql(const char *path, const char *statement) {
 }
 
 static const struct store_run_info run_info = {
-        .machine_id = "m1", .boot_id = "b1", .hostname = "host",
-        .kernel_release = "6.1.0-rt", .kernel_version = "#1 SMP PREEMPT_RT",
-        .kernel_cmdline = "quiet", .preempt_model = "PREEMPT_RT", .daemon_version = "test",
-        .config_digest = "abc", .config_text = "[Probe]\n", .cpus = "0-1",
-        .priority = 95, .probe_interval_ns = 200000, .interval_ns = 60000000000,
-        .threshold_ns = 100000, .hist_limit_us = 1000, .start_ns = 1000,
+        .machine_id = "m1",
+        .boot_id = "b1",
+        .hostname = "host",
+        .kernel_release = "6.1.0-rt",
+        .kernel_version = "#1 SMP PREEMPT_RT",
+        .kernel_cmdline = "quiet",
+        .preempt_model = "PREEMPT_RT",
+        .daemon_version = "test",
+        .config_digest = "abc",
+        .config_text = "[Probe]\n",
+        .cpus = "0-1",
+        .priority = 95,
+        .probe_interval_ns = 200000,
+        .interval_ns = 60000000000,
+        .threshold_ns = 100000,
+        .hist_limit_us = 1000,
+        .start_ns = 1000,
 };
 
 static void make_row(struct store_cpu_interval *row, uint64_t *counts, int cpu, int64_t start,
                      uint64_t samples, uint64_t lat_ns) {
         memset(counts, 0, hist_nbuckets(1000) * sizeof(uint64_t));
         counts[hist_index(1000, lat_ns)] = samples;
-        *row = (struct store_cpu_interval) {
-                .cpu = cpu, .start_ns = start, .length_ns = 60000000000, .samples = samples,
-                .min_ns = lat_ns, .max_ns = lat_ns, .sum_ns = samples * lat_ns,
-                .max_time_ns = start + 5, .hist_limit_us = 1000, .hist = counts,
+        *row = (struct store_cpu_interval){
+                .cpu = cpu,
+                .start_ns = start,
+                .length_ns = 60000000000,
+                .samples = samples,
+                .min_ns = lat_ns,
+                .max_ns = lat_ns,
+                .sum_ns = samples * lat_ns,
+                .max_time_ns = start + 5,
+                .hist_limit_us = 1000,
+                .hist = counts,
         };
 }
 
@@ -115,9 +133,12 @@ static void test_corrupt_file(void **state) {
         assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
         for (int i = 0; i < 200; i++) {
                 make_row(&row, counts, 0, i * 60000000000LL, 300000, 5000);
-                struct store_interval iv = { .run_id = run, .seq = (uint64_t) i,
-                                             .start_ns = row.start_ns, .length_ns = row.length_ns,
-                                             .cpus = &row, .ncpus = 1 };
+                struct store_interval iv = { .run_id = run,
+                                             .seq = (uint64_t) i,
+                                             .start_ns = row.start_ns,
+                                             .length_ns = row.length_ns,
+                                             .cpus = &row,
+                                             .ncpus = 1 };
                 assert_int_equal(store_write_interval(s, &iv), 0);
         }
         store_close(s);
@@ -206,19 +227,30 @@ static void test_interval_roundtrip_and_report(void **state) {
                 rows[1].sum_ns += 20000000;
                 rows[1].violations = 1;
                 rows[1].missed = 100;
-                struct store_event ev = { .time_ns = i * minute + 7, .type = "violation",
-                                          .cpu = 1, .value_ns = 20000000 };
-                struct store_interval iv = { .run_id = run, .seq = (uint64_t) i,
-                                             .start_ns = i * minute, .length_ns = minute,
-                                             .cpus = rows, .ncpus = 2, .events = &ev, .nevents = 1 };
+                struct store_event ev = { .time_ns = i * minute + 7,
+                                          .type = "violation",
+                                          .cpu = 1,
+                                          .value_ns = 20000000 };
+                struct store_interval iv = { .run_id = run,
+                                             .seq = (uint64_t) i,
+                                             .start_ns = i * minute,
+                                             .length_ns = minute,
+                                             .cpus = rows,
+                                             .ncpus = 2,
+                                             .events = &ev,
+                                             .nevents = 1 };
                 assert_int_equal(store_write_interval(s, &iv), 0);
         }
         /* A repeated sequence number is refused, and nothing of it is stored. */
         {
                 struct store_cpu_interval row;
                 make_row(&row, c0, 0, 3 * minute, 1, 1000);
-                struct store_interval iv = { .run_id = run, .seq = 2, .start_ns = 3 * minute,
-                                             .length_ns = minute, .cpus = &row, .ncpus = 1 };
+                struct store_interval iv = { .run_id = run,
+                                             .seq = 2,
+                                             .start_ns = 3 * minute,
+                                             .length_ns = minute,
+                                             .cpus = &row,
+                                             .ncpus = 1 };
                 assert_true(store_write_interval(s, &iv) < 0);
         }
 
@@ -280,8 +312,12 @@ static void test_year_scale_sums(void **state) {
                 struct store_cpu_interval row;
                 make_row(&row, c, 0, i, year, 20000000);
                 row.sum_ns = UINT64_C(5000000000000000000);
-                struct store_interval iv = { .run_id = run, .seq = (uint64_t) i, .start_ns = i,
-                                             .length_ns = 1, .cpus = &row, .ncpus = 1 };
+                struct store_interval iv = { .run_id = run,
+                                             .seq = (uint64_t) i,
+                                             .start_ns = i,
+                                             .length_ns = 1,
+                                             .cpus = &row,
+                                             .ncpus = 1 };
                 assert_int_equal(store_write_interval(s, &iv), 0);
         }
         struct store_cpu_report *rep;
@@ -298,8 +334,9 @@ static void test_year_scale_sums(void **state) {
         struct store_cpu_interval row;
         make_row(&row, c, 0, 5, 1, 1000);
         row.sum_ns = UINT64_MAX;
-        struct store_interval iv = { .run_id = run, .seq = 9, .start_ns = 5, .length_ns = 1,
-                                     .cpus = &row, .ncpus = 1 };
+        struct store_interval iv = {
+                .run_id = run, .seq = 9, .start_ns = 5, .length_ns = 1, .cpus = &row, .ncpus = 1
+        };
         assert_int_equal(store_write_interval(s, &iv), -ERANGE);
         assert_non_null(strstr(store_error(s), "does not fit the database"));
         store_close(s);
@@ -317,8 +354,9 @@ static void test_corrupt_rows_fail_report(void **state) {
         assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
         struct store_cpu_interval row;
         make_row(&row, c, 0, 0, 1000, 5000);
-        struct store_interval iv = { .run_id = run, .seq = 0, .start_ns = 0, .length_ns = 1,
-                                     .cpus = &row, .ncpus = 1 };
+        struct store_interval iv = {
+                .run_id = run, .seq = 0, .start_ns = 0, .length_ns = 1, .cpus = &row, .ncpus = 1
+        };
         assert_int_equal(store_write_interval(s, &iv), 0);
         store_close(s);
 
@@ -326,11 +364,10 @@ static void test_corrupt_rows_fail_report(void **state) {
                 const char *sql, *msg;
         } t[] = {
                 { "UPDATE interval_cpus SET samples = 999", "histogram holds 1000 samples but "
-                                                           "the row says 999" },
+                                                            "the row says 999" },
                 { "UPDATE interval_cpus SET hist = x'01e807ff7f01', samples = 1000",
                   "histogram bucket index out of range" },
-                { "UPDATE interval_cpus SET hist = x'02', samples = 1000",
-                  "histogram too short" },
+                { "UPDATE interval_cpus SET hist = x'02', samples = 1000", "histogram too short" },
                 { "UPDATE interval_cpus SET hist = x'01e80705e807', min_ns = 9, max_ns = 3",
                   "inconsistent statistics" },
                 { "UPDATE interval_cpus SET hist_limit_us = 0", "out of range" },

@@ -136,9 +136,9 @@ static void test_timestamp_invalid(void **state) {
         static const char *const bad[] = {
                 "",
                 "yesterday",
-                "1764748800",       /* seconds without @: refused, not read as 1970 */
+                "1764748800", /* seconds without @: refused, not read as 1970 */
                 "2025-13-01",
-                "2025-02-29",       /* not a leap year */
+                "2025-02-29", /* not a leap year */
                 "2025-12-03T25:00:00Z",
                 "2025-12-03T08:00:00+1",
                 "2025-12-03T08:00:00Zjunk",
