@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* cmocka 1.1.5 (Debian 12) reports a skipped test as "not ok N # SKIP", which TAP consumers,
- * meson among them, count as a failure.  The test program forks: the child runs the tests,
- * the parent passes its output through, rewriting that one line shape to "ok N # SKIP". */
+/* Shared test support.  cmocka 1.1.5 (Debian 12) reports a skipped test as "not ok N # SKIP",
+ * which TAP consumers, meson among them, count as a failure: the test program forks, the child
+ * runs the tests, the parent rewrites that one line shape to "ok N # SKIP". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,4 +41,10 @@ void tap_filter_begin(void) {
         while (waitpid(pid, &st, 0) < 0)
                 ;
         exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+}
+
+int tests_remove_dir(const char *dir) {
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        return system(cmd) == 0 ? 0 : -1;
 }

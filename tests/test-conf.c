@@ -202,12 +202,5 @@ int main(void) {
                 cmocka_unit_test(test_errors),          cmocka_unit_test(test_dropins_and_sets),
                 cmocka_unit_test(test_print_roundtrip), cmocka_unit_test(test_long_line),
         };
-        if (!mkdtemp(dir))
-                return 1;
-        int r = RUN_TESTS(tests);
-        char cmd[600];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-                return 1;
-        return r;
+        return RUN_TESTS_IN_TMPDIR(tests, dir);
 }

@@ -398,12 +398,5 @@ int main(void) {
                 cmocka_unit_test(test_year_scale_sums),
                 cmocka_unit_test(test_corrupt_rows_fail_report),
         };
-        if (!mkdtemp(dir))
-                return 1;
-        int r = RUN_TESTS(tests);
-        char cmd[600];
-        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        if (system(cmd) != 0)
-                return 1;
-        return r;
+        return RUN_TESTS_IN_TMPDIR(tests, dir);
 }

@@ -23,3 +23,18 @@ void tap_filter_begin(void);
                 cmocka_run_group_tests(tests, setup, teardown); \
         })
 #define RUN_TESTS(tests) RUN_TESTS_WITH(tests, NULL, NULL)
+
+/* Removes a test's scratch directory and everything in it; returns 0 on success. */
+int tests_remove_dir(const char *dir);
+
+/* Runs the tests with dir (a mkdtemp template) created before and removed after. */
+#define RUN_TESTS_IN_TMPDIR(tests, dir)                 \
+        ({                                              \
+                int _r_ = 1;                            \
+                if (mkdtemp(dir)) {                     \
+                        _r_ = RUN_TESTS(tests);         \
+                        if (tests_remove_dir(dir) != 0) \
+                                _r_ = 1;                \
+                }                                       \
+                _r_;                                    \
+        })
