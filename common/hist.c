@@ -193,10 +193,12 @@ int hist_decode_limit(const uint8_t *buf, size_t len, uint32_t *ret_limit_us) {
         return 0;
 }
 
-/* Walks an encoded histogram; with dst NULL it only validates.  Validating first means a
- * corrupt blob never leaves a half-merged destination behind. */
-static int decode_walk(struct hist *dst, const uint8_t *buf, size_t len, uint64_t *ret_total,
-                       const char **ret_reason) {
+/* Walks an encoded histogram; with dst NULL it only validates (against check's counts, when
+ * given, for wraps).  Validating first means a corrupt blob never leaves a half-merged
+ * destination behind.  (With a different limit several source buckets can land in one; a
+ * wrap there is still reported, though after a partial merge: 2^64 samples do not happen.) */
+static int decode_walk(struct hist *dst, const struct hist *check, const uint8_t *buf, size_t len,
+                       uint64_t *ret_total, const char **ret_reason) {
         const uint8_t *p = buf, *end = buf + len;
         uint64_t limit, total = 0, idx = 0;
         bool first = true;
@@ -223,6 +225,9 @@ static int decode_walk(struct hist *dst, const uint8_t *buf, size_t len, uint64_
                         return bad(ret_reason, "histogram count overflows");
                 first = false;
 
+                if (check && (uint32_t) limit == check->limit_us &&
+                    check->counts[idx] > UINT64_MAX - count)
+                        return bad(ret_reason, "merged histogram count overflows");
                 if (dst) {
                         uint32_t j = (uint32_t) limit == dst->limit_us
                                              ? (uint32_t) idx
@@ -240,8 +245,8 @@ static int decode_walk(struct hist *dst, const uint8_t *buf, size_t len, uint64_
 
 int hist_decode_merge(struct hist *dst, const uint8_t *buf, size_t len, uint64_t *ret_total,
                       const char **ret_reason) {
-        int r = decode_walk(NULL, buf, len, ret_total, ret_reason);
+        int r = decode_walk(NULL, dst, buf, len, ret_total, ret_reason);
         if (r < 0)
                 return r;
-        return decode_walk(dst, buf, len, NULL, ret_reason);
+        return decode_walk(dst, NULL, buf, len, NULL, ret_reason);
 }

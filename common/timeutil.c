@@ -279,11 +279,19 @@ int parse_timestamp(const char *s, int64_t now, int64_t *ret_ns, const char **re
         if (s[0] == '@') {
                 /* @SECONDS[.FRACTION], as date(1) accepts. */
                 char *end;
-                errno = 0;
-                long long secs = strtoll(s + 1, &end, 10);
-                int64_t frac = 0, scale = NSEC_PER_SEC / 10;
-                if (end == s + 1 || errno == ERANGE)
+                const char *digits = s + 1;
+                bool negative = *digits == '-';
+                if (negative)
+                        digits++;
+                /* The sign comes from the text: strtoll would read "-0.5" as 0 and lose it,
+                 * and would skip spaces and a '+' we do not want to accept. */
+                if (!isdigit((unsigned char) *digits))
                         return fail(ret_reason, "expected seconds after '@'", -EINVAL);
+                errno = 0;
+                long long secs = strtoll(digits, &end, 10);
+                int64_t frac = 0, scale = NSEC_PER_SEC / 10;
+                if (errno == ERANGE)
+                        return fail(ret_reason, "time out of range", -ERANGE);
                 if (*end == '.')
                         for (end++; isdigit((unsigned char) *end); end++, scale /= 10)
                                 frac += (*end - '0') * scale;
@@ -291,9 +299,9 @@ int parse_timestamp(const char *s, int64_t now, int64_t *ret_ns, const char **re
                         return fail(ret_reason, "unexpected text after the seconds", -EINVAL);
                 int64_t v;
                 if (__builtin_mul_overflow((int64_t) secs, (int64_t) NSEC_PER_SEC, &v) ||
-                    __builtin_add_overflow(v, secs < 0 ? -frac : frac, &v))
+                    __builtin_add_overflow(v, frac, &v) || (negative && v == INT64_MIN))
                         return fail(ret_reason, "time out of range", -ERANGE);
-                *ret_ns = v;
+                *ret_ns = negative ? -v : v;
                 return 0;
         }
 

@@ -15,8 +15,12 @@
 #include "macro.h"
 #include "timeutil.h"
 
+/* A published slot, copied out of the ring.  The histogram is kept in its compact stored
+ * form: while storage is failing, many of these may be held, and all memory is locked. */
 struct held_slot {
-        struct probe_slot s; /* s.hist points at our own copy */
+        struct probe_slot s; /* s.hist is NULL */
+        uint8_t *hist;
+        size_t hist_len;
 };
 
 struct cpu_queue {
@@ -65,7 +69,7 @@ int collector_new(const struct collector_params *params, store *st, int64_t run_
 }
 
 static void held_free(struct held_slot *h) {
-        free(h->s.hist);
+        free(h->hist);
 }
 
 void collector_free(struct collector *c) {
@@ -90,7 +94,6 @@ int64_t collector_next_due(const struct collector *c) {
 
 /* Moves published slots out of a probe's ring into our queue. */
 static int drain(struct collector *c, struct cpu_queue *q) {
-        size_t nb = hist_nbuckets(c->p.hist_limit_us);
         struct probe_slot *s;
 
         while ((s = probe_peek(q->probe))) {
@@ -102,13 +105,13 @@ static int drain(struct collector *c, struct cpu_queue *q) {
                         q->items = a;
                         q->cap = cap;
                 }
-                uint64_t *hist = malloc(nb * sizeof(uint64_t));
-                if (!hist)
-                        return -ENOMEM;
-                memcpy(hist, s->hist, nb * sizeof(uint64_t));
-                struct held_slot *h = &q->items[q->n++];
+                struct held_slot *h = &q->items[q->n];
+                int r = hist_encode(c->p.hist_limit_us, s->hist, &h->hist, &h->hist_len);
+                if (r < 0)
+                        return r;
+                q->n++;
                 h->s = *s;
-                h->s.hist = hist;
+                h->s.hist = NULL;
                 q->delivered_k = (int64_t) s->last_k;
                 if (s->final)
                         q->finished = true;
@@ -181,7 +184,8 @@ _printf_(6, 7) static int batch_event(struct batch *b, int64_t time, const char 
         return 0;
 }
 
-static int add_slot(struct collector *c, struct batch *b, const struct probe_slot *s, int cpu) {
+static int add_slot(struct collector *c, struct batch *b, const struct held_slot *h, int cpu) {
+        const struct probe_slot *s = &h->s;
         int64_t start = MAX(s->start_mono_ns, c->p.run_start_mono_ns);
         int64_t end = MAX(s->end_mono_ns, start);
         char a[TIMESPAN_MAX_LEN];
@@ -199,7 +203,8 @@ static int add_slot(struct collector *c, struct batch *b, const struct probe_slo
                 .missed = s->missed,
                 .max_time_ns = to_real(c, s->max_time_mono_ns),
                 .hist_limit_us = c->p.hist_limit_us,
-                .hist = s->hist,
+                .hist_encoded = h->hist,
+                .hist_encoded_len = h->hist_len,
         };
 
         for (uint32_t i = 0; i < s->nviol; i++) {
@@ -230,93 +235,111 @@ static int add_slot(struct collector *c, struct batch *b, const struct probe_slo
         return 0;
 }
 
-/* Writes every held slot with first_k <= k as one interval. */
-static int write_upto(struct collector *c, uint64_t k, int64_t now_mono) {
-        struct batch b = {};
-        size_t total = 0;
-        int r;
+/* The oldest held slot of a CPU, if it belongs to interval k or earlier. */
+static struct held_slot *eligible(struct cpu_queue *q, uint64_t k) {
+        return q->n > 0 && q->items[0].s.first_k <= k ? &q->items[0] : NULL;
+}
 
+static bool any_eligible(struct collector *c, uint64_t k) {
         for (size_t i = 0; i < c->nq; i++)
-                for (size_t j = 0; j < c->q[i].n; j++)
-                        total += c->q[i].items[j].s.first_k <= k;
-        if (total == 0)
-                return 0;
+                if (eligible(&c->q[i], k))
+                        return true;
+        return false;
+}
 
-        b.rows = calloc(total, sizeof(*b.rows));
-        if (!b.rows)
-                return -ENOMEM;
-
+/* Writes, as one interval, the oldest held slot of every CPU that has one for interval k or
+ * earlier: never two rows of one CPU in one interval (a CPU that was late past its grace time
+ * may hold two by the time the next interval is due; the second goes into the next write).
+ * Also records the CPUs that had nothing for k when its grace ran out.  Returns 1 when
+ * something was stored. */
+static int write_one(struct collector *c, uint64_t k, int64_t now_mono) {
+        struct batch b = { .rows = calloc(c->nq, sizeof(*b.rows)) };
+        bool *late = calloc(c->nq, sizeof(bool));
         int64_t start = INT64_MAX, end = INT64_MIN;
         uint64_t worst = 0;
-        int worst_cpu = -1;
+        int worst_cpu = -1, r;
+
+        if (!b.rows || !late) {
+                r = -ENOMEM;
+                goto out;
+        }
         for (size_t i = 0; i < c->nq; i++) {
                 struct cpu_queue *q = &c->q[i];
-                bool any = false;
-                for (size_t j = 0; j < q->n; j++) {
-                        const struct probe_slot *s = &q->items[j].s;
-                        if (s->first_k > k)
-                                continue;
-                        any = true;
-                        r = add_slot(c, &b, s, q->probe->cpu);
+                struct held_slot *h = eligible(q, k);
+                if (h) {
+                        r = add_slot(c, &b, h, q->probe->cpu);
                         if (r < 0)
                                 goto out;
                         const struct store_cpu_interval *row = &b.rows[b.nrows - 1];
                         start = MIN(start, row->start_ns);
                         end = MAX(end, row->start_ns + (int64_t) row->length_ns);
-                        if (s->max_ns >= worst) {
-                                worst = s->max_ns;
+                        if (h->s.max_ns >= worst) {
+                                worst = h->s.max_ns;
                                 worst_cpu = q->probe->cpu;
                         }
-                }
-                if (!any && !q->finished && q->delivered_k < (int64_t) k &&
-                    q->late_reported_k != k) {
+                } else if (!q->finished && q->delivered_k < (int64_t) k &&
+                           q->late_reported_k != k) {
                         r = batch_event(&b, to_real(c, now_mono), "cpu_late", q->probe->cpu, -1,
                                         "CPU %d had not handed over interval %" PRIu64 " when "
                                         "its grace time ran out; its data follows later",
                                         q->probe->cpu, k);
                         if (r < 0)
                                 goto out;
-                        q->late_reported_k = k;
+                        late[i] = true;
                 }
         }
 
-        struct store_interval iv = {
-                .run_id = c->run_id,
-                .seq = c->next_seq,
-                .start_ns = start,
-                .length_ns = (uint64_t) (end - start),
-                .cpus = b.rows,
-                .ncpus = b.nrows,
-                .events = b.events,
-                .nevents = b.nevents,
-        };
-        r = store_write_interval(c->store, &iv);
-        if (r < 0) {
-                c->stats.write_failures++;
-                log_error("Failed to store interval %" PRIu64 ": %s (keeping it in memory, "
-                          "will retry)",
-                          c->next_seq, store_error(c->store));
-                goto out;
+        if (b.nrows == 0) {
+                /* Every CPU is late (a stall of the whole machine): there is no interval to
+                 * attach the events to, but they are worth keeping. */
+                for (size_t i = 0; i < b.nevents; i++) {
+                        r = store_add_event(c->store, c->run_id, &b.events[i]);
+                        if (r < 0) {
+                                log_error("Failed to store an event: %s", store_error(c->store));
+                                goto out;
+                        }
+                }
+        } else {
+                struct store_interval iv = {
+                        .run_id = c->run_id,
+                        .seq = c->next_seq,
+                        .start_ns = start,
+                        .length_ns = (uint64_t) (end - start),
+                        .cpus = b.rows,
+                        .ncpus = b.nrows,
+                        .events = b.events,
+                        .nevents = b.nevents,
+                };
+                r = store_write_interval(c->store, &iv);
+                if (r < 0) {
+                        c->stats.write_failures++;
+                        log_error("Failed to store interval %" PRIu64 ": %s (keeping it in "
+                                  "memory, will retry)",
+                                  c->next_seq, store_error(c->store));
+                        goto out;
+                }
+                c->next_seq++;
+                c->stats.intervals_written++;
+                c->stats.last_max_ns = worst;
+                c->stats.last_max_cpu = worst_cpu;
         }
 
-        c->next_seq++;
-        c->stats.intervals_written++;
-        c->stats.last_max_ns = worst;
-        c->stats.last_max_cpu = worst_cpu;
+        /* Stored: only now forget what was written, so a failed write is retried whole. */
         for (size_t i = 0; i < c->nq; i++) {
                 struct cpu_queue *q = &c->q[i];
-                size_t w = 0;
-                for (size_t j = 0; j < q->n; j++) {
-                        if (q->items[j].s.first_k <= k) {
-                                c->stats.total_violations += q->items[j].s.violations;
-                                held_free(&q->items[j]);
-                        } else
-                                q->items[w++] = q->items[j];
-                }
-                q->n = w;
+                if (late[i])
+                        q->late_reported_k = k;
+                struct held_slot *h = eligible(q, k);
+                if (!h)
+                        continue;
+                c->stats.total_violations += h->s.violations;
+                held_free(h);
+                memmove(q->items, q->items + 1, (q->n - 1) * sizeof(*q->items));
+                q->n--;
         }
-        r = 1;
+        r = b.nrows > 0;
 out:
+        free(late);
         batch_done(&b);
         return r;
 }
@@ -360,10 +383,12 @@ int collector_poll(struct collector *c, int64_t now_mono, bool final) {
                         break;
                 if (done_all && !anything_held(c))
                         break;
-                r = write_upto(c, c->write_k, now_mono);
-                if (r < 0)
-                        return r;
-                written += r;
+                do {
+                        r = write_one(c, c->write_k, now_mono);
+                        if (r < 0)
+                                return r;
+                        written += r;
+                } while (any_eligible(c, c->write_k));
                 /* Step past intervals no CPU has anything for (slots that covered several). */
                 c->write_k++;
                 if (done_all) {

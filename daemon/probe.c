@@ -97,12 +97,24 @@ static inline int64_t mono_now(void) {
         return (int64_t) ts.tv_sec * (int64_t) NSEC_PER_SEC + ts.tv_nsec;
 }
 
-static int setup(struct probe *p) {
-        const struct probe_params *pp = &p->params;
-        size_t nb = hist_nbuckets(pp->hist_limit_us);
+int probe_alloc_ring(struct probe *p) {
+        size_t nb = hist_nbuckets(p->params.hist_limit_us);
         /* Each slot's histogram starts on its own cache line, so the collector clearing one
          * never shares a line with the probe filling the next. */
         size_t stride = (nb * sizeof(uint64_t) + 63) / 64 * 64 / sizeof(uint64_t);
+
+        if (posix_memalign((void **) &p->slots, 64, p->nslots * sizeof(struct probe_slot)) != 0 ||
+            posix_memalign((void **) &p->hist_mem, 64, p->nslots * stride * sizeof(uint64_t)) != 0)
+                return -ENOMEM;
+        memset(p->slots, 0, p->nslots * sizeof(struct probe_slot));
+        memset(p->hist_mem, 0, p->nslots * stride * sizeof(uint64_t));
+        for (size_t i = 0; i < p->nslots; i++)
+                p->slots[i].hist = p->hist_mem + i * stride;
+        return 0;
+}
+
+static int setup(struct probe *p) {
+        const struct probe_params *pp = &p->params;
         cpu_set_t set;
         int r;
 
@@ -119,13 +131,8 @@ static int setup(struct probe *p) {
 
         /* Allocated and zeroed here, on the probed CPU, so that the pages come from its
          * NUMA node and are resident (and locked, with mlockall) before the first sample. */
-        if (posix_memalign((void **) &p->slots, 64, p->nslots * sizeof(struct probe_slot)) != 0 ||
-            posix_memalign((void **) &p->hist_mem, 64, p->nslots * stride * sizeof(uint64_t)) != 0)
+        if (probe_alloc_ring(p) < 0)
                 return fail(p, -ENOMEM, "memory");
-        memset(p->slots, 0, p->nslots * sizeof(struct probe_slot));
-        memset(p->hist_mem, 0, p->nslots * stride * sizeof(uint64_t));
-        for (size_t i = 0; i < p->nslots; i++)
-                p->slots[i].hist = p->hist_mem + i * stride;
 
         /* Touch the stack we may use, so no page fault lands inside a measurement. */
         if (pp->stack_prefault > 0) {
@@ -172,8 +179,11 @@ void *probe_thread_main(void *arg) {
                 if (_unlikely_(r != 0)) {
                         if (r == EINTR)
                                 continue;
-                        /* clock_nanosleep returns the error; errno is not set. */
-                        fail(p, -r, "clock");
+                        /* clock_nanosleep returns the error; errno is not set.  The state
+                         * says FAILED only once the final slot is out (below): the main
+                         * thread joins on it. */
+                        p->error = -r;
+                        p->stage = "clock";
                         break;
                 }
                 int64_t now = mono_now();
@@ -232,8 +242,8 @@ void *probe_thread_main(void *arg) {
                 struct timespec ms = { 0, 1000000 };
                 nanosleep(&ms, NULL);
         }
-        if (probe_state(p) != PROBE_FAILED)
-                atomic_store_explicit(&p->state, PROBE_DONE, memory_order_release);
+        atomic_store_explicit(&p->state, p->error ? PROBE_FAILED : PROBE_DONE,
+                              memory_order_release);
         return NULL;
 }
 

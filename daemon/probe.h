@@ -47,7 +47,7 @@ enum probe_state {
         PROBE_READY, /* pinned, at its priority, memory touched: waiting for go */
         PROBE_RUNNING,
         PROBE_DONE,   /* stopped and final slot published */
-        PROBE_FAILED, /* see error and stage */
+        PROBE_FAILED, /* see error and stage; after the final slot if it ran */
 };
 
 /* Shared switches, written by the main thread only. */
@@ -94,5 +94,7 @@ struct probe_slot *probe_peek(struct probe *p);
 /* Zeroes the slot returned by probe_peek() and hands it back to the producer. */
 void probe_release(struct probe *p);
 
-/* The loop itself, exported for tests that drive it without a real-time thread. */
+/* Allocates and zeroes the ring; the probe thread calls it on its own CPU.  Exported for
+ * tests that play the producer's part themselves. */
+int probe_alloc_ring(struct probe *p);
 void *probe_thread_main(void *arg);

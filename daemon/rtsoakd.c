@@ -28,6 +28,9 @@
 #include "timeutil.h"
 
 #define STACK_PREFAULT (64 * 1024)
+/* A probe finishes within one period of being told to stop, unless something of higher
+ * priority monopolises its CPU; then we stop without it rather than hang. */
+#define STOP_TIMEOUT_NS (5 * NSEC_PER_SEC)
 
 struct daemon {
         struct daemon_config cfg;
@@ -41,6 +44,7 @@ struct daemon {
         sd_event *event;
         sd_event_source *poll_source;
         bool stopping;
+        int64_t stop_deadline_mono; /* give up waiting for probes to finish after this */
         bool failed;
         char fail_message[512];
         int dma_fd;
@@ -67,6 +71,7 @@ static void stop(struct daemon *d, const char *why) {
                 return;
         log_info("Stopping (%s)", why);
         d->stopping = true;
+        d->stop_deadline_mono = now_ns(CLOCK_MONOTONIC) + STOP_TIMEOUT_NS;
         atomic_store_explicit(&d->ctl.stop, true, memory_order_release);
         sd_notify(0, "STOPPING=1");
         /* Probes finish within one period; look again soon. */
@@ -120,9 +125,28 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) usec;
         check_probe_failures(d);
 
-        if (d->stopping && probes_done(d)) {
-                for (size_t i = 0; i < d->nprobes; i++)
-                        probe_join(d->probes[i]);
+        bool timed_out = d->stopping && !probes_done(d) && now > d->stop_deadline_mono;
+        if (timed_out) {
+                for (size_t i = 0; i < d->nprobes; i++) {
+                        int st = probe_state(d->probes[i]);
+                        if (st != PROBE_DONE && st != PROBE_FAILED)
+                                log_error("The probe on CPU %d did not stop within 5 s (is a task "
+                                          "of higher priority monopolising that CPU?); stopping "
+                                          "without its last interval",
+                                          d->probes[i]->cpu);
+                }
+                d->failed = true;
+                snprintf(d->fail_message, sizeof(d->fail_message),
+                         "a probe did not stop within 5 s");
+        }
+        if (d->stopping && (probes_done(d) || timed_out)) {
+                /* Join only finished threads; one that never stopped is left to exit() (its
+                 * memory is not freed either, it may still be writing to it). */
+                for (size_t i = 0; i < d->nprobes; i++) {
+                        int st = probe_state(d->probes[i]);
+                        if (st == PROBE_DONE || st == PROBE_FAILED)
+                                probe_join(d->probes[i]);
+                }
                 /* Storage may be failing: try a few times before giving up on the rest. */
                 for (int attempt = 0; attempt < 5; attempt++) {
                         r = collector_poll(d->collector, now_ns(CLOCK_MONOTONIC), true);
@@ -449,7 +473,8 @@ static int run(struct daemon *d, uint64_t duration_ns, char **sources) {
 static void daemon_done(struct daemon *d) {
         collector_free(d->collector);
         for (size_t i = 0; i < d->nprobes; i++)
-                probe_free(d->probes[i]);
+                if (!d->probes[i]->thread_started)
+                        probe_free(d->probes[i]);
         free(d->probes);
         sd_event_source_unref(d->poll_source);
         sd_event_unref(d->event);

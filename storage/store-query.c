@@ -91,9 +91,9 @@ static struct store_cpu_report *find_or_add_cpu(struct store_cpu_report **arr, s
                 return NULL;
         *arr = a;
         struct store_cpu_report *c = &a[*n];
-        *c = (struct store_cpu_report){ .cpu = cpu,
-                                        .min_ns = UINT64_MAX,
-                                        .max_time_ns = INT64_MIN };
+        *c = (struct store_cpu_report){
+                .cpu = cpu, .min_ns = UINT64_MAX, .max_time_ns = INT64_MIN, .last_ns = INT64_MIN
+        };
         if (hist_init(&c->hist, limit_us) < 0)
                 return NULL;
         (*n)++;
@@ -116,8 +116,24 @@ static void bind_filter(sqlite3_stmt *st, const struct store_filter *f) {
         sqlite3_bind_int(st, 4, f->cpu);
 }
 
+static int report_in_snapshot(store *s, const struct store_filter *f, struct store_cpu_report **ret,
+                              size_t *ret_n);
+
 int store_report(store *s, const struct store_filter *f, struct store_cpu_report **ret,
                  size_t *ret_n) {
+        int r;
+
+        /* Both queries must see the same data even while rtsoakd commits: one snapshot. */
+        r = store_exec(s, "BEGIN");
+        if (r < 0)
+                return r;
+        r = report_in_snapshot(s, f, ret, ret_n);
+        sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+        return r;
+}
+
+static int report_in_snapshot(store *s, const struct store_filter *f, struct store_cpu_report **ret,
+                              size_t *ret_n) {
         _cleanup_stmt_ sqlite3_stmt *lim = NULL, *st = NULL;
         struct store_cpu_report *arr = NULL;
         uint32_t limit_us = 0;
@@ -196,9 +212,17 @@ int store_report(store *s, const struct store_filter *f, struct store_cpu_report
                         goto fail;
                 }
 
+                int64_t end;
+                if (__builtin_add_overflow(start, len, &end)) {
+                        r = store_failf(s, -EBADMSG,
+                                        "interval %lld, CPU %d: start and length "
+                                        "out of range (database damaged?)",
+                                        (long long) interval_id, cpu);
+                        goto fail;
+                }
                 if (c->intervals == 0)
                         c->first_ns = start;
-                c->last_ns = start + len;
+                c->last_ns = MAX(c->last_ns, end);
                 c->intervals++;
                 c->samples += (uint64_t) samples;
                 c->sum_ns += (uint64_t) sum;

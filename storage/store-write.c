@@ -33,6 +33,14 @@ static void rollback(store *s) {
                 sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
+/* Starts a write transaction.  Should an earlier ROLLBACK have failed (the connection still
+ * inside a transaction), that one is ended first, so one bad moment cannot block every later
+ * write. */
+static int begin(store *s) {
+        rollback(s);
+        return store_exec(s, "BEGIN IMMEDIATE");
+}
+
 static int insert_event(store *s, int64_t run_id, int64_t interval_id,
                         const struct store_event *ev) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
@@ -123,7 +131,7 @@ int store_begin_run(store *s, const struct store_run_info *in, int64_t *ret_run_
         unsigned unclean = 0;
         int r;
 
-        r = store_exec(s, "BEGIN IMMEDIATE");
+        r = begin(s);
         if (r < 0)
                 return r;
         r = mark_unclean_runs(s, &unclean);
@@ -194,13 +202,17 @@ int store_end_run(store *s, int64_t run_id, int64_t end_ns, const char *reason,
 
 static int insert_cpu_row(store *s, sqlite3_stmt *st, int64_t interval_id,
                           const struct store_cpu_interval *c) {
-        _cleanup_free_ uint8_t *blob = NULL;
-        size_t blob_len;
+        _cleanup_free_ uint8_t *encoded = NULL;
+        const uint8_t *blob = c->hist_encoded;
+        size_t blob_len = c->hist_encoded_len;
         int r;
 
-        r = hist_encode(c->hist_limit_us, c->hist, &blob, &blob_len);
-        if (r < 0)
-                return store_failf(s, r, "cannot encode histogram of CPU %d", c->cpu);
+        if (c->hist) {
+                r = hist_encode(c->hist_limit_us, c->hist, &encoded, &blob_len);
+                if (r < 0)
+                        return store_failf(s, r, "cannot encode histogram of CPU %d", c->cpu);
+                blob = encoded;
+        }
 
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, interval_id);
@@ -225,7 +237,7 @@ int store_write_interval(store *s, const struct store_interval *iv) {
         _cleanup_stmt_ sqlite3_stmt *ins = NULL, *cpu = NULL, *seen = NULL;
         int r;
 
-        r = store_exec(s, "BEGIN IMMEDIATE");
+        r = begin(s);
         if (r < 0)
                 return r;
 

@@ -57,7 +57,9 @@ struct store_cpu_interval {
         uint64_t samples, min_ns, max_ns, sum_ns, violations, missed;
         int64_t max_time_ns;
         uint32_t hist_limit_us;
-        const uint64_t *hist; /* hist_nbuckets(hist_limit_us) dense counts */
+        const uint64_t *hist;        /* hist_nbuckets(hist_limit_us) dense counts, or NULL and: */
+        const uint8_t *hist_encoded; /* the same as hist_encode() makes it */
+        size_t hist_encoded_len;
 };
 
 struct store_event {

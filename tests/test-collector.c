@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/* Tests of the collector on a real SQLite file, with the test playing the probes' part
+ * (publishing slots into real rings), so that timing can be exact: a CPU late past its grace
+ * time, slots that span several intervals, and the final flush. */
+#include <stdatomic.h>
+
+#include "tests.h"
+#include "collector.h"
+#include "hist.h"
+#include "macro.h"
+#include "store.h"
+
+#define SEC INT64_C(1000000000)
+#define OFFSET (INT64_C(1764748800) * SEC) /* realtime - monotonic */
+
+static char dir[] = "/tmp/test-collector-XXXXXX";
+
+struct rig {
+        store *store;
+        int64_t run;
+        struct probe_control ctl;
+        struct probe *probes[2];
+        struct collector *c;
+};
+
+static void rig_up(struct rig *g, const char *name) {
+        char path[512], err[STORE_ERROR_MAX];
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        assert_int_equal(store_open(path, STORE_WRITER, &g->store, err), 0);
+        struct store_run_info info = { .machine_id = "m",
+                                       .boot_id = "b",
+                                       .start_ns = OFFSET,
+                                       .hist_limit_us = 1000,
+                                       .priority = 95 };
+        assert_int_equal(store_begin_run(g->store, &info, &g->run, NULL), 0);
+        struct probe_params pp = { .interval_ns = 200000,
+                                   .threshold_ns = 100000,
+                                   .hist_limit_us = 1000,
+                                   .period_ns = SEC,
+                                   .priority = 95 };
+        for (int i = 0; i < 2; i++) {
+                assert_int_equal(probe_new(i, &pp, &g->ctl, &g->probes[i]), 0);
+                assert_int_equal(probe_alloc_ring(g->probes[i]), 0);
+        }
+        struct collector_params cp = { .period_ns = SEC,
+                                       .mono_to_real_ns = OFFSET,
+                                       .threshold_ns = 100000,
+                                       .probe_interval_ns = 200000,
+                                       .hist_limit_us = 1000,
+                                       .grace_ns = 2 * SEC,
+                                       .max_pending = 1024 };
+        assert_int_equal(collector_new(&cp, g->store, g->run, g->probes, 2, &g->c), 0);
+}
+
+static void rig_down(struct rig *g) {
+        collector_free(g->c);
+        for (int i = 0; i < 2; i++)
+                probe_free(g->probes[i]);
+        store_close(g->store);
+}
+
+/* What a probe thread does at a boundary: fill the open slot, then publish it. */
+static void publish(struct probe *p, uint64_t first_k, uint64_t last_k, uint64_t samples,
+                    uint64_t lat_ns, bool final) {
+        uint64_t head = atomic_load(&p->head), tail = atomic_load(&p->tail);
+        assert_true(head + 1 - tail < p->nslots);
+        struct probe_slot *s = &p->slots[head % p->nslots];
+        s->first_k = first_k;
+        s->last_k = last_k;
+        s->start_mono_ns = (int64_t) first_k * SEC;
+        s->end_mono_ns = (int64_t) (last_k + 1) * SEC;
+        s->samples = samples;
+        s->sum_ns = samples * lat_ns;
+        s->min_ns = s->max_ns = lat_ns;
+        s->max_time_mono_ns = s->start_mono_ns + 1000;
+        s->ring_full = last_k - first_k;
+        s->final = final;
+        s->hist[hist_index(1000, lat_ns)] = samples;
+        atomic_store_explicit(&p->head, head + 1, memory_order_release);
+}
+
+static void totals(struct rig *g, uint64_t *samples, uint64_t *rows) {
+        struct store_cpu_report *rep;
+        size_t n;
+        struct store_filter f = STORE_FILTER_ALL;
+        assert_int_equal(store_report(g->store, &f, &rep, &n), 0);
+        assert_int_equal(n, 2);
+        for (size_t i = 0; i < n; i++) {
+                samples[i] = rep[i].samples;
+                rows[i] = rep[i].intervals;
+        }
+        store_report_free(rep, n);
+}
+
+static size_t count_events(struct rig *g, const char *type) {
+        struct store_event_row *ev;
+        size_t n;
+        struct store_filter f = STORE_FILTER_ALL;
+        assert_int_equal(store_list_events(g->store, &f, type, 0, &ev, &n), 0);
+        store_events_free(ev, n);
+        return n;
+}
+
+static void test_cpu_late_past_grace(void **state) {
+        struct rig g = {};
+        struct probe *a, *b;
+        (void) state;
+        rig_up(&g, "late.db");
+        a = g.probes[0];
+        b = g.probes[1];
+
+        /* CPU 1 hands over interval 0 on time; CPU 0 is stalled across the boundary. */
+        publish(b, 0, 0, 5000, 5000, false);
+        assert_int_equal(collector_poll(g.c, SEC + SEC / 100, false), 0);
+
+        /* CPU 1 goes on; at 3.1 s the grace for interval 0 has run out. */
+        publish(b, 1, 1, 5000, 5000, false);
+        publish(b, 2, 2, 5000, 5000, false);
+        assert_int_equal(collector_poll(g.c, 3 * SEC + SEC / 10, false), 1);
+        assert_int_equal(count_events(&g, "cpu_late"), 1);
+
+        /* CPU 0 comes back with interval 0 and 1 at once: both are due now.  They must go in
+         * two writes (one row per CPU and interval), not fail the interval forever. */
+        publish(a, 0, 0, 4000, 20000000, false);
+        publish(a, 1, 1, 5000, 6000, false);
+        int r = collector_poll(g.c, 3 * SEC + SEC / 2, false);
+        assert_int_equal(r, 2);
+
+        /* Both stop; everything held is written. */
+        publish(a, 2, 2, 2500, 6000, true);
+        publish(b, 3, 3, 2500, 5000, true);
+        assert_true(collector_poll(g.c, 4 * SEC, true) >= 1);
+
+        uint64_t samples[2], rows[2];
+        totals(&g, samples, rows);
+        assert_int_equal(samples[0], 4000 + 5000 + 2500);
+        assert_int_equal(samples[1], 3 * 5000 + 2500);
+        assert_int_equal(rows[0], 3);
+        assert_int_equal(rows[1], 4);
+        assert_int_equal(count_events(&g, "cpu_late"), 1);
+
+        struct collector_stats st;
+        collector_get_stats(g.c, &st);
+        assert_int_equal(st.write_failures, 0);
+        assert_int_equal(st.slots_dropped, 0);
+        rig_down(&g);
+}
+
+static void test_spanning_slot_and_final_flush(void **state) {
+        struct rig g = {};
+        (void) state;
+        rig_up(&g, "span.db");
+
+        /* CPU 0's ring was full for two boundaries: one slot covers intervals 0 to 2. */
+        publish(g.probes[1], 0, 0, 5000, 5000, false);
+        publish(g.probes[1], 1, 1, 5000, 5000, false);
+        publish(g.probes[1], 2, 2, 5000, 5000, false);
+        publish(g.probes[0], 0, 2, 15000, 7000, false);
+        assert_true(collector_poll(g.c, 3 * SEC + SEC / 100, false) >= 1);
+        assert_int_equal(count_events(&g, "ring_full"), 1);
+
+        /* A final slot far ahead (a long stop after a pause) is still written. */
+        publish(g.probes[0], 9, 9, 10, 7000, true);
+        publish(g.probes[1], 9, 9, 10, 5000, true);
+        assert_true(collector_poll(g.c, 10 * SEC, true) >= 1);
+
+        uint64_t samples[2], rows[2];
+        totals(&g, samples, rows);
+        assert_int_equal(samples[0], 15010);
+        assert_int_equal(samples[1], 15010);
+        assert_int_equal(rows[0], 2);
+        assert_int_equal(rows[1], 4);
+        rig_down(&g);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_cpu_late_past_grace),
+                cmocka_unit_test(test_spanning_slot_and_final_flush),
+        };
+        return RUN_TESTS_IN_TMPDIR(tests, dir);
+}
