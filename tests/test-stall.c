@@ -232,9 +232,91 @@ static void test_injected_stalls(void **state) {
         skip();
 }
 
+/* A probe starved by a task of higher priority cannot stop; rtsoakd must still stop in
+ * bounded time, keep what the other CPUs measured, and say which CPU it gave up on. */
+static void test_starved_probe_stop_is_bounded(void **state) {
+        struct cpuset online;
+        (void) state;
+        if (geteuid() != 0)
+                skip();
+        assert_int_equal(cpuset_online(&online, NULL), 0);
+        if (online.n < 2) {
+                cpuset_done(&online);
+                fprintf(stderr, "# needs two CPUs: one to starve, one to keep the machine going\n");
+                skip();
+        }
+        int target = online.cpus[online.n - 1], other = online.cpus[0];
+        cpuset_done(&online);
+
+        char *dir = tu_mkdtemp("starved");
+        char db[512], set_db[600], set_cpus[64], cpu_arg[16], dbarg[600];
+        snprintf(db, sizeof(db), "%s/rtsoak.db", dir);
+        snprintf(set_db, sizeof(set_db), "Storage.Path=%s", db);
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", db);
+        snprintf(set_cpus, sizeof(set_cpus), "Probe.CPUs=%d,%d", other, target);
+        snprintf(cpu_arg, sizeof(cpu_arg), "%d", target);
+
+        /* The hog spins 8 s from t = 0.5 s; rtsoakd is asked to stop at t = 2 s. */
+        char *inj[] = { (char *) tu_bin("STALL_INJECT"),
+                        "--cpu",
+                        cpu_arg,
+                        "--priority",
+                        "90",
+                        "--stall-us",
+                        "8000000",
+                        "--count",
+                        "1",
+                        "--gap-ms",
+                        "0",
+                        "--delay-ms",
+                        "500",
+                        NULL };
+        pid_t hog = tu_spawn(inj, NULL, NULL);
+        char *argv[32] = { (char *) tu_bin("RTSOAKD"),
+                           "--config",
+                           "/dev/null",
+                           "--set",
+                           set_db,
+                           "--set",
+                           "Storage.Interval=1s",
+                           "--set",
+                           "Probe.Priority=80",
+                           "--set",
+                           set_cpus,
+                           "--duration",
+                           "2s" };
+        int n = 13;
+        extra_args(argv, &n);
+        argv[n] = NULL;
+        struct tu_result r;
+        tu_run(argv, 30000, NULL, NULL, &r);
+        assert_int_equal(tu_wait(hog, 20000), 0);
+
+        char want[128];
+        snprintf(want, sizeof(want), "The probe on CPU %d did not stop within 5 s", target);
+        if (r.status != 1 || !strstr(r.err, want))
+                fail_msg("status %d, stderr:\n%s", r.status, r.err);
+
+        char *st_argv[] = { (char *) tu_bin("RTSOAK"), dbarg, "status", "--json", NULL };
+        struct tu_result sr;
+        assert_int_equal(tu_run(st_argv, 20000, NULL, NULL, &sr), 0);
+        json_t *st = tu_json(sr.out);
+        assert_string_equal(json_string_value(json_object_get(st, "end_reason")), "error");
+        /* The CPU that kept running has its data. */
+        json_t *row = json_array_get(json_object_get(st, "cpus"), 0);
+        assert_non_null(row);
+        assert_int_equal(json_integer_value(json_object_get(row, "cpu")), other);
+        assert_true(json_integer_value(json_object_get(row, "samples")) > 5000);
+        json_decref(st);
+        tu_result_done(&r);
+        tu_result_done(&sr);
+        tu_rmdir(dir);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_injected_stalls),
+                cmocka_unit_test(test_starved_probe_stop_is_bounded),
         };
         return RUN_TESTS(tests);
 }
