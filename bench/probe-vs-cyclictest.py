@@ -136,6 +136,7 @@ def main():
           f"SCHED_FIFO {args.priority}, all CPUs ({os.cpu_count()}); latencies in us; "
           f"CPU = user+system seconds of the whole process")
     results = {}
+    pools = {}
     with tempfile.TemporaryDirectory() as tmp:
         for load in args.loads.split(","):
             proc = start_load(load)
@@ -151,6 +152,10 @@ def main():
                     pair[tool] = (quantile_us(counts, overflow, 0.5),
                                   quantile_us(counts, overflow, 0.99), cpu,
                                   sum(counts.values()) + sum(n for _, n in overflow))
+                    pooled = pools.setdefault((load, tool), ({}, []))
+                    for b, n in counts.items():
+                        pooled[0][b] = pooled[0].get(b, 0) + n
+                    pooled[1].extend(overflow)
                 rows.append(pair)
                 r, c = pair["rtsoakd"], pair["cyclictest"]
                 print(f"{load:9s} pair {i + 1}: rtsoakd p50 {r[0]:4d} p99 {r[1]:5} cpu {r[2]:6.2f}s "
@@ -160,14 +165,25 @@ def main():
             results[load] = rows
 
     print()
-    print(f"{'load':9s} {'metric':8s} {'rtsoakd':>9s} {'cyclictest':>11s} {'ratio':>7s}   (medians over pairs)")
+    print(f"{'load':9s} {'metric':14s} {'rtsoakd':>9s} {'cyclictest':>11s} {'ratio':>7s}   "
+          f"range over pairs (rtsoakd | cyclictest)")
     for load, rows in results.items():
         for idx, name in ((0, "p50 us"), (1, "p99 us"), (2, "CPU s")):
-            ours = statistics.median(p["rtsoakd"][idx] for p in rows)
-            ref = statistics.median(p["cyclictest"][idx] for p in rows)
+            ours_all = [p["rtsoakd"][idx] for p in rows]
+            ref_all = [p["cyclictest"][idx] for p in rows]
+            ours, ref = statistics.median(ours_all), statistics.median(ref_all)
             ratio = ours / ref if ref else float("nan")
             fmt = "{:9.2f}" if idx == 2 else "{:9.1f}"
-            print(f"{load:9s} {name:8s} {fmt.format(ours)} {fmt.format(ref):>11s} {ratio:7.3f}")
+            spread = (f"{min(ours_all):g}-{max(ours_all):g} | "
+                      f"{min(ref_all):g}-{max(ref_all):g}")
+            print(f"{load:9s} {name + ' median':14s} {fmt.format(ours)} "
+                  f"{fmt.format(ref):>11s} {ratio:7.3f}   {spread}")
+        # All samples of all pairs together: the steadiest estimate of each distribution.
+        for q, name in ((0.5, "p50 us pooled"), (0.99, "p99 us pooled"),
+                        (0.999, "p99.9 us pooled")):
+            ours = quantile_us(*pools[(load, "rtsoakd")], q)
+            ref = quantile_us(*pools[(load, "cyclictest")], q)
+            print(f"{load:9s} {name:14s} {ours:9.1f} {ref:11.1f} {ours / ref:7.3f}")
 
 
 if __name__ == "__main__":
