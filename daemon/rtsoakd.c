@@ -296,14 +296,13 @@ static void stop_probes(struct daemon *d) {
                 probe_join(d->probes[i]);
 }
 
-static int run(struct daemon *d, uint64_t duration_ns, char **sources) {
+static int run(struct daemon *d, uint64_t duration_ns) {
         _cleanup_free_ char *text = NULL;
         struct sysinfo_run si;
         char digest[2 * SHA256_DIGEST_SIZE + 1], cpus[1024], err[STORE_ERROR_MAX],
                 span[TIMESPAN_MAX_LEN], span2[TIMESPAN_MAX_LEN], span3[TIMESPAN_MAX_LEN];
         int r;
 
-        (void) sources;
         r = resolve_cpus(d);
         if (r < 0)
                 return EXIT_CONFIG;
@@ -575,7 +574,7 @@ int main(int argc, char *argv[]) {
                 return text ? EXIT_SUCCESS : EXIT_FAILURE;
         }
 
-        r = run(&d, duration, sources);
+        r = run(&d, duration);
         daemon_done(&d);
         return r;
 }

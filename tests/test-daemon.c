@@ -31,24 +31,8 @@ static int teardown(void **state) {
         return 0;
 }
 
-/* rtsoakd with our database, 1 s intervals, and the given extra arguments. */
 static void daemon_argv(char **argv, const char *const *extra) {
-        int n = 0;
-        argv[n++] = (char *) tu_bin("RTSOAKD");
-        argv[n++] = "--config";
-        argv[n++] = "/dev/null";
-        argv[n++] = "--set";
-        argv[n++] = set_db;
-        argv[n++] = "--set";
-        argv[n++] = "Storage.Interval=1s";
-        const char *san = getenv("RTSOAKD_TEST_SET");
-        if (san && *san) {
-                argv[n++] = "--set";
-                argv[n++] = (char *) san;
-        }
-        for (; extra && *extra; extra++)
-                argv[n++] = (char *) *extra;
-        argv[n] = NULL;
+        tu_daemon_argv(argv, set_db, extra);
 }
 
 static json_t *cli_json(const char *cmd, const char *opt) {

@@ -27,18 +27,29 @@ struct stall {
 
 enum outcome { PASSED, INCONCLUSIVE };
 
-static void extra_args(char **argv, int *n) {
-        /* Sanitizer builds cannot lock their shadow memory; the suite says so via env. */
-        const char *extra = getenv("RTSOAKD_TEST_SET");
-        if (extra && *extra) {
-                argv[(*n)++] = "--set";
-                argv[(*n)++] = (char *) extra;
-        }
+/* The injector: a SCHED_FIFO 90 spinner on cpu, count stalls of stall_us, gap_ms apart,
+ * the first after delay_ms.  The strings live in buf. */
+static void injector_argv(char **argv, char buf[5][24], int cpu, long stall_us, int count,
+                          int gap_ms, int delay_ms) {
+        snprintf(buf[0], 24, "--cpu=%d", cpu);
+        snprintf(buf[1], 24, "--stall-us=%ld", stall_us);
+        snprintf(buf[2], 24, "--count=%d", count);
+        snprintf(buf[3], 24, "--gap-ms=%d", gap_ms);
+        snprintf(buf[4], 24, "--delay-ms=%d", delay_ms);
+        char *a[] = { (char *) tu_bin("STALL_INJECT"),
+                      buf[0],
+                      "--priority=90",
+                      buf[1],
+                      buf[2],
+                      buf[3],
+                      buf[4],
+                      NULL };
+        memcpy(argv, a, sizeof(a));
 }
 
 static enum outcome attempt(int target, int control) {
         char *dir = tu_mkdtemp("stall");
-        char db[512], set_db[600], set_cpus[64], cpu_arg[16], out[600], err[600];
+        char db[512], set_db[600], set_cpus[64], out[600], err[600];
         snprintf(db, sizeof(db), "%s/rtsoak.db", dir);
         snprintf(set_db, sizeof(set_db), "Storage.Path=%s", db);
         if (control >= 0)
@@ -48,43 +59,18 @@ static enum outcome attempt(int target, int control) {
         snprintf(out, sizeof(out), "%s/rtsoakd.out", dir);
         snprintf(err, sizeof(err), "%s/rtsoakd.err", dir);
 
-        char *argv[32] = { (char *) tu_bin("RTSOAKD"),
-                           "--config",
-                           "/dev/null",
-                           "--set",
-                           set_db,
-                           "--set",
-                           "Storage.Interval=1s",
-                           "--set",
-                           "Probe.Interval=100us",
-                           "--set",
-                           "Probe.Priority=80",
-                           "--set",
-                           "Probe.Threshold=10ms",
-                           "--set",
-                           set_cpus,
-                           "--duration",
-                           "5s" };
-        int n = 17;
-        extra_args(argv, &n);
-        argv[n] = NULL;
+        char *argv[32];
+        const char *extra[] = { "--set",      "Probe.Interval=100us",
+                                "--set",      "Probe.Priority=80",
+                                "--set",      "Probe.Threshold=10ms",
+                                "--set",      set_cpus,
+                                "--duration", "5s",
+                                NULL };
+        tu_daemon_argv(argv, set_db, extra);
         pid_t pid = tu_spawn(argv, out, err);
 
-        snprintf(cpu_arg, sizeof(cpu_arg), "%d", target);
-        char *inj[] = { (char *) tu_bin("STALL_INJECT"),
-                        "--cpu",
-                        cpu_arg,
-                        "--priority",
-                        "90",
-                        "--stall-us",
-                        "20000",
-                        "--count",
-                        "10",
-                        "--gap-ms",
-                        "250",
-                        "--delay-ms",
-                        "800",
-                        NULL };
+        char *inj[8], inj_buf[5][24];
+        injector_argv(inj, inj_buf, target, STALL_US, STALLS, 250, 800);
         struct tu_result ir;
         tu_run(inj, 20000, NULL, NULL, &ir);
         int st = tu_wait(pid, 20000);
@@ -249,45 +235,20 @@ static void test_starved_probe_stop_is_bounded(void **state) {
         cpuset_done(&online);
 
         char *dir = tu_mkdtemp("starved");
-        char db[512], set_db[600], set_cpus[64], cpu_arg[16], dbarg[600];
+        char db[512], set_db[600], set_cpus[64], dbarg[600];
         snprintf(db, sizeof(db), "%s/rtsoak.db", dir);
         snprintf(set_db, sizeof(set_db), "Storage.Path=%s", db);
         snprintf(dbarg, sizeof(dbarg), "--db=%s", db);
         snprintf(set_cpus, sizeof(set_cpus), "Probe.CPUs=%d,%d", other, target);
-        snprintf(cpu_arg, sizeof(cpu_arg), "%d", target);
 
         /* The hog spins 8 s from t = 0.5 s; rtsoakd is asked to stop at t = 2 s. */
-        char *inj[] = { (char *) tu_bin("STALL_INJECT"),
-                        "--cpu",
-                        cpu_arg,
-                        "--priority",
-                        "90",
-                        "--stall-us",
-                        "8000000",
-                        "--count",
-                        "1",
-                        "--gap-ms",
-                        "0",
-                        "--delay-ms",
-                        "500",
-                        NULL };
+        char *inj[8], inj_buf[5][24];
+        injector_argv(inj, inj_buf, target, 8000000, 1, 0, 500);
         pid_t hog = tu_spawn(inj, NULL, NULL);
-        char *argv[32] = { (char *) tu_bin("RTSOAKD"),
-                           "--config",
-                           "/dev/null",
-                           "--set",
-                           set_db,
-                           "--set",
-                           "Storage.Interval=1s",
-                           "--set",
-                           "Probe.Priority=80",
-                           "--set",
-                           set_cpus,
-                           "--duration",
-                           "2s" };
-        int n = 13;
-        extra_args(argv, &n);
-        argv[n] = NULL;
+        char *argv[32];
+        const char *extra[] = { "--set", "Probe.Priority=80", "--set", set_cpus, "--duration", "2s",
+                                NULL };
+        tu_daemon_argv(argv, set_db, extra);
         struct tu_result r;
         tu_run(argv, 30000, NULL, NULL, &r);
         assert_int_equal(tu_wait(hog, 20000), 0);

@@ -47,6 +47,26 @@ const char *tu_bin(const char *env) {
         return p;
 }
 
+void tu_daemon_argv(char **argv, char *set_db, const char *const *extra) {
+        int n = 0;
+        argv[n++] = (char *) tu_bin("RTSOAKD");
+        argv[n++] = "--config";
+        argv[n++] = "/dev/null";
+        argv[n++] = "--set";
+        argv[n++] = set_db;
+        argv[n++] = "--set";
+        argv[n++] = "Storage.Interval=1s";
+        /* Sanitizer builds cannot lock their shadow memory; the suite says so via env. */
+        const char *san = getenv("RTSOAKD_TEST_SET");
+        if (san && *san) {
+                argv[n++] = "--set";
+                argv[n++] = (char *) san;
+        }
+        for (; extra && *extra && n < 31; extra++)
+                argv[n++] = (char *) *extra;
+        argv[n] = NULL;
+}
+
 void tu_sleep_ms(int ms) {
         struct timespec ts = { ms / 1000, (long) (ms % 1000) * 1000000 };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)

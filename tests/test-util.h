@@ -30,6 +30,11 @@ pid_t tu_spawn(char *const argv[], const char *out_path, const char *err_path);
  * tu_result. */
 int tu_wait(pid_t pid, int timeout_ms);
 
+/* argv for rtsoakd with no configuration file, the given "Storage.Path=..." assignment,
+ * 1 s intervals, the sanitizer build's extra setting (RTSOAKD_TEST_SET) and then extra
+ * (NULL-terminated).  argv must hold 32 entries. */
+void tu_daemon_argv(char **argv, char *set_db, const char *const *extra);
+
 void tu_sleep_ms(int ms);
 /* Parses JSON text or fails the test with the text shown. */
 json_t *tu_json(const char *text);
