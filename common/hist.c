@@ -182,17 +182,6 @@ static int bad(const char **ret_reason, const char *reason) {
         return -EBADMSG;
 }
 
-int hist_decode_limit(const uint8_t *buf, size_t len, uint32_t *ret_limit_us) {
-        const uint8_t *p = buf, *end = buf + len;
-        uint64_t limit;
-        if (len < 2 || *p++ != HIST_FORMAT_VERSION)
-                return -EBADMSG;
-        if (get_varint(&p, end, &limit) < 0 || limit == 0 || limit > HIST_LIMIT_US_MAX)
-                return -EBADMSG;
-        *ret_limit_us = (uint32_t) limit;
-        return 0;
-}
-
 /* Walks an encoded histogram; with dst NULL it only validates (against check's counts, when
  * given, for wraps).  Validating first means a corrupt blob never leaves a half-merged
  * destination behind.  (With a different limit several source buckets can land in one; a

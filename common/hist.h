@@ -88,5 +88,3 @@ int hist_encode(const uint32_t limit_us, const uint64_t *counts, uint8_t **ret_b
  * input: nothing in the blob is trusted. */
 int hist_decode_merge(struct hist *dst, const uint8_t *buf, size_t len, uint64_t *ret_total,
                       const char **ret_reason);
-/* Reads only the limit of an encoded histogram. */
-int hist_decode_limit(const uint8_t *buf, size_t len, uint32_t *ret_limit_us);

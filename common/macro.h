@@ -11,8 +11,6 @@
 
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 #define _cleanup_(f) __attribute__((cleanup(f)))
-#define _unused_ __attribute__((unused))
-#define _noreturn_ __attribute__((noreturn))
 #define _likely_(x) __builtin_expect(!!(x), 1)
 #define _unlikely_(x) __builtin_expect(!!(x), 0)
 #define _cacheline_aligned_ __attribute__((aligned(64)))
@@ -63,12 +61,6 @@ static inline void strv_freep(char ***strv) {
                 __typeof__(p) _tp_ = (p); \
                 (p) = NULL;               \
                 _tp_;                     \
-        })
-#define TAKE_FD(fd)               \
-        ({                        \
-                int _tfd_ = (fd); \
-                (fd) = -1;        \
-                _tfd_;            \
         })
 
 static inline int negative_errno(void) {

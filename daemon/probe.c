@@ -143,7 +143,7 @@ static int setup(struct probe *p) {
         return 0;
 }
 
-void *probe_thread_main(void *arg) {
+static void *probe_thread_main(void *arg) {
         struct probe *p = arg;
         const struct probe_params *pp = &p->params;
         const int64_t interval = (int64_t) pp->interval_ns, period = (int64_t) pp->period_ns,

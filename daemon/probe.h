@@ -97,4 +97,3 @@ void probe_release(struct probe *p);
 /* Allocates and zeroes the ring; the probe thread calls it on its own CPU.  Exported for
  * tests that play the producer's part themselves. */
 int probe_alloc_ring(struct probe *p);
-void *probe_thread_main(void *arg);
