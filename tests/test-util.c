@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Implementation of the integration test helpers.  Plain fork/exec with pipes, read with
  * poll(), so a hung child shows up as a timeout, not as a hung test. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -225,4 +226,69 @@ size_t tu_count_lines(const char *s, const char *prefix) {
                         p++;
         }
         return n;
+}
+
+int64_t tu_process_cpu_ns(pid_t pid) {
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
+        DIR *d = opendir(path);
+        if (!d)
+                return -1;
+        int64_t sum = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                char p[128];
+                snprintf(p, sizeof(p), "/proc/%d/task/%s/schedstat", (int) pid, de->d_name);
+                FILE *f = fopen(p, "re");
+                if (!f)
+                        continue;
+                long long ns;
+                if (fscanf(f, "%lld", &ns) == 1)
+                        sum += ns;
+                fclose(f);
+        }
+        closedir(d);
+        return sum;
+}
+
+json_t *tu_load_json(const char *duration, const char *const *gen_argv) {
+        char *argv[64];
+        int n = 0;
+        argv[n++] = (char *) tu_bin("RTSOAK_LOAD");
+        argv[n++] = "--json";
+        if (duration) {
+                argv[n++] = "--duration";
+                argv[n++] = (char *) duration;
+        }
+        for (; *gen_argv && n < 63; gen_argv++)
+                argv[n++] = (char *) *gen_argv;
+        argv[n] = NULL;
+        struct tu_result r;
+        tu_run(argv, 30000, NULL, NULL, &r);
+        if (r.status != 0)
+                fail_msg("rtsoak-load exited with %d: %s", r.status, r.err);
+        json_t *j = tu_json(r.out);
+        tu_result_done(&r);
+        return j;
+}
+
+static json_t *load_metric(json_t *j, const char *metric) {
+        size_t i;
+        json_t *m;
+        json_array_foreach (json_object_get(j, "metrics"), i, m) {
+                if (strcmp(json_string_value(json_object_get(m, "name")) ?: "", metric) == 0)
+                        return m;
+        }
+        fail_msg("rtsoak-load reported no metric '%s'", metric);
+        return NULL;
+}
+
+double tu_load_rate(json_t *j, const char *metric) {
+        return json_number_value(json_object_get(load_metric(j, metric), "rate"));
+}
+
+uint64_t tu_load_count(json_t *j, const char *metric) {
+        return (uint64_t) json_integer_value(json_object_get(load_metric(j, metric), "count"));
 }

@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct tu_result {
@@ -41,3 +42,15 @@ json_t *tu_json(const char *text);
 char *tu_read_file(const char *path);
 /* Counts lines of s that start with prefix. */
 size_t tu_count_lines(const char *s, const char *prefix);
+
+/* CPU time (ns) used so far by every thread of process pid, from the scheduler's own
+ * accounting (/proc/PID/task/TID/schedstat); -1 if the process is gone. */
+int64_t tu_process_cpu_ns(pid_t pid);
+
+/* rtsoak-load [-d duration] generator options..., run to completion (timeout 30 s) with
+ * "--json"; returns the parsed JSON object (fails the test on a non-zero exit). */
+json_t *tu_load_json(const char *duration, const char *const *gen_argv);
+/* The "rate" of the named metric in rtsoak-load's JSON output (fails if absent). */
+double tu_load_rate(json_t *j, const char *metric);
+/* The "count" of the named metric. */
+uint64_t tu_load_count(json_t *j, const char *metric);
