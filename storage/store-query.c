@@ -2,6 +2,7 @@
 /* Reading the local database for the CLI: runs, per-CPU aggregation over a time window with
  * merged histograms, and events.  Stored values are checked, not trusted. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,15 +106,21 @@ static int cmp_cpu(const void *a, const void *b) {
         return (x->cpu > y->cpu) - (x->cpu < y->cpu);
 }
 
-#define WINDOW_SQL                                    \
-        " WHERE c.start_ns >= ?1 AND c.start_ns < ?2" \
-        " AND (?3 = 0 OR i.run_id = ?3) AND (?4 < 0 OR c.cpu = ?4)"
+#define WINDOW_SQL                                                  \
+        " WHERE c.start_ns >= ?1 AND c.start_ns < ?2"               \
+        " AND (?3 = 0 OR i.run_id = ?3) AND (?4 < 0 OR c.cpu = ?4)" \
+        " AND (?7 IS NULL OR coalesce(i.scenario, '') = ?7)"
 
 static void bind_filter(sqlite3_stmt *st, const struct store_filter *f) {
         sqlite3_bind_int64(st, 1, f->since_ns);
         sqlite3_bind_int64(st, 2, f->until_ns);
         sqlite3_bind_int64(st, 3, f->run_id);
         sqlite3_bind_int(st, 4, f->cpu);
+}
+
+static void bind_scenario(sqlite3_stmt *st, const struct store_filter *f) {
+        if (f->scenario)
+                sqlite3_bind_text(st, 7, f->scenario, -1, SQLITE_STATIC);
 }
 
 static int report_in_snapshot(store *s, const struct store_filter *f, struct store_cpu_report **ret,
@@ -149,6 +156,7 @@ static int report_in_snapshot(store *s, const struct store_filter *f, struct sto
         if (r < 0)
                 return r;
         bind_filter(lim, f);
+        bind_scenario(lim, f);
         rc = sqlite3_step(lim);
         if (rc != SQLITE_ROW)
                 return store_fail(s, rc, "cannot query intervals");
@@ -171,6 +179,7 @@ static int report_in_snapshot(store *s, const struct store_filter *f, struct sto
         if (r < 0)
                 return r;
         bind_filter(st, f);
+        bind_scenario(st, f);
 
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 int cpu = sqlite3_column_int(st, 0);
@@ -324,5 +333,171 @@ int store_list_events(store *s, const struct store_filter *f, const char *type, 
         return 0;
 fail:
         store_events_free(arr, n);
+        return r;
+}
+
+void store_scenarios_free(struct store_scenario *sc, size_t n) {
+        if (!sc)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                free(sc[i].name);
+                for (size_t k = 0; k < sc[i].nloads; k++) {
+                        free(sc[i].loads[k].generator);
+                        free(sc[i].loads[k].metric);
+                        free(sc[i].loads[k].unit);
+                }
+                free(sc[i].loads);
+        }
+        free(sc);
+}
+
+static struct store_scenario *find_scenario(struct store_scenario *arr, size_t n,
+                                            const char *name) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(arr[i].name, name) == 0)
+                        return &arr[i];
+        return NULL;
+}
+
+static int scenarios_in_snapshot(store *s, const struct store_filter *f,
+                                 struct store_scenario **ret, size_t *ret_n);
+
+int store_list_scenarios(store *s, const struct store_filter *f, struct store_scenario **ret,
+                         size_t *ret_n) {
+        int r = store_exec(s, "BEGIN");
+        if (r < 0)
+                return r;
+        r = scenarios_in_snapshot(s, f, ret, ret_n);
+        sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+        return r;
+}
+
+#define SCENARIO_WINDOW_SQL \
+        " WHERE i.start_ns >= ?1 AND i.start_ns < ?2 AND (?3 = 0 OR i.run_id = ?3)"
+
+static int scenarios_in_snapshot(store *s, const struct store_filter *f,
+                                 struct store_scenario **ret, size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *sc = NULL, *ld = NULL, *m = NULL;
+        struct store_scenario *arr = NULL;
+        size_t n = 0;
+        int rc, r;
+
+        r = store_prepare(s,
+                          "SELECT coalesce(i.scenario, ''), count(*), sum(i.length_ns), "
+                          "min(i.start_ns), max(i.start_ns + i.length_ns) FROM intervals "
+                          "i" SCENARIO_WINDOW_SQL " GROUP BY 1 ORDER BY 1",
+                          &sc);
+        if (r < 0)
+                return r;
+        bind_filter(sc, f);
+        while ((rc = sqlite3_step(sc)) == SQLITE_ROW) {
+                struct store_scenario *a = realloc(arr, (n + 1) * sizeof(*arr));
+                if (!a) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                arr = a;
+                arr[n] = (struct store_scenario){
+                        .name = col_strdup(sc, 0),
+                        .intervals = (uint64_t) sqlite3_column_int64(sc, 1),
+                        .length_ns = (uint64_t) sqlite3_column_int64(sc, 2),
+                        .first_ns = sqlite3_column_int64(sc, 3),
+                        .last_ns = sqlite3_column_int64(sc, 4),
+                };
+                if (!arr[n++].name) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+        }
+        if (rc != SQLITE_DONE) {
+                r = store_fail(s, rc, "cannot query scenarios");
+                goto fail;
+        }
+
+        /* What ran, how long and how often it had to be restarted, per load of each scenario;
+         * then its throughput, averaged over time (intervals weighted by their length). */
+        r = store_prepare(
+                s,
+                "SELECT coalesce(i.scenario, ''), l.idx, l.generator, count(*), "
+                "sum(l.up_ns), sum(l.starts), sum(l.exits) "
+                "FROM interval_loads l JOIN intervals i ON i.id = l.interval_id" SCENARIO_WINDOW_SQL
+                " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+                &ld);
+        if (r < 0)
+                goto fail;
+        bind_filter(ld, f);
+        r = store_prepare(s,
+                          "SELECT m.metric, m.unit, "
+                          "sum(m.value * i.length_ns) / sum(i.length_ns) "
+                          "FROM interval_load_metrics m JOIN intervals i ON i.id = m.interval_id "
+                          "JOIN interval_loads l ON l.interval_id = m.interval_id AND l.idx = "
+                          "m.idx" SCENARIO_WINDOW_SQL
+                          " AND coalesce(i.scenario, '') = ?4 AND m.idx = ?5 AND l.generator = ?6"
+                          " GROUP BY 1, 2 ORDER BY min(m.rowid)",
+                          &m);
+        if (r < 0)
+                goto fail;
+        while ((rc = sqlite3_step(ld)) == SQLITE_ROW) {
+                const char *name = (const char *) sqlite3_column_text(ld, 0);
+                struct store_scenario *x = find_scenario(arr, n, name ?: "");
+                if (!x)
+                        continue;
+                struct store_load_summary base = {
+                        .idx = sqlite3_column_int(ld, 1),
+                        .intervals = (uint64_t) sqlite3_column_int64(ld, 3),
+                        .up_ns = (uint64_t) sqlite3_column_int64(ld, 4),
+                        .starts = (uint64_t) sqlite3_column_int64(ld, 5),
+                        .exits = (uint64_t) sqlite3_column_int64(ld, 6),
+                };
+                const char *gen = (const char *) sqlite3_column_text(ld, 2);
+                sqlite3_reset(m);
+                bind_filter(m, f);
+                sqlite3_bind_text(m, 4, name ?: "", -1, SQLITE_TRANSIENT);
+                sqlite3_bind_int(m, 5, base.idx);
+                sqlite3_bind_text(m, 6, gen ?: "", -1, SQLITE_TRANSIENT);
+                bool any = false;
+                for (;;) {
+                        rc = sqlite3_step(m);
+                        if (rc != SQLITE_ROW && (rc != SQLITE_DONE || any))
+                                break;
+                        struct store_load_summary *a = realloc(x->loads,
+                                                               (x->nloads + 1) * sizeof(*x->loads));
+                        if (!a) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        x->loads = a;
+                        struct store_load_summary *e = &x->loads[x->nloads++];
+                        *e = base;
+                        e->generator = strdup(gen ?: "");
+                        if (!e->generator) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        if (rc == SQLITE_DONE)
+                                break; /* a load without figures still shows */
+                        e->metric = col_strdup(m, 0);
+                        e->unit = col_strdup(m, 1);
+                        e->avg = sqlite3_column_double(m, 2);
+                        if (!e->metric || !e->unit) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        any = true;
+                }
+                if (rc != SQLITE_DONE) {
+                        r = store_fail(s, rc, "cannot query load throughput");
+                        goto fail;
+                }
+        }
+        if (rc != SQLITE_DONE) {
+                r = store_fail(s, rc, "cannot query loads");
+                goto fail;
+        }
+        *ret = arr;
+        *ret_n = n;
+        return 0;
+fail:
+        store_scenarios_free(arr, n);
         return r;
 }

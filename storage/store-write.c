@@ -2,6 +2,7 @@
 /* Writing the local database: runs, one transaction per interval with its per-CPU rows and
  * events, and the detection of runs that never ended. */
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,6 +234,54 @@ static int insert_cpu_row(store *s, sqlite3_stmt *st, int64_t interval_id,
         return step_done(s, st, "cannot store per-CPU interval");
 }
 
+static int insert_loads(store *s, int64_t interval_id, const struct store_interval *iv) {
+        _cleanup_stmt_ sqlite3_stmt *ld = NULL, *m = NULL;
+        int r;
+
+        if (iv->nloads == 0)
+                return 0;
+        r = store_prepare(s,
+                          "INSERT INTO interval_loads (interval_id, idx, generator, up_ns, "
+                          "starts, exits) VALUES (?, ?, ?, ?, ?, ?)",
+                          &ld);
+        if (r < 0)
+                return r;
+        r = store_prepare(s,
+                          "INSERT INTO interval_load_metrics (interval_id, idx, metric, unit, "
+                          "value) VALUES (?, ?, ?, ?, ?)",
+                          &m);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < iv->nloads; i++) {
+                const struct store_interval_load *l = &iv->loads[i];
+                sqlite3_reset(ld);
+                sqlite3_bind_int64(ld, 1, interval_id);
+                sqlite3_bind_int64(ld, 2, (int64_t) i);
+                sqlite3_bind_text(ld, 3, l->generator, -1, SQLITE_STATIC);
+                if ((r = bind_u64(s, ld, 4, l->up_ns, "load up time")) < 0)
+                        return r;
+                sqlite3_bind_int64(ld, 5, l->starts);
+                sqlite3_bind_int64(ld, 6, l->exits);
+                r = step_done(s, ld, "cannot store interval load");
+                if (r < 0)
+                        return r;
+                for (size_t k = 0; k < l->nmetrics; k++) {
+                        double v = l->metrics[k].value;
+                        sqlite3_reset(m);
+                        sqlite3_bind_int64(m, 1, interval_id);
+                        sqlite3_bind_int64(m, 2, (int64_t) i);
+                        sqlite3_bind_text(m, 3, l->metrics[k].name, -1, SQLITE_STATIC);
+                        sqlite3_bind_text(m, 4, l->metrics[k].unit, -1, SQLITE_STATIC);
+                        /* NaN would be stored as NULL and break the NOT NULL constraint. */
+                        sqlite3_bind_double(m, 5, isfinite(v) ? v : 0.0);
+                        r = step_done(s, m, "cannot store load throughput");
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
 int store_write_interval(store *s, const struct store_interval *iv) {
         _cleanup_stmt_ sqlite3_stmt *ins = NULL, *cpu = NULL, *seen = NULL;
         int r;
@@ -259,6 +308,10 @@ int store_write_interval(store *s, const struct store_interval *iv) {
         if (r < 0)
                 goto fail;
         int64_t interval_id = sqlite3_last_insert_rowid(s->db);
+
+        r = insert_loads(s, interval_id, iv);
+        if (r < 0)
+                goto fail;
 
         r = store_prepare(s,
                           "INSERT INTO interval_cpus (interval_id, cpu, start_ns, length_ns, "

@@ -56,6 +56,20 @@ static const char *const migrations[] = {
         "  time_ns INTEGER NOT NULL, type TEXT NOT NULL,"
         "  cpu INTEGER, value_ns INTEGER, message TEXT NOT NULL DEFAULT '');"
         "CREATE INDEX events_time ON events(time_ns);",
+        /* 1 -> 2: what load ran in each interval and how much work it did. */
+        "CREATE INDEX intervals_scenario ON intervals(scenario, start_ns);"
+        "CREATE TABLE interval_loads ("
+        "  interval_id INTEGER NOT NULL REFERENCES intervals(id),"
+        "  idx INTEGER NOT NULL CHECK (idx >= 0),"
+        "  generator TEXT NOT NULL,"
+        "  up_ns INTEGER NOT NULL CHECK (up_ns >= 0),"
+        "  starts INTEGER NOT NULL CHECK (starts >= 0),"
+        "  exits INTEGER NOT NULL CHECK (exits >= 0),"
+        "  UNIQUE (interval_id, idx));"
+        "CREATE TABLE interval_load_metrics ("
+        "  interval_id INTEGER NOT NULL REFERENCES intervals(id),"
+        "  idx INTEGER NOT NULL, metric TEXT NOT NULL, unit TEXT NOT NULL, value REAL NOT NULL,"
+        "  UNIQUE (interval_id, idx, metric));",
 };
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per version");
 

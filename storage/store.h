@@ -12,7 +12,7 @@
 typedef struct store store;
 
 #define STORE_ERROR_MAX 512
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 enum {
         STORE_READONLY = 1 << 0, /* for the CLI: never creates or migrates */
@@ -70,12 +70,30 @@ struct store_event {
         const char *message;
 };
 
+/* One throughput figure of a load generator over an interval ("write", "MiB/s", 12.5). */
+struct store_load_metric {
+        const char *name, *unit;
+        double value;
+};
+
+/* One load generator of the scenario during an interval. */
+struct store_interval_load {
+        const char *generator;
+        uint64_t up_ns;  /* how long it was running during the interval */
+        uint32_t starts; /* starts (first and restarts) during the interval */
+        uint32_t exits;  /* exits (crashes, kills) during the interval */
+        const struct store_load_metric *metrics;
+        size_t nmetrics;
+};
+
 struct store_interval {
         int64_t run_id;
         uint64_t seq;
         int64_t start_ns;
         uint64_t length_ns;
         const char *scenario; /* may be NULL */
+        const struct store_interval_load *loads;
+        size_t nloads;
         const struct store_cpu_interval *cpus;
         size_t ncpus;
         const struct store_event *events;
@@ -90,12 +108,13 @@ int store_add_event(store *s, int64_t run_id, const struct store_event *ev);
 /* ---- queries ---- */
 
 struct store_filter {
-        int64_t since_ns; /* INT64_MIN: unbounded */
-        int64_t until_ns; /* INT64_MAX: unbounded */
-        int64_t run_id;   /* 0: every run */
-        int cpu;          /* -1: every CPU */
+        int64_t since_ns;     /* INT64_MIN: unbounded */
+        int64_t until_ns;     /* INT64_MAX: unbounded */
+        int64_t run_id;       /* 0: every run */
+        int cpu;              /* -1: every CPU */
+        const char *scenario; /* NULL: every scenario */
 };
-#define STORE_FILTER_ALL ((struct store_filter){ INT64_MIN, INT64_MAX, 0, -1 })
+#define STORE_FILTER_ALL ((struct store_filter){ INT64_MIN, INT64_MAX, 0, -1, NULL })
 
 struct store_run {
         int64_t id;
@@ -138,3 +157,28 @@ void store_events_free(struct store_event_row *e, size_t n);
  * the newest ones when limited. */
 int store_list_events(store *s, const struct store_filter *f, const char *type, size_t limit,
                       struct store_event_row **ret, size_t *ret_n);
+
+/* ---- scenarios ---- */
+
+struct store_load_summary {
+        int idx;
+        char *generator;
+        char *metric, *unit; /* NULL for a load that reported nothing */
+        double avg;          /* average of the metric, weighted by interval length */
+        uint64_t up_ns, starts, exits;
+        uint64_t intervals; /* intervals in which it appeared */
+};
+
+struct store_scenario {
+        char *name; /* "" for intervals without a scenario */
+        uint64_t intervals, length_ns;
+        int64_t first_ns, last_ns;
+        struct store_load_summary *loads; /* one row per load and metric, by idx then metric */
+        size_t nloads;
+};
+void store_scenarios_free(struct store_scenario *s, size_t n);
+
+/* Every scenario with intervals in the window (by name), with the average throughput of each
+ * load generator and how long each really ran.  f->scenario and f->cpu are ignored. */
+int store_list_scenarios(store *s, const struct store_filter *f, struct store_scenario **ret,
+                         size_t *ret_n);

@@ -388,6 +388,121 @@ static void test_corrupt_rows_fail_report(void **state) {
         free(c);
 }
 
+static void test_scenarios_and_loads(void **state) {
+        store *s = NULL;
+        char err[STORE_ERROR_MAX];
+        int64_t run;
+        uint64_t *c0 = calloc(hist_nbuckets(1000), sizeof(uint64_t));
+        const int64_t minute = 60000000000LL;
+
+        assert_int_equal(store_open(db_path("sc.db"), STORE_WRITER, &s, err), 0);
+        assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
+
+        const struct store_load_metric cpu_a[] = { { "ops", "ops/s", 100 }, { "cpu", "%", 40 } },
+                                       cpu_b[] = { { "ops", "ops/s", 300 }, { "cpu", "%", 60 } },
+                                       io[] = { { "write", "MiB/s", 1.5 } };
+        const struct store_interval_load l_a = { "cpu", 60 * NSEC_PER_SEC, 1, 0, cpu_a, 2 },
+                                         l_b = { "cpu", 30 * NSEC_PER_SEC, 1, 1, cpu_b, 2 },
+                                         mixed[] = { { "fileio", 60 * NSEC_PER_SEC, 0, 0, io, 1 },
+                                                     { "memory", 0, 3, 3, NULL, 0 } };
+        struct {
+                const char *scenario;
+                const struct store_interval_load *loads;
+                size_t nloads;
+                uint64_t lat;
+        } ivs[] = {
+                { "cpu", &l_a, 1, 5000 },
+                { "cpu", &l_b, 1, 9000 },
+                { "idle", NULL, 0, 2000 },
+                { "mixed", mixed, 2, 7000 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(ivs); i++) {
+                struct store_cpu_interval row;
+                make_row(&row, c0, 0, (int64_t) i * minute, 1000, ivs[i].lat);
+                struct store_interval iv = { .run_id = run,
+                                             .seq = i,
+                                             .start_ns = (int64_t) i * minute,
+                                             .length_ns = minute,
+                                             .scenario = ivs[i].scenario,
+                                             .loads = ivs[i].loads,
+                                             .nloads = ivs[i].nloads,
+                                             .cpus = &row,
+                                             .ncpus = 1 };
+                assert_int_equal(store_write_interval(s, &iv), 0);
+        }
+
+        struct store_scenario *sc;
+        size_t n;
+        struct store_filter f = STORE_FILTER_ALL;
+        assert_int_equal(store_list_scenarios(s, &f, &sc, &n), 0);
+        assert_int_equal(n, 3);
+        assert_string_equal(sc[0].name, "cpu");
+        assert_int_equal(sc[0].intervals, 2);
+        assert_int_equal(sc[0].length_ns, 2 * minute);
+        assert_int_equal(sc[0].nloads, 2);
+        assert_string_equal(sc[0].loads[0].generator, "cpu");
+        assert_string_equal(sc[0].loads[0].metric, "ops");
+        assert_true(sc[0].loads[0].avg > 199.9 && sc[0].loads[0].avg < 200.1);
+        assert_string_equal(sc[0].loads[1].metric, "cpu");
+        assert_true(sc[0].loads[1].avg > 49.9 && sc[0].loads[1].avg < 50.1);
+        assert_int_equal(sc[0].loads[0].up_ns, 90 * NSEC_PER_SEC);
+        assert_int_equal(sc[0].loads[0].exits, 1);
+        assert_string_equal(sc[1].name, "idle");
+        assert_int_equal(sc[1].nloads, 0);
+        assert_string_equal(sc[2].name, "mixed");
+        assert_int_equal(sc[2].nloads, 2);
+        assert_string_equal(sc[2].loads[0].unit, "MiB/s");
+        assert_string_equal(sc[2].loads[1].generator, "memory");
+        assert_null(sc[2].loads[1].metric); /* never ran, still listed */
+        assert_int_equal(sc[2].loads[1].starts, 3);
+        store_scenarios_free(sc, n);
+
+        /* The per-CPU report narrowed to one scenario. */
+        struct store_cpu_report *rep;
+        f.scenario = "cpu";
+        assert_int_equal(store_report(s, &f, &rep, &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(rep[0].intervals, 2);
+        assert_int_equal(rep[0].max_ns, 9000);
+        store_report_free(rep, n);
+        f.scenario = "nope";
+        assert_int_equal(store_report(s, &f, &rep, &n), 0);
+        assert_int_equal(n, 0);
+        store_report_free(rep, n);
+        store_close(s);
+        free(c0);
+}
+
+static void test_migration_from_v1(void **state) {
+        store *s = NULL;
+        char err[STORE_ERROR_MAX];
+        const char *p = db_path("v1.db");
+
+        assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
+        store_close(s);
+        /* Make it look like a database written by the first schema. */
+        sql(p, "DROP TABLE interval_load_metrics; DROP TABLE interval_loads; "
+               "DROP INDEX intervals_scenario; PRAGMA user_version = 1;");
+        assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
+        store_close(s);
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_prepare_v2(db,
+                                            "SELECT count(*) FROM sqlite_master WHERE name IN "
+                                            "('interval_loads', 'interval_load_metrics')",
+                                            -1, &st, NULL),
+                         SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_int(st, 0), 2);
+        sqlite3_finalize(st);
+        assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        assert_int_equal(sqlite3_column_int(st, 0), STORE_SCHEMA_VERSION);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_open_create_and_reopen),
@@ -397,6 +512,8 @@ int main(void) {
                 cmocka_unit_test(test_interval_roundtrip_and_report),
                 cmocka_unit_test(test_year_scale_sums),
                 cmocka_unit_test(test_corrupt_rows_fail_report),
+                cmocka_unit_test(test_scenarios_and_loads),
+                cmocka_unit_test(test_migration_from_v1),
         };
         return RUN_TESTS_IN_TMPDIR(tests, dir);
 }
