@@ -29,7 +29,7 @@ int loadgen_check_nothing(const void *opts, char *const *args, char err[static L
         return 0;
 }
 
-int loadgen_probe_nothing(const void *opts, char why[static LOADGEN_ERROR_MAX]) {
+int loadgen_probe_nothing(const void *opts, char *const *args, char why[static LOADGEN_ERROR_MAX]) {
         return 0;
 }
 

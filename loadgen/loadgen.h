@@ -112,16 +112,16 @@ struct loadgen_info {
         const char *args_help; /* non-NULL: takes arguments after "--" (e.g. a command) */
         /* Checks options against each other; returns <0 with a message in err. */
         int (*check)(const void *opts, char *const *args, char err[static LOADGEN_ERROR_MAX]);
-        /* Whether it can run here with these options; if not returns <0 with the reason
-         * ("O_DIRECT is not supported on /tmp (tmpfs)") in why. */
-        int (*probe)(const void *opts, char why[static LOADGEN_ERROR_MAX]);
+        /* Whether it can run here with these options and arguments; if not returns <0 with
+         * the reason ("O_DIRECT is not supported on /tmp (tmpfs)") in why. */
+        int (*probe)(const void *opts, char *const *args, char why[static LOADGEN_ERROR_MAX]);
         /* Runs until loadgen_stopping(); returns 0, or <0 after logging why it failed. */
         int (*run)(struct loadgen_ctx *ctx);
 };
 
 /* Shared defaults for the hooks a generator does not need. */
 int loadgen_check_nothing(const void *opts, char *const *args, char err[static LOADGEN_ERROR_MAX]);
-int loadgen_probe_nothing(const void *opts, char why[static LOADGEN_ERROR_MAX]);
+int loadgen_probe_nothing(const void *opts, char *const *args, char why[static LOADGEN_ERROR_MAX]);
 
 #define LOADGENS(X) X(cpu) X(fileio) X(network) X(hackbench) X(memory) X(exec)
 

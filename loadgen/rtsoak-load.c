@@ -267,7 +267,7 @@ int main(int argc, char *argv[]) {
                 .ncpus = online_cpus(),
         };
 
-        r = spec.info->probe(spec.opts, err);
+        r = spec.info->probe(spec.opts, spec.args, err);
         if (r < 0) {
                 if (supervised)
                         loadgen_event(&rn.ctx, "unsupported", -1, "%s", err);
