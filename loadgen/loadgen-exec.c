@@ -214,11 +214,11 @@ static void describe_exit(struct command *c, bool stopped) {
         if (WIFSIGNALED(c->status)) {
                 int sig = WTERMSIG(c->status);
                 const char *name = sigabbrev_np(sig);
-                loadgen_event(c->ctx, "exit", 128 + sig,
+                loadgen_event(c->ctx, "command_exit", 128 + sig,
                               "command killed by signal SIG%s after %.1f s%s", name ?: "?", secs,
                               why);
         } else
-                loadgen_event(c->ctx, "exit", WEXITSTATUS(c->status),
+                loadgen_event(c->ctx, "command_exit", WEXITSTATUS(c->status),
                               "command exited with status %d after %.1f s%s",
                               WEXITSTATUS(c->status), secs, why);
 }

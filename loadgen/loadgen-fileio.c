@@ -170,7 +170,7 @@ static const char *fs_name(const char *dir) {
 /* Tries what the workers will do: create a file in the directory and, with --direct, write
  * one aligned block through O_DIRECT (which tmpfs refused before Linux 6.6, and some FUSE
  * and network file systems still refuse, with EINVAL on open or on the first write). */
-static int fileio_probe(const void *opts, char why[static LOADGEN_ERROR_MAX]) {
+static int fileio_probe(const void *opts, char *const *args, char why[static LOADGEN_ERROR_MAX]) {
         const struct fileio_opts *o = opts;
         struct stat st;
         char path[4200];

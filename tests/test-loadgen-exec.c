@@ -90,7 +90,7 @@ static void test_restarted_and_reported(void **state) {
         char *text = tu_read_file(log);
         size_t lines = tu_count_lines(text, "run");
         size_t exits = 0;
-        for (const char *p = r.err; (p = strstr(p, "exit: 0 command exited with status 0 after"));
+        for (const char *p = r.err; (p = strstr(p, "command_exit: 0 command exited with status 0 after"));
              p++)
                 exits++;
         json_t *j = tu_json(r.out);
