@@ -210,10 +210,15 @@ static void hb_close_range(int *fds, size_t n) {
 /* ---- process mode ---- */
 
 /* Runs in a forked worker: dies with the generator, does its part, exits. */
-static _Noreturn void hb_child(struct hb_round *rd, pid_t parent, int group, int receiver) {
+static _Noreturn void hb_child(struct hb_round *rd, pid_t parent, int gate, int group,
+                               int receiver) {
+        char c;
         int r;
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
                 _exit(EXIT_FAILURE);
+        /* Start together, like hackbench's workers: when the generator closes the gate. */
+        while (read(gate, &c, 1) < 0 && errno == EINTR)
+                ;
         int *rx = rd->rx + (size_t) group * rd->o->fds, *tx = rd->tx + (size_t) group * rd->o->fds;
         if (receiver >= 0)
                 r = hb_receiver(rd, rx[receiver]);
@@ -248,10 +253,13 @@ static int hb_round_processes(struct hb_round *rd, pid_t *pids) {
         const struct hackbench_opts *o = rd->o;
         size_t started = 0;
         pid_t self = getpid();
-        int done[2] = { -1, -1 }, r = 0;
+        int done[2] = { -1, -1 }, gate[2] = { -1, -1 }, r = 0;
 
-        if (pipe2(done, O_CLOEXEC) < 0)
-                return log_error_errno(negative_errno(), "hackbench: cannot create a pipe: %m");
+        if (pipe2(done, O_CLOEXEC) < 0 || pipe2(gate, O_CLOEXEC) < 0) {
+                r = log_error_errno(negative_errno(), "hackbench: cannot create a pipe: %m");
+                hb_close_range(done, 2);
+                return r;
+        }
         for (size_t g = 0; g < o->groups && r == 0; g++) {
                 size_t base = g * o->fds;
                 for (size_t i = 0; i < o->fds && r == 0; i++) {
@@ -274,7 +282,8 @@ static int hb_round_processes(struct hb_round *rd, pid_t *pids) {
                         }
                         if (pid == 0) {
                                 close(done[0]);
-                                hb_child(rd, self, (int) g, i < o->fds ? (int) i : -1);
+                                close(gate[1]);
+                                hb_child(rd, self, gate[0], (int) g, i < o->fds ? (int) i : -1);
                         }
                         pids[started++] = pid;
                 }
@@ -283,6 +292,7 @@ static int hb_round_processes(struct hb_round *rd, pid_t *pids) {
                 hb_close_range(rd->tx + base, o->fds);
         }
         close(done[1]);
+        hb_close_range(gate, 2); /* opens the gate */
 
         while (r == 0) {
                 if (loadgen_stopping(rd->ctx)) {
@@ -416,9 +426,14 @@ static int hb_round_threads(struct hb_round *rd, struct hb_thread *th, pthread_a
                         nanosleep(&pause, NULL);
                 }
         }
+        /* Workers also give up by themselves when they see the stop request, so all of them
+         * having returned does not mean the round was complete: only their results tell. */
         for (size_t i = 0; i < started; i++) {
                 pthread_join(th[i].thread, NULL);
-                if (r == 0 && th[i].result < 0 && th[i].result != -ECANCELED)
+                if (r == 0 && th[i].result == -ECANCELED)
+                        r = -ECANCELED;
+                else if ((r == 0 || r == -ECANCELED) && th[i].result < 0 &&
+                         th[i].result != -ECANCELED)
                         r = log_error_errno(th[i].result, "hackbench: a %s failed: %m",
                                             th[i].receiver >= 0 ? "receiver" : "sender");
         }
