@@ -89,7 +89,8 @@ static int hackbench_check(const void *opts, char *const *args,
         return 0;
 }
 
-static int hackbench_probe(const void *opts, char why[static LOADGEN_ERROR_MAX]) {
+static int hackbench_probe(const void *opts, char *const *args,
+                           char why[static LOADGEN_ERROR_MAX]) {
         const struct hackbench_opts *o = opts;
         struct rlimit rl;
 
