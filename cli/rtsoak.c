@@ -12,6 +12,7 @@
 #include "config.h"
 #include "hist.h"
 #include "log.h"
+#include "loadgen.h"
 #include "macro.h"
 #include "store.h"
 #include "timeutil.h"
@@ -29,6 +30,7 @@ struct args {
         const char *type;
         uint64_t limit;
         bool have_limit;
+        bool by_scenario;
         unsigned given; /* OPT_* bits of the options that were given */
 };
 
@@ -41,6 +43,8 @@ enum {
         OPT_TYPE = 1 << 5,
         OPT_LIMIT = 1 << 6,
         OPT_JSON = 1 << 7,
+        OPT_SCENARIO = 1 << 8,
+        OPT_BY_SCENARIO = 1 << 9,
 };
 
 struct command {
@@ -72,6 +76,9 @@ static void usage(FILE *f) {
                 "  --limit N              histogram: exact buckets to print, in us;\n"
                 "                         events: at most N, the newest\n"
                 "  --type T               events: only this type (violation, unclean_end, ...)\n"
+                "  --scenario NAME        report, histogram: only intervals of this scenario\n"
+                "  --by-scenario          report: one table per scenario, with the throughput\n"
+                "                         of each load generator\n"
                 "  -h, --help             show this help\n"
                 "      --version          show the version\n");
 }
@@ -173,6 +180,12 @@ static void report_table_header(void) {
                "p50", "p99", "p99.9", "violations", "missed");
 }
 
+static int report_by_scenario(store *s, const struct args *a, struct store_filter *f);
+
+static bool value_is_latency(const char *type) {
+        return strcmp(type, "violation") == 0;
+}
+
 static int cmd_report(store *s, const struct args *a) {
         struct store_cpu_report *rows = NULL, total = {};
         struct store_filter f;
@@ -182,6 +195,8 @@ static int cmd_report(store *s, const struct args *a) {
         r = resolve_run(s, a, &f);
         if (r < 0)
                 return r;
+        if (a->by_scenario)
+                return report_by_scenario(s, a, &f);
         r = store_report(s, &f, &rows, &n);
         if (r < 0) {
                 log_error("%s", store_error(s));
@@ -234,6 +249,123 @@ static int cmd_report(store *s, const struct args *a) {
 out:
         hist_done(&total.hist);
         store_report_free(rows, n);
+        return r;
+}
+
+static json_t *scenario_loads_json(const struct store_scenario *sc) {
+        json_t *loads = json_array(), *cur = NULL;
+        int idx = -1;
+        for (size_t i = 0; i < sc->nloads; i++) {
+                const struct store_load_summary *l = &sc->loads[i];
+                if (!cur || l->idx != idx) {
+                        idx = l->idx;
+                        cur = json_object();
+                        json_object_set_new(cur, "index", json_integer(l->idx + 1));
+                        json_object_set_new(cur, "generator", json_string(l->generator));
+                        json_object_set_new(cur, "intervals", json_u64(l->intervals));
+                        json_object_set_new(cur, "up_ns", json_u64(l->up_ns));
+                        json_object_set_new(
+                                cur, "up_fraction",
+                                json_real(l->length_ns ? (double) l->up_ns / (double) l->length_ns
+                                                       : 0.0));
+                        json_object_set_new(cur, "starts", json_u64(l->starts));
+                        json_object_set_new(cur, "exits", json_u64(l->exits));
+                        json_object_set_new(cur, "metrics", json_array());
+                        json_array_append_new(loads, cur);
+                }
+                if (l->metric)
+                        json_array_append_new(json_object_get(cur, "metrics"),
+                                              json_pack("{s:s, s:s, s:f}", "name", l->metric,
+                                                        "unit", l->unit, "avg", l->avg));
+        }
+        return loads;
+}
+
+static void scenario_loads_table(const struct store_scenario *sc) {
+        int idx = -1;
+        char rate[64];
+        if (sc->nloads == 0) {
+                printf("Loads: none\n");
+                return;
+        }
+        printf("Loads (average throughput while the scenario ran):\n");
+        for (size_t i = 0; i < sc->nloads; i++) {
+                const struct store_load_summary *l = &sc->loads[i];
+                if (l->idx != idx) {
+                        idx = l->idx;
+                        double share = l->length_ns
+                                               ? 100.0 * (double) l->up_ns / (double) l->length_ns
+                                               : 0;
+                        printf("%s  %-10s #%d  ran %5.1f%% of the time, %" PRIu64 " exit%s:",
+                               idx == sc->loads[0].idx ? "" : "\n", l->generator, l->idx + 1, share,
+                               l->exits, l->exits == 1 ? "" : "s");
+                }
+                if (l->metric)
+                        printf("  %s %s", l->metric,
+                               loadgen_format_rate(rate, sizeof(rate), l->avg, l->unit));
+        }
+        printf("\n");
+}
+
+static int report_by_scenario(store *s, const struct args *a, struct store_filter *f) {
+        struct store_scenario *sc = NULL;
+        size_t nsc = 0;
+        json_t *doc = a->json ? json_array() : NULL;
+        int r = store_list_scenarios(s, f, &sc, &nsc);
+        if (r < 0) {
+                log_error("%s", store_error(s));
+                return r;
+        }
+        if (nsc == 0 && !a->json)
+                printf("No intervals stored in this window.\n");
+        for (size_t i = 0; i < nsc && r >= 0; i++) {
+                struct store_cpu_report *rows = NULL, total = {};
+                size_t n = 0;
+                struct store_filter g = *f;
+                g.scenario = sc[i].name;
+                r = store_report(s, &g, &rows, &n);
+                if (r < 0) {
+                        log_error("%s", store_error(s));
+                        break;
+                }
+                r = report_total(rows, n, &total);
+                if (r >= 0 && a->json) {
+                        json_t *o = json_object(), *cpus = json_array();
+                        json_object_set_new(o, "scenario", json_string(sc[i].name));
+                        json_object_set_new(o, "intervals", json_u64(sc[i].intervals));
+                        json_object_set_new(o, "length_ns", json_u64(sc[i].length_ns));
+                        json_object_set_new(o, "first", json_time(sc[i].first_ns));
+                        json_object_set_new(o, "last", json_time(sc[i].last_ns));
+                        for (size_t k = 0; k < n; k++)
+                                json_array_append_new(cpus, report_json_row(&rows[k]));
+                        json_object_set_new(o, "cpus", cpus);
+                        json_object_set_new(o, "total", report_json_row(&total));
+                        json_object_set_new(o, "loads", scenario_loads_json(&sc[i]));
+                        json_array_append_new(doc, o);
+                } else if (r >= 0) {
+                        char span[TIMESPAN_MAX_LEN];
+                        printf("%sScenario %s: %" PRIu64 " interval%s, %s\n", i ? "\n" : "",
+                               *sc[i].name ? sc[i].name : "(none)", sc[i].intervals,
+                               sc[i].intervals == 1 ? "" : "s",
+                               format_timespan(span,
+                                               sc[i].length_ns / NSEC_PER_SEC * NSEC_PER_SEC));
+                        report_table_header();
+                        for (size_t k = 0; k < n; k++)
+                                report_table_row(&rows[k]);
+                        if (n > 1)
+                                report_table_row(&total);
+                        scenario_loads_table(&sc[i]);
+                }
+                hist_done(&total.hist);
+                store_report_free(rows, n);
+        }
+        if (doc && r >= 0) {
+                json_t *top = json_pack("{s:o}", "scenarios", doc);
+                r = print_json(top);
+                json_decref(top);
+        } else if (doc)
+                json_decref(doc);
+        store_scenarios_free(sc, nsc);
         return r;
 }
 
@@ -361,6 +493,8 @@ static int cmd_histogram(store *s, const struct args *a) {
         r = resolve_run(s, a, &f);
         if (r < 0)
                 return r;
+        if (a->by_scenario)
+                return report_by_scenario(s, a, &f);
         r = store_report(s, &f, &rows, &n);
         if (r < 0) {
                 log_error("%s", store_error(s));
@@ -480,7 +614,13 @@ static int cmd_events(store *s, const struct args *a) {
                         json_object_set_new(o, "type", json_string(ev[i].type));
                         json_object_set_new(o, "cpu",
                                             ev[i].cpu >= 0 ? json_integer(ev[i].cpu) : json_null());
+                        /* Latencies are nanoseconds; other events carry a plain number (an exit
+                         * status, a count, free bytes). */
+                        bool ns = value_is_latency(ev[i].type);
                         json_object_set_new(o, "value_ns",
+                                            ns && ev[i].value_ns >= 0 ? json_integer(ev[i].value_ns)
+                                                                      : json_null());
+                        json_object_set_new(o, "value",
                                             ev[i].value_ns >= 0 ? json_integer(ev[i].value_ns)
                                                                 : json_null());
                         json_object_set_new(o, "message", json_string(ev[i].message));
@@ -492,14 +632,15 @@ static int cmd_events(store *s, const struct args *a) {
         } else if (n == 0) {
                 printf("No events in this window.\n");
         } else {
-                printf("%-19s %5s %-22s %4s %12s  %s\n", "TIME", "RUN", "TYPE", "CPU", "VALUE (us)",
+                printf("%-19s %5s %-22s %4s %12s  %s\n", "TIME", "RUN", "TYPE", "CPU", "VALUE",
                        "MESSAGE");
                 for (size_t i = 0; i < n; i++) {
                         char t[TIMESTAMP_MAX_LEN], v[32] = "-", c[16] = "-";
-                        if (ev[i].value_ns >= 0 && strcmp(ev[i].type, "violations_unrecorded") != 0)
+                        if (ev[i].value_ns >= 0 && value_is_latency(ev[i].type)) {
                                 fmt_us(v, (uint64_t) ev[i].value_ns);
-                        else if (ev[i].value_ns >= 0)
-                                snprintf(v, sizeof(v), "%" PRId64 "x", ev[i].value_ns);
+                                strcat(v, " us");
+                        } else if (ev[i].value_ns >= 0)
+                                snprintf(v, sizeof(v), "%" PRId64, ev[i].value_ns);
                         if (ev[i].cpu >= 0)
                                 snprintf(c, sizeof(c), "%d", ev[i].cpu);
                         printf("%-19s %5" PRId64 " %-22s %4s %12s  %s\n",
@@ -513,9 +654,12 @@ static int cmd_events(store *s, const struct args *a) {
 
 static const struct command commands[] = {
         { "status", OPT_RUN | OPT_JSON, cmd_status },
-        { "report", OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_JSON, cmd_report },
+        { "report",
+          OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_JSON | OPT_SCENARIO | OPT_BY_SCENARIO,
+          cmd_report },
         { "histogram",
-          OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_FORMAT | OPT_LIMIT | OPT_JSON,
+          OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_FORMAT | OPT_LIMIT | OPT_JSON |
+                  OPT_SCENARIO,
           cmd_histogram },
         { "events", OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_TYPE | OPT_LIMIT | OPT_JSON,
           cmd_events },
@@ -528,8 +672,9 @@ static const struct command *find_command(const char *name) {
         return NULL;
 }
 
-static const char *const option_names[] = { "--since",  "--until", "--run",   "--cpu",
-                                            "--format", "--type",  "--limit", "--json" };
+static const char *const option_names[] = { "--since",    "--until",      "--run",   "--cpu",
+                                            "--format",   "--type",       "--limit", "--json",
+                                            "--scenario", "--by-scenario" };
 
 static int parse_uint_arg(const char *opt, const char *v, uint64_t max, uint64_t *ret) {
         char *end;
@@ -554,6 +699,8 @@ int main(int argc, char *argv[]) {
                 ARG_FORMAT,
                 ARG_TYPE,
                 ARG_LIMIT,
+                ARG_SCENARIO,
+                ARG_BY_SCENARIO,
                 ARG_VERSION
         };
         static const struct option options[] = {
@@ -566,6 +713,8 @@ int main(int argc, char *argv[]) {
                 { "format", required_argument, NULL, ARG_FORMAT },
                 { "type", required_argument, NULL, ARG_TYPE },
                 { "limit", required_argument, NULL, ARG_LIMIT },
+                { "scenario", required_argument, NULL, ARG_SCENARIO },
+                { "by-scenario", no_argument, NULL, ARG_BY_SCENARIO },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
@@ -638,6 +787,14 @@ int main(int argc, char *argv[]) {
                                 return EXIT_USAGE;
                         a.have_limit = true;
                         break;
+                case ARG_SCENARIO:
+                        a.given |= OPT_SCENARIO;
+                        a.filter.scenario = optarg;
+                        break;
+                case ARG_BY_SCENARIO:
+                        a.given |= OPT_BY_SCENARIO;
+                        a.by_scenario = true;
+                        break;
                 case 'h':
                         usage(stdout);
                         return EXIT_SUCCESS;
@@ -670,6 +827,10 @@ int main(int argc, char *argv[]) {
                                   cmd->name);
                         return EXIT_USAGE;
                 }
+        if (a.by_scenario && (a.given & OPT_SCENARIO)) {
+                log_error("--by-scenario and --scenario exclude each other");
+                return EXIT_USAGE;
+        }
         if (a.filter.since_ns != INT64_MIN && a.filter.until_ns != INT64_MAX &&
             a.filter.since_ns >= a.filter.until_ns) {
                 log_error("--since must be before --until");

@@ -268,7 +268,16 @@ void conf_free(const struct conf_table *t, void *obj) {
                 t->items[i].type->done(field_of(&t->items[i], obj));
 }
 
+static const char *dynamic_name(const struct conf_table *t, const char *section) {
+        size_t l = t->dynamic_prefix ? strlen(t->dynamic_prefix) : 0;
+        if (l == 0 || strncmp(section, t->dynamic_prefix, l) != 0)
+                return NULL;
+        return section + l;
+}
+
 static bool section_known(const struct conf_table *t, const char *section) {
+        if (dynamic_name(t, section))
+                return true;
         for (size_t i = 0; i < t->n; i++)
                 if (strcmp(t->items[i].section, section) == 0)
                         return true;
@@ -339,6 +348,14 @@ static int assign(const struct conf_table *t, const char *where, const char *sec
                 const char *hint = closest(t, NULL, section);
                 return seterr(err, "%s: unknown section [%s]%s%s%s", where, section,
                               hint ? " (did you mean [" : "", hint ?: "", hint ? "]?)" : "");
+        }
+        const char *dyn = dynamic_name(t, section);
+        if (dyn) {
+                char msg[CONF_ERROR_MAX];
+                r = t->dynamic_assign(obj, where, dyn, key, value, msg);
+                if (r < 0)
+                        return seterr(err, "%s: [%s] %s=: %s", where, section, key, msg);
+                return 0;
         }
         it = find_item(t, section, key);
         if (!it) {
@@ -447,7 +464,7 @@ int conf_parse_assignment(const struct conf_table *t, const char *assignment, co
         if (!eq)
                 return seterr(err, "%s: expected Section.Key=Value", where);
         *eq = '\0';
-        dot = strchr(copy, '.');
+        dot = strrchr(copy, '.');
         if (!dot || dot == copy || dot[1] == '\0')
                 return seterr(err, "%s: expected Section.Key=Value", where);
         *dot = '\0';
@@ -545,6 +562,8 @@ void conf_print(const struct conf_table *t, const void *obj, FILE *f) {
                 it->type->format(it, (const char *) obj + it->offset, buf, sizeof(buf));
                 fprintf(f, "%s=%s\n", it->key, buf);
         }
+        if (t->dynamic_print)
+                t->dynamic_print(obj, f);
 }
 
 const char *conf_origin(const struct conf_table *t, char *const *origins, size_t offset) {

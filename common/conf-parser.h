@@ -44,6 +44,12 @@ extern const struct conf_type conf_type_cpuset;       /* struct cpuset */
 struct conf_table {
         const struct conf_item *items;
         size_t n;
+        /* Optional: sections named "<prefix>NAME" (e.g. "Scenario.mixed") whose keys the
+         * owner handles itself; assign returns <0 with a message in err (without "where"). */
+        const char *dynamic_prefix;
+        int (*dynamic_assign)(void *obj, const char *where, const char *name, const char *key,
+                              const char *value, char err[static CONF_ERROR_MAX]);
+        void (*dynamic_print)(const void *obj, FILE *f);
 };
 
 /* Sets every field to its default. */
@@ -55,7 +61,8 @@ void conf_free(const struct conf_table *t, void *obj);
  * set ("file:line" or "--set ..."), so that checks across keys can say where to look. */
 int conf_parse_file(const struct conf_table *t, const char *path, void *obj, char **origins,
                     char err[static CONF_ERROR_MAX]);
-/* "Section.Key=Value" from the command line; origin names it in errors ("--set"). */
+/* "Section.Key=Value" from the command line (the key is what follows the last dot, so
+ * "Scenario.mixed.Load=..." works); origin names it in errors ("--set"). */
 int conf_parse_assignment(const struct conf_table *t, const char *assignment, const char *origin,
                           void *obj, char **origins, char err[static CONF_ERROR_MAX]);
 

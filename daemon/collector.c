@@ -310,6 +310,8 @@ static int write_one(struct collector *c, uint64_t k, int64_t now_mono) {
                         .events = b.events,
                         .nevents = b.nevents,
                 };
+                if (c->p.annotate)
+                        c->p.annotate(c->p.userdata, k, &iv);
                 r = store_write_interval(c->store, &iv);
                 if (r < 0) {
                         c->stats.write_failures++;

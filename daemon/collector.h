@@ -19,6 +19,10 @@ struct collector_params {
         uint32_t hist_limit_us;
         uint64_t grace_ns;  /* how long to wait for a late CPU before writing */
         size_t max_pending; /* slots held per CPU while storage fails */
+        /* Optional: fills in what ran during interval k (scenario, loads) just before it is
+         * stored; called again if the write fails and is retried. */
+        void (*annotate)(void *userdata, uint64_t k, struct store_interval *iv);
+        void *userdata;
 };
 
 struct collector;

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* rtsoakd's configuration keys, defaults and bounds in one table, and the checks that
  * involve more than one key. */
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "daemon-config.h"
 #include "hist.h"
 #include "macro.h"
@@ -33,12 +35,301 @@ static const struct conf_item items[] = {
           4000, "/var/lib/rtsoak/rtsoak.db" },
         { "Storage", "Interval", &conf_type_timespan_s, offsetof(struct daemon_config, interval_ns),
           1 * S, 86400 * S, "60s" },
+        { "Load", "Helper", &conf_type_string, offsetof(struct daemon_config, load_helper), 1, 4000,
+          RTSOAK_LOAD_PATH },
+        { "Load", "User", &conf_type_string, offsetof(struct daemon_config, load_user), 0, 256,
+          "" },
+        { "Load", "Nice", &conf_type_uint, offsetof(struct daemon_config, load_nice), 0, 19, "0" },
+        { "Load", "RestartDelay", &conf_type_timespan,
+          offsetof(struct daemon_config, restart_delay_ns), 100 * MS, 3600 * S, "1s" },
+        { "Load", "RestartDelayMax", &conf_type_timespan,
+          offsetof(struct daemon_config, restart_delay_max_ns), 100 * MS, 86400 * S, "5min" },
+        { "Schedule", "Rotation", &conf_type_string, offsetof(struct daemon_config, rotation), 1,
+          4000, "idle 1h, cpu 1h, io 1h, net 1h, hackbench 1h, mixed 1h" },
 };
 
-const struct conf_table daemon_config_table = { items, ELEMENTSOF(items) };
+/* The built-in scenarios; a [Scenario.NAME] section with the same name replaces one. */
+static const struct {
+        const char *name;
+        const char *loads[SCENARIO_LOADS_MAX];
+} builtin_scenarios[] = {
+        { "idle", { NULL } },
+        { "cpu", { "cpu --load 100%", NULL } },
+        { "io", { "fileio", NULL } },
+        { "net", { "network", NULL } },
+        { "hackbench", { "hackbench", NULL } },
+        /* OSADL's mid-range load: about 1 Mbit/s of network, 1 MB/s of disk I/O, 1 MB/s of
+         * memory allocation and 30-50 % CPU. */
+        { "mixed",
+          { "cpu --load 40%", "network --rate 1Mbit", "fileio --rate 1M --file-size 8M",
+            "memory --rate 1M", NULL } },
+};
+
+static void scenario_clear(struct scenario *sc) {
+        for (size_t i = 0; i < sc->nloads; i++)
+                loadgen_spec_done(&sc->loads[i]);
+        free(sc->loads);
+        sc->loads = NULL;
+        sc->nloads = 0;
+}
+
+const struct scenario *scenario_find(const struct daemon_config *c, const char *name) {
+        for (size_t i = 0; i < c->nscenarios; i++)
+                if (strcmp(c->scenarios[i].name, name) == 0)
+                        return &c->scenarios[i];
+        return NULL;
+}
+
+static bool valid_name(const char *name) {
+        size_t l = strlen(name);
+        if (l == 0 || l > SCENARIO_NAME_MAX)
+                return false;
+        for (const char *p = name; *p; p++)
+                if (!isalnum((unsigned char) *p) && *p != '-' && *p != '_')
+                        return false;
+        return true;
+}
+
+static int scenario_get(struct daemon_config *c, const char *name, bool create,
+                        struct scenario **ret) {
+        struct scenario *sc = (struct scenario *) scenario_find(c, name);
+        if (sc || !create) {
+                *ret = sc;
+                return 0;
+        }
+        struct scenario *a = realloc(c->scenarios, (c->nscenarios + 1) * sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        c->scenarios = a;
+        sc = &a[c->nscenarios];
+        *sc = (struct scenario){ .name = strdup(name) };
+        if (!sc->name)
+                return -ENOMEM;
+        c->nscenarios++;
+        *ret = sc;
+        return 0;
+}
+
+static int scenario_add_load(struct scenario *sc, const char *line,
+                             char err[static CONF_ERROR_MAX]) {
+        char msg[LOADGEN_ERROR_MAX];
+        if (sc->nloads >= SCENARIO_LOADS_MAX) {
+                snprintf(err, CONF_ERROR_MAX, "scenario %s has more than %d loads", sc->name,
+                         SCENARIO_LOADS_MAX);
+                return -E2BIG;
+        }
+        struct loadgen_spec *a = realloc(sc->loads, (sc->nloads + 1) * sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        sc->loads = a;
+        int r = loadgen_parse_line(line, &sc->loads[sc->nloads], msg);
+        if (r < 0) {
+                snprintf(err, CONF_ERROR_MAX, "%s", msg);
+                return r;
+        }
+        sc->nloads++;
+        return 0;
+}
+
+static int scenario_assign(void *obj, const char *where, const char *name, const char *key,
+                           const char *value, char err[static CONF_ERROR_MAX]) {
+        struct daemon_config *c = obj;
+        struct scenario *sc;
+        int r;
+
+        if (!valid_name(name)) {
+                snprintf(err, CONF_ERROR_MAX,
+                         "invalid scenario name \"%s\" (1-%d letters, digits, '-' or '_')", name,
+                         SCENARIO_NAME_MAX);
+                return -EINVAL;
+        }
+        if (strcmp(key, "Load") != 0) {
+                snprintf(err, CONF_ERROR_MAX, "unknown key in a scenario (the only key is Load=)");
+                return -EINVAL;
+        }
+        r = scenario_get(c, name, true, &sc);
+        if (r < 0) {
+                snprintf(err, CONF_ERROR_MAX, "out of memory");
+                return r;
+        }
+        /* The first Load= replaces a built-in definition; an empty Load= empties the list
+         * (a scenario without loads is idle). */
+        if (sc->builtin || !*value) {
+                scenario_clear(sc);
+                sc->builtin = false;
+        }
+        if (!*value)
+                return 0;
+        return scenario_add_load(sc, value, err);
+}
+
+static void scenario_print(const void *obj, FILE *f) {
+        const struct daemon_config *c = obj;
+        for (size_t i = 0; i < c->nscenarios; i++) {
+                const struct scenario *sc = &c->scenarios[i];
+                fprintf(f, "\n[Scenario.%s]\n", sc->name);
+                if (sc->nloads == 0)
+                        fprintf(f, "Load=\n");
+                for (size_t k = 0; k < sc->nloads; k++)
+                        fprintf(f, "Load=%s\n", sc->loads[k].text);
+        }
+}
+
+const struct conf_table daemon_config_table = {
+        .items = items,
+        .n = ELEMENTSOF(items),
+        .dynamic_prefix = "Scenario.",
+        .dynamic_assign = scenario_assign,
+        .dynamic_print = scenario_print,
+};
+
+static int builtin_defaults(struct daemon_config *c, char err[static CONF_ERROR_MAX]) {
+        for (size_t i = 0; i < ELEMENTSOF(builtin_scenarios); i++) {
+                struct scenario *sc;
+                int r = scenario_get(c, builtin_scenarios[i].name, true, &sc);
+                if (r < 0)
+                        return r;
+                for (size_t k = 0; builtin_scenarios[i].loads[k]; k++) {
+                        r = scenario_add_load(sc, builtin_scenarios[i].loads[k], err);
+                        if (r < 0)
+                                return r;
+                }
+                sc->builtin = true;
+        }
+        return 0;
+}
+
+/* "idle 1h, cpu 30min" into steps; every scenario must exist and every step must be a whole
+ * number of intervals, so that each stored interval ran exactly one scenario. */
+static int parse_rotation(struct daemon_config *c, const char *origin,
+                          char err[static CONF_ERROR_MAX]) {
+        _cleanup_free_ char *copy = strdup(c->rotation);
+        char span[TIMESPAN_MAX_LEN];
+        char *save = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                while (isspace((unsigned char) *tok))
+                        tok++;
+                char *sp = tok;
+                while (*sp && !isspace((unsigned char) *sp))
+                        sp++;
+                const char *dur = sp;
+                if (*sp)
+                        *sp++ = 0, dur = sp;
+                while (isspace((unsigned char) *dur))
+                        dur++;
+                if (!*tok || !*dur) {
+                        snprintf(err, CONF_ERROR_MAX,
+                                 "%s: [Schedule] Rotation=: expected \"SCENARIO DURATION\" "
+                                 "items separated by commas (e.g. \"idle 1h, mixed 2h\"), got "
+                                 "\"%s\"",
+                                 origin, tok);
+                        return -EINVAL;
+                }
+                const struct scenario *sc = scenario_find(c, tok);
+                if (!sc) {
+                        char list[512] = "";
+                        for (size_t i = 0; i < c->nscenarios; i++)
+                                snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+                                         i ? ", " : "", c->scenarios[i].name);
+                        snprintf(err, CONF_ERROR_MAX,
+                                 "%s: [Schedule] Rotation=: unknown scenario \"%s\" (defined: "
+                                 "%s)",
+                                 origin, tok, list);
+                        return -EINVAL;
+                }
+                uint64_t d;
+                const char *reason = NULL;
+                if (parse_timespan(dur, &d, &reason) < 0 || d == 0) {
+                        snprintf(err, CONF_ERROR_MAX, "%s: [Schedule] Rotation=: %s %s: %s", origin,
+                                 tok, dur, reason ?: "must be longer than 0");
+                        return -EINVAL;
+                }
+                if (d % c->interval_ns != 0) {
+                        /* The built-in rotation follows whatever interval was chosen. */
+                        if (strcmp(origin, "default") == 0)
+                                d += c->interval_ns - d % c->interval_ns;
+                        else {
+                                snprintf(err, CONF_ERROR_MAX,
+                                         "%s: [Schedule] Rotation=: %s %s is not a whole number "
+                                         "of intervals ([Storage] Interval=%s)",
+                                         origin, tok, dur, format_timespan(span, c->interval_ns));
+                                return -EINVAL;
+                        }
+                }
+                if (c->nsteps >= 256) {
+                        snprintf(err, CONF_ERROR_MAX,
+                                 "%s: [Schedule] Rotation=: more than 256 steps", origin);
+                        return -E2BIG;
+                }
+                struct schedule_step *a = realloc(c->steps, (c->nsteps + 1) * sizeof(*a));
+                if (!a)
+                        return -ENOMEM;
+                c->steps = a;
+                a[c->nsteps++] = (struct schedule_step){ sc, d };
+                c->cycle_ns += d;
+        }
+        if (c->nsteps == 0) {
+                snprintf(err, CONF_ERROR_MAX,
+                         "%s: [Schedule] Rotation=: no scenario given (use \"idle 1h\" for no "
+                         "load)",
+                         origin);
+                return -EINVAL;
+        }
+
+        /* The effective configuration shows the rotation in one canonical spelling. */
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->nsteps; i++)
+                fprintf(f, "%s%s %s", i ? ", " : "", c->steps[i].scenario->name,
+                        format_timespan(span, c->steps[i].duration_ns));
+        if (fclose(f) != 0) {
+                free(text);
+                return -ENOMEM;
+        }
+        free(c->rotation);
+        c->rotation = text;
+        return 0;
+}
+
+const struct schedule_step *schedule_at(const struct daemon_config *c, int64_t real_ns,
+                                        int64_t *ret_step_start_ns, int64_t *ret_step_end_ns) {
+        int64_t cycle = (int64_t) c->cycle_ns;
+        int64_t pos = real_ns % cycle;
+        if (pos < 0)
+                pos += cycle;
+        int64_t base = real_ns - pos;
+        for (size_t i = 0; i < c->nsteps; i++) {
+                int64_t d = (int64_t) c->steps[i].duration_ns;
+                if (pos < d) {
+                        if (ret_step_start_ns)
+                                *ret_step_start_ns = base;
+                        if (ret_step_end_ns)
+                                *ret_step_end_ns = base + d;
+                        return &c->steps[i];
+                }
+                pos -= d;
+                base += d;
+        }
+        return &c->steps[c->nsteps - 1]; /* not reached */
+}
 
 void daemon_config_free(struct daemon_config *c) {
         conf_free(&daemon_config_table, c);
+        for (size_t i = 0; i < c->nscenarios; i++) {
+                scenario_clear(&c->scenarios[i]);
+                free(c->scenarios[i].name);
+        }
+        free(c->scenarios);
+        free(c->steps);
+        c->scenarios = NULL;
+        c->steps = NULL;
+        c->nscenarios = c->nsteps = 0;
 }
 
 int daemon_config_load(struct daemon_config *c, const char *path, bool explicit_path,
@@ -48,6 +339,9 @@ int daemon_config_load(struct daemon_config *c, const char *path, bool explicit_
         int r;
 
         *c = (struct daemon_config){};
+        r = builtin_defaults(c, err);
+        if (r < 0)
+                goto out;
         r = conf_load(&daemon_config_table, path, explicit_path, sets, c, origins, ret_sources,
                       err);
         if (r < 0)
@@ -68,6 +362,12 @@ int daemon_config_load(struct daemon_config *c, const char *path, bool explicit_
                 r = -EINVAL;
                 goto out;
         }
+        r = parse_rotation(c,
+                           conf_origin(&daemon_config_table, origins,
+                                       offsetof(struct daemon_config, rotation)),
+                           err);
+        if (r == -ENOMEM)
+                snprintf(err, CONF_ERROR_MAX, "out of memory");
 out:
         conf_origins_free(&daemon_config_table, origins);
         return r;

@@ -9,6 +9,7 @@
 
 #include "conf-parser.h"
 #include "cpuset.h"
+#include "loadgen.h"
 
 #define DAEMON_CONFIG_PATH "/etc/rtsoak/rtsoakd.conf"
 
@@ -23,7 +24,42 @@ struct daemon_config {
 
         char *storage_path;
         uint64_t interval_ns;
+
+        char *load_helper; /* path of rtsoak-load */
+        char *load_user;   /* "" : the daemon's own user */
+        uint64_t load_nice;
+        uint64_t restart_delay_ns, restart_delay_max_ns;
+
+        char *rotation; /* "NAME SPAN, NAME SPAN, ..." as written */
+        struct schedule_step *steps;
+        size_t nsteps;
+        uint64_t cycle_ns; /* sum of the steps */
+
+        struct scenario *scenarios;
+        size_t nscenarios;
 };
+
+#define SCENARIO_LOADS_MAX 16
+#define SCENARIO_NAME_MAX 32
+
+struct scenario {
+        char *name;
+        struct loadgen_spec *loads;
+        size_t nloads;
+        bool builtin; /* still the built-in definition (the first Load= replaces it) */
+};
+
+struct schedule_step {
+        const struct scenario *scenario;
+        uint64_t duration_ns;
+};
+
+/* The scenario that runs at wall-clock time real_ns: the rotation is aligned to the epoch
+ * (like intervals), so it resumes where it would be after a restart, and machines sharing a
+ * configuration run the same scenario at the same time. */
+const struct schedule_step *schedule_at(const struct daemon_config *c, int64_t real_ns,
+                                        int64_t *ret_step_start_ns, int64_t *ret_step_end_ns);
+const struct scenario *scenario_find(const struct daemon_config *c, const char *name);
 
 extern const struct conf_table daemon_config_table;
 

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "daemon-config.h"
 #include "interval.h"
+#include "loadsup.h"
 #include "log.h"
 #include "macro.h"
 #include "probe.h"
@@ -48,7 +49,18 @@ struct daemon {
         bool failed;
         char fail_message[512];
         int dma_fd;
+
+        /* Load scenarios: the supervisor, and what the loads did in each interval not yet
+         * stored (normally one or two; more only while storage fails). */
+        struct loadsup *loads;
+        struct load_record *records;
+        size_t nrecords;
+        uint64_t cur_k;             /* the interval now running */
+        int64_t next_boundary_mono; /* when it ends */
+        int64_t base_mono, mono_to_real;
 };
+
+#define RECORDS_MAX 2048
 
 static void usage(FILE *f) {
         fprintf(f,
@@ -66,12 +78,104 @@ static void usage(FILE *f) {
                 "      --version            show the version\n");
 }
 
+static void add_event(struct daemon *d, const char *type, int64_t value, const char *message) {
+        struct store_event ev = {
+                .time_ns = now_ns(CLOCK_REALTIME),
+                .type = type,
+                .cpu = -1,
+                .value_ns = value,
+                .message = message,
+        };
+        if (store_add_event(d->store, d->run_id, &ev) < 0)
+                log_error("Failed to store a %s event (%s): %s", type, message,
+                          store_error(d->store));
+}
+
+static void on_load_event(void *userdata, const char *type, int64_t value, const char *message) {
+        add_event(userdata, type, value, message);
+}
+
+static void record_loads(struct daemon *d, uint64_t k, int64_t at_mono, int64_t now_mono) {
+        if (d->nrecords >= RECORDS_MAX) {
+                /* Storage has failed for thousands of intervals: keep the newest. */
+                memmove(d->records, d->records + 1, (d->nrecords - 1) * sizeof(*d->records));
+                d->nrecords--;
+        }
+        struct load_record *a = realloc(d->records, (d->nrecords + 1) * sizeof(*a));
+        if (!a) {
+                log_oom();
+                return;
+        }
+        d->records = a;
+        a[d->nrecords] = (struct load_record){ .k = k };
+        loadsup_snapshot(d->loads, at_mono, now_mono, &a[d->nrecords]);
+        d->nrecords++;
+}
+
+static void annotate_interval(void *userdata, uint64_t k, struct store_interval *iv) {
+        struct daemon *d = userdata;
+        size_t drop = 0;
+        /* Intervals are stored in order: records of earlier ones are done with. */
+        while (drop < d->nrecords && d->records[drop].k < k)
+                drop++;
+        if (drop > 0) {
+                memmove(d->records, d->records + drop, (d->nrecords - drop) * sizeof(*d->records));
+                d->nrecords -= drop;
+        }
+        if (d->nrecords > 0 && d->records[0].k == k) {
+                struct load_record *rec = &d->records[0];
+                /* The copy moved: point the loads at their metrics again. */
+                for (size_t i = 0; i < rec->nloads; i++)
+                        rec->loads[i].metrics = rec->metrics[i];
+                iv->scenario = rec->scenario;
+                iv->loads = rec->loads;
+                iv->nloads = rec->nloads;
+        }
+}
+
+static void start_scenario(struct daemon *d, int64_t real_ns, int64_t now_mono) {
+        char when[TIMESTAMP_MAX_LEN], msg[256];
+        int64_t end;
+        const struct schedule_step *st = schedule_at(&d->cfg, real_ns, NULL, &end);
+        if (st->scenario == loadsup_scenario(d->loads))
+                return;
+        snprintf(msg, sizeof(msg), "scenario %s: %zu load%s until %s", st->scenario->name,
+                 st->scenario->nloads, st->scenario->nloads == 1 ? "" : "s",
+                 format_timestamp_utc(when, end));
+        log_info("Starting %s", msg);
+        add_event(d, "scenario", -1, msg);
+        int r = loadsup_set_scenario(d->loads, st->scenario, now_mono);
+        if (r < 0)
+                log_error_errno(r, "Failed to start scenario %s: %m", st->scenario->name);
+}
+
+/* At each interval boundary: record what the loads did in the interval that ended, and change
+ * the scenario if the schedule says so. */
+static void advance_intervals(struct daemon *d, int64_t now) {
+        int64_t period = (int64_t) d->cfg.interval_ns;
+        while (now >= d->next_boundary_mono) {
+                record_loads(d, d->cur_k, d->next_boundary_mono, now);
+                d->cur_k++;
+                if (!d->stopping)
+                        start_scenario(d, d->next_boundary_mono + d->mono_to_real, now);
+                d->next_boundary_mono += period;
+        }
+}
+
 static void stop(struct daemon *d, const char *why) {
         if (d->stopping)
                 return;
         log_info("Stopping (%s)", why);
         d->stopping = true;
         d->stop_deadline_mono = now_ns(CLOCK_MONOTONIC) + STOP_TIMEOUT_NS;
+        if (d->loads) {
+                /* What the loads did up to the last boundary, and in the last, partial
+                 * interval; then stop them. */
+                int64_t now = now_ns(CLOCK_MONOTONIC);
+                advance_intervals(d, now);
+                record_loads(d, d->cur_k, now, now);
+                loadsup_stop(d->loads);
+        }
         atomic_store_explicit(&d->ctl.stop, true, memory_order_release);
         sd_notify(0, "STOPPING=1");
         /* Probes finish within one period; look again soon. */
@@ -80,6 +184,7 @@ static void stop(struct daemon *d, const char *why) {
 }
 
 static void notify_status(struct daemon *d) {
+        const struct scenario *sc = d->loads ? loadsup_scenario(d->loads) : NULL;
         struct collector_stats st;
         char worst[64] = "no interval stored yet";
         collector_get_stats(d->collector, &st);
@@ -87,9 +192,10 @@ static void notify_status(struct daemon *d) {
                 snprintf(worst, sizeof(worst), "worst of last interval %.1f us on CPU %d",
                          (double) st.last_max_ns / 1000.0, st.last_max_cpu);
         sd_notifyf(0,
-                   "STATUS=run %" PRId64 ", %" PRIu64 " intervals stored, %s, %" PRIu64
+                   "STATUS=run %" PRId64 ", scenario %s, %" PRIu64 " intervals stored, %s, %" PRIu64
                    " violations",
-                   d->run_id, st.intervals_written, worst, st.total_violations);
+                   d->run_id, sc ? sc->name : "none", st.intervals_written, worst,
+                   st.total_violations);
 }
 
 static bool probes_done(struct daemon *d) {
@@ -163,6 +269,7 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
                 return sd_event_exit(d->event, 0);
         }
 
+        advance_intervals(d, now);
         r = collector_poll(d->collector, now, false);
         if (r > 0)
                 notify_status(d);
@@ -411,6 +518,8 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 .hist_limit_us = pp.hist_limit_us,
                 .grace_ns = 2 * NSEC_PER_SEC + 2 * d->cfg.probe_interval_ns,
                 .max_pending = 1024,
+                .annotate = annotate_interval,
+                .userdata = d,
         };
         r = collector_new(&cp, d->store, d->run_id, d->probes, d->nprobes, &d->collector);
         if (r < 0) {
@@ -437,7 +546,30 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 return EXIT_FAILURE;
         }
 
+        /* Loads start after the probes run: their first interval is measured under load. */
+        struct loadsup_params lp = {
+                .helper = d->cfg.load_helper,
+                .user = d->cfg.load_user,
+                .nice = (int) d->cfg.load_nice,
+                .restart_delay_ns = d->cfg.restart_delay_ns,
+                .restart_delay_max_ns = MAX(d->cfg.restart_delay_max_ns, d->cfg.restart_delay_ns),
+                .stop_grace_ns = 500 * NSEC_PER_MSEC,
+                .on_event = on_load_event,
+                .userdata = d,
+        };
+        int64_t now_mono = now_ns(CLOCK_MONOTONIC);
+        r = loadsup_new(d->event, &lp, now_mono, &d->loads);
+        if (r < 0) {
+                stop_probes(d);
+                return log_oom(), EXIT_FAILURE;
+        }
+        d->base_mono = pp.base_mono_ns;
+        d->mono_to_real = off;
+        d->cur_k = (uint64_t) ((now_mono - d->base_mono) / period);
+        d->next_boundary_mono = d->base_mono + ((int64_t) d->cur_k + 1) * period;
+
         atomic_store_explicit(&d->ctl.go, true, memory_order_release);
+        start_scenario(d, now_mono + off, now_mono);
         log_info("Run %" PRId64 ": probing CPUs %s at SCHED_FIFO %" PRIu64 " every %s, threshold "
                  "%s, intervals of %s into %s",
                  d->run_id, cpus, d->cfg.priority, format_timespan(span, d->cfg.probe_interval_ns),
@@ -453,6 +585,10 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 snprintf(d->fail_message, sizeof(d->fail_message), "event loop failed: %s",
                          strerror(-r));
         }
+
+        /* Every load process is gone before the run is recorded as ended. */
+        loadsup_free(d->loads);
+        d->loads = NULL;
 
         int64_t end = now_ns(CLOCK_REALTIME);
         r = store_end_run(d->store, d->run_id, end, d->failed ? "error" : "clean",
@@ -470,6 +606,8 @@ static int run(struct daemon *d, uint64_t duration_ns) {
 }
 
 static void daemon_done(struct daemon *d) {
+        loadsup_free(d->loads);
+        free(d->records);
         collector_free(d->collector);
         for (size_t i = 0; i < d->nprobes; i++)
                 if (!d->probes[i]->thread_started)

@@ -124,24 +124,36 @@ static bool suffix_is(const char *s, const char *const *list) {
         return false;
 }
 
-/* Sizes and byte rates: K, M, G, T are powers of 1024 ("KiB" and "KB" alike; a load
- * generator's "1M" is a mebibyte, as in dd and stress-ng). */
-static int parse_bytes(const char *value, bool rate, uint64_t *ret, const char **reason) {
+/* A number and its unit: the unit copied into suf (at most 15 characters), without a
+ * trailing "/s" when per_second is set. */
+static int split_number(const char *value, bool per_second, double *ret, char suf[static 16],
+                        size_t *ret_len, const char **reason) {
         const char *end;
-        double v, mult = 1;
-        if (parse_decimal(value, &v, &end) < 0) {
+        if (parse_decimal(value, ret, &end) < 0) {
                 *reason = "not a number";
                 return -EINVAL;
         }
-        char suf[16];
         size_t n = strlen(end);
-        if (n >= sizeof(suf)) {
+        if (n >= 16) {
                 *reason = "unknown unit";
                 return -EINVAL;
         }
         memcpy(suf, end, n + 1);
-        if (rate && n >= 2 && strcmp(suf + n - 2, "/s") == 0)
+        if (per_second && n >= 2 && strcmp(suf + n - 2, "/s") == 0)
                 suf[n -= 2] = 0;
+        *ret_len = n;
+        return 0;
+}
+
+/* Sizes and byte rates: K, M, G, T are powers of 1024 ("KiB" and "KB" alike; a load
+ * generator's "1M" is a mebibyte, as in dd and stress-ng). */
+static int parse_bytes(const char *value, bool rate, uint64_t *ret, const char **reason) {
+        double v, mult = 1;
+        char suf[16];
+        size_t n;
+        int r = split_number(value, rate, &v, suf, &n, reason);
+        if (r < 0)
+                return r;
         static const char *const b[] = { "", "b", NULL }, *const k[] = { "k", "kb", "kib", NULL },
                                  *const m[] = { "m", "mb", "mib", NULL },
                                  *const g[] = { "g", "gb", "gib", NULL },
@@ -176,21 +188,12 @@ static int parse_bytes(const char *value, bool rate, uint64_t *ret, const char *
 
 /* Bit rates: k, M, G are powers of 1000, as network people count. */
 static int parse_bits(const char *value, uint64_t *ret, const char **reason) {
-        const char *end;
         double v, mult = 1;
-        if (parse_decimal(value, &v, &end) < 0) {
-                *reason = "not a number";
-                return -EINVAL;
-        }
         char suf[16];
-        size_t n = strlen(end);
-        if (n >= sizeof(suf)) {
-                *reason = "unknown unit";
-                return -EINVAL;
-        }
-        memcpy(suf, end, n + 1);
-        if (n >= 2 && strcmp(suf + n - 2, "/s") == 0)
-                suf[n -= 2] = 0;
+        size_t n;
+        int r = split_number(value, true, &v, suf, &n, reason);
+        if (r < 0)
+                return r;
         if (n >= 3 && strcasecmp(suf + n - 3, "bit") == 0)
                 suf[n -= 3] = 0;
         else if (n >= 3 && strcasecmp(suf + n - 3, "bps") == 0)
@@ -265,6 +268,10 @@ static int parse_bool_value(const char *value, bool *ret) {
 }
 
 static void format_value(const struct loadgen_opt *o, uint64_t v, char *buf, size_t len) {
+        if (v == 0 && (o->type == LOADGEN_OPT_BYTERATE || o->type == LOADGEN_OPT_BITRATE)) {
+                snprintf(buf, len, "0"); /* flat out */
+                return;
+        }
         switch (o->type) {
         case LOADGEN_OPT_SIZE:
         case LOADGEN_OPT_BYTERATE: {

@@ -3,7 +3,8 @@
 # Sets up a Debian 12 machine for rtsoak, builds it, and either runs a short soak or the
 # whole test suite.  Run as root from the source tree:
 #
-#   scripts/quickstart.sh soak [DURATION]   install, build, soak for 60 s, print the report
+#   scripts/quickstart.sh soak [DURATION]   install, build, soak for 60 s under a rotation of
+#                                           load scenarios, print the report per scenario
 #   scripts/quickstart.sh test              install, build, run the suite twice (plain and
 #                                           with AddressSanitizer+UBSan), print the counts
 set -euo pipefail
@@ -79,11 +80,14 @@ soak)
         db=$src/build/quickstart/rtsoak.db
         mkdir -p "$(dirname "$db")"
         rm -f "$db" "$db-wal" "$db-shm"
-        echo "Soaking for $duration on every CPU (Ctrl-C stops early and still reports)..."
+        echo "Soaking for $duration on every CPU, rotating through the idle, mixed and"
+        echo "hackbench scenarios every 20 s (Ctrl-C stops early and still reports)..."
         build/daemon/rtsoakd --config etc/rtsoakd.conf --set "Storage.Path=$db" \
+                --set Storage.Interval=10s --set "Load.Helper=$src/build/loadgen/rtsoak-load" \
+                --set "Schedule.Rotation=idle 20s, mixed 20s, hackbench 20s" \
                 --duration "$duration" || true
         echo
-        build/cli/rtsoak --db "$db" report
+        build/cli/rtsoak --db "$db" report --by-scenario
         ;;
 test)
         install_missing "${build_packages[@]}" "${test_packages[@]}"

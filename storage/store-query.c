@@ -419,7 +419,7 @@ static int scenarios_in_snapshot(store *s, const struct store_filter *f,
         r = store_prepare(
                 s,
                 "SELECT coalesce(i.scenario, ''), l.idx, l.generator, count(*), "
-                "sum(l.up_ns), sum(l.starts), sum(l.exits) "
+                "sum(l.up_ns), sum(l.starts), sum(l.exits), sum(i.length_ns) "
                 "FROM interval_loads l JOIN intervals i ON i.id = l.interval_id" SCENARIO_WINDOW_SQL
                 " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
                 &ld);
@@ -448,6 +448,7 @@ static int scenarios_in_snapshot(store *s, const struct store_filter *f,
                         .up_ns = (uint64_t) sqlite3_column_int64(ld, 4),
                         .starts = (uint64_t) sqlite3_column_int64(ld, 5),
                         .exits = (uint64_t) sqlite3_column_int64(ld, 6),
+                        .length_ns = (uint64_t) sqlite3_column_int64(ld, 7),
                 };
                 const char *gen = (const char *) sqlite3_column_text(ld, 2);
                 sqlite3_reset(m);

@@ -167,6 +167,7 @@ struct store_load_summary {
         double avg;          /* average of the metric, weighted by interval length */
         uint64_t up_ns, starts, exits;
         uint64_t intervals; /* intervals in which it appeared */
+        uint64_t length_ns; /* their total length (up_ns / length_ns: the share it ran) */
 };
 
 struct store_scenario {

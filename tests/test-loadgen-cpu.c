@@ -12,13 +12,7 @@
 /* Share of one CPU used by a running rtsoak-load cpu, measured over window_ms after a
  * settling time, so that start-up does not count. */
 static double measured_share(const char *const *gen_argv, int window_ms) {
-        char *argv[32];
-        int n = 0;
-        argv[n++] = (char *) tu_bin("RTSOAK_LOAD");
-        for (; *gen_argv; gen_argv++)
-                argv[n++] = (char *) *gen_argv;
-        argv[n] = NULL;
-        pid_t pid = tu_spawn(argv, NULL, NULL);
+        pid_t pid = tu_load_spawn(gen_argv);
         tu_sleep_ms(500);
         int64_t c0 = tu_process_cpu_ns(pid), t0 = now_ns(CLOCK_MONOTONIC);
         tu_sleep_ms(window_ms);
@@ -69,52 +63,33 @@ static void test_each_method_works(void **state) {
         }
 }
 
-static void expect_refusal(const char *const *gen_argv, const char *msg) {
-        char *argv[32];
-        int n = 0;
-        argv[n++] = (char *) tu_bin("RTSOAK_LOAD");
-        for (; *gen_argv; gen_argv++)
-                argv[n++] = (char *) *gen_argv;
-        argv[n] = NULL;
-        struct tu_result r;
-        tu_run(argv, 10000, NULL, NULL, &r);
-        assert_int_equal(r.status, 78);
-        if (!strstr(r.err, msg))
-                fail_msg("expected '%s' in: %s", msg, r.err);
-        tu_result_done(&r);
-}
-
 static void test_bad_options(void **state) {
-        expect_refusal((const char *const[]){ "cpu", "--load", "0", NULL },
-                       "cpu: --load=0: out of range, must be between 0.01% and 100%");
-        expect_refusal((const char *const[]){ "cpu", "--load", "101%", NULL },
-                       "cpu: --load=101%: more than 100%");
-        expect_refusal((const char *const[]){ "cpu", "--workers", "5000", NULL },
-                       "cpu: --workers=5000: out of range, must be between 0 and 4096");
-        expect_refusal((const char *const[]){ "cpu", "--workers", "-1", NULL },
-                       "cpu: --workers=-1: not a whole number");
-        expect_refusal((const char *const[]){ "cpu", "--period", "100", NULL },
-                       "cpu: --period=100:");
-        expect_refusal((const char *const[]){ "cpu", "--method", "vector", NULL },
-                       "cpu: --method=vector: must be one of mix, int, float, cache");
-        expect_refusal((const char *const[]){ "cpu", "--bogus", NULL },
-                       "cpu: unknown option '--bogus'");
-        expect_refusal((const char *const[]){ "cpu", "--load", NULL }, "cpu: --load needs a value");
-        expect_refusal((const char *const[]){ "cpu", "--", "x", NULL },
-                       "cpu: takes no arguments after \"--\"");
-        expect_refusal((const char *const[]){ "gpu", NULL }, "unknown load generator 'gpu'");
+        tu_load_refused((const char *const[]){ "cpu", "--load", "0", NULL },
+                        "cpu: --load=0: out of range, must be between 0.01% and 100%");
+        tu_load_refused((const char *const[]){ "cpu", "--load", "101%", NULL },
+                        "cpu: --load=101%: more than 100%");
+        tu_load_refused((const char *const[]){ "cpu", "--workers", "5000", NULL },
+                        "cpu: --workers=5000: out of range, must be between 0 and 4096");
+        tu_load_refused((const char *const[]){ "cpu", "--workers", "-1", NULL },
+                        "cpu: --workers=-1: not a whole number");
+        tu_load_refused((const char *const[]){ "cpu", "--period", "100", NULL },
+                        "cpu: --period=100:");
+        tu_load_refused((const char *const[]){ "cpu", "--method", "vector", NULL },
+                        "cpu: --method=vector: must be one of mix, int, float, cache");
+        tu_load_refused((const char *const[]){ "cpu", "--bogus", NULL },
+                        "cpu: unknown option '--bogus'");
+        tu_load_refused((const char *const[]){ "cpu", "--load", NULL },
+                        "cpu: --load needs a value");
+        tu_load_refused((const char *const[]){ "cpu", "--", "x", NULL },
+                        "cpu: takes no arguments after \"--\"");
+        tu_load_refused((const char *const[]){ "gpu", NULL }, "unknown load generator 'gpu'");
 }
 
 static void test_stops_promptly(void **state) {
         char *argv[] = { (char *) tu_bin("RTSOAK_LOAD"), "cpu", "--workers", "2", NULL };
         pid_t pid = tu_spawn(argv, NULL, NULL);
         tu_sleep_ms(500);
-        int64_t t0 = now_ns(CLOCK_MONOTONIC);
-        kill(pid, SIGTERM);
-        assert_int_equal(tu_wait(pid, 5000), 0);
-        int64_t ms = (now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
-        printf("# stopped %lld ms after SIGTERM\n", (long long) ms);
-        assert_true(ms < 1000);
+        tu_load_stop_ms(pid);
 }
 
 int main(void) {

@@ -69,12 +69,8 @@ static bool gone(pid_t pid) {
 }
 
 static void run_load(const char *const *gen_argv, int timeout_ms, struct tu_result *r) {
-        char *argv[32];
-        int n = 0;
-        argv[n++] = (char *) tu_bin("RTSOAK_LOAD");
-        for (; *gen_argv; gen_argv++)
-                argv[n++] = (char *) *gen_argv;
-        argv[n] = NULL;
+        char *argv[64];
+        tu_load_argv(argv, NULL, gen_argv);
         tu_run(argv, timeout_ms, NULL, NULL, r);
 }
 
@@ -90,8 +86,8 @@ static void test_restarted_and_reported(void **state) {
         char *text = tu_read_file(log);
         size_t lines = tu_count_lines(text, "run");
         size_t exits = 0;
-        for (const char *p = r.err; (p = strstr(p, "command_exit: 0 command exited with status 0 after"));
-             p++)
+        for (const char *p = r.err;
+             (p = strstr(p, "command_exit: 0 command exited with status 0 after")); p++)
                 exits++;
         json_t *j = tu_json(r.out);
         uint64_t runs = tu_load_count(j, "runs");

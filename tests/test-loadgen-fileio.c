@@ -16,19 +16,17 @@
 
 #define MiB (1024.0 * 1024.0)
 
-static int build_argv(char **argv, bool json, const char *duration, const char *const *gen_argv) {
-        int n = 0;
-        argv[n++] = (char *) tu_bin("RTSOAK_LOAD");
+static void build_argv(char **argv, bool json, const char *duration, const char *const *gen_argv) {
+        const char *pre[4];
+        int k = 0;
         if (json)
-                argv[n++] = "--json";
+                pre[k++] = "--json";
         if (duration) {
-                argv[n++] = "--duration";
-                argv[n++] = (char *) duration;
+                pre[k++] = "--duration";
+                pre[k++] = duration;
         }
-        for (; *gen_argv && n < 62; gen_argv++)
-                argv[n++] = (char *) *gen_argv;
-        argv[n] = NULL;
-        return n;
+        pre[k] = NULL;
+        tu_load_argv(argv, pre, gen_argv);
 }
 
 /* Runs rtsoak-load --json to completion; returns its result, with the JSON in *ret_json

@@ -12,16 +12,6 @@
 #include "test-util.h"
 #include "timeutil.h"
 
-static void load_argv(char **argv, const char *const *pre, const char *const *gen_argv) {
-        int n = 0;
-        argv[n++] = (char *) tu_bin("RTSOAK_LOAD");
-        for (; pre && *pre; pre++)
-                argv[n++] = (char *) *pre;
-        for (; *gen_argv && n < 62; gen_argv++)
-                argv[n++] = (char *) *gen_argv;
-        argv[n] = NULL;
-}
-
 /* Reads one field ("wchar") of /proc/self/io: it includes what reaped descendants did. */
 static uint64_t self_io(const char *field) {
         char *s = tu_read_file("/proc/self/io");
@@ -203,39 +193,29 @@ static void test_continuous(void **state) {
         check_continuous(&modes[3]);
 }
 
-static void expect_refusal(const char *const *gen_argv, const char *msg) {
-        char *argv[64];
-        load_argv(argv, NULL, gen_argv);
-        struct tu_result r;
-        tu_run(argv, 10000, NULL, NULL, &r);
-        assert_int_equal(r.status, 78);
-        if (!strstr(r.err, msg))
-                fail_msg("expected '%s' in: %s", msg, r.err);
-        tu_result_done(&r);
-}
-
 static void test_bad_options(void **state) {
-        expect_refusal((const char *const[]){ "hackbench", "--groups", "0", NULL },
-                       "hackbench: --groups=0: out of range, must be between 1 and 1000");
-        expect_refusal((const char *const[]){ "hackbench", "--fds", "0", NULL },
-                       "hackbench: --fds=0: out of range, must be between 1 and 1000");
-        expect_refusal((const char *const[]){ "hackbench", "--loops", "0", NULL },
-                       "hackbench: --loops=0: out of range");
-        expect_refusal((const char *const[]){ "hackbench", "--datasize", "1M", NULL },
-                       "hackbench: --datasize=1M: out of range, must be between 1 and 64K");
-        expect_refusal((const char *const[]){ "hackbench", "--datasize", "65537", NULL },
-                       "hackbench: --datasize=65537: out of range");
-        expect_refusal((const char *const[]){ "hackbench", "--groups", "100", "--fds", "21", NULL },
-                       "hackbench: --groups=100 --fds=21: too many tasks, 4200 senders and "
-                       "receivers");
-        expect_refusal((const char *const[]){ "hackbench", "--fds", "1000", NULL },
-                       "hackbench: --groups=10 --fds=1000: too many tasks");
-        expect_refusal((const char *const[]){ "hackbench", "--pipe=maybe", NULL },
-                       "hackbench: --pipe=maybe: not a boolean");
-        expect_refusal((const char *const[]){ "hackbench", "--rounds", "-1", NULL },
-                       "hackbench: --rounds=-1: not a whole number");
-        expect_refusal((const char *const[]){ "hackbench", "--", "x", NULL },
-                       "hackbench: takes no arguments after \"--\"");
+        tu_load_refused((const char *const[]){ "hackbench", "--groups", "0", NULL },
+                        "hackbench: --groups=0: out of range, must be between 1 and 1000");
+        tu_load_refused((const char *const[]){ "hackbench", "--fds", "0", NULL },
+                        "hackbench: --fds=0: out of range, must be between 1 and 1000");
+        tu_load_refused((const char *const[]){ "hackbench", "--loops", "0", NULL },
+                        "hackbench: --loops=0: out of range");
+        tu_load_refused((const char *const[]){ "hackbench", "--datasize", "1M", NULL },
+                        "hackbench: --datasize=1M: out of range, must be between 1 and 64K");
+        tu_load_refused((const char *const[]){ "hackbench", "--datasize", "65537", NULL },
+                        "hackbench: --datasize=65537: out of range");
+        tu_load_refused(
+                (const char *const[]){ "hackbench", "--groups", "100", "--fds", "21", NULL },
+                "hackbench: --groups=100 --fds=21: too many tasks, 4200 senders and "
+                "receivers");
+        tu_load_refused((const char *const[]){ "hackbench", "--fds", "1000", NULL },
+                        "hackbench: --groups=10 --fds=1000: too many tasks");
+        tu_load_refused((const char *const[]){ "hackbench", "--pipe=maybe", NULL },
+                        "hackbench: --pipe=maybe: not a boolean");
+        tu_load_refused((const char *const[]){ "hackbench", "--rounds", "-1", NULL },
+                        "hackbench: --rounds=-1: not a whole number");
+        tu_load_refused((const char *const[]){ "hackbench", "--", "x", NULL },
+                        "hackbench: takes no arguments after \"--\"");
 }
 
 static void check_stop(const struct mode *m) {
@@ -243,9 +223,9 @@ static void check_stop(const struct mode *m) {
         char *argv[64];
         char out[64];
         snprintf(out, sizeof(out), "/tmp/test-loadgen-hackbench.%d.json", (int) getpid());
-        load_argv(argv, (const char *const[]){ "--json", NULL },
-                  (const char *const[]){ "hackbench", "--groups", "2", "--fds", "5", "--loops",
-                                         "1000000000", m->pipe, m->threads, NULL });
+        tu_load_argv(argv, (const char *const[]){ "--json", NULL },
+                     (const char *const[]){ "hackbench", "--groups", "2", "--fds", "5", "--loops",
+                                            "1000000000", m->pipe, m->threads, NULL });
         pid_t pid = tu_spawn(argv, out, NULL);
         bool threads = strcmp(m->threads, "--threads=yes") == 0;
         bool pipes = strcmp(m->pipe, "--pipe=yes") == 0;

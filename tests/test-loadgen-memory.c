@@ -27,20 +27,10 @@ static int64_t rss_bytes(pid_t pid) {
         return kb < 0 ? -1 : kb * 1024;
 }
 
-static pid_t spawn_load(const char *const *gen_argv) {
-        char *argv[32];
-        int n = 0;
-        argv[n++] = (char *) tu_bin("RTSOAK_LOAD");
-        for (; *gen_argv; gen_argv++)
-                argv[n++] = (char *) *gen_argv;
-        argv[n] = NULL;
-        return tu_spawn(argv, NULL, NULL);
-}
-
 /* The largest and smallest VmRSS seen over window_ms, after a settling time. */
 static void rss_range(const char *const *gen_argv, int window_ms, int64_t *ret_min,
                       int64_t *ret_max) {
-        pid_t pid = spawn_load(gen_argv);
+        pid_t pid = tu_load_spawn(gen_argv);
         int64_t lo = INT64_MAX, hi = 0;
         tu_sleep_ms(500);
         for (int t = 0; t < window_ms; t += 20) {
@@ -113,47 +103,27 @@ static void test_rss_bounded_malloc(void **state) {
         check_rss_follows_hold("malloc");
 }
 
-static void expect_refusal(const char *const *gen_argv, const char *msg) {
-        char *argv[32];
-        int n = 0;
-        argv[n++] = (char *) tu_bin("RTSOAK_LOAD");
-        for (; *gen_argv; gen_argv++)
-                argv[n++] = (char *) *gen_argv;
-        argv[n] = NULL;
-        struct tu_result r;
-        tu_run(argv, 10000, NULL, NULL, &r);
-        assert_int_equal(r.status, 78);
-        if (!strstr(r.err, msg))
-                fail_msg("expected '%s' in: %s", msg, r.err);
-        tu_result_done(&r);
-}
-
 static void test_bad_options(void **state) {
-        expect_refusal((const char *const[]){ "memory", "--chunk", "2K", NULL },
-                       "memory: --chunk=2K: out of range, must be between 4K and 1G");
-        expect_refusal((const char *const[]){ "memory", "--chunk", "2G", NULL },
-                       "memory: --chunk=2G: out of range, must be between 4K and 1G");
-        expect_refusal((const char *const[]){ "memory", "--chunk", "32M", NULL },
-                       "memory: --chunk=33554432 is larger than --hold=16777216");
-        expect_refusal((const char *const[]){ "memory", "--hold", "1G", "--chunk", "4K", NULL },
-                       "memory: --hold=1073741824 is more than 65536 chunks of --chunk=4096");
-        expect_refusal((const char *const[]){ "memory", "--rate", "fast", NULL },
-                       "memory: --rate=fast: not a number");
-        expect_refusal((const char *const[]){ "memory", "--method", "sbrk", NULL },
-                       "memory: --method=sbrk: must be one of mmap, malloc");
+        tu_load_refused((const char *const[]){ "memory", "--chunk", "2K", NULL },
+                        "memory: --chunk=2K: out of range, must be between 4K and 1G");
+        tu_load_refused((const char *const[]){ "memory", "--chunk", "2G", NULL },
+                        "memory: --chunk=2G: out of range, must be between 4K and 1G");
+        tu_load_refused((const char *const[]){ "memory", "--chunk", "32M", NULL },
+                        "memory: --chunk=33554432 is larger than --hold=16777216");
+        tu_load_refused((const char *const[]){ "memory", "--hold", "1G", "--chunk", "4K", NULL },
+                        "memory: --hold=1073741824 is more than 65536 chunks of --chunk=4096");
+        tu_load_refused((const char *const[]){ "memory", "--rate", "fast", NULL },
+                        "memory: --rate=fast: not a number");
+        tu_load_refused((const char *const[]){ "memory", "--method", "sbrk", NULL },
+                        "memory: --method=sbrk: must be one of mmap, malloc");
 }
 
 static void test_stops_promptly(void **state) {
         /* Flat out with a large hold: stopping includes unmapping 256 MiB. */
-        pid_t pid = spawn_load((const char *const[]){ "memory", "--rate", "0", "--chunk", "4M",
-                                                      "--hold", "256M", NULL });
+        pid_t pid = tu_load_spawn((const char *const[]){ "memory", "--rate", "0", "--chunk", "4M",
+                                                         "--hold", "256M", NULL });
         tu_sleep_ms(700);
-        int64_t t0 = now_ns(CLOCK_MONOTONIC);
-        kill(pid, SIGTERM);
-        assert_int_equal(tu_wait(pid, 5000), 0);
-        int64_t ms = (now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
-        printf("# stopped %lld ms after SIGTERM\n", (long long) ms);
-        assert_true(ms < 1000);
+        tu_load_stop_ms(pid);
 }
 
 int main(void) {

@@ -133,57 +133,37 @@ static void test_peer_and_listen(void **state) {
         tu_rmdir(dir);
 }
 
-static void expect_refusal(const char *const *gen_argv, const char *msg) {
-        char *argv[32];
-        int n = 0;
-        argv[n++] = (char *) tu_bin("RTSOAK_LOAD");
-        for (; *gen_argv; gen_argv++)
-                argv[n++] = (char *) *gen_argv;
-        argv[n] = NULL;
-        struct tu_result r;
-        tu_run(argv, 10000, NULL, NULL, &r);
-        assert_int_equal(r.status, 78);
-        if (!strstr(r.err, msg))
-                fail_msg("expected '%s' in: %s", msg, r.err);
-        tu_result_done(&r);
-}
-
 static void test_bad_options(void **state) {
-        expect_refusal((const char *const[]){ "network", "--size", "0", NULL },
-                       "network: --size=0: out of range");
-        expect_refusal((const char *const[]){ "network", "--size", "65508", NULL },
-                       "network: --size=65508: more than 65507 bytes, the largest UDP datagram");
-        expect_refusal((const char *const[]){ "network", "--proto", "tcp", "--size", "65K", NULL },
-                       "network: --size=65K: out of range");
-        expect_refusal((const char *const[]){ "network", "--peer", "foo", NULL },
-                       "network: --peer=foo: not HOST:PORT");
-        expect_refusal((const char *const[]){ "network", "--peer", "127.0.0.1", NULL },
-                       "network: --peer=127.0.0.1: not HOST:PORT");
-        expect_refusal((const char *const[]){ "network", "--peer", "127.0.0.1:0", NULL },
-                       "network: --peer=127.0.0.1:0: port must be between 1 and 65535");
-        expect_refusal((const char *const[]){ "network", "--peer", "localhost:80", NULL },
-                       "network: --peer=localhost:80: not a numeric IPv4 or IPv6 address");
-        expect_refusal((const char *const[]){ "network", "--bind", "127.0.0.1:99999", NULL },
-                       "network: --bind=127.0.0.1:99999: port must be between 0 and 65535");
-        expect_refusal(
+        tu_load_refused((const char *const[]){ "network", "--size", "0", NULL },
+                        "network: --size=0: out of range");
+        tu_load_refused((const char *const[]){ "network", "--size", "65508", NULL },
+                        "network: --size=65508: more than 65507 bytes, the largest UDP datagram");
+        tu_load_refused((const char *const[]){ "network", "--proto", "tcp", "--size", "65K", NULL },
+                        "network: --size=65K: out of range");
+        tu_load_refused((const char *const[]){ "network", "--peer", "foo", NULL },
+                        "network: --peer=foo: not HOST:PORT");
+        tu_load_refused((const char *const[]){ "network", "--peer", "127.0.0.1", NULL },
+                        "network: --peer=127.0.0.1: not HOST:PORT");
+        tu_load_refused((const char *const[]){ "network", "--peer", "127.0.0.1:0", NULL },
+                        "network: --peer=127.0.0.1:0: port must be between 1 and 65535");
+        tu_load_refused((const char *const[]){ "network", "--peer", "localhost:80", NULL },
+                        "network: --peer=localhost:80: not a numeric IPv4 or IPv6 address");
+        tu_load_refused((const char *const[]){ "network", "--bind", "127.0.0.1:99999", NULL },
+                        "network: --bind=127.0.0.1:99999: port must be between 0 and 65535");
+        tu_load_refused(
                 (const char *const[]){ "network", "--peer", "127.0.0.1:9", "--listen", NULL },
                 "network: --listen:");
-        expect_refusal((const char *const[]){ "network", "--proto", "sctp", NULL },
-                       "network: --proto=sctp: must be one of tcp, udp, both");
-        expect_refusal((const char *const[]){ "network", "--streams", "0", NULL },
-                       "network: --streams=0: out of range");
+        tu_load_refused((const char *const[]){ "network", "--proto", "sctp", NULL },
+                        "network: --proto=sctp: must be one of tcp, udp, both");
+        tu_load_refused((const char *const[]){ "network", "--streams", "0", NULL },
+                        "network: --streams=0: out of range");
 }
 
 static void test_stops_promptly(void **state) {
         char *argv[] = { (char *) tu_bin("RTSOAK_LOAD"), "network", "--streams", "2", NULL };
         pid_t pid = tu_spawn(argv, NULL, NULL);
         tu_sleep_ms(500);
-        int64_t t0 = now_ns(CLOCK_MONOTONIC);
-        kill(pid, SIGTERM);
-        assert_int_equal(tu_wait(pid, 5000), 0);
-        int64_t ms = (now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
-        printf("# stopped %lld ms after SIGTERM\n", (long long) ms);
-        assert_true(ms < 1000);
+        tu_load_stop_ms(pid);
 }
 
 int main(void) {

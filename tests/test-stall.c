@@ -59,7 +59,7 @@ static enum outcome attempt(int target, int control) {
         snprintf(out, sizeof(out), "%s/rtsoakd.out", dir);
         snprintf(err, sizeof(err), "%s/rtsoakd.err", dir);
 
-        char *argv[32];
+        char *argv[48];
         const char *extra[] = { "--set",      "Probe.Interval=100us",
                                 "--set",      "Probe.Priority=80",
                                 "--set",      "Probe.Threshold=10ms",
@@ -245,7 +245,7 @@ static void test_starved_probe_stop_is_bounded(void **state) {
         char *inj[8], inj_buf[5][24];
         injector_argv(inj, inj_buf, target, 8000000, 1, 0, 500);
         pid_t hog = tu_spawn(inj, NULL, NULL);
-        char *argv[32];
+        char *argv[48];
         const char *extra[] = { "--set", "Probe.Priority=80", "--set", set_cpus, "--duration", "2s",
                                 NULL };
         tu_daemon_argv(argv, set_db, extra);

@@ -57,13 +57,23 @@ void tu_daemon_argv(char **argv, char *set_db, const char *const *extra) {
         argv[n++] = set_db;
         argv[n++] = "--set";
         argv[n++] = "Storage.Interval=1s";
+        /* No load unless a test asks for one; the loads are the build's rtsoak-load. */
+        argv[n++] = "--set";
+        argv[n++] = "Schedule.Rotation=idle 1h";
+        static char helper[4200];
+        const char *load = getenv("RTSOAK_LOAD");
+        if (load) {
+                snprintf(helper, sizeof(helper), "Load.Helper=%s", load);
+                argv[n++] = "--set";
+                argv[n++] = helper;
+        }
         /* Sanitizer builds cannot lock their shadow memory; the suite says so via env. */
         const char *san = getenv("RTSOAKD_TEST_SET");
         if (san && *san) {
                 argv[n++] = "--set";
                 argv[n++] = (char *) san;
         }
-        for (; extra && *extra && n < 31; extra++)
+        for (; extra && *extra && n < 47; extra++)
                 argv[n++] = (char *) *extra;
         argv[n] = NULL;
 }
@@ -253,18 +263,48 @@ int64_t tu_process_cpu_ns(pid_t pid) {
         return sum;
 }
 
-json_t *tu_load_json(const char *duration, const char *const *gen_argv) {
-        char *argv[64];
+void tu_load_argv(char **argv, const char *const *pre, const char *const *gen_argv) {
         int n = 0;
         argv[n++] = (char *) tu_bin("RTSOAK_LOAD");
-        argv[n++] = "--json";
-        if (duration) {
-                argv[n++] = "--duration";
-                argv[n++] = (char *) duration;
-        }
+        for (; pre && *pre && n < 62; pre++)
+                argv[n++] = (char *) *pre;
         for (; *gen_argv && n < 63; gen_argv++)
                 argv[n++] = (char *) *gen_argv;
         argv[n] = NULL;
+}
+
+pid_t tu_load_spawn(const char *const *gen_argv) {
+        char *argv[64];
+        tu_load_argv(argv, NULL, gen_argv);
+        return tu_spawn(argv, NULL, NULL);
+}
+
+int64_t tu_load_stop_ms(pid_t pid) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        kill(pid, SIGTERM);
+        assert_int_equal(tu_wait(pid, 5000), 0);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        int64_t ms = (int64_t) (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+        printf("# stopped %lld ms after SIGTERM\n", (long long) ms);
+        assert_true(ms < 1000);
+        return ms;
+}
+
+void tu_load_refused(const char *const *gen_argv, const char *msg) {
+        char *argv[64];
+        struct tu_result r;
+        tu_load_argv(argv, NULL, gen_argv);
+        tu_run(argv, 10000, NULL, NULL, &r);
+        if (r.status != 78 || !strstr(r.err, msg))
+                fail_msg("expected exit 78 and '%s', got %d: %s", msg, r.status, r.err);
+        tu_result_done(&r);
+}
+
+json_t *tu_load_json(const char *duration, const char *const *gen_argv) {
+        char *argv[64];
+        const char *pre[] = { "--json", duration ? "--duration" : NULL, duration, NULL };
+        tu_load_argv(argv, pre, gen_argv);
         struct tu_result r;
         tu_run(argv, 30000, NULL, NULL, &r);
         if (r.status != 0)

@@ -32,8 +32,9 @@ pid_t tu_spawn(char *const argv[], const char *out_path, const char *err_path);
 int tu_wait(pid_t pid, int timeout_ms);
 
 /* argv for rtsoakd with no configuration file, the given "Storage.Path=..." assignment,
- * 1 s intervals, the sanitizer build's extra setting (RTSOAKD_TEST_SET) and then extra
- * (NULL-terminated).  argv must hold 32 entries. */
+ * 1 s intervals, no load (Schedule.Rotation=idle 1h) run by the build's rtsoak-load, the
+ * sanitizer build's extra setting (RTSOAKD_TEST_SET) and then extra (NULL-terminated).
+ * argv must hold 48 entries. */
 void tu_daemon_argv(char **argv, char *set_db, const char *const *extra);
 
 void tu_sleep_ms(int ms);
@@ -46,6 +47,18 @@ size_t tu_count_lines(const char *s, const char *prefix);
 /* CPU time (ns) used so far by every thread of process pid, from the scheduler's own
  * accounting (/proc/PID/task/TID/schedstat); -1 if the process is gone. */
 int64_t tu_process_cpu_ns(pid_t pid);
+
+/* argv for rtsoak-load: its own options pre (NULL-terminated, may be NULL), then the
+ * generator and its options gen_argv.  argv must hold 64 entries. */
+void tu_load_argv(char **argv, const char *const *pre, const char *const *gen_argv);
+/* rtsoak-load with gen_argv started in the background (output to /dev/null). */
+pid_t tu_load_spawn(const char *const *gen_argv);
+/* Sends SIGTERM to a running rtsoak-load, checks that it exits with status 0 within a
+ * second, and returns how many milliseconds that took. */
+int64_t tu_load_stop_ms(pid_t pid);
+/* Runs rtsoak-load with gen_argv and checks that it refuses with exit status 78 and msg in
+ * what it prints on stderr. */
+void tu_load_refused(const char *const *gen_argv, const char *msg);
 
 /* rtsoak-load [-d duration] generator options..., run to completion (timeout 30 s) with
  * "--json"; returns the parsed JSON object (fails the test on a non-zero exit). */

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* The load supervisor: runs the load generators of the current scenario as child processes
+ * (rtsoak-load, each in its own process group), restarts them with backoff, relays their
+ * events, and measures what each did in every interval. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "daemon-config.h"
+#include "loadgen.h"
+#include "store.h"
+
+struct loadsup_params {
+        const char *helper; /* path of rtsoak-load */
+        const char *user;   /* NULL or "": do not change user */
+        int nice;
+        uint64_t restart_delay_ns, restart_delay_max_ns;
+        uint64_t stop_grace_ns; /* SIGTERM, then SIGKILL to the group after this */
+        /* Something worth an event happened (type "load_exit", "load_low_space" ...). */
+        void (*on_event)(void *userdata, const char *type, int64_t value, const char *message);
+        void *userdata;
+};
+
+/* What the loads of one interval did. */
+struct load_record {
+        uint64_t k; /* interval index */
+        const char *scenario;
+        size_t nloads;
+        struct store_interval_load loads[SCENARIO_LOADS_MAX];
+        struct store_load_metric metrics[SCENARIO_LOADS_MAX][LOADGEN_MAX_METRICS];
+};
+
+struct loadsup;
+
+int loadsup_new(sd_event *e, const struct loadsup_params *p, int64_t now_mono,
+                struct loadsup **ret);
+/* Stops every child (SIGTERM, SIGKILL after the grace) and waits for them: nothing of ours
+ * is left running when this returns. */
+void loadsup_free(struct loadsup *s);
+
+/* Stops the loads of the current scenario and starts those of sc. */
+int loadsup_set_scenario(struct loadsup *s, const struct scenario *sc, int64_t now_mono);
+const struct scenario *loadsup_scenario(const struct loadsup *s);
+
+/* Asks every child to stop (for daemon shutdown); loadsup_free() waits for them. */
+void loadsup_stop(struct loadsup *s);
+
+/* Fills rec with each load's throughput, running time, starts and exits from the previous
+ * call (or the start of the scenario) to at_mono, an interval boundary; now_mono is when
+ * this is called (later than at_mono when the main loop was held up). */
+void loadsup_snapshot(struct loadsup *s, int64_t at_mono, int64_t now_mono,
+                      struct load_record *rec);
+
+/* Process IDs of the running generator processes (group leaders), for tests and status. */
+size_t loadsup_pids(const struct loadsup *s, int *pids, size_t max);
