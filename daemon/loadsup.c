@@ -3,6 +3,7 @@
  * never fork(): fork would write-protect the probes' memory for copy-on-write, and the next
  * store of a probe thread into its own ring would then take a page fault we would measure as
  * latency. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/pidfd.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,7 +34,7 @@ extern char **environ;
 #define EVENT_REFILL_NS (6 * (int64_t) NSEC_PER_SEC)
 #define EXIT_UNSUPPORTED 69
 
-enum slot_state { SLOT_RUNNING, SLOT_BACKOFF, SLOT_STOPPING, SLOT_DONE };
+enum slot_state { SLOT_NEW, SLOT_RUNNING, SLOT_BACKOFF, SLOT_STOPPING, SLOT_DONE };
 
 struct slot {
         struct loadsup *sup;
@@ -161,7 +163,8 @@ static void child_line(struct slot *sl, char *line) {
                 value = strtoll(sp + 1, &end, 10);
                 msg = *end == ' ' ? end + 1 : end;
         }
-        if (!valid_type(line, tl)) {
+        /* "exit" is ours (the supervisor's own load_exit): a child cannot report it. */
+        if (!valid_type(line, tl) || (tl == 4 && strncmp(line, "exit", 4) == 0)) {
                 snprintf(type, sizeof(type), "load_message");
                 msg = line;
                 value = -1;
@@ -192,10 +195,10 @@ static void drain_events(struct slot *sl) {
                         return;
                 }
                 sl->evlen += (size_t) n;
-                sl->evbuf[sl->evlen] = 0;
                 char *start = sl->evbuf, *nl;
-                while ((nl = strchr(start, '\n'))) {
+                while ((nl = memchr(start, '\n', (size_t) (sl->evbuf + sl->evlen - start)))) {
                         *nl = 0;
+                        /* A NUL inside the line ends it early, nothing worse. */
                         child_line(sl, start);
                         start = nl + 1;
                 }
@@ -229,6 +232,7 @@ static void arm_timer(struct slot *sl, uint64_t after_ns, sd_event_time_handler_
         int r = sd_event_add_time_relative(sl->sup->event, &sl->timer, CLOCK_MONOTONIC,
                                            after_ns / 1000, 1000, cb, sl);
         if (r < 0)
+                /* The next interval boundary looks at slots without a timer. */
                 log_error_errno(r, "Cannot arm a load timer: %m");
 }
 
@@ -290,7 +294,9 @@ static void slot_reap(struct slot *sl) {
         slot_name(sl, name, sizeof(name));
         char ranbuf[TIMESPAN_MAX_LEN], delay[TIMESPAN_MAX_LEN];
         bool unsupported = si.si_code == CLD_EXITED && si.si_status == EXIT_UNSUPPORTED;
-        uint64_t wait = unsupported ? s->p.restart_delay_max_ns : sl->backoff_ns;
+        /* "Cannot run here" may be passing (a port still held by the loads of the scenario
+         * that just ended): the usual backoff, which grows if it persists. */
+        uint64_t wait = sl->backoff_ns;
         emit(s, "load_exit", si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status,
              "%s (pid %d) %s after %s%s; restarting in %s", name, (int) si.si_pid, how,
              format_timespan(ranbuf, ran / NSEC_PER_MSEC * NSEC_PER_MSEC),
@@ -306,33 +312,50 @@ static int on_child_exit(sd_event_source *src, int fd, uint32_t revents, void *u
         return 0;
 }
 
+/* Could not start or watch the child: try again after the backoff. */
+static int spawn_failed(struct slot *sl, int r, const char *what) {
+        struct loadsup *s = sl->sup;
+        char name[128], delay[TIMESPAN_MAX_LEN];
+        slot_name(sl, name, sizeof(name));
+        emit(s, "load_exit", -1, "%s: %s: %s; retrying in %s", name, what, strerror(-r),
+             format_timespan(delay, sl->backoff_ns));
+        log_error("Load %s: %s: %s; retrying in %s", name, what, strerror(-r), delay);
+        schedule_restart(sl);
+        sl->backoff_ns = MIN(sl->backoff_ns * 2, s->p.restart_delay_max_ns);
+        return r;
+}
+
 static int slot_spawn(struct slot *sl) {
         struct loadsup *s = sl->sup;
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
         int evp[2] = { -1, -1 }, r;
-        char fdarg[4][32], name[128];
-        char *argv[64];
-        size_t n = 0;
+        char parent[32], nice[32], name[128];
+        size_t n = 0, nwords = 0;
 
+        while (sl->argv[nwords])
+                nwords++;
+        _cleanup_free_ char **argv = calloc(nwords + 16, sizeof(char *));
+        if (!argv)
+                return spawn_failed(sl, -ENOMEM, "cannot start it");
         if (pipe2(evp, O_CLOEXEC) < 0)
-                return log_error_errno(negative_errno(), "Cannot create a pipe: %m");
-        snprintf(fdarg[0], sizeof(fdarg[0]), "%d", (int) getpid());
-        snprintf(fdarg[1], sizeof(fdarg[1]), "%d", s->p.nice);
+                return spawn_failed(sl, negative_errno(), "cannot create its event pipe");
+        snprintf(parent, sizeof(parent), "%d", (int) getpid());
+        snprintf(nice, sizeof(nice), "%d", s->p.nice);
         argv[n++] = (char *) s->p.helper;
         argv[n++] = "--supervised";
         argv[n++] = "--stats-fd=3";
         argv[n++] = "--events-fd=4";
         argv[n++] = "--parent";
-        argv[n++] = fdarg[0];
+        argv[n++] = parent;
         argv[n++] = "--nice";
-        argv[n++] = fdarg[1];
+        argv[n++] = nice;
         if (s->p.user && *s->p.user) {
                 argv[n++] = "--user";
                 argv[n++] = (char *) s->p.user;
         }
-        for (char **a = sl->argv; *a && n < ELEMENTSOF(argv) - 1; a++)
-                argv[n++] = *a;
+        for (size_t i = 0; i < nwords; i++)
+                argv[n++] = sl->argv[i];
         argv[n] = NULL;
 
         /* The child gets: stdin and stdout on /dev/null, our stderr (the journal), the
@@ -364,40 +387,35 @@ static int slot_spawn(struct slot *sl) {
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
         close(evp[1]);
-        slot_name(sl, name, sizeof(name));
         if (r < 0) {
-                char delay[TIMESPAN_MAX_LEN];
+                char what[4200];
                 close(evp[0]);
-                emit(s, "load_exit", -1, "%s: cannot start %s: %s; retrying in %s", name,
-                     s->p.helper, strerror(-r), format_timespan(delay, sl->backoff_ns));
-                log_error_errno(r, "Cannot start load %s (%s): %m", name, s->p.helper);
-                schedule_restart(sl);
-                sl->backoff_ns = MIN(sl->backoff_ns * 2, s->p.restart_delay_max_ns);
-                return r;
+                snprintf(what, sizeof(what), "cannot start %s", s->p.helper);
+                return spawn_failed(sl, r, what);
         }
 
         sl->pid = pid;
-        sl->pidfd = pidfd_open(pid, 0);
         sl->ev_fd = evp[0];
-        if (sl->pidfd < 0) {
-                r = log_error_errno(negative_errno(), "pidfd_open(%d): %m", (int) pid);
+        sl->pidfd = pidfd_open(pid, 0);
+        r = sl->pidfd < 0 ? negative_errno() : 0;
+        (void) fcntl(sl->ev_fd, F_SETFL, O_NONBLOCK);
+        if (r >= 0)
+                r = sd_event_add_io(s->event, &sl->exit_src, sl->pidfd, EPOLLIN, on_child_exit, sl);
+        if (r >= 0)
+                r = sd_event_add_io(s->event, &sl->ev_src, sl->ev_fd, EPOLLIN, on_child_event, sl);
+        if (r < 0) {
+                /* Not watched, it would be neither restarted nor reaped: end it now. */
                 (void) kill(-pid, SIGKILL);
                 (void) waitpid(pid, NULL, 0);
                 sl->pid = 0;
                 close_child_fds(sl);
-                schedule_restart(sl);
-                return r;
+                return spawn_failed(sl, r, "cannot watch it");
         }
-        (void) fcntl(sl->ev_fd, F_SETFL, O_NONBLOCK);
-        r = sd_event_add_io(s->event, &sl->exit_src, sl->pidfd, EPOLLIN, on_child_exit, sl);
-        if (r >= 0)
-                r = sd_event_add_io(s->event, &sl->ev_src, sl->ev_fd, EPOLLIN, on_child_event, sl);
-        if (r < 0)
-                log_error_errno(r, "Cannot watch load %s: %m", name);
         sl->state = SLOT_RUNNING;
         sl->started_mono = now_ns(CLOCK_MONOTONIC);
         sl->up_from_mono = sl->started_mono;
         sl->starts++;
+        slot_name(sl, name, sizeof(name));
         log_debug("Started load %s as pid %d", name, (int) pid);
         return 0;
 }
@@ -424,8 +442,10 @@ static int slot_new(struct loadsup *s, const struct loadgen_spec *spec, size_t i
                 log_error("Load %s: %s", spec->text, err);
                 goto fail;
         }
-        sl->shm_fd = memfd_create("rtsoak-load-stats", MFD_CLOEXEC);
-        if (sl->shm_fd < 0 || ftruncate(sl->shm_fd, sizeof(struct loadgen_shm)) < 0) {
+        /* Sealed at its size: a child cannot shrink it under our reads (SIGBUS). */
+        sl->shm_fd = memfd_create("rtsoak-load-stats", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (sl->shm_fd < 0 || ftruncate(sl->shm_fd, sizeof(struct loadgen_shm)) < 0 ||
+            fcntl(sl->shm_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
                 r = log_error_errno(negative_errno(), "Cannot create a statistics area: %m");
                 goto fail;
         }
@@ -461,7 +481,7 @@ static void slot_terminate(struct slot *sl) {
                 (void) kill(-sl->pid, SIGTERM);
                 sl->state = SLOT_STOPPING;
                 arm_timer(sl, sl->sup->p.stop_grace_ns, on_kill_timer);
-        } else if (sl->state == SLOT_BACKOFF) {
+        } else if (sl->state != SLOT_RUNNING && sl->state != SLOT_STOPPING) {
                 sl->timer = sd_event_source_disable_unref(sl->timer);
                 sl->state = SLOT_DONE;
         }
@@ -472,6 +492,12 @@ int loadsup_new(sd_event *e, const struct loadsup_params *p, int64_t now_mono,
         struct loadsup *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
+        /* Whatever a generator leaves orphaned (a command's background job that left its
+         * process group, workers of a generator that was killed) becomes our child instead of
+         * init's, and loadsup_sweep() ends it. */
+        if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+                log_warning("Cannot become a child subreaper (%m): processes that generators "
+                            "orphan would not be cleaned up");
         s->event = sd_event_ref(e);
         s->p = *p;
         *ret = s;
@@ -489,8 +515,10 @@ static void retire_current(struct loadsup *s) {
                 struct slot **a = realloc(s->retired, (s->nretired + 1) * sizeof(*a));
                 if (!a) {
                         /* Cannot track it: wait for it here rather than lose it. */
-                        (void) kill(-sl->pid, SIGKILL);
-                        slot_reap(sl);
+                        if (sl->pid > 0) {
+                                (void) kill(-sl->pid, SIGKILL);
+                                slot_reap(sl);
+                        }
                         slot_free(sl);
                         continue;
                 }
@@ -531,14 +559,71 @@ void loadsup_stop(struct loadsup *s) {
         retire_current(s);
 }
 
+static bool pid_is_slot(struct slot **v, size_t n, pid_t pid) {
+        for (size_t i = 0; i < n; i++)
+                if (v[i]->pid == pid)
+                        return true;
+        return false;
+}
+
+size_t loadsup_sweep(struct loadsup *s) {
+        DIR *d = opendir("/proc");
+        pid_t self = getpid();
+        size_t n = 0;
+        struct dirent *de;
+        if (!d)
+                return 0;
+        while ((de = readdir(d))) {
+                char path[64], buf[512];
+                pid_t pid = (pid_t) atoi(de->d_name);
+                if (pid <= 0 || pid_is_slot(s->slots, s->nslots, pid) ||
+                    pid_is_slot(s->retired, s->nretired, pid))
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+                FILE *f = fopen(path, "re");
+                if (!f)
+                        continue;
+                size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+                fclose(f);
+                buf[len] = 0;
+                char *p = strrchr(buf, ')'), state;
+                int ppid;
+                if (!p || sscanf(p + 2, "%c %d", &state, &ppid) != 2 || ppid != self)
+                        continue;
+                /* Our child, so its PID cannot be reused before we reap it. */
+                if (state != 'Z') {
+                        log_warning("Ending process %d, left behind by a load generator",
+                                    (int) pid);
+                        (void) kill(pid, SIGKILL);
+                        n++;
+                }
+                (void) waitpid(pid, NULL, state == 'Z' ? 0 : WNOHANG);
+        }
+        closedir(d);
+        return n;
+}
+
 void loadsup_free(struct loadsup *s) {
         if (!s)
                 return;
         retire_current(s);
         /* Wait for every child: SIGKILL to the groups of those still there after the grace. */
         int64_t deadline = now_ns(CLOCK_MONOTONIC) + (int64_t) s->p.stop_grace_ns;
+        int64_t give_up = deadline + 5 * (int64_t) NSEC_PER_SEC;
         bool killed = false;
         while (s->nretired > 0) {
+                if (now_ns(CLOCK_MONOTONIC) >= give_up) {
+                        /* Stuck in the kernel (a hung disk): do not hang with it. */
+                        for (size_t i = 0; i < s->nretired; i++) {
+                                log_error("Load process %d did not end 5 s after SIGKILL; "
+                                          "leaving it",
+                                          (int) s->retired[i]->pid);
+                                s->retired[i]->pid = 0;
+                        }
+                        while (s->nretired > 0)
+                                remove_retired(s, s->retired[0]);
+                        break;
+                }
                 struct slot *sl = s->retired[0];
                 if (sl->pid <= 0) {
                         remove_retired(s, sl);
@@ -559,6 +644,11 @@ void loadsup_free(struct loadsup *s) {
                 struct timespec ts = { 0, 5 * 1000 * 1000 };
                 nanosleep(&ts, NULL);
         }
+        /* Orphans of the generators, now children of ours: end and reap them. */
+        for (int i = 0; i < 100 && loadsup_sweep(s) > 0; i++) {
+                struct timespec ts = { 0, 10 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+        }
         free(s->retired);
         sd_event_unref(s->event);
         free(s);
@@ -571,6 +661,8 @@ void loadsup_snapshot(struct loadsup *s, int64_t at_mono, int64_t now_mono,
         for (size_t i = 0; i < s->nslots && i < SCENARIO_LOADS_MAX; i++) {
                 struct slot *sl = s->slots[i];
                 const struct loadgen_info *info = sl->spec->info;
+                if (sl->state == SLOT_BACKOFF && !sl->timer)
+                        (void) slot_spawn(sl); /* its restart timer could not be armed */
                 /* Counters are read now, which may be later than the boundary at_mono when
                  * the main loop was held up: the part before the boundary goes into this
                  * record, in proportion to the time (the rate is the same either way). */

@@ -153,6 +153,8 @@ static void start_scenario(struct daemon *d, int64_t real_ns, int64_t now_mono) 
  * the scenario if the schedule says so. */
 static void advance_intervals(struct daemon *d, int64_t now) {
         int64_t period = (int64_t) d->cfg.interval_ns;
+        if (now >= d->next_boundary_mono)
+                (void) loadsup_sweep(d->loads);
         while (now >= d->next_boundary_mono) {
                 record_loads(d, d->cur_k, d->next_boundary_mono, now);
                 d->cur_k++;

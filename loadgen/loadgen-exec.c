@@ -385,6 +385,8 @@ static int exec_run(struct loadgen_ctx *ctx) {
                 if (c.pidfd >= 0)
                         close(c.pidfd);
                 c.pidfd = -1;
+                /* The group is gone: its ID may be reused from now on, never signal it. */
+                c.pid = 0;
                 delay = next_delay(o, &c, delay);
                 if (!loadgen_sleep_until(ctx, now_ns(CLOCK_MONOTONIC) + (int64_t) delay))
                         break;

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* The fileio load: workers writing, fsyncing, reading back (and checking) and unlinking files
  * in one directory, at a chosen byte rate or flat out, never filling the file system. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/magic.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -533,8 +535,29 @@ static bool join_or_abandon(struct fileio_worker *w, int64_t deadline_ns) {
         return false;
 }
 
+/* Files of an earlier fileio that was killed before it could unlink them: over a months-long
+ * soak with restarts they would fill the disk.  Only files of processes that are gone. */
+static void remove_leftovers(struct loadgen_ctx *ctx, const char *dir) {
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                int pid, end = 0;
+                if (sscanf(de->d_name, "rtsoak-fileio.%d.%n", &pid, &end) != 1 || end == 0 ||
+                    pid <= 0 || (kill(pid, 0) == 0 || errno != ESRCH))
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) == 0)
+                        loadgen_event(ctx, "leftover_removed", -1,
+                                      "removed %s/%s, left behind by a fileio that was killed", dir,
+                                      de->d_name);
+        }
+        closedir(d);
+}
+
 static int fileio_run(struct loadgen_ctx *ctx) {
         const struct fileio_opts *o = ctx->opts;
+        remove_leftovers(ctx, o->dir);
         size_t n = o->workers, started = 0;
         struct fileio_shared *shared = calloc(1, sizeof(*shared));
         struct fileio_worker *w = calloc(n, sizeof(*w));

@@ -3,6 +3,7 @@
  * loopback by default) or to a partner elsewhere, counting what was sent and what arrived. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -293,6 +294,7 @@ struct connection {
         struct network *net;
         pthread_t thread;
         int fd;
+        atomic_bool done; /* its thread has finished: join it, close fd */
 };
 
 struct network {
@@ -323,8 +325,10 @@ static void *tcp_sink_main(void *arg) {
         int64_t stop_seen = 0;
         char *buf = malloc(TCP_RECV_BUF);
 
-        if (!buf)
+        if (!buf) {
+                atomic_store(&c->done, true);
                 return NULL;
+        }
         while (!sink_done(net, &stop_seen)) {
                 ssize_t n = recv(c->fd, buf, TCP_RECV_BUF, 0);
                 if (n == 0)
@@ -341,6 +345,7 @@ static void *tcp_sink_main(void *arg) {
         }
         tally_flush(&t);
         free(buf);
+        atomic_store(&c->done, true);
         return NULL;
 }
 
@@ -481,8 +486,13 @@ static void *tcp_sender_main(void *arg) {
                         continue;
                 }
                 reported = false;
+                int64_t connected = now_ns(CLOCK_MONOTONIC);
                 tcp_send_loop(s, fd, buf, &p, &t);
                 close(fd);
+                /* A sink that closes at once (full, or going away) is not hammered. */
+                if (now_ns(CLOCK_MONOTONIC) - connected < 100 * (int64_t) NSEC_PER_MSEC)
+                        loadgen_sleep_until(net->ctx, now_ns(CLOCK_MONOTONIC) +
+                                                              100 * (int64_t) NSEC_PER_MSEC);
         }
         tally_flush(&t);
         free(buf);
@@ -581,12 +591,29 @@ static int start_sinks(struct network *net, pthread_t *udp_threads, size_t *n_ud
 /* The run thread accepts connections for the TCP sink, one thread per connection. */
 static void accept_loop(struct network *net, struct connection **conns, size_t *n_conns) {
         while (!loadgen_stopping(net->ctx)) {
+                /* Connections that ended (a partner that restarts reconnects): join them, so
+                 * that a sink running for months holds only the live ones. */
+                for (size_t i = 0; i < *n_conns;) {
+                        if (!atomic_load(&conns[i]->done)) {
+                                i++;
+                                continue;
+                        }
+                        pthread_join(conns[i]->thread, NULL);
+                        close(conns[i]->fd);
+                        free(conns[i]);
+                        conns[i] = conns[--*n_conns];
+                }
                 struct pollfd p = { net->listen_fd, POLLIN, 0 };
                 if (poll(&p, 1, IO_TIMEOUT_MS) <= 0)
                         continue;
                 int fd = accept4(net->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-                if (fd < 0)
+                if (fd < 0) {
+                        /* Out of descriptors, say: the socket stays readable, do not spin. */
+                        loadgen_sleep_until(net->ctx,
+                                            now_ns(CLOCK_MONOTONIC) +
+                                                    IO_TIMEOUT_MS * (int64_t) NSEC_PER_MSEC);
                         continue;
+                }
                 struct connection *c = malloc(sizeof(*c));
                 if (!c || *n_conns >= MAX_CONNECTIONS) {
                         free(c);

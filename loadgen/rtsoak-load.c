@@ -2,6 +2,7 @@
 /* rtsoak-load: runs one load generator from the command line and prints its throughput;
  * rtsoakd also starts it (supervised mode) for every generator of a scenario. */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -254,7 +255,10 @@ int main(int argc, char *argv[]) {
         else if (shm->magic != LOADGEN_SHM_MAGIC) {
                 log_error("--stats-fd %d is not a statistics area", stats_fd);
                 return EXIT_FAILURE;
-        }
+        } else
+                close(stats_fd); /* mapped; a command run by a generator must not get it */
+        if (events_fd >= 0)
+                (void) fcntl(events_fd, F_SETFD, FD_CLOEXEC);
         shm->nmetrics = (uint32_t) spec.info->nmetrics;
 
         static struct runner rn;

@@ -345,8 +345,39 @@ static void test_stops_promptly_and_cleans_up(void **state) {
         tu_rmdir(dir);
 }
 
+static void test_leftovers_removed(void **state) {
+        char *dir = tu_mkdtemp("fileio-left"), path[600], kept[600];
+        /* A PID that is surely gone: a child we have reaped. */
+        pid_t dead = fork();
+        if (dead == 0)
+                _exit(0);
+        waitpid(dead, NULL, 0);
+        snprintf(path, sizeof(path), "%s/rtsoak-fileio.%d.0.7", dir, (int) dead);
+        snprintf(kept, sizeof(kept), "%s/rtsoak-fileio.%d.0.7", dir, (int) getpid());
+        for (const char *p = path;; p = kept) {
+                FILE *f = fopen(p, "we");
+                assert_non_null(f);
+                fputs("left", f);
+                fclose(f);
+                if (p == kept)
+                        break;
+        }
+        char *argv[64];
+        struct tu_result r;
+        tu_load_argv(argv, (const char *const[]){ "--duration", "300ms", NULL },
+                     (const char *const[]){ "fileio", "--dir", dir, "--file-size", "64K", NULL });
+        assert_int_equal(tu_run(argv, 20000, NULL, NULL, &r), 0);
+        /* The dead process's file is gone and said so; a live process's file is kept. */
+        assert_int_equal(access(path, F_OK), -1);
+        assert_int_equal(access(kept, F_OK), 0);
+        assert_non_null(strstr(r.err, "leftover_removed"));
+        tu_result_done(&r);
+        tu_rmdir(dir);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_leftovers_removed),
                 cmocka_unit_test(test_counts_real_bytes),
                 cmocka_unit_test(test_rate_honoured),
                 cmocka_unit_test(test_verify_catches_corruption),

@@ -350,6 +350,49 @@ static void test_missing_helper_is_an_event(void **state) {
         sqlite3_close(db);
 }
 
+/* Processes running "sleep SECONDS" with exactly this argument. */
+static size_t count_sleepers(const char *seconds) {
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        size_t n = 0;
+        char want[64];
+        int wl = snprintf(want, sizeof(want), "sleep%c%s", 0, seconds) + 1;
+        while ((de = readdir(d))) {
+                char path[300], buf[128];
+                pid_t pp, pg;
+                if (atoi(de->d_name) <= 0 || !read_stat(atoi(de->d_name), &pp, &pg))
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+                FILE *f = fopen(path, "re");
+                if (!f)
+                        continue;
+                size_t l = fread(buf, 1, sizeof(buf), f);
+                fclose(f);
+                if ((int) l == wl && memcmp(buf, want, (size_t) wl) == 0)
+                        n++;
+        }
+        closedir(d);
+        return n;
+}
+
+static void test_escaped_processes_ended(void **state) {
+        if (geteuid() != 0)
+                skip();
+        /* A command that puts a process into a session of its own, out of every process
+         * group we could signal: it comes back to rtsoakd (a subreaper) and is ended. */
+        const char *extra[] = { "--set", "Schedule.Rotation=w 1h", "--set",
+                                "Scenario.w.Load=exec -- sh -c 'setsid sleep 987654 & sleep "
+                                "987654'",
+                                NULL };
+        pid_t d = start_daemon(extra, NULL);
+        for (int i = 0; i < 100 && count_sleepers("987654") < 2; i++)
+                tu_sleep_ms(50);
+        assert_int_equal(count_sleepers("987654"), 2);
+        kill(d, SIGTERM);
+        assert_int_equal(tu_wait(d, 10000), 0);
+        assert_int_equal(count_sleepers("987654"), 0);
+}
+
 static unsigned uid_of(pid_t pid) {
         char path[64], line[256];
         unsigned uid = 0;
@@ -412,6 +455,7 @@ int main(void) {
                 cmocka_unit_test(test_scenario_change_stops_old_loads),
                 cmocka_unit_test(test_missing_helper_is_an_event),
                 cmocka_unit_test(test_loads_run_as_user),
+                cmocka_unit_test(test_escaped_processes_ended),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }
