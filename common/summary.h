@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/* The summary a machine sends to the farm server ("rtsoak.summary/1", docs/summary-schema.md):
+ * one codec, used by the uploader to encode and by the server to decode and validate. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SUMMARY_SCHEMA "rtsoak.summary/1"
+#define SUMMARY_ERROR_MAX 512
+
+/* Limits that a valid summary respects; the decoder refuses anything beyond them. */
+#define SUMMARY_MAX_INTERVALS 1000
+#define SUMMARY_MAX_CPUS 8192
+#define SUMMARY_MAX_LOADS 16
+#define SUMMARY_MAX_METRICS 8
+#define SUMMARY_MAX_EVENTS 10000
+#define SUMMARY_MAX_HIST_BYTES (1 << 20)
+#define SUMMARY_MAX_TEXT 4096 /* any string, except the kernel command line: */
+#define SUMMARY_MAX_CMDLINE 16384
+
+struct summary_machine {
+        char *id; /* 32 lowercase hex digits (/etc/machine-id) */
+        char *hostname;
+        char *cpu_model;
+        uint32_t cpus; /* online CPUs */
+};
+
+struct summary_run {
+        int64_t id; /* the machine's own run number, > 0 */
+        char *boot_id;
+        char *kernel_release, *kernel_version, *kernel_cmdline, *preempt_model;
+        char *daemon_version;
+        char *config_digest; /* 64 lowercase hex digits */
+        int64_t start_ns;
+        uint64_t threshold_ns, probe_interval_ns, interval_ns;
+};
+
+struct summary_cpu {
+        uint32_t cpu;
+        uint64_t samples, min_ns, avg_ns, max_ns, violations, missed;
+        int64_t max_time_ns;
+        uint32_t hist_limit_us;
+        uint8_t *hist; /* hist_encode() format; base64 in JSON */
+        size_t hist_len;
+};
+
+struct summary_metric {
+        char *name, *unit;
+        double value;
+};
+
+struct summary_load {
+        char *generator;
+        uint64_t up_ns;
+        uint32_t starts, exits;
+        struct summary_metric *metrics;
+        size_t nmetrics;
+};
+
+struct summary_interval {
+        uint64_t seq; /* the run's interval sequence number */
+        int64_t start_ns;
+        uint64_t length_ns;
+        char *scenario; /* NULL: none */
+        struct summary_cpu *cpus;
+        size_t ncpus;
+        struct summary_load *loads;
+        size_t nloads;
+};
+
+struct summary_event {
+        uint64_t id; /* the machine's own event number: with machine and run, its identity */
+        int64_t time_ns;
+        char *type;
+        int32_t cpu;   /* -1: none */
+        int64_t value; /* -1: none */
+        char *message;
+};
+
+struct summary {
+        struct summary_machine machine;
+        struct summary_run run;
+        uint64_t seq; /* the upload's sequence number: with machine and run, its idempotency key */
+        struct summary_interval *intervals;
+        size_t nintervals;
+        struct summary_event *events;
+        size_t nevents;
+};
+
+void summary_done(struct summary *s);
+
+/* Encodes s as compact JSON (allocated, NUL-terminated). */
+int summary_encode(const struct summary *s, char **ret, size_t *ret_len);
+
+/* Decodes and validates JSON text of at most len bytes.  On error returns -EBADMSG (or
+ * -ENOMEM) and writes into err the path of the offending field and what is wrong
+ * ("intervals[3].cpus[0].max_ns: less than min_ns"). */
+int summary_decode(const char *text, size_t len, struct summary *ret,
+                   char err[static SUMMARY_ERROR_MAX]);

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: MIT */
+/* The summary codec: every field survives encode and decode, and every kind of bad input is
+ * refused with the path of the field that is wrong. */
+#include <errno.h>
+#include <math.h>
+
+#include "tests.h"
+#include "base64.h"
+#include "hist.h"
+#include "macro.h"
+#include "summary.h"
+
+#define T0 INT64_C(1796300000000000000)
+
+/* A summary with every field set to something distinctive. */
+static void make(struct summary *s) {
+        static uint64_t counts[4096];
+        *s = (struct summary){};
+        s->machine.id = strdup("0123456789abcdef0123456789abcdef");
+        s->machine.hostname = strdup("rt-lab-07");
+        s->machine.cpu_model = strdup("AMD EPYC 7302 \"Rome\"");
+        s->machine.cpus = 8;
+        s->run.id = 42;
+        s->run.boot_id = strdup("fedcba9876543210fedcba9876543210");
+        s->run.kernel_release = strdup("6.6.15-rt22");
+        s->run.kernel_version = strdup("#1 SMP PREEMPT_RT Tue");
+        s->run.kernel_cmdline = strdup("isolcpus=2-3 quiet\tnohz_full=2-3");
+        s->run.preempt_model = strdup("PREEMPT_RT");
+        s->run.daemon_version = strdup("0.1.0");
+        s->run.config_digest =
+                strdup("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
+        s->run.start_ns = T0;
+        s->run.threshold_ns = 100000;
+        s->run.probe_interval_ns = 200000;
+        s->run.interval_ns = 60000000000;
+        s->seq = 17;
+        s->nintervals = 2;
+        s->intervals = calloc(2, sizeof(*s->intervals));
+        for (size_t i = 0; i < 2; i++) {
+                struct summary_interval *iv = &s->intervals[i];
+                iv->seq = 17 + i;
+                iv->start_ns = T0 + (int64_t) i * 60000000000;
+                iv->length_ns = 60000000000;
+                iv->scenario = i == 0 ? strdup("mixed") : NULL;
+                iv->ncpus = 2;
+                iv->cpus = calloc(2, sizeof(*iv->cpus));
+                for (size_t c = 0; c < 2; c++) {
+                        struct summary_cpu *x = &iv->cpus[c];
+                        memset(counts, 0, sizeof(counts));
+                        counts[hist_index(1000, 7000)] = 299000;
+                        counts[hist_index(1000, 250000)] = 3;
+                        *x = (struct summary_cpu){ .cpu = (uint32_t) (c * 5),
+                                                   .samples = 299003,
+                                                   .min_ns = 3100,
+                                                   .avg_ns = 7200,
+                                                   .max_ns = 250400,
+                                                   .max_time_ns = iv->start_ns + 12345,
+                                                   .violations = 3,
+                                                   .missed = 1,
+                                                   .hist_limit_us = 1000 };
+                        assert_int_equal(hist_encode(1000, counts, &x->hist, &x->hist_len), 0);
+                }
+                if (i == 0) {
+                        iv->nloads = 1;
+                        iv->loads = calloc(1, sizeof(*iv->loads));
+                        iv->loads[0].generator = strdup("fileio");
+                        iv->loads[0].up_ns = 59000000000;
+                        iv->loads[0].starts = 2;
+                        iv->loads[0].exits = 1;
+                        iv->loads[0].nmetrics = 2;
+                        iv->loads[0].metrics = calloc(2, sizeof(struct summary_metric));
+                        iv->loads[0].metrics[0] = (struct summary_metric){ strdup("write"),
+                                                                           strdup("MiB/s"), 1.25 };
+                        iv->loads[0].metrics[1] = (struct summary_metric){ strdup("fsync"),
+                                                                           strdup("fsyncs/s"), 0 };
+                }
+        }
+        s->nevents = 2;
+        s->events = calloc(2, sizeof(*s->events));
+        s->events[0] = (struct summary_event){ 7, T0 + 12345, strdup("violation"),
+                                               5, 250400,     strdup("") };
+        s->events[1] = (struct summary_event){
+                8,  T0 + 99, strdup("load_exit"),
+                -1, 137,     strdup("fileio #3 killed by signal 9 \"KILL\"")
+        };
+}
+
+static void test_roundtrip_every_field(void **state) {
+        struct summary a, b;
+        char *text, err[SUMMARY_ERROR_MAX];
+        size_t len;
+        make(&a);
+        assert_int_equal(summary_encode(&a, &text, &len), 0);
+        assert_int_equal(summary_decode(text, len, &b, err), 0);
+
+        assert_string_equal(b.machine.id, a.machine.id);
+        assert_string_equal(b.machine.hostname, a.machine.hostname);
+        assert_string_equal(b.machine.cpu_model, a.machine.cpu_model);
+        assert_int_equal(b.machine.cpus, 8);
+        assert_int_equal(b.run.id, 42);
+        assert_string_equal(b.run.boot_id, a.run.boot_id);
+        assert_string_equal(b.run.kernel_release, a.run.kernel_release);
+        assert_string_equal(b.run.kernel_version, a.run.kernel_version);
+        assert_string_equal(b.run.kernel_cmdline, a.run.kernel_cmdline);
+        assert_string_equal(b.run.preempt_model, a.run.preempt_model);
+        assert_string_equal(b.run.daemon_version, a.run.daemon_version);
+        assert_string_equal(b.run.config_digest, a.run.config_digest);
+        assert_int_equal(b.run.start_ns, T0);
+        assert_int_equal(b.run.threshold_ns, 100000);
+        assert_int_equal(b.run.probe_interval_ns, 200000);
+        assert_int_equal(b.run.interval_ns, 60000000000);
+        assert_int_equal(b.seq, 17);
+        assert_int_equal(b.nintervals, 2);
+        for (size_t i = 0; i < 2; i++) {
+                struct summary_interval *x = &a.intervals[i], *y = &b.intervals[i];
+                assert_int_equal(y->seq, x->seq);
+                assert_int_equal(y->start_ns, x->start_ns);
+                assert_int_equal(y->length_ns, x->length_ns);
+                if (x->scenario)
+                        assert_string_equal(y->scenario, x->scenario);
+                else
+                        assert_null(y->scenario);
+                assert_int_equal(y->ncpus, 2);
+                for (size_t c = 0; c < 2; c++) {
+                        struct summary_cpu *p = &x->cpus[c], *q = &y->cpus[c];
+                        assert_int_equal(q->cpu, p->cpu);
+                        assert_int_equal(q->samples, p->samples);
+                        assert_int_equal(q->min_ns, p->min_ns);
+                        assert_int_equal(q->avg_ns, p->avg_ns);
+                        assert_int_equal(q->max_ns, p->max_ns);
+                        assert_int_equal(q->max_time_ns, p->max_time_ns);
+                        assert_int_equal(q->violations, p->violations);
+                        assert_int_equal(q->missed, p->missed);
+                        assert_int_equal(q->hist_limit_us, p->hist_limit_us);
+                        assert_int_equal(q->hist_len, p->hist_len);
+                        assert_memory_equal(q->hist, p->hist, p->hist_len);
+                }
+                assert_int_equal(y->nloads, x->nloads);
+        }
+        struct summary_load *l = &b.intervals[0].loads[0];
+        assert_string_equal(l->generator, "fileio");
+        assert_int_equal(l->up_ns, 59000000000);
+        assert_int_equal(l->starts, 2);
+        assert_int_equal(l->exits, 1);
+        assert_int_equal(l->nmetrics, 2);
+        assert_string_equal(l->metrics[0].name, "write");
+        assert_string_equal(l->metrics[0].unit, "MiB/s");
+        assert_true(l->metrics[0].value == 1.25);
+        assert_true(l->metrics[1].value == 0);
+        assert_int_equal(b.nevents, 2);
+        assert_int_equal(b.events[0].id, 7);
+        assert_int_equal(b.events[0].time_ns, T0 + 12345);
+        assert_string_equal(b.events[0].type, "violation");
+        assert_int_equal(b.events[0].cpu, 5);
+        assert_int_equal(b.events[0].value, 250400);
+        assert_string_equal(b.events[0].message, "");
+        assert_int_equal(b.events[1].cpu, -1);
+        assert_int_equal(b.events[1].value, 137);
+        assert_string_equal(b.events[1].message, a.events[1].message);
+
+        /* Encoding the decoded summary gives the same text. */
+        char *again;
+        assert_int_equal(summary_encode(&b, &again, NULL), 0);
+        assert_string_equal(again, text);
+        free(again);
+        free(text);
+        summary_done(&a);
+        summary_done(&b);
+}
+
+/* Encodes the reference summary, replaces the first occurrence of from by to in the text,
+ * and expects the decoder to refuse it with msg. */
+static void refused(const char *from, const char *to, const char *msg) {
+        struct summary a, b;
+        char *text, err[SUMMARY_ERROR_MAX] = "";
+        make(&a);
+        assert_int_equal(summary_encode(&a, &text, NULL), 0);
+        summary_done(&a);
+        char *at = strstr(text, from);
+        if (!at)
+                fail_msg("'%s' not in %s", from, text);
+        size_t fl = strlen(from), tl = strlen(to), n = strlen(text);
+        char *bad = malloc(n - fl + tl + 1);
+        memcpy(bad, text, (size_t) (at - text));
+        memcpy(bad + (at - text), to, tl);
+        memcpy(bad + (at - text) + tl, at + fl, n - (size_t) (at - text) - fl + 1);
+        int r = summary_decode(bad, strlen(bad), &b, err);
+        if (r != -EBADMSG || !strstr(err, msg))
+                fail_msg("'%s' -> '%s': expected '%s', got %d '%s'", from, to, msg, r, err);
+        free(bad);
+        free(text);
+}
+
+static void test_refusals_name_the_field(void **state) {
+        refused("\"rtsoak.summary/1\"", "\"rtsoak.summary/2\"",
+                "schema: unsupported version (this side understands rtsoak.summary/1)");
+        refused("{\"schema\"", "{\"extra\":1,\"schema\"", "extra: unknown field");
+        refused("\"cpus\":8", "\"cpus\":\"8\"", "machine.cpus: not an integer");
+        refused("\"cpus\":8", "\"cpus\":0", "machine.cpus: 0 is out of range (1 to 8192)");
+        refused("\"id\":\"0123456789abcdef0123456789abcdef\"",
+                "\"id\":\"0123456789ABCDEF0123456789abcdef\"",
+                "machine.id: not lowercase hexadecimal");
+        refused("\"id\":\"0123456789abcdef0123456789abcdef\"", "\"id\":\"0123\"",
+                "machine.id: length 4 is out of range (32 to 32)");
+        refused("\"hostname\":\"rt-lab-07\",", "", "machine.hostname: missing");
+        refused("\"id\":42", "\"id\":-42", "run.id: -42 is out of range");
+        refused("\"seq\":17,\"intervals\"", "\"seq\":-1,\"intervals\"", "seq: -1 is out of range");
+        refused("\"min_ns\":3100", "\"min_ns\":9000",
+                "intervals[0].cpus[0]: min_ns <= avg_ns <= max_ns does not hold");
+        refused("\"violations\":3", "\"violations\":300000000",
+                "intervals[0].cpus[0].violations: more than the samples");
+        refused("\"samples\":299003", "\"samples\":299004",
+                "intervals[0].cpus[0].hist: holds 299003 samples, the row says 299004");
+        refused("\"hist\":\"", "\"hist\":\"!!!!", "intervals[0].cpus[0].hist: not valid base64");
+        refused("\"cpu\":5", "\"cpu\":0",
+                "intervals[0].cpus[1].cpu: CPUs must be listed once each, in ascending order");
+        refused("\"seq\":18", "\"seq\":17",
+                "intervals[1].seq: intervals must be in ascending order of seq");
+        refused("\"scenario\":\"mixed\"", "\"scenario\":\"mi xed\"",
+                "intervals[0].scenario: may hold only letters, digits, - and _");
+        refused("\"value\":1.25", "\"value\":-1.25",
+                "intervals[0].loads[0].metrics[0].value: out of range (0 to 1e18)");
+        refused("\"generator\":\"fileio\"", "\"generator\":7",
+                "intervals[0].loads[0].generator: not a string");
+        refused("\"type\":\"violation\"", "\"type\":\"Violation!\"",
+                "events[0].type: may hold only a-z, 0-9 and _");
+        refused("\"length_ns\":60000000000", "\"length_ns\":0",
+                "intervals[0].length_ns: must be more than 0");
+        refused("\"start_ns\":1796300000000000000,\"length_ns\"", "\"start_ns\":5,\"length_ns\"",
+                "intervals[0].start_ns: 5 is out of range");
+        refused("\"message\":\"\"", "\"message\":\"a\\u0000b\"", "\\u0000 is not allowed");
+        refused("\"message\":\"\"", "\"message\":\"\\u0007\"",
+                "events[0].message: contains a control character");
+        refused("{\"schema\"", "{\"schema\":1,\"schema\"", "malformed JSON");
+        refused("\"events\":[", "\"events\":{", "malformed JSON");
+}
+
+static void test_not_an_object_and_empty(void **state) {
+        struct summary s;
+        char err[SUMMARY_ERROR_MAX];
+        assert_int_equal(summary_decode("[]", 2, &s, err), -EBADMSG);
+        assert_string_equal(err, ": the summary is not a JSON object");
+        assert_int_equal(summary_decode("", 0, &s, err), -EBADMSG);
+        assert_non_null(strstr(err, "malformed JSON"));
+        /* Text beyond len is not read. */
+        assert_int_equal(summary_decode("{}garbage", 1, &s, err), -EBADMSG);
+}
+
+static void test_base64(void **state) {
+        const char *cases[][2] = { { "", "" },
+                                   { "f", "Zg==" },
+                                   { "fo", "Zm8=" },
+                                   { "foo", "Zm9v" },
+                                   { "foob", "Zm9vYg==" },
+                                   { "fooba", "Zm9vYmE=" },
+                                   { "foobar", "Zm9vYmFy" } };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *e = base64_encode((const uint8_t *) cases[i][0], strlen(cases[i][0]));
+                assert_string_equal(e, cases[i][1]);
+                uint8_t *d;
+                size_t n;
+                assert_int_equal(base64_decode(e, strlen(e), &d, &n), 0);
+                assert_int_equal(n, strlen(cases[i][0]));
+                if (n)
+                        assert_memory_equal(d, cases[i][0], n);
+                free(d);
+                free(e);
+        }
+        const char *bad[] = { "Zg=", "Z===", "Zm9v=", "Zh==", "Zm8!", "=Zm8", "Zg==Zg==" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                uint8_t *d = NULL;
+                size_t n;
+                if (base64_decode(bad[i], strlen(bad[i]), &d, &n) != -EINVAL)
+                        fail_msg("'%s' accepted", bad[i]);
+        }
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_roundtrip_every_field),
+                cmocka_unit_test(test_refusals_name_the_field),
+                cmocka_unit_test(test_not_an_object_and_empty),
+                cmocka_unit_test(test_base64),
+        };
+        return RUN_TESTS(tests);
+}
