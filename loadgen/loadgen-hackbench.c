@@ -121,6 +121,8 @@ struct hb_round {
         int *rx; /* receiving end of each receiver's channel, groups x fds */
         int *tx; /* sending end */
         atomic_bool abandon;
+        /* Thread mode: the workers wait to read end-of-file from this before they start. */
+        int gate;
         /* Thread mode: how many workers are still running, for the waiting generator. */
         pthread_mutex_t lock;
         pthread_cond_t cond;
@@ -334,7 +336,12 @@ static void *hb_thread_main(void *arg) {
         struct hb_thread *t = arg;
         struct hb_round *rd = t->rd;
         size_t off = (size_t) t->group * rd->o->fds;
+        char c;
 
+        /* Start together, like hackbench's workers: when the generator closes the gate.  A
+         * kick interrupts the wait too; the worker then sees the round abandoned. */
+        while (read(rd->gate, &c, 1) < 0 && errno == EINTR && !hb_abandoned(rd))
+                ;
         if (t->receiver >= 0)
                 t->result = hb_receiver(rd, rd->rx[off + (size_t) t->receiver]);
         else
@@ -354,15 +361,21 @@ static void hb_kick_handler(int sig) {
         /* Nothing: being interrupted is the point. */
 }
 
-/* One round with threads.  Abandoning it means interrupting workers blocked in read() or
- * write() with a signal; the signal is sent again and again, because a worker may be just about
- * to block when the first one arrives. */
+/* One round with threads.  The workers wait at a gate until all of them exist: released one by
+ * one, the early ones would compete with the thread still creating the others, which then takes
+ * a good part of the round to do so, and the groups would run staggered rather than together.
+ * Abandoning a round means interrupting workers blocked in read() or write() with a signal; the
+ * signal is sent again and again, because a worker may be just about to block when the first
+ * one arrives. */
 static int hb_round_threads(struct hb_round *rd, struct hb_thread *th, pthread_attr_t *attr) {
         const struct hackbench_opts *o = rd->o;
         size_t nfds = o->groups * o->fds, started = 0;
-        int r = 0;
+        int gate[2] = { -1, -1 }, r = 0;
 
         atomic_store(&rd->abandon, false);
+        if (pipe2(gate, O_CLOEXEC) < 0)
+                return log_error_errno(negative_errno(), "hackbench: cannot create a pipe: %m");
+        rd->gate = gate[0];
         for (size_t i = 0; i < nfds && r == 0; i++) {
                 r = hb_open_channel(o->pipe, &rd->rx[i], &rd->tx[i]);
                 if (r < 0)
@@ -396,6 +409,10 @@ static int hb_round_threads(struct hb_round *rd, struct hb_thread *th, pthread_a
                         }
                         started++;
                 }
+        /* Those started give up at once if the round could not be set up in full. */
+        if (r < 0)
+                atomic_store(&rd->abandon, true);
+        close(gate[1]); /* opens the gate */
 
         /* Wait for the round to finish, a worker to fail, or a stop request. */
         pthread_mutex_lock(&rd->lock);
@@ -438,6 +455,8 @@ static int hb_round_threads(struct hb_round *rd, struct hb_thread *th, pthread_a
                         r = log_error_errno(th[i].result, "hackbench: a %s failed: %m",
                                             th[i].receiver >= 0 ? "receiver" : "sender");
         }
+        close(gate[0]);
+        rd->gate = -1;
         hb_close_range(rd->rx, nfds);
         hb_close_range(rd->tx, nfds);
         if (r == 0 && !finished)
