@@ -369,6 +369,59 @@ static int report_by_scenario(store *s, const struct args *a, struct store_filte
         return r;
 }
 
+static json_t *opt_time(int64_t t) {
+        return t == INT64_MIN ? json_null() : json_time(t);
+}
+
+/* The upload outbox: null when nothing was ever queued (no [Upload] Server=). */
+static json_t *upload_json(store *s) {
+        struct store_upload_status st;
+        if (store_get_upload_status(s, &st) < 0)
+                return json_null();
+        json_t *o = json_null();
+        if (st.pending + st.sent + st.rejected > 0) {
+                o = json_object();
+                json_object_set_new(o, "pending", json_u64(st.pending));
+                json_object_set_new(o, "sent", json_u64(st.sent));
+                json_object_set_new(o, "rejected", json_u64(st.rejected));
+                json_object_set_new(o, "oldest_pending", opt_time(st.oldest_pending_ns));
+                json_object_set_new(o, "last_success", opt_time(st.last_success_ns));
+                json_object_set_new(o, "last_error_time", opt_time(st.last_error_ns));
+                json_object_set_new(o, "last_error",
+                                    st.last_error ? json_string(st.last_error) : json_null());
+                json_object_set_new(o, "last_rejection",
+                                    st.last_rejection ? json_string(st.last_rejection)
+                                                      : json_null());
+        }
+        store_upload_status_done(&st);
+        return o;
+}
+
+static void upload_table(store *s) {
+        struct store_upload_status st;
+        char t[TIMESTAMP_MAX_LEN], span[TIMESPAN_MAX_LEN];
+        if (store_get_upload_status(s, &st) < 0 || st.pending + st.sent + st.rejected == 0) {
+                store_upload_status_done(&st);
+                return;
+        }
+        printf("\nUpload:   %" PRIu64 " pending", st.pending);
+        if (st.oldest_pending_ns != INT64_MIN) {
+                int64_t age = now_ns(CLOCK_REALTIME) - st.oldest_pending_ns;
+                printf(" (oldest from %s ago)",
+                       format_timespan(span,
+                                       age > 0 ? (uint64_t) age / NSEC_PER_SEC * NSEC_PER_SEC : 0));
+        }
+        printf(", %" PRIu64 " sent, %" PRIu64 " refused by the server\n", st.sent, st.rejected);
+        if (st.last_success_ns != INT64_MIN)
+                printf("  Last success: %s\n", format_timestamp_local(t, st.last_success_ns));
+        if (st.last_error_ns != INT64_MIN)
+                printf("  Last error:   %s: %s\n", format_timestamp_local(t, st.last_error_ns),
+                       st.last_error ?: "");
+        if (st.last_rejection)
+                printf("  Last refusal: %s\n", st.last_rejection);
+        store_upload_status_done(&st);
+}
+
 static const char *state_of(const char *db, const struct store_run *run) {
         if (!run->end_reason)
                 return store_writer_active(db) ? "running" : "not running, did not end cleanly";
@@ -434,6 +487,7 @@ static int cmd_status(store *s, const struct args *a) {
                         json_array_append_new(cpus, report_json_row(&rows[i]));
                 json_object_set_new(doc, "cpus", cpus);
                 json_object_set_new(doc, "total", report_json_row(&total));
+                json_object_set_new(doc, "upload", upload_json(s));
                 r = print_json(doc);
                 json_decref(doc);
                 goto out;
@@ -464,6 +518,7 @@ static int cmd_status(store *s, const struct args *a) {
                 if (n > 1)
                         report_table_row(&total);
         }
+        upload_table(s);
 out:
         hist_done(&total.hist);
         store_report_free(rows, n);

@@ -44,6 +44,20 @@ static const struct conf_item items[] = {
           offsetof(struct daemon_config, restart_delay_ns), 100 * MS, 3600 * S, "1s" },
         { "Load", "RestartDelayMax", &conf_type_timespan,
           offsetof(struct daemon_config, restart_delay_max_ns), 100 * MS, 86400 * S, "5min" },
+        { "Upload", "Server", &conf_type_string, offsetof(struct daemon_config, upload_server), 0,
+          2000, "" },
+        { "Upload", "TokenFile", &conf_type_string,
+          offsetof(struct daemon_config, upload_token_file), 1, 4000, "/etc/rtsoak/token" },
+        { "Upload", "CAFile", &conf_type_string, offsetof(struct daemon_config, upload_ca_file), 0,
+          4000, "" },
+        { "Upload", "Batch", &conf_type_uint, offsetof(struct daemon_config, upload_batch), 1, 1000,
+          "60" },
+        { "Upload", "Timeout", &conf_type_timespan,
+          offsetof(struct daemon_config, upload_timeout_ns), 1 * S, 600 * S, "30s" },
+        { "Upload", "ConnectTimeout", &conf_type_timespan,
+          offsetof(struct daemon_config, upload_connect_timeout_ns), 1 * S, 300 * S, "10s" },
+        { "Upload", "RetryMax", &conf_type_timespan,
+          offsetof(struct daemon_config, upload_retry_max_ns), 1 * S, 86400 * S, "5min" },
         { "Schedule", "Rotation", &conf_type_string, offsetof(struct daemon_config, rotation), 1,
           4000, "idle 1h, cpu 1h, io 1h, net 1h, hackbench 1h, mixed 1h" },
 };
@@ -359,6 +373,16 @@ int daemon_config_load(struct daemon_config *c, const char *path, bool explicit_
                          format_timespan(b, c->interval_ns),
                          conf_origin(&daemon_config_table, origins,
                                      offsetof(struct daemon_config, interval_ns)));
+                r = -EINVAL;
+                goto out;
+        }
+        if (*c->upload_server && strncmp(c->upload_server, "http://", 7) != 0 &&
+            strncmp(c->upload_server, "https://", 8) != 0) {
+                snprintf(err, CONF_ERROR_MAX,
+                         "%s: [Upload] Server=%s: not an http:// or https:// URL",
+                         conf_origin(&daemon_config_table, origins,
+                                     offsetof(struct daemon_config, upload_server)),
+                         c->upload_server);
                 r = -EINVAL;
                 goto out;
         }

@@ -30,6 +30,10 @@ struct daemon_config {
         uint64_t load_nice;
         uint64_t restart_delay_ns, restart_delay_max_ns;
 
+        char *upload_server; /* "": no upload */
+        char *upload_token_file, *upload_ca_file;
+        uint64_t upload_batch, upload_timeout_ns, upload_connect_timeout_ns, upload_retry_max_ns;
+
         char *rotation; /* "NAME SPAN, NAME SPAN, ..." as written */
         struct schedule_step *steps;
         size_t nsteps;

@@ -27,6 +27,7 @@
 #include "store.h"
 #include "sysinfo.h"
 #include "timeutil.h"
+#include "uploader.h"
 
 #define STACK_PREFAULT (64 * 1024)
 /* A probe finishes within one period of being told to stop, unless something of higher
@@ -52,6 +53,9 @@ struct daemon {
 
         /* Load scenarios: the supervisor, and what the loads did in each interval not yet
          * stored (normally one or two; more only while storage fails). */
+        struct uploader *uploader; /* NULL: no upload configured */
+        char *token;
+
         struct loadsup *loads;
         struct load_record *records;
         size_t nrecords;
@@ -273,8 +277,11 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
 
         advance_intervals(d, now);
         r = collector_poll(d->collector, now, false);
-        if (r > 0)
+        if (r > 0) {
+                if (d->uploader)
+                        uploader_poke(d->uploader);
                 notify_status(d);
+        }
 
         if (d->stopping)
                 next_usec = 10 * 1000;
@@ -311,6 +318,35 @@ static int on_duration(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) usec;
         stop(userdata, "--duration reached");
         return 0;
+}
+
+/* The bearer token: the first line of the file, which only root should be able to read. */
+static int read_token(const char *path, char **ret) {
+        char line[520];
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return log_error_errno(negative_errno(),
+                                       "[Upload] TokenFile=%s: cannot read the token: %m (enroll "
+                                       "the machine with \"rtsoak-server enroll\" and store "
+                                       "the token there)",
+                                       path);
+        bool ok = fgets(line, sizeof(line), f) != NULL;
+        fclose(f);
+        line[ok ? strcspn(line, " \t\r\n") : 0] = 0;
+        if (!*line || strlen(line) > 512) {
+                log_error("[Upload] TokenFile=%s: no token in the file's first line", path);
+                return -EINVAL;
+        }
+        for (const char *p = line; *p; p++)
+                if ((unsigned char) *p < 0x21 || (unsigned char) *p > 0x7e) {
+                        log_error("[Upload] TokenFile=%s: the token holds characters that "
+                                  "cannot go into an HTTP header",
+                                  path);
+                        return -EINVAL;
+                }
+        *ret = strdup(line);
+        explicit_bzero(line, sizeof(line));
+        return *ret ? 0 : log_oom();
 }
 
 static int resolve_cpus(struct daemon *d) {
@@ -415,6 +451,11 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         r = resolve_cpus(d);
         if (r < 0)
                 return EXIT_CONFIG;
+        if (*d->cfg.upload_server) {
+                r = read_token(d->cfg.upload_token_file, &d->token);
+                if (r < 0)
+                        return EXIT_CONFIG;
+        }
         cpuset_format(&d->cpus, cpus, sizeof(cpus));
 
         text = daemon_config_text(&d->cfg);
@@ -510,6 +551,35 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 log_warning("%u earlier run(s) did not end cleanly; recorded as unclean_end events",
                             unclean);
 
+        if (d->token) {
+                /* From here on every stored interval and event also enters the outbox, in the
+                 * same transaction; the uploader thread drains it at its own pace. */
+                store_set_outbox(d->store, true);
+                struct uploader_params up = {
+                        .db_path = d->cfg.storage_path,
+                        .server = d->cfg.upload_server,
+                        .token = d->token,
+                        .ca_file = d->cfg.upload_ca_file,
+                        .batch = d->cfg.upload_batch,
+                        .connect_timeout_ns = d->cfg.upload_connect_timeout_ns,
+                        .timeout_ns = d->cfg.upload_timeout_ns,
+                        .backoff_min_ns = NSEC_PER_SEC,
+                        .backoff_max_ns = d->cfg.upload_retry_max_ns,
+                        .machine_id = si.machine_id,
+                        .hostname = si.hostname,
+                        .cpu_model = si.cpu_model,
+                        .daemon_version = PROJECT_VERSION,
+                        .cpus = (uint32_t) d->cpus.n,
+                };
+                r = uploader_start(&up, &d->uploader);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to start the uploader: %m");
+                        stop_probes(d);
+                        return EXIT_FAILURE;
+                }
+                log_info("Uploading to %s", d->cfg.upload_server);
+        }
+
         struct collector_params cp = {
                 .period_ns = d->cfg.interval_ns,
                 .base_mono_ns = pp.base_mono_ns,
@@ -599,6 +669,14 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 log_error("%s", store_error(d->store));
                 return EXIT_FAILURE;
         }
+        if (d->uploader) {
+                /* The last interval leaves now if the server is there; if not, it stays in
+                 * the outbox for the next start. */
+                if (!uploader_flush(d->uploader, 2 * NSEC_PER_SEC))
+                        log_info("Upload backlog kept for the next start");
+                uploader_stop(d->uploader);
+                d->uploader = NULL;
+        }
         struct collector_stats st;
         collector_get_stats(d->collector, &st);
         log_info("Run %" PRId64 " ended %s: %" PRIu64 " intervals stored, %" PRIu64 " violations",
@@ -608,6 +686,10 @@ static int run(struct daemon *d, uint64_t duration_ns) {
 }
 
 static void daemon_done(struct daemon *d) {
+        uploader_stop(d->uploader);
+        if (d->token)
+                explicit_bzero(d->token, strlen(d->token));
+        free(d->token);
         loadsup_free(d->loads);
         free(d->records);
         collector_free(d->collector);

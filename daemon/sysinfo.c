@@ -76,9 +76,34 @@ void sysinfo_preempt_model(const char *realtime_file, const char *uname_version,
         snprintf(buf, len, "PREEMPT_NONE or PREEMPT_VOLUNTARY");
 }
 
+static void read_cpu_model(char *buf, size_t len) {
+        char line[512];
+        FILE *f = fopen("/proc/cpuinfo", "re");
+        snprintf(buf, len, "unknown");
+        if (!f)
+                return;
+        while (fgets(line, sizeof(line), f)) {
+                /* x86 says "model name", arm64 "CPU part" only; take what names it best. */
+                if (strncmp(line, "model name", 10) == 0 || strncmp(line, "Model", 5) == 0) {
+                        char *v = strchr(line, ':');
+                        if (!v)
+                                continue;
+                        v++;
+                        while (*v == ' ' || *v == '\t')
+                                v++;
+                        v[strcspn(v, "\n")] = 0;
+                        snprintf(buf, len, "%s", v);
+                        break;
+                }
+        }
+        fclose(f);
+}
+
 void sysinfo_read(struct sysinfo_run *r) {
         struct utsname u;
         sd_id128_t id;
+
+        read_cpu_model(r->cpu_model, sizeof(r->cpu_model));
 
         if (sd_id128_get_machine(&id) >= 0)
                 sd_id128_to_string(id, r->machine_id);

@@ -13,6 +13,7 @@ struct sysinfo_run {
         char kernel_version[512];
         char kernel_cmdline[4096];
         char preempt_model[64];
+        char cpu_model[257]; /* /proc/cpuinfo "model name" */
 };
 
 /* Fills everything it can; fields it cannot learn are set to "unknown". */

@@ -12,6 +12,8 @@ struct store {
         char *path;
         int lock_fd;
         bool writer;
+        bool uploader;
+        bool outbox; /* intervals and events written also enter the outbox */
         char error[STORE_ERROR_MAX];
 };
 

@@ -65,8 +65,43 @@ static int insert_event(store *s, int64_t run_id, int64_t interval_id,
         return step_done(s, st, "cannot store event");
 }
 
+void store_set_outbox(store *s, bool on) {
+        s->outbox = on;
+}
+
+static int insert_outbox(store *s, int64_t run_id, int64_t interval_id, int64_t event_id,
+                         int64_t now_ns) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = store_prepare(s,
+                              "INSERT INTO outbox (run_id, interval_id, event_id, created_ns) "
+                              "VALUES (?, ?, ?, ?)",
+                              &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, run_id);
+        if (interval_id > 0)
+                sqlite3_bind_int64(st, 2, interval_id);
+        if (event_id > 0)
+                sqlite3_bind_int64(st, 3, event_id);
+        sqlite3_bind_int64(st, 4, now_ns);
+        return step_done(s, st, "cannot add to the upload outbox");
+}
+
 int store_add_event(store *s, int64_t run_id, const struct store_event *ev) {
-        return insert_event(s, run_id, 0, ev);
+        if (!s->outbox || run_id <= 0)
+                return insert_event(s, run_id, 0, ev);
+        /* The event and its outbox row, or neither. */
+        int r = begin(s);
+        if (r < 0)
+                return r;
+        r = insert_event(s, run_id, 0, ev);
+        if (r >= 0)
+                r = insert_outbox(s, run_id, 0, sqlite3_last_insert_rowid(s->db), ev->time_ns);
+        if (r >= 0)
+                r = store_exec(s, "COMMIT");
+        if (r < 0)
+                rollback(s);
+        return r;
 }
 
 static int mark_unclean_runs(store *s, unsigned *ret_count) {
@@ -328,6 +363,13 @@ int store_write_interval(store *s, const struct store_interval *iv) {
 
         for (size_t i = 0; i < iv->nevents; i++) {
                 r = insert_event(s, iv->run_id, interval_id, &iv->events[i]);
+                if (r < 0)
+                        goto fail;
+        }
+
+        if (s->outbox) {
+                r = insert_outbox(s, iv->run_id, interval_id, 0,
+                                  iv->start_ns + (int64_t) iv->length_ns);
                 if (r < 0)
                         goto fail;
         }

@@ -70,6 +70,22 @@ static const char *const migrations[] = {
         "  interval_id INTEGER NOT NULL REFERENCES intervals(id),"
         "  idx INTEGER NOT NULL, metric TEXT NOT NULL, unit TEXT NOT NULL, value REAL NOT NULL,"
         "  UNIQUE (interval_id, idx, metric));",
+        /* 2 -> 3: the upload outbox, filled in the transaction that stores what it carries. */
+        "CREATE TABLE outbox ("
+        "  id INTEGER PRIMARY KEY,"
+        "  run_id INTEGER NOT NULL REFERENCES runs(id),"
+        "  interval_id INTEGER REFERENCES intervals(id),"
+        "  event_id INTEGER REFERENCES events(id),"
+        "  created_ns INTEGER NOT NULL,"
+        "  state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'rejected')),"
+        "  attempts INTEGER NOT NULL DEFAULT 0,"
+        "  done_ns INTEGER, message TEXT,"
+        "  CHECK ((interval_id IS NULL) != (event_id IS NULL)));"
+        "CREATE INDEX outbox_pending ON outbox(state, id);"
+        "CREATE TABLE upload_status ("
+        "  id INTEGER PRIMARY KEY CHECK (id = 1),"
+        "  last_success_ns INTEGER, last_error_ns INTEGER, last_error TEXT);"
+        "INSERT INTO upload_status (id) VALUES (1);",
 };
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per version");
 
@@ -252,6 +268,7 @@ int store_open(const char *path, unsigned flags, store **ret, char err[static ST
                 return -ENOMEM;
         s->lock_fd = -1;
         s->writer = flags & STORE_WRITER;
+        s->uploader = flags & STORE_UPLOADER;
         s->path = strdup(path);
         if (!s->path) {
                 free(s);
@@ -271,8 +288,9 @@ int store_open(const char *path, unsigned flags, store **ret, char err[static ST
         }
 
         rc = sqlite3_open_v2(path, &s->db,
-                             s->writer ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-                                       : SQLITE_OPEN_READONLY,
+                             s->writer     ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                             : s->uploader ? SQLITE_OPEN_READWRITE
+                                           : SQLITE_OPEN_READONLY,
                              NULL);
         if (rc != SQLITE_OK) {
                 r = store_fail(s, rc, "cannot open database");
@@ -335,6 +353,10 @@ int store_open(const char *path, unsigned flags, store **ret, char err[static ST
                 if (r < 0)
                         goto fail;
                 r = migrate(s, version);
+                if (r < 0)
+                        goto fail;
+        } else if (s->uploader && version == STORE_SCHEMA_VERSION) {
+                r = store_exec(s, "PRAGMA synchronous = FULL");
                 if (r < 0)
                         goto fail;
         } else if (version < STORE_SCHEMA_VERSION) {

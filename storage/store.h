@@ -12,11 +12,13 @@
 typedef struct store store;
 
 #define STORE_ERROR_MAX 512
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 enum {
         STORE_READONLY = 1 << 0, /* for the CLI: never creates or migrates */
         STORE_WRITER = 1 << 1,   /* for rtsoakd: creates, migrates, checks, takes the lock */
+        STORE_UPLOADER = 1 << 2, /* rtsoakd's uploader: a second connection that only
+                                  * marks the outbox (the writer holds the lock) */
 };
 
 /* Opens (and for writers creates, migrates and quick_checks) the database.  On failure
@@ -183,3 +185,39 @@ void store_scenarios_free(struct store_scenario *s, size_t n);
  * load generator and how long each really ran.  f->scenario and f->cpu are ignored. */
 int store_list_scenarios(store *s, const struct store_filter *f, struct store_scenario **ret,
                          size_t *ret_n);
+
+/* ---- upload outbox ---- */
+
+/* From now on every interval stored and every event added also enters the outbox, in the
+ * same transaction. */
+void store_set_outbox(store *s, bool on);
+
+struct store_outbox_row {
+        int64_t id, run_id, interval_id, event_id; /* one of interval_id, event_id is 0 */
+        int64_t created_ns;
+        uint32_t attempts;
+};
+
+/* The oldest pending rows, at most max of them, all of the same run (the first's). */
+int store_outbox_next(store *s, size_t max, struct store_outbox_row **ret, size_t *ret_n);
+
+struct summary;
+/* Fills s->intervals and s->events with what the rows carry (the intervals with their CPUs,
+ * loads and events; the events on their own).  The rest of *s is left alone. */
+int store_outbox_summary(store *s, const struct store_outbox_row *rows, size_t n,
+                         struct summary *ret);
+
+/* Marks rows sent, or rejected with the server's message, or counts a failed attempt. */
+enum store_outbox_result { STORE_OUTBOX_SENT, STORE_OUTBOX_REJECTED, STORE_OUTBOX_RETRY };
+int store_outbox_mark(store *s, const struct store_outbox_row *rows, size_t n,
+                      enum store_outbox_result result, int64_t now_ns, const char *message);
+
+struct store_upload_status {
+        uint64_t pending, rejected, sent;
+        int64_t oldest_pending_ns;              /* INT64_MIN: none */
+        int64_t last_success_ns, last_error_ns; /* INT64_MIN: never */
+        char *last_error;                       /* NULL: none */
+        char *last_rejection;                   /* the newest rejected row's message */
+};
+void store_upload_status_done(struct store_upload_status *st);
+int store_get_upload_status(store *s, struct store_upload_status *ret);

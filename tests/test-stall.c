@@ -68,9 +68,15 @@ static enum outcome attempt(int target, int control) {
                                 NULL };
         tu_daemon_argv(argv, set_db, extra);
         pid_t pid = tu_spawn(argv, out, err);
+        /* Stalls injected before the probes run would be missed: wait for them (a slow
+         * start under a sanitizer on a busy machine can take seconds). */
+        if (!tu_wait_for_text(err, "probing CPUs", 20000)) {
+                tu_wait(pid, 1000);
+                fail_msg("rtsoakd did not start probing within 20 s:\n%s", tu_read_file(err));
+        }
 
         char *inj[8], inj_buf[5][24];
-        injector_argv(inj, inj_buf, target, STALL_US, STALLS, 250, 800);
+        injector_argv(inj, inj_buf, target, STALL_US, STALLS, 250, 300);
         struct tu_result ir;
         tu_run(inj, 20000, NULL, NULL, &ir);
         int st = tu_wait(pid, 20000);

@@ -10,6 +10,7 @@
 #include "hist.h"
 #include "macro.h"
 #include "store.h"
+#include "summary.h"
 
 static char dir[] = "/tmp/test-store-XXXXXX";
 
@@ -481,7 +482,8 @@ static void test_migration_from_v1(void **state) {
         assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
         store_close(s);
         /* Make it look like a database written by the first schema. */
-        sql(p, "DROP TABLE interval_load_metrics; DROP TABLE interval_loads; "
+        sql(p, "DROP TABLE outbox; DROP TABLE upload_status; "
+               "DROP TABLE interval_load_metrics; DROP TABLE interval_loads; "
                "DROP INDEX intervals_scenario; PRAGMA user_version = 1;");
         assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
         store_close(s);
@@ -503,6 +505,93 @@ static void test_migration_from_v1(void **state) {
         sqlite3_close(db);
 }
 
+static void test_outbox(void **state) {
+        store *s = NULL, *up = NULL;
+        char err[STORE_ERROR_MAX];
+        int64_t run;
+        uint64_t *c0 = calloc(hist_nbuckets(1000), sizeof(uint64_t));
+        const int64_t minute = 60000000000LL, t0 = 1796300000000000000LL;
+
+        assert_int_equal(store_open(db_path("ob.db"), STORE_WRITER, &s, err), 0);
+        assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
+        /* Before the outbox is on, nothing enters it. */
+        struct store_event early = { t0, "scenario", -1, -1, "before" };
+        assert_int_equal(store_add_event(s, run, &early), 0);
+        store_set_outbox(s, true);
+        const struct store_load_metric ms[] = { { "ops", "ops/s", 12.5 } };
+        const struct store_interval_load ld = { "cpu", minute, 1, 0, ms, 1 };
+        for (int i = 0; i < 3; i++) {
+                struct store_cpu_interval row;
+                make_row(&row, c0, 0, t0 + i * minute, 1000, 7000);
+                struct store_event ev = { t0 + i * minute + 5, "violation", 0, 7000, "" };
+                struct store_interval iv = { .run_id = run,
+                                             .seq = (uint64_t) i,
+                                             .start_ns = t0 + i * minute,
+                                             .length_ns = minute,
+                                             .scenario = "mixed",
+                                             .loads = &ld,
+                                             .nloads = 1,
+                                             .cpus = &row,
+                                             .ncpus = 1,
+                                             .events = &ev,
+                                             .nevents = 1 };
+                assert_int_equal(store_write_interval(s, &iv), 0);
+        }
+        struct store_event ex = { t0 + 3 * minute, "load_exit", -1, 137, "killed" };
+        assert_int_equal(store_add_event(s, run, &ex), 0);
+
+        /* A second connection, as the uploader has, reads and marks the outbox. */
+        assert_int_equal(store_open(db_path("ob.db"), STORE_UPLOADER, &up, err), 0);
+        struct store_outbox_row *rows;
+        size_t n;
+        assert_int_equal(store_outbox_next(up, 10, &rows, &n), 0);
+        assert_int_equal(n, 4);
+        assert_true(rows[0].interval_id > 0 && rows[3].event_id > 0);
+        struct summary sum = {};
+        assert_int_equal(store_outbox_summary(up, rows, 4, &sum), 0);
+        assert_int_equal(sum.nintervals, 3);
+        assert_int_equal(sum.intervals[2].seq, 2);
+        assert_string_equal(sum.intervals[0].scenario, "mixed");
+        assert_int_equal(sum.intervals[0].ncpus, 1);
+        assert_int_equal(sum.intervals[0].cpus[0].samples, 1000);
+        assert_int_equal(sum.intervals[0].cpus[0].avg_ns, 7000);
+        assert_true(sum.intervals[0].cpus[0].hist_len > 0);
+        assert_int_equal(sum.intervals[0].nloads, 1);
+        assert_string_equal(sum.intervals[0].loads[0].metrics[0].name, "ops");
+        /* Three violations with their intervals, then the event on its own. */
+        assert_int_equal(sum.nevents, 4);
+        assert_string_equal(sum.events[3].type, "load_exit");
+        assert_int_equal(sum.events[3].value, 137);
+        summary_done(&sum);
+
+        /* A failed attempt leaves them pending; a rejection and a success settle them. */
+        assert_int_equal(store_outbox_mark(up, rows, 4, STORE_OUTBOX_RETRY, t0 + 1, "timeout"), 0);
+        assert_int_equal(store_outbox_mark(up, rows, 1, STORE_OUTBOX_REJECTED, t0 + 2,
+                                           "400: intervals[0].cpus: empty"),
+                         0);
+        assert_int_equal(store_outbox_mark(up, rows + 1, 2, STORE_OUTBOX_SENT, t0 + 3, NULL), 0);
+        free(rows);
+        struct store_upload_status st;
+        assert_int_equal(store_get_upload_status(up, &st), 0);
+        assert_int_equal(st.pending, 1);
+        assert_int_equal(st.rejected, 1);
+        assert_int_equal(st.sent, 2);
+        assert_int_equal(st.oldest_pending_ns, t0 + 3 * minute);
+        assert_int_equal(st.last_success_ns, t0 + 3);
+        assert_int_equal(st.last_error_ns, t0 + 2);
+        assert_string_equal(st.last_error, "400: intervals[0].cpus: empty");
+        assert_string_equal(st.last_rejection, "400: intervals[0].cpus: empty");
+        store_upload_status_done(&st);
+        assert_int_equal(store_outbox_next(up, 10, &rows, &n), 0);
+        assert_int_equal(n, 1);
+        assert_true(rows[0].event_id > 0);
+        assert_int_equal(rows[0].attempts, 1);
+        free(rows);
+        store_close(up);
+        store_close(s);
+        free(c0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_open_create_and_reopen),
@@ -514,6 +603,7 @@ int main(void) {
                 cmocka_unit_test(test_corrupt_rows_fail_report),
                 cmocka_unit_test(test_scenarios_and_loads),
                 cmocka_unit_test(test_migration_from_v1),
+                cmocka_unit_test(test_outbox),
         };
         return RUN_TESTS_IN_TMPDIR(tests, dir);
 }

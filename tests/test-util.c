@@ -238,6 +238,19 @@ size_t tu_count_lines(const char *s, const char *prefix) {
         return n;
 }
 
+bool tu_wait_for_text(const char *path, const char *text, int timeout_ms) {
+        for (int waited = 0;; waited += 20) {
+                char *s = tu_read_file(path);
+                bool found = s && strstr(s, text);
+                free(s);
+                if (found)
+                        return true;
+                if (waited >= timeout_ms)
+                        return false;
+                tu_sleep_ms(20);
+        }
+}
+
 int64_t tu_process_cpu_ns(pid_t pid) {
         char path[64];
         snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);

@@ -38,6 +38,8 @@ int tu_wait(pid_t pid, int timeout_ms);
 void tu_daemon_argv(char **argv, char *set_db, const char *const *extra);
 
 void tu_sleep_ms(int ms);
+/* Waits up to timeout_ms until the file at path contains text; false if it never did. */
+bool tu_wait_for_text(const char *path, const char *text, int timeout_ms);
 /* Parses JSON text or fails the test with the text shown. */
 json_t *tu_json(const char *text);
 char *tu_read_file(const char *path);

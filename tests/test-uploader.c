@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/* The uploader's retry policy: exponential backoff with full jitter, capped, never shorter
+ * than the server's Retry-After, and Retry-After in both of its forms. */
+#include "tests.h"
+#include "macro.h"
+#include "uploader.h"
+
+#define S NSEC_PER_SEC
+
+static void test_backoff_grows_and_caps(void **state) {
+        /* The largest draw shows the cap of each attempt: 1, 2, 4, ... up to the maximum. */
+        uint64_t top = UINT64_MAX;
+        assert_int_equal(uploader_backoff(S, 300 * S, 0, 0, top), top % S);
+        uint64_t expect_cap[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300 };
+        for (unsigned a = 0; a < ELEMENTSOF(expect_cap); a++) {
+                uint64_t cap = expect_cap[a] * S;
+                /* Draws cover [1 ms, cap). */
+                assert_int_equal(uploader_backoff(S, 300 * S, a, 0, cap - 1), cap - 1);
+                assert_int_equal(uploader_backoff(S, 300 * S, a, 0, cap), NSEC_PER_MSEC);
+                assert_true(uploader_backoff(S, 300 * S, a, 0, 0x123456789abcdefu) < cap);
+        }
+        /* Attempt numbers far beyond the cap do not overflow. */
+        assert_true(uploader_backoff(S, 300 * S, 1000, 0, UINT64_MAX) < 300 * S);
+}
+
+static void test_backoff_honours_retry_after(void **state) {
+        assert_int_equal(uploader_backoff(S, 300 * S, 0, 120 * S, 5), 120 * S);
+        assert_int_equal(uploader_backoff(S, 300 * S, 8, S / 2, 200 * S), 200 * S);
+}
+
+static void test_retry_after(void **state) {
+        const int64_t now = INT64_C(1796300000) * (int64_t) S; /* 2026-12-03T12:13:20Z */
+        assert_int_equal(uploader_parse_retry_after(" 120\r\n", now), 120 * S);
+        assert_int_equal(uploader_parse_retry_after("0", now), 0);
+        assert_int_equal(uploader_parse_retry_after("", now), 0);
+        assert_int_equal(uploader_parse_retry_after("soon", now), 0);
+        assert_int_equal(uploader_parse_retry_after("12abc", now), 0);
+        /* More than a day is taken as a day. */
+        assert_int_equal(uploader_parse_retry_after("999999", now), 86400 * S);
+        /* An HTTP date 90 s after now, and one in the past. */
+        assert_int_equal(uploader_parse_retry_after("Thu, 03 Dec 2026 12:14:50 GMT", now), 90 * S);
+        assert_int_equal(uploader_parse_retry_after("Thu, 03 Dec 2026 12:00:00 GMT", now), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_backoff_grows_and_caps),
+                cmocka_unit_test(test_backoff_honours_retry_after),
+                cmocka_unit_test(test_retry_after),
+        };
+        return RUN_TESTS(tests);
+}

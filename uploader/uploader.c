@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: MIT */
+/* Implementation of the uploader thread.  It has its own database connection, never touches
+ * the probes or the collector, and only ever updates outbox rows: an interval's commit never
+ * waits for the network. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "config.h"
+#include "log.h"
+#include "macro.h"
+#include "store.h"
+#include "summary.h"
+#include "timeutil.h"
+#include "uploader.h"
+
+#define RESPONSE_MAX 4096
+
+struct uploader {
+        struct uploader_params p;
+        char *server, *token, *ca_file, *db_path, *machine_id, *hostname, *cpu_model, *version;
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool poked;
+        atomic_bool stop;
+        atomic_bool drained; /* the outbox was empty at the last look after the last poke */
+
+        pthread_mutex_t stats_lock;
+        struct uploader_stats stats;
+
+        /* thread only */
+        store *store;
+        CURL *curl;
+        char response[RESPONSE_MAX];
+        size_t response_len;
+        char retry_after[64];
+};
+
+uint64_t uploader_backoff(uint64_t min_ns, uint64_t max_ns, unsigned attempt,
+                          uint64_t retry_after_ns, uint64_t rnd) {
+        uint64_t cap = min_ns;
+        for (unsigned i = 0; i < attempt && cap < max_ns; i++)
+                cap = cap > max_ns / 2 ? max_ns : cap * 2;
+        cap = MIN(cap, max_ns);
+        /* Full jitter: machines of a farm that lost the server together do not come back in
+         * step.  At least a millisecond, so that a zero draw does not spin. */
+        uint64_t wait = cap ? rnd % cap : 0;
+        wait = MAX(wait, NSEC_PER_MSEC);
+        return MAX(wait, retry_after_ns);
+}
+
+uint64_t uploader_parse_retry_after(const char *value, int64_t now_real_ns) {
+        while (*value == ' ' || *value == '\t')
+                value++;
+        if (*value >= '0' && *value <= '9') {
+                char *end;
+                unsigned long long s = strtoull(value, &end, 10);
+                while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
+                        end++;
+                if (*end || s > 86400)
+                        return s > 86400 && !*end ? 86400 * NSEC_PER_SEC : 0;
+                return s * NSEC_PER_SEC;
+        }
+        struct tm tm = {};
+        const char *end = strptime(value, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        if (!end)
+                return 0;
+        int64_t t = (int64_t) timegm(&tm) * (int64_t) NSEC_PER_SEC;
+        if (t <= now_real_ns)
+                return 0;
+        return (uint64_t) MIN(t - now_real_ns, (int64_t) (86400 * NSEC_PER_SEC));
+}
+
+static void touch(struct uploader *u) {
+        pthread_mutex_lock(&u->stats_lock);
+        u->stats.last_progress_mono = now_ns(CLOCK_MONOTONIC);
+        pthread_mutex_unlock(&u->stats_lock);
+}
+
+/* Waits up to ns or until poked or stopped; returns false when stopping. */
+static bool wait_for(struct uploader *u, uint64_t ns) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t t = (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec + ns;
+        ts.tv_sec = (time_t) (t / NSEC_PER_SEC);
+        ts.tv_nsec = (long) (t % NSEC_PER_SEC);
+        pthread_mutex_lock(&u->lock);
+        while (!u->poked && !atomic_load(&u->stop))
+                if (pthread_cond_timedwait(&u->cond, &u->lock, &ts) == ETIMEDOUT)
+                        break;
+        u->poked = false;
+        pthread_mutex_unlock(&u->lock);
+        return !atomic_load(&u->stop);
+}
+
+/* Sleeps for a backoff: only stop ends it early (a poke means new rows, not a healthy
+ * server). */
+static bool sleep_for(struct uploader *u, uint64_t ns) {
+        int64_t until = now_ns(CLOCK_MONOTONIC) + (int64_t) ns;
+        for (;;) {
+                int64_t left = until - now_ns(CLOCK_MONOTONIC);
+                if (left <= 0)
+                        return !atomic_load(&u->stop);
+                if (!wait_for(u, (uint64_t) MIN(left, (int64_t) NSEC_PER_SEC)))
+                        return false;
+                touch(u);
+        }
+}
+
+void uploader_poke(struct uploader *u) {
+        pthread_mutex_lock(&u->lock);
+        atomic_store(&u->drained, false);
+        u->poked = true;
+        pthread_cond_signal(&u->cond);
+        pthread_mutex_unlock(&u->lock);
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
+        struct uploader *u = userdata;
+        size_t len = size * n, room = RESPONSE_MAX - 1 - u->response_len;
+        memcpy(u->response + u->response_len, data, MIN(len, room));
+        u->response_len += MIN(len, room);
+        u->response[u->response_len] = 0;
+        return len;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *userdata) {
+        struct uploader *u = userdata;
+        size_t len = size * n;
+        if (len > 12 && strncasecmp(data, "Retry-After:", 12) == 0)
+                snprintf(u->retry_after, sizeof(u->retry_after), "%.*s",
+                         (int) MIN(len - 12, sizeof(u->retry_after) - 1), data + 12);
+        return len;
+}
+
+/* Lets a stop abandon a transfer in progress. */
+static int on_progress(void *userdata, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d) {
+        struct uploader *u = userdata;
+        return atomic_load(&u->stop) ? 1 : 0;
+}
+
+static int setup_curl(struct uploader *u, struct curl_slist **headers) {
+        char url[4200], auth[600];
+        u->curl = curl_easy_init();
+        if (!u->curl)
+                return -ENOMEM;
+        snprintf(url, sizeof(url), "%s/api/v1/summaries", u->server);
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", u->token);
+        *headers = curl_slist_append(*headers, "Content-Type: application/json");
+        *headers = curl_slist_append(*headers, auth);
+        *headers = curl_slist_append(*headers, "Expect:");
+        if (!*headers)
+                return -ENOMEM;
+        curl_easy_setopt(u->curl, CURLOPT_URL, url);
+        curl_easy_setopt(u->curl, CURLOPT_HTTPHEADER, *headers);
+        curl_easy_setopt(u->curl, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(u->curl, CURLOPT_CONNECTTIMEOUT_MS,
+                         (long) (u->p.connect_timeout_ns / NSEC_PER_MSEC));
+        curl_easy_setopt(u->curl, CURLOPT_TIMEOUT_MS, (long) (u->p.timeout_ns / NSEC_PER_MSEC));
+        curl_easy_setopt(u->curl, CURLOPT_SSL_VERIFYPEER, 1L);
+        curl_easy_setopt(u->curl, CURLOPT_SSL_VERIFYHOST, 2L);
+        if (u->ca_file && *u->ca_file)
+                curl_easy_setopt(u->curl, CURLOPT_CAINFO, u->ca_file);
+        curl_easy_setopt(u->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(u->curl, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(u->curl, CURLOPT_WRITEDATA, u);
+        curl_easy_setopt(u->curl, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(u->curl, CURLOPT_HEADERDATA, u);
+        curl_easy_setopt(u->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(u->curl, CURLOPT_XFERINFODATA, u);
+        curl_easy_setopt(u->curl, CURLOPT_NOPROGRESS, 0L);
+        curl_easy_setopt(u->curl, CURLOPT_USERAGENT, "rtsoakd/" PROJECT_VERSION);
+        return 0;
+}
+
+/* The server's error text, from a JSON body {"error": "..."} or the body as it is. */
+static void server_message(struct uploader *u, long status, char *buf, size_t len) {
+        const char *msg = u->response;
+        char *e = strstr(u->response, "\"error\"");
+        if (e && (e = strchr(e + 7, '"'))) {
+                char *end = strrchr(e + 1, '"');
+                if (end && end > e) {
+                        *end = 0;
+                        msg = e + 1;
+                }
+        }
+        snprintf(buf, len, "HTTP %ld: %s", status, *msg ? msg : "(no message)");
+}
+
+static int build_summary(struct uploader *u, const struct store_outbox_row *rows, size_t n,
+                         struct summary *s, struct store_run *run) {
+        int r = store_get_run(u->store, rows[0].run_id, run);
+        if (r < 0)
+                return r;
+        *s = (struct summary){
+                .machine = { u->machine_id, u->hostname, u->cpu_model, u->p.cpus },
+                .run = { .id = run->id,
+                         .boot_id = run->boot_id,
+                         .kernel_release = run->kernel_release,
+                         .kernel_version = run->kernel_version,
+                         .kernel_cmdline = run->kernel_cmdline,
+                         .preempt_model = run->preempt_model,
+                         .daemon_version = run->daemon_version,
+                         .config_digest = run->config_digest,
+                         .start_ns = run->start_ns,
+                         .threshold_ns = run->threshold_ns,
+                         .probe_interval_ns = run->probe_interval_ns,
+                         .interval_ns = run->interval_ns },
+                .seq = (uint64_t) rows[0].id,
+        };
+        return store_outbox_summary(u->store, rows, n, s);
+}
+
+/* Frees what build_summary() allocated (the identity strings belong to others). */
+static void summary_release(struct summary *s) {
+        s->machine = (struct summary_machine){};
+        s->run = (struct summary_run){};
+        summary_done(s);
+}
+
+enum outcome { OUT_SENT, OUT_RETRY, OUT_REJECTED };
+
+static enum outcome upload(struct uploader *u, const char *body, size_t len, char *msg,
+                           size_t msglen, uint64_t *retry_after) {
+        long status = 0;
+        u->response_len = 0;
+        u->response[0] = 0;
+        u->retry_after[0] = 0;
+        curl_easy_setopt(u->curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(u->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
+        CURLcode rc = curl_easy_perform(u->curl);
+        if (rc != CURLE_OK) {
+                snprintf(msg, msglen, "%s: %s", u->server, curl_easy_strerror(rc));
+                return OUT_RETRY;
+        }
+        curl_easy_getinfo(u->curl, CURLINFO_RESPONSE_CODE, &status);
+        *retry_after = uploader_parse_retry_after(u->retry_after, now_ns(CLOCK_REALTIME));
+        if (status >= 200 && status < 300)
+                return OUT_SENT;
+        server_message(u, status, msg, msglen);
+        if (status == 408 || status == 429 || status >= 500 || status < 200)
+                return OUT_RETRY;
+        return OUT_REJECTED;
+}
+
+static void stats_add(struct uploader *u, enum outcome o, size_t rows) {
+        pthread_mutex_lock(&u->stats_lock);
+        u->stats.uploads++;
+        if (o == OUT_SENT)
+                u->stats.rows_sent += rows;
+        else if (o == OUT_REJECTED)
+                u->stats.rows_rejected += rows;
+        else
+                u->stats.failures++;
+        u->stats.last_progress_mono = now_ns(CLOCK_MONOTONIC);
+        pthread_mutex_unlock(&u->stats_lock);
+}
+
+static void *uploader_main(void *arg) {
+        struct uploader *u = arg;
+        struct curl_slist *headers = NULL;
+        char err[STORE_ERROR_MAX], msg[RESPONSE_MAX + 64];
+        unsigned attempt = 0;
+        size_t single_left = 0; /* after a refused batch: one row at a time, to find it */
+        int r;
+
+        /* Opening may have to wait for the writer's migration; it keeps trying. */
+        while ((r = store_open(u->db_path, STORE_UPLOADER, &u->store, err)) < 0) {
+                log_error("Uploader: %s; retrying", err);
+                if (!sleep_for(u, 5 * NSEC_PER_SEC))
+                        goto out;
+        }
+        r = setup_curl(u, &headers);
+        if (r < 0) {
+                log_error_errno(r, "Uploader: cannot set up libcurl: %m");
+                goto out;
+        }
+
+        while (!atomic_load(&u->stop)) {
+                struct store_outbox_row *rows = NULL;
+                size_t n = 0;
+                touch(u);
+                r = store_outbox_next(u->store, single_left ? 1 : u->p.batch, &rows, &n);
+                if (r < 0) {
+                        log_error("Uploader: %s", store_error(u->store));
+                        free(rows);
+                        if (!sleep_for(u, 5 * NSEC_PER_SEC))
+                                break;
+                        continue;
+                }
+                if (n == 0) {
+                        free(rows);
+                        single_left = 0;
+                        pthread_mutex_lock(&u->lock);
+                        if (!u->poked)
+                                atomic_store(&u->drained, true);
+                        pthread_mutex_unlock(&u->lock);
+                        wait_for(u, NSEC_PER_SEC);
+                        continue;
+                }
+
+                struct summary s = {};
+                struct store_run run = {};
+                char *body = NULL;
+                size_t len = 0;
+                r = build_summary(u, rows, n, &s, &run);
+                if (r >= 0)
+                        r = summary_encode(&s, &body, &len);
+                summary_release(&s);
+                store_run_done(&run);
+                if (r < 0) {
+                        /* Our own data cannot be turned into a summary: the server would
+                         * refuse it too; keep it out of the way of the rows behind it. */
+                        snprintf(msg, sizeof(msg), "cannot build the summary: %s",
+                                 r == -ERANGE ? "a value out of range" : store_error(u->store));
+                        log_error("Uploader: outbox row %" PRId64 ": %s", rows[0].id, msg);
+                        store_outbox_mark(u->store, rows, n, STORE_OUTBOX_REJECTED,
+                                          now_ns(CLOCK_REALTIME), msg);
+                        free(rows);
+                        continue;
+                }
+
+                uint64_t retry_after = 0;
+                enum outcome o = upload(u, body, len, msg, sizeof(msg), &retry_after);
+                free(body);
+                if (atomic_load(&u->stop) && o == OUT_RETRY) {
+                        free(rows);
+                        break; /* abandoned by the stop, not a failure of the server */
+                }
+                int64_t now = now_ns(CLOCK_REALTIME);
+                stats_add(u, o, n);
+                if (o == OUT_SENT) {
+                        r = store_outbox_mark(u->store, rows, n, STORE_OUTBOX_SENT, now, NULL);
+                        attempt = 0;
+                        if (single_left)
+                                single_left = single_left > n ? single_left - n : 0;
+                } else if (o == OUT_REJECTED && n > 1) {
+                        /* Which row is it?  Send them one by one. */
+                        log_warning("Uploader: a batch of %zu was refused (%s); sending them "
+                                    "one by one",
+                                    n, msg);
+                        single_left = n;
+                        r = 0;
+                } else if (o == OUT_REJECTED) {
+                        log_error("Uploader: outbox row %" PRId64 " refused, set aside: %s",
+                                  rows[0].id, msg);
+                        r = store_outbox_mark(u->store, rows, n, STORE_OUTBOX_REJECTED, now, msg);
+                        struct store_event ev = { now, "upload_rejected", -1, -1, msg };
+                        if (r >= 0)
+                                r = store_add_event(u->store, rows[0].run_id, &ev);
+                        if (single_left)
+                                single_left--;
+                } else {
+                        r = store_outbox_mark(u->store, rows, n, STORE_OUTBOX_RETRY, now, msg);
+                        uint64_t rnd = 0;
+                        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+                                rnd = (uint64_t) now;
+                        uint64_t wait = uploader_backoff(u->p.backoff_min_ns, u->p.backoff_max_ns,
+                                                         attempt++, retry_after, rnd);
+                        char span[TIMESPAN_MAX_LEN];
+                        log_warning("Uploader: %s; %zu row(s) pending, retrying in %s", msg, n,
+                                    format_timespan(span, wait / NSEC_PER_MSEC * NSEC_PER_MSEC));
+                        free(rows);
+                        if (r < 0)
+                                log_error("Uploader: %s", store_error(u->store));
+                        if (!sleep_for(u, wait))
+                                break;
+                        continue;
+                }
+                if (r < 0)
+                        log_error("Uploader: %s", store_error(u->store));
+                free(rows);
+        }
+out:
+        curl_easy_cleanup(u->curl);
+        curl_slist_free_all(headers);
+        store_close(u->store);
+        return NULL;
+}
+
+static void global_init(void) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int uploader_start(const struct uploader_params *p, struct uploader **ret) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        struct uploader *u = calloc(1, sizeof(*u));
+        if (!u)
+                return -ENOMEM;
+        /* curl_global_init is not thread-safe: once, before any thread uses curl. */
+        pthread_once(&once, global_init);
+        u->p = *p;
+        u->server = strdup(p->server);
+        u->token = strdup(p->token);
+        u->ca_file = strdup(p->ca_file ?: "");
+        u->db_path = strdup(p->db_path);
+        u->machine_id = strdup(p->machine_id);
+        u->hostname = strdup(p->hostname);
+        u->cpu_model = strdup(p->cpu_model);
+        u->version = strdup(p->daemon_version);
+        pthread_mutex_init(&u->lock, NULL);
+        pthread_mutex_init(&u->stats_lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&u->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        u->stats.last_progress_mono = now_ns(CLOCK_MONOTONIC);
+        int r = 0;
+        if (!u->server || !u->token || !u->ca_file || !u->db_path || !u->machine_id ||
+            !u->hostname || !u->cpu_model || !u->version)
+                r = -ENOMEM;
+        else
+                r = -pthread_create(&u->thread, NULL, uploader_main, u);
+        if (r < 0) {
+                free(u->server);
+                free(u->token);
+                free(u->ca_file);
+                free(u->db_path);
+                free(u->machine_id);
+                free(u->hostname);
+                free(u->cpu_model);
+                free(u->version);
+                free(u);
+                return r;
+        }
+        *ret = u;
+        return 0;
+}
+
+bool uploader_flush(struct uploader *u, uint64_t timeout_ns) {
+        int64_t until = now_ns(CLOCK_MONOTONIC) + (int64_t) timeout_ns;
+        uploader_poke(u);
+        while (!atomic_load(&u->drained)) {
+                if (now_ns(CLOCK_MONOTONIC) >= until)
+                        return false;
+                struct timespec ts = { 0, 20 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
+        }
+        return true;
+}
+
+void uploader_stop(struct uploader *u) {
+        if (!u)
+                return;
+        atomic_store(&u->stop, true);
+        uploader_poke(u);
+        pthread_join(u->thread, NULL);
+        free(u->server);
+        /* The token is a secret: do not leave it in freed memory. */
+        if (u->token)
+                explicit_bzero(u->token, strlen(u->token));
+        free(u->token);
+        free(u->ca_file);
+        free(u->db_path);
+        free(u->machine_id);
+        free(u->hostname);
+        free(u->cpu_model);
+        free(u->version);
+        pthread_cond_destroy(&u->cond);
+        pthread_mutex_destroy(&u->lock);
+        pthread_mutex_destroy(&u->stats_lock);
+        free(u);
+}
+
+void uploader_get_stats(struct uploader *u, struct uploader_stats *ret) {
+        pthread_mutex_lock(&u->stats_lock);
+        *ret = u->stats;
+        pthread_mutex_unlock(&u->stats_lock);
+}
