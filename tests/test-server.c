@@ -669,6 +669,75 @@ static void test_duplicates_and_latest_run(void **state) {
         assert_unchanged(&mid, "a conflicting run");
 }
 
+/* Uploads sent at the same time over many connections are all stored, and the same upload
+ * sent twice at once is stored once: one "stored", one "duplicate". */
+static void test_concurrent_uploads(void **state) {
+        enum { N = 16 };
+        CURL *easy[N + 1];
+        struct reply replies[N + 1] = {};
+        char *texts[N + 1];
+        struct curl_slist *headers = NULL;
+        char url[256], auth[128];
+        long long intervals_before = rows("intervals"), uploads_before = rows("uploads");
+
+        snprintf(url, sizeof(url), "%s/api/v1/summaries", base_url);
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token_a);
+        headers = curl_slist_append(headers, auth);
+        CURLM *multi = curl_multi_init();
+        assert_non_null(multi);
+        for (int i = 0; i <= N; i++) {
+                struct spec p = run1;
+                p.run = 3;
+                p.start_ns = T0 + 7200 * INT64_C(1000000000);
+                /* The last one repeats the first. */
+                p.seq = (uint64_t) (i < N ? i : 0);
+                p.first_interval = p.seq;
+                p.nintervals = 1;
+                p.first_event = 100 + p.seq;
+                p.nevents = 1;
+                texts[i] = summary_text(&p);
+                easy[i] = curl_easy_init();
+                curl_easy_setopt(easy[i], CURLOPT_URL, url);
+                curl_easy_setopt(easy[i], CURLOPT_POSTFIELDS, texts[i]);
+                curl_easy_setopt(easy[i], CURLOPT_HTTPHEADER, headers);
+                curl_easy_setopt(easy[i], CURLOPT_TIMEOUT, 20L);
+                curl_easy_setopt(easy[i], CURLOPT_WRITEFUNCTION, on_body);
+                curl_easy_setopt(easy[i], CURLOPT_WRITEDATA, &replies[i]);
+                curl_multi_add_handle(multi, easy[i]);
+                requests++;
+        }
+        int running = 1;
+        while (running) {
+                assert_int_equal(curl_multi_perform(multi, &running), CURLM_OK);
+                if (running)
+                        curl_multi_poll(multi, NULL, 0, 1000, NULL);
+        }
+        int stored = 0, duplicate = 0;
+        for (int i = 0; i <= N; i++) {
+                curl_easy_getinfo(easy[i], CURLINFO_RESPONSE_CODE, &replies[i].status);
+                if (replies[i].status != 200)
+                        fail_msg("upload %d: %ld %s", i, replies[i].status, replies[i].body ?: "");
+                json_t *j = tu_json(replies[i].body);
+                const char *st = json_string_value(json_object_get(j, "status"));
+                if (i == 0 || i == N) {
+                        stored += strcmp(st, "stored") == 0;
+                        duplicate += strcmp(st, "duplicate") == 0;
+                } else
+                        assert_string_equal(st, "stored");
+                json_decref(j);
+                curl_multi_remove_handle(multi, easy[i]);
+                curl_easy_cleanup(easy[i]);
+                reply_done(&replies[i]);
+                free(texts[i]);
+        }
+        curl_multi_cleanup(multi);
+        curl_slist_free_all(headers);
+        assert_int_equal(stored, 1);
+        assert_int_equal(duplicate, 1);
+        assert_int_equal(rows("intervals"), intervals_before + N);
+        assert_int_equal(rows("uploads"), uploads_before + N);
+}
+
 struct bad {
         const char *name;
         const char *from, *to; /* replaced in the valid summary of machine A */
@@ -902,6 +971,7 @@ int main(void) {
                 cmocka_unit_test(test_enroll),
                 cmocka_unit_test(test_upload_stored),
                 cmocka_unit_test(test_duplicates_and_latest_run),
+                cmocka_unit_test(test_concurrent_uploads),
                 cmocka_unit_test(test_bad_uploads),
                 cmocka_unit_test(test_query_errors),
                 cmocka_unit_test(test_rate_limit),
