@@ -804,8 +804,35 @@ static void test_bad_uploads(void **state) {
         struct reply r = http("POST", "/api/v1/summaries", bearer(token_a), huge, big);
         expect_error(&r, 413, "over the limit");
         reply_done(&r);
-        free(huge);
         assert_unchanged(&before, "an oversized body");
+
+        /* The same without a Content-Length (chunked): the connection is closed once the body
+         * passes the limit, without an answer, and the server goes on. */
+        CURL *c = curl_easy_init();
+        struct curl_slist *headers = NULL;
+        char url[256], auth[128];
+        snprintf(url, sizeof(url), "%s/api/v1/summaries", base_url);
+        snprintf(auth, sizeof(auth), "Authorization: %s", bearer(token_a));
+        headers = curl_slist_append(headers, auth);
+        headers = curl_slist_append(headers, "Transfer-Encoding: chunked");
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, huge);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) big);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+        CURLcode rc = curl_easy_perform(c);
+        long status = 0;
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        if (rc == CURLE_OK && status >= 200)
+                fail_msg("chunked oversized body answered %ld %s", status, r.body ?: "");
+        requests++;
+        reply_done(&r);
+        curl_slist_free_all(headers);
+        curl_easy_cleanup(c);
+        free(huge);
+        assert_unchanged(&before, "an oversized chunked body");
 
         /* A revoked token is refused exactly like an unknown one. */
         struct reply unknown = http("POST", "/api/v1/summaries",
@@ -962,6 +989,11 @@ static void test_stop_and_request_log(void **state) {
         assert_non_null(strstr(log, "machine=" ID_A));
         assert_non_null(strstr(log, "remote=127.0.0.1:"));
         assert_non_null(strstr(log, "status=413 in=0 "));
+        /* The chunked one: refused after the limit, not after the whole body. */
+        const char *chunked = strstr(log, "status=413 in=1");
+        assert_non_null(chunked);
+        assert_true(strtoull(chunked + strlen("status=413 in="), NULL, 10) <=
+                    ((size_t) 16 << 20) + 256 * 1024);
         assert_non_null(strstr(log, "Stopping on"));
         free(log);
 }
