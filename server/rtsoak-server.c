@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/* rtsoak-server: the farm server.  Serves the upload and query API, and enrols or revokes
+ * machines in its farm database. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "config.h"
+#include "log.h"
+#include "macro.h"
+#include "server-auth.h"
+#include "server-db.h"
+#include "server-http.h"
+#include "server-ratelimit.h"
+#include "timeutil.h"
+
+#define DB_DEFAULT "/var/lib/rtsoak-server/farm.db"
+#define PEM_MAX_BYTES (1 << 20)
+
+struct options {
+        const char *db_path;
+        const char *listen;
+        const char *cert, *key;
+        unsigned threads;
+        double rate_per_s;
+        unsigned burst;
+        size_t max_body_bytes;
+        int64_t threshold_ns; /* -1: not given */
+        int gating;           /* -1: not given */
+        bool serve_options, enroll_options;
+};
+
+static void help(void) {
+        printf("Usage: rtsoak-server [OPTIONS]                    serve the farm API\n"
+               "       rtsoak-server [--db PATH] enroll MACHINE_ID [--threshold SPAN] "
+               "[--gating yes|no]\n"
+               "       rtsoak-server [--db PATH] revoke MACHINE_ID\n"
+               "\n"
+               "  --db PATH            farm database (default %s)\n"
+               "  --listen ADDR:PORT   address to serve on (default %s; [::1]:PORT for IPv6)\n"
+               "  --cert FILE          PEM certificate: serve HTTPS (with --key)\n"
+               "  --key FILE           PEM private key of the certificate\n"
+               "  --threads N          worker threads (default %d)\n"
+               "  --rate N             uploads per second per machine (default %g)\n"
+               "  --burst N            uploads a machine may send at once (default %d)\n"
+               "  --max-body BYTES     largest upload body (default %zu)\n"
+               "  --threshold SPAN     enroll: the machine's latency bound (default 100us)\n"
+               "  --gating yes|no      enroll: whether the machine gates releases "
+               "(default yes)\n"
+               "  -h, --help           show this help\n"
+               "  --version            show the version\n"
+               "\n"
+               "enroll prints the machine's new token once on stdout; only its hash is kept.\n",
+               DB_DEFAULT, FARM_LISTEN_DEFAULT, FARM_THREADS_DEFAULT, FARM_RATE_DEFAULT,
+               FARM_BURST_DEFAULT, FARM_MAX_BODY_DEFAULT);
+}
+
+static int parse_uint(const char *opt, const char *s, unsigned long long min,
+                      unsigned long long max, unsigned long long *ret) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || end == s || *end || s[0] == '-' || v < min || v > max) {
+                log_error("Invalid %s '%s': expected an integer from %llu to %llu", opt, s, min,
+                          max);
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}
+
+/* 0 to go on, 1 when done (help), -EINVAL for a usage error (already logged). */
+static int parse_options(int argc, char **argv, struct options *o) {
+        enum {
+                ARG_DB = 0x100,
+                ARG_LISTEN,
+                ARG_CERT,
+                ARG_KEY,
+                ARG_THREADS,
+                ARG_RATE,
+                ARG_BURST,
+                ARG_MAX_BODY,
+                ARG_THRESHOLD,
+                ARG_GATING,
+                ARG_VERSION,
+        };
+        static const struct option options[] = {
+                { "db", required_argument, NULL, ARG_DB },
+                { "listen", required_argument, NULL, ARG_LISTEN },
+                { "cert", required_argument, NULL, ARG_CERT },
+                { "key", required_argument, NULL, ARG_KEY },
+                { "threads", required_argument, NULL, ARG_THREADS },
+                { "rate", required_argument, NULL, ARG_RATE },
+                { "burst", required_argument, NULL, ARG_BURST },
+                { "max-body", required_argument, NULL, ARG_MAX_BODY },
+                { "threshold", required_argument, NULL, ARG_THRESHOLD },
+                { "gating", required_argument, NULL, ARG_GATING },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {},
+        };
+        unsigned long long v;
+        const char *reason;
+        uint64_t ns;
+        int c;
+
+        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
+                switch (c) {
+                case ARG_DB:
+                        o->db_path = optarg;
+                        break;
+                case ARG_LISTEN:
+                        o->listen = optarg;
+                        o->serve_options = true;
+                        break;
+                case ARG_CERT:
+                        o->cert = optarg;
+                        o->serve_options = true;
+                        break;
+                case ARG_KEY:
+                        o->key = optarg;
+                        o->serve_options = true;
+                        break;
+                case ARG_THREADS:
+                        if (parse_uint("--threads", optarg, 1, 256, &v) < 0)
+                                return -EINVAL;
+                        o->threads = (unsigned) v;
+                        o->serve_options = true;
+                        break;
+                case ARG_RATE: {
+                        char *end;
+                        errno = 0;
+                        o->rate_per_s = strtod(optarg, &end);
+                        if (errno || end == optarg || *end || !(o->rate_per_s > 0) ||
+                            o->rate_per_s > 1e6) {
+                                log_error("Invalid --rate '%s': expected a number of requests "
+                                          "per second above 0",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        o->serve_options = true;
+                        break;
+                }
+                case ARG_BURST:
+                        if (parse_uint("--burst", optarg, 1, 1000000, &v) < 0)
+                                return -EINVAL;
+                        o->burst = (unsigned) v;
+                        o->serve_options = true;
+                        break;
+                case ARG_MAX_BODY:
+                        if (parse_uint("--max-body", optarg, 1024, (unsigned long long) 1 << 30,
+                                       &v) < 0)
+                                return -EINVAL;
+                        o->max_body_bytes = (size_t) v;
+                        o->serve_options = true;
+                        break;
+                case ARG_THRESHOLD:
+                        if (parse_timespan(optarg, &ns, &reason) < 0 ||
+                            ns > 24 * 3600 * NSEC_PER_SEC) {
+                                log_error("Invalid --threshold '%s': %s", optarg,
+                                          reason ?: "more than a day");
+                                return -EINVAL;
+                        }
+                        o->threshold_ns = (int64_t) ns;
+                        o->enroll_options = true;
+                        break;
+                case ARG_GATING:
+                        if (strcmp(optarg, "yes") == 0)
+                                o->gating = 1;
+                        else if (strcmp(optarg, "no") == 0)
+                                o->gating = 0;
+                        else {
+                                log_error("Invalid --gating '%s': expected yes or no", optarg);
+                                return -EINVAL;
+                        }
+                        o->enroll_options = true;
+                        break;
+                case 'h':
+                        help();
+                        return 1;
+                case ARG_VERSION:
+                        printf("rtsoak-server %s\n", PROJECT_VERSION);
+                        return 1;
+                default:
+                        return -EINVAL; /* getopt said what */
+                }
+        }
+        return 0;
+}
+
+static int read_pem(const char *what, const char *path, char **ret) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0)
+                return log_error_errno(errno, "Cannot read the %s '%s': %m", what, path);
+        if (fstat(fd, &st) < 0)
+                return log_error_errno(errno, "Cannot read the %s '%s': %m", what, path);
+        if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size > PEM_MAX_BYTES)
+                return log_error_errno(EINVAL,
+                                       "Cannot use the %s '%s': not a PEM file (empty, too "
+                                       "large or not a regular file)",
+                                       what, path);
+        _cleanup_free_ char *buf = malloc((size_t) st.st_size + 1);
+        if (!buf)
+                return log_oom();
+        size_t got = 0;
+        while (got < (size_t) st.st_size) {
+                ssize_t n = read(fd, buf + got, (size_t) st.st_size - got);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return log_error_errno(errno, "Cannot read the %s '%s': %m", what, path);
+                if (n == 0)
+                        break;
+                got += (size_t) n;
+        }
+        buf[got] = '\0';
+        if (!strstr(buf, "-----BEGIN "))
+                return log_error_errno(EINVAL, "The %s '%s' is not in PEM format", what, path);
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static int open_db(const char *path, farm_db **ret) {
+        char err[FARM_ERROR_MAX];
+        int r = farm_db_open(path, ret, err);
+        if (r < 0)
+                return log_error_errno(r, "Cannot open the farm database: %s", err);
+        return 0;
+}
+
+static int serve(const struct options *o) {
+        _cleanup_free_ char *cert = NULL, *key = NULL;
+        char bound[FARM_ADDRESS_MAX], err[FARM_ERROR_MAX];
+        farm_http *http = NULL;
+        farm_db *db = NULL;
+        int fd = -1, r, sig;
+
+        if (!!o->cert != !!o->key) {
+                log_error("--cert and --key go together: HTTPS needs both");
+                return EXIT_CONFIG;
+        }
+        if (o->cert && (read_pem("certificate", o->cert, &cert) < 0 ||
+                        read_pem("private key", o->key, &key) < 0))
+                return EXIT_CONFIG;
+
+        r = farm_db_open(o->db_path, &db, err);
+        if (r < 0) {
+                log_error_errno(r, "Cannot open the farm database: %s", err);
+                return EXIT_FAILURE;
+        }
+
+        r = farm_listen(o->listen, &fd, bound);
+        if (r == -EINVAL) {
+                log_error("Invalid --listen '%s': expected ADDR:PORT with a numeric address "
+                          "(127.0.0.1:8470, [::1]:8470)",
+                          o->listen);
+                farm_db_close(db);
+                return EXIT_CONFIG;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Cannot listen on %s: %m%s", o->listen,
+                                r == -EADDRINUSE ? " (is another server running on this port?)"
+                                                 : "");
+                farm_db_close(db);
+                return EXIT_FAILURE;
+        }
+
+        /* The worker threads inherit this mask, so the signals reach only sigwait() below. */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+
+        struct farm_http_config hc = {
+                .listen_fd = fd,
+                .tls_cert_pem = cert,
+                .tls_key_pem = key,
+                .threads = o->threads,
+                .connection_limit = FARM_CONNECTION_LIMIT_DEFAULT,
+                .connection_timeout_s = FARM_CONNECTION_TIMEOUT_S_DEFAULT,
+                .max_body_bytes = o->max_body_bytes,
+                .rate_per_s = o->rate_per_s,
+                .burst = o->burst,
+        };
+        r = farm_http_start(&hc, db, &http);
+        if (r < 0) {
+                close(fd);
+                farm_db_close(db);
+                return EXIT_FAILURE;
+        }
+        log_info("Listening on %s://%s (database %s, %u threads)", cert ? "https" : "http", bound,
+                 o->db_path, o->threads);
+
+        while (sigwait(&mask, &sig) != 0)
+                ;
+        log_info("Stopping on %s", strsignal(sig));
+        farm_http_stop(http);
+        farm_db_close(db);
+        return EXIT_SUCCESS;
+}
+
+static int enroll(const struct options *o, const char *machine_id) {
+        char token[FARM_TOKEN_LEN + 1], err[FARM_ERROR_MAX], span[TIMESPAN_MAX_LEN];
+        uint8_t hash[SHA256_DIGEST_SIZE];
+        farm_db *db = NULL;
+
+        if (!farm_machine_id_valid(machine_id)) {
+                log_error("Invalid machine id '%s': expected 32 lowercase hex digits, as in "
+                          "/etc/machine-id",
+                          machine_id);
+                return EXIT_CONFIG;
+        }
+        if (open_db(o->db_path, &db) < 0)
+                return EXIT_FAILURE;
+        int r = farm_token_new(token, hash);
+        if (r < 0) {
+                farm_db_close(db);
+                log_error_errno(r, "Cannot read random bytes for the token: %m");
+                return EXIT_FAILURE;
+        }
+        r = farm_enroll(db, machine_id, hash, o->threshold_ns, o->gating, now_ns(CLOCK_REALTIME),
+                        err);
+        farm_db_close(db);
+        if (r < 0) {
+                log_error_errno(r, "Cannot enroll %s: %s", machine_id, err);
+                return EXIT_FAILURE;
+        }
+        printf("%s\n", token);
+        if (fflush(stdout) != 0) {
+                log_error_errno(errno, "Cannot print the token: %m");
+                return EXIT_FAILURE;
+        }
+        explicit_bzero(token, sizeof(token));
+        if (o->threshold_ns >= 0)
+                format_timespan(span, (uint64_t) o->threshold_ns);
+        log_info("%s machine %s%s%s%s%s; the token above is shown only this once",
+                 r > 0 ? "Enrolled" : "Re-keyed", machine_id,
+                 o->threshold_ns >= 0 ? ", threshold " : "", o->threshold_ns >= 0 ? span : "",
+                 o->gating >= 0 ? ", gating " : "",
+                 o->gating >= 0 ? (o->gating ? "yes" : "no") : "");
+        return EXIT_SUCCESS;
+}
+
+static int revoke_machine(const struct options *o, const char *machine_id) {
+        char err[FARM_ERROR_MAX];
+        farm_db *db = NULL;
+
+        if (!farm_machine_id_valid(machine_id)) {
+                log_error("Invalid machine id '%s': expected 32 lowercase hex digits", machine_id);
+                return EXIT_CONFIG;
+        }
+        if (open_db(o->db_path, &db) < 0)
+                return EXIT_FAILURE;
+        int r = farm_revoke(db, machine_id, now_ns(CLOCK_REALTIME), err);
+        farm_db_close(db);
+        if (r < 0) {
+                log_error_errno(r, "Cannot revoke %s: %s", machine_id, err);
+                return EXIT_FAILURE;
+        }
+        log_info("Revoked the token of machine %s", machine_id);
+        return EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv) {
+        struct options o = {
+                .db_path = DB_DEFAULT,
+                .listen = FARM_LISTEN_DEFAULT,
+                .threads = FARM_THREADS_DEFAULT,
+                .rate_per_s = FARM_RATE_DEFAULT,
+                .burst = FARM_BURST_DEFAULT,
+                .max_body_bytes = FARM_MAX_BODY_DEFAULT,
+                .threshold_ns = -1,
+                .gating = -1,
+        };
+
+        log_set_program("rtsoak-server");
+        int r = parse_options(argc, argv, &o);
+        if (r != 0)
+                return r > 0 ? EXIT_SUCCESS : EXIT_CONFIG;
+
+        int nargs = argc - optind;
+        const char *cmd = nargs > 0 ? argv[optind] : NULL;
+        if (!cmd) {
+                if (o.enroll_options) {
+                        log_error("--threshold and --gating belong to enroll");
+                        return EXIT_CONFIG;
+                }
+                return serve(&o);
+        }
+        bool is_enroll = strcmp(cmd, "enroll") == 0, is_revoke = strcmp(cmd, "revoke") == 0;
+        if (!is_enroll && !is_revoke) {
+                log_error("Unknown command '%s' (expected enroll or revoke; see --help)", cmd);
+                return EXIT_CONFIG;
+        }
+        if (nargs != 2) {
+                log_error("%s takes exactly one MACHINE_ID", cmd);
+                return EXIT_CONFIG;
+        }
+        if (o.serve_options || (is_revoke && o.enroll_options)) {
+                log_error("Options of another command given to %s (see --help)", cmd);
+                return EXIT_CONFIG;
+        }
+        return is_enroll ? enroll(&o, argv[optind + 1]) : revoke_machine(&o, argv[optind + 1]);
+}

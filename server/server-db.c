@@ -1,0 +1,811 @@
+/* SPDX-License-Identifier: MIT */
+/* The farm database: schema and migrations, enrolment, token checks, storing summaries in one
+ * transaction each, and the machine queries of the JSON API. */
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "server-db.h"
+
+/* 'rtsf': marks the file as the farm database, so the machines' own database (and any other
+ * SQLite file) is refused by name. */
+#define FARM_APPLICATION_ID 0x72747366
+#define FARM_SCHEMA_VERSION 1
+#define FARM_BUSY_TIMEOUT_MS 10000
+
+/* Migration N takes the schema from version N to N+1.  Never edit a released entry: add one. */
+static const char *const migrations[] = {
+        /* 0 -> 1: the first schema. */
+        "CREATE TABLE machines ("
+        "  id TEXT PRIMARY KEY CHECK (length(id) = 32),"
+        "  token_hash BLOB NOT NULL CHECK (length(token_hash) = 32),"
+        "  threshold_ns INTEGER NOT NULL CHECK (threshold_ns >= 0),"
+        "  gating INTEGER NOT NULL CHECK (gating IN (0, 1)),"
+        "  enrolled_ns INTEGER NOT NULL, rekeyed_ns INTEGER, revoked_ns INTEGER,"
+        "  last_report_ns INTEGER, hostname TEXT, cpu_model TEXT, cpus INTEGER);"
+        "CREATE TABLE runs ("
+        "  id INTEGER PRIMARY KEY,"
+        "  machine_id TEXT NOT NULL REFERENCES machines(id),"
+        "  run_id INTEGER NOT NULL CHECK (run_id >= 1),"
+        "  boot_id TEXT NOT NULL, kernel_release TEXT NOT NULL, kernel_version TEXT NOT NULL,"
+        "  kernel_cmdline TEXT NOT NULL, preempt_model TEXT NOT NULL,"
+        "  daemon_version TEXT NOT NULL, config_digest TEXT NOT NULL,"
+        "  start_ns INTEGER NOT NULL, threshold_ns INTEGER NOT NULL,"
+        "  probe_interval_ns INTEGER NOT NULL, interval_ns INTEGER NOT NULL,"
+        "  first_report_ns INTEGER NOT NULL,"
+        "  UNIQUE (machine_id, run_id));"
+        "CREATE INDEX runs_kernel ON runs(kernel_release);"
+        "CREATE TABLE intervals ("
+        "  id INTEGER PRIMARY KEY,"
+        "  run INTEGER NOT NULL REFERENCES runs(id),"
+        "  seq INTEGER NOT NULL CHECK (seq >= 0),"
+        "  start_ns INTEGER NOT NULL, length_ns INTEGER NOT NULL CHECK (length_ns > 0),"
+        "  scenario TEXT,"
+        "  max_ns INTEGER NOT NULL," /* the worst of its CPUs, for the queries */
+        "  UNIQUE (run, seq));"
+        "CREATE INDEX intervals_start ON intervals(start_ns);"
+        "CREATE TABLE interval_cpus ("
+        "  interval INTEGER NOT NULL REFERENCES intervals(id),"
+        "  cpu INTEGER NOT NULL CHECK (cpu >= 0),"
+        "  samples INTEGER NOT NULL, min_ns INTEGER NOT NULL, avg_ns INTEGER NOT NULL,"
+        "  max_ns INTEGER NOT NULL, max_time_ns INTEGER NOT NULL,"
+        "  violations INTEGER NOT NULL, missed INTEGER NOT NULL,"
+        "  hist_limit_us INTEGER NOT NULL, hist BLOB NOT NULL,"
+        "  UNIQUE (interval, cpu));"
+        "CREATE TABLE interval_loads ("
+        "  interval INTEGER NOT NULL REFERENCES intervals(id),"
+        "  idx INTEGER NOT NULL CHECK (idx >= 0),"
+        "  generator TEXT NOT NULL, up_ns INTEGER NOT NULL,"
+        "  starts INTEGER NOT NULL, exits INTEGER NOT NULL,"
+        "  UNIQUE (interval, idx));"
+        "CREATE TABLE interval_load_metrics ("
+        "  interval INTEGER NOT NULL REFERENCES intervals(id),"
+        "  load_idx INTEGER NOT NULL, idx INTEGER NOT NULL,"
+        "  name TEXT NOT NULL, unit TEXT NOT NULL, value REAL NOT NULL,"
+        "  UNIQUE (interval, load_idx, idx));"
+        "CREATE TABLE events ("
+        "  id INTEGER PRIMARY KEY,"
+        "  run INTEGER NOT NULL REFERENCES runs(id),"
+        "  event_id INTEGER NOT NULL CHECK (event_id >= 1),"
+        "  time_ns INTEGER NOT NULL, type TEXT NOT NULL, cpu INTEGER, value INTEGER,"
+        "  message TEXT NOT NULL,"
+        "  UNIQUE (run, event_id));"
+        "CREATE INDEX events_time ON events(time_ns);"
+        "CREATE TABLE uploads ("
+        "  run INTEGER NOT NULL REFERENCES runs(id),"
+        "  seq INTEGER NOT NULL CHECK (seq >= 0),"
+        "  received_ns INTEGER NOT NULL,"
+        "  intervals INTEGER NOT NULL, events INTEGER NOT NULL,"
+        "  UNIQUE (run, seq));",
+};
+_Static_assert(ELEMENTSOF(migrations) == FARM_SCHEMA_VERSION, "one migration per version");
+
+struct farm_db {
+        sqlite3 *db;
+        char *path;
+        /* One connection shared by the HTTP worker threads.  SQLite lets only one writer in at
+         * a time anyway, and a commit with synchronous=FULL dominates the cost of an upload;
+         * the expensive part (parsing and validating the JSON) runs before the lock is taken.
+         * One connection per thread would add SQLITE_BUSY retries for nothing. */
+        pthread_mutex_t lock;
+};
+
+static inline void finalizep(sqlite3_stmt **st) {
+        if (*st)
+                sqlite3_finalize(*st);
+}
+#define _cleanup_stmt_ _cleanup_(finalizep)
+
+static inline void unlockp(pthread_mutex_t **m) {
+        if (*m)
+                pthread_mutex_unlock(*m);
+}
+#define _cleanup_unlock_ _cleanup_(unlockp)
+
+static pthread_mutex_t *lock_db(farm_db *db) {
+        pthread_mutex_lock(&db->lock);
+        return &db->lock;
+}
+
+static int rc_to_errno(int rc) {
+        switch (rc & 0xff) {
+        case SQLITE_OK:
+                return 0;
+        case SQLITE_NOMEM:
+                return -ENOMEM;
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+                return -EBUSY;
+        case SQLITE_READONLY:
+        case SQLITE_PERM:
+        case SQLITE_AUTH:
+                return -EACCES;
+        case SQLITE_FULL:
+                return -ENOSPC;
+        case SQLITE_CANTOPEN:
+                return -ENOENT;
+        case SQLITE_CORRUPT:
+        case SQLITE_NOTADB:
+        case SQLITE_FORMAT:
+                return -EBADMSG;
+        case SQLITE_CONSTRAINT:
+                return -EEXIST;
+        case SQLITE_TOOBIG:
+                return -E2BIG;
+        default:
+                return -EIO;
+        }
+}
+
+/* Writes "path: what: SQLite's message" into err and returns the matching -errno. */
+static int fail(farm_db *db, int rc, const char *what, char *err) {
+        snprintf(err, FARM_ERROR_MAX, "%s: %s: %s", db->path, what,
+                 db->db ? sqlite3_errmsg(db->db) : sqlite3_errstr(rc));
+        return rc_to_errno(rc);
+}
+
+_printf_(4, 5) static int failf(farm_db *db, int error, char *err, const char *fmt, ...) {
+        char msg[FARM_ERROR_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        snprintf(err, FARM_ERROR_MAX, "%s: %s", db->path, msg);
+        return error < 0 ? error : -error;
+}
+
+/* For messages that go back to the machine: no file path in them. */
+_printf_(2, 3) static int conflict(char *err, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, FARM_ERROR_MAX, fmt, ap);
+        va_end(ap);
+        return -EEXIST;
+}
+
+static int exec_sql(farm_db *db, const char *sql, char *err) {
+        int rc = sqlite3_exec(db->db, sql, NULL, NULL, NULL);
+        return rc == SQLITE_OK ? 0 : fail(db, rc, sql, err);
+}
+
+static int prepare(farm_db *db, const char *sql, sqlite3_stmt **ret, char *err) {
+        int rc = sqlite3_prepare_v2(db->db, sql, -1, ret, NULL);
+        return rc == SQLITE_OK ? 0 : fail(db, rc, "cannot prepare query", err);
+}
+
+/* Steps a statement that returns no row, and resets it for the next use. */
+static int step_done(farm_db *db, sqlite3_stmt *st, const char *what, char *err) {
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE)
+                return fail(db, rc, what, err);
+        return 0;
+}
+
+static int query_int(farm_db *db, const char *sql, int64_t *ret, char *err) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = prepare(db, sql, &st, err);
+        if (r < 0)
+                return r;
+        int rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+                return fail(db, rc, "cannot read database header", err);
+        *ret = sqlite3_column_int64(st, 0);
+        return 0;
+}
+
+static void rollback(farm_db *db) {
+        if (!sqlite3_get_autocommit(db->db))
+                sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int migrate(farm_db *db, int64_t version, char *err) {
+        for (int64_t v = version; v < FARM_SCHEMA_VERSION; v++) {
+                char sql[64];
+                int r = exec_sql(db, "BEGIN IMMEDIATE", err);
+                if (r < 0)
+                        return r;
+                r = exec_sql(db, migrations[v], err);
+                if (r >= 0) {
+                        snprintf(sql, sizeof(sql), "PRAGMA user_version = %lld", (long long) v + 1);
+                        r = exec_sql(db, sql, err);
+                }
+                if (r >= 0 && v == 0) {
+                        snprintf(sql, sizeof(sql), "PRAGMA application_id = %d",
+                                 FARM_APPLICATION_ID);
+                        r = exec_sql(db, sql, err);
+                }
+                if (r >= 0)
+                        r = exec_sql(db, "COMMIT", err);
+                if (r < 0) {
+                        rollback(db);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+void farm_db_close(farm_db *db) {
+        if (!db)
+                return;
+        if (db->db)
+                sqlite3_close_v2(db->db);
+        pthread_mutex_destroy(&db->lock);
+        free(db->path);
+        free(db);
+}
+
+static int open_checked(farm_db *db, char *err) {
+        int64_t version, appid, tables;
+        int r;
+
+        int rc = sqlite3_open_v2(db->path, &db->db,
+                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+                                 NULL);
+        if (rc != SQLITE_OK)
+                return fail(db, rc, "cannot open database", err);
+        sqlite3_extended_result_codes(db->db, 1);
+        /* enroll and revoke run as separate processes while the server writes. */
+        sqlite3_busy_timeout(db->db, FARM_BUSY_TIMEOUT_MS);
+
+        /* The first read fails with SQLITE_NOTADB for a file that is not SQLite at all. */
+        if ((r = query_int(db, "PRAGMA application_id", &appid, err)) < 0 ||
+            (r = query_int(db, "PRAGMA user_version", &version, err)) < 0 ||
+            (r = query_int(db, "SELECT count(*) FROM sqlite_schema", &tables, err)) < 0)
+                return r;
+        if (appid == 0 && version == 0 && tables > 0)
+                return failf(db, -EBADMSG, err,
+                             "SQLite database of another program (no farm schema); refusing "
+                             "to touch it");
+        if (appid != 0 && appid != FARM_APPLICATION_ID)
+                return failf(db, -EBADMSG, err,
+                             "SQLite database of another program (application_id %#llx); "
+                             "refusing to touch it",
+                             (unsigned long long) appid);
+        if (version > FARM_SCHEMA_VERSION)
+                return failf(db, -EPROTONOSUPPORT, err,
+                             "farm database schema version %lld is newer than this "
+                             "rtsoak-server understands (%d); upgrade rtsoak-server",
+                             (long long) version, FARM_SCHEMA_VERSION);
+
+        /* WAL lets the queries read while an upload is written; FULL syncs the WAL on every
+         * commit, so an upload answered "stored" survives power loss. */
+        if ((r = exec_sql(db, "PRAGMA journal_mode = WAL", err)) < 0 ||
+            (r = exec_sql(db, "PRAGMA synchronous = FULL", err)) < 0 ||
+            (r = exec_sql(db, "PRAGMA foreign_keys = ON", err)) < 0)
+                return r;
+
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        if ((r = prepare(db, "PRAGMA quick_check", &st, err)) < 0)
+                return r;
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW)
+                return fail(db, rc, "integrity check failed", err);
+        const char *res = (const char *) sqlite3_column_text(st, 0);
+        if (!res || strcmp(res, "ok") != 0)
+                return failf(db, -EBADMSG, err,
+                             "database is corrupt (quick_check: %s); keep the file for "
+                             "analysis and move it aside",
+                             res ?: "no result");
+        return migrate(db, version, err);
+}
+
+int farm_db_open(const char *path, farm_db **ret, char err[static FARM_ERROR_MAX]) {
+        farm_db *db = calloc(1, sizeof(*db));
+        if (!db)
+                return -ENOMEM;
+        pthread_mutex_init(&db->lock, NULL);
+        db->path = strdup(path);
+        if (!db->path) {
+                farm_db_close(db);
+                return -ENOMEM;
+        }
+        int r = open_checked(db, err);
+        if (r < 0) {
+                farm_db_close(db);
+                return r;
+        }
+        *ret = db;
+        return 0;
+}
+
+bool farm_machine_id_valid(const char *s) {
+        size_t n = 0;
+        for (; s[n]; n++)
+                if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+                        return false;
+        return n == FARM_MACHINE_ID_LEN;
+}
+
+int farm_enroll(farm_db *db, const char *machine_id, const uint8_t token_hash[SHA256_DIGEST_SIZE],
+                int64_t threshold_ns, int gating, int64_t now_ns, char err[static FARM_ERROR_MAX]) {
+        _cleanup_unlock_ pthread_mutex_t *lock = lock_db(db);
+        _cleanup_stmt_ sqlite3_stmt *sel = NULL, *st = NULL;
+        int r, rc, created;
+
+        if ((r = exec_sql(db, "BEGIN IMMEDIATE", err)) < 0)
+                return r;
+        if ((r = prepare(db, "SELECT 1 FROM machines WHERE id = ?", &sel, err)) < 0)
+                goto out;
+        sqlite3_bind_text(sel, 1, machine_id, -1, SQLITE_STATIC);
+        rc = sqlite3_step(sel);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+                r = fail(db, rc, "cannot look up the machine", err);
+                goto out;
+        }
+        created = rc == SQLITE_DONE;
+        if (created)
+                r = prepare(db,
+                            "INSERT INTO machines (id, token_hash, threshold_ns, gating, "
+                            "enrolled_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+                            &st, err);
+        else
+                r = prepare(db,
+                            "UPDATE machines SET token_hash = ?2, "
+                            "threshold_ns = coalesce(?3, threshold_ns), "
+                            "gating = coalesce(?4, gating), rekeyed_ns = ?5, revoked_ns = NULL "
+                            "WHERE id = ?1",
+                            &st, err);
+        if (r < 0)
+                goto out;
+        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
+        sqlite3_bind_blob(st, 2, token_hash, SHA256_DIGEST_SIZE, SQLITE_STATIC);
+        if (threshold_ns >= 0)
+                sqlite3_bind_int64(st, 3, threshold_ns);
+        else if (created)
+                sqlite3_bind_int64(st, 3, (int64_t) FARM_DEFAULT_THRESHOLD_NS);
+        if (gating >= 0 || created)
+                sqlite3_bind_int(st, 4, gating != 0);
+        sqlite3_bind_int64(st, 5, now_ns);
+        if ((r = step_done(db, st, "cannot store the machine", err)) < 0 ||
+            (r = exec_sql(db, "COMMIT", err)) < 0)
+                goto out;
+        return created;
+out:
+        rollback(db);
+        return r;
+}
+
+int farm_revoke(farm_db *db, const char *machine_id, int64_t now_ns,
+                char err[static FARM_ERROR_MAX]) {
+        _cleanup_unlock_ pthread_mutex_t *lock = lock_db(db);
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = prepare(db,
+                        "UPDATE machines SET revoked_ns = coalesce(revoked_ns, ?2) WHERE id = ?1",
+                        &st, err);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, now_ns);
+        if ((r = step_done(db, st, "cannot revoke the token", err)) < 0)
+                return r;
+        if (sqlite3_changes(db->db) == 0)
+                return failf(db, -ENOENT, err, "no machine %s is enrolled", machine_id);
+        return 0;
+}
+
+int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
+                      char ret_machine_id[static FARM_MACHINE_ID_LEN + 1]) {
+        _cleanup_unlock_ pthread_mutex_t *lock = lock_db(db);
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        char err[FARM_ERROR_MAX];
+        bool found = false;
+        int rc;
+
+        /* Every stored hash is compared in full, whether or not an earlier one matched, so the
+         * time taken does not depend on which machine (if any) the token belongs to.  A farm
+         * has hundreds of machines, not millions. */
+        if (prepare(db, "SELECT id, token_hash, revoked_ns IS NULL FROM machines", &st, err) < 0)
+                return -EIO;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const uint8_t *h = sqlite3_column_blob(st, 1);
+                if (!h || sqlite3_column_bytes(st, 1) != SHA256_DIGEST_SIZE)
+                        continue;
+                uint8_t diff = 0;
+                for (size_t i = 0; i < SHA256_DIGEST_SIZE; i++)
+                        diff |= h[i] ^ token_hash[i];
+                if (diff == 0 && sqlite3_column_int(st, 2)) {
+                        snprintf(ret_machine_id, FARM_MACHINE_ID_LEN + 1, "%s",
+                                 (const char *) sqlite3_column_text(st, 0));
+                        found = true;
+                }
+        }
+        if (rc != SQLITE_DONE)
+                return -EIO;
+        return found ? 0 : -EACCES;
+}
+
+/* Finds or creates the row of the summary's run; ret is its rowid. */
+static int store_run(farm_db *db, const struct summary *s, int64_t now_ns, int64_t *ret,
+                     char *err) {
+        const struct summary_run *run = &s->run;
+        _cleanup_stmt_ sqlite3_stmt *sel = NULL, *ins = NULL;
+        int r, rc;
+
+        r = prepare(db,
+                    "SELECT id, boot_id, kernel_release, start_ns FROM runs "
+                    "WHERE machine_id = ? AND run_id = ?",
+                    &sel, err);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(sel, 1, s->machine.id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(sel, 2, run->id);
+        rc = sqlite3_step(sel);
+        if (rc == SQLITE_ROW) {
+                /* A run is one daemon lifetime: its identity never changes.  A different one
+                 * under the same number means the machine's local database was replaced. */
+                const char *boot = (const char *) sqlite3_column_text(sel, 1);
+                const char *kernel = (const char *) sqlite3_column_text(sel, 2);
+                if (strcmp(boot ?: "", run->boot_id) != 0)
+                        return conflict(err, "run.boot_id: run %lld is stored with boot id %s",
+                                        (long long) run->id, boot);
+                if (strcmp(kernel ?: "", run->kernel_release) != 0)
+                        return conflict(err,
+                                        "run.kernel_release: run %lld is stored with kernel %s",
+                                        (long long) run->id, kernel);
+                if (sqlite3_column_int64(sel, 3) != run->start_ns)
+                        return conflict(err, "run.start_ns: run %lld is stored with start %lld",
+                                        (long long) run->id,
+                                        (long long) sqlite3_column_int64(sel, 3));
+                *ret = sqlite3_column_int64(sel, 0);
+                return 0;
+        }
+        if (rc != SQLITE_DONE)
+                return fail(db, rc, "cannot look up the run", err);
+
+        r = prepare(db,
+                    "INSERT INTO runs (machine_id, run_id, boot_id, kernel_release, "
+                    "kernel_version, kernel_cmdline, preempt_model, daemon_version, "
+                    "config_digest, start_ns, threshold_ns, probe_interval_ns, interval_ns, "
+                    "first_report_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    &ins, err);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(ins, 1, s->machine.id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 2, run->id);
+        sqlite3_bind_text(ins, 3, run->boot_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 4, run->kernel_release, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 5, run->kernel_version, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 6, run->kernel_cmdline, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 7, run->preempt_model, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 8, run->daemon_version, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 9, run->config_digest, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 10, run->start_ns);
+        sqlite3_bind_int64(ins, 11, (int64_t) run->threshold_ns);
+        sqlite3_bind_int64(ins, 12, (int64_t) run->probe_interval_ns);
+        sqlite3_bind_int64(ins, 13, (int64_t) run->interval_ns);
+        sqlite3_bind_int64(ins, 14, now_ns);
+        if ((r = step_done(db, ins, "cannot store the run", err)) < 0)
+                return r;
+        *ret = sqlite3_last_insert_rowid(db->db);
+        return 0;
+}
+
+struct interval_stmts {
+        sqlite3_stmt *interval, *cpu, *load, *metric;
+};
+
+static void interval_stmts_done(struct interval_stmts *x) {
+        sqlite3_finalize(x->interval);
+        sqlite3_finalize(x->cpu);
+        sqlite3_finalize(x->load);
+        sqlite3_finalize(x->metric);
+}
+
+/* Stores one interval with its CPUs and loads; 1 if stored, 0 if it was already there. */
+static int store_interval(farm_db *db, struct interval_stmts *x, int64_t run,
+                          const struct summary_interval *iv, char *err) {
+        uint64_t max_ns = 0;
+        int r;
+
+        for (size_t c = 0; c < iv->ncpus; c++)
+                max_ns = MAX(max_ns, iv->cpus[c].max_ns);
+        sqlite3_bind_int64(x->interval, 1, run);
+        sqlite3_bind_int64(x->interval, 2, (int64_t) iv->seq);
+        sqlite3_bind_int64(x->interval, 3, iv->start_ns);
+        sqlite3_bind_int64(x->interval, 4, (int64_t) iv->length_ns);
+        if (iv->scenario)
+                sqlite3_bind_text(x->interval, 5, iv->scenario, -1, SQLITE_STATIC);
+        else
+                sqlite3_bind_null(x->interval, 5);
+        sqlite3_bind_int64(x->interval, 6, (int64_t) max_ns);
+        if ((r = step_done(db, x->interval, "cannot store an interval", err)) < 0)
+                return r;
+        if (sqlite3_changes(db->db) == 0)
+                return 0; /* (run, seq) is stored: the same interval sent again */
+        int64_t id = sqlite3_last_insert_rowid(db->db);
+
+        for (size_t c = 0; c < iv->ncpus; c++) {
+                const struct summary_cpu *p = &iv->cpus[c];
+                sqlite3_stmt *st = x->cpu;
+                sqlite3_bind_int64(st, 1, id);
+                sqlite3_bind_int64(st, 2, p->cpu);
+                sqlite3_bind_int64(st, 3, (int64_t) p->samples);
+                sqlite3_bind_int64(st, 4, (int64_t) p->min_ns);
+                sqlite3_bind_int64(st, 5, (int64_t) p->avg_ns);
+                sqlite3_bind_int64(st, 6, (int64_t) p->max_ns);
+                sqlite3_bind_int64(st, 7, p->max_time_ns);
+                sqlite3_bind_int64(st, 8, (int64_t) p->violations);
+                sqlite3_bind_int64(st, 9, (int64_t) p->missed);
+                sqlite3_bind_int64(st, 10, p->hist_limit_us);
+                /* An empty histogram is a zero-length blob, not NULL. */
+                sqlite3_bind_blob(st, 11, p->hist ? (const void *) p->hist : "", (int) p->hist_len,
+                                  SQLITE_STATIC);
+                if ((r = step_done(db, st, "cannot store a CPU of an interval", err)) < 0)
+                        return r;
+        }
+        for (size_t l = 0; l < iv->nloads; l++) {
+                const struct summary_load *ld = &iv->loads[l];
+                sqlite3_bind_int64(x->load, 1, id);
+                sqlite3_bind_int64(x->load, 2, (int64_t) l);
+                sqlite3_bind_text(x->load, 3, ld->generator, -1, SQLITE_STATIC);
+                sqlite3_bind_int64(x->load, 4, (int64_t) ld->up_ns);
+                sqlite3_bind_int64(x->load, 5, ld->starts);
+                sqlite3_bind_int64(x->load, 6, ld->exits);
+                if ((r = step_done(db, x->load, "cannot store a load", err)) < 0)
+                        return r;
+                for (size_t m = 0; m < ld->nmetrics; m++) {
+                        sqlite3_bind_int64(x->metric, 1, id);
+                        sqlite3_bind_int64(x->metric, 2, (int64_t) l);
+                        sqlite3_bind_int64(x->metric, 3, (int64_t) m);
+                        sqlite3_bind_text(x->metric, 4, ld->metrics[m].name, -1, SQLITE_STATIC);
+                        sqlite3_bind_text(x->metric, 5, ld->metrics[m].unit, -1, SQLITE_STATIC);
+                        sqlite3_bind_double(x->metric, 6, ld->metrics[m].value);
+                        if ((r = step_done(db, x->metric, "cannot store a load metric", err)) < 0)
+                                return r;
+                }
+        }
+        return 1;
+}
+
+static int store_events(farm_db *db, int64_t run, const struct summary *s, uint64_t *ret,
+                        char *err) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = prepare(db,
+                        "INSERT INTO events (run, event_id, time_ns, type, cpu, value, message) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, event_id) DO NOTHING",
+                        &st, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < s->nevents; i++) {
+                const struct summary_event *e = &s->events[i];
+                sqlite3_bind_int64(st, 1, run);
+                sqlite3_bind_int64(st, 2, (int64_t) e->id);
+                sqlite3_bind_int64(st, 3, e->time_ns);
+                sqlite3_bind_text(st, 4, e->type, -1, SQLITE_STATIC);
+                if (e->cpu >= 0)
+                        sqlite3_bind_int(st, 5, e->cpu);
+                else
+                        sqlite3_bind_null(st, 5);
+                if (e->value >= 0)
+                        sqlite3_bind_int64(st, 6, e->value);
+                else
+                        sqlite3_bind_null(st, 6);
+                sqlite3_bind_text(st, 7, e->message, -1, SQLITE_STATIC);
+                if ((r = step_done(db, st, "cannot store an event", err)) < 0)
+                        return r;
+                *ret += (uint64_t) sqlite3_changes(db->db);
+        }
+        return 0;
+}
+
+static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
+                        struct farm_stored *ret, char *err) {
+        _cleanup_stmt_ sqlite3_stmt *up = NULL, *seen = NULL, *mach = NULL;
+        struct interval_stmts x = {};
+        int64_t run = 0;
+        int r, rc;
+
+        /* The token may have been revoked since it was checked: the transaction decides. */
+        r = prepare(db, "SELECT 1 FROM machines WHERE id = ? AND revoked_ns IS NULL", &mach, err);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(mach, 1, s->machine.id, -1, SQLITE_STATIC);
+        rc = sqlite3_step(mach);
+        if (rc == SQLITE_DONE)
+                return -EACCES;
+        if (rc != SQLITE_ROW)
+                return fail(db, rc, "cannot look up the machine", err);
+
+        if ((r = store_run(db, s, now_ns, &run, err)) < 0)
+                return r;
+
+        r = prepare(db, "SELECT 1 FROM uploads WHERE run = ? AND seq = ?", &seen, err);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(seen, 1, run);
+        sqlite3_bind_int64(seen, 2, (int64_t) s->seq);
+        rc = sqlite3_step(seen);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                return fail(db, rc, "cannot look up the upload", err);
+        if (rc == SQLITE_ROW) {
+                /* The idempotency key is known: the uploader did not hear our answer. */
+                ret->duplicate = true;
+                ret->dup_intervals = s->nintervals;
+                ret->dup_events = s->nevents;
+        } else {
+                if ((r = prepare(db,
+                                 "INSERT INTO intervals (run, seq, start_ns, length_ns, "
+                                 "scenario, max_ns) VALUES (?, ?, ?, ?, ?, ?) "
+                                 "ON CONFLICT (run, seq) DO NOTHING",
+                                 &x.interval, err)) < 0 ||
+                    (r = prepare(db,
+                                 "INSERT INTO interval_cpus (interval, cpu, samples, min_ns, "
+                                 "avg_ns, max_ns, max_time_ns, violations, missed, "
+                                 "hist_limit_us, hist) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                 &x.cpu, err)) < 0 ||
+                    (r = prepare(db,
+                                 "INSERT INTO interval_loads (interval, idx, generator, up_ns, "
+                                 "starts, exits) VALUES (?, ?, ?, ?, ?, ?)",
+                                 &x.load, err)) < 0 ||
+                    (r = prepare(db,
+                                 "INSERT INTO interval_load_metrics (interval, load_idx, idx, "
+                                 "name, unit, value) VALUES (?, ?, ?, ?, ?, ?)",
+                                 &x.metric, err)) < 0)
+                        goto out;
+                for (size_t i = 0; i < s->nintervals; i++) {
+                        r = store_interval(db, &x, run, &s->intervals[i], err);
+                        if (r < 0)
+                                goto out;
+                        ret->intervals += (uint64_t) r;
+                }
+                r = store_events(db, run, s, &ret->events, err);
+                if (r < 0)
+                        goto out;
+                ret->dup_intervals = s->nintervals - ret->intervals;
+                ret->dup_events = s->nevents - ret->events;
+                ret->duplicate = ret->intervals == 0 && ret->events == 0;
+
+                r = prepare(db,
+                            "INSERT INTO uploads (run, seq, received_ns, intervals, events) "
+                            "VALUES (?, ?, ?, ?, ?)",
+                            &up, err);
+                if (r < 0)
+                        goto out;
+                sqlite3_bind_int64(up, 1, run);
+                sqlite3_bind_int64(up, 2, (int64_t) s->seq);
+                sqlite3_bind_int64(up, 3, now_ns);
+                sqlite3_bind_int64(up, 4, (int64_t) ret->intervals);
+                sqlite3_bind_int64(up, 5, (int64_t) ret->events);
+                if ((r = step_done(db, up, "cannot store the upload", err)) < 0)
+                        goto out;
+        }
+
+        sqlite3_finalize(mach);
+        mach = NULL;
+        r = prepare(db,
+                    "UPDATE machines SET last_report_ns = max(coalesce(last_report_ns, 0), ?2), "
+                    "hostname = ?3, cpu_model = ?4, cpus = ?5 WHERE id = ?1",
+                    &mach, err);
+        if (r < 0)
+                goto out;
+        sqlite3_bind_text(mach, 1, s->machine.id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(mach, 2, now_ns);
+        sqlite3_bind_text(mach, 3, s->machine.hostname, -1, SQLITE_STATIC);
+        sqlite3_bind_text(mach, 4, s->machine.cpu_model, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(mach, 5, s->machine.cpus);
+        r = step_done(db, mach, "cannot update the machine", err);
+out:
+        interval_stmts_done(&x);
+        return r;
+}
+
+int farm_store_summary(farm_db *db, const struct summary *s, int64_t now_ns,
+                       struct farm_stored *ret, char err[static FARM_ERROR_MAX]) {
+        _cleanup_unlock_ pthread_mutex_t *lock = lock_db(db);
+        struct farm_stored res = {};
+        int r;
+
+        if ((r = exec_sql(db, "BEGIN IMMEDIATE", err)) < 0)
+                return r;
+        r = store_locked(db, s, now_ns, &res, err);
+        if (r >= 0)
+                r = exec_sql(db, "COMMIT", err);
+        if (r < 0) {
+                rollback(db);
+                return r;
+        }
+        *ret = res;
+        return 0;
+}
+
+static json_t *column_json_int(sqlite3_stmt *st, int col) {
+        if (sqlite3_column_type(st, col) == SQLITE_NULL)
+                return json_null();
+        return json_integer(sqlite3_column_int64(st, col));
+}
+
+static json_t *column_json_text(sqlite3_stmt *st, int col) {
+        const char *t = (const char *) sqlite3_column_text(st, col);
+        return t ? json_string(t) : json_null();
+}
+
+/* The latest run of a machine (by start time), or null. */
+static int latest_run_json(farm_db *db, const char *machine_id, json_t **ret, char *err) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int r = prepare(db,
+                        "SELECT run_id, boot_id, kernel_release, kernel_version, preempt_model, "
+                        "start_ns, (SELECT max(max_ns) FROM intervals WHERE run = runs.id) "
+                        "FROM runs WHERE machine_id = ? ORDER BY start_ns DESC, run_id DESC "
+                        "LIMIT 1",
+                        &st, err);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+                *ret = json_null();
+                return 0;
+        }
+        if (rc != SQLITE_ROW)
+                return fail(db, rc, "cannot read the latest run", err);
+        *ret = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id", column_json_int(st, 0),
+                         "boot_id", column_json_text(st, 1), "kernel_release",
+                         column_json_text(st, 2), "kernel_version", column_json_text(st, 3),
+                         "preempt_model", column_json_text(st, 4), "start_ns",
+                         column_json_int(st, 5), "worst_latency_ns", column_json_int(st, 6));
+        return *ret ? 0 : -ENOMEM;
+}
+
+int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
+                       char err[static FARM_ERROR_MAX]) {
+        _cleanup_unlock_ pthread_mutex_t *lock = lock_db(db);
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        json_auto_t *list = json_array();
+        int r, rc;
+
+        if (!list)
+                return -ENOMEM;
+        r = prepare(db,
+                    "SELECT m.id, m.hostname, m.cpu_model, m.cpus, m.threshold_ns, m.gating, "
+                    "m.enrolled_ns, m.revoked_ns, m.last_report_ns, "
+                    "(SELECT max(i.max_ns) FROM intervals i JOIN runs r ON i.run = r.id "
+                    " WHERE r.machine_id = m.id), "
+                    "(SELECT count(*) FROM intervals i JOIN runs r ON i.run = r.id "
+                    " WHERE r.machine_id = m.id), "
+                    "(SELECT count(*) FROM events e JOIN runs r ON e.run = r.id "
+                    " WHERE r.machine_id = m.id) "
+                    "FROM machines m WHERE ?1 IS NULL OR m.id = ?1 ORDER BY m.id",
+                    &st, err);
+        if (r < 0)
+                return r;
+        if (machine_id)
+                sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const char *id = (const char *) sqlite3_column_text(st, 0);
+                json_t *latest = NULL;
+                if ((r = latest_run_json(db, id, &latest, err)) < 0)
+                        return r;
+                json_t *kernel = json_is_object(latest)
+                                         ? json_incref(json_object_get(latest, "kernel_release"))
+                                         : json_null();
+                json_t *m = json_pack(
+                        "{s:s, s:o, s:o, s:o, s:o, s:b, s:o, s:b, s:o, s:o, s:o, s:o, s:o, "
+                        "s:o, s:o}",
+                        "id", id, "hostname", column_json_text(st, 1), "cpu_model",
+                        column_json_text(st, 2), "cpus", column_json_int(st, 3), "threshold_ns",
+                        column_json_int(st, 4), "gating", sqlite3_column_int(st, 5), "enrolled_ns",
+                        column_json_int(st, 6), "revoked",
+                        sqlite3_column_type(st, 7) != SQLITE_NULL, "revoked_ns",
+                        column_json_int(st, 7), "last_report_ns", column_json_int(st, 8), "kernel",
+                        kernel, "worst_latency_ns", column_json_int(st, 9), "latest_run", latest,
+                        "intervals", column_json_int(st, 10), "events", column_json_int(st, 11));
+                if (!m || json_array_append_new(list, m) < 0)
+                        return -ENOMEM;
+        }
+        if (rc != SQLITE_DONE)
+                return fail(db, rc, "cannot list the machines", err);
+        if (machine_id) {
+                if (json_array_size(list) == 0)
+                        return failf(db, -ENOENT, err, "no machine %s is enrolled", machine_id);
+                *ret = json_incref(json_array_get(list, 0));
+        } else
+                *ret = json_pack("{s:O}", "machines", list);
+        return *ret ? 0 : -ENOMEM;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* The farm database: machines and their tokens, and what they uploaded.  Only server/ speaks
+ * SQL to it; every function here is safe to call from any thread (one connection, one mutex). */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sha256.h"
+#include "summary.h"
+
+#define FARM_ERROR_MAX 1024
+#define FARM_MACHINE_ID_LEN 32
+#define FARM_DEFAULT_THRESHOLD_NS UINT64_C(100000)
+
+typedef struct farm_db farm_db;
+
+/* Opens (creating and migrating) the farm database at path.  On failure err says why, naming
+ * the file. */
+int farm_db_open(const char *path, farm_db **ret, char err[static FARM_ERROR_MAX]);
+void farm_db_close(farm_db *db);
+
+/* Creates the machine or gives it a new token (which also lifts a revocation).  threshold_ns
+ * and gating < 0 keep the stored values (or take the defaults for a new machine).  Returns 1
+ * when the machine was created, 0 when it was re-keyed. */
+int farm_enroll(farm_db *db, const char *machine_id, const uint8_t token_hash[SHA256_DIGEST_SIZE],
+                int64_t threshold_ns, int gating, int64_t now_ns, char err[static FARM_ERROR_MAX]);
+/* Revokes the machine's token: -ENOENT when no such machine is enrolled. */
+int farm_revoke(farm_db *db, const char *machine_id, int64_t now_ns,
+                char err[static FARM_ERROR_MAX]);
+
+/* Finds the enrolled, unrevoked machine whose token has this hash, comparing with every
+ * stored hash in constant time.  0 and the id in ret_machine_id, or -EACCES. */
+int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
+                      char ret_machine_id[static FARM_MACHINE_ID_LEN + 1]);
+
+struct farm_stored {
+        bool duplicate;     /* nothing new: the upload (or all it holds) was already stored */
+        uint64_t intervals; /* intervals stored by this request */
+        uint64_t events;    /* events stored by this request */
+        uint64_t dup_intervals, dup_events; /* already stored before, skipped */
+};
+
+/* Stores a decoded summary of machine_id in one transaction.  -EEXIST (with err) when the run
+ * is already stored with a different identity (boot id or kernel). */
+int farm_store_summary(farm_db *db, const struct summary *s, int64_t now_ns,
+                       struct farm_stored *ret, char err[static FARM_ERROR_MAX]);
+
+/* JSON of one machine (-ENOENT when not enrolled) or, with machine_id NULL, of all:
+ * {"machines": [...]}. */
+int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
+                       char err[static FARM_ERROR_MAX]);
+
+/* True for 32 lowercase hex digits, the form of /etc/machine-id. */
+bool farm_machine_id_valid(const char *s);

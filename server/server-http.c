@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: MIT */
+/* The HTTP API on libmicrohttpd: routes, authentication, the body limit, the rate limit, the
+ * summary upload and the machine queries, and one request log line per request. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "server-auth.h"
+#include "server-http.h"
+#include "server-ratelimit.h"
+#include "summary.h"
+#include "timeutil.h"
+
+#define API_SUMMARIES "/api/v1/summaries"
+#define API_MACHINES "/api/v1/machines"
+#define PATH_LOG_MAX 256
+
+struct farm_http {
+        struct MHD_Daemon *mhd;
+        farm_db *db;
+        farm_ratelimit *rl;
+        size_t max_body_bytes;
+};
+
+/* One request, from its first call to the access handler to the completion notice. */
+struct request {
+        int64_t start_ns, start_mono_ns;
+        char method[16];
+        char path[PATH_LOG_MAX]; /* escaped for the log */
+        char remote[FARM_ADDRESS_MAX];
+        char machine[FARM_MACHINE_ID_LEN + 1]; /* once authenticated */
+        unsigned status;
+        uint64_t bytes_in, bytes_out;
+        char *body;
+        size_t len, allocated;
+};
+
+static void format_address(const struct sockaddr *sa, socklen_t len, char *buf, size_t size) {
+        char host[NI_MAXHOST], port[NI_MAXSERV];
+        if (!sa || getnameinfo(sa, len, host, sizeof(host), port, sizeof(port),
+                               NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+                snprintf(buf, size, "-");
+                return;
+        }
+        snprintf(buf, size, sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+}
+
+int farm_listen(const char *address, int *ret_fd, char ret_bound[static FARM_ADDRESS_MAX]) {
+        char host[FARM_ADDRESS_MAX];
+        const char *colon = strrchr(address, ':');
+        if (!colon || colon == address || !colon[1] || strlen(address) >= sizeof(host))
+                return -EINVAL;
+        size_t hl = (size_t) (colon - address);
+        memcpy(host, address, hl);
+        host[hl] = '\0';
+        if (host[0] == '[') {
+                if (hl < 3 || host[hl - 1] != ']')
+                        return -EINVAL;
+                memmove(host, host + 1, hl - 2);
+                host[hl - 2] = '\0';
+        }
+        char *end;
+        errno = 0;
+        unsigned long port = strtoul(colon + 1, &end, 10);
+        if (*end || errno || port > 65535 || colon[1] < '0' || colon[1] > '9')
+                return -EINVAL;
+
+        struct addrinfo hints = { .ai_family = AF_UNSPEC,
+                                  .ai_socktype = SOCK_STREAM,
+                                  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE },
+                        *ai;
+        if (getaddrinfo(host, colon + 1, &hints, &ai) != 0)
+                return -EINVAL;
+        _cleanup_close_ int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                                        0);
+        int r = 0, one = 1;
+        if (fd < 0)
+                r = -errno;
+        else if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+                 bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 128) < 0)
+                r = -errno;
+        freeaddrinfo(ai);
+        if (r < 0)
+                return r;
+
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        if (getsockname(fd, (struct sockaddr *) &ss, &sl) < 0)
+                return -errno;
+        format_address((struct sockaddr *) &ss, sl, ret_bound, FARM_ADDRESS_MAX);
+        *ret_fd = fd;
+        fd = -1;
+        return 0;
+}
+
+/* Queues body (taken over, may be NULL) as the JSON response. */
+static enum MHD_Result respond(struct request *rq, struct MHD_Connection *c, unsigned status,
+                               json_t *body, const char *header, const char *value) {
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        json_decref(body);
+        size_t len = text ? strlen(text) : 0;
+        struct MHD_Response *resp = MHD_create_response_from_buffer(
+                len, text ?: (char *) "", text ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+        if (!resp) {
+                free(text);
+                return MHD_NO;
+        }
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        if (header)
+                MHD_add_response_header(resp, header, value);
+        enum MHD_Result ret = MHD_queue_response(c, status, resp);
+        MHD_destroy_response(resp);
+        rq->status = status;
+        rq->bytes_out = len;
+        return ret;
+}
+
+static enum MHD_Result respond_error(struct request *rq, struct MHD_Connection *c, unsigned status,
+                                     const char *msg, const char *header, const char *value) {
+        return respond(rq, c, status, json_pack("{s:s}", "error", msg), header, value);
+}
+
+static enum MHD_Result respond_internal(struct request *rq, struct MHD_Connection *c, int error,
+                                        const char *detail) {
+        if (error == -EBUSY)
+                return respond_error(rq, c, 503, "the farm database is busy, retry later",
+                                     MHD_HTTP_HEADER_RETRY_AFTER, "5");
+        log_error_errno(error, "%s %s: %s", rq->method, rq->path, detail);
+        return respond_error(rq, c, 500, "internal server error", NULL, NULL);
+}
+
+static enum MHD_Result begin_upload(farm_http *h, struct MHD_Connection *c, struct request *rq) {
+        uint8_t hash[SHA256_DIGEST_SIZE];
+        int r;
+
+        /* One answer for every failure, so that it does not tell whether a machine exists. */
+        r = farm_token_from_header(
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+                hash);
+        if (r >= 0)
+                r = farm_authenticate(h->db, hash, rq->machine);
+        if (r == -EINVAL || r == -EACCES) {
+                rq->machine[0] = '\0';
+                return respond_error(rq, c, 401, "missing, invalid or revoked token",
+                                     MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+        }
+        if (r < 0)
+                return respond_internal(rq, c, r, "cannot check the token");
+
+        r = farm_ratelimit_take(h->rl, rq->machine, now_ns(CLOCK_MONOTONIC));
+        if (r < 0)
+                return respond_internal(rq, c, r, "rate limit");
+        if (r > 0) {
+                char after[16];
+                snprintf(after, sizeof(after), "%d", r);
+                return respond_error(rq, c, 429, "too many requests from this machine",
+                                     MHD_HTTP_HEADER_RETRY_AFTER, after);
+        }
+
+        /* A body whose size is announced is refused before a byte of it is read. */
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl) {
+                char *end;
+                errno = 0;
+                unsigned long long n = strtoull(cl, &end, 10);
+                if (errno || *end || n > h->max_body_bytes) {
+                        char msg[128];
+                        snprintf(msg, sizeof(msg), "body of %s bytes is over the limit of %zu", cl,
+                                 h->max_body_bytes);
+                        return respond_error(rq, c, 413, msg, MHD_HTTP_HEADER_CONNECTION, "close");
+                }
+                rq->allocated = (size_t) n + 1;
+                rq->body = malloc(rq->allocated);
+                if (!rq->body)
+                        return respond_internal(rq, c, -ENOMEM, "body buffer");
+        }
+        return MHD_YES;
+}
+
+static int append_body(farm_http *h, struct request *rq, const char *data, size_t n) {
+        rq->bytes_in += n;
+        if (n > h->max_body_bytes - rq->len)
+                return -EFBIG;
+        if (rq->len + n >= rq->allocated) {
+                size_t a = MIN(MAX(rq->allocated * 2, rq->len + n + 1), h->max_body_bytes + 1);
+                char *b = realloc(rq->body, a);
+                if (!b)
+                        return -ENOMEM;
+                rq->body = b;
+                rq->allocated = a;
+        }
+        memcpy(rq->body + rq->len, data, n);
+        rq->len += n;
+        return 0;
+}
+
+static enum MHD_Result finish_upload(farm_http *h, struct MHD_Connection *c, struct request *rq) {
+        char err[MAX(SUMMARY_ERROR_MAX, FARM_ERROR_MAX)];
+        struct farm_stored st;
+        struct summary s;
+
+        int r = summary_decode(rq->body ?: "", rq->len, &s, err);
+        free(rq->body);
+        rq->body = NULL;
+        if (r == -ENOMEM)
+                return respond_internal(rq, c, r, "decoding the summary");
+        if (r < 0)
+                return respond_error(rq, c, 400, err, NULL, NULL);
+
+        if (strcmp(s.machine.id, rq->machine) != 0) {
+                summary_done(&s);
+                return respond_error(rq, c, 403, "machine.id: not the machine of this token", NULL,
+                                     NULL);
+        }
+
+        r = farm_store_summary(h->db, &s, now_ns(CLOCK_REALTIME), &st, err);
+        summary_done(&s);
+        if (r == -EACCES)
+                return respond_error(rq, c, 401, "missing, invalid or revoked token",
+                                     MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+        if (r == -EEXIST)
+                return respond_error(rq, c, 409, err, NULL, NULL);
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        return respond(rq, c, 200,
+                       json_pack("{s:s, s:I, s:I, s:I, s:I}", "status",
+                                 st.duplicate ? "duplicate" : "stored", "intervals",
+                                 (json_int_t) st.intervals, "events", (json_int_t) st.events,
+                                 "duplicate_intervals", (json_int_t) st.dup_intervals,
+                                 "duplicate_events", (json_int_t) st.dup_events),
+                       NULL, NULL);
+}
+
+static enum MHD_Result get_machines(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                    const char *id) {
+        char err[FARM_ERROR_MAX];
+        json_t *j = NULL;
+
+        if (id && !farm_machine_id_valid(id))
+                return respond_error(rq, c, 404, "no such machine", NULL, NULL);
+        int r = farm_machines_json(h->db, id, &j, err);
+        if (r == -ENOENT)
+                return respond_error(rq, c, 404, "no such machine", NULL, NULL);
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        return respond(rq, c, 200, j, NULL, NULL);
+}
+
+static bool is_get(const char *method) {
+        return strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+               strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+}
+
+static enum MHD_Result route(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                             const char *url, const char *method) {
+        if (strcmp(url, API_SUMMARIES) == 0) {
+                if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
+                        return respond_error(rq, c, 405, "method not allowed",
+                                             MHD_HTTP_HEADER_ALLOW, "POST");
+                return begin_upload(h, c, rq);
+        }
+        if (strcmp(url, API_MACHINES) == 0 || strncmp(url, API_MACHINES "/", 17) == 0) {
+                if (!is_get(method))
+                        return respond_error(rq, c, 405, "method not allowed",
+                                             MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+                return get_machines(h, c, rq, url[16] ? url + 17 : NULL);
+        }
+        return respond_error(rq, c, 404, "no such resource", NULL, NULL);
+}
+
+/* The path as the log shows it: bytes outside printable ASCII, spaces, quotes and '%' are
+ * escaped, so a request cannot forge log lines. */
+static void escape_path(const char *url, char *buf, size_t size) {
+        size_t o = 0;
+        for (const unsigned char *p = (const unsigned char *) url; *p && o + 4 < size; p++) {
+                if (*p > 0x20 && *p < 0x7f && *p != '%' && *p != '"' && *p != '\\')
+                        buf[o++] = (char) *p;
+                else
+                        o += (size_t) snprintf(buf + o, size - o, "%%%02X", *p);
+        }
+        buf[o] = '\0';
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls) {
+        farm_http *h = cls;
+        struct request *rq = *con_cls;
+
+        if (!rq) {
+                rq = calloc(1, sizeof(*rq));
+                if (!rq)
+                        return MHD_NO;
+                *con_cls = rq;
+                rq->start_ns = now_ns(CLOCK_REALTIME);
+                rq->start_mono_ns = now_ns(CLOCK_MONOTONIC);
+                escape_path(method, rq->method, sizeof(rq->method));
+                escape_path(url, rq->path, sizeof(rq->path));
+                const union MHD_ConnectionInfo *ci =
+                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+                format_address(ci ? ci->client_addr : NULL, sizeof(struct sockaddr_in6), rq->remote,
+                               sizeof(rq->remote));
+                return route(h, c, rq, url, method);
+        }
+        if (rq->status != 0) {
+                /* Answered already: whatever else arrives is dropped. */
+                *upload_data_size = 0;
+                return MHD_YES;
+        }
+        if (*upload_data_size > 0) {
+                int r = append_body(h, rq, upload_data, *upload_data_size);
+                *upload_data_size = 0;
+                if (r == -EFBIG) {
+                        /* A chunked body without a size that grew over the limit: a response
+                         * can no longer be queued in the middle of it, so the connection is
+                         * closed and the log says why. */
+                        rq->status = 413;
+                        return MHD_NO;
+                }
+                return r < 0 ? MHD_NO : MHD_YES;
+        }
+        return finish_upload(h, c, rq);
+}
+
+static const char *termination(enum MHD_RequestTerminationCode toe) {
+        switch (toe) {
+        case MHD_REQUEST_TERMINATED_COMPLETED_OK:
+                return NULL;
+        case MHD_REQUEST_TERMINATED_TIMEOUT_REACHED:
+                return "timeout";
+        case MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN:
+                return "shutdown";
+        case MHD_REQUEST_TERMINATED_READ_ERROR:
+                return "read-error";
+        case MHD_REQUEST_TERMINATED_CLIENT_ABORT:
+                return "client-abort";
+        default:
+                return "error";
+        }
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                      enum MHD_RequestTerminationCode toe) {
+        struct request *rq = *con_cls;
+        char when[TIMESTAMP_MAX_LEN];
+        if (!rq)
+                return;
+        const char *end = termination(toe);
+        log_info("request time=%s remote=%s method=%s path=%s status=%u in=%llu out=%llu "
+                 "duration_us=%lld machine=%s%s%s",
+                 format_timestamp_utc(when, rq->start_ns), rq->remote, rq->method, rq->path,
+                 rq->status, (unsigned long long) rq->bytes_in, (unsigned long long) rq->bytes_out,
+                 (long long) ((now_ns(CLOCK_MONOTONIC) - rq->start_mono_ns) / 1000),
+                 rq->machine[0] ? rq->machine : "-", end ? " end=" : "", end ?: "");
+        free(rq->body);
+        free(rq);
+        *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) {
+        char msg[1024];
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        msg[strcspn(msg, "\n")] = '\0';
+        log_warning("libmicrohttpd: %s", msg);
+}
+
+void farm_http_stop(farm_http *h) {
+        if (!h)
+                return;
+        if (h->mhd)
+                MHD_stop_daemon(h->mhd);
+        farm_ratelimit_free(h->rl);
+        free(h);
+}
+
+int farm_http_start(const struct farm_http_config *c, farm_db *db, farm_http **ret) {
+        bool tls = c->tls_cert_pem && c->tls_key_pem;
+        if (tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+                return log_error_errno(EOPNOTSUPP,
+                                       "This libmicrohttpd was built without TLS support");
+
+        farm_http *h = calloc(1, sizeof(*h));
+        if (!h)
+                return log_oom();
+        h->db = db;
+        h->max_body_bytes = c->max_body_bytes;
+        int r = farm_ratelimit_new(c->rate_per_s, c->burst, &h->rl);
+        if (r < 0) {
+                farm_http_stop(h);
+                return log_error_errno(r, "Invalid rate limit: %m");
+        }
+
+        struct MHD_OptionItem opts[] = {
+                { MHD_OPTION_LISTEN_SOCKET, c->listen_fd, NULL },
+                { MHD_OPTION_THREAD_POOL_SIZE, c->threads, NULL },
+                { MHD_OPTION_CONNECTION_LIMIT, c->connection_limit, NULL },
+                { MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout_s, NULL },
+                { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) completed, h },
+                { tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *) c->tls_cert_pem },
+                { tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, (void *) c->tls_key_pem },
+                { MHD_OPTION_END, 0, NULL },
+        };
+        unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
+        if (tls)
+                flags |= MHD_USE_TLS;
+        /* The logger goes first, so that it sees the messages about the other options. */
+        h->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER,
+                                  mhd_log, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+        if (!h->mhd) {
+                farm_http_stop(h);
+                return log_error_errno(EIO, "Failed to start the HTTP server%s",
+                                       tls ? " (are --cert and --key a matching PEM certificate "
+                                             "and private key?)"
+                                           : "");
+        }
+        *ret = h;
+        return 0;
+}

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* The request-rate limit of uploads: one token bucket per machine, refilled at a steady rate
+ * up to a burst size. */
+#pragma once
+
+#include <stdint.h>
+
+#define FARM_RATE_DEFAULT 10.0 /* requests per second, per machine */
+#define FARM_BURST_DEFAULT 120 /* a backlog of two hours of 1-minute intervals at once */
+
+typedef struct farm_ratelimit farm_ratelimit;
+
+int farm_ratelimit_new(double rate_per_s, unsigned burst, farm_ratelimit **ret);
+void farm_ratelimit_free(farm_ratelimit *rl);
+
+/* Takes one token from key's bucket at time now_ns (CLOCK_MONOTONIC).  Returns 0 when the
+ * request may go ahead, otherwise how many whole seconds (at least 1) until it may, for
+ * Retry-After; -ENOMEM. */
+int farm_ratelimit_take(farm_ratelimit *rl, const char *key, int64_t now_ns);

@@ -1,0 +1,1015 @@
+/* SPDX-License-Identifier: MIT */
+/* Integration tests of rtsoak-server: the real binary on loopback with a real farm database,
+ * driven with libcurl; what it stores is read back with SQLite, and every refused request is
+ * checked to leave the database as it was. */
+#include <curl/curl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests.h"
+#include "test-util.h"
+#include "hist.h"
+#include "sha256.h"
+#include "summary.h"
+
+#define T0 INT64_C(1796300000000000000)
+#define MIN_NS (60 * INT64_C(1000000000))
+#define ID_A "0123456789abcdef0123456789abcdef"
+#define ID_B "fedcba9876543210fedcba9876543210"
+#define ID_C "c0ffee00c0ffee00c0ffee00c0ffee00"
+#define ID_UNKNOWN "00000000000000000000000000000042"
+
+static char *dir;
+static char db_path[512], log_path[512], base_url[128];
+static pid_t server_pid;
+static char token_a[80], token_b[80], token_c[80];
+static unsigned requests; /* made to the main server: one log line each */
+
+/* ---- the server and its command line ---------------------------------------------------- */
+
+static void run_server(char *const *cmd, const char *expect_err, int expect_status) {
+        struct tu_result r;
+        tu_run(cmd, 20000, NULL, NULL, &r);
+        if (r.status != expect_status || (expect_err && !strstr(r.err, expect_err)))
+                fail_msg("%s %s: expected status %d and '%s', got %d: %s", cmd[1], cmd[2],
+                         expect_status, expect_err ?: "", r.status, r.err);
+        tu_result_done(&r);
+}
+
+/* rtsoak-server --db DB enroll ID [extra]; returns the token it printed. */
+static void enroll(const char *db, const char *id, const char *extra1, const char *extra2,
+                   char token[static 80]) {
+        char dbarg[600];
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", db);
+        char *argv[] = { (char *) tu_bin("RTSOAK_SERVER"),
+                         dbarg,
+                         "enroll",
+                         (char *) id,
+                         (char *) extra1,
+                         (char *) extra2,
+                         NULL };
+        struct tu_result r;
+        if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
+                fail_msg("enroll %s failed (%d): %s", id, r.status, r.err);
+        /* Exactly one line: 64 lowercase hex digits. */
+        assert_int_equal(strlen(r.out), 65);
+        assert_int_equal(strspn(r.out, "0123456789abcdef"), 64);
+        assert_true(r.out[64] == '\n');
+        snprintf(token, 80, "%.64s", r.out);
+        tu_result_done(&r);
+}
+
+/* Starts rtsoak-server on 127.0.0.1 with a port the kernel picks, and waits for the line
+ * that says which. */
+static pid_t start_server(const char *db, const char *log, const char *const *extra, char *url,
+                          size_t url_size) {
+        char dbarg[600];
+        char *argv[24];
+        int n = 0;
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", db);
+        argv[n++] = (char *) tu_bin("RTSOAK_SERVER");
+        argv[n++] = dbarg;
+        argv[n++] = "--listen";
+        argv[n++] = "127.0.0.1:0";
+        for (; extra && *extra && n < 23; extra++)
+                argv[n++] = (char *) *extra;
+        argv[n] = NULL;
+        pid_t pid = tu_spawn(argv, NULL, log);
+        for (int i = 0; i < 1000; i++) {
+                char *text = tu_read_file(log);
+                char *at = strstr(text, "Listening on ");
+                if (at) {
+                        at += strlen("Listening on ");
+                        snprintf(url, url_size, "%.*s", (int) strcspn(at, " "), at);
+                        free(text);
+                        return pid;
+                }
+                free(text);
+                int st;
+                if (waitpid(pid, &st, WNOHANG) == pid) /* it exited */
+                        break;
+                tu_sleep_ms(10);
+        }
+        char *text = tu_read_file(log);
+        fail_msg("rtsoak-server did not start: %s", text);
+        return -1;
+}
+
+static int stop_server(pid_t pid) {
+        kill(pid, SIGTERM);
+        return tu_wait(pid, 10000);
+}
+
+/* ---- HTTP with libcurl ------------------------------------------------------------------- */
+
+struct reply {
+        long status;
+        char *body;
+        size_t len;
+        char retry_after[32], allow[64];
+};
+
+static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
+        struct reply *r = userdata;
+        char *b = realloc(r->body, r->len + size * n + 1);
+        assert_non_null(b);
+        memcpy(b + r->len, data, size * n);
+        r->len += size * n;
+        b[r->len] = '\0';
+        r->body = b;
+        return size * n;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *userdata) {
+        struct reply *r = userdata;
+        size_t len = size * n;
+        if (len > 13 && strncasecmp(data, "Retry-After: ", 13) == 0)
+                snprintf(r->retry_after, sizeof(r->retry_after), "%.*s",
+                         (int) strcspn(data + 13, "\r\n"), data + 13);
+        if (len > 7 && strncasecmp(data, "Allow: ", 7) == 0)
+                snprintf(r->allow, sizeof(r->allow), "%.*s", (int) strcspn(data + 7, "\r\n"),
+                         data + 7);
+        return len;
+}
+
+static void reply_done(struct reply *r) {
+        free(r->body);
+        *r = (struct reply){};
+}
+
+/* One request; auth is the whole Authorization header value or NULL. */
+static struct reply http_at(const char *base, const char *cainfo, const char *method,
+                            const char *path, const char *auth, const char *body, size_t len) {
+        struct reply r = {};
+        char url[512], header[256];
+        CURL *c = curl_easy_init();
+        struct curl_slist *headers = NULL;
+        assert_non_null(c);
+        snprintf(url, sizeof(url), "%s%s", base, path);
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        if (cainfo)
+                curl_easy_setopt(c, CURLOPT_CAINFO, cainfo);
+        if (body) {
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
+                headers = curl_slist_append(headers, "Content-Type: application/json");
+        }
+        if (auth) {
+                snprintf(header, sizeof(header), "Authorization: %s", auth);
+                headers = curl_slist_append(headers, header);
+        }
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+        CURLcode rc = curl_easy_perform(c);
+        if (rc != CURLE_OK)
+                fail_msg("%s %s: %s", method, url, curl_easy_strerror(rc));
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+        curl_slist_free_all(headers);
+        curl_easy_cleanup(c);
+        if (!r.body)
+                r.body = strdup("");
+        return r;
+}
+
+static struct reply http(const char *method, const char *path, const char *auth, const char *body,
+                         size_t len) {
+        requests++;
+        return http_at(base_url, NULL, method, path, auth, body, len);
+}
+
+static const char *bearer(const char *token) {
+        static char buf[128];
+        snprintf(buf, sizeof(buf), "Bearer %s", token);
+        return buf;
+}
+
+static struct reply upload(const char *token, const char *text) {
+        return http("POST", "/api/v1/summaries", token ? bearer(token) : NULL, text, strlen(text));
+}
+
+/* The "error" of a JSON error reply; fails if the reply is not one. */
+static const char *error_of(struct reply *r) {
+        static char msg[1024];
+        json_t *j = tu_json(r->body);
+        const char *e = json_string_value(json_object_get(j, "error"));
+        if (!e)
+                fail_msg("no \"error\" in %s", r->body);
+        snprintf(msg, sizeof(msg), "%s", e);
+        json_decref(j);
+        return msg;
+}
+
+static void expect_error(struct reply *r, long status, const char *msg) {
+        if (r->status != status || !strstr(error_of(r), msg))
+                fail_msg("expected %ld '%s', got %ld %s", status, msg, r->status, r->body);
+}
+
+/* ---- summaries built with the codec ------------------------------------------------------ */
+
+struct spec {
+        const char *machine, *kernel;
+        int64_t run, start_ns;
+        uint64_t seq, first_interval, nintervals, ncpus;
+        uint64_t max_ns; /* interval i, CPU c gets max_ns + 1000 i + 10 c */
+        uint64_t first_event, nevents;
+};
+
+static char *summary_text(const struct spec *p) {
+        static uint64_t counts[8192];
+        struct summary s = {};
+        s.machine.id = strdup(p->machine);
+        s.machine.hostname = strdup("rt-lab-07");
+        s.machine.cpu_model = strdup("Test CPU");
+        s.machine.cpus = (uint32_t) p->ncpus;
+        s.run.id = p->run;
+        s.run.boot_id = strdup("fedcba9876543210fedcba9876543210");
+        s.run.kernel_release = strdup(p->kernel);
+        s.run.kernel_version = strdup("#1 SMP PREEMPT_RT");
+        s.run.kernel_cmdline = strdup("quiet");
+        s.run.preempt_model = strdup("PREEMPT_RT");
+        s.run.daemon_version = strdup("0.1.0");
+        s.run.config_digest =
+                strdup("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
+        s.run.start_ns = p->start_ns;
+        s.run.threshold_ns = 100000;
+        s.run.probe_interval_ns = 200000;
+        s.run.interval_ns = (uint64_t) MIN_NS;
+        s.seq = p->seq;
+        s.nintervals = p->nintervals;
+        s.intervals = calloc(p->nintervals + 1, sizeof(*s.intervals));
+        for (size_t i = 0; i < p->nintervals; i++) {
+                struct summary_interval *iv = &s.intervals[i];
+                uint64_t seq = p->first_interval + i;
+                iv->seq = seq;
+                iv->start_ns = p->start_ns + (int64_t) seq * MIN_NS;
+                iv->length_ns = (uint64_t) MIN_NS;
+                iv->scenario = strdup("mixed");
+                iv->ncpus = p->ncpus;
+                iv->cpus = calloc(p->ncpus, sizeof(*iv->cpus));
+                for (size_t c = 0; c < p->ncpus; c++) {
+                        struct summary_cpu *x = &iv->cpus[c];
+                        uint64_t max = p->max_ns + 1000 * seq + 10 * c;
+                        memset(counts, 0, sizeof(counts));
+                        counts[hist_index(1000, 5000)] = 999;
+                        counts[hist_index(1000, max)] += 1;
+                        *x = (struct summary_cpu){ .cpu = (uint32_t) c,
+                                                   .samples = 1000,
+                                                   .min_ns = 5000,
+                                                   .avg_ns = 5100,
+                                                   .max_ns = max,
+                                                   .max_time_ns = iv->start_ns + 777,
+                                                   .violations = 1,
+                                                   .hist_limit_us = 1000 };
+                        assert_int_equal(hist_encode(1000, counts, &x->hist, &x->hist_len), 0);
+                }
+                iv->nloads = 1;
+                iv->loads = calloc(1, sizeof(*iv->loads));
+                iv->loads[0].generator = strdup("cpu");
+                iv->loads[0].up_ns = (uint64_t) MIN_NS;
+                iv->loads[0].starts = 1;
+                iv->loads[0].nmetrics = 2;
+                iv->loads[0].metrics = calloc(2, sizeof(struct summary_metric));
+                iv->loads[0].metrics[0] = (struct summary_metric){ strdup("ops"), strdup("ops/s"),
+                                                                   1234.5 };
+                iv->loads[0].metrics[1] = (struct summary_metric){ strdup("loops"),
+                                                                   strdup("loops/s"), 7 };
+        }
+        s.nevents = p->nevents;
+        s.events = calloc(p->nevents + 1, sizeof(*s.events));
+        for (size_t e = 0; e < p->nevents; e++)
+                s.events[e] = (struct summary_event){
+                        p->first_event + e,        p->start_ns + (int64_t) e,
+                        strdup("violation"),       0,
+                        (int64_t) (p->max_ns + e), strdup("over the threshold")
+                };
+        char *text;
+        assert_int_equal(summary_encode(&s, &text, NULL), 0);
+        summary_done(&s);
+        return text;
+}
+
+/* Machine A, run 1: two intervals (seq 0, 1) of three CPUs, three events. */
+static const struct spec run1 = { .machine = ID_A,
+                                  .kernel = "6.6.15-rt22",
+                                  .run = 1,
+                                  .start_ns = T0,
+                                  .seq = 0,
+                                  .first_interval = 0,
+                                  .nintervals = 2,
+                                  .ncpus = 3,
+                                  .max_ns = 80000,
+                                  .first_event = 1,
+                                  .nevents = 3 };
+/* Its worst: interval 1, CPU 2. */
+#define RUN1_WORST_NS (80000 + 1000 + 20)
+
+/* Replaces the first from in text by to (allocated). */
+static char *replace(const char *text, const char *from, const char *to) {
+        const char *at = strstr(text, from);
+        if (!at)
+                fail_msg("'%s' not in %s", from, text);
+        size_t fl = strlen(from), tl = strlen(to), n = strlen(text), pre = (size_t) (at - text);
+        char *out = malloc(n - fl + tl + 1);
+        memcpy(out, text, pre);
+        memcpy(out + pre, to, tl);
+        memcpy(out + pre + tl, at + fl, n - pre - fl + 1);
+        return out;
+}
+
+/* ---- the farm database, read with SQLite ------------------------------------------------- */
+
+static const char *const tables[] = { "machines",      "runs",           "intervals",
+                                      "interval_cpus", "interval_loads", "interval_load_metrics",
+                                      "events",        "uploads" };
+#define NTABLES ELEMENTS(tables)
+#define ELEMENTS(a) (sizeof(a) / sizeof((a)[0]))
+
+struct snapshot {
+        long long rows[8];
+        char machines[4096]; /* every column of every machine */
+};
+
+static sqlite3 *db_open(void) {
+        sqlite3 *d;
+        if (sqlite3_open_v2(db_path, &d, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+                fail_msg("cannot open %s: %s", db_path, sqlite3_errmsg(d));
+        sqlite3_busy_timeout(d, 5000);
+        return d;
+}
+
+static long long db_int(sqlite3 *d, const char *sql) {
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(d, sql, -1, &st, NULL) != SQLITE_OK)
+                fail_msg("%s: %s", sql, sqlite3_errmsg(d));
+        if (sqlite3_step(st) != SQLITE_ROW)
+                fail_msg("%s: no row: %s", sql, sqlite3_errmsg(d));
+        long long v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        return v;
+}
+
+static void snapshot(struct snapshot *s) {
+        sqlite3 *d = db_open();
+        char sql[128];
+        _Static_assert(ELEMENTS(tables) == ELEMENTS(s->rows), "one count per table");
+        for (size_t i = 0; i < NTABLES; i++) {
+                snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", tables[i]);
+                s->rows[i] = db_int(d, sql);
+        }
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_prepare_v2(d,
+                                            "SELECT group_concat(id || ':' || hex(token_hash) || "
+                                            "':' || threshold_ns || ':' || gating || ':' || "
+                                            "coalesce(revoked_ns, '-') || ':' || "
+                                            "coalesce(last_report_ns, '-'), ',') FROM machines",
+                                            -1, &st, NULL),
+                         SQLITE_OK);
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        snprintf(s->machines, sizeof(s->machines), "%s",
+                 (const char *) sqlite3_column_text(st, 0) ?: "");
+        sqlite3_finalize(st);
+        sqlite3_close(d);
+}
+
+static void assert_unchanged(const struct snapshot *a, const char *what) {
+        struct snapshot b;
+        snapshot(&b);
+        for (size_t i = 0; i < NTABLES; i++)
+                if (a->rows[i] != b.rows[i])
+                        fail_msg("%s changed %s: %lld rows, now %lld", what, tables[i], a->rows[i],
+                                 b.rows[i]);
+        if (strcmp(a->machines, b.machines) != 0)
+                fail_msg("%s changed machines: %s -> %s", what, a->machines, b.machines);
+}
+
+static long long rows(const char *table) {
+        sqlite3 *d = db_open();
+        char sql[128];
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
+        long long n = db_int(d, sql);
+        sqlite3_close(d);
+        return n;
+}
+
+static json_t *get_machine(const char *id) {
+        char path[128];
+        snprintf(path, sizeof(path), "/api/v1/machines/%s", id);
+        struct reply r = http("GET", path, NULL, NULL, 0);
+        if (r.status != 200)
+                fail_msg("GET %s: %ld %s", path, r.status, r.body);
+        json_t *j = tu_json(r.body);
+        reply_done(&r);
+        return j;
+}
+
+static long long jint(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        if (!json_is_integer(v))
+                fail_msg("'%s' is not an integer", key);
+        return json_integer_value(v);
+}
+
+/* ---- the tests --------------------------------------------------------------------------- */
+
+static int setup(void **state) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        dir = tu_mkdtemp("server");
+        snprintf(db_path, sizeof(db_path), "%s/farm.db", dir);
+        snprintf(log_path, sizeof(log_path), "%s/server.log", dir);
+        enroll(db_path, ID_A, "--threshold=50us", "--gating=no", token_a);
+        enroll(db_path, ID_B, NULL, NULL, token_b);
+        enroll(db_path, ID_C, NULL, NULL, token_c);
+        server_pid = start_server(db_path, log_path, NULL, base_url, sizeof(base_url));
+        return 0;
+}
+
+static int teardown(void **state) {
+        if (server_pid > 0)
+                stop_server(server_pid);
+        tu_rmdir(dir);
+        curl_global_cleanup();
+        return 0;
+}
+
+/* enroll: a fresh token each time, only its SHA-256 in the database; the machine's settings
+ * as given; a machine id that is not one is a usage error. */
+static void test_enroll(void **state) {
+        char hex[2 * SHA256_DIGEST_SIZE + 1], sql[256];
+        sqlite3 *d = db_open();
+        sha256_hex(token_a, strlen(token_a), hex);
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) FROM machines WHERE id = '%s' AND lower(hex(token_hash)) = '%s' "
+                 "AND threshold_ns = 50000 AND gating = 0 AND revoked_ns IS NULL",
+                 ID_A, hex);
+        assert_int_equal(db_int(d, sql), 1);
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) FROM machines WHERE id = '%s' AND "
+                 "threshold_ns = 100000 AND gating = 1",
+                 ID_B);
+        assert_int_equal(db_int(d, sql), 1);
+        sqlite3_close(d);
+        assert_string_not_equal(token_a, token_b);
+        /* The token itself is nowhere in the file. */
+        char *raw = tu_read_file(db_path);
+        assert_null(memmem(raw, strlen(raw), token_a, 64));
+        free(raw);
+
+        char dbarg[600];
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", db_path);
+        char *bad_id[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "enroll", "0123ABCD", NULL };
+        run_server(bad_id, "Invalid machine id '0123ABCD'", 78);
+        char *bad_threshold[] = { (char *) tu_bin("RTSOAK_SERVER"),
+                                  dbarg,
+                                  "enroll",
+                                  ID_UNKNOWN,
+                                  "--threshold=fast",
+                                  NULL };
+        run_server(bad_threshold, "Invalid --threshold 'fast'", 78);
+        char *bad_gating[] = { (char *) tu_bin("RTSOAK_SERVER"),
+                               dbarg,
+                               "enroll",
+                               ID_UNKNOWN,
+                               "--gating=maybe",
+                               NULL };
+        run_server(bad_gating, "expected yes or no", 78);
+        char *revoke_unknown[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "revoke", ID_UNKNOWN,
+                                   NULL };
+        run_server(revoke_unknown, "no machine " ID_UNKNOWN " is enrolled", 1);
+        assert_int_equal(rows("machines"), 3);
+}
+
+/* A valid summary is stored, row for row, and the machine query shows it. */
+static void test_upload_stored(void **state) {
+        char *text = summary_text(&run1);
+        struct reply r = upload(token_a, text);
+        if (r.status != 200)
+                fail_msg("upload: %ld %s", r.status, r.body);
+        json_t *j = tu_json(r.body);
+        assert_string_equal(json_string_value(json_object_get(j, "status")), "stored");
+        assert_int_equal(jint(j, "intervals"), 2);
+        assert_int_equal(jint(j, "events"), 3);
+        json_decref(j);
+        reply_done(&r);
+        free(text);
+
+        assert_int_equal(rows("runs"), 1);
+        assert_int_equal(rows("intervals"), 2);
+        assert_int_equal(rows("interval_cpus"), 6);
+        assert_int_equal(rows("interval_loads"), 2);
+        assert_int_equal(rows("interval_load_metrics"), 4);
+        assert_int_equal(rows("events"), 3);
+        assert_int_equal(rows("uploads"), 1);
+
+        /* Every CPU row holds the values sent, and its histogram as the codec encoded it. */
+        sqlite3 *d = db_open();
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_prepare_v2(d,
+                                            "SELECT i.seq, c.cpu, c.samples, c.max_ns, c.hist, "
+                                            "r.machine_id, r.run_id, r.kernel_release "
+                                            "FROM interval_cpus c JOIN intervals i ON "
+                                            "c.interval = i.id JOIN runs r ON i.run = r.id "
+                                            "ORDER BY i.seq, c.cpu",
+                                            -1, &st, NULL),
+                         SQLITE_OK);
+        static uint64_t counts[8192];
+        for (int i = 0; i < 2; i++)
+                for (int c = 0; c < 3; c++) {
+                        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+                        uint64_t max = 80000 + 1000 * (uint64_t) i + 10 * (uint64_t) c;
+                        uint8_t *hist;
+                        size_t hist_len;
+                        memset(counts, 0, sizeof(counts));
+                        counts[hist_index(1000, 5000)] = 999;
+                        counts[hist_index(1000, max)] += 1;
+                        assert_int_equal(hist_encode(1000, counts, &hist, &hist_len), 0);
+                        assert_int_equal(sqlite3_column_int64(st, 0), i);
+                        assert_int_equal(sqlite3_column_int64(st, 1), c);
+                        assert_int_equal(sqlite3_column_int64(st, 2), 1000);
+                        assert_int_equal(sqlite3_column_int64(st, 3), max);
+                        assert_int_equal(sqlite3_column_bytes(st, 4), hist_len);
+                        assert_memory_equal(sqlite3_column_blob(st, 4), hist, hist_len);
+                        assert_string_equal((const char *) sqlite3_column_text(st, 5), ID_A);
+                        assert_int_equal(sqlite3_column_int64(st, 6), 1);
+                        assert_string_equal((const char *) sqlite3_column_text(st, 7),
+                                            "6.6.15-rt22");
+                        free(hist);
+                }
+        assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+        sqlite3_finalize(st);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM events WHERE event_id IN (1, 2, 3) AND "
+                                   "type = 'violation' AND cpu = 0"),
+                         3);
+        assert_int_equal(db_int(d, "SELECT sum(value) FROM events"), 3 * 80000 + 3);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM interval_load_metrics "
+                                   "WHERE name = 'ops' AND unit = 'ops/s' AND value = 1234.5"),
+                         2);
+        sqlite3_close(d);
+
+        json_t *m = get_machine(ID_A);
+        assert_string_equal(json_string_value(json_object_get(m, "id")), ID_A);
+        assert_string_equal(json_string_value(json_object_get(m, "kernel")), "6.6.15-rt22");
+        assert_int_equal(jint(m, "worst_latency_ns"), RUN1_WORST_NS);
+        assert_int_equal(jint(m, "threshold_ns"), 50000);
+        assert_true(json_is_false(json_object_get(m, "gating")));
+        assert_true(json_is_false(json_object_get(m, "revoked")));
+        assert_true(jint(m, "last_report_ns") > 0);
+        json_t *latest = json_object_get(m, "latest_run");
+        assert_int_equal(jint(latest, "id"), 1);
+        assert_int_equal(jint(latest, "worst_latency_ns"), RUN1_WORST_NS);
+        json_decref(m);
+
+        /* The list has every enrolled machine; B has reported nothing. */
+        struct reply l = http("GET", "/api/v1/machines", NULL, NULL, 0);
+        assert_int_equal(l.status, 200);
+        json_t *all = tu_json(l.body);
+        json_t *list = json_object_get(all, "machines");
+        assert_int_equal(json_array_size(list), 3);
+        json_t *b = json_array_get(list, 2);
+        assert_string_equal(json_string_value(json_object_get(b, "id")), ID_B);
+        assert_true(json_is_null(json_object_get(b, "last_report_ns")));
+        assert_true(json_is_null(json_object_get(b, "worst_latency_ns")));
+        assert_true(json_is_null(json_object_get(b, "kernel")));
+        assert_true(json_is_true(json_object_get(b, "gating")));
+        json_decref(all);
+        reply_done(&l);
+}
+
+/* The same upload again is stored once; an upload that overlaps a stored one stores only
+ * what is new; a later run with a new kernel becomes the machine's current kernel, while its
+ * worst latency stays the worst of all runs. */
+static void test_duplicates_and_latest_run(void **state) {
+        struct snapshot before;
+        snapshot(&before);
+        char *text = summary_text(&run1);
+        struct reply r = upload(token_a, text);
+        assert_int_equal(r.status, 200);
+        json_t *j = tu_json(r.body);
+        assert_string_equal(json_string_value(json_object_get(j, "status")), "duplicate");
+        assert_int_equal(jint(j, "intervals"), 0);
+        assert_int_equal(jint(j, "events"), 0);
+        json_decref(j);
+        reply_done(&r);
+        free(text);
+        for (size_t i = 0; i < NTABLES; i++) {
+                struct snapshot after;
+                snapshot(&after);
+                assert_int_equal(after.rows[i], before.rows[i]);
+        }
+
+        /* Upload seq 1: interval 1 (stored) and interval 2 (new), events 3 (stored) and 4. */
+        struct spec overlap = run1;
+        overlap.seq = 1;
+        overlap.first_interval = 1;
+        overlap.first_event = 3;
+        overlap.nevents = 2;
+        text = summary_text(&overlap);
+        r = upload(token_a, text);
+        assert_int_equal(r.status, 200);
+        j = tu_json(r.body);
+        assert_string_equal(json_string_value(json_object_get(j, "status")), "stored");
+        assert_int_equal(jint(j, "intervals"), 1);
+        assert_int_equal(jint(j, "events"), 1);
+        assert_int_equal(jint(j, "duplicate_intervals"), 1);
+        assert_int_equal(jint(j, "duplicate_events"), 1);
+        json_decref(j);
+        reply_done(&r);
+        free(text);
+        assert_int_equal(rows("intervals"), 3);
+        assert_int_equal(rows("interval_cpus"), 9);
+        assert_int_equal(rows("events"), 4);
+        assert_int_equal(rows("uploads"), 2);
+
+        /* Run 2, later, on a new kernel with lower latencies. */
+        struct spec run2 = run1;
+        run2.run = 2;
+        run2.kernel = "6.6.16-rt23";
+        run2.start_ns = T0 + 3600 * INT64_C(1000000000);
+        run2.nintervals = 1;
+        run2.max_ns = 20000;
+        text = summary_text(&run2);
+        r = upload(token_a, text);
+        assert_int_equal(r.status, 200);
+        reply_done(&r);
+        free(text);
+
+        json_t *m = get_machine(ID_A);
+        assert_string_equal(json_string_value(json_object_get(m, "kernel")), "6.6.16-rt23");
+        /* Interval 2 of run 1, CPU 2, is the worst of all. */
+        assert_int_equal(jint(m, "worst_latency_ns"), 80000 + 2000 + 20);
+        json_t *latest = json_object_get(m, "latest_run");
+        assert_int_equal(jint(latest, "id"), 2);
+        assert_int_equal(jint(latest, "worst_latency_ns"), 20000 + 20);
+        assert_string_equal(json_string_value(json_object_get(latest, "kernel_release")),
+                            "6.6.16-rt23");
+        json_decref(m);
+
+        /* Run 1 again under another boot id: the run's identity does not change. */
+        struct snapshot mid;
+        snapshot(&mid);
+        struct spec again = run1;
+        again.seq = 9;
+        again.first_interval = 9;
+        text = summary_text(&again);
+        char *other = replace(text, "fedcba9876543210fedcba9876543210",
+                              "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+        r = upload(token_a, other);
+        expect_error(&r, 409, "run.boot_id");
+        reply_done(&r);
+        free(other);
+        free(text);
+        assert_unchanged(&mid, "a conflicting run");
+}
+
+/* Uploads sent at the same time over many connections are all stored, and the same upload
+ * sent twice at once is stored once: one "stored", one "duplicate". */
+static void test_concurrent_uploads(void **state) {
+        enum { N = 16 };
+        CURL *easy[N + 1];
+        struct reply replies[N + 1] = {};
+        char *texts[N + 1];
+        struct curl_slist *headers = NULL;
+        char url[256], auth[128];
+        long long intervals_before = rows("intervals"), uploads_before = rows("uploads");
+
+        snprintf(url, sizeof(url), "%s/api/v1/summaries", base_url);
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token_a);
+        headers = curl_slist_append(headers, auth);
+        CURLM *multi = curl_multi_init();
+        assert_non_null(multi);
+        for (int i = 0; i <= N; i++) {
+                struct spec p = run1;
+                p.run = 3;
+                p.start_ns = T0 + 7200 * INT64_C(1000000000);
+                /* The last one repeats the first. */
+                p.seq = (uint64_t) (i < N ? i : 0);
+                p.first_interval = p.seq;
+                p.nintervals = 1;
+                p.first_event = 100 + p.seq;
+                p.nevents = 1;
+                texts[i] = summary_text(&p);
+                easy[i] = curl_easy_init();
+                curl_easy_setopt(easy[i], CURLOPT_URL, url);
+                curl_easy_setopt(easy[i], CURLOPT_POSTFIELDS, texts[i]);
+                curl_easy_setopt(easy[i], CURLOPT_HTTPHEADER, headers);
+                curl_easy_setopt(easy[i], CURLOPT_TIMEOUT, 20L);
+                curl_easy_setopt(easy[i], CURLOPT_WRITEFUNCTION, on_body);
+                curl_easy_setopt(easy[i], CURLOPT_WRITEDATA, &replies[i]);
+                curl_multi_add_handle(multi, easy[i]);
+                requests++;
+        }
+        int running = 1;
+        while (running) {
+                assert_int_equal(curl_multi_perform(multi, &running), CURLM_OK);
+                if (running)
+                        curl_multi_poll(multi, NULL, 0, 1000, NULL);
+        }
+        int stored = 0, duplicate = 0;
+        for (int i = 0; i <= N; i++) {
+                curl_easy_getinfo(easy[i], CURLINFO_RESPONSE_CODE, &replies[i].status);
+                if (replies[i].status != 200)
+                        fail_msg("upload %d: %ld %s", i, replies[i].status, replies[i].body ?: "");
+                json_t *j = tu_json(replies[i].body);
+                const char *st = json_string_value(json_object_get(j, "status"));
+                if (i == 0 || i == N) {
+                        stored += strcmp(st, "stored") == 0;
+                        duplicate += strcmp(st, "duplicate") == 0;
+                } else
+                        assert_string_equal(st, "stored");
+                json_decref(j);
+                curl_multi_remove_handle(multi, easy[i]);
+                curl_easy_cleanup(easy[i]);
+                reply_done(&replies[i]);
+                free(texts[i]);
+        }
+        curl_multi_cleanup(multi);
+        curl_slist_free_all(headers);
+        assert_int_equal(stored, 1);
+        assert_int_equal(duplicate, 1);
+        assert_int_equal(rows("intervals"), intervals_before + N);
+        assert_int_equal(rows("uploads"), uploads_before + N);
+}
+
+struct bad {
+        const char *name;
+        const char *from, *to; /* replaced in the valid summary of machine A */
+        const char *auth;      /* NULL: none, "A"/"B"/"C": that machine's token */
+        long status;
+        const char *msg;
+};
+
+/* Every refused upload answers the right status and says why, and changes nothing. */
+static void test_bad_uploads(void **state) {
+        static const struct bad cases[] = {
+                { "malformed JSON", "}]}", "}]", "A", 400, "malformed JSON" },
+                { "not an object", NULL, "[1,2]", "A", 400, "not a JSON object" },
+                { "wrong type", "\"cpus\":3", "\"cpus\":\"3\"", "A", 400,
+                  "machine.cpus: not an integer" },
+                { "missing field", "\"boot_id\":\"fedcba9876543210fedcba9876543210\",", "", "A",
+                  400, "run.boot_id: missing" },
+                { "unknown field", "\"seq\":5,", "\"seq\":5,\"extra\":1,", "A", 400,
+                  "extra: unknown field" },
+                { "unknown schema version", "rtsoak.summary/1", "rtsoak.summary/2", "A", 400,
+                  "schema: unsupported version" },
+                { "deep field", "\"max_ns\":85000", "\"max_ns\":1", "A", 400,
+                  "intervals[0].cpus[0]" },
+                { "no token", NULL, NULL, NULL, 401, "missing, invalid or revoked token" },
+                { "not bearer", NULL, NULL, "Basic dXNlcjpwYXNz", 401,
+                  "missing, invalid or revoked token" },
+                { "malformed token", NULL, NULL, "Bearer 1234", 401,
+                  "missing, invalid or revoked token" },
+                { "unknown token", NULL, NULL,
+                  "Bearer 00000000000000000000000000000000000000000000000000000000000000ff", 401,
+                  "missing, invalid or revoked token" },
+                { "another machine's token", NULL, NULL, "B", 403, "machine.id" },
+        };
+        struct spec p = run1;
+        p.seq = 5;
+        p.first_interval = 5;
+        p.first_event = 50;
+        char *valid = summary_text(&p);
+        struct snapshot before;
+        snapshot(&before);
+
+        for (size_t i = 0; i < ELEMENTS(cases); i++) {
+                const struct bad *c = &cases[i];
+                char *text = c->from ? replace(valid, c->from, c->to)
+                                     : strdup(c->to ? c->to : valid);
+                const char *auth = c->auth;
+                if (auth && strcmp(auth, "A") == 0)
+                        auth = bearer(token_a);
+                else if (auth && strcmp(auth, "B") == 0)
+                        auth = bearer(token_b);
+                struct reply r = http("POST", "/api/v1/summaries", auth, text, strlen(text));
+                if (r.status != c->status || !strstr(error_of(&r), c->msg))
+                        fail_msg("%s: expected %ld '%s', got %ld %s", c->name, c->status, c->msg,
+                                 r.status, r.body);
+                reply_done(&r);
+                free(text);
+                assert_unchanged(&before, c->name);
+        }
+
+        /* Over the size limit: refused from its Content-Length, without reading it. */
+        size_t big = (size_t) 17 << 20;
+        char *huge = malloc(big);
+        memset(huge, ' ', big);
+        struct reply r = http("POST", "/api/v1/summaries", bearer(token_a), huge, big);
+        expect_error(&r, 413, "over the limit");
+        reply_done(&r);
+        assert_unchanged(&before, "an oversized body");
+
+        /* The same without a Content-Length (chunked): the connection is closed once the body
+         * passes the limit, without an answer, and the server goes on. */
+        CURL *c = curl_easy_init();
+        struct curl_slist *headers = NULL;
+        char url[256], auth[128];
+        snprintf(url, sizeof(url), "%s/api/v1/summaries", base_url);
+        snprintf(auth, sizeof(auth), "Authorization: %s", bearer(token_a));
+        headers = curl_slist_append(headers, auth);
+        headers = curl_slist_append(headers, "Transfer-Encoding: chunked");
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, huge);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) big);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+        CURLcode rc = curl_easy_perform(c);
+        long status = 0;
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        if (rc == CURLE_OK && status >= 200)
+                fail_msg("chunked oversized body answered %ld %s", status, r.body ?: "");
+        requests++;
+        reply_done(&r);
+        curl_slist_free_all(headers);
+        curl_easy_cleanup(c);
+        free(huge);
+        assert_unchanged(&before, "an oversized chunked body");
+
+        /* A revoked token is refused exactly like an unknown one. */
+        struct reply unknown = http("POST", "/api/v1/summaries",
+                                    "Bearer 0000000000000000000000000000000000000000000000000000"
+                                    "0000000000ee",
+                                    valid, strlen(valid));
+        char dbarg[600];
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", db_path);
+        char *revoke[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "revoke", ID_C, NULL };
+        run_server(revoke, "Revoked", 0);
+        snapshot(&before);
+        char *for_c = replace(valid, ID_A, ID_C);
+        r = upload(token_c, for_c);
+        expect_error(&r, 401, "missing, invalid or revoked token");
+        assert_int_equal(unknown.status, 401);
+        assert_string_equal(r.body, unknown.body);
+        reply_done(&r);
+        reply_done(&unknown);
+        assert_unchanged(&before, "a revoked token");
+        json_t *m = get_machine(ID_C);
+        assert_true(json_is_true(json_object_get(m, "revoked")));
+        json_decref(m);
+
+        /* Enrolling again gives a new token; the old one stays refused. */
+        char fresh[80];
+        enroll(db_path, ID_C, NULL, NULL, fresh);
+        r = upload(token_c, for_c);
+        assert_int_equal(r.status, 401);
+        reply_done(&r);
+        r = upload(fresh, for_c);
+        if (r.status != 200)
+                fail_msg("re-keyed token: %ld %s", r.status, r.body);
+        reply_done(&r);
+        free(for_c);
+        free(valid);
+}
+
+static void test_query_errors(void **state) {
+        struct reply r = http("GET", "/api/v1/machines/" ID_UNKNOWN, NULL, NULL, 0);
+        expect_error(&r, 404, "no such machine");
+        reply_done(&r);
+        r = http("GET", "/api/v1/machines/not-a-machine-id", NULL, NULL, 0);
+        expect_error(&r, 404, "no such machine");
+        reply_done(&r);
+        r = http("GET", "/api/v2/elsewhere", NULL, NULL, 0);
+        expect_error(&r, 404, "no such resource");
+        reply_done(&r);
+        r = http("DELETE", "/api/v1/machines/" ID_A, NULL, NULL, 0);
+        expect_error(&r, 405, "method not allowed");
+        assert_string_equal(r.allow, "GET, HEAD");
+        reply_done(&r);
+        r = http("GET", "/api/v1/summaries", bearer(token_a), NULL, 0);
+        expect_error(&r, 405, "method not allowed");
+        assert_string_equal(r.allow, "POST");
+        reply_done(&r);
+        r = http("POST", "/api/v1/machines", NULL, "{}", 2);
+        expect_error(&r, 405, "method not allowed");
+        reply_done(&r);
+}
+
+/* A machine that sends faster than its bucket refills is told when to come back; another
+ * machine is not affected, and the refused request stores nothing. */
+static void test_rate_limit(void **state) {
+        char db2[600], log2[600], url[128], tok_a[80], tok_b[80];
+        snprintf(db2, sizeof(db2), "%s/rate.db", dir);
+        snprintf(log2, sizeof(log2), "%s/rate.log", dir);
+        enroll(db2, ID_A, NULL, NULL, tok_a);
+        enroll(db2, ID_B, NULL, NULL, tok_b);
+        const char *extra[] = { "--rate=0.01", "--burst=3", NULL };
+        pid_t pid = start_server(db2, log2, extra, url, sizeof(url));
+        char auth_a[128], auth_b[128];
+        snprintf(auth_a, sizeof(auth_a), "Bearer %s", tok_a);
+        snprintf(auth_b, sizeof(auth_b), "Bearer %s", tok_b);
+        char *text = summary_text(&run1);
+        for (int i = 0; i < 3; i++) {
+                struct reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth_a, text,
+                                         strlen(text));
+                assert_int_equal(r.status, 200);
+                reply_done(&r);
+        }
+        struct reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth_a, text,
+                                 strlen(text));
+        expect_error(&r, 429, "too many requests");
+        assert_true(atoi(r.retry_after) >= 1);
+        reply_done(&r);
+        /* B's own bucket is full: its first request goes through (and is refused for the
+         * machine id, which proves it got past the limit). */
+        r = http_at(url, NULL, "POST", "/api/v1/summaries", auth_b, text, strlen(text));
+        assert_int_equal(r.status, 403);
+        reply_done(&r);
+        free(text);
+        assert_int_equal(stop_server(pid), 0);
+}
+
+/* Errors of the command line: a port in use, unreadable TLS files, a bad address. */
+static void test_command_line_errors(void **state) {
+        char dbarg[600], listen[128];
+        snprintf(dbarg, sizeof(dbarg), "--db=%s/other.db", dir);
+        snprintf(listen, sizeof(listen), "--listen=%s", base_url + strlen("http://"));
+        char *in_use[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, listen, NULL };
+        run_server(in_use, "Address already in use", 1);
+        char *no_cert[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg,
+                            "--listen=127.0.0.1:0",           "--cert=/nonexistent/cert.pem",
+                            "--key=/nonexistent/key.pem",     NULL };
+        run_server(no_cert, "Cannot read the certificate '/nonexistent/cert.pem'", 78);
+        char *half_tls[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "--cert=/dev/null", NULL };
+        run_server(half_tls, "--cert and --key go together", 78);
+        char *bad_listen[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "--listen=localhost",
+                               NULL };
+        run_server(bad_listen, "Invalid --listen 'localhost'", 78);
+        char *bad_cmd[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "frobnicate", NULL };
+        run_server(bad_cmd, "Unknown command 'frobnicate'", 78);
+        char *not_ours[] = { (char *) tu_bin("RTSOAK_SERVER"), "--db=/dev/null", "enroll", ID_A,
+                             NULL };
+        run_server(not_ours, "Cannot open the farm database", 1);
+}
+
+/* HTTPS with a certificate made here, verified by the client. */
+static void test_tls(void **state) {
+        char cert[600], key[600], cmd[2048], db2[600], log2[600], url[128];
+        if (system("command -v openssl >/dev/null") != 0)
+                skip();
+        snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+        snprintf(key, sizeof(key), "%s/key.pem", dir);
+        snprintf(cmd, sizeof(cmd),
+                 "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+                 "-addext subjectAltName=IP:127.0.0.1 -keyout '%s' -out '%s' 2>/dev/null",
+                 key, cert);
+        assert_int_equal(system(cmd), 0);
+        snprintf(db2, sizeof(db2), "%s/tls.db", dir);
+        snprintf(log2, sizeof(log2), "%s/tls.log", dir);
+        char certarg[700], keyarg[700];
+        snprintf(certarg, sizeof(certarg), "--cert=%s", cert);
+        snprintf(keyarg, sizeof(keyarg), "--key=%s", key);
+        const char *extra[] = { certarg, keyarg, NULL };
+        pid_t pid = start_server(db2, log2, extra, url, sizeof(url));
+        assert_int_equal(strncmp(url, "https://", 8), 0);
+        struct reply r = http_at(url, cert, "GET", "/api/v1/machines", NULL, NULL, 0);
+        assert_int_equal(r.status, 200);
+        assert_non_null(strstr(r.body, "\"machines\":[]"));
+        reply_done(&r);
+        assert_int_equal(stop_server(pid), 0);
+}
+
+/* SIGTERM stops the server cleanly, after one log line for every request it answered. */
+static void test_stop_and_request_log(void **state) {
+        assert_int_equal(stop_server(server_pid), 0);
+        server_pid = 0;
+        char *log = tu_read_file(log_path);
+        size_t lines = tu_count_lines(log, "rtsoak-server: request ");
+        if (lines != requests)
+                fail_msg("%zu request log lines for %u requests:\n%s", lines, requests, log);
+        assert_non_null(strstr(log, "method=POST path=/api/v1/summaries status=200 in="));
+        assert_non_null(strstr(log, "machine=" ID_A));
+        assert_non_null(strstr(log, "remote=127.0.0.1:"));
+        assert_non_null(strstr(log, "status=413 in=0 "));
+        /* The chunked one: refused after the limit, not after the whole body. */
+        const char *chunked = strstr(log, "status=413 in=1");
+        assert_non_null(chunked);
+        assert_true(strtoull(chunked + strlen("status=413 in="), NULL, 10) <=
+                    ((size_t) 16 << 20) + 256 * 1024);
+        assert_non_null(strstr(log, "Stopping on"));
+        free(log);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_enroll),
+                cmocka_unit_test(test_upload_stored),
+                cmocka_unit_test(test_duplicates_and_latest_run),
+                cmocka_unit_test(test_concurrent_uploads),
+                cmocka_unit_test(test_bad_uploads),
+                cmocka_unit_test(test_query_errors),
+                cmocka_unit_test(test_rate_limit),
+                cmocka_unit_test(test_command_line_errors),
+                cmocka_unit_test(test_tls),
+                cmocka_unit_test(test_stop_and_request_log),
+        };
+        return RUN_TESTS_WITH(tests, setup, teardown);
+}
