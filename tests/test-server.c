@@ -39,63 +39,14 @@ static void run_server(char *const *cmd, const char *expect_err, int expect_stat
         tu_result_done(&r);
 }
 
-/* rtsoak-server --db DB enroll ID [extra]; returns the token it printed. */
 static void enroll(const char *db, const char *id, const char *extra1, const char *extra2,
                    char token[static 80]) {
-        char dbarg[600];
-        snprintf(dbarg, sizeof(dbarg), "--db=%s", db);
-        char *argv[] = { (char *) tu_bin("RTSOAK_SERVER"),
-                         dbarg,
-                         "enroll",
-                         (char *) id,
-                         (char *) extra1,
-                         (char *) extra2,
-                         NULL };
-        struct tu_result r;
-        if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
-                fail_msg("enroll %s failed (%d): %s", id, r.status, r.err);
-        /* Exactly one line: 64 lowercase hex digits. */
-        assert_int_equal(strlen(r.out), 65);
-        assert_int_equal(strspn(r.out, "0123456789abcdef"), 64);
-        assert_true(r.out[64] == '\n');
-        snprintf(token, 80, "%.64s", r.out);
-        tu_result_done(&r);
+        tu_server_enroll(db, id, extra1, extra2, token);
 }
 
-/* Starts rtsoak-server on 127.0.0.1 with a port the kernel picks, and waits for the line
- * that says which. */
 static pid_t start_server(const char *db, const char *log, const char *const *extra, char *url,
                           size_t url_size) {
-        char dbarg[600];
-        char *argv[24];
-        int n = 0;
-        snprintf(dbarg, sizeof(dbarg), "--db=%s", db);
-        argv[n++] = (char *) tu_bin("RTSOAK_SERVER");
-        argv[n++] = dbarg;
-        argv[n++] = "--listen";
-        argv[n++] = "127.0.0.1:0";
-        for (; extra && *extra && n < 23; extra++)
-                argv[n++] = (char *) *extra;
-        argv[n] = NULL;
-        pid_t pid = tu_spawn(argv, NULL, log);
-        for (int i = 0; i < 1000; i++) {
-                char *text = tu_read_file(log);
-                char *at = strstr(text, "Listening on ");
-                if (at) {
-                        at += strlen("Listening on ");
-                        snprintf(url, url_size, "%.*s", (int) strcspn(at, " "), at);
-                        free(text);
-                        return pid;
-                }
-                free(text);
-                int st;
-                if (waitpid(pid, &st, WNOHANG) == pid) /* it exited */
-                        break;
-                tu_sleep_ms(10);
-        }
-        char *text = tu_read_file(log);
-        fail_msg("rtsoak-server did not start: %s", text);
-        return -1;
+        return tu_server_start(db, log, "127.0.0.1:0", extra, url, url_size);
 }
 
 static int stop_server(pid_t pid) {

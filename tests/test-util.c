@@ -251,6 +251,70 @@ bool tu_wait_for_text(const char *path, const char *text, int timeout_ms) {
         }
 }
 
+void tu_server_enroll(const char *db, const char *id, const char *extra1, const char *extra2,
+                      char token[static 80]) {
+        char dbarg[600];
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", db);
+        char *argv[] = { (char *) tu_bin("RTSOAK_SERVER"),
+                         dbarg,
+                         "enroll",
+                         (char *) id,
+                         (char *) extra1,
+                         (char *) extra2,
+                         NULL };
+        struct tu_result r;
+        if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
+                fail_msg("enroll %s failed (%d): %s", id, r.status, r.err);
+        /* Exactly one line: 64 lowercase hex digits. */
+        assert_int_equal(strlen(r.out), 65);
+        assert_int_equal(strspn(r.out, "0123456789abcdef"), 64);
+        assert_true(r.out[64] == '\n');
+        snprintf(token, 80, "%.64s", r.out);
+        tu_result_done(&r);
+}
+
+pid_t tu_server_start(const char *db, const char *log, const char *listen, const char *const *extra,
+                      char *url, size_t url_size) {
+        char dbarg[600];
+        char *argv[24];
+        int n = 0;
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", db);
+        argv[n++] = (char *) tu_bin("RTSOAK_SERVER");
+        argv[n++] = dbarg;
+        argv[n++] = "--listen";
+        argv[n++] = (char *) listen;
+        for (; extra && *extra && n < 23; extra++)
+                argv[n++] = (char *) *extra;
+        argv[n] = NULL;
+        unlink(log);
+        pid_t pid = tu_spawn(argv, NULL, log);
+        for (int i = 0; i < 1000; i++) {
+                char *text = tu_read_file(log);
+                char *at = strstr(text, "Listening on ");
+                if (at) {
+                        at += strlen("Listening on ");
+                        snprintf(url, url_size, "%.*s", (int) strcspn(at, " \n"), at);
+                        free(text);
+                        return pid;
+                }
+                free(text);
+                int st;
+                if (waitpid(pid, &st, WNOHANG) == pid) /* it exited */
+                        break;
+                tu_sleep_ms(10);
+        }
+        fail_msg("rtsoak-server did not start: %s", tu_read_file(log));
+        return -1;
+}
+
+const char *tu_machine_id(void) {
+        static char id[40];
+        char *text = tu_read_file("/etc/machine-id");
+        snprintf(id, sizeof(id), "%.32s", text);
+        free(text);
+        return id;
+}
+
 int64_t tu_process_cpu_ns(pid_t pid) {
         char path[64];
         snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);

@@ -46,6 +46,16 @@ char *tu_read_file(const char *path);
 /* Counts lines of s that start with prefix. */
 size_t tu_count_lines(const char *s, const char *prefix);
 
+/* rtsoak-server --db DB enroll ID [extra1 [extra2]]: the token it printed (64 hex digits). */
+void tu_server_enroll(const char *db, const char *id, const char *extra1, const char *extra2,
+                      char token[static 80]);
+/* Starts rtsoak-server on listen (e.g. "127.0.0.1:0": a port the kernel picks) with its log in
+ * log, waits for the line that says where it listens and puts its base URL in url. */
+pid_t tu_server_start(const char *db, const char *log, const char *listen, const char *const *extra,
+                      char *url, size_t url_size);
+/* The machine's own ID (/etc/machine-id), as rtsoakd reports it. */
+const char *tu_machine_id(void);
+
 /* CPU time (ns) used so far by every thread of process pid, from the scheduler's own
  * accounting (/proc/PID/task/TID/schedstat); -1 if the process is gone. */
 int64_t tu_process_cpu_ns(pid_t pid);

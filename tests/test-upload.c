@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/* rtsoakd uploading to the real rtsoak-server on loopback: every interval arrives exactly
+ * once and in order, across a server outage and across kill -9 of the daemon, and a row the
+ * server refuses does not hold up the rest. */
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "tests.h"
+#include "test-util.h"
+#include "timeutil.h"
+
+static char *dir, local_db[512], farm_db[512], server_log[512], token_file[512], url[128],
+        set_db[600], set_server[200], set_token[600];
+
+static int setup(void **state) {
+        char token[80];
+        dir = tu_mkdtemp("upload");
+        snprintf(local_db, sizeof(local_db), "%s/rtsoak.db", dir);
+        snprintf(farm_db, sizeof(farm_db), "%s/farm.db", dir);
+        snprintf(server_log, sizeof(server_log), "%s/server.log", dir);
+        snprintf(token_file, sizeof(token_file), "%s/token", dir);
+        snprintf(set_db, sizeof(set_db), "Storage.Path=%s", local_db);
+        snprintf(set_token, sizeof(set_token), "Upload.TokenFile=%s", token_file);
+        tu_server_enroll(farm_db, tu_machine_id(), NULL, NULL, token);
+        FILE *f = fopen(token_file, "we");
+        assert_non_null(f);
+        fprintf(f, "%s\n", token);
+        fclose(f);
+        return 0;
+}
+
+static int teardown(void **state) {
+        tu_rmdir(dir);
+        dir = NULL;
+        return 0;
+}
+
+static void fresh_local(void) {
+        char p[600];
+        const char *suffix[] = { "", "-wal", "-shm", ".lock" };
+        for (size_t i = 0; i < ELEMENTSOF(suffix); i++) {
+                snprintf(p, sizeof(p), "%s%s", local_db, suffix[i]);
+                unlink(p);
+        }
+        /* The farm keeps the machine's enrollment; its data goes. */
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(farm_db, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db,
+                                      "DELETE FROM interval_load_metrics; DELETE FROM "
+                                      "interval_loads; DELETE FROM interval_cpus; DELETE FROM "
+                                      "events; DELETE FROM uploads; DELETE FROM intervals; "
+                                      "DELETE FROM runs;",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+        sqlite3_close(db);
+}
+
+static pid_t start_server_at(const char *listen) {
+        return tu_server_start(farm_db, server_log, listen, NULL, url, sizeof(url));
+}
+
+static void stop_server(pid_t pid) {
+        kill(pid, SIGTERM);
+        assert_int_equal(tu_wait(pid, 10000), 0);
+}
+
+static pid_t start_daemon(const char *duration, const char *errlog) {
+        char *argv[48];
+        snprintf(set_server, sizeof(set_server), "Upload.Server=%s", url);
+        const char *extra[] = { "--set",
+                                set_server,
+                                "--set",
+                                set_token,
+                                "--set",
+                                "Upload.RetryMax=1s",
+                                "--set",
+                                "Upload.Batch=5",
+                                "--set",
+                                "Probe.Threshold=50ms",
+                                duration ? "--duration" : NULL,
+                                duration,
+                                NULL };
+        tu_daemon_argv(argv, set_db, extra);
+        return tu_spawn(argv, NULL, errlog);
+}
+
+/* A sorted list of "run:seq" of the local database's intervals, or the farm's. */
+static char *interval_list(const char *path, const char *sql) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+        while (sqlite3_step(st) == SQLITE_ROW)
+                fprintf(f, "%lld:%lld\n", sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        fclose(f);
+        return buf;
+}
+
+static long long query(const char *path, const char *sql) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        long long v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return v;
+}
+
+#define LOCAL_LIST "SELECT run_id, seq FROM intervals ORDER BY run_id, seq"
+#define FARM_LIST                                                                       \
+        "SELECT r.run_id, i.seq FROM intervals i JOIN runs r ON r.id = i.run ORDER BY " \
+        "r.run_id, i.seq"
+
+/* Every interval stored here is on the server, once (the farm's uniqueness makes "once" a
+ * matter of equal lists). */
+static void expect_all_arrived(void) {
+        char *local = interval_list(local_db, LOCAL_LIST);
+        char *farm = NULL;
+        /* The last upload may still be on its way when a killed daemon was restarted. */
+        for (int i = 0; i < 50; i++) {
+                free(farm);
+                farm = interval_list(farm_db, FARM_LIST);
+                if (strcmp(local, farm) == 0)
+                        break;
+                tu_sleep_ms(100);
+        }
+        if (strcmp(local, farm) != 0)
+                fail_msg("local intervals:\n%s\nfarm intervals:\n%s", local, farm);
+        assert_true(strlen(local) > 0);
+        printf("# %zu intervals arrived once each\n", tu_count_lines(local, ""));
+        free(local);
+        free(farm);
+        assert_int_equal(query(local_db, "SELECT count(*) FROM outbox WHERE state != 'sent'"), 0);
+}
+
+static void test_uploads_in_order(void **state) {
+        if (geteuid() != 0)
+                skip();
+        fresh_local();
+        pid_t srv = start_server_at("127.0.0.1:0");
+        pid_t d = start_daemon("4s", NULL);
+        assert_int_equal(tu_wait(d, 30000), 0);
+        expect_all_arrived();
+        /* In order: each upload's first row came after the previous upload's. */
+        assert_int_equal(query(farm_db, "SELECT count(*) FROM uploads u1 JOIN uploads u2 ON "
+                                        "u2.rowid = u1.rowid + 1 AND u2.run = u1.run "
+                                        "WHERE u2.seq <= u1.seq"),
+                         0);
+        /* The events came along (the scenario event at least). */
+        assert_true(query(farm_db, "SELECT count(*) FROM events WHERE type = 'scenario'") >= 1);
+        stop_server(srv);
+}
+
+static void test_server_outage(void **state) {
+        char listen[64];
+        if (geteuid() != 0)
+                skip();
+        fresh_local();
+        /* Learn a free port, then let the daemon find the server gone. */
+        pid_t srv = start_server_at("127.0.0.1:0");
+        stop_server(srv);
+        snprintf(listen, sizeof(listen), "%s", url + strlen("http://"));
+        pid_t d = start_daemon("9s", NULL);
+        tu_sleep_ms(4000);
+        assert_true(query(local_db, "SELECT count(*) FROM outbox WHERE state = 'pending'") >= 3);
+        assert_true(query(local_db, "SELECT last_error IS NOT NULL FROM upload_status") == 1);
+        srv = start_server_at(listen);
+        assert_int_equal(tu_wait(d, 30000), 0);
+        expect_all_arrived();
+        stop_server(srv);
+}
+
+static void test_kill9_mid_upload(void **state) {
+        char errlog[600];
+        if (geteuid() != 0)
+                skip();
+        fresh_local();
+        snprintf(errlog, sizeof(errlog), "%s/daemon.log", dir);
+        pid_t srv = start_server_at("127.0.0.1:0");
+        /* Killed at different moments of its upload cycle, restarted each time. */
+        const int after_ms[] = { 1300, 2150, 1770, 2600 };
+        for (size_t i = 0; i < ELEMENTSOF(after_ms); i++) {
+                pid_t d = start_daemon(NULL, errlog);
+                tu_sleep_ms(after_ms[i]);
+                kill(d, SIGKILL);
+                tu_wait(d, 5000);
+        }
+        /* A last run that ends cleanly sends what the killed ones left behind. */
+        pid_t d = start_daemon("3s", errlog);
+        assert_int_equal(tu_wait(d, 30000), 0);
+        expect_all_arrived();
+        assert_true(query(local_db, "SELECT count(DISTINCT run_id) FROM intervals") >= 4);
+        stop_server(srv);
+}
+
+static void test_refused_row_does_not_block(void **state) {
+        if (geteuid() != 0)
+                skip();
+        fresh_local();
+        /* A first run without upload creates the database; then an event the server will
+         * refuse (a control character in its message) is queued ahead of everything. */
+        char *argv[48];
+        const char *extra[] = { "--duration", "1500ms", NULL };
+        tu_daemon_argv(argv, set_db, extra);
+        struct tu_result r;
+        assert_int_equal(tu_run(argv, 30000, NULL, NULL, &r), 0);
+        tu_result_done(&r);
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(local_db, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db,
+                                      "INSERT INTO events (run_id, time_ns, type, message) VALUES "
+                                      "(1, 1796300000000000000, 'note', 'bell' || char(7));"
+                                      "INSERT INTO outbox (run_id, event_id, created_ns) VALUES "
+                                      "(1, last_insert_rowid(), 0);",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+        sqlite3_close(db);
+
+        pid_t srv = start_server_at("127.0.0.1:0");
+        pid_t d = start_daemon("4s", NULL);
+        assert_int_equal(tu_wait(d, 30000), 0);
+        /* Set aside with the server's reason, recorded as an event, and nothing else held up:
+         * the intervals of the new run arrived. */
+        assert_int_equal(query(local_db, "SELECT count(*) FROM outbox WHERE state = 'rejected' AND "
+                                         "message LIKE 'HTTP 400: events[0].message: contains a "
+                                         "control character%'"),
+                         1);
+        assert_int_equal(query(local_db, "SELECT count(*) FROM outbox WHERE state = 'pending'"), 0);
+        assert_true(query(local_db, "SELECT count(*) FROM events WHERE type = 'upload_rejected'") >=
+                    1);
+        assert_true(query(farm_db, "SELECT count(*) FROM intervals i JOIN runs r ON r.id = i.run "
+                                   "WHERE r.run_id = 2") >= 3);
+        /* rtsoak status says so. */
+        char dbarg[600];
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", local_db);
+        char *st_argv[] = { (char *) tu_bin("RTSOAK"), dbarg, "status", NULL };
+        assert_int_equal(tu_run(st_argv, 20000, NULL, NULL, &r), 0);
+        if (!strstr(r.out, "1 refused by the server") || !strstr(r.out, "control character"))
+                fail_msg("status:\n%s", r.out);
+        tu_result_done(&r);
+        stop_server(srv);
+}
+
+static void test_missing_token_is_a_config_error(void **state) {
+        char *argv[48];
+        const char *extra[] = { "--set", "Upload.Server=http://127.0.0.1:9", "--set",
+                                "Upload.TokenFile=/nonexistent/token", NULL };
+        tu_daemon_argv(argv, set_db, extra);
+        struct tu_result r;
+        assert_int_equal(tu_run(argv, 20000, NULL, NULL, &r), 78);
+        assert_non_null(strstr(r.err, "[Upload] TokenFile=/nonexistent/token: cannot read"));
+        tu_result_done(&r);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_uploads_in_order),
+                cmocka_unit_test(test_server_outage),
+                cmocka_unit_test(test_kill9_mid_upload),
+                cmocka_unit_test(test_refused_row_does_not_block),
+                cmocka_unit_test(test_missing_token_is_a_config_error),
+        };
+        return RUN_TESTS_WITH(tests, setup, teardown);
+}
