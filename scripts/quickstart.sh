@@ -80,14 +80,45 @@ soak)
         db=$src/build/quickstart/rtsoak.db
         mkdir -p "$(dirname "$db")"
         rm -f "$db" "$db-wal" "$db-shm"
+
+        # A farm server of our own, its database in a temporary directory, with this machine
+        # enrolled; rtsoakd uploads to it.
+        farm=$(mktemp -d /tmp/rtsoak-farm.XXXXXX)
+        machine=$(cat /etc/machine-id)
+        build/server/rtsoak-server --db "$farm/farm.db" enroll "$machine" >"$farm/token"
+        build/server/rtsoak-server --db "$farm/farm.db" --listen 127.0.0.1:0 2>"$farm/server.log" &
+        server=$!
+        trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$farm"' EXIT
+        for _ in $(seq 100); do
+                grep -q "Listening on" "$farm/server.log" && break
+                sleep 0.1
+        done
+        url=$(sed -n 's/.*Listening on \(http:[^ ]*\).*/\1/p' "$farm/server.log" | head -1)
+        if [ -z "$url" ]; then
+                cat "$farm/server.log" >&2
+                exit 1
+        fi
+        echo "Farm server at $url (database $farm/farm.db), machine $machine enrolled."
+
         echo "Soaking for $duration on every CPU, rotating through the idle, mixed and"
-        echo "hackbench scenarios every 20 s (Ctrl-C stops early and still reports)..."
+        echo "hackbench scenarios every 20 s, uploading each 10 s interval to the farm server"
+        echo "(Ctrl-C stops early and still reports)..."
         build/daemon/rtsoakd --config etc/rtsoakd.conf --set "Storage.Path=$db" \
                 --set Storage.Interval=10s --set "Load.Helper=$src/build/loadgen/rtsoak-load" \
                 --set "Schedule.Rotation=idle 20s, mixed 20s, hackbench 20s" \
+                --set "Upload.Server=$url" --set "Upload.TokenFile=$farm/token" \
                 --duration "$duration" || true
         echo
         build/cli/rtsoak --db "$db" report --by-scenario
+        echo
+        build/cli/rtsoak --db "$db" status | sed -n '/^Upload:/,$p'
+        echo
+        echo "What the farm server received ($url/api/v1/machines/$machine):"
+        python3 - "$url/api/v1/machines/$machine" <<'PY'
+import json, sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=10) as r:
+    print(json.dumps(json.load(r), indent=2))
+PY
         ;;
 test)
         install_missing "${build_packages[@]}" "${test_packages[@]}"
