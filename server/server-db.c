@@ -544,7 +544,7 @@ int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
         int rc;
 
         /* The token is looked up by its SHA-256 in an index, not compared with every stored
-         * hash: a farm of 10,000 machines made that scan cost 5 ms of CPU per upload.  The
+         * hash: a farm of 10,000 machines made that scan cost 3-4 ms of CPU per upload.  The
          * lookup's time depends only on the hash of what was presented, and knowing where the
          * hash of a guess falls among the stored hashes does not help to find a token whose
          * hash is one of them (that takes a SHA-256 preimage of a 256-bit random token).  The

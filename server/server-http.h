@@ -11,7 +11,7 @@
 #define FARM_LISTEN_DEFAULT "127.0.0.1:8470"
 #define FARM_MAX_BODY_DEFAULT ((size_t) 16 << 20)
 /* A worker waits for the commit of the upload it stored, so the workers bound how many uploads
- * can share one commit (and its fsync): 8 store about 3-4 per commit under load. */
+ * can share one commit (and its fsync): 8 store 2-4 per commit under load. */
 #define FARM_THREADS_DEFAULT 8
 #define FARM_CONNECTION_LIMIT_DEFAULT 256
 #define FARM_CONNECTION_TIMEOUT_S_DEFAULT 30
