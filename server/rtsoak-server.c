@@ -303,6 +303,10 @@ static int serve(const struct options *o) {
                 ;
         log_info("Stopping on %s", strsignal(sig));
         farm_http_stop(http);
+        uint64_t commits, uploads;
+        farm_db_commit_stats(db, &commits, &uploads);
+        log_info("Stored %llu uploads in %llu commits", (unsigned long long) uploads,
+                 (unsigned long long) commits);
         farm_db_close(db);
         return EXIT_SUCCESS;
 }

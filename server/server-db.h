@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The farm database: machines and their tokens, and what they uploaded.  Only server/ speaks
- * SQL to it; every function here is safe to call from any thread (one connection, one mutex). */
+ * SQL to it; every function here is safe to call from any thread (one connection that writes,
+ * one that reads, each behind a mutex). */
 #pragma once
 
 #include <jansson.h>
@@ -30,8 +31,8 @@ int farm_enroll(farm_db *db, const char *machine_id, const uint8_t token_hash[SH
 int farm_revoke(farm_db *db, const char *machine_id, int64_t now_ns,
                 char err[static FARM_ERROR_MAX]);
 
-/* Finds the enrolled, unrevoked machine whose token has this hash, comparing with every
- * stored hash in constant time.  0 and the id in ret_machine_id, or -EACCES. */
+/* Finds the enrolled, unrevoked machine whose token has this hash (looked up in an index of the
+ * hashes).  0 and the id in ret_machine_id, or -EACCES. */
 int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
                       char ret_machine_id[static FARM_MACHINE_ID_LEN + 1]);
 
@@ -42,10 +43,14 @@ struct farm_stored {
         uint64_t dup_intervals, dup_events; /* already stored before, skipped */
 };
 
-/* Stores a decoded summary of machine_id in one transaction.  -EEXIST (with err) when the run
- * is already stored with a different identity (boot id or kernel). */
+/* Stores a decoded summary of machine_id atomically: in its own savepoint of a transaction that
+ * the uploads stored at the same time share (group commit), and returns once that transaction
+ * is committed (with synchronous=FULL: on disk), or with the error that undid it.  -EEXIST (with
+ * err) when the run is already stored with a different identity (boot id or kernel). */
 int farm_store_summary(farm_db *db, const struct summary *s, int64_t now_ns,
                        struct farm_stored *ret, char err[static FARM_ERROR_MAX]);
+/* How many group commits stored uploads, and how many uploads they held. */
+void farm_db_commit_stats(farm_db *db, uint64_t *ret_commits, uint64_t *ret_uploads);
 
 /* JSON of one machine (-ENOENT when not enrolled) or, with machine_id NULL, of all:
  * {"machines": [...]}. */

@@ -7,7 +7,7 @@ if ! command -v clang-format >/dev/null; then
         echo "1..0 # SKIP clang-format is not installed"
         exit 0
 fi
-files=$(find common storage loadgen uploader daemon cli server tests fuzz -name '*.[ch]' | sort)
+files=$(find common storage loadgen uploader daemon cli server tests fuzz bench -name '*.[ch]' | sort)
 echo "1..$(echo "$files" | wc -l)"
 n=0
 failed=0

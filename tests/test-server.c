@@ -689,6 +689,136 @@ static void test_concurrent_uploads(void **state) {
         assert_int_equal(rows("uploads"), uploads_before + N);
 }
 
+/* Group commit: uploads sent at once over many connections share commits, and each is still
+ * stored exactly once and on its own: the same upload twice in one batch is stored once, and an
+ * upload refused inside a batch (a conflicting run) undoes only itself.  Its own server, so
+ * that the rate limit does not get in the way and the commit count can be read at the stop. */
+static void test_group_commit(void **state) {
+        enum { NEW = 40, DUP = 8, CONFLICT = 4, N = NEW + DUP + CONFLICT };
+        char db2[600], log2[600], url[128], tok[80], auth[128], target[256];
+        CURL *easy[N];
+        struct reply replies[N] = {};
+        char *texts[N];
+
+        snprintf(db2, sizeof(db2), "%s/group.db", dir);
+        snprintf(log2, sizeof(log2), "%s/group.log", dir);
+        enroll(db2, ID_A, NULL, NULL, tok);
+        const char *extra[] = { "--rate=100000", "--burst=100000", NULL };
+        pid_t pid = start_server(db2, log2, extra, url, sizeof(url));
+        snprintf(auth, sizeof(auth), "Bearer %s", tok);
+        snprintf(target, sizeof(target), "%s/api/v1/summaries", url);
+
+        /* Run 6 is stored first, so that the uploads claiming another boot id for it are
+         * refused whenever they come. */
+        struct spec p6 = run1;
+        p6.run = 6;
+        p6.nintervals = 1;
+        p6.nevents = 1;
+        char *text6 = summary_text(&p6);
+        struct reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth, text6,
+                                 strlen(text6));
+        assert_int_equal(r.status, 200);
+        reply_done(&r);
+
+        struct curl_slist *headers = NULL;
+        char header[160];
+        snprintf(header, sizeof(header), "Authorization: %s", auth);
+        headers = curl_slist_append(headers, header);
+        headers = curl_slist_append(headers, "Expect:");
+        CURLM *multi = curl_multi_init();
+        assert_non_null(multi);
+        for (int i = 0; i < N; i++) {
+                if (i < NEW + DUP) {
+                        /* Run 5: NEW uploads, then the first DUP of them again. */
+                        struct spec p = run1;
+                        p.run = 5;
+                        p.start_ns = T0 + 3 * 3600 * INT64_C(1000000000);
+                        p.seq = (uint64_t) (i < NEW ? i : i - NEW);
+                        p.first_interval = p.seq;
+                        p.nintervals = 1;
+                        p.first_event = 1 + p.seq;
+                        p.nevents = 1;
+                        texts[i] = summary_text(&p);
+                } else {
+                        struct spec p = p6;
+                        p.seq = p.first_interval = (uint64_t) (i - NEW - DUP + 1);
+                        char *t = summary_text(&p);
+                        texts[i] = replace(t, "fedcba9876543210fedcba9876543210",
+                                           "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
+                        free(t);
+                }
+                easy[i] = curl_easy_init();
+                curl_easy_setopt(easy[i], CURLOPT_URL, target);
+                curl_easy_setopt(easy[i], CURLOPT_POSTFIELDS, texts[i]);
+                curl_easy_setopt(easy[i], CURLOPT_HTTPHEADER, headers);
+                curl_easy_setopt(easy[i], CURLOPT_TIMEOUT, 20L);
+                curl_easy_setopt(easy[i], CURLOPT_WRITEFUNCTION, on_body);
+                curl_easy_setopt(easy[i], CURLOPT_WRITEDATA, &replies[i]);
+                curl_multi_add_handle(multi, easy[i]);
+        }
+        int running = 1;
+        while (running) {
+                assert_int_equal(curl_multi_perform(multi, &running), CURLM_OK);
+                if (running)
+                        curl_multi_poll(multi, NULL, 0, 1000, NULL);
+        }
+
+        int stored[NEW] = {}, duplicate[NEW] = {}, answered_200 = 1; /* run 6 */
+        for (int i = 0; i < N; i++) {
+                curl_easy_getinfo(easy[i], CURLINFO_RESPONSE_CODE, &replies[i].status);
+                if (i >= NEW + DUP)
+                        expect_error(&replies[i], 409, "run.boot_id");
+                else {
+                        if (replies[i].status != 200)
+                                fail_msg("upload %d: %ld %s", i, replies[i].status,
+                                         replies[i].body ?: "");
+                        json_t *j = tu_json(replies[i].body);
+                        const char *st = json_string_value(json_object_get(j, "status"));
+                        int seq = i < NEW ? i : i - NEW;
+                        stored[seq] += strcmp(st, "stored") == 0;
+                        duplicate[seq] += strcmp(st, "duplicate") == 0;
+                        json_decref(j);
+                        answered_200++;
+                }
+                curl_multi_remove_handle(multi, easy[i]);
+                curl_easy_cleanup(easy[i]);
+                reply_done(&replies[i]);
+                free(texts[i]);
+        }
+        curl_multi_cleanup(multi);
+        curl_slist_free_all(headers);
+        free(text6);
+        for (int seq = 0; seq < NEW; seq++) {
+                assert_int_equal(stored[seq], 1);
+                assert_int_equal(duplicate[seq], seq < DUP ? 1 : 0);
+        }
+
+        sqlite3 *d;
+        assert_int_equal(sqlite3_open_v2(db2, &d, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), NEW + 1);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM uploads"), NEW + 1);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM events"), NEW + 1);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM interval_cpus"), 3 * (NEW + 1));
+        assert_int_equal(db_int(d, "SELECT count(DISTINCT seq) FROM intervals i JOIN runs r "
+                                   "ON i.run = r.id WHERE r.run_id = 5"),
+                         NEW);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM runs WHERE run_id = 6 AND boot_id = "
+                                   "'fedcba9876543210fedcba9876543210'"),
+                         1);
+        sqlite3_close(d);
+
+        /* Every upload answered 200 was in a commit, and none was answered before it. */
+        assert_int_equal(stop_server(pid), 0);
+        char *log = tu_read_file(log2);
+        const char *at = strstr(log, "Stored ");
+        assert_non_null(at);
+        unsigned long long uploads = 0, commits = 0;
+        assert_int_equal(sscanf(at, "Stored %llu uploads in %llu commits", &uploads, &commits), 2);
+        assert_int_equal(uploads, answered_200);
+        assert_true(commits >= 1 && commits <= uploads);
+        free(log);
+}
+
 struct bad {
         const char *name;
         const char *from, *to; /* replaced in the valid summary of machine A */
@@ -955,6 +1085,7 @@ int main(void) {
                 cmocka_unit_test(test_upload_stored),
                 cmocka_unit_test(test_duplicates_and_latest_run),
                 cmocka_unit_test(test_concurrent_uploads),
+                cmocka_unit_test(test_group_commit),
                 cmocka_unit_test(test_bad_uploads),
                 cmocka_unit_test(test_query_errors),
                 cmocka_unit_test(test_rate_limit),
