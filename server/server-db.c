@@ -749,7 +749,7 @@ static int store_events(farm_db *db, int64_t run, const struct summary *s, uint6
 
 static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
                         struct farm_stored *ret, char *err) {
-        _cleanup_reset_ sqlite3_stmt *up = NULL, *seen = NULL, *mach = NULL, *upd = NULL;
+        _cleanup_reset_ sqlite3_stmt *up = NULL, *mach = NULL, *upd = NULL;
         struct interval_stmts x = {};
         int64_t run = 0;
         int r, rc;
@@ -768,20 +768,11 @@ static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
         if ((r = store_run(db, s, now_ns, &run, err)) < 0)
                 return r;
 
-        r = prepare_w(db, "SELECT 1 FROM uploads WHERE run = ? AND seq = ?", &seen, err);
-        if (r < 0)
-                return r;
-        sqlite3_bind_int64(seen, 1, run);
-        sqlite3_bind_int64(seen, 2, (int64_t) s->seq);
-        rc = sqlite3_step(seen);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                return fail(db, rc, "cannot look up the upload", err);
-        if (rc == SQLITE_ROW) {
-                /* The idempotency key is known: the uploader did not hear our answer. */
-                ret->duplicate = true;
-                ret->dup_intervals = s->nintervals;
-                ret->dup_events = s->nevents;
-        } else {
+        /* The content is stored even when the idempotency key is known: an uploader that
+         * did not hear our answer may retry with a larger batch under the same key, and what
+         * it adds must not be lost.  Intervals and events are unique per run, so whatever was
+         * stored before is stored once. */
+        {
                 if ((r = prepare_w(db,
                                    "INSERT INTO intervals (run, seq, start_ns, length_ns, "
                                    "scenario, max_ns) VALUES (?, ?, ?, ?, ?, ?) "
@@ -816,7 +807,7 @@ static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
 
                 r = prepare_w(db,
                               "INSERT INTO uploads (run, seq, received_ns, intervals, events) "
-                              "VALUES (?, ?, ?, ?, ?)",
+                              "VALUES (?, ?, ?, ?, ?) ON CONFLICT (run, seq) DO NOTHING",
                               &up, err);
                 if (r < 0)
                         goto out;
