@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "conf-parser.h"
 #include "config.h"
 #include "log.h"
 #include "macro.h"
@@ -20,6 +21,56 @@
 #include "timeutil.h"
 
 #define DB_DEFAULT "/var/lib/rtsoak-server/farm.db"
+#define CONFIG_DEFAULT "/etc/rtsoak/rtsoak-server.conf"
+
+/* The configuration file: the same settings as the options, which override it. */
+struct server_config {
+        char *listen, *db, *cert, *key;
+        uint64_t threads, rate, burst, max_body;
+};
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+static const struct conf_item config_items[] = {
+        { "Server", "Listen", &conf_type_string, offsetof(struct server_config, listen), 1,
+          FARM_ADDRESS_MAX, FARM_LISTEN_DEFAULT },
+        { "Server", "Database", &conf_type_string, offsetof(struct server_config, db), 1, 4000,
+          DB_DEFAULT },
+        { "Server", "Certificate", &conf_type_string, offsetof(struct server_config, cert), 0, 4000,
+          "" },
+        { "Server", "Key", &conf_type_string, offsetof(struct server_config, key), 0, 4000, "" },
+        { "Server", "Threads", &conf_type_uint, offsetof(struct server_config, threads), 1, 256,
+          STR(FARM_THREADS_DEFAULT) },
+        { "Server", "Rate", &conf_type_uint, offsetof(struct server_config, rate), 1, 1000000,
+          "10" },
+        { "Server", "Burst", &conf_type_uint, offsetof(struct server_config, burst), 1, 1000000,
+          STR(FARM_BURST_DEFAULT) },
+        { "Server", "MaxBody", &conf_type_uint, offsetof(struct server_config, max_body), 1024,
+          UINT64_C(1) << 30, "16777216" },
+};
+static const struct conf_table config_table = { .items = config_items,
+                                                .n = ELEMENTSOF(config_items) };
+_Static_assert(FARM_RATE_DEFAULT == 10.0 && FARM_MAX_BODY_DEFAULT == 16777216,
+               "the configuration's defaults are the options' defaults");
+
+/* Finds --config FILE (or --config=FILE) before the options are parsed: the options given
+ * on the command line override what the file says. */
+static const char *config_path(int argc, char **argv, bool *explicit) {
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--") == 0)
+                        break;
+                if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+                        *explicit = true;
+                        return argv[i + 1];
+                }
+                if (strncmp(argv[i], "--config=", 9) == 0) {
+                        *explicit = true;
+                        return argv[i] + 9;
+                }
+        }
+        *explicit = false;
+        return CONFIG_DEFAULT;
+}
 #define PEM_MAX_BYTES (1 << 20)
 
 struct options {
@@ -77,7 +128,8 @@ static int parse_uint(const char *opt, const char *s, unsigned long long min,
 /* 0 to go on, 1 when done (help), -EINVAL for a usage error (already logged). */
 static int parse_options(int argc, char **argv, struct options *o) {
         enum {
-                ARG_DB = 0x100,
+                ARG_CONFIG = 0x100,
+                ARG_DB,
                 ARG_LISTEN,
                 ARG_CERT,
                 ARG_KEY,
@@ -90,6 +142,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 ARG_VERSION,
         };
         static const struct option options[] = {
+                { "config", required_argument, NULL, ARG_CONFIG },
                 { "db", required_argument, NULL, ARG_DB },
                 { "listen", required_argument, NULL, ARG_LISTEN },
                 { "cert", required_argument, NULL, ARG_CERT },
@@ -111,6 +164,8 @@ static int parse_options(int argc, char **argv, struct options *o) {
 
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
                 switch (c) {
+                case ARG_CONFIG:
+                        break; /* read before the options */
                 case ARG_DB:
                         o->db_path = optarg;
                         break;
@@ -386,6 +441,24 @@ int main(int argc, char **argv) {
         };
 
         log_set_program("rtsoak-server");
+
+        static struct server_config sc;
+        char err[CONF_ERROR_MAX];
+        bool explicit_config;
+        const char *path = config_path(argc, argv, &explicit_config);
+        if (conf_load(&config_table, path, explicit_config, NULL, &sc, NULL, NULL, err) < 0) {
+                log_error("%s", err);
+                return EXIT_CONFIG;
+        }
+        o.listen = sc.listen;
+        o.db_path = sc.db;
+        o.cert = *sc.cert ? sc.cert : NULL;
+        o.key = *sc.key ? sc.key : NULL;
+        o.threads = (unsigned) sc.threads;
+        o.rate_per_s = (double) sc.rate;
+        o.burst = (unsigned) sc.burst;
+        o.max_body_bytes = (size_t) sc.max_body;
+
         int r = parse_options(argc, argv, &o);
         if (r != 0)
                 return r > 0 ? EXIT_SUCCESS : EXIT_CONFIG;

@@ -1047,6 +1047,38 @@ static void test_command_line_errors(void **state) {
         char *not_ours[] = { (char *) tu_bin("RTSOAK_SERVER"), "--db=/dev/null", "enroll", ID_A,
                              NULL };
         run_server(not_ours, "Cannot open the farm database", 1);
+
+        /* The configuration file: errors name the file and line; its settings apply, and the
+         * options override them. */
+        char conf[600], confarg[700], db2[600], log2[600], url2[128];
+        snprintf(conf, sizeof(conf), "%s/server.conf", dir);
+        snprintf(confarg, sizeof(confarg), "--config=%s", conf);
+        FILE *f = fopen(conf, "we");
+        fputs("[Server]\n# one key misspelt\nThreds=2\n", f);
+        fclose(f);
+        char *bad_conf[] = { (char *) tu_bin("RTSOAK_SERVER"), confarg, NULL };
+        snprintf(db2, sizeof(db2),
+                 "server.conf:3: unknown key Threds= in section [Server] (did "
+                 "you mean Threads=?)");
+        run_server(bad_conf, db2, 78);
+        char *missing_conf[] = { (char *) tu_bin("RTSOAK_SERVER"), "--config=/nonexistent.conf",
+                                 NULL };
+        run_server(missing_conf, "/nonexistent.conf: cannot open", 78);
+        snprintf(db2, sizeof(db2), "%s/conf.db", dir);
+        snprintf(log2, sizeof(log2), "%s/conf.log", dir);
+        f = fopen(conf, "we");
+        fprintf(f, "[Server]\nDatabase=%s\nThreads=3\nListen=127.0.0.1:1\n", db2);
+        fclose(f);
+        const char *extra[] = { confarg, NULL };
+        /* --listen (given by the helper) overrides Listen=. */
+        pid_t pid = tu_server_start(db2, log2, "127.0.0.1:0", extra, url2, sizeof(url2));
+        char *text = tu_read_file(log2);
+        char want[700];
+        snprintf(want, sizeof(want), "(database %s, 3 threads)", db2);
+        if (!strstr(text, want))
+                fail_msg("expected '%s' in: %s", want, text);
+        free(text);
+        assert_int_equal(stop_server(pid), 0);
 }
 
 /* HTTPS with a certificate made here, verified by the client. */
