@@ -375,7 +375,7 @@ static json_t *opt_time(int64_t t) {
 
 /* The upload outbox: null when nothing was ever queued (no [Upload] Server=). */
 static json_t *upload_json(store *s) {
-        struct store_upload_status st;
+        struct store_upload_status st = {};
         if (store_get_upload_status(s, &st) < 0)
                 return json_null();
         json_t *o = json_null();
@@ -398,7 +398,7 @@ static json_t *upload_json(store *s) {
 }
 
 static void upload_table(store *s) {
-        struct store_upload_status st;
+        struct store_upload_status st = {};
         char t[TIMESTAMP_MAX_LEN], span[TIMESPAN_MAX_LEN];
         if (store_get_upload_status(s, &st) < 0 || st.pending + st.sent + st.rejected == 0) {
                 store_upload_status_done(&st);

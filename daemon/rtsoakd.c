@@ -334,11 +334,13 @@ static int read_token(const char *path, char **ret) {
         fclose(f);
         line[ok ? strcspn(line, " \t\r\n") : 0] = 0;
         if (!*line || strlen(line) > 512) {
+                explicit_bzero(line, sizeof(line));
                 log_error("[Upload] TokenFile=%s: no token in the file's first line", path);
                 return -EINVAL;
         }
         for (const char *p = line; *p; p++)
                 if ((unsigned char) *p < 0x21 || (unsigned char) *p > 0x7e) {
+                        explicit_bzero(line, sizeof(line));
                         log_error("[Upload] TokenFile=%s: the token holds characters that "
                                   "cannot go into an HTTP header",
                                   path);
@@ -541,6 +543,10 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 .start_ns = now_ns(CLOCK_REALTIME),
         };
         unsigned unclean = 0;
+        /* With upload on, everything from here on (the unclean ends of earlier runs too)
+         * enters the outbox in the transaction that stores it. */
+        if (d->token)
+                store_set_outbox(d->store, true);
         r = store_begin_run(d->store, &info, &d->run_id, &unclean);
         if (r < 0) {
                 log_error("%s", store_error(d->store));
@@ -552,9 +558,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                             unclean);
 
         if (d->token) {
-                /* From here on every stored interval and event also enters the outbox, in the
-                 * same transaction; the uploader thread drains it at its own pace. */
-                store_set_outbox(d->store, true);
+                /* The uploader thread drains the outbox at its own pace. */
                 struct uploader_params up = {
                         .db_path = d->cfg.storage_path,
                         .server = d->cfg.upload_server,
@@ -568,7 +572,6 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                         .machine_id = si.machine_id,
                         .hostname = si.hostname,
                         .cpu_model = si.cpu_model,
-                        .daemon_version = PROJECT_VERSION,
                         .cpus = (uint32_t) d->cpus.n,
                 };
                 r = uploader_start(&up, &d->uploader);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "sqlite-errno.h"
 #include "server-db.h"
 
 /* 'rtsf': marks the file as the farm database, so the machines' own database (and any other
@@ -167,42 +168,12 @@ static pthread_mutex_t *lock_writer_idle(farm_db *db) {
         return &db->lock;
 }
 
-static int rc_to_errno(int rc) {
-        switch (rc & 0xff) {
-        case SQLITE_OK:
-                return 0;
-        case SQLITE_NOMEM:
-                return -ENOMEM;
-        case SQLITE_BUSY:
-        case SQLITE_LOCKED:
-                return -EBUSY;
-        case SQLITE_READONLY:
-        case SQLITE_PERM:
-        case SQLITE_AUTH:
-                return -EACCES;
-        case SQLITE_FULL:
-                return -ENOSPC;
-        case SQLITE_CANTOPEN:
-                return -ENOENT;
-        case SQLITE_CORRUPT:
-        case SQLITE_NOTADB:
-        case SQLITE_FORMAT:
-                return -EBADMSG;
-        case SQLITE_CONSTRAINT:
-                return -EEXIST;
-        case SQLITE_TOOBIG:
-                return -E2BIG;
-        default:
-                return -EIO;
-        }
-}
-
 /* Writes "path: what: SQLite's message" (of connection c) into err and returns the matching
  * -errno. */
 static int fail_on(farm_db *db, sqlite3 *c, int rc, const char *what, char *err) {
         snprintf(err, FARM_ERROR_MAX, "%s: %s: %s", db->path, what,
                  c ? sqlite3_errmsg(c) : sqlite3_errstr(rc));
-        return rc_to_errno(rc);
+        return sqlite_errno(rc);
 }
 
 static int fail(farm_db *db, int rc, const char *what, char *err) {
@@ -423,7 +394,7 @@ static int open_reader(farm_db *db, char *err) {
         if (rc != SQLITE_OK) {
                 snprintf(err, FARM_ERROR_MAX, "%s: cannot open database: %s", db->path,
                          db->rdb ? sqlite3_errmsg(db->rdb) : sqlite3_errstr(rc));
-                return rc_to_errno(rc);
+                return sqlite_errno(rc);
         }
         sqlite3_extended_result_codes(db->rdb, 1);
         sqlite3_busy_timeout(db->rdb, FARM_BUSY_TIMEOUT_MS);
@@ -432,7 +403,7 @@ static int open_reader(farm_db *db, char *err) {
         if (rc != SQLITE_OK) {
                 snprintf(err, FARM_ERROR_MAX, "%s: cannot set up the reading connection: %s",
                          db->path, sqlite3_errmsg(db->rdb));
-                return rc_to_errno(rc);
+                return sqlite_errno(rc);
         }
         return 0;
 }
@@ -912,6 +883,12 @@ int farm_store_summary(farm_db *db, const struct summary *s, int64_t now_ns,
                          * gone already, and they must not hear "stored". */
                         db->committing = true;
                         end_batch(db, -EIO, "the batch was rolled back after an error");
+                        if (r >= 0) {
+                                /* Not in the batch that just ended: do not wait for it. */
+                                r = -EIO;
+                                snprintf(err, FARM_ERROR_MAX,
+                                         "the batch was rolled back after an error");
+                        }
                 } else if (r >= 0) {
                         me.next = db->batch;
                         db->batch = &me;

@@ -181,6 +181,8 @@ static int load_interval(store *s, int64_t id, struct summary *ret) {
                                 .unit = col_text(m, 1, 32),
                                 .value = sqlite3_column_double(m, 2),
                         };
+                        if (!mm[l->nmetrics - 1].name || !mm[l->nmetrics - 1].unit)
+                                return -ENOMEM;
                 }
                 if (rc != SQLITE_DONE)
                         return store_fail(s, rc, "cannot read load throughput");

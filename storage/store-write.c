@@ -104,6 +104,9 @@ int store_add_event(store *s, int64_t run_id, const struct store_event *ev) {
         return r;
 }
 
+static int insert_outbox(store *s, int64_t run_id, int64_t interval_id, int64_t event_id,
+                         int64_t now_ns);
+
 static int mark_unclean_runs(store *s, unsigned *ret_count) {
         _cleanup_stmt_ sqlite3_stmt *sel = NULL, *upd = NULL;
         unsigned n = 0;
@@ -151,6 +154,8 @@ static int mark_unclean_runs(store *s, unsigned *ret_count) {
                         .message = msg,
                 };
                 r = insert_event(s, id, 0, &ev);
+                if (r >= 0 && s->outbox)
+                        r = insert_outbox(s, id, 0, sqlite3_last_insert_rowid(s->db), ev.time_ns);
                 if (r < 0)
                         return r;
                 n++;

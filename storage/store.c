@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "sqlite-errno.h"
 #include "store-internal.h"
 
 /* 'rtsk': marks the file as ours, so another program's SQLite file is refused by name. */
@@ -89,41 +90,10 @@ static const char *const migrations[] = {
 };
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per version");
 
-static int rc_to_errno(int rc) {
-        switch (rc & 0xff) {
-        case SQLITE_OK:
-                return 0;
-        case SQLITE_NOMEM:
-                return -ENOMEM;
-        case SQLITE_BUSY:
-        case SQLITE_LOCKED:
-                return -EBUSY;
-        case SQLITE_READONLY:
-        case SQLITE_PERM:
-        case SQLITE_AUTH:
-                return -EACCES;
-        case SQLITE_FULL:
-                return -ENOSPC;
-        case SQLITE_CANTOPEN:
-                return -ENOENT;
-        case SQLITE_CORRUPT:
-        case SQLITE_NOTADB:
-        case SQLITE_FORMAT:
-                return -EBADMSG;
-        case SQLITE_CONSTRAINT:
-                return -EEXIST;
-        case SQLITE_TOOBIG:
-        case SQLITE_RANGE:
-                return -E2BIG;
-        default:
-                return -EIO;
-        }
-}
-
 int store_fail(store *s, int rc, const char *what) {
         snprintf(s->error, sizeof(s->error), "%s: %s: %s", s->path, what,
                  s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
-        return rc_to_errno(rc);
+        return sqlite_errno(rc);
 }
 
 int store_failf(store *s, int error, const char *fmt, ...) {

@@ -202,6 +202,8 @@ static void test_kill9_mid_upload(void **state) {
         assert_int_equal(tu_wait(d, 30000), 0);
         expect_all_arrived();
         assert_true(query(local_db, "SELECT count(DISTINCT run_id) FROM intervals") >= 4);
+        /* Each kill was found at the next start, and the farm heard of it. */
+        assert_true(query(farm_db, "SELECT count(*) FROM events WHERE type = 'unclean_end'") >= 4);
         stop_server(srv);
 }
 

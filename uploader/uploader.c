@@ -3,6 +3,7 @@
  * the probes or the collector, and only ever updates outbox rows: an interval's commit never
  * waits for the network. */
 #include <curl/curl.h>
+#include <jansson.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -25,7 +26,7 @@
 
 struct uploader {
         struct uploader_params p;
-        char *server, *token, *ca_file, *db_path, *machine_id, *hostname, *cpu_model, *version;
+        char *server, *token, *ca_file, *db_path, *machine_id, *hostname, *cpu_model;
         pthread_t thread;
         pthread_mutex_t lock;
         pthread_cond_t cond;
@@ -155,7 +156,8 @@ static int setup_curl(struct uploader *u, struct curl_slist **headers) {
         snprintf(url, sizeof(url), "%s/api/v1/summaries", u->server);
         snprintf(auth, sizeof(auth), "Authorization: Bearer %s", u->token);
         *headers = curl_slist_append(*headers, "Content-Type: application/json");
-        *headers = curl_slist_append(*headers, auth);
+        *headers = curl_slist_append(*headers, auth); /* copies it */
+        explicit_bzero(auth, sizeof(auth));
         *headers = curl_slist_append(*headers, "Expect:");
         if (!*headers)
                 return -ENOMEM;
@@ -181,18 +183,19 @@ static int setup_curl(struct uploader *u, struct curl_slist **headers) {
         return 0;
 }
 
-/* The server's error text, from a JSON body {"error": "..."} or the body as it is. */
+/* The server's error text, from a JSON body {"error": "..."} or the body as it is, with
+ * control characters made spaces (it goes into the database and the logs). */
 static void server_message(struct uploader *u, long status, char *buf, size_t len) {
-        const char *msg = u->response;
-        char *e = strstr(u->response, "\"error\"");
-        if (e && (e = strchr(e + 7, '"'))) {
-                char *end = strrchr(e + 1, '"');
-                if (end && end > e) {
-                        *end = 0;
-                        msg = e + 1;
-                }
-        }
-        snprintf(buf, len, "HTTP %ld: %s", status, *msg ? msg : "(no message)");
+        json_t *j = json_loadb(u->response, u->response_len, 0, NULL);
+        const char *msg = json_string_value(json_object_get(j, "error"));
+        snprintf(buf, len, "HTTP %ld: %s", status,
+                 msg && *msg    ? msg
+                 : *u->response ? u->response
+                                : "(no message)");
+        json_decref(j);
+        for (char *p = buf; *p; p++)
+                if ((unsigned char) *p < 0x20)
+                        *p = ' ';
 }
 
 static int build_summary(struct uploader *u, const struct store_outbox_row *rows, size_t n,
@@ -228,6 +231,19 @@ static void summary_release(struct summary *s) {
 
 enum outcome { OUT_SENT, OUT_RETRY, OUT_REJECTED };
 
+/* Marks a row refused with why, and records an upload_rejected event (which itself goes to
+ * the server: the farm should know what it did not get). */
+static int set_aside(struct uploader *u, const struct store_outbox_row *rows, const char *msg) {
+        int64_t now = now_ns(CLOCK_REALTIME);
+        int r = store_outbox_mark(u->store, rows, 1, STORE_OUTBOX_REJECTED, now, msg);
+        if (r < 0)
+                return r;
+        char text[SUMMARY_MAX_TEXT];
+        snprintf(text, sizeof(text), "outbox row %" PRId64 " set aside: %s", rows[0].id, msg);
+        struct store_event ev = { now, "upload_rejected", -1, -1, text };
+        return store_add_event(u->store, rows[0].run_id, &ev);
+}
+
 static enum outcome upload(struct uploader *u, const char *body, size_t len, char *msg,
                            size_t msglen, uint64_t *retry_after) {
         long status = 0;
@@ -246,9 +262,12 @@ static enum outcome upload(struct uploader *u, const char *body, size_t len, cha
         if (status >= 200 && status < 300)
                 return OUT_SENT;
         server_message(u, status, msg, msglen);
-        if (status == 408 || status == 429 || status >= 500 || status < 200)
-                return OUT_RETRY;
-        return OUT_REJECTED;
+        /* Refused for what it carries: set it aside.  Anything else is about the connection,
+         * the token or the server (a redirect, 401 after re-keying, 404 from a proxy, 429,
+         * 5xx): retry, the rows are not at fault. */
+        if (status == 400 || status == 409 || status == 413 || status == 422)
+                return OUT_REJECTED;
+        return OUT_RETRY;
 }
 
 static void stats_add(struct uploader *u, enum outcome o, size_t rows) {
@@ -278,6 +297,7 @@ static void *uploader_main(void *arg) {
                 if (!sleep_for(u, 5 * NSEC_PER_SEC))
                         goto out;
         }
+        store_set_outbox(u->store, true);
         r = setup_curl(u, &headers);
         if (r < 0) {
                 log_error_errno(r, "Uploader: cannot set up libcurl: %m");
@@ -316,15 +336,36 @@ static void *uploader_main(void *arg) {
                         r = summary_encode(&s, &body, &len);
                 summary_release(&s);
                 store_run_done(&run);
-                if (r < 0) {
-                        /* Our own data cannot be turned into a summary: the server would
-                         * refuse it too; keep it out of the way of the rows behind it. */
+                if (r < 0 && n > 1) {
+                        /* Find the row that cannot be sent; the others go on. */
+                        log_warning("Uploader: cannot build a summary of %zu rows (%s); trying "
+                                    "them one by one",
+                                    n,
+                                    r == -ERANGE ? "a value out of range" : store_error(u->store));
+                        single_left = n;
+                        free(rows);
+                        continue;
+                }
+                if (r == -EBADMSG || r == -ERANGE) {
+                        /* This row's own data cannot become a summary (damaged, out of range):
+                         * the server would refuse it too; keep it out of the way. */
                         snprintf(msg, sizeof(msg), "cannot build the summary: %s",
                                  r == -ERANGE ? "a value out of range" : store_error(u->store));
                         log_error("Uploader: outbox row %" PRId64 ": %s", rows[0].id, msg);
-                        store_outbox_mark(u->store, rows, n, STORE_OUTBOX_REJECTED,
-                                          now_ns(CLOCK_REALTIME), msg);
+                        r = set_aside(u, rows, msg);
+                        if (single_left)
+                                single_left--;
                         free(rows);
+                        if (r < 0 && !sleep_for(u, NSEC_PER_SEC))
+                                break;
+                        continue;
+                }
+                if (r < 0) {
+                        /* Memory, a busy or failing database: try again in a moment. */
+                        log_error("Uploader: cannot build a summary: %s", store_error(u->store));
+                        free(rows);
+                        if (!sleep_for(u, 5 * NSEC_PER_SEC))
+                                break;
                         continue;
                 }
 
@@ -352,10 +393,7 @@ static void *uploader_main(void *arg) {
                 } else if (o == OUT_REJECTED) {
                         log_error("Uploader: outbox row %" PRId64 " refused, set aside: %s",
                                   rows[0].id, msg);
-                        r = store_outbox_mark(u->store, rows, n, STORE_OUTBOX_REJECTED, now, msg);
-                        struct store_event ev = { now, "upload_rejected", -1, -1, msg };
-                        if (r >= 0)
-                                r = store_add_event(u->store, rows[0].run_id, &ev);
+                        r = set_aside(u, rows, msg);
                         if (single_left)
                                 single_left--;
                 } else {
@@ -375,15 +413,36 @@ static void *uploader_main(void *arg) {
                                 break;
                         continue;
                 }
-                if (r < 0)
-                        log_error("Uploader: %s", store_error(u->store));
                 free(rows);
+                if (r < 0) {
+                        /* The server has them but we could not note it (a full disk?): they
+                         * go again later, which the server stores once; do not spin. */
+                        log_error("Uploader: %s", store_error(u->store));
+                        if (!sleep_for(u, 5 * NSEC_PER_SEC))
+                                break;
+                }
         }
 out:
         curl_easy_cleanup(u->curl);
+        for (struct curl_slist *h = headers; h; h = h->next)
+                explicit_bzero(h->data, strlen(h->data)); /* one of them holds the token */
         curl_slist_free_all(headers);
         store_close(u->store);
         return NULL;
+}
+
+static void uploader_free(struct uploader *u) {
+        /* The token is a secret: do not leave it in freed memory. */
+        if (u->token)
+                explicit_bzero(u->token, strlen(u->token));
+        char *strs[] = { u->server,     u->token,    u->ca_file,  u->db_path,
+                         u->machine_id, u->hostname, u->cpu_model };
+        for (size_t i = 0; i < ELEMENTSOF(strs); i++)
+                free(strs[i]);
+        pthread_cond_destroy(&u->cond);
+        pthread_mutex_destroy(&u->lock);
+        pthread_mutex_destroy(&u->stats_lock);
+        free(u);
 }
 
 static void global_init(void) {
@@ -405,7 +464,6 @@ int uploader_start(const struct uploader_params *p, struct uploader **ret) {
         u->machine_id = strdup(p->machine_id);
         u->hostname = strdup(p->hostname);
         u->cpu_model = strdup(p->cpu_model);
-        u->version = strdup(p->daemon_version);
         pthread_mutex_init(&u->lock, NULL);
         pthread_mutex_init(&u->stats_lock, NULL);
         pthread_condattr_t ca;
@@ -416,20 +474,12 @@ int uploader_start(const struct uploader_params *p, struct uploader **ret) {
         u->stats.last_progress_mono = now_ns(CLOCK_MONOTONIC);
         int r = 0;
         if (!u->server || !u->token || !u->ca_file || !u->db_path || !u->machine_id ||
-            !u->hostname || !u->cpu_model || !u->version)
+            !u->hostname || !u->cpu_model)
                 r = -ENOMEM;
         else
                 r = -pthread_create(&u->thread, NULL, uploader_main, u);
         if (r < 0) {
-                free(u->server);
-                free(u->token);
-                free(u->ca_file);
-                free(u->db_path);
-                free(u->machine_id);
-                free(u->hostname);
-                free(u->cpu_model);
-                free(u->version);
-                free(u);
+                uploader_free(u);
                 return r;
         }
         *ret = u;
@@ -454,21 +504,7 @@ void uploader_stop(struct uploader *u) {
         atomic_store(&u->stop, true);
         uploader_poke(u);
         pthread_join(u->thread, NULL);
-        free(u->server);
-        /* The token is a secret: do not leave it in freed memory. */
-        if (u->token)
-                explicit_bzero(u->token, strlen(u->token));
-        free(u->token);
-        free(u->ca_file);
-        free(u->db_path);
-        free(u->machine_id);
-        free(u->hostname);
-        free(u->cpu_model);
-        free(u->version);
-        pthread_cond_destroy(&u->cond);
-        pthread_mutex_destroy(&u->lock);
-        pthread_mutex_destroy(&u->stats_lock);
-        free(u);
+        uploader_free(u);
 }
 
 void uploader_get_stats(struct uploader *u, struct uploader_stats *ret) {

@@ -16,7 +16,7 @@ struct uploader_params {
         uint64_t connect_timeout_ns, timeout_ns;
         uint64_t backoff_min_ns, backoff_max_ns;
         /* who we are */
-        const char *machine_id, *hostname, *cpu_model, *daemon_version;
+        const char *machine_id, *hostname, *cpu_model;
         uint32_t cpus;
 };
 
