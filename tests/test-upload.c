@@ -62,10 +62,20 @@ static pid_t start_server_at(const char *listen) {
         return tu_server_start(farm_db, server_log, listen, NULL, url, sizeof(url));
 }
 
+static pid_t start_tls_server(const char *cert, const char *key) {
+        char certarg[700], keyarg[700];
+        snprintf(certarg, sizeof(certarg), "--cert=%s", cert);
+        snprintf(keyarg, sizeof(keyarg), "--key=%s", key);
+        const char *extra[] = { certarg, keyarg, NULL };
+        return tu_server_start(farm_db, server_log, "127.0.0.1:0", extra, url, sizeof(url));
+}
+
 static void stop_server(pid_t pid) {
         kill(pid, SIGTERM);
         assert_int_equal(tu_wait(pid, 10000), 0);
 }
+
+static char set_ca[700] = "Upload.CAFile=";
 
 static pid_t start_daemon(const char *duration, const char *errlog) {
         char *argv[48];
@@ -80,6 +90,8 @@ static pid_t start_daemon(const char *duration, const char *errlog) {
                                 "Upload.Batch=5",
                                 "--set",
                                 "Probe.Threshold=50ms",
+                                "--set",
+                                set_ca,
                                 duration ? "--duration" : NULL,
                                 duration,
                                 NULL };
@@ -266,6 +278,43 @@ static void test_missing_token_is_a_config_error(void **state) {
         tu_result_done(&r);
 }
 
+static void test_tls(void **state) {
+        char cert[600], key[600], cmd[2048];
+        if (geteuid() != 0)
+                skip();
+        if (system("command -v openssl >/dev/null") != 0)
+                skip();
+        snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+        snprintf(key, sizeof(key), "%s/key.pem", dir);
+        snprintf(cmd, sizeof(cmd),
+                 "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+                 "-addext subjectAltName=IP:127.0.0.1 -keyout '%s' -out '%s' 2>/dev/null",
+                 key, cert);
+        assert_int_equal(system(cmd), 0);
+
+        /* The certificate is checked: against the system's CAs it fails and nothing is
+         * sent, the error is kept for rtsoak status. */
+        fresh_local();
+        pid_t srv = start_tls_server(cert, key);
+        assert_int_equal(strncmp(url, "https://", 8), 0);
+        snprintf(set_ca, sizeof(set_ca), "Upload.CAFile=");
+        pid_t d = start_daemon("3s", NULL);
+        assert_int_equal(tu_wait(d, 30000), 0);
+        assert_int_equal(query(farm_db, "SELECT count(*) FROM intervals"), 0);
+        assert_true(query(local_db, "SELECT count(*) FROM outbox WHERE state = 'pending'") >= 2);
+        assert_int_equal(query(local_db, "SELECT last_error LIKE '%certificate%' FROM "
+                                         "upload_status"),
+                         1);
+
+        /* With the server's CA given, everything pending and new arrives. */
+        snprintf(set_ca, sizeof(set_ca), "Upload.CAFile=%s", cert);
+        d = start_daemon("3s", NULL);
+        assert_int_equal(tu_wait(d, 30000), 0);
+        expect_all_arrived();
+        snprintf(set_ca, sizeof(set_ca), "Upload.CAFile=");
+        stop_server(srv);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_uploads_in_order),
@@ -273,6 +322,7 @@ int main(void) {
                 cmocka_unit_test(test_kill9_mid_upload),
                 cmocka_unit_test(test_refused_row_does_not_block),
                 cmocka_unit_test(test_missing_token_is_a_config_error),
+                cmocka_unit_test(test_tls),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }
