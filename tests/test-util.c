@@ -307,6 +307,17 @@ pid_t tu_server_start(const char *db, const char *log, const char *listen, const
         return -1;
 }
 
+void tu_make_cert(const char *cert, const char *key) {
+        char cmd[2048];
+        if (system("command -v openssl >/dev/null") != 0)
+                skip();
+        snprintf(cmd, sizeof(cmd),
+                 "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 "
+                 "-addext subjectAltName=IP:127.0.0.1 -keyout '%s' -out '%s' 2>/dev/null",
+                 key, cert);
+        assert_int_equal(system(cmd), 0);
+}
+
 const char *tu_machine_id(void) {
         static char id[40];
         char *text = tu_read_file("/etc/machine-id");

@@ -53,6 +53,9 @@ void tu_server_enroll(const char *db, const char *id, const char *extra1, const 
  * log, waits for the line that says where it listens and puts its base URL in url. */
 pid_t tu_server_start(const char *db, const char *log, const char *listen, const char *const *extra,
                       char *url, size_t url_size);
+/* A self-signed certificate for 127.0.0.1 made with openssl into cert and key (PEM); skips
+ * the test when openssl is not installed. */
+void tu_make_cert(const char *cert, const char *key);
 /* The machine's own ID (/etc/machine-id), as rtsoakd reports it. */
 const char *tu_machine_id(void);
 
