@@ -18,7 +18,8 @@ failed=0
 for u in "${units[@]}"; do
         n=$((n + 1))
         name=$(basename "$u")
-        sed -e "s|/usr/sbin/rtsoakd|$build/daemon/rtsoakd|" "$u" > "$tmp/$name"
+        sed -e "s|/usr/sbin/rtsoakd|$build/daemon/rtsoakd|" \
+            -e "s|/usr/sbin/rtsoak-server|$build/server/rtsoak-server|" "$u" > "$tmp/$name"
         if out=$(systemd-analyze verify "$tmp/$name" 2>&1) && [ -z "$out" ]; then
                 echo "ok $n - $name"
         else
