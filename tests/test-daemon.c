@@ -47,13 +47,6 @@ static json_t *cli_json(const char *cmd, const char *opt) {
         return j;
 }
 
-static long long jint(json_t *o, const char *key) {
-        json_t *v = json_object_get(o, key);
-        if (!json_is_integer(v))
-                fail_msg("'%s' is not an integer", key);
-        return json_integer_value(v);
-}
-
 static void test_soak_and_report_formats(void **state) {
         struct cpuset online;
         (void) state;
@@ -75,7 +68,7 @@ static void test_soak_and_report_formats(void **state) {
         assert_string_equal(json_string_value(json_object_get(st, "state")), "ended cleanly");
         assert_string_equal(json_string_value(json_object_get(st, "end_reason")), "clean");
         assert_int_equal(json_array_size(json_object_get(st, "cpus")), online.n);
-        assert_int_equal(jint(st, "probe_interval_ns"), 200000);
+        assert_int_equal(tu_jint(st, "probe_interval_ns"), 200000);
         json_decref(st);
 
         /* report: plausible numbers in a consistent order on every CPU. */
@@ -85,17 +78,17 @@ static void test_soak_and_report_formats(void **state) {
         long long total_viol = 0;
         assert_int_equal(json_array_size(cpus), online.n);
         json_array_foreach (cpus, i, row) {
-                long long samples = jint(row, "samples"), min = jint(row, "min_ns"),
-                          avg = jint(row, "avg_ns"), max = jint(row, "max_ns"),
-                          p50 = jint(row, "p50_ns"), p99 = jint(row, "p99_ns"),
-                          p999 = jint(row, "p999_ns"), missed = jint(row, "missed");
-                assert_int_equal(jint(row, "cpu"), online.cpus[i]);
+                long long samples = tu_jint(row, "samples"), min = tu_jint(row, "min_ns"),
+                          avg = tu_jint(row, "avg_ns"), max = tu_jint(row, "max_ns"),
+                          p50 = tu_jint(row, "p50_ns"), p99 = tu_jint(row, "p99_ns"),
+                          p999 = tu_jint(row, "p999_ns"), missed = tu_jint(row, "missed");
+                assert_int_equal(tu_jint(row, "cpu"), online.cpus[i]);
                 /* 3.5 s at 200 us: 17500 wake-ups, each a sample or a missed period. */
                 if (samples + missed < 17000 || samples + missed > 17600)
                         fail_msg("CPU %zu: %lld samples + %lld missed", i, samples, missed);
                 assert_true(min > 0 && min <= avg && avg <= max);
                 assert_true(min <= p50 && p50 <= p99 && p99 <= p999 && p999 <= max);
-                total_viol += jint(row, "violations");
+                total_viol += tu_jint(row, "violations");
         }
 
         /* histogram, cyclictest format: one line per microsecond and a column per CPU,
@@ -131,8 +124,8 @@ static void test_soak_and_report_formats(void **state) {
                 long long t = strtoll(p1, &p1, 10), o = strtoll(p2, &p2, 10),
                           m = strtoll(p3, &p3, 10);
                 assert_int_equal(t, sums[i]);
-                assert_int_equal(t + o, jint(row, "samples"));
-                assert_int_equal(m, jint(row, "max_ns") / 1000);
+                assert_int_equal(t + o, tu_jint(row, "samples"));
+                assert_int_equal(m, tu_jint(row, "max_ns") / 1000);
         }
         tu_result_done(&h);
 
@@ -157,9 +150,9 @@ static void test_soak_and_report_formats(void **state) {
         size_t k;
         json_array_foreach (json_object_get(hj, "cpus"), i, hc)
                 json_array_foreach (json_object_get(hc, "buckets"), k, b)
-                        json_total += jint(b, "count");
+                        json_total += tu_jint(b, "count");
         json_array_foreach (cpus, i, row)
-                rep_total += jint(row, "samples");
+                rep_total += tu_jint(row, "samples");
         assert_int_equal(csv_total, rep_total);
         assert_int_equal(json_total, rep_total);
         json_decref(hj);
@@ -172,9 +165,9 @@ static void test_soak_and_report_formats(void **state) {
                 const char *type = json_string_value(json_object_get(e, "type"));
                 if (strcmp(type, "violation") == 0) {
                         listed++;
-                        assert_true(jint(e, "value_ns") > 30000);
+                        assert_true(tu_jint(e, "value_ns") > 30000);
                 } else if (strcmp(type, "violations_unrecorded") == 0)
-                        unrecorded += jint(e, "value");
+                        unrecorded += tu_jint(e, "value");
         }
         assert_int_equal(listed + unrecorded, total_viol);
         json_decref(ev);
@@ -235,10 +228,10 @@ static void stop_with_signal(int sig, const char *name) {
         assert_false(json_is_true(json_object_get(s, "running")));
         json_t *row = json_array_get(json_object_get(s, "cpus"), 0);
         assert_non_null(row);
-        long long samples = jint(row, "samples") + jint(row, "missed");
+        long long samples = tu_jint(row, "samples") + tu_jint(row, "missed");
         if (samples < 6000 || samples > 9000)
                 fail_msg("%lld samples for 1.5 s at 200 us", samples);
-        assert_int_equal(jint(row, "intervals"), 1);
+        assert_int_equal(tu_jint(row, "intervals"), 1);
         json_decref(s);
 }
 
@@ -311,7 +304,7 @@ static void test_kill9_during_writes(void **state) {
         size_t i;
         assert_int_equal(json_array_size(json_object_get(ev, "events")), KILLS);
         json_array_foreach (json_object_get(ev, "events"), i, e) {
-                assert_int_equal(jint(e, "run"), (long long) i + 1);
+                assert_int_equal(tu_jint(e, "run"), (long long) i + 1);
                 assert_non_null(strstr(json_string_value(json_object_get(e, "message")),
                                        "did not end cleanly"));
         }
@@ -324,7 +317,7 @@ static void test_kill9_during_writes(void **state) {
                 json_decref(s);
         }
         json_t *s = cli_json("status", NULL);
-        assert_int_equal(jint(s, "run"), KILLS + 1);
+        assert_int_equal(tu_jint(s, "run"), KILLS + 1);
         assert_string_equal(json_string_value(json_object_get(s, "end_reason")), "clean");
         json_decref(s);
         char res[256];

@@ -362,13 +362,6 @@ static json_t *get_machine(const char *id) {
         return j;
 }
 
-static long long jint(json_t *o, const char *key) {
-        json_t *v = json_object_get(o, key);
-        if (!json_is_integer(v))
-                fail_msg("'%s' is not an integer", key);
-        return json_integer_value(v);
-}
-
 /* ---- the tests --------------------------------------------------------------------------- */
 
 static int setup(void **state) {
@@ -446,8 +439,8 @@ static void test_upload_stored(void **state) {
                 fail_msg("upload: %ld %s", r.status, r.body);
         json_t *j = tu_json(r.body);
         assert_string_equal(json_string_value(json_object_get(j, "status")), "stored");
-        assert_int_equal(jint(j, "intervals"), 2);
-        assert_int_equal(jint(j, "events"), 3);
+        assert_int_equal(tu_jint(j, "intervals"), 2);
+        assert_int_equal(tu_jint(j, "events"), 3);
         json_decref(j);
         reply_done(&r);
         free(text);
@@ -508,14 +501,14 @@ static void test_upload_stored(void **state) {
         json_t *m = get_machine(ID_A);
         assert_string_equal(json_string_value(json_object_get(m, "id")), ID_A);
         assert_string_equal(json_string_value(json_object_get(m, "kernel")), "6.6.15-rt22");
-        assert_int_equal(jint(m, "worst_latency_ns"), RUN1_WORST_NS);
-        assert_int_equal(jint(m, "threshold_ns"), 50000);
+        assert_int_equal(tu_jint(m, "worst_latency_ns"), RUN1_WORST_NS);
+        assert_int_equal(tu_jint(m, "threshold_ns"), 50000);
         assert_true(json_is_false(json_object_get(m, "gating")));
         assert_true(json_is_false(json_object_get(m, "revoked")));
-        assert_true(jint(m, "last_report_ns") > 0);
+        assert_true(tu_jint(m, "last_report_ns") > 0);
         json_t *latest = json_object_get(m, "latest_run");
-        assert_int_equal(jint(latest, "id"), 1);
-        assert_int_equal(jint(latest, "worst_latency_ns"), RUN1_WORST_NS);
+        assert_int_equal(tu_jint(latest, "id"), 1);
+        assert_int_equal(tu_jint(latest, "worst_latency_ns"), RUN1_WORST_NS);
         json_decref(m);
 
         /* The list has every enrolled machine; B has reported nothing. */
@@ -537,6 +530,24 @@ static void test_upload_stored(void **state) {
 /* The same upload again is stored once; an upload that overlaps a stored one stores only
  * what is new; a later run with a new kernel becomes the machine's current kernel, while its
  * worst latency stays the worst of all runs. */
+/* Uploads the summary of spec with machine A's token and checks the answer: 200 "stored",
+ * with so many new and already stored intervals and events. */
+static void expect_stored(const struct spec *spec, long long intervals, long long dup_intervals,
+                          long long events, long long dup_events) {
+        char *text = summary_text(spec);
+        struct reply r = upload(token_a, text);
+        assert_int_equal(r.status, 200);
+        json_t *j = tu_json(r.body);
+        assert_string_equal(json_string_value(json_object_get(j, "status")), "stored");
+        assert_int_equal(tu_jint(j, "intervals"), intervals);
+        assert_int_equal(tu_jint(j, "duplicate_intervals"), dup_intervals);
+        assert_int_equal(tu_jint(j, "events"), events);
+        assert_int_equal(tu_jint(j, "duplicate_events"), dup_events);
+        json_decref(j);
+        reply_done(&r);
+        free(text);
+}
+
 static void test_duplicates_and_latest_run(void **state) {
         struct snapshot before;
         snapshot(&before);
@@ -545,8 +556,8 @@ static void test_duplicates_and_latest_run(void **state) {
         assert_int_equal(r.status, 200);
         json_t *j = tu_json(r.body);
         assert_string_equal(json_string_value(json_object_get(j, "status")), "duplicate");
-        assert_int_equal(jint(j, "intervals"), 0);
-        assert_int_equal(jint(j, "events"), 0);
+        assert_int_equal(tu_jint(j, "intervals"), 0);
+        assert_int_equal(tu_jint(j, "events"), 0);
         json_decref(j);
         reply_done(&r);
         free(text);
@@ -562,18 +573,7 @@ static void test_duplicates_and_latest_run(void **state) {
         overlap.first_interval = 1;
         overlap.first_event = 3;
         overlap.nevents = 2;
-        text = summary_text(&overlap);
-        r = upload(token_a, text);
-        assert_int_equal(r.status, 200);
-        j = tu_json(r.body);
-        assert_string_equal(json_string_value(json_object_get(j, "status")), "stored");
-        assert_int_equal(jint(j, "intervals"), 1);
-        assert_int_equal(jint(j, "events"), 1);
-        assert_int_equal(jint(j, "duplicate_intervals"), 1);
-        assert_int_equal(jint(j, "duplicate_events"), 1);
-        json_decref(j);
-        reply_done(&r);
-        free(text);
+        expect_stored(&overlap, 1, 1, 1, 1);
         assert_int_equal(rows("intervals"), 3);
         assert_int_equal(rows("interval_cpus"), 9);
         assert_int_equal(rows("events"), 4);
@@ -584,16 +584,7 @@ static void test_duplicates_and_latest_run(void **state) {
          * known ones once. */
         struct spec grown = run1;
         grown.nintervals = 4;
-        text = summary_text(&grown);
-        r = upload(token_a, text);
-        assert_int_equal(r.status, 200);
-        j = tu_json(r.body);
-        assert_string_equal(json_string_value(json_object_get(j, "status")), "stored");
-        assert_int_equal(jint(j, "intervals"), 1);
-        assert_int_equal(jint(j, "duplicate_intervals"), 3);
-        json_decref(j);
-        reply_done(&r);
-        free(text);
+        expect_stored(&grown, 1, 3, 0, 3);
         assert_int_equal(rows("intervals"), 4);
         assert_int_equal(rows("uploads"), 2);
 
@@ -613,10 +604,10 @@ static void test_duplicates_and_latest_run(void **state) {
         json_t *m = get_machine(ID_A);
         assert_string_equal(json_string_value(json_object_get(m, "kernel")), "6.6.16-rt23");
         /* Interval 3 of run 1, CPU 2, is the worst of all. */
-        assert_int_equal(jint(m, "worst_latency_ns"), 80000 + 3000 + 20);
+        assert_int_equal(tu_jint(m, "worst_latency_ns"), 80000 + 3000 + 20);
         json_t *latest = json_object_get(m, "latest_run");
-        assert_int_equal(jint(latest, "id"), 2);
-        assert_int_equal(jint(latest, "worst_latency_ns"), 20000 + 20);
+        assert_int_equal(tu_jint(latest, "id"), 2);
+        assert_int_equal(tu_jint(latest, "worst_latency_ns"), 20000 + 20);
         assert_string_equal(json_string_value(json_object_get(latest, "kernel_release")),
                             "6.6.16-rt23");
         json_decref(m);

@@ -212,6 +212,13 @@ json_t *tu_json(const char *text) {
         return j;
 }
 
+long long tu_jint(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        if (!json_is_integer(v))
+                fail_msg("'%s' is not an integer", key);
+        return json_integer_value(v);
+}
+
 char *tu_read_file(const char *path) {
         FILE *f = fopen(path, "re");
         char *buf = NULL;

@@ -43,6 +43,8 @@ bool tu_wait_for_text(const char *path, const char *text, int timeout_ms);
 /* Parses JSON text or fails the test with the text shown. */
 json_t *tu_json(const char *text);
 char *tu_read_file(const char *path);
+/* The integer member key of a JSON object (fails the test if it is not an integer). */
+long long tu_jint(json_t *o, const char *key);
 /* Counts lines of s that start with prefix. */
 size_t tu_count_lines(const char *s, const char *prefix);
 
