@@ -12,12 +12,12 @@
 
 #include "macro.h"
 #include "sqlite-errno.h"
-#include "server-db.h"
+#include "server-db-internal.h"
 
 /* 'rtsf': marks the file as the farm database, so the machines' own database (and any other
  * SQLite file) is refused by name. */
 #define FARM_APPLICATION_ID 0x72747366
-#define FARM_SCHEMA_VERSION 2
+#define FARM_SCHEMA_VERSION 3
 #define FARM_BUSY_TIMEOUT_MS 10000
 
 /* Migration N takes the schema from version N to N+1.  Never edit a released entry: add one. */
@@ -86,101 +86,70 @@ static const char *const migrations[] = {
         "  UNIQUE (run, seq));",
         /* 1 -> 2: a token is looked up by its hash instead of compared with every machine's. */
         "CREATE INDEX machines_token ON machines(token_hash);",
+        /* 2 -> 3: what the verdict and the queries need.  Per run and UTC day, the coverage and
+         * the widest hole between intervals that arrived in time order (gaps_known = 0 once one
+         * arrived out of order: that day is then read from its intervals), kept up to date as
+         * uploads are stored, so that a verdict over a month of a farm reads thousands of rows,
+         * not millions; the time a generator was down in each interval, indexed where it was;
+         * per-machine counters for /metrics; staff tokens, waivers and their audit trail. */
+        "CREATE TABLE run_days ("
+        "  run INTEGER NOT NULL REFERENCES runs(id), day INTEGER NOT NULL,"
+        "  intervals INTEGER NOT NULL, covered_ns INTEGER NOT NULL,"
+        "  first_start_ns INTEGER NOT NULL, last_end_ns INTEGER NOT NULL,"
+        "  max_gap_ns INTEGER NOT NULL, gaps_known INTEGER NOT NULL, max_ns INTEGER NOT NULL,"
+        "  PRIMARY KEY (run, day)) WITHOUT ROWID;"
+        "CREATE TABLE run_day_scenarios ("
+        "  run INTEGER NOT NULL REFERENCES runs(id), day INTEGER NOT NULL,"
+        "  scenario TEXT NOT NULL, covered_ns INTEGER NOT NULL,"
+        "  PRIMARY KEY (run, day, scenario)) WITHOUT ROWID;"
+        "INSERT INTO run_days SELECT run, start_ns / 86400000000000, count(*), sum(length_ns),"
+        "  min(start_ns), max(start_ns + length_ns), 0, 0, max(max_ns)"
+        "  FROM intervals GROUP BY 1, 2;"
+        "INSERT INTO run_day_scenarios SELECT run, start_ns / 86400000000000,"
+        "  coalesce(scenario, ''), sum(length_ns) FROM intervals GROUP BY 1, 2, 3;"
+        "ALTER TABLE interval_loads ADD COLUMN down_ns INTEGER NOT NULL DEFAULT 0;"
+        "UPDATE interval_loads SET down_ns = max(0,"
+        "  (SELECT length_ns FROM intervals WHERE id = interval) - up_ns);"
+        "CREATE INDEX interval_loads_down ON interval_loads(interval) WHERE down_ns > 0;"
+        "CREATE INDEX intervals_run_start ON intervals(run, start_ns);"
+        "CREATE INDEX intervals_run_max ON intervals(run, max_ns);"
+        "CREATE INDEX events_run_type ON events(run, type, time_ns);"
+        "CREATE INDEX runs_machine ON runs(machine_id, start_ns);"
+        "ALTER TABLE machines ADD COLUMN violations_total INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE machines ADD COLUMN last_interval_start_ns INTEGER;"
+        "ALTER TABLE machines ADD COLUMN last_worst_ns INTEGER;"
+        "UPDATE machines SET violations_total = (SELECT coalesce(sum(c.violations), 0)"
+        "  FROM interval_cpus c JOIN intervals i ON c.interval = i.id JOIN runs r ON i.run = r.id"
+        "  WHERE r.machine_id = machines.id);"
+        "CREATE TABLE admins ("
+        "  name TEXT PRIMARY KEY, token_hash BLOB NOT NULL CHECK (length(token_hash) = 32),"
+        "  created_ns INTEGER NOT NULL, revoked_ns INTEGER);"
+        "CREATE INDEX admins_token ON admins(token_hash);"
+        "CREATE TABLE waivers ("
+        "  id INTEGER PRIMARY KEY, kernel_release TEXT NOT NULL, problem TEXT NOT NULL,"
+        "  reason TEXT NOT NULL CHECK (length(reason) > 0), by TEXT NOT NULL,"
+        "  created_ns INTEGER NOT NULL, withdrawn_ns INTEGER, withdrawn_by TEXT);"
+        "CREATE INDEX waivers_kernel ON waivers(kernel_release, problem);"
+        "CREATE TABLE audit ("
+        "  id INTEGER PRIMARY KEY, time_ns INTEGER NOT NULL, who TEXT NOT NULL,"
+        "  action TEXT NOT NULL, kernel_release TEXT, problem TEXT, waiver INTEGER,"
+        "  detail TEXT);",
 };
 _Static_assert(ELEMENTSOF(migrations) == FARM_SCHEMA_VERSION, "one migration per version");
 
-/* An upload that is stored in the open batch and waits for the commit that makes it durable. */
-struct batch_waiter {
-        struct batch_waiter *next;
-        bool done;
-        int result; /* of the commit: 0, or why the batch (and so this upload) was not stored */
-        char err[FARM_ERROR_MAX];
-};
-
-/* Statements prepared once per connection and kept: preparing the dozen statements of an
- * upload every time cost as much CPU as running them. */
-#define STMT_CACHE_MAX 32
-struct stmt_cache {
-        const char *sql[STMT_CACHE_MAX];
-        sqlite3_stmt *st[STMT_CACHE_MAX];
-        unsigned n;
-};
-
-struct farm_db {
-        sqlite3 *db;
-        struct stmt_cache cache; /* of db, used by whoever holds the writer */
-        /* A second connection for the token checks and the queries: in WAL mode it reads the
-         * last commit while the writer works, so that neither waits for a commit's fsync, and
-         * it never sees uploads that are not durable yet. */
-        sqlite3 *rdb;
-        char *path;
-        /* The writer connection is shared by the HTTP worker threads.  SQLite lets only one
-         * writer in at a time anyway; the expensive part of an upload (parsing and validating
-         * the JSON) runs before the lock is taken.
-         *
-         * Group commit: uploads are stored in a transaction that stays open while more are
-         * queued behind the lock, each inside its own savepoint (so a refused one is undone
-         * alone), and the last of them commits the batch.  With synchronous=FULL that commit
-         * fsyncs the WAL once for the whole batch, and every upload of the batch is answered
-         * only after it returned: an upload answered "stored" is on disk. */
-        pthread_mutex_t lock;
-        pthread_cond_t cond;        /* a commit finished */
-        unsigned queued;            /* uploads that want the writer: they join the open batch */
-        bool txn_open;              /* a batch is open */
-        bool committing;            /* its COMMIT runs, without the lock: nobody else writes */
-        struct batch_waiter *batch; /* the uploads stored in the open batch */
-        uint64_t commits, batched;  /* batches committed and uploads in them, for the log */
-        pthread_mutex_t rlock;      /* of rdb and rcache */
-        struct stmt_cache rcache;
-};
-
-static inline void finalizep(sqlite3_stmt **st) {
-        if (*st)
-                sqlite3_finalize(*st);
-}
-#define _cleanup_stmt_ _cleanup_(finalizep)
-
-/* A cached statement goes back to the cache reset, with its parameters cleared. */
-static inline void resetp(sqlite3_stmt **st) {
-        if (*st) {
-                sqlite3_reset(*st);
-                sqlite3_clear_bindings(*st);
-        }
-}
-#define _cleanup_reset_ _cleanup_(resetp)
-
-static inline void unlockp(pthread_mutex_t **m) {
-        if (*m)
-                pthread_mutex_unlock(*m);
-}
-#define _cleanup_unlock_ _cleanup_(unlockp)
-
-static pthread_mutex_t *lock_reader(farm_db *db) {
-        pthread_mutex_lock(&db->rlock);
-        return &db->rlock;
-}
-
-/* Takes the writer when no batch is open or committing (enroll and revoke). */
-static pthread_mutex_t *lock_writer_idle(farm_db *db) {
-        pthread_mutex_lock(&db->lock);
-        while (db->txn_open || db->committing)
-                pthread_cond_wait(&db->cond, &db->lock);
-        return &db->lock;
-}
-
 /* Writes "path: what: SQLite's message" (of connection c) into err and returns the matching
  * -errno. */
-static int fail_on(farm_db *db, sqlite3 *c, int rc, const char *what, char *err) {
+int farm_fail_on(farm_db *db, sqlite3 *c, int rc, const char *what, char *err) {
         snprintf(err, FARM_ERROR_MAX, "%s: %s: %s", db->path, what,
                  c ? sqlite3_errmsg(c) : sqlite3_errstr(rc));
         return sqlite_errno(rc);
 }
 
 static int fail(farm_db *db, int rc, const char *what, char *err) {
-        return fail_on(db, db->db, rc, what, err);
+        return farm_fail_on(db, db->db, rc, what, err);
 }
 
-_printf_(4, 5) static int failf(farm_db *db, int error, char *err, const char *fmt, ...) {
+_printf_(4, 5) int farm_failf(farm_db *db, int error, char *err, const char *fmt, ...) {
         char msg[FARM_ERROR_MAX];
         va_list ap;
         va_start(ap, fmt);
@@ -206,7 +175,7 @@ static int exec_sql(farm_db *db, const char *sql, char *err) {
 
 static int prepare_on(farm_db *db, sqlite3 *c, const char *sql, sqlite3_stmt **ret, char *err) {
         int rc = sqlite3_prepare_v2(c, sql, -1, ret, NULL);
-        return rc == SQLITE_OK ? 0 : fail_on(db, c, rc, "cannot prepare query", err);
+        return rc == SQLITE_OK ? 0 : farm_fail_on(db, c, rc, "cannot prepare query", err);
 }
 
 static int prepare(farm_db *db, const char *sql, sqlite3_stmt **ret, char *err) {
@@ -228,22 +197,22 @@ static int prepare_cached(farm_db *db, sqlite3 *c, struct stmt_cache *cache, con
                         return 0;
                 }
         if (cache->n == STMT_CACHE_MAX) /* a farm_db has fewer statements than that */
-                return failf(db, -ENOSPC, err, "statement cache full (%u)", STMT_CACHE_MAX);
+                return farm_failf(db, -ENOSPC, err, "statement cache full (%u)", STMT_CACHE_MAX);
         sqlite3_stmt *st;
         int rc = sqlite3_prepare_v3(c, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
         if (rc != SQLITE_OK)
-                return fail_on(db, c, rc, "cannot prepare query", err);
+                return farm_fail_on(db, c, rc, "cannot prepare query", err);
         cache->sql[cache->n] = sql;
         cache->st[cache->n++] = st;
         *ret = st;
         return 0;
 }
 
-static int prepare_w(farm_db *db, const char *sql, sqlite3_stmt **ret, char *err) {
+int farm_prepare_w(farm_db *db, const char *sql, sqlite3_stmt **ret, char *err) {
         return prepare_cached(db, db->db, &db->cache, sql, ret, err);
 }
 
-static int prepare_r(farm_db *db, const char *sql, sqlite3_stmt **ret, char *err) {
+int farm_prepare_r(farm_db *db, const char *sql, sqlite3_stmt **ret, char *err) {
         return prepare_cached(db, db->rdb, &db->rcache, sql, ret, err);
 }
 
@@ -254,9 +223,9 @@ static void stmt_cache_clear(struct stmt_cache *cache) {
 }
 
 /* Runs a cached statement that returns no row (BEGIN, SAVEPOINT, COMMIT ...) on the writer. */
-static int exec_cached(farm_db *db, const char *sql, char *err) {
+int farm_exec_w(farm_db *db, const char *sql, char *err) {
         sqlite3_stmt *st;
-        int r = prepare_w(db, sql, &st, err);
+        int r = farm_prepare_w(db, sql, &st, err);
         if (r < 0)
                 return r;
         int rc = sqlite3_step(st);
@@ -265,7 +234,7 @@ static int exec_cached(farm_db *db, const char *sql, char *err) {
 }
 
 /* Steps a statement that returns no row, and resets it for the next use. */
-static int step_done(farm_db *db, sqlite3_stmt *st, const char *what, char *err) {
+int farm_step_done(farm_db *db, sqlite3_stmt *st, const char *what, char *err) {
         int rc = sqlite3_step(st);
         sqlite3_reset(st);
         if (rc != SQLITE_DONE)
@@ -285,7 +254,7 @@ static int query_int(farm_db *db, const char *sql, int64_t *ret, char *err) {
         return 0;
 }
 
-static void rollback(farm_db *db) {
+void farm_rollback(farm_db *db) {
         if (!sqlite3_get_autocommit(db->db))
                 sqlite3_exec(db->db, "ROLLBACK", NULL, NULL, NULL);
 }
@@ -309,7 +278,7 @@ static int migrate(farm_db *db, int64_t version, char *err) {
                 if (r >= 0)
                         r = exec_sql(db, "COMMIT", err);
                 if (r < 0) {
-                        rollback(db);
+                        farm_rollback(db);
                         return r;
                 }
         }
@@ -351,19 +320,19 @@ static int open_checked(farm_db *db, char *err) {
             (r = query_int(db, "SELECT count(*) FROM sqlite_schema", &tables, err)) < 0)
                 return r;
         if (appid == 0 && version == 0 && tables > 0)
-                return failf(db, -EBADMSG, err,
-                             "SQLite database of another program (no farm schema); refusing "
-                             "to touch it");
+                return farm_failf(db, -EBADMSG, err,
+                                  "SQLite database of another program (no farm schema); refusing "
+                                  "to touch it");
         if (appid != 0 && appid != FARM_APPLICATION_ID)
-                return failf(db, -EBADMSG, err,
-                             "SQLite database of another program (application_id %#llx); "
-                             "refusing to touch it",
-                             (unsigned long long) appid);
+                return farm_failf(db, -EBADMSG, err,
+                                  "SQLite database of another program (application_id %#llx); "
+                                  "refusing to touch it",
+                                  (unsigned long long) appid);
         if (version > FARM_SCHEMA_VERSION)
-                return failf(db, -EPROTONOSUPPORT, err,
-                             "farm database schema version %lld is newer than this "
-                             "rtsoak-server understands (%d); upgrade rtsoak-server",
-                             (long long) version, FARM_SCHEMA_VERSION);
+                return farm_failf(db, -EPROTONOSUPPORT, err,
+                                  "farm database schema version %lld is newer than this "
+                                  "rtsoak-server understands (%d); upgrade rtsoak-server",
+                                  (long long) version, FARM_SCHEMA_VERSION);
 
         /* WAL lets the queries read while an upload is written; FULL syncs the WAL on every
          * commit, so an upload answered "stored" survives power loss. */
@@ -380,10 +349,10 @@ static int open_checked(farm_db *db, char *err) {
                 return fail(db, rc, "integrity check failed", err);
         const char *res = (const char *) sqlite3_column_text(st, 0);
         if (!res || strcmp(res, "ok") != 0)
-                return failf(db, -EBADMSG, err,
-                             "database is corrupt (quick_check: %s); keep the file for "
-                             "analysis and move it aside",
-                             res ?: "no result");
+                return farm_failf(db, -EBADMSG, err,
+                                  "database is corrupt (quick_check: %s); keep the file for "
+                                  "analysis and move it aside",
+                                  res ?: "no result");
         return migrate(db, version, err);
 }
 
@@ -441,7 +410,7 @@ bool farm_machine_id_valid(const char *s) {
 
 int farm_enroll(farm_db *db, const char *machine_id, const uint8_t token_hash[SHA256_DIGEST_SIZE],
                 int64_t threshold_ns, int gating, int64_t now_ns, char err[static FARM_ERROR_MAX]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = lock_writer_idle(db);
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
         _cleanup_stmt_ sqlite3_stmt *sel = NULL, *st = NULL;
         int r, rc, created;
 
@@ -479,18 +448,18 @@ int farm_enroll(farm_db *db, const char *machine_id, const uint8_t token_hash[SH
         if (gating >= 0 || created)
                 sqlite3_bind_int(st, 4, gating != 0);
         sqlite3_bind_int64(st, 5, now_ns);
-        if ((r = step_done(db, st, "cannot store the machine", err)) < 0 ||
+        if ((r = farm_step_done(db, st, "cannot store the machine", err)) < 0 ||
             (r = exec_sql(db, "COMMIT", err)) < 0)
                 goto out;
         return created;
 out:
-        rollback(db);
+        farm_rollback(db);
         return r;
 }
 
 int farm_revoke(farm_db *db, const char *machine_id, int64_t now_ns,
                 char err[static FARM_ERROR_MAX]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = lock_writer_idle(db);
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = prepare(db,
                         "UPDATE machines SET revoked_ns = coalesce(revoked_ns, ?2) WHERE id = ?1",
@@ -499,16 +468,16 @@ int farm_revoke(farm_db *db, const char *machine_id, int64_t now_ns,
                 return r;
         sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, now_ns);
-        if ((r = step_done(db, st, "cannot revoke the token", err)) < 0)
+        if ((r = farm_step_done(db, st, "cannot revoke the token", err)) < 0)
                 return r;
         if (sqlite3_changes(db->db) == 0)
-                return failf(db, -ENOENT, err, "no machine %s is enrolled", machine_id);
+                return farm_failf(db, -ENOENT, err, "no machine %s is enrolled", machine_id);
         return 0;
 }
 
 int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
                       char ret_machine_id[static FARM_MACHINE_ID_LEN + 1]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = lock_reader(db);
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
         _cleanup_reset_ sqlite3_stmt *st = NULL;
         char err[FARM_ERROR_MAX];
         bool found = false;
@@ -520,7 +489,7 @@ int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
          * hash of a guess falls among the stored hashes does not help to find a token whose
          * hash is one of them (that takes a SHA-256 preimage of a 256-bit random token).  The
          * row found is still compared in full without an early exit. */
-        if (prepare_r(
+        if (farm_prepare_r(
                     db,
                     "SELECT id, token_hash, revoked_ns IS NULL FROM machines WHERE token_hash = ?",
                     &st, err) < 0)
@@ -551,10 +520,10 @@ static int store_run(farm_db *db, const struct summary *s, int64_t now_ns, int64
         _cleanup_reset_ sqlite3_stmt *sel = NULL, *ins = NULL;
         int r, rc;
 
-        r = prepare_w(db,
-                      "SELECT id, boot_id, kernel_release, start_ns FROM runs "
-                      "WHERE machine_id = ? AND run_id = ?",
-                      &sel, err);
+        r = farm_prepare_w(db,
+                           "SELECT id, boot_id, kernel_release, start_ns FROM runs "
+                           "WHERE machine_id = ? AND run_id = ?",
+                           &sel, err);
         if (r < 0)
                 return r;
         sqlite3_bind_text(sel, 1, s->machine.id, -1, SQLITE_STATIC);
@@ -582,12 +551,12 @@ static int store_run(farm_db *db, const struct summary *s, int64_t now_ns, int64
         if (rc != SQLITE_DONE)
                 return fail(db, rc, "cannot look up the run", err);
 
-        r = prepare_w(db,
-                      "INSERT INTO runs (machine_id, run_id, boot_id, kernel_release, "
-                      "kernel_version, kernel_cmdline, preempt_model, daemon_version, "
-                      "config_digest, start_ns, threshold_ns, probe_interval_ns, interval_ns, "
-                      "first_report_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                      &ins, err);
+        r = farm_prepare_w(db,
+                           "INSERT INTO runs (machine_id, run_id, boot_id, kernel_release, "
+                           "kernel_version, kernel_cmdline, preempt_model, daemon_version, "
+                           "config_digest, start_ns, threshold_ns, probe_interval_ns, interval_ns, "
+                           "first_report_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                           &ins, err);
         if (r < 0)
                 return r;
         sqlite3_bind_text(ins, 1, s->machine.id, -1, SQLITE_STATIC);
@@ -604,14 +573,17 @@ static int store_run(farm_db *db, const struct summary *s, int64_t now_ns, int64
         sqlite3_bind_int64(ins, 12, (int64_t) run->probe_interval_ns);
         sqlite3_bind_int64(ins, 13, (int64_t) run->interval_ns);
         sqlite3_bind_int64(ins, 14, now_ns);
-        if ((r = step_done(db, ins, "cannot store the run", err)) < 0)
+        if ((r = farm_step_done(db, ins, "cannot store the run", err)) < 0)
                 return r;
         *ret = sqlite3_last_insert_rowid(db->db);
         return 0;
 }
 
 struct interval_stmts {
-        sqlite3_stmt *interval, *cpu, *load, *metric;
+        sqlite3_stmt *interval, *cpu, *load, *metric, *day, *day_scenario;
+        /* What the machine's counters take from the stored intervals. */
+        uint64_t violations;
+        int64_t latest_start_ns, latest_max_ns; /* latest_start_ns < 0: none stored */
 };
 
 static void interval_stmts_done(struct interval_stmts *x) {
@@ -619,6 +591,34 @@ static void interval_stmts_done(struct interval_stmts *x) {
         resetp(&x->cpu);
         resetp(&x->load);
         resetp(&x->metric);
+        resetp(&x->day);
+        resetp(&x->day_scenario);
+}
+
+/* The UTC day of a time, as the day rollups and the SQL that fills them count it. */
+static int64_t day_of(int64_t ns) {
+        return ns / FARM_DAY_NS;
+}
+
+/* Adds a stored interval to its day's rollups. */
+static int rollup_interval(farm_db *db, struct interval_stmts *x, int64_t run,
+                           const struct summary_interval *iv, uint64_t max_ns, char *err) {
+        int64_t day = day_of(iv->start_ns), end = iv->start_ns + (int64_t) iv->length_ns;
+        int r;
+
+        sqlite3_bind_int64(x->day, 1, run);
+        sqlite3_bind_int64(x->day, 2, day);
+        sqlite3_bind_int64(x->day, 3, (int64_t) iv->length_ns);
+        sqlite3_bind_int64(x->day, 4, iv->start_ns);
+        sqlite3_bind_int64(x->day, 5, end);
+        sqlite3_bind_int64(x->day, 6, (int64_t) max_ns);
+        if ((r = farm_step_done(db, x->day, "cannot update the day's coverage", err)) < 0)
+                return r;
+        sqlite3_bind_int64(x->day_scenario, 1, run);
+        sqlite3_bind_int64(x->day_scenario, 2, day);
+        sqlite3_bind_text(x->day_scenario, 3, iv->scenario ?: "", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(x->day_scenario, 4, (int64_t) iv->length_ns);
+        return farm_step_done(db, x->day_scenario, "cannot update the day's scenarios", err);
 }
 
 /* Stores one interval with its CPUs and loads; 1 if stored, 0 if it was already there. */
@@ -638,7 +638,7 @@ static int store_interval(farm_db *db, struct interval_stmts *x, int64_t run,
         else
                 sqlite3_bind_null(x->interval, 5);
         sqlite3_bind_int64(x->interval, 6, (int64_t) max_ns);
-        if ((r = step_done(db, x->interval, "cannot store an interval", err)) < 0)
+        if ((r = farm_step_done(db, x->interval, "cannot store an interval", err)) < 0)
                 return r;
         if (sqlite3_changes(db->db) == 0)
                 return 0; /* (run, seq) is stored: the same interval sent again */
@@ -660,9 +660,16 @@ static int store_interval(farm_db *db, struct interval_stmts *x, int64_t run,
                 /* An empty histogram is a zero-length blob, not NULL. */
                 sqlite3_bind_blob(st, 11, p->hist ? (const void *) p->hist : "", (int) p->hist_len,
                                   SQLITE_STATIC);
-                if ((r = step_done(db, st, "cannot store a CPU of an interval", err)) < 0)
+                if ((r = farm_step_done(db, st, "cannot store a CPU of an interval", err)) < 0)
                         return r;
+                x->violations += p->violations;
         }
+        if (iv->start_ns >= x->latest_start_ns) {
+                x->latest_start_ns = iv->start_ns;
+                x->latest_max_ns = (int64_t) max_ns;
+        }
+        if ((r = rollup_interval(db, x, run, iv, max_ns, err)) < 0)
+                return r;
         for (size_t l = 0; l < iv->nloads; l++) {
                 const struct summary_load *ld = &iv->loads[l];
                 sqlite3_bind_int64(x->load, 1, id);
@@ -671,7 +678,10 @@ static int store_interval(farm_db *db, struct interval_stmts *x, int64_t run,
                 sqlite3_bind_int64(x->load, 4, (int64_t) ld->up_ns);
                 sqlite3_bind_int64(x->load, 5, ld->starts);
                 sqlite3_bind_int64(x->load, 6, ld->exits);
-                if ((r = step_done(db, x->load, "cannot store a load", err)) < 0)
+                sqlite3_bind_int64(x->load, 7,
+                                   ld->up_ns < iv->length_ns ? (int64_t) (iv->length_ns - ld->up_ns)
+                                                             : 0);
+                if ((r = farm_step_done(db, x->load, "cannot store a load", err)) < 0)
                         return r;
                 for (size_t m = 0; m < ld->nmetrics; m++) {
                         sqlite3_bind_int64(x->metric, 1, id);
@@ -680,7 +690,8 @@ static int store_interval(farm_db *db, struct interval_stmts *x, int64_t run,
                         sqlite3_bind_text(x->metric, 4, ld->metrics[m].name, -1, SQLITE_STATIC);
                         sqlite3_bind_text(x->metric, 5, ld->metrics[m].unit, -1, SQLITE_STATIC);
                         sqlite3_bind_double(x->metric, 6, ld->metrics[m].value);
-                        if ((r = step_done(db, x->metric, "cannot store a load metric", err)) < 0)
+                        if ((r = farm_step_done(db, x->metric, "cannot store a load metric", err)) <
+                            0)
                                 return r;
                 }
         }
@@ -690,10 +701,11 @@ static int store_interval(farm_db *db, struct interval_stmts *x, int64_t run,
 static int store_events(farm_db *db, int64_t run, const struct summary *s, uint64_t *ret,
                         char *err) {
         _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = prepare_w(db,
-                          "INSERT INTO events (run, event_id, time_ns, type, cpu, value, message) "
-                          "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, event_id) DO NOTHING",
-                          &st, err);
+        int r = farm_prepare_w(
+                db,
+                "INSERT INTO events (run, event_id, time_ns, type, cpu, value, message) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, event_id) DO NOTHING",
+                &st, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < s->nevents; i++) {
@@ -711,7 +723,7 @@ static int store_events(farm_db *db, int64_t run, const struct summary *s, uint6
                 else
                         sqlite3_bind_null(st, 6);
                 sqlite3_bind_text(st, 7, e->message, -1, SQLITE_STATIC);
-                if ((r = step_done(db, st, "cannot store an event", err)) < 0)
+                if ((r = farm_step_done(db, st, "cannot store an event", err)) < 0)
                         return r;
                 *ret += (uint64_t) sqlite3_changes(db->db);
         }
@@ -721,12 +733,13 @@ static int store_events(farm_db *db, int64_t run, const struct summary *s, uint6
 static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
                         struct farm_stored *ret, char *err) {
         _cleanup_reset_ sqlite3_stmt *up = NULL, *mach = NULL, *upd = NULL;
-        struct interval_stmts x = {};
+        struct interval_stmts x = { .latest_start_ns = -1 };
         int64_t run = 0;
         int r, rc;
 
         /* The token may have been revoked since it was checked: the transaction decides. */
-        r = prepare_w(db, "SELECT 1 FROM machines WHERE id = ? AND revoked_ns IS NULL", &mach, err);
+        r = farm_prepare_w(db, "SELECT 1 FROM machines WHERE id = ? AND revoked_ns IS NULL", &mach,
+                           err);
         if (r < 0)
                 return r;
         sqlite3_bind_text(mach, 1, s->machine.id, -1, SQLITE_STATIC);
@@ -744,24 +757,46 @@ static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
          * it adds must not be lost.  Intervals and events are unique per run, so whatever was
          * stored before is stored once. */
         {
-                if ((r = prepare_w(db,
-                                   "INSERT INTO intervals (run, seq, start_ns, length_ns, "
-                                   "scenario, max_ns) VALUES (?, ?, ?, ?, ?, ?) "
-                                   "ON CONFLICT (run, seq) DO NOTHING",
-                                   &x.interval, err)) < 0 ||
-                    (r = prepare_w(db,
-                                   "INSERT INTO interval_cpus (interval, cpu, samples, min_ns, "
-                                   "avg_ns, max_ns, max_time_ns, violations, missed, "
-                                   "hist_limit_us, hist) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                   &x.cpu, err)) < 0 ||
-                    (r = prepare_w(db,
-                                   "INSERT INTO interval_loads (interval, idx, generator, up_ns, "
-                                   "starts, exits) VALUES (?, ?, ?, ?, ?, ?)",
-                                   &x.load, err)) < 0 ||
-                    (r = prepare_w(db,
-                                   "INSERT INTO interval_load_metrics (interval, load_idx, idx, "
-                                   "name, unit, value) VALUES (?, ?, ?, ?, ?, ?)",
-                                   &x.metric, err)) < 0)
+                if ((r = farm_prepare_w(db,
+                                        "INSERT INTO intervals (run, seq, start_ns, length_ns, "
+                                        "scenario, max_ns) VALUES (?, ?, ?, ?, ?, ?) "
+                                        "ON CONFLICT (run, seq) DO NOTHING",
+                                        &x.interval, err)) < 0 ||
+                    (r = farm_prepare_w(
+                             db,
+                             "INSERT INTO interval_cpus (interval, cpu, samples, min_ns, "
+                             "avg_ns, max_ns, max_time_ns, violations, missed, "
+                             "hist_limit_us, hist) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                             &x.cpu, err)) < 0 ||
+                    (r = farm_prepare_w(
+                             db,
+                             "INSERT INTO interval_loads (interval, idx, generator, up_ns, "
+                             "starts, exits, down_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             &x.load, err)) < 0 ||
+                    (r = farm_prepare_w(
+                             db,
+                             "INSERT INTO interval_load_metrics (interval, load_idx, idx, "
+                             "name, unit, value) VALUES (?, ?, ?, ?, ?, ?)",
+                             &x.metric, err)) < 0 ||
+                    (r = farm_prepare_w(
+                             db,
+                             "INSERT INTO run_days (run, day, intervals, covered_ns, "
+                             "first_start_ns, last_end_ns, max_gap_ns, gaps_known, max_ns) "
+                             "VALUES (?1, ?2, 1, ?3, ?4, ?5, 0, 1, ?6) "
+                             "ON CONFLICT (run, day) DO UPDATE SET "
+                             "intervals = intervals + 1, covered_ns = covered_ns + ?3, "
+                             "max_gap_ns = CASE WHEN ?4 >= last_end_ns "
+                             "THEN max(max_gap_ns, ?4 - last_end_ns) ELSE max_gap_ns END, "
+                             "gaps_known = gaps_known AND ?4 >= last_end_ns, "
+                             "first_start_ns = min(first_start_ns, ?4), "
+                             "last_end_ns = max(last_end_ns, ?5), max_ns = max(max_ns, ?6)",
+                             &x.day, err)) < 0 ||
+                    (r = farm_prepare_w(db,
+                                        "INSERT INTO run_day_scenarios (run, day, scenario, "
+                                        "covered_ns) VALUES (?1, ?2, ?3, ?4) "
+                                        "ON CONFLICT (run, day, scenario) DO UPDATE SET "
+                                        "covered_ns = covered_ns + ?4",
+                                        &x.day_scenario, err)) < 0)
                         goto out;
                 for (size_t i = 0; i < s->nintervals; i++) {
                         r = store_interval(db, &x, run, &s->intervals[i], err);
@@ -776,10 +811,10 @@ static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
                 ret->dup_events = s->nevents - ret->events;
                 ret->duplicate = ret->intervals == 0 && ret->events == 0;
 
-                r = prepare_w(db,
-                              "INSERT INTO uploads (run, seq, received_ns, intervals, events) "
-                              "VALUES (?, ?, ?, ?, ?) ON CONFLICT (run, seq) DO NOTHING",
-                              &up, err);
+                r = farm_prepare_w(db,
+                                   "INSERT INTO uploads (run, seq, received_ns, intervals, events) "
+                                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (run, seq) DO NOTHING",
+                                   &up, err);
                 if (r < 0)
                         goto out;
                 sqlite3_bind_int64(up, 1, run);
@@ -787,15 +822,22 @@ static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
                 sqlite3_bind_int64(up, 3, now_ns);
                 sqlite3_bind_int64(up, 4, (int64_t) ret->intervals);
                 sqlite3_bind_int64(up, 5, (int64_t) ret->events);
-                if ((r = step_done(db, up, "cannot store the upload", err)) < 0)
+                if ((r = farm_step_done(db, up, "cannot store the upload", err)) < 0)
                         goto out;
         }
 
         sqlite3_reset(mach);
-        r = prepare_w(db,
-                      "UPDATE machines SET last_report_ns = max(coalesce(last_report_ns, 0), ?2), "
-                      "hostname = ?3, cpu_model = ?4, cpus = ?5 WHERE id = ?1",
-                      &upd, err);
+        r = farm_prepare_w(
+                db,
+                "UPDATE machines SET last_report_ns = max(coalesce(last_report_ns, 0), ?2), "
+                "hostname = ?3, cpu_model = ?4, cpus = ?5, "
+                "violations_total = violations_total + ?6, "
+                "last_worst_ns = CASE WHEN ?7 >= coalesce(last_interval_start_ns, ?7) "
+                "THEN ?8 ELSE last_worst_ns END, "
+                "last_interval_start_ns = CASE WHEN ?7 IS NULL THEN last_interval_start_ns "
+                "ELSE max(coalesce(last_interval_start_ns, ?7), ?7) END "
+                "WHERE id = ?1",
+                &upd, err);
         if (r < 0)
                 goto out;
         sqlite3_bind_text(upd, 1, s->machine.id, -1, SQLITE_STATIC);
@@ -803,7 +845,12 @@ static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
         sqlite3_bind_text(upd, 3, s->machine.hostname, -1, SQLITE_STATIC);
         sqlite3_bind_text(upd, 4, s->machine.cpu_model, -1, SQLITE_STATIC);
         sqlite3_bind_int64(upd, 5, s->machine.cpus);
-        r = step_done(db, upd, "cannot update the machine", err);
+        sqlite3_bind_int64(upd, 6, (int64_t) x.violations);
+        if (x.latest_start_ns >= 0) {
+                sqlite3_bind_int64(upd, 7, x.latest_start_ns);
+                sqlite3_bind_int64(upd, 8, x.latest_max_ns);
+        }
+        r = farm_step_done(db, upd, "cannot update the machine", err);
 out:
         interval_stmts_done(&x);
         return r;
@@ -820,11 +867,11 @@ static void end_batch(farm_db *db, int result, const char *why) {
         snprintf(err, sizeof(err), "%s", why ?: "");
         if (r >= 0) {
                 pthread_mutex_unlock(&db->lock);
-                r = exec_cached(db, "COMMIT", err);
+                r = farm_exec_w(db, "COMMIT", err);
                 pthread_mutex_lock(&db->lock);
         }
         if (r < 0)
-                rollback(db);
+                farm_rollback(db);
         unsigned n = 0;
         for (struct batch_waiter *w = db->batch, *next; w; w = next) {
                 next = w->next; /* w lives on its thread's stack: gone once done is seen */
@@ -858,20 +905,20 @@ int farm_store_summary(farm_db *db, const struct summary *s, int64_t now_ns,
 
         r = 0;
         if (!db->txn_open) {
-                r = exec_cached(db, "BEGIN IMMEDIATE", err);
+                r = farm_exec_w(db, "BEGIN IMMEDIATE", err);
                 db->txn_open = r >= 0;
         }
         if (r >= 0)
-                r = exec_cached(db, "SAVEPOINT upload", err);
+                r = farm_exec_w(db, "SAVEPOINT upload", err);
         if (r >= 0) {
                 bool broken = false;
                 r = store_locked(db, s, now_ns, &res, err);
                 char ignored[FARM_ERROR_MAX];
                 if (r < 0 && !sqlite3_get_autocommit(db->db) &&
-                    exec_cached(db, "ROLLBACK TO upload", ignored) < 0)
+                    farm_exec_w(db, "ROLLBACK TO upload", ignored) < 0)
                         broken = true; /* it cannot be undone alone */
                 if (!sqlite3_get_autocommit(db->db)) {
-                        int q = exec_cached(db, "RELEASE upload", r >= 0 ? err : ignored);
+                        int q = farm_exec_w(db, "RELEASE upload", r >= 0 ? err : ignored);
                         if (q < 0) {
                                 broken = true;
                                 r = r < 0 ? r : q;
@@ -921,13 +968,13 @@ void farm_db_commit_stats(farm_db *db, uint64_t *ret_commits, uint64_t *ret_uplo
         pthread_mutex_unlock(&db->lock);
 }
 
-static json_t *column_json_int(sqlite3_stmt *st, int col) {
+json_t *farm_json_col_int(sqlite3_stmt *st, int col) {
         if (sqlite3_column_type(st, col) == SQLITE_NULL)
                 return json_null();
         return json_integer(sqlite3_column_int64(st, col));
 }
 
-static json_t *column_json_text(sqlite3_stmt *st, int col) {
+json_t *farm_json_col_text(sqlite3_stmt *st, int col) {
         const char *t = (const char *) sqlite3_column_text(st, col);
         return t ? json_string(t) : json_null();
 }
@@ -935,12 +982,13 @@ static json_t *column_json_text(sqlite3_stmt *st, int col) {
 /* The latest run of a machine (by start time), or null. */
 static int latest_run_json(farm_db *db, const char *machine_id, json_t **ret, char *err) {
         _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = prepare_r(db,
-                          "SELECT run_id, boot_id, kernel_release, kernel_version, preempt_model, "
-                          "start_ns, (SELECT max(max_ns) FROM intervals WHERE run = runs.id) "
-                          "FROM runs WHERE machine_id = ? ORDER BY start_ns DESC, run_id DESC "
-                          "LIMIT 1",
-                          &st, err);
+        int r = farm_prepare_r(
+                db,
+                "SELECT run_id, boot_id, kernel_release, kernel_version, preempt_model, "
+                "start_ns, (SELECT max(max_ns) FROM intervals WHERE run = runs.id) "
+                "FROM runs WHERE machine_id = ? ORDER BY start_ns DESC, run_id DESC "
+                "LIMIT 1",
+                &st, err);
         if (r < 0)
                 return r;
         sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
@@ -950,35 +998,36 @@ static int latest_run_json(farm_db *db, const char *machine_id, json_t **ret, ch
                 return 0;
         }
         if (rc != SQLITE_ROW)
-                return fail_on(db, db->rdb, rc, "cannot read the latest run", err);
-        *ret = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id", column_json_int(st, 0),
-                         "boot_id", column_json_text(st, 1), "kernel_release",
-                         column_json_text(st, 2), "kernel_version", column_json_text(st, 3),
-                         "preempt_model", column_json_text(st, 4), "start_ns",
-                         column_json_int(st, 5), "worst_latency_ns", column_json_int(st, 6));
+                return farm_fail_on(db, db->rdb, rc, "cannot read the latest run", err);
+        *ret = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id", farm_json_col_int(st, 0),
+                         "boot_id", farm_json_col_text(st, 1), "kernel_release",
+                         farm_json_col_text(st, 2), "kernel_version", farm_json_col_text(st, 3),
+                         "preempt_model", farm_json_col_text(st, 4), "start_ns",
+                         farm_json_col_int(st, 5), "worst_latency_ns", farm_json_col_int(st, 6));
         return *ret ? 0 : -ENOMEM;
 }
 
 int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
                        char err[static FARM_ERROR_MAX]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = lock_reader(db);
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
         _cleanup_reset_ sqlite3_stmt *st = NULL;
         json_auto_t *list = json_array();
         int r, rc;
 
         if (!list)
                 return -ENOMEM;
-        r = prepare_r(db,
-                      "SELECT m.id, m.hostname, m.cpu_model, m.cpus, m.threshold_ns, m.gating, "
-                      "m.enrolled_ns, m.revoked_ns, m.last_report_ns, "
-                      "(SELECT max(i.max_ns) FROM intervals i JOIN runs r ON i.run = r.id "
-                      " WHERE r.machine_id = m.id), "
-                      "(SELECT count(*) FROM intervals i JOIN runs r ON i.run = r.id "
-                      " WHERE r.machine_id = m.id), "
-                      "(SELECT count(*) FROM events e JOIN runs r ON e.run = r.id "
-                      " WHERE r.machine_id = m.id) "
-                      "FROM machines m WHERE ?1 IS NULL OR m.id = ?1 ORDER BY m.id",
-                      &st, err);
+        r = farm_prepare_r(
+                db,
+                "SELECT m.id, m.hostname, m.cpu_model, m.cpus, m.threshold_ns, m.gating, "
+                "m.enrolled_ns, m.revoked_ns, m.last_report_ns, "
+                "(SELECT max(i.max_ns) FROM intervals i JOIN runs r ON i.run = r.id "
+                " WHERE r.machine_id = m.id), "
+                "(SELECT count(*) FROM intervals i JOIN runs r ON i.run = r.id "
+                " WHERE r.machine_id = m.id), "
+                "(SELECT count(*) FROM events e JOIN runs r ON e.run = r.id "
+                " WHERE r.machine_id = m.id) "
+                "FROM machines m WHERE ?1 IS NULL OR m.id = ?1 ORDER BY m.id",
+                &st, err);
         if (r < 0)
                 return r;
         if (machine_id)
@@ -994,22 +1043,24 @@ int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
                 json_t *m = json_pack(
                         "{s:s, s:o, s:o, s:o, s:o, s:b, s:o, s:b, s:o, s:o, s:o, s:o, s:o, "
                         "s:o, s:o}",
-                        "id", id, "hostname", column_json_text(st, 1), "cpu_model",
-                        column_json_text(st, 2), "cpus", column_json_int(st, 3), "threshold_ns",
-                        column_json_int(st, 4), "gating", sqlite3_column_int(st, 5), "enrolled_ns",
-                        column_json_int(st, 6), "revoked",
+                        "id", id, "hostname", farm_json_col_text(st, 1), "cpu_model",
+                        farm_json_col_text(st, 2), "cpus", farm_json_col_int(st, 3), "threshold_ns",
+                        farm_json_col_int(st, 4), "gating", sqlite3_column_int(st, 5),
+                        "enrolled_ns", farm_json_col_int(st, 6), "revoked",
                         sqlite3_column_type(st, 7) != SQLITE_NULL, "revoked_ns",
-                        column_json_int(st, 7), "last_report_ns", column_json_int(st, 8), "kernel",
-                        kernel, "worst_latency_ns", column_json_int(st, 9), "latest_run", latest,
-                        "intervals", column_json_int(st, 10), "events", column_json_int(st, 11));
+                        farm_json_col_int(st, 7), "last_report_ns", farm_json_col_int(st, 8),
+                        "kernel", kernel, "worst_latency_ns", farm_json_col_int(st, 9),
+                        "latest_run", latest, "intervals", farm_json_col_int(st, 10), "events",
+                        farm_json_col_int(st, 11));
                 if (!m || json_array_append_new(list, m) < 0)
                         return -ENOMEM;
         }
         if (rc != SQLITE_DONE)
-                return fail_on(db, db->rdb, rc, "cannot list the machines", err);
+                return farm_fail_on(db, db->rdb, rc, "cannot list the machines", err);
         if (machine_id) {
                 if (json_array_size(list) == 0)
-                        return failf(db, -ENOENT, err, "no machine %s is enrolled", machine_id);
+                        return farm_failf(db, -ENOENT, err, "no machine %s is enrolled",
+                                          machine_id);
                 *ret = json_incref(json_array_get(list, 0));
         } else
                 *ret = json_pack("{s:O}", "machines", list);

@@ -14,6 +14,7 @@
 #define FARM_ERROR_MAX 1024
 #define FARM_MACHINE_ID_LEN 32
 #define FARM_DEFAULT_THRESHOLD_NS UINT64_C(100000)
+#define FARM_DAY_NS INT64_C(86400000000000)
 
 typedef struct farm_db farm_db;
 
