@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "server-params.h"
+#include "timeutil.h"
+
+int farm_param_time(const char *name, const char *value, int64_t now_ns, int64_t *ret,
+                    char err[static FARM_PARAM_ERROR_MAX]) {
+        const char *why = NULL;
+        if (!value)
+                return 0;
+        int r = parse_timestamp(value, now_ns, ret, &why);
+        if (r < 0) {
+                snprintf(err, FARM_PARAM_ERROR_MAX,
+                         "%s=%.64s: %s (expected RFC 3339 such as 2026-12-03T08:00:00Z, or Unix "
+                         "nanoseconds)",
+                         name, value, why ?: "not a point in time");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+int farm_param_span(const char *name, const char *value, uint64_t *ret,
+                    char err[static FARM_PARAM_ERROR_MAX]) {
+        const char *why = NULL;
+        uint64_t ns;
+        if (!value)
+                return 0;
+        int r = parse_timespan(value, &ns, &why);
+        if (r >= 0 && ns == 0) {
+                r = -EINVAL;
+                why = "must be longer than 0";
+        }
+        if (r < 0) {
+                snprintf(err, FARM_PARAM_ERROR_MAX,
+                         "%s=%.64s: %s (expected a span such as 5min or 1h)", name, value,
+                         why ?: "not a span");
+                return -EINVAL;
+        }
+        *ret = ns;
+        return 0;
+}
+
+int farm_param_uint(const char *name, const char *value, uint64_t min, uint64_t max, uint64_t *ret,
+                    char err[static FARM_PARAM_ERROR_MAX]) {
+        if (!value)
+                return 0;
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(value, &end, 10);
+        if (value[0] < '0' || value[0] > '9' || *end || errno) {
+                snprintf(err, FARM_PARAM_ERROR_MAX, "%s=%.64s: not a whole number", name, value);
+                return -EINVAL;
+        }
+        if (v < min || v > max) {
+                snprintf(err, FARM_PARAM_ERROR_MAX, "%s=%.64s: out of range %llu..%llu", name,
+                         value, (unsigned long long) min, (unsigned long long) max);
+                return -ERANGE;
+        }
+        *ret = v;
+        return 0;
+}
+
+int farm_param_page(const char *limit, const char *offset, struct farm_page *ret,
+                    char err[static FARM_PARAM_ERROR_MAX]) {
+        struct farm_page p = { .limit = FARM_PAGE_LIMIT_DEFAULT, .offset = 0 };
+        int r = farm_param_uint("limit", limit, 1, FARM_PAGE_LIMIT_MAX, &p.limit, err);
+        if (r >= 0)
+                r = farm_param_uint("offset", offset, 0, INT64_MAX, &p.offset, err);
+        if (r < 0)
+                return r;
+        *ret = p;
+        return 0;
+}

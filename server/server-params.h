@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/* The query parameters of the API: points in time, spans, whole numbers and pages.  Every
+ * error message names the parameter and says what was expected, for a 400 answer. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FARM_PARAM_ERROR_MAX 256
+#define FARM_PAGE_LIMIT_DEFAULT 100
+#define FARM_PAGE_LIMIT_MAX 1000
+
+/* A point in time: RFC 3339 ("2026-12-03T08:00:00Z"), Unix nanoseconds, "now" or a span in the
+ * past ("2h ago"); now_ns anchors the relative forms.  value NULL leaves *ret untouched (the
+ * caller's default) and returns 0. */
+int farm_param_time(const char *name, const char *value, int64_t now_ns, int64_t *ret,
+                    char err[static FARM_PARAM_ERROR_MAX]);
+/* A positive span ("5min", "1h"); NULL keeps *ret. */
+int farm_param_span(const char *name, const char *value, uint64_t *ret,
+                    char err[static FARM_PARAM_ERROR_MAX]);
+/* A whole number in [min, max]; NULL keeps *ret. */
+int farm_param_uint(const char *name, const char *value, uint64_t min, uint64_t max, uint64_t *ret,
+                    char err[static FARM_PARAM_ERROR_MAX]);
+
+/* ?limit= (1..FARM_PAGE_LIMIT_MAX, default FARM_PAGE_LIMIT_DEFAULT) and ?offset= (default 0). */
+struct farm_page {
+        uint64_t limit, offset;
+};
+int farm_param_page(const char *limit, const char *offset, struct farm_page *ret,
+                    char err[static FARM_PARAM_ERROR_MAX]);
