@@ -90,7 +90,7 @@ static const char *const migrations[] = {
          * the widest hole between intervals that arrived in time order (gaps_known = 0 once one
          * arrived out of order: that day is then read from its intervals), kept up to date as
          * uploads are stored, so that a verdict over a month of a farm reads thousands of rows,
-         * not millions; the time a generator was down in each interval, indexed where it was;
+         * not millions; the intervals in which a generator was down, and for how long;
          * per-machine counters for /metrics; staff tokens, waivers and their audit trail. */
         "CREATE TABLE run_days ("
         "  run INTEGER NOT NULL REFERENCES runs(id), day INTEGER NOT NULL,"
@@ -107,10 +107,16 @@ static const char *const migrations[] = {
         "  FROM intervals GROUP BY 1, 2;"
         "INSERT INTO run_day_scenarios SELECT run, start_ns / 86400000000000,"
         "  coalesce(scenario, ''), sum(length_ns) FROM intervals GROUP BY 1, 2, 3;"
-        "ALTER TABLE interval_loads ADD COLUMN down_ns INTEGER NOT NULL DEFAULT 0;"
-        "UPDATE interval_loads SET down_ns = max(0,"
-        "  (SELECT length_ns FROM intervals WHERE id = interval) - up_ns);"
-        "CREATE INDEX interval_loads_down ON interval_loads(interval) WHERE down_ns > 0;"
+        "CREATE TABLE load_downs ("
+        "  run INTEGER NOT NULL REFERENCES runs(id), seq INTEGER NOT NULL,"
+        "  load_idx INTEGER NOT NULL, generator TEXT NOT NULL,"
+        "  start_ns INTEGER NOT NULL, length_ns INTEGER NOT NULL, scenario TEXT,"
+        "  down_ns INTEGER NOT NULL CHECK (down_ns > 0),"
+        "  PRIMARY KEY (run, seq, load_idx)) WITHOUT ROWID;"
+        "INSERT INTO load_downs SELECT i.run, i.seq, l.idx, l.generator, i.start_ns,"
+        "  i.length_ns, i.scenario, i.length_ns - l.up_ns"
+        "  FROM interval_loads l JOIN intervals i ON i.id = l.interval"
+        "  WHERE l.up_ns < i.length_ns;"
         "CREATE INDEX intervals_run_start ON intervals(run, start_ns);"
         "CREATE INDEX intervals_run_max ON intervals(run, max_ns);"
         "CREATE INDEX events_run_type ON events(run, type, time_ns);"
@@ -580,7 +586,7 @@ static int store_run(farm_db *db, const struct summary *s, int64_t now_ns, int64
 }
 
 struct interval_stmts {
-        sqlite3_stmt *interval, *cpu, *load, *metric, *day, *day_scenario;
+        sqlite3_stmt *interval, *cpu, *load, *metric, *day, *day_scenario, *down;
         /* What the machine's counters take from the stored intervals. */
         uint64_t violations;
         int64_t latest_start_ns, latest_max_ns; /* latest_start_ns < 0: none stored */
@@ -593,6 +599,7 @@ static void interval_stmts_done(struct interval_stmts *x) {
         resetp(&x->metric);
         resetp(&x->day);
         resetp(&x->day_scenario);
+        resetp(&x->down);
 }
 
 /* The UTC day of a time, as the day rollups and the SQL that fills them count it. */
@@ -678,11 +685,24 @@ static int store_interval(farm_db *db, struct interval_stmts *x, int64_t run,
                 sqlite3_bind_int64(x->load, 4, (int64_t) ld->up_ns);
                 sqlite3_bind_int64(x->load, 5, ld->starts);
                 sqlite3_bind_int64(x->load, 6, ld->exits);
-                sqlite3_bind_int64(x->load, 7,
-                                   ld->up_ns < iv->length_ns ? (int64_t) (iv->length_ns - ld->up_ns)
-                                                             : 0);
                 if ((r = farm_step_done(db, x->load, "cannot store a load", err)) < 0)
                         return r;
+                if (ld->up_ns < iv->length_ns) {
+                        sqlite3_stmt *d = x->down;
+                        sqlite3_bind_int64(d, 1, run);
+                        sqlite3_bind_int64(d, 2, (int64_t) iv->seq);
+                        sqlite3_bind_int64(d, 3, (int64_t) l);
+                        sqlite3_bind_text(d, 4, ld->generator, -1, SQLITE_STATIC);
+                        sqlite3_bind_int64(d, 5, iv->start_ns);
+                        sqlite3_bind_int64(d, 6, (int64_t) iv->length_ns);
+                        if (iv->scenario)
+                                sqlite3_bind_text(d, 7, iv->scenario, -1, SQLITE_STATIC);
+                        else
+                                sqlite3_bind_null(d, 7);
+                        sqlite3_bind_int64(d, 8, (int64_t) (iv->length_ns - ld->up_ns));
+                        if ((r = farm_step_done(db, d, "cannot store a load's down time", err)) < 0)
+                                return r;
+                }
                 for (size_t m = 0; m < ld->nmetrics; m++) {
                         sqlite3_bind_int64(x->metric, 1, id);
                         sqlite3_bind_int64(x->metric, 2, (int64_t) l);
@@ -771,7 +791,7 @@ static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
                     (r = farm_prepare_w(
                              db,
                              "INSERT INTO interval_loads (interval, idx, generator, up_ns, "
-                             "starts, exits, down_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                             "starts, exits) VALUES (?, ?, ?, ?, ?, ?)",
                              &x.load, err)) < 0 ||
                     (r = farm_prepare_w(
                              db,
@@ -796,7 +816,12 @@ static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
                                         "covered_ns) VALUES (?1, ?2, ?3, ?4) "
                                         "ON CONFLICT (run, day, scenario) DO UPDATE SET "
                                         "covered_ns = covered_ns + ?4",
-                                        &x.day_scenario, err)) < 0)
+                                        &x.day_scenario, err)) < 0 ||
+                    (r = farm_prepare_w(db,
+                                        "INSERT INTO load_downs (run, seq, load_idx, generator, "
+                                        "start_ns, length_ns, scenario, down_ns) "
+                                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                                        &x.down, err)) < 0)
                         goto out;
                 for (size_t i = 0; i < s->nintervals; i++) {
                         r = store_interval(db, &x, run, &s->intervals[i], err);
