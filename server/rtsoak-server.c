@@ -18,6 +18,7 @@
 #include "server-db.h"
 #include "server-http.h"
 #include "server-ratelimit.h"
+#include "server-verdict.h"
 #include "timeutil.h"
 
 #define DB_DEFAULT "/var/lib/rtsoak-server/farm.db"
@@ -27,6 +28,8 @@
 struct server_config {
         char *listen, *db, *cert, *key;
         uint64_t threads, rate, burst, max_body;
+        uint64_t period, max_gap, load_down_max;
+        char *scenarios;
 };
 
 #define STR_(x) #x
@@ -47,6 +50,15 @@ static const struct conf_item config_items[] = {
           STR(FARM_BURST_DEFAULT) },
         { "Server", "MaxBody", &conf_type_uint, offsetof(struct server_config, max_body), 1024,
           UINT64_C(1) << 30, "16777216" },
+        { "Verdict", "Period", &conf_type_timespan, offsetof(struct server_config, period),
+          NSEC_PER_SEC, 3650 * 86400 * NSEC_PER_SEC, FARM_RULE_PERIOD_DEFAULT },
+        { "Verdict", "MaxGap", &conf_type_timespan, offsetof(struct server_config, max_gap),
+          NSEC_PER_SEC, 365 * 86400 * NSEC_PER_SEC, FARM_RULE_MAX_GAP_DEFAULT },
+        { "Verdict", "LoadDownMax", &conf_type_timespan,
+          offsetof(struct server_config, load_down_max), 0, 365 * 86400 * NSEC_PER_SEC,
+          FARM_RULE_LOAD_DOWN_MAX_DEFAULT },
+        { "Verdict", "Scenarios", &conf_type_string, offsetof(struct server_config, scenarios), 0,
+          4000, FARM_RULE_SCENARIOS_DEFAULT },
 };
 static const struct conf_table config_table = { .items = config_items,
                                                 .n = ELEMENTSOF(config_items) };
@@ -83,7 +95,10 @@ struct options {
         size_t max_body_bytes;
         int64_t threshold_ns; /* -1: not given */
         int gating;           /* -1: not given */
-        bool serve_options, enroll_options;
+        const char *reason, *by, *at;
+        bool json;
+        bool serve_options, enroll_options, waive_options;
+        struct farm_rule rule;
 };
 
 static void help(void) {
@@ -91,6 +106,12 @@ static void help(void) {
                "       rtsoak-server [--db PATH] enroll MACHINE_ID [--threshold SPAN] "
                "[--gating yes|no]\n"
                "       rtsoak-server [--db PATH] revoke MACHINE_ID\n"
+               "       rtsoak-server [--db PATH] verdict RELEASE [--at TIME]\n"
+               "       rtsoak-server [--db PATH] waive RELEASE PROBLEM_ID --reason TEXT "
+               "[--by NAME]\n"
+               "       rtsoak-server [--db PATH] unwaive WAIVER_ID [--reason TEXT] [--by NAME]\n"
+               "       rtsoak-server [--db PATH] waivers [RELEASE]\n"
+               "       rtsoak-server [--db PATH] admin-token NAME | admin-revoke NAME\n"
                "\n"
                "  --db PATH            farm database (default %s)\n"
                "  --listen ADDR:PORT   address to serve on (default %s; [::1]:PORT for IPv6)\n"
@@ -103,10 +124,15 @@ static void help(void) {
                "  --threshold SPAN     enroll: the machine's latency bound (default 100us)\n"
                "  --gating yes|no      enroll: whether the machine gates releases "
                "(default yes)\n"
+               "  --at TIME            verdict: as it was at TIME (RFC 3339, Unix ns, \"2d ago\")\n"
+               "  --reason TEXT        waive/unwaive: why (kept in the audit trail)\n"
+               "  --by NAME            waive/unwaive: who (default: $SUDO_USER, $USER)\n"
                "  -h, --help           show this help\n"
                "  --version            show the version\n"
                "\n"
-               "enroll prints the machine's new token once on stdout; only its hash is kept.\n",
+               "enroll and admin-token print the new token once on stdout; only its hash is "
+               "kept.\nThe verdict's rule is set in the [Verdict] section of the configuration "
+               "file.\n",
                DB_DEFAULT, FARM_LISTEN_DEFAULT, FARM_THREADS_DEFAULT, FARM_RATE_DEFAULT,
                FARM_BURST_DEFAULT, FARM_MAX_BODY_DEFAULT);
 }
@@ -139,6 +165,9 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 ARG_MAX_BODY,
                 ARG_THRESHOLD,
                 ARG_GATING,
+                ARG_REASON,
+                ARG_BY,
+                ARG_AT,
                 ARG_VERSION,
         };
         static const struct option options[] = {
@@ -153,6 +182,9 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "max-body", required_argument, NULL, ARG_MAX_BODY },
                 { "threshold", required_argument, NULL, ARG_THRESHOLD },
                 { "gating", required_argument, NULL, ARG_GATING },
+                { "reason", required_argument, NULL, ARG_REASON },
+                { "by", required_argument, NULL, ARG_BY },
+                { "at", required_argument, NULL, ARG_AT },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
@@ -234,6 +266,17 @@ static int parse_options(int argc, char **argv, struct options *o) {
                                 return -EINVAL;
                         }
                         o->enroll_options = true;
+                        break;
+                case ARG_REASON:
+                        o->reason = optarg;
+                        o->waive_options = true;
+                        break;
+                case ARG_BY:
+                        o->by = optarg;
+                        o->waive_options = true;
+                        break;
+                case ARG_AT:
+                        o->at = optarg;
                         break;
                 case 'h':
                         help();
@@ -344,6 +387,7 @@ static int serve(const struct options *o) {
                 .max_body_bytes = o->max_body_bytes,
                 .rate_per_s = o->rate_per_s,
                 .burst = o->burst,
+                .rule = &o->rule,
         };
         r = farm_http_start(&hc, db, &http);
         if (r < 0) {
@@ -428,6 +472,144 @@ static int revoke_machine(const struct options *o, const char *machine_id) {
         return EXIT_SUCCESS;
 }
 
+/* Who does a staff action from the command line: --by, or the login behind sudo. */
+static const char *who(const struct options *o) {
+        const char *w = o->by ?: getenv("SUDO_USER");
+        if (!w || !*w)
+                w = getenv("USER");
+        return w && *w ? w : "root";
+}
+
+static int verdict_cmd(const struct options *o, const char *release) {
+        char err[FARM_ERROR_MAX];
+        int64_t now = now_ns(CLOCK_REALTIME), at = now;
+        const char *why = NULL;
+        farm_db *db = NULL;
+        json_t *j = NULL;
+
+        if (o->at && parse_timestamp(o->at, now, &at, &why) < 0) {
+                log_error("Invalid --at '%s': %s", o->at, why ?: "not a point in time");
+                return EXIT_CONFIG;
+        }
+        if (open_db(o->db_path, &db) < 0)
+                return EXIT_FAILURE;
+        int r = farm_verdict(db, &o->rule, release, at, &j, err);
+        farm_db_close(db);
+        if (r < 0) {
+                log_error_errno(r, "Cannot judge %s: %s", release, err);
+                return r == -ENOENT ? 3 : EXIT_FAILURE;
+        }
+        json_dumpf(j, stdout, JSON_INDENT(2));
+        putchar('\n');
+        const char *st = farm_verdict_status(j);
+        r = strcmp(st, "qualified") == 0 ? 0 : strcmp(st, "failed") == 0 ? 1 : 2;
+        json_decref(j);
+        return r;
+}
+
+static int waive_cmd(const struct options *o, const char *release, const char *problem) {
+        char err[FARM_ERROR_MAX];
+        farm_db *db = NULL;
+        int64_t id;
+
+        if (!o->reason || !*o->reason) {
+                log_error("waive needs --reason TEXT: a waiver without a reason is not accepted");
+                return EXIT_CONFIG;
+        }
+        if (open_db(o->db_path, &db) < 0)
+                return EXIT_FAILURE;
+        int r = farm_waive(db, &o->rule, release, problem, o->reason, who(o),
+                           now_ns(CLOCK_REALTIME), &id, err);
+        farm_db_close(db);
+        if (r < 0) {
+                log_error_errno(r, "Cannot waive: %s", err);
+                return r == -EINVAL ? EXIT_CONFIG : EXIT_FAILURE;
+        }
+        printf("%lld\n", (long long) id);
+        log_info("Waiver %lld by %s: %s of %s", (long long) id, who(o), problem, release);
+        return EXIT_SUCCESS;
+}
+
+static int unwaive_cmd(const struct options *o, const char *id_text) {
+        char err[FARM_ERROR_MAX], *end;
+        farm_db *db = NULL;
+
+        errno = 0;
+        long long id = strtoll(id_text, &end, 10);
+        if (errno || *end || id <= 0) {
+                log_error("Invalid waiver id '%s': expected the number that waive printed",
+                          id_text);
+                return EXIT_CONFIG;
+        }
+        if (open_db(o->db_path, &db) < 0)
+                return EXIT_FAILURE;
+        int r = farm_unwaive(db, id, who(o), o->reason ?: "", now_ns(CLOCK_REALTIME), err);
+        farm_db_close(db);
+        if (r < 0) {
+                log_error_errno(r, "Cannot withdraw waiver %lld: %s", id, err);
+                return EXIT_FAILURE;
+        }
+        log_info("Withdrew waiver %lld", id);
+        return EXIT_SUCCESS;
+}
+
+static int waivers_cmd(const struct options *o, const char *release) {
+        char err[FARM_ERROR_MAX];
+        struct farm_page page = { .limit = UINT32_MAX, .offset = 0 };
+        farm_db *db = NULL;
+        json_t *j = NULL;
+
+        if (open_db(o->db_path, &db) < 0)
+                return EXIT_FAILURE;
+        int r = farm_waivers_json(db, release, &page, &j, err);
+        farm_db_close(db);
+        if (r < 0) {
+                log_error_errno(r, "Cannot list the waivers: %s", err);
+                return EXIT_FAILURE;
+        }
+        json_dumpf(j, stdout, JSON_INDENT(2));
+        putchar('\n');
+        json_decref(j);
+        return EXIT_SUCCESS;
+}
+
+static int admin_cmd(const struct options *o, const char *name, bool revoke) {
+        char token[FARM_TOKEN_LEN + 1], err[FARM_ERROR_MAX];
+        uint8_t hash[SHA256_DIGEST_SIZE];
+        farm_db *db = NULL;
+        int r;
+
+        if (!farm_admin_name_valid(name)) {
+                log_error("Invalid staff name '%s': 1-%d letters, digits or . _ @ -", name,
+                          FARM_ADMIN_NAME_MAX);
+                return EXIT_CONFIG;
+        }
+        if (open_db(o->db_path, &db) < 0)
+                return EXIT_FAILURE;
+        if (revoke)
+                r = farm_admin_revoke(db, name, now_ns(CLOCK_REALTIME), err);
+        else if ((r = farm_token_new(token, hash)) < 0)
+                snprintf(err, sizeof(err), "cannot read random bytes for the token");
+        else
+                r = farm_admin_add(db, name, hash, now_ns(CLOCK_REALTIME), err);
+        farm_db_close(db);
+        if (r < 0) {
+                log_error_errno(r, "Cannot %s the staff token of %s: %s",
+                                revoke ? "revoke" : "create", name, err);
+                return EXIT_FAILURE;
+        }
+        if (revoke) {
+                log_info("Revoked the staff token of %s", name);
+                return EXIT_SUCCESS;
+        }
+        printf("%s\n", token);
+        explicit_bzero(token, sizeof(token));
+        if (fflush(stdout) != 0)
+                return log_error_errno(errno, "Cannot print the token: %m"), EXIT_FAILURE;
+        log_info("Staff token of %s created; it is shown only this once", name);
+        return EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv) {
         struct options o = {
                 .db_path = DB_DEFAULT,
@@ -458,6 +640,13 @@ int main(int argc, char **argv) {
         o.rate_per_s = (double) sc.rate;
         o.burst = (unsigned) sc.burst;
         o.max_body_bytes = (size_t) sc.max_body;
+        o.rule.period_ns = sc.period;
+        o.rule.max_gap_ns = sc.max_gap;
+        o.rule.load_down_max_ns = sc.load_down_max;
+        if (farm_rule_parse_scenarios(sc.scenarios, &o.rule, err, sizeof(err)) < 0) {
+                log_error("%s: [Verdict] Scenarios=: %s", path, err);
+                return EXIT_CONFIG;
+        }
 
         int r = parse_options(argc, argv, &o);
         if (r != 0)
@@ -466,24 +655,59 @@ int main(int argc, char **argv) {
         int nargs = argc - optind;
         const char *cmd = nargs > 0 ? argv[optind] : NULL;
         if (!cmd) {
-                if (o.enroll_options) {
-                        log_error("--threshold and --gating belong to enroll");
+                if (o.enroll_options || o.waive_options || o.at) {
+                        log_error("--threshold, --gating, --reason, --by and --at belong to "
+                                  "commands (see --help)");
                         return EXIT_CONFIG;
                 }
                 return serve(&o);
         }
-        bool is_enroll = strcmp(cmd, "enroll") == 0, is_revoke = strcmp(cmd, "revoke") == 0;
-        if (!is_enroll && !is_revoke) {
-                log_error("Unknown command '%s' (expected enroll or revoke; see --help)", cmd);
+        static const struct {
+                const char *name;
+                int min_args, max_args; /* after the command */
+        } commands[] = {
+                { "enroll", 1, 1 },      { "revoke", 1, 1 },       { "verdict", 1, 1 },
+                { "waive", 2, 2 },       { "unwaive", 1, 1 },      { "waivers", 0, 1 },
+                { "admin-token", 1, 1 }, { "admin-revoke", 1, 1 },
+        };
+        size_t k = 0;
+        for (; k < ELEMENTSOF(commands); k++)
+                if (strcmp(cmd, commands[k].name) == 0)
+                        break;
+        if (k == ELEMENTSOF(commands)) {
+                log_error("Unknown command '%s' (expected enroll, revoke, verdict, waive, unwaive, "
+                          "waivers, admin-token or admin-revoke; see --help)",
+                          cmd);
                 return EXIT_CONFIG;
         }
-        if (nargs != 2) {
-                log_error("%s takes exactly one MACHINE_ID", cmd);
+        if (nargs - 1 < commands[k].min_args || nargs - 1 > commands[k].max_args) {
+                log_error("%s takes %s (see --help)", cmd,
+                          k == 3   ? "RELEASE and PROBLEM_ID"
+                          : k == 5 ? "at most one RELEASE"
+                                   : "exactly one argument");
                 return EXIT_CONFIG;
         }
-        if (o.serve_options || (is_revoke && o.enroll_options)) {
+        bool enroll_cmd = k == 0, waive_cmds = k == 3 || k == 4;
+        if (o.serve_options || (!enroll_cmd && o.enroll_options) ||
+            (!waive_cmds && o.waive_options) || (k != 2 && o.at)) {
                 log_error("Options of another command given to %s (see --help)", cmd);
                 return EXIT_CONFIG;
         }
-        return is_enroll ? enroll(&o, argv[optind + 1]) : revoke_machine(&o, argv[optind + 1]);
+        const char *a1 = argv[optind + 1], *a2 = nargs > 2 ? argv[optind + 2] : NULL;
+        switch (k) {
+        case 0:
+                return enroll(&o, a1);
+        case 1:
+                return revoke_machine(&o, a1);
+        case 2:
+                return verdict_cmd(&o, a1);
+        case 3:
+                return waive_cmd(&o, a1, a2);
+        case 4:
+                return unwaive_cmd(&o, a1);
+        case 5:
+                return waivers_cmd(&o, nargs > 1 ? a1 : NULL);
+        default:
+                return admin_cmd(&o, a1, k == 7);
+        }
 }

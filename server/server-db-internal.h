@@ -91,6 +91,17 @@ static inline pthread_mutex_t *farm_lock_writer_idle(farm_db *db) {
         return &db->lock;
 }
 
+static inline const char *farm_db_path(farm_db *db) {
+        return db->path;
+}
+/* The connections: use them only while holding their lock. */
+static inline sqlite3 *farm_db_writer(farm_db *db) {
+        return db->db;
+}
+static inline sqlite3 *farm_db_reader(farm_db *db) {
+        return db->rdb;
+}
+
 /* Writes "path: what: SQLite's message" (of connection c) into err; returns the -errno. */
 int farm_fail_on(farm_db *db, sqlite3 *c, int rc, const char *what, char *err);
 _printf_(4, 5) int farm_failf(farm_db *db, int error, char *err, const char *fmt, ...);

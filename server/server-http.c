@@ -17,12 +17,18 @@
 #include "macro.h"
 #include "server-auth.h"
 #include "server-http.h"
+#include "server-params.h"
 #include "server-ratelimit.h"
+#include "server-verdict.h"
 #include "summary.h"
 #include "timeutil.h"
 
 #define API_SUMMARIES "/api/v1/summaries"
 #define API_MACHINES "/api/v1/machines"
+#define API_KERNELS "/api/v1/kernels"
+#define API_WAIVERS "/api/v1/waivers"
+#define API_AUDIT "/api/v1/audit"
+#define RELEASE_MAX 256
 #define PATH_LOG_MAX 256
 
 struct farm_http {
@@ -30,6 +36,14 @@ struct farm_http {
         farm_db *db;
         farm_ratelimit *rl;
         size_t max_body_bytes;
+        const struct farm_rule *rule;
+};
+
+/* What a request with a body does with it once it is read. */
+enum body_action {
+        BODY_UPLOAD,
+        BODY_WAIVE,    /* arg: the release */
+        BODY_WITHDRAW, /* arg: the waiver id */
 };
 
 /* One request, from its first call to the access handler to the completion notice. */
@@ -39,6 +53,9 @@ struct request {
         char path[PATH_LOG_MAX]; /* escaped for the log */
         char remote[FARM_ADDRESS_MAX];
         char machine[FARM_MACHINE_ID_LEN + 1]; /* once authenticated */
+        char admin[FARM_ADMIN_NAME_MAX + 1];   /* a staff member, once authenticated */
+        enum body_action action;
+        char arg[RELEASE_MAX];
         unsigned status;
         uint64_t bytes_in, bytes_out;
         char *body;
@@ -140,6 +157,8 @@ static enum MHD_Result respond_internal(struct request *rq, struct MHD_Connectio
         return respond_error(rq, c, 500, "internal server error", NULL, NULL);
 }
 
+static enum MHD_Result prepare_body(farm_http *h, struct MHD_Connection *c, struct request *rq);
+
 static enum MHD_Result begin_upload(farm_http *h, struct MHD_Connection *c, struct request *rq) {
         uint8_t hash[SHA256_DIGEST_SIZE];
         int r;
@@ -168,7 +187,12 @@ static enum MHD_Result begin_upload(farm_http *h, struct MHD_Connection *c, stru
                                      MHD_HTTP_HEADER_RETRY_AFTER, after);
         }
 
-        /* A body whose size is announced is refused before a byte of it is read. */
+        rq->action = BODY_UPLOAD;
+        return prepare_body(h, c, rq);
+}
+
+/* A body whose size is announced is refused before a byte of it is read. */
+static enum MHD_Result prepare_body(farm_http *h, struct MHD_Connection *c, struct request *rq) {
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl) {
@@ -263,6 +287,279 @@ static bool is_get(const char *method) {
                strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
 }
 
+/* ---- query parameters -------------------------------------------------------------------- */
+
+struct param_check {
+        const char *const *allowed;
+        char *err;
+        bool bad;
+};
+
+static enum MHD_Result check_param(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
+        struct param_check *pc = cls;
+        for (const char *const *a = pc->allowed; *a; a++)
+                if (strcmp(*a, key) == 0)
+                        return MHD_YES;
+        char allowed[160] = "";
+        for (const char *const *a = pc->allowed; *a; a++)
+                snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s",
+                         a == pc->allowed ? "" : ", ", *a);
+        snprintf(pc->err, FARM_PARAM_ERROR_MAX,
+                 "%.64s: unknown parameter (this resource takes: %s)", key,
+                 *allowed ? allowed : "none");
+        pc->bad = true;
+        return MHD_NO;
+}
+
+/* 0, or -EINVAL with err naming a parameter that the resource does not take: a typo must not
+ * silently widen what is returned. */
+static int params_allowed(struct MHD_Connection *c, const char *const *allowed,
+                          char err[static FARM_PARAM_ERROR_MAX]) {
+        struct param_check pc = { .allowed = allowed, .err = err };
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, check_param, &pc);
+        return pc.bad ? -EINVAL : 0;
+}
+
+static const char *param(struct MHD_Connection *c, const char *name) {
+        return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* ---- kernels, verdicts, waivers ---------------------------------------------------------- */
+
+static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struct request *rq) {
+        static const char *const allowed[] = { "at", "limit", "offset", NULL };
+        char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
+        int64_t now = now_ns(CLOCK_REALTIME), at = now;
+        struct farm_page page;
+        json_t *j = NULL;
+
+        if (params_allowed(c, allowed, perr) < 0 ||
+            farm_param_time("at", param(c, "at"), now, &at, perr) < 0 ||
+            farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
+                return respond_error(rq, c, 400, perr, NULL, NULL);
+        int r = farm_kernels_json(h->db, h->rule, at, &page, &j, err);
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        int64_t total = json_integer_value(json_object_get(j, "total"));
+        if ((int64_t) (page.offset + page.limit) < total) {
+                char next[128];
+                snprintf(next, sizeof(next), API_KERNELS "?at=%lld&limit=%llu&offset=%llu",
+                         (long long) at, (unsigned long long) page.limit,
+                         (unsigned long long) (page.offset + page.limit));
+                json_object_set_new(j, "next", json_string(next));
+        } else
+                json_object_set_new(j, "next", json_null());
+        return respond(rq, c, 200, j, NULL, NULL);
+}
+
+static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                   const char *release) {
+        static const char *const allowed[] = { "at", NULL };
+        char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
+        int64_t now = now_ns(CLOCK_REALTIME), at = now;
+        json_t *j = NULL;
+
+        if (params_allowed(c, allowed, perr) < 0 ||
+            farm_param_time("at", param(c, "at"), now, &at, perr) < 0)
+                return respond_error(rq, c, 400, perr, NULL, NULL);
+        int r = farm_verdict(h->db, h->rule, release, at, &j, err);
+        if (r == -ENOENT) {
+                snprintf(err, sizeof(err), "no such kernel release: no machine ever ran %.200s",
+                         release);
+                return respond_error(rq, c, 404, err, NULL, NULL);
+        }
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        return respond(rq, c, 200, j, NULL, NULL);
+}
+
+static enum MHD_Result get_waivers(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                   const char *release, bool audit) {
+        static const char *const allowed[] = { "limit", "offset", NULL };
+        char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
+        struct farm_page page;
+        json_t *j = NULL;
+
+        if (params_allowed(c, allowed, perr) < 0 ||
+            farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
+                return respond_error(rq, c, 400, perr, NULL, NULL);
+        int r = audit ? farm_audit_json(h->db, &page, &j, err)
+                      : farm_waivers_json(h->db, release, &page, &j, err);
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        int64_t total = json_integer_value(json_object_get(j, "total"));
+        json_object_set_new(j, "next",
+                            (int64_t) (page.offset + page.limit) < total
+                                    ? json_sprintf("%s?limit=%llu&offset=%llu", rq->path,
+                                                   (unsigned long long) page.limit,
+                                                   (unsigned long long) (page.offset + page.limit))
+                                    : json_null());
+        return respond(rq, c, 200, j, NULL, NULL);
+}
+
+/* Staff requests carry a staff token (rtsoak-server admin-token NAME). */
+static enum MHD_Result begin_admin(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                   enum body_action action, const char *arg) {
+        uint8_t hash[SHA256_DIGEST_SIZE];
+        int r = farm_token_from_header(
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
+                hash);
+        if (r >= 0)
+                r = farm_admin_authenticate(h->db, hash, rq->admin);
+        if (r == -EINVAL || r == -EACCES) {
+                rq->admin[0] = '\0';
+                return respond_error(rq, c, 401, "missing, invalid or revoked staff token",
+                                     MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+        }
+        if (r < 0)
+                return respond_internal(rq, c, r, "cannot check the staff token");
+        rq->action = action;
+        snprintf(rq->arg, sizeof(rq->arg), "%s", arg);
+        return prepare_body(h, c, rq);
+}
+
+/* The body of a staff request: a JSON object with string fields from the given list. */
+static int admin_body(struct request *rq, const char *const *fields, const char **values,
+                      json_t **ret, char *err, size_t errlen) {
+        json_error_t je;
+        json_t *j = json_loadb(rq->body ?: "", rq->len, JSON_REJECT_DUPLICATES, &je);
+        if (!j) {
+                snprintf(err, errlen, "body: not JSON: %s (line %d, column %d)", je.text, je.line,
+                         je.column);
+                return -EINVAL;
+        }
+        if (!json_is_object(j)) {
+                json_decref(j);
+                snprintf(err, errlen, "body: expected a JSON object");
+                return -EINVAL;
+        }
+        const char *key;
+        json_t *val;
+        json_object_foreach (j, key, val) {
+                size_t i = 0;
+                for (; fields[i]; i++)
+                        if (strcmp(fields[i], key) == 0)
+                                break;
+                if (!fields[i]) {
+                        snprintf(err, errlen, "%.64s: unknown field", key);
+                        json_decref(j);
+                        return -EINVAL;
+                }
+                if (!json_is_string(val)) {
+                        snprintf(err, errlen, "%s: expected a string", key);
+                        json_decref(j);
+                        return -EINVAL;
+                }
+                values[i] = json_string_value(val);
+        }
+        *ret = j;
+        return 0;
+}
+
+static enum MHD_Result finish_admin(farm_http *h, struct MHD_Connection *c, struct request *rq) {
+        static const char *const waive_fields[] = { "problem", "reason", NULL };
+        static const char *const withdraw_fields[] = { "reason", NULL };
+        const char *values[2] = {};
+        char err[FARM_ERROR_MAX];
+        json_t *body = NULL;
+        int64_t id = 0;
+        int r;
+
+        r = admin_body(rq, rq->action == BODY_WAIVE ? waive_fields : withdraw_fields, values, &body,
+                       err, sizeof(err));
+        free(rq->body);
+        rq->body = NULL;
+        if (r < 0)
+                return respond_error(rq, c, 400, err, NULL, NULL);
+        int64_t now = now_ns(CLOCK_REALTIME);
+        if (rq->action == BODY_WAIVE) {
+                if (!values[0] || !values[1]) {
+                        json_decref(body);
+                        return respond_error(rq, c, 400,
+                                             values[0] ? "reason: missing (a waiver needs one)"
+                                                       : "problem: missing (the id of a problem "
+                                                         "of the verdict)",
+                                             NULL, NULL);
+                }
+                r = farm_waive(h->db, h->rule, rq->arg, values[0], values[1], rq->admin, now, &id,
+                               err);
+        } else {
+                char *end;
+                errno = 0;
+                long long w = strtoll(rq->arg, &end, 10);
+                if (errno || *end || w <= 0) {
+                        json_decref(body);
+                        return respond_error(rq, c, 404, "no such waiver", NULL, NULL);
+                }
+                id = w;
+                r = farm_unwaive(h->db, id, rq->admin, values[0] ?: "", now, err);
+        }
+        json_decref(body);
+        if (r == -ENOENT && rq->action == BODY_WITHDRAW)
+                return respond_error(rq, c, 404, "no such waiver in force", NULL, NULL);
+        if (r == -ENOENT || r == -EINVAL)
+                return respond_error(rq, c, r == -EINVAL ? 400 : 404, err, NULL, NULL);
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        return respond(rq, c, rq->action == BODY_WAIVE ? 201 : 200,
+                       json_pack("{s:s, s:I, s:s}", "status",
+                                 rq->action == BODY_WAIVE ? "waived" : "withdrawn", "id",
+                                 (json_int_t) id, "by", rq->admin),
+                       NULL, NULL);
+}
+
+static enum MHD_Result method_not_allowed(struct request *rq, struct MHD_Connection *c,
+                                          const char *allow) {
+        return respond_error(rq, c, 405, "method not allowed", MHD_HTTP_HEADER_ALLOW, allow);
+}
+
+/* /api/v1/kernels[/RELEASE/(verdict|waivers)], /api/v1/waivers[/ID/withdraw], /api/v1/audit. */
+static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                     const char *url, const char *method, bool *handled) {
+        bool get = is_get(method), post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+        *handled = true;
+        if (strcmp(url, API_KERNELS) == 0)
+                return get ? get_kernels(h, c, rq) : method_not_allowed(rq, c, "GET, HEAD");
+        if (strcmp(url, API_WAIVERS) == 0)
+                return get ? get_waivers(h, c, rq, NULL, false)
+                           : method_not_allowed(rq, c, "GET, HEAD");
+        if (strcmp(url, API_AUDIT) == 0)
+                return get ? get_waivers(h, c, rq, NULL, true)
+                           : method_not_allowed(rq, c, "GET, HEAD");
+        if (strncmp(url, API_WAIVERS "/", strlen(API_WAIVERS) + 1) == 0) {
+                const char *id = url + strlen(API_WAIVERS) + 1, *slash = strchr(id, '/');
+                if (!slash || strcmp(slash, "/withdraw") != 0 || (size_t) (slash - id) >= 32)
+                        return respond_error(rq, c, 404, "no such resource", NULL, NULL);
+                if (!post)
+                        return method_not_allowed(rq, c, "POST");
+                char buf[32];
+                snprintf(buf, sizeof(buf), "%.*s", (int) (slash - id), id);
+                return begin_admin(h, c, rq, BODY_WITHDRAW, buf);
+        }
+        if (strncmp(url, API_KERNELS "/", strlen(API_KERNELS) + 1) == 0) {
+                const char *rel = url + strlen(API_KERNELS) + 1, *slash = strchr(rel, '/');
+                char release[RELEASE_MAX];
+                if (!slash || slash == rel || (size_t) (slash - rel) >= sizeof(release)) {
+                        *handled = false;
+                        return MHD_NO;
+                }
+                snprintf(release, sizeof(release), "%.*s", (int) (slash - rel), rel);
+                if (strcmp(slash, "/verdict") == 0)
+                        return get ? get_verdict(h, c, rq, release)
+                                   : method_not_allowed(rq, c, "GET, HEAD");
+                if (strcmp(slash, "/waivers") == 0) {
+                        if (get)
+                                return get_waivers(h, c, rq, release, false);
+                        if (post)
+                                return begin_admin(h, c, rq, BODY_WAIVE, release);
+                        return method_not_allowed(rq, c, "GET, HEAD, POST");
+                }
+        }
+        *handled = false;
+        return MHD_NO;
+}
+
 static enum MHD_Result route(farm_http *h, struct MHD_Connection *c, struct request *rq,
                              const char *url, const char *method) {
         if (strcmp(url, API_SUMMARIES) == 0) {
@@ -277,6 +574,10 @@ static enum MHD_Result route(farm_http *h, struct MHD_Connection *c, struct requ
                                              MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
                 return get_machines(h, c, rq, url[16] ? url + 17 : NULL);
         }
+        bool handled;
+        enum MHD_Result res = route_verdict(h, c, rq, url, method, &handled);
+        if (handled)
+                return res;
         return respond_error(rq, c, 404, "no such resource", NULL, NULL);
 }
 
@@ -331,7 +632,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                 }
                 return r < 0 ? MHD_NO : MHD_YES;
         }
-        return finish_upload(h, c, rq);
+        return rq->action == BODY_UPLOAD ? finish_upload(h, c, rq) : finish_admin(h, c, rq);
 }
 
 static const char *termination(enum MHD_RequestTerminationCode toe) {
@@ -396,6 +697,7 @@ int farm_http_start(const struct farm_http_config *c, farm_db *db, farm_http **r
                 return log_oom();
         h->db = db;
         h->max_body_bytes = c->max_body_bytes;
+        h->rule = c->rule;
         int r = farm_ratelimit_new(c->rate_per_s, c->burst, &h->rl);
         if (r < 0) {
                 farm_http_stop(h);

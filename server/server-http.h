@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "server-db.h"
+#include "server-verdict.h"
 
 #define FARM_ADDRESS_MAX 128
 #define FARM_LISTEN_DEFAULT "127.0.0.1:8470"
@@ -25,6 +26,7 @@ struct farm_http_config {
         size_t max_body_bytes;
         double rate_per_s;
         unsigned burst;
+        const struct farm_rule *rule; /* of the verdicts; must outlive the server */
 };
 
 typedef struct farm_http farm_http;
