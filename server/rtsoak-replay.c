@@ -1,0 +1,1716 @@
+/* SPDX-License-Identifier: MIT */
+/* rtsoak-replay: posts synthetic rtsoak.summary/1 histories to a real rtsoak-server, so that
+ * weeks of farm history (spikes, gaps, unclean ends, loads going down) take seconds. */
+#include <ctype.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "hist.h"
+#include "log.h"
+#include "macro.h"
+#include "sha256.h"
+#include "summary.h"
+#include "timeutil.h"
+
+#define EXIT_USAGE 2
+#define DAY_NS ((int64_t) 86400 * (int64_t) NSEC_PER_SEC)
+#define REPLAY_HIST_LIMIT_US 1000 /* rtsoakd's default [Probe] HistogramLimit= */
+#define REPLAY_MAX_ITEMS 4096     /* of each repeatable option */
+#define REPLAY_MAX_STEPS 256      /* rotation steps, like rtsoakd */
+#define REPLAY_MAX_TRIES 10       /* per upload, on network errors, 408, 429 and 5xx */
+#define REPLAY_RETRY_AFTER_MAX_NS (5 * NSEC_PER_SEC)
+#define REPLAY_RESPONSE_MAX 4096
+#define DEFAULT_ROTATION "idle 1h, cpu 1h, io 1h, net 1h, hackbench 1h, mixed 1h"
+
+/* ---- the built-in scenarios, as rtsoakd defines them (daemon/daemon-config.c) --------------- */
+
+struct metric_def {
+        const char *name, *unit;
+        double full; /* the rate while the generator runs the whole interval */
+};
+
+struct load_def {
+        const char *generator;
+        struct metric_def metrics[4];
+        size_t nmetrics;
+};
+
+struct scenario_def {
+        const char *name;
+        struct load_def loads[4];
+        size_t nloads;
+};
+
+/* Rates of the generators' own metrics (loadgen/loadgen-*.c): plausible values for a small
+ * x86 machine, or the rate the scenario asks for (mixed: 1 Mbit/s, 1 MB/s, 40 % CPU). */
+static const struct scenario_def scenarios[] = {
+        { "idle", {}, 0 },
+        { "cpu", { { "cpu", { { "ops", "ops/s", 120000 } }, 1 } }, 1 },
+        { "io",
+          { { "fileio",
+              { { "write", "MiB/s", 180 }, { "read", "MiB/s", 175 }, { "fsync", "fsyncs/s", 45 } },
+              3 } },
+          1 },
+        { "net",
+          { { "network",
+              { { "tx", "Mbit/s", 9400 },
+                { "rx", "Mbit/s", 9400 },
+                { "tx_packets", "packets/s", 780000 },
+                { "rx_packets", "packets/s", 780000 } },
+              4 } },
+          1 },
+        { "hackbench",
+          { { "hackbench", { { "messages", "msg/s", 420000 }, { "rounds", "rounds/s", 41 } }, 2 } },
+          1 },
+        { "mixed",
+          { { "cpu", { { "ops", "ops/s", 48000 } }, 1 },
+            { "network",
+              { { "tx", "Mbit/s", 1 },
+                { "rx", "Mbit/s", 1 },
+                { "tx_packets", "packets/s", 85 },
+                { "rx_packets", "packets/s", 85 } },
+              4 },
+            { "fileio",
+              { { "write", "MiB/s", 0.95 }, { "read", "MiB/s", 0.95 }, { "fsync", "fsyncs/s", 1 } },
+              3 },
+            { "memory", { { "alloc", "MiB/s", 0.95 }, { "ops", "allocs/s", 240 } }, 2 } },
+          4 },
+};
+
+static const struct scenario_def *scenario_lookup(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(scenarios); i++)
+                if (strcmp(scenarios[i].name, name) == 0)
+                        return &scenarios[i];
+        return NULL;
+}
+
+/* ---- options ------------------------------------------------------------------------------- */
+
+struct spike {
+        int64_t time_ns;
+        uint32_t cpu;
+        uint64_t latency_ns;
+};
+
+struct span {
+        int64_t from_ns, to_ns;
+};
+
+struct run_end {
+        int64_t time_ns;
+        bool unclean;
+};
+
+struct load_down {
+        int64_t time_ns;
+        uint64_t span_ns;
+        char generator[33];
+};
+
+struct step {
+        const struct scenario_def *scenario;
+        uint64_t duration_ns;
+};
+
+struct machine {
+        char id[33];
+        char *token;
+};
+
+struct options {
+        const char *server, *token, *token_file, *machine, *tokens_file, *ca_file;
+        const char *kernel, *kernel_version, *preempt_model, *hostname, *rotation;
+        unsigned jobs, cpus, batch;
+        int64_t from_ns, to_ns, run_id;
+        uint64_t interval_ns, latency_ns, threshold_ns, probe_interval_ns, reboot_ns, seed;
+        bool quiet, json;
+
+        struct step steps[REPLAY_MAX_STEPS];
+        size_t nsteps;
+        uint64_t cycle_ns;
+        struct spike *spikes;
+        size_t nspikes;
+        struct span *gaps;
+        size_t ngaps;
+        struct run_end *ends;
+        size_t nends;
+        struct load_down *downs;
+        size_t ndowns;
+        char config_digest[2 * SHA256_DIGEST_SIZE + 1];
+};
+
+static struct options opt = {
+        .jobs = 2,
+        .cpus = 2,
+        .batch = 60,
+        .run_id = 1,
+        .interval_ns = 60 * NSEC_PER_SEC,
+        .latency_ns = 30 * NSEC_PER_USEC,
+        .threshold_ns = 100 * NSEC_PER_USEC,
+        .probe_interval_ns = NSEC_PER_MSEC,
+        .reboot_ns = 120 * NSEC_PER_SEC,
+        .kernel = "6.1.0-rt-replay",
+        .kernel_version = "#1 SMP PREEMPT_RT (rtsoak-replay)",
+        .preempt_model = "PREEMPT_RT",
+        .rotation = DEFAULT_ROTATION,
+};
+
+_printf_(2, 3) static int usage_error(const char *option, const char *fmt, ...) {
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "rtsoak-replay: %s: %s (see --help)\n", option, msg);
+        return -EINVAL;
+}
+
+/* Deterministic pseudo-random numbers: a pure function of its inputs, so that an interval
+ * comes out the same whatever the batching, the threads or the order of the machines. */
+static uint64_t mix64(uint64_t x) {
+        x += UINT64_C(0x9e3779b97f4a7c15);
+        x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+        x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+        return x ^ (x >> 31);
+}
+
+static uint64_t rnd(uint64_t key, uint64_t a, uint64_t b) {
+        return mix64(key ^ mix64(a ^ mix64(b)));
+}
+
+/* A uniform fraction in [0, 1). */
+static double frac(uint64_t r) {
+        return (double) (r >> 11) / (double) (UINT64_C(1) << 53);
+}
+
+static int64_t align_up(int64_t t, uint64_t step) {
+        int64_t m = t % (int64_t) step;
+        if (m < 0)
+                m += (int64_t) step;
+        return m ? t + ((int64_t) step - m) : t;
+}
+
+static char *fmt_time(char buf[static TIMESTAMP_MAX_LEN], int64_t ns) {
+        return format_timestamp_utc(buf, ns);
+}
+
+/* ---- option parsing ------------------------------------------------------------------------- */
+
+static int parse_u64(const char *option, const char *s, uint64_t min, uint64_t max, uint64_t *ret) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || end == s || *end || s[0] == '-' || !isdigit((unsigned char) s[0]) || v < min ||
+            v > max)
+                return usage_error(option, "'%s' is not an integer from %" PRIu64 " to %" PRIu64, s,
+                                   min, max);
+        *ret = v;
+        return 0;
+}
+
+static int parse_span(const char *option, const char *s, uint64_t min, uint64_t max,
+                      uint64_t *ret) {
+        const char *reason = NULL;
+        char a[TIMESPAN_MAX_LEN], b[TIMESPAN_MAX_LEN];
+        if (parse_timespan(s, ret, &reason) < 0)
+                return usage_error(option, "'%s' is not a time span: %s", s, reason ?: "invalid");
+        if (*ret < min || *ret > max)
+                return usage_error(option, "'%s' is out of range (%s to %s)", s,
+                                   format_timespan(a, min), format_timespan(b, max));
+        return 0;
+}
+
+static int parse_time(const char *option, const char *s, int64_t now, int64_t *ret) {
+        const char *reason = NULL;
+        if (parse_timestamp(s, now, ret, &reason) < 0)
+                return usage_error(option, "'%s' is not a time: %s", s, reason ?: "invalid");
+        return 0;
+}
+
+/* Splits "A,B[,C]" into exactly n fields (copied into buf). */
+static int split_fields(const char *option, const char *s, char *buf, size_t size, char **fields,
+                        size_t n, const char *form) {
+        if (strlen(s) >= size)
+                return usage_error(option, "'%s' is too long", s);
+        strcpy(buf, s);
+        size_t k = 0;
+        char *p = buf;
+        for (;;) {
+                if (k == n)
+                        return usage_error(option, "'%s': expected %s", s, form);
+                fields[k++] = p;
+                char *c = strchr(p, ',');
+                if (!c)
+                        break;
+                *c = 0;
+                p = c + 1;
+        }
+        if (k != n)
+                return usage_error(option, "'%s': expected %s", s, form);
+        for (size_t i = 0; i < n; i++) {
+                while (isspace((unsigned char) *fields[i]))
+                        fields[i]++;
+                size_t l = strlen(fields[i]);
+                while (l > 0 && isspace((unsigned char) fields[i][l - 1]))
+                        fields[i][--l] = 0;
+                if (!*fields[i])
+                        return usage_error(option, "'%s': expected %s (field %zu is empty)", s,
+                                           form, i + 1);
+        }
+        return 0;
+}
+
+static void *grow(void *array, size_t *n, size_t size) {
+        if (*n >= REPLAY_MAX_ITEMS)
+                return NULL;
+        void *a = realloc(array, (*n + 1) * size);
+        if (a)
+                (*n)++;
+        return a;
+}
+
+#define APPEND(option, array, n)                                                      \
+        ({                                                                            \
+                __typeof__(array) _a = grow(array, &(n), sizeof(*(array)));           \
+                if (!_a)                                                              \
+                        return usage_error(option, "more than %d (or out of memory)", \
+                                           REPLAY_MAX_ITEMS);                         \
+                (array) = _a;                                                         \
+                &(array)[(n) -1];                                                     \
+        })
+
+static bool valid_id(const char *s) {
+        return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32;
+}
+
+static bool valid_generator(const char *s) {
+        size_t l = strlen(s);
+        return l >= 1 && l <= 32 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == l;
+}
+
+/* "idle 1h, cpu 30min": every step a built-in scenario and a whole number of intervals (the
+ * default rotation follows any interval, like rtsoakd's). */
+static int parse_rotation(bool is_default) {
+        _cleanup_free_ char *copy = strdup(opt.rotation);
+        char *save = NULL;
+        if (!copy)
+                return log_oom();
+        opt.nsteps = 0;
+        opt.cycle_ns = 0;
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                while (isspace((unsigned char) *tok))
+                        tok++;
+                char *sp = tok;
+                while (*sp && !isspace((unsigned char) *sp))
+                        sp++;
+                char *dur = sp;
+                if (*sp)
+                        *sp++ = 0, dur = sp;
+                while (isspace((unsigned char) *dur))
+                        dur++;
+                if (!*tok || !*dur)
+                        return usage_error("--rotation",
+                                           "expected \"SCENARIO DURATION\" items separated by "
+                                           "commas (e.g. \"idle 1h, mixed 2h\"), got \"%s\"",
+                                           tok);
+                const struct scenario_def *sc = scenario_lookup(tok);
+                if (!sc)
+                        return usage_error("--rotation",
+                                           "unknown scenario \"%s\" (built-in: idle, cpu, io, "
+                                           "net, hackbench, mixed)",
+                                           tok);
+                uint64_t d;
+                const char *reason = NULL;
+                if (parse_timespan(dur, &d, &reason) < 0 || d == 0)
+                        return usage_error("--rotation", "%s %s: %s", tok, dur,
+                                           reason ?: "must be longer than 0");
+                if (d % opt.interval_ns) {
+                        char a[TIMESPAN_MAX_LEN];
+                        if (!is_default)
+                                return usage_error("--rotation",
+                                                   "%s %s is not a whole number of intervals "
+                                                   "(--interval %s)",
+                                                   tok, dur, format_timespan(a, opt.interval_ns));
+                        d += opt.interval_ns - d % opt.interval_ns;
+                }
+                if (opt.nsteps >= REPLAY_MAX_STEPS)
+                        return usage_error("--rotation", "more than %d steps", REPLAY_MAX_STEPS);
+                if (d > (uint64_t) 100 * 365 * DAY_NS)
+                        return usage_error("--rotation", "%s %s is too long", tok, dur);
+                opt.steps[opt.nsteps++] = (struct step){ sc, d };
+                opt.cycle_ns += d;
+        }
+        if (opt.nsteps == 0)
+                return usage_error("--rotation", "no scenario given");
+        return 0;
+}
+
+/* The rotation step at time t, like rtsoakd's schedule_at(): aligned to the epoch. */
+static const struct step *step_at(int64_t t, int64_t *ret_step_start) {
+        int64_t pos = t % (int64_t) opt.cycle_ns;
+        if (pos < 0)
+                pos += (int64_t) opt.cycle_ns;
+        int64_t base = t - pos, at = 0;
+        for (size_t i = 0; i < opt.nsteps; i++) {
+                if (pos < at + (int64_t) opt.steps[i].duration_ns) {
+                        if (ret_step_start)
+                                *ret_step_start = base + at;
+                        return &opt.steps[i];
+                }
+                at += (int64_t) opt.steps[i].duration_ns;
+        }
+        if (ret_step_start)
+                *ret_step_start = base;
+        return &opt.steps[0]; /* not reached */
+}
+
+static const struct load_def *scenario_load(const struct scenario_def *sc, const char *gen) {
+        for (size_t i = 0; i < sc->nloads; i++)
+                if (strcmp(sc->loads[i].generator, gen) == 0)
+                        return &sc->loads[i];
+        return NULL;
+}
+
+static int cmp_spike(const void *a, const void *b) {
+        const struct spike *x = a, *y = b;
+        return (x->time_ns > y->time_ns) - (x->time_ns < y->time_ns);
+}
+
+static int cmp_end(const void *a, const void *b) {
+        const struct run_end *x = a, *y = b;
+        return (x->time_ns > y->time_ns) - (x->time_ns < y->time_ns);
+}
+
+static void help(void) {
+        printf("Usage: rtsoak-replay --server URL (--token TOKEN | --token-file FILE) --machine ID "
+               "[OPTIONS]\n"
+               "       rtsoak-replay --server URL --tokens FILE [--jobs N] [OPTIONS]\n"
+               "\n"
+               "Posts a synthetic history of rtsoak.summary/1 uploads to an rtsoak-server.\n"
+               "\n"
+               "  --server URL             the farm server (http:// or https://)\n"
+               "  --token TOKEN            the machine's token (from rtsoak-server enroll)\n"
+               "  --token-file FILE        read the token from the first line of FILE\n"
+               "  --machine ID             the machine id (32 lowercase hex digits)\n"
+               "  --tokens FILE            many machines: lines \"MACHINE_ID TOKEN\" (# comments)\n"
+               "  --jobs N                 machines posted in parallel with --tokens (default 2)\n"
+               "  --kernel RELEASE         run.kernel_release (default 6.1.0-rt-replay)\n"
+               "  --kernel-version TEXT    run.kernel_version\n"
+               "  --preempt-model TEXT     run.preempt_model (default PREEMPT_RT)\n"
+               "  --from TIME, --to TIME   the history [from, to) (default: --days before now)\n"
+               "  --days N                 length of the history when --from is not given "
+               "(default 1)\n"
+               "  --interval SPAN          interval length (default 1min)\n"
+               "  --cpus N                 CPUs (default 2)\n"
+               "  --hostname NAME          default replay-<first 8 digits of the id>\n"
+               "  --run-id N               the first run's id (default 1)\n"
+               "  --rotation TEXT          scenarios, epoch-aligned (default \"%s\")\n"
+               "  --latency SPAN           typical per-interval maximum (default 30us)\n"
+               "  --threshold SPAN         the run's threshold (default 100us)\n"
+               "  --probe-interval SPAN    probe period (default 1ms)\n"
+               "  --spike TIME,CPU,SPAN    the interval holding TIME has maximum SPAN on CPU\n"
+               "  --gap FROM,TO            no intervals starting in [FROM, TO)\n"
+               "  --unclean TIME           the run ends uncleanly at TIME; a new run follows\n"
+               "  --restart TIME           the run ends cleanly at TIME; a new run follows\n"
+               "  --reboot-time SPAN       from an end to the next run (default 2min)\n"
+               "  --load-down TIME,SPAN,GENERATOR\n"
+               "                           the generator is down from TIME for SPAN\n"
+               "  --batch N                intervals per upload (default 60, at most %d)\n"
+               "  --seed N                 seed of the pseudo-random jitter (default 0)\n"
+               "  --ca FILE                CA certificate(s) to verify the server with\n"
+               "  --quiet                  print nothing but errors\n"
+               "  --json                   print the final figures as JSON\n"
+               "  -h, --help               show this help\n"
+               "\n"
+               "TIME: RFC 3339, Unix nanoseconds, \"now\", \"30d ago\". SPAN: \"200us\", "
+               "\"1h30min\".\n"
+               "--spike, --gap, --unclean, --restart and --load-down may be repeated.\n"
+               "Exit status: 0 posted, 1 refused by the server or failed, 2 usage error.\n",
+               DEFAULT_ROTATION, SUMMARY_MAX_INTERVALS);
+}
+
+struct raw_list {
+        const char **v;
+        size_t n;
+};
+
+static int raw_add(struct raw_list *l, const char *option, const char *s) {
+        const char **a = grow(l->v, &l->n, sizeof(*l->v));
+        if (!a)
+                return usage_error(option, "given more than %d times (or out of memory)",
+                                   REPLAY_MAX_ITEMS);
+        l->v = a;
+        a[l->n - 1] = s;
+        return 0;
+}
+
+/* 0 to go on, 1 when done (--help), -EINVAL on a usage error (already printed). */
+static int parse_options(int argc, char **argv) {
+        enum {
+                ARG_SERVER = 0x100,
+                ARG_TOKEN,
+                ARG_TOKEN_FILE,
+                ARG_MACHINE,
+                ARG_TOKENS,
+                ARG_JOBS,
+                ARG_KERNEL,
+                ARG_KERNEL_VERSION,
+                ARG_PREEMPT_MODEL,
+                ARG_FROM,
+                ARG_TO,
+                ARG_DAYS,
+                ARG_INTERVAL,
+                ARG_CPUS,
+                ARG_HOSTNAME,
+                ARG_RUN_ID,
+                ARG_ROTATION,
+                ARG_LATENCY,
+                ARG_THRESHOLD,
+                ARG_PROBE_INTERVAL,
+                ARG_SPIKE,
+                ARG_GAP,
+                ARG_UNCLEAN,
+                ARG_RESTART,
+                ARG_REBOOT_TIME,
+                ARG_LOAD_DOWN,
+                ARG_BATCH,
+                ARG_SEED,
+                ARG_CA,
+                ARG_QUIET,
+                ARG_JSON,
+        };
+        static const struct option longopts[] = {
+                { "server", required_argument, NULL, ARG_SERVER },
+                { "token", required_argument, NULL, ARG_TOKEN },
+                { "token-file", required_argument, NULL, ARG_TOKEN_FILE },
+                { "machine", required_argument, NULL, ARG_MACHINE },
+                { "tokens", required_argument, NULL, ARG_TOKENS },
+                { "jobs", required_argument, NULL, ARG_JOBS },
+                { "kernel", required_argument, NULL, ARG_KERNEL },
+                { "kernel-version", required_argument, NULL, ARG_KERNEL_VERSION },
+                { "preempt-model", required_argument, NULL, ARG_PREEMPT_MODEL },
+                { "from", required_argument, NULL, ARG_FROM },
+                { "to", required_argument, NULL, ARG_TO },
+                { "days", required_argument, NULL, ARG_DAYS },
+                { "interval", required_argument, NULL, ARG_INTERVAL },
+                { "cpus", required_argument, NULL, ARG_CPUS },
+                { "hostname", required_argument, NULL, ARG_HOSTNAME },
+                { "run-id", required_argument, NULL, ARG_RUN_ID },
+                { "rotation", required_argument, NULL, ARG_ROTATION },
+                { "latency", required_argument, NULL, ARG_LATENCY },
+                { "threshold", required_argument, NULL, ARG_THRESHOLD },
+                { "probe-interval", required_argument, NULL, ARG_PROBE_INTERVAL },
+                { "spike", required_argument, NULL, ARG_SPIKE },
+                { "gap", required_argument, NULL, ARG_GAP },
+                { "unclean", required_argument, NULL, ARG_UNCLEAN },
+                { "restart", required_argument, NULL, ARG_RESTART },
+                { "reboot-time", required_argument, NULL, ARG_REBOOT_TIME },
+                { "load-down", required_argument, NULL, ARG_LOAD_DOWN },
+                { "batch", required_argument, NULL, ARG_BATCH },
+                { "seed", required_argument, NULL, ARG_SEED },
+                { "ca", required_argument, NULL, ARG_CA },
+                { "quiet", no_argument, NULL, ARG_QUIET },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        struct raw_list spikes = {}, gaps = {}, uncleans = {}, restarts = {}, downs = {};
+        const char *from = NULL, *to = NULL, *days = NULL;
+        int64_t now = now_ns(CLOCK_REALTIME);
+        uint64_t v;
+        int c, r = 0;
+
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) >= 0) {
+                switch (c) {
+                case ARG_SERVER:
+                        opt.server = optarg;
+                        break;
+                case ARG_TOKEN:
+                        opt.token = optarg;
+                        break;
+                case ARG_TOKEN_FILE:
+                        opt.token_file = optarg;
+                        break;
+                case ARG_MACHINE:
+                        opt.machine = optarg;
+                        break;
+                case ARG_TOKENS:
+                        opt.tokens_file = optarg;
+                        break;
+                case ARG_JOBS:
+                        r = parse_u64("--jobs", optarg, 1, 256, &v);
+                        opt.jobs = (unsigned) v;
+                        break;
+                case ARG_KERNEL:
+                        opt.kernel = optarg;
+                        break;
+                case ARG_KERNEL_VERSION:
+                        opt.kernel_version = optarg;
+                        break;
+                case ARG_PREEMPT_MODEL:
+                        opt.preempt_model = optarg;
+                        break;
+                case ARG_FROM:
+                        from = optarg;
+                        break;
+                case ARG_TO:
+                        to = optarg;
+                        break;
+                case ARG_DAYS:
+                        days = optarg;
+                        break;
+                case ARG_INTERVAL:
+                        r = parse_span("--interval", optarg, NSEC_PER_MSEC, (uint64_t) DAY_NS,
+                                       &opt.interval_ns);
+                        break;
+                case ARG_CPUS:
+                        r = parse_u64("--cpus", optarg, 1, SUMMARY_MAX_CPUS, &v);
+                        opt.cpus = (unsigned) v;
+                        break;
+                case ARG_HOSTNAME:
+                        opt.hostname = optarg;
+                        break;
+                case ARG_RUN_ID:
+                        r = parse_u64("--run-id", optarg, 1, INT64_MAX / 2, &v);
+                        opt.run_id = (int64_t) v;
+                        break;
+                case ARG_ROTATION:
+                        opt.rotation = optarg;
+                        break;
+                case ARG_LATENCY:
+                        r = parse_span("--latency", optarg, NSEC_PER_USEC, (uint64_t) DAY_NS,
+                                       &opt.latency_ns);
+                        break;
+                case ARG_THRESHOLD:
+                        r = parse_span("--threshold", optarg, 0, (uint64_t) DAY_NS,
+                                       &opt.threshold_ns);
+                        break;
+                case ARG_PROBE_INTERVAL:
+                        r = parse_span("--probe-interval", optarg, NSEC_PER_USEC, (uint64_t) DAY_NS,
+                                       &opt.probe_interval_ns);
+                        break;
+                case ARG_SPIKE:
+                        r = raw_add(&spikes, "--spike", optarg);
+                        break;
+                case ARG_GAP:
+                        r = raw_add(&gaps, "--gap", optarg);
+                        break;
+                case ARG_UNCLEAN:
+                        r = raw_add(&uncleans, "--unclean", optarg);
+                        break;
+                case ARG_RESTART:
+                        r = raw_add(&restarts, "--restart", optarg);
+                        break;
+                case ARG_REBOOT_TIME:
+                        r = parse_span("--reboot-time", optarg, 0, (uint64_t) DAY_NS,
+                                       &opt.reboot_ns);
+                        break;
+                case ARG_LOAD_DOWN:
+                        r = raw_add(&downs, "--load-down", optarg);
+                        break;
+                case ARG_BATCH:
+                        r = parse_u64("--batch", optarg, 1, SUMMARY_MAX_INTERVALS, &v);
+                        opt.batch = (unsigned) v;
+                        break;
+                case ARG_SEED:
+                        r = parse_u64("--seed", optarg, 0, UINT64_MAX, &opt.seed);
+                        break;
+                case ARG_CA:
+                        opt.ca_file = optarg;
+                        break;
+                case ARG_QUIET:
+                        opt.quiet = true;
+                        break;
+                case ARG_JSON:
+                        opt.json = true;
+                        break;
+                case 'h':
+                        help();
+                        r = 1;
+                        goto out;
+                case ':':
+                        r = usage_error(argv[optind - 1], "requires an argument");
+                        break;
+                default:
+                        r = usage_error(optopt ? (char[]){ '-', (char) optopt, 0 }
+                                               : argv[optind - 1],
+                                        "unknown option");
+                        break;
+                }
+                if (r < 0)
+                        goto out;
+        }
+        if (optind < argc) {
+                r = usage_error(argv[optind], "unexpected argument (all settings are options)");
+                goto out;
+        }
+
+        /* Who posts where. */
+        if (!opt.server) {
+                r = usage_error("--server", "required (e.g. --server http://127.0.0.1:8470)");
+                goto out;
+        }
+        if (strncmp(opt.server, "http://", 7) != 0 && strncmp(opt.server, "https://", 8) != 0) {
+                r = usage_error("--server", "'%s' is not an http:// or https:// URL", opt.server);
+                goto out;
+        }
+        if (strlen(opt.server) > 4000) {
+                r = usage_error("--server", "the URL is too long");
+                goto out;
+        }
+        if (opt.tokens_file) {
+                const char *bad = opt.machine      ? "--machine"
+                                  : opt.token      ? "--token"
+                                  : opt.token_file ? "--token-file"
+                                                   : NULL;
+                if (bad) {
+                        r = usage_error(bad, "cannot be combined with --tokens (its file names "
+                                             "the machines and their tokens)");
+                        goto out;
+                }
+        } else {
+                if (!opt.machine) {
+                        r = usage_error("--machine", "required (or --tokens FILE)");
+                        goto out;
+                }
+                if (!valid_id(opt.machine)) {
+                        r = usage_error("--machine",
+                                        "'%s' is not a machine id (32 lowercase hex digits)",
+                                        opt.machine);
+                        goto out;
+                }
+                if (!opt.token == !opt.token_file) {
+                        r = usage_error(opt.token ? "--token" : "--token-file",
+                                        opt.token ? "give either --token or --token-file, not "
+                                                    "both"
+                                                  : "required (or --token TOKEN)");
+                        goto out;
+                }
+        }
+        if (opt.hostname && (!*opt.hostname || strlen(opt.hostname) > 255)) {
+                r = usage_error("--hostname", "must be 1 to 255 bytes");
+                goto out;
+        }
+        if (!*opt.kernel || strlen(opt.kernel) > 256) {
+                r = usage_error("--kernel", "must be 1 to 256 bytes");
+                goto out;
+        }
+        if (strlen(opt.kernel_version) > 512) {
+                r = usage_error("--kernel-version", "longer than 512 bytes");
+                goto out;
+        }
+        if (strlen(opt.preempt_model) > 64) {
+                r = usage_error("--preempt-model", "longer than 64 bytes");
+                goto out;
+        }
+        if (opt.probe_interval_ns > opt.interval_ns) {
+                r = usage_error("--probe-interval", "longer than the interval");
+                goto out;
+        }
+        if (opt.interval_ns / opt.probe_interval_ns > UINT64_C(1) << 40) {
+                r = usage_error("--probe-interval", "too many samples per interval");
+                goto out;
+        }
+        r = parse_rotation(opt.rotation == (const char *) DEFAULT_ROTATION ||
+                           strcmp(opt.rotation, DEFAULT_ROTATION) == 0);
+        if (r < 0)
+                goto out;
+
+        /* The history. */
+        if (days && from) {
+                r = usage_error("--days", "cannot be combined with --from");
+                goto out;
+        }
+        uint64_t ndays = 1;
+        if (days && (r = parse_u64("--days", days, 1, 36500, &ndays)) < 0)
+                goto out;
+        opt.to_ns = now;
+        if (to && (r = parse_time("--to", to, now, &opt.to_ns)) < 0)
+                goto out;
+        opt.from_ns = opt.to_ns - (int64_t) ndays * DAY_NS;
+        if (from && (r = parse_time("--from", from, now, &opt.from_ns)) < 0)
+                goto out;
+        if (opt.from_ns >= opt.to_ns) {
+                r = usage_error(from ? "--from" : "--days", "the history is empty: from is not "
+                                                            "before to");
+                goto out;
+        }
+        if (align_up(opt.from_ns, opt.interval_ns) + (int64_t) opt.interval_ns > opt.to_ns) {
+                r = usage_error(to ? "--to" : "--from",
+                                "the history [from, to) holds no whole interval");
+                goto out;
+        }
+        if (opt.from_ns < INT64_C(1000000000) * 1000000000 ||
+            opt.to_ns > INT64_C(7258118400) * (int64_t) NSEC_PER_SEC) {
+                r = usage_error(opt.from_ns < INT64_C(1000000000) * 1000000000 ? "--from" : "--to",
+                                "outside the times the schema allows (2001-09-09 to 2200-01-01)");
+                goto out;
+        }
+
+        char buf[256], *f[3], t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
+        for (size_t i = 0; i < spikes.n; i++) {
+                struct spike *s = APPEND("--spike", opt.spikes, opt.nspikes);
+                if ((r = split_fields("--spike", spikes.v[i], buf, sizeof(buf), f, 3,
+                                      "TIME,CPU,SPAN")) < 0 ||
+                    (r = parse_time("--spike", f[0], now, &s->time_ns)) < 0 ||
+                    (r = parse_u64("--spike CPU", f[1], 0, opt.cpus - 1, &v)) < 0 ||
+                    (r = parse_span("--spike", f[2], NSEC_PER_USEC, (uint64_t) DAY_NS,
+                                    &s->latency_ns)) < 0)
+                        goto out;
+                s->cpu = (uint32_t) v;
+                if (s->time_ns < opt.from_ns || s->time_ns >= opt.to_ns) {
+                        r = usage_error("--spike", "'%s' is outside the history [%s, %s)",
+                                        spikes.v[i], fmt_time(t1, opt.from_ns),
+                                        fmt_time(t2, opt.to_ns));
+                        goto out;
+                }
+        }
+        qsort(opt.spikes, opt.nspikes, sizeof(*opt.spikes), cmp_spike);
+        for (size_t i = 0; i < gaps.n; i++) {
+                struct span *g = APPEND("--gap", opt.gaps, opt.ngaps);
+                if ((r = split_fields("--gap", gaps.v[i], buf, sizeof(buf), f, 2, "FROM,TO")) < 0 ||
+                    (r = parse_time("--gap", f[0], now, &g->from_ns)) < 0 ||
+                    (r = parse_time("--gap", f[1], now, &g->to_ns)) < 0)
+                        goto out;
+                if (g->from_ns >= g->to_ns) {
+                        r = usage_error("--gap", "'%s': FROM is not before TO", gaps.v[i]);
+                        goto out;
+                }
+        }
+        struct raw_list *endlists[2] = { &uncleans, &restarts };
+        for (size_t k = 0; k < 2; k++)
+                for (size_t i = 0; i < endlists[k]->n; i++) {
+                        const char *o = k == 0 ? "--unclean" : "--restart";
+                        struct run_end *e = APPEND(o, opt.ends, opt.nends);
+                        e->unclean = k == 0;
+                        if ((r = parse_time(o, endlists[k]->v[i], now, &e->time_ns)) < 0)
+                                goto out;
+                        if (e->time_ns < opt.from_ns || e->time_ns >= opt.to_ns) {
+                                r = usage_error(o, "'%s' is outside the history [%s, %s)",
+                                                endlists[k]->v[i], fmt_time(t1, opt.from_ns),
+                                                fmt_time(t2, opt.to_ns));
+                                goto out;
+                        }
+                }
+        qsort(opt.ends, opt.nends, sizeof(*opt.ends), cmp_end);
+        for (size_t i = 1; i < opt.nends; i++) {
+                int64_t next = align_up(opt.ends[i - 1].time_ns + (int64_t) opt.reboot_ns,
+                                        opt.interval_ns);
+                if (opt.ends[i].time_ns < next) {
+                        r = usage_error(opt.ends[i].unclean ? "--unclean" : "--restart",
+                                        "%s is before the run that the end at %s starts (at %s, "
+                                        "after --reboot-time)",
+                                        fmt_time(t1, opt.ends[i].time_ns),
+                                        fmt_time(t2, opt.ends[i - 1].time_ns), fmt_time(buf, next));
+                        goto out;
+                }
+        }
+        for (size_t i = 0; i < downs.n; i++) {
+                struct load_down *d = APPEND("--load-down", opt.downs, opt.ndowns);
+                if ((r = split_fields("--load-down", downs.v[i], buf, sizeof(buf), f, 3,
+                                      "TIME,SPAN,GENERATOR")) < 0 ||
+                    (r = parse_time("--load-down", f[0], now, &d->time_ns)) < 0 ||
+                    (r = parse_span("--load-down", f[1], 1, (uint64_t) DAY_NS * 3650,
+                                    &d->span_ns)) < 0)
+                        goto out;
+                if (!valid_generator(f[2])) {
+                        r = usage_error("--load-down", "'%s': '%s' is not a generator name",
+                                        downs.v[i], f[2]);
+                        goto out;
+                }
+                snprintf(d->generator, sizeof(d->generator), "%s", f[2]);
+                if (d->time_ns < opt.from_ns || d->time_ns >= opt.to_ns) {
+                        r = usage_error("--load-down", "'%s' is outside the history [%s, %s)",
+                                        downs.v[i], fmt_time(t1, opt.from_ns),
+                                        fmt_time(t2, opt.to_ns));
+                        goto out;
+                }
+                const struct step *st = step_at(d->time_ns, NULL);
+                if (!scenario_load(st->scenario, d->generator)) {
+                        r = usage_error("--load-down",
+                                        "'%s': the scenario at that time, %s, runs no %s "
+                                        "generator",
+                                        downs.v[i], st->scenario->name, d->generator);
+                        goto out;
+                }
+        }
+
+        /* What identifies the configuration, as rtsoakd's digest of its effective one. */
+        char cfg[1024], s1[TIMESPAN_MAX_LEN], s2[TIMESPAN_MAX_LEN], s3[TIMESPAN_MAX_LEN];
+        snprintf(cfg, sizeof(cfg),
+                 "rtsoak-replay\ninterval=%s\nprobe_interval=%s\nthreshold=%s\ncpus=%u\n"
+                 "rotation=%s\n",
+                 format_timespan(s1, opt.interval_ns), format_timespan(s2, opt.probe_interval_ns),
+                 format_timespan(s3, opt.threshold_ns), opt.cpus, opt.rotation);
+        sha256_hex(cfg, strlen(cfg), opt.config_digest);
+        r = 0;
+out:
+        free(spikes.v);
+        free(gaps.v);
+        free(uncleans.v);
+        free(restarts.v);
+        free(downs.v);
+        return r;
+}
+
+/* ---- machines and tokens ------------------------------------------------------------------ */
+
+static struct machine *machines;
+static size_t nmachines;
+
+static int valid_token(const char *option, const char *where, const char *t) {
+        size_t l = strlen(t);
+        if (l == 0)
+                return usage_error(option, "%s: the token is empty", where);
+        if (l > 512)
+                return usage_error(option, "%s: the token is longer than 512 bytes", where);
+        for (const char *p = t; *p; p++)
+                if ((unsigned char) *p <= ' ' || (unsigned char) *p >= 0x7f)
+                        return usage_error(option,
+                                           "%s: the token has a space or control "
+                                           "character",
+                                           where);
+        return 0;
+}
+
+static void strip(char *s) {
+        size_t l = strlen(s);
+        while (l > 0 && isspace((unsigned char) s[l - 1]))
+                s[--l] = 0;
+}
+
+static int load_machines(void) {
+        char line[1024], where[600];
+        if (!opt.tokens_file) {
+                machines = calloc(1, sizeof(*machines));
+                if (!machines)
+                        return log_oom();
+                nmachines = 1;
+                snprintf(machines[0].id, sizeof(machines[0].id), "%s", opt.machine);
+                if (opt.token) {
+                        machines[0].token = strdup(opt.token);
+                        snprintf(where, sizeof(where), "'%s'", "--token");
+                } else {
+                        _cleanup_fclose_ FILE *f = fopen(opt.token_file, "re");
+                        if (!f)
+                                return usage_error("--token-file", "cannot read '%s': %s",
+                                                   opt.token_file, strerror(errno));
+                        if (!fgets(line, sizeof(line), f))
+                                line[0] = 0;
+                        strip(line);
+                        machines[0].token = strdup(line);
+                        snprintf(where, sizeof(where), "%s, line 1", opt.token_file);
+                        explicit_bzero(line, sizeof(line));
+                }
+                if (!machines[0].token)
+                        return log_oom();
+                return valid_token(opt.token ? "--token" : "--token-file", where,
+                                   machines[0].token);
+        }
+
+        _cleanup_fclose_ FILE *f = fopen(opt.tokens_file, "re");
+        if (!f)
+                return usage_error("--tokens", "cannot read '%s': %s", opt.tokens_file,
+                                   strerror(errno));
+        unsigned lineno = 0;
+        int r = 0;
+        while (fgets(line, sizeof(line), f)) {
+                lineno++;
+                snprintf(where, sizeof(where), "%s, line %u", opt.tokens_file, lineno);
+                if (!strchr(line, '\n') && !feof(f)) {
+                        r = usage_error("--tokens", "%s: the line is too long", where);
+                        break;
+                }
+                strip(line);
+                char *p = line;
+                while (isspace((unsigned char) *p))
+                        p++;
+                if (!*p || *p == '#')
+                        continue;
+                char *id = p;
+                while (*p && !isspace((unsigned char) *p))
+                        p++;
+                if (!*p) {
+                        r = usage_error("--tokens", "%s: expected \"MACHINE_ID TOKEN\"", where);
+                        break;
+                }
+                *p++ = 0;
+                while (isspace((unsigned char) *p))
+                        p++;
+                if (!valid_id(id)) {
+                        r = usage_error("--tokens",
+                                        "%s: '%s' is not a machine id (32 lowercase hex digits)",
+                                        where, id);
+                        break;
+                }
+                if ((r = valid_token("--tokens", where, p)) < 0)
+                        break;
+                for (size_t i = 0; i < nmachines; i++)
+                        if (strcmp(machines[i].id, id) == 0) {
+                                r = usage_error("--tokens", "%s: machine %s is listed twice", where,
+                                                id);
+                                goto out;
+                        }
+                struct machine *m = realloc(machines, (nmachines + 1) * sizeof(*m));
+                if (!m) {
+                        r = log_oom();
+                        break;
+                }
+                machines = m;
+                m = &machines[nmachines++];
+                snprintf(m->id, sizeof(m->id), "%s", id);
+                m->token = strdup(p);
+                if (!m->token) {
+                        r = log_oom();
+                        break;
+                }
+        }
+out:
+        explicit_bzero(line, sizeof(line));
+        if (r < 0)
+                return r;
+        if (ferror(f))
+                return usage_error("--tokens", "cannot read '%s': %s", opt.tokens_file,
+                                   strerror(errno));
+        if (nmachines == 0)
+                return usage_error("--tokens", "'%s' lists no machine", opt.tokens_file);
+        return 0;
+}
+
+/* ---- the history of one machine ----------------------------------------------------------- */
+
+struct stats {
+        uint64_t machines, runs, intervals, events, uploads, retries;
+};
+
+struct worker {
+        pthread_t thread;
+        CURL *curl;
+        char response[REPLAY_RESPONSE_MAX];
+        size_t response_len;
+        char retry_after[64];
+        struct stats stats;
+
+        /* The histogram being filled, and which of its buckets are not zero. */
+        struct hist hist;
+        uint32_t touched[64];
+        size_t ntouched;
+
+        /* The upload being built. */
+        struct summary_interval *ivs;
+        struct summary_cpu *cpus;     /* batch x cpus */
+        struct summary_load *loads;   /* batch x 4 */
+        struct summary_metric *mets;  /* batch x 4 x 4 */
+        struct summary_event *events; /* messages allocated */
+        size_t nivs, nevents, cap_events;
+};
+
+/* One machine's state while its history is generated. */
+struct mstate {
+        const struct machine *m;
+        struct curl_slist *headers;
+        char hostname[256];
+        uint64_t key; /* the seed of this machine's pseudo-random numbers */
+
+        int64_t run_id, run_start_ns, last_data_ns;
+        char boot_id[33];
+        uint64_t seq; /* of the next interval in the run */
+        bool run_posted;
+        uint64_t event_id; /* the last event number used */
+        size_t next_spike;
+};
+
+static atomic_bool failed;
+static atomic_size_t next_machine;
+static atomic_uint unsent_spikes, unsent_downs;
+
+static void new_boot_id(struct mstate *ms) {
+        char text[128], hex[2 * SHA256_DIGEST_SIZE + 1];
+        snprintf(text, sizeof(text), "boot %s %" PRIu64 " %" PRId64, ms->m->id, opt.seed,
+                 ms->run_id);
+        sha256_hex(text, strlen(text), hex);
+        snprintf(ms->boot_id, sizeof(ms->boot_id), "%.32s", hex);
+}
+
+_printf_(7, 8) static int add_event(struct worker *w, struct mstate *ms, int64_t time_ns,
+                                    const char *type, int cpu, int64_t value, const char *fmt,
+                                    ...) {
+        if (w->nevents == w->cap_events) {
+                size_t cap = w->cap_events ? 2 * w->cap_events : 16;
+                struct summary_event *e = realloc(w->events, cap * sizeof(*e));
+                if (!e)
+                        return -ENOMEM;
+                w->events = e;
+                w->cap_events = cap;
+        }
+        char *msg = NULL;
+        va_list ap;
+        va_start(ap, fmt);
+        int r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        w->events[w->nevents++] = (struct summary_event){
+                .id = ++ms->event_id,
+                .time_ns = time_ns,
+                .type = (char *) type,
+                .cpu = cpu,
+                .value = value,
+                .message = msg,
+        };
+        return 0;
+}
+
+struct sample {
+        uint64_t ns, count;
+};
+
+/* One CPU of one interval: a plausible distribution around --latency (one sample at the
+ * minimum, one at the maximum, most near the average, a thin tail between), plus the spikes,
+ * put into a real histogram whose count is exactly the sample count. */
+static int make_cpu(struct worker *w, struct mstate *ms, struct summary_cpu *out, uint32_t cpu,
+                    int64_t t, const struct spike *const *sp, size_t nsp) {
+        struct sample s[24];
+        size_t n = 0;
+        uint64_t total = opt.interval_ns / opt.probe_interval_ns, left = total, missed = 0;
+        uint64_t r = rnd(ms->key, (uint64_t) t, cpu);
+        uint64_t L = opt.latency_ns;
+        uint64_t max0 = MAX(L - (uint64_t) ((double) L * 0.1 * frac(r)), 1);
+        uint64_t min0 = MAX(L / 6, 1), avg0 = MAX(L / 3, min0);
+        int64_t max_time = t + (int64_t) (mix64(r) % opt.interval_ns);
+        uint64_t best = 0;
+
+        for (size_t i = 0; i < nsp && left > 0; i++, left--) {
+                s[n++] = (struct sample){ sp[i]->latency_ns, 1 };
+                if (sp[i]->latency_ns > opt.probe_interval_ns)
+                        missed += sp[i]->latency_ns / opt.probe_interval_ns;
+        }
+        if (left > 0)
+                s[n++] = (struct sample){ max0, 1 }, left--;
+        if (left > 0)
+                s[n++] = (struct sample){ min0, 1 }, left--;
+        if (left > 0) {
+                uint64_t q25 = left / 4, q20 = left / 5, tail = left / 20;
+                uint64_t q50 = left - q25 - q20 - tail;
+                s[n++] = (struct sample){ avg0, q50 };
+                if (q25)
+                        s[n++] = (struct sample){ avg0 > NSEC_PER_USEC ? avg0 - NSEC_PER_USEC : 0,
+                                                  q25 };
+                if (q20)
+                        s[n++] = (struct sample){ avg0 + NSEC_PER_USEC, q20 };
+                /* The tail: 8 steps from just above the average to just below the maximum. */
+                for (unsigned k = 0; k < 8 && tail; k++) {
+                        uint64_t c = tail / (8 - k);
+                        tail -= c;
+                        uint64_t lo = avg0 + 2 * NSEC_PER_USEC;
+                        uint64_t v = lo + (max0 > lo ? (max0 - lo) * k / 8 : 0);
+                        if (c)
+                                s[n++] = (struct sample){ v, c };
+                }
+        }
+
+        uint64_t mn = UINT64_MAX, mx = 0, viol = 0;
+        unsigned __int128 sum = 0;
+        for (size_t i = 0; i < n; i++) {
+                /* Only the spikes may leave the typical range. */
+                if (i >= nsp)
+                        s[i].ns = MIN(MAX(s[i].ns, min0), max0);
+                mn = MIN(mn, s[i].ns);
+                if (s[i].ns > mx) {
+                        mx = s[i].ns;
+                        best = i;
+                }
+                sum += (unsigned __int128) s[i].ns * s[i].count;
+                if (s[i].ns > opt.threshold_ns)
+                        viol += s[i].count;
+        }
+        if (best < nsp)
+                max_time = sp[best]->time_ns;
+
+        /* The histogram: only the touched buckets are cleared again. */
+        for (size_t i = 0; i < n; i++) {
+                uint32_t idx = hist_index(w->hist.limit_us, s[i].ns);
+                if (!w->hist.counts[idx] && w->ntouched < ELEMENTSOF(w->touched))
+                        w->touched[w->ntouched++] = idx;
+                w->hist.counts[idx] += s[i].count;
+        }
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        int ret = hist_encode(w->hist.limit_us, w->hist.counts, &buf, &len);
+        for (size_t i = 0; i < w->ntouched; i++)
+                w->hist.counts[w->touched[i]] = 0;
+        w->ntouched = 0;
+        if (ret < 0)
+                return ret;
+
+        *out = (struct summary_cpu){
+                .cpu = cpu,
+                .samples = total,
+                .min_ns = n ? mn : 0,
+                .avg_ns = total ? (uint64_t) (sum / total) : 0,
+                .max_ns = mx,
+                .max_time_ns = max_time,
+                .violations = viol,
+                .missed = missed,
+                .hist_limit_us = w->hist.limit_us,
+                .hist = buf,
+                .hist_len = len,
+        };
+        return 0;
+}
+
+static uint64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
+        int64_t lo = MAX(a0, b0), hi = MIN(a1, b1);
+        return hi > lo ? (uint64_t) (hi - lo) : 0;
+}
+
+static int make_interval(struct worker *w, struct mstate *ms, int64_t t) {
+        int64_t end = t + (int64_t) opt.interval_ns, step_start;
+        const struct step *st = step_at(t, &step_start);
+        const struct scenario_def *sc = st->scenario;
+        struct summary_interval *iv = &w->ivs[w->nivs];
+        struct summary_cpu *cpus = &w->cpus[w->nivs * opt.cpus];
+        struct summary_load *loads = &w->loads[w->nivs * 4];
+        struct summary_metric *mets = &w->mets[w->nivs * 16];
+        char a[TIMESPAN_MAX_LEN], b[TIMESPAN_MAX_LEN];
+        int r;
+
+        *iv = (struct summary_interval){
+                .seq = ms->seq,
+                .start_ns = t,
+                .length_ns = opt.interval_ns,
+                .scenario = (char *) sc->name,
+                .cpus = cpus,
+                .ncpus = opt.cpus,
+                .loads = loads,
+                .nloads = sc->nloads,
+        };
+        w->nivs++; /* from here on, flushing frees what it holds */
+
+        /* Spikes before this interval were in no interval that was sent. */
+        while (ms->next_spike < opt.nspikes && opt.spikes[ms->next_spike].time_ns < t) {
+                if (ms->m == &machines[0])
+                        atomic_fetch_add(&unsent_spikes, 1);
+                ms->next_spike++;
+        }
+        size_t first = ms->next_spike, last = first;
+        while (last < opt.nspikes && opt.spikes[last].time_ns < end)
+                last++;
+        ms->next_spike = last;
+
+        for (uint32_t c = 0; c < opt.cpus; c++) {
+                const struct spike *sp[16];
+                size_t nsp = 0;
+                for (size_t i = first; i < last; i++)
+                        if (opt.spikes[i].cpu == c && nsp < ELEMENTSOF(sp))
+                                sp[nsp++] = &opt.spikes[i];
+                cpus[c] = (struct summary_cpu){};
+                r = make_cpu(w, ms, &cpus[c], c, t, sp, nsp);
+                if (r < 0)
+                        return r;
+        }
+        /* The violations, in time order as rtsoakd records them. */
+        for (size_t i = first; i < last; i++)
+                if (opt.spikes[i].latency_ns > opt.threshold_ns) {
+                        r = add_event(w, ms, opt.spikes[i].time_ns, "violation",
+                                      (int) opt.spikes[i].cpu, (int64_t) opt.spikes[i].latency_ns,
+                                      "%s", "");
+                        if (r < 0)
+                                return r;
+                }
+
+        bool fresh = t == step_start || t == ms->run_start_ns;
+        for (size_t i = 0; i < sc->nloads; i++) {
+                const struct load_def *ld = &sc->loads[i];
+                uint64_t up = opt.interval_ns;
+                uint32_t starts = fresh, exits = 0;
+                for (size_t k = 0; k < opt.ndowns; k++) {
+                        const struct load_down *d = &opt.downs[k];
+                        if (strcmp(d->generator, ld->generator) != 0)
+                                continue;
+                        int64_t dend = d->time_ns + (int64_t) d->span_ns;
+                        up -= MIN(up, overlap(t, end, d->time_ns, dend));
+                        if (d->time_ns >= t && d->time_ns < end)
+                                exits++;
+                        if (dend >= t && dend < end)
+                                starts++;
+                }
+                struct summary_metric *m = &mets[i * 4];
+                for (size_t k = 0; k < ld->nmetrics; k++) {
+                        double jitter =
+                                1.0 +
+                                0.05 * (2 * frac(rnd(ms->key, (uint64_t) t, 1000 + i * 8 + k)) - 1);
+                        m[k] = (struct summary_metric){
+                                .name = (char *) ld->metrics[k].name,
+                                .unit = (char *) ld->metrics[k].unit,
+                                .value = ld->metrics[k].full * jitter * (double) up /
+                                         (double) opt.interval_ns,
+                        };
+                }
+                loads[i] = (struct summary_load){
+                        .generator = (char *) ld->generator,
+                        .up_ns = up,
+                        .starts = starts,
+                        .exits = exits,
+                        .metrics = m,
+                        .nmetrics = ld->nmetrics,
+                };
+        }
+        for (size_t k = 0; k < opt.ndowns; k++) {
+                const struct load_down *d = &opt.downs[k];
+                if (d->time_ns < t || d->time_ns >= end)
+                        continue;
+                size_t idx = 0;
+                for (; idx < sc->nloads; idx++)
+                        if (strcmp(sc->loads[idx].generator, d->generator) == 0)
+                                break;
+                int64_t since = MAX(step_start, ms->run_start_ns);
+                uint64_t ran = (uint64_t) (d->time_ns - since);
+                r = add_event(w, ms, d->time_ns, "load_exit", -1, 1,
+                              "%s #%zu of scenario %s (pid %u) exited with status 1 after %s; "
+                              "restarting in %s",
+                              d->generator, idx + 1, sc->name,
+                              (unsigned) (1000 + rnd(ms->key, (uint64_t) d->time_ns, k) % 60000),
+                              format_timespan(a, ran / NSEC_PER_MSEC * NSEC_PER_MSEC),
+                              format_timespan(b, d->span_ns));
+                if (r < 0)
+                        return r;
+        }
+        ms->seq++;
+        ms->last_data_ns = end;
+        return 0;
+}
+
+/* ---- posting ------------------------------------------------------------------------------- */
+
+static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
+        struct worker *w = userdata;
+        size_t len = size * n, room = REPLAY_RESPONSE_MAX - 1 - w->response_len;
+        memcpy(w->response + w->response_len, data, MIN(len, room));
+        w->response_len += MIN(len, room);
+        w->response[w->response_len] = 0;
+        return len;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *userdata) {
+        struct worker *w = userdata;
+        size_t len = size * n;
+        if (len > 12 && strncasecmp(data, "Retry-After:", 12) == 0)
+                snprintf(w->retry_after, sizeof(w->retry_after), "%.*s",
+                         (int) MIN(len - 12, sizeof(w->retry_after) - 1), data + 12);
+        return len;
+}
+
+/* The server's error text: {"error": "..."} or the body as it is, on one line. */
+static void server_message(struct worker *w, long status, char *buf, size_t len) {
+        json_t *j = json_loadb(w->response, w->response_len, 0, NULL);
+        const char *msg = json_string_value(json_object_get(j, "error"));
+        snprintf(buf, len, "HTTP %ld: %s", status,
+                 msg && *msg    ? msg
+                 : *w->response ? w->response
+                                : "(no message)");
+        json_decref(j);
+        for (char *p = buf; *p; p++)
+                if ((unsigned char) *p < 0x20)
+                        *p = ' ';
+}
+
+static uint64_t retry_after_ns(const char *v) {
+        while (*v == ' ' || *v == '\t')
+                v++;
+        char *end;
+        unsigned long long s = strtoull(v, &end, 10);
+        if (end == v)
+                return 0;
+        return MIN((uint64_t) s * NSEC_PER_SEC, REPLAY_RETRY_AFTER_MAX_NS);
+}
+
+static void sleep_ns(uint64_t ns) {
+        struct timespec ts = { (time_t) (ns / NSEC_PER_SEC), (long) (ns % NSEC_PER_SEC) };
+        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+                ;
+}
+
+/* Posts one summary, retrying what is not the upload's fault (the network, 408, 429, 5xx)
+ * with a short backoff.  Anything else the server refuses ends the replay. */
+static int post(struct worker *w, struct mstate *ms, const char *body, size_t len,
+                const char *what) {
+        char msg[REPLAY_RESPONSE_MAX + 128];
+        uint64_t wait = 50 * NSEC_PER_MSEC;
+
+        for (unsigned attempt = 1;; attempt++) {
+                long status = 0;
+                w->response_len = 0;
+                w->response[0] = 0;
+                w->retry_after[0] = 0;
+                curl_easy_setopt(w->curl, CURLOPT_HTTPHEADER, ms->headers);
+                curl_easy_setopt(w->curl, CURLOPT_POSTFIELDS, body);
+                curl_easy_setopt(w->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
+                CURLcode rc = curl_easy_perform(w->curl);
+                if (rc == CURLE_OK) {
+                        curl_easy_getinfo(w->curl, CURLINFO_RESPONSE_CODE, &status);
+                        if (status >= 200 && status < 300) {
+                                w->stats.uploads++;
+                                return 0;
+                        }
+                        server_message(w, status, msg, sizeof(msg));
+                        if (status != 408 && status != 429 && status < 500) {
+                                log_error("Machine %s, %s: the server refused the upload: %s",
+                                          ms->m->id, what, msg);
+                                return -EBADMSG;
+                        }
+                } else
+                        snprintf(msg, sizeof(msg), "%s: %s", opt.server, curl_easy_strerror(rc));
+                if (attempt >= REPLAY_MAX_TRIES || atomic_load(&failed)) {
+                        log_error("Machine %s, %s: giving up after %u attempts: %s", ms->m->id,
+                                  what, attempt, msg);
+                        return -EIO;
+                }
+                uint64_t ra = status ? retry_after_ns(w->retry_after) : 0;
+                uint64_t delay = MAX(wait, ra);
+                if (!opt.quiet) {
+                        char span[TIMESPAN_MAX_LEN];
+                        log_warning("Machine %s, %s: %s; retrying in %s", ms->m->id, what, msg,
+                                    format_timespan(span, delay / NSEC_PER_MSEC * NSEC_PER_MSEC));
+                }
+                w->stats.retries++;
+                sleep_ns(delay);
+                wait = MIN(wait * 2, 2 * NSEC_PER_SEC);
+        }
+}
+
+static void batch_clear(struct worker *w) {
+        for (size_t i = 0; i < w->nivs; i++)
+                for (size_t c = 0; c < w->ivs[i].ncpus; c++) {
+                        free(w->ivs[i].cpus[c].hist);
+                        w->ivs[i].cpus[c].hist = NULL;
+                }
+        for (size_t i = 0; i < w->nevents; i++)
+                free(w->events[i].message);
+        w->nivs = 0;
+        w->nevents = 0;
+}
+
+/* Sends what the batch holds as one summary of the current run. */
+static int flush(struct worker *w, struct mstate *ms) {
+        if (w->nivs == 0 && w->nevents == 0)
+                return 0;
+        struct summary s = {
+                .machine = { (char *) ms->m->id, ms->hostname,
+                             (char *) "rtsoak-replay synthetic CPU", opt.cpus },
+                .run = { .id = ms->run_id,
+                         .boot_id = ms->boot_id,
+                         .kernel_release = (char *) opt.kernel,
+                         .kernel_version = (char *) opt.kernel_version,
+                         .kernel_cmdline = (char *) "quiet",
+                         .preempt_model = (char *) opt.preempt_model,
+                         .daemon_version = (char *) PROJECT_VERSION,
+                         .config_digest = opt.config_digest,
+                         .start_ns = ms->run_start_ns,
+                         .threshold_ns = opt.threshold_ns,
+                         .probe_interval_ns = opt.probe_interval_ns,
+                         .interval_ns = opt.interval_ns },
+                /* As unique in the run as the uploader's outbox row ids, and the same when the
+                 * same history is posted again: the first interval's number, or for events
+                 * alone the number the next interval would have. */
+                .seq = w->nivs ? w->ivs[0].seq : ms->seq,
+                .intervals = w->ivs,
+                .nintervals = w->nivs,
+                .events = w->events,
+                .nevents = w->nevents,
+        };
+        _cleanup_free_ char *body = NULL;
+        size_t len = 0;
+        int r = summary_encode(&s, &body, &len);
+        if (r < 0) {
+                batch_clear(w);
+                return log_error_errno(r,
+                                       "Machine %s: cannot encode a summary of run %" PRId64 ": %m",
+                                       ms->m->id, ms->run_id);
+        }
+        char what[128];
+        snprintf(what, sizeof(what), "run %" PRId64 " upload %" PRIu64, ms->run_id, s.seq);
+        r = post(w, ms, body, len, what);
+        if (r >= 0) {
+                w->stats.intervals += w->nivs;
+                w->stats.events += w->nevents;
+                if (!ms->run_posted)
+                        w->stats.runs++;
+                ms->run_posted = true;
+        }
+        batch_clear(w);
+        return r;
+}
+
+static bool in_gap(int64_t t) {
+        for (size_t i = 0; i < opt.ngaps; i++)
+                if (t >= opt.gaps[i].from_ns && t < opt.gaps[i].to_ns)
+                        return true;
+        return false;
+}
+
+static void count_unsent_downs(const struct mstate *ms, int64_t t) {
+        if (ms->m != &machines[0])
+                return;
+        for (size_t k = 0; k < opt.ndowns; k++)
+                if (opt.downs[k].time_ns >= t &&
+                    opt.downs[k].time_ns < t + (int64_t) opt.interval_ns)
+                        atomic_fetch_add(&unsent_downs, 1);
+}
+
+/* Ends the current run: its last upload, with the unclean_end event that rtsoakd attaches to
+ * a run that did not end cleanly (time: its last data). */
+static int end_run(struct worker *w, struct mstate *ms, const struct run_end *e) {
+        char ts[TIMESTAMP_MAX_LEN];
+        if (e && e->unclean) {
+                int r = add_event(w, ms, ms->last_data_ns, "unclean_end", -1, -1,
+                                  "run %" PRId64 " (boot %s) did not end cleanly; its last data "
+                                  "is from %s (the daemon was killed, crashed, or the machine "
+                                  "lost power or reset)",
+                                  ms->run_id, ms->boot_id, fmt_time(ts, ms->last_data_ns));
+                if (r < 0)
+                        return log_oom();
+        }
+        return flush(w, ms);
+}
+
+static int replay_machine(struct worker *w, const struct machine *m) {
+        char auth[600];
+        struct mstate ms = {
+                .m = m,
+                .run_id = opt.run_id,
+                .key = opt.seed,
+        };
+        for (const char *p = m->id; *p; p++)
+                ms.key = mix64(ms.key ^ (uint64_t) (unsigned char) *p);
+        if (opt.hostname)
+                snprintf(ms.hostname, sizeof(ms.hostname), "%s", opt.hostname);
+        else
+                snprintf(ms.hostname, sizeof(ms.hostname), "replay-%.8s", m->id);
+
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", m->token);
+        ms.headers = curl_slist_append(NULL, "Content-Type: application/json");
+        ms.headers = curl_slist_append(ms.headers, auth);
+        explicit_bzero(auth, sizeof(auth));
+        ms.headers = curl_slist_append(ms.headers, "Expect:");
+        if (!ms.headers)
+                return log_oom();
+
+        int64_t t = align_up(opt.from_ns, opt.interval_ns);
+        ms.run_start_ns = t;
+        ms.last_data_ns = t;
+        new_boot_id(&ms);
+        size_t next_end = 0;
+        int r = 0;
+
+        while (t + (int64_t) opt.interval_ns <= opt.to_ns) {
+                if (atomic_load(&failed)) {
+                        r = -ECANCELED;
+                        goto out;
+                }
+                const struct run_end *e = next_end < opt.nends ? &opt.ends[next_end] : NULL;
+                if (e && t + (int64_t) opt.interval_ns > e->time_ns) {
+                        /* The run ends inside this interval: it is not closed, not sent. */
+                        r = end_run(w, &ms, e);
+                        if (r < 0)
+                                goto out;
+                        int64_t next = align_up(e->time_ns + (int64_t) opt.reboot_ns,
+                                                opt.interval_ns);
+                        for (int64_t u = t; u < next; u += (int64_t) opt.interval_ns)
+                                count_unsent_downs(&ms, u);
+                        t = next;
+                        next_end++;
+                        ms.run_id++;
+                        ms.run_start_ns = t;
+                        ms.last_data_ns = t;
+                        ms.seq = 0;
+                        ms.run_posted = false;
+                        new_boot_id(&ms);
+                        continue;
+                }
+                if (in_gap(t)) {
+                        count_unsent_downs(&ms, t);
+                        t += (int64_t) opt.interval_ns;
+                        continue;
+                }
+                r = make_interval(w, &ms, t);
+                if (r < 0) {
+                        batch_clear(w);
+                        r = log_error_errno(r, "Machine %s: cannot make an interval: %m", m->id);
+                        goto out;
+                }
+                if (w->nivs >= opt.batch && (r = flush(w, &ms)) < 0)
+                        goto out;
+                t += (int64_t) opt.interval_ns;
+        }
+        /* An end after the last whole interval still ends the run. */
+        r = end_run(w, &ms, next_end < opt.nends ? &opt.ends[next_end] : NULL);
+        if (r >= 0)
+                w->stats.machines++;
+out:
+        for (struct curl_slist *h = ms.headers; h; h = h->next)
+                explicit_bzero(h->data, strlen(h->data));
+        curl_slist_free_all(ms.headers);
+        return r;
+}
+
+static void *worker_main(void *arg) {
+        struct worker *w = arg;
+        for (;;) {
+                size_t i = atomic_fetch_add(&next_machine, 1);
+                if (i >= nmachines || atomic_load(&failed))
+                        break;
+                if (replay_machine(w, &machines[i]) < 0) {
+                        atomic_store(&failed, true);
+                        break;
+                }
+        }
+        return NULL;
+}
+
+static int worker_init(struct worker *w) {
+        int r = hist_init(&w->hist, REPLAY_HIST_LIMIT_US);
+        if (r < 0)
+                return r;
+        w->ivs = calloc(opt.batch, sizeof(*w->ivs));
+        w->cpus = calloc((size_t) opt.batch * opt.cpus, sizeof(*w->cpus));
+        w->loads = calloc((size_t) opt.batch * 4, sizeof(*w->loads));
+        w->mets = calloc((size_t) opt.batch * 16, sizeof(*w->mets));
+        w->curl = curl_easy_init();
+        if (!w->ivs || !w->cpus || !w->loads || !w->mets || !w->curl)
+                return -ENOMEM;
+        char url[4200];
+        size_t l = strlen(opt.server);
+        snprintf(url, sizeof(url), "%.*s/api/v1/summaries",
+                 (int) (opt.server[l - 1] == '/' ? l - 1 : l), opt.server);
+        curl_easy_setopt(w->curl, CURLOPT_URL, url);
+        curl_easy_setopt(w->curl, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(w->curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+        curl_easy_setopt(w->curl, CURLOPT_TIMEOUT_MS, 120000L);
+        curl_easy_setopt(w->curl, CURLOPT_SSL_VERIFYPEER, 1L);
+        curl_easy_setopt(w->curl, CURLOPT_SSL_VERIFYHOST, 2L);
+        if (opt.ca_file)
+                curl_easy_setopt(w->curl, CURLOPT_CAINFO, opt.ca_file);
+        curl_easy_setopt(w->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(w->curl, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(w->curl, CURLOPT_WRITEDATA, w);
+        curl_easy_setopt(w->curl, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(w->curl, CURLOPT_HEADERDATA, w);
+        curl_easy_setopt(w->curl, CURLOPT_USERAGENT, "rtsoak-replay/" PROJECT_VERSION);
+        return 0;
+}
+
+static void worker_done(struct worker *w) {
+        batch_clear(w);
+        curl_easy_cleanup(w->curl);
+        hist_done(&w->hist);
+        free(w->ivs);
+        free(w->cpus);
+        free(w->loads);
+        free(w->mets);
+        free(w->events);
+}
+
+int main(int argc, char **argv) {
+        log_set_program("rtsoak-replay");
+        int r = parse_options(argc, argv);
+        if (r > 0)
+                return EXIT_SUCCESS;
+        if (r < 0)
+                return EXIT_USAGE;
+        r = load_machines();
+        if (r == -EINVAL)
+                return EXIT_USAGE;
+        if (r < 0)
+                return EXIT_FAILURE;
+        if (opt.ca_file && access(opt.ca_file, R_OK) < 0)
+                return usage_error("--ca", "cannot read '%s': %s", opt.ca_file, strerror(errno)),
+                       EXIT_USAGE;
+
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        unsigned nworkers = (unsigned) MIN((size_t) opt.jobs, nmachines);
+        struct worker *workers = calloc(nworkers, sizeof(*workers));
+        if (!workers)
+                return log_oom(), EXIT_FAILURE;
+        int64_t t0 = now_ns(CLOCK_MONOTONIC);
+        unsigned started = 0;
+        for (unsigned i = 0; i < nworkers; i++) {
+                r = worker_init(&workers[i]);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot set up a worker: %m");
+                        atomic_store(&failed, true);
+                        break;
+                }
+                r = -pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot start a worker thread: %m");
+                        atomic_store(&failed, true);
+                        break;
+                }
+                started++;
+        }
+        struct stats total = {};
+        for (unsigned i = 0; i < nworkers; i++) {
+                if (i < started)
+                        pthread_join(workers[i].thread, NULL);
+                total.machines += workers[i].stats.machines;
+                total.runs += workers[i].stats.runs;
+                total.intervals += workers[i].stats.intervals;
+                total.events += workers[i].stats.events;
+                total.uploads += workers[i].stats.uploads;
+                total.retries += workers[i].stats.retries;
+                worker_done(&workers[i]);
+        }
+        free(workers);
+        double secs = (double) (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+        double rate = secs > 0 ? (double) total.intervals / secs : 0;
+
+        if (!opt.quiet && atomic_load(&unsent_spikes))
+                log_warning("%u --spike time(s) fell in no interval that was sent (a gap, or "
+                            "between runs)",
+                            atomic_load(&unsent_spikes));
+        if (!opt.quiet && atomic_load(&unsent_downs))
+                log_warning("%u --load-down time(s) fell in no interval that was sent (a gap, "
+                            "or between runs): no load_exit event for them",
+                            atomic_load(&unsent_downs));
+        if (opt.json) {
+                json_auto_t *j =
+                        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:b}", "machines",
+                                  (json_int_t) total.machines, "runs", (json_int_t) total.runs,
+                                  "intervals", (json_int_t) total.intervals, "events",
+                                  (json_int_t) total.events, "uploads", (json_int_t) total.uploads,
+                                  "retries", (json_int_t) total.retries, "seconds", secs,
+                                  "intervals_per_second", rate, "ok", !atomic_load(&failed));
+                if (j)
+                        json_dumpf(j, stdout, JSON_COMPACT), putchar('\n');
+        } else if (!opt.quiet)
+                printf("machines %" PRIu64 ", runs %" PRIu64 ", intervals %" PRIu64
+                       ", events %" PRIu64 ", uploads %" PRIu64 ", seconds %.3f, "
+                       "intervals/s %.0f\n",
+                       total.machines, total.runs, total.intervals, total.events, total.uploads,
+                       secs, rate);
+        for (size_t i = 0; i < nmachines; i++) {
+                explicit_bzero(machines[i].token, strlen(machines[i].token));
+                free(machines[i].token);
+        }
+        free(machines);
+        free(opt.spikes);
+        free(opt.gaps);
+        free(opt.ends);
+        free(opt.downs);
+        curl_global_cleanup();
+        return atomic_load(&failed) ? EXIT_FAILURE : EXIT_SUCCESS;
+}
