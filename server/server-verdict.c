@@ -348,7 +348,7 @@ static int add_entry(struct machine *m, int64_t run, int64_t first, int64_t last
                 return -ENOMEM;
         m->entries = e;
         e[m->nentries++] = (struct entry){ run, first, last };
-        m->first_ns = m->covered_ns == 0 && m->nentries == 1 ? first : MIN(m->first_ns, first);
+        m->first_ns = m->nentries == 1 ? first : MIN(m->first_ns, first);
         m->last_ns = MAX(m->last_ns, last);
         return 0;
 }
