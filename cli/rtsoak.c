@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli-output.h"
+#include "cli-verdict.h"
 #include "config.h"
 #include "hist.h"
 #include "log.h"
@@ -61,7 +62,11 @@ static void usage(FILE *f) {
                 "  report                 per CPU: samples, min, avg, max, p50, p99, p99.9,\n"
                 "                         violations, missed periods\n"
                 "  histogram              the merged latency histogram\n"
-                "  events                 violations and other events\n\n"
+                "  events                 violations and other events\n"
+                "  verdict --server URL RELEASE\n"
+                "                         whether a kernel release qualifies as latest stable\n"
+                "                         (exit 0 qualified, 1 failed, 2 pending, 3 cannot tell;\n"
+                "                         see rtsoak verdict --help)\n\n"
                 "Options:\n"
                 "  --db PATH              database (default " DEFAULT_DB ")\n"
                 "  --json                 JSON for scripts instead of a table\n"
@@ -783,6 +788,9 @@ int main(int argc, char *argv[]) {
         int c, r;
 
         log_set_program("rtsoak");
+        /* verdict asks a farm server, not the local database: it has options of its own. */
+        if (argc > 1 && strcmp(argv[1], "verdict") == 0)
+                return cli_verdict(argc - 1, argv + 1);
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_DB:

@@ -539,6 +539,70 @@ static void test_server_command(void **state) {
         tu_result_done(&r);
 }
 
+/* rtsoak verdict, as a gating script runs it: the verdict, its reasons and the exit status. */
+static void test_cli(void **state) {
+        char at[32];
+        struct tu_result r;
+        ns_arg(at, T_END + MINUTE);
+        static const struct {
+                const char *release, *needle;
+                int status;
+        } cases[] = {
+                { "k-clean", "k-clean: QUALIFIED", 0 },
+                { "k-spike", "CPU 1: latency 500us over the bound of 100us", 1 },
+                { "k-short", "1d still missing", 2 },
+                { "k-nonet", "scenario net never ran", 2 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *cmd[] = {
+                        (char *) tu_bin("RTSOAK"), "verdict", "--server", base_url, "--at", at,
+                        (char *) cases[i].release, NULL
+                };
+                tu_run(cmd, 30000, NULL, NULL, &r);
+                if (r.status != cases[i].status || !strstr(r.out, cases[i].needle))
+                        fail_msg("rtsoak verdict %s: expected %d and '%s', got %d: %s%s",
+                                 cases[i].release, cases[i].status, cases[i].needle, r.status,
+                                 r.out, r.err);
+                tu_result_done(&r);
+        }
+        /* --json: the server's answer, with the same exit status. */
+        char *json_cmd[] = { (char *) tu_bin("RTSOAK"),
+                             "verdict",
+                             "--json",
+                             "--server",
+                             base_url,
+                             "--at",
+                             at,
+                             "k-gap",
+                             NULL };
+        tu_run(json_cmd, 30000, NULL, NULL, &r);
+        assert_int_equal(r.status, 1);
+        json_t *j = tu_json(r.out);
+        assert_string_equal(str(j, "verdict"), "failed");
+        assert_int_equal(tu_jint(j, "problems_total"), 1);
+        json_decref(j);
+        tu_result_done(&r);
+        /* Cannot tell: an unknown release, a server that is not there. */
+        char *unknown[] = {
+                (char *) tu_bin("RTSOAK"), "verdict", "--server", base_url, "k-none", NULL
+        };
+        tu_run(unknown, 30000, NULL, NULL, &r);
+        assert_int_equal(r.status, 3);
+        assert_non_null(strstr(r.err, "no such kernel release"));
+        tu_result_done(&r);
+        char *away[] = { (char *) tu_bin("RTSOAK"), "verdict", "--server",
+                         "http://127.0.0.1:1",      "k-clean", NULL };
+        tu_run(away, 30000, NULL, NULL, &r);
+        assert_int_equal(r.status, 3);
+        assert_non_null(strstr(r.err, "Cannot reach"));
+        tu_result_done(&r);
+        char *usage[] = { (char *) tu_bin("RTSOAK"), "verdict", "k-clean", NULL };
+        tu_run(usage, 30000, NULL, NULL, &r);
+        assert_int_equal(r.status, 64);
+        assert_non_null(strstr(r.err, "--server"));
+        tu_result_done(&r);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_qualified_and_silence),
@@ -552,6 +616,7 @@ int main(void) {
                 cmocka_unit_test(test_waiver),
                 cmocka_unit_test(test_kernels_and_errors),
                 cmocka_unit_test(test_server_command),
+                cmocka_unit_test(test_cli),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }
