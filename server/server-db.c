@@ -1045,10 +1045,12 @@ int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
                 db,
                 "SELECT m.id, m.hostname, m.cpu_model, m.cpus, m.threshold_ns, m.gating, "
                 "m.enrolled_ns, m.revoked_ns, m.last_report_ns, "
-                "(SELECT max(i.max_ns) FROM intervals i JOIN runs r ON i.run = r.id "
+                /* From the day rollups: a month of a machine is 30 of their rows rather
+                 * than tens of thousands of intervals. */
+                "(SELECT max(d.max_ns) FROM run_days d JOIN runs r ON d.run = r.id "
                 " WHERE r.machine_id = m.id), "
-                "(SELECT count(*) FROM intervals i JOIN runs r ON i.run = r.id "
-                " WHERE r.machine_id = m.id), "
+                "(SELECT coalesce(sum(d.intervals), 0) FROM run_days d "
+                " JOIN runs r ON d.run = r.id WHERE r.machine_id = m.id), "
                 "(SELECT count(*) FROM events e JOIN runs r ON e.run = r.id "
                 " WHERE r.machine_id = m.id) "
                 "FROM machines m WHERE ?1 IS NULL OR m.id = ?1 ORDER BY m.id",
