@@ -22,15 +22,18 @@ int farm_rule_parse_scenarios(const char *text, struct farm_rule *rule, char *er
         size_t n = 0;
         if (!copy)
                 return -ENOMEM;
-        char *save = NULL;
-        for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        const char *t = text;
+        while (*t == ' ' || *t == '\t')
+                t++;
+        if (!*t || strcmp(t, "none") == 0) {
+                rule->nscenarios = 0;
+                return 0;
+        }
+        char *rest = copy;
+        for (char *item; (item = strsep(&rest, ","));) {
                 char name[FARM_SCENARIO_NAME_MAX], span[64], extra;
                 while (*item == ' ' || *item == '\t')
                         item++;
-                if (!*item && n == 0 && !strtok_r(NULL, ",", &save))
-                        break;
-                if (strcmp(item, "none") == 0 && n == 0)
-                        break;
                 /* "NAME SPAN": the span may hold spaces itself ("1d 12h"). */
                 char *sp = strpbrk(item, " \t");
                 if (!sp || (size_t) (sp - item) >= sizeof(name) || sp == item) {

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the farm server's parts: the Authorization header, new tokens, machine ids
- * and the per-machine token bucket. */
+ * the per-machine token bucket, the verdict's rule and the query parameters. */
 #include <errno.h>
 
 #include "tests.h"
 #include "macro.h"
 #include "server-auth.h"
 #include "server-db.h"
+#include "server-params.h"
 #include "server-ratelimit.h"
+#include "server-verdict.h"
 
 #define TOKEN "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 
@@ -95,12 +97,82 @@ static void test_token_bucket(void **state) {
         farm_ratelimit_free(rl);
 }
 
+static void test_rule_scenarios(void **state) {
+        struct farm_rule rule;
+        char err[256];
+
+        farm_rule_default(&rule);
+        assert_int_equal(rule.nscenarios, 6);
+        assert_string_equal(rule.scenarios[5].name, "mixed");
+        assert_true(rule.scenarios[0].min_ns == 86400 * NSEC_PER_SEC);
+        assert_true(rule.period_ns == 30 * 86400 * NSEC_PER_SEC);
+        assert_true(rule.max_gap_ns == 15 * 60 * NSEC_PER_SEC);
+
+        assert_int_equal(farm_rule_parse_scenarios(" idle 1d,cpu 1d 12h , net 30min", &rule, err,
+                                                   sizeof(err)),
+                         0);
+        assert_int_equal(rule.nscenarios, 3);
+        assert_string_equal(rule.scenarios[1].name, "cpu");
+        assert_true(rule.scenarios[1].min_ns == 36 * 3600 * NSEC_PER_SEC);
+        assert_true(rule.scenarios[2].min_ns == 30 * 60 * NSEC_PER_SEC);
+        assert_int_equal(farm_rule_parse_scenarios("none", &rule, err, sizeof(err)), 0);
+        assert_int_equal(rule.nscenarios, 0);
+        assert_int_equal(farm_rule_parse_scenarios("", &rule, err, sizeof(err)), 0);
+        assert_int_equal(rule.nscenarios, 0);
+
+        static const struct {
+                const char *text, *msg;
+        } bad[] = {
+                { "idle", "expected \"SCENARIO MINIMUM\"" },
+                { "idle 1d, idle 2d", "listed twice" },
+                { "idle 0", "longer than 0" },
+                { "idle 5 parsecs", "5 parsecs" },
+                { "idle 1d,, cpu 1d", "expected" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                err[0] = '\0';
+                assert_int_equal(farm_rule_parse_scenarios(bad[i].text, &rule, err, sizeof(err)),
+                                 -EINVAL);
+                if (!strstr(err, bad[i].msg))
+                        fail_msg("%s: '%s' lacks '%s'", bad[i].text, err, bad[i].msg);
+        }
+}
+
+static void test_params(void **state) {
+        char err[FARM_PARAM_ERROR_MAX];
+        int64_t t = 7;
+        uint64_t u = 9;
+        struct farm_page p;
+
+        assert_int_equal(farm_param_time("at", NULL, 0, &t, err), 0);
+        assert_int_equal(t, 7);
+        assert_int_equal(farm_param_time("at", "2026-12-03T00:00:00Z", 0, &t, err), 0);
+        assert_true(t == INT64_C(1796256000) * 1000000000);
+        assert_int_equal(farm_param_time("at", "1796256000000000001", 0, &t, err), 0);
+        assert_true(t == INT64_C(1796256000000000001));
+        assert_int_equal(farm_param_time("from", "tuesday", 0, &t, err), -EINVAL);
+        assert_non_null(strstr(err, "from=tuesday"));
+        assert_int_equal(farm_param_span("step", "5min", &u, err), 0);
+        assert_true(u == 300 * NSEC_PER_SEC);
+        assert_int_equal(farm_param_span("step", "0", &u, err), -EINVAL);
+        assert_non_null(strstr(err, "step=0"));
+        assert_int_equal(farm_param_uint("cpu", "-1", 0, 10, &u, err), -EINVAL);
+        assert_int_equal(farm_param_uint("cpu", "11", 0, 10, &u, err), -ERANGE);
+        assert_non_null(strstr(err, "0..10"));
+        assert_int_equal(farm_param_page(NULL, NULL, &p, err), 0);
+        assert_int_equal(p.limit, FARM_PAGE_LIMIT_DEFAULT);
+        assert_int_equal(p.offset, 0);
+        assert_int_equal(farm_param_page("0", NULL, &p, err), -ERANGE);
+        assert_non_null(strstr(err, "limit=0"));
+        assert_int_equal(farm_param_page("10", "x", &p, err), -EINVAL);
+        assert_non_null(strstr(err, "offset=x"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_authorization_header),
-                cmocka_unit_test(test_new_tokens),
-                cmocka_unit_test(test_machine_ids),
-                cmocka_unit_test(test_token_bucket),
+                cmocka_unit_test(test_authorization_header), cmocka_unit_test(test_new_tokens),
+                cmocka_unit_test(test_machine_ids),          cmocka_unit_test(test_token_bucket),
+                cmocka_unit_test(test_rule_scenarios),       cmocka_unit_test(test_params),
         };
         return RUN_TESTS(tests);
 }

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Times the verdict and the dashboard queries on a simulated farm.
+
+The farm (by default 200 machines x 8 CPUs x 30 days of 1-minute intervals under the built-in
+six-scenario rotation, 8.64 million intervals, two machines with a latency spike) is made once
+by bench/farm-fill through the server's own storage path, into --db (kept between runs: filling
+takes the better part of an hour on a 2-CPU VM).  Then the real rtsoak-server serves that
+database on loopback and each request is timed from the client, over HTTP, N times:
+
+  - the verdict of the release (GET /api/v1/kernels/REL/verdict?at=END+1min): target < 1 s;
+  - a 30-day interval query at 5-minute steps for one machine
+    (GET /api/v1/machines/ID/intervals?from=&to=&step=5min, every page): target < 100 ms;
+  - the same machine's 30-day merged histogram, and the kernel list.
+
+The first request of each kind runs on a cold page cache for that part of the file (the
+filling wrote other parts last), so the median and the maximum are both reported.  The
+database size is the main file plus the WAL.
+
+Usage (from the source tree after building into build/):
+    bench/farm-queries.py --db /var/tmp/rtsoak-bench/farm.db [--runs 7] [--fill]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.join(HERE, "..", "build")
+SERVER = os.path.join(BUILD, "server", "rtsoak-server")
+FILL = os.path.join(BUILD, "bench", "farm-fill")
+RESULTS = os.path.join(HERE, "results-farm-queries.txt")
+END_S = 1796256000  # 2026-12-03T00:00:00Z: the simulated month ends here
+RELEASE = "6.1.0-rt-bench"
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def start_server(db):
+    p = subprocess.Popen([SERVER, "--db", db, "--listen", "127.0.0.1:0"],
+                         stderr=subprocess.PIPE, text=True)
+    for line in p.stderr:
+        m = re.search(r"Listening on (http://\S+)", line)
+        if m:
+            return p, m.group(1)
+    raise SystemExit("rtsoak-server did not start")
+
+
+def timed_get(url):
+    t = time.monotonic()
+    with urllib.request.urlopen(url, timeout=600) as r:
+        body = r.read()
+    return time.monotonic() - t, json.loads(body)
+
+
+def timed_pages(url):
+    """Every page of a paginated answer; the time of all of them together."""
+    total, pages, items = 0.0, 0, 0
+    base = url.split("/api/")[0]
+    while url:
+        dt, j = timed_get(url)
+        total += dt
+        pages += 1
+        items += len(j.get("steps") or j.get("intervals") or [])
+        nxt = j.get("next")
+        url = (base + nxt if nxt and nxt.startswith("/") else nxt) if nxt else None
+    return total, pages, items
+
+
+def summary(name, times, target=None):
+    med = statistics.median(times)
+    line = "%-44s median %8.1f ms   min %8.1f   max %8.1f   (n=%d)" % (
+        name, med * 1000, min(times) * 1000, max(times) * 1000, len(times))
+    if target:
+        line += "   target < %g ms: %s" % (target * 1000, "met" if med < target else "MISSED")
+    return line
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--db", default="/var/tmp/rtsoak-bench/farm.db")
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--fill", action="store_true", help="make the farm first (takes long)")
+    ap.add_argument("--machines", type=int, default=200)
+    ap.add_argument("--cpus", type=int, default=8)
+    ap.add_argument("--days", type=int, default=30)
+    args = ap.parse_args()
+
+    if args.fill:
+        if os.path.exists(args.db):
+            raise SystemExit("%s exists; remove it to fill anew" % args.db)
+        t = time.monotonic()
+        subprocess.run([FILL, args.db, str(args.machines), str(args.cpus), str(args.days), "60",
+                        str(END_S), RELEASE], check=True)
+        print("filled in %.0f s" % (time.monotonic() - t))
+
+    size = sum(os.path.getsize(args.db + s) for s in ("", "-wal") if os.path.exists(args.db + s))
+    proc, url = start_server(args.db)
+    lines = []
+    try:
+        at = (END_S + 60) * 10**9
+        verdict_times, kernels_times, iv_times, hist_times = [], [], [], []
+        last = None
+        for _ in range(args.runs):
+            dt, last = timed_get("%s/api/v1/kernels/%s/verdict?at=%d" % (url, RELEASE, at))
+            verdict_times.append(dt)
+        machine = "f%031x" % 7
+        frm, to = (END_S - args.days * 86400) * 10**9, END_S * 10**9
+        iv_url = "%s/api/v1/machines/%s/intervals?from=%d&to=%d&step=5min&limit=1000" % (
+            url, machine, frm, to)
+        steps = pages = None
+        try:
+            for _ in range(args.runs):
+                dt, pages, steps = timed_pages(iv_url)
+                iv_times.append(dt)
+            for _ in range(args.runs):
+                dt, _ = timed_get("%s/api/v1/machines/%s/histogram?from=%d&to=%d" % (
+                    url, machine, frm, to))
+                hist_times.append(dt)
+        except urllib.error.HTTPError as e:
+            lines.append("interval/histogram queries not available: %s" % e)
+        for _ in range(args.runs):
+            dt, _ = timed_get("%s/api/v1/kernels?at=%d" % (url, at))
+            kernels_times.append(dt)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+
+    head = [
+        "%s  %s, %d CPUs, %s" % (datetime.datetime.now(datetime.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M UTC"), cpu_model(), os.cpu_count(), platform.release()),
+        "farm: %d machines x %d CPUs x %d days of 1-minute intervals (%d intervals), "
+        "database %.2f GiB (%.0f bytes per interval)" % (
+            args.machines, args.cpus, args.days, args.machines * args.days * 1440,
+            size / 2**30, size / (args.machines * args.days * 1440)),
+        "verdict: %s, %d problem(s), %d gating machines" % (
+            last["verdict"], last["problems_total"], last["gating_machines"]),
+        summary("verdict (GET .../verdict?at=)", verdict_times, 1.0),
+    ]
+    if iv_times:
+        head.append(summary("intervals, 30 days at 5 min (%d steps, %d pages)" % (steps, pages),
+                            iv_times, 0.1))
+    if hist_times:
+        head.append(summary("histogram, 30 days, one machine", hist_times))
+    head.append(summary("kernel list with verdicts", kernels_times))
+    out = "\n".join(head + lines) + "\n"
+    print(out, end="")
+    with open(RESULTS, "a") as f:
+        f.write(out + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
