@@ -13,11 +13,12 @@
 #include "macro.h"
 #include "sqlite-errno.h"
 #include "server-db-internal.h"
+#include "server-query.h"
 
 /* 'rtsf': marks the file as the farm database, so the machines' own database (and any other
  * SQLite file) is refused by name. */
 #define FARM_APPLICATION_ID 0x72747366
-#define FARM_SCHEMA_VERSION 3
+#define FARM_SCHEMA_VERSION 4
 #define FARM_BUSY_TIMEOUT_MS 10000
 
 /* Migration N takes the schema from version N to N+1.  Never edit a released entry: add one. */
@@ -140,6 +141,30 @@ static const char *const migrations[] = {
         "  id INTEGER PRIMARY KEY, time_ns INTEGER NOT NULL, who TEXT NOT NULL,"
         "  action TEXT NOT NULL, kernel_release TEXT, problem TEXT, waiver INTEGER,"
         "  detail TEXT);",
+        /* 3 -> 4: for the query API (server-query.c).  Each interval keeps the totals of its
+         * CPUs (samples, violations, which CPU had the worst case and when), so that a month
+         * of a machine's intervals per step reads one row per interval; merged histograms
+         * per run, UTC day, scenario and CPU are cached in hist_days, filled by the queries
+         * and dropped for a day when an interval of it is stored. */
+        "ALTER TABLE intervals ADD COLUMN samples INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN violations INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN max_cpu INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN max_time_ns INTEGER;"
+        "UPDATE intervals SET"
+        "  samples = (SELECT sum(samples) FROM interval_cpus WHERE interval = intervals.id),"
+        "  violations = (SELECT sum(violations) FROM interval_cpus"
+        "    WHERE interval = intervals.id),"
+        "  max_cpu = (SELECT cpu FROM interval_cpus WHERE interval = intervals.id"
+        "    ORDER BY max_ns DESC, cpu LIMIT 1),"
+        "  max_time_ns = (SELECT max_time_ns FROM interval_cpus WHERE interval = intervals.id"
+        "    ORDER BY max_ns DESC, cpu LIMIT 1);"
+        "CREATE TABLE hist_days ("
+        "  run INTEGER NOT NULL REFERENCES runs(id), day INTEGER NOT NULL,"
+        "  scenario TEXT NOT NULL, cpu INTEGER NOT NULL,"
+        "  samples INTEGER NOT NULL, min_ns INTEGER NOT NULL, max_ns INTEGER NOT NULL,"
+        "  max_time_ns INTEGER NOT NULL, violations INTEGER NOT NULL,"
+        "  hist_limit_us INTEGER NOT NULL, hist BLOB NOT NULL,"
+        "  PRIMARY KEY (run, day, scenario, cpu)) WITHOUT ROWID;",
 };
 _Static_assert(ELEMENTSOF(migrations) == FARM_SCHEMA_VERSION, "one migration per version");
 
@@ -671,6 +696,8 @@ static int store_interval(farm_db *db, struct interval_stmts *x, int64_t run,
                         return r;
                 x->violations += p->violations;
         }
+        if ((r = farm_query_interval_stored(db, run, id, iv, err)) < 0)
+                return r;
         if (iv->start_ns >= x->latest_start_ns) {
                 x->latest_start_ns = iv->start_ns;
                 x->latest_max_ns = (int64_t) max_ns;

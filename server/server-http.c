@@ -18,6 +18,7 @@
 #include "server-auth.h"
 #include "server-http.h"
 #include "server-params.h"
+#include "server-query.h"
 #include "server-ratelimit.h"
 #include "server-verdict.h"
 #include "summary.h"
@@ -37,6 +38,7 @@ struct farm_http {
         farm_ratelimit *rl;
         size_t max_body_bytes;
         const struct farm_rule *rule;
+        struct farm_counters counters; /* for /metrics */
 };
 
 /* What a request with a body does with it once it is read. */
@@ -60,6 +62,7 @@ struct request {
         uint64_t bytes_in, bytes_out;
         char *body;
         size_t len, allocated;
+        bool upload, duplicate; /* a summary upload, answered "duplicate" */
 };
 
 static void format_address(const struct sockaddr *sa, socklen_t len, char *buf, size_t size) {
@@ -251,6 +254,7 @@ static enum MHD_Result finish_upload(farm_http *h, struct MHD_Connection *c, str
 
         r = farm_store_summary(h->db, &s, now_ns(CLOCK_REALTIME), &st, err);
         summary_done(&s);
+        rq->duplicate = r >= 0 && st.duplicate;
         if (r == -EACCES)
                 return respond_error(rq, c, 401, "missing, invalid or revoked token",
                                      MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
@@ -280,6 +284,54 @@ static enum MHD_Result get_machines(farm_http *h, struct MHD_Connection *c, stru
         if (r < 0)
                 return respond_internal(rq, c, r, err);
         return respond(rq, c, 200, j, NULL, NULL);
+}
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value) {
+        struct farm_args *args = cls;
+        (void) kind;
+        if (args->n == FARM_ARGS_MAX) {
+                args->too_many = true;
+                return MHD_NO;
+        }
+        args->a[args->n].name = key;
+        args->a[args->n++].value = value;
+        return MHD_YES;
+}
+
+/* The query API (server-query.c): true when url is one of its routes, answered in *ret. */
+static bool route_query(farm_http *h, struct MHD_Connection *c, struct request *rq, const char *url,
+                        const char *method, enum MHD_Result *ret) {
+        struct farm_args args = {};
+        struct farm_answer a;
+
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+        if (farm_query_route(h->db, &h->counters, url, method, &args, now_ns(CLOCK_REALTIME), &a) ==
+            0)
+                return false;
+        if (a.status >= 500)
+                *ret = respond_internal(rq, c, a.error, a.err);
+        else if (a.text) {
+                size_t len = strlen(a.text);
+                struct MHD_Response *resp = MHD_create_response_from_buffer(len, a.text,
+                                                                            MHD_RESPMEM_MUST_FREE);
+                if (resp) {
+                        a.text = NULL;
+                        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, a.content_type);
+                        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+                        *ret = MHD_queue_response(c, a.status, resp);
+                        MHD_destroy_response(resp);
+                        rq->status = a.status;
+                        rq->bytes_out = len;
+                } else
+                        *ret = MHD_NO;
+        } else {
+                *ret = respond(rq, c, a.status, a.json, a.allow ? MHD_HTTP_HEADER_ALLOW : NULL,
+                               a.allow);
+                a.json = NULL;
+        }
+        farm_answer_done(&a);
+        return true;
 }
 
 static bool is_get(const char *method) {
@@ -566,8 +618,12 @@ static enum MHD_Result route(farm_http *h, struct MHD_Connection *c, struct requ
                 if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
                         return respond_error(rq, c, 405, "method not allowed",
                                              MHD_HTTP_HEADER_ALLOW, "POST");
+                rq->upload = true;
                 return begin_upload(h, c, rq);
         }
+        enum MHD_Result ret;
+        if (route_query(h, c, rq, url, method, &ret))
+                return ret;
         if (strcmp(url, API_MACHINES) == 0 || strncmp(url, API_MACHINES "/", 17) == 0) {
                 if (!is_get(method))
                         return respond_error(rq, c, 405, "method not allowed",
@@ -659,6 +715,8 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
         if (!rq)
                 return;
         const char *end = termination(toe);
+        farm_counters_request(&((farm_http *) cls)->counters, rq->upload, rq->duplicate,
+                              rq->status);
         log_info("request time=%s remote=%s method=%s path=%s status=%u in=%llu out=%llu "
                  "duration_us=%lld machine=%s%s%s",
                  format_timestamp_utc(when, rq->start_ns), rq->remote, rq->method, rq->path,

@@ -1,0 +1,1911 @@
+/* SPDX-License-Identifier: MIT */
+/* The query API of the farm server (intervals per step, merged histograms with their per-day
+ * cache, kernel comparisons, events, runs, the machine list) and the Prometheus metrics. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hist.h"
+#include "macro.h"
+#include "server-db-internal.h"
+#include "server-params.h"
+#include "server-query.h"
+#include "timeutil.h"
+
+#define API "/api/v1"
+#define DAY_NS FARM_DAY_NS
+#define DEFAULT_WINDOW_NS DAY_NS
+#define DEFAULT_STEP_NS (60 * (int64_t) NSEC_PER_SEC)
+#define NAMES_MAX 64 /* different scenarios or kernels in one intervals answer */
+#define CPU_MAX 8192
+#define TOLERANCE_PERCENT_DEFAULT 10
+#define MIN_DIFFERENCE_NS_DEFAULT (5 * NSEC_PER_USEC)
+
+void farm_answer_done(struct farm_answer *a) {
+        json_decref(a->json);
+        free(a->text);
+        a->json = NULL;
+        a->text = NULL;
+}
+
+/* ---- small helpers ---------------------------------------------------------------------- */
+
+int64_t farm_step_floor(int64_t t, uint64_t step_ns) {
+        int64_t s = (int64_t) step_ns, q = t / s;
+        if (t % s != 0 && t < 0)
+                q--;
+        return q * s;
+}
+
+uint64_t farm_steps_in(int64_t from_ns, int64_t to_ns, uint64_t step_ns) {
+        int64_t first = farm_step_floor(from_ns, step_ns),
+                last = farm_step_floor(to_ns - 1, step_ns);
+        return (uint64_t) (last - first) / step_ns + 1;
+}
+
+void farm_percentiles(const struct hist *h, uint64_t min_ns, uint64_t max_ns,
+                      struct farm_percentiles *ret) {
+        ret->p50_ns = hist_quantile_ns(h, 50, 100, min_ns, max_ns);
+        ret->p99_ns = hist_quantile_ns(h, 99, 100, min_ns, max_ns);
+        ret->p99_9_ns = hist_quantile_ns(h, 999, 1000, min_ns, max_ns);
+        ret->p99_99_ns = hist_quantile_ns(h, 9999, 10000, min_ns, max_ns);
+}
+
+bool farm_worse(uint64_t value, uint64_t base, uint64_t tolerance_percent,
+                uint64_t min_difference_ns) {
+        if (value <= base)
+                return false;
+        uint64_t diff = value - base;
+        /* In 128 bits: base * percent must not wrap for any latency a day long. */
+        unsigned __int128 allowed = (unsigned __int128) base * tolerance_percent / 100;
+        return diff > min_difference_ns && (unsigned __int128) diff > allowed;
+}
+
+int farm_prom_escape(const char *value, char *buf, size_t size) {
+        size_t o = 0;
+        for (const char *p = value; *p; p++) {
+                const char *e = *p == '\\'   ? "\\\\"
+                                : *p == '"'  ? "\\\""
+                                : *p == '\n' ? "\\n"
+                                             : NULL;
+                size_t n = e ? 2 : 1;
+                if (o + n >= size)
+                        return -ENOBUFS;
+                if (e)
+                        memcpy(buf + o, e, 2);
+                else
+                        buf[o] = *p;
+                o += n;
+        }
+        if (o >= size)
+                return -ENOBUFS;
+        buf[o] = '\0';
+        return 0;
+}
+
+static json_t *json_time(int64_t ns) {
+        char buf[TIMESTAMP_MAX_LEN];
+        return json_string(format_timestamp_utc(buf, ns));
+}
+
+static void answer_error(struct farm_answer *a, unsigned status, const char *fmt, ...)
+        _printf_(3, 4);
+static void answer_error(struct farm_answer *a, unsigned status, const char *fmt, ...) {
+        char msg[FARM_ERROR_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        json_decref(a->json);
+        a->status = status;
+        a->json = json_pack("{s:s}", "error", msg);
+}
+
+/* A failure of ours (500, or 503 for a busy database); err already says why. */
+static int answer_internal(struct farm_answer *a, int error) {
+        a->error = error;
+        a->status = error == -EBUSY ? 503 : 500;
+        return error;
+}
+
+static void answer_json(struct farm_answer *a, json_t *j) {
+        if (!j) {
+                snprintf(a->err, sizeof(a->err), "out of memory building the answer");
+                answer_internal(a, -ENOMEM);
+                return;
+        }
+        a->status = 200;
+        a->json = j;
+}
+
+/* The value of parameter name, or NULL. */
+static const char *arg(const struct farm_args *args, const char *name) {
+        for (unsigned i = 0; i < args->n; i++)
+                if (strcmp(args->a[i].name, name) == 0)
+                        return args->a[i].value ?: "";
+        return NULL;
+}
+
+/* Refuses unknown and repeated parameters: a typo such as ?form= must not quietly answer
+ * for everything.  allowed is NULL-terminated. */
+static bool check_args(const struct farm_args *args, const char *const *allowed,
+                       struct farm_answer *a) {
+        char list[256] = "";
+        size_t o = 0;
+        for (const char *const *p = allowed; *p && o < sizeof(list); p++)
+                o += (size_t) snprintf(list + o, sizeof(list) - o, "%s%s", o ? ", " : "", *p);
+        if (args->too_many) {
+                answer_error(a, 400, "too many query parameters (at most %d)", FARM_ARGS_MAX);
+                return false;
+        }
+        for (unsigned i = 0; i < args->n; i++) {
+                const char *name = args->a[i].name;
+                bool known = false;
+                for (const char *const *p = allowed; *p; p++)
+                        known = known || strcmp(*p, name) == 0;
+                if (!known) {
+                        answer_error(a, 400, "unknown parameter %.64s (this query takes: %s)", name,
+                                     o ? list : "none");
+                        return false;
+                }
+                for (unsigned j = 0; j < i; j++)
+                        if (strcmp(args->a[j].name, name) == 0) {
+                                answer_error(a, 400, "%.64s: given more than once", name);
+                                return false;
+                        }
+        }
+        return true;
+}
+
+static bool param_ok(int r, const char *perr, struct farm_answer *a) {
+        if (r >= 0)
+                return true;
+        answer_error(a, 400, "%s", perr);
+        return false;
+}
+
+/* Scenario names as the summary schema allows them: 1-32 letters, digits, '-' and '_'. */
+static bool scenario_ok(const char *s, struct farm_answer *a) {
+        size_t n = strlen(s);
+        bool ok = n >= 1 && n <= 32;
+        for (size_t i = 0; ok && i < n; i++)
+                ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+                     (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_';
+        if (!ok)
+                answer_error(a, 400,
+                             "scenario=%.64s: not a scenario name (1-32 letters, digits, - and _)",
+                             s);
+        return ok;
+}
+
+/* A growing string: on failure it becomes NULL and stays so. */
+struct sbuf {
+        char *s;
+        size_t len, size;
+};
+
+static void sb_put(struct sbuf *b, const char *s, bool encode) {
+        for (const unsigned char *p = (const unsigned char *) s; b->s && *p; p++) {
+                if (b->len + 4 >= b->size) {
+                        size_t n = b->size * 2 + 64;
+                        char *t = realloc(b->s, n);
+                        if (!t) {
+                                free(b->s);
+                                b->s = NULL;
+                                return;
+                        }
+                        b->s = t;
+                        b->size = n;
+                }
+                if (!encode || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~')
+                        b->s[b->len++] = (char) *p;
+                else
+                        b->len += (size_t) snprintf(b->s + b->len, b->size - b->len, "%%%02X", *p);
+                b->s[b->len] = '\0';
+        }
+}
+
+/* Adds "total", "limit", "offset" and "next" to o: next is the path and query of the next
+ * page (the same parameters, percent-encoded, with the offset moved on), or null on the last
+ * page. */
+static int add_page(json_t *o, const char *path, const struct farm_args *args,
+                    const struct farm_page *page, uint64_t total) {
+        json_t *next;
+        if (page->offset + page->limit < total) {
+                struct sbuf b = { .s = calloc(1, 64), .size = 64 };
+                char num[96];
+                sb_put(&b, path, false);
+                sb_put(&b, "?", false);
+                for (unsigned i = 0; i < args->n; i++) {
+                        if (strcmp(args->a[i].name, "limit") == 0 ||
+                            strcmp(args->a[i].name, "offset") == 0)
+                                continue;
+                        sb_put(&b, args->a[i].name, true);
+                        sb_put(&b, "=", false);
+                        sb_put(&b, args->a[i].value ?: "", true);
+                        sb_put(&b, "&", false);
+                }
+                snprintf(num, sizeof(num), "limit=%" PRIu64 "&offset=%" PRIu64, page->limit,
+                         page->offset + page->limit);
+                sb_put(&b, num, false);
+                if (!b.s)
+                        return -ENOMEM;
+                next = json_string(b.s);
+                free(b.s);
+        } else
+                next = json_null();
+        if (json_object_set_new(o, "total", json_integer((json_int_t) total)) < 0 ||
+            json_object_set_new(o, "limit", json_integer((json_int_t) page->limit)) < 0 ||
+            json_object_set_new(o, "offset", json_integer((json_int_t) page->offset)) < 0 ||
+            json_object_set_new(o, "next", next) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* ---- the machine and the window --------------------------------------------------------- */
+
+struct machine_ctx {
+        const char *id;
+        bool has_data;
+        int64_t last_start_ns; /* of its latest interval */
+        uint64_t interval_ns;  /* of its latest run */
+};
+
+/* 1 when the machine is enrolled, 0 when not (answered 404).  With the reader lock held. */
+static int machine_lookup(farm_db *db, const char *id, struct machine_ctx *m,
+                          struct farm_answer *a) {
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        int r = farm_prepare_r(db,
+                               "SELECT m.last_interval_start_ns, (SELECT interval_ns FROM runs "
+                               "WHERE machine_id = m.id ORDER BY start_ns DESC, run_id DESC "
+                               "LIMIT 1) FROM machines m WHERE m.id = ?",
+                               &st, a->err);
+        if (r < 0)
+                return answer_internal(a, r);
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE) {
+                answer_error(a, 404, "no such machine");
+                return 0;
+        }
+        if (rc != SQLITE_ROW)
+                return answer_internal(
+                        a, farm_fail_on(db, db->rdb, rc, "cannot look up the machine", a->err));
+        *m = (struct machine_ctx){ .id = id };
+        m->has_data = sqlite3_column_type(st, 0) != SQLITE_NULL;
+        m->last_start_ns = sqlite3_column_int64(st, 0);
+        m->interval_ns = (uint64_t) sqlite3_column_int64(st, 1);
+        return 1;
+}
+
+/* ?from= and ?to= of a window [from, to): by default the 24 hours up to the machine's latest
+ * interval (included); with one of them given, 24 hours from or up to it. */
+static bool parse_window(const struct farm_args *args, int64_t now, const struct machine_ctx *m,
+                         int64_t *ret_from, int64_t *ret_to, struct farm_answer *a) {
+        char perr[FARM_PARAM_ERROR_MAX];
+        const char *f = arg(args, "from"), *t = arg(args, "to");
+        int64_t from = 0, to = 0;
+        if (!param_ok(farm_param_time("from", f, now, &from, perr), perr, a) ||
+            !param_ok(farm_param_time("to", t, now, &to, perr), perr, a))
+                return false;
+        if (!f && !t) {
+                to = m->has_data ? m->last_start_ns + 1 : now;
+                from = to - DEFAULT_WINDOW_NS;
+        } else if (!t)
+                to = from > INT64_MAX - DEFAULT_WINDOW_NS ? INT64_MAX : from + DEFAULT_WINDOW_NS;
+        else if (!f)
+                from = to < INT64_MIN + DEFAULT_WINDOW_NS ? INT64_MIN : to - DEFAULT_WINDOW_NS;
+        if (from >= to) {
+                answer_error(a, 400, "from=%.64s: not before to=%.64s", f ?: "(default)",
+                             t ?: "(default)");
+                return false;
+        }
+        *ret_from = from;
+        *ret_to = to;
+        return true;
+}
+
+static bool parse_cpu(const struct farm_args *args, int64_t *ret, struct farm_answer *a) {
+        char perr[FARM_PARAM_ERROR_MAX];
+        uint64_t cpu = 0;
+        const char *v = arg(args, "cpu");
+        *ret = -1;
+        if (!param_ok(farm_param_uint("cpu", v, 0, CPU_MAX - 1, &cpu, perr), perr, a))
+                return false;
+        if (v)
+                *ret = (int64_t) cpu;
+        return true;
+}
+
+static int window_fields(json_t *o, const char *machine, int64_t from, int64_t to, int64_t cpu,
+                         const char *scenario) {
+        return json_object_update_new(
+                o, json_pack("{s:s, s:I, s:o, s:I, s:o, s:o, s:o}", "machine", machine, "from_ns",
+                             (json_int_t) from, "from", json_time(from), "to_ns", (json_int_t) to,
+                             "to", json_time(to), "cpu", cpu >= 0 ? json_integer(cpu) : json_null(),
+                             "scenario", scenario ? json_string(scenario) : json_null()));
+}
+
+/* ---- GET /api/v1/machines/{id}/intervals ------------------------------------------------ */
+
+struct names {
+        char *s[NAMES_MAX];
+        unsigned n;
+};
+
+static void names_done(struct names *n) {
+        for (unsigned i = 0; i < n->n; i++)
+                free(n->s[i]);
+        n->n = 0;
+}
+
+/* The index of s ("" for none), added if new: -ENOSPC past NAMES_MAX. */
+static int name_id(struct names *n, const char *s) {
+        for (unsigned i = 0; i < n->n; i++)
+                if (strcmp(n->s[i], s) == 0)
+                        return (int) i;
+        if (n->n == NAMES_MAX)
+                return -ENOSPC;
+        n->s[n->n] = strdup(s);
+        return n->s[n->n] ? (int) n->n++ : -ENOMEM;
+}
+
+static json_t *names_json(const struct names *n, uint64_t mask, bool empty_is_null) {
+        json_t *l = json_array();
+        for (unsigned i = 0; l && i < n->n; i++)
+                if (mask & (UINT64_C(1) << i))
+                        json_array_append_new(l, empty_is_null && !n->s[i][0]
+                                                         ? json_null()
+                                                         : json_string(n->s[i]));
+        return l;
+}
+
+struct step {
+        int64_t start_ns, max_time_ns;
+        uint64_t max_ns, samples, violations, intervals, covered_ns;
+        uint64_t scenarios, kernels; /* bits of the names */
+        int64_t max_cpu;
+};
+
+static int get_intervals(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
+                         const char *path, struct farm_answer *a) {
+        static const char *const allowed[] = { "from",     "to",    "cpu",    "step",
+                                               "scenario", "limit", "offset", NULL };
+        char perr[FARM_PARAM_ERROR_MAX];
+        struct machine_ctx m;
+        struct farm_page page;
+        int64_t from, to, cpu;
+        uint64_t step_ns = 0;
+        const char *scenario = arg(args, "scenario");
+        struct names scen = {}, kern = {};
+        _cleanup_free_ uint32_t *slot = NULL;
+        _cleanup_free_ struct step *steps = NULL;
+        size_t n = 0, alloc = 0;
+        int r, rc;
+
+        if (!check_args(args, allowed, a) || !parse_cpu(args, &cpu, a) ||
+            (scenario && !scenario_ok(scenario, a)) ||
+            !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
+                      a) ||
+            !param_ok(farm_param_span("step", arg(args, "step"), &step_ns, perr), perr, a))
+                return 0;
+        if (step_ns > (uint64_t) INT64_MAX) {
+                answer_error(a, 400, "step=%.64s: too long", arg(args, "step"));
+                return 0;
+        }
+
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        if ((r = machine_lookup(db, id, &m, a)) <= 0 || !parse_window(args, now, &m, &from, &to, a))
+                return r;
+        if (step_ns == 0)
+                step_ns = m.interval_ns ?: (uint64_t) DEFAULT_STEP_NS;
+        uint64_t nsteps = farm_steps_in(from, to, step_ns);
+        if (nsteps > FARM_STEPS_MAX) {
+                char span[TIMESPAN_MAX_LEN];
+                answer_error(a, 400,
+                             "step=%s: the window holds %" PRIu64 " steps, more than %d; ask for "
+                             "a larger step or a shorter window",
+                             format_timespan(span, step_ns), nsteps, FARM_STEPS_MAX);
+                return 0;
+        }
+        int64_t first = farm_step_floor(from, step_ns);
+        slot = calloc(nsteps, sizeof(*slot));
+        if (!slot)
+                return answer_internal(a, -ENOMEM);
+
+        /* The intervals of the machine's runs in the window, through the (run, start_ns)
+         * index; the totals of each interval's CPUs are kept on its row (schema 4), so that a
+         * month of one-minute intervals is 43,200 rows, not one per CPU as well. */
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        if (cpu < 0)
+                r = farm_prepare_r(
+                        db,
+                        "SELECT i.start_ns, i.length_ns, coalesce(i.scenario, ''), i.max_ns, "
+                        "i.max_cpu, i.max_time_ns, i.samples, i.violations, r.kernel_release "
+                        "FROM runs r JOIN intervals i ON i.run = r.id "
+                        "WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
+                        "AND (?4 IS NULL OR i.scenario = ?4)",
+                        &st, a->err);
+        else
+                r = farm_prepare_r(
+                        db,
+                        "SELECT i.start_ns, i.length_ns, coalesce(i.scenario, ''), c.max_ns, "
+                        "c.cpu, c.max_time_ns, c.samples, c.violations, r.kernel_release "
+                        "FROM runs r JOIN intervals i ON i.run = r.id "
+                        "JOIN interval_cpus c ON c.interval = i.id AND c.cpu = ?5 "
+                        "WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
+                        "AND (?4 IS NULL OR i.scenario = ?4)",
+                        &st, a->err);
+        if (r < 0)
+                return answer_internal(a, r);
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, from);
+        sqlite3_bind_int64(st, 3, to);
+        if (scenario)
+                sqlite3_bind_text(st, 4, scenario, -1, SQLITE_STATIC);
+        if (cpu >= 0)
+                sqlite3_bind_int64(st, 5, cpu);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                int64_t start = sqlite3_column_int64(st, 0);
+                uint64_t k = (uint64_t) (start - first) / step_ns;
+                if (k >= nsteps)
+                        continue; /* cannot happen: start is in [from, to) */
+                if (!slot[k]) {
+                        if (n == alloc) {
+                                size_t na = alloc ? alloc * 2 : 256;
+                                struct step *s = realloc(steps, na * sizeof(*s));
+                                if (!s) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                steps = s;
+                                alloc = na;
+                        }
+                        steps[n] = (struct step){ .start_ns = first + (int64_t) (k * step_ns) };
+                        slot[k] = (uint32_t) ++n;
+                }
+                struct step *s = &steps[slot[k] - 1];
+                uint64_t max = (uint64_t) sqlite3_column_int64(st, 3);
+                int64_t max_time = sqlite3_column_int64(st, 5);
+                if (!s->intervals || max > s->max_ns ||
+                    (max == s->max_ns && max_time < s->max_time_ns)) {
+                        s->max_ns = max;
+                        s->max_cpu = sqlite3_column_int64(st, 4);
+                        s->max_time_ns = max_time;
+                }
+                s->intervals++;
+                s->covered_ns += (uint64_t) sqlite3_column_int64(st, 1);
+                s->samples += (uint64_t) sqlite3_column_int64(st, 6);
+                s->violations += (uint64_t) sqlite3_column_int64(st, 7);
+                int si = name_id(&scen, (const char *) sqlite3_column_text(st, 2) ?: "");
+                int ki = name_id(&kern, (const char *) sqlite3_column_text(st, 8) ?: "");
+                if (si < 0 || ki < 0) {
+                        r = si < 0 ? si : ki;
+                        break;
+                }
+                s->scenarios |= UINT64_C(1) << si;
+                s->kernels |= UINT64_C(1) << ki;
+        }
+        if (r == -ENOSPC) {
+                names_done(&scen);
+                names_done(&kern);
+                answer_error(a, 400,
+                             "the window holds more than %d different scenarios or kernels; "
+                             "narrow it (from=, to=) or choose a scenario=",
+                             NAMES_MAX);
+                return 0;
+        }
+        if (r < 0 || (rc != SQLITE_DONE && rc != SQLITE_ROW)) {
+                names_done(&scen);
+                names_done(&kern);
+                if (r >= 0)
+                        r = farm_fail_on(db, db->rdb, rc, "cannot read the intervals", a->err);
+                else
+                        snprintf(a->err, sizeof(a->err), "out of memory for the steps");
+                return answer_internal(a, r);
+        }
+
+        json_t *list = json_array(), *o = json_object();
+        uint64_t seen = 0;
+        for (uint64_t k = 0; list && k < nsteps; k++) {
+                if (!slot[k])
+                        continue;
+                if (seen++ < page.offset || seen > page.offset + page.limit)
+                        continue;
+                const struct step *s = &steps[slot[k] - 1];
+                json_array_append_new(
+                        list,
+                        json_pack("{s:I, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:o, s:o}",
+                                  "start_ns", (json_int_t) s->start_ns, "start",
+                                  json_time(s->start_ns), "max_ns", (json_int_t) s->max_ns,
+                                  "max_cpu", (json_int_t) s->max_cpu, "max_time_ns",
+                                  (json_int_t) s->max_time_ns, "max_time",
+                                  json_time(s->max_time_ns), "samples", (json_int_t) s->samples,
+                                  "violations", (json_int_t) s->violations, "intervals",
+                                  (json_int_t) s->intervals, "covered_ns",
+                                  (json_int_t) s->covered_ns, "scenarios",
+                                  names_json(&scen, s->scenarios, true), "kernels",
+                                  names_json(&kern, s->kernels, false)));
+        }
+        names_done(&scen);
+        names_done(&kern);
+        if (!o || !list || window_fields(o, id, from, to, cpu, scenario) < 0 ||
+            json_object_set_new(o, "step_ns", json_integer((json_int_t) step_ns)) < 0 ||
+            json_object_set_new(o, "steps", list) < 0 || add_page(o, path, args, &page, n) < 0) {
+                json_decref(o);
+                answer_json(a, NULL);
+                return 0;
+        }
+        answer_json(a, o);
+        return 0;
+}
+
+/* ---- merged histograms and their per-day cache ------------------------------------------ */
+
+/* The samples of one CPU (or of several merged) over a window. */
+struct cpu_acc {
+        bool used;
+        struct hist h;
+        uint64_t samples, min_ns, max_ns, violations;
+        int64_t max_time_ns;
+};
+
+static void acc_done(struct cpu_acc *c) {
+        hist_done(&c->h);
+        *c = (struct cpu_acc){};
+}
+
+/* Makes room for histograms of limit_us: a larger limit takes the buckets over (hist_merge
+ * counts each at its highest value above the old limit, never lower). */
+static int acc_limit(struct cpu_acc *c, uint32_t limit_us) {
+        if (c->h.counts && limit_us <= c->h.limit_us)
+                return 0;
+        struct hist n;
+        int r = hist_init(&n, limit_us);
+        if (r < 0)
+                return r;
+        if (c->h.counts && (r = hist_merge(&n, &c->h)) < 0) {
+                hist_done(&n);
+                return r;
+        }
+        hist_done(&c->h);
+        c->h = n;
+        return 0;
+}
+
+static void acc_stats(struct cpu_acc *c, uint64_t samples, uint64_t min_ns, uint64_t max_ns,
+                      int64_t max_time_ns, uint64_t violations) {
+        if (samples > 0 && (!c->samples || min_ns < c->min_ns))
+                c->min_ns = min_ns;
+        if (samples > 0 && (!c->samples || max_ns > c->max_ns ||
+                            (max_ns == c->max_ns && max_time_ns < c->max_time_ns))) {
+                c->max_ns = max_ns;
+                c->max_time_ns = max_time_ns;
+        }
+        c->samples += samples;
+        c->violations += violations;
+        c->used = true;
+}
+
+/* Adds one stored histogram (hist_encode() form; empty when it holds no sample). */
+static int acc_add(struct cpu_acc *c, uint32_t limit_us, const void *blob, size_t len,
+                   uint64_t samples, uint64_t min_ns, uint64_t max_ns, int64_t max_time_ns,
+                   uint64_t violations, const char **why) {
+        uint64_t total = 0;
+        if (limit_us == 0 || limit_us > HIST_LIMIT_US_MAX) {
+                *why = "histogram limit out of range";
+                return -EBADMSG;
+        }
+        int r = acc_limit(c, limit_us);
+        if (r < 0)
+                return r;
+        if (len > 0 && (r = hist_decode_merge(&c->h, blob, len, &total, why)) < 0)
+                return r;
+        if (total != samples) {
+                *why = "histogram does not hold the stored number of samples";
+                return -EBADMSG;
+        }
+        acc_stats(c, samples, min_ns, max_ns, max_time_ns, violations);
+        return 0;
+}
+
+static int acc_merge(struct cpu_acc *dst, const struct cpu_acc *src) {
+        if (!src->used)
+                return 0;
+        int r = acc_limit(dst, src->h.limit_us);
+        if (r >= 0)
+                r = hist_merge(&dst->h, &src->h);
+        if (r >= 0)
+                acc_stats(dst, src->samples, src->min_ns, src->max_ns, src->max_time_ns,
+                          src->violations);
+        return r;
+}
+
+/* {"samples", "min_ns", "max_ns", ..., "buckets": [[us, count], ...], "overflow": N,
+ * "percentiles": {...}}.  Buckets are the exact 1 us ones below limit_us; samples at or above
+ * it are counted in "overflow" (their logarithmic buckets, 12.5 % wide, still take part in the
+ * percentiles). */
+static json_t *acc_json(const struct cpu_acc *c) {
+        struct farm_percentiles p = {};
+        json_t *buckets = json_array();
+        uint64_t overflow = 0;
+        uint32_t limit = c->h.counts ? c->h.limit_us : 0;
+        for (uint32_t i = 0; buckets && c->h.counts && i < c->h.nbuckets; i++) {
+                if (!c->h.counts[i])
+                        continue;
+                if (i >= limit)
+                        overflow += c->h.counts[i];
+                else
+                        json_array_append_new(buckets, json_pack("[I, I]", (json_int_t) i,
+                                                                 (json_int_t) c->h.counts[i]));
+        }
+        if (c->h.counts)
+                farm_percentiles(&c->h, c->min_ns, c->max_ns, &p);
+        bool any = c->samples > 0;
+        return json_pack("{s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:o, s:{s:o, s:o, s:o, s:o}}",
+                         "samples", (json_int_t) c->samples, "min_ns",
+                         any ? json_integer((json_int_t) c->min_ns) : json_null(), "max_ns",
+                         any ? json_integer((json_int_t) c->max_ns) : json_null(), "max_time_ns",
+                         any ? json_integer(c->max_time_ns) : json_null(), "max_time",
+                         any ? json_time(c->max_time_ns) : json_null(), "violations",
+                         (json_int_t) c->violations, "limit_us", (json_int_t) limit, "overflow",
+                         (json_int_t) overflow, "buckets", buckets, "percentiles", "p50_ns",
+                         any ? json_integer((json_int_t) p.p50_ns) : json_null(), "p99_ns",
+                         any ? json_integer((json_int_t) p.p99_ns) : json_null(), "p99_9_ns",
+                         any ? json_integer((json_int_t) p.p99_9_ns) : json_null(), "p99_99_ns",
+                         any ? json_integer((json_int_t) p.p99_99_ns) : json_null());
+}
+
+/* A run's UTC day of data in a window.  cached: its merged histograms are in hist_days. */
+struct day_ref {
+        int64_t run, day;
+        bool cached, whole; /* whole: the day is past and the window holds all of it */
+        int side;           /* of a comparison: 0 the kernel, 1 the other */
+        char machine[FARM_MACHINE_ID_LEN + 1];
+};
+
+struct day_refs {
+        struct day_ref *v;
+        size_t n, alloc;
+};
+
+static int refs_add(struct day_refs *d, const struct day_ref *x) {
+        if (d->n == d->alloc) {
+                size_t na = d->alloc ? d->alloc * 2 : 64;
+                struct day_ref *v = realloc(d->v, na * sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                d->v = v;
+                d->alloc = na;
+        }
+        d->v[d->n++] = *x;
+        return 0;
+}
+
+/* One merged histogram per scenario and CPU of one run and day, as it is cached. */
+struct day_group {
+        char scenario[64];
+        struct cpu_acc *cpu; /* CPU_MAX of them */
+};
+
+/* The cache of merged histograms per (run, UTC day, scenario, CPU), hist_days (schema 4).
+ *
+ * Why filled lazily and not kept at ingest: keeping it at ingest means decoding, merging and
+ * re-encoding one cached histogram per CPU of every interval stored (8 for a one-minute
+ * interval of an 8-CPU machine), on the writer's lock that every upload waits for, for
+ * histograms that are mostly never asked for.  Filled on the first query that needs a whole
+ * past day, it costs that query once per run and day (a day of one-minute intervals of 8 CPUs
+ * is 11,520 small blobs, tens of milliseconds), and the store path only deletes the day's rows
+ * when an interval of it arrives late (farm_query_interval_stored: one DELETE by primary key,
+ * a no-op for the current day, which is never cached).  The current UTC day and the partial
+ * days at the edges of a window are read from the intervals.
+ *
+ * The cache is written on the writer connection, under the writer lock, with no batch open:
+ * an interval stored later deletes the rows in a transaction after ours, so a cached day can
+ * never miss an interval that is committed. */
+static int fill_day(farm_db *db, const struct day_ref *ref, char *err) {
+        _cleanup_reset_ sqlite3_stmt *chk = NULL, *sel = NULL, *ins = NULL;
+        struct day_group *g = NULL;
+        size_t ng = 0;
+        int r, rc;
+
+        if ((r = farm_prepare_w(db, "SELECT 1 FROM hist_days WHERE run = ? AND day = ?", &chk,
+                                err)) < 0)
+                return r;
+        sqlite3_bind_int64(chk, 1, ref->run);
+        sqlite3_bind_int64(chk, 2, ref->day);
+        if ((rc = sqlite3_step(chk)) == SQLITE_ROW)
+                return 0; /* filled meanwhile */
+        if (rc != SQLITE_DONE)
+                return farm_fail_on(db, db->db, rc, "cannot read the histogram cache", err);
+
+        if ((r = farm_prepare_w(db,
+                                "SELECT coalesce(i.scenario, ''), c.cpu, c.hist_limit_us, c.hist, "
+                                "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations "
+                                "FROM intervals i JOIN interval_cpus c ON c.interval = i.id "
+                                "WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3",
+                                &sel, err)) < 0)
+                return r;
+        sqlite3_bind_int64(sel, 1, ref->run);
+        sqlite3_bind_int64(sel, 2, ref->day * DAY_NS);
+        sqlite3_bind_int64(sel, 3, (ref->day + 1) * DAY_NS);
+        while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
+                const char *scen = (const char *) sqlite3_column_text(sel, 0) ?: "";
+                int64_t cpu = sqlite3_column_int64(sel, 1);
+                size_t k = 0;
+                while (k < ng && strcmp(g[k].scenario, scen) != 0)
+                        k++;
+                if (k == ng) {
+                        struct day_group *ng2 = realloc(g, (ng + 1) * sizeof(*g));
+                        if (!ng2) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        g = ng2;
+                        snprintf(g[ng].scenario, sizeof(g[ng].scenario), "%s", scen);
+                        g[ng].cpu = calloc(CPU_MAX, sizeof(struct cpu_acc));
+                        if (!g[ng++].cpu) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                }
+                const char *why = NULL;
+                if (cpu < 0 || cpu >= CPU_MAX) {
+                        r = farm_failf(db, -EBADMSG, err, "interval CPU %lld out of range",
+                                       (long long) cpu);
+                        break;
+                }
+                r = acc_add(&g[k].cpu[cpu], (uint32_t) sqlite3_column_int64(sel, 2),
+                            sqlite3_column_blob(sel, 3), (size_t) sqlite3_column_bytes(sel, 3),
+                            (uint64_t) sqlite3_column_int64(sel, 4),
+                            (uint64_t) sqlite3_column_int64(sel, 5),
+                            (uint64_t) sqlite3_column_int64(sel, 6), sqlite3_column_int64(sel, 7),
+                            (uint64_t) sqlite3_column_int64(sel, 8), &why);
+                if (r < 0) {
+                        r = farm_failf(db, r, err, "stored histogram of run %lld, CPU %lld: %s",
+                                       (long long) ref->run, (long long) cpu, why ?: "no memory");
+                        break;
+                }
+        }
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = farm_fail_on(db, db->db, rc, "cannot read the intervals of a day", err);
+        if (r >= 0)
+                r = farm_prepare_w(db,
+                                   "INSERT INTO hist_days (run, day, scenario, cpu, samples, "
+                                   "min_ns, max_ns, max_time_ns, violations, hist_limit_us, hist) "
+                                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                   &ins, err);
+        for (size_t k = 0; k < ng; k++) {
+                for (int cpu = 0; cpu < CPU_MAX; cpu++) {
+                        struct cpu_acc *c = &g[k].cpu[cpu];
+                        if (!c->used)
+                                continue;
+                        if (r >= 0) {
+                                uint8_t *buf = NULL;
+                                size_t len = 0;
+                                r = hist_encode(c->h.limit_us, c->h.counts, &buf, &len);
+                                if (r >= 0) {
+                                        sqlite3_bind_int64(ins, 1, ref->run);
+                                        sqlite3_bind_int64(ins, 2, ref->day);
+                                        sqlite3_bind_text(ins, 3, g[k].scenario, -1, SQLITE_STATIC);
+                                        sqlite3_bind_int64(ins, 4, cpu);
+                                        sqlite3_bind_int64(ins, 5, (int64_t) c->samples);
+                                        sqlite3_bind_int64(ins, 6, (int64_t) c->min_ns);
+                                        sqlite3_bind_int64(ins, 7, (int64_t) c->max_ns);
+                                        sqlite3_bind_int64(ins, 8, c->max_time_ns);
+                                        sqlite3_bind_int64(ins, 9, (int64_t) c->violations);
+                                        sqlite3_bind_int64(ins, 10, c->h.limit_us);
+                                        sqlite3_bind_blob(ins, 11, buf, (int) len, SQLITE_STATIC);
+                                        r = farm_step_done(db, ins, "cannot cache a histogram",
+                                                           err);
+                                }
+                                free(buf);
+                        }
+                        acc_done(c);
+                }
+                free(g[k].cpu);
+        }
+        free(g);
+        return r;
+}
+
+/* Fills the cache for the whole past days of refs that lack it, in one transaction on the
+ * writer (uploads wait for it).  Called without the reader lock. */
+static int fill_days(farm_db *db, const struct day_refs *refs, char *err) {
+        bool any = false;
+        for (size_t i = 0; i < refs->n; i++)
+                any = any || (refs->v[i].whole && !refs->v[i].cached);
+        if (!any)
+                return 0;
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
+        int r = farm_exec_w(db, "BEGIN IMMEDIATE", err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; r >= 0 && i < refs->n; i++)
+                if (refs->v[i].whole && !refs->v[i].cached)
+                        r = fill_day(db, &refs->v[i], err);
+        if (r >= 0)
+                r = farm_exec_w(db, "COMMIT", err);
+        if (r < 0)
+                farm_rollback(db);
+        return r;
+}
+
+/* Receives the stored histograms of a window, one row (of the cache or of an interval's CPU)
+ * at a time. */
+typedef int (*hist_row_fn)(void *userdata, const struct day_ref *ref, const char *scenario,
+                           int64_t cpu, uint32_t limit_us, const void *blob, size_t len,
+                           uint64_t samples, uint64_t min_ns, uint64_t max_ns, int64_t max_time_ns,
+                           uint64_t violations, const char **why);
+
+/* Reads one run and day of the window [from, to): from the cache when the day is whole and
+ * cached (still, in this read transaction), from its intervals otherwise.  Reader lock held. */
+static int read_day(farm_db *db, const struct day_ref *ref, int64_t from, int64_t to,
+                    const char *scenario, int64_t cpu, hist_row_fn fn, void *userdata, char *err) {
+        _cleanup_reset_ sqlite3_stmt *chk = NULL, *st = NULL;
+        bool cached = false;
+        int r, rc;
+
+        if (ref->whole) {
+                if ((r = farm_prepare_r(db, "SELECT 1 FROM hist_days WHERE run = ? AND day = ?",
+                                        &chk, err)) < 0)
+                        return r;
+                sqlite3_bind_int64(chk, 1, ref->run);
+                sqlite3_bind_int64(chk, 2, ref->day);
+                rc = sqlite3_step(chk);
+                if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                        return farm_fail_on(db, db->rdb, rc, "cannot read the histogram cache",
+                                            err);
+                cached = rc == SQLITE_ROW;
+        }
+        if (cached)
+                r = farm_prepare_r(db,
+                                   "SELECT scenario, cpu, hist_limit_us, hist, samples, min_ns, "
+                                   "max_ns, max_time_ns, violations FROM hist_days "
+                                   "WHERE run = ?1 AND day = ?2 AND (?4 IS NULL OR scenario = ?4) "
+                                   "AND (?5 IS NULL OR cpu = ?5)",
+                                   &st, err);
+        else
+                r = farm_prepare_r(
+                        db,
+                        "SELECT coalesce(i.scenario, ''), c.cpu, c.hist_limit_us, c.hist, "
+                        "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations "
+                        "FROM intervals i JOIN interval_cpus c ON c.interval = i.id "
+                        "WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
+                        "AND (?4 IS NULL OR i.scenario = ?4) AND (?5 IS NULL OR c.cpu = ?5)",
+                        &st, err);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, ref->run);
+        if (cached)
+                sqlite3_bind_int64(st, 2, ref->day);
+        else {
+                sqlite3_bind_int64(st, 2, MAX(from, ref->day * DAY_NS));
+                sqlite3_bind_int64(st, 3, MIN(to, (ref->day + 1) * DAY_NS));
+        }
+        if (scenario)
+                sqlite3_bind_text(st, 4, scenario, -1, SQLITE_STATIC);
+        if (cpu >= 0)
+                sqlite3_bind_int64(st, 5, cpu);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const char *why = NULL;
+                int64_t c = sqlite3_column_int64(st, 1);
+                r = fn(userdata, ref, (const char *) sqlite3_column_text(st, 0) ?: "", c,
+                       (uint32_t) sqlite3_column_int64(st, 2), sqlite3_column_blob(st, 3),
+                       (size_t) sqlite3_column_bytes(st, 3), (uint64_t) sqlite3_column_int64(st, 4),
+                       (uint64_t) sqlite3_column_int64(st, 5),
+                       (uint64_t) sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7),
+                       (uint64_t) sqlite3_column_int64(st, 8), &why);
+                if (r < 0)
+                        return farm_failf(db, r, err,
+                                          "%s histogram of run %lld, day %lld, CPU %lld: %s",
+                                          cached ? "cached" : "stored", (long long) ref->run,
+                                          (long long) ref->day, (long long) c, why ?: "no memory");
+        }
+        if (rc != SQLITE_DONE)
+                return farm_fail_on(db, db->rdb, rc, "cannot read the histograms", err);
+        return 0;
+}
+
+/* Reads every ref in one read transaction of the reader (a consistent snapshot). */
+static int read_days(farm_db *db, const struct day_refs *refs, int64_t from, int64_t to,
+                     const char *scenario, int64_t cpu, hist_row_fn fn, void *userdata, char *err) {
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        int rc = sqlite3_exec(db->rdb, "BEGIN", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+                return farm_fail_on(db, db->rdb, rc, "cannot begin reading", err);
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < refs->n; i++)
+                r = read_day(db, &refs->v[i], from, to, scenario, cpu, fn, userdata, err);
+        sqlite3_exec(db->rdb, "COMMIT", NULL, NULL, NULL);
+        return r;
+}
+
+/* ---- GET /api/v1/machines/{id}/histogram ------------------------------------------------ */
+
+struct hist_window {
+        struct cpu_acc *cpu; /* CPU_MAX */
+};
+
+static int hist_window_row(void *userdata, const struct day_ref *ref, const char *scenario,
+                           int64_t cpu, uint32_t limit_us, const void *blob, size_t len,
+                           uint64_t samples, uint64_t min_ns, uint64_t max_ns, int64_t max_time_ns,
+                           uint64_t violations, const char **why) {
+        struct hist_window *w = userdata;
+        if (cpu < 0 || cpu >= CPU_MAX) {
+                *why = "CPU out of range";
+                return -EBADMSG;
+        }
+        return acc_add(&w->cpu[cpu], limit_us, blob, len, samples, min_ns, max_ns, max_time_ns,
+                       violations, why);
+}
+
+static int get_histogram(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
+                         const char *path, struct farm_answer *a) {
+        static const char *const allowed[] = { "from",  "to",     "cpu", "scenario",
+                                               "limit", "offset", NULL };
+        char perr[FARM_PARAM_ERROR_MAX];
+        struct machine_ctx m;
+        struct farm_page page;
+        int64_t from, to, cpu;
+        const char *scenario = arg(args, "scenario");
+        struct day_refs refs = {};
+        struct hist_window w = {};
+        struct cpu_acc all = {};
+        int r, rc;
+
+        if (!check_args(args, allowed, a) || !parse_cpu(args, &cpu, a) ||
+            (scenario && !scenario_ok(scenario, a)) ||
+            !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
+                      a))
+                return 0;
+
+        /* Which runs and days hold data in the window, and which of them are cached. */
+        {
+                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+                _cleanup_reset_ sqlite3_stmt *st = NULL;
+                if ((r = machine_lookup(db, id, &m, a)) <= 0 ||
+                    !parse_window(args, now, &m, &from, &to, a))
+                        return r;
+                r = farm_prepare_r(db,
+                                   "SELECT d.run, d.day, EXISTS (SELECT 1 FROM hist_days h "
+                                   "WHERE h.run = d.run AND h.day = d.day) "
+                                   "FROM runs r JOIN run_days d ON d.run = r.id "
+                                   "WHERE r.machine_id = ?1 AND d.day >= ?2 AND d.day <= ?3",
+                                   &st, a->err);
+                if (r < 0)
+                        return answer_internal(a, r);
+                int64_t today = farm_step_floor(now, DAY_NS) / DAY_NS;
+                sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+                sqlite3_bind_int64(st, 2, farm_step_floor(from, DAY_NS) / DAY_NS);
+                sqlite3_bind_int64(st, 3, farm_step_floor(to - 1, DAY_NS) / DAY_NS);
+                while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                        struct day_ref x = { .run = sqlite3_column_int64(st, 0),
+                                             .day = sqlite3_column_int64(st, 1),
+                                             .cached = sqlite3_column_int(st, 2) };
+                        x.whole = x.day < today && x.day * DAY_NS >= from &&
+                                  (x.day + 1) * DAY_NS <= to;
+                        if (refs_add(&refs, &x) < 0) {
+                                free(refs.v);
+                                snprintf(a->err, sizeof(a->err), "out of memory");
+                                return answer_internal(a, -ENOMEM);
+                        }
+                }
+                if (rc != SQLITE_DONE) {
+                        free(refs.v);
+                        return answer_internal(
+                                a, farm_fail_on(db, db->rdb, rc, "cannot list the days", a->err));
+                }
+        }
+
+        w.cpu = calloc(CPU_MAX, sizeof(*w.cpu));
+        r = w.cpu ? 0 : -ENOMEM;
+        if (r >= 0)
+                r = fill_days(db, &refs, a->err);
+        if (r >= 0)
+                r = read_days(db, &refs, from, to, scenario, cpu, hist_window_row, &w, a->err);
+        free(refs.v);
+        uint64_t ncpus = 0;
+        for (int c = 0; r >= 0 && c < CPU_MAX; c++)
+                if (w.cpu[c].used) {
+                        r = acc_merge(&all, &w.cpu[c]);
+                        ncpus++;
+                }
+        json_t *o = NULL, *list = NULL;
+        if (r >= 0) {
+                o = json_object();
+                list = json_array();
+                uint64_t seen = 0;
+                for (int c = 0; o && list && c < CPU_MAX; c++) {
+                        if (!w.cpu[c].used)
+                                continue;
+                        if (seen++ < page.offset || seen > page.offset + page.limit)
+                                continue;
+                        json_t *j = acc_json(&w.cpu[c]);
+                        if (j)
+                                json_object_set_new(j, "cpu", json_integer(c));
+                        json_array_append_new(list, j);
+                }
+        }
+        for (int c = 0; w.cpu && c < CPU_MAX; c++)
+                acc_done(&w.cpu[c]);
+        free(w.cpu);
+        if (r < 0) {
+                json_decref(list);
+                acc_done(&all);
+                if (r == -ENOMEM)
+                        snprintf(a->err, sizeof(a->err), "out of memory merging histograms");
+                return answer_internal(a, r);
+        }
+        json_t *allj = acc_json(&all);
+        acc_done(&all);
+        if (!o || !list || window_fields(o, id, from, to, cpu, scenario) < 0 ||
+            json_object_set_new(o, "all", allj) < 0 || json_object_set_new(o, "cpus", list) < 0 ||
+            add_page(o, path, args, &page, ncpus) < 0) {
+                json_decref(o);
+                answer_json(a, NULL);
+                return 0;
+        }
+        answer_json(a, o);
+        return 0;
+}
+
+/* ---- GET /api/v1/kernels/{release}/compare ---------------------------------------------- */
+
+/* The samples of one machine and scenario under each of the two kernels. */
+struct cmp_entry {
+        char machine[FARM_MACHINE_ID_LEN + 1];
+        char scenario[64];
+        struct cpu_acc side[2];
+};
+
+/* Open addressing on (machine, scenario). */
+struct cmp_table {
+        struct cmp_entry **slot;
+        size_t size, n;
+};
+
+static uint64_t cmp_hash(const char *machine, const char *scenario) {
+        uint64_t h = UINT64_C(1469598103934665603);
+        for (const char *p = machine; *p; p++)
+                h = (h ^ (uint8_t) *p) * UINT64_C(1099511628211);
+        h = (h ^ 0xff) * UINT64_C(1099511628211);
+        for (const char *p = scenario; *p; p++)
+                h = (h ^ (uint8_t) *p) * UINT64_C(1099511628211);
+        return h;
+}
+
+static struct cmp_entry *cmp_get(struct cmp_table *t, const char *machine, const char *scenario) {
+        if (2 * (t->n + 1) > t->size) {
+                size_t ns = t->size ? t->size * 2 : 256;
+                struct cmp_entry **s = calloc(ns, sizeof(*s));
+                if (!s)
+                        return NULL;
+                for (size_t i = 0; i < t->size; i++) {
+                        struct cmp_entry *e = t->slot[i];
+                        if (!e)
+                                continue;
+                        size_t j = cmp_hash(e->machine, e->scenario) & (ns - 1);
+                        while (s[j])
+                                j = (j + 1) & (ns - 1);
+                        s[j] = e;
+                }
+                free(t->slot);
+                t->slot = s;
+                t->size = ns;
+        }
+        size_t j = cmp_hash(machine, scenario) & (t->size - 1);
+        for (; t->slot[j]; j = (j + 1) & (t->size - 1))
+                if (strcmp(t->slot[j]->machine, machine) == 0 &&
+                    strcmp(t->slot[j]->scenario, scenario) == 0)
+                        return t->slot[j];
+        struct cmp_entry *e = calloc(1, sizeof(*e));
+        if (!e)
+                return NULL;
+        snprintf(e->machine, sizeof(e->machine), "%s", machine);
+        snprintf(e->scenario, sizeof(e->scenario), "%s", scenario);
+        t->slot[j] = e;
+        t->n++;
+        return e;
+}
+
+static int cmp_row(void *userdata, const struct day_ref *ref, const char *scenario, int64_t cpu,
+                   uint32_t limit_us, const void *blob, size_t len, uint64_t samples,
+                   uint64_t min_ns, uint64_t max_ns, int64_t max_time_ns, uint64_t violations,
+                   const char **why) {
+        struct cmp_entry *e = cmp_get(userdata, ref->machine, scenario);
+        (void) cpu;
+        if (!e)
+                return -ENOMEM;
+        return acc_add(&e->side[ref->side], limit_us, blob, len, samples, min_ns, max_ns,
+                       max_time_ns, violations, why);
+}
+
+static int cmp_order(const void *x, const void *y) {
+        const struct cmp_entry *a = *(struct cmp_entry *const *) x,
+                               *b = *(struct cmp_entry *const *) y;
+        int c = strcmp(a->machine, b->machine);
+        return c ? c : strcmp(a->scenario, b->scenario);
+}
+
+static json_t *cmp_side_json(const struct cpu_acc *c, struct farm_percentiles *p) {
+        if (!c->used)
+                return json_null();
+        farm_percentiles(&c->h, c->min_ns, c->max_ns, p);
+        return json_pack("{s:I, s:I, s:I, s:I}", "worst_ns", (json_int_t) c->max_ns, "p99_9_ns",
+                         (json_int_t) p->p99_9_ns, "samples", (json_int_t) c->samples, "violations",
+                         (json_int_t) c->violations);
+}
+
+/* Whether runs of the kernel are stored; reader lock held. */
+static int kernel_known(farm_db *db, const char *release, char *err) {
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        int r = farm_prepare_r(db, "SELECT 1 FROM runs WHERE kernel_release = ? LIMIT 1", &st, err);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, release, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                return farm_fail_on(db, db->rdb, rc, "cannot look up the kernel", err);
+        return rc == SQLITE_ROW;
+}
+
+static int get_compare(farm_db *db, const char *release, const struct farm_args *args, int64_t now,
+                       const char *path, struct farm_answer *a) {
+        static const char *const allowed[] = { "with",  "tolerance", "min_difference",
+                                               "limit", "offset",    NULL };
+        char perr[FARM_PARAM_ERROR_MAX], tol[32];
+        struct farm_page page;
+        uint64_t tolerance = TOLERANCE_PERCENT_DEFAULT, min_diff = MIN_DIFFERENCE_NS_DEFAULT;
+        const char *with = arg(args, "with"), *t = arg(args, "tolerance");
+        struct day_refs refs = {};
+        struct cmp_table table = {};
+        int r, rc;
+
+        if (!check_args(args, allowed, a) ||
+            !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
+                      a) ||
+            !param_ok(
+                    farm_param_span("min_difference", arg(args, "min_difference"), &min_diff, perr),
+                    perr, a))
+                return 0;
+        if (t) {
+                /* A percentage, with or without its sign. */
+                snprintf(tol, sizeof(tol), "%s", t);
+                size_t n = strlen(tol);
+                if (n > 0 && tol[n - 1] == '%')
+                        tol[n - 1] = '\0';
+                if (strlen(t) >= sizeof(tol) ||
+                    farm_param_uint("tolerance", tol, 0, 1000, &tolerance, perr) < 0) {
+                        answer_error(a, 400,
+                                     "tolerance=%.64s: expected a percentage 0-1000 (10 or 10%%)",
+                                     t);
+                        return 0;
+                }
+        }
+        if (!with || !with[0]) {
+                answer_error(a, 400, "with: required, the kernel release to compare with");
+                return 0;
+        }
+
+        {
+                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+                _cleanup_reset_ sqlite3_stmt *st = NULL;
+                for (int side = 0; side < 2; side++) {
+                        const char *k = side ? with : release;
+                        if ((r = kernel_known(db, k, a->err)) < 0)
+                                return answer_internal(a, r);
+                        if (r == 0) {
+                                if (side)
+                                        answer_error(a, 404, "with=%.256s: no such kernel", k);
+                                else
+                                        answer_error(a, 404, "no such kernel: %.256s", k);
+                                return 0;
+                        }
+                }
+                r = farm_prepare_r(db,
+                                   "SELECT d.run, d.day, r.machine_id, EXISTS (SELECT 1 FROM "
+                                   "hist_days h WHERE h.run = d.run AND h.day = d.day) "
+                                   "FROM runs r JOIN run_days d ON d.run = r.id "
+                                   "WHERE r.kernel_release = ?",
+                                   &st, a->err);
+                if (r < 0)
+                        return answer_internal(a, r);
+                int64_t today = farm_step_floor(now, DAY_NS) / DAY_NS;
+                for (int side = 0; side < 2; side++) {
+                        sqlite3_reset(st);
+                        sqlite3_bind_text(st, 1, side ? with : release, -1, SQLITE_STATIC);
+                        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                                struct day_ref x = { .run = sqlite3_column_int64(st, 0),
+                                                     .day = sqlite3_column_int64(st, 1),
+                                                     .cached = sqlite3_column_int(st, 3),
+                                                     .side = side };
+                                x.whole = x.day < today;
+                                snprintf(x.machine, sizeof(x.machine), "%s",
+                                         (const char *) sqlite3_column_text(st, 2) ?: "");
+                                if (refs_add(&refs, &x) < 0) {
+                                        free(refs.v);
+                                        snprintf(a->err, sizeof(a->err), "out of memory");
+                                        return answer_internal(a, -ENOMEM);
+                                }
+                        }
+                        if (rc != SQLITE_DONE) {
+                                free(refs.v);
+                                return answer_internal(a, farm_fail_on(db, db->rdb, rc,
+                                                                       "cannot list the days",
+                                                                       a->err));
+                        }
+                        if (strcmp(release, with) == 0) {
+                                /* A kernel compared with itself: the same days on both sides. */
+                                size_t n = refs.n;
+                                for (size_t i = 0; i < n && refs_add(&refs, &refs.v[i]) >= 0; i++)
+                                        refs.v[refs.n - 1].side = 1;
+                                break;
+                        }
+                }
+        }
+
+        r = fill_days(db, &refs, a->err);
+        if (r >= 0)
+                r = read_days(db, &refs, INT64_MIN, INT64_MAX, NULL, -1, cmp_row, &table, a->err);
+        free(refs.v);
+
+        struct cmp_entry **list = NULL;
+        size_t n = 0;
+        if (r >= 0 && table.n) {
+                list = calloc(table.n, sizeof(*list));
+                if (!list)
+                        r = -ENOMEM;
+                for (size_t i = 0; list && i < table.size; i++)
+                        if (table.slot[i])
+                                list[n++] = table.slot[i];
+                if (list)
+                        qsort(list, n, sizeof(*list), cmp_order);
+        }
+        json_t *o = NULL, *items = NULL;
+        uint64_t both = 0, only[2] = {}, regressions = 0;
+        if (r >= 0) {
+                o = json_object();
+                items = json_array();
+                for (size_t i = 0; o && items && i < n; i++) {
+                        struct cmp_entry *e = list[i];
+                        struct farm_percentiles p[2] = {};
+                        json_t *s0 = cmp_side_json(&e->side[0], &p[0]),
+                               *s1 = cmp_side_json(&e->side[1], &p[1]);
+                        json_t *diff = json_null(), *reg = json_null();
+                        if (e->side[0].used && e->side[1].used) {
+                                bool worse = farm_worse(p[0].p99_9_ns, p[1].p99_9_ns, tolerance,
+                                                        min_diff) ||
+                                             farm_worse(e->side[0].max_ns, e->side[1].max_ns,
+                                                        tolerance, min_diff);
+                                both++;
+                                regressions += worse;
+                                diff = json_pack("{s:I, s:I}", "worst_ns",
+                                                 (json_int_t) e->side[0].max_ns -
+                                                         (json_int_t) e->side[1].max_ns,
+                                                 "p99_9_ns",
+                                                 (json_int_t) p[0].p99_9_ns -
+                                                         (json_int_t) p[1].p99_9_ns);
+                                reg = json_boolean(worse);
+                        } else
+                                only[e->side[0].used ? 0 : 1]++;
+                        if (i < page.offset || i >= page.offset + page.limit) {
+                                json_decref(s0);
+                                json_decref(s1);
+                                json_decref(diff);
+                                json_decref(reg);
+                                continue;
+                        }
+                        json_array_append_new(
+                                items,
+                                json_pack("{s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "machine",
+                                          e->machine, "scenario",
+                                          e->scenario[0] ? json_string(e->scenario) : json_null(),
+                                          "in",
+                                          e->side[0].used && e->side[1].used ? "both"
+                                          : e->side[0].used                  ? "kernel"
+                                                                             : "with",
+                                          "kernel", s0, "with", s1, "difference", diff,
+                                          "regression", reg));
+                }
+        }
+        for (size_t i = 0; i < table.size; i++)
+                if (table.slot[i]) {
+                        acc_done(&table.slot[i]->side[0]);
+                        acc_done(&table.slot[i]->side[1]);
+                        free(table.slot[i]);
+                }
+        free(table.slot);
+        free(list);
+        if (r < 0) {
+                json_decref(o);
+                json_decref(items);
+                if (r == -ENOMEM)
+                        snprintf(a->err, sizeof(a->err), "out of memory comparing kernels");
+                return answer_internal(a, r);
+        }
+        char rule[256];
+        snprintf(rule, sizeof(rule),
+                 "regression when the kernel's p99.9 or worst case exceeds the other's by more "
+                 "than %" PRIu64 " %% of it and by more than %" PRIu64 " ns",
+                 tolerance, min_diff);
+        if (!o || !items ||
+            json_object_update_new(
+                    o, json_pack("{s:s, s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:o}", "kernel",
+                                 release, "with", with, "tolerance_percent", (json_int_t) tolerance,
+                                 "min_difference_ns", (json_int_t) min_diff, "rule", rule,
+                                 "regressions", (json_int_t) regressions, "in_both",
+                                 (json_int_t) both, "only_kernel", (json_int_t) only[0],
+                                 "only_with", (json_int_t) only[1], "comparisons", items)) < 0 ||
+            add_page(o, path, args, &page, n) < 0) {
+                json_decref(o);
+                answer_json(a, NULL);
+                return 0;
+        }
+        answer_json(a, o);
+        return 0;
+}
+
+/* ---- GET /api/v1/machines/{id}/events and /runs ----------------------------------------- */
+
+static bool event_type_ok(const char *s, struct farm_answer *a) {
+        size_t n = strlen(s);
+        bool ok = n >= 1 && n <= 64;
+        for (size_t i = 0; ok && i < n; i++)
+                ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_';
+        if (!ok)
+                answer_error(a, 400, "type=%.64s: not an event type (1-64 of a-z, 0-9 and _)", s);
+        return ok;
+}
+
+static int get_events(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
+                      const char *path, struct farm_answer *a) {
+        static const char *const allowed[] = { "from", "to", "type", "limit", "offset", NULL };
+        char perr[FARM_PARAM_ERROR_MAX];
+        struct machine_ctx m;
+        struct farm_page page;
+        int64_t from = INT64_MIN, to = INT64_MAX;
+        const char *type = arg(args, "type");
+        int r, rc;
+
+        if (!check_args(args, allowed, a) || (type && !event_type_ok(type, a)) ||
+            !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
+                      a) ||
+            !param_ok(farm_param_time("from", arg(args, "from"), now, &from, perr), perr, a) ||
+            !param_ok(farm_param_time("to", arg(args, "to"), now, &to, perr), perr, a))
+                return 0;
+        if (from >= to) {
+                answer_error(a, 400, "from=%.64s: not before to=%.64s", arg(args, "from") ?: "",
+                             arg(args, "to") ?: "");
+                return 0;
+        }
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        _cleanup_reset_ sqlite3_stmt *cnt = NULL, *st = NULL;
+        if ((r = machine_lookup(db, id, &m, a)) <= 0)
+                return r;
+#define EVENTS_WHERE                                                                             \
+        "FROM runs r JOIN events e ON e.run = r.id WHERE r.machine_id = ?1 AND e.time_ns >= ?2 " \
+        "AND e.time_ns < ?3 AND (?4 IS NULL OR e.type = ?4) "
+        if ((r = farm_prepare_r(db, "SELECT count(*) " EVENTS_WHERE, &cnt, a->err)) < 0 ||
+            (r = farm_prepare_r(db,
+                                "SELECT r.run_id, e.event_id, e.time_ns, e.type, e.cpu, e.value, "
+                                "e.message, r.kernel_release " EVENTS_WHERE
+                                "ORDER BY e.time_ns DESC, r.run_id DESC, e.event_id DESC "
+                                "LIMIT ?5 OFFSET ?6",
+                                &st, a->err)) < 0)
+                return answer_internal(a, r);
+#undef EVENTS_WHERE
+        sqlite3_stmt *both[2] = { cnt, st };
+        for (int i = 0; i < 2; i++) {
+                sqlite3_bind_text(both[i], 1, id, -1, SQLITE_STATIC);
+                sqlite3_bind_int64(both[i], 2, from);
+                sqlite3_bind_int64(both[i], 3, to);
+                if (type)
+                        sqlite3_bind_text(both[i], 4, type, -1, SQLITE_STATIC);
+        }
+        sqlite3_bind_int64(st, 5, (int64_t) page.limit);
+        sqlite3_bind_int64(st, 6, (int64_t) MIN(page.offset, (uint64_t) INT64_MAX));
+        if ((rc = sqlite3_step(cnt)) != SQLITE_ROW)
+                return answer_internal(
+                        a, farm_fail_on(db, db->rdb, rc, "cannot count events", a->err));
+        uint64_t total = (uint64_t) sqlite3_column_int64(cnt, 0);
+        json_t *list = json_array(), *o = json_object();
+        while (list && (rc = sqlite3_step(st)) == SQLITE_ROW)
+                json_array_append_new(
+                        list, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "run",
+                                        farm_json_col_int(st, 0), "id", farm_json_col_int(st, 1),
+                                        "time_ns", farm_json_col_int(st, 2), "time",
+                                        json_time(sqlite3_column_int64(st, 2)), "type",
+                                        farm_json_col_text(st, 3), "cpu", farm_json_col_int(st, 4),
+                                        "value", farm_json_col_int(st, 5), "message",
+                                        farm_json_col_text(st, 6), "kernel_release",
+                                        farm_json_col_text(st, 7)));
+        if (list && rc != SQLITE_DONE) {
+                json_decref(list);
+                json_decref(o);
+                return answer_internal(a,
+                                       farm_fail_on(db, db->rdb, rc, "cannot read events", a->err));
+        }
+        if (!o || !list || json_object_set_new(o, "machine", json_string(id)) < 0 ||
+            json_object_set_new(o, "events", list) < 0 ||
+            add_page(o, path, args, &page, total) < 0) {
+                json_decref(o);
+                answer_json(a, NULL);
+                return 0;
+        }
+        answer_json(a, o);
+        return 0;
+}
+
+static int get_runs(farm_db *db, const char *id, const struct farm_args *args, const char *path,
+                    struct farm_answer *a) {
+        static const char *const allowed[] = { "limit", "offset", NULL };
+        char perr[FARM_PARAM_ERROR_MAX];
+        struct machine_ctx m;
+        struct farm_page page;
+        int r, rc;
+
+        if (!check_args(args, allowed, a) ||
+            !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
+                      a))
+                return 0;
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        _cleanup_reset_ sqlite3_stmt *cnt = NULL, *st = NULL;
+        if ((r = machine_lookup(db, id, &m, a)) <= 0)
+                return r;
+        /* The day rollups give the first and last data, the intervals and the worst case of a
+         * run from a few rows per day instead of its intervals. */
+        if ((r = farm_prepare_r(db, "SELECT count(*) FROM runs WHERE machine_id = ?", &cnt,
+                                a->err)) < 0 ||
+            (r = farm_prepare_r(
+                     db,
+                     "SELECT r.run_id, r.boot_id, r.kernel_release, r.kernel_version, "
+                     "r.preempt_model, r.daemon_version, r.start_ns, r.interval_ns, "
+                     "r.threshold_ns, d.first_ns, d.last_ns, d.intervals, d.max_ns, "
+                     "u.time_ns, u.message "
+                     "FROM runs r "
+                     "LEFT JOIN (SELECT run, min(first_start_ns) AS first_ns, "
+                     "  max(last_end_ns) AS last_ns, sum(intervals) AS intervals, "
+                     "  max(max_ns) AS max_ns FROM run_days GROUP BY run) d ON d.run = r.id "
+                     "LEFT JOIN (SELECT run, min(time_ns) AS time_ns, message FROM events "
+                     "  WHERE type = 'unclean_end' GROUP BY run) u ON u.run = r.id "
+                     "WHERE r.machine_id = ?1 ORDER BY r.start_ns DESC, r.run_id DESC "
+                     "LIMIT ?2 OFFSET ?3",
+                     &st, a->err)) < 0)
+                return answer_internal(a, r);
+        sqlite3_bind_text(cnt, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, (int64_t) page.limit);
+        sqlite3_bind_int64(st, 3, (int64_t) MIN(page.offset, (uint64_t) INT64_MAX));
+        if ((rc = sqlite3_step(cnt)) != SQLITE_ROW)
+                return answer_internal(a,
+                                       farm_fail_on(db, db->rdb, rc, "cannot count runs", a->err));
+        uint64_t total = (uint64_t) sqlite3_column_int64(cnt, 0);
+        json_t *list = json_array(), *o = json_object();
+        while (list && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                bool data = sqlite3_column_type(st, 9) != SQLITE_NULL;
+                bool unclean = sqlite3_column_type(st, 13) != SQLITE_NULL;
+                json_t *end = unclean ? json_pack("{s:s, s:o, s:o, s:o}", "how", "unclean",
+                                                  "time_ns", farm_json_col_int(st, 13), "time",
+                                                  json_time(sqlite3_column_int64(st, 13)),
+                                                  "message", farm_json_col_text(st, 14))
+                                      : json_null();
+                json_array_append_new(
+                        list,
+                        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, "
+                                  "s:o, s:o, s:I, s:o, s:o}",
+                                  "id", farm_json_col_int(st, 0), "boot_id",
+                                  farm_json_col_text(st, 1), "kernel_release",
+                                  farm_json_col_text(st, 2), "kernel_version",
+                                  farm_json_col_text(st, 3), "preempt_model",
+                                  farm_json_col_text(st, 4), "daemon_version",
+                                  farm_json_col_text(st, 5), "start_ns", farm_json_col_int(st, 6),
+                                  "start", json_time(sqlite3_column_int64(st, 6)), "interval_ns",
+                                  farm_json_col_int(st, 7), "threshold_ns",
+                                  farm_json_col_int(st, 8), "first_data_ns",
+                                  farm_json_col_int(st, 9), "first_data",
+                                  data ? json_time(sqlite3_column_int64(st, 9)) : json_null(),
+                                  "last_data_ns", farm_json_col_int(st, 10), "last_data",
+                                  data ? json_time(sqlite3_column_int64(st, 10)) : json_null(),
+                                  "intervals", (json_int_t) sqlite3_column_int64(st, 11),
+                                  "worst_latency_ns", farm_json_col_int(st, 12), "end", end));
+        }
+        if (list && rc != SQLITE_DONE) {
+                json_decref(list);
+                json_decref(o);
+                return answer_internal(a,
+                                       farm_fail_on(db, db->rdb, rc, "cannot read runs", a->err));
+        }
+        if (!o || !list || json_object_set_new(o, "machine", json_string(id)) < 0 ||
+            json_object_set_new(o, "runs", list) < 0 || add_page(o, path, args, &page, total) < 0) {
+                json_decref(o);
+                answer_json(a, NULL);
+                return 0;
+        }
+        answer_json(a, o);
+        return 0;
+}
+
+/* ---- GET /api/v1/machines, paginated ---------------------------------------------------- */
+
+static int get_machines(farm_db *db, const struct farm_args *args, const char *path,
+                        struct farm_answer *a) {
+        static const char *const allowed[] = { "limit", "offset", NULL };
+        char perr[FARM_PARAM_ERROR_MAX];
+        struct farm_page page;
+        uint64_t total = 0;
+        char(*ids)[FARM_MACHINE_ID_LEN + 1] = NULL;
+        size_t n = 0;
+        int r, rc;
+
+        if (!check_args(args, allowed, a) ||
+            !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
+                      a))
+                return 0;
+        ids = calloc(page.limit, sizeof(*ids));
+        if (!ids)
+                return answer_internal(a, -ENOMEM);
+        {
+                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+                _cleanup_reset_ sqlite3_stmt *cnt = NULL, *st = NULL;
+                if ((r = farm_prepare_r(db, "SELECT count(*) FROM machines", &cnt, a->err)) < 0 ||
+                    (r = farm_prepare_r(db,
+                                        "SELECT id FROM machines ORDER BY id LIMIT ?1 OFFSET ?2",
+                                        &st, a->err)) < 0) {
+                        free(ids);
+                        return answer_internal(a, r);
+                }
+                if ((rc = sqlite3_step(cnt)) == SQLITE_ROW)
+                        total = (uint64_t) sqlite3_column_int64(cnt, 0);
+                sqlite3_bind_int64(st, 1, (int64_t) page.limit);
+                sqlite3_bind_int64(st, 2, (int64_t) MIN(page.offset, (uint64_t) INT64_MAX));
+                while (rc == SQLITE_ROW && (rc = sqlite3_step(st)) == SQLITE_ROW && n < page.limit)
+                        snprintf(ids[n++], sizeof(ids[0]), "%s",
+                                 (const char *) sqlite3_column_text(st, 0) ?: "");
+                if (rc != SQLITE_DONE) {
+                        free(ids);
+                        return answer_internal(a, farm_fail_on(db, db->rdb, rc,
+                                                               "cannot list the machines", a->err));
+                }
+        }
+        /* Each machine as GET /api/v1/machines/{id} shows it. */
+        json_t *list = json_array(), *o = json_object();
+        for (size_t i = 0; list && i < n; i++) {
+                json_t *m = NULL;
+                r = farm_machines_json(db, ids[i], &m, a->err);
+                if (r == -ENOENT)
+                        continue; /* removed meanwhile */
+                if (r < 0) {
+                        free(ids);
+                        json_decref(list);
+                        json_decref(o);
+                        return answer_internal(a, r);
+                }
+                json_array_append_new(list, m);
+        }
+        free(ids);
+        if (!o || !list || json_object_set_new(o, "machines", list) < 0 ||
+            add_page(o, path, args, &page, total) < 0) {
+                json_decref(o);
+                answer_json(a, NULL);
+                return 0;
+        }
+        answer_json(a, o);
+        return 0;
+}
+
+/* ---- GET /metrics ----------------------------------------------------------------------- */
+
+/* Writes "12.000081020": nanoseconds as exact decimal seconds. */
+static void put_seconds(FILE *f, int64_t ns) {
+        const char *sign = ns < 0 ? "-" : "";
+        uint64_t u = ns < 0 ? -(uint64_t) ns : (uint64_t) ns;
+        fprintf(f, "%s%" PRIu64 ".%09" PRIu64, sign, u / NSEC_PER_SEC, u % NSEC_PER_SEC);
+}
+
+/* The labels of a machine: machine="ID",hostname="...". */
+static void put_machine_labels(FILE *f, sqlite3_stmt *st) {
+        char host[3 * 256 + 1];
+        if (farm_prom_escape((const char *) sqlite3_column_text(st, 1) ?: "", host, sizeof(host)) <
+            0)
+                host[0] = '\0';
+        fprintf(f, "{machine=\"%s\",hostname=\"%s\"}",
+                (const char *) sqlite3_column_text(st, 0) ?: "", host);
+}
+
+/* One sample per machine from sql, whose columns are id, hostname and the value (NULL: no
+ * sample); seconds: the value is in nanoseconds and shown in seconds. */
+static int machine_family(farm_db *db, FILE *f, const char *name, const char *sql, bool seconds,
+                          char *err) {
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        int r = farm_prepare_r(db, sql, &st, err), rc;
+        if (r < 0)
+                return r;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                if (sqlite3_column_type(st, 2) == SQLITE_NULL)
+                        continue;
+                fputs(name, f);
+                put_machine_labels(f, st);
+                fputc(' ', f);
+                if (seconds)
+                        put_seconds(f, sqlite3_column_int64(st, 2));
+                else
+                        fprintf(f, "%lld", (long long) sqlite3_column_int64(st, 2));
+                fputc('\n', f);
+        }
+        if (rc != SQLITE_DONE)
+                return farm_fail_on(db, db->rdb, rc, "cannot read the machines' metrics", err);
+        return 0;
+}
+
+struct metric_ctx {
+        farm_db *db;
+        const struct farm_counters *counters;
+};
+
+static int m_last_worst(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        return machine_family(c->db, f, name,
+                              "SELECT id, hostname, last_worst_ns FROM machines ORDER BY id", true,
+                              err);
+}
+
+static int m_violations(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        return machine_family(c->db, f, name,
+                              "SELECT id, hostname, violations_total FROM machines ORDER BY id",
+                              false, err);
+}
+
+static int m_last_report(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        return machine_family(c->db, f, name,
+                              "SELECT id, hostname, last_report_ns FROM machines ORDER BY id", true,
+                              err);
+}
+
+/* From the day rollups: a few rows per run and day, not one per interval. */
+static int m_intervals(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        return machine_family(c->db, f, name,
+                              "SELECT m.id, m.hostname, (SELECT coalesce(sum(d.intervals), 0) "
+                              "FROM runs r JOIN run_days d ON d.run = r.id "
+                              "WHERE r.machine_id = m.id) FROM machines m ORDER BY m.id",
+                              false, err);
+}
+
+static int m_reports(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        (void) err;
+        fprintf(f, "%s{result=\"stored\"} %" PRIu64 "\n", name, atomic_load(&c->counters->stored));
+        fprintf(f, "%s{result=\"duplicate\"} %" PRIu64 "\n", name,
+                atomic_load(&c->counters->duplicate));
+        return 0;
+}
+
+static const char *const refusal_names[FARM_REFUSED_MAX] = {
+        [FARM_REFUSED_BAD_REQUEST] = "bad_request",   [FARM_REFUSED_UNAUTHORIZED] = "unauthorized",
+        [FARM_REFUSED_FORBIDDEN] = "forbidden",       [FARM_REFUSED_CONFLICT] = "conflict",
+        [FARM_REFUSED_TOO_LARGE] = "too_large",       [FARM_REFUSED_RATE_LIMITED] = "rate_limited",
+        [FARM_REFUSED_OTHER_CLIENT] = "other_client", [FARM_REFUSED_SERVER_ERROR] = "server_error",
+};
+
+static int m_ingest_errors(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        (void) err;
+        for (int i = 0; i < FARM_REFUSED_MAX; i++)
+                fprintf(f, "%s{reason=\"%s\"} %" PRIu64 "\n", name, refusal_names[i],
+                        atomic_load(&c->counters->refused[i]));
+        return 0;
+}
+
+static int m_http(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        (void) err;
+        for (unsigned s = 0; s < ELEMENTSOF(c->counters->status); s++) {
+                uint64_t v = atomic_load(&c->counters->status[s]);
+                if (v)
+                        fprintf(f, "%s{code=\"%u\"} %" PRIu64 "\n", name, s, v);
+        }
+        return 0;
+}
+
+/* One entry per metric family: its HELP and TYPE lines are written before its samples. */
+static const struct metric_family {
+        const char *name, *type, *help;
+        int (*write)(const struct metric_ctx *c, FILE *f, const char *name, char *err);
+} metric_families[] = {
+        { "rtsoak_machine_last_worst_latency_seconds", "gauge",
+          "Worst latency of the latest interval a machine reported.", m_last_worst },
+        { "rtsoak_machine_violations_total", "counter",
+          "Samples over the machine's latency threshold, over all its stored intervals.",
+          m_violations },
+        { "rtsoak_machine_last_report_timestamp_seconds", "gauge",
+          "When the machine's last upload was stored (Unix time).", m_last_report },
+        { "rtsoak_machine_intervals_total", "counter", "Intervals stored for the machine.",
+          m_intervals },
+        { "rtsoak_reports_received_total", "counter",
+          "Uploads answered 200 since the server started, stored (something new) or duplicate.",
+          m_reports },
+        { "rtsoak_ingest_errors_total", "counter",
+          "Uploads refused since the server started, by the reason of their status code.",
+          m_ingest_errors },
+        { "rtsoak_http_requests_total", "counter",
+          "HTTP requests answered since the server started, by status code.", m_http },
+};
+
+static int get_metrics(farm_db *db, struct farm_counters *counters, const struct farm_args *args,
+                       struct farm_answer *a) {
+        static const char *const allowed[] = { NULL };
+        struct metric_ctx c = { db, counters };
+        char *text = NULL;
+        size_t len = 0;
+        int r = 0;
+
+        if (!check_args(args, allowed, a))
+                return 0;
+        FILE *f = open_memstream(&text, &len);
+        if (!f)
+                return answer_internal(a, -ENOMEM);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(metric_families); i++) {
+                const struct metric_family *m = &metric_families[i];
+                fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, m->type);
+                r = m->write(&c, f, m->name, a->err);
+        }
+        if (fclose(f) != 0 && r >= 0) {
+                snprintf(a->err, sizeof(a->err), "cannot write the metrics");
+                r = -ENOMEM;
+        }
+        if (r < 0) {
+                free(text);
+                return answer_internal(a, r);
+        }
+        a->status = 200;
+        a->text = text;
+        a->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        return 0;
+}
+
+void farm_counters_request(struct farm_counters *c, bool upload, bool duplicate, unsigned status) {
+        if (status < ELEMENTSOF(c->status))
+                atomic_fetch_add_explicit(&c->status[status], 1, memory_order_relaxed);
+        if (!upload || status == 0)
+                return;
+        if (status == 200) {
+                atomic_fetch_add_explicit(duplicate ? &c->duplicate : &c->stored, 1,
+                                          memory_order_relaxed);
+                return;
+        }
+        enum farm_refusal why = status == 400   ? FARM_REFUSED_BAD_REQUEST
+                                : status == 401 ? FARM_REFUSED_UNAUTHORIZED
+                                : status == 403 ? FARM_REFUSED_FORBIDDEN
+                                : status == 409 ? FARM_REFUSED_CONFLICT
+                                : status == 413 ? FARM_REFUSED_TOO_LARGE
+                                : status == 429 ? FARM_REFUSED_RATE_LIMITED
+                                : status >= 500 ? FARM_REFUSED_SERVER_ERROR
+                                                : FARM_REFUSED_OTHER_CLIENT;
+        atomic_fetch_add_explicit(&c->refused[why], 1, memory_order_relaxed);
+}
+
+/* ---- the store path's hook -------------------------------------------------------------- */
+
+int farm_query_interval_stored(farm_db *db, int64_t run, int64_t interval_id,
+                               const struct summary_interval *iv, char *err) {
+        _cleanup_reset_ sqlite3_stmt *upd = NULL, *del = NULL;
+        uint64_t samples = 0, violations = 0, max = 0;
+        int64_t max_cpu = 0, max_time = iv->start_ns;
+        int r;
+
+        for (size_t c = 0; c < iv->ncpus; c++) {
+                const struct summary_cpu *p = &iv->cpus[c];
+                samples += p->samples;
+                violations += p->violations;
+                if (c == 0 || p->max_ns > max) {
+                        max = p->max_ns;
+                        max_cpu = p->cpu;
+                        max_time = p->max_time_ns;
+                }
+        }
+        if ((r = farm_prepare_w(db,
+                                "UPDATE intervals SET samples = ?2, violations = ?3, "
+                                "max_cpu = ?4, max_time_ns = ?5 WHERE id = ?1",
+                                &upd, err)) < 0 ||
+            (r = farm_prepare_w(db, "DELETE FROM hist_days WHERE run = ? AND day = ?", &del, err)) <
+                    0)
+                return r;
+        sqlite3_bind_int64(upd, 1, interval_id);
+        sqlite3_bind_int64(upd, 2, (int64_t) samples);
+        sqlite3_bind_int64(upd, 3, (int64_t) violations);
+        sqlite3_bind_int64(upd, 4, max_cpu);
+        sqlite3_bind_int64(upd, 5, max_time);
+        if ((r = farm_step_done(db, upd, "cannot store an interval's totals", err)) < 0)
+                return r;
+        sqlite3_bind_int64(del, 1, run);
+        sqlite3_bind_int64(del, 2, farm_step_floor(iv->start_ns, DAY_NS) / DAY_NS);
+        return farm_step_done(db, del, "cannot drop the day's cached histograms", err);
+}
+
+/* ---- routes ----------------------------------------------------------------------------- */
+
+int farm_query_route(farm_db *db, struct farm_counters *counters, const char *url,
+                     const char *method, const struct farm_args *args, int64_t now_ns,
+                     struct farm_answer *ret) {
+        enum { METRICS, MACHINES, INTERVALS, HISTOGRAM, EVENTS, RUNS, COMPARE, UNKNOWN } which;
+        static const char *const machine_subs[] = { [INTERVALS] = "intervals",
+                                                    [HISTOGRAM] = "histogram",
+                                                    [EVENTS] = "events",
+                                                    [RUNS] = "runs" };
+        char key[300] = "";
+
+        if (strcmp(url, "/metrics") == 0)
+                which = METRICS;
+        else if (strcmp(url, API "/machines") == 0)
+                which = MACHINES;
+        else if (strncmp(url, API "/machines/", strlen(API "/machines/")) == 0) {
+                const char *id = url + strlen(API "/machines/"), *slash = strchr(id, '/');
+                if (!slash)
+                        return 0; /* one machine: the store's own route */
+                which = UNKNOWN;
+                for (int i = INTERVALS; i <= RUNS; i++)
+                        if (strcmp(slash + 1, machine_subs[i]) == 0)
+                                which = i;
+                snprintf(key, sizeof(key), "%.*s",
+                         (int) MIN((size_t) (slash - id), sizeof(key) - 1), id);
+                if (which != UNKNOWN && !farm_machine_id_valid(key)) {
+                        *ret = (struct farm_answer){};
+                        answer_error(ret, 404, "no such machine");
+                        return 1;
+                }
+        } else if (strncmp(url, API "/kernels/", strlen(API "/kernels/")) == 0) {
+                const char *rel = url + strlen(API "/kernels/"), *slash = strrchr(rel, '/');
+                if (!slash || strcmp(slash + 1, "compare") != 0)
+                        return 0; /* the verdict's routes */
+                which = COMPARE;
+                if ((size_t) (slash - rel) >= sizeof(key) || slash == rel) {
+                        *ret = (struct farm_answer){};
+                        answer_error(ret, 404, "no such kernel");
+                        return 1;
+                }
+                snprintf(key, sizeof(key), "%.*s", (int) (slash - rel), rel);
+        } else
+                return 0;
+
+        *ret = (struct farm_answer){};
+        if (which == UNKNOWN) {
+                answer_error(ret, 404, "no such resource");
+                return 1;
+        }
+        if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+                answer_error(ret, 405, "method not allowed");
+                ret->allow = "GET, HEAD";
+                return 1;
+        }
+        switch (which) {
+        case METRICS:
+                get_metrics(db, counters, args, ret);
+                break;
+        case MACHINES:
+                get_machines(db, args, url, ret);
+                break;
+        case INTERVALS:
+                get_intervals(db, key, args, now_ns, url, ret);
+                break;
+        case HISTOGRAM:
+                get_histogram(db, key, args, now_ns, url, ret);
+                break;
+        case EVENTS:
+                get_events(db, key, args, now_ns, url, ret);
+                break;
+        case RUNS:
+                get_runs(db, key, args, url, ret);
+                break;
+        case COMPARE:
+                get_compare(db, key, args, now_ns, url, ret);
+                break;
+        default:
+                break;
+        }
+        if (ret->status == 0) {
+                snprintf(ret->err, sizeof(ret->err), "%s: no answer", url);
+                answer_internal(ret, -EIO);
+        }
+        return 1;
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/* The query side of the JSON API (a machine's intervals, histograms, events and runs, kernel
+ * comparisons, the paginated machine list) and the Prometheus /metrics exposition. */
+#pragma once
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hist.h"
+#include "server-db.h"
+#include "summary.h"
+
+#define FARM_ARGS_MAX 32
+/* An intervals query answers at most this many steps: a larger window needs a larger step. */
+#define FARM_STEPS_MAX 100000
+
+/* The query parameters of a request, as libmicrohttpd decoded them (value NULL: "?name"). */
+struct farm_args {
+        struct {
+                const char *name, *value;
+        } a[FARM_ARGS_MAX];
+        unsigned n;
+        bool too_many;
+};
+
+/* What a query route answers: JSON, or text with its content type. */
+struct farm_answer {
+        unsigned status;
+        json_t *json;
+        char *text;
+        const char *content_type;
+        const char *allow; /* the Allow header of a 405 */
+        int error;         /* of a 500 or 503: the -errno, err says why (for the log) */
+        char err[FARM_ERROR_MAX];
+};
+void farm_answer_done(struct farm_answer *a);
+
+/* Why an upload was refused, for rtsoak_ingest_errors_total{reason}. */
+enum farm_refusal {
+        FARM_REFUSED_BAD_REQUEST,  /* 400 */
+        FARM_REFUSED_UNAUTHORIZED, /* 401 */
+        FARM_REFUSED_FORBIDDEN,    /* 403 */
+        FARM_REFUSED_CONFLICT,     /* 409 */
+        FARM_REFUSED_TOO_LARGE,    /* 413 */
+        FARM_REFUSED_RATE_LIMITED, /* 429 */
+        FARM_REFUSED_OTHER_CLIENT, /* another 4xx */
+        FARM_REFUSED_SERVER_ERROR, /* 5xx */
+        FARM_REFUSED_MAX,
+};
+
+/* Server-wide counters since the start, for /metrics: updated by every HTTP thread. */
+struct farm_counters {
+        _Atomic uint64_t stored, duplicate;
+        _Atomic uint64_t refused[FARM_REFUSED_MAX];
+        _Atomic uint64_t status[600]; /* HTTP requests by status code */
+};
+
+/* Counts a finished request: upload says it was a POST of a summary, duplicate that it was
+ * answered "duplicate". */
+void farm_counters_request(struct farm_counters *c, bool upload, bool duplicate, unsigned status);
+
+/* Answers url if it is one of the query routes: 1 with ret filled, 0 when it is not one of
+ * them (ret untouched). */
+int farm_query_route(farm_db *db, struct farm_counters *counters, const char *url,
+                     const char *method, const struct farm_args *args, int64_t now_ns,
+                     struct farm_answer *ret);
+
+/* Called by the store path for every interval it stores (after its CPUs), inside the upload's
+ * transaction: keeps the interval's totals for the queries and drops the cached histograms of
+ * its run and day. */
+int farm_query_interval_stored(farm_db *db, int64_t run, int64_t interval_id,
+                               const struct summary_interval *iv, char *err);
+
+/* ---- pure helpers, exposed for the unit tests ---- */
+
+/* The start of the step of length step_ns that holds t: steps are aligned to multiples of
+ * step_ns since the Unix epoch (floor, also before 1970). */
+int64_t farm_step_floor(int64_t t, uint64_t step_ns);
+/* How many steps of step_ns the window [from, to) touches (to > from). */
+uint64_t farm_steps_in(int64_t from_ns, int64_t to_ns, uint64_t step_ns);
+
+struct farm_percentiles {
+        uint64_t p50_ns, p99_ns, p99_9_ns, p99_99_ns;
+};
+/* Percentiles of a merged histogram as upper bounds (hist_quantile_ns), never above max_ns. */
+void farm_percentiles(const struct hist *h, uint64_t min_ns, uint64_t max_ns,
+                      struct farm_percentiles *ret);
+
+/* The regression rule of a comparison: value is worse than base when it exceeds it by more
+ * than tolerance_percent of base and by more than min_difference_ns. */
+bool farm_worse(uint64_t value, uint64_t base, uint64_t tolerance_percent,
+                uint64_t min_difference_ns);
+
+/* Appends a Prometheus label value to buf (with escapes for \, " and newline). */
+int farm_prom_escape(const char *value, char *buf, size_t size);

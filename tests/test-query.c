@@ -1,0 +1,1125 @@
+/* SPDX-License-Identifier: MIT */
+/* Integration tests of rtsoak-server's query API and /metrics: the real server on loopback,
+ * fed with real summaries (built with the codec) whose maxima and histograms the tests chose,
+ * and asked over HTTP with libcurl. */
+#include <curl/curl.h>
+#include <regex.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests.h"
+#include "test-util.h"
+#include "hist.h"
+#include "summary.h"
+#include "timeutil.h"
+
+#define SEC INT64_C(1000000000)
+#define MIN_NS (60 * SEC)
+#define HOUR_NS (60 * MIN_NS)
+#define DAY_NS (24 * HOUR_NS)
+/* UTC midnights, long past: their days are whole and cacheable. */
+#define D0 INT64_C(1793577600000000000) /* 2026-11-02 */
+#define D1 INT64_C(1793836800000000000) /* 2026-11-05 */
+#define D2 INT64_C(1794268800000000000) /* 2026-11-10 */
+#define LIMIT_US 1000
+
+#define ID_A "a0000000000000000000000000000001" /* steps, filters, events, runs */
+#define ID_B "b0000000000000000000000000000002" /* histograms */
+#define ID_C "c0000000000000000000000000000003" /* compare: a regression */
+#define ID_D "d0000000000000000000000000000004" /* compare: equal kernels */
+#define ID_UNKNOWN "00000000000000000000000000000042"
+
+static char *dir;
+static char db_path[512], log_path[512], base_url[128];
+static pid_t server_pid;
+static char tok_a[80], tok_b[80], tok_c[80], tok_d[80];
+
+/* ---- HTTP ---------------------------------------------------------------------------- */
+
+struct reply {
+        long status;
+        char *body;
+        size_t len;
+        char allow[64], content_type[128];
+};
+
+static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
+        struct reply *r = userdata;
+        char *b = realloc(r->body, r->len + size * n + 1);
+        assert_non_null(b);
+        memcpy(b + r->len, data, size * n);
+        r->len += size * n;
+        b[r->len] = '\0';
+        r->body = b;
+        return size * n;
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *userdata) {
+        struct reply *r = userdata;
+        size_t len = size * n;
+        if (len > 7 && strncasecmp(data, "Allow: ", 7) == 0)
+                snprintf(r->allow, sizeof(r->allow), "%.*s", (int) strcspn(data + 7, "\r\n"),
+                         data + 7);
+        if (len > 14 && strncasecmp(data, "Content-Type: ", 14) == 0)
+                snprintf(r->content_type, sizeof(r->content_type), "%.*s",
+                         (int) strcspn(data + 14, "\r\n"), data + 14);
+        return len;
+}
+
+static void reply_done(struct reply *r) {
+        free(r->body);
+        *r = (struct reply){};
+}
+
+static struct reply http(const char *method, const char *path, const char *token,
+                         const char *body) {
+        struct reply r = {};
+        char url[2048], auth[128];
+        CURL *c = curl_easy_init();
+        struct curl_slist *headers = NULL;
+        assert_non_null(c);
+        snprintf(url, sizeof(url), "%s%s", base_url, path);
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        if (strcmp(method, "HEAD") == 0)
+                curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        if (body) {
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+                headers = curl_slist_append(headers, "Content-Type: application/json");
+        }
+        if (token) {
+                snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+                headers = curl_slist_append(headers, auth);
+        }
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+        CURLcode rc = curl_easy_perform(c);
+        if (rc != CURLE_OK)
+                fail_msg("%s %s: %s", method, url, curl_easy_strerror(rc));
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+        curl_slist_free_all(headers);
+        curl_easy_cleanup(c);
+        if (!r.body)
+                r.body = strdup("");
+        return r;
+}
+
+/* GET path, expecting 200 and JSON. */
+static json_t *get_json(const char *fmt, ...) _printf_(1, 2);
+static json_t *get_json(const char *fmt, ...) {
+        char path[2048];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(path, sizeof(path), fmt, ap);
+        va_end(ap);
+        struct reply r = http("GET", path, NULL, NULL);
+        if (r.status != 200)
+                fail_msg("GET %s: %ld %s", path, r.status, r.body);
+        json_t *j = tu_json(r.body);
+        reply_done(&r);
+        return j;
+}
+
+/* GET path, expecting status and an error message that contains msg. */
+static void expect_error(long status, const char *msg, const char *fmt, ...) _printf_(3, 4);
+static void expect_error(long status, const char *msg, const char *fmt, ...) {
+        char path[2048];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(path, sizeof(path), fmt, ap);
+        va_end(ap);
+        struct reply r = http("GET", path, NULL, NULL);
+        json_t *j = tu_json(r.body);
+        const char *e = json_string_value(json_object_get(j, "error"));
+        if (r.status != status || !e || !strstr(e, msg))
+                fail_msg("GET %s: expected %ld '%s', got %ld %s", path, status, msg, r.status,
+                         r.body);
+        json_decref(j);
+        reply_done(&r);
+}
+
+static json_t *jget(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        if (!v)
+                fail_msg("no \"%s\" in %s", key, json_dumps(o, JSON_COMPACT));
+        return v;
+}
+
+static long long ji(json_t *o, const char *key) {
+        return tu_jint(o, key);
+}
+
+/* ---- fixtures: summaries with chosen maxima and histograms, posted for real ---------- */
+
+/* What one CPU of one interval holds: its histogram's buckets (1 us wide below LIMIT_US) and
+ * its exact maximum with its time. */
+struct cpu_data {
+        uint64_t counts[LIMIT_US + 400];
+        uint64_t max_ns;
+        int64_t max_offset_ns; /* after the interval's start */
+        uint64_t violations;
+};
+
+typedef void (*cpu_fn)(uint64_t seq, unsigned cpu, struct cpu_data *d);
+
+struct fixture {
+        const char *machine, *token, *kernel, *hostname;
+        int64_t run, run_start_ns;
+        const char *scenario;
+        uint64_t first_seq, n;
+        int64_t start_ns;   /* of the interval first_seq */
+        int64_t spacing_ns; /* between interval starts */
+        unsigned ncpus;
+        cpu_fn fn;
+};
+
+static uint64_t upload_seq = 1;
+
+static void post(const struct fixture *f, uint64_t first, uint64_t n, const char *events_type,
+                 uint64_t nevents, uint64_t first_event, int64_t event_time) {
+        static struct cpu_data d;
+        struct summary s = {};
+        s.machine.id = strdup(f->machine);
+        s.machine.hostname = strdup(f->hostname ?: "lab");
+        s.machine.cpu_model = strdup("Test CPU");
+        s.machine.cpus = f->ncpus;
+        s.run.id = f->run;
+        s.run.boot_id = strdup("fedcba9876543210fedcba9876543210");
+        s.run.kernel_release = strdup(f->kernel);
+        s.run.kernel_version = strdup("#1 SMP PREEMPT_RT");
+        s.run.kernel_cmdline = strdup("quiet");
+        s.run.preempt_model = strdup("PREEMPT_RT");
+        s.run.daemon_version = strdup("0.1.0");
+        s.run.config_digest =
+                strdup("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
+        s.run.start_ns = f->run_start_ns;
+        s.run.threshold_ns = 100000;
+        s.run.probe_interval_ns = 200000;
+        s.run.interval_ns = (uint64_t) MIN_NS;
+        s.seq = upload_seq++;
+        s.nintervals = n;
+        s.intervals = calloc(n + 1, sizeof(*s.intervals));
+        for (uint64_t i = 0; i < n; i++) {
+                struct summary_interval *iv = &s.intervals[i];
+                uint64_t seq = first + i;
+                iv->seq = seq;
+                iv->start_ns = f->start_ns + (int64_t) (seq - f->first_seq) * f->spacing_ns;
+                iv->length_ns = (uint64_t) MIN_NS;
+                iv->scenario = f->scenario ? strdup(f->scenario) : NULL;
+                iv->ncpus = f->ncpus;
+                iv->cpus = calloc(f->ncpus, sizeof(*iv->cpus));
+                for (unsigned c = 0; c < f->ncpus; c++) {
+                        struct summary_cpu *x = &iv->cpus[c];
+                        memset(&d, 0, sizeof(d));
+                        f->fn(seq, c, &d);
+                        uint64_t samples = 0;
+                        for (size_t b = 0; b < ELEMENTSOF(d.counts); b++)
+                                samples += d.counts[b];
+                        *x = (struct summary_cpu){ .cpu = c,
+                                                   .samples = samples,
+                                                   .min_ns = 1000,
+                                                   .avg_ns = 1000,
+                                                   .max_ns = d.max_ns,
+                                                   .max_time_ns = iv->start_ns + d.max_offset_ns,
+                                                   .violations = d.violations,
+                                                   .hist_limit_us = LIMIT_US };
+                        if (samples) {
+                                x->min_ns = 1000;
+                                for (size_t b = 0; b < ELEMENTSOF(d.counts); b++)
+                                        if (d.counts[b]) {
+                                                x->min_ns = hist_bucket_lower_ns(LIMIT_US,
+                                                                                 (uint32_t) b);
+                                                break;
+                                        }
+                                x->avg_ns = x->min_ns;
+                        }
+                        assert_int_equal(hist_encode(LIMIT_US, d.counts, &x->hist, &x->hist_len),
+                                         0);
+                }
+        }
+        s.nevents = nevents;
+        s.events = calloc(nevents + 1, sizeof(*s.events));
+        for (uint64_t e = 0; e < nevents; e++)
+                s.events[e] = (struct summary_event){
+                        first_event + e, event_time + (int64_t) e * SEC, strdup(events_type),
+                        (int) (e % 2),   (int64_t) (100000 + e),         strdup("event")
+                };
+        char *text;
+        assert_int_equal(summary_encode(&s, &text, NULL), 0);
+        summary_done(&s);
+        struct reply r = http("POST", "/api/v1/summaries", f->token, text);
+        if (r.status != 200)
+                fail_msg("upload: %ld %s", r.status, r.body);
+        reply_done(&r);
+        free(text);
+}
+
+/* Posts every interval of f, in batches of at most 1000. */
+static void post_all(const struct fixture *f) {
+        for (uint64_t i = 0; i < f->n; i += 1000)
+                post(f, f->first_seq + i, MIN(f->n - i, 1000), NULL, 0, 0, 0);
+}
+
+/* Machine A: two CPUs, a maximum that varies with the interval and CPU, and one spike. */
+#define SPIKE_SEQ 47
+#define SPIKE_CPU 1
+#define SPIKE_NS 900000
+#define SPIKE_OFFSET_NS 12345
+static uint64_t a_max(uint64_t seq, unsigned cpu) {
+        if (seq == SPIKE_SEQ && cpu == SPIKE_CPU)
+                return SPIKE_NS;
+        return 10000 + 997 * ((seq * 7 + cpu * 3) % 11);
+}
+
+static void a_cpu(uint64_t seq, unsigned cpu, struct cpu_data *d) {
+        d->max_ns = a_max(seq, cpu);
+        d->max_offset_ns = seq == SPIKE_SEQ && cpu == SPIKE_CPU ? SPIKE_OFFSET_NS
+                                                                : (int64_t) (1000 * cpu + seq);
+        d->counts[5] = 100 + seq % 3;
+        d->counts[hist_index(LIMIT_US, d->max_ns)] += 1;
+        d->violations = d->max_ns > 100000;
+}
+
+/* Run 1 of A: hours 0-2 of D0 "idle", hour 2-3 "cpu"; run 2 (another kernel) on D0 + 1 day. */
+static const struct fixture a_idle = { .machine = ID_A,
+                                       .token = tok_a,
+                                       .kernel = "6.6-rt1",
+                                       .run = 1,
+                                       .run_start_ns = D0,
+                                       .scenario = "idle",
+                                       .first_seq = 0,
+                                       .n = 120,
+                                       .start_ns = D0,
+                                       .spacing_ns = MIN_NS,
+                                       .ncpus = 2,
+                                       .fn = a_cpu };
+static const struct fixture a_cpu_load = { .machine = ID_A,
+                                           .token = tok_a,
+                                           .kernel = "6.6-rt1",
+                                           .run = 1,
+                                           .run_start_ns = D0,
+                                           .scenario = "cpu",
+                                           .first_seq = 120,
+                                           .n = 60,
+                                           .start_ns = D0 + 2 * HOUR_NS,
+                                           .spacing_ns = MIN_NS,
+                                           .ncpus = 2,
+                                           .fn = a_cpu };
+static const struct fixture a_run2 = { .machine = ID_A,
+                                       .token = tok_a,
+                                       .kernel = "6.6-rt2",
+                                       .run = 2,
+                                       .run_start_ns = D0 + DAY_NS,
+                                       .scenario = "idle",
+                                       .first_seq = 0,
+                                       .n = 10,
+                                       .start_ns = D0 + DAY_NS,
+                                       .spacing_ns = MIN_NS,
+                                       .ncpus = 2,
+                                       .fn = a_cpu };
+
+/* Machine B: a constructed distribution.  CPU 0 per interval: 990 samples at 10 us, 9 at
+ * 50 us, 1 at 200 us (maximum 200.5 us); CPU 1: 999 at 20 us and one overflow at 1.5 ms. */
+static void b_cpu(uint64_t seq, unsigned cpu, struct cpu_data *d) {
+        (void) seq;
+        if (cpu == 0) {
+                d->counts[10] = 990;
+                d->counts[50] = 9;
+                d->counts[200] = 1;
+                d->max_ns = 200500;
+        } else {
+                d->counts[20] = 999;
+                d->counts[hist_index(LIMIT_US, 1500000)] = 1;
+                d->max_ns = 1500000;
+                d->violations = 1;
+        }
+        d->max_offset_ns = 5;
+}
+
+/* 48 intervals over D1, one every 30 minutes. */
+static const struct fixture b_day = { .machine = ID_B,
+                                      .token = tok_b,
+                                      .kernel = "6.6-rt1",
+                                      .run = 1,
+                                      .run_start_ns = D1,
+                                      .scenario = "idle",
+                                      .first_seq = 0,
+                                      .n = 48,
+                                      .start_ns = D1,
+                                      .spacing_ns = 30 * MIN_NS,
+                                      .ncpus = 2,
+                                      .fn = b_cpu };
+
+/* ---- setup --------------------------------------------------------------------------- */
+
+static int setup(void **state) {
+        (void) state;
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        dir = tu_mkdtemp("query");
+        snprintf(db_path, sizeof(db_path), "%s/farm.db", dir);
+        snprintf(log_path, sizeof(log_path), "%s/server.log", dir);
+        tu_server_enroll(db_path, ID_A, NULL, NULL, tok_a);
+        tu_server_enroll(db_path, ID_B, NULL, NULL, tok_b);
+        tu_server_enroll(db_path, ID_C, NULL, NULL, tok_c);
+        tu_server_enroll(db_path, ID_D, NULL, NULL, tok_d);
+        static const char *const extra[] = { "--rate", "1000000", "--burst", "1000000", NULL };
+        server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", extra, base_url,
+                                     sizeof(base_url));
+        post_all(&a_idle);
+        post_all(&a_cpu_load);
+        post_all(&b_day);
+        return 0;
+}
+
+static int teardown(void **state) {
+        (void) state;
+        if (server_pid > 0) {
+                kill(server_pid, SIGTERM);
+                tu_wait(server_pid, 10000);
+        }
+        tu_rmdir(dir);
+        curl_global_cleanup();
+        return 0;
+}
+
+static long long db_int(const char *sql) {
+        sqlite3 *d;
+        sqlite3_stmt *st;
+        if (sqlite3_open_v2(db_path, &d, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+                fail_msg("cannot open %s", db_path);
+        sqlite3_busy_timeout(d, 5000);
+        if (sqlite3_prepare_v2(d, sql, -1, &st, NULL) != SQLITE_OK)
+                fail_msg("%s: %s", sql, sqlite3_errmsg(d));
+        if (sqlite3_step(st) != SQLITE_ROW)
+                fail_msg("%s: no row", sql);
+        long long v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(d);
+        return v;
+}
+
+static const char *rfc3339(int64_t ns) {
+        static char buf[4][64];
+        static int k;
+        time_t s = (time_t) (ns / SEC);
+        struct tm tm;
+        gmtime_r(&s, &tm);
+        char *b = buf[k++ % 4];
+        strftime(b, 64, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        return b;
+}
+
+/* ---- intervals per step -------------------------------------------------------------- */
+
+/* The 5-minute steps of 1-minute data hold the worst of their five intervals, with its CPU
+ * and time; without step= every interval is its own step. */
+static void test_steps(void **state) {
+        (void) state;
+        json_t *j = get_json("/api/v1/machines/" ID_A "/intervals?from=%s&to=%lld&step=5min",
+                             rfc3339(D0), (long long) (D0 + 2 * HOUR_NS));
+        json_t *steps = jget(j, "steps");
+        assert_int_equal(json_array_size(steps), 24);
+        assert_int_equal(ji(j, "total"), 24);
+        assert_int_equal(ji(j, "step_ns"), 5 * MIN_NS);
+        assert_true(json_is_null(jget(j, "next")));
+        for (size_t k = 0; k < 24; k++) {
+                json_t *s = json_array_get(steps, k);
+                uint64_t max = 0, samples = 0;
+                unsigned max_cpu = 0;
+                for (uint64_t seq = 5 * k; seq < 5 * k + 5; seq++)
+                        for (unsigned c = 0; c < 2; c++) {
+                                if (a_max(seq, c) > max) {
+                                        max = a_max(seq, c);
+                                        max_cpu = c;
+                                }
+                                samples += 100 + seq % 3 + 1;
+                        }
+                assert_int_equal(ji(s, "start_ns"), D0 + (int64_t) k * 5 * MIN_NS);
+                assert_string_equal(json_string_value(jget(s, "start")),
+                                    rfc3339(D0 + (int64_t) k * 5 * MIN_NS));
+                assert_int_equal(ji(s, "max_ns"), max);
+                assert_int_equal(ji(s, "intervals"), 5);
+                assert_int_equal(ji(s, "covered_ns"), 5 * MIN_NS);
+                assert_int_equal(ji(s, "samples"), samples);
+                assert_string_equal(json_string_value(json_array_get(jget(s, "kernels"), 0)),
+                                    "6.6-rt1");
+                assert_string_equal(json_string_value(json_array_get(jget(s, "scenarios"), 0)),
+                                    "idle");
+                if (k == SPIKE_SEQ / 5) {
+                        assert_int_equal(max, SPIKE_NS);
+                        assert_int_equal(ji(s, "max_cpu"), SPIKE_CPU);
+                        assert_int_equal(ji(s, "max_time_ns"),
+                                         D0 + SPIKE_SEQ * MIN_NS + SPIKE_OFFSET_NS);
+                        assert_int_equal(ji(s, "violations"), 1);
+                } else {
+                        assert_int_equal(ji(s, "max_cpu"), max_cpu);
+                        assert_int_equal(ji(s, "violations"), 0);
+                }
+        }
+        json_decref(j);
+
+        /* Default step: the interval length, so every interval of the window is a step. */
+        j = get_json("/api/v1/machines/" ID_A "/intervals?from=%lld&to=%lld", (long long) D0,
+                     (long long) (D0 + HOUR_NS));
+        assert_int_equal(ji(j, "step_ns"), MIN_NS);
+        assert_int_equal(ji(j, "total"), 60);
+        json_t *s = json_array_get(jget(j, "steps"), SPIKE_SEQ);
+        assert_int_equal(ji(s, "max_ns"), SPIKE_NS);
+        assert_int_equal(ji(s, "intervals"), 1);
+        json_decref(j);
+
+        /* Default window: the 24 hours up to the latest data (all 180 intervals). */
+        j = get_json("/api/v1/machines/" ID_A "/intervals?step=1h");
+        assert_int_equal(ji(j, "total"), 3);
+        assert_int_equal(ji(j, "to_ns"), D0 + 179 * MIN_NS + 1);
+        json_decref(j);
+
+        /* Steps without data are absent: 1 h steps over a day of 3 hours of data. */
+        j = get_json("/api/v1/machines/" ID_A "/intervals?from=%s&to=%s&step=1h",
+                     rfc3339(D0 - DAY_NS), rfc3339(D0 + DAY_NS));
+        assert_int_equal(ji(j, "total"), 3);
+        assert_int_equal(ji(json_array_get(jget(j, "steps"), 0), "start_ns"), D0);
+        json_decref(j);
+}
+
+/* from is inclusive, to exclusive, in both forms. */
+static void test_window_bounds(void **state) {
+        (void) state;
+        /* [10 min, 20 min): intervals 10-19, two steps of five. */
+        json_t *j = get_json("/api/v1/machines/" ID_A "/intervals?from=%s&to=%lld&step=5min",
+                             rfc3339(D0 + 10 * MIN_NS), (long long) (D0 + 20 * MIN_NS));
+        assert_int_equal(ji(j, "total"), 2);
+        assert_int_equal(ji(json_array_get(jget(j, "steps"), 0), "intervals"), 5);
+        assert_int_equal(ji(json_array_get(jget(j, "steps"), 1), "intervals"), 5);
+        json_decref(j);
+        /* One ns later: interval 10 is out; one ns more at the end: interval 20 is in, in a
+         * third step. */
+        j = get_json("/api/v1/machines/" ID_A "/intervals?from=%lld&to=%lld&step=5min",
+                     (long long) (D0 + 10 * MIN_NS + 1), (long long) (D0 + 20 * MIN_NS + 1));
+        assert_int_equal(ji(j, "total"), 3);
+        json_t *steps = jget(j, "steps");
+        assert_int_equal(ji(json_array_get(steps, 0), "start_ns"), D0 + 10 * MIN_NS);
+        assert_int_equal(ji(json_array_get(steps, 0), "intervals"), 4);
+        assert_int_equal(ji(json_array_get(steps, 2), "intervals"), 1);
+        json_decref(j);
+        /* RFC 3339 with an offset: 01:10+01:00 is 00:10Z ('+' encoded in the query). */
+        j = get_json("/api/v1/machines/" ID_A
+                     "/intervals?from=2026-11-02T01:10:00%%2B01:00&to=%lld&step=5min",
+                     (long long) (D0 + 20 * MIN_NS));
+        assert_int_equal(ji(j, "from_ns"), D0 + 10 * MIN_NS);
+        assert_int_equal(ji(j, "total"), 2);
+        json_decref(j);
+}
+
+static void test_cpu_and_scenario_filters(void **state) {
+        (void) state;
+        json_t *j = get_json("/api/v1/machines/" ID_A
+                             "/intervals?from=%lld&to=%lld&step=5min&cpu=0",
+                             (long long) D0, (long long) (D0 + HOUR_NS));
+        json_t *steps = jget(j, "steps");
+        assert_int_equal(json_array_size(steps), 12);
+        for (size_t k = 0; k < 12; k++) {
+                json_t *s = json_array_get(steps, k);
+                uint64_t max = 0, samples = 0;
+                for (uint64_t seq = 5 * k; seq < 5 * k + 5; seq++) {
+                        max = MAX(max, a_max(seq, 0));
+                        samples += 100 + seq % 3 + 1;
+                }
+                assert_int_equal(ji(s, "max_ns"), max);
+                assert_int_equal(ji(s, "max_cpu"), 0);
+                assert_int_equal(ji(s, "samples"), samples);
+        }
+        /* The spike is CPU 1's: CPU 0 does not show it. */
+        assert_true(ji(json_array_get(steps, SPIKE_SEQ / 5), "max_ns") < SPIKE_NS);
+        json_decref(j);
+        /* A CPU that never reported: no step. */
+        j = get_json("/api/v1/machines/" ID_A "/intervals?from=%lld&to=%lld&cpu=5", (long long) D0,
+                     (long long) (D0 + HOUR_NS));
+        assert_int_equal(ji(j, "total"), 0);
+        json_decref(j);
+
+        /* Scenarios: hours 0-2 idle, hour 2-3 cpu. */
+        j = get_json("/api/v1/machines/" ID_A "/intervals?from=%lld&to=%lld&step=1h&scenario=cpu",
+                     (long long) D0, (long long) (D0 + DAY_NS));
+        assert_int_equal(ji(j, "total"), 1);
+        json_t *s = json_array_get(jget(j, "steps"), 0);
+        assert_int_equal(ji(s, "start_ns"), D0 + 2 * HOUR_NS);
+        assert_int_equal(ji(s, "intervals"), 60);
+        assert_string_equal(json_string_value(json_array_get(jget(s, "scenarios"), 0)), "cpu");
+        assert_string_equal(json_string_value(jget(j, "scenario")), "cpu");
+        json_decref(j);
+        /* A step that holds both. */
+        j = get_json("/api/v1/machines/" ID_A "/intervals?from=%lld&to=%lld&step=3h",
+                     (long long) D0, (long long) (D0 + DAY_NS));
+        s = json_array_get(jget(j, "steps"), 0);
+        assert_int_equal(ji(s, "intervals"), 180);
+        assert_int_equal(json_array_size(jget(s, "scenarios")), 2);
+        json_decref(j);
+}
+
+/* limit/offset/next walk every step once, in order; total stays the same. */
+static void test_pagination(void **state) {
+        (void) state;
+        json_t *all = get_json("/api/v1/machines/" ID_A "/intervals?from=%lld&to=%lld&step=5min",
+                               (long long) D0, (long long) (D0 + DAY_NS));
+        json_t *all_steps = jget(all, "steps");
+        assert_int_equal(ji(all, "total"), 36);
+        char path[2048];
+        snprintf(path, sizeof(path),
+                 "/api/v1/machines/" ID_A "/intervals?from=%lld&to=%s&step=5min&limit=5",
+                 (long long) D0, rfc3339(D0 + DAY_NS));
+        size_t seen = 0, pages = 0;
+        for (;;) {
+                json_t *j = get_json("%s", path);
+                pages++;
+                assert_int_equal(ji(j, "total"), 36);
+                assert_int_equal(ji(j, "limit"), 5);
+                assert_int_equal(ji(j, "offset"), seen);
+                json_t *steps = jget(j, "steps");
+                for (size_t i = 0; i < json_array_size(steps); i++, seen++)
+                        assert_int_equal(ji(json_array_get(steps, i), "start_ns"),
+                                         ji(json_array_get(all_steps, seen), "start_ns"));
+                json_t *next = jget(j, "next");
+                if (json_is_null(next)) {
+                        json_decref(j);
+                        break;
+                }
+                assert_true(pages < 20);
+                snprintf(path, sizeof(path), "%s", json_string_value(next));
+                assert_non_null(strstr(path, "step=5min"));
+                json_decref(j);
+        }
+        assert_int_equal(seen, 36);
+        assert_int_equal(pages, 8);
+        json_decref(all);
+        /* Past the end: an empty page, the same total. */
+        json_t *j = get_json("/api/v1/machines/" ID_A
+                             "/intervals?from=%lld&to=%lld&step=5min&offset=100",
+                             (long long) D0, (long long) (D0 + DAY_NS));
+        assert_int_equal(json_array_size(jget(j, "steps")), 0);
+        assert_int_equal(ji(j, "total"), 36);
+        json_decref(j);
+}
+
+static void test_bad_parameters(void **state) {
+        (void) state;
+        const char *iv = "/api/v1/machines/" ID_A "/intervals";
+        expect_error(400, "from=yesterday-ish", "%s?from=yesterday-ish", iv);
+        expect_error(400, "to=2026-13-01", "%s?to=2026-13-01", iv);
+        expect_error(400, "step=0", "%s?step=0", iv);
+        expect_error(400, "step=", "%s?step=fast", iv);
+        expect_error(400, "limit=0", "%s?limit=0", iv);
+        expect_error(400, "limit=1001", "%s?limit=1001", iv);
+        expect_error(400, "offset=-1", "%s?offset=-1", iv);
+        expect_error(400, "cpu=-1", "%s?cpu=-1", iv);
+        expect_error(400, "cpu=8192", "%s?cpu=8192", iv);
+        expect_error(400, "unknown parameter form", "%s?form=%lld", iv, (long long) D0);
+        expect_error(400, "cpu: given more than once", "%s?cpu=0&cpu=1", iv);
+        expect_error(400, "scenario=no way", "%s?scenario=no%%20way", iv);
+        expect_error(400, "from=", "%s?from=%lld&to=%lld", iv, (long long) D0, (long long) D0);
+        /* A year at 1 s: over 100,000 steps. */
+        expect_error(400, "step=1s", "%s?from=%lld&to=%lld&step=1s", iv, (long long) D0,
+                     (long long) (D0 + 365 * DAY_NS));
+        expect_error(400, "unknown parameter form", "/api/v1/machines/" ID_A "/histogram?form=1");
+        expect_error(400, "cpu=x", "/api/v1/machines/" ID_A "/histogram?cpu=x");
+        expect_error(400, "type=Bad", "/api/v1/machines/" ID_A "/events?type=Bad");
+        expect_error(400, "from=never", "/api/v1/machines/" ID_A "/events?from=never");
+        expect_error(400, "unknown parameter from", "/api/v1/machines/" ID_A "/runs?from=0");
+        expect_error(400, "limit=0", "/api/v1/machines?limit=0");
+        expect_error(400, "with: required", "/api/v1/kernels/6.6-rt1/compare");
+        expect_error(400, "tolerance=abc",
+                     "/api/v1/kernels/6.6-rt1/compare?with=6.6-rt1&tolerance=abc");
+        expect_error(400, "unknown parameter x", "/metrics?x=1");
+
+        const char *subs[] = { "intervals", "histogram", "events", "runs" };
+        for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
+                expect_error(404, "no such machine", "/api/v1/machines/" ID_UNKNOWN "/%s", subs[i]);
+                expect_error(404, "no such machine", "/api/v1/machines/nothex/%s", subs[i]);
+        }
+        expect_error(404, "no such resource", "/api/v1/machines/" ID_A "/elsewhere");
+        expect_error(404, "no such kernel: 9.9-nothing",
+                     "/api/v1/kernels/9.9-nothing/compare?with=6.6-rt1");
+        expect_error(404, "with=9.9-nothing: no such kernel",
+                     "/api/v1/kernels/6.6-rt1/compare?with=9.9-nothing");
+
+        struct reply r = http("POST", "/api/v1/machines/" ID_A "/intervals", NULL, "{}");
+        assert_int_equal(r.status, 405);
+        assert_string_equal(r.allow, "GET, HEAD");
+        reply_done(&r);
+        r = http("DELETE", "/metrics", NULL, NULL);
+        assert_int_equal(r.status, 405);
+        reply_done(&r);
+        r = http("HEAD", "/api/v1/machines/" ID_A "/runs", NULL, NULL);
+        assert_int_equal(r.status, 200);
+        reply_done(&r);
+}
+
+/* ---- histograms ---------------------------------------------------------------------- */
+
+static long long bucket(json_t *h, long long us) {
+        json_t *b = jget(h, "buckets");
+        for (size_t i = 0; i < json_array_size(b); i++)
+                if (json_integer_value(json_array_get(json_array_get(b, i), 0)) == us)
+                        return json_integer_value(json_array_get(json_array_get(b, i), 1));
+        return 0;
+}
+
+static json_t *cpu_of(json_t *j, long long cpu) {
+        json_t *l = jget(j, "cpus");
+        for (size_t i = 0; i < json_array_size(l); i++)
+                if (ji(json_array_get(l, i), "cpu") == cpu)
+                        return json_array_get(l, i);
+        fail_msg("no CPU %lld", cpu);
+        return NULL;
+}
+
+static long long pct(json_t *h, const char *p) {
+        return ji(jget(h, "percentiles"), p);
+}
+
+static void check_b_day(json_t *j, long long n) {
+        json_t *c0 = cpu_of(j, 0), *c1 = cpu_of(j, 1), *all = jget(j, "all");
+        assert_int_equal(ji(c0, "samples"), 1000 * n);
+        assert_int_equal(bucket(c0, 10), 990 * n);
+        assert_int_equal(bucket(c0, 50), 9 * n);
+        assert_int_equal(bucket(c0, 200), 1 * n);
+        assert_int_equal(json_array_size(jget(c0, "buckets")), 3);
+        assert_int_equal(ji(c0, "overflow"), 0);
+        assert_int_equal(ji(c0, "max_ns"), 200500);
+        /* 99 % of the samples are in [10, 11) us, 99.9 % below 51 us, and the last 0.1 % at
+         * 200 us: an upper bound, never above the exact maximum. */
+        assert_int_equal(pct(c0, "p50_ns"), 11000);
+        assert_int_equal(pct(c0, "p99_ns"), 11000);
+        assert_int_equal(pct(c0, "p99_9_ns"), 51000);
+        assert_int_equal(pct(c0, "p99_99_ns"), 200500);
+        assert_int_equal(ji(c1, "samples"), 1000 * n);
+        assert_int_equal(bucket(c1, 20), 999 * n);
+        assert_int_equal(ji(c1, "overflow"), n);
+        assert_int_equal(ji(c1, "max_ns"), 1500000);
+        assert_int_equal(ji(c1, "violations"), n);
+        /* All CPUs: the sum of both. */
+        assert_int_equal(ji(all, "samples"), 2000 * n);
+        assert_int_equal(bucket(all, 10), 990 * n);
+        assert_int_equal(bucket(all, 20), 999 * n);
+        assert_int_equal(ji(all, "overflow"), n);
+        assert_int_equal(ji(all, "max_ns"), 1500000);
+        assert_int_equal(pct(all, "p50_ns"), 21000);
+        /* The top 0.05 % is the overflow: in its 12.5 % log bucket, capped by the maximum. */
+        assert_true(pct(all, "p99_99_ns") > 1000000 && pct(all, "p99_99_ns") <= 1500000);
+}
+
+static void test_histogram_and_cache(void **state) {
+        (void) state;
+        const char *path = "/api/v1/machines/" ID_B "/histogram";
+        assert_int_equal(db_int("SELECT count(*) FROM hist_days"), 0);
+        json_t *j = get_json("%s?from=%s&to=%s", path, rfc3339(D1), rfc3339(D1 + DAY_NS));
+        check_b_day(j, 48);
+        json_decref(j);
+        /* The whole past day is cached now: one row per scenario and CPU. */
+        assert_int_equal(db_int("SELECT count(*) FROM hist_days"), 2);
+        j = get_json("%s?from=%lld&to=%lld", path, (long long) D1, (long long) (D1 + DAY_NS));
+        check_b_day(j, 48);
+        json_decref(j);
+        /* A window that covers the day and more reads the cache too. */
+        j = get_json("%s?from=%lld&to=%lld", path, (long long) (D1 - HOUR_NS),
+                     (long long) (D1 + DAY_NS + HOUR_NS));
+        check_b_day(j, 48);
+        json_decref(j);
+        /* Part of the day: read from the intervals (6 of them in three hours). */
+        j = get_json("%s?from=%lld&to=%lld", path, (long long) (D1 + HOUR_NS),
+                     (long long) (D1 + 4 * HOUR_NS));
+        check_b_day(j, 6);
+        json_decref(j);
+        /* One CPU, scenario filters. */
+        j = get_json("%s?from=%lld&to=%lld&cpu=1", path, (long long) D1, (long long) (D1 + DAY_NS));
+        assert_int_equal(json_array_size(jget(j, "cpus")), 1);
+        assert_int_equal(ji(jget(j, "all"), "samples"), 48000);
+        assert_int_equal(ji(jget(j, "all"), "overflow"), 48);
+        json_decref(j);
+        j = get_json("%s?from=%lld&to=%lld&scenario=cpu", path, (long long) D1,
+                     (long long) (D1 + DAY_NS));
+        assert_int_equal(json_array_size(jget(j, "cpus")), 0);
+        assert_int_equal(ji(jget(j, "all"), "samples"), 0);
+        json_decref(j);
+        /* Pagination of the CPUs. */
+        j = get_json("%s?from=%lld&to=%lld&limit=1&offset=1", path, (long long) D1,
+                     (long long) (D1 + DAY_NS));
+        assert_int_equal(ji(j, "total"), 2);
+        assert_int_equal(ji(json_array_get(jget(j, "cpus"), 0), "cpu"), 1);
+        assert_true(json_is_null(jget(j, "next")));
+        json_decref(j);
+
+        /* A late interval of the cached day: its rows are dropped, and the answer has it. */
+        struct fixture late = b_day;
+        late.first_seq = 100;
+        late.n = 1;
+        late.start_ns = D1 + 15 * MIN_NS; /* between two of the others */
+        late.fn = a_cpu;                  /* CPU 0: 101 samples at 5 us and one at its maximum */
+        post_all(&late);
+        assert_int_equal(db_int("SELECT count(*) FROM hist_days"), 0);
+        j = get_json("%s?from=%lld&to=%lld", path, (long long) D1, (long long) (D1 + DAY_NS));
+        json_t *c0 = cpu_of(j, 0);
+        uint64_t extra = 100 + 100 % 3 + 1;
+        assert_int_equal(ji(c0, "samples"), 48000 + extra);
+        assert_int_equal(bucket(c0, 5), extra - 1);
+        assert_int_equal(bucket(c0, 10), 48 * 990);
+        json_decref(j);
+        assert_int_equal(db_int("SELECT count(*) FROM hist_days"), 2);
+}
+
+/* ---- kernel comparison ---------------------------------------------------------------- */
+
+static void cmp_base(uint64_t seq, unsigned cpu, struct cpu_data *d) {
+        (void) seq;
+        (void) cpu;
+        d->counts[8] = 990;
+        d->counts[20] = 9;
+        d->counts[30] = 1;
+        d->max_ns = 30400;
+}
+
+/* Ten times worse tail: p99.9 at 101 us, worst 300 us. */
+static void cmp_worse(uint64_t seq, unsigned cpu, struct cpu_data *d) {
+        (void) seq;
+        (void) cpu;
+        d->counts[8] = 990;
+        d->counts[100] = 9;
+        d->counts[300] = 1;
+        d->max_ns = 300400;
+        d->violations = 1;
+}
+
+static void test_compare(void **state) {
+        (void) state;
+        int64_t today = (now_ns(CLOCK_REALTIME) / DAY_NS) * DAY_NS;
+        /* C: base on D2, worse on D2 + 1 day, and an "io" scenario only on the new kernel. */
+        struct fixture f = { .machine = ID_C,
+                             .token = tok_c,
+                             .kernel = "7.0-base",
+                             .run = 1,
+                             .run_start_ns = D2,
+                             .scenario = "idle",
+                             .first_seq = 0,
+                             .n = 30,
+                             .start_ns = D2,
+                             .spacing_ns = 10 * MIN_NS,
+                             .ncpus = 2,
+                             .fn = cmp_base };
+        post_all(&f);
+        f.kernel = "7.1-new";
+        f.run = 2;
+        f.run_start_ns = f.start_ns = D2 + DAY_NS;
+        f.fn = cmp_worse;
+        post_all(&f);
+        f.scenario = "io";
+        f.first_seq = 100;
+        f.n = 3;
+        f.start_ns = D2 + DAY_NS + 12 * HOUR_NS;
+        post_all(&f);
+        /* D: the same data under both kernels; the new one today (not cacheable yet). */
+        struct fixture g = { .machine = ID_D,
+                             .token = tok_d,
+                             .kernel = "7.0-base",
+                             .run = 1,
+                             .run_start_ns = D2,
+                             .scenario = "idle",
+                             .first_seq = 0,
+                             .n = 30,
+                             .start_ns = D2,
+                             .spacing_ns = 10 * MIN_NS,
+                             .ncpus = 2,
+                             .fn = cmp_base };
+        post_all(&g);
+        g.kernel = "7.1-new";
+        g.run = 2;
+        g.run_start_ns = g.start_ns = today;
+        g.spacing_ns = MIN_NS;
+        post_all(&g);
+
+        json_t *j = get_json("/api/v1/kernels/7.1-new/compare?with=7.0-base");
+        assert_int_equal(ji(j, "total"), 3);
+        assert_int_equal(ji(j, "regressions"), 1);
+        assert_int_equal(ji(j, "in_both"), 2);
+        assert_int_equal(ji(j, "only_kernel"), 1);
+        assert_int_equal(ji(j, "only_with"), 0);
+        assert_int_equal(ji(j, "tolerance_percent"), 10);
+        assert_int_equal(ji(j, "min_difference_ns"), 5000);
+        json_t *l = jget(j, "comparisons");
+        json_t *c_idle = json_array_get(l, 0), *c_io = json_array_get(l, 1),
+               *d_idle = json_array_get(l, 2);
+        assert_string_equal(json_string_value(jget(c_idle, "machine")), ID_C);
+        assert_string_equal(json_string_value(jget(c_idle, "scenario")), "idle");
+        assert_true(json_is_true(jget(c_idle, "regression")));
+        assert_int_equal(ji(jget(c_idle, "kernel"), "worst_ns"), 300400);
+        assert_int_equal(ji(jget(c_idle, "with"), "worst_ns"), 30400);
+        assert_int_equal(ji(jget(c_idle, "kernel"), "p99_9_ns"), 101000);
+        assert_int_equal(ji(jget(c_idle, "with"), "p99_9_ns"), 21000);
+        assert_int_equal(ji(jget(c_idle, "difference"), "worst_ns"), 300400 - 30400);
+        assert_int_equal(ji(jget(c_idle, "kernel"), "samples"), 30 * 2 * 1000);
+        assert_string_equal(json_string_value(jget(c_io, "scenario")), "io");
+        assert_string_equal(json_string_value(jget(c_io, "in")), "kernel");
+        assert_true(json_is_null(jget(c_io, "with")));
+        assert_true(json_is_null(jget(c_io, "regression")));
+        assert_string_equal(json_string_value(jget(d_idle, "machine")), ID_D);
+        assert_true(json_is_false(jget(d_idle, "regression")));
+        assert_int_equal(ji(jget(d_idle, "difference"), "worst_ns"), 0);
+        assert_int_equal(ji(jget(d_idle, "difference"), "p99_9_ns"), 0);
+        json_decref(j);
+        /* The past days are cached now; the same answer again from the cache. */
+        assert_true(db_int("SELECT count(*) FROM hist_days h JOIN runs r ON h.run = r.id "
+                           "WHERE r.machine_id = '" ID_C "'") > 0);
+        j = get_json("/api/v1/kernels/7.1-new/compare?with=7.0-base");
+        assert_int_equal(ji(j, "regressions"), 1);
+        assert_int_equal(ji(jget(json_array_get(jget(j, "comparisons"), 0), "kernel"), "p99_9_ns"),
+                         101000);
+        json_decref(j);
+        /* A tolerance of 1000 % forgives a 10x tail; the other way round nothing is worse. */
+        j = get_json("/api/v1/kernels/7.1-new/compare?with=7.0-base&tolerance=1000%%25");
+        assert_int_equal(ji(j, "regressions"), 0);
+        json_decref(j);
+        j = get_json("/api/v1/kernels/7.0-base/compare?with=7.1-new");
+        assert_int_equal(ji(j, "regressions"), 0);
+        assert_int_equal(ji(j, "only_with"), 1);
+        json_decref(j);
+        /* A kernel compared with itself. */
+        j = get_json("/api/v1/kernels/7.1-new/compare?with=7.1-new&limit=1");
+        assert_int_equal(ji(j, "regressions"), 0);
+        assert_int_equal(ji(j, "in_both"), 3);
+        assert_non_null(json_string_value(jget(j, "next")));
+        json_decref(j);
+}
+
+/* ---- events, runs, machines ----------------------------------------------------------- */
+
+static void test_events_and_runs(void **state) {
+        (void) state;
+        /* Run 1 of A ended uncleanly (the daemon records that in the run that ended); run 2
+         * started a day later, with five violations. */
+        post(&a_idle, 0, 0, "unclean_end", 1, 1, D0 + 3 * HOUR_NS);
+        post_all(&a_run2);
+        post(&a_run2, 0, 0, "violation", 5, 1, D0 + DAY_NS + 60 * SEC);
+
+        json_t *j = get_json("/api/v1/machines/" ID_A "/runs");
+        assert_int_equal(ji(j, "total"), 2);
+        json_t *r2 = json_array_get(jget(j, "runs"), 0), *r1 = json_array_get(jget(j, "runs"), 1);
+        assert_int_equal(ji(r2, "id"), 2);
+        assert_string_equal(json_string_value(jget(r2, "kernel_release")), "6.6-rt2");
+        assert_int_equal(ji(r2, "intervals"), 10);
+        assert_true(json_is_null(jget(r2, "end")));
+        assert_int_equal(ji(r1, "id"), 1);
+        assert_int_equal(ji(r1, "intervals"), 180);
+        assert_int_equal(ji(r1, "first_data_ns"), D0);
+        assert_int_equal(ji(r1, "last_data_ns"), D0 + 180 * MIN_NS);
+        assert_int_equal(ji(r1, "worst_latency_ns"), SPIKE_NS);
+        assert_string_equal(json_string_value(jget(jget(r1, "end"), "how")), "unclean");
+        assert_int_equal(ji(jget(r1, "end"), "time_ns"), D0 + 3 * HOUR_NS);
+        json_decref(j);
+        j = get_json("/api/v1/machines/" ID_A "/runs?limit=1");
+        assert_string_equal(json_string_value(jget(j, "next")),
+                            "/api/v1/machines/" ID_A "/runs?limit=1&offset=1");
+        json_decref(j);
+
+        /* Newest first, filtered by type and time. */
+        j = get_json("/api/v1/machines/" ID_A "/events");
+        assert_int_equal(ji(j, "total"), 6);
+        json_t *ev = jget(j, "events");
+        assert_int_equal(ji(json_array_get(ev, 0), "time_ns"), D0 + DAY_NS + 64 * SEC);
+        assert_string_equal(json_string_value(jget(json_array_get(ev, 5), "type")), "unclean_end");
+        assert_int_equal(ji(json_array_get(ev, 5), "run"), 1);
+        json_decref(j);
+        j = get_json("/api/v1/machines/" ID_A "/events?type=violation&from=%lld&to=%s&limit=2",
+                     (long long) (D0 + DAY_NS + 61 * SEC), rfc3339(D0 + DAY_NS + 64 * SEC));
+        /* [61 s, 64 s): the violations at 61, 62 and 63 s. */
+        assert_int_equal(ji(j, "total"), 3);
+        ev = jget(j, "events");
+        assert_int_equal(json_array_size(ev), 2);
+        assert_int_equal(ji(json_array_get(ev, 0), "time_ns"), D0 + DAY_NS + 63 * SEC);
+        assert_int_equal(ji(json_array_get(ev, 0), "value"), 100003);
+        json_t *next = jget(j, "next");
+        assert_non_null(strstr(json_string_value(next), "offset=2"));
+        json_t *j2 = get_json("%s", json_string_value(next));
+        assert_int_equal(json_array_size(jget(j2, "events")), 1);
+        assert_int_equal(ji(json_array_get(jget(j2, "events"), 0), "time_ns"),
+                         D0 + DAY_NS + 61 * SEC);
+        assert_true(json_is_null(jget(j2, "next")));
+        json_decref(j2);
+        json_decref(j);
+        j = get_json("/api/v1/machines/" ID_A "/events?type=scenario");
+        assert_int_equal(ji(j, "total"), 0);
+        json_decref(j);
+}
+
+static void test_machines_list(void **state) {
+        (void) state;
+        json_t *j = get_json("/api/v1/machines?limit=3");
+        assert_int_equal(ji(j, "total"), 4);
+        json_t *l = jget(j, "machines");
+        assert_int_equal(json_array_size(l), 3);
+        assert_string_equal(json_string_value(jget(json_array_get(l, 0), "id")), ID_A);
+        /* The fields of GET /api/v1/machines/{id}. */
+        assert_int_equal(ji(json_array_get(l, 0), "worst_latency_ns"), SPIKE_NS);
+        assert_non_null(json_object_get(json_array_get(l, 0), "latest_run"));
+        const char *next = json_string_value(jget(j, "next"));
+        assert_string_equal(next, "/api/v1/machines?limit=3&offset=3");
+        json_t *j2 = get_json("%s", next);
+        assert_int_equal(json_array_size(jget(j2, "machines")), 1);
+        assert_string_equal(json_string_value(jget(json_array_get(jget(j2, "machines"), 0), "id")),
+                            ID_D);
+        assert_true(json_is_null(jget(j2, "next")));
+        json_decref(j2);
+        json_decref(j);
+        j = get_json("/api/v1/machines");
+        assert_int_equal(json_array_size(jget(j, "machines")), 4);
+        json_decref(j);
+}
+
+/* ---- /metrics ------------------------------------------------------------------------ */
+
+struct family {
+        char name[128], type[32];
+        bool help;
+};
+
+/* The value of the sample "name{labels}" (labels exactly as written), or -1. */
+static double sample(const char *text, const char *series) {
+        size_t n = strlen(series);
+        for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+                if (strncmp(p, series, n) == 0 && p[n] == ' ')
+                        return strtod(p + n + 1, NULL);
+        return -1;
+}
+
+/* Checks the text exposition format line by line: HELP and TYPE before the samples of a
+ * family, valid names, label values quoted with escapes, a number as the value. */
+static void check_exposition(const char *text) {
+        regex_t name_re, sample_re;
+        assert_int_equal(regcomp(&name_re, "^[a-zA-Z_:][a-zA-Z0-9_:]*$", REG_EXTENDED | REG_NOSUB),
+                         0);
+        assert_int_equal(
+                regcomp(&sample_re,
+                        "^([a-zA-Z_:][a-zA-Z0-9_:]*)(\\{([a-zA-Z_][a-zA-Z0-9_]*=\""
+                        "([^\"\\\\\n]|\\\\[\\\\\"n])*\",?)*\\})? ([-+0-9.eE]+|NaN|\\+Inf|-Inf)$",
+                        REG_EXTENDED),
+                0);
+        struct family fam[32] = {};
+        size_t nfam = 0, samples = 0;
+        char *copy = strdup(text), *save = NULL;
+        assert_true(text[strlen(text) - 1] == '\n');
+        for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char name[128], rest[256];
+                if (sscanf(line, "# HELP %127s %255[^\n]", name, rest) == 2) {
+                        assert_int_equal(regexec(&name_re, name, 0, NULL, 0), 0);
+                        assert_true(nfam < ELEMENTSOF(fam));
+                        snprintf(fam[nfam].name, sizeof(fam[nfam].name), "%s", name);
+                        fam[nfam++].help = true;
+                        continue;
+                }
+                if (sscanf(line, "# TYPE %127s %255s", name, rest) == 2) {
+                        assert_true(nfam > 0);
+                        assert_string_equal(fam[nfam - 1].name, name);
+                        assert_true(strcmp(rest, "counter") == 0 || strcmp(rest, "gauge") == 0);
+                        snprintf(fam[nfam - 1].type, sizeof(fam[0].type), "%s", rest);
+                        continue;
+                }
+                regmatch_t m[2];
+                if (regexec(&sample_re, line, 2, m, 0) != 0)
+                        fail_msg("not a sample line: '%s'", line);
+                snprintf(name, sizeof(name), "%.*s", (int) (m[1].rm_eo - m[1].rm_so), line);
+                /* The sample belongs to the family announced last. */
+                assert_true(nfam > 0);
+                if (strcmp(name, fam[nfam - 1].name) != 0)
+                        fail_msg("sample %s after the family %s", name, fam[nfam - 1].name);
+                assert_true(fam[nfam - 1].help && fam[nfam - 1].type[0]);
+                if (strcmp(fam[nfam - 1].type, "counter") == 0)
+                        assert_non_null(strstr(name, "_total"));
+                samples++;
+        }
+        /* Each family once. */
+        for (size_t i = 0; i < nfam; i++)
+                for (size_t k = 0; k < i; k++)
+                        assert_string_not_equal(fam[i].name, fam[k].name);
+        assert_true(nfam >= 7);
+        assert_true(samples > 0);
+        free(copy);
+        regfree(&name_re);
+        regfree(&sample_re);
+}
+
+static void test_metrics(void **state) {
+        (void) state;
+        /* A hostname that needs escapes in a label value. */
+        struct fixture h = b_day;
+        h.hostname = "lab \"7\" \\ west";
+        h.first_seq = 200;
+        h.n = 1;
+        h.start_ns = D1 + DAY_NS;
+        post_all(&h);
+
+        struct reply r = http("GET", "/metrics", NULL, NULL);
+        assert_int_equal(r.status, 200);
+        assert_string_equal(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
+        check_exposition(r.body);
+        char series[256];
+        const char *labels_b = "{machine=\"" ID_B "\",hostname=\"lab \\\"7\\\" \\\\ west\"}";
+        snprintf(series, sizeof(series), "rtsoak_machine_intervals_total%s", labels_b);
+        assert_true(sample(r.body, series) == 48 + 1 + 1);
+        assert_int_equal(db_int("SELECT count(*) FROM intervals i JOIN runs r ON i.run = r.id "
+                                "WHERE r.machine_id = '" ID_B "'"),
+                         50);
+        snprintf(series, sizeof(series), "rtsoak_machine_violations_total%s", labels_b);
+        assert_true(sample(r.body, series) == 48 + 1);
+        /* The latest interval of B is h's: its worst is 1.5 ms. */
+        snprintf(series, sizeof(series), "rtsoak_machine_last_worst_latency_seconds%s", labels_b);
+        assert_true(sample(r.body, series) == 0.0015);
+        snprintf(series, sizeof(series), "rtsoak_machine_last_report_timestamp_seconds%s",
+                 labels_b);
+        assert_true(sample(r.body, series) > 1.7e9);
+        double stored = sample(r.body, "rtsoak_reports_received_total{result=\"stored\"}");
+        double dup = sample(r.body, "rtsoak_reports_received_total{result=\"duplicate\"}");
+        double unauth = sample(r.body, "rtsoak_ingest_errors_total{reason=\"unauthorized\"}");
+        double ok = sample(r.body, "rtsoak_http_requests_total{code=\"200\"}");
+        assert_true(stored >= 10);
+        assert_true(ok > stored);
+        reply_done(&r);
+
+        /* One upload sent twice, one without a token. */
+        upload_seq = 9000;
+        post_all(&h);
+        upload_seq = 9000;
+        post_all(&h);
+        r = http("POST", "/api/v1/summaries", NULL, "{}");
+        assert_int_equal(r.status, 401);
+        reply_done(&r);
+        r = http("GET", "/metrics", NULL, NULL);
+        check_exposition(r.body);
+        assert_true(sample(r.body, "rtsoak_reports_received_total{result=\"stored\"}") == stored);
+        assert_true(sample(r.body, "rtsoak_reports_received_total{result=\"duplicate\"}") ==
+                    dup + 2);
+        assert_true(sample(r.body, "rtsoak_ingest_errors_total{reason=\"unauthorized\"}") ==
+                    unauth + 1);
+        assert_true(sample(r.body, "rtsoak_http_requests_total{code=\"401\"}") >= 1);
+        reply_done(&r);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_steps),
+                cmocka_unit_test(test_window_bounds),
+                cmocka_unit_test(test_cpu_and_scenario_filters),
+                cmocka_unit_test(test_pagination),
+                cmocka_unit_test(test_bad_parameters),
+                cmocka_unit_test(test_histogram_and_cache),
+                cmocka_unit_test(test_compare),
+                cmocka_unit_test(test_events_and_runs),
+                cmocka_unit_test(test_machines_list),
+                cmocka_unit_test(test_metrics),
+        };
+        return RUN_TESTS_WITH(tests, setup, teardown);
+}
