@@ -314,7 +314,9 @@ static int doc_no_data(struct svg_buf *b, const char *title, const char *kind, c
 }
 
 static void put_style(struct svg_buf *b, unsigned style, double width) {
-        const char *dash = dashes[(style / ELEMENTSOF(palette)) % ELEMENTSOF(dashes)];
+        /* 7 colours and 4 dash patterns, coprime: 28 distinct styles, and neighbours differ
+         * in both (in grey-scale the dashes are what tells them apart). */
+        const char *dash = dashes[style % ELEMENTSOF(dashes)];
         putf(b, "stroke=\"%s\" stroke-width=\"%.1f\"", palette[style % ELEMENTSOF(palette)], width);
         if (dash)
                 putf(b, " stroke-dasharray=\"%s\"", dash);
@@ -986,9 +988,10 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                         ;
                 double x0 = lt_x(&g, s), x1 = lt_x(&g, e);
                 putf(out,
-                     "<rect class=\"band\" x=\"%.1f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" "
+                     "<rect class=\"band\" data-start-ns=\"%" PRId64 "\" data-end-ns=\"%" PRId64
+                     "\" x=\"%.1f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" "
                      "fill=\"%s\"><title>",
-                     x0, L_BOTTOM, MAX(x1 - x0, 0.3), L_STRIP,
+                     s, e, x0, L_BOTTOM, MAX(x1 - x0, 0.3), L_STRIP,
                      k < nbands_named ? band_palette[k] : "#FFFFFF");
                 put_text(out, name, SVG_LABEL_MAX);
                 fmt_time(t1, sizeof(t1), s, false, false);
@@ -1064,8 +1067,8 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                         else
                                 putf(out,
                                      "<circle class=\"point\" data-t-ns=\"%" PRId64 "\" "
-                                     "cx=\"%.1f\" cy=\"%.1f\" r=\"1.8\" fill=\"#0072B2\">",
-                                     w->t_ns, x, y);
+                                     "cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"#0072B2\">",
+                                     w->t_ns, x, y, ngroups < 300 ? 3.0 : 1.8);
                         lt_point_title(out, p, gr);
                         puts_(out, pass ? "</path>" : "</circle>");
                         puts_(out, w->href ? "</a>\n" : "\n");
@@ -1203,11 +1206,12 @@ int svg_cov_render(struct svg_buf *out, const struct svg_cov_plot *p) {
                         fmt_time(t1, sizeof(t1), a, false, false);
                         fmt_time(t2, sizeof(t2), e, false, false);
                         putf(out,
-                             "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" "
+                             "<rect class=\"%s\" data-start-ns=\"%" PRId64 "\" "
+                             "data-end-ns=\"%" PRId64 "\" x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" "
                              "height=\"%.1f\" fill=\"%s\" stroke=\"#444\" stroke-width=\"0.4\">"
                              "<title>%s: %s to %s UTC",
-                             cov_name[s->status], x0, y, MAX(x1 - x0, 0.5), h, cov_fill[s->status],
-                             cov_name[s->status], t1, t2);
+                             cov_name[s->status], a, e, x0, y, MAX(x1 - x0, 0.5), h,
+                             cov_fill[s->status], cov_name[s->status], t1, t2);
                         if (s->detail) {
                                 puts_(out, "; ");
                                 put_text(out, s->detail, SVG_TOOLTIP_MAX);
