@@ -554,8 +554,9 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
         fmt_ns(t1, sizeof(t1), max_ns);
         fmt_count(t2, sizeof(t2), grand_total);
         putf(out,
-             "<text class=\"summary\" x=\"20\" y=\"50\">%zu CPU%s, %s samples, max %s (CPU %u)",
-             p->ncpus, p->ncpus == 1 ? "" : "s", t2, t1, p->cpus[worst].cpu);
+             "<text class=\"summary\" x=\"20\" y=\"50\">%zu CPU%s, %s sample%s, max %s (CPU %u)",
+             p->ncpus, p->ncpus == 1 ? "" : "s", t2, grand_total == 1 ? "" : "s", t1,
+             p->cpus[worst].cpu);
         if (p->bound_us) {
                 fmt_ns(t1, sizeof(t1), p->bound_us * 1000);
                 fmt_count(t2, sizeof(t2), total_above);

@@ -243,10 +243,12 @@ static void test_hist_one_sample(void **state) {
         assert_int_equal(xcount(&d, "//s:text[@class='y-label']"), 3);
         assert_int_equal(xcount(&d, "//s:text[@class='y-label'][.='10']"), 1);
         assert_int_equal(xcount(&d, "//s:line[@class='bound']"), 0);
-        assert_non_null(strstr(xstr(&d, "//s:text[@class='summary']"), "1 CPU, 1 samples"));
-        /* The curve leaves the baseline at 7 µs and returns at 8. */
-        const char *path = xstr(&d, "//s:path[@data-cpu='5']/@d");
-        assert_non_null(strstr(path, "V400.0"));
+        assert_non_null(strstr(xstr(&d, "//s:text[@class='summary']"),
+                               "1 CPU, 1 sample, max 7.3 µs (CPU 5)"));
+        /* The axis is 0-10 µs (77 units per µs); the curve leaves the baseline at 7 µs, rises
+         * to count 1 (half a decade above "0": 400 - 0.5 * 330 / 1.5) and returns at 8 µs. */
+        assert_string_equal(xstr(&d, "//s:path[@data-cpu='5']/@d"),
+                            "M80.0 400.0H619.0V290.0H696.0V400.0H850.0V400.0");
         doc_free(&d);
 }
 
@@ -272,6 +274,28 @@ static void test_hist_only_overflow(void **state) {
         assert_string_equal(xstr(&d, "//s:path[@class='overflow']/@data-cpu"), "1");
         assert_string_equal(xstr(&d, "//s:path[@class='overflow']/@data-count"), "37");
         assert_non_null(strstr(xstr(&d, "//s:g[@data-cpu='1']/s:text"), "max 1.00 ms"));
+        doc_free(&d);
+}
+
+/* 100 ms of 1 µs buckets on 770 columns: each column shows its largest bucket, so a lone
+ * spike survives, and the path stays one command pair per column at most. */
+static void test_hist_wide_columns(void **state) {
+        _cleanup_buf_ struct svg_buf b = { 0 };
+        _cleanup_free_ uint64_t *counts = calloc(HIST_LIMIT_US_MAX, sizeof(uint64_t));
+        assert_non_null(counts);
+        for (uint32_t i = 0; i < HIST_LIMIT_US_MAX; i += 3)
+                counts[i] = 1;
+        counts[54321] = 1000;
+        struct svg_hist_cpu c = { .cpu = 0, .counts = counts, .nbuckets = HIST_LIMIT_US_MAX };
+        struct svg_hist_plot p = { .cpus = &c, .ncpus = 1, .x_limit_us = HIST_LIMIT_US_MAX };
+        assert_int_equal(svg_hist_render(&b, &p), 0);
+        struct doc d = parse(&b);
+        const char *path = xstr(&d, "//s:path[@data-cpu='0']/@d");
+        /* 3 decades: count 1000 is the top line, y = 70. */
+        assert_int_equal(xcount(&d, "//s:text[@class='y-label']"), 5);
+        assert_non_null(strstr(path, "V70.0"));
+        assert_true(strlen(path) < 770 * 2 * 8);
+        assert_null(strstr(xstr(&d, "//s:text[@class='summary']"), "max 0"));
         doc_free(&d);
 }
 
@@ -613,6 +637,7 @@ int main(void) {
                 cmocka_unit_test(test_hist_no_data),
                 cmocka_unit_test(test_hist_one_sample),
                 cmocka_unit_test(test_hist_only_overflow),
+                cmocka_unit_test(test_hist_wide_columns),
                 cmocka_unit_test(test_hist_256_cpus),
                 cmocka_unit_test(test_hist_refused),
                 cmocka_unit_test(test_escaping),
