@@ -75,6 +75,21 @@ static void make_points(struct svg_lt_point *pts, size_t n, int64_t step_ns) {
 
 typedef int (*render_fn)(struct svg_buf *b, const void *p);
 
+/* With a directory argument, the plots are also written there, to look at. */
+static const char *save_dir;
+
+static void save(const struct svg_buf *b, const char *name) {
+        char path[4096];
+        if (!save_dir)
+                return;
+        snprintf(path, sizeof(path), "%s/%s", save_dir, name);
+        FILE *f = fopen(path, "w");
+        if (!f || fwrite(b->data, 1, b->len, f) != b->len || fclose(f) != 0) {
+                fprintf(stderr, "cannot write %s\n", path);
+                exit(EXIT_FAILURE);
+        }
+}
+
 static int render_hist(struct svg_buf *b, const void *p) {
         return svg_hist_render(b, p);
 }
@@ -83,8 +98,11 @@ static int render_lt(struct svg_buf *b, const void *p) {
         return svg_lt_render(b, p);
 }
 
-/* Median time of n renders into a fresh buffer each (as a request would), and the size. */
-static double time_it(render_fn fn, const void *p, int n, size_t *ret_len) {
+static double lo_ms, hi_ms;
+
+/* Median time of n renders into a fresh buffer each (as a request would), and the size; the
+ * fastest and slowest run in lo_ms and hi_ms. */
+static double time_it(render_fn fn, const void *p, int n, size_t *ret_len, const char *name) {
         double *t = calloc((size_t) n, sizeof(*t));
         if (!t)
                 exit(EXIT_FAILURE);
@@ -98,9 +116,13 @@ static double time_it(render_fn fn, const void *p, int n, size_t *ret_len) {
                         exit(EXIT_FAILURE);
                 }
                 *ret_len = b.len;
+                if (i == 0)
+                        save(&b, name);
                 svg_buf_done(&b);
         }
         double m = median(t, n);
+        lo_ms = t[0];
+        hi_ms = t[n - 1];
         free(t);
         return m;
 }
@@ -109,6 +131,7 @@ int main(int argc, char **argv) {
         static uint64_t counts[NCPUS][LIMIT_US];
         struct svg_hist_cpu cpus[NCPUS];
         int runs = argc > 1 ? atoi(argv[1]) : 101;
+        save_dir = argc > 2 ? argv[2] : NULL;
         size_t n1 = (size_t) DAYS * 1440, n5 = n1 / 5, len;
         struct svg_lt_point *p1 = calloc(n1, sizeof(*p1)), *p5 = calloc(n5, sizeof(*p5));
         static struct svg_lt_band bands[DAYS * 24];
@@ -116,7 +139,7 @@ int main(int argc, char **argv) {
         static const struct svg_lt_mark marks[] = { { T0_NS + 9 * 1440 * MIN_NS, "6.6.63-rt46" } };
 
         if (runs < 1 || !p1 || !p5) {
-                fprintf(stderr, "usage: %s [RUNS]\n", argv[0]);
+                fprintf(stderr, "usage: %s [RUNS [DIR]]\n", argv[0]);
                 return EXIT_FAILURE;
         }
         make_hist(counts, cpus);
@@ -146,14 +169,16 @@ int main(int argc, char **argv) {
         lp5.npoints = n5;
         lp5.step_ns = 5 * MIN_NS;
 
-        printf("svg-render: median of %d runs, each into a new buffer\n", runs);
-        double th = time_it(render_hist, &hp, runs, &len);
-        printf("histogram, %d CPUs x %d buckets:            %8.3f ms  %7zu bytes\n", NCPUS,
-               LIMIT_US, th, len);
-        double t1 = time_it(render_lt, &lp, runs, &len);
-        printf("long-term, %zu points (30 d x 1 min):    %8.3f ms  %7zu bytes\n", n1, t1, len);
-        double t5 = time_it(render_lt, &lp5, runs, &len);
-        printf("long-term, %zu points (30 d x 5 min):     %8.3f ms  %7zu bytes\n", n5, t5, len);
+        printf("svg-render: median (fastest-slowest) of %d runs, each into a new buffer\n", runs);
+        double th = time_it(render_hist, &hp, runs, &len, "bench-hist.svg");
+        printf("histogram, %d CPUs x %d buckets:          %7.3f ms (%.3f-%.3f)  %7zu bytes\n",
+               NCPUS, LIMIT_US, th, lo_ms, hi_ms, len);
+        double t1 = time_it(render_lt, &lp, runs, &len, "bench-longterm-1min.svg");
+        printf("long-term, %zu points (30 d x 1 min):  %7.3f ms (%.3f-%.3f)  %7zu bytes\n", n1, t1,
+               lo_ms, hi_ms, len);
+        double t5 = time_it(render_lt, &lp5, runs, &len, "bench-longterm-5min.svg");
+        printf("long-term, %zu points (30 d x 5 min):   %7.3f ms (%.3f-%.3f)  %7zu bytes\n", n5, t5,
+               lo_ms, hi_ms, len);
         printf("machine page plots (histogram + 1-min long-term): %.3f ms (target: page < 200 "
                "ms)\n",
                th + t1);
