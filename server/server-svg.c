@@ -502,7 +502,7 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
         double xmax = p->x_limit_us ? (double) p->x_limit_us
                                     : (double) MAX(p->bound_us + p->bound_us / 10,
                                                    (uint64_t) last_bucket);
-        if (xmax < 10)
+        if (!p->x_limit_us && xmax < 10)
                 xmax = 10;
         double xstep = nice_step(xmax, 8);
         if (!p->x_limit_us)
@@ -893,8 +893,12 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 g.t0 = p->points[0].t_ns;
                 g.t1 = p->points[p->npoints - 1].t_ns + MAX(step, (int64_t) 1);
         }
-        if (g.t1 <= g.t0)
+        /* A time axis from the data spans at least an hour, the data in its middle: one
+         * sample is a point in a readable plot, not a line at the edge. */
+        if (!p->start_ns && !p->end_ns && g.t1 - g.t0 < (int64_t) NSEC_PER_HOUR) {
+                g.t0 -= ((int64_t) NSEC_PER_HOUR - (g.t1 - g.t0)) / 2;
                 g.t1 = g.t0 + (int64_t) NSEC_PER_HOUR;
+        }
 
         /* Group the points per pixel column, breaking at gaps. */
         _cleanup_free_ struct lt_group *groups = malloc(p->npoints * sizeof(*groups));
@@ -944,7 +948,7 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
         } else {
                 g.ymin = 0;
                 double s = nice_step(MAX(top_us * 1.05, 1.0), 6);
-                g.ymax = ceil(top_us * 1.05 / s) * s;
+                g.ymax = MAX(ceil(top_us * 1.05 / s) * s, s); /* all zero: still a range */
         }
 
         size_t nbands_named = 0;

@@ -570,6 +570,22 @@ static void test_lt_edge_cases(void **state) {
         doc_free(&d);
         p.bound_ns = -1;
         assert_int_equal(svg_lt_render(&b, &p), -EINVAL);
+
+        /* Only zero latencies, linear: a real axis (no division by an empty range). */
+        struct svg_lt_point zeros[3] = { { T0_NS, 0 },
+                                         { T0_NS + MIN_NS, 0 },
+                                         { T0_NS + 2 * MIN_NS, 0 } };
+        struct svg_lt_plot z = {
+                .points = zeros, .npoints = 3, .step_ns = MIN_NS, .scale = SVG_SCALE_LINEAR
+        };
+        assert_int_equal(svg_lt_render(&b, &z), 0);
+        assert_null(strstr(b.data, "nan"));
+        assert_null(strstr(b.data, "inf"));
+        d = parse(&b);
+        assert_int_equal(xcount(&d, "//s:circle[@class='point'][@cy='390.0']"), 3);
+        /* Three minutes of data: the axis spans an hour around them, in minutes. */
+        assert_true(xcount(&d, "//s:text[@class='time']") >= 4);
+        doc_free(&d);
 }
 
 /* ---- Coverage ---- */
@@ -626,6 +642,10 @@ static void test_coverage(void **state) {
         d = parse(&b);
         assert_int_equal(xcount(&d, "//s:text[@class='no-data']"), 1);
         doc_free(&d);
+        p.nmachines = 1;
+        overlap[1] = (struct svg_cov_segment){ T0_NS + DAY_NS, T0_NS, SVG_COV_MISSING, NULL };
+        assert_int_equal(svg_cov_render(&b, &p), -EINVAL);
+        assert_non_null(strstr(b.error, "machine 0 segment 1: bad time range"));
         p.target_ns = 0;
         assert_int_equal(svg_cov_render(&b, &p), -EINVAL);
 }
