@@ -324,6 +324,8 @@ static void put_style(struct svg_buf *b, unsigned style, double width) {
 
 /* A "nice" step (1, 2 or 5 times a power of ten) giving about n intervals over range. */
 static double nice_step(double range, unsigned n) {
+        if (!(range > 0)) /* never a zero step: the tick loops would not end */
+                return 1;
         double raw = range / n, mag = pow(10, floor(log10(raw))), f = raw / mag;
         return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
 }
