@@ -715,6 +715,8 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
 #define L_TOP 60.0
 #define L_BOTTOM 390.0
 #define L_STRIP 14.0 /* the scenario strip under the plot */
+/* Kernel releases run down from the top of the plot: long ones would cross the data. */
+#define KERNEL_LABEL_MAX 28
 
 struct lt_geom {
         int64_t t0, t1;
@@ -944,6 +946,9 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 if (p->bound_ns)
                         lo_us = MIN(lo_us, (double) p->bound_ns / 1000);
                 g.ymin = pow(10, floor(log10(lo_us)));
+                /* A bound on the lowest decade line would hide in the frame. */
+                if (p->bound_ns && (double) p->bound_ns / 1000 < g.ymin * 1.5)
+                        g.ymin /= 10;
                 g.ymax = pow(10, ceil(log10(MAX(top_us, 1.0)) + 1e-9));
                 if (g.ymax <= g.ymin)
                         g.ymax = g.ymin * 10;
@@ -967,7 +972,8 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
         doc_begin(out, height, p->title, "long-term");
 
         fmt_ns(t1, sizeof(t1), (uint64_t) vmax);
-        putf(out, "<text class=\"summary\" x=\"20\" y=\"46\">%zu steps, max %s", nshown, t1);
+        putf(out, "<text class=\"summary\" x=\"20\" y=\"46\">%zu step%s, max %s", nshown,
+             nshown == 1 ? "" : "s", t1);
         if (p->bound_ns) {
                 fmt_ns(t2, sizeof(t2), (uint64_t) p->bound_ns);
                 putf(out, "; bound %s: %zu step%s above", t2, nviolations,
@@ -1033,9 +1039,10 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 putf(out,
                      " from %s UTC</title><line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" "
                      "stroke=\"#555\" stroke-width=\"1.2\"/><text x=\"%.1f\" y=\"%.0f\" "
-                     "font-size=\"%d\" transform=\"rotate(-90 %.1f %.0f)\" text-anchor=\"end\">",
+                     "font-size=\"%d\" transform=\"rotate(-90 %.1f %.0f)\" text-anchor=\"end\" "
+                     "stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">",
                      t1, x, L_TOP, x, L_BOTTOM, x + 11, L_TOP + 4, FS_SMALL, x + 11, L_TOP + 4);
-                put_text(out, m->label, SVG_LABEL_MAX);
+                put_text(out, m->label, KERNEL_LABEL_MAX);
                 puts_(out, "</text></g>\n");
         }
         puts_(out, "</g>\n");

@@ -218,6 +218,7 @@ static void test_hist_no_data(void **state) {
         struct svg_hist_plot none = { .title = "empty" }, empty = { .cpus = &c, .ncpus = 1 };
 
         assert_int_equal(svg_hist_render(&b, &none), 0);
+        save(&b, "svg-hist-no-data.svg");
         struct doc d = parse(&b);
         assert_int_equal(xcount(&d, "//s:text[@class='no-data']"), 1);
         assert_int_equal(xcount(&d, "//s:path"), 0);
@@ -414,9 +415,13 @@ static void test_lt_month_of_minutes(void **state) {
                 }
                 j++;
         }
-        static const struct svg_lt_mark marks[] = {
+        static char long_release[300];
+        memset(long_release, 'k', sizeof(long_release) - 1);
+        memcpy(long_release, "6.12.0-rt5-", 11);
+        const struct svg_lt_mark marks[] = {
                 { T0_NS + 3 * DAY_NS, "6.6.60-rt46" },
                 { T0_NS + 17 * DAY_NS + 3600 * INT64_C(1000000000), "6.6.63-rt46 <test&build>" },
+                { T0_NS + 25 * DAY_NS, long_release },
         };
         static const char *const sc[] = { "idle", "cpu", "io", "net", "hackbench", "mixed" };
         struct svg_lt_band bands[30 * 4];
@@ -432,7 +437,7 @@ static void test_lt_month_of_minutes(void **state) {
                                  .start_ns = T0_NS,
                                  .end_ns = T0_NS + 30 * DAY_NS,
                                  .marks = marks,
-                                 .nmarks = 2,
+                                 .nmarks = ELEMENTSOF(marks),
                                  .bands = bands,
                                  .nbands = ELEMENTSOF(bands) };
         assert_int_equal(svg_lt_render(&b, &p), 0);
@@ -461,7 +466,12 @@ static void test_lt_month_of_minutes(void **state) {
         assert_int_equal(moves, 2);
         /* The bound, two kernel changes, the bands and the time labels with timestamps. */
         assert_int_equal(xcount(&d, "//s:line[@class='bound']"), 1);
-        assert_int_equal(xcount(&d, "//s:g[@class='kernel']"), 2);
+        assert_int_equal(xcount(&d, "//s:g[@class='kernel']"), 3);
+        /* A long release: cut on the plot, longer in its tooltip. */
+        assert_int_equal(strlen(xstr(&d, "(//s:g[@class='kernel'])[3]/s:text")),
+                         28 - 1 + strlen("…"));
+        assert_non_null(
+                strstr(xstr(&d, "(//s:g[@class='kernel'])[3]/s:title"), "kernel 6.12.0-rt5-kkk"));
         assert_non_null(
                 strstr(xstr(&d, "(//s:g[@class='kernel'])[2]/s:text"), "6.6.63-rt46 <test&build>"));
         assert_int_equal(xcount(&d, "//s:rect[@class='band']"), 120);
@@ -539,7 +549,8 @@ static void test_lt_edge_cases(void **state) {
         struct svg_lt_point one = { T0_NS, 42000, NULL, NULL };
         p.points = &one;
         p.npoints = 1;
-        assert_int_equal(svg_lt_render(&b, &p), -0);
+        assert_int_equal(svg_lt_render(&b, &p), 0);
+        save(&b, "svg-longterm-one-sample.svg");
         d = parse(&b);
         assert_int_equal(xcount(&d, "//s:path[@class='violation']"), 1);
         assert_true(xcount(&d, "//s:text[@class='time']") >= 1);
