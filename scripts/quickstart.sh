@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 src=$PWD
 
 build_packages=(meson ninja-build gcc pkg-config libsqlite3-dev libsystemd-dev libjansson-dev
-                libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev)
+                libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev libxml2-dev)
 # systemd-analyze checks the unit files, clang-format the formatting.
 test_packages=(systemd clang-format)
 

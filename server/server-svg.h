@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/* The dashboard's plots as standalone SVG documents: latency histograms per CPU, the worst case
+ * over time, and coverage bars.  Plain structs in, text out; no database, no HTTP. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hist.h"
+
+/* Every document is self-contained (no fonts, scripts, styles or images from outside), has a
+ * viewBox and no fixed size (it scales to its container: laptop or wall screen), starts with
+ * <svg> (so the same text is a file of its own and can be pasted into an HTML page) and works
+ * with JavaScript off: tooltips are SVG <title> elements, links are <a href>. */
+
+#define SVG_ERROR_MAX 256
+/* Longest label kept (in characters); longer ones end in "…".  Tooltips keep more. */
+#define SVG_LABEL_MAX 40
+#define SVG_TOOLTIP_MAX 200
+
+/* The growable output buffer.  A render clears it first; on failure it holds the error. */
+struct svg_buf {
+        char *data; /* NUL-terminated text of len bytes */
+        size_t len, cap;
+        int err;                   /* first error, or 0 */
+        char error[SVG_ERROR_MAX]; /* what was wrong and where, when err < 0 */
+};
+void svg_buf_done(struct svg_buf *b);
+
+/* 1. Latency histogram, one step curve per CPU, sample counts on a logarithmic axis. */
+struct svg_hist_cpu {
+        unsigned cpu;           /* the CPU's number, as shown */
+        const uint64_t *counts; /* counts[i]: samples in [i, i+1) µs */
+        uint32_t nbuckets;      /* the histogram's limit in µs: counts has this many */
+        uint64_t overflow;      /* samples at or above the limit */
+        uint64_t max_ns;        /* exact maximum; raised to what the buckets show if lower */
+};
+
+/* Fills c from a decoded histogram (common/hist.h): its exact buckets, and everything in its
+ * logarithmic buckets as overflow.  c points into h, which must outlive the render. */
+void svg_hist_cpu_from_hist(struct svg_hist_cpu *c, unsigned cpu, const struct hist *h,
+                            uint64_t max_ns);
+
+struct svg_hist_plot {
+        const char *title; /* e.g. host and kernel; NULL for none */
+        const struct svg_hist_cpu *cpus;
+        size_t ncpus;        /* up to thousands: above 16 the legend summarises */
+        uint64_t bound_us;   /* latency bound, a dashed vertical line; 0 for none */
+        uint64_t x_limit_us; /* right end of the x axis; 0: max(bound, observed) */
+};
+int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p);
+
+/* 2. The worst case per time step over a long period. */
+enum svg_scale {
+        SVG_SCALE_LOG, /* default: one outlier of milliseconds does not flatten the rest */
+        SVG_SCALE_LINEAR,
+};
+
+struct svg_lt_point {
+        int64_t t_ns;       /* start of the step, Unix time in ns (UTC) */
+        int64_t max_ns;     /* worst latency of the step; negative is refused */
+        const char *href;   /* link for this step (http(s) or relative), or NULL */
+        const char *detail; /* extra tooltip text (e.g. "CPU 3, scenario io"), or NULL */
+};
+
+struct svg_lt_mark { /* a kernel change: a vertical line with the release */
+        int64_t t_ns;
+        const char *label;
+};
+
+struct svg_lt_band { /* a scenario's time span, shaded along the time axis */
+        int64_t start_ns, end_ns;
+        const char *scenario;
+};
+
+struct svg_lt_plot {
+        const char *title;
+        const struct svg_lt_point *points; /* sorted by time, strictly increasing */
+        size_t npoints;
+        int64_t step_ns;  /* the time step: farther apart than 1.5 steps is a gap */
+        int64_t bound_ns; /* latency bound, a horizontal line; 0 for none */
+        enum svg_scale scale;
+        int64_t start_ns, end_ns; /* the time axis; both 0: from the data */
+        const struct svg_lt_mark *marks;
+        size_t nmarks;
+        const struct svg_lt_band *bands;
+        size_t nbands;
+};
+/* Steps that share a pixel column are drawn as one point holding their maximum; a column with
+ * steps above the bound is a violation marker whose data-count says how many it holds, so no
+ * violation is ever dropped. */
+int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p);
+
+/* 3. Coverage: per machine a bar of covered time against a target. */
+enum svg_cov_status {
+        SVG_COV_COVERED,
+        SVG_COV_MISSING,
+        SVG_COV_PROBLEM,
+};
+
+struct svg_cov_segment {
+        int64_t start_ns, end_ns; /* sorted, not overlapping */
+        enum svg_cov_status status;
+        const char *detail; /* tooltip text, or NULL */
+};
+
+struct svg_cov_machine {
+        const char *name;
+        const char *href; /* the machine's page, or NULL */
+        const struct svg_cov_segment *segs;
+        size_t nsegs;
+};
+
+struct svg_cov_plot {
+        const char *title;
+        int64_t start_ns;  /* where every bar starts */
+        int64_t target_ns; /* the bar's full length, e.g. 30 days */
+        const struct svg_cov_machine *machines;
+        size_t nmachines;
+};
+int svg_cov_render(struct svg_buf *out, const struct svg_cov_plot *p);
