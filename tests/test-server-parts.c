@@ -2,6 +2,8 @@
 /* Unit tests of the farm server's parts: the Authorization header, new tokens, machine ids
  * the per-machine token bucket, the verdict's rule and the query parameters. */
 #include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "tests.h"
 #include "macro.h"
@@ -168,11 +170,104 @@ static void test_params(void **state) {
         assert_non_null(strstr(err, "offset=x"));
 }
 
+/* Stores intervals seqs[0..n) of a 20-minute run of machine id, each on one CPU at 20 us. */
+static void store_intervals(farm_db *db, const char *id, const uint64_t *seqs, size_t n) {
+        struct summary_interval iv[16];
+        struct summary_cpu cpu[16];
+        char err[FARM_ERROR_MAX];
+        const int64_t t0 = INT64_C(1793491200) * 1000000000, len = INT64_C(1200) * 1000000000;
+        assert_true(n <= 16);
+        for (size_t i = 0; i < n; i++) {
+                cpu[i] = (struct summary_cpu){ .cpu = 0, .samples = 0, .max_time_ns = t0 };
+                iv[i] = (struct summary_interval){ .seq = seqs[i],
+                                                   .start_ns = t0 + (int64_t) seqs[i] * len,
+                                                   .length_ns = (uint64_t) len,
+                                                   .scenario = "idle",
+                                                   .cpus = &cpu[i],
+                                                   .ncpus = 1 };
+        }
+        struct summary s = {
+                .machine = { (char *) id, "lab1", "cpu", 1 },
+                .run = { .id = 1,
+                         .boot_id = "00000000000000000000000000000001",
+                         .kernel_release = "k1",
+                         .kernel_version = "#1",
+                         .kernel_cmdline = "",
+                         .preempt_model = "PREEMPT_RT",
+                         .daemon_version = "0",
+                         .config_digest = "0000000000000000000000000000000000000000000000000000000"
+                                          "000000000",
+                         .start_ns = t0,
+                         .threshold_ns = 100000,
+                         .probe_interval_ns = 1000000,
+                         .interval_ns = (uint64_t) len },
+                .seq = seqs[0],
+                .intervals = iv,
+                .nintervals = n,
+        };
+        struct farm_stored st;
+        if (farm_store_summary(db, &s, t0, &st, err) < 0)
+                fail_msg("%s", err);
+}
+
+/* An interval that arrives after later ones (an outbox catching up) fills the hole it had
+ * left: its day can no longer be judged from the rollup's in-order gap, and is read from the
+ * intervals. */
+static void test_verdict_out_of_order(void **state) {
+        char dir[] = "/tmp/rtsoak-parts-XXXXXX", path[64], err[FARM_ERROR_MAX];
+        uint8_t hash[SHA256_DIGEST_SIZE] = { 1 };
+        const char *id = "0123456789abcdef0123456789abcdef";
+        const int64_t at = (INT64_C(1793491200) + 10 * 1200) * 1000000000;
+        struct farm_rule rule;
+        farm_db *db;
+        json_t *v;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/farm.db", dir);
+        assert_int_equal(farm_db_open(path, &db, err), 0);
+        assert_int_equal(farm_enroll(db, id, hash, 100000, 1, 0, err), 1);
+        farm_rule_default(&rule);
+        rule.period_ns = 200 * 60 * NSEC_PER_SEC;
+        rule.nscenarios = 0;
+
+        /* Seqs 0-9 but 4, the later ones first: a 20-minute hole, over the 15 allowed, that
+         * the day's in-order tracking cannot see. */
+        store_intervals(db, id, (const uint64_t[]){ 5, 6, 7, 8, 9 }, 5);
+        store_intervals(db, id, (const uint64_t[]){ 0, 1, 2, 3 }, 4);
+        assert_int_equal(farm_verdict(db, &rule, "k1", at, &v, err), 0);
+        assert_string_equal(farm_verdict_status(v), "failed");
+        json_t *p = json_array_get(json_object_get(v, "problems"), 0);
+        assert_string_equal(json_string_value(json_object_get(p, "kind")), "gap");
+        assert_int_equal(json_integer_value(json_object_get(p, "value_ns")),
+                         INT64_C(1200) * 1000000000);
+        json_decref(v);
+
+        /* Seq 4 arrives late: no hole, 200 minutes covered. */
+        store_intervals(db, id, (const uint64_t[]){ 4 }, 1);
+        assert_int_equal(farm_verdict(db, &rule, "k1", at, &v, err), 0);
+        assert_string_equal(farm_verdict_status(v), "qualified");
+        json_t *m = json_array_get(json_object_get(v, "machines"), 0);
+        assert_int_equal(json_integer_value(json_object_get(m, "covered_ns")),
+                         INT64_C(12000) * 1000000000);
+        json_decref(v);
+        /* The same upload again changes nothing. */
+        store_intervals(db, id, (const uint64_t[]){ 4 }, 1);
+        assert_int_equal(farm_verdict(db, &rule, "k1", at, &v, err), 0);
+        assert_string_equal(farm_verdict_status(v), "qualified");
+        json_decref(v);
+
+        farm_db_close(db);
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_authorization_header), cmocka_unit_test(test_new_tokens),
                 cmocka_unit_test(test_machine_ids),          cmocka_unit_test(test_token_bucket),
                 cmocka_unit_test(test_rule_scenarios),       cmocka_unit_test(test_params),
+                cmocka_unit_test(test_verdict_out_of_order),
         };
         return RUN_TESTS(tests);
 }

@@ -36,8 +36,8 @@ static void ns_arg(char buf[static 32], int64_t ns) {
 
 /* Posts a history of machine m (0: A, 1: B, 2: C) of release, ending at end_ns, with extra
  * replay options (NULL-terminated). */
-static void history(int m, const char *release, int64_t days, int64_t end_ns,
-                    const char *const *extra) {
+static void history_run(int m, const char *release, int64_t days, int64_t end_ns, int run_id,
+                        const char *const *extra) {
         static const char *const ids[] = { ID_A, ID_B, ID_C };
         const char *tokens[] = { token_a, token_b, token_c };
         char to[32], runid[16], ndays[16], *argv[48];
@@ -45,9 +45,8 @@ static void history(int m, const char *release, int64_t days, int64_t end_ns,
         struct tu_result r;
 
         ns_arg(to, end_ns);
-        snprintf(runid, sizeof(runid), "%d", next_run[m]);
+        snprintf(runid, sizeof(runid), "%d", run_id);
         snprintf(ndays, sizeof(ndays), "%lld", (long long) days);
-        next_run[m] += 10; /* room for the runs that --unclean and --restart add */
         const char *const base[] = { tu_bin("RTSOAK_REPLAY"),
                                      "--server",
                                      base_url,
@@ -82,6 +81,13 @@ static void history(int m, const char *release, int64_t days, int64_t end_ns,
                 fail_msg("rtsoak-replay %s for %s: status %d: %s", release, ids[m], r.status,
                          r.err);
         tu_result_done(&r);
+}
+
+/* A history in a run of its own (with room for the runs that --unclean and --restart add). */
+static void history(int m, const char *release, int64_t days, int64_t end_ns,
+                    const char *const *extra) {
+        history_run(m, release, days, end_ns, next_run[m], extra);
+        next_run[m] += 10;
 }
 
 static json_t *verdict_at(const char *release, int64_t at_ns) {
