@@ -384,9 +384,15 @@ static int teardown(void **state) {
                 kill(server_pid, SIGTERM);
                 tu_wait(server_pid, 10000);
         }
+        /* Under the sanitizers, what they found in the server is in its log. */
+        char *log = tu_read_file(log_path);
+        bool bad = strstr(log, "Sanitizer") || strstr(log, "runtime error:");
+        if (bad)
+                fprintf(stderr, "# server log:\n%s\n", log);
+        free(log);
         tu_rmdir(dir);
         curl_global_cleanup();
-        return 0;
+        return bad ? -1 : 0;
 }
 
 static long long db_int(const char *sql) {

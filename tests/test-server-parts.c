@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the farm server's parts: the Authorization header, new tokens, machine ids
- * the per-machine token bucket, the verdict's rule and the query parameters. */
+ * the per-machine token bucket, the verdict's rule, the query parameters and the query
+ * API's step, percentile, regression and label helpers. */
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "server-auth.h"
 #include "server-db.h"
 #include "server-params.h"
+#include "server-query.h"
 #include "server-ratelimit.h"
 #include "server-verdict.h"
 
@@ -262,12 +264,113 @@ static void test_verdict_out_of_order(void **state) {
         assert_int_equal(system(cmd), 0);
 }
 
+static void test_step_alignment(void **state) {
+        static const struct {
+                int64_t t;
+                uint64_t step;
+                int64_t floor;
+        } cases[] = {
+                { 0, 300, 0 },
+                { 299, 300, 0 },
+                { 300, 300, 300 },
+                { 301, 300, 300 },
+                { -1, 300, -300 },
+                { -300, 300, -300 },
+                { -301, 300, -600 },
+                { 1793577900123, 1000, 1793577900000 },
+                /* 5 min steps of an RFC 3339 minute: 2026-11-02T00:07:00Z -> 00:05. */
+                { INT64_C(1793578020000000000), UINT64_C(300000000000),
+                  INT64_C(1793577900000000000) },
+                { INT64_MAX, 1, INT64_MAX },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                if (farm_step_floor(cases[i].t, cases[i].step) != cases[i].floor)
+                        fail_msg("floor(%lld, %llu) = %lld, expected %lld", (long long) cases[i].t,
+                                 (unsigned long long) cases[i].step,
+                                 (long long) farm_step_floor(cases[i].t, cases[i].step),
+                                 (long long) cases[i].floor);
+        /* [from, to) touches the steps of from and of to - 1. */
+        assert_int_equal(farm_steps_in(0, 300, 300), 1);
+        assert_int_equal(farm_steps_in(0, 301, 300), 2);
+        assert_int_equal(farm_steps_in(299, 301, 300), 2);
+        assert_int_equal(farm_steps_in(-1, 1, 300), 2);
+        /* 30 days at 5 minutes. */
+        assert_int_equal(farm_steps_in(0, 30 * FARM_DAY_NS, UINT64_C(300000000000)), 8640);
+}
+
+static void test_percentiles(void **state) {
+        struct hist h;
+        struct farm_percentiles p;
+        assert_int_equal(hist_init(&h, 1000), 0);
+        /* 10,000 samples: 9,000 at 10 us, 900 at 20 us, 90 at 30 us, 9 at 40 us, one at 3
+         * ms (over the 1 ms limit). */
+        h.counts[10] = 9000;
+        h.counts[20] = 900;
+        h.counts[30] = 90;
+        h.counts[40] = 9;
+        h.counts[hist_index(1000, 3000000)] = 1;
+        farm_percentiles(&h, 10000, 3000000, &p);
+        assert_int_equal(p.p50_ns, 11000);
+        assert_int_equal(p.p99_ns, 21000);    /* rank 9,900 */
+        assert_int_equal(p.p99_9_ns, 31000);  /* rank 9,990 */
+        assert_int_equal(p.p99_99_ns, 41000); /* rank 9,999 */
+        /* The overflow sample is the top one: the maximum caps its log bucket's edge. */
+        h.counts[40] = 8;
+        h.counts[hist_index(1000, 3000000)] = 2;
+        farm_percentiles(&h, 10000, 3000000, &p);
+        assert_int_equal(p.p99_99_ns, 3000000);
+        /* Never above the maximum, never below the minimum. */
+        farm_percentiles(&h, 10500, 10600, &p);
+        assert_int_equal(p.p50_ns, 10600);
+        hist_reset(&h);
+        farm_percentiles(&h, 0, 0, &p);
+        assert_int_equal(p.p99_9_ns, 0);
+        hist_done(&h);
+}
+
+static void test_regression_rule(void **state) {
+        static const struct {
+                uint64_t value, base, percent, min_diff;
+                bool worse;
+        } cases[] = {
+                { 100000, 100000, 10, 5000, false },
+                { 110000, 100000, 10, 5000, false }, /* exactly 10 %: not more */
+                { 110001, 100000, 10, 5000, true },
+                { 14000, 10000, 10, 5000, false }, /* 40 % but only 4 us */
+                { 15001, 10000, 10, 5000, true },
+                { 50000, 100000, 10, 5000, false }, /* better */
+                { 200000, 100000, 1000, 5000, false },
+                { 1200000, 100000, 1000, 5000, true },
+                { 6000, 0, 10, 5000, true },
+                { UINT64_MAX, UINT64_MAX / 2, 10, 0, true }, /* no wrap */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                if (farm_worse(cases[i].value, cases[i].base, cases[i].percent,
+                               cases[i].min_diff) != cases[i].worse)
+                        fail_msg("case %zu: %llu vs %llu", i, (unsigned long long) cases[i].value,
+                                 (unsigned long long) cases[i].base);
+}
+
+static void test_label_escape(void **state) {
+        char buf[64];
+        assert_int_equal(farm_prom_escape("lab-7", buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "lab-7");
+        assert_int_equal(farm_prom_escape("a\"b\\c\nd", buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "a\\\"b\\\\c\\nd");
+        assert_int_equal(farm_prom_escape("", buf, sizeof(buf)), 0);
+        assert_string_equal(buf, "");
+        assert_int_equal(farm_prom_escape("\"\"\"", buf, 6), -ENOBUFS);
+        assert_int_equal(farm_prom_escape("\"\"\"", buf, 7), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_authorization_header), cmocka_unit_test(test_new_tokens),
                 cmocka_unit_test(test_machine_ids),          cmocka_unit_test(test_token_bucket),
                 cmocka_unit_test(test_rule_scenarios),       cmocka_unit_test(test_params),
-                cmocka_unit_test(test_verdict_out_of_order),
+                cmocka_unit_test(test_verdict_out_of_order), cmocka_unit_test(test_step_alignment),
+                cmocka_unit_test(test_percentiles),          cmocka_unit_test(test_regression_rule),
+                cmocka_unit_test(test_label_escape),
         };
         return RUN_TESTS(tests);
 }
