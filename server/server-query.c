@@ -2,6 +2,7 @@
 /* The query API of the farm server (intervals per step, merged histograms with their per-day
  * cache, kernel comparisons, events, runs, the machine list) and the Prometheus metrics. */
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -1806,6 +1807,83 @@ static int m_http(const struct metric_ctx *c, FILE *f, const char *name, char *e
         return 0;
 }
 
+/* The verdict of every release, as a state set: one sample per possible verdict, 1 for the
+ * current one.  A verdict of a big farm costs tens of milliseconds or more, and a scrape
+ * every few seconds from several Prometheus servers must not multiply that: the lines are
+ * kept for VERDICT_METRIC_TTL_NS and shared. */
+#define VERDICT_METRIC_TTL_NS (60 * (int64_t) NSEC_PER_SEC)
+static pthread_mutex_t verdict_metric_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *verdict_metric_text;
+static int64_t verdict_metric_at = INT64_MIN;
+static const farm_db *verdict_metric_db;
+
+static int verdict_lines(const struct metric_ctx *c, const char *name, char **ret, char *err) {
+        static const char *const states[] = { "qualified", "pending", "failed" };
+        json_t *list = NULL;
+        char *text = NULL;
+        size_t len = 0;
+        int r = farm_kernel_list(c->db, &list, err);
+        if (r < 0)
+                return r;
+        FILE *f = open_memstream(&text, &len);
+        if (!f) {
+                json_decref(list);
+                return -ENOMEM;
+        }
+        int64_t now = now_ns(CLOCK_REALTIME);
+        size_t i;
+        json_t *rel;
+        json_array_foreach (list, i, rel) {
+                const char *release = json_string_value(rel);
+                char esc[3 * 256 + 1];
+                json_t *v = NULL;
+                if (!release || farm_prom_escape(release, esc, sizeof(esc)) < 0)
+                        continue;
+                r = farm_verdict(c->db, c->counters->rule, release, now, &v, err);
+                if (r == -ENOENT)
+                        continue;
+                if (r < 0)
+                        break;
+                const char *st = farm_verdict_status(v);
+                for (size_t k = 0; k < ELEMENTSOF(states); k++)
+                        fprintf(f, "%s{release=\"%s\",verdict=\"%s\"} %d\n", name, esc, states[k],
+                                strcmp(st, states[k]) == 0);
+                json_decref(v);
+        }
+        json_decref(list);
+        if (fclose(f) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0) {
+                free(text);
+                return r;
+        }
+        *ret = text;
+        return 0;
+}
+
+static int m_verdicts(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        if (!c->counters->rule)
+                return 0;
+        pthread_mutex_lock(&verdict_metric_lock);
+        int64_t now = now_ns(CLOCK_MONOTONIC);
+        int r = 0;
+        if (!verdict_metric_text || verdict_metric_db != c->db ||
+            now - verdict_metric_at >= VERDICT_METRIC_TTL_NS) {
+                char *text = NULL;
+                r = verdict_lines(c, name, &text, err);
+                if (r >= 0) {
+                        free(verdict_metric_text);
+                        verdict_metric_text = text;
+                        verdict_metric_at = now;
+                        verdict_metric_db = c->db;
+                }
+        }
+        if (r >= 0)
+                fputs(verdict_metric_text, f);
+        pthread_mutex_unlock(&verdict_metric_lock);
+        return r;
+}
+
 /* One entry per metric family: its HELP and TYPE lines are written before its samples. */
 static const struct metric_family {
         const char *name, *type, *help;
@@ -1828,6 +1906,10 @@ static const struct metric_family {
           m_ingest_errors },
         { "rtsoak_http_requests_total", "counter",
           "HTTP requests answered since the server started, by status code.", m_http },
+        { "rtsoak_kernel_verdict", "gauge",
+          "Whether a kernel release qualifies as latest stable: 1 for its current verdict "
+          "(computed at most once a minute).",
+          m_verdicts },
 };
 
 static int get_metrics(farm_db *db, struct farm_counters *counters, const struct farm_args *args,
