@@ -778,7 +778,8 @@ static int parse_options(int argc, char **argv) {
                         goto out;
                 }
         }
-        qsort(opt.spikes, opt.nspikes, sizeof(*opt.spikes), cmp_spike);
+        if (opt.nspikes)
+                qsort(opt.spikes, opt.nspikes, sizeof(*opt.spikes), cmp_spike);
         for (size_t i = 0; i < gaps.n; i++) {
                 struct span *g = APPEND("--gap", opt.gaps, opt.ngaps);
                 if ((r = split_fields("--gap", gaps.v[i], buf, sizeof(buf), f, 2, "FROM,TO")) < 0 ||
@@ -805,7 +806,8 @@ static int parse_options(int argc, char **argv) {
                                 goto out;
                         }
                 }
-        qsort(opt.ends, opt.nends, sizeof(*opt.ends), cmp_end);
+        if (opt.nends)
+                qsort(opt.ends, opt.nends, sizeof(*opt.ends), cmp_end);
         for (size_t i = 1; i < opt.nends; i++) {
                 int64_t next = align_up(opt.ends[i - 1].time_ns + (int64_t) opt.reboot_ns,
                                         opt.interval_ns);
@@ -1675,8 +1677,9 @@ int main(int argc, char **argv) {
                 worker_done(&workers[i]);
         }
         free(workers);
-        double secs = (double) (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
-        double rate = secs > 0 ? (double) total.intervals / secs : 0;
+        /* Milliseconds are precise enough, and print as such in JSON. */
+        double secs = (double) ((now_ns(CLOCK_MONOTONIC) - t0) / (int64_t) NSEC_PER_MSEC) / 1e3;
+        double rate = secs > 0 ? (double) (uint64_t) ((double) total.intervals / secs) : 0;
 
         if (!opt.quiet && atomic_load(&unsent_spikes))
                 log_warning("%u --spike time(s) fell in no interval that was sent (a gap, or "
@@ -1695,7 +1698,8 @@ int main(int argc, char **argv) {
                                   "retries", (json_int_t) total.retries, "seconds", secs,
                                   "intervals_per_second", rate, "ok", !atomic_load(&failed));
                 if (j)
-                        json_dumpf(j, stdout, JSON_COMPACT), putchar('\n');
+                        json_dumpf(j, stdout, JSON_COMPACT | JSON_REAL_PRECISION(12)),
+                                putchar('\n');
         } else if (!opt.quiet)
                 printf("machines %" PRIu64 ", runs %" PRIu64 ", intervals %" PRIu64
                        ", events %" PRIu64 ", uploads %" PRIu64 ", seconds %.3f, "
