@@ -6,14 +6,15 @@ Each case enrolls its machines into a fresh farm database in a temporary directo
 the real rtsoak-server on loopback (default options, except a rate limit high enough not to
 throttle: the benchmark measures posting and storing, not the limiter), runs rtsoak-replay
 --json with 30 days of 1-minute intervals of 8 CPUs per machine (60 intervals per upload,
-the default) and then counts the stored intervals in the database: all of them must be there
-exactly once.  The rate is stored intervals divided by rtsoak-replay's own wall time; the CPU
+the default, and then 1000, the most a summary may hold) and then counts the stored intervals in the database: all of them must be there
+exactly once.  The load average before and after each case is shown: on a shared machine
+the rate follows what else runs.  The rate is stored intervals divided by rtsoak-replay's own wall time; the CPU
 time of both processes is shown beside it (the server's from /proc/PID/stat).
 
-Cases: one machine; ten machines with --jobs 2.
+Cases: one machine; ten machines with --jobs 2; each with --batch 60 and --batch 1000.
 
 Usage (from the source tree after building into build/):
-    bench/replay.py [--days 30] [--cpus 8] [--machines 10] [--jobs 2]
+    bench/replay.py [--days 30] [--cpus 8] [--machines 10] [--jobs 2] [--batch 1000]
 """
 import argparse
 import datetime
@@ -55,7 +56,7 @@ def proc_cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def run_case(tmp, machines, jobs, days, cpus):
+def run_case(tmp, machines, jobs, days, cpus, batch):
     db = os.path.join(tmp, "farm.db")
     log = os.path.join(tmp, "server.log")
     tokens = os.path.join(tmp, "tokens")
@@ -80,12 +81,14 @@ def run_case(tmp, machines, jobs, days, cpus):
         sys.exit("the server did not start: " + open(log).read())
     if not url.startswith("http"):
         url = "http://" + url
+    load0 = os.getloadavg()[0]
     srv_cpu0 = proc_cpu_s(srv.pid)
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cmd = [REPLAY, "--server", url, "--tokens", tokens, "--jobs", str(jobs), "--to", TO,
-           "--days", str(days), "--cpus", str(cpus), "--json", "--quiet"]
+           "--days", str(days), "--cpus", str(cpus), "--batch", str(batch), "--json", "--quiet"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load1 = os.getloadavg()[0]
     srv_cpu = proc_cpu_s(srv.pid) - srv_cpu0
     srv.send_signal(signal.SIGTERM)
     srv.wait(30)
@@ -100,7 +103,7 @@ def run_case(tmp, machines, jobs, days, cpus):
         sys.exit(f"stored {stored} intervals ({cpu_rows} CPU rows), replay says "
                  f"{stats['intervals']}, expected {expected}")
     replay_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-    return stats, replay_cpu, srv_cpu, os.path.getsize(db)
+    return stats, replay_cpu, srv_cpu, os.path.getsize(db), (load0, load1)
 
 
 def main():
@@ -109,6 +112,8 @@ def main():
     ap.add_argument("--cpus", type=int, default=8)
     ap.add_argument("--machines", type=int, default=10)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=1000,
+                    help="also measure with this many intervals per upload (60: only the default)")
     args = ap.parse_args()
     for p in (SERVER, REPLAY):
         if not os.path.exists(p):
@@ -119,19 +124,22 @@ def main():
         f"date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
         f"host: {cpu_model()}, {os.cpu_count()} CPUs, {platform.release()}",
         f"history: {args.days} days x 1-min intervals x {args.cpus} CPUs per machine, "
-        "60 intervals per upload, default rotation (loads with metrics), server with "
+        "default rotation (loads with metrics), server with "
         "default options except --rate/--burst 1000000",
         "",
-        f"{'case':<26} {'intervals':>9} {'uploads':>7} {'wall s':>8} {'intervals/s':>11} "
-        f"{'replay CPU s':>12} {'server CPU s':>12} {'DB MiB':>7}",
+        f"{'case':<38} {'intervals':>9} {'uploads':>7} {'wall s':>8} {'intervals/s':>11} "
+        f"{'replay CPU s':>12} {'server CPU s':>12} {'DB MiB':>7} load before/after",
     ]
-    for machines, jobs in ((1, 1), (args.machines, args.jobs)):
+    cases = [(1, 1, 60), (args.machines, args.jobs, 60)]
+    if args.batch != 60:
+        cases += [(1, 1, args.batch), (args.machines, args.jobs, args.batch)]
+    for machines, jobs, batch in cases:
         with tempfile.TemporaryDirectory(prefix="rtsoak-bench-replay-") as tmp:
-            stats, rcpu, scpu, size = run_case(tmp, machines, jobs, args.days, args.cpus)
-        name = f"{machines} machine{'s' if machines > 1 else ''}, --jobs {jobs}"
-        line = (f"{name:<26} {stats['intervals']:>9} {stats['uploads']:>7} "
+            stats, rcpu, scpu, size, load = run_case(tmp, machines, jobs, args.days, args.cpus, batch)
+        name = f"{machines} machine{'s' if machines > 1 else ''}, --jobs {jobs}, --batch {batch}"
+        line = (f"{name:<38} {stats['intervals']:>9} {stats['uploads']:>7} "
                 f"{stats['seconds']:>8.1f} {stats['intervals_per_second']:>11.0f} "
-                f"{rcpu:>12.1f} {scpu:>12.1f} {size / 1048576:>7.0f}")
+                f"{rcpu:>12.1f} {scpu:>12.1f} {size / 1048576:>7.0f} {load[0]:>5.1f}/{load[1]:<5.1f}")
         print(line, flush=True)
         lines.append(line)
     with open(RESULTS, "w") as f:

@@ -414,7 +414,7 @@ static void help(void) {
                "(default 1)\n"
                "  --interval SPAN          interval length (default 1min)\n"
                "  --cpus N                 CPUs (default 2)\n"
-               "  --hostname NAME          default replay-<first 8 digits of the id>\n"
+               "  --hostname NAME          default replay-<first 8 digits of each machine's id>\n"
                "  --run-id N               the first run's id (default 1)\n"
                "  --rotation TEXT          scenarios, epoch-aligned (default \"%s\")\n"
                "  --latency SPAN           typical per-interval maximum (default 30us)\n"
@@ -1223,6 +1223,22 @@ static int make_interval(struct worker *w, struct mstate *ms, int64_t t) {
                 r = make_cpu(w, ms, &cpus[c], c, t, sp, nsp);
                 if (r < 0)
                         return r;
+                /* With --latency over --threshold the typical samples violate too: rtsoakd
+                 * would record 32 of them one by one and count the rest in one event; here
+                 * only the spikes are recorded one by one, the rest are counted. */
+                uint64_t recorded = 0;
+                for (size_t i = 0; i < nsp; i++)
+                        recorded += sp[i]->latency_ns > opt.threshold_ns;
+                if (cpus[c].violations > recorded) {
+                        r = add_event(w, ms, t, "violations_unrecorded", (int) c,
+                                      (int64_t) (cpus[c].violations - recorded),
+                                      "%" PRIu64 " more violations over %s on CPU %u in this "
+                                      "interval were counted but not recorded one by one",
+                                      cpus[c].violations - recorded,
+                                      format_timespan(a, opt.threshold_ns), c);
+                        if (r < 0)
+                                return r;
+                }
         }
         /* The violations, in time order as rtsoakd records them. */
         for (size_t i = first; i < last; i++)
