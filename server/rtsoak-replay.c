@@ -1570,7 +1570,10 @@ static int replay_machine(struct worker *w, const struct machine *m) {
                         r = log_error_errno(r, "Machine %s: cannot make an interval: %m", m->id);
                         goto out;
                 }
-                if (w->nivs >= opt.batch && (r = flush(w, &ms)) < 0)
+                /* Full, or so many events (a --latency over --threshold on many CPUs) that
+                 * the next interval could take them over the schema's limit. */
+                if ((w->nivs >= opt.batch || w->nevents >= SUMMARY_MAX_EVENTS / 2) &&
+                    (r = flush(w, &ms)) < 0)
                         goto out;
                 t += (int64_t) opt.interval_ns;
         }
