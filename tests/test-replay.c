@@ -413,6 +413,54 @@ static void test_refused(void **state) {
         sqlite3_close(d);
 }
 
+/* A clean restart: a new run (the next number, a new boot id) and no event; --json. */
+static void test_restart_json(void **state) {
+        struct tu_result r;
+        const char *args[] = { "--machine",     ID_E,
+                               "--token",       token_e,
+                               "--from",        "2026-11-01T00:00:00Z",
+                               "--to",          "2026-11-01T03:00:00Z",
+                               "--run-id",      "5",
+                               "--restart",     "2026-11-01T01:00:30Z",
+                               "--reboot-time", "5min",
+                               "--json",        NULL };
+        replay(args, &r);
+        if (r.status != 0)
+                fail_msg("rtsoak-replay failed (%d): %s", r.status, r.err);
+        json_t *j = tu_json(r.out);
+        tu_result_done(&r);
+        /* 180 minutes less 01:00-01:06 (cut short, then 5 min of reboot). */
+        assert_int_equal(tu_jint(j, "machines"), 1);
+        assert_int_equal(tu_jint(j, "runs"), 2);
+        assert_int_equal(tu_jint(j, "intervals"), 174);
+        assert_int_equal(tu_jint(j, "events"), 0);
+        assert_int_equal(tu_jint(j, "uploads"), 1 + 2);
+        assert_true(json_is_true(json_object_get(j, "ok")));
+        assert_true(json_real_value(json_object_get(j, "seconds")) > 0);
+        json_decref(j);
+
+        sqlite3 *d = db_open();
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM runs WHERE machine_id = '%s' AND ((run_id = "
+                                "5 AND start_ns = %lld) OR (run_id = 6 AND start_ns = %lld))",
+                                ID_E, (long long) DAY1, (long long) (DAY1 + 66 * MIN_NS)),
+                         2);
+        assert_int_equal(
+                db_int(d, "SELECT count(DISTINCT boot_id) FROM runs WHERE machine_id = '%s'", ID_E),
+                2);
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM events e JOIN runs r ON e.run = r.id WHERE "
+                                "r.machine_id = '%s'",
+                                ID_E),
+                         0);
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM intervals i JOIN runs r ON i.run = r.id "
+                                "WHERE r.machine_id = '%s' AND r.run_id = 5",
+                                ID_E),
+                         60);
+        sqlite3_close(d);
+}
+
 /* A server that throttles (429 with Retry-After) gets everything in the end; one that is
  * gone makes the replay give up after its retries, with exit status 1. */
 static void test_retries(void **state) {
@@ -530,9 +578,9 @@ static void test_usage_errors(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_history),      cmocka_unit_test(test_tokens),
-                cmocka_unit_test(test_refused),      cmocka_unit_test(test_retries),
-                cmocka_unit_test(test_usage_errors),
+                cmocka_unit_test(test_history), cmocka_unit_test(test_tokens),
+                cmocka_unit_test(test_refused), cmocka_unit_test(test_restart_json),
+                cmocka_unit_test(test_retries), cmocka_unit_test(test_usage_errors),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }
