@@ -69,7 +69,8 @@ struct svg_lt_mark { /* a kernel change: a vertical line with the release */
         const char *label;
 };
 
-struct svg_lt_band { /* a scenario's time span, shaded along the time axis */
+struct svg_lt_band { /* a scenario's time span, shaded along the time axis; the first 8
+                      * distinct scenario names get a colour and a legend entry, others white */
         int64_t start_ns, end_ns;
         const char *scenario;
 };
@@ -78,7 +79,7 @@ struct svg_lt_plot {
         const char *title;
         const struct svg_lt_point *points; /* sorted by time, strictly increasing */
         size_t npoints;
-        int64_t step_ns;  /* the time step: farther apart than 1.5 steps is a gap */
+        int64_t step_ns;  /* the time step: farther apart than 1.5 steps is a gap; 0: none */
         int64_t bound_ns; /* latency bound, a horizontal line; 0 for none */
         enum svg_scale scale;
         int64_t start_ns, end_ns; /* the time axis; both 0: from the data */
