@@ -19,7 +19,8 @@
 #define SVG_LABEL_MAX 40
 #define SVG_TOOLTIP_MAX 200
 
-/* The growable output buffer.  A render clears it first; on failure it holds the error. */
+/* The growable output buffer.  A render clears it first; on failure it holds the error.  The
+ * renders return 0, or -EINVAL (bad input), -EOVERFLOW (counts) or -ENOMEM, with error set. */
 struct svg_buf {
         char *data; /* NUL-terminated text of len bytes */
         size_t len, cap;
@@ -47,7 +48,8 @@ struct svg_hist_plot {
         const struct svg_hist_cpu *cpus;
         size_t ncpus;        /* up to thousands: above 16 the legend summarises */
         uint64_t bound_us;   /* latency bound, a dashed vertical line; 0 for none */
-        uint64_t x_limit_us; /* right end of the x axis; 0: max(bound, observed) */
+        uint64_t x_limit_us; /* right end of the x axis; 0: the larger of 1.1 x the bound and
+                              * the last non-empty bucket, rounded up to a tick */
 };
 int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p);
 
