@@ -623,8 +623,9 @@ static void reload(struct daemon *d) {
                 add_event(d, "config_reload_failed", -1, err);
                 goto done;
         }
+        /* The token file is read again at every reload: a new token needs no restart. */
         bool upload_changed = strstr(rr.changed, "Upload.") != NULL;
-        if (upload_changed && *rr.cfg.upload_server) {
+        if (*rr.cfg.upload_server) {
                 r = read_token(rr.cfg.upload_token_file, &token);
                 if (r < 0) {
                         snprintf(msg, sizeof(msg), "[Upload] TokenFile=%s: cannot read the token",
@@ -639,9 +640,21 @@ static void reload(struct daemon *d) {
         struct daemon_config *a = realloc(d->retired, (d->nretired + 1) * sizeof(*a));
         if (!a) {
                 log_oom();
+                if (token)
+                        explicit_bzero(token, strlen(token));
                 free(token);
                 reload_result_done(&rr);
                 goto done;
+        }
+        if (token && (!d->token || strcmp(token, d->token) != 0)) {
+                if (!upload_changed)
+                        log_info("The upload token changed: the uploader restarts with it");
+                upload_changed = true;
+        }
+        if (!upload_changed && token) {
+                explicit_bzero(token, strlen(token));
+                free(token);
+                token = NULL;
         }
         d->retired = a;
         a[d->nretired++] = d->cfg;
