@@ -197,7 +197,7 @@ static void test_ready_status_watchdog_stopping(void **state) {
         snprintf(log, sizeof(log), "%s/ready.log", dir);
         listener_open(&l, "ready");
         tu_daemon_argv(argv, set_db, NULL);
-        pid_t pid = spawn_daemon(&l, "2000000", NULL, argv, log);
+        pid_t pid = spawn_daemon(&l, "4000000", NULL, argv, log);
 
         ssize_t ready = listener_wait(&l, "READY=1", 0, 15000);
         if (ready < 0)
@@ -213,7 +213,7 @@ static void test_ready_status_watchdog_stopping(void **state) {
         assert_true(ready > 0);
         assert_true(strncmp(l.msgs[0].text, "STATUS=Run 1: starting the probes", 33) == 0);
 
-        listener_pump(&l, 6000);
+        listener_pump(&l, 8000);
         int64_t ready_ms = l.msgs[ready].at_ms;
 
         /* Status lines: "Scenario idle; worst this interval X us (CPU N); upload off; ...". */
@@ -238,18 +238,18 @@ static void test_ready_status_watchdog_stopping(void **state) {
         }
         assert_true(statuses >= 4);
 
-        /* Pings every WATCHDOG_USEC / 2 = 1 s: about 6 in 6 s, none two periods apart. */
+        /* Pings every WATCHDOG_USEC / 2 = 2 s: about 4 in 8 s, none two periods apart. */
         int64_t prev = -1;
         size_t pings = 0;
         for (size_t i = 0; i < l.n; i++) {
                 if (strcmp(l.msgs[i].text, "WATCHDOG=1") != 0 || l.msgs[i].at_ms < ready_ms)
                         continue;
-                if (prev >= 0 && l.msgs[i].at_ms - prev > 1800)
+                if (prev >= 0 && l.msgs[i].at_ms - prev > 3600)
                         fail_msg("%lld ms between two pings", (long long) (l.msgs[i].at_ms - prev));
                 prev = l.msgs[i].at_ms;
                 pings++;
         }
-        assert_in_range(pings, 5, 9);
+        assert_in_range(pings, 3, 6);
 
         size_t before = l.n;
         kill(pid, SIGTERM);
