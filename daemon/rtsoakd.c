@@ -612,8 +612,12 @@ static void reload(struct daemon *d) {
         char *token = NULL, *text = NULL;
         int r;
 
-        sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading the configuration",
-                   (uint64_t) now_ns(CLOCK_MONOTONIC) / NSEC_PER_USEC);
+        /* Before READY=1 a reload is still done, but systemd hears of neither. */
+        if (d->ready_sent)
+                sd_notifyf(0,
+                           "RELOADING=1\nMONOTONIC_USEC=%" PRIu64
+                           "\nSTATUS=Reloading the configuration",
+                           (uint64_t) now_ns(CLOCK_MONOTONIC) / NSEC_PER_USEC);
         log_info("SIGHUP: reloading the configuration (%s)",
                  d->explicit_config || access(d->config_path, F_OK) == 0 ? d->config_path
                                                                          : "built-in defaults");
@@ -695,8 +699,10 @@ static void reload(struct daemon *d) {
         reload_result_done(&rr);
         free(text);
 done:
-        sd_notify(0, "READY=1");
-        notify_status(d);
+        if (d->ready_sent) {
+                sd_notify(0, "READY=1");
+                notify_status(d);
+        }
 }
 
 static int resolve_cpus(struct daemon *d) {
