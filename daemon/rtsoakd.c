@@ -252,7 +252,7 @@ static void refresh_backlog(struct daemon *d) {
 static void notify_status(struct daemon *d) {
         const struct scenario *sc = d->loads ? loadsup_scenario(d->loads) : NULL;
         struct collector_stats st;
-        char upload[64] = "upload off";
+        char upload[64] = "upload off", last[64] = "last interval none";
         uint64_t worst = 0;
         int worst_cpu = -1;
 
@@ -266,10 +266,14 @@ static void notify_status(struct daemon *d) {
         collector_get_stats(d->collector, &st);
         if (d->token)
                 snprintf(upload, sizeof(upload), "upload backlog %" PRIu64 " rows", d->backlog);
+        /* Just after a boundary the open interval has little to show: the last one too. */
+        if (st.intervals_written > 0)
+                snprintf(last, sizeof(last), "last interval %.1f us (CPU %d)",
+                         (double) st.last_max_ns / 1000.0, st.last_max_cpu);
         sd_notifyf(0,
-                   "STATUS=Scenario %s; worst this interval %.1f us (CPU %d); %s; %" PRIu64
+                   "STATUS=Scenario %s; worst this interval %.1f us (CPU %d); %s; %s; %" PRIu64
                    " intervals stored, %" PRIu64 " violations",
-                   sc ? sc->name : "none", (double) worst / 1000.0, worst_cpu, upload,
+                   sc ? sc->name : "none", (double) worst / 1000.0, worst_cpu, last, upload,
                    st.intervals_written, st.total_violations);
         d->last_status_mono = now_ns(CLOCK_MONOTONIC);
 }

@@ -226,14 +226,26 @@ static void test_ready_status_watchdog_stopping(void **state) {
                 unsigned long long stored;
                 if (strncmp(t, "STATUS=Scenario", 15) != 0)
                         continue;
+                /* "...; last interval Y us (CPU M); upload off; N intervals stored, ..." or
+                 * "last interval none" before the first. */
+                char last[64];
+                int n = 0;
                 if (sscanf(t,
-                           "STATUS=Scenario %31[^;]; worst this interval %lf us (CPU %d); upload "
-                           "off; %llu intervals stored",
-                           scenario, &worst, &cpu, &stored) != 4)
+                           "STATUS=Scenario %31[^;]; worst this interval %lf us (CPU %d); %63[^;]; "
+                           "upload off; %llu intervals stored%n",
+                           scenario, &worst, &cpu, last, &stored, &n) != 5 ||
+                    n == 0)
                         fail_msg("status line does not parse: %s", t);
                 assert_string_equal(scenario, "idle");
                 assert_true(worst >= 0);
                 assert_true(cpu >= 0);
+                double last_us;
+                int last_cpu;
+                if (stored == 0)
+                        assert_string_equal(last, "last interval none");
+                else if (sscanf(last, "last interval %lf us (CPU %d)", &last_us, &last_cpu) != 2 ||
+                         last_us <= 0 || last_cpu < 0)
+                        fail_msg("last interval does not parse: %s", t);
                 statuses++;
         }
         assert_true(statuses >= 4);
