@@ -2,6 +2,7 @@
 /* Integration tests of rtsoakd's systemd protocol, with this test in systemd's place: a
  * NOTIFY_SOCKET datagram listener sees READY=1, STATUS=, WATCHDOG=1, RELOADING=1 and STOPPING=1;
  * the test-only fault switch makes parts hang; SIGHUP reloads good and bad configurations. */
+#include <dirent.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/socket.h>
@@ -11,6 +12,7 @@
 
 #include "tests.h"
 #include "test-util.h"
+#include "cpuset.h"
 #include "macro.h"
 
 static char *dir;
@@ -171,6 +173,41 @@ static pid_t spawn_daemon(struct listener *l, const char *watchdog_usec, const c
         return pid;
 }
 
+/* Threads of pid running SCHED_FIFO at prio, from the kernel's own view
+ * (/proc/PID/task/TID/stat: rt_priority is field 40, policy field 41). */
+static size_t fifo_threads(pid_t pid, int prio) {
+        char path[64];
+        size_t n = 0;
+        snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
+        DIR *d = opendir(path);
+        assert_non_null(d);
+        struct dirent *e;
+        while ((e = readdir(d))) {
+                if (e->d_name[0] == '.')
+                        continue;
+                char stat[128];
+                snprintf(stat, sizeof(stat), "/proc/%d/task/%s/stat", (int) pid, e->d_name);
+                char *text = tu_read_file(stat);
+                if (!text)
+                        continue;
+                const char *p = strrchr(text, ')');
+                int field = 2, rt_prio = -1, policy = -1;
+                for (char *tok = p ? strtok((char *) p + 1, " ") : NULL; tok;
+                     tok = strtok(NULL, " ")) {
+                        field++;
+                        if (field == 40)
+                                rt_prio = atoi(tok);
+                        else if (field == 41)
+                                policy = atoi(tok);
+                }
+                if (policy == 1 /* SCHED_FIFO */ && rt_prio == prio)
+                        n++;
+                free(text);
+        }
+        closedir(d);
+        return n;
+}
+
 static long long db_count(const char *db, const char *sql) {
         sqlite3 *h = NULL;
         sqlite3_stmt *st = NULL;
@@ -202,6 +239,11 @@ static void test_ready_status_watchdog_stopping(void **state) {
         ssize_t ready = listener_wait(&l, "READY=1", 0, 15000);
         if (ready < 0)
                 fail_msg("no READY=1 within 15 s; log:\n%s", tu_read_file(log));
+        /* As the kernel sees it when READY=1 has come: one SCHED_FIFO 95 thread per CPU. */
+        struct cpuset online;
+        assert_int_equal(cpuset_online(&online, NULL), 0);
+        assert_int_equal(fifo_threads(pid, 95), online.n);
+        cpuset_done(&online);
         /* When READY=1 arrived the daemon had already logged its real-time setup and that
          * every probe thread measures; a status came before (starting) and none said ready
          * earlier. */
