@@ -393,29 +393,38 @@ static void test_hang_storage(void **state) {
         hang_test("storage", "storage writer, collector", NULL, false);
 }
 
-static void test_hang_uploader(void **state) {
-        char farm_db[600], server_log[600], token_file[600], url[128], token[80];
-        char set_server[200], set_token[700];
-        (void) state;
-        if (geteuid() != 0)
-                skip();
+/* An enrolled machine and the real farm server on loopback; the token in token_file. */
+static void start_farm(char *url, size_t url_size, char *token_file, size_t tf_size) {
+        char farm_db[600], server_log[600], token[80];
         snprintf(farm_db, sizeof(farm_db), "%s/farm.db", dir);
         snprintf(server_log, sizeof(server_log), "%s/server.log", dir);
-        snprintf(token_file, sizeof(token_file), "%s/token", dir);
+        snprintf(token_file, tf_size, "%s/token", dir);
+        unlink(farm_db);
         tu_server_enroll(farm_db, tu_machine_id(), NULL, NULL, token);
         FILE *f = fopen(token_file, "we");
         assert_non_null(f);
         fprintf(f, "%s\n", token);
         fclose(f);
-        pid_t server = tu_server_start(farm_db, server_log, "127.0.0.1:0", NULL, url, sizeof(url));
-        server_pid = server;
+        server_pid = tu_server_start(farm_db, server_log, "127.0.0.1:0", NULL, url, url_size);
+}
+
+static void stop_farm(void) {
+        kill(server_pid, SIGTERM);
+        tu_wait(server_pid, 10000);
+        server_pid = -1;
+}
+
+static void test_hang_uploader(void **state) {
+        char url[128], token_file[600], set_server[200], set_token[700];
+        (void) state;
+        if (geteuid() != 0)
+                skip();
+        start_farm(url, sizeof(url), token_file, sizeof(token_file));
         snprintf(set_server, sizeof(set_server), "Upload.Server=%s", url);
         snprintf(set_token, sizeof(set_token), "Upload.TokenFile=%s", token_file);
         const char *extra[] = { "--set", set_server, "--set", set_token, NULL };
         hang_test("uploader", "uploader", extra, true);
-        kill(server, SIGTERM);
-        tu_wait(server, 10000);
-        server_pid = -1;
+        stop_farm();
 }
 
 static void write_file(const char *path, const char *text) {
@@ -541,6 +550,68 @@ static void test_sighup_reload(void **state) {
         listener_close(&l);
 }
 
+/* A reload that turns upload on: the uploader starts, the intervals go out, the status shows
+ * the backlog, without a restart. */
+static void test_sighup_enables_upload(void **state) {
+        static struct listener l;
+        char db[600], conf[600], log[600], text[2048], url[128], token_file[600], *argv[16];
+        (void) state;
+        if (geteuid() != 0)
+                skip();
+        start_farm(url, sizeof(url), token_file, sizeof(token_file));
+        snprintf(db, sizeof(db), "%s/reload-upload.db", dir);
+        snprintf(conf, sizeof(conf), "%s/upload.conf", dir);
+        snprintf(log, sizeof(log), "%s/reload-upload.log", dir);
+        snprintf(text, sizeof(text),
+                 "[Storage]\nPath=%s\nInterval=1s\n[Schedule]\nRotation=idle 1h\n", db);
+        write_file(conf, text);
+        listener_open(&l, "upload");
+        config_argv(argv, conf);
+        pid_t pid = spawn_daemon(&l, NULL, NULL, argv, log);
+        if (listener_wait(&l, "READY=1", 0, 15000) < 0)
+                fail_msg("no READY=1 within 15 s; log:\n%s", tu_read_file(log));
+        listener_pump(&l, 1500);
+        assert_int_equal(db_count(db, "SELECT count(*) FROM outbox"), 0);
+
+        snprintf(text, sizeof(text),
+                 "[Storage]\nPath=%s\nInterval=1s\n[Schedule]\nRotation=idle 1h\n"
+                 "[Upload]\nServer=%s\nTokenFile=%s\n",
+                 db, url, token_file);
+        write_file(conf, text);
+        size_t before = l.n;
+        kill(pid, SIGHUP);
+        ssize_t rel = listener_wait(&l, "RELOADING=1", before, 10000);
+        assert_true(rel >= 0);
+        assert_true(listener_wait(&l, "READY=1", (size_t) rel, 10000) > rel);
+        if (!listener_wait_log(&l, log, "Uploading to", 5000))
+                fail_msg("the uploader did not start:\n%s", tu_read_file(log));
+        long long sent = 0;
+        for (int i = 0; i < 100 && sent < 2; i++) {
+                listener_pump(&l, 100);
+                sent = db_count(db, "SELECT count(*) FROM outbox WHERE state = 'sent'");
+        }
+        if (sent < 2)
+                fail_msg("%lld outbox rows sent; log:\n%s", sent, tu_read_file(log));
+        bool backlog = false;
+        for (size_t i = (size_t) rel; i < l.n; i++)
+                if (strstr(l.msgs[i].text, "STATUS=") &&
+                    strstr(l.msgs[i].text, "; upload backlog "))
+                        backlog = true;
+        assert_true(backlog);
+        assert_int_equal(db_count(db, "SELECT count(*) FROM events WHERE type = 'config_reloaded' "
+                                      "AND message LIKE '%Upload.Server, Upload.TokenFile%'"),
+                         1);
+        assert_int_equal(db_count(db, "SELECT count(*) FROM runs"), 1);
+
+        before = l.n;
+        kill(pid, SIGTERM);
+        assert_true(listener_wait(&l, "STOPPING=1", before, 10000) >= 0);
+        assert_int_equal(tu_wait(pid, 15000), 0);
+        daemon_pid = -1;
+        listener_close(&l);
+        stop_farm();
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_teardown(test_ready_status_watchdog_stopping, kill_leftovers),
@@ -549,6 +620,7 @@ int main(void) {
                 cmocka_unit_test_teardown(test_hang_storage, kill_leftovers),
                 cmocka_unit_test_teardown(test_hang_uploader, kill_leftovers),
                 cmocka_unit_test_teardown(test_sighup_reload, kill_leftovers),
+                cmocka_unit_test_teardown(test_sighup_enables_upload, kill_leftovers),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }
