@@ -825,6 +825,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         d->hb_collector = (struct heartbeat){ .name = "collector", .beating = true };
         d->hb_storage = (struct heartbeat){ .name = "storage writer" };
         d->hb_uploader = (struct heartbeat){ .name = "uploader", .beating = true };
+        d->hb_collector.same_thread = &d->hb_storage; /* both on the main thread */
         atomic_store(&d->hb_collector.active, true);
         atomic_store(&d->hb_storage.active, true);
         if (*d->cfg.upload_server) {

@@ -80,23 +80,38 @@ bool watchdog_check(const struct watchdog_params *p, struct watchdog_state *st, 
                 }
                 st->probe_marks[i] = running ? m : MARK_UNKNOWN;
         }
-        for (size_t i = 0; p->parts[i]; i++) {
+        size_t nparts = 0;
+        while (p->parts[nparts])
+                nparts++;
+        bool stuck[nparts + 1];
+        for (size_t i = 0; i < nparts; i++) {
                 struct heartbeat *h = p->parts[i];
                 bool active = atomic_load_explicit(&h->active, memory_order_relaxed);
                 uint64_t beats = atomic_load_explicit(&h->beats, memory_order_relaxed);
                 int64_t busy = atomic_load_explicit(&h->busy_ns, memory_order_acquire);
-                bool stuck = false;
+                stuck[i] = false;
                 if (active && busy != 0 && st->last_check_ns != 0 && busy <= st->last_check_ns)
-                        stuck = true; /* in one call since before the last check */
+                        stuck[i] = true; /* in one call since before the last check */
                 if (active && h->beating && st->part_marks[i] != MARK_UNKNOWN &&
                     beats == st->part_marks[i])
-                        stuck = true;
-                if (stuck) {
-                        append(stalled, len, h->name);
-                        ok = false;
-                }
+                        stuck[i] = true;
                 st->part_marks[i] = active ? beats : MARK_UNKNOWN;
         }
+        /* A missed beat while the same thread is inside a call of another part: the thread
+         * is stuck there, however recently the call began. */
+        for (size_t i = 0; i < nparts; i++) {
+                const struct heartbeat *o = p->parts[i]->same_thread;
+                if (!stuck[i] || !o || atomic_load_explicit(&o->busy_ns, memory_order_acquire) == 0)
+                        continue;
+                for (size_t j = 0; j < nparts; j++)
+                        if (p->parts[j] == o)
+                                stuck[j] = true;
+        }
+        for (size_t i = 0; i < nparts; i++)
+                if (stuck[i]) {
+                        append(stalled, len, p->parts[i]->name);
+                        ok = false;
+                }
         st->last_check_ns = now;
         return ok;
 }

@@ -13,8 +13,11 @@
 /* A part's sign of life.  A part either beats (its loop turned: collector, uploader) or
  * brackets calls that may block with heartbeat_enter()/heartbeat_leave() (storage). */
 struct heartbeat {
-        const char *name;        /* "collector", "storage writer", "uploader" */
-        bool beating;            /* must beat between two checks (else: only calls count) */
+        const char *name; /* "collector", "storage writer", "uploader" */
+        bool beating;     /* must beat between two checks (else: only calls count) */
+        /* Optional: a part on the same thread; when this one misses its beats while that one
+         * is inside a call, that one is named too (first): it is where the thread is stuck. */
+        struct heartbeat *same_thread;
         _Atomic bool active;     /* checked only while active */
         _Atomic uint64_t beats;  /* loop turns */
         _Atomic int64_t busy_ns; /* CLOCK_MONOTONIC start of the call in progress, 0: none */

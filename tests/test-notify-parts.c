@@ -76,6 +76,15 @@ static void test_watchdog_check(void **state) {
         heartbeat_beat(&collector);
         assert_true(watchdog_check(&p, &st, 8000, why, sizeof(why)));
 
+        /* The collector misses its beat while its thread entered storage after the last
+         * check: storage is where it is stuck, and is named first. */
+        collector.same_thread = &storage;
+        heartbeat_beat(&uploader);
+        atomic_store(&pr[0]->progress, 13);
+        atomic_store(&storage.busy_ns, 8500);
+        assert_false(watchdog_check(&p, &st, 9000, why, sizeof(why)));
+        assert_string_equal(why, "storage writer, collector");
+
         for (int i = 0; i < 2; i++)
                 free(pr[i]);
 }
