@@ -324,7 +324,8 @@ static void hang_test(const char *part, const char *expect, const char *const *e
         snprintf(log, sizeof(log), "%s/hang-%s.log", dir, part);
         listener_open(&l, part);
         tu_daemon_argv(argv, set_db, extra);
-        pid_t pid = spawn_daemon(&l, "2000000", part, argv, log);
+        /* Checks every 2 s: a slow fsync on a busy disk is no stall at that scale. */
+        pid_t pid = spawn_daemon(&l, "4000000", part, argv, log);
 
         if (listener_wait(&l, "READY=1", 0, 15000) < 0)
                 fail_msg("no READY=1 within 15 s; log:\n%s", tu_read_file(log));
@@ -339,7 +340,7 @@ static void hang_test(const char *part, const char *expect, const char *const *e
                 fail_msg("no stall of the %s logged; log:\n%s", expect, tu_read_file(log));
         int64_t stalled_ms = mono_ms();
         /* The stall is seen at the first or second check after the hang. */
-        assert_true(stalled_ms - hung_ms < 5000);
+        assert_true(stalled_ms - hung_ms < 7000);
         listener_pump(&l, 3000);
         /* A ping may have been on its way while the stall was logged; none after that. */
         assert_true(listener_count(&l, "WATCHDOG=1", stalled_ms + 200) == 0);
