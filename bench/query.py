@@ -63,6 +63,8 @@ def start_server(db, log):
         if proc.poll() is not None:
             break
         time.sleep(0.01)
+    proc.kill()
+    proc.wait()
     sys.exit("rtsoak-server did not start: " + open(log).read())
 
 
