@@ -1945,9 +1945,11 @@ static int get_metrics(farm_db *db, struct farm_counters *counters, const struct
 }
 
 void farm_counters_request(struct farm_counters *c, bool upload, bool duplicate, unsigned status) {
+        if (status < 100)
+                return; /* never answered: the connection ended before */
         if (status < ELEMENTSOF(c->status))
                 atomic_fetch_add_explicit(&c->status[status], 1, memory_order_relaxed);
-        if (!upload || status == 0)
+        if (!upload)
                 return;
         if (status == 200) {
                 atomic_fetch_add_explicit(duplicate ? &c->duplicate : &c->stored, 1,
