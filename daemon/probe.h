@@ -63,6 +63,9 @@ struct probe {
         _Atomic uint64_t tail _cacheline_aligned_;     /* slots consumed (consumer writes) */
         _Atomic uint64_t progress _cacheline_aligned_; /* samples in the open slot, relaxed:
                                                         * lets a watchdog see the loop turn */
+        /* The worst latency since the flight recorder last took it (it swaps in 0), relaxed;
+         * on the progress line, which the probe writes anyway. */
+        _Atomic uint64_t recent_max_ns;
 
         int cpu _cacheline_aligned_;
         struct probe_params params;

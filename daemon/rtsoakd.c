@@ -17,6 +17,7 @@
 #include "collector.h"
 #include "config.h"
 #include "daemon-config.h"
+#include "forensics.h"
 #include "interval.h"
 #include "loadsup.h"
 #include "log.h"
@@ -62,6 +63,10 @@ struct daemon {
         uint64_t cur_k;             /* the interval now running */
         int64_t next_boundary_mono; /* when it ends */
         int64_t base_mono, mono_to_real;
+
+        struct forensics_params forensics;
+        struct flightrec *flight; /* NULL: no flight recorder */
+        sd_event_source *flight_source;
 };
 
 #define RECORDS_MAX 2048
@@ -313,6 +318,35 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+static int on_flight(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct daemon *d = userdata;
+        const struct scenario *sc = d->loads ? loadsup_scenario(d->loads) : NULL;
+        int r = flightrec_write(d->flight, now_ns(CLOCK_REALTIME), d->run_id, sc ? sc->name : NULL,
+                                d->probes, d->nprobes,
+                                d->nrecords ? &d->records[d->nrecords - 1] : NULL);
+        if (r < 0)
+                log_debug_errno(r, "Failed to write the flight record, ignoring: %m");
+        r = sd_event_source_set_time(s, usec + 1000 * 1000);
+        return r < 0 ? r : sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+/* A line per second into pstore's pmsg (or the configured path), if there is one. */
+static int start_flight_recorder(struct daemon *d) {
+        int r = flightrec_open(d->cfg.flight_recorder, &d->flight);
+        if (r < 0) {
+                log_full_errno(LOG_LEVEL_INFO, r,
+                               "[Forensics] FlightRecorder=%s: %m; the last stored interval is "
+                               "the only record of the last moments",
+                               d->cfg.flight_recorder);
+                return 0;
+        }
+        if (r == 0)
+                return 0;
+        log_info("Flight record: a line per second into %s", d->cfg.flight_recorder);
+        return sd_event_add_time_relative(d->event, &d->flight_source, CLOCK_MONOTONIC, 1000 * 1000,
+                                          10 * 1000, on_flight, d);
+}
+
 static int on_duration(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) s;
         (void) usec;
@@ -541,6 +575,17 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 .threshold_ns = d->cfg.threshold_ns,
                 .hist_limit_us = pp.hist_limit_us,
                 .start_ns = now_ns(CLOCK_REALTIME),
+                .boot_ns = now_ns(CLOCK_REALTIME) - now_ns(CLOCK_BOOTTIME),
+                .kernel_leftovers = forensics_kernel_leftovers,
+                .userdata = &d->forensics,
+        };
+        d->forensics = (struct forensics_params){
+                .pstore_dir = d->cfg.pstore_dir,
+                .journal_dir = d->cfg.journal_dir,
+                .journal_lines = d->cfg.journal_lines,
+                .pstore_max = 40 * 1024,
+                .pstore_record_max = 16 * 1024,
+                .journal_max = 16 * 1024,
         };
         unsigned unclean = 0;
         /* With upload on, everything from here on (the unclean ends of earlier runs too)
@@ -615,6 +660,8 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         if (r >= 0 && duration_ns > 0)
                 r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, duration_ns / 1000,
                                                1000, on_duration, d);
+        if (r >= 0)
+                r = start_flight_recorder(d);
         if (r < 0) {
                 log_error_errno(r, "Failed to set up the event loop: %m");
                 stop_probes(d);
@@ -701,6 +748,8 @@ static void daemon_done(struct daemon *d) {
                         probe_free(d->probes[i]);
         free(d->probes);
         sd_event_source_unref(d->poll_source);
+        sd_event_source_unref(d->flight_source);
+        flightrec_free(d->flight);
         sd_event_unref(d->event);
         store_close(d->store);
         if (d->dma_fd >= 0)

@@ -17,7 +17,7 @@
 /* 'rtsf': marks the file as the farm database, so the machines' own database (and any other
  * SQLite file) is refused by name. */
 #define FARM_APPLICATION_ID 0x72747366
-#define FARM_SCHEMA_VERSION 2
+#define FARM_SCHEMA_VERSION 3
 #define FARM_BUSY_TIMEOUT_MS 10000
 
 /* Migration N takes the schema from version N to N+1.  Never edit a released entry: add one. */
@@ -86,6 +86,8 @@ static const char *const migrations[] = {
         "  UNIQUE (run, seq));",
         /* 1 -> 2: a token is looked up by its hash instead of compared with every machine's. */
         "CREATE INDEX machines_token ON machines(token_hash);",
+        /* 2 -> 3: an event's structured details (the forensics of an unclean end), JSON. */
+        "ALTER TABLE events ADD COLUMN details TEXT;",
 };
 _Static_assert(ELEMENTSOF(migrations) == FARM_SCHEMA_VERSION, "one migration per version");
 
@@ -691,8 +693,9 @@ static int store_events(farm_db *db, int64_t run, const struct summary *s, uint6
                         char *err) {
         _cleanup_reset_ sqlite3_stmt *st = NULL;
         int r = prepare_w(db,
-                          "INSERT INTO events (run, event_id, time_ns, type, cpu, value, message) "
-                          "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, event_id) DO NOTHING",
+                          "INSERT INTO events (run, event_id, time_ns, type, cpu, value, message, "
+                          "details) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                          "ON CONFLICT (run, event_id) DO NOTHING",
                           &st, err);
         if (r < 0)
                 return r;
@@ -711,6 +714,10 @@ static int store_events(farm_db *db, int64_t run, const struct summary *s, uint6
                 else
                         sqlite3_bind_null(st, 6);
                 sqlite3_bind_text(st, 7, e->message, -1, SQLITE_STATIC);
+                if (e->details)
+                        sqlite3_bind_text(st, 8, e->details, -1, SQLITE_STATIC);
+                else
+                        sqlite3_bind_null(st, 8);
                 if ((r = step_done(db, st, "cannot store an event", err)) < 0)
                         return r;
                 *ret += (uint64_t) sqlite3_changes(db->db);

@@ -29,3 +29,10 @@ static inline void sqlite3_finalizep(sqlite3_stmt **st) {
                 sqlite3_finalize(*st);
 }
 #define _cleanup_stmt_ __attribute__((cleanup(sqlite3_finalizep)))
+
+/* The details (JSON object text, at most STORE_DETAILS_MAX) of the unclean_end event of run
+ * u: its last stored interval with the worst latency of each CPU, what load ran then, the
+ * boots and the uptime of the dead one, and what now->kernel_leftovers finds; and a short
+ * summary of it for the event's message. */
+int store_unclean_details(store *s, const struct store_run_info *now, const struct store_unclean *u,
+                          char **ret_details, char *summary, size_t summary_size);

@@ -87,6 +87,11 @@ static const char *const migrations[] = {
         "  id INTEGER PRIMARY KEY CHECK (id = 1),"
         "  last_success_ns INTEGER, last_error_ns INTEGER, last_error TEXT);"
         "INSERT INTO upload_status (id) VALUES (1);",
+        /* 3 -> 4: when the machine booted (for the uptime of a boot that died), and structured
+         * details of an event (the forensics of an unclean end), as a JSON object. */
+        "ALTER TABLE runs ADD COLUMN boot_ns INTEGER;"
+        "ALTER TABLE events ADD COLUMN details TEXT CHECK (details IS NULL OR "
+        "json_valid(details));",
 };
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per version");
 
