@@ -676,10 +676,14 @@ static void print_details(const char *text) {
                 json_decref(d);
                 return;
         }
-        if (json_object_get(d, "boot_id"))
-                printf("    boot %s (now %s, %s)", jstr(d, "boot_id"), jstr(d, "current_boot_id"),
-                       json_is_true(json_object_get(d, "rebooted")) ? "rebooted since"
-                                                                    : "same boot");
+        if (!json_object_get(d, "boot_id")) {
+                /* Not an unclean end: the details as they are. */
+                printf("    details: %s\n", text);
+                json_decref(d);
+                return;
+        }
+        printf("    boot %s (now %s, %s)", jstr(d, "boot_id"), jstr(d, "current_boot_id"),
+               json_is_true(json_object_get(d, "rebooted")) ? "rebooted since" : "same boot");
         if (jint(d, "uptime_ns") >= 0)
                 printf(", up %s at the last data",
                        format_timespan(span, (uint64_t) jint(d, "uptime_ns") / NSEC_PER_SEC *

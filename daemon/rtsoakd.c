@@ -18,6 +18,7 @@
 #include "config.h"
 #include "daemon-config.h"
 #include "forensics.h"
+#include "housekeeping.h"
 #include "interval.h"
 #include "loadsup.h"
 #include "log.h"
@@ -67,6 +68,7 @@ struct daemon {
         struct forensics_params forensics;
         struct flightrec *flight; /* NULL: no flight recorder */
         sd_event_source *flight_source;
+        struct housekeeping *housekeeping;
 };
 
 #define RECORDS_MAX 2048
@@ -601,6 +603,10 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         if (unclean > 0)
                 log_warning("%u earlier run(s) did not end cleanly; recorded as unclean_end events",
                             unclean);
+        if (!store_vacuum_incremental(d->store))
+                log_notice("%s was made before schema 4 and is too large to rewrite now: pages "
+                           "freed by retention are reused but the file does not shrink",
+                           d->cfg.storage_path);
 
         if (d->token) {
                 /* The uploader thread drains the outbox at its own pace. */
@@ -662,6 +668,16 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                                                1000, on_duration, d);
         if (r >= 0)
                 r = start_flight_recorder(d);
+        if (r >= 0)
+                r = housekeeping_start(d->event,
+                                       &(struct housekeeping_params){
+                                               .store = d->store,
+                                               .run_id = d->run_id,
+                                               .retention_ns = d->cfg.retention_ns,
+                                               .probes = d->probes,
+                                               .nprobes = d->nprobes,
+                                       },
+                                       &d->housekeeping);
         if (r < 0) {
                 log_error_errno(r, "Failed to set up the event loop: %m");
                 stop_probes(d);
@@ -749,6 +765,7 @@ static void daemon_done(struct daemon *d) {
         free(d->probes);
         sd_event_source_unref(d->poll_source);
         sd_event_source_unref(d->flight_source);
+        housekeeping_free(d->housekeeping);
         flightrec_free(d->flight);
         sd_event_unref(d->event);
         store_close(d->store);

@@ -242,3 +242,26 @@ struct store_upload_status {
 };
 void store_upload_status_done(struct store_upload_status *st);
 int store_get_upload_status(store *s, struct store_upload_status *ret);
+
+/* ---- long-run hygiene ---- */
+
+/* Databases up to this size made before schema 4 are rewritten at open (VACUUM) to return
+ * freed pages to the file system; larger ones keep their size and reuse freed pages. */
+#define STORE_VACUUM_CONVERT_MAX (256ULL * 1024 * 1024)
+
+/* Whether freed pages are given back to the file system (auto_vacuum incremental). */
+bool store_vacuum_incremental(const store *s);
+
+struct store_prune_result {
+        uint64_t intervals, events, outbox; /* rows deleted */
+        uint64_t pages_freed;               /* returned to the file system */
+};
+/* Deletes at most batch intervals (with their CPUs, loads, events and outbox rows) and at
+ * most batch events that started before before_ns and are not waiting for upload, in one
+ * transaction, then returns up to vacuum_pages free pages to the file system.  Adds to *ret;
+ * returns how many intervals and events went (0: nothing left to delete). */
+int store_prune(store *s, int64_t before_ns, size_t batch, unsigned vacuum_pages,
+                struct store_prune_result *ret);
+/* A passive WAL checkpoint: copies what it can into the database without waiting for
+ * readers; the WAL file is cut back to a bound when it restarts. */
+int store_checkpoint(store *s);

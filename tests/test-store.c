@@ -484,7 +484,8 @@ static void test_migration_from_v1(void **state) {
         /* Make it look like a database written by the first schema. */
         sql(p, "DROP TABLE outbox; DROP TABLE upload_status; "
                "DROP TABLE interval_load_metrics; DROP TABLE interval_loads; "
-               "DROP INDEX intervals_scenario; ALTER TABLE runs DROP COLUMN boot_ns; "
+               "DROP INDEX intervals_scenario; DROP INDEX events_interval; "
+               "ALTER TABLE runs DROP COLUMN boot_ns; "
                "ALTER TABLE events DROP COLUMN details; PRAGMA user_version = 1;");
         assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
         store_close(s);
