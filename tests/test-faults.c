@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/* rtsoakd under faults, with the real binaries: kill -9 at fifty random moments while it
+ * writes and uploads (no corrupt database, at most the open interval lost per kill, every
+ * interval and event on the server exactly once, an unclean_end with its forensics per
+ * kill); what the kernel left (pstore, the flight record) in the unclean_end after a reboot;
+ * a file system that fills up and empties again; wall-clock steps. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "tests.h"
+#include "test-util.h"
+#include "timeutil.h"
+
+#define KILLS 50
+
+static char *dir, local_db[512], farm_db[512], server_log[512], token_file[512], url[128],
+        set_db[600], set_server[200], set_token[600], pstore[512], set_pstore[600], flight[512],
+        set_flight[600];
+
+static int setup(void **state) {
+        char token[80];
+        dir = tu_mkdtemp("faults");
+        snprintf(local_db, sizeof(local_db), "%s/rtsoak.db", dir);
+        snprintf(farm_db, sizeof(farm_db), "%s/farm.db", dir);
+        snprintf(server_log, sizeof(server_log), "%s/server.log", dir);
+        snprintf(token_file, sizeof(token_file), "%s/token", dir);
+        snprintf(pstore, sizeof(pstore), "%s/pstore", dir);
+        snprintf(flight, sizeof(flight), "%s/flight", dir);
+        snprintf(set_db, sizeof(set_db), "Storage.Path=%s", local_db);
+        snprintf(set_token, sizeof(set_token), "Upload.TokenFile=%s", token_file);
+        snprintf(set_pstore, sizeof(set_pstore), "Forensics.PstoreDir=%s", pstore);
+        snprintf(set_flight, sizeof(set_flight), "Forensics.FlightRecorder=%s", flight);
+        mkdir(pstore, 0755);
+        tu_server_enroll(farm_db, tu_machine_id(), NULL, NULL, token);
+        FILE *f = fopen(token_file, "we");
+        assert_non_null(f);
+        fprintf(f, "%s\n", token);
+        fclose(f);
+        return 0;
+}
+
+static int teardown(void **state) {
+        tu_rmdir(dir);
+        dir = NULL;
+        return 0;
+}
+
+static void fresh_local(void) {
+        char p[600];
+        const char *suffix[] = { "", "-wal", "-shm", ".lock" };
+        for (size_t i = 0; i < ELEMENTSOF(suffix); i++) {
+                snprintf(p, sizeof(p), "%s%s", local_db, suffix[i]);
+                unlink(p);
+        }
+}
+
+static long long query(const char *path, const char *sql) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        sqlite3_busy_timeout(db, 5000);
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+        if (sqlite3_step(st) != SQLITE_ROW)
+                fail_msg("%s: no row: %s", sql, sqlite3_errmsg(db));
+        long long v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return v;
+}
+
+/* Every row of sql as "a:b:...\n" (for comparing lists). */
+static char *rows(const char *path, const char *sql) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        sqlite3_busy_timeout(db, 5000);
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+        while (sqlite3_step(st) == SQLITE_ROW) {
+                for (int i = 0; i < sqlite3_column_count(st); i++)
+                        fprintf(f, "%s%s", i ? ":" : "",
+                                (const char *) sqlite3_column_text(st, i) ?: "NULL");
+                fputc('\n', f);
+        }
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        fclose(f);
+        return buf;
+}
+
+static void expect_intact(const char *path) {
+        char *r = rows(path, "PRAGMA integrity_check");
+        if (strcmp(r, "ok\n") != 0)
+                fail_msg("%s is damaged: %s", path, r);
+        free(r);
+}
+
+static pid_t start_daemon(const char *duration, const char *errlog, bool upload) {
+        char *argv[48];
+        snprintf(set_server, sizeof(set_server), "Upload.Server=%s", upload ? url : "");
+        const char *extra[] = { "--set",
+                                set_server,
+                                "--set",
+                                set_token,
+                                "--set",
+                                "Upload.RetryMax=1s",
+                                "--set",
+                                "Upload.Batch=3",
+                                "--set",
+                                "Probe.Threshold=50ms",
+                                "--set",
+                                set_pstore,
+                                "--set",
+                                set_flight,
+                                duration ? "--duration" : NULL,
+                                duration,
+                                NULL };
+        tu_daemon_argv(argv, set_db, extra);
+        return tu_spawn(argv, NULL, errlog);
+}
+
+static void stop_server(pid_t pid) {
+        kill(pid, SIGTERM);
+        assert_int_equal(tu_wait(pid, 10000), 0);
+}
+
+static void write_file(const char *path, const void *data, size_t len) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, data, len), (ssize_t) len);
+        close(fd);
+}
+
+static void test_kill9_fifty_times(void **state) {
+        char errlog[600];
+        int64_t killed_at[KILLS + 1];
+        if (geteuid() != 0)
+                skip();
+        fresh_local();
+        snprintf(errlog, sizeof(errlog), "%s/daemon.log", dir);
+        pid_t srv = tu_server_start(farm_db, server_log, "127.0.0.1:0", NULL, url, sizeof(url));
+
+        unsigned seed = (unsigned) time(NULL);
+        printf("# seed %u\n", seed);
+        srand(seed);
+        for (int i = 1; i <= KILLS; i++) {
+                /* Gone before the start, so that the last run's lines cannot be mistaken. */
+                unlink(errlog);
+                pid_t d = start_daemon(NULL, errlog, true);
+                /* Once it has recorded its run (the unclean end of the last one with it), at a
+                 * random moment of its 1 s cycle of probing, storing and uploading. */
+                if (!tu_wait_for_text(errlog, "Run ", 20000))
+                        fail_msg("kill %d: rtsoakd did not start: %s", i, tu_read_file(errlog));
+                tu_sleep_ms(rand() % 3000);
+                killed_at[i] = now_ns(CLOCK_REALTIME);
+                assert_int_equal(kill(d, SIGKILL), 0);
+                assert_int_equal(tu_wait(d, 5000), 128 + SIGKILL);
+        }
+        /* A last run that ends cleanly records the last kill and sends what is left. */
+        pid_t d = start_daemon("3s", errlog, true);
+        assert_int_equal(tu_wait(d, 30000), 0);
+        for (int i = 0; i < 100 && query(local_db, "SELECT count(*) FROM outbox WHERE state "
+                                                   "!= 'sent'") > 0;
+             i++)
+                tu_sleep_ms(100);
+        stop_server(srv);
+
+        /* No damage on either side. */
+        expect_intact(local_db);
+        expect_intact(farm_db);
+
+        /* Every kill is a run that ended uncleanly, with one unclean_end event carrying its
+         * forensics; the last run ended cleanly. */
+        assert_int_equal(query(local_db, "SELECT count(*) FROM runs"), KILLS + 1);
+        assert_int_equal(query(local_db, "SELECT count(*) FROM runs WHERE end_reason = 'unclean'"),
+                         KILLS);
+        assert_int_equal(query(local_db, "SELECT end_reason = 'clean' FROM runs WHERE id = 51"), 1);
+        assert_int_equal(query(local_db, "SELECT count(DISTINCT run_id) FROM events WHERE type = "
+                                         "'unclean_end' AND run_id <= 50"),
+                         KILLS);
+        assert_int_equal(query(local_db, "SELECT count(*) FROM events WHERE type = 'unclean_end'"),
+                         KILLS);
+        /* The forensic fields: both boots (the same: only the daemon died), the last interval
+         * with every CPU's worst case when one was stored, why pstore was not read. */
+        assert_int_equal(query(local_db,
+                               "SELECT count(*) FROM events WHERE type = 'unclean_end' AND "
+                               "json_extract(details, '$.boot_id') = json_extract(details, "
+                               "'$.current_boot_id') AND json_extract(details, '$.rebooted') = 0 "
+                               "AND json_type(details, '$.last_interval') IN ('object', 'null') "
+                               "AND json_extract(details, '$.kernel.pstore') LIKE 'not read:%' "
+                               "AND json_type(details, '$.kernel.journal') IS NOT NULL "
+                               "AND json_extract(details, '$.uptime_ns') > 0"),
+                         KILLS);
+        assert_int_equal(query(local_db,
+                               "SELECT count(*) FROM events e WHERE type = 'unclean_end' AND "
+                               "json_type(details, '$.last_interval') = 'object' AND ("
+                               "json_extract(details, '$.last_interval.seq') != (SELECT max(seq) "
+                               "FROM intervals i WHERE i.run_id = e.run_id) OR "
+                               "json_array_length(details, '$.last_interval.cpus') != (SELECT "
+                               "count(*) FROM interval_cpus c JOIN intervals i ON i.id = "
+                               "c.interval_id WHERE i.run_id = e.run_id AND i.seq = "
+                               "json_extract(details, '$.last_interval.seq')))"),
+                         0);
+        assert_int_equal(query(local_db,
+                               "SELECT count(*) FROM events e WHERE type = 'unclean_end' AND "
+                               "json_type(details, '$.last_interval') = 'null' AND EXISTS "
+                               "(SELECT 1 FROM intervals i WHERE i.run_id = e.run_id)"),
+                         0);
+
+        /* Per run, the stored intervals follow each other without a gap, and what a kill lost
+         * is at most the interval that was open (and the one just closed, if the kill came
+         * between its end and its commit): less than two intervals and the grace. */
+        assert_int_equal(query(local_db,
+                               "SELECT count(*) FROM intervals a JOIN intervals b ON b.run_id = "
+                               "a.run_id AND b.seq = a.seq + 1 WHERE b.start_ns != a.start_ns + "
+                               "a.length_ns"),
+                         0);
+        assert_int_equal(query(local_db, "SELECT count(*) FROM (SELECT run_id, max(seq) + 1 - "
+                                         "count(*) AS holes FROM intervals GROUP BY run_id) "
+                                         "WHERE holes != 0 OR (SELECT min(seq) FROM intervals) "
+                                         "!= 0"),
+                         0);
+        for (int i = 1; i <= KILLS; i++) {
+                char sql[256];
+                snprintf(sql, sizeof(sql),
+                         "SELECT coalesce((SELECT max(start_ns + length_ns) FROM intervals WHERE "
+                         "run_id = %d), (SELECT start_ns FROM runs WHERE id = %d))",
+                         i, i);
+                int64_t last = query(local_db, sql);
+                if (killed_at[i] - last > 3 * (int64_t) NSEC_PER_SEC)
+                        fail_msg("run %d: killed %.3f s after its last stored data", i,
+                                 (double) (killed_at[i] - last) / 1e9);
+        }
+        printf("# %lld intervals stored over %d runs, %lld runs killed after storing one or more\n",
+               query(local_db, "SELECT count(*) FROM intervals"), KILLS + 1,
+               query(local_db, "SELECT count(DISTINCT run_id) FROM intervals WHERE run_id <= 50"));
+
+        /* The server has every interval and every event exactly once (the farm's uniqueness
+         * constraints make "once" a matter of equal lists), and nothing is pending. */
+        assert_int_equal(query(local_db, "SELECT count(*) FROM outbox WHERE state != 'sent'"), 0);
+        char *li = rows(local_db, "SELECT run_id, seq, start_ns FROM intervals ORDER BY 1, 2");
+        char *fi = rows(farm_db, "SELECT r.run_id, i.seq, i.start_ns FROM intervals i JOIN runs r "
+                                 "ON r.id = i.run ORDER BY 1, 2");
+        if (strcmp(li, fi) != 0)
+                fail_msg("intervals differ:\nlocal:\n%s\nfarm:\n%s", li, fi);
+        char *le = rows(local_db, "SELECT run_id, id, type, coalesce(details, '') FROM events "
+                                  "ORDER BY 1, 2");
+        char *fe = rows(farm_db, "SELECT r.run_id, e.event_id, e.type, coalesce(e.details, '') "
+                                 "FROM events e JOIN runs r ON r.id = e.run ORDER BY 1, 2");
+        if (strcmp(le, fe) != 0)
+                fail_msg("events differ:\nlocal:\n%s\nfarm:\n%s", le, fe);
+        assert_int_equal(query(farm_db, "SELECT count(*) FROM events WHERE type = 'unclean_end' "
+                                        "AND json_type(details, '$.last_interval') IS NOT NULL"),
+                         KILLS);
+        free(li);
+        free(fi);
+        free(le);
+        free(fe);
+}
+
+/* After a "reboot" (the dead run's boot ID is not the one running), the unclean_end carries
+ * the pstore records, the tail of a large one, and the flight record the kernel kept. */
+static void test_pstore_after_reboot(void **state) {
+        char errlog[600], path[700];
+        if (geteuid() != 0)
+                skip();
+        fresh_local();
+        /* The recorder writes only into what exists (a device, a FIFO, a file made for it). */
+        write_file(flight, "", 0);
+        snprintf(errlog, sizeof(errlog), "%s/daemon.log", dir);
+        unlink(errlog);
+        pid_t d = start_daemon(NULL, errlog, false);
+        assert_true(tu_wait_for_text(errlog, "Run ", 20000));
+        assert_true(tu_wait_for_text(flight, "rtsoak t=", 5000));
+        tu_sleep_ms(2600);
+        kill(d, SIGKILL);
+        assert_int_equal(tu_wait(d, 5000), 128 + SIGKILL);
+
+        /* What a kernel with ramoops would show after the reset: the panic log (large, with
+         * bytes that are not text), and the flight record as pmsg. */
+        size_t big = 40000;
+        char *dmesg = malloc(big);
+        memset(dmesg, 'a', big);
+        memcpy(dmesg, "HEAD-OF-LOG", 11);
+        memcpy(dmesg + 100, "\x01\xff\xfe", 3);
+        const char *end = "\nKernel panic - not syncing: Fatal exception\nEND-OF-LOG\n";
+        memcpy(dmesg + big - strlen(end), end, strlen(end));
+        snprintf(path, sizeof(path), "%s/dmesg-ramoops-0", pstore);
+        write_file(path, dmesg, big);
+        free(dmesg);
+        char *rec = tu_read_file(flight);
+        snprintf(path, sizeof(path), "%s/pmsg-ramoops-0", pstore);
+        write_file(path, rec, strlen(rec));
+        free(rec);
+
+        sqlite3 *db;
+        assert_int_equal(sqlite3_open(local_db, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db,
+                                      "UPDATE runs SET boot_id = "
+                                      "'00000000000000000000000000000001'",
+                                      NULL, NULL, NULL),
+                         SQLITE_OK);
+        sqlite3_close(db);
+        d = start_daemon("1500ms", errlog, false);
+        assert_int_equal(tu_wait(d, 30000), 0);
+
+        assert_int_equal(query(local_db, "SELECT count(*) FROM events WHERE type = 'unclean_end' "
+                                         "AND json_extract(details, '$.rebooted') = 1"),
+                         1);
+        char *det = rows(local_db, "SELECT details FROM events WHERE type = 'unclean_end'");
+        /* Both records, in name order; the large one cut to its tail. */
+        assert_non_null(strstr(det, "\"name\":\"dmesg-ramoops-0\""));
+        assert_non_null(strstr(det, "\"name\":\"pmsg-ramoops-0\""));
+        assert_non_null(strstr(det, "Kernel panic - not syncing: Fatal exception"));
+        assert_null(strstr(det, "HEAD-OF-LOG"));
+        assert_non_null(strstr(det, "\"size\":40000"));
+        assert_non_null(strstr(det, "\"truncated\":true"));
+        assert_non_null(strstr(det, "rtsoak t="));
+        assert_true(strlen(det) <= 64 * 1024);
+        assert_int_equal(query(local_db, "SELECT count(*) FROM events WHERE type = 'unclean_end' "
+                                         "AND json_extract(details, '$.kernel.pstore[0].name') = "
+                                         "'dmesg-ramoops-0' AND json_extract(details, "
+                                         "'$.kernel.pstore[1].name') = 'pmsg-ramoops-0' AND "
+                                         "json_type(details, '$.kernel.journal') IS NOT NULL AND "
+                                         "message LIKE '%pstore: 2 records%'"),
+                         1);
+        free(det);
+
+        /* rtsoak events shows them. */
+        char dbarg[600];
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", local_db);
+        char *argv[] = {
+                (char *) tu_bin("RTSOAK"), dbarg, "events", "--type", "unclean_end", NULL
+        };
+        struct tu_result r;
+        assert_int_equal(tu_run(argv, 20000, NULL, NULL, &r), 0);
+        if (!strstr(r.out, "rebooted since") || !strstr(r.out, "pstore dmesg-ramoops-0") ||
+            !strstr(r.out, "END-OF-LOG") || !strstr(r.out, "last interval"))
+                fail_msg("rtsoak events:\n%s", r.out);
+        tu_result_done(&r);
+        for (const char *n = "dmesg-ramoops-0"; n;
+             n = strcmp(n, "dmesg-ramoops-0") == 0 ? "pmsg-ramoops-0" : NULL) {
+                snprintf(path, sizeof(path), "%s/%s", pstore, n);
+                unlink(path);
+        }
+}
+
+/* The flight recorder writes into a FIFO without a reader without ever blocking. */
+static void test_flight_fifo(void **state) {
+        char errlog[600];
+        if (geteuid() != 0)
+                skip();
+        fresh_local();
+        unlink(flight);
+        assert_int_equal(mkfifo(flight, 0600), 0);
+        snprintf(errlog, sizeof(errlog), "%s/daemon.log", dir);
+        unlink(errlog);
+        pid_t d = start_daemon("2500ms", errlog, false);
+        assert_true(tu_wait_for_text(errlog, "Run ", 20000));
+        int fd = open(flight, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        assert_true(fd >= 0);
+        char buf[4096];
+        ssize_t n = 0;
+        for (int i = 0; i < 40 && n <= 0; i++) {
+                tu_sleep_ms(100);
+                n = read(fd, buf, sizeof(buf) - 1);
+        }
+        assert_true(n > 0);
+        buf[n] = 0;
+        assert_int_equal(strncmp(buf, "rtsoak t=", 9), 0);
+        assert_non_null(strstr(buf, " max_us=0:"));
+        close(fd);
+        assert_int_equal(tu_wait(d, 30000), 0);
+        unlink(flight);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_kill9_fifty_times),
+                cmocka_unit_test(test_pstore_after_reboot),
+                cmocka_unit_test(test_flight_fifo),
+        };
+        return RUN_TESTS_WITH(tests, setup, teardown);
+}
