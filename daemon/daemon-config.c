@@ -37,6 +37,8 @@ static const struct conf_item items[] = {
           1 * S, 86400 * S, "60s" },
         { "Storage", "Retention", &conf_type_timespan, offsetof(struct daemon_config, retention_ns),
           0, 100ULL * 365 * 86400 * S, "0" },
+        { "Storage", "HoldIntervals", &conf_type_uint,
+          offsetof(struct daemon_config, hold_intervals), 2, 1000000, "1024" },
         { "Forensics", "PstoreDir", &conf_type_string, offsetof(struct daemon_config, pstore_dir),
           1, 4000, "/sys/fs/pstore" },
         { "Forensics", "JournalDirectory", &conf_type_string,

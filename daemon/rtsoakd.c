@@ -643,7 +643,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 .probe_interval_ns = d->cfg.probe_interval_ns,
                 .hist_limit_us = pp.hist_limit_us,
                 .grace_ns = 2 * NSEC_PER_SEC + 2 * d->cfg.probe_interval_ns,
-                .max_pending = 1024,
+                .max_pending = d->cfg.hold_intervals,
                 .annotate = annotate_interval,
                 .userdata = d,
         };

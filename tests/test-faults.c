@@ -4,6 +4,7 @@
  * interval and event on the server exactly once, an unclean_end with its forensics per
  * kill); what the kernel left (pstore, the flight record) in the unclean_end after a reboot;
  * a file system that fills up and empties again; wall-clock steps. */
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -385,11 +386,97 @@ static void test_flight_fifo(void **state) {
         unlink(flight);
 }
 
+/* Fills the file system of path until it refuses another byte; returns the bytes written. */
+static size_t fill(const char *path) {
+        static char chunk[64 * 1024];
+        size_t total = 0;
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        for (size_t len = sizeof(chunk); len > 0;) {
+                ssize_t n = write(fd, chunk, len);
+                if (n > 0)
+                        total += (size_t) n;
+                else
+                        len /= 2; /* the last pages, smaller and smaller */
+        }
+        close(fd);
+        return total;
+}
+
+/* A small file system fills up under rtsoakd and empties again: it goes on probing, holds
+ * closed intervals in memory (at most HoldIntervals per CPU), drops the oldest beyond that
+ * and counts them, stores the rest when space returns and records a storage_full event. */
+static void test_disk_full(void **state) {
+        char small[600], db[700], set[800], filler[700], errlog[600];
+        if (geteuid() != 0)
+                skip();
+        snprintf(small, sizeof(small), "%s/small", dir);
+        snprintf(db, sizeof(db), "%s/rtsoak.db", small);
+        snprintf(set, sizeof(set), "Storage.Path=%s", db);
+        snprintf(filler, sizeof(filler), "%s/filler", small);
+        snprintf(errlog, sizeof(errlog), "%s/daemon-full.log", dir);
+        assert_int_equal(mkdir(small, 0755), 0);
+        if (mount("tmpfs", small, "tmpfs", MS_NOSUID | MS_NODEV, "size=8m") < 0) {
+                printf("# skipped: cannot mount a tmpfs here: %s\n", strerror(errno));
+                rmdir(small);
+                skip();
+        }
+        char *argv[48];
+        const char *extra[] = {
+                "--set", "Storage.HoldIntervals=3",   "--set", "Probe.Threshold=50ms",
+                "--set", "Forensics.FlightRecorder=", NULL
+        };
+        tu_daemon_argv(argv, set, extra);
+        unlink(errlog);
+        pid_t d = tu_spawn(argv, NULL, errlog);
+        assert_true(tu_wait_for_text(errlog, "Run ", 20000));
+        tu_sleep_ms(2500);
+        size_t filled = fill(filler);
+        printf("# filled the 8 MiB tmpfs with %zu more bytes\n", filled);
+        /* Six intervals cannot be written: three are held, the older ones dropped. */
+        tu_sleep_ms(6500);
+        assert_true(tu_wait_for_text(errlog, "dropping the oldest held interval", 1000));
+        assert_int_equal(unlink(filler), 0);
+        assert_true(tu_wait_for_text(errlog, "Storage works again", 5000));
+        tu_sleep_ms(1500);
+        kill(d, SIGTERM);
+        assert_int_equal(tu_wait(d, 20000), 0);
+
+        expect_intact(db);
+        assert_int_equal(query(db, "SELECT count(*) FROM events WHERE type = 'storage_full'"), 1);
+        int64_t dropped = query(db, "SELECT value_ns FROM events WHERE type = 'storage_full'");
+        assert_true(dropped >= 2);
+        assert_int_equal(query(db, "SELECT json_extract(details, '$.held') FROM events WHERE "
+                                   "type = 'storage_full'"),
+                         3);
+        assert_int_equal(query(db, "SELECT json_extract(details, '$.errno') FROM events WHERE "
+                                   "type = 'storage_full'"),
+                         ENOSPC);
+        assert_true(query(db, "SELECT json_extract(details, '$.failures') FROM events WHERE "
+                              "type = 'storage_full'") >= 5);
+        /* What is missing is exactly what was dropped, and nothing else: the held intervals
+         * were written when space returned. */
+        assert_int_equal(query(db, "SELECT (max(start_ns) - min(start_ns)) / 1000000000 + 1 - "
+                                   "count(*) FROM intervals WHERE seq > 0"),
+                         dropped);
+        assert_int_equal(query(db, "SELECT count(*) FROM intervals a JOIN intervals b ON b.seq = "
+                                   "a.seq + 1 WHERE a.seq > 0 AND b.start_ns != a.start_ns + "
+                                   "a.length_ns"),
+                         1);
+        char *ev = rows(db, "SELECT message FROM events WHERE type = 'storage_full'");
+        printf("# %s", ev);
+        assert_non_null(strstr(ev, "No space left on device"));
+        free(ev);
+        assert_int_equal(umount2(small, MNT_DETACH), 0);
+        rmdir(small);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_kill9_fifty_times),
                 cmocka_unit_test(test_pstore_after_reboot),
                 cmocka_unit_test(test_flight_fifo),
+                cmocka_unit_test(test_disk_full),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }
