@@ -133,7 +133,9 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         h->ticks++;
         if (h->p.nprobes > 0)
                 check_cpus(h);
-        if (h->ticks % MAINT_EVERY_TICKS == 0)
+        /* The first time soon after the start (an old backlog goes from the first day on),
+         * then once a minute. */
+        if (h->ticks % MAINT_EVERY_TICKS == 1)
                 maintain(h);
         int r = sd_event_source_set_time(s, usec + TICK_NS / 1000);
         return r < 0 ? r : sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);

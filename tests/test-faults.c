@@ -471,12 +471,89 @@ static void test_disk_full(void **state) {
         rmdir(small);
 }
 
+/* Retention runs in the daemon: soon after the start, then every minute. */
+static void test_retention_in_daemon(void **state) {
+        char errlog[600];
+        if (geteuid() != 0)
+                skip();
+        fresh_local();
+        snprintf(errlog, sizeof(errlog), "%s/daemon.log", dir);
+        char *argv[48];
+        const char *extra[] = { "--set",      "Storage.Retention=3s",
+                                "--set",      "Forensics.FlightRecorder=",
+                                "--duration", "13s",
+                                NULL };
+        tu_daemon_argv(argv, set_db, extra);
+        unlink(errlog);
+        pid_t d = tu_spawn(argv, NULL, errlog);
+        assert_int_equal(tu_wait(d, 40000), 0);
+        expect_intact(local_db);
+        /* The first pass at 10 s deleted what was older than 3 s then; what came after
+         * stayed. */
+        long long left = query(local_db, "SELECT count(*) FROM intervals");
+        long long first = query(local_db, "SELECT min(seq) FROM intervals");
+        printf("# %lld intervals left, the oldest is number %lld\n", left, first);
+        assert_true(first >= 5);
+        assert_true(left >= 3 && left <= 8);
+        assert_int_equal(query(local_db, "SELECT max(seq) + 1 - min(seq) FROM intervals"), left);
+        assert_int_equal(query(local_db, "PRAGMA auto_vacuum"), 2);
+}
+
+static void step_clock(int64_t by_ns) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int64_t t = (int64_t) ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec + by_ns;
+        ts.tv_sec = t / NSEC_PER_SEC;
+        ts.tv_nsec = t % NSEC_PER_SEC;
+        assert_int_equal(clock_settime(CLOCK_REALTIME, &ts), 0);
+}
+
+/* The wall clock set back and forward again by 50 ms: two clock_step events, and latencies
+ * (measured on CLOCK_MONOTONIC) do not move by the step.  Small steps, so that the rest of
+ * the machine hardly notices. */
+static void test_clock_step(void **state) {
+        char errlog[600];
+        if (geteuid() != 0)
+                skip();
+        fresh_local();
+        snprintf(errlog, sizeof(errlog), "%s/daemon.log", dir);
+        char *argv[48];
+        const char *extra[] = { "--set", "Forensics.FlightRecorder=", "--duration", "4s", NULL };
+        tu_daemon_argv(argv, set_db, extra);
+        unlink(errlog);
+        pid_t d = tu_spawn(argv, NULL, errlog);
+        assert_true(tu_wait_for_text(errlog, "Run ", 20000));
+        tu_sleep_ms(1000);
+        step_clock(-50 * (int64_t) NSEC_PER_MSEC);
+        tu_sleep_ms(500);
+        step_clock(50 * (int64_t) NSEC_PER_MSEC);
+        assert_int_equal(tu_wait(d, 30000), 0);
+        assert_int_equal(query(local_db, "SELECT count(*) FROM events WHERE type = 'clock_step'"),
+                         2);
+        assert_int_equal(query(local_db, "SELECT count(*) FROM events WHERE type = 'clock_step' "
+                                         "AND abs(value_ns - 50000000) < 5000000"),
+                         2);
+        assert_int_equal(query(local_db, "SELECT json_extract(details, '$.step_ns') < 0 FROM "
+                                         "events WHERE type = 'clock_step' ORDER BY id LIMIT 1"),
+                         1);
+        /* A probe sleeping on the wall clock would have woken 50 ms late after the step back;
+         * on CLOCK_MONOTONIC it does not notice. */
+        long long worst = query(local_db, "SELECT max(max_ns) FROM interval_cpus");
+        printf("# worst latency across the steps: %lld us\n", worst / 1000);
+        assert_true(worst < 40 * (long long) NSEC_PER_MSEC);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_kill9_fifty_times),
                 cmocka_unit_test(test_pstore_after_reboot),
                 cmocka_unit_test(test_flight_fifo),
                 cmocka_unit_test(test_disk_full),
+                cmocka_unit_test(test_retention_in_daemon),
+                cmocka_unit_test(test_clock_step),
         };
+        /* FAULTS_ONLY=test_clock_step runs one case (while working on it). */
+        if (getenv("FAULTS_ONLY"))
+                cmocka_set_test_filter(getenv("FAULTS_ONLY"));
         return RUN_TESTS_WITH(tests, setup, teardown);
 }
