@@ -23,7 +23,7 @@
 
 static char *dir, local_db[512], farm_db[512], server_log[512], token_file[512], url[128],
         set_db[600], set_server[200], set_token[600], pstore[512], set_pstore[600], flight[512],
-        set_flight[600];
+        set_flight[600], set_journal[600] = "Forensics.JournalDirectory=";
 
 static int setup(void **state) {
         char token[80];
@@ -124,6 +124,8 @@ static pid_t start_daemon(const char *duration, const char *errlog, bool upload)
                                 set_pstore,
                                 "--set",
                                 set_flight,
+                                "--set",
+                                set_journal,
                                 duration ? "--duration" : NULL,
                                 duration,
                                 NULL };
@@ -305,6 +307,26 @@ static void test_pstore_after_reboot(void **state) {
         write_file(path, rec, strlen(rec));
         free(rec);
 
+        /* The dead boot's journal: three lines written into a journal file of its own with
+         * systemd-journal-remote (journald does not run here). */
+        bool journal = access("/lib/systemd/systemd-journal-remote", X_OK) == 0;
+        if (journal) {
+                char jdir[600], cmd[2048];
+                snprintf(jdir, sizeof(jdir), "%s/journal", dir);
+                mkdir(jdir, 0755);
+                snprintf(cmd, sizeof(cmd),
+                         "for i in 1 2 3; do printf '__REALTIME_TIMESTAMP=%%s\\n"
+                         "__MONOTONIC_TIMESTAMP=%%s\\n_BOOT_ID=00000000000000000000000000000001"
+                         "\\nSYSLOG_IDENTIFIER=kernel\\nMESSAGE=line %%s of the dead boot\\n"
+                         "\\n' $(($(date +%%s%%6N) - 10000000 + i)) $i $i; done | "
+                         "/lib/systemd/systemd-journal-remote -o %s/dead.journal - 2>/dev/null",
+                         jdir);
+                assert_int_equal(system(cmd), 0);
+                snprintf(set_journal, sizeof(set_journal), "Forensics.JournalDirectory=%s", jdir);
+        } else
+                printf("# systemd-journal-remote is not installed: the journal part is not "
+                       "checked\n");
+
         sqlite3 *db;
         assert_int_equal(sqlite3_open(local_db, &db), SQLITE_OK);
         assert_int_equal(sqlite3_exec(db,
@@ -316,6 +338,16 @@ static void test_pstore_after_reboot(void **state) {
         d = start_daemon("1500ms", errlog, false);
         assert_int_equal(tu_wait(d, 30000), 0);
 
+        snprintf(set_journal, sizeof(set_journal), "Forensics.JournalDirectory=");
+        if (journal) {
+                char *lines = rows(local_db, "SELECT json_extract(details, '$.kernel.journal') "
+                                             "FROM events WHERE type = 'unclean_end'");
+                if (!strstr(lines, "\"boot_id\":\"00000000000000000000000000000001\"") ||
+                    !strstr(lines, "kernel: line 1 of the dead boot\",\"") ||
+                    !strstr(lines, "kernel: line 3 of the dead boot\"]"))
+                        fail_msg("journal: %s", lines);
+                free(lines);
+        }
         assert_int_equal(query(local_db, "SELECT count(*) FROM events WHERE type = 'unclean_end' "
                                          "AND json_extract(details, '$.rebooted') = 1"),
                          1);
