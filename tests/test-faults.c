@@ -575,6 +575,56 @@ static void test_clock_step(void **state) {
         assert_true(worst < 40 * (long long) NSEC_PER_MSEC);
 }
 
+static bool write_online(int cpu, const char *v) {
+        char path[128];
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/online", cpu);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        bool ok = write(fd, v, strlen(v)) == (ssize_t) strlen(v);
+        close(fd);
+        return ok;
+}
+
+/* CPU 1 goes offline under rtsoakd and comes back: two events, the daemon lives on.  Only on
+ * request: offlining a CPU disturbs everything else on the machine (other test runs' probes
+ * among them). */
+static void test_cpu_hotplug(void **state) {
+        char errlog[600];
+        const char *on = getenv("RTSOAK_TEST_HOTPLUG");
+        if (geteuid() != 0 || !on || strcmp(on, "1") != 0) {
+                printf("# skipped: set RTSOAK_TEST_HOTPLUG=1 to offline CPU 1 for 11 s (on a "
+                       "machine of your own)\n");
+                skip();
+        }
+        fresh_local();
+        snprintf(errlog, sizeof(errlog), "%s/daemon.log", dir);
+        char *argv[48];
+        const char *extra[] = { "--set", "Forensics.FlightRecorder=", "--duration", "30s", NULL };
+        tu_daemon_argv(argv, set_db, extra);
+        unlink(errlog);
+        pid_t d = tu_spawn(argv, NULL, errlog);
+        assert_true(tu_wait_for_text(errlog, "Run ", 20000));
+        if (!write_online(1, "0")) {
+                kill(d, SIGTERM);
+                tu_wait(d, 20000);
+                printf("# skipped: CPU 1 cannot be taken offline here: %s\n", strerror(errno));
+                skip();
+        }
+        bool seen = tu_wait_for_text(errlog, "CPU 1 went offline", 12000);
+        assert_true(write_online(1, "1"));
+        assert_true(seen);
+        assert_true(tu_wait_for_text(errlog, "CPU 1 is online again", 12000));
+        kill(d, SIGTERM);
+        assert_int_equal(tu_wait(d, 20000), 0);
+        assert_int_equal(query(local_db, "SELECT count(*) FROM events WHERE type IN "
+                                         "('cpu_offline', 'cpu_online') AND cpu = 1"),
+                         2);
+        assert_int_equal(query(local_db, "SELECT count(*) FROM events WHERE type = 'cpu_online' "
+                                         "AND message LIKE '%pinned to it again%'"),
+                         1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_kill9_fifty_times),
@@ -583,6 +633,7 @@ int main(void) {
                 cmocka_unit_test(test_disk_full),
                 cmocka_unit_test(test_retention_in_daemon),
                 cmocka_unit_test(test_clock_step),
+                cmocka_unit_test(test_cpu_hotplug),
         };
         /* FAULTS_ONLY=test_clock_step runs one case (while working on it). */
         if (getenv("FAULTS_ONLY"))
