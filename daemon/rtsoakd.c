@@ -604,8 +604,9 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 log_warning("%u earlier run(s) did not end cleanly; recorded as unclean_end events",
                             unclean);
         if (!store_vacuum_incremental(d->store))
-                log_notice("%s was made before schema 4 and is too large to rewrite now: pages "
-                           "freed by retention are reused but the file does not shrink",
+                log_notice("%s was made before schema 4 and could not be rewritten for incremental "
+                           "vacuum (larger than 256 MiB, or no room for the copy): pages freed by "
+                           "retention are reused but the file does not shrink",
                            d->cfg.storage_path);
 
         if (d->token) {

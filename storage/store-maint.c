@@ -41,8 +41,11 @@ int store_setup_vacuum(store *s) {
                 /* Changing auto_vacuum on a database with tables takes a VACUUM, which
                  * rewrites the file (needing its size again in free space). */
                 r = store_exec(s, "PRAGMA auto_vacuum = INCREMENTAL");
-                if (r >= 0)
-                        r = store_exec(s, "VACUUM");
+                if (r >= 0 && store_exec(s, "VACUUM") < 0) {
+                        /* No room for the copy (a full disk) must not keep rtsoakd from
+                         * starting: the file stays as it was, and the next start tries again. */
+                        r = store_exec(s, "PRAGMA auto_vacuum = NONE");
+                }
                 if (r < 0)
                         return r;
                 r = pragma_value(s, "PRAGMA auto_vacuum", &mode);
