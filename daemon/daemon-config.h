@@ -24,7 +24,7 @@ struct daemon_config {
 
         char *storage_path;
         uint64_t interval_ns;
-        uint64_t retention_ns; /* 0: keep everything */
+        uint64_t retention_ns;   /* 0: keep everything */
         uint64_t hold_intervals; /* held in memory per CPU while storage fails */
 
         char *pstore_dir, *journal_dir, *flight_recorder;
