@@ -631,12 +631,9 @@ static int sweep_children(struct loadsup *s, size_t *ret) {
         return r;
 }
 
-size_t loadsup_sweep(struct loadsup *s) {
+static size_t sweep_now(struct loadsup *s) {
         size_t n = 0;
-        int64_t now = now_ns(CLOCK_MONOTONIC);
-        if (s->last_sweep_mono > 0 && now - s->last_sweep_mono < (int64_t) SWEEP_MIN_GAP_NS)
-                return 0;
-        s->last_sweep_mono = now;
+        s->last_sweep_mono = now_ns(CLOCK_MONOTONIC);
         if (sweep_children(s, &n) >= 0)
                 return n;
         /* No per-thread children lists: look at every process. */
@@ -653,6 +650,13 @@ size_t loadsup_sweep(struct loadsup *s) {
         }
         closedir(d);
         return n;
+}
+
+size_t loadsup_sweep(struct loadsup *s) {
+        int64_t now = now_ns(CLOCK_MONOTONIC);
+        if (s->last_sweep_mono > 0 && now - s->last_sweep_mono < (int64_t) SWEEP_MIN_GAP_NS)
+                return 0;
+        return sweep_now(s);
 }
 
 void loadsup_free(struct loadsup *s) {
@@ -697,7 +701,7 @@ void loadsup_free(struct loadsup *s) {
                 nanosleep(&ts, NULL);
         }
         /* Orphans of the generators, now children of ours: end and reap them. */
-        for (int i = 0; i < 100 && loadsup_sweep(s) > 0; i++) {
+        for (int i = 0; i < 100 && sweep_now(s) > 0; i++) {
                 struct timespec ts = { 0, 10 * 1000 * 1000 };
                 nanosleep(&ts, NULL);
         }
