@@ -23,6 +23,7 @@
 #define PRUNE_BATCH 200     /* intervals (and events) per transaction */
 #define PRUNE_BATCHES 5     /* transactions per minute at most: the main loop stays responsive */
 #define VACUUM_PAGES 512    /* pages returned to the file system per batch */
+#define CLOCK_STEP_MIN_NS (10 * NSEC_PER_MSEC) /* smaller steps of the wall clock: no event */
 
 struct housekeeping {
         struct housekeeping_params p;
@@ -158,10 +159,20 @@ static int on_clock(sd_event_source *s, int fd, uint32_t revents, void *userdata
         uint64_t n;
         if (read(fd, &n, sizeof(n)) < 0 && errno != ECANCELED && errno != EAGAIN)
                 return 0;
+        /* Armed again before the offset is read: a step from here on cancels the new timer,
+         * one before is in the offset; none goes unseen while the event is being stored. */
+        if (arm_clock_timer(h) < 0)
+                log_warning("Cannot watch the wall clock any more: %m");
         int64_t off = real_minus_mono(), step = off - h->offset_ns;
-        h->offset_ns = off;
-        char span[TIMESPAN_MAX_LEN], details[160];
         uint64_t mag = (uint64_t) (step < 0 ? -step : step);
+        h->offset_ns = off;
+        /* Small steps are frequent on some machines (a hypervisor or a time daemon nudging
+         * the clock several times a second) and mean nothing for latencies: not events. */
+        if (mag < CLOCK_STEP_MIN_NS) {
+                log_debug("Wall clock stepped by %" PRId64 " ns, below the event threshold", step);
+                return 0;
+        }
+        char span[TIMESPAN_MAX_LEN], details[160];
         snprintf(details, sizeof(details), "{\"step_ns\":%" PRId64 ",\"offset_ns\":%" PRId64 "}",
                  step, off);
         event(h, "clock_step", -1, (int64_t) mag, details,
@@ -170,8 +181,6 @@ static int on_clock(sd_event_source *s, int fd, uint32_t revents, void *userdata
               "the run's start",
               step < 0 ? "back" : "forward",
               format_timespan(span, (mag + NSEC_PER_MSEC / 2) / NSEC_PER_MSEC * NSEC_PER_MSEC));
-        if (arm_clock_timer(h) < 0)
-                log_warning("Cannot watch the wall clock any more: %m");
         return 0;
 }
 

@@ -565,9 +565,13 @@ static void test_clock_step(void **state) {
         pid_t d = tu_spawn(argv, NULL, errlog);
         assert_true(tu_wait_for_text(errlog, "Run ", 20000));
         tu_sleep_ms(1000);
+        /* Each step once the daemon has noticed the one before (two steps it has not looked
+         * at yet would be one, their sum). */
         step_clock(-50 * (int64_t) NSEC_PER_MSEC);
-        tu_sleep_ms(500);
+        bool back = tu_wait_for_text(errlog, "the wall clock was set back", 2000);
         step_clock(50 * (int64_t) NSEC_PER_MSEC);
+        assert_true(back);
+        assert_true(tu_wait_for_text(errlog, "the wall clock was set forward", 2000));
         assert_int_equal(tu_wait(d, 30000), 0);
         assert_int_equal(query(local_db, "SELECT count(*) FROM events WHERE type = 'clock_step'"),
                          2);
