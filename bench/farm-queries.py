@@ -123,7 +123,7 @@ def main():
             verdict_times.append(dt)
         machine = "f%031x" % 7
         frm, to = (END_S - args.days * 86400) * 10**9, END_S * 10**9
-        iv_url = "%s/api/v1/machines/%s/intervals?from=%d&to=%d&step=5min&limit=1000" % (
+        iv_url = "%s/api/v1/machines/%s/intervals?from=%d&to=%d&step=5min&limit=10000" % (
             url, machine, frm, to)
         steps = pages = None
         try:

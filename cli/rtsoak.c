@@ -649,6 +649,104 @@ out:
         return r;
 }
 
+static int64_t jint(json_t *o, const char *key) {
+        json_t *v = json_object_get(o, key);
+        return json_is_integer(v) ? (int64_t) json_integer_value(v) : -1;
+}
+
+static const char *jstr(json_t *o, const char *key) {
+        return json_string_value(json_object_get(o, key)) ?: "?";
+}
+
+/* The lines of text t, the last max of them, each indented. */
+static void print_tail(const char *t, size_t max) {
+        size_t lines = 0;
+        for (const char *p = t; *p; p++)
+                lines += *p == '\n' || !p[1];
+        for (const char *p = t; *p; lines--) {
+                size_t len = strcspn(p, "\n");
+                if (lines <= max)
+                        printf("      %.*s\n", (int) len, p);
+                p += len + (p[len] == '\n');
+        }
+}
+
+/* The forensic details of an event (an unclean end), readably, below its line. */
+static void print_details(const char *text) {
+        json_t *d = json_loads(text, 0, NULL), *x;
+        char t[TIMESTAMP_MAX_LEN], span[TIMESPAN_MAX_LEN], us[32];
+        size_t i;
+        if (!json_is_object(d)) {
+                printf("    details: %s\n", text);
+                json_decref(d);
+                return;
+        }
+        if (!json_object_get(d, "boot_id")) {
+                /* Not an unclean end: the details as they are. */
+                printf("    details: %s\n", text);
+                json_decref(d);
+                return;
+        }
+        printf("    boot %s (now %s, %s)", jstr(d, "boot_id"), jstr(d, "current_boot_id"),
+               json_is_true(json_object_get(d, "rebooted")) ? "rebooted since" : "same boot");
+        if (jint(d, "uptime_ns") >= 0)
+                printf(", up %s at the last data",
+                       format_timespan(span, (uint64_t) jint(d, "uptime_ns") / NSEC_PER_SEC *
+                                                     NSEC_PER_SEC));
+        printf("\n");
+        json_t *li = json_object_get(d, "last_interval");
+        if (json_is_object(li)) {
+                printf("    last interval %" PRId64 " from %s, %s, scenario %s\n", jint(li, "seq"),
+                       format_timestamp_local(t, jint(li, "start_ns")),
+                       format_timespan(span, (uint64_t) MAX(jint(li, "length_ns"), 0)),
+                       json_is_string(json_object_get(li, "scenario")) ? jstr(li, "scenario")
+                                                                       : "none");
+                json_array_foreach (json_object_get(li, "cpus"), i, x) {
+                        fmt_us(us, (uint64_t) MAX(jint(x, "max_ns"), 0));
+                        printf("      CPU %3" PRId64 ": max %s us, %" PRId64 " samples, %" PRId64
+                               " violations\n",
+                               jint(x, "cpu"), us, jint(x, "samples"), jint(x, "violations"));
+                }
+                json_array_foreach (json_object_get(li, "loads"), i, x) {
+                        size_t k;
+                        json_t *m;
+                        printf("      load %s:", jstr(x, "generator"));
+                        json_array_foreach (json_object_get(x, "metrics"), k, m)
+                                printf(" %s %.6g %s", jstr(m, "name"),
+                                       json_number_value(json_object_get(m, "value")),
+                                       jstr(m, "unit"));
+                        printf("\n");
+                }
+        }
+        json_array_foreach (json_object_get(d, "run_max"), i, x) {
+                fmt_us(us, (uint64_t) MAX(jint(x, "max_ns"), 0));
+                printf("    run worst CPU %" PRId64 ": %s us over %" PRId64 " intervals\n",
+                       jint(x, "cpu"), us, jint(x, "intervals"));
+        }
+        json_t *k = json_object_get(d, "kernel");
+        if (json_is_string(k))
+                printf("    kernel: %s\n", json_string_value(k));
+        json_t *ps = json_object_get(k, "pstore");
+        if (json_is_string(ps))
+                printf("    pstore: %s\n", json_string_value(ps));
+        json_array_foreach (ps, i, x) {
+                printf("    pstore %s (%" PRId64 " bytes%s):\n", jstr(x, "name"), jint(x, "size"),
+                       json_is_true(json_object_get(x, "truncated")) ? ", tail shown" : "");
+                print_tail(jstr(x, "text"), 20);
+        }
+        json_t *j = json_object_get(k, "journal");
+        if (json_is_string(j))
+                printf("    journal: %s\n", json_string_value(j));
+        else if (json_is_object(j)) {
+                json_t *lines = json_object_get(j, "lines");
+                printf("    journal of that boot, last %zu lines:\n", json_array_size(lines));
+                json_array_foreach (lines, i, x)
+                        if (json_array_size(lines) - i <= 20)
+                                printf("      %s\n", json_string_value(x) ?: "");
+        }
+        json_decref(d);
+}
+
 static int cmd_events(store *s, const struct args *a) {
         struct store_event_row *ev = NULL;
         struct store_filter f;
@@ -684,6 +782,10 @@ static int cmd_events(store *s, const struct args *a) {
                                             ev[i].value_ns >= 0 ? json_integer(ev[i].value_ns)
                                                                 : json_null());
                         json_object_set_new(o, "message", json_string(ev[i].message));
+                        if (ev[i].details)
+                                json_object_set_new(o, "details",
+                                                    json_loads(ev[i].details, 0, NULL)
+                                                            ?: json_null());
                         json_array_append_new(arr, o);
                 }
                 json_object_set_new(doc, "events", arr);
@@ -706,6 +808,8 @@ static int cmd_events(store *s, const struct args *a) {
                         printf("%-19s %5" PRId64 " %-22s %4s %12s  %s\n",
                                format_timestamp_local(t, ev[i].time_ns), ev[i].run_id, ev[i].type,
                                c, v, ev[i].message);
+                        if (ev[i].details)
+                                print_details(ev[i].details);
                 }
         }
         store_events_free(ev, n);

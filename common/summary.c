@@ -53,6 +53,7 @@ void summary_done(struct summary *s) {
         for (size_t i = 0; i < s->nevents; i++) {
                 free(s->events[i].type);
                 free(s->events[i].message);
+                free(s->events[i].details);
         }
         free(s->events);
         *s = (struct summary){};
@@ -171,6 +172,15 @@ int summary_encode(const struct summary *s, char **ret, size_t *ret_len) {
                 put(x, "cpu", e->cpu >= 0 ? json_integer(e->cpu) : json_null(), &ok);
                 put(x, "value", e->value >= 0 ? json_integer(e->value) : json_null(), &ok);
                 put(x, "message", json_string(e->message ?: ""), &ok);
+                if (e->details) {
+                        /* Stored as an object; anything else here is a damaged row. */
+                        json_t *dt = json_loads(e->details, JSON_REJECT_DUPLICATES, NULL);
+                        if (!json_is_object(dt) || strlen(e->details) > SUMMARY_MAX_DETAILS) {
+                                json_decref(dt);
+                                dt = NULL;
+                        }
+                        put(x, "details", dt, &ok);
+                }
                 if (!x || json_array_append_new(evs, x) < 0)
                         ok = false;
         }
@@ -485,10 +495,49 @@ static int decode_interval(struct dec *d, json_t *o, struct summary_interval *iv
         return 0;
 }
 
+/* How deeply v nests (a scalar: 0). */
+static size_t json_depth(json_t *v) {
+        size_t deepest = 0, i;
+        const char *k;
+        json_t *x;
+        if (json_is_object(v))
+                json_object_foreach (v, k, x)
+                        deepest = MAX(deepest, json_depth(x));
+        else if (json_is_array(v))
+                json_array_foreach (v, i, x)
+                        deepest = MAX(deepest, json_depth(x));
+        else
+                return 0;
+        return deepest + 1;
+}
+
+/* The optional details of an event: free-form, but an object, shallow and small. */
+static int get_details(struct dec *d, json_t *o, char **ret) {
+        json_t *v = json_object_get(o, "details");
+        *ret = NULL;
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_object(v))
+                return bad(d, "details", "not an object");
+        /* jansson nests no deeper than its own limit, so this recursion is bounded. */
+        if (json_depth(v) > SUMMARY_DETAILS_DEPTH)
+                return bad(d, "details", "nested more than %d levels deep", SUMMARY_DETAILS_DEPTH);
+        char *text = json_dumps(v, JSON_COMPACT);
+        if (!text)
+                return -ENOMEM;
+        if (strlen(text) > SUMMARY_MAX_DETAILS) {
+                size_t len = strlen(text);
+                free(text);
+                return bad(d, "details", "%zu bytes as compact JSON, more than %d", len,
+                           SUMMARY_MAX_DETAILS);
+        }
+        *ret = text;
+        return 0;
+}
+
 static int decode_event(struct dec *d, json_t *o, struct summary_event *e) {
-        static const char *const keys[] = {
-                "id", "time_ns", "type", "cpu", "value", "message", NULL
-        };
+        static const char *const keys[] = { "id",    "time_ns", "type",    "cpu",
+                                            "value", "message", "details", NULL };
         int64_t cpu = -1, value = -1;
         int r;
 
@@ -500,7 +549,8 @@ static int decode_event(struct dec *d, json_t *o, struct summary_event *e) {
             (r = get_str(d, o, "type", 1, 64, TEXT_WORD, false, &e->type)) < 0 ||
             (r = get_opt_int(d, o, "cpu", SUMMARY_MAX_CPUS - 1, &cpu)) < 0 ||
             (r = get_opt_int(d, o, "value", INT64_MAX, &value)) < 0 ||
-            (r = get_str(d, o, "message", 0, SUMMARY_MAX_TEXT, TEXT_ANY, false, &e->message)) < 0)
+            (r = get_str(d, o, "message", 0, SUMMARY_MAX_TEXT, TEXT_ANY, false, &e->message)) < 0 ||
+            (r = get_details(d, o, &e->details)) < 0)
                 return r;
         if (e->id == 0)
                 return bad(d, "id", "must be at least 1");

@@ -19,6 +19,8 @@
 #define SUMMARY_MAX_HIST_BYTES (1 << 20)
 #define SUMMARY_MAX_TEXT 4096 /* any string, except the kernel command line: */
 #define SUMMARY_MAX_CMDLINE 16384
+#define SUMMARY_MAX_DETAILS 65536 /* an event's details, as compact JSON text */
+#define SUMMARY_DETAILS_DEPTH 8   /* how deeply its objects and arrays may nest */
 
 struct summary_machine {
         char *id; /* 32 lowercase hex digits (/etc/machine-id) */
@@ -77,6 +79,7 @@ struct summary_event {
         int32_t cpu;   /* -1: none */
         int64_t value; /* -1: none */
         char *message;
+        char *details; /* NULL: none; else a JSON object as compact text */
 };
 
 struct summary {

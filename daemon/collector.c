@@ -28,6 +28,7 @@ struct cpu_queue {
         struct held_slot *items;
         size_t n, cap;
         int64_t delivered_k;      /* last_k of the newest slot taken, -1 before the first */
+        uint64_t dropped;         /* slots dropped while storage failed */
         bool finished;            /* its final slot has been taken */
         uint64_t late_reported_k; /* avoid repeating the "late" event for one interval */
 };
@@ -41,6 +42,18 @@ struct collector {
         uint64_t write_k;  /* next interval index to write */
         uint64_t next_seq; /* sequence number of the next stored interval */
         struct collector_stats stats;
+
+        /* Storage failing (a full disk): since when, why, and what it cost so far.  Recorded
+         * as an event once writing works again. */
+        struct {
+                bool active;
+                int error;
+                int64_t since_real_ns;
+                uint64_t failures, max_held, dropped_before;
+                int64_t until_real_ns;
+                bool report; /* recovered: the event is still to be stored */
+                uint64_t held, dropped;
+        } trouble;
 };
 
 int collector_new(const struct collector_params *params, store *st, int64_t run_id,
@@ -123,6 +136,7 @@ static int drain(struct collector *c, struct cpu_queue *q) {
                         memmove(q->items, q->items + 1, (q->n - 1) * sizeof(*q->items));
                         q->n--;
                         c->stats.slots_dropped++;
+                        q->dropped++;
                         log_error("CPU %d: storage has failed for %zu intervals; dropping the "
                                   "oldest held interval (%" PRIu64 " dropped so far)",
                                   q->probe->cpu, c->p.max_pending, c->stats.slots_dropped);
@@ -374,6 +388,84 @@ static bool anything_held(const struct collector *c) {
         return false;
 }
 
+/* Intervals held in memory: the most slots any CPU holds. */
+static uint64_t held_intervals(const struct collector *c) {
+        uint64_t n = 0;
+        for (size_t i = 0; i < c->nq; i++)
+                n = MAX(n, (uint64_t) c->q[i].n);
+        return n;
+}
+
+static uint64_t dropped_intervals(const struct collector *c) {
+        uint64_t n = 0;
+        for (size_t i = 0; i < c->nq; i++)
+                n = MAX(n, c->q[i].dropped);
+        return n;
+}
+
+static void storage_failed(struct collector *c, int error, int64_t now_mono) {
+        /* A failure before the last one was reported continues it. */
+        if (!c->trouble.active && !c->trouble.report) {
+                c->trouble.error = error;
+                c->trouble.since_real_ns = to_real(c, now_mono);
+                c->trouble.failures = 0;
+                c->trouble.max_held = 0;
+                c->trouble.dropped_before = dropped_intervals(c);
+        }
+        c->trouble.active = true;
+        c->trouble.report = false;
+        c->trouble.failures++;
+        c->trouble.max_held = MAX(c->trouble.max_held, held_intervals(c));
+}
+
+static void storage_recovered(struct collector *c, int64_t now_mono) {
+        if (!c->trouble.active)
+                return;
+        c->trouble.active = false;
+        c->trouble.report = true;
+        c->trouble.until_real_ns = to_real(c, now_mono);
+        /* The interval just written was held too. */
+        c->trouble.held = MAX(c->trouble.max_held, held_intervals(c) + 1);
+        c->trouble.dropped = dropped_intervals(c) - c->trouble.dropped_before;
+}
+
+/* Stores the event that says storage failed, how long, and what was held and dropped. */
+static void report_trouble(struct collector *c) {
+        char msg[512], since[TIMESTAMP_MAX_LEN], span[TIMESPAN_MAX_LEN], details[256];
+        if (!c->trouble.report)
+                return;
+        int64_t len = c->trouble.until_real_ns - c->trouble.since_real_ns;
+        snprintf(msg, sizeof(msg),
+                 "the database could not be written from %s for %s (%s, %" PRIu64 " failed "
+                 "writes); %" PRIu64 " interval%s held in memory and written now, %" PRIu64
+                 " dropped (at most %zu are held per CPU)",
+                 format_timestamp_utc(since, c->trouble.since_real_ns),
+                 format_timespan(span, (uint64_t) MAX(len, 0) / NSEC_PER_MSEC * NSEC_PER_MSEC),
+                 strerror(-c->trouble.error), c->trouble.failures, c->trouble.held,
+                 c->trouble.held == 1 ? "" : "s", c->trouble.dropped, c->p.max_pending);
+        snprintf(details, sizeof(details),
+                 "{\"since_ns\":%" PRId64 ",\"until_ns\":%" PRId64
+                 ",\"errno\":%d,\"failures\":%" PRIu64 ",\"held\":%" PRIu64 ",\"dropped\":%" PRIu64
+                 ",\"hold_max\":%zu}",
+                 c->trouble.since_real_ns, c->trouble.until_real_ns, -c->trouble.error,
+                 c->trouble.failures, c->trouble.held, c->trouble.dropped, c->p.max_pending);
+        struct store_event ev = {
+                .time_ns = c->trouble.until_real_ns,
+                .type = c->trouble.error == -ENOSPC ? "storage_full" : "storage_error",
+                .cpu = -1,
+                .value_ns = (int64_t) c->trouble.dropped,
+                .message = msg,
+                .details = details,
+        };
+        if (store_add_event(c->store, c->run_id, &ev) < 0) {
+                log_error("Failed to store the %s event, will retry: %s", ev.type,
+                          store_error(c->store));
+                return;
+        }
+        log_notice("Storage works again: %s", msg);
+        c->trouble.report = false;
+}
+
 int collector_poll(struct collector *c, int64_t now_mono, bool final) {
         int written = 0, r;
 
@@ -391,8 +483,12 @@ int collector_poll(struct collector *c, int64_t now_mono, bool final) {
                         break;
                 do {
                         r = write_one(c, c->write_k, now_mono);
-                        if (r < 0)
+                        if (r < 0) {
+                                storage_failed(c, r, now_mono);
                                 return r;
+                        }
+                        if (r > 0)
+                                storage_recovered(c, now_mono);
                         written += r;
                 } while (any_eligible(c, c->write_k));
                 /* Step past intervals no CPU has anything for (slots that covered several). */
@@ -407,6 +503,7 @@ int collector_poll(struct collector *c, int64_t now_mono, bool final) {
                                 c->write_k = min_k;
                 }
         }
+        report_trouble(c);
         return written;
 }
 

@@ -24,6 +24,11 @@ struct daemon_config {
 
         char *storage_path;
         uint64_t interval_ns;
+        uint64_t retention_ns;   /* 0: keep everything */
+        uint64_t hold_intervals; /* held in memory per CPU while storage fails */
+
+        char *pstore_dir, *journal_dir, *flight_recorder;
+        uint64_t journal_lines;
 
         char *load_helper; /* path of rtsoak-load */
         char *load_user;   /* "" : the daemon's own user */

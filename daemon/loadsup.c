@@ -75,7 +75,12 @@ struct loadsup {
         size_t nslots;
         struct slot **retired; /* stopping */
         size_t nretired;
+        int64_t last_sweep_mono; /* 0: never */
 };
+
+/* Looking for orphans reads every process's stat on kernels without per-thread children
+ * lists: with short intervals that would be most of the daemon's own CPU time. */
+#define SWEEP_MIN_GAP_NS (10 * NSEC_PER_SEC)
 
 static void emit(struct loadsup *s, const char *type, int64_t value, const char *fmt, ...)
         _printf_(4, 5);
@@ -566,41 +571,92 @@ static bool pid_is_slot(struct slot **v, size_t n, pid_t pid) {
         return false;
 }
 
-size_t loadsup_sweep(struct loadsup *s) {
-        DIR *d = opendir("/proc");
-        pid_t self = getpid();
+/* Ends (or reaps) pid, a child of ours that is none of our generators. */
+static size_t sweep_one(pid_t pid) {
+        char path[64], buf[512];
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return 0;
+        size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[len] = 0;
+        char *p = strrchr(buf, ')'), state;
+        int ppid;
+        if (!p || sscanf(p + 2, "%c %d", &state, &ppid) != 2 || ppid != getpid())
+                return 0;
         size_t n = 0;
+        /* Our child, so its PID cannot be reused before we reap it. */
+        if (state != 'Z') {
+                log_warning("Ending process %d, left behind by a load generator", (int) pid);
+                (void) kill(pid, SIGKILL);
+                n++;
+        }
+        (void) waitpid(pid, NULL, state == 'Z' ? 0 : WNOHANG);
+        return n;
+}
+
+/* Our children as the kernel lists them per thread (/proc/self/task/TID/children): a few
+ * small files instead of every process on the machine.  -ENOENT without
+ * CONFIG_PROC_CHILDREN. */
+static int sweep_children(struct loadsup *s, size_t *ret) {
+        DIR *d = opendir("/proc/self/task");
+        struct dirent *de;
+        size_t n = 0;
+        int r = 0;
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                char path[96], buf[4096];
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/self/task/%.20s/children", de->d_name);
+                FILE *f = fopen(path, "re");
+                if (!f) {
+                        r = -errno;
+                        break;
+                }
+                size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+                fclose(f);
+                buf[len] = 0;
+                for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n")) {
+                        pid_t pid = (pid_t) atoi(tok);
+                        if (pid > 0 && !pid_is_slot(s->slots, s->nslots, pid) &&
+                            !pid_is_slot(s->retired, s->nretired, pid))
+                                n += sweep_one(pid);
+                }
+        }
+        closedir(d);
+        *ret = n;
+        return r;
+}
+
+static size_t sweep_now(struct loadsup *s) {
+        size_t n = 0;
+        s->last_sweep_mono = now_ns(CLOCK_MONOTONIC);
+        if (sweep_children(s, &n) >= 0)
+                return n;
+        /* No per-thread children lists: look at every process. */
+        DIR *d = opendir("/proc");
         struct dirent *de;
         if (!d)
-                return 0;
+                return n;
         while ((de = readdir(d))) {
-                char path[64], buf[512];
                 pid_t pid = (pid_t) atoi(de->d_name);
                 if (pid <= 0 || pid_is_slot(s->slots, s->nslots, pid) ||
                     pid_is_slot(s->retired, s->nretired, pid))
                         continue;
-                snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-                FILE *f = fopen(path, "re");
-                if (!f)
-                        continue;
-                size_t len = fread(buf, 1, sizeof(buf) - 1, f);
-                fclose(f);
-                buf[len] = 0;
-                char *p = strrchr(buf, ')'), state;
-                int ppid;
-                if (!p || sscanf(p + 2, "%c %d", &state, &ppid) != 2 || ppid != self)
-                        continue;
-                /* Our child, so its PID cannot be reused before we reap it. */
-                if (state != 'Z') {
-                        log_warning("Ending process %d, left behind by a load generator",
-                                    (int) pid);
-                        (void) kill(pid, SIGKILL);
-                        n++;
-                }
-                (void) waitpid(pid, NULL, state == 'Z' ? 0 : WNOHANG);
+                n += sweep_one(pid);
         }
         closedir(d);
         return n;
+}
+
+size_t loadsup_sweep(struct loadsup *s) {
+        int64_t now = now_ns(CLOCK_MONOTONIC);
+        if (s->last_sweep_mono > 0 && now - s->last_sweep_mono < (int64_t) SWEEP_MIN_GAP_NS)
+                return 0;
+        return sweep_now(s);
 }
 
 void loadsup_free(struct loadsup *s) {
@@ -645,7 +701,7 @@ void loadsup_free(struct loadsup *s) {
                 nanosleep(&ts, NULL);
         }
         /* Orphans of the generators, now children of ours: end and reap them. */
-        for (int i = 0; i < 100 && loadsup_sweep(s) > 0; i++) {
+        for (int i = 0; i < 100 && sweep_now(s) > 0; i++) {
                 struct timespec ts = { 0, 10 * 1000 * 1000 };
                 nanosleep(&ts, NULL);
         }

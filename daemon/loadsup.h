@@ -54,7 +54,8 @@ void loadsup_snapshot(struct loadsup *s, int64_t at_mono, int64_t now_mono,
                       struct load_record *rec);
 
 /* Ends (SIGKILL) and reaps every child of ours that is not a generator we started: what the
- * generators orphaned (we are their subreaper).  Returns how many were still running. */
+ * generators orphaned (we are their subreaper).  Returns how many were still running.  At
+ * most every 10 s; a call sooner does nothing. */
 size_t loadsup_sweep(struct loadsup *s);
 
 /* Process IDs of the running generator processes (group leaders), for tests and status. */

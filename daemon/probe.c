@@ -26,6 +26,7 @@ int probe_new(int cpu, const struct probe_params *params, const struct probe_con
         atomic_init(&p->tail, 0);
         atomic_init(&p->state, PROBE_STARTING);
         atomic_init(&p->progress, 0);
+        atomic_init(&p->recent_max_ns, 0);
 
         /* Each slot carries a whole histogram; keep a CPU's ring near 4 MiB at most, with
          * room for at least one closed interval beside the one being filled. */
@@ -242,6 +243,8 @@ static void *probe_thread_main(void *arg) {
                         next += (int64_t) missed * interval;
                 }
                 atomic_store_explicit(&p->progress, slot->samples, memory_order_relaxed);
+                if (_unlikely_(lat > atomic_load_explicit(&p->recent_max_ns, memory_order_relaxed)))
+                        atomic_store_explicit(&p->recent_max_ns, lat, memory_order_relaxed);
 
                 if (_unlikely_(atomic_load_explicit(&p->ctl->stop, memory_order_relaxed)))
                         break;

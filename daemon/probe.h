@@ -70,6 +70,9 @@ struct probe {
         _Atomic uint64_t progress _cacheline_aligned_; /* samples in the open slot, relaxed:
                                                         * lets a watchdog see the loop turn */
         _Atomic uint64_t open_max_ns; /* worst latency of the open slot, relaxed: for status */
+        /* The worst latency since the flight recorder last took it (it swaps in 0), relaxed;
+         * on the progress line, which the probe writes anyway. */
+        _Atomic uint64_t recent_max_ns;
 
         int cpu _cacheline_aligned_;
         struct probe_params params;

@@ -17,6 +17,8 @@
 #include "collector.h"
 #include "config.h"
 #include "daemon-config.h"
+#include "forensics.h"
+#include "housekeeping.h"
 #include "interval.h"
 #include "loadsup.h"
 #include "log.h"
@@ -87,6 +89,10 @@ struct daemon {
          * point at their scenarios, so they live until the end. */
         struct daemon_config *retired;
         size_t nretired;
+        struct forensics_params forensics;
+        struct flightrec *flight; /* NULL: no flight recorder */
+        sd_event_source *flight_source;
+        struct housekeeping *housekeeping;
 };
 
 #define RECORDS_MAX 2048
@@ -529,6 +535,35 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+static int on_flight(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct daemon *d = userdata;
+        const struct scenario *sc = d->loads ? loadsup_scenario(d->loads) : NULL;
+        int r = flightrec_write(d->flight, now_ns(CLOCK_REALTIME), d->run_id, sc ? sc->name : NULL,
+                                d->probes, d->nprobes,
+                                d->nrecords ? &d->records[d->nrecords - 1] : NULL);
+        if (r < 0)
+                log_debug_errno(r, "Failed to write the flight record, ignoring: %m");
+        r = sd_event_source_set_time(s, usec + 1000 * 1000);
+        return r < 0 ? r : sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+/* A line per second into pstore's pmsg (or the configured path), if there is one. */
+static int start_flight_recorder(struct daemon *d) {
+        int r = flightrec_open(d->cfg.flight_recorder, &d->flight);
+        if (r < 0) {
+                log_full_errno(LOG_LEVEL_INFO, r,
+                               "[Forensics] FlightRecorder=%s: %m; the last stored interval is "
+                               "the only record of the last moments",
+                               d->cfg.flight_recorder);
+                return 0;
+        }
+        if (r == 0)
+                return 0;
+        log_info("Flight record: a line per second into %s", d->cfg.flight_recorder);
+        return sd_event_add_time_relative(d->event, &d->flight_source, CLOCK_MONOTONIC, 1000 * 1000,
+                                          10 * 1000, on_flight, d);
+}
+
 static int on_duration(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) s;
         (void) usec;
@@ -917,6 +952,17 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 .threshold_ns = d->cfg.threshold_ns,
                 .hist_limit_us = pp.hist_limit_us,
                 .start_ns = now_ns(CLOCK_REALTIME),
+                .boot_ns = now_ns(CLOCK_REALTIME) - now_ns(CLOCK_BOOTTIME),
+                .kernel_leftovers = forensics_kernel_leftovers,
+                .userdata = &d->forensics,
+        };
+        d->forensics = (struct forensics_params){
+                .pstore_dir = d->cfg.pstore_dir,
+                .journal_dir = d->cfg.journal_dir,
+                .journal_lines = d->cfg.journal_lines,
+                .pstore_max = 40 * 1024,
+                .pstore_record_max = 16 * 1024,
+                .journal_max = 16 * 1024,
         };
         unsigned unclean = 0;
         /* With upload on, everything from here on (the unclean ends of earlier runs too)
@@ -932,6 +978,11 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         if (unclean > 0)
                 log_warning("%u earlier run(s) did not end cleanly; recorded as unclean_end events",
                             unclean);
+        if (!store_vacuum_incremental(d->store))
+                log_notice("%s was made before schema 4 and could not be rewritten for incremental "
+                           "vacuum (larger than 256 MiB, or no room for the copy): pages freed by "
+                           "retention are reused but the file does not shrink",
+                           d->cfg.storage_path);
 
         atomic_store(&d->outbox_on, d->token != NULL);
         if (d->token) {
@@ -951,7 +1002,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 .probe_interval_ns = d->cfg.probe_interval_ns,
                 .hist_limit_us = pp.hist_limit_us,
                 .grace_ns = 2 * NSEC_PER_SEC + 2 * d->cfg.probe_interval_ns,
-                .max_pending = 1024,
+                .max_pending = d->cfg.hold_intervals,
                 .annotate = annotate_interval,
                 .userdata = d,
                 .storage_beat = &d->hb_storage,
@@ -975,6 +1026,18 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         if (r >= 0 && duration_ns > 0)
                 r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, duration_ns / 1000,
                                                1000, on_duration, d);
+        if (r >= 0)
+                r = start_flight_recorder(d);
+        if (r >= 0)
+                r = housekeeping_start(d->event,
+                                       &(struct housekeeping_params){
+                                               .store = d->store,
+                                               .run_id = d->run_id,
+                                               .retention_ns = d->cfg.retention_ns,
+                                               .probes = d->probes,
+                                               .nprobes = d->nprobes,
+                                       },
+                                       &d->housekeeping);
         if (r < 0) {
                 log_error_errno(r, "Failed to set up the event loop: %m");
                 stop_probes(d);
@@ -1062,6 +1125,9 @@ static void daemon_done(struct daemon *d) {
                         probe_free(d->probes[i]);
         free(d->probes);
         sd_event_source_unref(d->poll_source);
+        sd_event_source_unref(d->flight_source);
+        housekeeping_free(d->housekeeping);
+        flightrec_free(d->flight);
         sd_event_unref(d->event);
         store_close(d->store);
         if (d->dma_fd >= 0)

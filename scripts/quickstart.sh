@@ -16,7 +16,7 @@ src=$PWD
 build_packages=(meson ninja-build gcc pkg-config libsqlite3-dev libsystemd-dev libjansson-dev
                 libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev libxml2-dev scdoc)
 # systemd-analyze checks the unit files, clang-format the formatting.
-test_packages=(systemd clang-format)
+test_packages=(systemd systemd-journal-remote clang-format)
 
 install_missing() {
         local missing=()

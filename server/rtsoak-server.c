@@ -112,6 +112,7 @@ static void help(void) {
                "       rtsoak-server [--db PATH] unwaive WAIVER_ID [--reason TEXT] [--by NAME]\n"
                "       rtsoak-server [--db PATH] waivers [RELEASE]\n"
                "       rtsoak-server [--db PATH] admin-token NAME | admin-revoke NAME\n"
+               "       rtsoak-server [--db PATH] check\n"
                "\n"
                "  --db PATH            farm database (default %s)\n"
                "  --listen ADDR:PORT   address to serve on (default %s; [::1]:PORT for IPv6)\n"
@@ -352,6 +353,12 @@ static int serve(const struct options *o) {
                 log_error_errno(r, "Cannot open the farm database: %s", err);
                 return EXIT_FAILURE;
         }
+
+        int64_t size;
+        if (farm_db_check_skipped(db, &size))
+                log_info("The farm database is %.1f GiB: its integrity check at start is skipped "
+                         "(it reads the whole file); run \"rtsoak-server check\" when convenient",
+                         (double) size / (1 << 30));
 
         r = farm_listen(o->listen, &fd, bound);
         if (r == -EINVAL) {
@@ -610,6 +617,23 @@ static int admin_cmd(const struct options *o, const char *name, bool revoke) {
         return EXIT_SUCCESS;
 }
 
+static int check_cmd(const struct options *o) {
+        char err[FARM_ERROR_MAX];
+        farm_db *db = NULL;
+        if (open_db(o->db_path, &db) < 0)
+                return EXIT_FAILURE;
+        int64_t t = now_ns(CLOCK_MONOTONIC);
+        int r = farm_db_check(db, err);
+        farm_db_close(db);
+        if (r < 0) {
+                log_error("%s", err);
+                return EXIT_FAILURE;
+        }
+        log_info("%s: quick_check ok (%.1f s)", o->db_path,
+                 (double) (now_ns(CLOCK_MONOTONIC) - t) / 1e9);
+        return EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv) {
         struct options o = {
                 .db_path = DB_DEFAULT,
@@ -668,7 +692,7 @@ int main(int argc, char **argv) {
         } commands[] = {
                 { "enroll", 1, 1 },      { "revoke", 1, 1 },       { "verdict", 1, 1 },
                 { "waive", 2, 2 },       { "unwaive", 1, 1 },      { "waivers", 0, 1 },
-                { "admin-token", 1, 1 }, { "admin-revoke", 1, 1 },
+                { "admin-token", 1, 1 }, { "admin-revoke", 1, 1 }, { "check", 0, 0 },
         };
         size_t k = 0;
         for (; k < ELEMENTSOF(commands); k++)
@@ -676,7 +700,7 @@ int main(int argc, char **argv) {
                         break;
         if (k == ELEMENTSOF(commands)) {
                 log_error("Unknown command '%s' (expected enroll, revoke, verdict, waive, unwaive, "
-                          "waivers, admin-token or admin-revoke; see --help)",
+                          "waivers, admin-token, admin-revoke or check; see --help)",
                           cmd);
                 return EXIT_CONFIG;
         }
@@ -707,6 +731,8 @@ int main(int argc, char **argv) {
                 return unwaive_cmd(&o, a1);
         case 5:
                 return waivers_cmd(&o, nargs > 1 ? a1 : NULL);
+        case 8:
+                return check_cmd(&o);
         default:
                 return admin_cmd(&o, a1, k == 7);
         }

@@ -50,6 +50,8 @@ struct farm_db {
         pthread_cond_t cond;        /* a commit finished */
         unsigned queued;            /* uploads that want the writer: they join the open batch */
         bool txn_open;              /* a batch is open */
+        bool check_skipped;         /* too large for the integrity check at open */
+        int64_t size_bytes;         /* of the file at open */
         bool committing;            /* its COMMIT runs, without the lock: nobody else writes */
         struct batch_waiter *batch; /* the uploads stored in the open batch */
         uint64_t commits, batched;  /* batches committed and uploads in them, for the log */

@@ -23,6 +23,14 @@ typedef struct farm_db farm_db;
 int farm_db_open(const char *path, farm_db **ret, char err[static FARM_ERROR_MAX]);
 void farm_db_close(farm_db *db);
 
+/* Databases up to this size get PRAGMA quick_check at every open; larger ones only on
+ * request (farm_db_check), since it reads the whole file. */
+#define FARM_CHECK_AT_OPEN_MAX_BYTES (INT64_C(1) << 30)
+/* Whether the check at open was skipped, and the file's size then. */
+bool farm_db_check_skipped(farm_db *db, int64_t *ret_size_bytes);
+/* PRAGMA quick_check of the whole file: -EBADMSG (err says what) when it is damaged. */
+int farm_db_check(farm_db *db, char err[static FARM_ERROR_MAX]);
+
 /* Creates the machine or gives it a new token (which also lifts a revocation).  threshold_ns
  * and gating < 0 keep the stored values (or take the defaults for a new machine).  Returns 1
  * when the machine was created, 0 when it was re-keyed. */

@@ -65,8 +65,13 @@ int farm_param_uint(const char *name, const char *value, uint64_t min, uint64_t 
 
 int farm_param_page(const char *limit, const char *offset, struct farm_page *ret,
                     char err[static FARM_PARAM_ERROR_MAX]) {
+        return farm_param_page_up_to(limit, offset, FARM_PAGE_LIMIT_MAX, ret, err);
+}
+
+int farm_param_page_up_to(const char *limit, const char *offset, uint64_t max,
+                          struct farm_page *ret, char err[static FARM_PARAM_ERROR_MAX]) {
         struct farm_page p = { .limit = FARM_PAGE_LIMIT_DEFAULT, .offset = 0 };
-        int r = farm_param_uint("limit", limit, 1, FARM_PAGE_LIMIT_MAX, &p.limit, err);
+        int r = farm_param_uint("limit", limit, 1, max, &p.limit, err);
         if (r >= 0)
                 r = farm_param_uint("offset", offset, 0, INT64_MAX, &p.offset, err);
         if (r < 0)

@@ -28,3 +28,6 @@ struct farm_page {
 };
 int farm_param_page(const char *limit, const char *offset, struct farm_page *ret,
                     char err[static FARM_PARAM_ERROR_MAX]);
+/* The same with another largest page (a list whose items are small, such as steps). */
+int farm_param_page_up_to(const char *limit, const char *offset, uint64_t max,
+                          struct farm_page *ret, char err[static FARM_PARAM_ERROR_MAX]);

@@ -16,6 +16,7 @@
 #include "server-query.h"
 #include "timeutil.h"
 
+#define STEPS_PAGE_MAX 10000
 #define API "/api/v1"
 #define DAY_NS FARM_DAY_NS
 #define DEFAULT_WINDOW_NS DAY_NS
@@ -390,8 +391,11 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
 
         if (!check_args(args, allowed, a) || !parse_cpu(args, &cpu, a) ||
             (scenario && !scenario_ok(scenario, a)) ||
-            !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
-                      a) ||
+            /* Steps are small, and every page costs a scan of the window: a month at
+             * 5-minute steps (8,640) fits one page. */
+            !param_ok(farm_param_page_up_to(arg(args, "limit"), arg(args, "offset"), STEPS_PAGE_MAX,
+                                            &page, perr),
+                      perr, a) ||
             !param_ok(farm_param_span("step", arg(args, "step"), &step_ns, perr), perr, a))
                 return 0;
         if (step_ns > (uint64_t) INT64_MAX) {

@@ -13,7 +13,8 @@ struct store {
         int lock_fd;
         bool writer;
         bool uploader;
-        bool outbox; /* intervals and events written also enter the outbox */
+        bool outbox;     /* intervals and events written also enter the outbox */
+        int auto_vacuum; /* PRAGMA auto_vacuum: 0 none, 1 full, 2 incremental */
         char error[STORE_ERROR_MAX];
 };
 
@@ -29,3 +30,14 @@ static inline void sqlite3_finalizep(sqlite3_stmt **st) {
                 sqlite3_finalize(*st);
 }
 #define _cleanup_stmt_ __attribute__((cleanup(sqlite3_finalizep)))
+
+/* The details (JSON object text, at most STORE_DETAILS_MAX) of the unclean_end event of run
+ * u: its last stored interval with the worst latency of each CPU, what load ran then, the
+ * boots and the uptime of the dead one, and what now->kernel_leftovers finds; and a short
+ * summary of it for the event's message. */
+int store_unclean_details(store *s, const struct store_run_info *now, const struct store_unclean *u,
+                          char **ret_details, char *summary, size_t summary_size);
+
+/* For the writer at open: bounds the WAL file, and turns a database made before schema 4
+ * (auto_vacuum off) into one with incremental vacuum if it is small enough to rewrite now. */
+int store_setup_vacuum(store *s);

@@ -2,6 +2,7 @@
 /* The upload outbox: which stored intervals and events still have to reach the farm server,
  * what they hold in the summary's terms, and what became of each upload. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,12 +69,17 @@ static int add_event(store *s, sqlite3_stmt *st, struct summary *ret) {
                 .value = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1
                                                                    : sqlite3_column_int64(st, 4),
                 .message = col_text(st, 5, SUMMARY_MAX_TEXT),
+                .details = sqlite3_column_type(st, 6) == SQLITE_NULL
+                                   ? NULL
+                                   : col_text(st, 6, STORE_DETAILS_MAX),
         };
         ret->nevents++;
-        return e->type && e->message ? 0 : -ENOMEM;
+        return e->type && e->message && (e->details || sqlite3_column_type(st, 6) == SQLITE_NULL)
+                       ? 0
+                       : -ENOMEM;
 }
 
-#define EVENT_COLUMNS "id, time_ns, type, cpu, value_ns, message"
+#define EVENT_COLUMNS "id, time_ns, type, cpu, value_ns, message, details"
 
 static int load_interval(store *s, int64_t id, struct summary *ret) {
         _cleanup_stmt_ sqlite3_stmt *iv = NULL, *cpu = NULL, *ld = NULL, *m = NULL, *ev = NULL;

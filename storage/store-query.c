@@ -268,6 +268,7 @@ void store_events_free(struct store_event_row *e, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(e[i].type);
                 free(e[i].message);
+                free(e[i].details);
         }
         free(e);
 }
@@ -281,7 +282,8 @@ int store_list_events(store *s, const struct store_filter *f, const char *type, 
 
         /* Newest first with the limit, then reversed, so that a limit keeps the latest. */
         r = store_prepare(s,
-                          "SELECT id, run_id, time_ns, type, cpu, value_ns, message FROM events "
+                          "SELECT id, run_id, time_ns, type, cpu, value_ns, message, details "
+                          "FROM events "
                           "WHERE time_ns >= ?1 AND time_ns < ?2 AND (?3 = 0 OR run_id = ?3) "
                           "AND (?4 < 0 OR cpu = ?4) AND (?5 IS NULL OR type = ?5) "
                           "ORDER BY time_ns DESC, id DESC LIMIT ?6",
@@ -313,8 +315,11 @@ int store_list_events(store *s, const struct store_filter *f, const char *type, 
                                             ? -1
                                             : sqlite3_column_int64(st, 5),
                         .message = col_strdup(st, 6),
+                        .details = sqlite3_column_type(st, 7) == SQLITE_NULL ? NULL
+                                                                             : col_strdup(st, 7),
                 };
-                if (!e->type || !e->message) {
+                if (!e->type || !e->message ||
+                    (sqlite3_column_type(st, 7) != SQLITE_NULL && !e->details)) {
                         r = -ENOMEM;
                         goto fail;
                 }

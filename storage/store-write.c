@@ -47,7 +47,7 @@ static int insert_event(store *s, int64_t run_id, int64_t interval_id,
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         int r = store_prepare(s,
                               "INSERT INTO events (run_id, interval_id, time_ns, type, cpu, "
-                              "value_ns, message) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                              "value_ns, message, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                               &st);
         if (r < 0)
                 return r;
@@ -62,6 +62,8 @@ static int insert_event(store *s, int64_t run_id, int64_t interval_id,
         if (ev->value_ns >= 0)
                 sqlite3_bind_int64(st, 6, ev->value_ns);
         sqlite3_bind_text(st, 7, ev->message ?: "", -1, SQLITE_STATIC);
+        if (ev->details)
+                sqlite3_bind_text(st, 8, ev->details, -1, SQLITE_STATIC);
         return step_done(s, st, "cannot store event");
 }
 
@@ -107,14 +109,15 @@ int store_add_event(store *s, int64_t run_id, const struct store_event *ev) {
 static int insert_outbox(store *s, int64_t run_id, int64_t interval_id, int64_t event_id,
                          int64_t now_ns);
 
-static int mark_unclean_runs(store *s, unsigned *ret_count) {
+static int mark_unclean_runs(store *s, const struct store_run_info *now, unsigned *ret_count) {
         _cleanup_stmt_ sqlite3_stmt *sel = NULL, *upd = NULL;
         unsigned n = 0;
         int r, rc;
 
         r = store_prepare(s,
-                          "SELECT id, boot_id, start_ns, last_seen_ns FROM runs "
-                          "WHERE end_reason IS NULL ORDER BY id",
+                          "SELECT r.id, r.boot_id, r.start_ns, r.last_seen_ns, r.interval_ns, "
+                          "NOT EXISTS (SELECT 1 FROM runs l WHERE l.boot_id = r.boot_id AND "
+                          "l.id > r.id) FROM runs r WHERE r.end_reason IS NULL ORDER BY r.id",
                           &sel);
         if (r < 0)
                 return r;
@@ -131,12 +134,27 @@ static int mark_unclean_runs(store *s, unsigned *ret_count) {
                 int64_t start = sqlite3_column_int64(sel, 2);
                 bool seen = sqlite3_column_type(sel, 3) != SQLITE_NULL;
                 int64_t last = seen ? sqlite3_column_int64(sel, 3) : start;
-                char ts[TIMESTAMP_MAX_LEN], msg[512];
+                struct store_unclean u = {
+                        .run_id = id,
+                        .boot_id = boot ?: "",
+                        .same_boot = boot && now->boot_id && strcmp(boot, now->boot_id) == 0,
+                        .last_of_boot = sqlite3_column_int(sel, 5) != 0,
+                        .last_seen_ns = last,
+                        .interval_ns = sqlite3_column_int64(sel, 4),
+                };
+                _cleanup_free_ char *details = NULL;
+                char ts[TIMESTAMP_MAX_LEN], msg[1024], summary[512] = "";
 
+                /* What is known about the end goes into the details; a short form of it into
+                 * the message, for whoever reads only that. */
+                r = store_unclean_details(s, now, &u, &details, summary, sizeof(summary));
+                if (r < 0)
+                        return r;
                 snprintf(msg, sizeof(msg),
                          "run %lld (boot %s) did not end cleanly; its last data is from %s "
-                         "(the daemon was killed, crashed, or the machine lost power or reset)",
-                         (long long) id, boot ?: "?", format_timestamp_utc(ts, last));
+                         "(the daemon was killed, crashed, or the machine lost power or reset)%s%s",
+                         (long long) id, boot ?: "?", format_timestamp_utc(ts, last),
+                         *summary ? "; " : "", summary);
 
                 sqlite3_reset(upd);
                 sqlite3_bind_int64(upd, 1, last);
@@ -152,6 +170,7 @@ static int mark_unclean_runs(store *s, unsigned *ret_count) {
                         .cpu = -1,
                         .value_ns = -1,
                         .message = msg,
+                        .details = details,
                 };
                 r = insert_event(s, id, 0, &ev);
                 if (r >= 0 && s->outbox)
@@ -175,7 +194,7 @@ int store_begin_run(store *s, const struct store_run_info *in, int64_t *ret_run_
         r = begin(s);
         if (r < 0)
                 return r;
-        r = mark_unclean_runs(s, &unclean);
+        r = mark_unclean_runs(s, in, &unclean);
         if (r < 0)
                 goto fail;
 
@@ -183,8 +202,8 @@ int store_begin_run(store *s, const struct store_run_info *in, int64_t *ret_run_
                           "INSERT INTO runs (machine_id, boot_id, hostname, kernel_release, "
                           "kernel_version, kernel_cmdline, preempt_model, daemon_version, "
                           "config_digest, config, cpus, priority, probe_interval_ns, interval_ns, "
-                          "threshold_ns, hist_limit_us, start_ns) "
-                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                          "threshold_ns, hist_limit_us, start_ns, boot_ns) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                           &st);
         if (r < 0)
                 goto fail;
@@ -202,6 +221,8 @@ int store_begin_run(store *s, const struct store_run_info *in, int64_t *ret_run_
                 goto fail;
         sqlite3_bind_int64(st, 16, in->hist_limit_us);
         sqlite3_bind_int64(st, 17, in->start_ns);
+        if (in->boot_ns > 0)
+                sqlite3_bind_int64(st, 18, in->boot_ns);
         r = step_done(s, st, "cannot record the new run");
         if (r < 0)
                 goto fail;

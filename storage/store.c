@@ -87,6 +87,15 @@ static const char *const migrations[] = {
         "  id INTEGER PRIMARY KEY CHECK (id = 1),"
         "  last_success_ns INTEGER, last_error_ns INTEGER, last_error TEXT);"
         "INSERT INTO upload_status (id) VALUES (1);",
+        /* 3 -> 4: when the machine booted (for the uptime of a boot that died), and structured
+         * details of an event (the forensics of an unclean end), as a JSON object. */
+        "ALTER TABLE runs ADD COLUMN boot_ns INTEGER;"
+        "ALTER TABLE events ADD COLUMN details TEXT CHECK (details IS NULL OR "
+        "json_valid(details));"
+        /* What retention needs to delete old rows without scanning whole tables. */
+        "CREATE INDEX events_interval ON events(interval_id) WHERE interval_id IS NOT NULL;"
+        "CREATE INDEX outbox_interval ON outbox(interval_id) WHERE interval_id IS NOT NULL;"
+        "CREATE INDEX outbox_event ON outbox(event_id) WHERE event_id IS NOT NULL;",
 };
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per version");
 
@@ -322,7 +331,15 @@ int store_open(const char *path, unsigned flags, store **ret, char err[static ST
                 r = quick_check(s);
                 if (r < 0)
                         goto fail;
+                /* A new file returns the pages that retention frees, step by step. */
+                if (version == 0)
+                        r = store_exec(s, "PRAGMA auto_vacuum = INCREMENTAL");
+                if (r < 0)
+                        goto fail;
                 r = migrate(s, version);
+                if (r < 0)
+                        goto fail;
+                r = store_setup_vacuum(s);
                 if (r < 0)
                         goto fail;
         } else if (s->uploader && version == STORE_SCHEMA_VERSION) {

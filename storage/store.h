@@ -12,7 +12,7 @@
 typedef struct store store;
 
 #define STORE_ERROR_MAX 512
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 enum {
         STORE_READONLY = 1 << 0, /* for the CLI: never creates or migrates */
@@ -34,6 +34,18 @@ const char *store_error(const store *s);
 /* Whether a writer (rtsoakd) holds the database now. */
 bool store_writer_active(const char *path);
 
+/* A run found not to have ended, as told to store_run_info.kernel_leftovers. */
+struct store_unclean {
+        int64_t run_id;
+        const char *boot_id;
+        bool same_boot;    /* the run died in the boot now running (the daemon died) */
+        bool last_of_boot; /* no later run of its boot: what the boot left is its */
+        int64_t last_seen_ns, interval_ns;
+};
+
+/* Upper bound of an event's details (JSON text); larger ones are cut down by the writer. */
+#define STORE_DETAILS_MAX (64 * 1024)
+
 struct store_run_info {
         const char *machine_id, *boot_id, *hostname;
         const char *kernel_release, *kernel_version, *kernel_cmdline, *preempt_model;
@@ -41,6 +53,13 @@ struct store_run_info {
         uint64_t priority, probe_interval_ns, interval_ns, threshold_ns;
         uint32_t hist_limit_us;
         int64_t start_ns;
+        int64_t boot_ns; /* wall-clock time at which the machine booted; 0: unknown */
+        /* Optional: what the kernel left about an earlier run that did not end cleanly (pstore
+         * records, the journal of its boot), as a JSON object added to the unclean_end event's
+         * details as "kernel".  Called once per unclean run, inside the transaction that
+         * records it; returns malloc'ed JSON text or NULL. */
+        char *(*kernel_leftovers)(void *userdata, const struct store_unclean *u);
+        void *userdata;
 };
 
 /* Marks every run that never ended as ended uncleanly (with an "unclean_end" event carrying
@@ -70,6 +89,7 @@ struct store_event {
         int cpu;          /* -1: not about one CPU */
         int64_t value_ns; /* -1: no value */
         const char *message;
+        const char *details; /* a JSON object, or NULL */
 };
 
 /* One throughput figure of a load generator over an interval ("write", "MiB/s", 12.5). */
@@ -153,6 +173,7 @@ struct store_event_row {
         int64_t id, run_id, time_ns, value_ns;
         int cpu;
         char *type, *message;
+        char *details; /* JSON object text, or NULL */
 };
 void store_events_free(struct store_event_row *e, size_t n);
 /* Events in [since, until), oldest first; type NULL for all; at most limit (0: no limit),
@@ -221,3 +242,26 @@ struct store_upload_status {
 };
 void store_upload_status_done(struct store_upload_status *st);
 int store_get_upload_status(store *s, struct store_upload_status *ret);
+
+/* ---- long-run hygiene ---- */
+
+/* Databases up to this size made before schema 4 are rewritten at open (VACUUM) to return
+ * freed pages to the file system; larger ones keep their size and reuse freed pages. */
+#define STORE_VACUUM_CONVERT_MAX (256ULL * 1024 * 1024)
+
+/* Whether freed pages are given back to the file system (auto_vacuum incremental). */
+bool store_vacuum_incremental(const store *s);
+
+struct store_prune_result {
+        uint64_t intervals, events, outbox; /* rows deleted */
+        uint64_t pages_freed;               /* returned to the file system */
+};
+/* Deletes at most batch intervals (with their CPUs, loads, events and outbox rows) and at
+ * most batch events that started before before_ns and are not waiting for upload, in one
+ * transaction, then returns up to vacuum_pages free pages to the file system.  Adds to *ret;
+ * returns how many intervals and events went (0: nothing left to delete). */
+int store_prune(store *s, int64_t before_ns, size_t batch, unsigned vacuum_pages,
+                struct store_prune_result *ret);
+/* A passive WAL checkpoint: copies what it can into the database without waiting for
+ * readers; the WAL file is cut back to a bound when it restarts. */
+int store_checkpoint(store *s);

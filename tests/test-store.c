@@ -484,7 +484,9 @@ static void test_migration_from_v1(void **state) {
         /* Make it look like a database written by the first schema. */
         sql(p, "DROP TABLE outbox; DROP TABLE upload_status; "
                "DROP TABLE interval_load_metrics; DROP TABLE interval_loads; "
-               "DROP INDEX intervals_scenario; PRAGMA user_version = 1;");
+               "DROP INDEX intervals_scenario; DROP INDEX events_interval; "
+               "ALTER TABLE runs DROP COLUMN boot_ns; "
+               "ALTER TABLE events DROP COLUMN details; PRAGMA user_version = 1;");
         assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
         store_close(s);
         sqlite3 *db;
@@ -592,6 +594,118 @@ static void test_outbox(void **state) {
         free(c0);
 }
 
+static long long query1(const char *path, const char *statement) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        if (sqlite3_prepare_v2(db, statement, -1, &st, NULL) != SQLITE_OK)
+                fail_msg("%s: %s", statement, sqlite3_errmsg(db));
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        long long v = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return v;
+}
+
+/* Retention deletes old intervals with everything that hangs on them, and old events, in
+ * small batches, never what the server has not received, and gives the pages back. */
+static void test_retention(void **state) {
+        store *s = NULL;
+        char err[STORE_ERROR_MAX];
+        int64_t run;
+        uint64_t *c0 = calloc(hist_nbuckets(1000), sizeof(uint64_t)),
+                 *c1 = calloc(hist_nbuckets(1000), sizeof(uint64_t));
+        const int64_t minute = 60000000000LL, t0 = 1796300000000000000LL;
+        const char *p = db_path("retention.db");
+
+        assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
+        assert_true(store_vacuum_incremental(s));
+        assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
+        store_set_outbox(s, true);
+        const struct store_load_metric ms[] = { { "ops", "ops/s", 12.5 } };
+        const struct store_interval_load ld = { "cpu", minute, 1, 0, ms, 1 };
+        for (int i = 0; i < 300; i++) {
+                struct store_cpu_interval rows[2];
+                make_row(&rows[0], c0, 0, t0 + i * minute, 1000, 7000);
+                make_row(&rows[1], c1, 1, t0 + i * minute, 1000, 9000);
+                struct store_event ev = { t0 + i * minute + 5, "violation", 0, 7000, "" };
+                struct store_interval iv = { .run_id = run,
+                                             .seq = (uint64_t) i,
+                                             .start_ns = t0 + i * minute,
+                                             .length_ns = minute,
+                                             .scenario = "cpu",
+                                             .loads = &ld,
+                                             .nloads = 1,
+                                             .cpus = rows,
+                                             .ncpus = 2,
+                                             .events = &ev,
+                                             .nevents = 1 };
+                assert_int_equal(store_write_interval(s, &iv), 0);
+                struct store_event alone = { t0 + i * minute + 7, "scenario", -1, -1, "x" };
+                assert_int_equal(store_add_event(s, run, &alone), 0);
+        }
+        /* The server has the first 500 outbox rows (250 intervals, 250 events). */
+        sql(p, "UPDATE outbox SET state = 'sent' WHERE id <= 500");
+        int64_t pages_before = query1(p, "PRAGMA page_count");
+
+        /* Everything older than 280 minutes may go, but 250 to 279 were not delivered. */
+        struct store_prune_result res = {};
+        int r, rounds = 0;
+        while ((r = store_prune(s, t0 + 280 * minute, 100, 1000, &res)) > 0)
+                rounds++;
+        assert_int_equal(r, 0);
+        assert_int_equal(rounds, 3); /* batches of 100: 100+100, 100+100, 50+50 */
+        assert_int_equal(res.intervals, 250);
+        assert_int_equal(res.events, 500); /* each interval's event and each lone event */
+        assert_int_equal(res.outbox, 500);
+        assert_true(res.pages_freed > 0);
+        store_close(s);
+
+        assert_int_equal(query1(p, "SELECT count(*) FROM intervals"), 50);
+        assert_int_equal(query1(p, "SELECT min(seq) FROM intervals"), 250);
+        assert_int_equal(query1(p, "SELECT count(*) FROM interval_cpus"), 100);
+        assert_int_equal(query1(p, "SELECT count(*) FROM interval_loads"), 50);
+        assert_int_equal(query1(p, "SELECT count(*) FROM interval_load_metrics"), 50);
+        assert_int_equal(query1(p, "SELECT count(*) FROM events"), 100);
+        assert_int_equal(query1(p, "SELECT count(*) FROM outbox WHERE state = 'pending'"), 100);
+        assert_int_equal(query1(p, "SELECT count(*) FROM outbox"), 100);
+        assert_int_equal(query1(p, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+        assert_int_equal(query1(p, "SELECT count(*) FROM runs"), 1);
+        /* The file shrank (incremental vacuum), the free list is empty again. */
+        assert_true(query1(p, "PRAGMA page_count") < pages_before);
+        assert_int_equal(query1(p, "PRAGMA freelist_count"), 0);
+
+        /* Once delivered, the rest goes too. */
+        sql(p, "UPDATE outbox SET state = 'sent'");
+        assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
+        res = (struct store_prune_result){};
+        while (store_prune(s, t0 + 1000 * minute, 100, 1000, &res) > 0)
+                ;
+        assert_int_equal(res.intervals, 50);
+        store_close(s);
+        assert_int_equal(query1(p, "SELECT count(*) FROM intervals"), 0);
+        assert_int_equal(query1(p, "SELECT count(*) FROM events"), 0);
+        free(c0);
+        free(c1);
+}
+
+/* A database made before incremental vacuum (auto_vacuum off) is rewritten with it at open
+ * when it is small, and the schema survives. */
+static void test_vacuum_conversion(void **state) {
+        store *s = NULL;
+        char err[STORE_ERROR_MAX];
+        const char *p = db_path("old-vacuum.db");
+        assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
+        store_close(s);
+        sql(p, "PRAGMA journal_mode = DELETE; PRAGMA auto_vacuum = NONE; VACUUM;");
+        assert_int_equal(query1(p, "PRAGMA auto_vacuum"), 0);
+        assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
+        assert_true(store_vacuum_incremental(s));
+        store_close(s);
+        assert_int_equal(query1(p, "PRAGMA auto_vacuum"), 2);
+        assert_int_equal(query1(p, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_open_create_and_reopen),
@@ -604,6 +718,8 @@ int main(void) {
                 cmocka_unit_test(test_scenarios_and_loads),
                 cmocka_unit_test(test_migration_from_v1),
                 cmocka_unit_test(test_outbox),
+                cmocka_unit_test(test_retention),
+                cmocka_unit_test(test_vacuum_conversion),
         };
         return RUN_TESTS_IN_TMPDIR(tests, dir);
 }

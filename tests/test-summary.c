@@ -83,6 +83,9 @@ static void make(struct summary *s) {
                 8,  T0 + 99, strdup("load_exit"),
                 -1, 137,     strdup("fileio #3 killed by signal 9 \"KILL\"")
         };
+        s->events[1].details = strdup("{\"boot_id\":\"ab\",\"last_interval\":{\"seq\":3,"
+                                      "\"cpus\":[{\"cpu\":0,\"max_ns\":9000}]},\"kernel\":"
+                                      "{\"pstore\":\"empty\"}}");
 }
 
 static void test_roundtrip_every_field(void **state) {
@@ -157,6 +160,8 @@ static void test_roundtrip_every_field(void **state) {
         assert_int_equal(b.events[1].cpu, -1);
         assert_int_equal(b.events[1].value, 137);
         assert_string_equal(b.events[1].message, a.events[1].message);
+        assert_null(b.events[0].details);
+        assert_string_equal(b.events[1].details, a.events[1].details);
 
         /* Encoding the decoded summary gives the same text. */
         char *again;
@@ -231,8 +236,54 @@ static void test_refusals_name_the_field(void **state) {
         refused("\"message\":\"\"", "\"message\":\"a\\u0000b\"", "\\u0000 is not allowed");
         refused("\"message\":\"\"", "\"message\":\"\\u0007\"",
                 "events[0].message: contains a control character");
+        refused("\"details\":{\"boot_id\":\"ab\",\"last_interval\":{\"seq\":3,\"cpus\":[{"
+                "\"cpu\":0,\"max_ns\":9000}]},\"kernel\":{\"pstore\":\"empty\"}}",
+                "\"details\":\"text\"", "events[1].details: not an object");
+        refused("\"details\":{\"boot_id\":\"ab\"",
+                "\"details\":{\"x\":[[[[[[[[[1]]]]]]]]],\"boot_id\":\"ab\"",
+                "events[1].details: nested more than 8 levels deep");
         refused("{\"schema\"", "{\"schema\":1,\"schema\"", "malformed JSON");
         refused("\"events\":[", "\"events\":{", "malformed JSON");
+}
+
+/* Details up to the limit pass; one byte more is refused, naming the size. */
+static void test_details_size_cap(void **state) {
+        struct summary a, b;
+        char *text, err[SUMMARY_ERROR_MAX] = "";
+        for (int over = 0; over <= 1; over++) {
+                make(&a);
+                free(a.events[1].details);
+                /* {"t":"xxx..."} is 8 bytes plus the string. */
+                size_t n = SUMMARY_MAX_DETAILS - 8 + (size_t) over;
+                char *d = malloc(n + 9);
+                memcpy(d, "{\"t\":\"", 6);
+                memset(d + 6, 'x', n);
+                memcpy(d + 6 + n, "\"}", 3);
+                a.events[1].details = d;
+                if (over) {
+                        /* The encoder refuses to send what the decoder would refuse. */
+                        assert_int_equal(summary_encode(&a, &text, NULL), -ERANGE);
+                        /* And the decoder refuses it from elsewhere. */
+                        a.events[1].details = NULL;
+                        assert_int_equal(summary_encode(&a, &text, NULL), 0);
+                        char *at = strstr(text, "\"message\":\"fileio");
+                        assert_non_null(at);
+                        char *big = NULL;
+                        assert_true(asprintf(&big, "%.*s\"details\":%s,%s", (int) (at - text), text,
+                                             d, at) > 0);
+                        assert_int_equal(summary_decode(big, strlen(big), &b, err), -EBADMSG);
+                        assert_non_null(strstr(err, "events[1].details: 65537 bytes"));
+                        free(big);
+                        free(d);
+                } else {
+                        assert_int_equal(summary_encode(&a, &text, NULL), 0);
+                        assert_int_equal(summary_decode(text, strlen(text), &b, err), 0);
+                        assert_int_equal(strlen(b.events[1].details), SUMMARY_MAX_DETAILS);
+                        summary_done(&b);
+                }
+                free(text);
+                summary_done(&a);
+        }
 }
 
 static void test_not_an_object_and_empty(void **state) {
@@ -279,6 +330,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_roundtrip_every_field),
                 cmocka_unit_test(test_refusals_name_the_field),
+                cmocka_unit_test(test_details_size_cap),
                 cmocka_unit_test(test_not_an_object_and_empty),
                 cmocka_unit_test(test_base64),
         };

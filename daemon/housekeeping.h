@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* Housekeeping for a daemon that runs for months: retention, vacuum and WAL checkpoints in
+ * small steps, and events for wall-clock steps and probed CPUs going offline. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "probe.h"
+#include "store.h"
+
+struct housekeeping_params {
+        store *store;
+        int64_t run_id;
+        uint64_t retention_ns; /* 0: keep everything */
+        struct probe **probes;
+        size_t nprobes;
+};
+
+struct housekeeping;
+/* Adds its timers to e; they run on the main loop between interval writes. */
+int housekeeping_start(sd_event *e, const struct housekeeping_params *p, struct housekeeping **ret);
+void housekeeping_free(struct housekeeping *h);
