@@ -132,8 +132,10 @@ static enum outcome attempt(int target, int control) {
                             t <= stalls[k].r1 && t + v >= stalls[k].r1 - 1000000) {
                                 matched[k]++;
                                 found = true;
+                                /* Above: the VM's own stalls of several ms can land in
+                                 * the same wake-up and add to it. */
                                 if (v < (STALL_US - PERIOD_US - 50) * 1000LL ||
-                                    v > STALL_US * 1100LL)
+                                    v > STALL_US * 1250LL)
                                         fail_msg("stall %d: recorded %lld us, injected %d us", k,
                                                  v / 1000, STALL_US);
                                 break;
