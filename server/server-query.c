@@ -393,6 +393,8 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                       a) ||
             !param_ok(farm_param_span("step", arg(args, "step"), &step_ns, perr), perr, a))
                 return 0;
+        if (args->unpaged && !arg(args, "limit"))
+                page.limit = FARM_STEPS_MAX;
         if (step_ns > (uint64_t) INT64_MAX) {
                 answer_error(a, 400, "step=%.64s: too long", arg(args, "step"));
                 return 0;
@@ -963,6 +965,8 @@ static int get_histogram(farm_db *db, const char *id, const struct farm_args *ar
             !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
                       a))
                 return 0;
+        if (args->unpaged && !arg(args, "limit"))
+                page.limit = CPU_MAX;
 
         /* Which runs and days hold data in the window, and which of them are cached. */
         {

@@ -23,6 +23,9 @@ struct farm_args {
         } a[FARM_ARGS_MAX];
         unsigned n;
         bool too_many;
+        /* Set by callers inside the server (the dashboard), never from a request: without
+         * ?limit=, the intervals and histogram queries answer every step and CPU at once. */
+        bool unpaged;
 };
 
 /* What a query route answers: JSON, or text with its content type. */

@@ -767,7 +767,8 @@ static int machine_gaps(struct vctx *v, struct machine *m) {
                         end_run = e->run;
                 }
         }
-        qsort(m->gaps, m->ngaps, sizeof(*m->gaps), cmp_gap);
+        if (m->ngaps)
+                qsort(m->gaps, m->ngaps, sizeof(*m->gaps), cmp_gap);
         for (size_t i = 0; i < m->ngaps; i++)
                 if ((r = gap_problem(v, m, m->gaps[i].run, m->gaps[i].start_ns, m->gaps[i].end_ns,
                                      false)) < 0)
