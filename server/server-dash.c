@@ -133,8 +133,12 @@ static char *fmt_span(char buf[static 32], int64_t ns) {
                 snprintf(buf, 32, "%" PRId64 " s", s);
         else if (s < 3600)
                 snprintf(buf, 32, "%" PRId64 " min", s / 60);
+        else if (s < 86400 && s % 3600 / 60 == 0)
+                snprintf(buf, 32, "%" PRId64 " h", s / 3600);
         else if (s < 86400)
                 snprintf(buf, 32, "%" PRId64 " h %" PRId64 " min", s / 3600, s % 3600 / 60);
+        else if (s % 86400 / 3600 == 0)
+                snprintf(buf, 32, "%" PRId64 " d", s / 86400);
         else
                 snprintf(buf, 32, "%" PRId64 " d %" PRId64 " h", s / 86400, s % 86400 / 3600);
         return buf;
@@ -181,7 +185,7 @@ static const char css[] =
         "header a{font-weight:bold;color:#111;text-decoration:none;font-size:1.2rem}"
         "header .now{margin-left:auto;color:#444;font-size:.9rem}"
         "h1{font-size:1.6rem;margin:.6rem 0}h2{font-size:1.25rem;margin:1.6rem 0 .5rem}"
-        "a{color:#0055a0}"
+        "a{color:#0055a0}a[href^=\"/kernels/\"]{white-space:nowrap}"
         ".scroll{overflow-x:auto}"
         "table{border-collapse:collapse;width:100%;margin:.3rem 0}"
         "th,td{text-align:left;padding:.3rem .6rem;border-bottom:1px solid #ccc;"
@@ -1171,6 +1175,8 @@ struct overview_row {
         json_t *steps; /* the last day of data, per hour */
 };
 
+static int64_t parse_utc(struct dash *x, const char *s);
+
 static int page_overview(struct dash *x) {
         static const char *const none[] = { NULL };
         char err[FARM_ERROR_MAX], b1[32], b2[32], url[128];
@@ -1332,7 +1338,11 @@ static int page_overview(struct dash *x) {
                         verdict_badge(f, js(k, "verdict"));
                         fprintf(f, "</td><td class=\"num\">%" PRId64 "</td><td>",
                                 ji(k, "machines", 0));
-                        esc(f, js(k, "last_run"));
+                        int64_t last = parse_utc(x, js(k, "last_run"));
+                        if (last != INT64_MIN)
+                                put_time(f, last);
+                        else
+                                esc(f, js(k, "last_run"));
                         fprintf(f,
                                 "</td><td class=\"num\">%s</td><td class=\"num%s\">%" PRId64
                                 "</td><td>",
@@ -1407,8 +1417,8 @@ static int coverage_plot(struct dash *x, const char *release, json_t *v, struct 
         int64_t step = MAX(period / COV_BINS / (int64_t) NSEC_PER_SEC, 1) * (int64_t) NSEC_PER_SEC;
         struct svg_cov_machine *cm = calloc(MAX(n, 1), sizeof(*cm));
         struct svg_cov_segment *segs = calloc(MAX(n, 1) * (COV_BINS + 2), sizeof(*segs));
-        char(*hrefs)[64] = calloc(MAX(n, 1), 64);
-        int r = cm && segs && hrefs ? 0 : -ENOMEM;
+        char(*hrefs)[64] = calloc(MAX(n, 1), 64), (*names)[64] = calloc(MAX(n, 1), 64);
+        int r = cm && segs && hrefs && names ? 0 : -ENOMEM;
         json_array_foreach (ms, i, m) {
                 int64_t t = parse_utc(x, js(m, "first"));
                 if (t != INT64_MIN)
@@ -1428,9 +1438,10 @@ static int coverage_plot(struct dash *x, const char *release, json_t *v, struct 
                 struct svg_cov_segment *sg = segs + i * (COV_BINS + 2);
                 size_t ns = 0;
                 snprintf(hrefs[i], 64, "/machines/%.32s", id);
-                cm[i] = (struct svg_cov_machine){ .name = js(m, "hostname") ?: id,
-                                                  .href = hrefs[i],
-                                                  .segs = sg };
+                char nb[16];
+                const char *name = machine_name(m, nb);
+                snprintf(names[i], 64, "%s", name);
+                cm[i] = (struct svg_cov_machine){ .name = names[i], .href = hrefs[i], .segs = sg };
                 for (size_t b = 0; b < nbins; b++)
                         bins[b] = SVG_COV_MISSING;
                 if (json_is_true(json_object_get(m, "ran"))) {
@@ -1495,6 +1506,7 @@ static int coverage_plot(struct dash *x, const char *release, json_t *v, struct 
         free(cm);
         free(segs);
         free(hrefs);
+        free(names);
         return r < 0 ? r : 1;
 }
 

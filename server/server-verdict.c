@@ -1216,7 +1216,7 @@ int farm_kernels_json(farm_db *db, const struct farm_rule *rule, int64_t at_ns,
                         if (r >= 0) {
                                 missing = json_object_get(verdict, "missing");
                                 json_t *k = json_pack(
-                                        "{s:s, s:i, s:i, s:s, s:s, s:I, s:s, s:I, s:O, s:O}",
+                                        "{s:s, s:i, s:i, s:s, s:s, s:I, s:s, s:O, s:O, s:O}",
                                         "release", rows[i].release, "machines", rows[i].machines,
                                         "runs", rows[i].runs, "first_run", ts(t1, rows[i].first),
                                         "last_run", ts(t2, rows[i].last), "covered_ns",
