@@ -14,8 +14,9 @@ src=$PWD
 
 build_packages=(meson ninja-build gcc pkg-config libsqlite3-dev libsystemd-dev libjansson-dev
                 libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev libxml2-dev)
-# systemd-analyze checks the unit files, clang-format the formatting.
-test_packages=(systemd clang-format)
+# systemd-analyze checks the unit files, clang-format the formatting, chromium (headless) the
+# dashboard as a browser shows it.
+test_packages=(systemd clang-format python3 chromium)
 
 install_missing() {
         local missing=()

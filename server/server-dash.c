@@ -211,7 +211,7 @@ static const char css[] =
         ".note{color:#444;font-size:.9rem}"
         ".bad{color:#a33a00;font-weight:bold}"
         "nav.windows a,nav.windows strong{margin-right:.8rem}"
-        "ul.reasons li{margin:.2rem 0}"
+        "ul.reasons li{margin:.2rem 0}ul.waiting{margin:0;padding-left:1.2rem}"
         "code{font-size:.85rem;word-break:break-all}"
         "form{margin:.5rem 0}"
         "@media print{.alert{background:#fff;color:#000}header .now{display:none}}";
