@@ -681,22 +681,29 @@ static int machine_hist(struct dash *x, const struct machine *m, const struct wi
         return 1;
 }
 
-/* The steps of a machine's window, as the long-term plot and the lists need them. */
+/* The steps of a machine's window, as the long-term plot and the lists need them: computed
+ * by the same code as the intervals query, without the JSON of thousands of steps. */
 struct steps {
-        json_t *json; /* the intervals answer */
+        struct farm_steps fs;
         int64_t step_ns;
 };
 
 static int machine_steps(struct dash *x, const struct machine *m, const struct window *w,
                          struct steps *s) {
-        char url[128], from[32], to[32], step[32];
-        s->json = NULL;
+        char err[FARM_ERROR_MAX];
         s->step_ns = lt_step(m, w);
-        snprintf(url, sizeof(url), "/api/v1/machines/%s/intervals", m->id);
-        snprintf(from, sizeof(from), "%" PRId64, w->from);
-        snprintf(to, sizeof(to), "%" PRId64, w->to);
-        snprintf(step, sizeof(step), "%" PRId64 "s", s->step_ns / (int64_t) NSEC_PER_SEC);
-        return api(x, url, &s->json, "from", from, "to", to, "step", step, NULL);
+        int r = farm_machine_steps(x->db, m->id, w->from, w->to, (uint64_t) s->step_ns, &s->fs,
+                                   err);
+        if (r == -E2BIG || r == -ENOSPC || r == -EINVAL) {
+                fail_page(x, 400, "the window holds too much to show: %s; narrow it (from=, to=)",
+                          err);
+                return 0;
+        }
+        if (r < 0) {
+                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
+                return fail_internal(x, r, NULL);
+        }
+        return 1;
 }
 
 static const char *first_name(const json_t *list) {
@@ -704,10 +711,17 @@ static const char *first_name(const json_t *list) {
         return s ?: "";
 }
 
+/* The first of the names in mask ("" for none). */
+static const char *step_name(const struct farm_names *names, uint64_t mask) {
+        if (!mask)
+                return "";
+        unsigned i = (unsigned) __builtin_ctzll(mask);
+        return i < names->n ? names->s[i] : "";
+}
+
 static int machine_lt(struct dash *x, const struct machine *m, const struct window *w,
                       const struct steps *s, struct svg_buf *out) {
-        json_t *steps = json_object_get(s->json, "steps"), *st;
-        size_t n = json_array_size(steps), i;
+        size_t n = s->fs.n;
         struct svg_lt_point *pts = calloc(MAX(n, 1), sizeof(*pts));
         struct svg_lt_mark *marks = calloc(MAX(n, 1), sizeof(*marks));
         struct svg_lt_band *bands = calloc(MAX(n, 1), sizeof(*bands));
@@ -717,25 +731,21 @@ static int machine_lt(struct dash *x, const struct machine *m, const struct wind
         char title[400], hl[300], namebuf[16];
         int r = pts && marks && bands && text ? 0 : -ENOMEM;
 
-        json_array_foreach (steps, i, st) {
-                if (r < 0)
-                        break;
-                int64_t t = ji(st, "start_ns", 0);
-                const char *scen = first_name(json_object_get(st, "scenarios"));
-                const char *kern = first_name(json_object_get(st, "kernels"));
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const struct farm_step *st = &s->fs.v[i];
+                int64_t t = st->start_ns;
+                const char *scen = step_name(&s->fs.scenarios, st->scenarios);
+                const char *kern = step_name(&s->fs.kernels, st->kernels);
                 char *href = text + i * 256, *detail = href + 128;
-                int64_t mt = ji(st, "max_time_ns", t);
                 snprintf(href, 128,
                          "/machines/%s?from=%" PRId64 "&to=%" PRId64 "&hl_from=%" PRId64
                          "&hl_to=%" PRId64,
                          m->id, t - ZOOM_NS, t + s->step_ns + ZOOM_NS, t, t + s->step_ns);
-                snprintf(detail, 128, "CPU %" PRId64 ", scenario %.40s, kernel %.60s",
-                         ji(st, "max_cpu", 0), *scen ? scen : "none", kern);
-                (void) mt;
-                pts[i] = (struct svg_lt_point){ .t_ns = t,
-                                                .max_ns = MAX(ji(st, "max_ns", 0), 0),
-                                                .href = href,
-                                                .detail = detail };
+                snprintf(detail, 128, "CPU %" PRId64 ", scenario %.40s, kernel %.60s", st->max_cpu,
+                         *scen ? scen : "none", kern);
+                pts[i] = (struct svg_lt_point){
+                        .t_ns = t, .max_ns = (int64_t) st->max_ns, .href = href, .detail = detail
+                };
                 if (prev_kernel && strcmp(prev_kernel, kern) != 0)
                         marks[nm++] = (struct svg_lt_mark){ .t_ns = t, .label = kern };
                 prev_kernel = kern;
@@ -823,13 +833,13 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
                           const struct steps *s, json_t *events) {
         FILE *f = x->f;
         char b1[32], b2[32];
-        json_t *steps = json_object_get(s->json, "steps"), *st;
+        const struct farm_step *st;
         size_t i;
 
         /* Violations: the steps whose worst case is over the machine's bound. */
         size_t nviol = 0;
-        json_array_foreach (steps, i, st)
-                nviol += ji(st, "max_ns", 0) > m->bound_ns;
+        for (i = 0; i < s->fs.n; i++)
+                nviol += (int64_t) s->fs.v[i].max_ns > m->bound_ns;
         fprintf(f, "<h2 id=\"violations\">Violations (%zu step%s over the bound of %s)</h2>\n",
                 nviol, nviol == 1 ? "" : "s", fmt_lat(b1, m->bound_ns));
         if (nviol) {
@@ -838,20 +848,21 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
                       "<th>scenario</th><th>kernel</th><th></th></tr>\n",
                       f);
                 size_t shown = 0;
-                json_array_foreach (steps, i, st) {
-                        if (ji(st, "max_ns", 0) <= m->bound_ns || shown++ >= LIST_MAX)
+                for (i = 0; i < s->fs.n; i++) {
+                        st = &s->fs.v[i];
+                        if ((int64_t) st->max_ns <= m->bound_ns || shown++ >= LIST_MAX)
                                 continue;
-                        int64_t t = ji(st, "start_ns", 0), mt = ji(st, "max_time_ns", t);
+                        int64_t t = st->start_ns, mt = st->max_time_ns;
                         bool hl = w->hl_to > w->hl_from && mt >= w->hl_from && t < w->hl_to;
                         fprintf(f, "<tr%s><td>", hl ? " class=\"hl\"" : "");
                         put_time(f, mt);
                         fprintf(f,
                                 "</td><td class=\"num bad\">%s</td><td class=\"num\">%" PRId64
                                 "</td><td>",
-                                fmt_lat(b1, ji(st, "max_ns", 0)), ji(st, "max_cpu", 0));
-                        esc(f, first_name(json_object_get(st, "scenarios")));
+                                fmt_lat(b1, (int64_t) st->max_ns), st->max_cpu);
+                        esc(f, step_name(&s->fs.scenarios, st->scenarios));
                         fputs("</td><td>", f);
-                        kernel_link(f, first_name(json_object_get(st, "kernels")));
+                        kernel_link(f, step_name(&s->fs.kernels, st->kernels));
                         fputs("</td><td><a href=\"", f);
                         zoom_href(f, m->id, t, t + s->step_ns);
                         fputs("\">zoom</a></td></tr>\n", f);
@@ -870,8 +881,8 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
         fputs("<div class=\"scroll\"><table class=\"silences\"><tr><th>from</th><th>to</th>"
               "<th class=\"num\">length</th><th></th></tr>\n",
               f);
-        json_array_foreach (steps, i, st) {
-                int64_t t = ji(st, "start_ns", 0);
+        for (i = 0; i < s->fs.n; i++) {
+                int64_t t = s->fs.v[i].start_ns;
                 if (prev_end != INT64_MIN && t - prev_end > (int64_t) x->rule->max_gap_ns &&
                     nsil++ < LIST_MAX) {
                         bool hl = w->hl_to > w->hl_from && prev_end < w->hl_to && t > w->hl_from;
@@ -1075,7 +1086,7 @@ done:
                 abandon_page(x);
         svg_buf_done(&hist);
         svg_buf_done(&lt);
-        json_decref(s.json);
+        farm_steps_done(&s.fs);
         json_decref(events);
         machine_done(&m);
         return r < 0 ? r : 0;
@@ -1103,7 +1114,7 @@ static int plot_machine(struct dash *x, const char *id, bool histogram) {
         if (r > 0)
                 finish_svg(x, &out);
         svg_buf_done(&out);
-        json_decref(s.json);
+        farm_steps_done(&s.fs);
         machine_done(&m);
         return r < 0 ? r : 0;
 }

@@ -19,7 +19,7 @@
 #define DAY_NS FARM_DAY_NS
 #define DEFAULT_WINDOW_NS DAY_NS
 #define DEFAULT_STEP_NS (60 * (int64_t) NSEC_PER_SEC)
-#define NAMES_MAX 64 /* different scenarios or kernels in one intervals answer */
+#define NAMES_MAX FARM_STEP_NAMES_MAX /* different scenarios or kernels in one intervals answer */
 #define CPU_MAX 8192
 #define TOLERANCE_PERCENT_DEFAULT 10
 #define MIN_DIFFERENCE_NS_DEFAULT (5 * NSEC_PER_USEC)
@@ -332,19 +332,14 @@ static int window_fields(json_t *o, const char *machine, int64_t from, int64_t t
 
 /* ---- GET /api/v1/machines/{id}/intervals ------------------------------------------------ */
 
-struct names {
-        char *s[NAMES_MAX];
-        unsigned n;
-};
-
-static void names_done(struct names *n) {
+static void names_done(struct farm_names *n) {
         for (unsigned i = 0; i < n->n; i++)
                 free(n->s[i]);
         n->n = 0;
 }
 
 /* The index of s ("" for none), added if new: -ENOSPC past NAMES_MAX. */
-static int name_id(struct names *n, const char *s) {
+static int name_id(struct farm_names *n, const char *s) {
         for (unsigned i = 0; i < n->n; i++)
                 if (strcmp(n->s[i], s) == 0)
                         return (int) i;
@@ -354,7 +349,7 @@ static int name_id(struct names *n, const char *s) {
         return n->s[n->n] ? (int) n->n++ : -ENOMEM;
 }
 
-static json_t *names_json(const struct names *n, uint64_t mask, bool empty_is_null) {
+static json_t *names_json(const struct farm_names *n, uint64_t mask, bool empty_is_null) {
         json_t *l = json_array();
         for (unsigned i = 0; l && i < n->n; i++)
                 if (mask & (UINT64_C(1) << i))
@@ -364,12 +359,144 @@ static json_t *names_json(const struct names *n, uint64_t mask, bool empty_is_nu
         return l;
 }
 
-struct step {
-        int64_t start_ns, max_time_ns;
-        uint64_t max_ns, samples, violations, intervals, covered_ns;
-        uint64_t scenarios, kernels; /* bits of the names */
-        int64_t max_cpu;
-};
+void farm_steps_done(struct farm_steps *s) {
+        names_done(&s->scenarios);
+        names_done(&s->kernels);
+        free(s->v);
+        s->v = NULL;
+        s->n = 0;
+}
+
+/* The steps of [from, to) that hold intervals, in time order; reader lock held.  -ENOSPC past
+ * NAMES_MAX scenarios or kernels, other errors with err. */
+static int collect_steps(farm_db *db, const char *id, int64_t from, int64_t to, uint64_t step_ns,
+                         int64_t cpu, const char *scenario, struct farm_steps *ret, char *err) {
+        struct farm_names scen = {}, kern = {};
+        _cleanup_free_ uint32_t *slot = NULL;
+        struct farm_step *steps = NULL;
+        size_t n = 0, alloc = 0;
+        int r = 0, rc;
+        uint64_t nsteps = farm_steps_in(from, to, step_ns);
+        int64_t first = farm_step_floor(from, step_ns);
+
+        *ret = (struct farm_steps){};
+        slot = calloc(nsteps, sizeof(*slot));
+        if (!slot)
+                return -ENOMEM;
+
+        /* The intervals of the machine's runs in the window, through the (run, start_ns)
+         * index; the totals of each interval's CPUs are kept on its row (schema 4), so that a
+         * month of one-minute intervals is 43,200 rows, not one per CPU as well. */
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        if (cpu < 0)
+                r = farm_prepare_r(
+                        db,
+                        "SELECT i.start_ns, i.length_ns, coalesce(i.scenario, ''), i.max_ns, "
+                        "i.max_cpu, i.max_time_ns, i.samples, i.violations, r.kernel_release "
+                        "FROM runs r JOIN intervals i ON i.run = r.id "
+                        "WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
+                        "AND (?4 IS NULL OR i.scenario = ?4)",
+                        &st, err);
+        else
+                r = farm_prepare_r(
+                        db,
+                        "SELECT i.start_ns, i.length_ns, coalesce(i.scenario, ''), c.max_ns, "
+                        "c.cpu, c.max_time_ns, c.samples, c.violations, r.kernel_release "
+                        "FROM runs r JOIN intervals i ON i.run = r.id "
+                        "JOIN interval_cpus c ON c.interval = i.id AND c.cpu = ?5 "
+                        "WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
+                        "AND (?4 IS NULL OR i.scenario = ?4)",
+                        &st, err);
+        if (r < 0) {
+                free(steps);
+                return r;
+        }
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, from);
+        sqlite3_bind_int64(st, 3, to);
+        if (scenario)
+                sqlite3_bind_text(st, 4, scenario, -1, SQLITE_STATIC);
+        if (cpu >= 0)
+                sqlite3_bind_int64(st, 5, cpu);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                int64_t start = sqlite3_column_int64(st, 0);
+                uint64_t k = (uint64_t) (start - first) / step_ns;
+                if (k >= nsteps)
+                        continue; /* cannot happen: start is in [from, to) */
+                if (!slot[k]) {
+                        if (n == alloc) {
+                                size_t na = alloc ? alloc * 2 : 256;
+                                struct farm_step *s = realloc(steps, na * sizeof(*s));
+                                if (!s) {
+                                        r = -ENOMEM;
+                                        break;
+                                }
+                                steps = s;
+                                alloc = na;
+                        }
+                        steps[n] =
+                                (struct farm_step){ .start_ns = first + (int64_t) (k * step_ns) };
+                        slot[k] = (uint32_t) ++n;
+                }
+                struct farm_step *s = &steps[slot[k] - 1];
+                uint64_t max = (uint64_t) sqlite3_column_int64(st, 3);
+                int64_t max_time = sqlite3_column_int64(st, 5);
+                if (!s->intervals || max > s->max_ns ||
+                    (max == s->max_ns && max_time < s->max_time_ns)) {
+                        s->max_ns = max;
+                        s->max_cpu = sqlite3_column_int64(st, 4);
+                        s->max_time_ns = max_time;
+                }
+                s->intervals++;
+                s->covered_ns += (uint64_t) sqlite3_column_int64(st, 1);
+                s->samples += (uint64_t) sqlite3_column_int64(st, 6);
+                s->violations += (uint64_t) sqlite3_column_int64(st, 7);
+                int si = name_id(&scen, (const char *) sqlite3_column_text(st, 2) ?: "");
+                int ki = name_id(&kern, (const char *) sqlite3_column_text(st, 8) ?: "");
+                if (si < 0 || ki < 0) {
+                        r = si < 0 ? si : ki;
+                        break;
+                }
+                s->scenarios |= UINT64_C(1) << si;
+                s->kernels |= UINT64_C(1) << ki;
+        }
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = farm_fail_on(db, db->rdb, rc, "cannot read the intervals", err);
+        else if (r == -ENOMEM)
+                snprintf(err, FARM_ERROR_MAX, "out of memory for the steps");
+        /* In time order. */
+        struct farm_step *ordered = r >= 0 ? calloc(MAX(n, 1), sizeof(*ordered)) : NULL;
+        if (r >= 0 && !ordered) {
+                snprintf(err, FARM_ERROR_MAX, "out of memory for the steps");
+                r = -ENOMEM;
+        }
+        for (uint64_t k = 0, o = 0; ordered && k < nsteps; k++)
+                if (slot[k])
+                        ordered[o++] = steps[slot[k] - 1];
+        free(steps);
+        if (r < 0) {
+                names_done(&scen);
+                names_done(&kern);
+                free(ordered);
+                return r;
+        }
+        *ret = (struct farm_steps){ .v = ordered, .n = n, .scenarios = scen, .kernels = kern };
+        return 0;
+}
+
+int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_t to,
+                       uint64_t step_ns, struct farm_steps *ret, char err[static FARM_ERROR_MAX]) {
+        if (from >= to || step_ns == 0 || step_ns > (uint64_t) INT64_MAX) {
+                snprintf(err, FARM_ERROR_MAX, "steps: an empty window or a bad step");
+                return -EINVAL;
+        }
+        if (farm_steps_in(from, to, step_ns) > FARM_STEPS_MAX) {
+                snprintf(err, FARM_ERROR_MAX, "steps: more than %d in the window", FARM_STEPS_MAX);
+                return -E2BIG;
+        }
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        return collect_steps(db, machine_id, from, to, step_ns, -1, NULL, ret, err);
+}
 
 static int get_intervals(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
                          const char *path, struct farm_answer *a) {
@@ -381,11 +508,7 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
         int64_t from, to, cpu;
         uint64_t step_ns = 0;
         const char *scenario = arg(args, "scenario");
-        struct names scen = {}, kern = {};
-        _cleanup_free_ uint32_t *slot = NULL;
-        _cleanup_free_ struct step *steps = NULL;
-        size_t n = 0, alloc = 0;
-        int r, rc;
+        int r;
 
         if (!check_args(args, allowed, a) || !parse_cpu(args, &cpu, a) ||
             (scenario && !scenario_ok(scenario, a)) ||
@@ -414,111 +537,24 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                              format_timespan(span, step_ns), nsteps, FARM_STEPS_MAX);
                 return 0;
         }
-        int64_t first = farm_step_floor(from, step_ns);
-        slot = calloc(nsteps, sizeof(*slot));
-        if (!slot)
-                return answer_internal(a, -ENOMEM);
-
-        /* The intervals of the machine's runs in the window, through the (run, start_ns)
-         * index; the totals of each interval's CPUs are kept on its row (schema 4), so that a
-         * month of one-minute intervals is 43,200 rows, not one per CPU as well. */
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        if (cpu < 0)
-                r = farm_prepare_r(
-                        db,
-                        "SELECT i.start_ns, i.length_ns, coalesce(i.scenario, ''), i.max_ns, "
-                        "i.max_cpu, i.max_time_ns, i.samples, i.violations, r.kernel_release "
-                        "FROM runs r JOIN intervals i ON i.run = r.id "
-                        "WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
-                        "AND (?4 IS NULL OR i.scenario = ?4)",
-                        &st, a->err);
-        else
-                r = farm_prepare_r(
-                        db,
-                        "SELECT i.start_ns, i.length_ns, coalesce(i.scenario, ''), c.max_ns, "
-                        "c.cpu, c.max_time_ns, c.samples, c.violations, r.kernel_release "
-                        "FROM runs r JOIN intervals i ON i.run = r.id "
-                        "JOIN interval_cpus c ON c.interval = i.id AND c.cpu = ?5 "
-                        "WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
-                        "AND (?4 IS NULL OR i.scenario = ?4)",
-                        &st, a->err);
-        if (r < 0)
-                return answer_internal(a, r);
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, from);
-        sqlite3_bind_int64(st, 3, to);
-        if (scenario)
-                sqlite3_bind_text(st, 4, scenario, -1, SQLITE_STATIC);
-        if (cpu >= 0)
-                sqlite3_bind_int64(st, 5, cpu);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                int64_t start = sqlite3_column_int64(st, 0);
-                uint64_t k = (uint64_t) (start - first) / step_ns;
-                if (k >= nsteps)
-                        continue; /* cannot happen: start is in [from, to) */
-                if (!slot[k]) {
-                        if (n == alloc) {
-                                size_t na = alloc ? alloc * 2 : 256;
-                                struct step *s = realloc(steps, na * sizeof(*s));
-                                if (!s) {
-                                        r = -ENOMEM;
-                                        break;
-                                }
-                                steps = s;
-                                alloc = na;
-                        }
-                        steps[n] = (struct step){ .start_ns = first + (int64_t) (k * step_ns) };
-                        slot[k] = (uint32_t) ++n;
-                }
-                struct step *s = &steps[slot[k] - 1];
-                uint64_t max = (uint64_t) sqlite3_column_int64(st, 3);
-                int64_t max_time = sqlite3_column_int64(st, 5);
-                if (!s->intervals || max > s->max_ns ||
-                    (max == s->max_ns && max_time < s->max_time_ns)) {
-                        s->max_ns = max;
-                        s->max_cpu = sqlite3_column_int64(st, 4);
-                        s->max_time_ns = max_time;
-                }
-                s->intervals++;
-                s->covered_ns += (uint64_t) sqlite3_column_int64(st, 1);
-                s->samples += (uint64_t) sqlite3_column_int64(st, 6);
-                s->violations += (uint64_t) sqlite3_column_int64(st, 7);
-                int si = name_id(&scen, (const char *) sqlite3_column_text(st, 2) ?: "");
-                int ki = name_id(&kern, (const char *) sqlite3_column_text(st, 8) ?: "");
-                if (si < 0 || ki < 0) {
-                        r = si < 0 ? si : ki;
-                        break;
-                }
-                s->scenarios |= UINT64_C(1) << si;
-                s->kernels |= UINT64_C(1) << ki;
-        }
+        struct farm_steps fs;
+        r = collect_steps(db, id, from, to, step_ns, cpu, scenario, &fs, a->err);
         if (r == -ENOSPC) {
-                names_done(&scen);
-                names_done(&kern);
                 answer_error(a, 400,
                              "the window holds more than %d different scenarios or kernels; "
                              "narrow it (from=, to=) or choose a scenario=",
                              NAMES_MAX);
                 return 0;
         }
-        if (r < 0 || (rc != SQLITE_DONE && rc != SQLITE_ROW)) {
-                names_done(&scen);
-                names_done(&kern);
-                if (r >= 0)
-                        r = farm_fail_on(db, db->rdb, rc, "cannot read the intervals", a->err);
-                else
-                        snprintf(a->err, sizeof(a->err), "out of memory for the steps");
+        if (r < 0)
                 return answer_internal(a, r);
-        }
 
         json_t *list = json_array(), *o = json_object();
         uint64_t seen = 0;
-        for (uint64_t k = 0; list && k < nsteps; k++) {
-                if (!slot[k])
-                        continue;
+        for (size_t k = 0; list && k < fs.n; k++) {
                 if (seen++ < page.offset || seen > page.offset + page.limit)
                         continue;
-                const struct step *s = &steps[slot[k] - 1];
+                const struct farm_step *s = &fs.v[k];
                 json_array_append_new(
                         list,
                         json_pack("{s:I, s:o, s:I, s:I, s:I, s:o, s:I, s:I, s:I, s:I, s:o, s:o}",
@@ -530,11 +566,11 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                                   "violations", (json_int_t) s->violations, "intervals",
                                   (json_int_t) s->intervals, "covered_ns",
                                   (json_int_t) s->covered_ns, "scenarios",
-                                  names_json(&scen, s->scenarios, true), "kernels",
-                                  names_json(&kern, s->kernels, false)));
+                                  names_json(&fs.scenarios, s->scenarios, true), "kernels",
+                                  names_json(&fs.kernels, s->kernels, false)));
         }
-        names_done(&scen);
-        names_done(&kern);
+        size_t n = fs.n;
+        farm_steps_done(&fs);
         if (!o || !list || window_fields(o, id, from, to, cpu, scenario) < 0 ||
             json_object_set_new(o, "step_ns", json_integer((json_int_t) step_ns)) < 0 ||
             json_object_set_new(o, "steps", list) < 0 || add_page(o, path, args, &page, n) < 0) {
