@@ -94,10 +94,10 @@ static int time_page(farm_db *db, const struct farm_rule *rule, const char *url,
         int64_t first = t[0];
         qsort(t + 1, n, sizeof(*t), cmp_i64);
         qsort(cpu + 1, n, sizeof(*t), cmp_i64);
-        printf("%s?%s=%s\n  wall: first %.1f ms, median of %u %.1f ms; CPU: median %.1f ms; "
+        printf("%s%s%s%s%s\n  wall: first %.1f ms, median of %u %.1f ms; CPU: median %.1f ms; "
                "%zu bytes\n",
-               url, name ?: "", value ?: "", first / 1e6, n, t[1 + n / 2] / 1e6,
-               cpu[1 + n / 2] / 1e6, bytes);
+               url, name ? "?" : "", name ?: "", name ? "=" : "", value ?: "", first / 1e6, n,
+               t[1 + n / 2] / 1e6, cpu[1 + n / 2] / 1e6, bytes);
         free(t);
         return 0;
 }
