@@ -876,15 +876,23 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
 
         /* Silences: holes between the steps longer than the allowed gap, and the ongoing one. */
         fputs("<h2 id=\"silences\">Silences</h2>\n", f);
-        size_t nsil = 0;
+        size_t nsil = m->silent;
         int64_t prev_end = INT64_MIN;
-        fputs("<div class=\"scroll\"><table class=\"silences\"><tr><th>from</th><th>to</th>"
-              "<th class=\"num\">length</th><th></th></tr>\n",
-              f);
+        for (i = 0; i < s->fs.n; i++) {
+                int64_t t = s->fs.v[i].start_ns;
+                nsil += prev_end != INT64_MIN && t - prev_end > (int64_t) x->rule->max_gap_ns;
+                prev_end = t + s->step_ns;
+        }
+        if (nsil)
+                fputs("<div class=\"scroll\"><table class=\"silences\"><tr><th>from</th>"
+                      "<th>to</th><th class=\"num\">length</th><th></th></tr>\n",
+                      f);
+        size_t shown = 0;
+        prev_end = INT64_MIN;
         for (i = 0; i < s->fs.n; i++) {
                 int64_t t = s->fs.v[i].start_ns;
                 if (prev_end != INT64_MIN && t - prev_end > (int64_t) x->rule->max_gap_ns &&
-                    nsil++ < LIST_MAX) {
+                    shown++ < LIST_MAX) {
                         bool hl = w->hl_to > w->hl_from && prev_end < w->hl_to && t > w->hl_from;
                         fprintf(f, "<tr%s><td>", hl ? " class=\"hl\"" : "");
                         put_time(f, prev_end);
@@ -898,7 +906,6 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
                 prev_end = t + s->step_ns;
         }
         if (m->silent) {
-                nsil++;
                 fputs("<tr class=\"silent\"><td>", f);
                 put_time(f, m->last_data_ns);
                 fprintf(f,
@@ -906,11 +913,15 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
                         "<td></td></tr>\n",
                         fmt_span(b1, x->now - m->last_data_ns));
         }
-        fputs("</table></div>\n", f);
+        if (nsil)
+                fputs("</table></div>\n", f);
+        if (shown > LIST_MAX)
+                fprintf(f, "<p class=\"note\">and %zu more; narrow the window.</p>\n",
+                        shown - LIST_MAX);
         if (!nsil)
-                fputs("<p>None in this window: no hole longer than the allowed gap of ", f);
-        if (!nsil)
-                fprintf(f, "%s.</p>\n", fmt_span(b1, (int64_t) x->rule->max_gap_ns));
+                fprintf(f,
+                        "<p>None in this window: no hole longer than the allowed gap of %s.</p>\n",
+                        fmt_span(b1, (int64_t) x->rule->max_gap_ns));
 
         /* Events of the window: unclean ends, generator failures, the machine's own
          * violation events. */

@@ -9,7 +9,7 @@
                              a log axis, the evidence link zoomed on the interval); screenshots
                              are left in $DASHBOARD_ARTEFACT_DIR
 
-The farm: lab-clean (4 CPUs, kernel K1, reporting), a machine named lab<&">fail (kernel K2, one
+The farm: lab-clean (4 CPUs, kernel K1, reporting, an hour-long hole), a machine named lab<&">fail (kernel K2, one
 interval at 500 us on CPU 1), lab-silent (K1, its history ends two days ago), a machine enrolled
 without data, and a machine outside the gating set that alone ran kernel K3.  TAP output; exit
 77 (skipped) only when the chromium binary is missing for the browser part.
@@ -92,7 +92,8 @@ class Farm:
             raise RuntimeError("the server did not start: " + open(self.log).read())
         common = ["--server", self.url, "--quiet", "--batch", "1000", "--interval", "1min"]
         jobs = [
-            [CLEAN, K1, "--days", "2", "--cpus", "4", "--hostname", "lab-clean", "--to", "now"],
+            [CLEAN, K1, "--days", "2", "--cpus", "4", "--hostname", "lab-clean", "--to", "now",
+             "--gap", "20h ago,19h ago"],
             [FAIL, K2, "--days", "2", "--cpus", "2", "--hostname", BAD_HOST, "--to", "now",
              "--spike", "6h ago,1,500us"],
             [SILENT, K1, "--days", "2", "--cpus", "2", "--hostname", "lab-silent",
@@ -228,6 +229,17 @@ def test_http(farm):
                   body)
     check(m and m.group(3) == m.group(4), "times are shown in UTC without JavaScript",
           m.group(0) if m else body[:300])
+
+    # Silences: the hour-long hole of lab-clean, and lab-silent's ongoing silence.
+    body = farm.get(f"/machines/{CLEAN}")[2]
+    rows = re.findall(r'<table class="silences">(.*?)</table>', body, re.S)
+    check(rows and rows[0].count("<tr") == 2 and "zoom" in rows[0],
+          "the machine page lists the hour-long hole under Silences", rows)
+    body = farm.get(f"/machines/{SILENT}")[2]
+    text, _ = visible(body)
+    check("still silent" in text and 'id="silent"' in body,
+          "the silent machine's page says it is silent, at the top and under Silences",
+          text[:600])
 
     # The machine without data: a page that says so.
     text, _ = visible(farm.get(f"/machines/{EMPTY}")[2])
