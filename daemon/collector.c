@@ -293,7 +293,9 @@ static int write_one(struct collector *c, uint64_t k, int64_t now_mono) {
                 /* Every CPU is late (a stall of the whole machine): there is no interval to
                  * attach the events to, but they are worth keeping. */
                 for (size_t i = 0; i < b.nevents; i++) {
+                        heartbeat_enter(c->p.storage_beat);
                         r = store_add_event(c->store, c->run_id, &b.events[i]);
+                        heartbeat_leave(c->p.storage_beat);
                         if (r < 0) {
                                 log_error("Failed to store an event: %s", store_error(c->store));
                                 goto out;
@@ -312,7 +314,9 @@ static int write_one(struct collector *c, uint64_t k, int64_t now_mono) {
                 };
                 if (c->p.annotate)
                         c->p.annotate(c->p.userdata, k, &iv);
+                heartbeat_enter(c->p.storage_beat);
                 r = store_write_interval(c->store, &iv);
+                heartbeat_leave(c->p.storage_beat);
                 if (r < 0) {
                         c->stats.write_failures++;
                         log_error("Failed to store interval %" PRIu64 ": %s (keeping it in "
@@ -404,4 +408,8 @@ int collector_poll(struct collector *c, int64_t now_mono, bool final) {
                 }
         }
         return written;
+}
+
+void collector_set_threshold(struct collector *c, uint64_t threshold_ns) {
+        c->p.threshold_ns = threshold_ns;
 }

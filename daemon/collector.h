@@ -8,6 +8,7 @@
 
 #include "probe.h"
 #include "store.h"
+#include "watchdog.h"
 
 struct collector_params {
         uint64_t period_ns;
@@ -23,6 +24,9 @@ struct collector_params {
          * stored; called again if the write fails and is retried. */
         void (*annotate)(void *userdata, uint64_t k, struct store_interval *iv);
         void *userdata;
+        /* Optional: marks the storage calls, so that a watchdog can tell a stuck database
+         * from a stuck collector. */
+        struct heartbeat *storage_beat;
 };
 
 struct collector;
@@ -49,3 +53,6 @@ struct collector_stats {
         uint64_t total_violations;
 };
 void collector_get_stats(const struct collector *c, struct collector_stats *ret);
+
+/* A reloaded [Probe] Threshold= (for the messages about violations). */
+void collector_set_threshold(struct collector *c, uint64_t threshold_ns);

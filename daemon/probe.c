@@ -148,7 +148,7 @@ static void *probe_thread_main(void *arg) {
         const struct probe_params *pp = &p->params;
         const int64_t interval = (int64_t) pp->interval_ns, period = (int64_t) pp->period_ns,
                       base = pp->base_mono_ns;
-        const uint64_t threshold = pp->threshold_ns;
+        uint64_t threshold = pp->threshold_ns;
         const uint32_t limit = pp->hist_limit_us;
         int r;
 
@@ -203,6 +203,20 @@ static void *probe_thread_main(void *arg) {
                         } else
                                 slot->ring_full++;
                         boundary = nstart + period;
+                        atomic_store_explicit(&p->open_max_ns, 0, memory_order_relaxed);
+                        uint64_t t = atomic_load_explicit(&p->ctl->threshold_ns,
+                                                          memory_order_relaxed);
+                        if (t)
+                                threshold = t;
+                        if (_unlikely_(atomic_load_explicit(&p->ctl->test_hang_cpu,
+                                                            memory_order_relaxed) == p->cpu + 1)) {
+                                /* Test-only: stop turning, as a stuck probe would. */
+                                while (!atomic_load_explicit(&p->ctl->stop, memory_order_relaxed)) {
+                                        struct timespec ms = { 0, 10 * 1000 * 1000 };
+                                        nanosleep(&ms, NULL);
+                                }
+                                break;
+                        }
                 }
 
                 slot->samples++;
@@ -212,6 +226,7 @@ static void *probe_thread_main(void *arg) {
                 if (lat > slot->max_ns) {
                         slot->max_ns = lat;
                         slot->max_time_mono_ns = next;
+                        atomic_store_explicit(&p->open_max_ns, lat, memory_order_relaxed);
                 }
                 slot->hist[hist_index(limit, lat)]++;
                 if (_unlikely_(lat > threshold)) {

@@ -54,6 +54,12 @@ enum probe_state {
 struct probe_control {
         _Atomic bool go;
         _Atomic bool stop;
+        /* Read at each interval boundary: a reloaded threshold applies from the next
+         * interval on.  0: the one of the probe's params. */
+        _Atomic uint64_t threshold_ns;
+        /* Test-only fault (RTSOAKD_TEST_HANG=probe): the probe on CPU test_hang_cpu - 1 stops
+         * at its next interval boundary, as if stuck, until told to stop.  0: none. */
+        _Atomic int test_hang_cpu;
 } _cacheline_aligned_;
 
 struct probe {
@@ -63,6 +69,7 @@ struct probe {
         _Atomic uint64_t tail _cacheline_aligned_;     /* slots consumed (consumer writes) */
         _Atomic uint64_t progress _cacheline_aligned_; /* samples in the open slot, relaxed:
                                                         * lets a watchdog see the loop turn */
+        _Atomic uint64_t open_max_ns; /* worst latency of the open slot, relaxed: for status */
 
         int cpu _cacheline_aligned_;
         struct probe_params params;

@@ -21,13 +21,16 @@
 #include "loadsup.h"
 #include "log.h"
 #include "macro.h"
+#include "notify.h"
 #include "probe.h"
+#include "reload.h"
 #include "rt-setup.h"
 #include "sha256.h"
 #include "store.h"
 #include "sysinfo.h"
 #include "timeutil.h"
 #include "uploader.h"
+#include "watchdog.h"
 
 #define STACK_PREFAULT (64 * 1024)
 /* A probe finishes within one period of being told to stop, unless something of higher
@@ -62,6 +65,28 @@ struct daemon {
         uint64_t cur_k;             /* the interval now running */
         int64_t next_boundary_mono; /* when it ends */
         int64_t base_mono, mono_to_real;
+
+        /* systemd: readiness, status, the watchdog, reloads. */
+        const char *config_path;
+        bool explicit_config;
+        char *const *sets;
+        struct sysinfo_run si;
+        char *db_path; /* a copy the watchdog thread may read */
+        _Atomic bool outbox_on;
+        bool ready_sent;
+        uint64_t backlog; /* pending outbox rows at the last look */
+        int64_t last_status_mono;
+        uint64_t poll_cap_usec; /* the main loop turns at least this often */
+        struct heartbeat hb_collector, hb_storage, hb_uploader;
+        struct heartbeat *parts[4]; /* what the watchdog checks besides the probes */
+        struct watchdog *watchdog;
+        uint64_t watchdog_period_ns;
+        const char *test_hang; /* RTSOAKD_TEST_HANG (test-only), NULL: none */
+        uint64_t test_hang_after_ns;
+        /* Configurations replaced by a reload: the loads and the interval records may still
+         * point at their scenarios, so they live until the end. */
+        struct daemon_config *retired;
+        size_t nretired;
 };
 
 #define RECORDS_MAX 2048
@@ -90,7 +115,10 @@ static void add_event(struct daemon *d, const char *type, int64_t value, const c
                 .value_ns = value,
                 .message = message,
         };
-        if (store_add_event(d->store, d->run_id, &ev) < 0)
+        heartbeat_enter(&d->hb_storage);
+        int r = store_add_event(d->store, d->run_id, &ev);
+        heartbeat_leave(&d->hb_storage);
+        if (r < 0)
                 log_error("Failed to store a %s event (%s): %s", type, message,
                           store_error(d->store));
 }
@@ -137,11 +165,23 @@ static void annotate_interval(void *userdata, uint64_t k, struct store_interval 
         }
 }
 
+/* After a reload, a scenario with the same name and loads is the one running: it goes on. */
+static bool scenario_same(const struct scenario *a, const struct scenario *b) {
+        if (a == b)
+                return true;
+        if (!a || !b || strcmp(a->name, b->name) != 0 || a->nloads != b->nloads)
+                return false;
+        for (size_t i = 0; i < a->nloads; i++)
+                if (strcmp(a->loads[i].text, b->loads[i].text) != 0)
+                        return false;
+        return true;
+}
+
 static void start_scenario(struct daemon *d, int64_t real_ns, int64_t now_mono) {
         char when[TIMESTAMP_MAX_LEN], msg[256];
         int64_t end;
         const struct schedule_step *st = schedule_at(&d->cfg, real_ns, NULL, &end);
-        if (st->scenario == loadsup_scenario(d->loads))
+        if (scenario_same(st->scenario, loadsup_scenario(d->loads)))
                 return;
         snprintf(msg, sizeof(msg), "scenario %s: %zu load%s until %s", st->scenario->name,
                  st->scenario->nloads, st->scenario->nloads == 1 ? "" : "s",
@@ -182,6 +222,11 @@ static void stop(struct daemon *d, const char *why) {
                 record_loads(d, d->cur_k, now, now);
                 loadsup_stop(d->loads);
         }
+        /* The watchdog ends with the service's running state; test faults that can be
+         * released are, so that the stop completes. */
+        watchdog_stop(d->watchdog);
+        d->watchdog = NULL;
+        atomic_store(&d->hb_uploader.test_hang, false);
         atomic_store_explicit(&d->ctl.stop, true, memory_order_release);
         sd_notify(0, "STOPPING=1");
         /* Probes finish within one period; look again soon. */
@@ -189,19 +234,48 @@ static void stop(struct daemon *d, const char *why) {
         sd_event_source_set_enabled(d->poll_source, SD_EVENT_ONESHOT);
 }
 
+/* Pending outbox rows: the upload backlog shown in the status. */
+static void refresh_backlog(struct daemon *d) {
+        struct store_upload_status us = {};
+        if (!d->token)
+                return;
+        heartbeat_enter(&d->hb_storage);
+        int r = store_get_upload_status(d->store, &us);
+        heartbeat_leave(&d->hb_storage);
+        if (r >= 0)
+                d->backlog = us.pending;
+        store_upload_status_done(&us);
+}
+
+/* One line for "systemctl status": the scenario, the worst wake-up of the interval now
+ * running (what the probes publish for their open slot), and the upload backlog. */
 static void notify_status(struct daemon *d) {
         const struct scenario *sc = d->loads ? loadsup_scenario(d->loads) : NULL;
         struct collector_stats st;
-        char worst[64] = "no interval stored yet";
+        char upload[64] = "upload off", last[64] = "last interval none";
+        uint64_t worst = 0;
+        int worst_cpu = -1;
+
+        for (size_t i = 0; i < d->nprobes; i++) {
+                uint64_t m = atomic_load_explicit(&d->probes[i]->open_max_ns, memory_order_relaxed);
+                if (worst_cpu < 0 || m > worst) {
+                        worst = m;
+                        worst_cpu = d->probes[i]->cpu;
+                }
+        }
         collector_get_stats(d->collector, &st);
+        if (d->token)
+                snprintf(upload, sizeof(upload), "upload backlog %" PRIu64 " rows", d->backlog);
+        /* Just after a boundary the open interval has little to show: the last one too. */
         if (st.intervals_written > 0)
-                snprintf(worst, sizeof(worst), "worst of last interval %.1f us on CPU %d",
+                snprintf(last, sizeof(last), "last interval %.1f us (CPU %d)",
                          (double) st.last_max_ns / 1000.0, st.last_max_cpu);
         sd_notifyf(0,
-                   "STATUS=run %" PRId64 ", scenario %s, %" PRIu64 " intervals stored, %s, %" PRIu64
-                   " violations",
-                   d->run_id, sc ? sc->name : "none", st.intervals_written, worst,
-                   st.total_violations);
+                   "STATUS=Scenario %s; worst this interval %.1f us (CPU %d); %s; %s; %" PRIu64
+                   " intervals stored, %" PRIu64 " violations",
+                   sc ? sc->name : "none", (double) worst / 1000.0, worst_cpu, last, upload,
+                   st.intervals_written, st.total_violations);
+        d->last_status_mono = now_ns(CLOCK_MONOTONIC);
 }
 
 static bool probes_done(struct daemon *d) {
@@ -227,6 +301,137 @@ static void check_probe_failures(struct daemon *d) {
         }
 }
 
+/* Called from the watchdog thread once per stall, after its pings stopped: the stall goes
+ * into storage through a connection of its own (the main thread may be the one stuck). */
+static void on_watchdog_stall(void *userdata, const char *parts, uint64_t stalled_ns) {
+        struct daemon *d = userdata;
+        char err[STORE_ERROR_MAX], msg[768], span[TIMESPAN_MAX_LEN];
+        store *s = NULL;
+
+        snprintf(msg, sizeof(msg), "no progress for %s from: %s; systemd watchdog pings stopped",
+                 format_timespan(span, stalled_ns / NSEC_PER_MSEC * NSEC_PER_MSEC), parts);
+        int r = store_open(d->db_path, STORE_UPLOADER, &s, err);
+        if (r < 0) {
+                log_error("Watchdog: cannot record the stall in storage: %s", err);
+                return;
+        }
+        store_set_outbox(s, atomic_load(&d->outbox_on));
+        struct store_event ev = {
+                .time_ns = now_ns(CLOCK_REALTIME),
+                .type = "watchdog_stall",
+                .cpu = -1,
+                .value_ns = (int64_t) stalled_ns,
+                .message = msg,
+        };
+        r = store_add_event(s, d->run_id, &ev);
+        if (r < 0)
+                log_error("Watchdog: cannot record the stall in storage: %s", store_error(s));
+        else
+                log_info("Watchdog: stall recorded as a watchdog_stall event");
+        store_close(s);
+}
+
+/* Test-only (RTSOAKD_TEST_HANG): makes one part hang, as if stuck, for the watchdog tests. */
+static int on_test_hang(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct daemon *d = userdata;
+        (void) s;
+        (void) usec;
+        log_warning("Test fault RTSOAKD_TEST_HANG=%s: that part hangs now", d->test_hang);
+        if (strcmp(d->test_hang, "collector") == 0)
+                atomic_store(&d->hb_collector.test_hang, true);
+        else if (strcmp(d->test_hang, "storage") == 0)
+                atomic_store(&d->hb_storage.test_hang, true);
+        else if (strcmp(d->test_hang, "uploader") == 0)
+                atomic_store(&d->hb_uploader.test_hang, true);
+        else
+                atomic_store(&d->ctl.test_hang_cpu, d->probes[0]->cpu + 1);
+        return 0;
+}
+
+static int parse_test_hang(struct daemon *d) {
+        const char *v = getenv("RTSOAKD_TEST_HANG"), *after = getenv("RTSOAKD_TEST_HANG_AFTER");
+        const char *reason = NULL;
+        if (!v || !*v)
+                return 0;
+        if (strcmp(v, "collector") != 0 && strcmp(v, "storage") != 0 &&
+            strcmp(v, "uploader") != 0 && strcmp(v, "probe") != 0) {
+                log_error("RTSOAKD_TEST_HANG=%s: not one of collector, storage, uploader, probe",
+                          v);
+                return -EINVAL;
+        }
+        if (strcmp(v, "uploader") == 0 && !*d->cfg.upload_server) {
+                log_error("RTSOAKD_TEST_HANG=uploader: no uploader runs ([Upload] Server= is "
+                          "empty)");
+                return -EINVAL;
+        }
+        d->test_hang_after_ns = 3 * NSEC_PER_SEC;
+        if (after && parse_timespan(after, &d->test_hang_after_ns, &reason) < 0) {
+                log_error("RTSOAKD_TEST_HANG_AFTER=%s: %s", after, reason);
+                return -EINVAL;
+        }
+        d->test_hang = v;
+        log_warning("Test fault RTSOAKD_TEST_HANG=%s set: that part will hang on purpose (for "
+                    "tests only)",
+                    v);
+        return 0;
+}
+
+/* READY=1 once every probe thread measures, and runs (as the kernel says, not as we asked)
+ * at its real-time priority, on its CPU, in locked memory; then the watchdog starts. */
+static void check_ready(struct daemon *d) {
+        char why[1024];
+        int r;
+
+        if (d->ready_sent || d->stopping || !notify_probes_measuring(d->probes, d->nprobes))
+                return;
+        r = notify_verify_probes(d->probes, d->nprobes, (int) d->cfg.priority, d->cfg.lock_memory,
+                                 why, sizeof(why));
+        if (r < 0) {
+                log_error("Not ready: %s", why);
+                d->failed = true;
+                snprintf(d->fail_message, sizeof(d->fail_message), "%s", why);
+                stop(d, "the probes do not run as configured");
+                return;
+        }
+        d->ready_sent = true;
+        log_info("Ready: %zu probe thread(s) measuring at SCHED_FIFO %" PRIu64 ", pinned%s",
+                 d->nprobes, d->cfg.priority,
+                 d->cfg.lock_memory ? ", in locked memory" : " (memory not locked)");
+        refresh_backlog(d);
+        sd_notify(0, "READY=1");
+        notify_status(d);
+
+        if (d->watchdog_period_ns > 0) {
+                /* Storage first: when the main thread is stuck in it, it is the cause. */
+                d->parts[0] = &d->hb_storage;
+                d->parts[1] = &d->hb_collector;
+                d->parts[2] = &d->hb_uploader;
+                d->parts[3] = NULL;
+                struct watchdog_params wp = {
+                        .period_ns = d->watchdog_period_ns,
+                        .probes = d->probes,
+                        .nprobes = d->nprobes,
+                        .parts = d->parts,
+                        .on_stall = on_watchdog_stall,
+                        .userdata = d,
+                };
+                char span[TIMESPAN_MAX_LEN];
+                r = watchdog_start(&wp, &d->watchdog);
+                if (r < 0)
+                        log_error_errno(r, "Failed to start the watchdog thread: %m");
+                else
+                        log_info("Watchdog: pinging systemd every %s while every part makes "
+                                 "progress",
+                                 format_timespan(span, d->watchdog_period_ns));
+        }
+        if (d->test_hang) {
+                r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC,
+                                               d->test_hang_after_ns / 1000, 1000, on_test_hang, d);
+                if (r < 0)
+                        log_error_errno(r, "Failed to arm the test fault: %m");
+        }
+}
+
 static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
         struct daemon *d = userdata;
         int64_t now = now_ns(CLOCK_MONOTONIC);
@@ -235,7 +440,9 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
 
         (void) s;
         (void) usec;
+        heartbeat_beat(&d->hb_collector);
         check_probe_failures(d);
+        check_ready(d);
 
         bool timed_out = d->stopping && !probes_done(d) && now > d->stop_deadline_mono;
         if (timed_out) {
@@ -280,8 +487,11 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
         if (r > 0) {
                 if (d->uploader)
                         uploader_poke(d->uploader);
-                notify_status(d);
+                refresh_backlog(d);
         }
+        if (d->ready_sent && !d->stopping &&
+            (r > 0 || now - d->last_status_mono >= (int64_t) NSEC_PER_SEC))
+                notify_status(d);
 
         if (d->stopping)
                 next_usec = 10 * 1000;
@@ -296,17 +506,23 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
                 next_usec = due > now ? (uint64_t) (due - now) / 1000 : 20 * 1000;
                 if (next_usec > 1000 * 1000)
                         next_usec = 1000 * 1000; /* also notices failed probes promptly */
+                if (!d->ready_sent)
+                        next_usec = MIN(next_usec, 20 * 1000);
         }
+        next_usec = MIN(next_usec, d->poll_cap_usec);
         sd_event_source_set_time_relative(d->poll_source, next_usec);
         sd_event_source_set_enabled(d->poll_source, SD_EVENT_ONESHOT);
         return 0;
 }
 
+static void reload(struct daemon *d);
+
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         struct daemon *d = userdata;
         (void) s;
         if (si->ssi_signo == SIGHUP) {
-                log_warning("SIGHUP: reloading the configuration is not supported yet, ignoring");
+                if (!d->stopping)
+                        reload(d);
                 return 0;
         }
         stop(d, si->ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -349,6 +565,148 @@ static int read_token(const char *path, char **ret) {
         *ret = strdup(line);
         explicit_bzero(line, sizeof(line));
         return *ret ? 0 : log_oom();
+}
+
+static void on_uploader_alive(void *userdata) {
+        struct daemon *d = userdata;
+        heartbeat_beat(&d->hb_uploader);
+}
+
+/* The uploader thread drains the outbox at its own pace. */
+static int start_uploader(struct daemon *d) {
+        struct uploader_params up = {
+                .db_path = d->cfg.storage_path,
+                .server = d->cfg.upload_server,
+                .token = d->token,
+                .ca_file = d->cfg.upload_ca_file,
+                .batch = d->cfg.upload_batch,
+                .connect_timeout_ns = d->cfg.upload_connect_timeout_ns,
+                .timeout_ns = d->cfg.upload_timeout_ns,
+                .backoff_min_ns = NSEC_PER_SEC,
+                .backoff_max_ns = d->cfg.upload_retry_max_ns,
+                .machine_id = d->si.machine_id,
+                .hostname = d->si.hostname,
+                .cpu_model = d->si.cpu_model,
+                .cpus = (uint32_t) d->cpus.n,
+                .on_alive = on_uploader_alive,
+                .alive_userdata = d,
+                .alive_ns = d->poll_cap_usec * NSEC_PER_USEC,
+        };
+        int r = uploader_start(&up, &d->uploader);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the uploader: %m");
+        atomic_store(&d->hb_uploader.active, true);
+        log_info("Uploading to %s", d->cfg.upload_server);
+        return 0;
+}
+
+static void stop_uploader(struct daemon *d) {
+        atomic_store(&d->hb_uploader.active, false);
+        uploader_stop(d->uploader);
+        d->uploader = NULL;
+}
+
+/* SIGHUP: the configuration files again.  A bad one is refused and the running one stays; a
+ * good one applies what can change live (the rotation and scenarios from the next interval
+ * boundary, [Probe] Threshold= from the next interval, [Upload] at once) and keeps the keys
+ * that need a restart at their running values.  The probes and the open interval go on. */
+static void reload(struct daemon *d) {
+        char err[CONF_ERROR_MAX], msg[2048], digest[2 * SHA256_DIGEST_SIZE + 1];
+        struct reload_result rr;
+        char *token = NULL, *text = NULL;
+        int r;
+
+        /* Before READY=1 a reload is still done, but systemd hears of neither. */
+        if (d->ready_sent)
+                sd_notifyf(0,
+                           "RELOADING=1\nMONOTONIC_USEC=%" PRIu64
+                           "\nSTATUS=Reloading the configuration",
+                           (uint64_t) now_ns(CLOCK_MONOTONIC) / NSEC_PER_USEC);
+        log_info("SIGHUP: reloading the configuration (%s)",
+                 d->explicit_config || access(d->config_path, F_OK) == 0 ? d->config_path
+                                                                         : "built-in defaults");
+        r = reload_config(&d->cfg, d->config_path, d->explicit_config, d->sets, &rr, err);
+        if (r < 0) {
+                log_error("Configuration reload refused, the running configuration stays: %s", err);
+                add_event(d, "config_reload_failed", -1, err);
+                goto done;
+        }
+        /* The token file is read again at every reload: a new token needs no restart. */
+        bool upload_changed = strstr(rr.changed, "Upload.") != NULL;
+        if (*rr.cfg.upload_server) {
+                r = read_token(rr.cfg.upload_token_file, &token);
+                if (r < 0) {
+                        snprintf(msg, sizeof(msg), "[Upload] TokenFile=%s: cannot read the token",
+                                 rr.cfg.upload_token_file);
+                        log_error("Configuration reload refused, the running configuration "
+                                  "stays");
+                        add_event(d, "config_reload_failed", -1, msg);
+                        reload_result_done(&rr);
+                        goto done;
+                }
+        }
+        struct daemon_config *a = realloc(d->retired, (d->nretired + 1) * sizeof(*a));
+        if (!a) {
+                log_oom();
+                if (token)
+                        explicit_bzero(token, strlen(token));
+                free(token);
+                reload_result_done(&rr);
+                goto done;
+        }
+        if (token && (!d->token || strcmp(token, d->token) != 0)) {
+                if (!upload_changed)
+                        log_info("The upload token changed: the uploader restarts with it");
+                upload_changed = true;
+        }
+        if (!upload_changed && token) {
+                explicit_bzero(token, strlen(token));
+                free(token);
+                token = NULL;
+        }
+        d->retired = a;
+        a[d->nretired++] = d->cfg;
+        d->cfg = rr.cfg;
+        rr.cfg = (struct daemon_config){};
+
+        if (*rr.kept)
+                log_warning("These keys need a restart and keep their running values: %s", rr.kept);
+        atomic_store_explicit(&d->ctl.threshold_ns, d->cfg.threshold_ns, memory_order_relaxed);
+        collector_set_threshold(d->collector, d->cfg.threshold_ns);
+        if (upload_changed) {
+                if (d->uploader)
+                        stop_uploader(d);
+                if (d->token)
+                        explicit_bzero(d->token, strlen(d->token));
+                free(d->token);
+                d->token = token;
+                store_set_outbox(d->store, d->token != NULL);
+                atomic_store(&d->outbox_on, d->token != NULL);
+                if (d->token && start_uploader(d) < 0)
+                        log_error("Upload stays off until the next reload or restart");
+                else if (!d->token)
+                        log_info("Upload off");
+                refresh_backlog(d);
+        }
+
+        text = daemon_config_text(&d->cfg);
+        if (text)
+                sha256_hex(text, strlen(text), digest);
+        else
+                snprintf(digest, sizeof(digest), "unknown");
+        snprintf(msg, sizeof(msg), "configuration reloaded (digest %.16s): changed: %s%s%s", digest,
+                 *rr.changed ? rr.changed : "nothing", *rr.kept ? "; kept until a restart: " : "",
+                 rr.kept);
+        log_info("%s%s", msg,
+                 *rr.changed ? " (the rotation applies from the next interval boundary)" : "");
+        add_event(d, "config_reloaded", -1, msg);
+        reload_result_done(&rr);
+        free(text);
+done:
+        if (d->ready_sent) {
+                sd_notify(0, "READY=1");
+                notify_status(d);
+        }
 }
 
 static int resolve_cpus(struct daemon *d) {
@@ -445,7 +803,7 @@ static void stop_probes(struct daemon *d) {
 
 static int run(struct daemon *d, uint64_t duration_ns) {
         _cleanup_free_ char *text = NULL;
-        struct sysinfo_run si;
+        struct sysinfo_run *si = &d->si;
         char digest[2 * SHA256_DIGEST_SIZE + 1], cpus[1024], err[STORE_ERROR_MAX],
                 span[TIMESPAN_MAX_LEN], span2[TIMESPAN_MAX_LEN], span3[TIMESPAN_MAX_LEN];
         int r;
@@ -453,6 +811,23 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         r = resolve_cpus(d);
         if (r < 0)
                 return EXIT_CONFIG;
+        if (parse_test_hang(d) < 0)
+                return EXIT_CONFIG;
+        d->db_path = strdup(d->cfg.storage_path);
+        if (!d->db_path)
+                return log_oom(), EXIT_FAILURE;
+        /* With a watchdog, every part shows life well within one ping period. */
+        d->watchdog_period_ns = watchdog_period_ns();
+        d->poll_cap_usec = 1000 * 1000;
+        if (d->watchdog_period_ns > 0)
+                d->poll_cap_usec = MIN(d->poll_cap_usec, d->watchdog_period_ns / 4 / 1000);
+        d->poll_cap_usec = MAX(d->poll_cap_usec, 1000);
+        d->hb_collector = (struct heartbeat){ .name = "collector", .beating = true };
+        d->hb_storage = (struct heartbeat){ .name = "storage writer" };
+        d->hb_uploader = (struct heartbeat){ .name = "uploader", .beating = true };
+        d->hb_collector.same_thread = &d->hb_storage; /* both on the main thread */
+        atomic_store(&d->hb_collector.active, true);
+        atomic_store(&d->hb_storage.active, true);
         if (*d->cfg.upload_server) {
                 r = read_token(d->cfg.upload_token_file, &d->token);
                 if (r < 0)
@@ -464,7 +839,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         if (!text)
                 return log_oom(), EXIT_FAILURE;
         sha256_hex(text, strlen(text), digest);
-        sysinfo_read(&si);
+        sysinfo_read(si);
 
         r = store_open(d->cfg.storage_path, STORE_WRITER, &d->store, err);
         if (r < 0) {
@@ -517,6 +892,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 .stack_prefault = STACK_PREFAULT,
         };
 
+        atomic_store_explicit(&d->ctl.threshold_ns, d->cfg.threshold_ns, memory_order_relaxed);
         r = start_probes(d, &pp);
         if (r < 0) {
                 stop_probes(d);
@@ -524,13 +900,13 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         }
 
         struct store_run_info info = {
-                .machine_id = si.machine_id,
-                .boot_id = si.boot_id,
-                .hostname = si.hostname,
-                .kernel_release = si.kernel_release,
-                .kernel_version = si.kernel_version,
-                .kernel_cmdline = si.kernel_cmdline,
-                .preempt_model = si.preempt_model,
+                .machine_id = si->machine_id,
+                .boot_id = si->boot_id,
+                .hostname = si->hostname,
+                .kernel_release = si->kernel_release,
+                .kernel_version = si->kernel_version,
+                .kernel_cmdline = si->kernel_cmdline,
+                .preempt_model = si->preempt_model,
                 .daemon_version = PROJECT_VERSION,
                 .config_digest = digest,
                 .config_text = text,
@@ -557,30 +933,13 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 log_warning("%u earlier run(s) did not end cleanly; recorded as unclean_end events",
                             unclean);
 
+        atomic_store(&d->outbox_on, d->token != NULL);
         if (d->token) {
-                /* The uploader thread drains the outbox at its own pace. */
-                struct uploader_params up = {
-                        .db_path = d->cfg.storage_path,
-                        .server = d->cfg.upload_server,
-                        .token = d->token,
-                        .ca_file = d->cfg.upload_ca_file,
-                        .batch = d->cfg.upload_batch,
-                        .connect_timeout_ns = d->cfg.upload_connect_timeout_ns,
-                        .timeout_ns = d->cfg.upload_timeout_ns,
-                        .backoff_min_ns = NSEC_PER_SEC,
-                        .backoff_max_ns = d->cfg.upload_retry_max_ns,
-                        .machine_id = si.machine_id,
-                        .hostname = si.hostname,
-                        .cpu_model = si.cpu_model,
-                        .cpus = (uint32_t) d->cpus.n,
-                };
-                r = uploader_start(&up, &d->uploader);
+                r = start_uploader(d);
                 if (r < 0) {
-                        log_error_errno(r, "Failed to start the uploader: %m");
                         stop_probes(d);
                         return EXIT_FAILURE;
                 }
-                log_info("Uploading to %s", d->cfg.upload_server);
         }
 
         struct collector_params cp = {
@@ -595,6 +954,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 .max_pending = 1024,
                 .annotate = annotate_interval,
                 .userdata = d,
+                .storage_beat = &d->hb_storage,
         };
         r = collector_new(&cp, d->store, d->run_id, d->probes, d->nprobes, &d->collector);
         if (r < 0) {
@@ -650,7 +1010,8 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                  d->run_id, cpus, d->cfg.priority, format_timespan(span, d->cfg.probe_interval_ns),
                  format_timespan(span2, d->cfg.threshold_ns),
                  format_timespan(span3, d->cfg.interval_ns), d->cfg.storage_path);
-        sd_notifyf(0, "READY=1\nSTATUS=run %" PRId64 ", probing CPUs %s", d->run_id, cpus);
+        /* READY=1 follows from the main loop once the probes measure (check_ready()). */
+        sd_notifyf(0, "STATUS=Run %" PRId64 ": starting the probes on CPUs %s", d->run_id, cpus);
 
         r = sd_event_loop(d->event);
         if (r < 0) {
@@ -677,8 +1038,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                  * the outbox for the next start. */
                 if (!uploader_flush(d->uploader, 2 * NSEC_PER_SEC))
                         log_info("Upload backlog kept for the next start");
-                uploader_stop(d->uploader);
-                d->uploader = NULL;
+                stop_uploader(d);
         }
         struct collector_stats st;
         collector_get_stats(d->collector, &st);
@@ -689,6 +1049,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
 }
 
 static void daemon_done(struct daemon *d) {
+        watchdog_stop(d->watchdog);
         uploader_stop(d->uploader);
         if (d->token)
                 explicit_bzero(d->token, strlen(d->token));
@@ -707,6 +1068,10 @@ static void daemon_done(struct daemon *d) {
                 close(d->dma_fd);
         cpuset_done(&d->cpus);
         daemon_config_free(&d->cfg);
+        for (size_t i = 0; i < d->nretired; i++)
+                daemon_config_free(&d->retired[i]);
+        free(d->retired);
+        free(d->db_path);
 }
 
 int main(int argc, char *argv[]) {
@@ -799,6 +1164,9 @@ int main(int argc, char *argv[]) {
                 return text ? EXIT_SUCCESS : EXIT_FAILURE;
         }
 
+        d.config_path = config;
+        d.explicit_config = explicit_config;
+        d.sets = sets;
         r = run(&d, duration);
         daemon_done(&d);
         return r;

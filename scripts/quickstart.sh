@@ -12,8 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
 
+# scdoc builds the man pages.
 build_packages=(meson ninja-build gcc pkg-config libsqlite3-dev libsystemd-dev libjansson-dev
-                libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev libxml2-dev)
+                libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev libxml2-dev scdoc)
 # systemd-analyze checks the unit files, clang-format the formatting, chromium (headless) the
 # dashboard as a browser shows it.
 test_packages=(systemd clang-format python3 chromium)

@@ -414,7 +414,7 @@ static void help(void) {
                "(default 1)\n"
                "  --interval SPAN          interval length (default 1min)\n"
                "  --cpus N                 CPUs (default 2)\n"
-               "  --hostname NAME          default replay-<first 8 digits of the id>\n"
+               "  --hostname NAME          default replay-<first 8 digits of each machine's id>\n"
                "  --run-id N               the first run's id (default 1)\n"
                "  --rotation TEXT          scenarios, epoch-aligned (default \"%s\")\n"
                "  --latency SPAN           typical per-interval maximum (default 30us)\n"
@@ -778,7 +778,8 @@ static int parse_options(int argc, char **argv) {
                         goto out;
                 }
         }
-        qsort(opt.spikes, opt.nspikes, sizeof(*opt.spikes), cmp_spike);
+        if (opt.nspikes)
+                qsort(opt.spikes, opt.nspikes, sizeof(*opt.spikes), cmp_spike);
         for (size_t i = 0; i < gaps.n; i++) {
                 struct span *g = APPEND("--gap", opt.gaps, opt.ngaps);
                 if ((r = split_fields("--gap", gaps.v[i], buf, sizeof(buf), f, 2, "FROM,TO")) < 0 ||
@@ -805,7 +806,8 @@ static int parse_options(int argc, char **argv) {
                                 goto out;
                         }
                 }
-        qsort(opt.ends, opt.nends, sizeof(*opt.ends), cmp_end);
+        if (opt.nends)
+                qsort(opt.ends, opt.nends, sizeof(*opt.ends), cmp_end);
         for (size_t i = 1; i < opt.nends; i++) {
                 int64_t next = align_up(opt.ends[i - 1].time_ns + (int64_t) opt.reboot_ns,
                                         opt.interval_ns);
@@ -1221,6 +1223,22 @@ static int make_interval(struct worker *w, struct mstate *ms, int64_t t) {
                 r = make_cpu(w, ms, &cpus[c], c, t, sp, nsp);
                 if (r < 0)
                         return r;
+                /* With --latency over --threshold the typical samples violate too: rtsoakd
+                 * would record 32 of them one by one and count the rest in one event; here
+                 * only the spikes are recorded one by one, the rest are counted. */
+                uint64_t recorded = 0;
+                for (size_t i = 0; i < nsp; i++)
+                        recorded += sp[i]->latency_ns > opt.threshold_ns;
+                if (cpus[c].violations > recorded) {
+                        r = add_event(w, ms, t, "violations_unrecorded", (int) c,
+                                      (int64_t) (cpus[c].violations - recorded),
+                                      "%" PRIu64 " more violations over %s on CPU %u in this "
+                                      "interval were counted but not recorded one by one",
+                                      cpus[c].violations - recorded,
+                                      format_timespan(a, opt.threshold_ns), c);
+                        if (r < 0)
+                                return r;
+                }
         }
         /* The violations, in time order as rtsoakd records them. */
         for (size_t i = first; i < last; i++)
@@ -1552,7 +1570,10 @@ static int replay_machine(struct worker *w, const struct machine *m) {
                         r = log_error_errno(r, "Machine %s: cannot make an interval: %m", m->id);
                         goto out;
                 }
-                if (w->nivs >= opt.batch && (r = flush(w, &ms)) < 0)
+                /* Full, or so many events (a --latency over --threshold on many CPUs) that
+                 * the next interval could take them over the schema's limit. */
+                if ((w->nivs >= opt.batch || w->nevents >= SUMMARY_MAX_EVENTS / 2) &&
+                    (r = flush(w, &ms)) < 0)
                         goto out;
                 t += (int64_t) opt.interval_ns;
         }
@@ -1675,8 +1696,9 @@ int main(int argc, char **argv) {
                 worker_done(&workers[i]);
         }
         free(workers);
-        double secs = (double) (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
-        double rate = secs > 0 ? (double) total.intervals / secs : 0;
+        /* Milliseconds are precise enough, and print as such in JSON. */
+        double secs = (double) ((now_ns(CLOCK_MONOTONIC) - t0) / (int64_t) NSEC_PER_MSEC) / 1e3;
+        double rate = secs > 0 ? (double) (uint64_t) ((double) total.intervals / secs) : 0;
 
         if (!opt.quiet && atomic_load(&unsent_spikes))
                 log_warning("%u --spike time(s) fell in no interval that was sent (a gap, or "
@@ -1695,7 +1717,8 @@ int main(int argc, char **argv) {
                                   "retries", (json_int_t) total.retries, "seconds", secs,
                                   "intervals_per_second", rate, "ok", !atomic_load(&failed));
                 if (j)
-                        json_dumpf(j, stdout, JSON_COMPACT), putchar('\n');
+                        json_dumpf(j, stdout, JSON_COMPACT | JSON_REAL_PRECISION(12)),
+                                putchar('\n');
         } else if (!opt.quiet)
                 printf("machines %" PRIu64 ", runs %" PRIu64 ", intervals %" PRIu64
                        ", events %" PRIu64 ", uploads %" PRIu64 ", seconds %.3f, "

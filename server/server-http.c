@@ -787,6 +787,7 @@ int farm_http_start(const struct farm_http_config *c, farm_db *db, farm_http **r
         h->db = db;
         h->max_body_bytes = c->max_body_bytes;
         h->rule = c->rule;
+        h->counters.rule = c->rule;
         int r = farm_ratelimit_new(c->rate_per_s, c->burst, &h->rl);
         if (r < 0) {
                 farm_http_stop(h);

@@ -2,6 +2,7 @@
 /* The query API of the farm server (intervals per step, merged histograms with their per-day
  * cache, kernel comparisons, events, runs, the machine list) and the Prometheus metrics. */
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -730,50 +731,84 @@ struct day_group {
         struct cpu_acc *cpu; /* CPU_MAX of them */
 };
 
+/* A cache row ready to be written. */
+struct cache_row {
+        int64_t run, day;
+        char scenario[64];
+        int cpu;
+        uint64_t samples, min_ns, max_ns, violations;
+        int64_t max_time_ns;
+        uint32_t limit_us;
+        uint8_t *hist;
+        size_t len;
+};
+
+/* The merged days waiting to be written, with the interval count each was merged from. */
+struct fill_batch {
+        struct cache_row *rows;
+        size_t nrows, arows;
+        struct {
+                int64_t run, day, intervals;
+                size_t first_row, nrows;
+        } days[32];
+        size_t ndays;
+};
+
+static void batch_clear(struct fill_batch *b) {
+        for (size_t i = 0; i < b->nrows; i++)
+                free(b->rows[i].hist);
+        b->nrows = 0;
+        b->ndays = 0;
+}
+
 /* The cache of merged histograms per (run, UTC day, scenario, CPU), hist_days (schema 4).
  *
  * Why filled lazily and not kept at ingest: keeping it at ingest means decoding, merging and
  * re-encoding one cached histogram per CPU of every interval stored (8 for a one-minute
- * interval of an 8-CPU machine), on the writer's lock that every upload waits for, for
- * histograms that are mostly never asked for.  Filled on the first query that needs a whole
+ * interval of an 8-CPU machine), under the writer's lock that every upload waits for, for
+ * histograms that are mostly never asked for.  Filled by the first query that needs a whole
  * past day, it costs that query once per run and day (a day of one-minute intervals of 8 CPUs
  * is 11,520 small blobs, tens of milliseconds), and the store path only deletes the day's rows
  * when an interval of it arrives late (farm_query_interval_stored: one DELETE by primary key,
- * a no-op for the current day, which is never cached).  The current UTC day and the partial
+ * which finds nothing for the current day, never cached).  The current UTC day and the partial
  * days at the edges of a window are read from the intervals.
  *
- * The cache is written on the writer connection, under the writer lock, with no batch open:
- * an interval stored later deletes the rows in a transaction after ours, so a cached day can
- * never miss an interval that is committed. */
-static int fill_day(farm_db *db, const struct day_ref *ref, char *err) {
-        _cleanup_reset_ sqlite3_stmt *chk = NULL, *sel = NULL, *ins = NULL;
+ * Filling does not hold up uploads: a day is merged on the reading connection, in one read
+ * transaction together with the day's interval count from run_days (kept in the transaction
+ * that stores each interval), and written under the writer's lock only if that count is still
+ * the same, so a cached day never misses an interval stored meanwhile; it is merged again by a
+ * later query otherwise.  Intervals are never removed, so an equal count is the same set. */
+static int merge_day(farm_db *db, const struct day_ref *ref, struct fill_batch *b, char *err) {
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        _cleanup_reset_ sqlite3_stmt *cnt = NULL, *sel = NULL;
         struct day_group *g = NULL;
         size_t ng = 0;
+        int64_t intervals = -1;
         int r, rc;
 
-        if ((r = farm_prepare_w(db, "SELECT 1 FROM hist_days WHERE run = ? AND day = ?", &chk,
-                                err)) < 0)
-                return r;
-        sqlite3_bind_int64(chk, 1, ref->run);
-        sqlite3_bind_int64(chk, 2, ref->day);
-        if ((rc = sqlite3_step(chk)) == SQLITE_ROW)
-                return 0; /* filled meanwhile */
-        if (rc != SQLITE_DONE)
-                return farm_fail_on(db, db->db, rc, "cannot read the histogram cache", err);
-
-        if ((r = farm_prepare_w(db,
+        if ((r = farm_prepare_r(db, "SELECT intervals FROM run_days WHERE run = ? AND day = ?",
+                                &cnt, err)) < 0 ||
+            (r = farm_prepare_r(db,
                                 "SELECT coalesce(i.scenario, ''), c.cpu, c.hist_limit_us, c.hist, "
                                 "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations "
                                 "FROM intervals i JOIN interval_cpus c ON c.interval = i.id "
                                 "WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3",
                                 &sel, err)) < 0)
                 return r;
+        rc = sqlite3_exec(db->rdb, "BEGIN", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+                return farm_fail_on(db, db->rdb, rc, "cannot begin reading", err);
+        sqlite3_bind_int64(cnt, 1, ref->run);
+        sqlite3_bind_int64(cnt, 2, ref->day);
+        if ((rc = sqlite3_step(cnt)) == SQLITE_ROW)
+                intervals = sqlite3_column_int64(cnt, 0);
         sqlite3_bind_int64(sel, 1, ref->run);
         sqlite3_bind_int64(sel, 2, ref->day * DAY_NS);
         sqlite3_bind_int64(sel, 3, (ref->day + 1) * DAY_NS);
-        while ((rc = sqlite3_step(sel)) == SQLITE_ROW) {
+        while (intervals >= 0 && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
                 const char *scen = (const char *) sqlite3_column_text(sel, 0) ?: "";
                 int64_t cpu = sqlite3_column_int64(sel, 1);
+                const char *why = NULL;
                 size_t k = 0;
                 while (k < ng && strcmp(g[k].scenario, scen) != 0)
                         k++;
@@ -791,7 +826,6 @@ static int fill_day(farm_db *db, const struct day_ref *ref, char *err) {
                                 break;
                         }
                 }
-                const char *why = NULL;
                 if (cpu < 0 || cpu >= CPU_MAX) {
                         r = farm_failf(db, -EBADMSG, err, "interval CPU %lld out of range",
                                        (long long) cpu);
@@ -809,67 +843,130 @@ static int fill_day(farm_db *db, const struct day_ref *ref, char *err) {
                         break;
                 }
         }
-        if (r >= 0 && rc != SQLITE_DONE)
-                r = farm_fail_on(db, db->db, rc, "cannot read the intervals of a day", err);
-        if (r >= 0)
-                r = farm_prepare_w(db,
-                                   "INSERT INTO hist_days (run, day, scenario, cpu, samples, "
-                                   "min_ns, max_ns, max_time_ns, violations, hist_limit_us, hist) "
-                                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                   &ins, err);
+        if (r >= 0 && intervals >= 0 && rc != SQLITE_DONE)
+                r = farm_fail_on(db, db->rdb, rc, "cannot read the intervals of a day", err);
+        sqlite3_exec(db->rdb, "COMMIT", NULL, NULL, NULL);
+
+        size_t first = b->nrows;
         for (size_t k = 0; k < ng; k++) {
                 for (int cpu = 0; cpu < CPU_MAX; cpu++) {
                         struct cpu_acc *c = &g[k].cpu[cpu];
-                        if (!c->used)
-                                continue;
-                        if (r >= 0) {
-                                uint8_t *buf = NULL;
-                                size_t len = 0;
-                                r = hist_encode(c->h.limit_us, c->h.counts, &buf, &len);
-                                if (r >= 0) {
-                                        sqlite3_bind_int64(ins, 1, ref->run);
-                                        sqlite3_bind_int64(ins, 2, ref->day);
-                                        sqlite3_bind_text(ins, 3, g[k].scenario, -1, SQLITE_STATIC);
-                                        sqlite3_bind_int64(ins, 4, cpu);
-                                        sqlite3_bind_int64(ins, 5, (int64_t) c->samples);
-                                        sqlite3_bind_int64(ins, 6, (int64_t) c->min_ns);
-                                        sqlite3_bind_int64(ins, 7, (int64_t) c->max_ns);
-                                        sqlite3_bind_int64(ins, 8, c->max_time_ns);
-                                        sqlite3_bind_int64(ins, 9, (int64_t) c->violations);
-                                        sqlite3_bind_int64(ins, 10, c->h.limit_us);
-                                        sqlite3_bind_blob(ins, 11, buf, (int) len, SQLITE_STATIC);
-                                        r = farm_step_done(db, ins, "cannot cache a histogram",
-                                                           err);
-                                }
-                                free(buf);
+                        if (c->used && r >= 0 && b->nrows == b->arows) {
+                                size_t na = b->arows ? b->arows * 2 : 256;
+                                struct cache_row *v = realloc(b->rows, na * sizeof(*v));
+                                if (v) {
+                                        b->rows = v;
+                                        b->arows = na;
+                                } else
+                                        r = -ENOMEM;
+                        }
+                        if (c->used && r >= 0) {
+                                struct cache_row *x = &b->rows[b->nrows];
+                                *x = (struct cache_row){ .run = ref->run,
+                                                         .day = ref->day,
+                                                         .cpu = cpu,
+                                                         .samples = c->samples,
+                                                         .min_ns = c->min_ns,
+                                                         .max_ns = c->max_ns,
+                                                         .violations = c->violations,
+                                                         .max_time_ns = c->max_time_ns,
+                                                         .limit_us = c->h.limit_us };
+                                snprintf(x->scenario, sizeof(x->scenario), "%s", g[k].scenario);
+                                r = hist_encode(c->h.limit_us, c->h.counts, &x->hist, &x->len);
+                                if (r >= 0)
+                                        b->nrows++;
                         }
                         acc_done(c);
                 }
                 free(g[k].cpu);
         }
         free(g);
+        if (r >= 0 && intervals >= 0) {
+                b->days[b->ndays].run = ref->run;
+                b->days[b->ndays].day = ref->day;
+                b->days[b->ndays].intervals = intervals;
+                b->days[b->ndays].first_row = first;
+                b->days[b->ndays++].nrows = b->nrows - first;
+        }
+        if (r == -ENOMEM)
+                snprintf(err, FARM_ERROR_MAX, "out of memory merging a day");
         return r;
 }
 
-/* Fills the cache for the whole past days of refs that lack it, in one transaction on the
- * writer (uploads wait for it).  Called without the reader lock. */
-static int fill_days(farm_db *db, const struct day_refs *refs, char *err) {
-        bool any = false;
-        for (size_t i = 0; i < refs->n; i++)
-                any = any || (refs->v[i].whole && !refs->v[i].cached);
-        if (!any)
+/* Writes the merged days of the batch whose interval count is still the one they were merged
+ * from, in one transaction under the writer's lock (a few inserts: uploads hardly wait). */
+static int write_batch(farm_db *db, struct fill_batch *b, char *err) {
+        if (b->ndays == 0)
                 return 0;
         _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
-        int r = farm_exec_w(db, "BEGIN IMMEDIATE", err);
-        if (r < 0)
+        _cleanup_reset_ sqlite3_stmt *cnt = NULL, *chk = NULL, *ins = NULL;
+        int r;
+
+        if ((r = farm_prepare_w(db, "SELECT intervals FROM run_days WHERE run = ? AND day = ?",
+                                &cnt, err)) < 0 ||
+            (r = farm_prepare_w(db, "SELECT 1 FROM hist_days WHERE run = ? AND day = ?", &chk,
+                                err)) < 0 ||
+            (r = farm_prepare_w(db,
+                                "INSERT INTO hist_days (run, day, scenario, cpu, samples, "
+                                "min_ns, max_ns, max_time_ns, violations, hist_limit_us, hist) "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                &ins, err)) < 0 ||
+            (r = farm_exec_w(db, "BEGIN IMMEDIATE", err)) < 0)
                 return r;
-        for (size_t i = 0; r >= 0 && i < refs->n; i++)
-                if (refs->v[i].whole && !refs->v[i].cached)
-                        r = fill_day(db, &refs->v[i], err);
+        for (size_t d = 0; r >= 0 && d < b->ndays; d++) {
+                sqlite3_reset(cnt);
+                sqlite3_reset(chk);
+                sqlite3_bind_int64(cnt, 1, b->days[d].run);
+                sqlite3_bind_int64(cnt, 2, b->days[d].day);
+                sqlite3_bind_int64(chk, 1, b->days[d].run);
+                sqlite3_bind_int64(chk, 2, b->days[d].day);
+                if (sqlite3_step(cnt) != SQLITE_ROW ||
+                    sqlite3_column_int64(cnt, 0) != b->days[d].intervals ||
+                    sqlite3_step(chk) != SQLITE_DONE)
+                        continue; /* stored meanwhile, or cached by another query */
+                for (size_t i = b->days[d].first_row;
+                     r >= 0 && i < b->days[d].first_row + b->days[d].nrows; i++) {
+                        const struct cache_row *x = &b->rows[i];
+                        sqlite3_bind_int64(ins, 1, x->run);
+                        sqlite3_bind_int64(ins, 2, x->day);
+                        sqlite3_bind_text(ins, 3, x->scenario, -1, SQLITE_STATIC);
+                        sqlite3_bind_int64(ins, 4, x->cpu);
+                        sqlite3_bind_int64(ins, 5, (int64_t) x->samples);
+                        sqlite3_bind_int64(ins, 6, (int64_t) x->min_ns);
+                        sqlite3_bind_int64(ins, 7, (int64_t) x->max_ns);
+                        sqlite3_bind_int64(ins, 8, x->max_time_ns);
+                        sqlite3_bind_int64(ins, 9, (int64_t) x->violations);
+                        sqlite3_bind_int64(ins, 10, x->limit_us);
+                        sqlite3_bind_blob(ins, 11, x->hist, (int) x->len, SQLITE_STATIC);
+                        r = farm_step_done(db, ins, "cannot cache a histogram", err);
+                }
+        }
+        sqlite3_reset(cnt);
+        sqlite3_reset(chk);
         if (r >= 0)
                 r = farm_exec_w(db, "COMMIT", err);
         if (r < 0)
                 farm_rollback(db);
+        return r;
+}
+
+/* Fills the cache for the whole past days of refs that lack it. */
+static int fill_days(farm_db *db, const struct day_refs *refs, char *err) {
+        struct fill_batch b = {};
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < refs->n; i++) {
+                if (!refs->v[i].whole || refs->v[i].cached)
+                        continue;
+                r = merge_day(db, &refs->v[i], &b, err);
+                if (r >= 0 && b.ndays == ELEMENTSOF(b.days)) {
+                        r = write_batch(db, &b, err);
+                        batch_clear(&b);
+                }
+        }
+        if (r >= 0)
+                r = write_batch(db, &b, err);
+        batch_clear(&b);
+        free(b.rows);
         return r;
 }
 
@@ -949,17 +1046,19 @@ static int read_day(farm_db *db, const struct day_ref *ref, int64_t from, int64_
         return 0;
 }
 
-/* Reads every ref in one read transaction of the reader (a consistent snapshot). */
+/* Reads every ref, each in its own read transaction (a consistent snapshot of its day), taking
+ * the reader's lock for one day at a time: the token checks of uploads share that connection. */
 static int read_days(farm_db *db, const struct day_refs *refs, int64_t from, int64_t to,
                      const char *scenario, int64_t cpu, hist_row_fn fn, void *userdata, char *err) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        int rc = sqlite3_exec(db->rdb, "BEGIN", NULL, NULL, NULL);
-        if (rc != SQLITE_OK)
-                return farm_fail_on(db, db->rdb, rc, "cannot begin reading", err);
         int r = 0;
-        for (size_t i = 0; r >= 0 && i < refs->n; i++)
+        for (size_t i = 0; r >= 0 && i < refs->n; i++) {
+                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+                int rc = sqlite3_exec(db->rdb, "BEGIN", NULL, NULL, NULL);
+                if (rc != SQLITE_OK)
+                        return farm_fail_on(db, db->rdb, rc, "cannot begin reading", err);
                 r = read_day(db, &refs->v[i], from, to, scenario, cpu, fn, userdata, err);
-        sqlite3_exec(db->rdb, "COMMIT", NULL, NULL, NULL);
+                sqlite3_exec(db->rdb, "COMMIT", NULL, NULL, NULL);
+        }
         return r;
 }
 
@@ -1748,6 +1847,83 @@ static int m_http(const struct metric_ctx *c, FILE *f, const char *name, char *e
         return 0;
 }
 
+/* The verdict of every release, as a state set: one sample per possible verdict, 1 for the
+ * current one.  A verdict of a big farm costs tens of milliseconds or more, and a scrape
+ * every few seconds from several Prometheus servers must not multiply that: the lines are
+ * kept for VERDICT_METRIC_TTL_NS and shared. */
+#define VERDICT_METRIC_TTL_NS (60 * (int64_t) NSEC_PER_SEC)
+static pthread_mutex_t verdict_metric_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *verdict_metric_text;
+static int64_t verdict_metric_at = INT64_MIN;
+static const farm_db *verdict_metric_db;
+
+static int verdict_lines(const struct metric_ctx *c, const char *name, char **ret, char *err) {
+        static const char *const states[] = { "qualified", "pending", "failed" };
+        json_t *list = NULL;
+        char *text = NULL;
+        size_t len = 0;
+        int r = farm_kernel_list(c->db, &list, err);
+        if (r < 0)
+                return r;
+        FILE *f = open_memstream(&text, &len);
+        if (!f) {
+                json_decref(list);
+                return -ENOMEM;
+        }
+        int64_t now = now_ns(CLOCK_REALTIME);
+        size_t i;
+        json_t *rel;
+        json_array_foreach (list, i, rel) {
+                const char *release = json_string_value(rel);
+                char esc[3 * 256 + 1];
+                json_t *v = NULL;
+                if (!release || farm_prom_escape(release, esc, sizeof(esc)) < 0)
+                        continue;
+                r = farm_verdict(c->db, c->counters->rule, release, now, &v, err);
+                if (r == -ENOENT)
+                        continue;
+                if (r < 0)
+                        break;
+                const char *st = farm_verdict_status(v);
+                for (size_t k = 0; k < ELEMENTSOF(states); k++)
+                        fprintf(f, "%s{release=\"%s\",verdict=\"%s\"} %d\n", name, esc, states[k],
+                                strcmp(st, states[k]) == 0);
+                json_decref(v);
+        }
+        json_decref(list);
+        if (fclose(f) != 0 && r >= 0)
+                r = -ENOMEM;
+        if (r < 0) {
+                free(text);
+                return r;
+        }
+        *ret = text;
+        return 0;
+}
+
+static int m_verdicts(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        if (!c->counters->rule)
+                return 0;
+        pthread_mutex_lock(&verdict_metric_lock);
+        int64_t now = now_ns(CLOCK_MONOTONIC);
+        int r = 0;
+        if (!verdict_metric_text || verdict_metric_db != c->db ||
+            now - verdict_metric_at >= VERDICT_METRIC_TTL_NS) {
+                char *text = NULL;
+                r = verdict_lines(c, name, &text, err);
+                if (r >= 0) {
+                        free(verdict_metric_text);
+                        verdict_metric_text = text;
+                        verdict_metric_at = now;
+                        verdict_metric_db = c->db;
+                }
+        }
+        if (r >= 0)
+                fputs(verdict_metric_text, f);
+        pthread_mutex_unlock(&verdict_metric_lock);
+        return r;
+}
+
 /* One entry per metric family: its HELP and TYPE lines are written before its samples. */
 static const struct metric_family {
         const char *name, *type, *help;
@@ -1770,6 +1946,10 @@ static const struct metric_family {
           m_ingest_errors },
         { "rtsoak_http_requests_total", "counter",
           "HTTP requests answered since the server started, by status code.", m_http },
+        { "rtsoak_kernel_verdict", "gauge",
+          "Whether a kernel release qualifies as latest stable: 1 for its current verdict "
+          "(computed at most once a minute).",
+          m_verdicts },
 };
 
 static int get_metrics(farm_db *db, struct farm_counters *counters, const struct farm_args *args,
@@ -1805,9 +1985,11 @@ static int get_metrics(farm_db *db, struct farm_counters *counters, const struct
 }
 
 void farm_counters_request(struct farm_counters *c, bool upload, bool duplicate, unsigned status) {
+        if (status < 100)
+                return; /* never answered: the connection ended before */
         if (status < ELEMENTSOF(c->status))
                 atomic_fetch_add_explicit(&c->status[status], 1, memory_order_relaxed);
-        if (!upload || status == 0)
+        if (!upload)
                 return;
         if (status == 200) {
                 atomic_fetch_add_explicit(duplicate ? &c->duplicate : &c->stored, 1,

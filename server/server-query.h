@@ -10,6 +10,7 @@
 
 #include "hist.h"
 #include "server-db.h"
+#include "server-verdict.h"
 #include "summary.h"
 
 #define FARM_ARGS_MAX 32
@@ -58,6 +59,7 @@ struct farm_counters {
         _Atomic uint64_t stored, duplicate;
         _Atomic uint64_t refused[FARM_REFUSED_MAX];
         _Atomic uint64_t status[600]; /* HTTP requests by status code */
+        const struct farm_rule *rule; /* of the verdicts, for rtsoak_kernel_verdict */
 };
 
 /* Counts a finished request: upload says it was a POST of a summary, duplicate that it was

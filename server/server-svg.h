@@ -19,7 +19,8 @@
 #define SVG_LABEL_MAX 40
 #define SVG_TOOLTIP_MAX 200
 
-/* The growable output buffer.  A render clears it first; on failure it holds the error. */
+/* The growable output buffer.  A render clears it first; on failure it holds the error.  The
+ * renders return 0, or -EINVAL (bad input), -EOVERFLOW (counts) or -ENOMEM, with error set. */
 struct svg_buf {
         char *data; /* NUL-terminated text of len bytes */
         size_t len, cap;
@@ -47,7 +48,8 @@ struct svg_hist_plot {
         const struct svg_hist_cpu *cpus;
         size_t ncpus;        /* up to thousands: above 16 the legend summarises */
         uint64_t bound_us;   /* latency bound, a dashed vertical line; 0 for none */
-        uint64_t x_limit_us; /* right end of the x axis; 0: max(bound, observed) */
+        uint64_t x_limit_us; /* right end of the x axis; 0: the larger of 1.1 x the bound and
+                              * the last non-empty bucket, rounded up to a tick */
 };
 int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p);
 
@@ -69,7 +71,8 @@ struct svg_lt_mark { /* a kernel change: a vertical line with the release */
         const char *label;
 };
 
-struct svg_lt_band { /* a scenario's time span, shaded along the time axis */
+struct svg_lt_band { /* a scenario's time span, shaded along the time axis; the first 8
+                      * distinct scenario names get a colour and a legend entry, others white */
         int64_t start_ns, end_ns;
         const char *scenario;
 };
@@ -78,7 +81,7 @@ struct svg_lt_plot {
         const char *title;
         const struct svg_lt_point *points; /* sorted by time, strictly increasing */
         size_t npoints;
-        int64_t step_ns;  /* the time step: farther apart than 1.5 steps is a gap */
+        int64_t step_ns;  /* the time step: farther apart than 1.5 steps is a gap; 0: none */
         int64_t bound_ns; /* latency bound, a horizontal line; 0 for none */
         enum svg_scale scale;
         int64_t start_ns, end_ns; /* the time axis; both 0: from the data */

@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# Checks the systemd unit files with systemd-analyze verify, pointing ExecStart= at the
-# freshly built binaries.  Usage: check-units.sh SRCDIR BUILDDIR
+# Checks the systemd unit files: systemd-analyze verify with ExecStart= pointing at the freshly
+# built binaries (and Documentation= at the built man pages), that rtsoakd.service keeps what
+# the daemon needs to measure at all, and that the exposure scores of "systemd-analyze security
+# --offline=true" are the ones README.md states.  Usage: check-units.sh SRCDIR BUILDDIR
 set -u
 src=$1
 build=$2
@@ -12,20 +14,74 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 units=("$src"/systemd/*.service)
-echo "1..${#units[@]}"
+echo "1..$((2 * ${#units[@]} + 1))"
 n=0
 failed=0
-for u in "${units[@]}"; do
+ok() {
         n=$((n + 1))
+        echo "ok $n - $1"
+}
+not_ok() {
+        n=$((n + 1))
+        failed=1
+        echo "not ok $n - $1"
+        [ -n "${2:-}" ] && printf '%s\n' "$2" | sed 's/^/# /'
+}
+
+# Documentation=man:... is checked against the pages of this build, when scdoc built them.
+man_opt=(--man=no)
+if ls "$build"/man/*.[0-9] >/dev/null 2>&1; then
+        for page in "$build"/man/*.[0-9]; do
+                mkdir -p "$tmp/man/man${page##*.}"
+                cp "$page" "$tmp/man/man${page##*.}/"
+        done
+        export MANPATH=$tmp/man
+        man_opt=()
+fi
+
+for u in "${units[@]}"; do
         name=$(basename "$u")
         sed -e "s|/usr/sbin/rtsoakd|$build/daemon/rtsoakd|" \
             -e "s|/usr/sbin/rtsoak-server|$build/server/rtsoak-server|" "$u" > "$tmp/$name"
-        if out=$(systemd-analyze verify "$tmp/$name" 2>&1) && [ -z "$out" ]; then
-                echo "ok $n - $name"
+        if out=$(systemd-analyze verify "${man_opt[@]}" "$tmp/$name" 2>&1) && [ -z "$out" ]; then
+                ok "$name: systemd-analyze verify"
         else
-                failed=1
-                echo "not ok $n - $name"
-                printf '%s\n' "$out" | sed 's/^/# /'
+                not_ok "$name: systemd-analyze verify" "$out"
+        fi
+        # "→ Overall exposure level for NAME: 2.9 OK"
+        score=$(systemd-analyze security --offline=true "$tmp/$name" 2>&1 |
+                sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+        if [ -z "$score" ]; then
+                not_ok "$name: no exposure level from systemd-analyze security"
+        elif grep -q "^| \`$name\` | $score |" "$src/README.md"; then
+                ok "$name: exposure $score, as README.md says"
+        else
+                not_ok "$name: exposure is $score; README.md's table says otherwise" \
+                        "$(grep "^| \`$name\`" "$src/README.md")"
         fi
 done
+
+# Sandboxing must not take away what rtsoakd measures with.
+u=$src/systemd/rtsoakd.service
+missing=""
+for line in "Type=notify" "NotifyAccess=main" "WatchdogSec=" "ExecReload=" \
+            "DeviceAllow=/dev/cpu_dma_latency rw" "LimitRTPRIO=" "LimitMEMLOCK=infinity" \
+            "RestartPreventExitStatus=78" "StartLimitBurst=" "StartLimitIntervalSec="; do
+        grep -q "^$line" "$u" || missing+=" $line"
+done
+# SCHED_FIFO, /dev/cpu_dma_latency, the load generators under [Load] User= (found in /proc)
+# and stopped by signal.
+for line in "PrivateDevices=yes" "RestrictRealtime=yes" "ProtectProc=invisible" \
+            "ProcSubset=pid" "PrivateUsers=yes" "DynamicUser=yes"; do
+        grep -q "^$line" "$u" && missing+=" (must not have $line)"
+done
+caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$u")
+for cap in CAP_SYS_NICE CAP_IPC_LOCK CAP_SETUID CAP_SETGID CAP_KILL; do
+        [[ " $caps " == *" $cap "* ]] || missing+=" $cap"
+done
+if [ -z "$missing" ]; then
+        ok "rtsoakd.service keeps what the probes and the loads need"
+else
+        not_ok "rtsoakd.service:$missing"
+fi
 exit $failed

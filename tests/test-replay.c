@@ -413,6 +413,99 @@ static void test_refused(void **state) {
         sqlite3_close(d);
 }
 
+/* A clean restart: a new run (the next number, a new boot id) and no event; --json. */
+static void test_restart_json(void **state) {
+        struct tu_result r;
+        const char *args[] = { "--machine",     ID_E,
+                               "--token",       token_e,
+                               "--from",        "2026-11-01T00:00:00Z",
+                               "--to",          "2026-11-01T03:00:00Z",
+                               "--run-id",      "5",
+                               "--restart",     "2026-11-01T01:00:30Z",
+                               "--reboot-time", "5min",
+                               "--json",        NULL };
+        replay(args, &r);
+        if (r.status != 0)
+                fail_msg("rtsoak-replay failed (%d): %s", r.status, r.err);
+        json_t *j = tu_json(r.out);
+        tu_result_done(&r);
+        /* 180 minutes less 01:00-01:06 (cut short, then 5 min of reboot). */
+        assert_int_equal(tu_jint(j, "machines"), 1);
+        assert_int_equal(tu_jint(j, "runs"), 2);
+        assert_int_equal(tu_jint(j, "intervals"), 174);
+        assert_int_equal(tu_jint(j, "events"), 0);
+        assert_int_equal(tu_jint(j, "uploads"), 1 + 2);
+        assert_true(json_is_true(json_object_get(j, "ok")));
+        assert_true(json_real_value(json_object_get(j, "seconds")) > 0);
+        json_decref(j);
+
+        sqlite3 *d = db_open();
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM runs WHERE machine_id = '%s' AND ((run_id = "
+                                "5 AND start_ns = %lld) OR (run_id = 6 AND start_ns = %lld))",
+                                ID_E, (long long) DAY1, (long long) (DAY1 + 66 * MIN_NS)),
+                         2);
+        assert_int_equal(
+                db_int(d, "SELECT count(DISTINCT boot_id) FROM runs WHERE machine_id = '%s'", ID_E),
+                2);
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM events e JOIN runs r ON e.run = r.id WHERE "
+                                "r.machine_id = '%s'",
+                                ID_E),
+                         0);
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM intervals i JOIN runs r ON i.run = r.id "
+                                "WHERE r.machine_id = '%s' AND r.run_id = 5",
+                                ID_E),
+                         60);
+        sqlite3_close(d);
+}
+
+/* A server that throttles (429 with Retry-After) gets everything in the end; one that is
+ * gone makes the replay give up after its retries, with exit status 1. */
+static void test_retries(void **state) {
+        char db2[600], log2[600], url2[128], token[80];
+        snprintf(db2, sizeof(db2), "%s/farm2.db", dir);
+        snprintf(log2, sizeof(log2), "%s/server2.log", dir);
+        tu_server_enroll(db2, ID_E, NULL, NULL, token);
+        const char *extra[] = { "--rate", "2", "--burst", "1", NULL };
+        pid_t pid = tu_server_start(db2, log2, "127.0.0.1:0", extra, url2, sizeof(url2));
+
+        struct tu_result r;
+        char *argv[] = { (char *) tu_bin("RTSOAK_REPLAY"),
+                         "--server",
+                         url2,
+                         "--machine",
+                         ID_E,
+                         "--token",
+                         token,
+                         "--from",
+                         "2026-11-01T00:00:00Z",
+                         "--to",
+                         "2026-11-01T06:00:00Z",
+                         NULL };
+        tu_run(argv, 110000, NULL, NULL, &r);
+        if (r.status != 0 || !strstr(r.out, "intervals 360, events 0, uploads 6,"))
+                fail_msg("expected all 6 uploads to go through, got %d: %s%s", r.status, r.out,
+                         r.err);
+        if (!strstr(r.err, "HTTP 429: too many requests") || !strstr(r.err, "retrying in"))
+                fail_msg("expected retries after 429, got: %s", r.err);
+        tu_result_done(&r);
+        sqlite3 *d;
+        assert_int_equal(sqlite3_open_v2(db2, &d, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 360);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM uploads"), 6);
+        sqlite3_close(d);
+
+        kill(pid, SIGTERM);
+        assert_int_equal(tu_wait(pid, 10000), 0);
+        tu_run(argv, 110000, NULL, NULL, &r);
+        assert_int_equal(r.status, 1);
+        if (!strstr(r.err, "giving up after 10 attempts") || !strstr(r.err, url2))
+                fail_msg("expected the replay to give up, got: %s", r.err);
+        tu_result_done(&r);
+}
+
 /* Bad options: exit 2 and a message that names the option. */
 static void test_usage_errors(void **state) {
         char path[600];
@@ -485,10 +578,9 @@ static void test_usage_errors(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_history),
-                cmocka_unit_test(test_tokens),
-                cmocka_unit_test(test_refused),
-                cmocka_unit_test(test_usage_errors),
+                cmocka_unit_test(test_history), cmocka_unit_test(test_tokens),
+                cmocka_unit_test(test_refused), cmocka_unit_test(test_restart_json),
+                cmocka_unit_test(test_retries), cmocka_unit_test(test_usage_errors),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }

@@ -390,6 +390,54 @@ static void test_escaping(void **state) {
         doc_free(&d);
 }
 
+/* Random bytes (anything but NUL) in every label of every plot: always well-formed. */
+static void random_label(char *buf, size_t size) {
+        size_t n = rng() % (size - 1);
+        for (size_t i = 0; i < n; i++)
+                buf[i] = (char) (1 + rng() % 255);
+        buf[n] = 0;
+}
+
+static void test_random_labels(void **state) {
+        _cleanup_buf_ struct svg_buf b = { 0 };
+        char l[6][300];
+        uint64_t counts[50] = { 3, 0, 9, 1 };
+        struct svg_hist_cpu c = { .cpu = 1, .counts = counts, .nbuckets = 50, .overflow = 2 };
+        for (int round = 0; round < 200; round++) {
+                for (size_t i = 0; i < ELEMENTSOF(l); i++)
+                        random_label(l[i], sizeof(l[i]));
+                struct svg_hist_plot hp = { .title = l[0], .cpus = &c, .ncpus = 1, .bound_us = 2 };
+                assert_int_equal(svg_hist_render(&b, &hp), 0);
+                doc_free((struct doc[]){ parse(&b) });
+
+                struct svg_lt_point pts[2] = { { T0_NS, 5000, NULL, l[1] },
+                                               { T0_NS + MIN_NS, 90000, "/x?a=<'\">", l[2] } };
+                struct svg_lt_mark mark = { T0_NS + MIN_NS / 2, l[3] };
+                struct svg_lt_band band = { T0_NS, T0_NS + MIN_NS, l[4] };
+                struct svg_lt_plot lp = { .title = l[5],
+                                          .points = pts,
+                                          .npoints = 2,
+                                          .step_ns = MIN_NS,
+                                          .bound_ns = 50000,
+                                          .marks = &mark,
+                                          .nmarks = 1,
+                                          .bands = &band,
+                                          .nbands = 1 };
+                assert_int_equal(svg_lt_render(&b, &lp), 0);
+                doc_free((struct doc[]){ parse(&b) });
+
+                struct svg_cov_segment seg = { T0_NS, T0_NS + DAY_NS, SVG_COV_PROBLEM, l[1] };
+                struct svg_cov_machine m = { l[2], NULL, &seg, 1 };
+                struct svg_cov_plot cp = { .title = l[3],
+                                           .start_ns = T0_NS,
+                                           .target_ns = 2 * DAY_NS,
+                                           .machines = &m,
+                                           .nmachines = 1 };
+                assert_int_equal(svg_cov_render(&b, &cp), 0);
+                doc_free((struct doc[]){ parse(&b) });
+        }
+}
+
 /* ---- Long-term ---- */
 
 static void test_lt_month_of_minutes(void **state) {
@@ -672,6 +720,7 @@ int main(void) {
                 cmocka_unit_test(test_hist_256_cpus),
                 cmocka_unit_test(test_hist_refused),
                 cmocka_unit_test(test_escaping),
+                cmocka_unit_test(test_random_labels),
                 cmocka_unit_test(test_lt_month_of_minutes),
                 cmocka_unit_test(test_lt_linear_and_gaps),
                 cmocka_unit_test(test_lt_edge_cases),

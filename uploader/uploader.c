@@ -84,6 +84,13 @@ static void touch(struct uploader *u) {
         pthread_mutex_lock(&u->stats_lock);
         u->stats.last_progress_mono = now_ns(CLOCK_MONOTONIC);
         pthread_mutex_unlock(&u->stats_lock);
+        if (u->p.on_alive)
+                u->p.on_alive(u->p.alive_userdata);
+}
+
+/* The longest wait between two signs of life. */
+static uint64_t alive_slice(const struct uploader *u) {
+        return u->p.alive_ns ? MIN(u->p.alive_ns, NSEC_PER_SEC) : NSEC_PER_SEC;
 }
 
 /* Waits up to ns or until poked or stopped; returns false when stopping. */
@@ -110,7 +117,7 @@ static bool sleep_for(struct uploader *u, uint64_t ns) {
                 int64_t left = until - now_ns(CLOCK_MONOTONIC);
                 if (left <= 0)
                         return !atomic_load(&u->stop);
-                if (!wait_for(u, (uint64_t) MIN(left, (int64_t) NSEC_PER_SEC)))
+                if (!wait_for(u, (uint64_t) MIN(left, (int64_t) alive_slice(u))))
                         return false;
                 touch(u);
         }
@@ -145,6 +152,8 @@ static size_t on_header(char *data, size_t size, size_t n, void *userdata) {
 /* Lets a stop abandon a transfer in progress. */
 static int on_progress(void *userdata, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d) {
         struct uploader *u = userdata;
+        if (u->p.on_alive)
+                u->p.on_alive(u->p.alive_userdata); /* a transfer in progress is life too */
         return atomic_load(&u->stop) ? 1 : 0;
 }
 
@@ -323,7 +332,7 @@ static void *uploader_main(void *arg) {
                         if (!u->poked)
                                 atomic_store(&u->drained, true);
                         pthread_mutex_unlock(&u->lock);
-                        wait_for(u, NSEC_PER_SEC);
+                        wait_for(u, alive_slice(u));
                         continue;
                 }
 

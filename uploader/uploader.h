@@ -18,6 +18,12 @@ struct uploader_params {
         /* who we are */
         const char *machine_id, *hostname, *cpu_model;
         uint32_t cpus;
+        /* Optional: called from the thread at every turn of its loop, while idle or backing
+         * off too, at least every alive_ns (0: every second), and during transfers; a
+         * watchdog sees the thread is not stuck. */
+        void (*on_alive)(void *userdata);
+        void *alive_userdata;
+        uint64_t alive_ns;
 };
 
 struct uploader;
