@@ -241,6 +241,24 @@ def test_http(farm):
           "the silent machine's page says it is silent, at the top and under Silences",
           text[:600])
 
+    # A waived problem: who, when and why, escaped.
+    import json
+    verdict = json.loads(farm.get(f"/api/v1/kernels/{K1}/verdict")[2])
+    gap = [p["id"] for p in verdict["problems"] if p["machine"] == CLEAN and p["kind"] == "gap"]
+    check(len(gap) == 1, "lab-clean's hole is a problem of its kernel", verdict["problems"])
+    if gap:
+        subprocess.run([SERVER, f"--db={farm.db}", "waive", K1, gap[0], "--reason",
+                        "lab power cut <b>ticket 42</b>", "--by", "alice"],
+                       capture_output=True, text=True, timeout=30, check=True)
+        body = farm.get(f"/kernels/{K1}")[2]
+        text, _ = visible(body)
+        m = re.search(r'<table class="waived">(.*?)</table>', body, re.S)
+        check(m and "alice" in m.group(1) and
+              "lab power cut &lt;b&gt;ticket 42&lt;/b&gt;" in m.group(1) and "evidence" in m.group(1),
+              "the kernel page lists the waived problem with who and why, escaped",
+              m.group(1) if m else text[:800])
+        check("Waived problems (1)" in text, "one waived problem", text[:800])
+
     # The machine without data: a page that says so.
     text, _ = visible(farm.get(f"/machines/{EMPTY}")[2])
     check("No run reported yet" in text and "no data yet" in text,
