@@ -16,6 +16,7 @@
 #include "log.h"
 #include "macro.h"
 #include "server-auth.h"
+#include "server-dash.h"
 #include "server-http.h"
 #include "server-params.h"
 #include "server-query.h"
@@ -299,6 +300,43 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
         return MHD_YES;
 }
 
+/* Sends what a query or dashboard route answered: JSON, or text with its content type. */
+static enum MHD_Result send_answer(struct request *rq, struct MHD_Connection *c,
+                                   struct farm_answer *a) {
+        enum MHD_Result ret;
+        if (a->status >= 500 && !a->text)
+                ret = respond_internal(rq, c, a->error, a->err);
+        else if (a->text) {
+                if (a->status >= 500 && a->status != 503)
+                        log_error_errno(a->error ?: -EIO, "%s %s: %s", rq->method, rq->path,
+                                        a->err);
+                size_t len = strlen(a->text);
+                struct MHD_Response *resp = MHD_create_response_from_buffer(len, a->text,
+                                                                            MHD_RESPMEM_MUST_FREE);
+                if (resp) {
+                        a->text = NULL;
+                        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                                                a->content_type);
+                        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+                        if (a->allow)
+                                MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, a->allow);
+                        if (a->status == 503)
+                                MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+                        ret = MHD_queue_response(c, a->status, resp);
+                        MHD_destroy_response(resp);
+                        rq->status = a->status;
+                        rq->bytes_out = len;
+                } else
+                        ret = MHD_NO;
+        } else {
+                ret = respond(rq, c, a->status, a->json, a->allow ? MHD_HTTP_HEADER_ALLOW : NULL,
+                              a->allow);
+                a->json = NULL;
+        }
+        farm_answer_done(a);
+        return ret;
+}
+
 /* The query API (server-query.c): true when url is one of its routes, answered in *ret. */
 static bool route_query(farm_http *h, struct MHD_Connection *c, struct request *rq, const char *url,
                         const char *method, enum MHD_Result *ret) {
@@ -309,28 +347,21 @@ static bool route_query(farm_http *h, struct MHD_Connection *c, struct request *
         if (farm_query_route(h->db, &h->counters, url, method, &args, now_ns(CLOCK_REALTIME), &a) ==
             0)
                 return false;
-        if (a.status >= 500)
-                *ret = respond_internal(rq, c, a.error, a.err);
-        else if (a.text) {
-                size_t len = strlen(a.text);
-                struct MHD_Response *resp = MHD_create_response_from_buffer(len, a.text,
-                                                                            MHD_RESPMEM_MUST_FREE);
-                if (resp) {
-                        a.text = NULL;
-                        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, a.content_type);
-                        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-                        *ret = MHD_queue_response(c, a.status, resp);
-                        MHD_destroy_response(resp);
-                        rq->status = a.status;
-                        rq->bytes_out = len;
-                } else
-                        *ret = MHD_NO;
-        } else {
-                *ret = respond(rq, c, a.status, a.json, a.allow ? MHD_HTTP_HEADER_ALLOW : NULL,
-                               a.allow);
-                a.json = NULL;
-        }
-        farm_answer_done(&a);
+        *ret = send_answer(rq, c, &a);
+        return true;
+}
+
+/* The dashboard (server-dash.c): HTML pages and SVG plots. */
+static bool route_dash(farm_http *h, struct MHD_Connection *c, struct request *rq, const char *url,
+                       const char *method, enum MHD_Result *ret) {
+        struct farm_args args = {};
+        struct farm_answer a;
+
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+        if (farm_dash_route(h->db, h->rule, &h->counters, url, method, &args,
+                            now_ns(CLOCK_REALTIME), &a) == 0)
+                return false;
+        *ret = send_answer(rq, c, &a);
         return true;
 }
 
@@ -622,7 +653,7 @@ static enum MHD_Result route(farm_http *h, struct MHD_Connection *c, struct requ
                 return begin_upload(h, c, rq);
         }
         enum MHD_Result ret;
-        if (route_query(h, c, rq, url, method, &ret))
+        if (route_query(h, c, rq, url, method, &ret) || route_dash(h, c, rq, url, method, &ret))
                 return ret;
         if (strcmp(url, API_MACHINES) == 0 || strncmp(url, API_MACHINES "/", 17) == 0) {
                 if (!is_get(method))

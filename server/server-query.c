@@ -21,7 +21,7 @@
 #define DAY_NS FARM_DAY_NS
 #define DEFAULT_WINDOW_NS DAY_NS
 #define DEFAULT_STEP_NS (60 * (int64_t) NSEC_PER_SEC)
-#define NAMES_MAX 64 /* different scenarios or kernels in one intervals answer */
+#define NAMES_MAX FARM_STEP_NAMES_MAX /* different scenarios or kernels in one intervals answer */
 #define CPU_MAX 8192
 #define TOLERANCE_PERCENT_DEFAULT 10
 #define MIN_DIFFERENCE_NS_DEFAULT (5 * NSEC_PER_USEC)
@@ -334,19 +334,14 @@ static int window_fields(json_t *o, const char *machine, int64_t from, int64_t t
 
 /* ---- GET /api/v1/machines/{id}/intervals ------------------------------------------------ */
 
-struct names {
-        char *s[NAMES_MAX];
-        unsigned n;
-};
-
-static void names_done(struct names *n) {
+static void names_done(struct farm_names *n) {
         for (unsigned i = 0; i < n->n; i++)
                 free(n->s[i]);
         n->n = 0;
 }
 
 /* The index of s ("" for none), added if new: -ENOSPC past NAMES_MAX. */
-static int name_id(struct names *n, const char *s) {
+static int name_id(struct farm_names *n, const char *s) {
         for (unsigned i = 0; i < n->n; i++)
                 if (strcmp(n->s[i], s) == 0)
                         return (int) i;
@@ -356,61 +351,30 @@ static int name_id(struct names *n, const char *s) {
         return n->s[n->n] ? (int) n->n++ : -ENOMEM;
 }
 
-struct step {
-        int64_t start_ns, max_time_ns;
-        uint64_t max_ns, samples, violations, intervals, covered_ns;
-        uint64_t scenarios, kernels; /* bits of the names */
-        int64_t max_cpu;
-};
+void farm_steps_done(struct farm_steps *s) {
+        names_done(&s->scenarios);
+        names_done(&s->kernels);
+        free(s->v);
+        s->v = NULL;
+        s->n = 0;
+}
 
-static int get_intervals(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
-                         const char *path, struct farm_answer *a) {
-        static const char *const allowed[] = { "from",     "to",    "cpu",    "step",
-                                               "scenario", "limit", "offset", NULL };
-        char perr[FARM_PARAM_ERROR_MAX];
-        struct machine_ctx m;
-        struct farm_page page;
-        int64_t from, to, cpu;
-        uint64_t step_ns = 0;
-        const char *scenario = arg(args, "scenario");
-        struct names scen = {}, kern = {};
+/* The steps of [from, to) that hold intervals, in time order; reader lock held.  -ENOSPC past
+ * NAMES_MAX scenarios or kernels, other errors with err. */
+static int collect_steps(farm_db *db, const char *id, int64_t from, int64_t to, uint64_t step_ns,
+                         int64_t cpu, const char *scenario, struct farm_steps *ret, char *err) {
+        struct farm_names scen = {}, kern = {};
         _cleanup_free_ uint32_t *slot = NULL;
-        _cleanup_free_ struct step *steps = NULL;
+        struct farm_step *steps = NULL;
         size_t n = 0, alloc = 0;
-        int r, rc;
-
-        if (!check_args(args, allowed, a) || !parse_cpu(args, &cpu, a) ||
-            (scenario && !scenario_ok(scenario, a)) ||
-            /* Steps are small, and every page costs a scan of the window: a month at
-             * 5-minute steps (8,640) fits one page. */
-            !param_ok(farm_param_page_up_to(arg(args, "limit"), arg(args, "offset"), STEPS_PAGE_MAX,
-                                            &page, perr),
-                      perr, a) ||
-            !param_ok(farm_param_span("step", arg(args, "step"), &step_ns, perr), perr, a))
-                return 0;
-        if (step_ns > (uint64_t) INT64_MAX) {
-                answer_error(a, 400, "step=%.64s: too long", arg(args, "step"));
-                return 0;
-        }
-
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        if ((r = machine_lookup(db, id, &m, a)) <= 0 || !parse_window(args, now, &m, &from, &to, a))
-                return r;
-        if (step_ns == 0)
-                step_ns = m.interval_ns ?: (uint64_t) DEFAULT_STEP_NS;
+        int r = 0, rc;
         uint64_t nsteps = farm_steps_in(from, to, step_ns);
-        if (nsteps > FARM_STEPS_MAX) {
-                char span[TIMESPAN_MAX_LEN];
-                answer_error(a, 400,
-                             "step=%s: the window holds %" PRIu64 " steps, more than %d; ask for "
-                             "a larger step or a shorter window",
-                             format_timespan(span, step_ns), nsteps, FARM_STEPS_MAX);
-                return 0;
-        }
         int64_t first = farm_step_floor(from, step_ns);
+
+        *ret = (struct farm_steps){};
         slot = calloc(nsteps, sizeof(*slot));
         if (!slot)
-                return answer_internal(a, -ENOMEM);
+                return -ENOMEM;
 
         /* The intervals of the machine's runs in the window, through the (run, start_ns)
          * index; the totals of each interval's CPUs are kept on its row (schema 4), so that a
@@ -424,7 +388,7 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                         "FROM runs r JOIN intervals i ON i.run = r.id "
                         "WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
                         "AND (?4 IS NULL OR i.scenario = ?4)",
-                        &st, a->err);
+                        &st, err);
         else
                 r = farm_prepare_r(
                         db,
@@ -434,9 +398,11 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                         "JOIN interval_cpus c ON c.interval = i.id AND c.cpu = ?5 "
                         "WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
                         "AND (?4 IS NULL OR i.scenario = ?4)",
-                        &st, a->err);
-        if (r < 0)
-                return answer_internal(a, r);
+                        &st, err);
+        if (r < 0) {
+                free(steps);
+                return r;
+        }
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, from);
         sqlite3_bind_int64(st, 3, to);
@@ -452,7 +418,7 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                 if (!slot[k]) {
                         if (n == alloc) {
                                 size_t na = alloc ? alloc * 2 : 256;
-                                struct step *s = realloc(steps, na * sizeof(*s));
+                                struct farm_step *s = realloc(steps, na * sizeof(*s));
                                 if (!s) {
                                         r = -ENOMEM;
                                         break;
@@ -460,10 +426,11 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                                 steps = s;
                                 alloc = na;
                         }
-                        steps[n] = (struct step){ .start_ns = first + (int64_t) (k * step_ns) };
+                        steps[n] =
+                                (struct farm_step){ .start_ns = first + (int64_t) (k * step_ns) };
                         slot[k] = (uint32_t) ++n;
                 }
-                struct step *s = &steps[slot[k] - 1];
+                struct farm_step *s = &steps[slot[k] - 1];
                 uint64_t max = (uint64_t) sqlite3_column_int64(st, 3);
                 int64_t max_time = sqlite3_column_int64(st, 5);
                 if (!s->intervals || max > s->max_ns ||
@@ -485,24 +452,97 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                 s->scenarios |= UINT64_C(1) << si;
                 s->kernels |= UINT64_C(1) << ki;
         }
-        if (r == -ENOSPC) {
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = farm_fail_on(db, db->rdb, rc, "cannot read the intervals", err);
+        else if (r == -ENOMEM)
+                snprintf(err, FARM_ERROR_MAX, "out of memory for the steps");
+        /* In time order. */
+        struct farm_step *ordered = r >= 0 ? calloc(MAX(n, 1), sizeof(*ordered)) : NULL;
+        if (r >= 0 && !ordered) {
+                snprintf(err, FARM_ERROR_MAX, "out of memory for the steps");
+                r = -ENOMEM;
+        }
+        for (uint64_t k = 0, o = 0; ordered && k < nsteps; k++)
+                if (slot[k])
+                        ordered[o++] = steps[slot[k] - 1];
+        free(steps);
+        if (r < 0) {
                 names_done(&scen);
                 names_done(&kern);
+                free(ordered);
+                return r;
+        }
+        *ret = (struct farm_steps){ .v = ordered, .n = n, .scenarios = scen, .kernels = kern };
+        return 0;
+}
+
+int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_t to,
+                       uint64_t step_ns, struct farm_steps *ret, char err[static FARM_ERROR_MAX]) {
+        if (from >= to || step_ns == 0 || step_ns > (uint64_t) INT64_MAX) {
+                snprintf(err, FARM_ERROR_MAX, "steps: an empty window or a bad step");
+                return -EINVAL;
+        }
+        if (farm_steps_in(from, to, step_ns) > FARM_STEPS_MAX) {
+                snprintf(err, FARM_ERROR_MAX, "steps: more than %d in the window", FARM_STEPS_MAX);
+                return -E2BIG;
+        }
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        return collect_steps(db, machine_id, from, to, step_ns, -1, NULL, ret, err);
+}
+
+static int get_intervals(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
+                         const char *path, struct farm_answer *a) {
+        static const char *const allowed[] = { "from",     "to",    "cpu",    "step",
+                                               "scenario", "limit", "offset", NULL };
+        char perr[FARM_PARAM_ERROR_MAX];
+        struct machine_ctx m;
+        struct farm_page page;
+        int64_t from, to, cpu;
+        uint64_t step_ns = 0;
+        const char *scenario = arg(args, "scenario");
+        int r;
+
+        if (!check_args(args, allowed, a) || !parse_cpu(args, &cpu, a) ||
+            (scenario && !scenario_ok(scenario, a)) ||
+            /* Steps are small, and every page costs a scan of the window: a month at
+             * 5-minute steps (8,640) fits one page. */
+            !param_ok(farm_param_page_up_to(arg(args, "limit"), arg(args, "offset"), STEPS_PAGE_MAX,
+                                            &page, perr),
+                      perr, a) ||
+            !param_ok(farm_param_span("step", arg(args, "step"), &step_ns, perr), perr, a))
+                return 0;
+        if (args->unpaged && !arg(args, "limit"))
+                page.limit = FARM_STEPS_MAX;
+        if (step_ns > (uint64_t) INT64_MAX) {
+                answer_error(a, 400, "step=%.64s: too long", arg(args, "step"));
+                return 0;
+        }
+
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        if ((r = machine_lookup(db, id, &m, a)) <= 0 || !parse_window(args, now, &m, &from, &to, a))
+                return r;
+        if (step_ns == 0)
+                step_ns = m.interval_ns ?: (uint64_t) DEFAULT_STEP_NS;
+        uint64_t nsteps = farm_steps_in(from, to, step_ns);
+        if (nsteps > FARM_STEPS_MAX) {
+                char span[TIMESPAN_MAX_LEN];
+                answer_error(a, 400,
+                             "step=%s: the window holds %" PRIu64 " steps, more than %d; ask for "
+                             "a larger step or a shorter window",
+                             format_timespan(span, step_ns), nsteps, FARM_STEPS_MAX);
+                return 0;
+        }
+        struct farm_steps fs;
+        r = collect_steps(db, id, from, to, step_ns, cpu, scenario, &fs, a->err);
+        if (r == -ENOSPC) {
                 answer_error(a, 400,
                              "the window holds more than %d different scenarios or kernels; "
                              "narrow it (from=, to=) or choose a scenario=",
                              NAMES_MAX);
                 return 0;
         }
-        if (r < 0 || (rc != SQLITE_DONE && rc != SQLITE_ROW)) {
-                names_done(&scen);
-                names_done(&kern);
-                if (r >= 0)
-                        r = farm_fail_on(db, db->rdb, rc, "cannot read the intervals", a->err);
-                else
-                        snprintf(a->err, sizeof(a->err), "out of memory for the steps");
+        if (r < 0)
                 return answer_internal(a, r);
-        }
 
         /* A month at 5-minute steps is 8,640 steps: written as text straight away, since a
          * JSON object per step made allocating and freeing them most of the query's time. */
@@ -511,24 +551,22 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
         FILE *f = open_memstream(&steps_text, &steps_len);
         char *scen_json[NAMES_MAX] = {}, *kern_json[NAMES_MAX] = {};
         bool oom = !f;
-        for (unsigned i = 0; !oom && i < scen.n; i++) {
-                json_t *j = scen.s[i][0] ? json_string(scen.s[i]) : json_null();
+        for (unsigned i = 0; !oom && i < fs.scenarios.n; i++) {
+                json_t *j = fs.scenarios.s[i][0] ? json_string(fs.scenarios.s[i]) : json_null();
                 oom = !j || !(scen_json[i] = json_dumps(j, JSON_ENCODE_ANY));
                 json_decref(j);
         }
-        for (unsigned i = 0; !oom && i < kern.n; i++) {
-                json_t *j = json_string(kern.s[i]);
+        for (unsigned i = 0; !oom && i < fs.kernels.n; i++) {
+                json_t *j = json_string(fs.kernels.s[i]);
                 oom = !j || !(kern_json[i] = json_dumps(j, JSON_ENCODE_ANY));
                 json_decref(j);
         }
         uint64_t seen = 0;
         bool first_step = true;
-        for (uint64_t k = 0; !oom && k < nsteps; k++) {
-                if (!slot[k])
-                        continue;
+        for (size_t k = 0; !oom && k < fs.n; k++) {
                 if (seen++ < page.offset || seen > page.offset + page.limit)
                         continue;
-                const struct step *sp = &steps[slot[k] - 1];
+                const struct farm_step *sp = &fs.v[k];
                 char t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
                 fprintf(f,
                         "%s{\"start_ns\":%" PRId64 ",\"start\":\"%s\",\"max_ns\":%" PRIu64
@@ -536,19 +574,20 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                         ",\"max_time\":\"%s\",\"samples\":%" PRIu64 ",\"violations\":%" PRIu64
                         ",\"intervals\":%" PRIu64 ",\"covered_ns\":%" PRIu64 ",\"scenarios\":[",
                         first_step ? "" : ",", sp->start_ns, format_timestamp_utc(t1, sp->start_ns),
-                        sp->max_ns, sp->max_cpu, sp->max_time_ns,
-                        format_timestamp_utc(t2, sp->max_time_ns), sp->samples, sp->violations,
-                        sp->intervals, sp->covered_ns);
+                        (uint64_t) sp->max_ns, (int64_t) sp->max_cpu, sp->max_time_ns,
+                        format_timestamp_utc(t2, sp->max_time_ns), (uint64_t) sp->samples,
+                        (uint64_t) sp->violations, (uint64_t) sp->intervals,
+                        (uint64_t) sp->covered_ns);
                 first_step = false;
                 bool comma = false;
-                for (unsigned i = 0; i < scen.n; i++)
+                for (unsigned i = 0; i < fs.scenarios.n; i++)
                         if (sp->scenarios & (UINT64_C(1) << i)) {
                                 fprintf(f, "%s%s", comma ? "," : "", scen_json[i]);
                                 comma = true;
                         }
                 fputs("],\"kernels\":[", f);
                 comma = false;
-                for (unsigned i = 0; i < kern.n; i++)
+                for (unsigned i = 0; i < fs.kernels.n; i++)
                         if (sp->kernels & (UINT64_C(1) << i)) {
                                 fprintf(f, "%s%s", comma ? "," : "", kern_json[i]);
                                 comma = true;
@@ -561,8 +600,8 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
         }
         if (f && fclose(f) != 0)
                 oom = true;
-        names_done(&scen);
-        names_done(&kern);
+        size_t n = fs.n;
+        farm_steps_done(&fs);
 
         /* The rest of the answer is an object as usual, its "steps" put in as text. */
         json_t *o = json_object();
@@ -1114,6 +1153,8 @@ static int get_histogram(farm_db *db, const char *id, const struct farm_args *ar
             !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
                       a))
                 return 0;
+        if (args->unpaged && !arg(args, "limit"))
+                page.limit = CPU_MAX;
 
         /* Which runs and days hold data in the window, and which of them are cached. */
         {

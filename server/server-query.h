@@ -24,6 +24,9 @@ struct farm_args {
         } a[FARM_ARGS_MAX];
         unsigned n;
         bool too_many;
+        /* Set by callers inside the server (the dashboard), never from a request: without
+         * ?limit=, the intervals and histogram queries answer every step and CPU at once. */
+        bool unpaged;
 };
 
 /* What a query route answers: JSON, or text with its content type. */
@@ -68,6 +71,31 @@ void farm_counters_request(struct farm_counters *c, bool upload, bool duplicate,
 int farm_query_route(farm_db *db, struct farm_counters *counters, const char *url,
                      const char *method, const struct farm_args *args, int64_t now_ns,
                      struct farm_answer *ret);
+
+/* The worst case per time step of a machine, as the intervals query computes it, for the
+ * dashboard (which would otherwise build and read back the JSON of thousands of steps). */
+#define FARM_STEP_NAMES_MAX 64
+struct farm_names { /* different scenarios or kernels; "" for none */
+        char *s[FARM_STEP_NAMES_MAX];
+        unsigned n;
+};
+struct farm_step {
+        int64_t start_ns, max_time_ns;
+        uint64_t max_ns, samples, violations, intervals, covered_ns;
+        uint64_t scenarios, kernels; /* bits of the names: 1 << index */
+        int64_t max_cpu;
+};
+struct farm_steps {
+        struct farm_step *v; /* the steps that hold intervals, in time order */
+        size_t n;
+        struct farm_names scenarios, kernels;
+};
+/* The steps of step_ns of [from, to) of the machine's intervals (aligned as in the intervals
+ * query).  -E2BIG for more than FARM_STEPS_MAX steps, -ENOSPC for more than
+ * FARM_STEP_NAMES_MAX scenarios or kernels. */
+int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_t to,
+                       uint64_t step_ns, struct farm_steps *ret, char err[static FARM_ERROR_MAX]);
+void farm_steps_done(struct farm_steps *s);
 
 /* Called by the store path for every interval it stores (after its CPUs), inside the upload's
  * transaction: keeps the interval's totals for the queries and drops the cached histograms of

@@ -1036,6 +1036,25 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
         }
         puts_(out, "</g>\n");
 
+        /* The highlighted span: at least 4 units wide, so that one step can be seen. */
+        if (p->hl_end_ns > p->hl_start_ns && p->hl_end_ns > g.t0 && p->hl_start_ns < g.t1) {
+                double x0 = lt_x(&g, MAX(p->hl_start_ns, g.t0)),
+                       x1 = lt_x(&g, MIN(p->hl_end_ns, g.t1));
+                if (x1 - x0 < 4) {
+                        x0 = (x0 + x1) / 2 - 2;
+                        x1 = x0 + 4;
+                }
+                putf(out,
+                     "<rect class=\"highlight\" data-start-ns=\"%" PRId64
+                     "\" data-end-ns=\"%" PRId64
+                     "\" x=\"%.1f\" y=\"%.0f\" width=\"%.1f\" height=\"%.0f\" fill=\"#E69F00\" "
+                     "fill-opacity=\"0.25\" stroke=\"#000\" stroke-width=\"1.5\" "
+                     "stroke-dasharray=\"3 2\"><title>",
+                     p->hl_start_ns, p->hl_end_ns, x0, L_TOP, x1 - x0, L_BOTTOM - L_TOP);
+                put_text(out, p->hl_label ? p->hl_label : "highlighted", SVG_TOOLTIP_MAX);
+                puts_(out, "</title></rect>\n");
+        }
+
         /* The bound. */
         if (p->bound_ns) {
                 double y = lt_y(&g, (double) p->bound_ns / 1000);

@@ -89,6 +89,10 @@ struct svg_lt_plot {
         size_t nmarks;
         const struct svg_lt_band *bands;
         size_t nbands;
+        /* A span to point out (the evidence a link leads to): outlined over the whole height;
+         * hl_end_ns <= hl_start_ns for none. */
+        int64_t hl_start_ns, hl_end_ns;
+        const char *hl_label; /* its tooltip, or NULL */
 };
 /* Steps that share a pixel column are drawn as one point holding their maximum; a column with
  * steps above the bound is a violation marker whose data-count says how many it holds, so no

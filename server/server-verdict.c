@@ -767,7 +767,8 @@ static int machine_gaps(struct vctx *v, struct machine *m) {
                         end_run = e->run;
                 }
         }
-        qsort(m->gaps, m->ngaps, sizeof(*m->gaps), cmp_gap);
+        if (m->ngaps)
+                qsort(m->gaps, m->ngaps, sizeof(*m->gaps), cmp_gap);
         for (size_t i = 0; i < m->ngaps; i++)
                 if ((r = gap_problem(v, m, m->gaps[i].run, m->gaps[i].start_ns, m->gaps[i].end_ns,
                                      false)) < 0)
@@ -1215,7 +1216,7 @@ int farm_kernels_json(farm_db *db, const struct farm_rule *rule, int64_t at_ns,
                         if (r >= 0) {
                                 missing = json_object_get(verdict, "missing");
                                 json_t *k = json_pack(
-                                        "{s:s, s:i, s:i, s:s, s:s, s:I, s:s, s:I, s:O, s:O}",
+                                        "{s:s, s:i, s:i, s:s, s:s, s:I, s:s, s:O, s:O, s:O}",
                                         "release", rows[i].release, "machines", rows[i].machines,
                                         "runs", rows[i].runs, "first_run", ts(t1, rows[i].first),
                                         "last_run", ts(t2, rows[i].last), "covered_ns",

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* The farm dashboard: HTML pages rendered on the server (the farm overview, a machine, a
+ * kernel release) with inline SVG plots, and each plot at a URL of its own.  Built from the
+ * answers of the JSON API (server-query.c) and the verdict (server-verdict.c); no external
+ * resource, and every page works with JavaScript off. */
+#pragma once
+
+#include <stdint.h>
+
+#include "server-db.h"
+#include "server-query.h"
+#include "server-verdict.h"
+
+/* Answers url if it is one of the dashboard's routes ("/", "/machines/{id}",
+ * "/kernels/{release}", "/plots/..."): 1 with ret filled (text/html or image/svg+xml; errors
+ * as HTML pages), 0 when it is not one of them (ret untouched). */
+int farm_dash_route(farm_db *db, const struct farm_rule *rule, struct farm_counters *counters,
+                    const char *url, const char *method, const struct farm_args *args,
+                    int64_t now_ns, struct farm_answer *ret);

@@ -1,0 +1,436 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""The farm dashboard of the real rtsoak-server, on a farm posted with rtsoak-replay.
+
+  test-dashboard.py http     every page and plot over HTTP: status, content type, SVG that
+                             parses as XML, HTML escaping, the 400/404/405 answers
+  test-dashboard.py browser  the pages in headless Chromium: what a person sees (the silent
+                             machine flagged, the failed kernel's reason, one curve per CPU on
+                             a log axis, the evidence link zoomed on the interval); screenshots
+                             are left in $DASHBOARD_ARTEFACT_DIR
+
+The farm: lab-clean (4 CPUs, kernel K1, reporting, an hour-long hole), a machine named lab<&">fail (kernel K2, one
+interval at 500 us on CPU 1), lab-silent (K1, its history ends two days ago), a machine enrolled
+without data, and a machine outside the gating set that alone ran kernel K3.  TAP output; exit
+77 (skipped) only when the chromium binary is missing for the browser part.
+"""
+import concurrent.futures
+import html.parser
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import xml.etree.ElementTree as ET
+
+SERVER = os.environ.get("RTSOAK_SERVER", "build/server/rtsoak-server")
+REPLAY = os.environ.get("RTSOAK_REPLAY", "build/server/rtsoak-replay")
+ARTEFACTS = os.environ.get("DASHBOARD_ARTEFACT_DIR", ".")
+
+CLEAN = "a0000000000000000000000000000001"
+FAIL = "b0000000000000000000000000000002"
+SILENT = "c0000000000000000000000000000003"
+EMPTY = "d0000000000000000000000000000004"
+OTHER = "e0000000000000000000000000000005"
+UNKNOWN = "f0000000000000000000000000000006"
+K1, K2, K3 = "6.6.1-rt1", "6.6.2-rt2", "6.9.0-rt0"
+BAD_HOST = 'lab<&">fail'
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+results = []
+
+
+def check(ok, what, detail=""):
+    results.append((bool(ok), what, detail))
+    if not ok:
+        print(f"# FAILED: {what}: {detail}"[:2000], file=sys.stderr)
+    return ok
+
+
+def tap():
+    print(f"1..{len(results)}")
+    for i, (ok, what, detail) in enumerate(results, 1):
+        print(f"{'ok' if ok else 'not ok'} {i} - {what}")
+        if not ok and detail:
+            for line in str(detail)[:3000].splitlines():
+                print(f"# {line}")
+    return 0 if all(ok for ok, _, _ in results) else 1
+
+
+class Farm:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="rtsoak-dashboard-")
+        self.db = os.path.join(self.dir, "farm.db")
+        self.log = os.path.join(self.dir, "server.log")
+        self.proc = None
+        self.url = None
+
+    def enroll(self, mid, *extra):
+        out = subprocess.run([SERVER, f"--db={self.db}", "enroll", mid, *extra],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
+        return out.strip()
+
+    def start(self):
+        tokens = {m: self.enroll(m) for m in (CLEAN, FAIL, SILENT, EMPTY)}
+        tokens[OTHER] = self.enroll(OTHER, "--gating", "no")
+        self.proc = subprocess.Popen([SERVER, f"--db={self.db}", "--listen", "127.0.0.1:0",
+                                      "--rate", "1000000", "--burst", "1000000"],
+                                     stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
+        for _ in range(500):
+            m = re.search(r"Listening on (http://\S+)", open(self.log).read())
+            if m:
+                self.url = m.group(1)
+                break
+            time.sleep(0.02)
+        if not self.url:
+            raise RuntimeError("the server did not start: " + open(self.log).read())
+        common = ["--server", self.url, "--quiet", "--batch", "1000", "--interval", "1min"]
+        jobs = [
+            [CLEAN, K1, "--days", "2", "--cpus", "4", "--hostname", "lab-clean", "--to", "now",
+             "--gap", "20h ago,19h ago"],
+            [FAIL, K2, "--days", "2", "--cpus", "2", "--hostname", BAD_HOST, "--to", "now",
+             "--spike", "6h ago,1,500us"],
+            [SILENT, K1, "--days", "2", "--cpus", "2", "--hostname", "lab-silent",
+             "--to", "2d ago"],
+            [OTHER, K3, "--days", "1", "--cpus", "2", "--hostname", "lab-other", "--to", "now"],
+        ]
+        procs = [subprocess.Popen([REPLAY, *common, "--machine", j[0], "--token", tokens[j[0]],
+                                   "--kernel", j[1], *j[2:]], stderr=subprocess.PIPE, text=True)
+                 for j in jobs]
+        for p in procs:
+            _, err = p.communicate(timeout=240)
+            if p.returncode != 0:
+                raise RuntimeError("rtsoak-replay failed: " + err)
+
+    def stop(self):
+        if self.proc:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def get(self, path, method="GET"):
+        req = urllib.request.Request(self.url + path, method=method)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Content-Type", ""), e.read().decode()
+
+
+def q(s):
+    return urllib.parse.quote(s, safe="")
+
+
+class Text(html.parser.HTMLParser):
+    """The visible text of an HTML page, and its links."""
+
+    def __init__(self):
+        super().__init__()
+        self.text, self.links, self.skip = [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("script", "style", "title"):
+            self.skip += 1
+        if tag == "a":
+            self.links.append(dict(attrs))
+
+    def handle_endtag(self, tag):
+        if tag in ("script", "style", "title"):
+            self.skip -= 1
+
+    def handle_data(self, data):
+        if not self.skip:
+            self.text.append(data)
+
+
+def visible(page):
+    t = Text()
+    t.feed(page)
+    return " ".join(" ".join(t.text).split()), t.links
+
+
+def svg_root(body, what):
+    try:
+        root = ET.fromstring(body)
+    except ET.ParseError as e:
+        check(False, f"{what} parses as XML", str(e))
+        return None
+    check(root.tag == SVG_NS + "svg", f"{what} is an SVG document", root.tag)
+    return root
+
+
+def curves(root):
+    return [e for e in root.iter(SVG_NS + "path") if "curve" in (e.get("class") or "").split()]
+
+
+def y_labels(root):
+    return [e.text for e in root.iter(SVG_NS + "text") if e.get("class") == "y-label"]
+
+
+# ---- over HTTP ----------------------------------------------------------------------------
+
+
+def test_http(farm):
+    pages = ["/", f"/machines/{CLEAN}", f"/machines/{FAIL}", f"/machines/{SILENT}",
+             f"/machines/{EMPTY}", f"/machines/{CLEAN}?window=30d",
+             f"/machines/{SILENT}?window=kernel:{q(K1)}", f"/kernels/{K1}", f"/kernels/{K2}",
+             f"/kernels/{K3}", f"/kernels/{K2}?compare={q(K1)}"]
+    for p in pages:
+        status, ctype, body = farm.get(p)
+        check(status == 200 and ctype.startswith("text/html"), f"GET {p}: 200 text/html",
+              f"{status} {ctype} {body[:300]}")
+        check(body.startswith("<!DOCTYPE html>") and "http://" not in body.replace(
+            "http://www.w3.org/2000/svg", ""), f"GET {p}: a page with no external resource")
+        check(BAD_HOST not in body, f"GET {p}: the hostname <&\"> never appears unescaped")
+
+    plots = [f"/plots/machines/{CLEAN}/histogram.svg", f"/plots/machines/{CLEAN}/longterm.svg",
+             f"/plots/machines/{FAIL}/longterm.svg?window=30d",
+             f"/plots/machines/{EMPTY}/histogram.svg", f"/plots/machines/{EMPTY}/longterm.svg",
+             f"/plots/kernels/{K1}/coverage.svg", f"/plots/kernels/{K2}/coverage.svg",
+             f"/plots/kernels/{K3}/coverage.svg"]
+    roots = {}
+    for p in plots:
+        status, ctype, body = farm.get(p)
+        check(status == 200 and ctype.startswith("image/svg+xml"),
+              f"GET {p}: 200 image/svg+xml", f"{status} {ctype} {body[:300]}")
+        roots[p] = svg_root(body, p)
+
+    r = roots[f"/plots/machines/{CLEAN}/histogram.svg"]
+    if r is not None:
+        cpus = sorted(e.get("data-cpu") for e in curves(r))
+        check(cpus == ["0", "1", "2", "3"], "the histogram of a 4-CPU machine: one curve per CPU",
+              cpus)
+        labels = y_labels(r)
+        check({"1", "10", "100", "1k"} <= set(labels), "the histogram's count axis is logarithmic",
+              labels)
+    r = roots[f"/plots/machines/{FAIL}/longterm.svg?window=30d"]
+    if r is not None:
+        viol = [e for e in r.iter() if e.get("class") == "violation"]
+        check(len(viol) == 1, "the long-term plot of the failed machine marks one violation",
+              len(viol))
+    for p in (f"/plots/machines/{EMPTY}/histogram.svg", f"/plots/machines/{EMPTY}/longterm.svg"):
+        r = roots[p]
+        if r is not None:
+            check(any(e.get("class") == "no-data" for e in r.iter()),
+                  f"{p}: a machine without data says so")
+
+    # Without JavaScript a time reads in UTC, and UTC is on hover either way.
+    body = farm.get(f"/machines/{CLEAN}")[2]
+    m = re.search(r'<time data-ns="(\d+)" datetime="([^"]+)" title="([^"]+ UTC)">([^<]+ UTC)</time>',
+                  body)
+    check(m and m.group(3) == m.group(4), "times are shown in UTC without JavaScript",
+          m.group(0) if m else body[:300])
+
+    # Silences: the hour-long hole of lab-clean, and lab-silent's ongoing silence.
+    body = farm.get(f"/machines/{CLEAN}")[2]
+    rows = re.findall(r'<table class="silences">(.*?)</table>', body, re.S)
+    check(rows and rows[0].count("<tr") == 2 and "zoom" in rows[0],
+          "the machine page lists the hour-long hole under Silences", rows)
+    body = farm.get(f"/machines/{SILENT}")[2]
+    text, _ = visible(body)
+    check("still silent" in text and 'id="silent"' in body,
+          "the silent machine's page says it is silent, at the top and under Silences",
+          text[:600])
+
+    # A waived problem: who, when and why, escaped.
+    import json
+    verdict = json.loads(farm.get(f"/api/v1/kernels/{K1}/verdict")[2])
+    gap = [p["id"] for p in verdict["problems"] if p["machine"] == CLEAN and p["kind"] == "gap"]
+    check(len(gap) == 1, "lab-clean's hole is a problem of its kernel", verdict["problems"])
+    if gap:
+        subprocess.run([SERVER, f"--db={farm.db}", "waive", K1, gap[0], "--reason",
+                        "lab power cut <b>ticket 42</b>", "--by", "alice"],
+                       capture_output=True, text=True, timeout=30, check=True)
+        body = farm.get(f"/kernels/{K1}")[2]
+        text, _ = visible(body)
+        m = re.search(r'<table class="waived">(.*?)</table>', body, re.S)
+        check(m and "alice" in m.group(1) and
+              "lab power cut &lt;b&gt;ticket 42&lt;/b&gt;" in m.group(1) and "evidence" in m.group(1),
+              "the kernel page lists the waived problem with who and why, escaped",
+              m.group(1) if m else text[:800])
+        check("Waived problems (1)" in text, "one waived problem", text[:800])
+
+    # The machine without data: a page that says so.
+    text, _ = visible(farm.get(f"/machines/{EMPTY}")[2])
+    check("No run reported yet" in text and "no data yet" in text,
+          "the page of a machine without data says it has none", text[:500])
+    # A kernel that no gating machine ran: pending, with whom it waits for.
+    text, _ = visible(farm.get(f"/kernels/{K3}")[2])
+    check("PENDING" in text and "lab-other" in text and "has not run" in text,
+          "the page of a kernel no gating machine ran", text[:800])
+    # The escaped hostname, in the text, the title and the plots' labels.
+    status, _, body = farm.get(f"/machines/{FAIL}")
+    check("lab&lt;&amp;&quot;&gt;fail" in body, "the hostname is HTML-escaped")
+    text, _ = visible(body)
+    check(BAD_HOST in text, "the hostname reads as it is", text[:200])
+    # The comparison.
+    text, _ = visible(farm.get(f"/kernels/{K2}?compare={q(K1)}")[2])
+    check("regression" in text and "only in" in text, "the comparison with an earlier kernel",
+          text[-800:])
+
+    # Errors: 400 names the parameter, 404 the unknown thing, 405 for writes.
+    errors = [
+        ("/?x=1", 400, "x: unknown parameter"),
+        (f"/machines/{CLEAN}?form=1", 400, "form: unknown parameter"),
+        (f"/machines/{CLEAN}?from=yesterday-ish", 400, "from"),
+        (f"/machines/{CLEAN}?window=7y", 400, "window=7y"),
+        (f"/machines/{CLEAN}?window=1d&from=now", 400, "window=1d"),
+        (f"/machines/{CLEAN}?window=kernel:{K2}", 400, "window=kernel:"),
+        (f"/machines/{CLEAN}?hl_from=now", 400, "hl_from"),
+        (f"/machines/{CLEAN}?from=now&to=2h%20ago", 400, "not before to"),
+        (f"/machines/{CLEAN}?window=1d&window=30d", 400, "window: given more than once"),
+        (f"/kernels/{K1}?compare=9.9-nope", 400, "compare=9.9-nope"),
+        (f"/kernels/{K1}?at=now", 400, "at: unknown parameter"),
+        (f"/plots/machines/{CLEAN}/histogram.svg?to=soon", 400, "to"),
+        (f"/plots/machines/{CLEAN}/longterm.svg?zoom=2", 400, "zoom: unknown parameter"),
+        (f"/plots/kernels/{K1}/coverage.svg?x=1", 400, "x: unknown parameter"),
+        (f"/machines/{UNKNOWN}", 404, "no such machine"),
+        ("/machines/not-a-machine", 404, "no such machine"),
+        (f"/plots/machines/{UNKNOWN}/histogram.svg", 404, "no such machine"),
+        (f"/plots/machines/{UNKNOWN}/longterm.svg", 404, "no such machine"),
+        ("/kernels/9.9-nope", 404, "no such kernel release"),
+        ("/plots/kernels/9.9-nope/coverage.svg", 404, "no such kernel release"),
+    ]
+    for path, want, words in errors:
+        status, ctype, body = farm.get(path)
+        text, _ = visible(body)
+        check(status == want and ctype.startswith("text/html") and words in text,
+              f"GET {path}: {want} page saying \"{words}\"", f"{status} {ctype} {text[:400]}")
+    status, ctype, body = farm.get("/", method="POST")
+    check(status == 405 and ctype.startswith("text/html"), "POST /: 405", status)
+    status, _, _ = farm.get("/plots/machines/x/other.svg")
+    check(status == 404, "an unknown plot: 404", status)
+
+
+# ---- in Chromium --------------------------------------------------------------------------
+
+
+def chromium(args, url, timeout=120):
+    profile = tempfile.mkdtemp(prefix="profile-", dir=PROFILE)
+    cmd = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+           "--no-first-run", "--disable-dev-shm-usage", "--disable-extensions",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+           "--disable-default-apps", "--user-data-dir=" + profile, *args, url]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def load(job):
+    """The DOM of a page after its scripts ran, and its screenshot (one start of Chromium,
+    which is slow on a small machine)."""
+    url, name, size = job
+    path = os.path.join(ARTEFACTS, f"dashboard-{name}.png")
+    if os.path.exists(path):
+        os.unlink(path)
+    rc, out, err = chromium(["--dump-dom",
+                             f"--screenshot={path}", f"--window-size={size}"], url)
+    check(rc == 0 and "<html" in out, f"chromium loads {url}", err[-600:])
+    check(os.path.exists(path) and os.path.getsize(path) > 10000,
+          f"screenshot of {url} in {path}", err[-600:])
+    return out
+
+
+def test_browser(farm):
+    base = farm.url
+    jobs = [(base + "/", "overview", "1400,1000"),
+            (base + f"/kernels/{K2}?compare={q(K1)}", "kernel", "1400,1800"),
+            (base + f"/machines/{CLEAN}", "machine", "1400,2000"),
+            (base + "/", "overview-wall", "2560,1440")]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        overview, kernel, machine, _ = pool.map(load, jobs)
+
+    # The overview: the silent machine cannot be missed.
+    page = overview
+    text, links = visible(page)
+    m = re.search(r'<div class="alert" id="silent">(.*?)</div>', page, re.S)
+    check(m and "lab-silent" in m.group(1) and "SILENT" in m.group(1),
+          "the overview flags the silent machine at the top, in words", page[:1500])
+    check(m and "lab-clean" not in m.group(1), "a reporting machine is not flagged",
+          m.group(1) if m else "")
+    check(page.find('id="silent"') < page.find('id="machines"'),
+          "the silent banner comes before the machine table")
+    check(re.search(r'<tr class="silent">.*?lab-silent.*?SILENT', page, re.S),
+          "the silent machine's row says SILENT")
+    check("FAILED" in text and "PENDING" in text, "the overview shows each kernel's verdict")
+    check("has not run" in text, "the overview says what a kernel still waits for")
+    check('data-local="1"' in page, "times are shown in the viewer's time zone (script ran)")
+
+    # The failed kernel: its reason is visible, with a link to the evidence.
+    text, links = visible(kernel)
+    check("FAILED" in text, "the failed kernel's page says FAILED", text[:300])
+    check(re.search(r"CPU 1: latency 500us over the bound of 100us", text),
+          "the failed kernel's reason is visible", text[:1500])
+    check("regression" in text, "the comparison is on the kernel's page", text[-500:])
+    ev = [a["href"] for a in links if a.get("class") == "evidence"]
+    check(len(ev) >= 1, "the problem has an evidence link", links)
+
+    # The evidence: the machine page zoomed on the interval, which is highlighted.
+    if ev:
+        href = ev[0].replace("&amp;", "&")
+        u = urllib.parse.urlsplit(href)
+        qs = dict(urllib.parse.parse_qsl(u.query))
+        check(u.path == f"/machines/{FAIL}", "the evidence link leads to the machine's page",
+              href)
+        span = int(qs.get("to", 0)) - int(qs.get("from", 0))
+        check(0 < span <= 12 * 3600 * 10**9, "the evidence link is zoomed (at most 12 h)", qs)
+        check(int(qs.get("from", 0)) <= int(qs.get("hl_from", -1)) < int(qs.get("hl_to", -1))
+              <= int(qs.get("to", 0)), "the interval lies in the window", qs)
+        page = load((base + href, "evidence", "1400,1800"))
+        check('id="highlight"' in page and 'class="highlight"' in page,
+              "the machine page highlights the interval (note and plot)")
+        check(re.search(r'<tr class="hl">.*?500 µs', page, re.S),
+              "the violation's row is highlighted")
+
+    # The machine page: one curve per CPU on a log axis, and the long-term plot.
+    page = machine
+    svgs = re.findall(r"<svg .*?</svg>", page, re.S)
+    hist = [s for s in svgs if "rtsoak-plot histogram" in s]
+    check(len(svgs) >= 2 and hist, "the machine page has its plots inline", len(svgs))
+    if hist:
+        cpus = sorted(set(re.findall(r'<path[^>]*class="curve[^"]*"[^>]*data-cpu="(\d+)"',
+                                     hist[0]) + re.findall(
+            r'<path[^>]*data-cpu="(\d+)"[^>]*class="curve', hist[0])))
+        check(cpus == ["0", "1", "2", "3"], "the histogram has one curve per CPU", cpus)
+        labels = re.findall(r'class="y-label"[^>]*>([^<]*)<', hist[0])
+        check({"1", "10", "100", "1k"} <= set(labels), "the histogram's axis is logarithmic",
+              labels)
+    check('class="worst-line"' in page and 'class="bound"' in page,
+          "the long-term plot shows the worst case and the bound")
+
+
+def main():
+    global CHROMIUM, PROFILE
+    mode = sys.argv[1] if len(sys.argv) > 1 else "http"
+    if mode == "browser":
+        CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+        if not CHROMIUM:
+            print("1..0 # SKIP the chromium binary is missing (apt-get install chromium)")
+            return 77
+        PROFILE = tempfile.mkdtemp(prefix="rtsoak-chromium-")
+    farm = Farm()
+    try:
+        farm.start()
+        (test_browser if mode == "browser" else test_http)(farm)
+    except Exception as e:  # a failure of the set-up is a failure, never a pass
+        check(False, f"{mode} test ran to its end", repr(e))
+    finally:
+        farm.stop()
+        if mode == "browser":
+            shutil.rmtree(PROFILE, ignore_errors=True)
+    return tap()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
