@@ -351,6 +351,10 @@ static int api(struct dash *x, const char *url, json_t **ret, ...) {
         va_end(ap);
         if (farm_query_route(x->db, x->counters, url, "GET", &args, x->now, &q) == 0)
                 return fail_internal(x, -EIO, "dashboard: a query route is missing");
+        /* A long answer (the intervals' steps) comes as JSON text. */
+        if (q.status == 200 && !q.json && q.text && q.content_type &&
+            strncmp(q.content_type, "application/json", 16) == 0)
+                q.json = json_loads(q.text, 0, NULL);
         if (q.status == 200 && q.json) {
                 *ret = q.json;
                 q.json = NULL;
