@@ -254,7 +254,19 @@ static const char *span(char buf[static TIMESPAN_MAX_LEN], int64_t ns) {
                                             : u < NSEC_PER_MSEC
                                                     ? u / 1000 * 1000
                                                     : u / NSEC_PER_MSEC * NSEC_PER_MSEC);
-        return format_timespan(buf, u / (60 * NSEC_PER_SEC) * 60 * NSEC_PER_SEC);
+        /* "29d 23h 59min": whole minutes, the zero parts left out. */
+        uint64_t min = u / (60 * NSEC_PER_SEC), d = min / 1440, h = min / 60 % 24, m = min % 60;
+        int n = 0;
+        buf[0] = '\0';
+        if (d)
+                n += snprintf(buf + n, TIMESPAN_MAX_LEN - (size_t) n, "%" PRIu64 "d", d);
+        if (h)
+                n += snprintf(buf + n, TIMESPAN_MAX_LEN - (size_t) n, "%s%" PRIu64 "h",
+                              n ? " " : "", h);
+        if (m)
+                snprintf(buf + n, TIMESPAN_MAX_LEN - (size_t) n, "%s%" PRIu64 "min", n ? " " : "",
+                         m);
+        return buf;
 }
 
 static const char *host_of(const struct machine *m) {
