@@ -116,5 +116,10 @@ int farm_step_done(farm_db *db, sqlite3_stmt *st, const char *what, char *err);
 /* Runs a cached statement without result (BEGIN, COMMIT ...) on the writer. */
 int farm_exec_w(farm_db *db, const char *sql, char *err);
 void farm_rollback(farm_db *db);
+/* Finds the row whose token hash is token_hash with sql, which selects (name, token_hash,
+ * usable) by "token_hash = ?"; compares the hash in full without an early exit.  0 and the name
+ * (of at most size bytes) of a usable row, -EACCES, or -EIO. */
+int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA256_DIGEST_SIZE],
+                      char *ret_name, size_t size);
 json_t *farm_json_col_int(sqlite3_stmt *st, int col);
 json_t *farm_json_col_text(sqlite3_stmt *st, int col);

@@ -539,8 +539,8 @@ int farm_revoke(farm_db *db, const char *machine_id, int64_t now_ns,
         return 0;
 }
 
-int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
-                      char ret_machine_id[static FARM_MACHINE_ID_LEN + 1]) {
+int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA256_DIGEST_SIZE],
+                      char *ret_name, size_t size) {
         _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
         _cleanup_reset_ sqlite3_stmt *st = NULL;
         char err[FARM_ERROR_MAX];
@@ -553,10 +553,7 @@ int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
          * hash of a guess falls among the stored hashes does not help to find a token whose
          * hash is one of them (that takes a SHA-256 preimage of a 256-bit random token).  The
          * row found is still compared in full without an early exit. */
-        if (farm_prepare_r(
-                    db,
-                    "SELECT id, token_hash, revoked_ns IS NULL FROM machines WHERE token_hash = ?",
-                    &st, err) < 0)
+        if (farm_prepare_r(db, sql, &st, err) < 0)
                 return -EIO;
         sqlite3_bind_blob(st, 1, token_hash, SHA256_DIGEST_SIZE, SQLITE_STATIC);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -567,14 +564,20 @@ int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
                 for (size_t i = 0; i < SHA256_DIGEST_SIZE; i++)
                         diff |= h[i] ^ token_hash[i];
                 if (diff == 0 && sqlite3_column_int(st, 2)) {
-                        snprintf(ret_machine_id, FARM_MACHINE_ID_LEN + 1, "%s",
-                                 (const char *) sqlite3_column_text(st, 0));
+                        snprintf(ret_name, size, "%s", (const char *) sqlite3_column_text(st, 0));
                         found = true;
                 }
         }
         if (rc != SQLITE_DONE)
                 return -EIO;
         return found ? 0 : -EACCES;
+}
+
+int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
+                      char ret_machine_id[static FARM_MACHINE_ID_LEN + 1]) {
+        return farm_token_lookup(
+                db, "SELECT id, token_hash, revoked_ns IS NULL FROM machines WHERE token_hash = ?",
+                token_hash, ret_machine_id, FARM_MACHINE_ID_LEN + 1);
 }
 
 /* Finds or creates the row of the summary's run; ret is its rowid. */

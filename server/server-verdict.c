@@ -1509,31 +1509,7 @@ int farm_admin_revoke(farm_db *db, const char *name, int64_t now_ns,
 
 int farm_admin_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
                             char ret_name[static FARM_ADMIN_NAME_MAX + 1]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        char err[FARM_ERROR_MAX];
-        bool found = false;
-        int rc;
-        if (farm_prepare_r(db,
-                           "SELECT name, token_hash FROM admins "
-                           "WHERE token_hash = ? AND revoked_ns IS NULL",
-                           &st, err) < 0)
-                return -EIO;
-        sqlite3_bind_blob(st, 1, token_hash, SHA256_DIGEST_SIZE, SQLITE_STATIC);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                const uint8_t *h = sqlite3_column_blob(st, 1);
-                if (!h || sqlite3_column_bytes(st, 1) != SHA256_DIGEST_SIZE)
-                        continue;
-                uint8_t diff = 0;
-                for (size_t i = 0; i < SHA256_DIGEST_SIZE; i++)
-                        diff |= h[i] ^ token_hash[i];
-                if (diff == 0) {
-                        snprintf(ret_name, FARM_ADMIN_NAME_MAX + 1, "%s",
-                                 (const char *) sqlite3_column_text(st, 0));
-                        found = true;
-                }
-        }
-        if (rc != SQLITE_DONE)
-                return -EIO;
-        return found ? 0 : -EACCES;
+        return farm_token_lookup(
+                db, "SELECT name, token_hash, revoked_ns IS NULL FROM admins WHERE token_hash = ?",
+                token_hash, ret_name, FARM_ADMIN_NAME_MAX + 1);
 }
