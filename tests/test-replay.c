@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "tests.h"
+#include "test-http.h"
 #include "test-util.h"
 #include "hist.h"
 
@@ -78,39 +79,11 @@ _printf_(2, 3) static long long db_int(sqlite3 *d, const char *fmt, ...) {
         return v;
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
-        char **body = userdata;
-        size_t old = *body ? strlen(*body) : 0;
-        char *b = realloc(*body, old + size * n + 1);
-        assert_non_null(b);
-        memcpy(b + old, data, size * n);
-        b[old + size * n] = '\0';
-        *body = b;
-        return size * n;
-}
-
 /* GET path from the server: its JSON, after checking for 200. */
 static json_t *get_json(const char *path) {
-        char url[512], *body = NULL;
-        long status = 0;
-        CURL *c = curl_easy_init();
-        assert_non_null(c);
+        char url[512];
         snprintf(url, sizeof(url), "%s%s", base_url, path);
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-        CURLcode rc = curl_easy_perform(c);
-        if (rc != CURLE_OK)
-                fail_msg("GET %s: %s", url, curl_easy_strerror(rc));
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        curl_easy_cleanup(c);
-        if (status != 200)
-                fail_msg("GET %s: status %ld: %s", url, status, body ?: "");
-        json_t *j = tu_json(body);
-        free(body);
-        return j;
+        return tu_get_json(url, 200);
 }
 
 /* Runs rtsoak-replay --server URL with args (NULL-terminated). */
