@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/netlink.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -27,11 +29,12 @@
 
 struct housekeeping {
         struct housekeeping_params p;
-        sd_event_source *tick, *clock;
-        int timer_fd;
+        sd_event_source *tick, *clock, *uevent;
+        int timer_fd, uevent_fd;
         uint64_t ticks;
         int64_t offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC as last seen */
         bool *offline;     /* per probe: its CPU was found offline */
+        bool *unpinned;    /* per probe: could not be pinned back; not tried again */
         struct store_prune_result pruned;
 };
 
@@ -100,9 +103,16 @@ static void maintain(struct housekeeping *h) {
 /* A probe whose CPU went offline has been moved elsewhere by the kernel (its affinity
  * broken): what it measures is no longer that CPU.  Say so, and pin it back when the CPU
  * returns. */
-static void check_cpus(struct housekeeping *h) {
+static bool pinned_to(const struct probe *p) {
+        cpu_set_t set;
+        if (!p->thread_started || pthread_getaffinity_np(p->thread, sizeof(set), &set) != 0)
+                return true; /* nothing to say about it */
+        return CPU_COUNT(&set) == 1 && CPU_ISSET(p->cpu, &set);
+}
+
+void housekeeping_check_cpus(struct housekeeping *h) {
         struct cpuset online;
-        if (cpuset_online(&online, NULL) < 0)
+        if (!h || h->p.nprobes == 0 || cpuset_online(&online, NULL) < 0)
                 return;
         for (size_t i = 0; i < h->p.nprobes; i++) {
                 struct probe *p = h->p.probes[i];
@@ -113,27 +123,76 @@ static void check_cpus(struct housekeeping *h) {
                               "CPU %d went offline: its probe runs elsewhere until it returns, "
                               "so its intervals meanwhile do not describe CPU %d",
                               p->cpu, p->cpu);
-                } else if (on && h->offline[i]) {
-                        cpu_set_t set;
-                        CPU_ZERO(&set);
-                        CPU_SET(p->cpu, &set);
-                        int r = p->thread_started
-                                        ? -pthread_setaffinity_np(p->thread, sizeof(set), &set)
-                                        : -ESRCH;
-                        h->offline[i] = false;
-                        event(h, "cpu_online", p->cpu, -1, NULL,
-                              "CPU %d is online again; its probe %s", p->cpu,
-                              r < 0 ? "could not be pinned back to it" : "is pinned to it again");
+                        continue;
                 }
+                if (!on || (!h->offline[i] && (h->unpinned[i] || pinned_to(p))))
+                        continue;
+                /* Back online, or online with its pinning broken: the kernel moved the probe
+                 * away when the CPU went offline between two looks. */
+                if (!h->offline[i])
+                        event(h, "cpu_offline", p->cpu, -1, NULL,
+                              "CPU %d went offline and came back between two checks (its probe "
+                              "was moved off it): some of its intervals may not describe CPU %d",
+                              p->cpu, p->cpu);
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                CPU_SET(p->cpu, &set);
+                int r = p->thread_started ? -pthread_setaffinity_np(p->thread, sizeof(set), &set)
+                                          : -ESRCH;
+                h->offline[i] = false;
+                h->unpinned[i] = r < 0;
+                event(h, "cpu_online", p->cpu, -1, NULL, "CPU %d is online again; its probe %s",
+                      p->cpu, r < 0 ? "could not be pinned back to it" : "is pinned to it again");
         }
         cpuset_done(&online);
+}
+
+/* The kernel announces CPUs going offline and online as uevents: with them a change is seen
+ * at once rather than at the next tick (which remains, should a notice be lost). */
+static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct housekeeping *h = userdata;
+        bool cpu_change = false;
+        for (;;) {
+                char buf[4096];
+                struct sockaddr_nl from;
+                socklen_t fromlen = sizeof(from);
+                ssize_t n = recvfrom(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT,
+                                     (struct sockaddr *) &from, &fromlen);
+                if (n < 0) {
+                        if (errno == ENOBUFS) { /* notices lost: look anyway */
+                                cpu_change = true;
+                                continue;
+                        }
+                        break;
+                }
+                if (from.nl_pid != 0) /* only the kernel's own notices */
+                        continue;
+                buf[n] = '\0';
+                /* "offline@/devices/system/cpu/cpu1", "online@...": ACTION@DEVPATH */
+                const char *at = strchr(buf, '@');
+                if (at && strncmp(at, "@/devices/system/cpu/cpu", 24) == 0 &&
+                    (strncmp(buf, "offline@", 8) == 0 || strncmp(buf, "online@", 7) == 0))
+                        cpu_change = true;
+        }
+        if (cpu_change)
+                housekeeping_check_cpus(h);
+        return 0;
+}
+
+static void watch_uevents(sd_event *e, struct housekeeping *h) {
+        struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 /* the kernel's */ };
+        h->uevent_fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                              NETLINK_KOBJECT_UEVENT);
+        if (h->uevent_fd < 0 || bind(h->uevent_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ||
+            sd_event_add_io(e, &h->uevent, h->uevent_fd, EPOLLIN, on_uevent, h) < 0)
+                log_debug("No kernel uevents (%m): CPU hotplug is seen every %u s",
+                          (unsigned) (TICK_NS / NSEC_PER_SEC));
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         struct housekeeping *h = userdata;
         h->ticks++;
-        if (h->p.nprobes > 0)
-                check_cpus(h);
+        housekeeping_check_cpus(h);
         /* The first time soon after the start (an old backlog goes from the first day on),
          * then once a minute. */
         if (h->ticks % MAINT_EVERY_TICKS == 1)
@@ -192,8 +251,10 @@ int housekeeping_start(sd_event *e, const struct housekeeping_params *p,
                 return -ENOMEM;
         h->p = *p;
         h->timer_fd = -1;
+        h->uevent_fd = -1;
         h->offline = calloc(p->nprobes + 1, sizeof(bool));
-        if (!h->offline) {
+        h->unpinned = calloc(p->nprobes + 1, sizeof(bool));
+        if (!h->offline || !h->unpinned) {
                 housekeeping_free(h);
                 return -ENOMEM;
         }
@@ -208,6 +269,8 @@ int housekeeping_start(sd_event *e, const struct housekeeping_params *p,
         if (h->timer_fd < 0 || arm_clock_timer(h) < 0 ||
             sd_event_add_io(e, &h->clock, h->timer_fd, EPOLLIN, on_clock, h) < 0)
                 log_warning("Cannot watch the wall clock for steps, ignoring: %m");
+        if (p->nprobes > 0)
+                watch_uevents(e, h);
         *ret = h;
         return 0;
 }
@@ -217,8 +280,12 @@ void housekeeping_free(struct housekeeping *h) {
                 return;
         sd_event_source_disable_unref(h->tick);
         sd_event_source_disable_unref(h->clock);
+        sd_event_source_disable_unref(h->uevent);
+        if (h->uevent_fd >= 0)
+                close(h->uevent_fd);
         if (h->timer_fd >= 0)
                 close(h->timer_fd);
         free(h->offline);
+        free(h->unpinned);
         free(h);
 }

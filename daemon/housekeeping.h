@@ -22,3 +22,6 @@ struct housekeeping;
 /* Adds its timers to e; they run on the main loop between interval writes. */
 int housekeeping_start(sd_event *e, const struct housekeeping_params *p, struct housekeeping **ret);
 void housekeeping_free(struct housekeeping *h);
+/* Records probed CPUs gone offline (and back, pinning their probes again); runs on every tick
+ * and may be called at any other moment of the main loop. */
+void housekeeping_check_cpus(struct housekeeping *h);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpuset.h"
 #include "macro.h"
 #include "notify.h"
 
@@ -57,6 +58,15 @@ static int query_locked(struct locked_query *q, size_t n) {
         return 0;
 }
 
+static bool cpu_online(int cpu) {
+        struct cpuset online;
+        if (cpuset_online(&online, NULL) < 0)
+                return true;
+        bool on = cpuset_contains(&online, cpu);
+        cpuset_done(&online);
+        return on;
+}
+
 int notify_verify_probes(struct probe **probes, size_t n, int priority, bool lock_memory, char *why,
                          size_t len) {
         for (size_t i = 0; i < n; i++) {
@@ -85,7 +95,9 @@ int notify_verify_probes(struct probe **probes, size_t n, int priority, bool loc
                                  p->cpu, strerror(r));
                         return -r;
                 }
-                if (CPU_COUNT(&set) != 1 || !CPU_ISSET(p->cpu, &set)) {
+                /* A CPU taken offline meanwhile breaks the pinning: that is hotplug, recorded
+                 * and undone when it returns, not a probe set up wrong. */
+                if ((CPU_COUNT(&set) != 1 || !CPU_ISSET(p->cpu, &set)) && cpu_online(p->cpu)) {
                         snprintf(why, len, "CPU %d: the probe thread is not pinned to its CPU",
                                  p->cpu);
                         return -EINVAL;

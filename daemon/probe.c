@@ -280,6 +280,10 @@ int probe_start(struct probe *p) {
         if (r != 0)
                 return -r;
         p->thread_started = true;
+        /* Named for top -H, ps -L and /proc: "rtsoak-cpu3" is the probe of CPU 3. */
+        char name[16];
+        snprintf(name, sizeof(name), "rtsoak-cpu%d", p->cpu);
+        (void) pthread_setname_np(p->thread, name);
         return 0;
 }
 

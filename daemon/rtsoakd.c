@@ -390,6 +390,9 @@ static void check_ready(struct daemon *d) {
 
         if (d->ready_sent || d->stopping || !notify_probes_measuring(d->probes, d->nprobes))
                 return;
+        /* A probed CPU that went offline during the start is recorded (and its probe pinned
+         * again if it is back) before the probes are judged. */
+        housekeeping_check_cpus(d->housekeeping);
         r = notify_verify_probes(d->probes, d->nprobes, (int) d->cfg.priority, d->cfg.lock_memory,
                                  why, sizeof(why));
         if (r < 0) {

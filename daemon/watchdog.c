@@ -199,6 +199,7 @@ int watchdog_start(const struct watchdog_params *p, struct watchdog **ret) {
                 watchdog_free(w);
                 return -r;
         }
+        (void) pthread_setname_np(w->thread, "rtsoak-watchdog");
         *ret = w;
         return 0;
 }

@@ -491,6 +491,7 @@ int uploader_start(const struct uploader_params *p, struct uploader **ret) {
                 uploader_free(u);
                 return r;
         }
+        (void) pthread_setname_np(u->thread, "rtsoak-upload");
         *ret = u;
         return 0;
 }
