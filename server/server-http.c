@@ -64,7 +64,15 @@ struct request {
         char *body;
         size_t len, allocated;
         bool upload, duplicate; /* a summary upload, answered "duplicate" */
+        struct farm_counters *counters;
 };
+
+/* The answer is decided: counted now, before the client can have it, so that a /metrics read
+ * after a reply always includes that reply. */
+static void answered(struct request *rq, unsigned status) {
+        rq->status = status;
+        farm_counters_request(rq->counters, rq->upload, rq->duplicate, status);
+}
 
 static void format_address(const struct sockaddr *sa, socklen_t len, char *buf, size_t size) {
         char host[NI_MAXHOST], port[NI_MAXSERV];
@@ -140,9 +148,9 @@ static enum MHD_Result respond(struct request *rq, struct MHD_Connection *c, uns
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
         if (header)
                 MHD_add_response_header(resp, header, value);
+        answered(rq, status);
         enum MHD_Result ret = MHD_queue_response(c, status, resp);
         MHD_destroy_response(resp);
-        rq->status = status;
         rq->bytes_out = len;
         return ret;
 }
@@ -322,9 +330,9 @@ static enum MHD_Result send_answer(struct request *rq, struct MHD_Connection *c,
                                 MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, a->allow);
                         if (a->status == 503)
                                 MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "5");
+                        answered(rq, a->status);
                         ret = MHD_queue_response(c, a->status, resp);
                         MHD_destroy_response(resp);
-                        rq->status = a->status;
                         rq->bytes_out = len;
                 } else
                         ret = MHD_NO;
@@ -692,6 +700,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                 if (!rq)
                         return MHD_NO;
                 *con_cls = rq;
+                rq->counters = &h->counters;
                 rq->start_ns = now_ns(CLOCK_REALTIME);
                 rq->start_mono_ns = now_ns(CLOCK_MONOTONIC);
                 escape_path(method, rq->method, sizeof(rq->method));
@@ -714,7 +723,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                         /* A chunked body without a size that grew over the limit: a response
                          * can no longer be queued in the middle of it, so the connection is
                          * closed and the log says why. */
-                        rq->status = 413;
+                        answered(rq, 413);
                         return MHD_NO;
                 }
                 return r < 0 ? MHD_NO : MHD_YES;
@@ -746,8 +755,6 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
         if (!rq)
                 return;
         const char *end = termination(toe);
-        farm_counters_request(&((farm_http *) cls)->counters, rq->upload, rq->duplicate,
-                              rq->status);
         log_info("request time=%s remote=%s method=%s path=%s status=%u in=%llu out=%llu "
                  "duration_us=%lld machine=%s%s%s",
                  format_timestamp_utc(when, rq->start_ns), rq->remote, rq->method, rq->path,

@@ -271,11 +271,17 @@ static void test_kill9_during_writes(void **state) {
          * second of wall-clock time (boundary + two probe periods + 1 ms, then the fsync).
          * Kill at 1 to 10 ms after a boundary, i.e. while that transaction is being written. */
         enum { KILLS = 10 };
+        char errlog[600];
+        snprintf(errlog, sizeof(errlog), "%s/kill9.err", dir);
         for (int i = 0; i < KILLS; i++) {
                 char *argv[48];
                 daemon_argv(argv, NULL);
-                pid_t pid = tu_spawn(argv, NULL, NULL);
-                tu_sleep_ms(1200);
+                unlink(errlog);
+                pid_t pid = tu_spawn(argv, NULL, errlog);
+                /* Running (the probes measure, the run is recorded): the next boundary's
+                 * interval is written by the collector. */
+                if (!tu_wait_for_text(errlog, "Run ", 20000))
+                        fail_msg("kill %d: rtsoakd did not start: %s", i, tu_read_file(errlog));
                 struct timespec now, at;
                 clock_gettime(CLOCK_REALTIME, &now);
                 at.tv_sec = now.tv_sec + 1;

@@ -60,6 +60,9 @@ void tu_daemon_argv(char **argv, char *set_db, const char *const *extra) {
         /* No load unless a test asks for one; the loads are the build's rtsoak-load. */
         argv[n++] = "--set";
         argv[n++] = "Schedule.Rotation=idle 1h";
+        /* Not the machine's own pstore flight record (a test that wants one sets its own). */
+        argv[n++] = "--set";
+        argv[n++] = "Forensics.FlightRecorder=\"\"";
         static char helper[4200];
         const char *load = getenv("RTSOAK_LOAD");
         if (load) {
