@@ -65,7 +65,9 @@ done
 u=$src/systemd/rtsoakd.service
 missing=""
 for line in "Type=notify" "NotifyAccess=main" "WatchdogSec=" "ExecReload=" \
-            "DeviceAllow=/dev/cpu_dma_latency rw" "LimitRTPRIO=" "LimitMEMLOCK=infinity" \
+            "DeviceAllow=/dev/cpu_dma_latency rw" "DeviceAllow=/dev/pmsg0 w" \
+            "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK" \
+            "LimitRTPRIO=" "LimitMEMLOCK=infinity" \
             "RestartPreventExitStatus=78" "StartLimitBurst=" "StartLimitIntervalSec="; do
         grep -q "^$line" "$u" || missing+=" $line"
 done
