@@ -1,52 +1,93 @@
 /* SPDX-License-Identifier: MIT */
 #include <curl/curl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "tests.h"
 #include "test-http.h"
 
-static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
-        struct tu_reply *r = userdata;
-        size_t old = strlen(r->body);
-        char *b = realloc(r->body, old + size * n + 1);
+size_t tu_http_on_body(char *data, size_t size, size_t n, void *reply) {
+        struct tu_reply *r = reply;
+        char *b = realloc(r->body, r->len + size * n + 1);
         assert_non_null(b);
-        memcpy(b + old, data, size * n);
-        b[old + size * n] = '\0';
+        memcpy(b + r->len, data, size * n);
+        r->len += size * n;
+        b[r->len] = '\0';
         r->body = b;
         return size * n;
 }
 
-void tu_http(const char *method, const char *url, const char *bearer, const char *body,
-             struct tu_reply *ret) {
+static void header_value(const char *line, size_t len, const char *name, char *out, size_t size) {
+        size_t nl = strlen(name);
+        if (len > nl + 2 && strncasecmp(line, name, nl) == 0 && line[nl] == ':' &&
+            line[nl + 1] == ' ')
+                snprintf(out, size, "%.*s", (int) strcspn(line + nl + 2, "\r\n"), line + nl + 2);
+}
+
+static size_t on_header(char *data, size_t size, size_t n, void *reply) {
+        struct tu_reply *r = reply;
+        size_t len = size * n;
+        header_value(data, len, "Allow", r->allow, sizeof(r->allow));
+        header_value(data, len, "Content-Type", r->content_type, sizeof(r->content_type));
+        header_value(data, len, "Retry-After", r->retry_after, sizeof(r->retry_after));
+        return len;
+}
+
+void tu_http_request(const struct tu_request *rq, struct tu_reply *ret) {
         struct curl_slist *headers = NULL;
-        char auth[256];
-        *ret = (struct tu_reply){ .body = strdup("") };
-        assert_non_null(ret->body);
+        char auth[512];
+        *ret = (struct tu_reply){};
         CURL *c = curl_easy_init();
         assert_non_null(c);
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(c, CURLOPT_URL, rq->url);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, rq->method);
+        if (strcmp(rq->method, "HEAD") == 0)
+                curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
         curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        if (rq->cainfo)
+                curl_easy_setopt(c, CURLOPT_CAINFO, rq->cainfo);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, tu_http_on_body);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, ret);
-        if (bearer) {
-                snprintf(auth, sizeof(auth), "Authorization: Bearer %s", bearer);
+        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(c, CURLOPT_HEADERDATA, ret);
+        if (rq->bearer || rq->authorization) {
+                if (rq->authorization)
+                        snprintf(auth, sizeof(auth), "Authorization: %s", rq->authorization);
+                else
+                        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", rq->bearer);
                 headers = curl_slist_append(headers, auth);
         }
-        if (body) {
+        if (rq->body) {
                 headers = curl_slist_append(headers, "Content-Type: application/json");
-                curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, rq->body);
+                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
+                                 (curl_off_t) (rq->body_len ? rq->body_len : strlen(rq->body)));
         }
+        for (const char *const *h = rq->headers; h && *h; h++)
+                headers = curl_slist_append(headers, *h);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
         CURLcode rc = curl_easy_perform(c);
         if (rc != CURLE_OK)
-                fail_msg("%s %s: %s", method, url, curl_easy_strerror(rc));
+                fail_msg("%s %s: %s", rq->method, rq->url, curl_easy_strerror(rc));
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &ret->status);
         curl_slist_free_all(headers);
         curl_easy_cleanup(c);
-        ret->json = json_loads(ret->body, 0, NULL);
+        if (!ret->body) {
+                ret->body = strdup("");
+                assert_non_null(ret->body);
+        }
+        ret->json = json_loadb(ret->body, ret->len, 0, NULL);
+}
+
+void tu_http(const char *method, const char *url, const char *bearer, const char *body,
+             struct tu_reply *ret) {
+        tu_http_request(
+                &(struct tu_request){
+                        .method = method, .url = url, .bearer = bearer, .body = body },
+                ret);
 }
 
 void tu_reply_done(struct tu_reply *r) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tests.h"
+#include "test-http.h"
 #include "test-util.h"
 #include "hist.h"
 #include "summary.h"
@@ -38,76 +39,12 @@ static char tok_a[80], tok_b[80], tok_c[80], tok_d[80];
 
 /* ---- HTTP ---------------------------------------------------------------------------- */
 
-struct reply {
-        long status;
-        char *body;
-        size_t len;
-        char allow[64], content_type[128];
-};
-
-static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
-        struct reply *r = userdata;
-        char *b = realloc(r->body, r->len + size * n + 1);
-        assert_non_null(b);
-        memcpy(b + r->len, data, size * n);
-        r->len += size * n;
-        b[r->len] = '\0';
-        r->body = b;
-        return size * n;
-}
-
-static size_t on_header(char *data, size_t size, size_t n, void *userdata) {
-        struct reply *r = userdata;
-        size_t len = size * n;
-        if (len > 7 && strncasecmp(data, "Allow: ", 7) == 0)
-                snprintf(r->allow, sizeof(r->allow), "%.*s", (int) strcspn(data + 7, "\r\n"),
-                         data + 7);
-        if (len > 14 && strncasecmp(data, "Content-Type: ", 14) == 0)
-                snprintf(r->content_type, sizeof(r->content_type), "%.*s",
-                         (int) strcspn(data + 14, "\r\n"), data + 14);
-        return len;
-}
-
-static void reply_done(struct reply *r) {
-        free(r->body);
-        *r = (struct reply){};
-}
-
-static struct reply http(const char *method, const char *path, const char *token,
-                         const char *body) {
-        struct reply r = {};
-        char url[2048], auth[128];
-        CURL *c = curl_easy_init();
-        struct curl_slist *headers = NULL;
-        assert_non_null(c);
+static struct tu_reply http(const char *method, const char *path, const char *token,
+                            const char *body) {
+        struct tu_reply r;
+        char url[2048];
         snprintf(url, sizeof(url), "%s%s", base_url, path);
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-        if (strcmp(method, "HEAD") == 0)
-                curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        if (body) {
-                curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-                headers = curl_slist_append(headers, "Content-Type: application/json");
-        }
-        if (token) {
-                snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-                headers = curl_slist_append(headers, auth);
-        }
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
-        CURLcode rc = curl_easy_perform(c);
-        if (rc != CURLE_OK)
-                fail_msg("%s %s: %s", method, url, curl_easy_strerror(rc));
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-        curl_slist_free_all(headers);
-        curl_easy_cleanup(c);
-        if (!r.body)
-                r.body = strdup("");
+        tu_http(method, url, token, body, &r);
         return r;
 }
 
@@ -119,11 +56,11 @@ static json_t *get_json(const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(path, sizeof(path), fmt, ap);
         va_end(ap);
-        struct reply r = http("GET", path, NULL, NULL);
+        struct tu_reply r = http("GET", path, NULL, NULL);
         if (r.status != 200)
                 fail_msg("GET %s: %ld %s", path, r.status, r.body);
         json_t *j = tu_json(r.body);
-        reply_done(&r);
+        tu_reply_done(&r);
         return j;
 }
 
@@ -135,14 +72,14 @@ static void expect_error(long status, const char *msg, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(path, sizeof(path), fmt, ap);
         va_end(ap);
-        struct reply r = http("GET", path, NULL, NULL);
+        struct tu_reply r = http("GET", path, NULL, NULL);
         json_t *j = tu_json(r.body);
         const char *e = json_string_value(json_object_get(j, "error"));
         if (r.status != status || !e || !strstr(e, msg))
                 fail_msg("GET %s: expected %ld '%s', got %ld %s", path, status, msg, r.status,
                          r.body);
         json_decref(j);
-        reply_done(&r);
+        tu_reply_done(&r);
 }
 
 static json_t *jget(json_t *o, const char *key) {
@@ -254,10 +191,10 @@ static void post(const struct fixture *f, uint64_t first, uint64_t n, const char
         char *text;
         assert_int_equal(summary_encode(&s, &text, NULL), 0);
         summary_done(&s);
-        struct reply r = http("POST", "/api/v1/summaries", f->token, text);
+        struct tu_reply r = http("POST", "/api/v1/summaries", f->token, text);
         if (r.status != 200)
                 fail_msg("upload: %ld %s", r.status, r.body);
-        reply_done(&r);
+        tu_reply_done(&r);
         free(text);
 }
 
@@ -655,16 +592,16 @@ static void test_bad_parameters(void **state) {
         expect_error(404, "with=9.9-nothing: no such kernel",
                      "/api/v1/kernels/6.6-rt1/compare?with=9.9-nothing");
 
-        struct reply r = http("POST", "/api/v1/machines/" ID_A "/intervals", NULL, "{}");
+        struct tu_reply r = http("POST", "/api/v1/machines/" ID_A "/intervals", NULL, "{}");
         assert_int_equal(r.status, 405);
         assert_string_equal(r.allow, "GET, HEAD");
-        reply_done(&r);
+        tu_reply_done(&r);
         r = http("DELETE", "/metrics", NULL, NULL);
         assert_int_equal(r.status, 405);
-        reply_done(&r);
+        tu_reply_done(&r);
         r = http("HEAD", "/api/v1/machines/" ID_A "/runs", NULL, NULL);
         assert_int_equal(r.status, 200);
-        reply_done(&r);
+        tu_reply_done(&r);
 }
 
 /* ---- histograms ---------------------------------------------------------------------- */
@@ -1068,7 +1005,7 @@ static void test_metrics(void **state) {
         h.start_ns = D1 + DAY_NS;
         post_all(&h);
 
-        struct reply r = http("GET", "/metrics", NULL, NULL);
+        struct tu_reply r = http("GET", "/metrics", NULL, NULL);
         assert_int_equal(r.status, 200);
         assert_string_equal(r.content_type, "text/plain; version=0.0.4; charset=utf-8");
         check_exposition(r.body);
@@ -1093,7 +1030,7 @@ static void test_metrics(void **state) {
         double ok = sample(r.body, "rtsoak_http_requests_total{code=\"200\"}");
         assert_true(stored >= 10);
         assert_true(ok > stored);
-        reply_done(&r);
+        tu_reply_done(&r);
 
         /* One upload sent twice, one without a token. */
         upload_seq = 9000;
@@ -1102,7 +1039,7 @@ static void test_metrics(void **state) {
         post_all(&h);
         r = http("POST", "/api/v1/summaries", NULL, "{}");
         assert_int_equal(r.status, 401);
-        reply_done(&r);
+        tu_reply_done(&r);
         r = http("GET", "/metrics", NULL, NULL);
         check_exposition(r.body);
         assert_true(sample(r.body, "rtsoak_reports_received_total{result=\"stored\"}") == stored);
@@ -1111,7 +1048,7 @@ static void test_metrics(void **state) {
         assert_true(sample(r.body, "rtsoak_ingest_errors_total{reason=\"unauthorized\"}") ==
                     unauth + 1);
         assert_true(sample(r.body, "rtsoak_http_requests_total{code=\"401\"}") >= 1);
-        reply_done(&r);
+        tu_reply_done(&r);
 }
 
 static void db_exec(const char *sql) {
@@ -1133,7 +1070,7 @@ static void test_migration_from_3(void **state) {
         snprintf(path, sizeof(path),
                  "/api/v1/machines/" ID_A "/intervals?from=%lld&to=%lld&step=5min&limit=1000",
                  (long long) D0, (long long) (D0 + 2 * DAY_NS));
-        struct reply before = http("GET", path, NULL, NULL);
+        struct tu_reply before = http("GET", path, NULL, NULL);
         assert_int_equal(before.status, 200);
         kill(server_pid, SIGTERM);
         assert_int_equal(tu_wait(server_pid, 10000), 0);
@@ -1149,7 +1086,7 @@ static void test_migration_from_3(void **state) {
         server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", extra, base_url,
                                      sizeof(base_url));
         assert_int_equal(db_int("PRAGMA user_version"), 5);
-        struct reply after = http("GET", path, NULL, NULL);
+        struct tu_reply after = http("GET", path, NULL, NULL);
         assert_int_equal(after.status, 200);
         json_t *a = tu_json(before.body), *b = tu_json(after.body);
         if (!json_equal(a, b))
@@ -1158,8 +1095,8 @@ static void test_migration_from_3(void **state) {
         assert_int_equal(ji(json_array_get(jget(b, "steps"), SPIKE_SEQ / 5), "max_cpu"), SPIKE_CPU);
         json_decref(a);
         json_decref(b);
-        reply_done(&before);
-        reply_done(&after);
+        tu_reply_done(&before);
+        tu_reply_done(&after);
 }
 
 int main(void) {

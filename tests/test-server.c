@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "tests.h"
+#include "test-http.h"
 #include "test-util.h"
 #include "hist.h"
 #include "sha256.h"
@@ -56,83 +57,24 @@ static int stop_server(pid_t pid) {
 
 /* ---- HTTP with libcurl ------------------------------------------------------------------- */
 
-struct reply {
-        long status;
-        char *body;
-        size_t len;
-        char retry_after[32], allow[64];
-};
-
-static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
-        struct reply *r = userdata;
-        char *b = realloc(r->body, r->len + size * n + 1);
-        assert_non_null(b);
-        memcpy(b + r->len, data, size * n);
-        r->len += size * n;
-        b[r->len] = '\0';
-        r->body = b;
-        return size * n;
-}
-
-static size_t on_header(char *data, size_t size, size_t n, void *userdata) {
-        struct reply *r = userdata;
-        size_t len = size * n;
-        if (len > 13 && strncasecmp(data, "Retry-After: ", 13) == 0)
-                snprintf(r->retry_after, sizeof(r->retry_after), "%.*s",
-                         (int) strcspn(data + 13, "\r\n"), data + 13);
-        if (len > 7 && strncasecmp(data, "Allow: ", 7) == 0)
-                snprintf(r->allow, sizeof(r->allow), "%.*s", (int) strcspn(data + 7, "\r\n"),
-                         data + 7);
-        return len;
-}
-
-static void reply_done(struct reply *r) {
-        free(r->body);
-        *r = (struct reply){};
-}
-
 /* One request; auth is the whole Authorization header value or NULL. */
-static struct reply http_at(const char *base, const char *cainfo, const char *method,
-                            const char *path, const char *auth, const char *body, size_t len) {
-        struct reply r = {};
-        char url[512], header[256];
-        CURL *c = curl_easy_init();
-        struct curl_slist *headers = NULL;
-        assert_non_null(c);
+static struct tu_reply http_at(const char *base, const char *cainfo, const char *method,
+                               const char *path, const char *auth, const char *body, size_t len) {
+        struct tu_reply r;
+        char url[512];
         snprintf(url, sizeof(url), "%s%s", base, path);
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        if (cainfo)
-                curl_easy_setopt(c, CURLOPT_CAINFO, cainfo);
-        if (body) {
-                curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
-                headers = curl_slist_append(headers, "Content-Type: application/json");
-        }
-        if (auth) {
-                snprintf(header, sizeof(header), "Authorization: %s", auth);
-                headers = curl_slist_append(headers, header);
-        }
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
-        curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
-        CURLcode rc = curl_easy_perform(c);
-        if (rc != CURLE_OK)
-                fail_msg("%s %s: %s", method, url, curl_easy_strerror(rc));
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
-        curl_slist_free_all(headers);
-        curl_easy_cleanup(c);
-        if (!r.body)
-                r.body = strdup("");
+        tu_http_request(&(struct tu_request){ .method = method,
+                                              .url = url,
+                                              .authorization = auth,
+                                              .body = body,
+                                              .body_len = len,
+                                              .cainfo = cainfo },
+                        &r);
         return r;
 }
 
-static struct reply http(const char *method, const char *path, const char *auth, const char *body,
-                         size_t len) {
+static struct tu_reply http(const char *method, const char *path, const char *auth,
+                            const char *body, size_t len) {
         requests++;
         return http_at(base_url, NULL, method, path, auth, body, len);
 }
@@ -143,12 +85,12 @@ static const char *bearer(const char *token) {
         return buf;
 }
 
-static struct reply upload(const char *token, const char *text) {
+static struct tu_reply upload(const char *token, const char *text) {
         return http("POST", "/api/v1/summaries", token ? bearer(token) : NULL, text, strlen(text));
 }
 
 /* The "error" of a JSON error reply; fails if the reply is not one. */
-static const char *error_of(struct reply *r) {
+static const char *error_of(struct tu_reply *r) {
         static char msg[1024];
         json_t *j = tu_json(r->body);
         const char *e = json_string_value(json_object_get(j, "error"));
@@ -159,7 +101,7 @@ static const char *error_of(struct reply *r) {
         return msg;
 }
 
-static void expect_error(struct reply *r, long status, const char *msg) {
+static void expect_error(struct tu_reply *r, long status, const char *msg) {
         if (r->status != status || !strstr(error_of(r), msg))
                 fail_msg("expected %ld '%s', got %ld %s", status, msg, r->status, r->body);
 }
@@ -354,11 +296,11 @@ static long long rows(const char *table) {
 static json_t *get_machine(const char *id) {
         char path[128];
         snprintf(path, sizeof(path), "/api/v1/machines/%s", id);
-        struct reply r = http("GET", path, NULL, NULL, 0);
+        struct tu_reply r = http("GET", path, NULL, NULL, 0);
         if (r.status != 200)
                 fail_msg("GET %s: %ld %s", path, r.status, r.body);
         json_t *j = tu_json(r.body);
-        reply_done(&r);
+        tu_reply_done(&r);
         return j;
 }
 
@@ -434,7 +376,7 @@ static void test_enroll(void **state) {
 /* A valid summary is stored, row for row, and the machine query shows it. */
 static void test_upload_stored(void **state) {
         char *text = summary_text(&run1);
-        struct reply r = upload(token_a, text);
+        struct tu_reply r = upload(token_a, text);
         if (r.status != 200)
                 fail_msg("upload: %ld %s", r.status, r.body);
         json_t *j = tu_json(r.body);
@@ -442,7 +384,7 @@ static void test_upload_stored(void **state) {
         assert_int_equal(tu_jint(j, "intervals"), 2);
         assert_int_equal(tu_jint(j, "events"), 3);
         json_decref(j);
-        reply_done(&r);
+        tu_reply_done(&r);
         free(text);
 
         assert_int_equal(rows("runs"), 1);
@@ -512,7 +454,7 @@ static void test_upload_stored(void **state) {
         json_decref(m);
 
         /* The list has every enrolled machine; B has reported nothing. */
-        struct reply l = http("GET", "/api/v1/machines", NULL, NULL, 0);
+        struct tu_reply l = http("GET", "/api/v1/machines", NULL, NULL, 0);
         assert_int_equal(l.status, 200);
         json_t *all = tu_json(l.body);
         json_t *list = json_object_get(all, "machines");
@@ -524,7 +466,7 @@ static void test_upload_stored(void **state) {
         assert_true(json_is_null(json_object_get(b, "kernel")));
         assert_true(json_is_true(json_object_get(b, "gating")));
         json_decref(all);
-        reply_done(&l);
+        tu_reply_done(&l);
 }
 
 /* The same upload again is stored once; an upload that overlaps a stored one stores only
@@ -535,7 +477,7 @@ static void test_upload_stored(void **state) {
 static void expect_stored(const struct spec *spec, long long intervals, long long dup_intervals,
                           long long events, long long dup_events) {
         char *text = summary_text(spec);
-        struct reply r = upload(token_a, text);
+        struct tu_reply r = upload(token_a, text);
         assert_int_equal(r.status, 200);
         json_t *j = tu_json(r.body);
         assert_string_equal(json_string_value(json_object_get(j, "status")), "stored");
@@ -544,7 +486,7 @@ static void expect_stored(const struct spec *spec, long long intervals, long lon
         assert_int_equal(tu_jint(j, "events"), events);
         assert_int_equal(tu_jint(j, "duplicate_events"), dup_events);
         json_decref(j);
-        reply_done(&r);
+        tu_reply_done(&r);
         free(text);
 }
 
@@ -552,14 +494,14 @@ static void test_duplicates_and_latest_run(void **state) {
         struct snapshot before;
         snapshot(&before);
         char *text = summary_text(&run1);
-        struct reply r = upload(token_a, text);
+        struct tu_reply r = upload(token_a, text);
         assert_int_equal(r.status, 200);
         json_t *j = tu_json(r.body);
         assert_string_equal(json_string_value(json_object_get(j, "status")), "duplicate");
         assert_int_equal(tu_jint(j, "intervals"), 0);
         assert_int_equal(tu_jint(j, "events"), 0);
         json_decref(j);
-        reply_done(&r);
+        tu_reply_done(&r);
         free(text);
         for (size_t i = 0; i < NTABLES; i++) {
                 struct snapshot after;
@@ -598,7 +540,7 @@ static void test_duplicates_and_latest_run(void **state) {
         text = summary_text(&run2);
         r = upload(token_a, text);
         assert_int_equal(r.status, 200);
-        reply_done(&r);
+        tu_reply_done(&r);
         free(text);
 
         json_t *m = get_machine(ID_A);
@@ -623,7 +565,7 @@ static void test_duplicates_and_latest_run(void **state) {
                               "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
         r = upload(token_a, other);
         expect_error(&r, 409, "run.boot_id");
-        reply_done(&r);
+        tu_reply_done(&r);
         free(other);
         free(text);
         assert_unchanged(&mid, "a conflicting run");
@@ -634,7 +576,7 @@ static void test_duplicates_and_latest_run(void **state) {
 static void test_concurrent_uploads(void **state) {
         enum { N = 16 };
         CURL *easy[N + 1];
-        struct reply replies[N + 1] = {};
+        struct tu_reply replies[N + 1] = {};
         char *texts[N + 1];
         struct curl_slist *headers = NULL;
         char url[256], auth[128];
@@ -661,7 +603,7 @@ static void test_concurrent_uploads(void **state) {
                 curl_easy_setopt(easy[i], CURLOPT_POSTFIELDS, texts[i]);
                 curl_easy_setopt(easy[i], CURLOPT_HTTPHEADER, headers);
                 curl_easy_setopt(easy[i], CURLOPT_TIMEOUT, 20L);
-                curl_easy_setopt(easy[i], CURLOPT_WRITEFUNCTION, on_body);
+                curl_easy_setopt(easy[i], CURLOPT_WRITEFUNCTION, tu_http_on_body);
                 curl_easy_setopt(easy[i], CURLOPT_WRITEDATA, &replies[i]);
                 curl_multi_add_handle(multi, easy[i]);
                 requests++;
@@ -687,7 +629,7 @@ static void test_concurrent_uploads(void **state) {
                 json_decref(j);
                 curl_multi_remove_handle(multi, easy[i]);
                 curl_easy_cleanup(easy[i]);
-                reply_done(&replies[i]);
+                tu_reply_done(&replies[i]);
                 free(texts[i]);
         }
         curl_multi_cleanup(multi);
@@ -706,7 +648,7 @@ static void test_group_commit(void **state) {
         enum { NEW = 40, DUP = 8, CONFLICT = 4, N = NEW + DUP + CONFLICT };
         char db2[600], log2[600], url[128], tok[80], auth[128], target[256];
         CURL *easy[N];
-        struct reply replies[N] = {};
+        struct tu_reply replies[N] = {};
         char *texts[N];
 
         snprintf(db2, sizeof(db2), "%s/group.db", dir);
@@ -724,10 +666,10 @@ static void test_group_commit(void **state) {
         p6.nintervals = 1;
         p6.nevents = 1;
         char *text6 = summary_text(&p6);
-        struct reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth, text6,
-                                 strlen(text6));
+        struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth, text6,
+                                    strlen(text6));
         assert_int_equal(r.status, 200);
-        reply_done(&r);
+        tu_reply_done(&r);
 
         struct curl_slist *headers = NULL;
         char header[160];
@@ -761,7 +703,7 @@ static void test_group_commit(void **state) {
                 curl_easy_setopt(easy[i], CURLOPT_POSTFIELDS, texts[i]);
                 curl_easy_setopt(easy[i], CURLOPT_HTTPHEADER, headers);
                 curl_easy_setopt(easy[i], CURLOPT_TIMEOUT, 20L);
-                curl_easy_setopt(easy[i], CURLOPT_WRITEFUNCTION, on_body);
+                curl_easy_setopt(easy[i], CURLOPT_WRITEFUNCTION, tu_http_on_body);
                 curl_easy_setopt(easy[i], CURLOPT_WRITEDATA, &replies[i]);
                 curl_multi_add_handle(multi, easy[i]);
         }
@@ -791,7 +733,7 @@ static void test_group_commit(void **state) {
                 }
                 curl_multi_remove_handle(multi, easy[i]);
                 curl_easy_cleanup(easy[i]);
-                reply_done(&replies[i]);
+                tu_reply_done(&replies[i]);
                 free(texts[i]);
         }
         curl_multi_cleanup(multi);
@@ -878,11 +820,11 @@ static void test_bad_uploads(void **state) {
                         auth = bearer(token_a);
                 else if (auth && strcmp(auth, "B") == 0)
                         auth = bearer(token_b);
-                struct reply r = http("POST", "/api/v1/summaries", auth, text, strlen(text));
+                struct tu_reply r = http("POST", "/api/v1/summaries", auth, text, strlen(text));
                 if (r.status != c->status || !strstr(error_of(&r), c->msg))
                         fail_msg("%s: expected %ld '%s', got %ld %s", c->name, c->status, c->msg,
                                  r.status, r.body);
-                reply_done(&r);
+                tu_reply_done(&r);
                 free(text);
                 assert_unchanged(&before, c->name);
         }
@@ -891,9 +833,9 @@ static void test_bad_uploads(void **state) {
         size_t big = (size_t) 17 << 20;
         char *huge = malloc(big);
         memset(huge, ' ', big);
-        struct reply r = http("POST", "/api/v1/summaries", bearer(token_a), huge, big);
+        struct tu_reply r = http("POST", "/api/v1/summaries", bearer(token_a), huge, big);
         expect_error(&r, 413, "over the limit");
-        reply_done(&r);
+        tu_reply_done(&r);
         assert_unchanged(&before, "an oversized body");
 
         /* The same without a Content-Length (chunked): the connection is closed once the body
@@ -910,7 +852,7 @@ static void test_bad_uploads(void **state) {
         curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) big);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
         curl_easy_setopt(c, CURLOPT_TIMEOUT, 20L);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, tu_http_on_body);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
         CURLcode rc = curl_easy_perform(c);
         long status = 0;
@@ -918,17 +860,17 @@ static void test_bad_uploads(void **state) {
         if (rc == CURLE_OK && status >= 200)
                 fail_msg("chunked oversized body answered %ld %s", status, r.body ?: "");
         requests++;
-        reply_done(&r);
+        tu_reply_done(&r);
         curl_slist_free_all(headers);
         curl_easy_cleanup(c);
         free(huge);
         assert_unchanged(&before, "an oversized chunked body");
 
         /* A revoked token is refused exactly like an unknown one. */
-        struct reply unknown = http("POST", "/api/v1/summaries",
-                                    "Bearer 0000000000000000000000000000000000000000000000000000"
-                                    "0000000000ee",
-                                    valid, strlen(valid));
+        struct tu_reply unknown = http("POST", "/api/v1/summaries",
+                                       "Bearer 0000000000000000000000000000000000000000000000000000"
+                                       "0000000000ee",
+                                       valid, strlen(valid));
         char dbarg[600];
         snprintf(dbarg, sizeof(dbarg), "--db=%s", db_path);
         char *revoke[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "revoke", ID_C, NULL };
@@ -939,8 +881,8 @@ static void test_bad_uploads(void **state) {
         expect_error(&r, 401, "missing, invalid or revoked token");
         assert_int_equal(unknown.status, 401);
         assert_string_equal(r.body, unknown.body);
-        reply_done(&r);
-        reply_done(&unknown);
+        tu_reply_done(&r);
+        tu_reply_done(&unknown);
         assert_unchanged(&before, "a revoked token");
         json_t *m = get_machine(ID_C);
         assert_true(json_is_true(json_object_get(m, "revoked")));
@@ -951,36 +893,36 @@ static void test_bad_uploads(void **state) {
         enroll(db_path, ID_C, NULL, NULL, fresh);
         r = upload(token_c, for_c);
         assert_int_equal(r.status, 401);
-        reply_done(&r);
+        tu_reply_done(&r);
         r = upload(fresh, for_c);
         if (r.status != 200)
                 fail_msg("re-keyed token: %ld %s", r.status, r.body);
-        reply_done(&r);
+        tu_reply_done(&r);
         free(for_c);
         free(valid);
 }
 
 static void test_query_errors(void **state) {
-        struct reply r = http("GET", "/api/v1/machines/" ID_UNKNOWN, NULL, NULL, 0);
+        struct tu_reply r = http("GET", "/api/v1/machines/" ID_UNKNOWN, NULL, NULL, 0);
         expect_error(&r, 404, "no such machine");
-        reply_done(&r);
+        tu_reply_done(&r);
         r = http("GET", "/api/v1/machines/not-a-machine-id", NULL, NULL, 0);
         expect_error(&r, 404, "no such machine");
-        reply_done(&r);
+        tu_reply_done(&r);
         r = http("GET", "/api/v2/elsewhere", NULL, NULL, 0);
         expect_error(&r, 404, "no such resource");
-        reply_done(&r);
+        tu_reply_done(&r);
         r = http("DELETE", "/api/v1/machines/" ID_A, NULL, NULL, 0);
         expect_error(&r, 405, "method not allowed");
         assert_string_equal(r.allow, "GET, HEAD");
-        reply_done(&r);
+        tu_reply_done(&r);
         r = http("GET", "/api/v1/summaries", bearer(token_a), NULL, 0);
         expect_error(&r, 405, "method not allowed");
         assert_string_equal(r.allow, "POST");
-        reply_done(&r);
+        tu_reply_done(&r);
         r = http("POST", "/api/v1/machines", NULL, "{}", 2);
         expect_error(&r, 405, "method not allowed");
-        reply_done(&r);
+        tu_reply_done(&r);
 }
 
 /* A machine that sends faster than its bucket refills is told when to come back; another
@@ -998,21 +940,21 @@ static void test_rate_limit(void **state) {
         snprintf(auth_b, sizeof(auth_b), "Bearer %s", tok_b);
         char *text = summary_text(&run1);
         for (int i = 0; i < 3; i++) {
-                struct reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth_a, text,
-                                         strlen(text));
+                struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth_a, text,
+                                            strlen(text));
                 assert_int_equal(r.status, 200);
-                reply_done(&r);
+                tu_reply_done(&r);
         }
-        struct reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth_a, text,
-                                 strlen(text));
+        struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth_a, text,
+                                    strlen(text));
         expect_error(&r, 429, "too many requests");
         assert_true(atoi(r.retry_after) >= 1);
-        reply_done(&r);
+        tu_reply_done(&r);
         /* B's own bucket is full: its first request goes through (and is refused for the
          * machine id, which proves it got past the limit). */
         r = http_at(url, NULL, "POST", "/api/v1/summaries", auth_b, text, strlen(text));
         assert_int_equal(r.status, 403);
-        reply_done(&r);
+        tu_reply_done(&r);
         free(text);
         assert_int_equal(stop_server(pid), 0);
 }
@@ -1086,10 +1028,10 @@ static void test_tls(void **state) {
         const char *extra[] = { certarg, keyarg, NULL };
         pid_t pid = start_server(db2, log2, extra, url, sizeof(url));
         assert_int_equal(strncmp(url, "https://", 8), 0);
-        struct reply r = http_at(url, cert, "GET", "/api/v1/machines", NULL, NULL, 0);
+        struct tu_reply r = http_at(url, cert, "GET", "/api/v1/machines", NULL, NULL, 0);
         assert_int_equal(r.status, 200);
         assert_non_null(strstr(r.body, "\"machines\":[]"));
-        reply_done(&r);
+        tu_reply_done(&r);
         assert_int_equal(stop_server(pid), 0);
 }
 
