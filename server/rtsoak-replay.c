@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "hist.h"
+#include "http-reply.h"
 #include "log.h"
 #include "macro.h"
 #include "sha256.h"
@@ -31,7 +32,6 @@
 #define REPLAY_MAX_STEPS 256      /* rotation steps, like rtsoakd */
 #define REPLAY_MAX_TRIES 10       /* per upload, on network errors, 408, 429 and 5xx */
 #define REPLAY_RETRY_AFTER_MAX_NS (5 * NSEC_PER_SEC)
-#define REPLAY_RESPONSE_MAX 4096
 #define DEFAULT_ROTATION "idle 1h, cpu 1h, io 1h, net 1h, hackbench 1h, mixed 1h"
 
 /* ---- the built-in scenarios, as rtsoakd defines them (daemon/daemon-config.c) --------------- */
@@ -1001,9 +1001,7 @@ struct stats {
 struct worker {
         pthread_t thread;
         CURL *curl;
-        char response[REPLAY_RESPONSE_MAX];
-        size_t response_len;
-        char retry_after[64];
+        struct http_reply reply;
         struct stats stats;
 
         /* The histogram being filled, and which of its buckets are not zero. */
@@ -1314,48 +1312,6 @@ static int make_interval(struct worker *w, struct mstate *ms, int64_t t) {
 
 /* ---- posting ------------------------------------------------------------------------------- */
 
-static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
-        struct worker *w = userdata;
-        size_t len = size * n, room = REPLAY_RESPONSE_MAX - 1 - w->response_len;
-        memcpy(w->response + w->response_len, data, MIN(len, room));
-        w->response_len += MIN(len, room);
-        w->response[w->response_len] = 0;
-        return len;
-}
-
-static size_t on_header(char *data, size_t size, size_t n, void *userdata) {
-        struct worker *w = userdata;
-        size_t len = size * n;
-        if (len > 12 && strncasecmp(data, "Retry-After:", 12) == 0)
-                snprintf(w->retry_after, sizeof(w->retry_after), "%.*s",
-                         (int) MIN(len - 12, sizeof(w->retry_after) - 1), data + 12);
-        return len;
-}
-
-/* The server's error text: {"error": "..."} or the body as it is, on one line. */
-static void server_message(struct worker *w, long status, char *buf, size_t len) {
-        json_t *j = json_loadb(w->response, w->response_len, 0, NULL);
-        const char *msg = json_string_value(json_object_get(j, "error"));
-        snprintf(buf, len, "HTTP %ld: %s", status,
-                 msg && *msg    ? msg
-                 : *w->response ? w->response
-                                : "(no message)");
-        json_decref(j);
-        for (char *p = buf; *p; p++)
-                if ((unsigned char) *p < 0x20)
-                        *p = ' ';
-}
-
-static uint64_t retry_after_ns(const char *v) {
-        while (*v == ' ' || *v == '\t')
-                v++;
-        char *end;
-        unsigned long long s = strtoull(v, &end, 10);
-        if (end == v)
-                return 0;
-        return MIN((uint64_t) s * NSEC_PER_SEC, REPLAY_RETRY_AFTER_MAX_NS);
-}
-
 static void sleep_ns(uint64_t ns) {
         struct timespec ts = { (time_t) (ns / NSEC_PER_SEC), (long) (ns % NSEC_PER_SEC) };
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -1366,14 +1322,12 @@ static void sleep_ns(uint64_t ns) {
  * with a short backoff.  Anything else the server refuses ends the replay. */
 static int post(struct worker *w, struct mstate *ms, const char *body, size_t len,
                 const char *what) {
-        char msg[REPLAY_RESPONSE_MAX + 128];
+        char msg[HTTP_REPLY_BODY_MAX + 128];
         uint64_t wait = 50 * NSEC_PER_MSEC;
 
         for (unsigned attempt = 1;; attempt++) {
                 long status = 0;
-                w->response_len = 0;
-                w->response[0] = 0;
-                w->retry_after[0] = 0;
+                http_reply_reset(&w->reply);
                 curl_easy_setopt(w->curl, CURLOPT_HTTPHEADER, ms->headers);
                 curl_easy_setopt(w->curl, CURLOPT_POSTFIELDS, body);
                 curl_easy_setopt(w->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
@@ -1384,7 +1338,7 @@ static int post(struct worker *w, struct mstate *ms, const char *body, size_t le
                                 w->stats.uploads++;
                                 return 0;
                         }
-                        server_message(w, status, msg, sizeof(msg));
+                        http_reply_message(&w->reply, status, msg, sizeof(msg));
                         if (status != 408 && status != 429 && status < 500) {
                                 log_error("Machine %s, %s: the server refused the upload: %s",
                                           ms->m->id, what, msg);
@@ -1397,7 +1351,10 @@ static int post(struct worker *w, struct mstate *ms, const char *body, size_t le
                                   what, attempt, msg);
                         return -EIO;
                 }
-                uint64_t ra = status ? retry_after_ns(w->retry_after) : 0;
+                uint64_t ra = status ? MIN(http_parse_retry_after(w->reply.retry_after,
+                                                                  now_ns(CLOCK_REALTIME)),
+                                           REPLAY_RETRY_AFTER_MAX_NS)
+                                     : 0;
                 uint64_t delay = MAX(wait, ra);
                 if (!opt.quiet) {
                         char span[TIMESPAN_MAX_LEN];
@@ -1626,10 +1583,10 @@ static int worker_init(struct worker *w) {
         if (opt.ca_file)
                 curl_easy_setopt(w->curl, CURLOPT_CAINFO, opt.ca_file);
         curl_easy_setopt(w->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(w->curl, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(w->curl, CURLOPT_WRITEDATA, w);
-        curl_easy_setopt(w->curl, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(w->curl, CURLOPT_HEADERDATA, w);
+        curl_easy_setopt(w->curl, CURLOPT_WRITEFUNCTION, http_reply_on_body);
+        curl_easy_setopt(w->curl, CURLOPT_WRITEDATA, &w->reply);
+        curl_easy_setopt(w->curl, CURLOPT_HEADERFUNCTION, http_reply_on_header);
+        curl_easy_setopt(w->curl, CURLOPT_HEADERDATA, &w->reply);
         curl_easy_setopt(w->curl, CURLOPT_USERAGENT, "rtsoak-replay/" PROJECT_VERSION);
         return 0;
 }

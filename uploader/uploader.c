@@ -15,14 +15,13 @@
 #include <time.h>
 
 #include "config.h"
+#include "http-reply.h"
 #include "log.h"
 #include "macro.h"
 #include "store.h"
 #include "summary.h"
 #include "timeutil.h"
 #include "uploader.h"
-
-#define RESPONSE_MAX 4096
 
 struct uploader {
         struct uploader_params p;
@@ -40,9 +39,7 @@ struct uploader {
         /* thread only */
         store *store;
         CURL *curl;
-        char response[RESPONSE_MAX];
-        size_t response_len;
-        char retry_after[64];
+        struct http_reply reply;
 };
 
 uint64_t uploader_backoff(uint64_t min_ns, uint64_t max_ns, unsigned attempt,
@@ -56,28 +53,6 @@ uint64_t uploader_backoff(uint64_t min_ns, uint64_t max_ns, unsigned attempt,
         uint64_t wait = cap ? rnd % cap : 0;
         wait = MAX(wait, NSEC_PER_MSEC);
         return MAX(wait, retry_after_ns);
-}
-
-uint64_t uploader_parse_retry_after(const char *value, int64_t now_real_ns) {
-        while (*value == ' ' || *value == '\t')
-                value++;
-        if (*value >= '0' && *value <= '9') {
-                char *end;
-                unsigned long long s = strtoull(value, &end, 10);
-                while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
-                        end++;
-                if (*end || s > 86400)
-                        return s > 86400 && !*end ? 86400 * NSEC_PER_SEC : 0;
-                return s * NSEC_PER_SEC;
-        }
-        struct tm tm = {};
-        const char *end = strptime(value, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-        if (!end)
-                return 0;
-        int64_t t = (int64_t) timegm(&tm) * (int64_t) NSEC_PER_SEC;
-        if (t <= now_real_ns)
-                return 0;
-        return (uint64_t) MIN(t - now_real_ns, (int64_t) (86400 * NSEC_PER_SEC));
 }
 
 static void touch(struct uploader *u) {
@@ -131,24 +106,6 @@ void uploader_poke(struct uploader *u) {
         pthread_mutex_unlock(&u->lock);
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *userdata) {
-        struct uploader *u = userdata;
-        size_t len = size * n, room = RESPONSE_MAX - 1 - u->response_len;
-        memcpy(u->response + u->response_len, data, MIN(len, room));
-        u->response_len += MIN(len, room);
-        u->response[u->response_len] = 0;
-        return len;
-}
-
-static size_t on_header(char *data, size_t size, size_t n, void *userdata) {
-        struct uploader *u = userdata;
-        size_t len = size * n;
-        if (len > 12 && strncasecmp(data, "Retry-After:", 12) == 0)
-                snprintf(u->retry_after, sizeof(u->retry_after), "%.*s",
-                         (int) MIN(len - 12, sizeof(u->retry_after) - 1), data + 12);
-        return len;
-}
-
 /* Lets a stop abandon a transfer in progress. */
 static int on_progress(void *userdata, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d) {
         struct uploader *u = userdata;
@@ -181,30 +138,15 @@ static int setup_curl(struct uploader *u, struct curl_slist **headers) {
         if (u->ca_file && *u->ca_file)
                 curl_easy_setopt(u->curl, CURLOPT_CAINFO, u->ca_file);
         curl_easy_setopt(u->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(u->curl, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(u->curl, CURLOPT_WRITEDATA, u);
-        curl_easy_setopt(u->curl, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(u->curl, CURLOPT_HEADERDATA, u);
+        curl_easy_setopt(u->curl, CURLOPT_WRITEFUNCTION, http_reply_on_body);
+        curl_easy_setopt(u->curl, CURLOPT_WRITEDATA, &u->reply);
+        curl_easy_setopt(u->curl, CURLOPT_HEADERFUNCTION, http_reply_on_header);
+        curl_easy_setopt(u->curl, CURLOPT_HEADERDATA, &u->reply);
         curl_easy_setopt(u->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
         curl_easy_setopt(u->curl, CURLOPT_XFERINFODATA, u);
         curl_easy_setopt(u->curl, CURLOPT_NOPROGRESS, 0L);
         curl_easy_setopt(u->curl, CURLOPT_USERAGENT, "rtsoakd/" PROJECT_VERSION);
         return 0;
-}
-
-/* The server's error text, from a JSON body {"error": "..."} or the body as it is, with
- * control characters made spaces (it goes into the database and the logs). */
-static void server_message(struct uploader *u, long status, char *buf, size_t len) {
-        json_t *j = json_loadb(u->response, u->response_len, 0, NULL);
-        const char *msg = json_string_value(json_object_get(j, "error"));
-        snprintf(buf, len, "HTTP %ld: %s", status,
-                 msg && *msg    ? msg
-                 : *u->response ? u->response
-                                : "(no message)");
-        json_decref(j);
-        for (char *p = buf; *p; p++)
-                if ((unsigned char) *p < 0x20)
-                        *p = ' ';
 }
 
 static int build_summary(struct uploader *u, const struct store_outbox_row *rows, size_t n,
@@ -256,9 +198,7 @@ static int set_aside(struct uploader *u, const struct store_outbox_row *rows, co
 static enum outcome upload(struct uploader *u, const char *body, size_t len, char *msg,
                            size_t msglen, uint64_t *retry_after) {
         long status = 0;
-        u->response_len = 0;
-        u->response[0] = 0;
-        u->retry_after[0] = 0;
+        http_reply_reset(&u->reply);
         curl_easy_setopt(u->curl, CURLOPT_POSTFIELDS, body);
         curl_easy_setopt(u->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) len);
         CURLcode rc = curl_easy_perform(u->curl);
@@ -267,10 +207,10 @@ static enum outcome upload(struct uploader *u, const char *body, size_t len, cha
                 return OUT_RETRY;
         }
         curl_easy_getinfo(u->curl, CURLINFO_RESPONSE_CODE, &status);
-        *retry_after = uploader_parse_retry_after(u->retry_after, now_ns(CLOCK_REALTIME));
+        *retry_after = http_parse_retry_after(u->reply.retry_after, now_ns(CLOCK_REALTIME));
         if (status >= 200 && status < 300)
                 return OUT_SENT;
-        server_message(u, status, msg, msglen);
+        http_reply_message(&u->reply, status, msg, msglen);
         /* Refused for what it carries: set it aside.  Anything else is about the connection,
          * the token or the server (a redirect, 401 after re-keying, 404 from a proxy, 429,
          * 5xx): retry, the rows are not at fault. */
@@ -295,7 +235,7 @@ static void stats_add(struct uploader *u, enum outcome o, size_t rows) {
 static void *uploader_main(void *arg) {
         struct uploader *u = arg;
         struct curl_slist *headers = NULL;
-        char err[STORE_ERROR_MAX], msg[RESPONSE_MAX + 64];
+        char err[STORE_ERROR_MAX], msg[HTTP_REPLY_BODY_MAX + 64];
         unsigned attempt = 0;
         size_t single_left = 0; /* after a refused batch: one row at a time, to find it */
         int r;

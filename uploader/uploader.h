@@ -49,6 +49,3 @@ void uploader_get_stats(struct uploader *u, struct uploader_stats *ret);
  * Retry-After).  rnd is a uniform 64-bit random number. */
 uint64_t uploader_backoff(uint64_t min_ns, uint64_t max_ns, unsigned attempt,
                           uint64_t retry_after_ns, uint64_t rnd);
-/* Parses a Retry-After value (delay seconds or an HTTP date) into ns from now_real_ns;
- * returns 0 when absent or invalid. */
-uint64_t uploader_parse_retry_after(const char *value, int64_t now_real_ns);

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "http-reply.h"
+#include "macro.h"
+#include "timeutil.h"
+
+#define RETRY_AFTER_MAX_S 86400
+
+void http_reply_reset(struct http_reply *r) {
+        r->len = 0;
+        r->body[0] = 0;
+        r->retry_after[0] = 0;
+}
+
+size_t http_reply_on_body(char *data, size_t size, size_t n, void *reply) {
+        struct http_reply *r = reply;
+        size_t len = size * n, room = sizeof(r->body) - 1 - r->len;
+        memcpy(r->body + r->len, data, MIN(len, room));
+        r->len += MIN(len, room);
+        r->body[r->len] = 0;
+        return len;
+}
+
+size_t http_reply_on_header(char *data, size_t size, size_t n, void *reply) {
+        struct http_reply *r = reply;
+        size_t len = size * n;
+        if (len > 12 && strncasecmp(data, "Retry-After:", 12) == 0)
+                snprintf(r->retry_after, sizeof(r->retry_after), "%.*s",
+                         (int) MIN(len - 12, sizeof(r->retry_after) - 1), data + 12);
+        return len;
+}
+
+void http_reply_message(const struct http_reply *r, long status, char *buf, size_t len) {
+        json_t *j = json_loadb(r->body, r->len, 0, NULL);
+        const char *msg = json_string_value(json_object_get(j, "error"));
+        snprintf(buf, len, "HTTP %ld: %s", status,
+                 msg && *msg ? msg
+                 : *r->body  ? r->body
+                             : "(no message)");
+        json_decref(j);
+        for (char *p = buf; *p; p++)
+                if ((unsigned char) *p < 0x20)
+                        *p = ' ';
+}
+
+uint64_t http_parse_retry_after(const char *value, int64_t now_real_ns) {
+        while (*value == ' ' || *value == '\t')
+                value++;
+        if (*value >= '0' && *value <= '9') {
+                char *end;
+                unsigned long long s = strtoull(value, &end, 10);
+                while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
+                        end++;
+                if (*end)
+                        return 0;
+                return MIN(s, (unsigned long long) RETRY_AFTER_MAX_S) * NSEC_PER_SEC;
+        }
+        struct tm tm = {};
+        const char *end = strptime(value, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        if (!end)
+                return 0;
+        int64_t t = (int64_t) timegm(&tm) * (int64_t) NSEC_PER_SEC;
+        if (t <= now_real_ns)
+                return 0;
+        return (uint64_t) MIN(t - now_real_ns,
+                              (int64_t) RETRY_AFTER_MAX_S * (int64_t) NSEC_PER_SEC);
+}
