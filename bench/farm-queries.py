@@ -25,7 +25,6 @@ import datetime
 import json
 import os
 import platform
-import re
 import signal
 import statistics
 import subprocess
@@ -34,33 +33,14 @@ import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from benchlib import cpu_model, start_server  # noqa: E402
 BUILD = os.path.join(HERE, "..", "build")
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 FILL = os.path.join(BUILD, "bench", "farm-fill")
 RESULTS = os.path.join(HERE, "results-farm-queries.txt")
 END_S = 1796256000  # 2026-12-03T00:00:00Z: the simulated month ends here
 RELEASE = "6.1.0-rt-bench"
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
-
-
-def start_server(db):
-    p = subprocess.Popen([SERVER, "--db", db, "--listen", "127.0.0.1:0"],
-                         stderr=subprocess.PIPE, text=True)
-    for line in p.stderr:
-        m = re.search(r"Listening on (http://\S+)", line)
-        if m:
-            return p, m.group(1)
-    raise SystemExit("rtsoak-server did not start")
 
 
 def timed_get(url):
@@ -112,7 +92,8 @@ def main():
         print("filled in %.0f s" % (time.monotonic() - t))
 
     size = sum(os.path.getsize(args.db + s) for s in ("", "-wal") if os.path.exists(args.db + s))
-    proc, url = start_server(args.db)
+    # The start checks the database (quick_check up to 1 GiB): minutes for a big farm.
+    proc, url, _ = start_server(SERVER, args.db, args.db + ".server.log", timeout_s=1800)
     lines = []
     try:
         at = (END_S + 60) * 10**9

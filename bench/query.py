@@ -20,8 +20,6 @@ Usage (from the source tree after building into build/):
 import argparse
 import datetime
 import os
-import platform
-import re
 import shutil
 import signal
 import sqlite3
@@ -33,39 +31,12 @@ import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from benchlib import cpu_model, start_server  # noqa: E402
 BUILD = os.path.join(HERE, "..", "build")
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 FILL = os.path.join(BUILD, "bench", "query-fill")
 DAY_NS = 86400 * 10**9
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
-
-
-def start_server(db, log):
-    proc = subprocess.Popen([SERVER, "--db", db, "--listen", "127.0.0.1:0"],
-                            stdout=subprocess.DEVNULL, stderr=open(log, "w"))
-    # The start checks the database (quick_check): minutes for a farm of gigabytes.
-    deadline = time.monotonic() + 1800
-    while time.monotonic() < deadline:
-        with open(log) as f:
-            m = re.search(r"Listening on (\S+)", f.read())
-        if m:
-            return proc, m.group(1)
-        if proc.poll() is not None:
-            break
-        time.sleep(0.01)
-    proc.kill()
-    proc.wait()
-    sys.exit("rtsoak-server did not start: " + open(log).read())
 
 
 def timed_get(url):
@@ -148,7 +119,8 @@ def main():
 
     log = os.path.join(tmp, "server.log")
     t = time.monotonic()
-    proc, base = start_server(db, log)
+    # The start checks the database (quick_check): minutes for a farm of gigabytes.
+    proc, base, _ = start_server(SERVER, db, log, timeout_s=1800)
     out.append(f"server started in {time.monotonic() - t:.1f} s (quick_check of the database)")
     global SERVER_PID
     SERVER_PID = proc.pid

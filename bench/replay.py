@@ -21,39 +21,22 @@ import datetime
 import json
 import os
 import platform
-import re
 import resource
 import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from benchlib import cpu_model, proc_cpu_s, start_server  # noqa: E402
 BUILD = os.path.join(HERE, "..", "build")
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 REPLAY = os.path.join(BUILD, "server", "rtsoak-replay")
 RESULTS = os.path.join(HERE, "results-replay.txt")
 RATE_OPTS = ["--rate", "1000000", "--burst", "1000000"]
 TO = "2026-11-01T00:00:00Z"
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
-
-
-def proc_cpu_s(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_case(tmp, machines, jobs, days, cpus, batch):
@@ -66,21 +49,7 @@ def run_case(tmp, machines, jobs, days, cpus, batch):
             tok = subprocess.run([SERVER, f"--db={db}", "enroll", i], check=True,
                                  capture_output=True, text=True).stdout.strip()
             f.write(f"{i} {tok}\n")
-    logf = open(log, "w")
-    srv = subprocess.Popen([SERVER, f"--db={db}", "--listen", "127.0.0.1:0"] + RATE_OPTS,
-                           stdout=subprocess.DEVNULL, stderr=logf)
-    url = None
-    for _ in range(500):
-        m = re.search(r"Listening on (\S+)", open(log).read())
-        if m:
-            url = m.group(1)
-            break
-        time.sleep(0.02)
-    if not url:
-        srv.kill()
-        sys.exit("the server did not start: " + open(log).read())
-    if not url.startswith("http"):
-        url = "http://" + url
+    srv, url, _ = start_server(SERVER, db, log, RATE_OPTS)
     load0 = os.getloadavg()[0]
     srv_cpu0 = proc_cpu_s(srv.pid)
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -92,7 +61,6 @@ def run_case(tmp, machines, jobs, days, cpus, batch):
     srv_cpu = proc_cpu_s(srv.pid) - srv_cpu0
     srv.send_signal(signal.SIGTERM)
     srv.wait(30)
-    logf.close()
     stats = json.loads(out)
     con = sqlite3.connect(db)
     stored = con.execute("SELECT count(*) FROM intervals").fetchone()[0]

@@ -39,6 +39,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from benchlib import cpu_model, start_server  # noqa: E402
 BUILD = os.path.join(HERE, "..", "build")
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 LOAD = os.path.join(BUILD, "bench", "ingest-load")
@@ -46,17 +48,6 @@ RESULTS = os.path.join(HERE, "results-server-ingest.txt")
 TARGET = 1000.0
 # High enough that no machine is ever throttled: the benchmark measures the storage path.
 RATE_OPTS = ["--rate", "1000000", "--burst", "1000000"]
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
 
 
 def mem_total():
@@ -80,25 +71,6 @@ def filesystem_of(path):
             if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best[2]):
                 best = (dev, fstype, mnt)
     return best
-
-
-def start_server(server, db, log, extra):
-    argv = [server, "--db", db, "--listen", "127.0.0.1:0"] + RATE_OPTS + extra
-    errf = open(log, "wb")
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errf)
-    errf.close()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with open(log, errors="replace") as f:
-            m = re.search(r"Listening on (\S+)", f.read())
-        if m:
-            return proc, m.group(1), argv
-        if proc.poll() is not None:
-            break
-        time.sleep(0.02)
-    proc.kill()
-    with open(log, errors="replace") as f:
-        sys.exit(f"rtsoak-server did not start: {f.read()}")
 
 
 def count_rows(db):
@@ -130,7 +102,7 @@ def one_run(a, tmp, template, tokens):
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(template + suffix):
             shutil.copyfile(template + suffix, db + suffix)
-    proc, url, server_argv = start_server(a.server, db, log, a.server_opt)
+    proc, url, server_argv = start_server(a.server, db, log, RATE_OPTS + a.server_opt)
     load_argv = [a.load, "--url", url, "--tokens", tokens,
                  "--machines", str(a.machines), "--connections", str(a.connections),
                  "--count", str(a.count), "--server-pid", str(proc.pid), "--json"]

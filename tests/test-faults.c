@@ -29,7 +29,6 @@ static char *dir, local_db[512], farm_db[512], server_log[512], token_file[512],
         set_flight[600], set_journal[600] = "Forensics.JournalDirectory=";
 
 static int setup(void **state) {
-        char token[80];
         dir = tu_mkdtemp("faults");
         snprintf(local_db, sizeof(local_db), "%s/rtsoak.db", dir);
         snprintf(farm_db, sizeof(farm_db), "%s/farm.db", dir);
@@ -42,11 +41,7 @@ static int setup(void **state) {
         snprintf(set_pstore, sizeof(set_pstore), "Forensics.PstoreDir=%s", pstore);
         snprintf(set_flight, sizeof(set_flight), "Forensics.FlightRecorder=%s", flight);
         mkdir(pstore, 0755);
-        tu_server_enroll(farm_db, tu_machine_id(), NULL, NULL, token);
-        FILE *f = fopen(token_file, "we");
-        assert_non_null(f);
-        fprintf(f, "%s\n", token);
-        fclose(f);
+        tu_enroll_this_machine(farm_db, token_file);
         return 0;
 }
 
@@ -57,12 +52,7 @@ static int teardown(void **state) {
 }
 
 static void fresh_local(void) {
-        char p[600];
-        const char *suffix[] = { "", "-wal", "-shm", ".lock" };
-        for (size_t i = 0; i < ELEMENTSOF(suffix); i++) {
-                snprintf(p, sizeof(p), "%s%s", local_db, suffix[i]);
-                unlink(p);
-        }
+        tu_remove_db(local_db);
 }
 
 static long long query(const char *path, const char *sql) {
@@ -136,11 +126,6 @@ static pid_t start_daemon(const char *duration, const char *errlog, bool upload)
         return tu_spawn(argv, NULL, errlog);
 }
 
-static void stop_server(pid_t pid) {
-        kill(pid, SIGTERM);
-        assert_int_equal(tu_wait(pid, 10000), 0);
-}
-
 static void write_file(const char *path, const void *data, size_t len) {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         assert_true(fd >= 0);
@@ -183,7 +168,7 @@ static void test_kill9_fifty_times(void **state) {
                                                    "!= 'sent'") > 0;
              i++)
                 tu_sleep_ms(100);
-        stop_server(srv);
+        tu_server_stop(srv);
 
         /* No damage on either side. */
         expect_intact(local_db);

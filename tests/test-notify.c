@@ -396,16 +396,12 @@ static void test_hang_storage(void **state) {
 
 /* An enrolled machine and the real farm server on loopback; the token in token_file. */
 static void start_farm(char *url, size_t url_size, char *token_file, size_t tf_size) {
-        char farm_db[600], server_log[600], token[80];
+        char farm_db[600], server_log[600];
         snprintf(farm_db, sizeof(farm_db), "%s/farm.db", dir);
         snprintf(server_log, sizeof(server_log), "%s/server.log", dir);
         snprintf(token_file, tf_size, "%s/token", dir);
         unlink(farm_db);
-        tu_server_enroll(farm_db, tu_machine_id(), NULL, NULL, token);
-        FILE *f = fopen(token_file, "we");
-        assert_non_null(f);
-        fprintf(f, "%s\n", token);
-        fclose(f);
+        tu_enroll_this_machine(farm_db, token_file);
         server_pid = tu_server_start(farm_db, server_log, "127.0.0.1:0", NULL, url, url_size);
 }
 

@@ -16,7 +16,6 @@ static char *dir, local_db[512], farm_db[512], server_log[512], token_file[512],
         set_db[600], set_server[200], set_token[600];
 
 static int setup(void **state) {
-        char token[80];
         dir = tu_mkdtemp("upload");
         snprintf(local_db, sizeof(local_db), "%s/rtsoak.db", dir);
         snprintf(farm_db, sizeof(farm_db), "%s/farm.db", dir);
@@ -24,11 +23,7 @@ static int setup(void **state) {
         snprintf(token_file, sizeof(token_file), "%s/token", dir);
         snprintf(set_db, sizeof(set_db), "Storage.Path=%s", local_db);
         snprintf(set_token, sizeof(set_token), "Upload.TokenFile=%s", token_file);
-        tu_server_enroll(farm_db, tu_machine_id(), NULL, NULL, token);
-        FILE *f = fopen(token_file, "we");
-        assert_non_null(f);
-        fprintf(f, "%s\n", token);
-        fclose(f);
+        tu_enroll_this_machine(farm_db, token_file);
         return 0;
 }
 
@@ -39,12 +34,7 @@ static int teardown(void **state) {
 }
 
 static void fresh_local(void) {
-        char p[600];
-        const char *suffix[] = { "", "-wal", "-shm", ".lock" };
-        for (size_t i = 0; i < ELEMENTSOF(suffix); i++) {
-                snprintf(p, sizeof(p), "%s%s", local_db, suffix[i]);
-                unlink(p);
-        }
+        tu_remove_db(local_db);
         /* The farm keeps the machine's enrollment; its data goes. */
         sqlite3 *db;
         assert_int_equal(sqlite3_open(farm_db, &db), SQLITE_OK);
@@ -68,11 +58,6 @@ static pid_t start_tls_server(const char *cert, const char *key) {
         snprintf(keyarg, sizeof(keyarg), "--key=%s", key);
         const char *extra[] = { certarg, keyarg, NULL };
         return tu_server_start(farm_db, server_log, "127.0.0.1:0", extra, url, sizeof(url));
-}
-
-static void stop_server(pid_t pid) {
-        kill(pid, SIGTERM);
-        assert_int_equal(tu_wait(pid, 10000), 0);
 }
 
 static char set_ca[700] = "Upload.CAFile=";
@@ -172,7 +157,7 @@ static void test_uploads_in_order(void **state) {
                          0);
         /* The events came along (the scenario event at least). */
         assert_true(query(farm_db, "SELECT count(*) FROM events WHERE type = 'scenario'") >= 1);
-        stop_server(srv);
+        tu_server_stop(srv);
 }
 
 static void test_server_outage(void **state) {
@@ -182,7 +167,7 @@ static void test_server_outage(void **state) {
         fresh_local();
         /* Learn a free port, then let the daemon find the server gone. */
         pid_t srv = start_server_at("127.0.0.1:0");
-        stop_server(srv);
+        tu_server_stop(srv);
         snprintf(listen, sizeof(listen), "%s", url + strlen("http://"));
         pid_t d = start_daemon("9s", NULL);
         tu_sleep_ms(4000);
@@ -191,7 +176,7 @@ static void test_server_outage(void **state) {
         srv = start_server_at(listen);
         assert_int_equal(tu_wait(d, 30000), 0);
         expect_all_arrived();
-        stop_server(srv);
+        tu_server_stop(srv);
 }
 
 static void test_kill9_mid_upload(void **state) {
@@ -216,7 +201,7 @@ static void test_kill9_mid_upload(void **state) {
         assert_true(query(local_db, "SELECT count(DISTINCT run_id) FROM intervals") >= 4);
         /* Each kill was found at the next start, and the farm heard of it. */
         assert_true(query(farm_db, "SELECT count(*) FROM events WHERE type = 'unclean_end'") >= 4);
-        stop_server(srv);
+        tu_server_stop(srv);
 }
 
 static void test_refused_row_does_not_block(void **state) {
@@ -264,7 +249,7 @@ static void test_refused_row_does_not_block(void **state) {
         if (!strstr(r.out, "1 refused by the server") || !strstr(r.out, "control character"))
                 fail_msg("status:\n%s", r.out);
         tu_result_done(&r);
-        stop_server(srv);
+        tu_server_stop(srv);
 }
 
 static void test_missing_token_is_a_config_error(void **state) {
@@ -306,7 +291,7 @@ static void test_tls(void **state) {
         assert_int_equal(tu_wait(d, 30000), 0);
         expect_all_arrived();
         snprintf(set_ca, sizeof(set_ca), "Upload.CAFile=");
-        stop_server(srv);
+        tu_server_stop(srv);
 }
 
 int main(void) {

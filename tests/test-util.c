@@ -430,3 +430,26 @@ double tu_load_rate(json_t *j, const char *metric) {
 uint64_t tu_load_count(json_t *j, const char *metric) {
         return (uint64_t) json_integer_value(json_object_get(load_metric(j, metric), "count"));
 }
+
+void tu_enroll_this_machine(const char *db, const char *token_file) {
+        char token[80];
+        tu_server_enroll(db, tu_machine_id(), NULL, NULL, token);
+        FILE *f = fopen(token_file, "we");
+        assert_non_null(f);
+        fprintf(f, "%s\n", token);
+        assert_int_equal(fclose(f), 0);
+}
+
+void tu_server_stop(pid_t pid) {
+        kill(pid, SIGTERM);
+        assert_int_equal(tu_wait(pid, 10000), 0);
+}
+
+void tu_remove_db(const char *path) {
+        char p[4200];
+        const char *suffix[] = { "", "-wal", "-shm", ".lock" };
+        for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+                snprintf(p, sizeof(p), "%s%s", path, suffix[i]);
+                unlink(p);
+        }
+}

@@ -51,6 +51,13 @@ size_t tu_count_lines(const char *s, const char *prefix);
 /* rtsoak-server --db DB enroll ID [extra1 [extra2]]: the token it printed (64 hex digits). */
 void tu_server_enroll(const char *db, const char *id, const char *extra1, const char *extra2,
                       char token[static 80]);
+/* Enrolls this machine (tu_machine_id()) in the farm database db and writes its token, with
+ * a newline, to token_file: what rtsoakd's [Upload] TokenFile= reads. */
+void tu_enroll_this_machine(const char *db, const char *token_file);
+/* SIGTERM to rtsoak-server pid; fails the test unless it exits with 0 within 10 s. */
+void tu_server_stop(pid_t pid);
+/* Removes an SQLite database with its -wal, -shm and rtsoakd's .lock file. */
+void tu_remove_db(const char *path);
 /* Starts rtsoak-server on listen (e.g. "127.0.0.1:0": a port the kernel picks) with its log in
  * log, waits for the line that says where it listens and puts its base URL in url. */
 pid_t tu_server_start(const char *db, const char *log, const char *listen, const char *const *extra,

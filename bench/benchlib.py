@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: MIT
+"""What the farm-server benchmarks share: the host's CPU model for the results header, and
+rtsoak-server started on a loopback port the kernel picks, its log in a file."""
+
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def start_server(server, db, log, extra=(), timeout_s=10):
+    """rtsoak-server --db DB --listen 127.0.0.1:0 EXTRA..., stderr into log (a pipe would fill
+    up with the request log and stall the server).  Returns (process, base URL, argv); exits
+    with the log when it does not say where it listens within timeout_s (the start checks the
+    database: give a farm of gigabytes minutes)."""
+    argv = [server, "--db", db, "--listen", "127.0.0.1:0"] + list(extra)
+    with open(log, "wb") as errf:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=errf)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with open(log, errors="replace") as f:
+            m = re.search(r"Listening on (\S+)", f.read())
+        if m:
+            url = m.group(1)
+            return proc, url if url.startswith("http") else "http://" + url, argv
+        if proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    proc.kill()
+    proc.wait()
+    with open(log, errors="replace") as f:
+        sys.exit(f"rtsoak-server did not start: {f.read()}")
+
+
+def proc_cpu_s(pid):
+    """User + system CPU seconds of process pid so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
