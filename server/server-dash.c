@@ -1278,7 +1278,8 @@ static int page_overview(struct dash *x) {
                       "<th>state</th><th>kernel</th><th>scenario</th>"
                       "<th class=\"num\">worst, last 24 h</th>"
                       "<th class=\"num\">worst on this kernel</th><th class=\"num\">bound</th>"
-                      "<th class=\"num\">violations</th><th>coverage of this kernel</th></tr>\n",
+                      "<th class=\"num\">violations</th><th>coverage of this kernel, "
+                      "clean</th></tr>\n",
                       f);
         for (size_t k = 0; k < n; k++) {
                 struct machine *m = &rows[k].m;
@@ -1334,8 +1335,16 @@ static int page_overview(struct dash *x) {
                                 int64_t cov = ji(vm, "covered_ns", 0);
                                 fprintf(f, "%s of %s", fmt_days(b1, cov),
                                         fmt_days(b2, (int64_t) x->rule->period_ns));
-                                fputs(all_p ? " <span class=\"bad\">(not clean)</span>" : " clean",
-                                      f);
+                                /* Clean: all of it, or the time covered since the last
+                                 * problem (a streak that starts again at each problem). */
+                                if (!all_p)
+                                        fputs(", all clean", f);
+                                else {
+                                        fprintf(f, "; <span class=\"bad\">%s clean since ",
+                                                fmt_days(b1, ji(vm, "clean_ns", 0)));
+                                        put_time(f, ji(vm, "last_problem_ns", 0));
+                                        fputs("</span>", f);
+                                }
                         } else
                                 fputs("<span class=\"note\">not gating</span>", f);
                         fputs("</td></tr>\n", f);

@@ -112,6 +112,8 @@ struct machine {
         const char *id, *hostname;
         int64_t threshold_ns;
         int64_t covered_ns, first_ns, last_ns;
+        int64_t last_problem_ns; /* the end of the latest unwaived problem; INT64_MIN: none */
+        int64_t clean_ns;        /* coverage after it */
         unsigned runs, problems, waived;
         struct scen_cov *scen;
         size_t nscen;
@@ -297,6 +299,16 @@ static int add_problem(struct vctx *v, struct machine *m, int kind, json_t *p) {
                 }
         if (v->find && strcmp(v->find, id) == 0)
                 v->found = true;
+        /* Where the problem ends: a gap or a generator down at its end, a violation at the end
+         * of its interval, an unclean end at its time. */
+        json_t *iv = json_object_get(p, "interval");
+        int64_t end = json_integer_value(json_object_get(p, "time_ns"));
+        if (json_is_integer(json_object_get(p, "end_ns")))
+                end = json_integer_value(json_object_get(p, "end_ns"));
+        else if (kind == K_VIOLATION && json_is_object(iv))
+                end = json_integer_value(json_object_get(iv, "start_ns")) +
+                      json_integer_value(json_object_get(iv, "length_ns"));
+        m->last_problem_ns = MAX(m->last_problem_ns, end);
         m->problems++;
         v->nproblems++;
         v->kind_counts[kind]++;
@@ -416,6 +428,50 @@ static int scan_intervals(struct vctx *v, struct machine *m, int64_t run, int64_
         if (coverage && last != INT64_MIN)
                 return add_entry(m, run, first, last);
         return 0;
+}
+
+/* Coverage of run after t (intervals starting at t or later, ended by at): whole days from
+ * the rollups, the day of t and days still open at at from the intervals. */
+static int run_coverage_since(struct vctx *v, int64_t run, int64_t t, int64_t *sum) {
+        sqlite3_stmt *st, *iv;
+        int64_t t_day = t >= 0 ? t / FARM_DAY_NS : -1;
+        int r = vprep(v,
+                      "SELECT day, covered_ns, last_end_ns, gaps_known FROM run_days "
+                      "WHERE run = ? AND day >= ? AND first_start_ns < ? ORDER BY day",
+                      &st);
+        if (r < 0)
+                return r;
+        r = vprep(v,
+                  "SELECT coalesce(sum(length_ns), 0) FROM intervals WHERE run = ?1 AND "
+                  "start_ns >= ?2 AND start_ns < ?3 AND start_ns + length_ns <= ?4",
+                  &iv);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, run);
+        sqlite3_bind_int64(st, 2, MAX(t_day, 0));
+        sqlite3_bind_int64(st, 3, v->at);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                int64_t day = sqlite3_column_int64(st, 0);
+                if (day > t_day && sqlite3_column_int64(st, 2) <= v->at &&
+                    sqlite3_column_int(st, 3)) {
+                        *sum += sqlite3_column_int64(st, 1);
+                        continue;
+                }
+                sqlite3_bind_int64(iv, 1, run);
+                sqlite3_bind_int64(iv, 2, MAX(t, day * FARM_DAY_NS));
+                sqlite3_bind_int64(iv, 3, (day + 1) * FARM_DAY_NS);
+                sqlite3_bind_int64(iv, 4, v->at);
+                int irc = sqlite3_step(iv);
+                if (irc != SQLITE_ROW) {
+                        sqlite3_reset(st);
+                        return vfail(v, irc, "cannot sum the intervals");
+                }
+                *sum += sqlite3_column_int64(iv, 0);
+                sqlite3_reset(iv);
+        }
+        sqlite3_reset(st);
+        return rc == SQLITE_DONE ? 0 : vfail(v, rc, "cannot read the day rollups");
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -857,9 +913,13 @@ static int judge_machine(struct vctx *v, struct machine *m, json_t **ret) {
                 if (r >= 0)
                         r = run_load_downs(v, m, runs[i].row, runs[i].id);
         }
-        free(runs);
         if (r >= 0 && m->nentries > 0)
                 r = machine_gaps(v, m);
+        /* Clean coverage: all of it without a problem, else what came after the last one. */
+        m->clean_ns = m->problems ? 0 : m->covered_ns;
+        for (size_t i = 0; i < nruns && r >= 0 && m->problems; i++)
+                r = run_coverage_since(v, runs[i].row, m->last_problem_ns, &m->clean_ns);
+        free(runs);
         if (r < 0)
                 return r;
 
@@ -920,17 +980,22 @@ static int judge_machine(struct vctx *v, struct machine *m, json_t **ret) {
         }
         char t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
         bool ran = m->nentries > 0;
-        *ret = json_pack("{s:s, s:s, s:I, s:b, s:i, s:I, s:I, s:o, s:o, s:O, s:i, s:i, s:s}", "id",
-                         m->id, "hostname", m->hostname, "threshold_ns",
-                         (json_int_t) m->threshold_ns, "ran", ran, "runs", (int) m->runs,
-                         "covered_ns", (json_int_t) m->covered_ns, "missing_ns",
-                         (json_int_t) MAX(period - m->covered_ns, 0), "first",
-                         ran ? json_string(ts(t1, m->first_ns)) : json_null(), "last",
-                         ran ? json_string(ts(t2, m->last_ns)) : json_null(), "scenarios", scen,
-                         "problems", (int) m->problems, "waived", (int) m->waived, "status",
-                         m->problems ? "failed"
-                         : pending   ? "pending"
-                                     : "complete");
+        char t3[TIMESTAMP_MAX_LEN];
+        *ret = json_pack(
+                "{s:s, s:s, s:I, s:b, s:i, s:I, s:I, s:o, s:o, s:I, s:o, s:o, s:O, s:i, "
+                "s:i, s:s}",
+                "id", m->id, "hostname", m->hostname, "threshold_ns", (json_int_t) m->threshold_ns,
+                "ran", ran, "runs", (int) m->runs, "covered_ns", (json_int_t) m->covered_ns,
+                "clean_ns", (json_int_t) m->clean_ns, "last_problem_ns",
+                m->problems ? json_integer(m->last_problem_ns) : json_null(), "last_problem",
+                m->problems ? json_string(ts(t3, m->last_problem_ns)) : json_null(), "missing_ns",
+                (json_int_t) MAX(period - m->covered_ns, 0), "first",
+                ran ? json_string(ts(t1, m->first_ns)) : json_null(), "last",
+                ran ? json_string(ts(t2, m->last_ns)) : json_null(), "scenarios", scen, "problems",
+                (int) m->problems, "waived", (int) m->waived, "status",
+                m->problems ? "failed"
+                : pending   ? "pending"
+                            : "complete");
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -1014,7 +1079,8 @@ static int verdict_run(struct vctx *v, json_t **ret) {
                 if (r >= 0) {
                         struct machine m = { .id = gating[i].id,
                                              .hostname = gating[i].host,
-                                             .threshold_ns = gating[i].threshold };
+                                             .threshold_ns = gating[i].threshold,
+                                             .last_problem_ns = INT64_MIN };
                         json_t *mj = NULL;
                         r = judge_machine(v, &m, &mj);
                         if (r >= 0 && json_array_append_new(machines, mj) < 0)

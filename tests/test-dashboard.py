@@ -258,6 +258,16 @@ def test_http(farm):
               "the kernel page lists the waived problem with who and why, escaped",
               m.group(1) if m else text[:800])
         check("Waived problems (1)" in text, "one waived problem", text[:800])
+        # Clean coverage on the overview: all of lab-clean's once its one problem is waived;
+        # the failed machine's counts again from the end of its violation.
+        body = farm.get("/")[2]
+        rows = {m: r for r in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)
+                for m in (CLEAN, FAIL) if f"/machines/{m}" in r}
+        check(CLEAN in rows and "all clean" in rows[CLEAN],
+              "the overview: a machine without an unwaived problem is all clean", rows.get(CLEAN))
+        check(FAIL in rows and re.search(r"[0-9.]+ d clean since <time", rows[FAIL]),
+              "the overview: the failed machine is clean only since its violation",
+              rows.get(FAIL))
 
     # The machine without data: a page that says so.
     text, _ = visible(farm.get(f"/machines/{EMPTY}")[2])

@@ -115,6 +115,16 @@ static const char *str(json_t *o, const char *key) {
         return s;
 }
 
+static json_t *machine_of(json_t *v, const char *id) {
+        json_t *m;
+        size_t i;
+        json_array_foreach (json_object_get(v, "machines"), i, m)
+                if (strcmp(str(m, "id"), id) == 0)
+                        return m;
+        fail_msg("machine %s not in the verdict", id);
+        return NULL;
+}
+
 static void expect_status(json_t *v, const char *want) {
         if (strcmp(status_of(v), want) != 0)
                 fail_msg("expected %s, got %s: %s", want, status_of(v),
@@ -165,6 +175,9 @@ static void test_qualified_and_silence(void **state) {
         json_t *m = json_array_get(json_object_get(v, "machines"), 0);
         assert_int_equal(tu_jint(m, "covered_ns"), 31 * DAY);
         assert_string_equal(str(m, "status"), "complete");
+        /* Without a problem, all of it is clean. */
+        assert_int_equal(tu_jint(m, "clean_ns"), 31 * DAY);
+        assert_true(json_is_null(json_object_get(m, "last_problem_ns")));
         json_decref(v);
 
         /* 20 minutes later nothing more came: both machines are silent. */
@@ -224,6 +237,18 @@ static void test_violation_and_at(void **state) {
         /* 12:00 UTC: hour 12 of the six-hour rotation is idle. */
         assert_string_equal(str(p, "scenario"), "idle");
         assert_non_null(strstr(str(p, "message"), "CPU 1"));
+        /* Clean coverage starts again after the spike's interval; the other machine's is all
+         * of its coverage. */
+        json_t *ma = machine_of(v, ID_A), *mb = machine_of(v, ID_B);
+        assert_int_equal(tu_jint(ma, "last_problem_ns"), T_END - 12 * HOUR + 10 * MINUTE);
+        assert_int_equal(tu_jint(ma, "clean_ns"), 12 * HOUR - 10 * MINUTE);
+        assert_int_equal(tu_jint(mb, "clean_ns"), 31 * DAY);
+        json_decref(v);
+        /* Nine days later (history to T_END + 9 d): the streak spans rollup days. */
+        history(0, "k-spike", 9, T_END + 9 * DAY, NULL);
+        v = verdict_at("k-spike", T_END + 9 * DAY + MINUTE);
+        ma = machine_of(v, ID_A);
+        assert_int_equal(tu_jint(ma, "clean_ns"), 9 * DAY + 12 * HOUR - 10 * MINUTE);
         json_decref(v);
 
         /* Before the spike (and with 30.5 days covered), it qualified. */
