@@ -26,6 +26,7 @@ import json
 import os
 import platform
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -34,7 +35,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import cpu_model, start_server  # noqa: E402
+from benchlib import cpu_model, proc_cpu_s, start_server  # noqa: E402
 BUILD = os.path.join(HERE, "..", "build")
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 FILL = os.path.join(BUILD, "bench", "farm-fill")
@@ -73,6 +74,57 @@ def summary(name, times, target=None):
     return line
 
 
+def warming(args):
+    """The server's background warming of the per-day histogram cache on the farm: how long
+    it takes, its CPU, and the 30-day machine page while it runs and after."""
+    log = args.db + ".server.log"
+    con = sqlite3.connect("file:%s?mode=ro" % args.db, uri=True)
+    days = con.execute("SELECT count(*) FROM run_days").fetchone()[0]
+    cached0 = con.execute("SELECT count(*) FROM (SELECT DISTINCT run, day FROM hist_days)"
+                          ).fetchone()[0]
+    con.close()
+    proc, url, _ = start_server(SERVER, args.db, log, timeout_s=1800)
+    t0, during, after = time.monotonic(), [], []
+    try:
+        i = 0
+        while "merged in the background" not in open(log, errors="replace").read():
+            if time.monotonic() - t0 > 3600:
+                raise SystemExit("the warming did not end within an hour")
+            i += 1
+            dt, _ = timed_get_text("%s/machines/f%031x?window=30d" % (url, 20 + i % 150))
+            during.append(dt)
+            time.sleep(2)
+        warm_s = time.monotonic() - t0
+        cpu_s = proc_cpu_s(proc.pid)
+        for k in range(args.runs):
+            dt, _ = timed_get_text("%s/machines/f%031x?window=30d" % (url, 180 + k % 20))
+            after.append(dt)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    lines = [
+        "%s  %s, %d CPUs, %s" % (datetime.datetime.now(datetime.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M UTC"), cpu_model(), os.cpu_count(), platform.release()),
+        "background warming of the histogram cache: %d run-days, %d cached at the start" % (
+            days, cached0),
+        "warmed in %.0f s, server CPU %.0f s (%.1f ms per run-day)" % (
+            warm_s, cpu_s, cpu_s * 1000 / max(days - cached0, 1)),
+        summary("machine page, 30 days, while warming", during),
+        summary("machine page, 30 days, after (other machines)", after, 0.2),
+    ]
+    out = "\n".join(lines) + "\n"
+    print(out, end="")
+    with open(RESULTS, "a") as f:
+        f.write(out + "\n")
+
+
+def timed_get_text(url):
+    t = time.monotonic()
+    with urllib.request.urlopen(url, timeout=600) as r:
+        body = r.read()
+    return time.monotonic() - t, len(body)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--db", default="/var/tmp/rtsoak-bench/farm.db")
@@ -81,7 +133,11 @@ def main():
     ap.add_argument("--machines", type=int, default=200)
     ap.add_argument("--cpus", type=int, default=8)
     ap.add_argument("--days", type=int, default=30)
+    ap.add_argument("--warming", action="store_true",
+                    help="measure the background filling of the histogram cache instead")
     args = ap.parse_args()
+    if args.warming:
+        return warming(args)
 
     if args.fill:
         if os.path.exists(args.db):
@@ -93,7 +149,8 @@ def main():
 
     size = sum(os.path.getsize(args.db + s) for s in ("", "-wal") if os.path.exists(args.db + s))
     # The start checks the database (quick_check up to 1 GiB): minutes for a big farm.
-    proc, url, _ = start_server(SERVER, args.db, args.db + ".server.log", timeout_s=1800)
+    proc, url, _ = start_server(SERVER, args.db, args.db + ".server.log",
+                                ["--cache-warming", "no"], timeout_s=1800)
     lines = []
     try:
         at = (END_S + 60) * 10**9

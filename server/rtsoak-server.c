@@ -17,6 +17,7 @@
 #include "server-auth.h"
 #include "server-db.h"
 #include "server-http.h"
+#include "server-query.h"
 #include "server-ratelimit.h"
 #include "server-verdict.h"
 #include "timeutil.h"
@@ -28,6 +29,7 @@
 struct server_config {
         char *listen, *db, *cert, *key;
         uint64_t threads, rate, burst, max_body;
+        bool cache_warming;
         uint64_t period, max_gap, load_down_max;
         char *scenarios;
 };
@@ -50,6 +52,8 @@ static const struct conf_item config_items[] = {
           STR(FARM_BURST_DEFAULT) },
         { "Server", "MaxBody", &conf_type_uint, offsetof(struct server_config, max_body), 1024,
           UINT64_C(1) << 30, "16777216" },
+        { "Server", "CacheWarming", &conf_type_bool, offsetof(struct server_config, cache_warming),
+          0, 0, "yes" },
         { "Verdict", "Period", &conf_type_timespan, offsetof(struct server_config, period),
           NSEC_PER_SEC, 3650 * 86400 * NSEC_PER_SEC, FARM_RULE_PERIOD_DEFAULT },
         { "Verdict", "MaxGap", &conf_type_timespan, offsetof(struct server_config, max_gap),
@@ -93,6 +97,7 @@ struct options {
         double rate_per_s;
         unsigned burst;
         size_t max_body_bytes;
+        bool cache_warming;
         int64_t threshold_ns; /* -1: not given */
         int gating;           /* -1: not given */
         const char *reason, *by, *at;
@@ -122,6 +127,8 @@ static void help(void) {
                "  --rate N             uploads per second per machine (default %g)\n"
                "  --burst N            uploads a machine may send at once (default %d)\n"
                "  --max-body BYTES     largest upload body (default %zu)\n"
+               "  --cache-warming yes|no  merge past days' histograms in the background "
+               "(default yes)\n"
                "  --threshold SPAN     enroll: the machine's latency bound (default 100us)\n"
                "  --gating yes|no      enroll: whether the machine gates releases "
                "(default yes)\n"
@@ -164,6 +171,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 ARG_RATE,
                 ARG_BURST,
                 ARG_MAX_BODY,
+                ARG_CACHE_WARMING,
                 ARG_THRESHOLD,
                 ARG_GATING,
                 ARG_REASON,
@@ -181,6 +189,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "rate", required_argument, NULL, ARG_RATE },
                 { "burst", required_argument, NULL, ARG_BURST },
                 { "max-body", required_argument, NULL, ARG_MAX_BODY },
+                { "cache-warming", required_argument, NULL, ARG_CACHE_WARMING },
                 { "threshold", required_argument, NULL, ARG_THRESHOLD },
                 { "gating", required_argument, NULL, ARG_GATING },
                 { "reason", required_argument, NULL, ARG_REASON },
@@ -245,6 +254,15 @@ static int parse_options(int argc, char **argv, struct options *o) {
                                        &v) < 0)
                                 return -EINVAL;
                         o->max_body_bytes = (size_t) v;
+                        o->serve_options = true;
+                        break;
+                case ARG_CACHE_WARMING:
+                        if (strcmp(optarg, "yes") != 0 && strcmp(optarg, "no") != 0) {
+                                log_error("Invalid --cache-warming '%s': expected yes or no",
+                                          optarg);
+                                return -EINVAL;
+                        }
+                        o->cache_warming = strcmp(optarg, "yes") == 0;
                         o->serve_options = true;
                         break;
                 case ARG_THRESHOLD:
@@ -404,11 +422,16 @@ static int serve(const struct options *o) {
         }
         log_info("Listening on %s://%s (database %s, %u threads)", cert ? "https" : "http", bound,
                  o->db_path, o->threads);
+        struct farm_warmer *warmer = NULL;
+        if (o->cache_warming && (r = farm_warmer_start(db, &warmer)) < 0)
+                log_warning_errno(r, "Cannot merge histograms in the background, the queries "
+                                     "will: %m");
 
         while (sigwait(&mask, &sig) != 0)
                 ;
         log_info("Stopping on %s", strsignal(sig));
         farm_http_stop(http);
+        farm_warmer_stop(warmer);
         uint64_t commits, uploads;
         farm_db_commit_stats(db, &commits, &uploads);
         log_info("Stored %llu uploads in %llu commits", (unsigned long long) uploads,
@@ -664,6 +687,7 @@ int main(int argc, char **argv) {
         o.rate_per_s = (double) sc.rate;
         o.burst = (unsigned) sc.burst;
         o.max_body_bytes = (size_t) sc.max_body;
+        o.cache_warming = sc.cache_warming;
         o.rule.period_ns = sc.period;
         o.rule.max_gap_ns = sc.max_gap;
         o.rule.load_down_max_ns = sc.load_down_max;

@@ -8,8 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hist.h"
+#include "log.h"
 #include "macro.h"
 #include "server-db-internal.h"
 #include "server-params.h"
@@ -1021,6 +1023,137 @@ static int fill_days(farm_db *db, const struct day_refs *refs, char *err) {
         batch_clear(&b);
         free(b.rows);
         return r;
+}
+
+/* ---- filling the cache in the background ---- */
+
+/* Fills the cache of up to max past days (the most recent first) that lack it; the number of
+ * them cached now, 0 when none was left to do (or none could be: it is tried again later). */
+int farm_query_warm(farm_db *db, int64_t now_ns, unsigned max, char *err) {
+        struct day_refs refs = {};
+        int r = 0, rc;
+        {
+                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+                _cleanup_reset_ sqlite3_stmt *st = NULL;
+                if ((r = farm_prepare_r(db,
+                                        "SELECT d.run, d.day FROM run_days d WHERE d.day < ? AND "
+                                        "NOT EXISTS (SELECT 1 FROM hist_days h WHERE h.run = "
+                                        "d.run AND h.day = d.day) ORDER BY d.day DESC LIMIT ?",
+                                        &st, err)) < 0)
+                        return r;
+                sqlite3_bind_int64(st, 1, now_ns / DAY_NS - (now_ns % DAY_NS < 0));
+                sqlite3_bind_int64(st, 2, max);
+                while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+                        r = refs_add(&refs, &(struct day_ref){ .run = sqlite3_column_int64(st, 0),
+                                                               .day = sqlite3_column_int64(st, 1),
+                                                               .whole = true });
+                if (r >= 0 && rc != SQLITE_DONE)
+                        r = farm_fail_on(db, db->rdb, rc, "cannot find days to cache", err);
+        }
+        if (r >= 0 && refs.n > 0)
+                r = fill_days(db, &refs, err);
+        unsigned done = 0;
+        if (r >= 0 && refs.n > 0) {
+                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+                _cleanup_reset_ sqlite3_stmt *chk = NULL;
+                if ((r = farm_prepare_r(db, "SELECT 1 FROM hist_days WHERE run = ? AND day = ?",
+                                        &chk, err)) >= 0)
+                        for (size_t i = 0; i < refs.n; i++) {
+                                sqlite3_reset(chk);
+                                sqlite3_bind_int64(chk, 1, refs.v[i].run);
+                                sqlite3_bind_int64(chk, 2, refs.v[i].day);
+                                done += sqlite3_step(chk) == SQLITE_ROW;
+                        }
+        }
+        free(refs.v);
+        return r < 0 ? r : (int) done;
+}
+
+struct farm_warmer {
+        farm_db *db;
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool stop;
+};
+
+#define WARM_DAYS_PER_PASS 4
+#define WARM_PAUSE_NS \
+        (50 * NSEC_PER_MSEC)             /* between passes while there is work: queries go first */
+#define WARM_IDLE_NS (60 * NSEC_PER_SEC) /* between looks when all is cached */
+
+/* Waits ns or until stopped; false when stopping. */
+static bool warmer_wait(struct farm_warmer *w, uint64_t ns) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t t = (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec + ns;
+        ts.tv_sec = (time_t) (t / NSEC_PER_SEC);
+        ts.tv_nsec = (long) (t % NSEC_PER_SEC);
+        pthread_mutex_lock(&w->lock);
+        while (!w->stop && pthread_cond_timedwait(&w->cond, &w->lock, &ts) == 0)
+                ;
+        bool go_on = !w->stop;
+        pthread_mutex_unlock(&w->lock);
+        return go_on;
+}
+
+static void *warmer_main(void *arg) {
+        struct farm_warmer *w = arg;
+        uint64_t days = 0;
+        bool failing = false;
+        do {
+                char err[FARM_ERROR_MAX] = "";
+                int n = farm_query_warm(w->db, now_ns(CLOCK_REALTIME), WARM_DAYS_PER_PASS, err);
+                if (n < 0 && !failing)
+                        log_warning("Histogram cache: %s; trying again in a minute", err);
+                failing = n < 0;
+                if (n > 0) {
+                        days += (uint64_t) n;
+                        continue; /* to the short pause */
+                }
+                if (days > 0)
+                        log_info("Histogram cache: %" PRIu64 " day(s) of machines' data merged "
+                                 "in the background",
+                                 days);
+                days = 0;
+        } while (warmer_wait(w, days > 0 ? WARM_PAUSE_NS : WARM_IDLE_NS));
+        return NULL;
+}
+
+int farm_warmer_start(farm_db *db, struct farm_warmer **ret) {
+        struct farm_warmer *w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        w->db = db;
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&w->cond, &ca);
+        pthread_condattr_destroy(&ca);
+        int r = -pthread_create(&w->thread, NULL, warmer_main, w);
+        if (r < 0) {
+                pthread_cond_destroy(&w->cond);
+                pthread_mutex_destroy(&w->lock);
+                free(w);
+                return r;
+        }
+        (void) pthread_setname_np(w->thread, "cache-warmer");
+        *ret = w;
+        return 0;
+}
+
+void farm_warmer_stop(struct farm_warmer *w) {
+        if (!w)
+                return;
+        pthread_mutex_lock(&w->lock);
+        w->stop = true;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL);
+        pthread_cond_destroy(&w->cond);
+        pthread_mutex_destroy(&w->lock);
+        free(w);
 }
 
 /* Receives the stored histograms of a window, one row (of the cache or of an interval's CPU)

@@ -97,6 +97,15 @@ int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_
                        uint64_t step_ns, struct farm_steps *ret, char err[static FARM_ERROR_MAX]);
 void farm_steps_done(struct farm_steps *s);
 
+/* The histogram cache filled in the background, so that a first look at a machine's month
+ * does not wait for it: a thread that merges a few past days at a time (the most recent
+ * first), pausing between them for the queries, and looks for new days once a minute. */
+struct farm_warmer;
+int farm_warmer_start(farm_db *db, struct farm_warmer **ret);
+void farm_warmer_stop(struct farm_warmer *w);
+/* One pass of it: up to max past days filled; how many are cached now. */
+int farm_query_warm(farm_db *db, int64_t now_ns, unsigned max, char *err);
+
 /* Called by the store path for every interval it stores (after its CPUs), inside the upload's
  * transaction: keeps the interval's totals for the queries and drops the cached histograms of
  * its run and day. */

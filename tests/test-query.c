@@ -306,7 +306,10 @@ static int setup(void **state) {
         tu_server_enroll(db_path, ID_B, NULL, NULL, tok_b);
         tu_server_enroll(db_path, ID_C, NULL, NULL, tok_c);
         tu_server_enroll(db_path, ID_D, NULL, NULL, tok_d);
-        static const char *const extra[] = { "--rate", "1000000", "--burst", "1000000", NULL };
+        /* The cache is filled by the queries here (its tests see it empty first); in the
+         * background only in test_cache_warming. */
+        static const char *const extra[] = { "--rate",          "1000000", "--burst", "1000000",
+                                             "--cache-warming", "no",      NULL };
         server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", extra, base_url,
                                      sizeof(base_url));
         post_all(&a_idle);
@@ -1082,7 +1085,10 @@ static void test_migration_from_3(void **state) {
                 "ALTER TABLE intervals DROP COLUMN max_time_ns;"
                 "ALTER TABLE events DROP COLUMN details;"
                 "PRAGMA user_version = 3;");
-        static const char *const extra[] = { "--rate", "1000000", "--burst", "1000000", NULL };
+        /* The cache is filled by the queries here (its tests see it empty first); in the
+         * background only in test_cache_warming. */
+        static const char *const extra[] = { "--rate",          "1000000", "--burst", "1000000",
+                                             "--cache-warming", "no",      NULL };
         server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", extra, base_url,
                                      sizeof(base_url));
         assert_int_equal(db_int("PRAGMA user_version"), 5);
@@ -1093,6 +1099,45 @@ static void test_migration_from_3(void **state) {
                 fail_msg("before: %s\nafter: %s", before.body, after.body);
         /* The spike step still names its CPU and time. */
         assert_int_equal(ji(json_array_get(jget(b, "steps"), SPIKE_SEQ / 5), "max_cpu"), SPIKE_CPU);
+        json_decref(a);
+        json_decref(b);
+        tu_reply_done(&before);
+        tu_reply_done(&after);
+}
+
+/* With warming on (the default), the past days' histograms are merged without a query, and
+ * the answer is the one the intervals give. */
+static void test_cache_warming(void **state) {
+        (void) state;
+        char path[512];
+        snprintf(path, sizeof(path), "/api/v1/machines/" ID_A "/histogram?from=%lld&to=%lld",
+                 (long long) D0, (long long) (D0 + 3 * DAY_NS));
+        struct tu_reply before = http("GET", path, NULL, NULL);
+        assert_int_equal(before.status, 200);
+        kill(server_pid, SIGTERM);
+        assert_int_equal(tu_wait(server_pid, 10000), 0);
+        db_exec("DELETE FROM hist_days");
+        char sql[160];
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM run_days WHERE day < %lld",
+                 (long long) (time(NULL) / 86400)); /* the past days: today's is not whole */
+        long long want = db_int(sql);
+        assert_true(want > 0);
+        static const char *const extra[] = { "--rate", "1000000", "--burst", "1000000", NULL };
+        server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", extra, base_url,
+                                     sizeof(base_url));
+        long long got = 0;
+        for (int i = 0; i < 200 && got < want; i++) {
+                got = db_int("SELECT count(*) FROM (SELECT DISTINCT run, day FROM hist_days)");
+                if (got < want)
+                        tu_sleep_ms(100);
+        }
+        assert_int_equal(got, want);
+        assert_true(tu_wait_for_text(log_path, "merged in the background", 5000));
+        struct tu_reply after = http("GET", path, NULL, NULL);
+        assert_int_equal(after.status, 200);
+        json_t *a = tu_json(before.body), *b = tu_json(after.body);
+        if (!json_equal(a, b))
+                fail_msg("before: %s\nafter: %s", before.body, after.body);
         json_decref(a);
         json_decref(b);
         tu_reply_done(&before);
@@ -1112,6 +1157,7 @@ int main(void) {
                 cmocka_unit_test(test_machines_list),
                 cmocka_unit_test(test_metrics),
                 cmocka_unit_test(test_migration_from_3),
+                cmocka_unit_test(test_cache_warming),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }
