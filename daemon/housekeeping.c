@@ -35,6 +35,7 @@ struct housekeeping {
         int64_t offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC as last seen */
         bool *offline;     /* per probe: its CPU was found offline */
         bool *unpinned;    /* per probe: could not be pinned back; not tried again */
+        uint64_t unprobed_told[CPU_SETSIZE / 64]; /* CPUs said to be online without a probe */
         struct store_prune_result pruned;
 };
 
@@ -143,6 +144,22 @@ void housekeeping_check_cpus(struct housekeeping *h) {
                 h->unpinned[i] = r < 0;
                 event(h, "cpu_online", p->cpu, -1, NULL, "CPU %d is online again; its probe %s",
                       p->cpu, r < 0 ? "could not be pinned back to it" : "is pinned to it again");
+        }
+        /* With CPUs=all, a CPU that was offline at the start and is online now goes unmeasured
+         * until a restart: said once per CPU and run. */
+        for (size_t i = 0; h->p.all_cpus && i < online.n; i++) {
+                int cpu = online.cpus[i];
+                bool probed = false;
+                for (size_t j = 0; j < h->p.nprobes && !probed; j++)
+                        probed = h->p.probes[j]->cpu == cpu;
+                if (probed || cpu < 0 || cpu >= CPU_SETSIZE ||
+                    (h->unprobed_told[cpu / 64] & (UINT64_C(1) << (cpu % 64))))
+                        continue;
+                h->unprobed_told[cpu / 64] |= UINT64_C(1) << (cpu % 64);
+                event(h, "cpu_unprobed", cpu, -1, NULL,
+                      "CPU %d is online but not probed: it was offline when rtsoakd started "
+                      "(CPUs=all); restart rtsoakd to measure it",
+                      cpu);
         }
         cpuset_done(&online);
 }

@@ -16,6 +16,7 @@ struct housekeeping_params {
         uint64_t retention_ns; /* 0: keep everything */
         struct probe **probes;
         size_t nprobes;
+        bool all_cpus; /* [Probe] CPUs=all: an online CPU without a probe is worth a word */
 };
 
 struct housekeeping;

@@ -1039,6 +1039,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                                                .retention_ns = d->cfg.retention_ns,
                                                .probes = d->probes,
                                                .nprobes = d->nprobes,
+                                               .all_cpus = d->cfg.cpus.all,
                                        },
                                        &d->housekeeping);
         if (r < 0) {

@@ -642,9 +642,10 @@ static bool wait_nth(const char *log, const char *text, int n, int timeout_ms) {
 }
 
 /* CPU 1 goes offline under rtsoakd and comes back: after the start, for a moment only, and
- * while the probes are starting.  Each time an event each way, the probe pinned to CPU 1
- * again, the daemon lives on.  Offlining a CPU disturbs everything else on the machine, so
- * only as root and on request (the quick start's test command asks). */
+ * while the probes are starting (each time an event each way, the probe pinned to CPU 1
+ * again, the daemon lives on); and it is offline at the start and comes online later (said
+ * once).  Offlining a CPU disturbs everything else on the machine, so only as root and on
+ * request (the quick start's test command asks). */
 static void test_machine_cpu_hotplug(void **state) {
         char errlog[600];
         const char *on = getenv("RTSOAK_TEST_HOTPLUG");
@@ -708,6 +709,20 @@ static void test_machine_cpu_hotplug(void **state) {
         assert_int_equal(query(local_db, "SELECT count(*) FROM events WHERE type IN "
                                          "('cpu_offline', 'cpu_online') AND cpu = 1"),
                          6);
+
+        /* 4. Offline at the start (CPUs=all probes CPU 0 only), online later: said once. */
+        unlink(errlog);
+        assert_true(write_online(1, "0"));
+        d = tu_spawn(argv, NULL, errlog);
+        seen = wait_nth(errlog, "Ready: 1 probe thread", 1, 20000);
+        assert_true(write_online(1, "1"));
+        assert_true(seen);
+        assert_true(wait_nth(errlog, "CPU 1 is online but not probed", 1, 12000));
+        kill(d, SIGTERM);
+        assert_int_equal(tu_wait(d, 20000), 0);
+        assert_int_equal(query(local_db, "SELECT count(*) FROM events WHERE type = "
+                                         "'cpu_unprobed' AND cpu = 1"),
+                         1);
 }
 
 int main(void) {
