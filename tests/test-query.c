@@ -746,18 +746,19 @@ static void test_compare(void **state) {
         (void) state;
         int64_t today = (now_ns(CLOCK_REALTIME) / DAY_NS) * DAY_NS;
         /* C: base on D2, worse on D2 + 1 day, and an "io" scenario only on the new kernel. */
-        struct fixture f = { .machine = ID_C,
-                             .token = tok_c,
-                             .kernel = "7.0-base",
-                             .run = 1,
-                             .run_start_ns = D2,
-                             .scenario = "idle",
-                             .first_seq = 0,
-                             .n = 30,
-                             .start_ns = D2,
-                             .spacing_ns = 10 * MIN_NS,
-                             .ncpus = 2,
-                             .fn = cmp_base };
+        const struct fixture base = { .kernel = "7.0-base",
+                                      .run = 1,
+                                      .run_start_ns = D2,
+                                      .scenario = "idle",
+                                      .first_seq = 0,
+                                      .n = 30,
+                                      .start_ns = D2,
+                                      .spacing_ns = 10 * MIN_NS,
+                                      .ncpus = 2,
+                                      .fn = cmp_base };
+        struct fixture f = base;
+        f.machine = ID_C;
+        f.token = tok_c;
         post_all(&f);
         f.kernel = "7.1-new";
         f.run = 2;
@@ -770,18 +771,9 @@ static void test_compare(void **state) {
         f.start_ns = D2 + DAY_NS + 12 * HOUR_NS;
         post_all(&f);
         /* D: the same data under both kernels; the new one today (not cacheable yet). */
-        struct fixture g = { .machine = ID_D,
-                             .token = tok_d,
-                             .kernel = "7.0-base",
-                             .run = 1,
-                             .run_start_ns = D2,
-                             .scenario = "idle",
-                             .first_seq = 0,
-                             .n = 30,
-                             .start_ns = D2,
-                             .spacing_ns = 10 * MIN_NS,
-                             .ncpus = 2,
-                             .fn = cmp_base };
+        struct fixture g = base;
+        g.machine = ID_D;
+        g.token = tok_d;
         post_all(&g);
         g.kernel = "7.1-new";
         g.run = 2;
