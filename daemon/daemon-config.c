@@ -45,7 +45,7 @@ static const struct conf_item items[] = {
           offsetof(struct daemon_config, journal_dir), 0, 4000, "" },
         { "Forensics", "JournalLines", &conf_type_uint,
           offsetof(struct daemon_config, journal_lines), 0, 1000, "100" },
-        { "Forensics", "FlightRecorder", &conf_type_string,
+        { "Forensics", "FlightRecorder", &conf_type_path_off,
           offsetof(struct daemon_config, flight_recorder), 0, 4000, "/dev/pmsg0" },
         { "Load", "Helper", &conf_type_string, offsetof(struct daemon_config, load_helper), 1, 4000,
           RTSOAK_LOAD_PATH },

@@ -274,7 +274,7 @@ static void slot_reap(struct slot *sl) {
 
         (void) kill(-sl->pid, SIGKILL);
         if (waitid(P_PID, (id_t) sl->pid, &si, WEXITED) < 0)
-                log_warning("waitid(%d): %m", (int) sl->pid);
+                log_warning_errno(negative_errno(), "waitid(%d): %m", (int) sl->pid);
         drain_events(sl);
         close_child_fds(sl);
         sl->timer = sd_event_source_disable_unref(sl->timer);
@@ -501,8 +501,9 @@ int loadsup_new(sd_event *e, const struct loadsup_params *p, int64_t now_mono,
          * process group, workers of a generator that was killed) becomes our child instead of
          * init's, and loadsup_sweep() ends it. */
         if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-                log_warning("Cannot become a child subreaper (%m): processes that generators "
-                            "orphan would not be cleaned up");
+                log_warning_errno(negative_errno(),
+                                  "Cannot become a child subreaper (%m): processes that "
+                                  "generators orphan would not be cleaned up");
         s->event = sd_event_ref(e);
         s->p = *p;
         *ret = s;

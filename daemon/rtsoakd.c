@@ -233,6 +233,7 @@ static void stop(struct daemon *d, const char *why) {
         watchdog_stop(d->watchdog);
         d->watchdog = NULL;
         atomic_store(&d->hb_uploader.test_hang, false);
+        housekeeping_stop_cpu_checks(d->housekeeping);
         atomic_store_explicit(&d->ctl.stop, true, memory_order_release);
         sd_notify(0, "STOPPING=1");
         /* Probes finish within one period; look again soon. */
@@ -560,8 +561,10 @@ static int start_flight_recorder(struct daemon *d) {
                                d->cfg.flight_recorder);
                 return 0;
         }
-        if (r == 0)
+        if (r == 0) {
+                log_info("Flight record off ([Forensics] FlightRecorder=off)");
                 return 0;
+        }
         log_info("Flight record: a line per second into %s", d->cfg.flight_recorder);
         return sd_event_add_time_relative(d->event, &d->flight_source, CLOCK_MONOTONIC, 1000 * 1000,
                                           10 * 1000, on_flight, d);

@@ -103,7 +103,7 @@ static int become_child(const char *user, pid_t parent, int nice_level) {
         if (parent > 0 && getppid() != parent)
                 return -ESRCH; /* the supervisor died before we got here */
         if (setpriority(PRIO_PROCESS, 0, nice_level) < 0)
-                log_warning("Cannot set nice level %d: %m", nice_level);
+                log_warning_errno(negative_errno(), "Cannot set nice level %d: %m", nice_level);
         /* If memory runs out, a load generator should go before rtsoakd does. */
         FILE *f = fopen("/proc/self/oom_score_adj", "we");
         if (f) {

@@ -9,7 +9,7 @@
 #                                           with AddressSanitizer+UBSan), print the counts
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 src=$PWD
 
 # scdoc builds the man pages.
@@ -38,25 +38,34 @@ install_missing() {
         fi
 }
 
+# Configures DIR with the given options (also a directory configured before with other ones:
+# "soak" makes build/ without tests, "test" needs them) and builds it.
 build() { # dir [meson options...]
-        local dir=$1
+        local dir=$1 out
         shift
         if [ ! -f "$dir/build.ninja" ]; then
-                meson setup "$dir" "$@" >/dev/null
+                out=$(meson setup "$dir" "$@" 2>&1) || { printf '%s\n' "$out" >&2; return 1; }
+        elif [ $# -gt 0 ]; then
+                out=$(meson setup --reconfigure "$dir" "$@" 2>&1) || { printf '%s\n' "$out" >&2; return 1; }
         fi
-        ninja -C "$dir" >/dev/null
+        out=$(ninja -C "$dir" 2>&1) || { printf '%s\n' "$out" >&2; return 1; }
 }
 
-# The last line of a test run: "N passed, N failed[, N skipped]", from meson's own logs.
+# The last line of a test run: "N passed, N failed[, N skipped]", from meson's own logs.  A
+# build whose log is missing or holds no test counts as a failure: it ran nothing.
 summarize() {
         python3 - "$@" <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for log in sys.argv[1:]:
     try:
-        lines = open(log).read().splitlines()
-    except OSError:
-        continue
+        lines = [l for l in open(log).read().splitlines() if l.strip()]
+    except OSError as e:
+        print(f"error: no test log {log}: {e.strerror}", file=sys.stderr)
+        lines = []
+    if not lines:
+        print(f"error: {log} holds no test: that build ran none", file=sys.stderr)
+        failed += 1
     for line in lines:
         if not line.strip():
             continue
@@ -75,11 +84,21 @@ sys.exit(1 if failed or passed + failed == 0 else 0)
 PY
 }
 
+# Sourced (by the test of this script), only the functions above are defined.
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then
+        return 0
+fi
+
 case "${1:-}" in
 soak)
         duration=${2:-60s}
         install_missing "${build_packages[@]}"
-        build build -Dtests=false
+        # A build/ made by "test" is used as it is; a new one is made without the tests.
+        if [ -f build/build.ninja ]; then
+                build build
+        else
+                build build -Dtests=false
+        fi
         db=$src/build/quickstart/rtsoak.db
         mkdir -p "$(dirname "$db")"
         rm -f "$db" "$db-wal" "$db-shm"
@@ -125,8 +144,8 @@ PY
         ;;
 test)
         install_missing "${build_packages[@]}" "${test_packages[@]}"
-        build build
-        build build-asan -Db_sanitize=address,undefined -Db_lundef=false
+        build build -Dtests=true
+        build build-asan -Dtests=true -Db_sanitize=address,undefined -Db_lundef=false
         rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
         # The faults test takes CPU 1 offline for moments (it runs alone); a plain
         # `meson test` leaves the CPUs alone.
