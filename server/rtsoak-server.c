@@ -699,6 +699,9 @@ int main(int argc, char **argv) {
         int r = parse_options(argc, argv, &o);
         if (r != 0)
                 return r > 0 ? EXIT_SUCCESS : EXIT_CONFIG;
+        /* Options override the file; say so where the file chose another database. */
+        if (o.db_path != sc.db && strcmp(o.db_path, sc.db) != 0 && strcmp(sc.db, DB_DEFAULT) != 0)
+                log_notice("--db %s overrides [Server] Database=%s of %s", o.db_path, sc.db, path);
 
         int nargs = argc - optind;
         const char *cmd = nargs > 0 ? argv[optind] : NULL;

@@ -443,6 +443,7 @@ static int collect_steps(farm_db *db, const char *id, int64_t from, int64_t to, 
                 }
                 s->intervals++;
                 s->covered_ns += (uint64_t) sqlite3_column_int64(st, 1);
+                s->data_end_ns = MAX(s->data_end_ns, start + sqlite3_column_int64(st, 1));
                 s->samples += (uint64_t) sqlite3_column_int64(st, 6);
                 s->violations += (uint64_t) sqlite3_column_int64(st, 7);
                 int si = name_id(&scen, (const char *) sqlite3_column_text(st, 2) ?: "");

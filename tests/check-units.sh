@@ -14,7 +14,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 units=("$src"/systemd/*.service)
-echo "1..$((2 * ${#units[@]} + 1))"
+echo "1..$((2 * ${#units[@]} + 2))"
 n=0
 failed=0
 ok() {
@@ -85,5 +85,21 @@ if [ -z "$missing" ]; then
         ok "rtsoakd.service keeps what the probes and the loads need"
 else
         not_ok "rtsoakd.service:$missing"
+fi
+
+# The configuration file is the place for settings: an option in ExecStart= would override
+# it silently (the server's --db once hid Database=).
+over=""
+for u in "${units[@]}"; do
+        exec_line=$(sed -n 's/^ExecStart=//p' "$u")
+        for opt in --db --listen --cert --key --threads --rate --burst --max-body --cache-warming \
+                   --config --set; do
+                [[ " $exec_line " == *" $opt"[\ =]* ]] && over+=" $(basename "$u"): $opt"
+        done
+done
+if [ -z "$over" ]; then
+        ok "ExecStart= passes no option that overrides the configuration file"
+else
+        not_ok "ExecStart= overrides the configuration file:$over"
 fi
 exit $failed
