@@ -672,6 +672,13 @@ static void reload(struct daemon *d) {
                 add_event(d, "config_reload_failed", -1, err);
                 goto done;
         }
+        /* [Load] User= needs a restart: the running one must exist for the new rotation. */
+        if (daemon_config_check_load_user(&rr.cfg, d->cfg.load_user, err) < 0) {
+                log_error("Configuration reload refused, the running configuration stays: %s", err);
+                add_event(d, "config_reload_failed", -1, err);
+                reload_result_done(&rr);
+                goto done;
+        }
         /* The token file is read again at every reload: a new token needs no restart. */
         bool upload_changed = strstr(rr.changed, "Upload.") != NULL;
         if (*rr.cfg.upload_server) {
@@ -852,6 +859,11 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         r = resolve_cpus(d);
         if (r < 0)
                 return EXIT_CONFIG;
+        char uerr[CONF_ERROR_MAX];
+        if (daemon_config_check_load_user(&d->cfg, d->cfg.load_user, uerr) < 0) {
+                log_error("%s", uerr);
+                return EXIT_CONFIG;
+        }
         if (parse_test_hang(d) < 0)
                 return EXIT_CONFIG;
         d->db_path = strdup(d->cfg.storage_path);

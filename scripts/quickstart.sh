@@ -38,6 +38,14 @@ install_missing() {
         fi
 }
 
+# The unprivileged system user the load generators run as by default ([Load] User=rtsoak), as
+# the package's postinst creates it.
+ensure_load_user() {
+        getent passwd rtsoak >/dev/null && return 0
+        echo "Creating the system user rtsoak (systemd-sysusers systemd/rtsoak.sysusers)"
+        systemd-sysusers "$src/systemd/rtsoak.sysusers"
+}
+
 # Configures DIR with the given options (also a directory configured before with other ones:
 # "soak" makes build/ without tests, "test" needs them) and builds it.
 build() { # dir [meson options...]
@@ -93,6 +101,7 @@ case "${1:-}" in
 soak)
         duration=${2:-60s}
         install_missing "${build_packages[@]}"
+        ensure_load_user
         # A build/ made by "test" is used as it is; a new one is made without the tests.
         if [ -f build/build.ninja ]; then
                 build build
@@ -144,6 +153,7 @@ PY
         ;;
 test)
         install_missing "${build_packages[@]}" "${test_packages[@]}"
+        ensure_load_user
         build build -Dtests=true
         build build-asan -Dtests=true -Db_sanitize=address,undefined -Db_lundef=false
         rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json

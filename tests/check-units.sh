@@ -73,8 +73,11 @@ for line in "Type=notify" "NotifyAccess=main" "WatchdogSec=" "ExecReload=" \
 done
 # SCHED_FIFO, /dev/cpu_dma_latency, the load generators under [Load] User= (found in /proc)
 # and stopped by signal.
+# CPU accounting or weights would put rtsoakd in a cpu cgroup of its own, which under
+# CONFIG_RT_GROUP_SCHED (cgroup v1) starts with no real-time budget: SCHED_FIFO refused.
 for line in "PrivateDevices=yes" "RestrictRealtime=yes" "ProtectProc=invisible" \
-            "ProcSubset=pid" "PrivateUsers=yes" "DynamicUser=yes"; do
+            "ProcSubset=pid" "PrivateUsers=yes" "DynamicUser=yes" "CPUAccounting=yes" \
+            "CPUWeight=" "StartupCPUWeight=" "CPUQuota=" "CPUShares="; do
         grep -q "^$line" "$u" && missing+=" (must not have $line)"
 done
 caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$u")
