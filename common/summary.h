@@ -37,6 +37,11 @@ struct summary_run {
         char *config_digest; /* 64 lowercase hex digits */
         int64_t start_ns;
         uint64_t threshold_ns, probe_interval_ns, interval_ns;
+        /* Optional (NULL / 0 when the daemon did not send them): the name the run is judged
+         * under ([Upload] Release=), and the CPUs it probes, ascending. */
+        char *release;
+        uint32_t *probed_cpus;
+        size_t nprobed_cpus;
 };
 
 struct summary_cpu {
@@ -46,6 +51,10 @@ struct summary_cpu {
         uint32_t hist_limit_us;
         uint8_t *hist; /* hist_encode() format; base64 in JSON */
         size_t hist_len;
+        /* The CPU's own span, when it differs from the interval's (a probe that started or
+         * stopped inside it); span_length_ns 0: the interval's. */
+        int64_t span_start_ns;
+        uint64_t span_length_ns;
 };
 
 struct summary_metric {

@@ -18,7 +18,7 @@
 /* 'rtsf': marks the file as the farm database, so the machines' own database (and any other
  * SQLite file) is refused by name. */
 #define FARM_APPLICATION_ID 0x72747366
-#define FARM_SCHEMA_VERSION 5
+#define FARM_SCHEMA_VERSION 6
 #define FARM_BUSY_TIMEOUT_MS 10000
 
 /* Migration N takes the schema from version N to N+1.  Never edit a released entry: add one. */
@@ -171,6 +171,80 @@ static const char *const migrations[] = {
         "  max_time_ns, samples, violations, scenario);",
         /* 4 -> 5: an event's structured details (the forensics of an unclean end), JSON. */
         "ALTER TABLE events ADD COLUMN details TEXT;",
+        /* 5 -> 6: the verdict's invariants (docs/verdict.md).  Runs: the name they are judged
+         * under, the host and the probed CPUs they reported, the span of their intervals.
+         * Intervals and events: when they were received (NULL: stored before this version,
+         * taken as received when they ended); per interval what the rule needs that no
+         * configured number changes: the span every probed CPU measured (m_start_ns,
+         * m_end_ns; NULL: none), the smallest share of the wake-ups its period allows that a
+         * probed CPU delivered (per mille; 0 for a probed CPU missing, -1 for more than the
+         * period allows), and the part of the measured span no earlier-stored interval of the
+         * machine covered (counted_ns).  Rollups of those per run and day (and scenario, with
+         * the generators present in every interval and the time generators were down).
+         * Overlaps of two runs of a machine; machine settings with their history; maintenance
+         * windows; the rule's versions; the verdict log.  Derived values of the intervals
+         * stored before are filled by migrate_6() below. */
+        "ALTER TABLE runs ADD COLUMN release TEXT;"
+        "ALTER TABLE runs ADD COLUMN hostname TEXT;"
+        "ALTER TABLE runs ADD COLUMN probed_cpus TEXT;"
+        "ALTER TABLE runs ADD COLUMN first_start_ns INTEGER;"
+        "ALTER TABLE runs ADD COLUMN last_end_ns INTEGER;"
+        "UPDATE runs SET release = kernel_release,"
+        "  hostname = (SELECT hostname FROM machines WHERE machines.id = runs.machine_id),"
+        "  first_start_ns = (SELECT min(start_ns) FROM intervals WHERE run = runs.id),"
+        "  last_end_ns = (SELECT max(start_ns + length_ns) FROM intervals WHERE run = runs.id);"
+        "CREATE INDEX runs_release ON runs(release, start_ns);"
+        "CREATE INDEX runs_machine_end ON runs(machine_id, last_end_ns);"
+        "ALTER TABLE intervals ADD COLUMN received_ns INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN m_start_ns INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN m_end_ns INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN min_ratio_pm INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN min_ratio_cpu INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN counted_ns INTEGER;"
+        "ALTER TABLE interval_cpus ADD COLUMN span_start_ns INTEGER;"
+        "ALTER TABLE interval_cpus ADD COLUMN span_length_ns INTEGER;"
+        "ALTER TABLE events ADD COLUMN received_ns INTEGER;"
+        "ALTER TABLE run_days ADD COLUMN counted_ns INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE run_days ADD COLUMN min_ratio_pm INTEGER NOT NULL DEFAULT 1000;"
+        "ALTER TABLE run_days ADD COLUMN max_skew_ns INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE run_days ADD COLUMN max_received_ns INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE run_day_scenarios ADD COLUMN counted_ns INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE run_day_scenarios ADD COLUMN gens_all TEXT;"
+        "ALTER TABLE run_day_scenarios ADD COLUMN down_ns INTEGER NOT NULL DEFAULT 0;"
+        "CREATE TABLE overlaps ("
+        "  machine_id TEXT NOT NULL, run_a INTEGER NOT NULL REFERENCES runs(id),"
+        "  run_b INTEGER NOT NULL REFERENCES runs(id), start_ns INTEGER NOT NULL,"
+        "  end_ns INTEGER NOT NULL, received_ns INTEGER NOT NULL, CHECK (run_a < run_b));"
+        "CREATE INDEX overlaps_a ON overlaps(run_a);"
+        "CREATE INDEX overlaps_b ON overlaps(run_b);"
+        "CREATE TABLE machine_settings ("
+        "  id INTEGER PRIMARY KEY, machine_id TEXT NOT NULL REFERENCES machines(id),"
+        "  from_ns INTEGER NOT NULL, threshold_ns INTEGER NOT NULL CHECK (threshold_ns >= 0),"
+        "  gating INTEGER NOT NULL CHECK (gating IN (0, 1)), groups TEXT NOT NULL,"
+        "  labels TEXT NOT NULL, revoked INTEGER NOT NULL CHECK (revoked IN (0, 1)),"
+        "  by TEXT NOT NULL, reason TEXT NOT NULL);"
+        "CREATE INDEX machine_settings_machine ON machine_settings(machine_id, from_ns);"
+        "INSERT INTO machine_settings (machine_id, from_ns, threshold_ns, gating, groups, labels,"
+        "  revoked, by, reason) SELECT id, enrolled_ns, threshold_ns, gating, 'default', '{}', 0,"
+        "  'migration', 'settings as they were when the history began' FROM machines;"
+        "INSERT INTO machine_settings (machine_id, from_ns, threshold_ns, gating, groups, labels,"
+        "  revoked, by, reason) SELECT id, revoked_ns, threshold_ns, gating, 'default', '{}', 1,"
+        "  'migration', 'revoked' FROM machines WHERE revoked_ns IS NOT NULL;"
+        "CREATE TABLE maintenance ("
+        "  id INTEGER PRIMARY KEY, machine_id TEXT NOT NULL REFERENCES machines(id),"
+        "  from_ns INTEGER NOT NULL, to_ns INTEGER NOT NULL CHECK (to_ns > from_ns),"
+        "  reason TEXT NOT NULL, by TEXT NOT NULL, created_ns INTEGER NOT NULL,"
+        "  cancelled_ns INTEGER, cancelled_by TEXT);"
+        "CREATE INDEX maintenance_machine ON maintenance(machine_id, from_ns);"
+        "CREATE TABLE rule_versions (id INTEGER PRIMARY KEY, from_ns INTEGER NOT NULL,"
+        "  rule TEXT NOT NULL);"
+        "CREATE TABLE verdict_log ("
+        "  id INTEGER PRIMARY KEY, release TEXT NOT NULL, series TEXT NOT NULL,"
+        "  status TEXT NOT NULL, at_ns INTEGER NOT NULL, problems INTEGER NOT NULL,"
+        "  missing INTEGER NOT NULL);"
+        "CREATE INDEX verdict_log_release ON verdict_log(release, at_ns);"
+        "CREATE INDEX verdict_log_series ON verdict_log(series, at_ns);"
+        "ALTER TABLE audit ADD COLUMN machine_id TEXT;",
 };
 _Static_assert(ELEMENTSOF(migrations) == FARM_SCHEMA_VERSION, "one migration per version");
 
