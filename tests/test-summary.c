@@ -47,7 +47,8 @@ static void make(struct summary *s) {
                 for (size_t c = 0; c < 2; c++) {
                         struct summary_cpu *x = &iv->cpus[c];
                         memset(counts, 0, sizeof(counts));
-                        counts[hist_index(1000, 7000)] = 299000;
+                        counts[hist_index(1000, 3100)] = 1;
+                        counts[hist_index(1000, 7000)] = 298999;
                         counts[hist_index(1000, 250000)] = 3;
                         *x = (struct summary_cpu){ .cpu = (uint32_t) (c * 5),
                                                    .samples = 299003,
