@@ -154,29 +154,37 @@ static void describe(json_t *v, char *buf, size_t size) {
                 snprintf(buf + o, size - o, ", REVOKED");
 }
 
+/* The time of member key (nanoseconds) of o, to the second, for people. */
+static const char *when(json_t *o, const char *key, char buf[static TIMESTAMP_MAX_LEN]) {
+        json_t *v = json_object_get(o, key);
+        if (!json_is_integer(v))
+                return "-";
+        int64_t ns = json_integer_value(v);
+        return format_timestamp_utc(buf, ns - ns % (int64_t) NSEC_PER_SEC);
+}
+
 static void print_settings(json_t *j) {
-        char desc[8192];
+        char desc[8192], t[TIMESTAMP_MAX_LEN];
         json_t *cur = json_object_get(j, "settings"), *v;
         size_t i;
         printf("Machine %s (%s)\n", json_string_value(json_object_get(j, "machine")),
                json_string_value(json_object_get(j, "hostname")) ?: "no report yet");
-        printf("Enrolled %s", json_string_value(json_object_get(j, "enrolled")));
-        if (json_string_value(json_object_get(j, "rekeyed")))
-                printf(", new token %s", json_string_value(json_object_get(j, "rekeyed")));
+        printf("Enrolled %s", when(j, "enrolled_ns", t));
+        if (json_is_integer(json_object_get(j, "rekeyed_ns")))
+                printf(", new token %s", when(j, "rekeyed_ns", t));
         printf("\n");
         if (json_is_object(cur)) {
                 describe(cur, desc, sizeof(desc));
                 printf("In force (version %lld, since %s):\n  %s\n",
                        (long long) json_integer_value(json_object_get(cur, "version")),
-                       json_string_value(json_object_get(cur, "from")), desc);
+                       when(cur, "from_ns", t), desc);
         }
         printf("History (newest first):\n");
         json_array_foreach (json_object_get(j, "history"), i, v) {
                 describe(v, desc, sizeof(desc));
                 printf("  v%-3lld %s by %s: %s\n       %s\n",
                        (long long) json_integer_value(json_object_get(v, "version")),
-                       json_string_value(json_object_get(v, "from")),
-                       json_string_value(json_object_get(v, "by")),
+                       when(v, "from_ns", t), json_string_value(json_object_get(v, "by")),
                        json_string_value(json_object_get(v, "reason")), desc);
         }
 }
@@ -240,6 +248,7 @@ int cli_maintenance_add(const struct cli_machine_args *a, const char *machine_id
 }
 
 static void print_windows(json_t *j) {
+        char t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
         json_t *w;
         size_t i;
         printf("%5s  %-32s  %-20s  %-20s  %-9s  %s\n", "ID", "MACHINE", "FROM", "TO", "STATE",
@@ -247,9 +256,8 @@ static void print_windows(json_t *j) {
         json_array_foreach (json_object_get(j, "windows"), i, w)
                 printf("%5lld  %-32s  %-20s  %-20s  %-9s  %s: %s\n",
                        (long long) json_integer_value(json_object_get(w, "id")),
-                       json_string_value(json_object_get(w, "machine")),
-                       json_string_value(json_object_get(w, "from")),
-                       json_string_value(json_object_get(w, "effective_to")),
+                       json_string_value(json_object_get(w, "machine")), when(w, "from_ns", t1),
+                       when(w, "effective_to_ns", t2),
                        json_string_value(json_object_get(w, "state")),
                        json_string_value(json_object_get(w, "by")),
                        json_string_value(json_object_get(w, "reason")));
