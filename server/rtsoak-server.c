@@ -20,7 +20,9 @@
 #include "server-http.h"
 #include "server-query.h"
 #include "server-ratelimit.h"
+#include "server-stable.h"
 #include "server-verdict.h"
+#include "server-waivers.h"
 #include "timeutil.h"
 
 #define DB_DEFAULT "/var/lib/rtsoak-server/farm.db"
@@ -31,8 +33,11 @@ struct server_config {
         char *listen, *db, *cert, *key;
         uint64_t threads, rate, burst, max_body;
         bool cache_warming;
-        uint64_t period, max_gap, load_down_max;
-        char *scenarios;
+        uint64_t period, max_gap, load_down_max, load_down_total, probe_down_max;
+        uint64_t max_probe_interval, clock_tolerance, regression_min_diff, watch;
+        bool regression;
+        char *scenarios, *scenario_loads, *min_samples, *regression_tolerance;
+        struct farm_rule series; /* only its [Series.NAME] sections */
 };
 
 #define STR_(x) #x
@@ -62,11 +67,55 @@ static const struct conf_item config_items[] = {
         { "Verdict", "LoadDownMax", &conf_type_timespan,
           offsetof(struct server_config, load_down_max), 0, 365 * 86400 * NSEC_PER_SEC,
           FARM_RULE_LOAD_DOWN_MAX_DEFAULT },
+        { "Verdict", "LoadDownTotal", &conf_type_timespan,
+          offsetof(struct server_config, load_down_total), 0, 3650 * 86400 * NSEC_PER_SEC,
+          FARM_RULE_LOAD_DOWN_TOTAL_DEFAULT },
+        { "Verdict", "ProbeDownMax", &conf_type_timespan,
+          offsetof(struct server_config, probe_down_max), 0, 365 * 86400 * NSEC_PER_SEC,
+          FARM_RULE_PROBE_DOWN_MAX_DEFAULT },
+        { "Verdict", "MaxProbeInterval", &conf_type_timespan,
+          offsetof(struct server_config, max_probe_interval), NSEC_PER_USEC, NSEC_PER_SEC,
+          FARM_RULE_MAX_PROBE_INTERVAL_DEFAULT },
+        { "Verdict", "ClockTolerance", &conf_type_timespan,
+          offsetof(struct server_config, clock_tolerance), 0, 86400 * NSEC_PER_SEC,
+          FARM_RULE_CLOCK_TOLERANCE_DEFAULT },
+        { "Verdict", "MinSamples", &conf_type_string, offsetof(struct server_config, min_samples),
+          1, 31, FARM_RULE_MIN_SAMPLES_DEFAULT },
         { "Verdict", "Scenarios", &conf_type_string, offsetof(struct server_config, scenarios), 0,
           4000, FARM_RULE_SCENARIOS_DEFAULT },
+        { "Verdict", "ScenarioLoads", &conf_type_string,
+          offsetof(struct server_config, scenario_loads), 0, 4000, FARM_RULE_LOADS_DEFAULT },
+        { "Verdict", "Regression", &conf_type_bool, offsetof(struct server_config, regression), 0,
+          0, "yes" },
+        { "Verdict", "RegressionTolerance", &conf_type_string,
+          offsetof(struct server_config, regression_tolerance), 1, 31,
+          FARM_RULE_REGRESSION_TOLERANCE_DEFAULT },
+        { "Verdict", "RegressionMinDifference", &conf_type_timespan,
+          offsetof(struct server_config, regression_min_diff), 0, NSEC_PER_SEC,
+          FARM_RULE_REGRESSION_MIN_DIFF_DEFAULT },
+        { "Verdict", "Watch", &conf_type_timespan, offsetof(struct server_config, watch), 0,
+          86400 * NSEC_PER_SEC, FARM_RULE_WATCH_DEFAULT },
 };
+
+/* [Series.NAME] sections: Releases= and Group=. */
+static int series_assign(void *obj, const char *where, const char *name, const char *key,
+                         const char *value, char err[static CONF_ERROR_MAX]) {
+        struct server_config *sc = obj;
+        return farm_rule_series_set(&sc->series, name, key, value, err, CONF_ERROR_MAX);
+}
+
+static void series_print(const void *obj, FILE *f) {
+        const struct server_config *sc = obj;
+        for (size_t i = 0; i < sc->series.nseries; i++)
+                fprintf(f, "\n[Series.%s]\nReleases=%s\nGroup=%s\n", sc->series.series[i].name,
+                        sc->series.series[i].globs, sc->series.series[i].group);
+}
+
 static const struct conf_table config_table = { .items = config_items,
-                                                .n = ELEMENTSOF(config_items) };
+                                                .n = ELEMENTSOF(config_items),
+                                                .dynamic_prefix = "Series.",
+                                                .dynamic_assign = series_assign,
+                                                .dynamic_print = series_print };
 _Static_assert(FARM_RATE_DEFAULT == 10.0 && FARM_MAX_BODY_DEFAULT == 16777216,
                "the configuration's defaults are the options' defaults");
 
@@ -100,7 +149,7 @@ struct options {
         size_t max_body_bytes;
         bool cache_warming;
         struct farm_settings_change change; /* --bound, --gating, --groups, --label, --unlabel */
-        const char *reason, *by, *at, *from, *to;
+        const char *reason, *by, *at, *known_at, *from, *to;
         bool json;
         uint64_t given;   /* the options given, as OPT() bits */
         bool usage_error; /* one of them was wrong (already logged) */
@@ -125,7 +174,7 @@ static void help(void) {
                "  maintenance add MACHINE_ID --from TIME --to TIME --reason TEXT [--by NAME]\n"
                "  maintenance list [MACHINE_ID] [--json]\n"
                "  maintenance cancel WINDOW_ID --reason TEXT [--by NAME]\n"
-               "  verdict RELEASE [--at TIME]\n"
+               "  verdict RELEASE [--at TIME] [--known-at TIME]\n"
                "  waive RELEASE PROBLEM_ID --reason TEXT [--by NAME]\n"
                "  unwaive WAIVER_ID [--reason TEXT] [--by NAME]\n"
                "  waivers [RELEASE]\n"
@@ -151,7 +200,8 @@ static void help(void) {
                "ones\n"
                "  --label KEY=VALUE    sets a label; --unlabel KEY removes one\n"
                "  --from TIME, --to TIME  a maintenance window (\"+2h\" or \"in 2h\": from now)\n"
-               "  --at TIME            verdict: as it was at TIME (RFC 3339, Unix ns, \"2d ago\")\n"
+               "  --at TIME            verdict: about TIME (RFC 3339, Unix ns, \"2d ago\")\n"
+               "  --known-at TIME      verdict: as the server knew it at TIME\n"
                "  --reason TEXT        why (kept in the audit trail)\n"
                "  --by NAME            who (default: $SUDO_USER, $USER)\n"
                "  --json               machine show, maintenance list: JSON\n"
@@ -198,6 +248,7 @@ enum {
         ARG_REASON,
         ARG_BY,
         ARG_AT,
+        ARG_KNOWN_AT,
         ARG_FROM,
         ARG_TO,
         ARG_JSON,
@@ -230,6 +281,7 @@ static const struct option options[] = {
         { "reason", required_argument, NULL, ARG_REASON },
         { "by", required_argument, NULL, ARG_BY },
         { "at", required_argument, NULL, ARG_AT },
+        { "known-at", required_argument, NULL, ARG_KNOWN_AT },
         { "from", required_argument, NULL, ARG_FROM },
         { "to", required_argument, NULL, ARG_TO },
         { "json", no_argument, NULL, ARG_JSON },
@@ -298,6 +350,9 @@ static int parse_command_option(int c, const char *name, struct options *o) {
                 break;
         case ARG_AT:
                 o->at = optarg;
+                break;
+        case ARG_KNOWN_AT:
+                o->known_at = optarg;
                 break;
         case ARG_FROM:
                 o->from = optarg;
@@ -444,6 +499,15 @@ static int serve(const struct options *o) {
                 return EXIT_FAILURE;
         }
 
+        /* The rule in force from now on: a verdict about a moment judges with the rule of
+         * that moment. */
+        r = farm_rule_record(db, &o->rule, now_ns(CLOCK_REALTIME), err);
+        if (r < 0) {
+                log_error_errno(r, "Cannot record the verdict's rule: %s", err);
+                farm_db_close(db);
+                return EXIT_FAILURE;
+        }
+
         int64_t size;
         if (farm_db_check_skipped(db, &size))
                 log_info("The farm database is %.1f GiB: its integrity check at start is skipped "
@@ -498,11 +562,15 @@ static int serve(const struct options *o) {
         if (o->cache_warming && (r = farm_warmer_start(db, &warmer)) < 0)
                 log_warning_errno(r, "Cannot merge histograms in the background, the queries "
                                      "will: %m");
+        struct farm_watcher *watcher = NULL;
+        if ((r = farm_watcher_start(db, &o->rule, &watcher)) < 0)
+                log_warning_errno(r, "Cannot keep the verdict log: %m");
 
         while (sigwait(&mask, &sig) != 0)
                 ;
         log_info("Stopping on %s", strsignal(sig));
         farm_http_stop(http);
+        farm_watcher_stop(watcher);
         farm_warmer_stop(warmer);
         uint64_t commits, uploads;
         farm_db_commit_stats(db, &commits, &uploads);
@@ -521,19 +589,19 @@ static const char *who(const struct options *o) {
 }
 
 static int verdict_cmd(const struct options *o, const char *release) {
-        char err[FARM_ERROR_MAX];
-        int64_t now = now_ns(CLOCK_REALTIME), at = now;
-        const char *why = NULL;
+        char err[FARM_ERROR_MAX], perr[FARM_PARAM_ERROR_MAX];
+        struct farm_question q;
         farm_db *db = NULL;
         json_t *j = NULL;
 
-        if (o->at && parse_timestamp(o->at, now, &at, &why) < 0) {
-                log_error("Invalid --at '%s': %s", o->at, why ?: "not a point in time");
+        if (farm_question_parse(release, o->at, o->known_at, now_ns(CLOCK_REALTIME), &q, perr) <
+            0) {
+                log_error("Invalid --%s", perr);
                 return EXIT_USAGE;
         }
         if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
-        int r = farm_verdict(db, &o->rule, release, at, &j, err);
+        int r = farm_verdict_ask(db, &o->rule, &q, &j, err);
         farm_db_close(db);
         if (r < 0) {
                 log_error_errno(r, "Cannot judge %s: %s", release, err);
@@ -667,6 +735,41 @@ static int check_cmd(const struct options *o) {
         return EXIT_SUCCESS;
 }
 
+/* The verdict's rule from the [Verdict] and [Series.NAME] sections. */
+static int rule_from_config(const struct server_config *sc, const char *path,
+                            struct farm_rule *rule) {
+        char err[FARM_RULE_ERROR_MAX];
+        const char *key = NULL;
+        farm_rule_default(rule);
+        rule->period_ns = sc->period;
+        rule->max_gap_ns = sc->max_gap;
+        rule->load_down_max_ns = sc->load_down_max;
+        rule->load_down_total_ns = sc->load_down_total;
+        rule->probe_down_max_ns = sc->probe_down_max;
+        rule->max_probe_interval_ns = sc->max_probe_interval;
+        rule->clock_tolerance_ns = sc->clock_tolerance;
+        rule->regression = sc->regression;
+        rule->regression_min_diff_ns = sc->regression_min_diff;
+        rule->watch_ns = sc->watch;
+        rule->nseries = sc->series.nseries;
+        memcpy(rule->series, sc->series.series, sizeof(rule->series));
+        if (farm_rule_parse_scenarios(sc->scenarios, rule, err, sizeof(err)) < 0)
+                key = "Scenarios";
+        else if (farm_rule_parse_loads(sc->scenario_loads, rule, err, sizeof(err)) < 0)
+                key = "ScenarioLoads";
+        else if (farm_rule_parse_share(sc->min_samples, &rule->min_samples_pm, err, sizeof(err)) <
+                 0)
+                key = "MinSamples";
+        else if (farm_rule_parse_percent(sc->regression_tolerance, &rule->regression_tolerance_pct,
+                                         err, sizeof(err)) < 0)
+                key = "RegressionTolerance";
+        if (key) {
+                log_error("%s: [Verdict] %s=: %s", path, key, err);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 /* ---- the commands ------------------------------------------------------------------------ */
 
 static struct cli_machine_args machine_args(const struct options *o) {
@@ -792,7 +895,7 @@ static const struct command {
         { "maintenance", "list", 0, 1, "at most one MACHINE_ID", OPT(ARG_JSON),
           run_maintenance_list },
         { "maintenance", "cancel", 1, 1, "WINDOW_ID", WHY_OPTS, run_maintenance_cancel },
-        { "verdict", NULL, 1, 1, "RELEASE", OPT(ARG_AT), run_verdict },
+        { "verdict", NULL, 1, 1, "RELEASE", OPT(ARG_AT) | OPT(ARG_KNOWN_AT), run_verdict },
         { "waive", NULL, 2, 2, "RELEASE and PROBLEM_ID", WHY_OPTS, run_waive },
         { "unwaive", NULL, 1, 1, "WAIVER_ID", WHY_OPTS, run_unwaive },
         { "waivers", NULL, 0, 1, "at most one RELEASE", 0, run_waivers },
@@ -873,13 +976,8 @@ int main(int argc, char **argv) {
         o.burst = (unsigned) sc.burst;
         o.max_body_bytes = (size_t) sc.max_body;
         o.cache_warming = sc.cache_warming;
-        o.rule.period_ns = sc.period;
-        o.rule.max_gap_ns = sc.max_gap;
-        o.rule.load_down_max_ns = sc.load_down_max;
-        if (farm_rule_parse_scenarios(sc.scenarios, &o.rule, err, sizeof(err)) < 0) {
-                log_error("%s: [Verdict] Scenarios=: %s", path, err);
+        if (rule_from_config(&sc, path, &o.rule) < 0)
                 return EXIT_CONFIG;
-        }
 
         if (parse_options(argc, argv, &o) > 0)
                 return EXIT_SUCCESS;

@@ -23,7 +23,9 @@
 #include "server-query.h"
 #include "server-ratelimit.h"
 #include "server-settings.h"
+#include "server-stable.h"
 #include "server-verdict.h"
+#include "server-waivers.h"
 #include "summary.h"
 #include "timeutil.h"
 
@@ -33,6 +35,7 @@
 #define API_WAIVERS "/api/v1/waivers"
 #define API_AUDIT "/api/v1/audit"
 #define API_MAINTENANCE "/api/v1/maintenance"
+#define API_SERIES "/api/v1/series"
 #define RELEASE_MAX 256
 #define PATH_LOG_MAX 256
 
@@ -430,24 +433,25 @@ static enum MHD_Result method_not_allowed(struct request *rq, struct MHD_Connect
 /* ---- kernels, verdicts, waivers ---------------------------------------------------------- */
 
 static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struct request *rq) {
-        static const char *const allowed[] = { "at", "limit", "offset", NULL };
+        static const char *const allowed[] = { "at", "known_at", "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
-        int64_t now = now_ns(CLOCK_REALTIME), at = now;
+        int64_t now = now_ns(CLOCK_REALTIME);
+        struct farm_question q;
         struct farm_page page;
         json_t *j = NULL;
 
         if (params_allowed(c, allowed, perr) < 0 ||
-            farm_param_time("at", param(c, "at"), now, &at, perr) < 0 ||
+            farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now, &q, perr) < 0 ||
             farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
-        int r = farm_kernels_json(h->db, h->rule, at, &page, &j, err);
+        int r = farm_kernels_json(h->db, h->rule, &q, &page, &j, err);
         if (r < 0)
                 return respond_internal(rq, c, r, err);
         int64_t total = json_integer_value(json_object_get(j, "total"));
         if ((int64_t) (page.offset + page.limit) < total) {
-                char next[128];
+                char next[160];
                 snprintf(next, sizeof(next), API_KERNELS "?at=%lld&limit=%llu&offset=%llu",
-                         (long long) at, (unsigned long long) page.limit,
+                         (long long) q.at_ns, (unsigned long long) page.limit,
                          (unsigned long long) (page.offset + page.limit));
                 json_object_set_new(j, "next", json_string(next));
         } else
@@ -457,18 +461,42 @@ static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struc
 
 static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                    const char *release) {
-        static const char *const allowed[] = { "at", NULL };
+        static const char *const allowed[] = { "at", "known_at", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
-        int64_t now = now_ns(CLOCK_REALTIME), at = now;
+        struct farm_question q;
         json_t *j = NULL;
 
         if (params_allowed(c, allowed, perr) < 0 ||
-            farm_param_time("at", param(c, "at"), now, &at, perr) < 0)
+            farm_question_parse(release, param(c, "at"), param(c, "known_at"),
+                                now_ns(CLOCK_REALTIME), &q, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
-        int r = farm_verdict(h->db, h->rule, release, at, &j, err);
+        int r = farm_verdict_ask(h->db, h->rule, &q, &j, err);
         if (r == -ENOENT) {
                 snprintf(err, sizeof(err), "no such kernel release: no machine ever ran %.200s",
                          release);
+                return respond_error(rq, c, 404, err, NULL, NULL);
+        }
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        return respond(rq, c, 200, j, NULL, NULL);
+}
+
+/* GET /api/v1/series and /api/v1/series/{series}/latest-stable. */
+static enum MHD_Result get_series(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                  const char *series) {
+        static const char *const allowed[] = { "at", "known_at", NULL };
+        char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
+        struct farm_question q;
+        json_t *j = NULL;
+
+        if (params_allowed(c, allowed, perr) < 0 ||
+            farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now_ns(CLOCK_REALTIME),
+                                &q, perr) < 0)
+                return respond_error(rq, c, 400, perr, NULL, NULL);
+        int r = series ? farm_latest_stable_json(h->db, h->rule, series, &q, &j, err)
+                       : farm_series_json(h->db, h->rule, &q, &j, err);
+        if (r == -ENOENT) {
+                snprintf(err, sizeof(err), "no such series: no release of %.200s has run", series);
                 return respond_error(rq, c, 404, err, NULL, NULL);
         }
         if (r < 0)
@@ -813,6 +841,17 @@ static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, str
         if (strcmp(url, API_AUDIT) == 0)
                 return get ? get_waivers(h, c, rq, NULL, true)
                            : method_not_allowed(rq, c, "GET, HEAD");
+        if (strcmp(url, API_SERIES) == 0)
+                return get ? get_series(h, c, rq, NULL) : method_not_allowed(rq, c, "GET, HEAD");
+        if (strncmp(url, API_SERIES "/", strlen(API_SERIES) + 1) == 0) {
+                const char *name = url + strlen(API_SERIES) + 1, *slash = strchr(name, '/');
+                char series[FARM_SERIES_NAME_MAX];
+                if (!slash || slash == name || (size_t) (slash - name) >= sizeof(series) ||
+                    strcmp(slash, "/latest-stable") != 0)
+                        return respond_error(rq, c, 404, "no such resource", NULL, NULL);
+                snprintf(series, sizeof(series), "%.*s", (int) (slash - name), name);
+                return get ? get_series(h, c, rq, series) : method_not_allowed(rq, c, "GET, HEAD");
+        }
         if (strncmp(url, API_WAIVERS "/", strlen(API_WAIVERS) + 1) == 0) {
                 const char *id = url + strlen(API_WAIVERS) + 1, *slash = strchr(id, '/');
                 if (!slash || strcmp(slash, "/withdraw") != 0 || (size_t) (slash - id) >= 32)

@@ -97,9 +97,9 @@ bool farm_settings_change_empty(const struct farm_settings_change *c) {
 
 int farm_change_add_group(struct farm_settings_change *c, const char *what, const char *name,
                           char err[static FARM_ERROR_MAX]) {
-        if (!is_name(name, FARM_GROUP_NAME_MAX))
+        if (!is_name(name, FARM_GROUP_LEN_MAX))
                 return invalid(err, "%s: '%.80s' is not a group name (1-%d of a-z 0-9 . _ -)", what,
-                               name, FARM_GROUP_NAME_MAX);
+                               name, FARM_GROUP_LEN_MAX);
         if (!c->groups_given)
                 c->ngroups = 0;
         c->groups_given = true;
@@ -115,7 +115,7 @@ int farm_change_add_group(struct farm_settings_change *c, const char *what, cons
 
 int farm_change_groups(struct farm_settings_change *c, const char *what, const char *list,
                        char err[static FARM_ERROR_MAX]) {
-        char name[FARM_GROUP_NAME_MAX + 2];
+        char name[FARM_GROUP_LEN_MAX + 2];
         c->groups_given = true;
         c->ngroups = 0;
         for (const char *p = list;;) {
@@ -318,7 +318,7 @@ static const struct farm_label *label_find(const struct farm_settings *s, const 
 
 /* "bound 100us, gating yes, groups default, labels room=b2 rack=7" */
 static void settings_describe(const struct farm_settings *s, char *buf, size_t size) {
-        char groups[FARM_GROUPS_MAX * (FARM_GROUP_NAME_MAX + 1) + 1], span[TIMESPAN_MAX_LEN];
+        char groups[FARM_GROUPS_MAX * (FARM_GROUP_LEN_MAX + 1) + 1], span[TIMESPAN_MAX_LEN];
         groups_text(s, groups, sizeof(groups));
         size_t o = (size_t) snprintf(buf, size, "bound %s, gating %s, groups %s, labels",
                                      format_timespan(span, (uint64_t) s->bound_ns),
@@ -347,8 +347,8 @@ _printf_(4, 5) static size_t add_part(char *buf, size_t size, size_t o, const ch
 
 void farm_settings_diff(const struct farm_settings *a, const struct farm_settings *b, char *buf,
                         size_t size) {
-        char x[FARM_GROUPS_MAX * (FARM_GROUP_NAME_MAX + 1) + 1],
-                y[FARM_GROUPS_MAX * (FARM_GROUP_NAME_MAX + 1) + 1];
+        char x[FARM_GROUPS_MAX * (FARM_GROUP_LEN_MAX + 1) + 1],
+                y[FARM_GROUPS_MAX * (FARM_GROUP_LEN_MAX + 1) + 1];
         char s1[TIMESPAN_MAX_LEN], s2[TIMESPAN_MAX_LEN];
         size_t o = 0;
 
@@ -402,7 +402,7 @@ static void settings_from_row(sqlite3_stmt *st, int col, struct farm_settings *r
         const char *g = (const char *) sqlite3_column_text(st, col + 2) ?: "";
         while (*g && ret->ngroups < FARM_GROUPS_MAX) {
                 size_t n = strcspn(g, ",");
-                if (n > 0 && n <= FARM_GROUP_NAME_MAX)
+                if (n > 0 && n <= FARM_GROUP_LEN_MAX)
                         snprintf(ret->groups[ret->ngroups++], sizeof(ret->groups[0]), "%.*s",
                                  (int) n, g);
                 g += n + (g[n] == ',');
@@ -505,7 +505,7 @@ static int settings_in_force(farm_db *db, const char *machine_id, struct farm_se
 static int add_version(farm_db *db, const char *machine_id, const struct farm_settings *s,
                        int64_t from_ns, const char *who, const char *reason, char *err) {
         _cleanup_reset_ sqlite3_stmt *ins = NULL, *upd = NULL;
-        char groups[FARM_GROUPS_MAX * (FARM_GROUP_NAME_MAX + 1) + 1];
+        char groups[FARM_GROUPS_MAX * (FARM_GROUP_LEN_MAX + 1) + 1];
         _cleanup_free_ char *labels = labels_text(s);
         int r;
 

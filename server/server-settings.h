@@ -12,7 +12,7 @@
 #include "server-params.h"
 
 #define FARM_BOUND_MAX_NS INT64_C(1000000000) /* a latency bound is at most 1 s */
-#define FARM_GROUP_NAME_MAX 64
+#define FARM_GROUP_LEN_MAX 64
 #define FARM_GROUPS_MAX 32
 #define FARM_LABEL_KEY_MAX 64
 #define FARM_LABEL_VALUE_MAX 256 /* bytes */
@@ -32,7 +32,7 @@ struct farm_settings {
         int64_t bound_ns;
         bool gating, revoked;
         size_t ngroups, nlabels;
-        char groups[FARM_GROUPS_MAX][FARM_GROUP_NAME_MAX + 1];
+        char groups[FARM_GROUPS_MAX][FARM_GROUP_LEN_MAX + 1];
         struct farm_label labels[FARM_LABELS_MAX];
 };
 
@@ -42,7 +42,7 @@ struct farm_settings_change {
         int gating;       /* -1: unchanged */
         bool groups_given;
         size_t ngroups; /* the new groups, replacing the old ones */
-        char groups[FARM_GROUPS_MAX][FARM_GROUP_NAME_MAX + 1];
+        char groups[FARM_GROUPS_MAX][FARM_GROUP_LEN_MAX + 1];
         size_t nedits; /* labels set (remove false) or removed, in order */
         struct {
                 struct farm_label label;
