@@ -488,6 +488,15 @@ static void test_api_maintenance(void **state) {
         assert_int_equal(db_int("SELECT count(*) FROM audit WHERE machine_id = '" ID_A "' AND "
                                 "action LIKE 'maintenance_%'"),
                          3);
+        /* The audit trail over the API names the machine of each of these. */
+        snprintf(url, sizeof(url), "%s/api/v1/audit?limit=1", base_url);
+        j = tu_get_json(url, 200);
+        json_t *last = json_array_get(json_object_get(j, "audit"), 0);
+        assert_string_equal(json_string_value(json_object_get(last, "action")),
+                            "maintenance_cancel");
+        assert_string_equal(json_string_value(json_object_get(last, "machine")), ID_A);
+        assert_string_equal(json_string_value(json_object_get(last, "who")), "alice");
+        json_decref(j);
 }
 
 int main(void) {
