@@ -13,6 +13,7 @@
 #include "macro.h"
 #include "server-auth.h"
 #include "server-db.h"
+#include "server-settings.h"
 #include "server-stable.h"
 #include "server-verdict.h"
 #include "server-waivers.h"
@@ -153,7 +154,7 @@ static void enroll(const char *id) {
         char err[FARM_ERROR_MAX];
         uint8_t hash[SHA256_DIGEST_SIZE] = { 0 };
         memcpy(hash, id, 8);
-        assert_int_equal(farm_enroll(db, id, hash, 100000, 1, T0 - 100 * DAY, err), 1);
+        assert_int_equal(farm_enroll(db, id, hash, NULL, "test", NULL, T0 - 100 * DAY, err), 1);
 }
 
 /* A machine setting changed at from (as the staff API records it). */
