@@ -271,10 +271,6 @@ class FarmError(Exception):
     pass
 
 
-def machine_id(n):
-    return f"{n:032x}"
-
-
 # ---- the server ----------------------------------------------------------------------------
 
 
@@ -303,7 +299,6 @@ class Farm:
         self.url = None
         self.staff = None
         self.write_config(verdict, series)
-        self.n = 0
 
     def write_config(self, verdict=None, series=None):
         with open(self.conf, "w") as f:
@@ -318,11 +313,9 @@ class Farm:
                             f"{p.stderr.strip()[:800]}")
         return p
 
-    def enroll(self, hostname, *extra, cpus=2, n=None):
-        if n is None:
-            self.n += 1
-            n = self.n
-        mid = machine_id(int(hashlib.sha256(f"{self.name}/{hostname}".encode()).hexdigest()[:30], 16))
+    def enroll(self, hostname, *extra, cpus=2):
+        """Enrols a machine named after the farm and hostname; extra: enroll's options."""
+        mid = hashlib.sha256(f"{self.name}/{hostname}".encode()).hexdigest()[:32]
         token = self.cli("enroll", mid, *extra).stdout.strip()
         if not re.fullmatch(r"[0-9a-f]{64}", token):
             raise FarmError(f"enroll {hostname}: no token on stdout: {token!r}")
@@ -469,7 +462,7 @@ def scenario_of(mv, name):
     return None
 
 
-def covered_by_scenario(intervals, scen_of=None):
+def covered_by_scenario(intervals):
     """Per scenario, the time of the intervals (all measuring, no overlap): what the server
     must count when every interval is clean."""
     out = {}
