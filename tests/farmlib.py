@@ -325,16 +325,16 @@ class Farm:
         if self.staff is None:
             self.staff = self.cli("admin-token", "staff-test").stdout.strip()
         self.logf = open(self.log, "a")
+        offset = self.logf.tell()  # before the start: its line may come at once
         self.proc = subprocess.Popen([SERVER, f"--config={self.conf}", f"--db={self.db}",
                                       "--listen", "127.0.0.1:0", "--rate", "1000000",
                                       "--burst", "1000000", "--threads", "2",
                                       "--cache-warming", "no"],
                                      stdout=subprocess.DEVNULL, stderr=self.logf)
         deadline = time.monotonic() + 60
-        start = os.path.getsize(self.log) if os.path.exists(self.log) else 0
         while time.monotonic() < deadline:
             with open(self.log) as f:
-                f.seek(start)
+                f.seek(offset)
                 m = re.search(r"Listening on (http://\S+)", f.read())
             if m:
                 self.url = m.group(1)

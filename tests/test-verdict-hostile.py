@@ -77,6 +77,10 @@ class Case:
                                 f" in {key}")
 
     def ids(self, v, kind=None, machine=None, key="problems"):
+        every = [p.get("id") for p in v.get(key) or []]
+        if len(set(every)) != len(every):
+            self.check(False, f"every id in {key} names one problem",
+                       sorted(x for x in set(every) if every.count(x) > 1)[:5])
         return sorted(p.get("id") for p in v.get(key) or []
                       if (kind is None or p.get("kind") == kind)
                       and (machine is None or p.get("machine") == machine.id))
@@ -163,6 +167,8 @@ def test_control_clean_history_qualifies(c):
             c.eq(s and s.get("required_ns"), 3 * HOUR, f"{m.hostname}: scenario {name} required_ns")
     p = f.rtsoak("verdict", "--server", f.url, R)
     c.eq(p.returncode, 0, f"rtsoak verdict exit status ({p.stdout.strip()[:200]})")
+    p = f.cli("verdict", R, check=False)
+    c.eq(p.returncode, 0, f"rtsoak-server verdict exit status ({p.stderr.strip()[:200]})")
 
 
 # ---- 1. Coverage is time measured, not time claimed ---------------------------------------
@@ -193,6 +199,8 @@ def test_inv1_probe_stops_counting(c):
     c.machine(v, a, covered_ns=25 * HOUR, status="complete")
     miss = c.missing(v, "coverage", b)
     c.eq([x.get("missing_ns") for x in miss], [2 * HOUR], "lab-b misses 2 h of coverage")
+    p = f.rtsoak("verdict", "--server", f.url, R)
+    c.eq(p.returncode, 1, f"rtsoak verdict exit status ({p.stdout.strip()[:200]})")
 
 
 @test
@@ -373,6 +381,8 @@ def test_inv2_same_time_sent_twice(c):
     v = f.verdict(R)
     c.eq(v.get("verdict"), "pending", "verdict")
     c.eq(v.get("problems_total"), 0, "problems_total")
+    p = f.rtsoak("verdict", "--server", f.url, R)
+    c.eq(p.returncode, 2, f"rtsoak verdict exit status ({p.stdout.strip()[:200]})")
     for m in (b, cm):
         c.machine(v, m, covered_ns=13 * HOUR, missing_ns=11 * HOUR, status="pending")
         c.eq([x.get("missing_ns") for x in c.missing(v, "coverage", m)], [11 * HOUR],
@@ -410,6 +420,7 @@ def test_inv2_two_runs_at_once(c):
     v2 = f.verdict(R2)
     c.problem(v2, f"overlap:{cm.id}:3:4", "overlap")
     c.eq(v2.get("verdict"), "failed", f"verdict of {R2}")
+    c.machine(v2, cm, covered_ns=0)
 
 
 # ---- 3. The server's clock judges the machine's --------------------------------------------
@@ -452,6 +463,9 @@ def test_inv3_clock_ahead(c):
     c.problem(v, f"clock:{d.id}:1", "clock")
     c.eq([x for x in c.ids(v) + c.ids(v, key="not_counted") if x.startswith(f"clock:{ff.id}")],
          [], "no clock problem within the tolerance")
+    vb = f.verdict(R, at=str(before))
+    c.eq([x for x in c.ids(vb) if x.startswith("clock:" + b.id)], [],
+         "no clock problem of lab-b before its skewed data arrived")
     st, text, obj = f.verdict_raw(R, at=str(now_ns() + HOUR))
     c.eq(st, 400, "?at= an hour ahead is refused")
     err = (obj or {}).get("error", "")
@@ -622,6 +636,16 @@ def test_inv4_replay_and_ask_again(c):
             if judged_viol:
                 c.problem(obj, viol, "violation")
 
+    # ?at=T&known_at=K: what was known at K about T.  Nothing stamped by round 5 arrived after
+    # it, so K = round 10 knows the same; the outage was not known yet at round 15.
+    for kt, kk in ((5, 10), (12, 15)):
+        rec, known = recorded[kt], recorded[kk]
+        st, text, obj = f.verdict_raw(R, at=str(rec["at_ns"]), known_at=str(known["asked_at_ns"]))
+        if c.check(st == 200, f"?at= round {kt} &known_at= round {kk} answers", text[:300]):
+            a1, a2 = without_known(without_asked(rec["text"])), without_known(without_asked(text))
+            c.check(a1 == a2, f"?at= round {kt} as known at round {kk} is the answer given then",
+                    first_difference(a1, a2))
+
     # Now: the waiver holds, the rule is the new one, lab-c no longer gates.
     v = f.verdict(R)
     c.check(viol in problems_by_id(v, "waived"), "the violation is waived now", c.ids(v, key="waived"))
@@ -713,6 +737,41 @@ def test_inv5_settings_changed_afterwards(c):
     st, text, _ = f.http("GET", "/api/v1/audit?limit=1000")
     c.check("widened after the fact" in text and "narrowed later" in text,
             "the audit trail holds the settings changes", text[:600])
+
+
+GATE_RULE = {"Period": "10s", "Scenarios": "none", "MaxGap": "1min"}
+
+
+@test
+def test_inv5_coverage_only_while_gating(c):
+    """Invariant 5.  Attack: lab-x measures 8 s while not gating (enrolled --gating no), is then
+    made gating and measures 4 s more: 12 s measured, over the 10 s period, but only 4 s while
+    gating.  Its coverage is 4 s and the release is pending, not qualified.  lab-y, gating
+    throughout, has all its time counted."""
+    f = c.farm(GATE_RULE)
+    x, y = f.enroll("lab-x", "--gating", "no"), f.enroll("lab-y")
+    f.start()
+    start = max(m.info()["enrolled_ns"] for m in (x, y)) + MS
+    runs = {m: m.run(1, R, start_ns=start, interval_ns=SEC) for m in (x, y)}
+
+    def post(m, t0, t1):
+        r = runs[m]
+        r.post([r.interval(t, min(SEC, t1 - t), None, loads=[]) for t in range(t0, t1, SEC)])
+    wait_until(start + 8 * SEC + 200 * MS)
+    for m in (x, y):
+        post(m, start, start + 8 * SEC)
+    st, text, _ = f.settings(x, "joins the gating group", gating=True)
+    c.eq(st, 200, f"make lab-x gating ({text[:200]})")
+    u = now_ns() + 100 * MS
+    end = u + 4 * SEC
+    wait_until(end + 200 * MS)
+    post(x, u, end)
+    post(y, start + 8 * SEC, end)
+    v = f.verdict(R, at=str(end + 100 * MS))
+    c.eq(v.get("verdict"), "pending", "verdict")
+    c.machine(v, x, covered_ns=4 * SEC, missing_ns=6 * SEC, status="pending")
+    c.machine(v, y, covered_ns=end - start, status="complete")
+    c.eq(c.ids(v), [], "no problem")
 
 
 # ---- 6. Silence is a problem unless it is explained -----------------------------------------
@@ -955,10 +1014,12 @@ def test_inv8_other_series_does_not_block(c):
 @test
 def test_inv8_unrun_member_and_mixed_builds(c):
     """Invariant 8.  Attacks: lab-a and lab-b run 6.6.30-rt31 cleanly but as two different
-    builds (same uname -r, different uname -v); lab-c, of the same gating group, never ran it.
+    builds (same uname -r, different uname -v); lab-c, of the same gating group, has not run it.
     Two builds on gating machines are one mixed_builds problem (which data is the release?),
     both builds are listed, and lab-c's absence is missing (not_run): "every machine that ran
-    it is fine" is not "qualified"."""
+    it is fine" is not "qualified".  Once the two builds are waived, lab-c runs a third build:
+    a new mixed_builds problem (its id is of the set of builds), which the waiver does not
+    cover."""
     f = c.farm()
     a, b, cm = f.enroll("lab-a"), f.enroll("lab-b"), f.enroll("lab-c")
     f.start()
@@ -967,7 +1028,7 @@ def test_inv8_unrun_member_and_mixed_builds(c):
     v1, v2 = "#1 SMP PREEMPT_RT Mon Nov 2 2026", "#2 SMP PREEMPT_RT Tue Nov 3 2026"
     clean(a, R, S, E, kernel_version=v1)
     clean(b, R, S, E, kernel_version=v2)
-    clean(cm, "6.6.29-rt30", S, E)
+    clean(cm, "6.6.29-rt30", S, E - 2 * HOUR)
     v = f.verdict(R)
     c.eq(v.get("verdict"), "failed", "verdict")
     mixed = c.ids(v, "mixed_builds")
@@ -976,6 +1037,18 @@ def test_inv8_unrun_member_and_mixed_builds(c):
     c.eq(sorted(x.get("kernel_version") for x in v.get("builds") or []), [v1, v2], "builds")
     c.eq([x.get("machine") for x in c.missing(v, "not_run")], [cm.id], "missing: not_run")
     c.eq((v.get("gating_machines"), v.get("machines_ran")), (3, 2), "gating_machines, machines_ran")
+    if len(mixed) == 1:
+        st, text, _ = f.waive(R, mixed[0], "both builds are the release, same sources")
+        c.eq(st, 201, f"waiver of {mixed[0]} ({text[:200]})")
+        v = f.verdict(R)
+        c.eq(v.get("verdict"), "pending", "verdict once the two builds are waived (lab-c missing)")
+        clean(cm, R, E - 2 * HOUR, E, run_id=2, kernel_version="#3 SMP PREEMPT_RT Wed Nov 4 2026")
+        v = f.verdict(R)
+        again = c.ids(v, "mixed_builds")
+        c.check(len(again) == 1 and again[0] != mixed[0] and again[0].startswith(f"mixed_builds:{R}:"),
+                "a third build is a new mixed_builds problem, not covered by the waiver",
+                (mixed, again))
+        c.eq(v.get("verdict"), "failed", "verdict with a third build")
 
 
 @test
@@ -1220,8 +1293,9 @@ def main():
     only = os.environ.get("VERDICT_TESTS")
     tests = [t for t in TESTS if not only or re.search(only, t.__name__)]
     # Live tests sleep most of their time: start them first.
-    tests.sort(key=lambda t: 0 if t.__name__ in ("test_inv4_replay_and_ask_again",
-                                                 "test_inv6_maintenance_window") else 1)
+    live = ("test_inv4_replay_and_ask_again", "test_inv6_maintenance_window",
+            "test_inv5_coverage_only_while_gating")
+    tests.sort(key=lambda t: 0 if t.__name__ in live else 1)
     workers = int(os.environ.get("VERDICT_JOBS", "4"))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         results = dict(zip((t.__name__ for t in tests), pool.map(run_one, tests)))
