@@ -327,7 +327,7 @@ static int get_str(struct dec *d, json_t *o, const char *key, size_t minlen, siz
                                    : kind == TEXT_WORD ? "may hold only a-z, 0-9 and _"
                                    : kind == TEXT_RELEASE
                                            ? "may hold only letters, digits and . _ + ~ : -"
-                                                       : "contains a control character");
+                                           : "contains a control character");
         }
         *ret = strdup(s);
         return *ret ? 0 : -ENOMEM;
@@ -372,7 +372,8 @@ static void leave(struct dec *d, size_t l) {
 /* The optional span of one CPU: both fields or neither, inside the interval. */
 static int decode_cpu_span(struct dec *d, json_t *o, const struct summary_interval *iv,
                            struct summary_cpu *c) {
-        bool has_start = json_object_get(o, "start_ns"), has_length = json_object_get(o, "length_ns");
+        bool has_start = json_object_get(o, "start_ns"),
+             has_length = json_object_get(o, "length_ns");
         int r;
         if (!has_start && !has_length)
                 return 0;
@@ -392,10 +393,11 @@ static int decode_cpu_span(struct dec *d, json_t *o, const struct summary_interv
 
 static int decode_cpu(struct dec *d, json_t *o, const struct summary_interval *iv,
                       struct summary_cpu *c) {
-        static const char *const keys[] = { "cpu",           "samples",     "min_ns",     "avg_ns",
-                                            "max_ns",        "max_time_ns", "violations", "missed",
-                                            "hist_limit_us", "hist",        "start_ns",
-                                            "length_ns",     NULL };
+        static const char *const keys[] = { "cpu",        "samples",  "min_ns",
+                                            "avg_ns",     "max_ns",   "max_time_ns",
+                                            "violations", "missed",   "hist_limit_us",
+                                            "hist",       "start_ns", "length_ns",
+                                            NULL };
         _cleanup_free_ char *b64 = NULL;
         int64_t t = 0;
         int r;

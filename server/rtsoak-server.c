@@ -20,6 +20,7 @@
 #include "server-query.h"
 #include "server-ratelimit.h"
 #include "server-verdict.h"
+#include "server-waivers.h"
 #include "timeutil.h"
 
 #define DB_DEFAULT "/var/lib/rtsoak-server/farm.db"
@@ -30,8 +31,11 @@ struct server_config {
         char *listen, *db, *cert, *key;
         uint64_t threads, rate, burst, max_body;
         bool cache_warming;
-        uint64_t period, max_gap, load_down_max;
-        char *scenarios;
+        uint64_t period, max_gap, load_down_max, load_down_total, probe_down_max;
+        uint64_t max_probe_interval, clock_tolerance, regression_min_diff, watch;
+        bool regression;
+        char *scenarios, *scenario_loads, *min_samples, *regression_tolerance;
+        struct farm_rule series; /* only its [Series.NAME] sections */
 };
 
 #define STR_(x) #x
@@ -61,11 +65,55 @@ static const struct conf_item config_items[] = {
         { "Verdict", "LoadDownMax", &conf_type_timespan,
           offsetof(struct server_config, load_down_max), 0, 365 * 86400 * NSEC_PER_SEC,
           FARM_RULE_LOAD_DOWN_MAX_DEFAULT },
+        { "Verdict", "LoadDownTotal", &conf_type_timespan,
+          offsetof(struct server_config, load_down_total), 0, 3650 * 86400 * NSEC_PER_SEC,
+          FARM_RULE_LOAD_DOWN_TOTAL_DEFAULT },
+        { "Verdict", "ProbeDownMax", &conf_type_timespan,
+          offsetof(struct server_config, probe_down_max), 0, 365 * 86400 * NSEC_PER_SEC,
+          FARM_RULE_PROBE_DOWN_MAX_DEFAULT },
+        { "Verdict", "MaxProbeInterval", &conf_type_timespan,
+          offsetof(struct server_config, max_probe_interval), NSEC_PER_USEC, NSEC_PER_SEC,
+          FARM_RULE_MAX_PROBE_INTERVAL_DEFAULT },
+        { "Verdict", "ClockTolerance", &conf_type_timespan,
+          offsetof(struct server_config, clock_tolerance), 0, 86400 * NSEC_PER_SEC,
+          FARM_RULE_CLOCK_TOLERANCE_DEFAULT },
+        { "Verdict", "MinSamples", &conf_type_string, offsetof(struct server_config, min_samples),
+          1, 31, FARM_RULE_MIN_SAMPLES_DEFAULT },
         { "Verdict", "Scenarios", &conf_type_string, offsetof(struct server_config, scenarios), 0,
           4000, FARM_RULE_SCENARIOS_DEFAULT },
+        { "Verdict", "ScenarioLoads", &conf_type_string,
+          offsetof(struct server_config, scenario_loads), 0, 4000, FARM_RULE_LOADS_DEFAULT },
+        { "Verdict", "Regression", &conf_type_bool, offsetof(struct server_config, regression), 0,
+          0, "yes" },
+        { "Verdict", "RegressionTolerance", &conf_type_string,
+          offsetof(struct server_config, regression_tolerance), 1, 31,
+          FARM_RULE_REGRESSION_TOLERANCE_DEFAULT },
+        { "Verdict", "RegressionMinDifference", &conf_type_timespan,
+          offsetof(struct server_config, regression_min_diff), 0, NSEC_PER_SEC,
+          FARM_RULE_REGRESSION_MIN_DIFF_DEFAULT },
+        { "Verdict", "Watch", &conf_type_timespan, offsetof(struct server_config, watch), 0,
+          86400 * NSEC_PER_SEC, FARM_RULE_WATCH_DEFAULT },
 };
+
+/* [Series.NAME] sections: Releases= and Group=. */
+static int series_assign(void *obj, const char *where, const char *name, const char *key,
+                         const char *value, char err[static CONF_ERROR_MAX]) {
+        struct server_config *sc = obj;
+        return farm_rule_series_set(&sc->series, name, key, value, err, CONF_ERROR_MAX);
+}
+
+static void series_print(const void *obj, FILE *f) {
+        const struct server_config *sc = obj;
+        for (size_t i = 0; i < sc->series.nseries; i++)
+                fprintf(f, "\n[Series.%s]\nReleases=%s\nGroup=%s\n", sc->series.series[i].name,
+                        sc->series.series[i].globs, sc->series.series[i].group);
+}
+
 static const struct conf_table config_table = { .items = config_items,
-                                                .n = ELEMENTSOF(config_items) };
+                                                .n = ELEMENTSOF(config_items),
+                                                .dynamic_prefix = "Series.",
+                                                .dynamic_assign = series_assign,
+                                                .dynamic_print = series_print };
 _Static_assert(FARM_RATE_DEFAULT == 10.0 && FARM_MAX_BODY_DEFAULT == 16777216,
                "the configuration's defaults are the options' defaults");
 
@@ -100,7 +148,7 @@ struct options {
         bool cache_warming;
         int64_t threshold_ns; /* -1: not given */
         int gating;           /* -1: not given */
-        const char *reason, *by, *at;
+        const char *reason, *by, *at, *known_at;
         bool json;
         bool serve_options, enroll_options, waive_options;
         struct farm_rule rule;
@@ -111,7 +159,7 @@ static void help(void) {
                "       rtsoak-server [--db PATH] enroll MACHINE_ID [--threshold SPAN] "
                "[--gating yes|no]\n"
                "       rtsoak-server [--db PATH] revoke MACHINE_ID\n"
-               "       rtsoak-server [--db PATH] verdict RELEASE [--at TIME]\n"
+               "       rtsoak-server [--db PATH] verdict RELEASE [--at TIME] [--known-at TIME]\n"
                "       rtsoak-server [--db PATH] waive RELEASE PROBLEM_ID --reason TEXT "
                "[--by NAME]\n"
                "       rtsoak-server [--db PATH] unwaive WAIVER_ID [--reason TEXT] [--by NAME]\n"
@@ -132,7 +180,8 @@ static void help(void) {
                "  --threshold SPAN     enroll: the machine's latency bound (default 100us)\n"
                "  --gating yes|no      enroll: whether the machine gates releases "
                "(default yes)\n"
-               "  --at TIME            verdict: as it was at TIME (RFC 3339, Unix ns, \"2d ago\")\n"
+               "  --at TIME            verdict: about TIME (RFC 3339, Unix ns, \"2d ago\")\n"
+               "  --known-at TIME      verdict: as the server knew it at TIME\n"
                "  --reason TEXT        waive/unwaive: why (kept in the audit trail)\n"
                "  --by NAME            waive/unwaive: who (default: $SUDO_USER, $USER)\n"
                "  -h, --help           show this help\n"
@@ -177,6 +226,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 ARG_REASON,
                 ARG_BY,
                 ARG_AT,
+                ARG_KNOWN_AT,
                 ARG_VERSION,
         };
         static const struct option options[] = {
@@ -195,6 +245,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "reason", required_argument, NULL, ARG_REASON },
                 { "by", required_argument, NULL, ARG_BY },
                 { "at", required_argument, NULL, ARG_AT },
+                { "known-at", required_argument, NULL, ARG_KNOWN_AT },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
@@ -297,6 +348,9 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 case ARG_AT:
                         o->at = optarg;
                         break;
+                case ARG_KNOWN_AT:
+                        o->known_at = optarg;
+                        break;
                 case 'h':
                         help();
                         return 1;
@@ -369,6 +423,15 @@ static int serve(const struct options *o) {
         r = farm_db_open(o->db_path, &db, err);
         if (r < 0) {
                 log_error_errno(r, "Cannot open the farm database: %s", err);
+                return EXIT_FAILURE;
+        }
+
+        /* The rule in force from now on: a verdict about a moment judges with the rule of
+         * that moment. */
+        r = farm_rule_record(db, &o->rule, now_ns(CLOCK_REALTIME), err);
+        if (r < 0) {
+                log_error_errno(r, "Cannot record the verdict's rule: %s", err);
+                farm_db_close(db);
                 return EXIT_FAILURE;
         }
 
@@ -511,19 +574,19 @@ static const char *who(const struct options *o) {
 }
 
 static int verdict_cmd(const struct options *o, const char *release) {
-        char err[FARM_ERROR_MAX];
-        int64_t now = now_ns(CLOCK_REALTIME), at = now;
-        const char *why = NULL;
+        char err[FARM_ERROR_MAX], perr[FARM_PARAM_ERROR_MAX];
+        struct farm_question q;
         farm_db *db = NULL;
         json_t *j = NULL;
 
-        if (o->at && parse_timestamp(o->at, now, &at, &why) < 0) {
-                log_error("Invalid --at '%s': %s", o->at, why ?: "not a point in time");
+        if (farm_question_parse(release, o->at, o->known_at, now_ns(CLOCK_REALTIME), &q, perr) <
+            0) {
+                log_error("Invalid --%s", perr);
                 return EXIT_CONFIG;
         }
         if (open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
-        int r = farm_verdict(db, &o->rule, release, at, &j, err);
+        int r = farm_verdict_ask(db, &o->rule, &q, &j, err);
         farm_db_close(db);
         if (r < 0) {
                 log_error_errno(r, "Cannot judge %s: %s", release, err);
@@ -657,6 +720,41 @@ static int check_cmd(const struct options *o) {
         return EXIT_SUCCESS;
 }
 
+/* The verdict's rule from the [Verdict] and [Series.NAME] sections. */
+static int rule_from_config(const struct server_config *sc, const char *path,
+                            struct farm_rule *rule) {
+        char err[FARM_RULE_ERROR_MAX];
+        const char *key = NULL;
+        farm_rule_default(rule);
+        rule->period_ns = sc->period;
+        rule->max_gap_ns = sc->max_gap;
+        rule->load_down_max_ns = sc->load_down_max;
+        rule->load_down_total_ns = sc->load_down_total;
+        rule->probe_down_max_ns = sc->probe_down_max;
+        rule->max_probe_interval_ns = sc->max_probe_interval;
+        rule->clock_tolerance_ns = sc->clock_tolerance;
+        rule->regression = sc->regression;
+        rule->regression_min_diff_ns = sc->regression_min_diff;
+        rule->watch_ns = sc->watch;
+        rule->nseries = sc->series.nseries;
+        memcpy(rule->series, sc->series.series, sizeof(rule->series));
+        if (farm_rule_parse_scenarios(sc->scenarios, rule, err, sizeof(err)) < 0)
+                key = "Scenarios";
+        else if (farm_rule_parse_loads(sc->scenario_loads, rule, err, sizeof(err)) < 0)
+                key = "ScenarioLoads";
+        else if (farm_rule_parse_share(sc->min_samples, &rule->min_samples_pm, err, sizeof(err)) <
+                 0)
+                key = "MinSamples";
+        else if (farm_rule_parse_percent(sc->regression_tolerance, &rule->regression_tolerance_pct,
+                                         err, sizeof(err)) < 0)
+                key = "RegressionTolerance";
+        if (key) {
+                log_error("%s: [Verdict] %s=: %s", path, key, err);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 int main(int argc, char **argv) {
         struct options o = {
                 .db_path = DB_DEFAULT,
@@ -688,13 +786,8 @@ int main(int argc, char **argv) {
         o.burst = (unsigned) sc.burst;
         o.max_body_bytes = (size_t) sc.max_body;
         o.cache_warming = sc.cache_warming;
-        o.rule.period_ns = sc.period;
-        o.rule.max_gap_ns = sc.max_gap;
-        o.rule.load_down_max_ns = sc.load_down_max;
-        if (farm_rule_parse_scenarios(sc.scenarios, &o.rule, err, sizeof(err)) < 0) {
-                log_error("%s: [Verdict] Scenarios=: %s", path, err);
+        if (rule_from_config(&sc, path, &o.rule) < 0)
                 return EXIT_CONFIG;
-        }
 
         int r = parse_options(argc, argv, &o);
         if (r != 0)
@@ -703,9 +796,9 @@ int main(int argc, char **argv) {
         int nargs = argc - optind;
         const char *cmd = nargs > 0 ? argv[optind] : NULL;
         if (!cmd) {
-                if (o.enroll_options || o.waive_options || o.at) {
-                        log_error("--threshold, --gating, --reason, --by and --at belong to "
-                                  "commands (see --help)");
+                if (o.enroll_options || o.waive_options || o.at || o.known_at) {
+                        log_error("--threshold, --gating, --reason, --by, --at and --known-at "
+                                  "belong to commands (see --help)");
                         return EXIT_CONFIG;
                 }
                 return serve(&o);
@@ -737,7 +830,7 @@ int main(int argc, char **argv) {
         }
         bool enroll_cmd = k == 0, waive_cmds = k == 3 || k == 4;
         if (o.serve_options || (!enroll_cmd && o.enroll_options) ||
-            (!waive_cmds && o.waive_options) || (k != 2 && o.at)) {
+            (!waive_cmds && o.waive_options) || (k != 2 && (o.at || o.known_at))) {
                 log_error("Options of another command given to %s (see --help)", cmd);
                 return EXIT_CONFIG;
         }

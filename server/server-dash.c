@@ -1215,8 +1215,9 @@ static int page_overview(struct dash *x) {
         if (check_params(x, none) < 0)
                 return 0;
         if ((r = farm_machines_json(x->db, NULL, &all, err)) < 0 ||
-            (r = farm_kernels_json(x->db, x->rule, x->now, &(struct farm_page){ 100, 0 }, &kernels,
-                                   err)) < 0) {
+            (r = farm_kernels_json(x->db, x->rule,
+                                   &(struct farm_question){ NULL, x->now, x->now, x->now },
+                                   &(struct farm_page){ 100, 0 }, &kernels, err)) < 0) {
                 snprintf(x->a->err, sizeof(x->a->err), "%s", err);
                 r = fail_internal(x, r, NULL);
                 goto done;

@@ -122,4 +122,11 @@ void farm_rollback(farm_db *db);
 int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA256_DIGEST_SIZE],
                       char *ret_name, size_t size);
 json_t *farm_json_col_int(sqlite3_stmt *st, int col);
+/* Fills what schema 6 adds for the intervals stored before it (server-migrate.c). */
+int farm_migrate_6(farm_db *db, char *err);
+/* Stores a decoded summary inside the open transaction (server-ingest.c); -EACCES when the
+ * machine's token was revoked meanwhile, -EEXIST (err for the machine) when the run is stored
+ * with another identity. */
+int farm_ingest_summary(farm_db *db, const struct summary *s, int64_t now_ns,
+                        struct farm_stored *ret, char *err);
 json_t *farm_json_col_text(sqlite3_stmt *st, int col);

@@ -22,6 +22,7 @@
 #include "server-query.h"
 #include "server-ratelimit.h"
 #include "server-verdict.h"
+#include "server-waivers.h"
 #include "summary.h"
 #include "timeutil.h"
 
@@ -419,24 +420,25 @@ static const char *param(struct MHD_Connection *c, const char *name) {
 /* ---- kernels, verdicts, waivers ---------------------------------------------------------- */
 
 static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struct request *rq) {
-        static const char *const allowed[] = { "at", "limit", "offset", NULL };
+        static const char *const allowed[] = { "at", "known_at", "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
-        int64_t now = now_ns(CLOCK_REALTIME), at = now;
+        int64_t now = now_ns(CLOCK_REALTIME);
+        struct farm_question q;
         struct farm_page page;
         json_t *j = NULL;
 
         if (params_allowed(c, allowed, perr) < 0 ||
-            farm_param_time("at", param(c, "at"), now, &at, perr) < 0 ||
+            farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now, &q, perr) < 0 ||
             farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
-        int r = farm_kernels_json(h->db, h->rule, at, &page, &j, err);
+        int r = farm_kernels_json(h->db, h->rule, &q, &page, &j, err);
         if (r < 0)
                 return respond_internal(rq, c, r, err);
         int64_t total = json_integer_value(json_object_get(j, "total"));
         if ((int64_t) (page.offset + page.limit) < total) {
-                char next[128];
+                char next[160];
                 snprintf(next, sizeof(next), API_KERNELS "?at=%lld&limit=%llu&offset=%llu",
-                         (long long) at, (unsigned long long) page.limit,
+                         (long long) q.at_ns, (unsigned long long) page.limit,
                          (unsigned long long) (page.offset + page.limit));
                 json_object_set_new(j, "next", json_string(next));
         } else
@@ -446,15 +448,16 @@ static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struc
 
 static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                    const char *release) {
-        static const char *const allowed[] = { "at", NULL };
+        static const char *const allowed[] = { "at", "known_at", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
-        int64_t now = now_ns(CLOCK_REALTIME), at = now;
+        struct farm_question q;
         json_t *j = NULL;
 
         if (params_allowed(c, allowed, perr) < 0 ||
-            farm_param_time("at", param(c, "at"), now, &at, perr) < 0)
+            farm_question_parse(release, param(c, "at"), param(c, "known_at"),
+                                now_ns(CLOCK_REALTIME), &q, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
-        int r = farm_verdict(h->db, h->rule, release, at, &j, err);
+        int r = farm_verdict_ask(h->db, h->rule, &q, &j, err);
         if (r == -ENOENT) {
                 snprintf(err, sizeof(err), "no such kernel release: no machine ever ran %.200s",
                          release);

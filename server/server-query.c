@@ -757,6 +757,7 @@ static json_t *acc_json(const struct cpu_acc *c) {
 /* A run's UTC day of data in a window.  cached: its merged histograms are in hist_days. */
 struct day_ref {
         int64_t run, day;
+        int64_t known_ns;   /* 0 or INT64_MAX: every interval; else those received by then */
         bool cached, whole; /* whole: the day is past and the window holds all of it */
         int side;           /* of a comparison: 0 the kernel, 1 the other */
         char machine[FARM_MACHINE_ID_LEN + 1];
@@ -1197,7 +1198,8 @@ static int read_day(farm_db *db, const struct day_ref *ref, int64_t from, int64_
                         "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations "
                         "FROM intervals i JOIN interval_cpus c ON c.interval = i.id "
                         "WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
-                        "AND (?4 IS NULL OR i.scenario = ?4) AND (?5 IS NULL OR c.cpu = ?5)",
+                        "AND (?4 IS NULL OR i.scenario = ?4) AND (?5 IS NULL OR c.cpu = ?5) "
+                        "AND (?6 IS NULL OR coalesce(i.received_ns, 0) <= ?6)",
                         &st, err);
         if (r < 0)
                 return r;
@@ -1212,6 +1214,8 @@ static int read_day(farm_db *db, const struct day_ref *ref, int64_t from, int64_
                 sqlite3_bind_text(st, 4, scenario, -1, SQLITE_STATIC);
         if (cpu >= 0)
                 sqlite3_bind_int64(st, 5, cpu);
+        if (!cached && ref->known_ns != INT64_MAX && ref->known_ns != 0)
+                sqlite3_bind_int64(st, 6, ref->known_ns);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 const char *why = NULL;
                 int64_t c = sqlite3_column_int64(st, 1);
@@ -1469,7 +1473,7 @@ static json_t *cmp_side_json(const struct cpu_acc *c, struct farm_percentiles *p
 /* Whether runs of the kernel are stored; reader lock held. */
 static int kernel_known(farm_db *db, const char *release, char *err) {
         _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_r(db, "SELECT 1 FROM runs WHERE kernel_release = ? LIMIT 1", &st, err);
+        int r = farm_prepare_r(db, "SELECT 1 FROM runs WHERE release = ? LIMIT 1", &st, err);
         if (r < 0)
                 return r;
         sqlite3_bind_text(st, 1, release, -1, SQLITE_STATIC);
@@ -1536,7 +1540,7 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
                                    "SELECT d.run, d.day, r.machine_id, EXISTS (SELECT 1 FROM "
                                    "hist_days h WHERE h.run = d.run AND h.day = d.day) "
                                    "FROM runs r JOIN run_days d ON d.run = r.id "
-                                   "WHERE r.kernel_release = ?",
+                                   "WHERE r.release = ?",
                                    &st, a->err);
                 if (r < 0)
                         return answer_internal(a, r);
@@ -1672,6 +1676,86 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
                 return 0;
         }
         answer_json(a, o);
+        return 0;
+}
+
+/* ---- the statistics of a release, for the verdict's regressions ------------------------ */
+
+int farm_release_stats(farm_db *db, const char *release, const char *const *machines,
+                       size_t nmachines, int64_t to_ns, int64_t known_ns,
+                       struct farm_release_stat **ret, size_t *ret_n, char *err) {
+        struct day_refs refs = {};
+        struct cmp_table table = {};
+        int r = 0, rc;
+        {
+                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+                _cleanup_reset_ sqlite3_stmt *st = NULL;
+                r = farm_prepare_r(db,
+                                   "SELECT d.run, d.day, r.machine_id, EXISTS (SELECT 1 FROM "
+                                   "hist_days h WHERE h.run = d.run AND h.day = d.day), "
+                                   "d.last_end_ns, d.max_received_ns FROM runs r "
+                                   "JOIN run_days d ON d.run = r.id "
+                                   "WHERE r.release = ?1 AND d.first_start_ns < ?2",
+                                   &st, err);
+                if (r < 0)
+                        return r;
+                sqlite3_bind_text(st, 1, release, -1, SQLITE_STATIC);
+                sqlite3_bind_int64(st, 2, to_ns);
+                while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                        const char *m = (const char *) sqlite3_column_text(st, 2) ?: "";
+                        bool wanted = !machines;
+                        for (size_t i = 0; !wanted && i < nmachines; i++)
+                                wanted = strcmp(machines[i], m) == 0;
+                        if (!wanted)
+                                continue;
+                        struct day_ref x = { .run = sqlite3_column_int64(st, 0),
+                                             .day = sqlite3_column_int64(st, 1),
+                                             .cached = sqlite3_column_int(st, 3),
+                                             .known_ns = known_ns };
+                        /* Whole: the day ended by to_ns, and all of it was received by known_ns. */
+                        x.whole = (x.day + 1) * DAY_NS <= to_ns &&
+                                  sqlite3_column_int64(st, 4) <= to_ns &&
+                                  sqlite3_column_int64(st, 5) <= known_ns;
+                        snprintf(x.machine, sizeof(x.machine), "%s", m);
+                        r = refs_add(&refs, &x);
+                }
+                if (r >= 0 && rc != SQLITE_DONE)
+                        r = farm_fail_on(db, db->rdb, rc, "cannot list the days", err);
+        }
+        if (r >= 0)
+                r = fill_days(db, &refs, err);
+        if (r >= 0)
+                r = read_days(db, &refs, INT64_MIN, to_ns, NULL, -1, cmp_row, &table, err);
+        free(refs.v);
+        struct farm_release_stat *out = NULL;
+        size_t n = 0;
+        if (r >= 0 && table.n && !(out = calloc(table.n, sizeof(*out))))
+                r = -ENOMEM;
+        for (size_t i = 0; i < table.size; i++) {
+                struct cmp_entry *e = table.slot[i];
+                if (!e)
+                        continue;
+                if (r >= 0 && e->side[0].used) {
+                        struct farm_percentiles p = {};
+                        farm_percentiles(&e->side[0].h, e->side[0].min_ns, e->side[0].max_ns, &p);
+                        struct farm_release_stat *o = &out[n++];
+                        snprintf(o->machine, sizeof(o->machine), "%s", e->machine);
+                        snprintf(o->scenario, sizeof(o->scenario), "%s", e->scenario);
+                        o->worst_ns = e->side[0].max_ns;
+                        o->p99_9_ns = p.p99_9_ns;
+                        o->samples = e->side[0].samples;
+                }
+                acc_done(&e->side[0]);
+                acc_done(&e->side[1]);
+                free(e);
+        }
+        free(table.slot);
+        if (r < 0) {
+                free(out);
+                return r;
+        }
+        *ret = out;
+        *ret_n = n;
         return 0;
 }
 
