@@ -94,6 +94,15 @@ class Case:
             self.eq(mv.get(k), want, f"{m.hostname}: {k}")
         return mv
 
+    def same_in_list(self, f, v):
+        """The kernel list (GET /api/v1/kernels) says what the verdict says."""
+        rel = v.get("release")
+        k = [x for x in f.get_json("/api/v1/kernels?limit=1000").get("kernels") or []
+             if x.get("release") == rel]
+        self.eq([(x.get("verdict"), x.get("problems")) for x in k],
+                [(v.get("verdict"), v.get("problems_total"))],
+                f"GET /api/v1/kernels agrees with the verdict of {rel}")
+
     def missing(self, v, what, m=None):
         return [x for x in v.get("missing") or [] if x.get("what") == what
                 and (m is None or x.get("machine") == m.id)]
@@ -158,6 +167,7 @@ def test_control_clean_history_qualifies(c):
     c.eq((v.get("group"), v.get("group_source")), ("default", "default"),
          "group: no machine is in group 6.6-rt, so the group default judges")
     c.eq(v.get("late"), {"intervals": 0, "events": 0, "covered_ns": 0}, "late")
+    c.same_in_list(f, v)
     for m in (a, b):
         mv = c.machine(v, m, covered_ns=25 * HOUR, clean_ns=25 * HOUR, missing_ns=0,
                        status="complete", ran=True)
@@ -196,6 +206,7 @@ def test_inv1_probe_stops_counting(c):
     c.eq(c.ids(v, "probe_down"), [f"probe_down:{b.id}:1:{seq0}:1"],
          "one probe_down problem for one stretch")
     c.machine(v, b, covered_ns=22 * HOUR, status="failed")
+    c.same_in_list(f, v)
     c.machine(v, a, covered_ns=25 * HOUR, status="complete")
     miss = c.missing(v, "coverage", b)
     c.eq([x.get("missing_ns") for x in miss], [2 * HOUR], "lab-b misses 2 h of coverage")
@@ -267,6 +278,42 @@ def test_inv1_share_below_minimum_and_impossible_counts(c):
     c.check(len(over) >= 1, "a problem for CPU 1's impossible counts",
             c.ids(v, machine=b))
     c.machine(v, b, covered_ns=25 * HOUR - 2 * HOUR, status="failed")
+    # The stored facts do not depend on the rule's numbers: with MinSamples=80% the 85 % hour
+    # is coverage, with ProbeDownMax=30min its 540 s of losses are no problem (the hour of
+    # impossible counts still is); asked about a moment before the new rule, the old numbers
+    # hold.
+    before = now_ns()
+    f.restart(dict(STD, MinSamples="80%", ProbeDownMax="30min"))
+    v = f.verdict(R)
+    c.machine(v, b, covered_ns=25 * HOUR - HOUR)
+    c.eq(c.ids(v, "probe_down", b), [f"probe_down:{b.id}:1:{ivs[80]['seq']}:1"],
+         "with the new rule only the hour of impossible counts is a problem")
+    v = f.verdict(R, at=str(before))
+    c.machine(v, b, covered_ns=25 * HOUR - 2 * HOUR)
+    c.eq((v.get("rule") or {}).get("min_samples_permille"), 900, "the rule in force before")
+
+
+@test
+def test_inv1_spans_shrunk_mid_run(c):
+    """Invariant 1.  Attack: for 3 hours in the middle of a run, CPU 1 claims a span of only the
+    second half of each interval (samples matching that half): as if its probe restarted in
+    every interval.  Only the intersection of the spans is coverage (26 h - 1.5 h = 24.5 h,
+    still over the 24 h period), but the halves the probe did not measure are a probe that
+    stopped counting, mid-run: probe_down, 1.5 h, so the release fails rather than qualifies
+    on the strength of what the daemon chose to call its span."""
+    f = c.farm()
+    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    f.start()
+    E = end_of_history()
+    S = E - 26 * HOUR
+    clean(a, R, S, E)
+    _, ivs = clean(b, R, S, E, tweak=lambda i, t, n: {
+        "per_cpu": {1: {"span": (t + n // 2, n - n // 2)}}} if 60 <= i < 78 else None)
+    v = f.verdict(R)
+    c.machine(v, b, covered_ns=26 * HOUR - 18 * 5 * MIN)
+    c.eq(v.get("verdict"), "failed", "verdict")
+    c.problem(v, f"probe_down:{b.id}:1:{ivs[60]['seq']}:1", "probe_down", cpu=1,
+              value_ns=18 * 5 * MIN)
 
 
 @test
@@ -421,6 +468,13 @@ def test_inv2_two_runs_at_once(c):
     c.problem(v2, f"overlap:{cm.id}:3:4", "overlap")
     c.eq(v2.get("verdict"), "failed", f"verdict of {R2}")
     c.machine(v2, cm, covered_ns=0)
+    for pid in (f"overlap:{b.id}:7:9", f"overlap:{cm.id}:3:4"):
+        st, text, _ = f.waive(R, pid, "a second daemon by mistake, measured nothing else")
+        c.eq(st, 201, f"waiver of {pid} for {R} ({text[:200]})")
+    c.eq(f.verdict(R).get("verdict"), "qualified", f"verdict of {R} once both are waived")
+    v2 = f.verdict(R2)
+    c.problem(v2, f"overlap:{cm.id}:3:4", "overlap")
+    c.eq(v2.get("waived"), [], f"a waiver of {R} waives nothing of {R2}")
 
 
 # ---- 3. The server's clock judges the machine's --------------------------------------------
@@ -804,6 +858,7 @@ def test_inv6_other_release_excuses_only_its_time(c):
     c.problem(v, g2, "gap", end_ns=E - 24 * HOUR, time_ns=E - 28 * HOUR)
     c.eq(c.ids(v, "gap"), sorted([g1, g2]), "exactly these two gaps")
     c.machine(v, b, covered_ns=34 * HOUR)
+    c.same_in_list(f, v)
     v2 = f.verdict(R2)
     c.eq(v2.get("verdict"), "pending", f"verdict of {R2}")
     c.eq(c.ids(v2), [], f"no problem for {R2}")
@@ -1264,6 +1319,7 @@ def test_inv11_gap_waiver_does_not_waive_the_next(c):
     v = f.verdict(R)
     c.eq(v.get("verdict"), "failed", "verdict with the second gap unwaived")
     c.eq(c.ids(v), [g2], "problems: the second gap only")
+    c.same_in_list(f, v)
     w = problems_by_id(v, "waived").get(g1) or {}
     c.eq((w.get("waiver") or {}).get("reason"), "lab power cut, ticket 12", "the first gap's waiver")
     st, text, _ = f.waive(R, g2, "same power cut, second outage")
