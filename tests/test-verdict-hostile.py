@@ -205,6 +205,7 @@ def test_inv1_probe_stops_counting(c):
               machine=b.id, value_ns=3 * HOUR)
     c.eq(c.ids(v, "probe_down"), [f"probe_down:{b.id}:1:{seq0}:1"],
          "one probe_down problem for one stretch")
+    c.no_kind(v, "gap")
     c.machine(v, b, covered_ns=22 * HOUR, status="failed")
     c.same_in_list(f, v)
     c.machine(v, a, covered_ns=25 * HOUR, status="complete")
@@ -485,11 +486,11 @@ def test_inv3_clock_ahead(c):
     """Invariant 3.  Attacks: lab-b's clock jumps 2 h ahead and it uploads an hour stamped
     [now+1h, now+2h): a clock problem clock:MACHINE:RUN with that skew, and no coverage from
     it.  lab-d goes silent 3 h ago, then sends one interval stamped 30 minutes ahead: that
-    interval does not end the silence (the gap stays ongoing).  ?at= an hour ahead of the
-    server is refused with 400.  Control: lab-f's last interval ends 60 s after its arrival
+    interval does not end the silence (the gap stays ongoing).  lab-g sends an event stamped
+    an hour ahead: a clock problem too.  ?at= an hour ahead of the server is refused with 400.  Control: lab-f's last interval ends 60 s after its arrival
     (within ClockTolerance=2min): no clock problem."""
     f = c.farm()
-    a, b, d, ff = f.enroll("lab-a"), f.enroll("lab-b"), f.enroll("lab-d"), f.enroll("lab-f")
+    a, b, d, ff, g = (f.enroll(h) for h in ("lab-a", "lab-b", "lab-d", "lab-f", "lab-g"))
     f.start()
     E = end_of_history()
     S = E - 25 * HOUR
@@ -504,6 +505,9 @@ def test_inv3_clock_ahead(c):
     rd.post([rd.interval(now_ns() + 30 * MIN, 10 * MIN)])
     future_end = now_ns() + 60 * SEC
     clean(ff, R, future_end - 26 * HOUR, future_end)
+    rg, _ = clean(g, R, S, E)
+    rg.post([], [{"id": 1, "time_ns": now_ns() + HOUR, "type": "scenario", "cpu": None,
+                  "value": None, "message": "scenario io started"}])
     v = f.verdict(R)
     c.eq(v.get("verdict"), "failed", "verdict")
     p = c.problem(v, f"clock:{b.id}:1", "clock", machine=b.id)
@@ -515,6 +519,7 @@ def test_inv3_clock_ahead(c):
     c.machine(v, b, covered_ns=25 * HOUR)
     c.problem(v, f"gap:{d.id}:{E - 3 * HOUR}:ongoing", "gap", ongoing=True)
     c.problem(v, f"clock:{d.id}:1", "clock")
+    c.problem(v, f"clock:{g.id}:1", "clock", machine=g.id)
     c.eq([x for x in c.ids(v) + c.ids(v, key="not_counted") if x.startswith(f"clock:{ff.id}")],
          [], "no clock problem within the tolerance")
     vb = f.verdict(R, at=str(before))
@@ -1112,6 +1117,28 @@ def test_inv8_unrun_member_and_mixed_builds(c):
                 "a third build is a new mixed_builds problem, not covered by the waiver",
                 (mixed, again))
         c.eq(v.get("verdict"), "failed", "verdict with a third build")
+
+
+@test
+def test_inv8_debian_rt_kernel_is_its_own_series(c):
+    """Invariant 8 (and 9, 10).  Debian's kernels: 6.1.0-18-amd64 and the PREEMPT_RT build of
+    the same sources, 6.1.0-18-rt-amd64 (an "-rt" part without a number).  They are different
+    branches: they must not be one series, or the RT kernel's regressions and latest stable
+    are judged against a kernel that is not real-time at all."""
+    f = c.farm()
+    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    f.start()
+    E = end_of_history()
+    for m in (a, b):
+        clean(m, "6.1.0-18-amd64", E - 50 * HOUR, E - 25 * HOUR, run_id=1,
+              tweak=lambda i, t, n: {"cpu": {"max_ns": 3 * US + 1, "min_ns": 2 * US,
+                                             "typical_ns": 3 * US}})
+        clean(m, "6.1.0-18-rt-amd64", E - 25 * HOUR, E, run_id=2)
+    v1, v2 = f.verdict("6.1.0-18-amd64"), f.verdict("6.1.0-18-rt-amd64")
+    c.check(v1.get("series") != v2.get("series"), "two series",
+            (v1.get("series"), v2.get("series")))
+    c.eq((v2.get("rule") or {}).get("baseline"), None, "the RT kernel has no non-RT baseline")
+    c.no_kind(v2, "regression")
 
 
 @test
