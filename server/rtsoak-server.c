@@ -19,6 +19,7 @@
 #include "server-http.h"
 #include "server-query.h"
 #include "server-ratelimit.h"
+#include "server-stable.h"
 #include "server-verdict.h"
 #include "server-waivers.h"
 #include "timeutil.h"
@@ -489,11 +490,15 @@ static int serve(const struct options *o) {
         if (o->cache_warming && (r = farm_warmer_start(db, &warmer)) < 0)
                 log_warning_errno(r, "Cannot merge histograms in the background, the queries "
                                      "will: %m");
+        struct farm_watcher *watcher = NULL;
+        if ((r = farm_watcher_start(db, &o->rule, &watcher)) < 0)
+                log_warning_errno(r, "Cannot keep the verdict log: %m");
 
         while (sigwait(&mask, &sig) != 0)
                 ;
         log_info("Stopping on %s", strsignal(sig));
         farm_http_stop(http);
+        farm_watcher_stop(watcher);
         farm_warmer_stop(warmer);
         uint64_t commits, uploads;
         farm_db_commit_stats(db, &commits, &uploads);

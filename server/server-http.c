@@ -21,6 +21,7 @@
 #include "server-params.h"
 #include "server-query.h"
 #include "server-ratelimit.h"
+#include "server-stable.h"
 #include "server-verdict.h"
 #include "server-waivers.h"
 #include "summary.h"
@@ -31,6 +32,7 @@
 #define API_KERNELS "/api/v1/kernels"
 #define API_WAIVERS "/api/v1/waivers"
 #define API_AUDIT "/api/v1/audit"
+#define API_SERIES "/api/v1/series"
 #define RELEASE_MAX 256
 #define PATH_LOG_MAX 256
 
@@ -468,6 +470,29 @@ static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struc
         return respond(rq, c, 200, j, NULL, NULL);
 }
 
+/* GET /api/v1/series and /api/v1/series/{series}/latest-stable. */
+static enum MHD_Result get_series(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                  const char *series) {
+        static const char *const allowed[] = { "at", "known_at", NULL };
+        char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
+        struct farm_question q;
+        json_t *j = NULL;
+
+        if (params_allowed(c, allowed, perr) < 0 ||
+            farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now_ns(CLOCK_REALTIME),
+                                &q, perr) < 0)
+                return respond_error(rq, c, 400, perr, NULL, NULL);
+        int r = series ? farm_latest_stable_json(h->db, h->rule, series, &q, &j, err)
+                       : farm_series_json(h->db, h->rule, &q, &j, err);
+        if (r == -ENOENT) {
+                snprintf(err, sizeof(err), "no such series: no release of %.200s has run", series);
+                return respond_error(rq, c, 404, err, NULL, NULL);
+        }
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        return respond(rq, c, 200, j, NULL, NULL);
+}
+
 static enum MHD_Result get_waivers(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                    const char *release, bool audit) {
         static const char *const allowed[] = { "limit", "offset", NULL };
@@ -621,6 +646,17 @@ static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, str
         if (strcmp(url, API_AUDIT) == 0)
                 return get ? get_waivers(h, c, rq, NULL, true)
                            : method_not_allowed(rq, c, "GET, HEAD");
+        if (strcmp(url, API_SERIES) == 0)
+                return get ? get_series(h, c, rq, NULL) : method_not_allowed(rq, c, "GET, HEAD");
+        if (strncmp(url, API_SERIES "/", strlen(API_SERIES) + 1) == 0) {
+                const char *name = url + strlen(API_SERIES) + 1, *slash = strchr(name, '/');
+                char series[FARM_SERIES_NAME_MAX];
+                if (!slash || slash == name || (size_t) (slash - name) >= sizeof(series) ||
+                    strcmp(slash, "/latest-stable") != 0)
+                        return respond_error(rq, c, 404, "no such resource", NULL, NULL);
+                snprintf(series, sizeof(series), "%.*s", (int) (slash - name), name);
+                return get ? get_series(h, c, rq, series) : method_not_allowed(rq, c, "GET, HEAD");
+        }
         if (strncmp(url, API_WAIVERS "/", strlen(API_WAIVERS) + 1) == 0) {
                 const char *id = url + strlen(API_WAIVERS) + 1, *slash = strchr(id, '/');
                 if (!slash || strcmp(slash, "/withdraw") != 0 || (size_t) (slash - id) >= 32)

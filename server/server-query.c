@@ -17,6 +17,7 @@
 #include "server-params.h"
 #include "server-query.h"
 #include "timeutil.h"
+#include "worker.h"
 
 #define STEPS_PAGE_MAX 10000
 #define API "/api/v1"
@@ -1072,10 +1073,7 @@ int farm_query_warm(farm_db *db, int64_t now_ns, unsigned max, char *err) {
 
 struct farm_warmer {
         farm_db *db;
-        pthread_t thread;
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        bool stop;
+        struct worker *worker;
 };
 
 #define WARM_DAYS_PER_PASS 4
@@ -1083,22 +1081,7 @@ struct farm_warmer {
         (50 * NSEC_PER_MSEC)             /* between passes while there is work: queries go first */
 #define WARM_IDLE_NS (60 * NSEC_PER_SEC) /* between looks when all is cached */
 
-/* Waits ns or until stopped; false when stopping. */
-static bool warmer_wait(struct farm_warmer *w, uint64_t ns) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t t = (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec + ns;
-        ts.tv_sec = (time_t) (t / NSEC_PER_SEC);
-        ts.tv_nsec = (long) (t % NSEC_PER_SEC);
-        pthread_mutex_lock(&w->lock);
-        while (!w->stop && pthread_cond_timedwait(&w->cond, &w->lock, &ts) == 0)
-                ;
-        bool go_on = !w->stop;
-        pthread_mutex_unlock(&w->lock);
-        return go_on;
-}
-
-static void *warmer_main(void *arg) {
+static void warmer_main(void *arg, struct worker *worker) {
         struct farm_warmer *w = arg;
         uint64_t days = 0;
         bool failing = false;
@@ -1117,8 +1100,7 @@ static void *warmer_main(void *arg) {
                                  "in the background",
                                  days);
                 days = 0;
-        } while (warmer_wait(w, days > 0 ? WARM_PAUSE_NS : WARM_IDLE_NS));
-        return NULL;
+        } while (worker_wait(worker, days > 0 ? WARM_PAUSE_NS : WARM_IDLE_NS));
 }
 
 int farm_warmer_start(farm_db *db, struct farm_warmer **ret) {
@@ -1126,20 +1108,11 @@ int farm_warmer_start(farm_db *db, struct farm_warmer **ret) {
         if (!w)
                 return -ENOMEM;
         w->db = db;
-        pthread_mutex_init(&w->lock, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&w->cond, &ca);
-        pthread_condattr_destroy(&ca);
-        int r = -pthread_create(&w->thread, NULL, warmer_main, w);
+        int r = worker_start("cache-warmer", warmer_main, w, &w->worker);
         if (r < 0) {
-                pthread_cond_destroy(&w->cond);
-                pthread_mutex_destroy(&w->lock);
                 free(w);
                 return r;
         }
-        (void) pthread_setname_np(w->thread, "cache-warmer");
         *ret = w;
         return 0;
 }
@@ -1147,13 +1120,7 @@ int farm_warmer_start(farm_db *db, struct farm_warmer **ret) {
 void farm_warmer_stop(struct farm_warmer *w) {
         if (!w)
                 return;
-        pthread_mutex_lock(&w->lock);
-        w->stop = true;
-        pthread_cond_signal(&w->cond);
-        pthread_mutex_unlock(&w->lock);
-        pthread_join(w->thread, NULL);
-        pthread_cond_destroy(&w->cond);
-        pthread_mutex_destroy(&w->lock);
+        worker_stop(w->worker);
         free(w);
 }
 
