@@ -1234,6 +1234,12 @@ def test_control_regression_off(c):
 
 # ---- 10. "Which release is latest stable?" has an answer -----------------------------------
 
+def latest(answer):
+    """The release of a latest-stable answer (its field is not named by the spec)."""
+    a = answer or {}
+    return a.get("latest_stable", a.get("release"))
+
+
 LADDER = ["6.6.10-rc3-rt20", "6.6.10-rt2", "6.6.10-rt12", "6.6.11-rt1", "6.6.9-rt5"]
 
 
@@ -1246,10 +1252,11 @@ def test_inv10_latest_stable_by_version_order(c):
     rt2 or rc3-rt20 (which a string order of -rtN picks), not the failed 6.6.11-rt1.  60 h ago
     it was 6.6.10-rt2 (rt12 was then pending).  6.1-rt has none: `rtsoak latest-stable` exits
     2.  The dashboard's overview names both."""
-    f = c.farm()
+    f = c.farm(dict(STD, Watch="1s"))
     a, b = f.enroll("lab-a"), f.enroll("lab-b")
     f.start()
     E = end_of_history()
+    posted = now_ns()
     clean(a, "6.1.90-rt40", E - 150 * HOUR, E - 125 * HOUR, run_id=1)
     for m in (a, b):
         for k, rel in enumerate(LADDER):
@@ -1261,10 +1268,19 @@ def test_inv10_latest_stable_by_version_order(c):
             "6.6.11-rt1": "failed", "6.6.9-rt5": "qualified", "6.1.90-rt40": "pending"}
     for rel, w in want.items():
         c.eq(f.verdict(rel).get("verdict"), w, f"verdict of {rel}")
-    st, text, obj = f.http("GET", "/api/v1/series/6.6-rt/latest-stable")
-    c.eq((st, (obj or {}).get("release")), (200, "6.6.10-rt12"), f"latest stable of 6.6-rt ({text[:300]})")
+    # "When" comes from the verdict log, which a thread keeps (Watch=1s here).
+    deadline = time.monotonic() + 30
+    while True:
+        st, text, obj = f.http("GET", "/api/v1/series/6.6-rt/latest-stable")
+        if (obj or {}).get("since_ns") or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    c.eq((st, latest(obj)), (200, "6.6.10-rt12"), f"latest stable of 6.6-rt ({text[:300]})")
+    since = (obj or {}).get("since_ns")
+    c.check(isinstance(since, int) and posted <= since <= now_ns(),
+            "since when: the moment the verdict log first saw it qualified", text[:1500])
     st, text, obj = f.http("GET", f"/api/v1/series/6.6-rt/latest-stable?at={E - 60 * HOUR}")
-    c.eq((st, (obj or {}).get("release")), (200, "6.6.10-rt2"), f"latest stable 60 h ago ({text[:300]})")
+    c.eq((st, latest(obj)), (200, "6.6.10-rt2"), f"latest stable 60 h ago ({text[:300]})")
     st, text, obj = f.http("GET", "/api/v1/series")
     c.check(st == 200 and "6.6-rt" in text and "6.1-rt" in text and "6.6.10-rt12" in text,
             "GET /api/v1/series lists both series and the latest stable", f"{st} {text[:400]}")
