@@ -147,7 +147,7 @@ def end_of_history():
 
 @test
 def test_control_clean_history_qualifies(c):
-    """Positive control (all invariants): two gating machines (2 and 4 CPUs) with 25 h of clean,
+    """Positive control (all invariants): two gating machines (2 and 4 CPUs) with 49 h of clean,
     fully measured data of one release, every required scenario with its load running, must
     qualify with exactly the time they measured, no problem, nothing missing; `rtsoak verdict`
     exits 0.  A suite in which every verdict comes out failed or pending cannot pass this."""
@@ -155,7 +155,7 @@ def test_control_clean_history_qualifies(c):
     a, b = f.enroll("lab-a"), f.enroll("lab-b", cpus=4)
     f.start()
     E = end_of_history()
-    S = E - 25 * HOUR
+    S = E - 49 * HOUR  # holds a whole UTC day (the day rollups), wherever now is
     ivs = {m: clean(m, R, S, E)[1] for m in (a, b)}
     v = f.verdict(R)
     c.eq(v.get("verdict"), "qualified", "verdict")
@@ -169,12 +169,25 @@ def test_control_clean_history_qualifies(c):
     c.eq(v.get("late"), {"intervals": 0, "events": 0, "covered_ns": 0}, "late")
     c.same_in_list(f, v)
     for m in (a, b):
-        mv = c.machine(v, m, covered_ns=25 * HOUR, clean_ns=25 * HOUR, missing_ns=0,
+        mv = c.machine(v, m, covered_ns=49 * HOUR, clean_ns=49 * HOUR, missing_ns=0,
                        status="complete", ran=True)
         for name, ns in covered_by_scenario(ivs[m]).items():
             s = scenario_of(mv, name)
             c.eq(s and s.get("covered_ns"), ns, f"{m.hostname}: scenario {name} covered_ns")
             c.eq(s and s.get("required_ns"), 3 * HOUR, f"{m.hostname}: scenario {name} required_ns")
+    # Asked about moments inside the history (one of them a UTC midnight, where the day
+    # rollups meet): exactly the intervals that had ended count, all of them received late.
+    midnight = (S // DAY + 1) * DAY
+    for T in (S + 13 * HOUR + 5 * MIN, midnight, midnight + 7 * MIN, midnight + DAY + 3 * MIN):
+        got = [iv for iv in ivs[a] if iv["start_ns"] + iv["length_ns"] <= T]
+        w = f.verdict(R, at=str(T))
+        c.eq(w.get("verdict"), "pending" if span_sum(got) < DAY else "qualified",
+             f"verdict at {T}")
+        for m in (a, b):
+            c.machine(w, m, covered_ns=span_sum(got), missing_ns=max(0, DAY - span_sum(got)))
+        c.eq(w.get("late"), {"intervals": 2 * len(got), "events": 0,
+                             "covered_ns": 2 * span_sum(got)}, f"late at {T}")
+        c.eq(c.ids(w), [], f"no problem at {T}")
     p = f.rtsoak("verdict", "--server", f.url, R)
     c.eq(p.returncode, 0, f"rtsoak verdict exit status ({p.stdout.strip()[:200]})")
     p = f.cli("verdict", R, check=False)
@@ -867,6 +880,35 @@ def test_inv6_other_release_excuses_only_its_time(c):
     v2 = f.verdict(R2)
     c.eq(v2.get("verdict"), "pending", f"verdict of {R2}")
     c.eq(c.ids(v2), [], f"no problem for {R2}")
+
+
+@test
+def test_inv6_hole_in_a_history_posted_out_of_order(c):
+    """Invariant 6 (and 2).  Attack on the day rollups: lab-b's 49 h, with a 20-minute hole in
+    the middle of a whole UTC day, arrive out of order (uploads of 7 intervals, every other one,
+    newest first, then the rest), and a third of them twice under other sequence numbers.  The hole is
+    still exactly one gap, gap:MACHINE:START:END, and the coverage is counted once."""
+    f = c.farm()
+    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    f.start()
+    E = end_of_history()
+    S = E - 49 * HOUR  # holds a whole UTC day, wherever now is
+    clean(a, R, S, E)
+    rb = b.run(1, R, start_ns=S)
+    ivs = rb.history(S, E)
+    midday = (S // DAY + 1) * DAY + 12 * HOUR
+    hole = [iv for iv in ivs if midday <= iv["start_ns"] < midday + 20 * MIN]
+    h0 = max(iv["start_ns"] + iv["length_ns"] for iv in ivs if iv["start_ns"] < midday)
+    h1 = min(iv["start_ns"] for iv in ivs if iv["start_ns"] >= midday + 20 * MIN)
+    keep = [iv for iv in ivs if iv not in hole]
+    batches = [keep[i:i + 7] for i in range(0, len(keep), 7)]
+    for batch in batches[1::2][::-1] + batches[::2][::-1]:
+        rb.post(batch)
+    rb.post([dict(iv, seq=iv["seq"] + 5000) for iv in keep[::3]])
+    v = f.verdict(R)
+    c.eq(c.ids(v), [f"gap:{b.id}:{h0}:{h1}"], "one gap, the hole")
+    c.machine(v, b, covered_ns=span_sum(keep))
+    c.eq(v.get("verdict"), "failed", "verdict")
 
 
 MAINT_RULE = {"Period": "1d", "Scenarios": "none", "MaxGap": "3s", "Watch": "0"}
