@@ -379,8 +379,8 @@ class Farm:
     def sanitizer_report(self):
         """What AddressSanitizer or UBSan printed into the server's log, if anything."""
         text = self.log_tail(10 ** 7)
-        m = re.search(r"(==\d+==ERROR: \w+Sanitizer.*|runtime error:.*)", text)
-        return m.group(0)[:1500] if m else None
+        found = re.findall(r"^.*(?:==\d+==ERROR: \w+Sanitizer|runtime error:).*$", text, re.M)
+        return "\n".join(sorted(set(found)))[:1500] if found else None
 
     # -- HTTP --
 
