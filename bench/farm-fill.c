@@ -19,6 +19,7 @@
 #include "hist.h"
 #include "server-auth.h"
 #include "server-db.h"
+#include "server-settings.h"
 #include "timeutil.h"
 
 #define SEC INT64_C(1000000000)
@@ -231,7 +232,7 @@ int main(int argc, char **argv) {
                 snprintf(ids[m], sizeof(ids[m]), "f%031x", m);
                 snprintf(hosts[m], sizeof(hosts[m]), "rt%04u", m);
                 farm_token_new(token, hash);
-                if (farm_enroll(db, ids[m], hash, 100000, 1, start, err) < 0) {
+                if (farm_enroll(db, ids[m], hash, NULL, "farm-fill", NULL, start, err) < 0) {
                         fprintf(stderr, "farm-fill: %s\n", err);
                         return 1;
                 }

@@ -289,6 +289,22 @@ static int get_opt_int(struct dec *d, json_t *o, const char *key, int64_t max, i
 
 enum { TEXT_ANY, TEXT_HEX, TEXT_NAME, TEXT_WORD, TEXT_RELEASE };
 
+/* What a release name may hold besides ASCII letters and digits. */
+#define RELEASE_PUNCT "._+~:-"
+
+static bool release_char(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               (c && strchr(RELEASE_PUNCT, c));
+}
+
+bool summary_release_valid(const char *s) {
+        size_t n = 0;
+        for (; s[n]; n++)
+                if (!release_char(s[n]))
+                        return false;
+        return n >= 1 && n <= SUMMARY_MAX_RELEASE;
+}
+
 static int get_str(struct dec *d, json_t *o, const char *key, size_t minlen, size_t maxlen,
                    int kind, bool nullable, char **ret) {
         json_t *v = json_object_get(o, key);
@@ -316,8 +332,7 @@ static int get_str(struct dec *d, json_t *o, const char *key, size_t minlen, siz
                 else if (kind == TEXT_WORD)
                         good = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_';
                 else if (kind == TEXT_RELEASE)
-                        good = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                               (*p >= '0' && *p <= '9') || strchr("._+~:-", *p);
+                        good = release_char(*p);
                 else
                         good = (unsigned char) *p >= 0x20 || *p == '\t' || *p == '\n';
                 if (!good)
@@ -617,7 +632,7 @@ static int decode_run_extras(struct dec *d, json_t *run, struct summary_run *r) 
         size_t i;
         int q;
         if (json_object_get(run, "release") &&
-            (q = get_str(d, run, "release", 1, 256, TEXT_RELEASE, false, &r->release)) < 0)
+            (q = get_str(d, run, "release", 1, SUMMARY_MAX_RELEASE, TEXT_RELEASE, false, &r->release)) < 0)
                 return q;
         if (!cpus)
                 return 0;

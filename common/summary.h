@@ -21,6 +21,7 @@
 #define SUMMARY_MAX_CMDLINE 16384
 #define SUMMARY_MAX_DETAILS 65536 /* an event's details, as compact JSON text */
 #define SUMMARY_DETAILS_DEPTH 8   /* how deeply its objects and arrays may nest */
+#define SUMMARY_MAX_RELEASE 256   /* run.release */
 
 struct summary_machine {
         char *id; /* 32 lowercase hex digits (/etc/machine-id) */
@@ -102,6 +103,9 @@ struct summary {
 };
 
 void summary_done(struct summary *s);
+
+/* Whether s may be a run's release name: 1-256 letters, digits and . _ + ~ : - */
+bool summary_release_valid(const char *s);
 
 /* Encodes s as compact JSON (allocated, NUL-terminated). */
 int summary_encode(const struct summary *s, char **ret, size_t *ret_len);

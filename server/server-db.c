@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The farm database: schema and migrations, enrolment, token checks, storing summaries in one
+/* The farm database: schema and migrations, token checks, storing summaries in one
  * transaction each, and the machine queries of the JSON API. */
 #include <errno.h>
 #include <pthread.h>
@@ -544,107 +544,6 @@ bool farm_machine_id_valid(const char *s) {
                 if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
                         return false;
         return n == FARM_MACHINE_ID_LEN;
-}
-
-/* A new version of the machine's settings from its current columns (the groups and labels of
- * the version before, or the defaults). */
-static int settings_version(farm_db *db, const char *machine_id, int64_t now_ns, const char *why,
-                            char *err) {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = prepare(db,
-                        "INSERT INTO machine_settings (machine_id, from_ns, threshold_ns, gating, "
-                        "groups, labels, revoked, by, reason) SELECT id, ?2, threshold_ns, gating, "
-                        "coalesce((SELECT groups FROM machine_settings WHERE machine_id = ?1 "
-                        "ORDER BY from_ns DESC, id DESC LIMIT 1), 'default'), "
-                        "coalesce((SELECT labels FROM machine_settings WHERE machine_id = ?1 "
-                        "ORDER BY from_ns DESC, id DESC LIMIT 1), '{}'), revoked_ns IS NOT NULL, "
-                        "'rtsoak-server', ?3 FROM machines WHERE id = ?1",
-                        &st, err);
-        if (r < 0)
-                return r;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, now_ns);
-        sqlite3_bind_text(st, 3, why, -1, SQLITE_STATIC);
-        return farm_step_done(db, st, "cannot record the machine's settings", err);
-}
-
-int farm_enroll(farm_db *db, const char *machine_id, const uint8_t token_hash[SHA256_DIGEST_SIZE],
-                int64_t threshold_ns, int gating, int64_t now_ns, char err[static FARM_ERROR_MAX]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
-        _cleanup_stmt_ sqlite3_stmt *sel = NULL, *st = NULL;
-        int r, rc, created;
-
-        if ((r = exec_sql(db, "BEGIN IMMEDIATE", err)) < 0)
-                return r;
-        if ((r = prepare(db, "SELECT 1 FROM machines WHERE id = ?", &sel, err)) < 0)
-                goto out;
-        sqlite3_bind_text(sel, 1, machine_id, -1, SQLITE_STATIC);
-        rc = sqlite3_step(sel);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-                r = fail(db, rc, "cannot look up the machine", err);
-                goto out;
-        }
-        created = rc == SQLITE_DONE;
-        if (created)
-                r = prepare(db,
-                            "INSERT INTO machines (id, token_hash, threshold_ns, gating, "
-                            "enrolled_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
-                            &st, err);
-        else
-                r = prepare(db,
-                            "UPDATE machines SET token_hash = ?2, "
-                            "threshold_ns = coalesce(?3, threshold_ns), "
-                            "gating = coalesce(?4, gating), rekeyed_ns = ?5, revoked_ns = NULL "
-                            "WHERE id = ?1",
-                            &st, err);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 2, token_hash, SHA256_DIGEST_SIZE, SQLITE_STATIC);
-        if (threshold_ns >= 0)
-                sqlite3_bind_int64(st, 3, threshold_ns);
-        else if (created)
-                sqlite3_bind_int64(st, 3, (int64_t) FARM_DEFAULT_THRESHOLD_NS);
-        if (gating >= 0 || created)
-                sqlite3_bind_int(st, 4, gating != 0);
-        sqlite3_bind_int64(st, 5, now_ns);
-        if ((r = farm_step_done(db, st, "cannot store the machine", err)) < 0 ||
-            (r = settings_version(db, machine_id, now_ns, created ? "enrolled" : "re-enrolled",
-                                  err)) < 0 ||
-            (r = exec_sql(db, "COMMIT", err)) < 0)
-                goto out;
-        return created;
-out:
-        farm_rollback(db);
-        return r;
-}
-
-int farm_revoke(farm_db *db, const char *machine_id, int64_t now_ns,
-                char err[static FARM_ERROR_MAX]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = prepare(db,
-                        "UPDATE machines SET revoked_ns = coalesce(revoked_ns, ?2) WHERE id = ?1",
-                        &st, err);
-        if (r < 0)
-                return r;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, now_ns);
-        if ((r = exec_sql(db, "BEGIN IMMEDIATE", err)) < 0)
-                return r;
-        if ((r = farm_step_done(db, st, "cannot revoke the token", err)) < 0)
-                goto out;
-        if (sqlite3_changes(db->db) == 0) {
-                r = farm_failf(db, -ENOENT, err, "no machine %s is enrolled", machine_id);
-                goto out;
-        }
-        if ((r = settings_version(db, machine_id, now_ns, "revoked", err)) < 0 ||
-            (r = exec_sql(db, "COMMIT", err)) < 0)
-                goto out;
-        return 0;
-out:
-        farm_rollback(db);
-        return r;
 }
 
 int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA256_DIGEST_SIZE],

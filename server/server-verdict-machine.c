@@ -244,7 +244,7 @@ static int fast_scenarios(struct vctx *v, const struct vrun *run, const struct v
 static int fast_day(struct vctx *v, struct vrun *run, const struct vday *d, struct vmachine *m) {
         bool ok = false;
         int r;
-        if (d->last > v->at || d->max_received > v->known || !d->gaps_known ||
+        if (v->raw_only || d->last > v->at || d->max_received > v->known || !d->gaps_known ||
             d->max_gap > (int64_t) v->rule.max_gap_ns || !run->probe_ok ||
             d->min_ratio < (int64_t) v->rule.min_samples_pm ||
             d->max_skew > (int64_t) v->rule.clock_tolerance_ns ||
@@ -681,7 +681,7 @@ static int judge_run(struct vctx *v, struct vrun *run, const char *build, struct
             (r = run_probe_period(v, run, m)) < 0 || (r = run_violations(v, run, m)) < 0 ||
             (r = run_unclean(v, run, m)) < 0 || (r = run_overlaps(v, run, m)) < 0)
                 return r;
-        if (v->known == INT64_MAX && v->at < v->asked && (r = run_late(v, run)) < 0)
+        if (v->known == INT64_MAX && (r = run_late(v, run)) < 0)
                 return r;
         if (run->gating_data) {
                 size_t i;

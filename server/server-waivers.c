@@ -186,19 +186,22 @@ int farm_waivers_json(farm_db *db, const char *release, const struct farm_page *
 }
 
 static json_t *audit_row(sqlite3_stmt *st) {
-        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id", farm_json_col_int(st, 0),
-                         "time_ns", farm_json_col_int(st, 1), "who", farm_json_col_text(st, 2),
-                         "action", farm_json_col_text(st, 3), "release", farm_json_col_text(st, 4),
-                         "problem", farm_json_col_text(st, 5), "waiver", farm_json_col_int(st, 6),
-                         "detail", farm_json_col_text(st, 7));
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id",
+                         farm_json_col_int(st, 0), "time_ns", farm_json_col_int(st, 1), "who",
+                         farm_json_col_text(st, 2), "action", farm_json_col_text(st, 3), "machine",
+                         farm_json_col_text(st, 8), "release", farm_json_col_text(st, 4), "problem",
+                         farm_json_col_text(st, 5), "waiver", farm_json_col_int(st, 6), "detail",
+                         farm_json_col_text(st, 7));
 }
 
 int farm_audit_json(farm_db *db, const struct farm_page *page, json_t **ret,
                     char err[static FARM_ERROR_MAX]) {
-        return page_json(db, "SELECT count(*) FROM audit WHERE ?1 IS NULL",
-                         "SELECT id, time_ns, who, action, kernel_release, problem, waiver, detail "
-                         "FROM audit WHERE ?1 IS NULL ORDER BY id DESC LIMIT ?2 OFFSET ?3",
-                         NULL, page, "audit", audit_row, ret, err);
+        return page_json(
+                db, "SELECT count(*) FROM audit WHERE ?1 IS NULL",
+                "SELECT id, time_ns, who, action, kernel_release, problem, waiver, detail, "
+                "machine_id FROM audit WHERE ?1 IS NULL ORDER BY id DESC LIMIT ?2 "
+                "OFFSET ?3",
+                NULL, page, "audit", audit_row, ret, err);
 }
 
 bool farm_admin_name_valid(const char *name) {

@@ -13,6 +13,7 @@
 #include "server-params.h"
 #include "server-query.h"
 #include "server-ratelimit.h"
+#include "server-settings.h"
 #include "server-verdict.h"
 
 #define TOKEN "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
@@ -245,7 +246,7 @@ static void test_verdict_out_of_order(void **state) {
         assert_non_null(mkdtemp(dir));
         snprintf(path, sizeof(path), "%s/farm.db", dir);
         assert_int_equal(farm_db_open(path, &db, err), 0);
-        assert_int_equal(farm_enroll(db, id, hash, 100000, 1, 0, err), 1);
+        assert_int_equal(farm_enroll(db, id, hash, NULL, "test", NULL, 0, err), 1);
         farm_rule_default(&rule);
         rule.period_ns = 200 * 60 * NSEC_PER_SEC;
         rule.nscenarios = 0;

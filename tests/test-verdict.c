@@ -607,7 +607,7 @@ static void test_server_command(void **state) {
                 (char *) tu_bin("RTSOAK_SERVER"), dbarg, "waive", "k-spike", "x", NULL
         };
         tu_run(nowaive, 30000, NULL, NULL, &r);
-        assert_int_equal(r.status, 78);
+        assert_int_equal(r.status, 64);
         assert_non_null(strstr(r.err, "--reason"));
         tu_result_done(&r);
 }
