@@ -659,9 +659,9 @@ def test_inv4_replay_and_ask_again(c):
     rb.post(backlog, events)
     viol = f"violation:{b.id}:1:{backlog[13 - outage]['seq']}:0"
     st, text, _ = f.settings(a, "narrowed after the run", bound_ns=20 * US)
-    c.eq(st, 200, f"settings of lab-a ({text[:200]})")
+    c.check(st in (200, 201), f"settings of lab-a ({text[:200]})", st)
     st, text, _ = f.settings(cm, "taken out of the gating group", gating=False)
-    c.eq(st, 200, f"settings of lab-c ({text[:200]})")
+    c.check(st in (200, 201), f"settings of lab-c ({text[:200]})", st)
     st, text, _ = f.waive(R, viol, "reproduced, harmless")
     c.eq(st, 201, f"waiver of {viol} ({text[:200]})")
     a.hostname = "lab-a-renamed"
@@ -793,7 +793,7 @@ def test_inv5_settings_changed_afterwards(c):
         st, ans = m.post_doc(runs[m].doc([iv]), expect=None)
         c.eq(st, 200, f"{m.hostname}'s token still uploads after its settings changed")
     st, text, _ = f.settings(a, "out of the gating group", gating=False)
-    c.eq(st, 200, f"staff API: un-gate lab-a ({text[:200]})")
+    c.check(st in (200, 201), f"staff API: un-gate lab-a ({text[:200]})", st)
     v = f.verdict(R)
     still(v, "after lab-a was un-gated")
     c.eq(v.get("gating_machines"), 2, "gating_machines after lab-a was un-gated")
@@ -836,7 +836,7 @@ def test_inv5_coverage_only_while_gating(c):
     for m in (x, y):
         post(m, start, start + 8 * SEC)
     st, text, _ = f.settings(x, "joins the gating group", gating=True)
-    c.eq(st, 200, f"make lab-x gating ({text[:200]})")
+    c.check(st in (200, 201), f"make lab-x gating ({text[:200]})", st)
     u = now_ns() + 100 * MS
     end = u + 4 * SEC
     wait_until(end + 200 * MS)
@@ -974,7 +974,7 @@ def test_inv6_ungating_ends_an_ongoing_silence(c):
     before = now_ns()
     st, text, _ = f.settings(mm, "retired", gating=False)
     after = now_ns()
-    c.eq(st, 200, f"un-gate lab-m ({text[:200]})")
+    c.check(st in (200, 201), f"un-gate lab-m ({text[:200]})", st)
     v = f.verdict(R)
     gaps = [p for p in v.get("problems") or [] if p.get("id", "").startswith(f"gap:{mm.id}:")]
     c.eq(len(gaps), 1, "one gap of lab-m")
