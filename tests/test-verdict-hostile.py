@@ -916,37 +916,71 @@ MAINT_RULE = {"Period": "1d", "Scenarios": "none", "MaxGap": "3s", "Watch": "0"}
 
 @test
 def test_inv6_maintenance_window(c):
-    """Invariant 6 (control and attack).  lab-m has a maintenance window declared before it
-    starts (now+5s to now+13s) and is silent exactly then: no gap, and the window is not
-    coverage.  lab-n, silent at the same time without a window: gap:MACHINE:START:END.  lab-k's
-    window is cancelled before it starts: its silence is a gap.  A window starting two hours
-    in the past (excusing the past) is refused."""
+    """Invariant 6 (control and attacks), and 4.  lab-m has a maintenance window declared
+    before it starts (now+5s to now+13s) and is silent exactly then: no gap, and the window is
+    not coverage.  lab-n, silent at the same time without a window: gap:MACHINE:START:END.
+    lab-k's window is cancelled before it starts: its silence is a gap.  lab-c's window (now+5s
+    to now+25s) is cancelled at now+9s: the silence after the cancellation is a gap of its own.
+    lab-q has been silent for 50 s when its window is declared starting then (within the
+    minute allowed): asked about a moment before the declaration, the silence is not excused
+    (the window was not in force then); after it, nothing from the declaration on is a gap.  A window starting two hours ago is refused."""
     f = c.farm(MAINT_RULE)
-    mm, nn, kk = f.enroll("lab-m"), f.enroll("lab-n"), f.enroll("lab-k")
+    mm, nn, kk, cc, qq = (f.enroll(h) for h in ("lab-m", "lab-n", "lab-k", "lab-c", "lab-q"))
     f.start()
     t0 = now_ns()
-    w0, w1 = t0 + 5 * SEC, t0 + 13 * SEC
+    w0, w1, end = t0 + 5 * SEC, t0 + 13 * SEC, t0 + 29 * SEC
+    q0 = t0 - 50 * SEC
+    history = {}
+    for m in (mm, nn, kk, cc, qq):
+        history[m] = clean(m, R, t0 - HOUR, q0 if m is qq else w0,
+                           tweak=lambda i, t, n: {"scenario": None, "loads": []})[0]
+    q_before = now_ns()
+    st, text, _ = f.maintenance(qq, q0, w1, "lab-q's switch replaced")
+    q_after = now_ns()
+    c.check(st in (200, 201), f"window for lab-q from 50 s ago ({st} {text[:200]})")
     st, text, _ = f.maintenance(mm, w0, w1, "firmware update")
     c.check(st in (200, 201), f"window for lab-m ({st} {text[:200]})")
     st, text, obj = f.maintenance(kk, w0, w1, "cancelled later")
     c.check(st in (200, 201), f"window for lab-k ({st} {text[:200]})")
-    wid = (obj or {}).get("id")
-    st, text, _ = f.http("POST", f"/api/v1/maintenance/{wid}/cancel", {"reason": "not needed"},
-                         token=f.staff)
+    st, text, _ = f.http("POST", f"/api/v1/maintenance/{(obj or {}).get('id')}/cancel",
+                         {"reason": "not needed"}, token=f.staff)
     c.eq(st, 200, f"cancel lab-k's window ({text[:200]})")
+    st, text, cobj = f.maintenance(cc, w0, t0 + 25 * SEC, "cut short")
+    c.check(st in (200, 201), f"window for lab-c ({st} {text[:200]})")
     st, text, _ = f.maintenance(mm, t0 - 2 * HOUR, t0 - HOUR, "excusing the past")
     c.eq(st, 400, f"a window starting 2 h ago is refused ({text[:200]})")
-    for m in (mm, nn, kk):
-        r, _ = clean(m, R, t0 - HOUR, w0, tweak=lambda i, t, n: {"scenario": None, "loads": []})
-        r.post([r.interval(w1 + k * 2 * SEC, 2 * SEC, None, loads=[]) for k in (0, 1)])
-    at = w1 + 4 * SEC + 500 * MS
+    for m in (mm, nn, kk, qq):
+        r = history[m]
+        r.post([r.interval(t, 2 * SEC, None, loads=[]) for t in range(w1, end, 2 * SEC)])
+    wait_until(t0 + 9 * SEC)
+    before = now_ns()
+    st, text, _ = f.http("POST", f"/api/v1/maintenance/{(cobj or {}).get('id')}/cancel",
+                         {"reason": "done early"}, token=f.staff)
+    after = now_ns()
+    c.eq(st, 200, f"cancel lab-c's window at now+9s ({text[:200]})")
+    r = history[cc]
+    r.post([r.interval(t, 2 * SEC, None, loads=[]) for t in range(t0 + 25 * SEC, end, 2 * SEC)])
+    at = end + 500 * MS
     wait_until(at + 200 * MS)
     v = f.verdict(R, at=str(at))
     c.eq(c.ids(v, "gap", mm), [], "lab-m: no gap inside its window")
     c.eq(c.ids(v, "gap", nn), [f"gap:{nn.id}:{w0}:{w1}"], "lab-n: the silence is a gap")
     c.eq(c.ids(v, "gap", kk), [f"gap:{kk.id}:{w0}:{w1}"], "lab-k: a cancelled window excuses nothing")
+    # Whether the window excuses the 50 s before its declaration is not settled (findings
+    # S13); it may not excuse more, and nothing after its declaration is a gap.
+    gq = c.ids(v, "gap", qq)
+    c.check(gq == [] or (len(gq) == 1 and gq[0].startswith(f"gap:{qq.id}:{q0}:") and
+                         q_before <= int(gq[0].split(":")[3]) <= q_after),
+            "lab-q: silent at most until its window was declared", (gq, q_before, q_after))
+    gaps = c.ids(v, "gap", cc)
+    ok = len(gaps) == 1 and gaps[0].endswith(f":{t0 + 25 * SEC}") and \
+        before <= int(gaps[0].split(":")[2]) <= after
+    c.check(ok, "lab-c: one gap, from the cancellation to its data", (gaps, before, after))
     for m in (mm, nn):
-        c.machine(v, m, covered_ns=HOUR + 5 * SEC + 4 * SEC)
+        c.machine(v, m, covered_ns=HOUR + 5 * SEC + (end - w1))
+    v = f.verdict(R, at=str(t0 - 10 * SEC))
+    c.eq(c.ids(v, "gap", qq), [f"gap:{qq.id}:{q0}:ongoing"],
+         "lab-q, 10 s before its window was declared: silent, not excused")
     st, text, obj = f.http("GET", "/api/v1/maintenance")
     c.check(st == 200 and "firmware update" in text, "GET /api/v1/maintenance lists the window",
             f"{st} {text[:300]}")
