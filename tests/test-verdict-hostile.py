@@ -741,6 +741,46 @@ def last_before_outage(posted_b):
     return iv["start_ns"] + iv["length_ns"]
 
 
+@test
+def test_inv4_late_data_in_a_whole_day(c):
+    """Invariant 4, on the day rollups.  lab-b's 49 h (a whole UTC day inside) miss 2 hours in
+    the middle of that day: the verdict is failed (a gap).  Then the outage's intervals arrive
+    late, lab-a's bound is narrowed below its data, and the server restarts with another
+    MaxGap.  ?known_at= of the first answer repeats it byte for byte (the day's rollup, which
+    now holds the late intervals, must not be read for it); ?at= of it now qualifies, with late
+    counting exactly the 12 intervals and their 2 hours."""
+    f = c.farm()
+    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    f.start()
+    E = end_of_history()
+    S = E - 49 * HOUR
+    clean(a, R, S, E)
+    rb = b.run(1, R, start_ns=S)
+    ivs = rb.history(S, E)
+    noon = (S // DAY + 1) * DAY + 12 * HOUR
+    out = [iv for iv in ivs if noon <= iv["start_ns"] < noon + 2 * HOUR]
+    rb.post([iv for iv in ivs if iv not in out])
+    st, first, v1 = f.verdict_raw(R)
+    c.eq(st, 200, "the first verdict")
+    v1 = v1 or {}
+    gap = f"gap:{b.id}:{out[0]['start_ns']}:{out[-1]['start_ns'] + out[-1]['length_ns']}"
+    c.eq((v1.get("verdict"), c.ids(v1)), ("failed", [gap]), "the first verdict: the outage's gap")
+    time.sleep(0.05)
+    rb.post(out)
+    st, text, _ = f.settings(a, "narrowed", bound_ns=10 * US)
+    c.check(st in (200, 201), f"lab-a's bound narrowed ({text[:200]})", st)
+    f.restart(dict(STD, MaxGap="30min"))
+    st, text, obj = f.verdict_raw(R, known_at=str(v1.get("asked_at_ns")))
+    a1, a2 = without_known(without_asked(first)), without_known(without_asked(text))
+    c.check(st == 200 and a1 == a2, "?known_at= repeats the first answer",
+            f"{st} {first_difference(a1, a2)}")
+    w = f.verdict(R, at=str(v1.get("at_ns")))
+    c.eq(w.get("verdict"), "qualified", "?at= the first moment, with the outage delivered")
+    c.eq(w.get("late"), {"intervals": len(out), "events": 0, "covered_ns": span_sum(out)}, "late")
+    c.eq((w.get("rule") or {}).get("max_gap_ns"), 15 * MIN, "the rule in force then")
+    c.machine(w, b, covered_ns=49 * HOUR)
+
+
 # ---- 5. Machine settings have a history ----------------------------------------------------
 
 
@@ -754,19 +794,20 @@ def test_inv5_settings_changed_afterwards(c):
     """Invariant 5.  Attack: lab-a (bound 100 us) measures 150 us after its enrolment; then
     its bound is widened to 200 us, it is un-gated (staff API), and revoked.  The violation,
     judged with the bound of its time, stays a problem of the release through all three (not
-    moved to not_counted); only a waiver removes it.  Changing settings does not change the
+    moved to not_counted); only a waiver removes it.  The same for lab-d's violation after
+    lab-d is moved to another group.  Changing settings does not change the
     token (uploads still accepted), and the history keeps who, when and why.  Control: lab-c,
     enrolled with a 200 us bound, measures 150 us and is later narrowed to 100 us: no
     violation, ever."""
     f = c.farm()
-    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    a, b, d = f.enroll("lab-a"), f.enroll("lab-b"), f.enroll("lab-d")
     cm = f.enroll("lab-c", "--bound", "200us")
     f.start()
-    enrolled = max(m.info()["enrolled_ns"] for m in (a, b, cm))
+    enrolled = max(m.info()["enrolled_ns"] for m in (a, b, cm, d))
     wait_until(enrolled + 1500 * MS)
     E = enrolled
     runs, vseq, ends = {}, {}, {}
-    for m in (a, b, cm):
+    for m in (a, b, cm, d):
         r, _ = clean(m, R, E - 25 * HOUR, E)
         runs[m] = r
         kw = {"per_cpu": {0: {"max_ns": 150 * US}}} if m is not b else {}
@@ -775,17 +816,21 @@ def test_inv5_settings_changed_afterwards(c):
         vseq[m] = iv["seq"]
         ends[m] = iv["start_ns"] + iv["length_ns"]
     viol = f"violation:{a.id}:1:{vseq[a]}:0"
+    dviol = f"violation:{d.id}:1:{vseq[d]}:0"
 
     def still(v, when):
         c.eq(v.get("verdict"), "failed", f"verdict {when}")
         c.problem(v, viol, "violation", threshold_ns=100 * US, value_ns=150 * US, cpu=0)
-        c.eq([x for x in c.ids(v, "violation") if x != viol], [],
+        c.problem(v, dviol, "violation")
+        c.eq([x for x in c.ids(v, "violation") if x not in (viol, dviol)], [],
              f"no other violation {when} (lab-c's 150 us was within its 200 us)")
 
     still(f.verdict(R), "at first")
     f.cli("machine", "set", a.id, "--bound", "200us", "--reason", "widened after the fact",
           "--by", "alice")
     f.cli("machine", "set", cm.id, "--bound", "100us", "--reason", "narrowed later", "--by", "bob")
+    f.cli("machine", "set", d.id, "--groups", "rack-z", "--reason", "moved to another rack",
+          "--by", "carol")
     still(f.verdict(R), "after lab-a's bound was widened")
     t = now_ns() - 10 * MS
     for m in (a, cm):
@@ -801,6 +846,9 @@ def test_inv5_settings_changed_afterwards(c):
     still(f.verdict(R), "after lab-a was revoked")
     st, text, _ = f.waive(R, viol, "bound mis-set on lab-a, ticket 7")
     c.eq(st, 201, f"waiver ({text[:200]})")
+    c.eq(f.verdict(R).get("verdict"), "failed", "verdict with lab-d's violation unwaived")
+    st, text, _ = f.waive(R, dviol, "lab-d's spike, ticket 8")
+    c.eq(st, 201, f"waiver of lab-d's violation ({text[:200]})")
     v = f.verdict(R)
     c.eq(v.get("verdict"), "qualified", "verdict once waived (lab-b and lab-c gate, clean)")
     c.check(viol in problems_by_id(v, "waived"), "the violation is listed as waived",
