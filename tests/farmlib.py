@@ -321,7 +321,7 @@ class Farm:
             raise FarmError(f"enroll {hostname}: no token on stdout: {token!r}")
         return Machine(self, mid, token, hostname, cpus)
 
-    def start(self):
+    def start(self, env=None):
         if self.staff is None:
             self.staff = self.cli("admin-token", "staff-test").stdout.strip()
         self.logf = open(self.log, "a")
@@ -330,7 +330,8 @@ class Farm:
                                       "--listen", "127.0.0.1:0", "--rate", "1000000",
                                       "--burst", "1000000", "--threads", "2",
                                       "--cache-warming", "no"],
-                                     stdout=subprocess.DEVNULL, stderr=self.logf)
+                                     stdout=subprocess.DEVNULL, stderr=self.logf,
+                                     env=dict(os.environ, **(env or {})))
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             with open(self.log) as f:
@@ -371,6 +372,36 @@ class Farm:
         if verdict is not None or series is not None:
             self.write_config(verdict, series)
         return self.start()
+
+    def raw_twin_differences(self):
+        """Asks every release's verdict, at one moment as known then, of this server and of a
+        second one on the same database that reads every day interval by interval
+        (RTSOAK_VERDICT_RAW=1) instead of from the day rollups: the answers must be the same
+        but for asked_at.  Returns how many releases were compared, and the differences."""
+        twin = Farm.__new__(Farm)
+        twin.__dict__.update(self.__dict__)
+        twin.proc = twin.logf = None
+        twin.log = self.log + ".raw"
+        T = now_ns() - MS
+        diffs, kernels = [], []
+        try:
+            twin.start(env={"RTSOAK_VERDICT_RAW": "1"})
+            kernels = self.get_json("/api/v1/kernels?limit=1000").get("kernels") or []
+            for rel in sorted(k.get("release") for k in kernels):
+                a = self.verdict_raw(rel, at=str(T), known_at=str(T))
+                b = twin.verdict_raw(rel, at=str(T), known_at=str(T))
+                ta, tb = (re.sub(r'"asked_at(_ns)?":("[^"]*"|\d+)', "", x[1]) for x in (a, b))
+                if a[0] != b[0] or ta != tb:
+                    i = next((k for k, (x, y) in enumerate(zip(ta, tb)) if x != y),
+                             min(len(ta), len(tb)))
+                    diffs.append(f"{rel}: rollups {a[0]} ...{ta[max(0, i - 150):i + 150]}... "
+                                 f"vs intervals {b[0]} ...{tb[max(0, i - 150):i + 150]}...")
+            rep = twin.sanitizer_report()
+            if rep:
+                diffs.append(f"the raw server's log: {rep}")
+        finally:
+            twin.stop()
+        return len(kernels), diffs
 
     def cleanup(self):
         self.stop()
