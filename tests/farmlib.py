@@ -377,7 +377,8 @@ class Farm:
         """Asks every release's verdict, at one moment as known then, of this server and of a
         second one on the same database that reads every day interval by interval
         (RTSOAK_VERDICT_RAW=1) instead of from the day rollups: the answers must be the same
-        but for asked_at.  Returns how many releases were compared, and the differences."""
+        but for asked_at.  Returns how many releases were compared, the differences, and what a
+        sanitizer said in the second server's log (None: nothing)."""
         twin = Farm.__new__(Farm)
         twin.__dict__.update(self.__dict__)
         twin.proc = twin.logf = None
@@ -396,12 +397,9 @@ class Farm:
                              min(len(ta), len(tb)))
                     diffs.append(f"{rel}: rollups {a[0]} ...{ta[max(0, i - 150):i + 150]}... "
                                  f"vs intervals {b[0]} ...{tb[max(0, i - 150):i + 150]}...")
-            rep = twin.sanitizer_report()
-            if rep:
-                diffs.append(f"the raw server's log: {rep}")
         finally:
             twin.stop()
-        return len(kernels), diffs
+        return len(kernels), diffs, twin.sanitizer_report()
 
     def cleanup(self):
         self.stop()

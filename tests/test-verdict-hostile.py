@@ -1498,9 +1498,10 @@ def run_one(fn):
         # Every history of the suite, judged from the day rollups and interval by interval.
         for f in c.farms:
             if f.proc and f.proc.poll() is None:
-                n, d = f.raw_twin_differences()
+                n, d, rep = f.raw_twin_differences()
                 c.check(n > 0 and not d, "the rollups and the intervals read one by one give "
                         "the same verdicts", f"{n} releases: " + "\n".join(d)[:3000])
+                c.check(rep is None, "the second server's log has no sanitizer report", rep)
     except Exception as e:  # the set-up failing is a failure, never a pass
         detail = str(e) if isinstance(e, FarmError) else traceback.format_exc(limit=4)
         c.failures.append(f"the test ran to its end: {detail}")
