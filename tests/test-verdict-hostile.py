@@ -770,6 +770,14 @@ def test_inv4_late_data_in_a_whole_day(c):
     c.eq(w.get("late"), {"intervals": len(out), "events": 0, "covered_ns": span_sum(out)}, "late")
     c.eq((w.get("rule") or {}).get("max_gap_ns"), 15 * MIN, "the rule in force then")
     c.machine(w, b, covered_ns=49 * HOUR)
+    # The command lines, for gating scripts: what was said then (failed), and now (qualified).
+    k = str(v1.get("asked_at_ns"))
+    p = f.rtsoak("verdict", "--server", f.url, "--known-at", k, R)
+    c.eq(p.returncode, 1, f"rtsoak verdict --known-at: exit status ({p.stdout.strip()[:200]})")
+    p = f.cli("verdict", R, "--known-at", k, check=False)
+    c.eq(p.returncode, 1, f"rtsoak-server verdict --known-at: exit status ({p.stderr[:200]})")
+    p = f.rtsoak("verdict", "--server", f.url, R)
+    c.eq(p.returncode, 0, f"rtsoak verdict now: exit status ({p.stdout.strip()[:200]})")
 
 
 # ---- 5. Machine settings have a history ----------------------------------------------------
@@ -1153,6 +1161,34 @@ def test_inv7_load_down_in_total(c):
              f"{m.hostname}: io counts the time fileio ran")
 
 
+@test
+def test_inv7_several_generators_down_add_up(c):
+    """Invariant 7.  Attack on the scenario mixed (cpu, fileio, memory, network): in one
+    interval of every four, cpu runs 7 of its 10 minutes and memory 6.  When they were down is
+    not known, so the scenario counts 10 - 3 - 4 = 3 minutes of such an interval, not the
+    6 minutes of the least-up generator.  (Never 10 minutes down in a row, and under 1 h in
+    total: no load_down.)"""
+    f = c.farm({"Period": "1d", "Scenarios": "mixed 20h", "Watch": "0"})
+    a = f.enroll("lab-a")
+    f.start()
+    E = end_of_history()
+    S = E - 25 * HOUR
+    part = {"cpu": 7 * MIN, "memory": 6 * MIN}
+
+    def tweak(i, t, n):
+        up = part if i % 4 == 1 and i < 40 else {}
+        return {"scenario": "mixed",
+                "loads": [load_entry(g, up.get(g, n)) for g in ("cpu", "fileio", "memory",
+                                                                 "network")]}
+    _, ivs = clean(a, R, S, E, tweak=tweak)
+    partial = sum(1 for i in range(len(ivs)) if i % 4 == 1 and i < 40)
+    v = f.verdict(R)
+    sc = scenario_of(machine_of(v, a), "mixed")
+    c.eq(sc and sc.get("covered_ns"), 25 * HOUR - partial * 7 * MIN, "mixed covered_ns")
+    c.no_kind(v, "load_down")
+    c.eq(v.get("verdict"), "qualified", "verdict")
+
+
 # ---- 8. Gating groups per release series ---------------------------------------------------
 
 SERIES = {"6.6-rt": {"Releases": "6.6.*-rt*", "Group": "rack-a"},
@@ -1414,7 +1450,8 @@ def test_inv10_latest_stable_by_version_order(c):
 
 @test
 def test_inv11_not_counted_is_listed(c):
-    """Invariant 11.  lab-c (not gating) has three violations, lab-d (only in group rack-z,
+    """Invariant 11 (and 8).  lab-c (not gating, a build of its own: no mixed build, as it does
+    not gate) has three violations, lab-d (only in group rack-z,
     which does not judge 6.6-rt) a probe down for 30 minutes: both are listed under not_counted with
     why, and both machines under other_machines with why; the release qualifies on lab-a and
     lab-b.  And a release of another series with 601 violations on one machine lists 500
@@ -1430,7 +1467,8 @@ def test_inv11_not_counted_is_listed(c):
     S = E - 25 * HOUR
     for m in (a, b):
         clean(m, R, S, E)
-    _, civs = clean(cm, R, S, E, tweak=lambda i, t, n: {"per_cpu": {1: {"max_ns": 250 * US}}}
+    _, civs = clean(cm, R, S, E, kernel_version="#9 SMP PREEMPT_RT a build of its own",
+                    tweak=lambda i, t, n: {"per_cpu": {1: {"max_ns": 250 * US}}}
                     if i in (10, 20, 30) else None)
     _, divs = clean(d, R, S, E, tweak=lambda i, t, n: {"per_cpu": {1: {"samples": 0}}}
                     if 70 <= i < 73 else None)
@@ -1441,6 +1479,7 @@ def test_inv11_not_counted_is_listed(c):
     want = sorted([f"violation:{cm.id}:1:{civs[i]['seq']}:1" for i in (10, 20, 30)] +
                   [f"probe_down:{d.id}:1:{divs[70]['seq']}:1"])
     c.eq(c.ids(v, key="not_counted"), want, "not_counted")
+    c.no_kind(v, "mixed_builds")
     c.eq(v.get("not_counted_total"), 4, "not_counted_total")
     c.check(all(p.get("why") for p in v.get("not_counted") or []), "each not_counted says why",
             v.get("not_counted"))
