@@ -22,8 +22,9 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from farmlib import (DAY, HOUR, MIN, MS, SEC, US, Farm, FarmError, covered_by_scenario,  # noqa: E402
-                     load_entry, machine_of, now_ns, problems_by_id, scenario_of)
+from farmlib import (DAY, HOUR, MIN, MS, SEC, US, Farm, FarmError,  # noqa: E402
+                     covered_by_scenario, load_entry, machine_of, now_ns, problems_by_id,
+                     scenario_of)
 
 R = "6.6.30-rt31"
 STD = {"Period": "1d", "Scenarios": "idle 3h, cpu 3h, io 3h", "Watch": "0"}
@@ -230,9 +231,9 @@ def test_inv1_probe_stops_counting(c):
 
 @test
 def test_inv1_cpu_absent_from_intervals(c):
-    """Invariant 1.  Attacks: (b) a CPU of run.cpus missing from 12 intervals (the daemon
-    uploads CPU 0 alone for 2 h); (c) a daemon that does not send run.cpus on a 4-CPU machine
-    but uploads CPUs 0 and 1 only: CPUs 2 and 3 are taken as probed and never measured, so the
+    """Invariant 1.  Attacks: (b) a CPU of run.cpus missing from 12 intervals (the daemon uploads
+    CPU 0 alone for 2 h); (c) a daemon that does not send run.cpus on a 4-CPU machine but
+    uploads CPUs 0 and 1 only: CPUs 2 and 3 are taken as probed and never measured, so the
     machine measured nothing.  Control (d): a daemon that declares run.cpus=[0,1] on a 4-CPU
     machine and uploads those two measured in full: covered, no problem."""
     f = c.farm()
@@ -260,11 +261,11 @@ def test_inv1_cpu_absent_from_intervals(c):
 
 @test
 def test_inv1_share_below_minimum_and_impossible_counts(c):
-    """Invariant 1.  Attacks: CPU 0 delivers 85 % of its wake-ups for an hour (below
-    MinSamples=90 %): not coverage, and a probe_down of 6 x 90 s of missing wake-ups; CPU 1
-    reports twice the wake-ups its 1 ms period allows for an hour (a count no probe can
-    produce): not coverage either, and a problem.  An interval at exactly 90 % is coverage,
-    but its 60 s of missing wake-ups exceed ProbeDownMax=1s: a problem too."""
+    """Invariant 1.  Attacks: CPU 0 delivers 85 % of its wake-ups for an hour (below MinSamples=90
+    %): not coverage, and a probe_down of 6 x 90 s of missing wake-ups; CPU 1 reports twice the
+    wake-ups its 1 ms period allows for an hour (a count no probe can produce): not coverage
+    either, and a problem.  An interval at exactly 90 % is coverage, but its 60 s of missing
+    wake-ups exceed ProbeDownMax=1s: a problem too."""
     f = c.farm()
     a, b = f.enroll("lab-a"), f.enroll("lab-b")
     f.start()
@@ -313,8 +314,8 @@ def test_inv1_spans_shrunk_mid_run(c):
     second half of each interval (samples matching that half): as if its probe restarted in
     every interval.  Only the intersection of the spans is coverage (26 h - 1.5 h = 24.5 h,
     still over the 24 h period), but the halves the probe did not measure are a probe that
-    stopped counting, mid-run: probe_down, 1.5 h, so the release fails rather than qualifies
-    on the strength of what the daemon chose to call its span."""
+    stopped counting, mid-run: probe_down, 1.5 h, so the release fails rather than qualifies on
+    the strength of what the daemon chose to call its span."""
     f = c.farm()
     a, b = f.enroll("lab-a"), f.enroll("lab-b")
     f.start()
@@ -355,12 +356,12 @@ def test_inv1_probe_period_unknown_or_too_long(c):
 
 @test
 def test_control_vm_stall_and_partial_first_interval(c):
-    """Control, invariant 1 (no false failed).  Once an hour a 20 ms hypervisor stall on CPU 1
-    (one 20 ms sample, 19 periods missed), and the first interval of each of two runs has
-    probes starting 1 s and 2 s into it (per-CPU spans, samples matching them); the second run
-    starts exactly where the first ended.  None of this is probe_down nor overlap; coverage is
-    the spans' intersection (25 h - 2 x 2 s).  The stalls are violations of the 100 us bound:
-    once each is waived, the release qualifies."""
+    """Control, invariant 1 (no false failed).  Once an hour a 20 ms hypervisor stall on CPU 1 (one
+    20 ms sample, 19 periods missed), and the first interval of each of two runs has probes
+    starting 1 s and 2 s into it (per-CPU spans, samples matching them); the second run starts
+    exactly where the first ended.  None of this is probe_down nor overlap; coverage is the
+    spans' intersection (25 h - 2 x 2 s).  The stalls are violations of the 100 us bound: once
+    each is waived, the release qualifies."""
     f = c.farm()
     a = f.enroll("lab-vm")
     f.start()
@@ -397,10 +398,10 @@ def test_control_vm_stall_and_partial_first_interval(c):
 
 @test
 def test_control_honest_counts_of_a_real_probe(c):
-    """Control, invariant 1 (no false failed).  rtsoakd's probe wakes up every 700 us on its own
-    phase and counts each wake-up in the interval it was due in (daemon/probe.c), so a
-    10-minute interval, 857142.86 periods long, holds 857142 or 857143 wake-ups, alternately.
-    Both are what the period allows: coverage in full, no probe_down."""
+    """Control, invariant 1 (no false failed). rtsoakd's probe wakes up every 700 us on its own
+    phase and counts each wake-up in the interval it was due in (daemon/probe.c), so a 10-minute
+    interval, 857142.86 periods long, holds 857142 or 857143 wake-ups, alternately.  Both are
+    what the period allows: coverage in full, no probe_down."""
     f = c.farm()
     a = f.enroll("lab-a")
     f.start()
@@ -419,10 +420,10 @@ def test_control_honest_counts_of_a_real_probe(c):
 
 @test
 def test_inv2_same_time_sent_twice(c):
-    """Invariant 2.  Attack: 13 h of real data sent twice under other sequence numbers of the
-    same run (26 h claimed), one upload replayed verbatim, and on a second machine 13 h sent as
-    two copies shifted by 5 minutes.  Coverage is the union: 13 h each, so the release is
-    pending (11 h missing per machine), and not failed: no problem at all."""
+    """Invariant 2.  Attack: 13 h of real data sent twice under other sequence numbers of the same
+    run (26 h claimed), one upload replayed verbatim, and on a second machine 13 h sent as two
+    copies shifted by 5 minutes.  Coverage is the union: 13 h each, so the release is pending
+    (11 h missing per machine), and not failed: no problem at all."""
     f = c.farm()
     a, b, cm = f.enroll("lab-a"), f.enroll("lab-b"), f.enroll("lab-c")
     f.start()
@@ -457,9 +458,9 @@ def test_inv2_same_time_sent_twice(c):
 @test
 def test_inv2_two_runs_at_once(c):
     """Invariant 2.  Attack: a second daemon (run 9) on lab-b measures 6 h while run 7 keeps
-    running: 31 h claimed, 25 h of time, and two probes on one machine disturb each other.
-    An overlap problem overlap:MACHINE:7:9 over exactly those 6 h, coverage 25 h.  On lab-c a
-    run of another release overlaps 2 h of the release's run: the overlap is a problem of both
+    running: 31 h claimed, 25 h of time, and two probes on one machine disturb each other.  An
+    overlap problem overlap:MACHINE:7:9 over exactly those 6 h, coverage 25 h.  On lab-c a run
+    of another release overlaps 2 h of the release's run: the overlap is a problem of both
     releases."""
     f = c.farm()
     a, b, cm = f.enroll("lab-a"), f.enroll("lab-b"), f.enroll("lab-c")
@@ -496,12 +497,12 @@ def test_inv2_two_runs_at_once(c):
 
 @test
 def test_inv3_clock_ahead(c):
-    """Invariant 3.  Attacks: lab-b's clock jumps 2 h ahead and it uploads an hour stamped
-    [now+1h, now+2h): a clock problem clock:MACHINE:RUN with that skew, and no coverage from
-    it.  lab-d goes silent 3 h ago, then sends one interval stamped 30 minutes ahead: that
-    interval does not end the silence (the gap stays ongoing).  lab-g sends an event stamped
-    an hour ahead: a clock problem too.  ?at= an hour ahead of the server is refused with 400.  Control: lab-f's last interval ends 60 s after its arrival
-    (within ClockTolerance=2min): no clock problem."""
+    """Invariant 3.  Attacks: lab-b's clock jumps 2 h ahead and it uploads an hour stamped [now+1h,
+    now+2h): a clock problem clock:MACHINE:RUN with that skew, and no coverage from it.  lab-d
+    goes silent 3 h ago, then sends one interval stamped 30 minutes ahead: that interval does
+    not end the silence (the gap stays ongoing). lab-g sends an event stamped an hour ahead: a
+    clock problem too.  ?at= an hour ahead of the server is refused with 400.  Control: lab-f's
+    last interval ends 60 s after its arrival (within ClockTolerance=2min): no clock problem."""
     f = c.farm()
     a, b, d, ff, g = (f.enroll(h) for h in ("lab-a", "lab-b", "lab-d", "lab-f", "lab-g"))
     f.start()
@@ -558,7 +559,8 @@ def without_asked(text):
 def first_difference(a, b):
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
-            return f"at byte {i}: ...{a[max(0, i - 120):i + 80]}... vs ...{b[max(0, i - 120):i + 80]}..."
+            lo = max(0, i - 120)
+            return f"at byte {i}: ...{a[lo:i + 80]}... vs ...{b[lo:i + 80]}..."
     return f"lengths {len(a)} and {len(b)}"
 
 
@@ -582,164 +584,189 @@ def replay_model(T, ivs_by_machine, period, max_gap, violations=()):
     return "failed" if silent or bad else "pending" if short else "qualified"
 
 
-@test
-def test_inv4_replay_and_ask_again(c):
-    """Invariant 4, and 5 and 6 through it.  A run recorded live: three machines upload an
-    interval every ~1.2 s for 18 rounds (period 10 s, MaxGap 4 s) and the verdict is asked
-    after each; lab-b's network fails after round 10 (its outbox keeps the intervals).  Then,
-    behind the recorded answers' back: lab-b's outbox delivers the outage (with a 400 us
-    violation and its event), lab-a's bound is narrowed below its data, lab-c is un-gated, the
-    violation is waived, lab-a comes back under a new hostname, and the server restarts with
-    another rule (MaxGap 6 s).  Asked again, ?known_at= of each recorded moment must give the
-    recorded answer byte for byte (but for asked_at/asked_at_ns);
-    ?at= of each moment before the outage the same answer with late all 0, and of each moment
-    after it late counts of exactly the outage's intervals, event and time received late.
-    The recorded answers themselves follow the rule: pending, then qualified, then failed
-    (lab-b silent)."""
-    f = c.farm(REPLAY_RULE)
-    ms = [f.enroll(h) for h in ("lab-a", "lab-b", "lab-c")]
-    a, b, cm = ms
-    f.start()
-    start = max(m.info()["enrolled_ns"] for m in ms) + MS
-    runs = {m: m.run(1, R, start_ns=start, interval_ns=SEC) for m in ms}
-    last = {m: start for m in ms}
-    posted = {m: [] for m in ms}
-    backlog, events = [], []
-    recorded = []
-    rounds, outage = 18, 11
-    for k in range(rounds):
-        time.sleep(1.2)
+class LiveRun:
+    """The recorded run of test_inv4_replay_and_ask_again: three machines upload an interval
+    every ~1.2 s; lab-b's uploads stay in its outbox from round OUTAGE on, one of them with a
+    violation (round VIOLATION) and its event."""
+    ROUNDS, OUTAGE, VIOLATION = 18, 11, 13
+
+    def __init__(self, c, f):
+        self.c, self.f = c, f
+        self.ms = [f.enroll(h) for h in ("lab-a", "lab-b", "lab-c")]
+        self.a, self.b, self.cm = self.ms
+        f.start()
+        start = max(m.info()["enrolled_ns"] for m in self.ms) + MS
+        self.runs = {m: m.run(1, R, start_ns=start, interval_ns=SEC) for m in self.ms}
+        self.last = {m: start for m in self.ms}
+        self.posted = {m: [] for m in self.ms}
+        self.backlog, self.events, self.recorded = [], [], []
+
+    def round(self, k):
         t = now_ns() - 50 * MS
-        for m in ms:
-            r = runs[m]
-            kw = {}
-            if m is b and k == 13:
-                kw = {"per_cpu": {0: {"max_ns": 400 * US}}}
-            iv = r.interval(last[m], t - last[m], None, loads=[], **kw)
-            last[m] = t
-            if m is b and k >= outage:
-                backlog.append(iv)
-                if k == 13:
-                    events.append({"id": 1, "time_ns": iv["start_ns"] + iv["length_ns"] // 2,
-                                   "type": "violation", "cpu": 0, "value": 400 * US,
-                                   "message": "latency over the threshold"})
+        for m in self.ms:
+            r = self.runs[m]
+            spike = m is self.b and k == self.VIOLATION
+            kw = {"per_cpu": {0: {"max_ns": 400 * US}}} if spike else {}
+            iv = r.interval(self.last[m], t - self.last[m], None, loads=[], **kw)
+            self.last[m] = t
+            if m is self.b and k >= self.OUTAGE:
+                self.backlog.append(iv)
+                if k == self.VIOLATION:
+                    self.violation_iv = iv
+                    self.events.append({"id": 1, "time_ns": iv["start_ns"] + iv["length_ns"] // 2,
+                                        "type": "violation", "cpu": 0, "value": 400 * US,
+                                        "message": "latency over the threshold"})
                 continue
             r.post([iv])
-            posted[m].append((k, iv))
-        st, text, obj = f.verdict_raw(R)
-        if not c.check(st == 200 and obj, f"round {k}: the verdict answers", f"{st} {text[:300]}"):
-            return
-        recorded.append({"k": k, "text": text, "at_ns": obj.get("at_ns"),
-                         "asked_at_ns": obj.get("asked_at_ns"), "verdict": obj.get("verdict")})
+            self.posted[m].append((k, iv))
+        st, text, obj = self.f.verdict_raw(R)
+        if not self.c.check(st == 200 and obj, f"round {k}: the verdict answers",
+                            f"{st} {text[:300]}"):
+            return False
+        self.recorded.append({"k": k, "text": text, "at_ns": obj.get("at_ns"),
+                              "asked_at_ns": obj.get("asked_at_ns"), "verdict": obj.get("verdict")})
+        return True
 
-    # The recorded answers follow the rule.
-    seen = [r["verdict"] for r in recorded]
-    for rec in recorded:
-        want = replay_model(rec["at_ns"], {m: [iv for k, iv in posted[m] if k <= rec["k"]]
-                                           for m in ms}, 10 * SEC, 4 * SEC)
-        if want:
-            c.eq(rec["verdict"], want, f"round {rec['k']}: the verdict given then")
-    c.check({"pending", "qualified", "failed"} <= set(seen),
-            "the run went through pending, qualified and failed", seen)
-    c.check(all(r["at_ns"] == r["asked_at_ns"] for r in recorded),
-            "a verdict asked without at= judges the moment it was asked",
-            [(r["at_ns"], r["asked_at_ns"]) for r in recorded][:3])
-    gap_id = f"gap:{b.id}:{last_before_outage(posted[b])}:ongoing"
-    failed = [json.loads(r["text"]) for r in recorded if r["verdict"] == "failed"]
-    c.check(failed and all(gap_id in problems_by_id(x) for x in failed),
-            f"the failed answers name {gap_id}", [c.ids(x) for x in failed][:2])
+    def check_recorded(self):
+        """The answers given during the run follow the rule."""
+        c, seen = self.c, [r["verdict"] for r in self.recorded]
+        for rec in self.recorded:
+            want = replay_model(rec["at_ns"], {m: [iv for k, iv in self.posted[m] if k <= rec["k"]]
+                                               for m in self.ms}, 10 * SEC, 4 * SEC)
+            if want:
+                c.eq(rec["verdict"], want, f"round {rec['k']}: the verdict given then")
+        c.check({"pending", "qualified", "failed"} <= set(seen),
+                "the run went through pending, qualified and failed", seen)
+        c.check(all(r["at_ns"] == r["asked_at_ns"] for r in self.recorded),
+                "a verdict asked without at= judges the moment it was asked",
+                [(r["at_ns"], r["asked_at_ns"]) for r in self.recorded][:3])
+        iv = self.posted[self.b][-1][1]
+        gap_id = f"gap:{self.b.id}:{iv['start_ns'] + iv['length_ns']}:ongoing"
+        failed = [json.loads(r["text"]) for r in self.recorded if r["verdict"] == "failed"]
+        c.check(failed and all(gap_id in problems_by_id(x) for x in failed),
+                f"the failed answers name {gap_id}", [c.ids(x) for x in failed][:2])
 
-    # Behind their back.
-    rb = runs[b]
-    rb.post(backlog, events)
-    viol = f"violation:{b.id}:1:{backlog[13 - outage]['seq']}:0"
-    st, text, _ = f.settings(a, "narrowed after the run", bound_ns=20 * US)
-    c.check(st in (200, 201), f"settings of lab-a ({text[:200]})", st)
-    st, text, _ = f.settings(cm, "taken out of the gating group", gating=False)
-    c.check(st in (200, 201), f"settings of lab-c ({text[:200]})", st)
-    st, text, _ = f.waive(R, viol, "reproduced, harmless")
-    c.eq(st, 201, f"waiver of {viol} ({text[:200]})")
-    a.hostname = "lab-a-renamed"
-    ra2 = a.run(2, R, start_ns=now_ns(), interval_ns=SEC)
-    time.sleep(0.3)
-    ra2.post([ra2.interval(ra2.start_ns, now_ns() - ra2.start_ns - MS, None, loads=[])])
-    f.restart(dict(REPLAY_RULE, MaxGap="6s"))
+    def behind_their_back(self):
+        """Late data, settings changed, a waiver, a new hostname, another rule."""
+        c, f, a = self.c, self.f, self.a
+        self.runs[self.b].post(self.backlog, self.events)
+        self.viol = f"violation:{self.b.id}:1:{self.violation_iv['seq']}:0"
+        st, text, _ = f.settings(a, "narrowed after the run", bound_ns=20 * US)
+        c.check(st in (200, 201), f"settings of lab-a ({text[:200]})", st)
+        st, text, _ = f.settings(self.cm, "taken out of the gating group", gating=False)
+        c.check(st in (200, 201), f"settings of lab-c ({text[:200]})", st)
+        st, text, _ = f.waive(R, self.viol, "reproduced, harmless")
+        c.eq(st, 201, f"waiver of {self.viol} ({text[:200]})")
+        a.hostname = "lab-a-renamed"
+        ra2 = a.run(2, R, start_ns=now_ns(), interval_ns=SEC)
+        time.sleep(0.3)
+        ra2.post([ra2.interval(ra2.start_ns, now_ns() - ra2.start_ns - MS, None, loads=[])])
+        f.restart(dict(REPLAY_RULE, MaxGap="6s"))
 
-    # ?known_at=: what was said then, byte for byte.
-    for rec in recorded:
-        st, text, obj = f.verdict_raw(R, known_at=str(rec["asked_at_ns"]))
-        if not c.check(st == 200 and obj, f"round {rec['k']}: ?known_at= answers", f"{st} {text[:300]}"):
-            continue
-        a1, a2 = without_asked(rec["text"]), without_asked(text)
-        c.check(a1 == a2, f"round {rec['k']}: ?known_at= repeats the answer given then",
-                first_difference(a1, a2))
+    def ask_known_at(self):
+        """?known_at=: what was said then, byte for byte."""
+        for rec in self.recorded:
+            st, text, obj = self.f.verdict_raw(R, known_at=str(rec["asked_at_ns"]))
+            if self.c.check(st == 200 and obj, f"round {rec['k']}: ?known_at= answers",
+                            f"{st} {text[:300]}"):
+                a1, a2 = without_asked(rec["text"]), without_asked(text)
+                self.c.check(a1 == a2, f"round {rec['k']}: ?known_at= repeats the answer given "
+                             "then", first_difference(a1, a2))
 
-    # ?at=: the same answer unless data stamped before the moment arrived after it.
-    for rec in recorded:
-        T = rec["at_ns"]
-        st, text, obj = f.verdict_raw(R, at=str(T))
-        if not c.check(st == 200 and obj, f"round {rec['k']}: ?at= answers", f"{st} {text[:300]}"):
-            continue
-        late = [iv for iv in backlog if iv["start_ns"] + iv["length_ns"] <= T]
-        want = {"intervals": len(late), "events": sum(e["time_ns"] <= T for e in events),
-                "covered_ns": span_sum(late)}
-        c.eq(obj.get("late"), want, f"round {rec['k']}: late")
-        c.eq((obj.get("rule") or {}).get("max_gap_ns"), 4 * SEC,
-             f"round {rec['k']}: the rule in force then")
-        if not late:
-            a1, a2 = without_asked(rec["text"]), without_asked(text)
-            c.check(a1 == a2, f"round {rec['k']}: ?at= asked again gives the same answer",
-                    first_difference(a1, a2))
-        else:
-            judged_viol = backlog[13 - outage] in late
-            everything = {m: [iv for _, iv in posted[m]] for m in ms}
-            everything[b] = everything[b] + backlog
-            want = replay_model(T, everything, 10 * SEC, 4 * SEC, [backlog[13 - outage]])
+    def ask_at(self):
+        """?at=: the same answer unless data stamped before the moment arrived after it."""
+        c = self.c
+        for rec in self.recorded:
+            T = rec["at_ns"]
+            st, text, obj = self.f.verdict_raw(R, at=str(T))
+            if not c.check(st == 200 and obj, f"round {rec['k']}: ?at= answers",
+                           f"{st} {text[:300]}"):
+                continue
+            late = [iv for iv in self.backlog if iv["start_ns"] + iv["length_ns"] <= T]
+            want = {"intervals": len(late), "events": sum(e["time_ns"] <= T for e in self.events),
+                    "covered_ns": span_sum(late)}
+            c.eq(obj.get("late"), want, f"round {rec['k']}: late")
+            c.eq((obj.get("rule") or {}).get("max_gap_ns"), 4 * SEC,
+                 f"round {rec['k']}: the rule in force then")
+            if not late:
+                a1, a2 = without_asked(rec["text"]), without_asked(text)
+                c.check(a1 == a2, f"round {rec['k']}: ?at= asked again gives the same answer",
+                        first_difference(a1, a2))
+                continue
+            everything = {m: [iv for _, iv in self.posted[m]] for m in self.ms}
+            everything[self.b] = everything[self.b] + self.backlog
+            want = replay_model(T, everything, 10 * SEC, 4 * SEC, [self.violation_iv])
             if want:
                 c.eq(obj.get("verdict"), want, f"round {rec['k']}: ?at= with the outage delivered")
-            c.eq([x for x in c.ids(obj) if x.startswith(f"gap:{b.id}")], [],
+            c.eq([x for x in c.ids(obj) if x.startswith(f"gap:{self.b.id}")], [],
                  f"round {rec['k']}: lab-b's silence is filled")
-            if judged_viol:
-                c.problem(obj, viol, "violation")
+            if self.violation_iv in late:
+                c.problem(obj, self.viol, "violation")
 
-    # ?at=T&known_at=K: what was known at K about T.  Nothing stamped by round 5 arrived after
-    # it, so K = round 10 knows the same; the outage was not known yet at round 15.
-    for kt, kk in ((5, 10), (12, 15)):
-        rec, known = recorded[kt], recorded[kk]
-        st, text, obj = f.verdict_raw(R, at=str(rec["at_ns"]), known_at=str(known["asked_at_ns"]))
-        if c.check(st == 200, f"?at= round {kt} &known_at= round {kk} answers", text[:300]):
-            a1, a2 = without_asked(rec["text"]), without_asked(text)
-            c.check(a1 == a2, f"?at= round {kt} as known at round {kk} is the answer given then",
-                    first_difference(a1, a2))
+    def ask_at_known_at(self):
+        """?at=T&known_at=K: what was known at K about T.  Nothing stamped by round 5 arrived
+        after it, so round 10 knew the same; the outage was not known yet at round 15."""
+        for kt, kk in ((5, 10), (12, 15)):
+            rec, known = self.recorded[kt], self.recorded[kk]
+            st, text, _ = self.f.verdict_raw(R, at=str(rec["at_ns"]),
+                                             known_at=str(known["asked_at_ns"]))
+            if self.c.check(st == 200, f"?at= round {kt} &known_at= round {kk} answers",
+                            text[:300]):
+                a1, a2 = without_asked(rec["text"]), without_asked(text)
+                self.c.check(a1 == a2, f"?at= round {kt} as known at round {kk} is the answer "
+                             "given then", first_difference(a1, a2))
 
-    # Now: the waiver holds, the rule is the new one, lab-c no longer gates.
-    v = f.verdict(R)
-    c.check(viol in problems_by_id(v, "waived"), "the violation is waived now", c.ids(v, key="waived"))
-    c.eq((v.get("rule") or {}).get("max_gap_ns"), 6 * SEC, "the rule in force now")
-    c.check(machine_of(v, cm) is None, "lab-c does not gate now",
-            [x.get("hostname") for x in v.get("machines") or []])
+    def ask_now(self):
+        """Now: the waiver holds, the rule is the new one, lab-c no longer gates; and the
+        questions that cannot be answered."""
+        c, f = self.c, self.f
+        v = f.verdict(R)
+        c.check(self.viol in problems_by_id(v, "waived"), "the violation is waived now",
+                c.ids(v, key="waived"))
+        c.eq((v.get("rule") or {}).get("max_gap_ns"), 6 * SEC, "the rule in force now")
+        c.check(machine_of(v, self.cm) is None, "lab-c does not gate now",
+                [x.get("hostname") for x in v.get("machines") or []])
+        T0 = self.recorded[0]["at_ns"]
+        st, _, _ = f.verdict_raw(R, known_at=str(now_ns() + HOUR))
+        c.eq(st, 400, "?known_at= in the future is refused")
+        st, _, _ = f.verdict_raw(R, at=str(T0 + SEC), known_at=str(T0))
+        c.eq(st, 400, "?at= after ?known_at= is refused")
 
-    # Questions that cannot be answered.
-    T0 = recorded[0]["at_ns"]
-    st, _, _ = f.verdict_raw(R, known_at=str(now_ns() + HOUR))
-    c.eq(st, 400, "?known_at= in the future is refused")
-    st, _, _ = f.verdict_raw(R, at=str(T0 + SEC), known_at=str(T0))
-    c.eq(st, 400, "?at= after ?known_at= is refused")
 
-
-def last_before_outage(posted_b):
-    iv = posted_b[-1][1]
-    return iv["start_ns"] + iv["length_ns"]
+@test
+def test_inv4_replay_and_ask_again(c):
+    """Invariant 4, and 5 and 6 through it.  A run recorded live: three machines upload an interval
+    every ~1.2 s for 18 rounds (period 10 s, MaxGap 4 s) and the verdict is asked after each;
+    lab-b's network fails after round 10 (its outbox keeps the intervals).  Then, behind the
+    recorded answers' back: lab-b's outbox delivers the outage (with a 400 us violation and its
+    event), lab-a's bound is narrowed below its data, lab-c is un-gated, the violation is
+    waived, lab-a comes back under a new hostname, and the server restarts with another rule
+    (MaxGap 6 s).  Asked again, ?known_at= of each recorded moment must give the recorded answer
+    byte for byte (but for asked_at/asked_at_ns); ?at= of each moment before the outage the same
+    answer with late all 0, and of each moment after it late counts of exactly the outage's
+    intervals, event and time received late.  The recorded answers themselves follow the rule:
+    pending, then qualified, then failed (lab-b silent)."""
+    run = LiveRun(c, c.farm(REPLAY_RULE))
+    for k in range(run.ROUNDS):
+        time.sleep(1.2)
+        if not run.round(k):
+            return
+    run.check_recorded()
+    run.behind_their_back()
+    run.ask_known_at()
+    run.ask_at()
+    run.ask_at_known_at()
+    run.ask_now()
 
 
 @test
 def test_inv4_late_data_in_a_whole_day(c):
-    """Invariant 4, on the day rollups.  lab-b's 49 h (a whole UTC day inside) miss 2 hours in
-    the middle of that day: the verdict is failed (a gap).  Then the outage's intervals arrive
-    late, lab-a's bound is narrowed below its data, and the server restarts with another
-    MaxGap.  ?known_at= of the first answer repeats it byte for byte (the day's rollup, which
-    now holds the late intervals, must not be read for it); ?at= of it now qualifies, with late
-    counting exactly the 12 intervals and their 2 hours."""
+    """Invariant 4, on the day rollups.  lab-b's 49 h (a whole UTC day inside) miss 2 hours in the
+    middle of that day: the verdict is failed (a gap).  Then the outage's intervals arrive late,
+    lab-a's bound is narrowed below its data, and the server restarts with another MaxGap.
+    ?known_at= of the first answer repeats it byte for byte (the day's rollup, which now holds
+    the late intervals, must not be read for it); ?at= of it now qualifies, with late counting
+    exactly the 12 intervals and their 2 hours."""
     f = c.farm()
     a, b = f.enroll("lab-a"), f.enroll("lab-b")
     f.start()
@@ -790,14 +817,13 @@ def wait_until(ns):
 
 @test
 def test_inv5_settings_changed_afterwards(c):
-    """Invariant 5.  Attack: lab-a (bound 100 us) measures 150 us after its enrolment; then
-    its bound is widened to 200 us, it is un-gated (staff API), and revoked.  The violation,
-    judged with the bound of its time, stays a problem of the release through all three (not
-    moved to not_counted); only a waiver removes it.  The same for lab-d's violation after
-    lab-d is moved to another group.  Changing settings does not change the
-    token (uploads still accepted), and the history keeps who, when and why.  Control: lab-c,
-    enrolled with a 200 us bound, measures 150 us and is later narrowed to 100 us: no
-    violation, ever."""
+    """Invariant 5.  Attack: lab-a (bound 100 us) measures 150 us after its enrolment; then its
+    bound is widened to 200 us, it is un-gated (staff API), and revoked.  The violation, judged
+    with the bound of its time, stays a problem of the release through all three (not moved to
+    not_counted); only a waiver removes it.  The same for lab-d's violation after lab-d is moved
+    to another group.  Changing settings does not change the token (uploads still accepted), and
+    the history keeps who, when and why.  Control: lab-c, enrolled with a 200 us bound, measures
+    150 us and is later narrowed to 100 us: no violation, ever."""
     f = c.farm()
     a, b, d = f.enroll("lab-a"), f.enroll("lab-b"), f.enroll("lab-d")
     cm = f.enroll("lab-c", "--bound", "200us")
@@ -901,11 +927,11 @@ def test_inv5_coverage_only_while_gating(c):
 
 @test
 def test_inv6_other_release_excuses_only_its_time(c):
-    """Invariant 6.  Attack: lab-b runs the release for 10 h, goes silent, runs another release
-    for 3 h inside a 10 h hole, goes silent again, then runs the release for 24 h.  Only the 3 h
-    of the other release are excused: the silences before (3 h) and after (4 h) them are two
-    gaps with their start and end.  The other release, judged alone, has no gap (the machine
-    ran the first one around it): pending, not failed."""
+    """Invariant 6.  Attack: lab-b runs the release for 10 h, goes silent, runs another release for
+    3 h inside a 10 h hole, goes silent again, then runs the release for 24 h.  Only the 3 h of
+    the other release are excused: the silences before (3 h) and after (4 h) them are two gaps
+    with their start and end.  The other release, judged alone, has no gap (the machine ran the
+    first one around it): pending, not failed."""
     f = c.farm()
     a, b = f.enroll("lab-a"), f.enroll("lab-b")
     f.start()
@@ -931,10 +957,10 @@ def test_inv6_other_release_excuses_only_its_time(c):
 
 @test
 def test_inv6_hole_in_a_history_posted_out_of_order(c):
-    """Invariant 6 (and 2).  Attack on the day rollups: lab-b's 49 h, with a 20-minute hole in
-    the middle of a whole UTC day, arrive out of order (uploads of 7 intervals, every other one,
-    newest first, then the rest), and a third of them twice under other sequence numbers.  The hole is
-    still exactly one gap, gap:MACHINE:START:END, and the coverage is counted once."""
+    """Invariant 6 (and 2).  Attack on the day rollups: lab-b's 49 h, with a 20-minute hole in the
+    middle of a whole UTC day, arrive out of order (uploads of 7 intervals, every other one,
+    newest first, then the rest), and a third of them twice under other sequence numbers.  The
+    hole is still exactly one gap, gap:MACHINE:START:END, and the coverage is counted once."""
     f = c.farm()
     a, b = f.enroll("lab-a"), f.enroll("lab-b")
     f.start()
@@ -963,14 +989,15 @@ MAINT_RULE = {"Period": "1d", "Scenarios": "none", "MaxGap": "3s", "Watch": "0"}
 
 @test
 def test_inv6_maintenance_window(c):
-    """Invariant 6 (control and attacks), and 4.  lab-m has a maintenance window declared
-    before it starts (now+5s to now+13s) and is silent exactly then: no gap, and the window is
-    not coverage.  lab-n, silent at the same time without a window: gap:MACHINE:START:END.
-    lab-k's window is cancelled before it starts: its silence is a gap.  lab-c's window (now+5s
-    to now+25s) is cancelled at now+9s: the silence after the cancellation is a gap of its own.
-    lab-q has been silent for 50 s when its window is declared starting then (within the
-    minute allowed): asked about a moment before the declaration, the silence is not excused
-    (the window was not in force then); after it, nothing from the declaration on is a gap.  A window starting two hours ago is refused."""
+    """Invariant 6 (control and attacks), and 4. lab-m has a maintenance window declared before it
+    starts (now+5s to now+13s) and is silent exactly then: no gap, and the window is not
+    coverage.  lab-n, silent at the same time without a window: gap:MACHINE:START:END. lab-k's
+    window is cancelled before it starts: its silence is a gap.  lab-c's window (now+5s to
+    now+25s) is cancelled at now+9s: the silence after the cancellation is a gap of its own.
+    lab-q has been silent for 50 s when its window is declared starting then (within the minute
+    allowed): asked about a moment before the declaration, the silence is not excused (the
+    window was not in force then); after it, nothing from the declaration on is a gap.  A window
+    starting two hours ago is refused."""
     f = c.farm(MAINT_RULE)
     mm, nn, kk, cc, qq = (f.enroll(h) for h in ("lab-m", "lab-n", "lab-k", "lab-c", "lab-q"))
     f.start()
@@ -1012,7 +1039,8 @@ def test_inv6_maintenance_window(c):
     v = f.verdict(R, at=str(at))
     c.eq(c.ids(v, "gap", mm), [], "lab-m: no gap inside its window")
     c.eq(c.ids(v, "gap", nn), [f"gap:{nn.id}:{w0}:{w1}"], "lab-n: the silence is a gap")
-    c.eq(c.ids(v, "gap", kk), [f"gap:{kk.id}:{w0}:{w1}"], "lab-k: a cancelled window excuses nothing")
+    c.eq(c.ids(v, "gap", kk), [f"gap:{kk.id}:{w0}:{w1}"],
+         "lab-k: a cancelled window excuses nothing")
     # Whether the window excuses the 50 s before its declaration is not settled (findings
     # S13); it may not excuse more, and nothing after its declaration is a gap.
     gq = c.ids(v, "gap", qq)
@@ -1082,12 +1110,12 @@ def io_stretches(ivs):
 
 @test
 def test_inv7_scenario_without_its_load(c):
-    """Invariant 7.  Attacks: lab-b's io intervals carry a fileio generator that is up but
-    reports zero throughput; lab-c's io intervals carry no fileio at all (a cpu generator
-    instead).  Neither is io coverage (0 for the scenario, the time still measured), and each
-    io stretch longer than LoadDownMax=10min is a load_down of fileio, and so is the total.
-    Control lab-d: fileio running, plus an extra generator that is idle (not required by io):
-    counts in full, no problem."""
+    """Invariant 7.  Attacks: lab-b's io intervals carry a fileio generator that is up but reports
+    zero throughput; lab-c's io intervals carry no fileio at all (a cpu generator instead).
+    Neither is io coverage (0 for the scenario, the time still measured), and each io stretch
+    longer than LoadDownMax=10min is a load_down of fileio, and so is the total.  Control lab-d:
+    fileio running, plus an extra generator that is idle (not required by io): counts in full,
+    no problem."""
     f = c.farm()
     a, b, cm, d = (f.enroll(h) for h in ("lab-a", "lab-b", "lab-c", "lab-d"))
     f.start()
@@ -1126,8 +1154,8 @@ def test_inv7_scenario_without_its_load(c):
 
 @test
 def test_inv7_load_down_in_total(c):
-    """Invariant 7.  Attack: in every io hour of lab-b, two non-adjacent intervals have fileio
-    up only 4 of their 10 minutes: never 10 minutes in a row, but over 1 h in total over the
+    """Invariant 7.  Attack: in every io hour of lab-b, two non-adjacent intervals have fileio up
+    only 4 of their 10 minutes: never 10 minutes in a row, but over 1 h in total over the
     release: load_down:MACHINE:total:fileio, and io counts only the time fileio ran.  Control
     lab-c: one such interval per io hour stays under the total (no problem)."""
     f = c.farm()
@@ -1163,11 +1191,10 @@ def test_inv7_load_down_in_total(c):
 
 @test
 def test_inv7_several_generators_down_add_up(c):
-    """Invariant 7.  Attack on the scenario mixed (cpu, fileio, memory, network): in one
-    interval of every four, cpu runs 7 of its 10 minutes and memory 6.  When they were down is
-    not known, so the scenario counts 10 - 3 - 4 = 3 minutes of such an interval, not the
-    6 minutes of the least-up generator.  (Never 10 minutes down in a row, and under 1 h in
-    total: no load_down.)"""
+    """Invariant 7.  Attack on the scenario mixed (cpu, fileio, memory, network): in one interval
+    of every four, cpu runs 7 of its 10 minutes and memory 6.  When they were down is not known,
+    so the scenario counts 10 - 3 - 4 = 3 minutes of such an interval, not the 6 minutes of the
+    least-up generator.  (Never 10 minutes down in a row, and under 1 h in total: no load_down.)"""
     f = c.farm({"Period": "1d", "Scenarios": "mixed 20h", "Watch": "0"})
     a = f.enroll("lab-a")
     f.start()
@@ -1197,10 +1224,10 @@ SERIES = {"6.6-rt": {"Releases": "6.6.*-rt*", "Group": "rack-a"},
 
 @test
 def test_inv8_other_series_does_not_block(c):
-    """Control, invariant 8 (no false failed or pending).  rack-a tests 6.6-rt, rack-b tests
-    6.1-rt.  lab-b1 (rack-b) runs 6.1.90-rt40 with a violation and never runs 6.6.30-rt31: it
-    neither blocks nor appears in the 6.6 release's verdict, which qualifies on rack-a; the 6.1
-    release fails on its own group."""
+    """Control, invariant 8 (no false failed or pending). rack-a tests 6.6-rt, rack-b tests 6.1-rt.
+    lab-b1 (rack-b) runs 6.1.90-rt40 with a violation and never runs 6.6.30-rt31: it neither
+    blocks nor appears in the 6.6 release's verdict, which qualifies on rack-a; the 6.1 release
+    fails on its own group."""
     f = c.farm(STD, SERIES)
     a1, a2 = f.enroll("lab-a1", "--groups", "rack-a"), f.enroll("lab-a2", "--groups", "rack-a")
     b1 = f.enroll("lab-b1", "--groups", "rack-b")
@@ -1213,8 +1240,8 @@ def test_inv8_other_series_does_not_block(c):
         "per_cpu": {0: {"max_ns": 300 * US}}} if i == 50 else None)
     v = f.verdict(R)
     c.eq(v.get("verdict"), "qualified", "verdict of 6.6.30-rt31")
-    c.eq((v.get("series"), v.get("group"), v.get("group_source")), ("6.6-rt", "rack-a", "configured"),
-         "series, group, group_source")
+    c.eq((v.get("series"), v.get("group"), v.get("group_source")),
+         ("6.6-rt", "rack-a", "configured"), "series, group, group_source")
     c.eq(v.get("gating_machines"), 2, "gating_machines")
     c.check(b1.id not in json.dumps(v),
             "lab-b1 does not appear in the 6.6 release's verdict")
@@ -1227,13 +1254,12 @@ def test_inv8_other_series_does_not_block(c):
 
 @test
 def test_inv8_unrun_member_and_mixed_builds(c):
-    """Invariant 8.  Attacks: lab-a and lab-b run 6.6.30-rt31 cleanly but as two different
-    builds (same uname -r, different uname -v); lab-c, of the same gating group, has not run it.
-    Two builds on gating machines are one mixed_builds problem (which data is the release?),
-    both builds are listed, and lab-c's absence is missing (not_run): "every machine that ran
-    it is fine" is not "qualified".  Once the two builds are waived, lab-c runs a third build:
-    a new mixed_builds problem (its id is of the set of builds), which the waiver does not
-    cover."""
+    """Invariant 8.  Attacks: lab-a and lab-b run 6.6.30-rt31 cleanly but as two different builds
+    (same uname -r, different uname -v); lab-c, of the same gating group, has not run it.  Two
+    builds on gating machines are one mixed_builds problem (which data is the release?), both
+    builds are listed, and lab-c's absence is missing (not_run): "every machine that ran it is
+    fine" is not "qualified".  Once the two builds are waived, lab-c runs a third build: a new
+    mixed_builds problem (its id is of the set of builds), which the waiver does not cover."""
     f = c.farm()
     a, b, cm = f.enroll("lab-a"), f.enroll("lab-b"), f.enroll("lab-c")
     f.start()
@@ -1264,7 +1290,8 @@ def test_inv8_unrun_member_and_mixed_builds(c):
         clean(cm, R, E - 2 * HOUR, E, run_id=2, kernel_version="#3 SMP PREEMPT_RT Wed Nov 4 2026")
         v = f.verdict(R)
         again = c.ids(v, "mixed_builds")
-        c.check(len(again) == 1 and again[0] != mixed[0] and again[0].startswith(f"mixed_builds:{R}:"),
+        c.check(len(again) == 1 and again[0] != mixed[0] and
+                again[0].startswith(f"mixed_builds:{R}:"),
                 "a third build is a new mixed_builds problem, not covered by the waiver",
                 (mixed, again))
         c.eq(v.get("verdict"), "failed", "verdict with a third build")
@@ -1272,10 +1299,10 @@ def test_inv8_unrun_member_and_mixed_builds(c):
 
 @test
 def test_inv8_debian_rt_kernel_is_its_own_series(c):
-    """Invariant 8 (and 9, 10).  Debian's kernels: 6.1.0-18-amd64 and the PREEMPT_RT build of
-    the same sources, 6.1.0-18-rt-amd64 (an "-rt" part without a number).  They are different
-    branches: they must not be one series, or the RT kernel's regressions and latest stable
-    are judged against a kernel that is not real-time at all."""
+    """Invariant 8 (and 9, 10).  Debian's kernels: 6.1.0-18-amd64 and the PREEMPT_RT build of the
+    same sources, 6.1.0-18-rt-amd64 (an "-rt" part without a number).  They are different
+    branches: they must not be one series, or the RT kernel's regressions and latest stable are
+    judged against a kernel that is not real-time at all."""
     f = c.farm()
     a, b = f.enroll("lab-a"), f.enroll("lab-b")
     f.start()
@@ -1294,9 +1321,9 @@ def test_inv8_debian_rt_kernel_is_its_own_series(c):
 
 @test
 def test_inv8_release_named_explicitly(c):
-    """Control, invariant 8.  Two labs build the same uname -r differently and name their
-    releases explicitly ([Upload] Release=, run.release): each named release is judged on its
-    own series and group, qualifies, and has one build; no mixed_builds."""
+    """Control, invariant 8.  Two labs build the same uname -r differently and name their releases
+    explicitly ([Upload] Release=, run.release): each named release is judged on its own series
+    and group, qualifies, and has one build; no mixed_builds."""
     series = {"lab1": {"Releases": "*-lab1", "Group": "lab1"},
               "lab2": {"Releases": "*-lab2", "Group": "lab2"}}
     f = c.farm(STD, series)
@@ -1348,8 +1375,8 @@ def regression_farm(c, rule):
 
 @test
 def test_inv9_regression_against_latest_stable(c):
-    """Invariant 9.  Attack: a release that stays within the bound everywhere but is clearly
-    worse than the series' latest stable on two machines and scenarios.  It fails with
+    """Invariant 9.  Attack: a release that stays within the bound everywhere but is clearly worse
+    than the series' latest stable on two machines and scenarios.  It fails with
     regression:MACHINE:SCENARIO:BASELINE for exactly those two; the baseline is named in the
     rule.  The next release, worse than the baseline by less than the tolerance, qualifies,
     compared with 6.6.29-rt30 (the failed release is no baseline)."""
@@ -1372,8 +1399,8 @@ def test_inv9_regression_against_latest_stable(c):
 @test
 def test_control_regression_off(c):
     """Control, invariant 9 (no false failed).  The same farm with Regression=no: 6.6.30-rt31,
-    within its bound everywhere, qualifies; and with Regression=yes but a tolerance of 200 %
-    and a minimum difference of 60 us, it qualifies too."""
+    within its bound everywhere, qualifies; and with Regression=yes but a tolerance of 200 % and
+    a minimum difference of 60 us, it qualifies too."""
     f, a, b = regression_farm(c, dict(STD, Regression="no"))
     v = f.verdict(CAND)
     c.eq(v.get("verdict"), "qualified", "verdict with Regression=no")
@@ -1396,13 +1423,13 @@ LADDER = ["6.6.10-rc3-rt20", "6.6.10-rt2", "6.6.10-rt12", "6.6.11-rt1", "6.6.9-r
 
 @test
 def test_inv10_latest_stable_by_version_order(c):
-    """Invariant 10.  Attack on the order: lab-a and lab-b run, 25 h each and in this order
-    of time, 6.6.10-rc3-rt20, 6.6.10-rt2, 6.6.10-rt12, 6.6.11-rt1 (a violation: failed) and
+    """Invariant 10.  Attack on the order: lab-a and lab-b run, 25 h each and in this order of
+    time, 6.6.10-rc3-rt20, 6.6.10-rt2, 6.6.10-rt12, 6.6.11-rt1 (a violation: failed) and
     6.6.9-rt5, after lab-a alone ran 6.1.90-rt40 (pending).  The latest stable of 6.6-rt is
-    6.6.10-rt12: not the newest in time (6.6.9-rt5, which a string order also picks), not
-    rt2 or rc3-rt20 (which a string order of -rtN picks), not the failed 6.6.11-rt1.  60 h ago
-    it was 6.6.10-rt2 (rt12 was then pending).  6.1-rt has none: `rtsoak latest-stable` exits
-    2.  The dashboard's overview names both."""
+    6.6.10-rt12: not the newest in time (6.6.9-rt5, which a string order also picks), not rt2 or
+    rc3-rt20 (which a string order of -rtN picks), not the failed 6.6.11-rt1. 60 h ago it was
+    6.6.10-rt2 (rt12 was then pending). 6.1-rt has none: `rtsoak latest-stable` exits 2.  The
+    dashboard's overview names both."""
     f = c.farm(dict(STD, Watch="1s"))
     a, b = f.enroll("lab-a"), f.enroll("lab-b")
     f.start()
@@ -1450,13 +1477,12 @@ def test_inv10_latest_stable_by_version_order(c):
 
 @test
 def test_inv11_not_counted_is_listed(c):
-    """Invariant 11 (and 8).  lab-c (not gating, a build of its own: no mixed build, as it does
-    not gate) has three violations, lab-d (only in group rack-z,
-    which does not judge 6.6-rt) a probe down for 30 minutes: both are listed under not_counted with
-    why, and both machines under other_machines with why; the release qualifies on lab-a and
-    lab-b.  And a release of another series with 601 violations on one machine lists 500
-    problems but counts all 601 (problems_total, problem_counts), judged by the series' own
-    group (group_source series)."""
+    """Invariant 11 (and 8). lab-c (not gating, a build of its own: no mixed build, as it does not
+    gate) has three violations, lab-d (only in group rack-z, which does not judge 6.6-rt) a
+    probe down for 30 minutes: both are listed under not_counted with why, and both machines
+    under other_machines with why; the release qualifies on lab-a and lab-b.  And a release of
+    another series with 601 violations on one machine lists 500 problems but counts all 601
+    (problems_total, problem_counts), judged by the series' own group (group_source series)."""
     f = c.farm()
     a, b = f.enroll("lab-a"), f.enroll("lab-b")
     cm = f.enroll("lab-c", "--gating", "no")
@@ -1496,8 +1522,8 @@ def test_inv11_not_counted_is_listed(c):
 @test
 def test_inv11_gap_waiver_does_not_waive_the_next(c):
     """Invariant 11 (and a control of waivers).  Attack: lab-b is silent twice for 20 minutes.
-    Each gap's id names its start and end, so the waiver of the first leaves the second
-    failing the release; once both are waived the release qualifies (24 h 20 min covered)."""
+    Each gap's id names its start and end, so the waiver of the first leaves the second failing
+    the release; once both are waived the release qualifies (24 h 20 min covered)."""
     f = c.farm()
     a, b = f.enroll("lab-a"), f.enroll("lab-b")
     f.start()
@@ -1518,7 +1544,8 @@ def test_inv11_gap_waiver_does_not_waive_the_next(c):
     c.eq(c.ids(v), [g2], "problems: the second gap only")
     c.same_in_list(f, v)
     w = problems_by_id(v, "waived").get(g1) or {}
-    c.eq((w.get("waiver") or {}).get("reason"), "lab power cut, ticket 12", "the first gap's waiver")
+    c.eq((w.get("waiver") or {}).get("reason"), "lab power cut, ticket 12",
+         "the first gap's waiver")
     st, text, _ = f.waive(R, g2, "same power cut, second outage")
     c.eq(st, 201, f"waiver of the second gap ({text[:200]})")
     v = f.verdict(R)
