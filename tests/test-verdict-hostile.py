@@ -179,7 +179,9 @@ def test_control_clean_history_qualifies(c):
     # Asked about moments inside the history (one of them a UTC midnight, where the day
     # rollups meet): exactly the intervals that had ended count, all of them received late.
     midnight = (S // DAY + 1) * DAY
-    for T in (S + 13 * HOUR + 5 * MIN, midnight, midnight + 7 * MIN, midnight + DAY + 3 * MIN):
+    edge = ivs[a][30]["start_ns"] + ivs[a][30]["length_ns"]  # an interval ends exactly then
+    for T in (S + 13 * HOUR + 5 * MIN, edge, midnight, midnight + 7 * MIN,
+              midnight + DAY + 3 * MIN):
         got = [iv for iv in ivs[a] if iv["start_ns"] + iv["length_ns"] <= T]
         w = f.verdict(R, at=str(T))
         c.eq(w.get("verdict"), "pending" if span_sum(got) < DAY else "qualified",
@@ -1067,7 +1069,8 @@ def test_inv6_ungating_ends_an_ongoing_silence(c):
     (gap:MACHINE:START:ongoing) and cannot be waived: a waiver of it would waive the future.
     Un-gating lab-m ends its silence then: the gap gets an end (when the settings changed), is
     still a problem, and once that gap is waived the release qualifies on lab-a alone, with
-    lab-m among other_machines."""
+    lab-m among other_machines.  Made gating again while still silent, its silence counts
+    again from then: the waiver of the old gap does not cover it."""
     f = c.farm()
     a, mm = f.enroll("lab-a"), f.enroll("lab-m")
     f.start()
@@ -1099,6 +1102,16 @@ def test_inv6_ungating_ends_an_ongoing_silence(c):
     c.check(machine_of(v, mm) is None and any(x.get("id") == mm.id for x in
                                                 v.get("other_machines") or []),
             "lab-m is among other_machines", v.get("other_machines"))
+    # Gating again while still silent: the silence counts again, from then.
+    before = now_ns()
+    st, text, _ = f.settings(mm, "back in service", gating=True)
+    after = now_ns()
+    c.check(st in (200, 201), f"lab-m gating again ({text[:200]})", st)
+    v = f.verdict(R)
+    c.eq(v.get("verdict"), "failed", "verdict with lab-m silent and gating again")
+    again = [x for x in c.ids(v, "gap", mm) if x.endswith(":ongoing")]
+    c.check(len(again) == 1 and before <= int(again[0].split(":")[2]) <= after,
+            "a new ongoing silence of lab-m, from when it gated again", (again, before, after))
 
 
 # ---- 7. A load scenario counts only while its load ran -------------------------------------
