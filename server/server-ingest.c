@@ -276,7 +276,8 @@ static int cmp_span(const void *a, const void *b) {
 /* The part of [start, end) that the collected spans leave. */
 static int64_t uncovered(struct ingest *g, int64_t start, int64_t end) {
         int64_t left = 0, at = start;
-        qsort(g->spans, g->nspans, sizeof(*g->spans), cmp_span);
+        if (g->nspans > 0)
+                qsort(g->spans, g->nspans, sizeof(*g->spans), cmp_span);
         for (size_t i = 0; i < g->nspans && at < end; i++) {
                 const struct span *s = &g->spans[i];
                 if (s->end <= at)

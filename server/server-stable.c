@@ -91,7 +91,8 @@ static int releases(farm_db *db, const struct farm_rule *rule, const struct farm
                                         : farm_fail_on(db, farm_db_reader(db), rc,
                                                        "cannot list the releases", err);
         }
-        qsort(v, n, sizeof(*v), cmp_srel);
+        if (n > 0)
+                qsort(v, n, sizeof(*v), cmp_srel);
         *ret = v;
         *ret_n = n;
         return 0;

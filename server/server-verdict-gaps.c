@@ -167,7 +167,8 @@ static int examine_hole(struct vctx *v, struct vmachine *m, int64_t run, int64_t
                 free(busy);
                 return r;
         }
-        qsort(busy, n, sizeof(*busy), cmp_span);
+        if (n > 0)
+                qsort(busy, n, sizeof(*busy), cmp_span);
         int64_t at = a;
         for (size_t i = 0; i < n && r >= 0; i++) {
                 if (busy[i].end <= at)

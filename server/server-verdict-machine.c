@@ -834,7 +834,8 @@ static int flush_totals(struct vctx *v, struct vmachine *m) {
 
 static int flush_downs(struct vctx *v, struct vmachine *m) {
         int r;
-        qsort(m->downs, m->ndowns, sizeof(*m->downs), cmp_down);
+        if (m->ndowns > 0)
+                qsort(m->downs, m->ndowns, sizeof(*m->downs), cmp_down);
         for (size_t i = 0; i < m->ndowns;) {
                 size_t k = i;
                 int64_t missing = m->downs[i].missing_ns;

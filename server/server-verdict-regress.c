@@ -58,7 +58,8 @@ static int older_releases(struct vctx *v, char ***ret, size_t *ret_n) {
                 free(list);
                 return r;
         }
-        qsort(list, n, sizeof(*list), cmp_version_desc);
+        if (n > 0)
+                qsort(list, n, sizeof(*list), cmp_version_desc);
         *ret = list;
         *ret_n = n;
         return 0;
