@@ -460,8 +460,8 @@ static void test_default_load_user(void **state) {
                 fail();
         }
         unsigned want = (unsigned) pw->pw_uid;
-        const char *extra[] = { "--set", "Schedule.Rotation=w 1h",
-                                "--set", "Scenario.w.Load=cpu --workers 1 --load 5%", NULL };
+        const char *extra[] = { "--set", "Schedule.Rotation=w 1h", "--set",
+                                "Scenario.w.Load=cpu --workers 1 --load 5%", NULL };
         pid_t d = start_daemon(extra, NULL);
         pid_t kids[64];
         assert_int_equal(wait_children(d, 1, kids, 10000), 1);
@@ -477,7 +477,8 @@ static void test_default_load_user(void **state) {
         char *argv[48];
         const char *missing[] = { "--set", "Schedule.Rotation=w 1h",
                                   "--set", "Scenario.w.Load=cpu --workers 1 --load 5%",
-                                  "--set", "Load.User=rtsoak-no-such-user", NULL };
+                                  "--set", "Load.User=rtsoak-no-such-user",
+                                  NULL };
         struct tu_result r;
         fresh_db();
         tu_daemon_argv(argv, set_db, missing);
@@ -485,8 +486,10 @@ static void test_default_load_user(void **state) {
         assert_non_null(strstr(r.err, "[Load] User=rtsoak-no-such-user: no such user"));
         tu_result_done(&r);
         /* Without loads in the rotation, the user is never needed. */
-        const char *idle[] = { "--set", "Schedule.Rotation=idle 1h", "--set",
-                               "Load.User=rtsoak-no-such-user", "--duration", "1s", NULL };
+        const char *idle[] = { "--set",      "Schedule.Rotation=idle 1h",
+                               "--set",      "Load.User=rtsoak-no-such-user",
+                               "--duration", "1s",
+                               NULL };
         fresh_db();
         tu_daemon_argv(argv, set_db, idle);
         assert_int_equal(tu_run(argv, 20000, NULL, NULL, &r), 0);
