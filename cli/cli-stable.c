@@ -90,7 +90,7 @@ int cli_latest_stable(int argc, char **argv) {
         int c;
 
         optind = 1;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_SERVER:
                         f.server = optarg;
@@ -100,7 +100,7 @@ int cli_latest_stable(int argc, char **argv) {
                         int64_t at;
                         if (parse_timestamp(optarg, now_ns(CLOCK_REALTIME), &at, &reason) < 0) {
                                 log_error("--at %s: %s", optarg, reason ?: "not a point in time");
-                                return 64;
+                                return EXIT_USAGE;
                         }
                         snprintf(query, sizeof(query), "?at=%lld", (long long) at);
                         break;
@@ -113,21 +113,21 @@ int cli_latest_stable(int argc, char **argv) {
                         break;
                 case ARG_TIMEOUT:
                         if (!cli_farm_timeout(optarg, &f.timeout_s))
-                                return 64;
+                                return EXIT_USAGE;
                         break;
                 case 'h':
                         stable_usage(stdout);
                         return 0;
                 default:
-                        stable_usage(stderr);
-                        return 64;
+                        log_getopt_error(c, argv);
+                        return EXIT_USAGE;
                 }
         if (!cli_farm_server_ok(&f, "latest-stable"))
-                return 64;
+                return EXIT_USAGE;
         if (argc - optind != 1) {
                 log_error("latest-stable takes exactly one SERIES (see rtsoak latest-stable "
                           "--help)");
-                return 64;
+                return EXIT_USAGE;
         }
         return ask(&f, argv[optind], query, json);
 }

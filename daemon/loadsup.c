@@ -32,7 +32,6 @@ extern char **environ;
 /* Events a child may report in a burst, and how fast that allowance comes back. */
 #define EVENT_BURST 10
 #define EVENT_REFILL_NS (6 * (int64_t) NSEC_PER_SEC)
-#define EXIT_UNSUPPORTED 69
 
 enum slot_state { SLOT_NEW, SLOT_RUNNING, SLOT_BACKOFF, SLOT_STOPPING, SLOT_DONE };
 
@@ -298,7 +297,7 @@ static void slot_reap(struct slot *sl) {
         describe_status(&si, how, sizeof(how));
         slot_name(sl, name, sizeof(name));
         char ranbuf[TIMESPAN_MAX_LEN], delay[TIMESPAN_MAX_LEN];
-        bool unsupported = si.si_code == CLD_EXITED && si.si_status == EXIT_UNSUPPORTED;
+        bool unsupported = si.si_code == CLD_EXITED && si.si_status == EXIT_UNAVAILABLE;
         /* "Cannot run here" may be passing (a port still held by the loads of the scenario
          * that just ended): the usual backoff, which grows if it persists. */
         uint64_t wait = sl->backoff_ns;

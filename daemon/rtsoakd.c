@@ -54,6 +54,7 @@ struct daemon {
         bool stopping;
         int64_t stop_deadline_mono; /* give up waiting for probes to finish after this */
         bool failed;
+        bool unavailable; /* what failed was this machine refusing to let it measure */
         char fail_message[512];
         int dma_fd;
 
@@ -111,7 +112,10 @@ static void usage(FILE *f) {
                 "      --check-config       print the effective configuration and exit\n"
                 "  -v, --verbose            log debug messages\n"
                 "  -h, --help               show this help\n"
-                "      --version            show the version\n");
+                "      --version            show the version\n"
+                "\n"
+                "Exit status: 0 after a clean stop, 1 failed, 64 usage error, 69 real-time\n"
+                "scheduling or locked memory refused here, 78 configuration error.\n");
 }
 
 static void add_event(struct daemon *d, const char *type, int64_t value, const char *message) {
@@ -400,6 +404,7 @@ static void check_ready(struct daemon *d) {
         if (r < 0) {
                 log_error("Not ready: %s", why);
                 d->failed = true;
+                d->unavailable = true;
                 snprintf(d->fail_message, sizeof(d->fail_message), "%s", why);
                 stop(d, "the probes do not run as configured");
                 return;
@@ -820,6 +825,10 @@ static int start_probes(struct daemon *d, const struct probe_params *pp) {
                         struct probe *p = d->probes[i];
                         int s = probe_state(p);
                         if (s == PROBE_FAILED) {
+                                /* Refused real-time scheduling or pinning: this machine does
+                                 * not let it measure (exit 69, not restarted). */
+                                d->unavailable = strcmp(p->stage, "scheduler") == 0 ||
+                                                 strcmp(p->stage, "affinity") == 0;
                                 if (strcmp(p->stage, "scheduler") == 0) {
                                         char why[2048];
                                         rt_explain_sched_failure(p->error, pp->priority, NULL, why,
@@ -915,7 +924,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 r = rt_lock_memory(why, sizeof(why));
                 if (r < 0) {
                         log_error("%s", why);
-                        return EXIT_FAILURE;
+                        return EXIT_UNAVAILABLE;
                 }
         } else
                 log_warning("[Probe] LockMemory=no: page faults may be measured as latency");
@@ -959,7 +968,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         r = start_probes(d, &pp);
         if (r < 0) {
                 stop_probes(d);
-                return EXIT_FAILURE;
+                return d->unavailable ? EXIT_UNAVAILABLE : EXIT_FAILURE;
         }
 
         struct store_run_info info = {
@@ -1138,7 +1147,9 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         log_info("Run %" PRId64 " ended %s: %" PRIu64 " intervals stored, %" PRIu64 " violations",
                  d->run_id, d->failed ? "with an error" : "cleanly", st.intervals_written,
                  st.total_violations);
-        return d->failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        if (d->failed)
+                return d->unavailable ? EXIT_UNAVAILABLE : EXIT_FAILURE;
+        return EXIT_SUCCESS;
 }
 
 static void daemon_done(struct daemon *d) {
@@ -1193,7 +1204,7 @@ int main(int argc, char *argv[]) {
         int c, r;
 
         log_set_program("rtsoakd");
-        while ((c = getopt_long(argc, argv, "c:s:d:vh", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, ":c:s:d:vh", options, NULL)) >= 0)
                 switch (c) {
                 case 'c':
                         config = optarg;
@@ -1214,7 +1225,7 @@ int main(int argc, char *argv[]) {
                                 log_error("--duration %s: %s", optarg,
                                           duration == 0 && !reason ? "must be longer than 0"
                                                                    : reason);
-                                return EXIT_CONFIG;
+                                return EXIT_USAGE;
                         }
                         break;
                 }
@@ -1231,12 +1242,12 @@ int main(int argc, char *argv[]) {
                         printf("rtsoakd %s\n", PROJECT_VERSION);
                         return EXIT_SUCCESS;
                 default:
-                        usage(stderr);
-                        return EXIT_CONFIG;
+                        log_getopt_error(c, argv);
+                        return EXIT_USAGE;
                 }
         if (optind < argc) {
                 log_error("Unexpected argument '%s' (see --help)", argv[optind]);
-                return EXIT_CONFIG;
+                return EXIT_USAGE;
         }
 
         r = daemon_config_load(&d.cfg, config, explicit_config, sets, &sources, err);

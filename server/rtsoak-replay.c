@@ -25,7 +25,6 @@
 #include "summary.h"
 #include "timeutil.h"
 
-#define EXIT_USAGE 2
 #define DAY_NS ((int64_t) 86400 * (int64_t) NSEC_PER_SEC)
 #define REPLAY_HIST_LIMIT_US 1000 /* rtsoakd's default [Probe] HistogramLimit= */
 #define REPLAY_MAX_ITEMS 4096     /* of each repeatable option */
@@ -437,7 +436,7 @@ static void help(void) {
                "TIME: RFC 3339, Unix nanoseconds, \"now\", \"30d ago\". SPAN: \"200us\", "
                "\"1h30min\".\n"
                "--spike, --gap, --unclean, --restart and --load-down may be repeated.\n"
-               "Exit status: 0 posted, 1 refused by the server or failed, 2 usage error.\n",
+               "Exit status: 0 posted, 1 refused by the server or failed, 64 usage error.\n",
                DEFAULT_ROTATION, SUMMARY_MAX_INTERVALS);
 }
 

@@ -3,6 +3,8 @@
  * SQL (storing, the verdict, the queries) share.  Nothing outside server/ includes this. */
 #pragma once
 
+#include "json-time.h"
+
 #include <jansson.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -141,6 +143,8 @@ void farm_rollback(farm_db *db);
 int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA256_DIGEST_SIZE],
                       char *ret_name, size_t size);
 json_t *farm_json_col_int(sqlite3_stmt *st, int col);
+/* Sets key_ns from an integer column (NULL: null) with its RFC 3339 twin (json_set_time()). */
+int farm_json_set_col_time(json_t *o, const char *key_ns, sqlite3_stmt *st, int col);
 /* Fills what schema 6 adds for the intervals stored before it (server-migrate.c). */
 int farm_migrate_6(farm_db *db, char *err);
 /* Stores a decoded summary inside the open transaction (server-ingest.c); -EACCES when the

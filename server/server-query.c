@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "hist.h"
+#include "json-time.h"
 #include "log.h"
 #include "macro.h"
 #include "server-db-internal.h"
@@ -89,11 +90,6 @@ int farm_prom_escape(const char *value, char *buf, size_t size) {
                 return -ENOBUFS;
         buf[o] = '\0';
         return 0;
-}
-
-static json_t *json_time(int64_t ns) {
-        char buf[TIMESTAMP_MAX_LEN];
-        return json_string(format_timestamp_utc(buf, ns));
 }
 
 static void answer_error(struct farm_answer *a, unsigned status, const char *fmt, ...)

@@ -3,6 +3,8 @@
  * revocation, each change a new version with who, when and why, in the audit trail. */
 #pragma once
 
+#include "json-time.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -115,10 +117,6 @@ int farm_machine_set(farm_db *db, const char *machine_id, const struct farm_sett
  * "total", "limit", "offset"}.  -ENOENT when no such machine is enrolled. */
 int farm_settings_json(farm_db *db, const char *machine_id, const struct farm_page *page,
                        json_t **ret, char err[static FARM_ERROR_MAX]);
-
-/* "2026-12-03T08:00:00Z" as a JSON string, for the "_ns" twins of the settings' and windows'
- * times. */
-json_t *farm_json_time(int64_t ns);
 
 /* Writes a row of the audit trail about a machine (in the caller's transaction, holding the
  * writer). */

@@ -391,6 +391,10 @@ int vproblem(struct vctx *v, struct vmachine *m, enum vkind kind, int64_t t, int
              json_t *p) {
         if (!p)
                 return -ENOMEM;
+        if (json_is_integer(json_object_get(p, "end_ns")) && json_set_time(p, "end_ns", end) < 0) {
+                json_decref(p);
+                return -ENOMEM;
+        }
         const char *id = json_string_value(json_object_get(p, "id"));
         if (!vmachine_gates_at(m, t)) {
                 char why[160];

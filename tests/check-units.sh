@@ -68,7 +68,7 @@ for line in "Type=notify" "NotifyAccess=main" "WatchdogSec=" "ExecReload=" \
             "DeviceAllow=/dev/cpu_dma_latency rw" "DeviceAllow=/dev/pmsg0 w" \
             "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK" \
             "LimitRTPRIO=" "LimitMEMLOCK=infinity" \
-            "RestartPreventExitStatus=78" "StartLimitBurst=" "StartLimitIntervalSec="; do
+            "RestartPreventExitStatus=64 69 78" "StartLimitBurst=" "StartLimitIntervalSec="; do
         grep -q "^$line" "$u" || missing+=" $line"
 done
 # SCHED_FIFO, /dev/cpu_dma_latency, the load generators under [Load] User= (found in /proc)
