@@ -404,7 +404,6 @@ static void check_ready(struct daemon *d) {
         if (r < 0) {
                 log_error("Not ready: %s", why);
                 d->failed = true;
-                d->unavailable = true;
                 snprintf(d->fail_message, sizeof(d->fail_message), "%s", why);
                 stop(d, "the probes do not run as configured");
                 return;
@@ -825,10 +824,10 @@ static int start_probes(struct daemon *d, const struct probe_params *pp) {
                         struct probe *p = d->probes[i];
                         int s = probe_state(p);
                         if (s == PROBE_FAILED) {
-                                /* Refused real-time scheduling or pinning: this machine does
-                                 * not let it measure (exit 69, not restarted). */
-                                d->unavailable = strcmp(p->stage, "scheduler") == 0 ||
-                                                 strcmp(p->stage, "affinity") == 0;
+                                /* Refused real-time scheduling: this machine does not let it
+                                 * measure (exit 69, not restarted).  A failed pinning may be a
+                                 * CPU going offline for a moment: 1, restarted. */
+                                d->unavailable = strcmp(p->stage, "scheduler") == 0;
                                 if (strcmp(p->stage, "scheduler") == 0) {
                                         char why[2048];
                                         rt_explain_sched_failure(p->error, pp->priority, NULL, why,

@@ -226,7 +226,7 @@ EOF
         fi
         rm /etc/rtsoak/rtsoakd.conf.d/50-bad.conf
         systemctl reset-failed rtsoakd
-        systemctl start rtsoakd
+        systemctl start rtsoakd || journalctl -b -u rtsoakd -n 20 --no-pager
 
         # A reload applies a change without a restart.
         local reloaded

@@ -455,8 +455,12 @@ class IntervalFarm(Farm):
         if not self.url:
             raise RuntimeError("the server did not start: " + open(self.log).read())
         common = ["--server", self.url, "--quiet", "--batch", "1000", "--cpus", "2"]
+        # The hour-long run ends where the one-minute run begins: an hour boundary a day ago
+        # (with "1d ago" for both, the two replays' moments would leave a hole between them).
+        switch = (int(time.time()) // 3600 - 24) * 3600
+        switch_text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(switch))
         jobs = [
-            [HOURLY, "--kernel", KH, "--from", "3d ago", "--to", "1d ago", "--interval", "1h",
+            [HOURLY, "--kernel", KH, "--from", "3d ago", "--to", switch_text, "--interval", "1h",
              "--run-id", "1"],
             [SLOW, "--kernel", KS, "--days", "2", "--interval", "90min", "--to", "now"],
             [ORDER_A, "--days", "1", "--interval", "1min", "--to", "now",
@@ -464,7 +468,7 @@ class IntervalFarm(Farm):
             [ORDER_B, "--days", "1", "--interval", "1min", "--to", "now",
              "--rotation", "cpu 1h, idle 1h"],
         ]
-        later = [HOURLY, "--kernel", KH, "--from", "1d ago", "--to", "now", "--interval",
+        later = [HOURLY, "--kernel", KH, "--from", switch_text, "--to", "now", "--interval",
                  "1min", "--run-id", "2"]
         procs = [subprocess.Popen([REPLAY, *common, "--machine", j[0], "--token", tokens[j[0]],
                                    *j[1:]], stderr=subprocess.PIPE, text=True) for j in jobs]
