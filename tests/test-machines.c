@@ -185,6 +185,11 @@ static void test_cli_settings(void **state) {
         j = tu_get_json(url, 200);
         assert_int_equal(tu_jint(j, "threshold_ns"), 300000);
         assert_false(json_is_true(json_object_get(j, "gating")));
+        assert_string_equal(json_string_value(json_array_get(json_object_get(j, "groups"), 0)),
+                            "rack-a");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(j, "labels"), "os")),
+                            "debian 12");
+        assert_null(json_object_get(json_object_get(j, "labels"), "room"));
         json_decref(j);
         /* Same token, new run. */
         assert_int_equal(replay(ID_A, token_a, "2", NULL), 0);
