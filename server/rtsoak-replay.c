@@ -603,6 +603,107 @@ static int parse_hostile(const char *probed, const char *share, const char *ahea
         return 0;
 }
 
+/* The events of the history: spikes, gaps, run ends and generators down, each inside it. */
+static int parse_history(const struct raw_list *spikes, const struct raw_list *gaps,
+                         const struct raw_list *uncleans, const struct raw_list *restarts,
+                         const struct raw_list *downs, int64_t now) {
+        uint64_t v;
+        int r;
+
+        char buf[256], *f[3], t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
+        for (size_t i = 0; i < spikes->n; i++) {
+                struct spike *s = APPEND("--spike", opt.spikes, opt.nspikes);
+                if ((r = split_fields("--spike", spikes->v[i], buf, sizeof(buf), f, 3,
+                                      "TIME,CPU,SPAN")) < 0 ||
+                    (r = parse_time("--spike", f[0], now, &s->time_ns)) < 0 ||
+                    (r = parse_u64("--spike CPU", f[1], 0, opt.cpus - 1, &v)) < 0 ||
+                    (r = parse_span("--spike", f[2], NSEC_PER_USEC, (uint64_t) DAY_NS,
+                                    &s->latency_ns)) < 0)
+                        return r;
+                s->cpu = (uint32_t) v;
+                if (s->time_ns < opt.from_ns || s->time_ns >= opt.to_ns) {
+                        r = usage_error("--spike", "'%s' is outside the history [%s, %s)",
+                                        spikes->v[i], fmt_time(t1, opt.from_ns),
+                                        fmt_time(t2, opt.to_ns));
+                        return r;
+                }
+        }
+        if (opt.nspikes)
+                qsort(opt.spikes, opt.nspikes, sizeof(*opt.spikes), cmp_spike);
+        for (size_t i = 0; i < gaps->n; i++) {
+                struct span *g = APPEND("--gap", opt.gaps, opt.ngaps);
+                if ((r = split_fields("--gap", gaps->v[i], buf, sizeof(buf), f, 2, "FROM,TO")) <
+                            0 ||
+                    (r = parse_time("--gap", f[0], now, &g->from_ns)) < 0 ||
+                    (r = parse_time("--gap", f[1], now, &g->to_ns)) < 0)
+                        return r;
+                if (g->from_ns >= g->to_ns) {
+                        r = usage_error("--gap", "'%s': FROM is not before TO", gaps->v[i]);
+                        return r;
+                }
+        }
+        const struct raw_list *endlists[2] = { uncleans, restarts };
+        for (size_t k = 0; k < 2; k++)
+                for (size_t i = 0; i < endlists[k]->n; i++) {
+                        const char *o = k == 0 ? "--unclean" : "--restart";
+                        struct run_end *e = APPEND(o, opt.ends, opt.nends);
+                        e->unclean = k == 0;
+                        if ((r = parse_time(o, endlists[k]->v[i], now, &e->time_ns)) < 0)
+                                return r;
+                        if (e->time_ns < opt.from_ns || e->time_ns >= opt.to_ns) {
+                                r = usage_error(o, "'%s' is outside the history [%s, %s)",
+                                                endlists[k]->v[i], fmt_time(t1, opt.from_ns),
+                                                fmt_time(t2, opt.to_ns));
+                                return r;
+                        }
+                }
+        if (opt.nends)
+                qsort(opt.ends, opt.nends, sizeof(*opt.ends), cmp_end);
+        for (size_t i = 1; i < opt.nends; i++) {
+                int64_t next = align_up(opt.ends[i - 1].time_ns + (int64_t) opt.reboot_ns,
+                                        opt.interval_ns);
+                if (opt.ends[i].time_ns < next) {
+                        r = usage_error(opt.ends[i].unclean ? "--unclean" : "--restart",
+                                        "%s is before the run that the end at %s starts (at %s, "
+                                        "after --reboot-time)",
+                                        fmt_time(t1, opt.ends[i].time_ns),
+                                        fmt_time(t2, opt.ends[i - 1].time_ns), fmt_time(buf, next));
+                        return r;
+                }
+        }
+        for (size_t i = 0; i < downs->n; i++) {
+                struct load_down *d = APPEND("--load-down", opt.downs, opt.ndowns);
+                if ((r = split_fields("--load-down", downs->v[i], buf, sizeof(buf), f, 3,
+                                      "TIME,SPAN,GENERATOR")) < 0 ||
+                    (r = parse_time("--load-down", f[0], now, &d->time_ns)) < 0 ||
+                    (r = parse_span("--load-down", f[1], 1, (uint64_t) DAY_NS * 3650,
+                                    &d->span_ns)) < 0)
+                        return r;
+                if (!valid_generator(f[2])) {
+                        r = usage_error("--load-down", "'%s': '%s' is not a generator name",
+                                        downs->v[i], f[2]);
+                        return r;
+                }
+                snprintf(d->generator, sizeof(d->generator), "%s", f[2]);
+                if (d->time_ns < opt.from_ns || d->time_ns >= opt.to_ns) {
+                        r = usage_error("--load-down", "'%s' is outside the history [%s, %s)",
+                                        downs->v[i], fmt_time(t1, opt.from_ns),
+                                        fmt_time(t2, opt.to_ns));
+                        return r;
+                }
+                const struct step *st = step_at(d->time_ns, NULL);
+                if (!scenario_load(st->scenario, d->generator)) {
+                        r = usage_error("--load-down",
+                                        "'%s': the scenario at that time, %s, runs no %s "
+                                        "generator",
+                                        downs->v[i], st->scenario->name, d->generator);
+                        return r;
+                }
+        }
+
+        return 0;
+}
+
 /* 0 to go on, 1 when done (--help), -EINVAL on a usage error (already printed). */
 static int parse_options(int argc, char **argv) {
         enum {
@@ -939,96 +1040,8 @@ static int parse_options(int argc, char **argv) {
                 goto out;
         }
 
-        char buf[256], *f[3], t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
-        for (size_t i = 0; i < spikes.n; i++) {
-                struct spike *s = APPEND("--spike", opt.spikes, opt.nspikes);
-                if ((r = split_fields("--spike", spikes.v[i], buf, sizeof(buf), f, 3,
-                                      "TIME,CPU,SPAN")) < 0 ||
-                    (r = parse_time("--spike", f[0], now, &s->time_ns)) < 0 ||
-                    (r = parse_u64("--spike CPU", f[1], 0, opt.cpus - 1, &v)) < 0 ||
-                    (r = parse_span("--spike", f[2], NSEC_PER_USEC, (uint64_t) DAY_NS,
-                                    &s->latency_ns)) < 0)
-                        goto out;
-                s->cpu = (uint32_t) v;
-                if (s->time_ns < opt.from_ns || s->time_ns >= opt.to_ns) {
-                        r = usage_error("--spike", "'%s' is outside the history [%s, %s)",
-                                        spikes.v[i], fmt_time(t1, opt.from_ns),
-                                        fmt_time(t2, opt.to_ns));
-                        goto out;
-                }
-        }
-        if (opt.nspikes)
-                qsort(opt.spikes, opt.nspikes, sizeof(*opt.spikes), cmp_spike);
-        for (size_t i = 0; i < gaps.n; i++) {
-                struct span *g = APPEND("--gap", opt.gaps, opt.ngaps);
-                if ((r = split_fields("--gap", gaps.v[i], buf, sizeof(buf), f, 2, "FROM,TO")) < 0 ||
-                    (r = parse_time("--gap", f[0], now, &g->from_ns)) < 0 ||
-                    (r = parse_time("--gap", f[1], now, &g->to_ns)) < 0)
-                        goto out;
-                if (g->from_ns >= g->to_ns) {
-                        r = usage_error("--gap", "'%s': FROM is not before TO", gaps.v[i]);
-                        goto out;
-                }
-        }
-        struct raw_list *endlists[2] = { &uncleans, &restarts };
-        for (size_t k = 0; k < 2; k++)
-                for (size_t i = 0; i < endlists[k]->n; i++) {
-                        const char *o = k == 0 ? "--unclean" : "--restart";
-                        struct run_end *e = APPEND(o, opt.ends, opt.nends);
-                        e->unclean = k == 0;
-                        if ((r = parse_time(o, endlists[k]->v[i], now, &e->time_ns)) < 0)
-                                goto out;
-                        if (e->time_ns < opt.from_ns || e->time_ns >= opt.to_ns) {
-                                r = usage_error(o, "'%s' is outside the history [%s, %s)",
-                                                endlists[k]->v[i], fmt_time(t1, opt.from_ns),
-                                                fmt_time(t2, opt.to_ns));
-                                goto out;
-                        }
-                }
-        if (opt.nends)
-                qsort(opt.ends, opt.nends, sizeof(*opt.ends), cmp_end);
-        for (size_t i = 1; i < opt.nends; i++) {
-                int64_t next = align_up(opt.ends[i - 1].time_ns + (int64_t) opt.reboot_ns,
-                                        opt.interval_ns);
-                if (opt.ends[i].time_ns < next) {
-                        r = usage_error(opt.ends[i].unclean ? "--unclean" : "--restart",
-                                        "%s is before the run that the end at %s starts (at %s, "
-                                        "after --reboot-time)",
-                                        fmt_time(t1, opt.ends[i].time_ns),
-                                        fmt_time(t2, opt.ends[i - 1].time_ns), fmt_time(buf, next));
-                        goto out;
-                }
-        }
-        for (size_t i = 0; i < downs.n; i++) {
-                struct load_down *d = APPEND("--load-down", opt.downs, opt.ndowns);
-                if ((r = split_fields("--load-down", downs.v[i], buf, sizeof(buf), f, 3,
-                                      "TIME,SPAN,GENERATOR")) < 0 ||
-                    (r = parse_time("--load-down", f[0], now, &d->time_ns)) < 0 ||
-                    (r = parse_span("--load-down", f[1], 1, (uint64_t) DAY_NS * 3650,
-                                    &d->span_ns)) < 0)
-                        goto out;
-                if (!valid_generator(f[2])) {
-                        r = usage_error("--load-down", "'%s': '%s' is not a generator name",
-                                        downs.v[i], f[2]);
-                        goto out;
-                }
-                snprintf(d->generator, sizeof(d->generator), "%s", f[2]);
-                if (d->time_ns < opt.from_ns || d->time_ns >= opt.to_ns) {
-                        r = usage_error("--load-down", "'%s' is outside the history [%s, %s)",
-                                        downs.v[i], fmt_time(t1, opt.from_ns),
-                                        fmt_time(t2, opt.to_ns));
-                        goto out;
-                }
-                const struct step *st = step_at(d->time_ns, NULL);
-                if (!scenario_load(st->scenario, d->generator)) {
-                        r = usage_error("--load-down",
-                                        "'%s': the scenario at that time, %s, runs no %s "
-                                        "generator",
-                                        downs.v[i], st->scenario->name, d->generator);
-                        goto out;
-                }
-        }
-
+        if ((r = parse_history(&spikes, &gaps, &uncleans, &restarts, &downs, now)) < 0)
+                goto out;
         if ((r = parse_hostile(probed, share, ahead, &pdowns, &zeros, now)) < 0)
                 goto out;
 
