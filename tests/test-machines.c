@@ -167,11 +167,11 @@ static void test_cli_settings(void **state) {
         json_decref(j);
         assert_int_equal(replay(ID_A, token_a, "1", NULL), 0);
 
-        cli(0, "settings version 2 in force", "machine", "set", ID_A, "--gating", "no",
-            "--threshold", "300us", "--label", "os=debian 12", "--unlabel", "room", "--reason",
-            "VM with hypervisor stalls", "--by", "bob", NULL);
-        cli(0, "Nothing changed", "machine", "set", ID_A, "--gating", "no", "--reason", "again",
-            NULL);
+        free(cli(0, "settings version 2 in force", "machine", "set", ID_A, "--gating", "no",
+                 "--threshold", "300us", "--label", "os=debian 12", "--unlabel", "room", "--reason",
+                 "VM with hypervisor stalls", "--by", "bob", NULL));
+        free(cli(0, "Nothing changed", "machine", "set", ID_A, "--gating", "no", "--reason",
+                 "again", NULL));
         out = cli(0, NULL, "machine", "show", ID_A, NULL);
         if (!strstr(out, "In force (version 2, since ") ||
             !strstr(out, "bound 300us, gating no, groups rack-a, labels os=debian 12") ||
@@ -305,12 +305,13 @@ static void test_revoke_and_rekey(void **state) {
         (void) state;
         char *err = NULL;
         assert_int_equal(replay(ID_B, token_b, "1", NULL), 0);
-        cli(0, "Revoked machine " ID_B, "revoke", ID_B, "--reason", "sold", "--by", "carol", NULL);
+        free(cli(0, "Revoked machine " ID_B, "revoke", ID_B, "--reason", "sold", "--by", "carol",
+                 NULL));
         assert_int_equal(replay(ID_B, token_b, "2", &err), 1);
         if (!strstr(err, "401"))
                 fail_msg("a revoked token uploaded: %s", err);
         free(err);
-        cli(0, "was revoked already", "revoke", ID_B, NULL);
+        free(cli(0, "was revoked already", "revoke", ID_B, NULL));
 
         char *out = cli(0, "Re-keyed machine " ID_B, "enroll", ID_B, NULL), token[80];
         snprintf(token, sizeof(token), "%.64s", out);
