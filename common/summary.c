@@ -632,7 +632,8 @@ static int decode_run_extras(struct dec *d, json_t *run, struct summary_run *r) 
         size_t i;
         int q;
         if (json_object_get(run, "release") &&
-            (q = get_str(d, run, "release", 1, SUMMARY_MAX_RELEASE, TEXT_RELEASE, false, &r->release)) < 0)
+            (q = get_str(d, run, "release", 1, SUMMARY_MAX_RELEASE, TEXT_RELEASE, false,
+                         &r->release)) < 0)
                 return q;
         if (!cpus)
                 return 0;

@@ -451,6 +451,7 @@ static int rollup_interval(struct ingest *g, const struct summary_interval *iv,
         sqlite3_bind_int64(d, 8, f->m.min_ratio_pm);
         sqlite3_bind_int64(d, 9, end - g->now);
         sqlite3_bind_int64(d, 10, g->now);
+        sqlite3_bind_int64(d, 11, f->m.max_missing_ns);
         if ((r = farm_step_done(g->db, d, "cannot update the day's coverage", g->err)) < 0)
                 return r;
 
@@ -512,6 +513,7 @@ static int insert_interval(struct ingest *g, const struct summary_interval *iv,
         if (f->m.min_ratio_cpu >= 0)
                 sqlite3_bind_int64(st, 15, f->m.min_ratio_cpu);
         sqlite3_bind_int64(st, 16, f->counted_ns);
+        sqlite3_bind_int64(st, 17, f->m.max_missing_ns);
         return farm_step_done(g->db, st, "cannot store an interval", g->err);
 }
 
@@ -623,8 +625,8 @@ static int prepare_all(struct ingest *g) {
                 { &g->interval,
                   "INSERT INTO intervals (run, seq, start_ns, length_ns, scenario, max_ns, "
                   "samples, violations, max_cpu, max_time_ns, received_ns, m_start_ns, m_end_ns, "
-                  "min_ratio_pm, min_ratio_cpu, counted_ns) "
-                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                  "min_ratio_pm, min_ratio_cpu, counted_ns, missing_ns) "
+                  "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                   "ON CONFLICT (run, seq) DO NOTHING" },
                 { &g->cpu,
                   "INSERT INTO interval_cpus (interval, cpu, samples, min_ns, avg_ns, max_ns, "
@@ -649,7 +651,8 @@ static int prepare_all(struct ingest *g) {
                            "last_end_ns = max(last_end_ns, ?5), max_ns = max(max_ns, ?6), "
                            "counted_ns = counted_ns + ?7, min_ratio_pm = min(min_ratio_pm, ?8), "
                            "max_skew_ns = max(max_skew_ns, ?9), "
-                           "max_received_ns = max(max_received_ns, ?10)" },
+                           "max_received_ns = max(max_received_ns, ?10), "
+                           "max_missing_ns = max(max_missing_ns, ?11)" },
                 { &g->gens, "SELECT gens_all FROM run_day_scenarios WHERE run = ? AND day = ? AND "
                             "scenario = ?" },
                 { &g->day_scenario,

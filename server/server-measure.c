@@ -28,6 +28,15 @@ uint64_t farm_cpu_missing(uint64_t samples, uint64_t span_ns, uint64_t probe_ns)
         return samples < expected ? expected - samples : 0;
 }
 
+int64_t farm_cpu_missing_ns(uint64_t samples, uint64_t span_ns, uint64_t length_ns,
+                            uint64_t probe_ns) {
+        if (samples == UINT64_MAX || probe_ns == 0 ||
+            farm_cpu_ratio_pm(samples, span_ns, probe_ns) == FARM_RATIO_IMPOSSIBLE)
+                return (int64_t) length_ns;
+        uint64_t missing = farm_cpu_missing(samples, span_ns, probe_ns) * probe_ns;
+        return (int64_t) MIN(missing + (length_ns > span_ns ? length_ns - span_ns : 0), length_ns);
+}
+
 static const struct summary_cpu *find_cpu(const struct summary_interval *iv, uint32_t cpu) {
         size_t lo = 0, hi = iv->ncpus;
         while (lo < hi) {
@@ -46,6 +55,7 @@ void farm_measure_interval(const struct summary_interval *iv, const uint32_t *pr
                            uint64_t probe_ns, struct farm_measure *ret) {
         int64_t start = iv->start_ns, end = iv->start_ns + (int64_t) iv->length_ns;
         int32_t min = 1000, min_cpu = -1;
+        int64_t missing = 0;
         bool all = true;
 
         for (size_t i = 0; i < n; i++) {
@@ -54,12 +64,15 @@ void farm_measure_interval(const struct summary_interval *iv, const uint32_t *pr
                 if (!c) {
                         ratio = 0;
                         all = false;
+                        missing = (int64_t) iv->length_ns;
                 } else {
                         int64_t s = c->span_length_ns ? c->span_start_ns : iv->start_ns;
                         uint64_t len = c->span_length_ns ?: iv->length_ns;
                         ratio = farm_cpu_ratio_pm(c->samples, len, probe_ns);
                         start = MAX(start, s);
                         end = MIN(end, s + (int64_t) len);
+                        missing = MAX(missing, farm_cpu_missing_ns(c->samples, len, iv->length_ns,
+                                                                   probe_ns));
                 }
                 if (min_cpu < 0 || ratio < min) {
                         min = ratio;
@@ -72,6 +85,7 @@ void farm_measure_interval(const struct summary_interval *iv, const uint32_t *pr
                 .end_ns = end,
                 .min_ratio_pm = n > 0 ? min : 0,
                 .min_ratio_cpu = min_cpu,
+                .max_missing_ns = n > 0 ? missing : (int64_t) iv->length_ns,
         };
 }
 

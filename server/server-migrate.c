@@ -155,8 +155,8 @@ static int store_facts(farm_db *db, const struct miv *iv, const struct farm_meas
         _cleanup_reset_ sqlite3_stmt *st = NULL;
         int r = farm_prepare_w(db,
                                "UPDATE intervals SET m_start_ns = ?2, m_end_ns = ?3, "
-                               "min_ratio_pm = ?4, min_ratio_cpu = ?5, counted_ns = ?6 "
-                               "WHERE id = ?1",
+                               "min_ratio_pm = ?4, min_ratio_cpu = ?5, counted_ns = ?6, "
+                               "missing_ns = ?7 WHERE id = ?1",
                                &st, err);
         if (r < 0)
                 return r;
@@ -169,6 +169,7 @@ static int store_facts(farm_db *db, const struct miv *iv, const struct farm_meas
         if (m->min_ratio_cpu >= 0)
                 sqlite3_bind_int64(st, 5, m->min_ratio_cpu);
         sqlite3_bind_int64(st, 6, counted);
+        sqlite3_bind_int64(st, 7, m->max_missing_ns);
         return farm_step_done(db, st, "cannot store what an interval measured", err);
 }
 
@@ -270,6 +271,9 @@ static const char *const rollups_sql =
         "  min_ratio_pm = coalesce((SELECT min(min_ratio_pm) FROM intervals i WHERE i.run = "
         "  run_days.run AND i.start_ns >= run_days.day * 86400000000000 AND i.start_ns < "
         "  (run_days.day + 1) * 86400000000000), 1000), "
+        "  max_missing_ns = coalesce((SELECT max(missing_ns) FROM intervals i WHERE i.run = "
+        "  run_days.run AND i.start_ns >= run_days.day * 86400000000000 AND i.start_ns < "
+        "  (run_days.day + 1) * 86400000000000), 0), "
         "  max_skew_ns = 0, max_received_ns = last_end_ns;"
         "UPDATE run_day_scenarios SET "
         "  counted_ns = (SELECT coalesce(sum(counted_ns), 0) FROM intervals i WHERE i.run = "

@@ -428,15 +428,17 @@ void farm_rule_series_of(const struct farm_rule *rule, const char *release,
                                 return;
                         }
         }
-        /* "MAJOR.MINOR", and "-rt" for a release with an rtN part. */
+        /* "MAJOR.MINOR", and "-rt" for a real-time release: an "rt" part, numbered as the
+         * patch set names it (6.6.30-rt31) or not, as Debian names its RT kernels
+         * (6.1.0-18-rt-amd64). */
         unsigned long major, minor;
         int used = 0;
         if (sscanf(release, "%lu.%lu%n", &major, &minor, &used) == 2 && used > 0 &&
             isdigit((unsigned char) release[0])) {
                 bool rt = false;
                 for (const char *p = release + used; (p = strstr(p, "rt")); p += 2)
-                        if (isdigit((unsigned char) p[2]) &&
-                            (p == release || !isalpha((unsigned char) p[-1])))
+                        if (!isalnum((unsigned char) p[-1]) &&
+                            (isdigit((unsigned char) p[2]) || !isalpha((unsigned char) p[2])))
                                 rt = true;
                 snprintf(ret_series, FARM_SERIES_NAME_MAX, "%lu.%lu%s", major, minor,
                          rt ? "-rt" : "");

@@ -129,6 +129,7 @@ struct vctx {
                 int64_t covered_ns;
         } late;
         int depth;
+        bool raw_only; /* RTSOAK_VERDICT_RAW=1: every day from its intervals (cross-checks) */
 };
 
 /* ---- context (server-verdict-context.c) ---- */

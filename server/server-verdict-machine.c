@@ -23,6 +23,7 @@ struct vrun {
         bool gating_data; /* some of its data came while the machine gated the release */
         int64_t first_ns; /* its first interval judged */
         int64_t first_seq;
+        int64_t seq_min; /* its first interval, where its probes start a moment apart */
 };
 
 /* The receipt bound: what was received by `known`. */
@@ -78,8 +79,10 @@ struct vload {
         int64_t down_ns;
 };
 
-/* The generators of interval id and how long each did not run its load; the required ones
- * it lacks are added as down all along.  Returns the longest down time of a required one. */
+/* The generators of interval id that did not run their load, and for how long: those its
+ * scenario requires (one it lacks is down all along), or, for a scenario the rule lists no
+ * generators for, any of them.  Returns the time the required ones took from the scenario:
+ * their down times added (when several were down, their times may not overlap). */
 static int interval_loads(struct vctx *v, const struct vrun *run, int64_t id, int64_t seq,
                           int64_t start, int64_t len, const char *scen, struct vmachine *m,
                           int64_t *ret_required_down) {
@@ -106,7 +109,6 @@ static int interval_loads(struct vctx *v, const struct vrun *run, int64_t id, in
         sqlite3_reset(st);
         if (rc != SQLITE_DONE && rc != SQLITE_ROW)
                 return vfail(v, rc, "cannot read an interval's loads");
-        int64_t worst = 0;
         struct vdown d = { .run = run->row,
                            .run_id = run->id,
                            .seq = seq,
@@ -114,7 +116,8 @@ static int interval_loads(struct vctx *v, const struct vrun *run, int64_t id, in
                            .len = len,
                            .cpu = -1 };
         snprintf(d.scenario, sizeof(d.scenario), "%s", scen);
-        for (size_t i = 0; i < n; i++) {
+        int64_t required_down = 0;
+        for (size_t i = 0; !req && i < n; i++) {
                 if (got[i].down_ns <= 0)
                         continue;
                 d.missing_ns = got[i].down_ns;
@@ -123,28 +126,28 @@ static int interval_loads(struct vctx *v, const struct vrun *run, int64_t id, in
                         return r;
         }
         for (size_t k = 0; req && k < req->ngens; k++) {
-                int64_t down = len;
+                int64_t down = len; /* absent: down all along */
                 for (size_t i = 0; i < n; i++)
                         if (strcmp(got[i].name, req->gens[k]) == 0)
                                 down = MIN(down, got[i].down_ns);
-                bool absent = true;
-                for (size_t i = 0; i < n; i++)
-                        absent &= strcmp(got[i].name, req->gens[k]) != 0;
-                if (absent) {
-                        d.missing_ns = len;
-                        snprintf(d.name, sizeof(d.name), "%s", req->gens[k]);
-                        if ((r = add_down(m, &d)) < 0)
-                                return r;
-                }
-                worst = MAX(worst, down);
+                required_down += down;
+                if (down <= 0)
+                        continue;
+                d.missing_ns = down;
+                snprintf(d.name, sizeof(d.name), "%s", req->gens[k]);
+                if ((r = add_down(m, &d)) < 0)
+                        return r;
         }
-        *ret_required_down = worst;
+        *ret_required_down = required_down;
         return 0;
 }
 
 /* ---- probes that did not measure ----------------------------------------------------------- */
 
-/* Records, per probed CPU of interval id, the wake-ups it failed to deliver. */
+/* Records the probed CPUs of interval id that did not measure: below the share of wake-ups
+ * that covers, or missing more time than the rule allows in this interval alone (wake-ups
+ * missed, and the part of the interval the CPU's span leaves out, except in the run's first
+ * interval, where its probes start a moment apart). */
 static int interval_probes(struct vctx *v, const struct vrun *run, int64_t id, int64_t seq,
                            int64_t start, int64_t len, const char *scen, struct vmachine *m) {
         sqlite3_stmt *st;
@@ -156,28 +159,28 @@ static int interval_probes(struct vctx *v, const struct vrun *run, int64_t id, i
                 return r;
         sqlite3_bind_int64(st, 1, id);
         sqlite3_bind_int64(st, 2, len);
-        size_t k = 0;
+        bool edge = seq == run->seq_min;
         int rc = sqlite3_step(st);
         struct vdown d = {
                 .run = run->row, .run_id = run->id, .seq = seq, .start = start, .len = len
         };
         snprintf(d.scenario, sizeof(d.scenario), "%s", scen);
-        for (; k < run->nprobed && r >= 0; k++) {
+        for (size_t k = 0; k < run->nprobed && r >= 0; k++) {
                 uint32_t cpu = run->probed[k];
                 while (rc == SQLITE_ROW && sqlite3_column_int64(st, 0) < cpu)
                         rc = sqlite3_step(st);
                 bool present = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) == cpu;
-                uint64_t samples = present ? (uint64_t) sqlite3_column_int64(st, 1) : 0;
+                uint64_t samples = present ? (uint64_t) sqlite3_column_int64(st, 1) : UINT64_MAX;
                 uint64_t span = present ? (uint64_t) sqlite3_column_int64(st, 2) : (uint64_t) len;
                 int32_t ratio = present ? farm_cpu_ratio_pm(samples, span, run->probe_ns) : 0;
-                if (ratio >= (int32_t) v->rule.min_samples_pm)
+                int64_t missing = farm_cpu_missing_ns(samples, span, edge ? span : (uint64_t) len,
+                                                      run->probe_ns);
+                if (ratio >= (int32_t) v->rule.min_samples_pm &&
+                    missing <= (int64_t) v->rule.probe_down_max_ns)
                         continue;
                 d.cpu = (int) cpu;
-                /* More than the period allows: none of it was a measurement. */
-                d.missing_wakeups = ratio == FARM_RATIO_IMPOSSIBLE
-                                            ? span / run->probe_ns
-                                            : farm_cpu_missing(samples, span, run->probe_ns);
-                d.missing_ns = (int64_t) (d.missing_wakeups * run->probe_ns);
+                d.missing_ns = missing;
+                d.missing_wakeups = (uint64_t) missing / run->probe_ns;
                 r = add_down(m, &d);
         }
         sqlite3_reset(st);
@@ -189,7 +192,7 @@ static int interval_probes(struct vctx *v, const struct vrun *run, int64_t id, i
 /* ---- days ---------------------------------------------------------------------------------- */
 
 struct vday {
-        int64_t day, first, last, max_gap, counted, min_ratio, max_skew, max_received;
+        int64_t day, first, last, max_gap, counted, min_ratio, max_skew, max_received, max_missing;
         bool gaps_known;
 };
 
@@ -244,9 +247,10 @@ static int fast_scenarios(struct vctx *v, const struct vrun *run, const struct v
 static int fast_day(struct vctx *v, struct vrun *run, const struct vday *d, struct vmachine *m) {
         bool ok = false;
         int r;
-        if (d->last > v->at || d->max_received > v->known || !d->gaps_known ||
+        if (v->raw_only || d->last > v->at || d->max_received > v->known || !d->gaps_known ||
             d->max_gap > (int64_t) v->rule.max_gap_ns || !run->probe_ok ||
             d->min_ratio < (int64_t) v->rule.min_samples_pm ||
+            d->max_missing > (int64_t) v->rule.probe_down_max_ns ||
             d->max_skew > (int64_t) v->rule.clock_tolerance_ns ||
             !uniform_gating(m, d->first, d->last))
                 return 0;
@@ -272,7 +276,8 @@ static int raw_interval(struct vctx *v, struct vrun *run, sqlite3_stmt *st, stru
                 start = sqlite3_column_int64(st, 2), len = sqlite3_column_int64(st, 3),
                 end = start + len, received, required_down = 0;
         const char *scen = (const char *) sqlite3_column_text(st, 4) ?: "";
-        int64_t counted = sqlite3_column_int64(st, 6), ratio = sqlite3_column_int64(st, 7);
+        int64_t counted = sqlite3_column_int64(st, 6), ratio = sqlite3_column_int64(st, 7),
+                missing = sqlite3_column_int64(st, 8);
         int r;
         if (end > v->at || !received_ok(v, st, 5, end, &received) ||
             end - received > (int64_t) v->rule.clock_tolerance_ns)
@@ -282,7 +287,7 @@ static int raw_interval(struct vctx *v, struct vrun *run, sqlite3_stmt *st, stru
         run->first_ns = MIN(run->first_ns, start);
         run->first_seq = MIN(run->first_seq, seq);
         bool measured = run->probe_ok && ratio >= (int64_t) v->rule.min_samples_pm;
-        if (run->probe_ok && !measured &&
+        if (run->probe_ok && (!measured || missing > (int64_t) v->rule.probe_down_max_ns) &&
             (r = interval_probes(v, run, id, seq, start, len, scen, m)) < 0)
                 return r;
         if ((r = interval_loads(v, run, id, seq, start, len, scen, m, &required_down)) < 0)
@@ -303,7 +308,8 @@ static int raw_day(struct vctx *v, struct vrun *run, int64_t day, struct vmachin
         sqlite3_stmt *st;
         int r = vprep(v,
                       "SELECT id, seq, start_ns, length_ns, coalesce(scenario, ''), received_ns, "
-                      "coalesce(counted_ns, 0), coalesce(min_ratio_pm, 0) FROM intervals "
+                      "coalesce(counted_ns, 0), coalesce(min_ratio_pm, 0), "
+                      "coalesce(missing_ns, length_ns) FROM intervals "
                       "WHERE run = ?1 AND start_ns >= ?2 AND start_ns < ?3 ORDER BY start_ns, seq",
                       &st);
         if (r < 0)
@@ -328,7 +334,8 @@ static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
         size_t n = 0;
         int r = vprep(v,
                       "SELECT day, first_start_ns, last_end_ns, max_gap_ns, gaps_known, "
-                      "counted_ns, min_ratio_pm, max_skew_ns, max_received_ns FROM run_days "
+                      "counted_ns, min_ratio_pm, max_skew_ns, max_received_ns, max_missing_ns "
+                      "FROM run_days "
                       "WHERE run = ? AND first_start_ns < ? ORDER BY day",
                       &st);
         if (r < 0)
@@ -353,6 +360,7 @@ static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
                         .min_ratio = sqlite3_column_int64(st, 6),
                         .max_skew = sqlite3_column_int64(st, 7),
                         .max_received = sqlite3_column_int64(st, 8),
+                        .max_missing = sqlite3_column_int64(st, 9),
                 };
         }
         sqlite3_reset(st);
@@ -397,14 +405,36 @@ static int run_clock(struct vctx *v, const struct vrun *run, struct vmachine *m)
         int64_t count = sqlite3_column_int64(st, 0), skew = sqlite3_column_int64(st, 1),
                 first = sqlite3_column_int64(st, 2);
         sqlite3_reset(st);
+        /* Events stamped ahead are the same evidence. */
+        if ((r = vprep(v,
+                       "SELECT count(*), max(time_ns - received_ns), min(received_ns) FROM "
+                       "events WHERE run = ?1 AND received_ns <= ?3 AND "
+                       "time_ns > received_ns + ?2",
+                       &st)) < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, run->row);
+        sqlite3_bind_int64(st, 2, tol);
+        sqlite3_bind_int64(st, 3, seen);
+        if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+                sqlite3_reset(st);
+                return vfail(v, rc, "cannot look for clock skew");
+        }
+        int64_t events = sqlite3_column_int64(st, 0);
+        if (events > 0) {
+                skew = count ? MAX(skew, sqlite3_column_int64(st, 1)) : sqlite3_column_int64(st, 1);
+                first = count ? MIN(first, sqlite3_column_int64(st, 2))
+                              : sqlite3_column_int64(st, 2);
+        }
+        sqlite3_reset(st);
+        count += events;
         if (count == 0)
                 return 0;
         char id[FARM_PROBLEM_ID_MAX], msg[512], t[VTEXT_MAX], a[VTEXT_MAX], b[VTEXT_MAX];
         snprintf(id, sizeof(id), "clock:%s:%" PRId64, m->id, run->id);
         snprintf(msg, sizeof(msg),
                  "%s: clock ahead of the server's by up to %s (run %" PRId64 ", %" PRId64
-                 " interval(s) stamped after they arrived, first seen %s; allowed %s): that "
-                 "data covers nothing",
+                 " interval(s) or event(s) stamped after they arrived, first seen %s; allowed "
+                 "%s): that data covers nothing",
                  vhost(m), vspan_text(a, skew), run->id, count, vts(t, first), vspan_text(b, tol));
         return vproblem(v, m, K_CLOCK, first, first,
                         json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:I, s:I, s:I, s:s}", "id", id,
@@ -673,15 +703,29 @@ static int run_late(struct vctx *v, const struct vrun *run) {
 
 /* ---- the machine --------------------------------------------------------------------------- */
 
+static int first_seq(struct vctx *v, struct vrun *run) {
+        sqlite3_stmt *st;
+        int r = vprep(v, "SELECT coalesce(min(seq), -1) FROM intervals WHERE run = ?", &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, run->row);
+        int rc = sqlite3_step(st);
+        run->seq_min = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+        sqlite3_reset(st);
+        return rc == SQLITE_ROW ? 0 : vfail(v, rc, "cannot read a run's first interval");
+}
+
 static int judge_run(struct vctx *v, struct vrun *run, const char *build, struct vmachine *m) {
         int r;
         run->first_ns = INT64_MAX;
         run->first_seq = INT64_MAX;
+        if ((r = first_seq(v, run)) < 0)
+                return r;
         if ((r = run_days(v, run, m)) < 0 || (r = run_clock(v, run, m)) < 0 ||
             (r = run_probe_period(v, run, m)) < 0 || (r = run_violations(v, run, m)) < 0 ||
             (r = run_unclean(v, run, m)) < 0 || (r = run_overlaps(v, run, m)) < 0)
                 return r;
-        if (v->known == INT64_MAX && v->at < v->asked && (r = run_late(v, run)) < 0)
+        if (v->known == INT64_MAX && (r = run_late(v, run)) < 0)
                 return r;
         if (run->gating_data) {
                 size_t i;

@@ -131,6 +131,17 @@ static int plain_hostname(struct vctx *v, struct vmachine *m) {
 
 /* ---- builds -------------------------------------------------------------------------------- */
 
+/* The builds as the answer lists them: [{kernel_version, machines}]. */
+static json_t *builds_list(json_t *builds) {
+        json_t *list = json_array(), *machines;
+        const char *key;
+        json_object_foreach (builds, key, machines)
+                if (!list || json_array_append_new(list, json_pack("{s:s, s:O}", "kernel_version",
+                                                                   key, "machines", machines)) < 0)
+                        break;
+        return list;
+}
+
 /* Which builds of the release ran on gating machines; more than one is a problem. */
 static int judge_builds(struct vctx *v, struct vmachine *ms, size_t n) {
         json_t *b;
@@ -186,11 +197,11 @@ static int judge_builds(struct vctx *v, struct vmachine *ms, size_t n) {
                 if (!other)
                         continue;
                 r = vproblem(v, &ms[i], K_MIXED_BUILDS, ms[i].first_ns, ms[i].first_ns,
-                             json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:O, s:s}", "id", id,
+                             json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:o, s:s}", "id", id,
                                        "kind", "mixed_builds", "machine", ms[i].id, "hostname",
                                        ms[i].hostname, "time_ns", (json_int_t) ms[i].first_ns,
-                                       "time", vts(t, ms[i].first_ns), "builds", v->builds,
-                                       "message", msg));
+                                       "time", vts(t, ms[i].first_ns), "builds",
+                                       builds_list(v->builds), "message", msg));
                 return r;
         }
         return 0;
@@ -394,11 +405,6 @@ static int waived_reasons(struct vctx *v) {
         return r;
 }
 
-static json_t *time_or_null(int64_t ns) {
-        char t[VTEXT_MAX];
-        return ns == INT64_MAX ? json_null() : json_string(vts(t, ns));
-}
-
 static json_t *answer(struct vctx *v, const char *status, json_t *machines, json_t *others,
                       json_t *baseline, unsigned ngating, unsigned ran) {
         json_t *counts = json_object(), *rule = farm_rule_to_json(&v->rule);
@@ -409,18 +415,16 @@ static json_t *answer(struct vctx *v, const char *status, json_t *machines, json
         if (rule)
                 json_object_set(rule, "baseline", baseline);
         return json_pack(
-                "{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:o, s:o, s:I, s:s, s:{s:I, s:I, s:I}, s:o, "
-                "s:i, s:i, s:O, s:O, s:O, s:O, s:I, s:o, s:I, s:O, s:I, s:O, s:O, s:O, s:O}",
+                "{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:I, s:s, s:{s:I, s:I, s:I}, s:o, "
+                "s:i, s:i, s:O, s:O, s:o, s:O, s:I, s:o, s:I, s:O, s:I, s:O, s:O, s:O, s:O}",
                 "release", v->release, "series", v->series, "group", v->group, "group_source",
                 v->group_source, "verdict", status, "at_ns", (json_int_t) v->at, "at",
-                vts(t, v->at), "known_at_ns",
-                v->known == INT64_MAX ? json_null() : json_integer(v->known), "known_at",
-                time_or_null(v->known), "asked_at_ns", (json_int_t) v->asked, "asked_at",
-                vts(t2, v->asked), "late", "intervals", (json_int_t) v->late.intervals, "events",
+                vts(t, v->at), "asked_at_ns", (json_int_t) v->asked, "asked_at", vts(t2, v->asked),
+                "late", "intervals", (json_int_t) v->late.intervals, "events",
                 (json_int_t) v->late.events, "covered_ns", (json_int_t) v->late.covered_ns, "rule",
                 rule, "gating_machines", (int) ngating, "machines_ran", (int) ran, "machines",
-                machines, "other_machines", others, "builds", v->builds, "baseline", baseline,
-                "problems_total", (json_int_t) v->nproblems, "problem_counts", counts,
+                machines, "other_machines", others, "builds", builds_list(v->builds), "baseline",
+                baseline, "problems_total", (json_int_t) v->nproblems, "problem_counts", counts,
                 "problems_listed", (json_int_t) json_array_size(v->problems), "problems",
                 v->problems, "not_counted_total", (json_int_t) v->nnot_counted, "not_counted",
                 v->not_counted, "waived", v->waived, "missing", v->missing, "reasons", v->reasons);

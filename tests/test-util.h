@@ -104,11 +104,13 @@ uint64_t tu_load_count(json_t *j, const char *metric);
         "ALTER TABLE intervals DROP COLUMN received_ns; ALTER TABLE intervals DROP COLUMN "      \
         "m_start_ns; ALTER TABLE intervals DROP COLUMN m_end_ns; ALTER TABLE intervals DROP "    \
         "COLUMN min_ratio_pm; ALTER TABLE intervals DROP COLUMN min_ratio_cpu; ALTER TABLE "     \
-        "intervals DROP COLUMN counted_ns; ALTER TABLE interval_cpus DROP COLUMN span_start_ns;" \
+        "intervals DROP COLUMN counted_ns; ALTER TABLE intervals DROP COLUMN missing_ns;"        \
+        "ALTER TABLE interval_cpus DROP COLUMN span_start_ns;"                                   \
         "ALTER TABLE interval_cpus DROP COLUMN span_length_ns; ALTER TABLE events DROP COLUMN "  \
         "received_ns; ALTER TABLE run_days DROP COLUMN counted_ns; ALTER TABLE run_days DROP "   \
         "COLUMN min_ratio_pm; ALTER TABLE run_days DROP COLUMN max_skew_ns; ALTER TABLE "        \
-        "run_days DROP COLUMN max_received_ns; ALTER TABLE run_day_scenarios DROP COLUMN "       \
+        "run_days DROP COLUMN max_received_ns; ALTER TABLE run_days DROP COLUMN max_missing_ns;" \
+        "ALTER TABLE run_day_scenarios DROP COLUMN "                                             \
         "counted_ns; ALTER TABLE run_day_scenarios DROP COLUMN gens_all; ALTER TABLE "           \
         "run_day_scenarios DROP COLUMN down_ns; ALTER TABLE audit DROP COLUMN machine_id;"       \
         "PRAGMA user_version = 5;"
