@@ -18,6 +18,7 @@
 #define ID_D "d00dd00dd00dd00dd00dd00dd00dd00d"
 #define ID_E "e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0"
 #define ID_F "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0"
+#define ID_G "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
 
 #define SEC INT64_C(1000000000)
 #define MIN_NS (60 * SEC)
@@ -27,7 +28,8 @@
 static char *dir;
 static char db_path[512], log_path[512], base_url[128];
 static pid_t server_pid;
-static char token_a[80], token_b[80], token_c[80], token_d[80], token_e[80], token_f[80];
+static char token_a[80], token_b[80], token_c[80], token_d[80], token_e[80], token_f[80],
+        token_g[80];
 
 static int setup(void **state) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -40,6 +42,7 @@ static int setup(void **state) {
         tu_server_enroll(db_path, ID_D, NULL, NULL, token_d);
         tu_server_enroll(db_path, ID_E, NULL, NULL, token_e);
         tu_server_enroll(db_path, ID_F, NULL, NULL, token_f);
+        tu_server_enroll(db_path, ID_G, NULL, NULL, token_g);
         server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", NULL, base_url,
                                      sizeof(base_url));
         return 0;
@@ -521,6 +524,40 @@ static void test_hostile(void **state) {
         sqlite3_close(d);
 }
 
+/* Intervals that measured nothing, in one upload after intervals that did: the farm keeps no
+ * measured span for them, and a scenario only where one was sent. */
+static void test_unmeasured_after_measured(void **state) {
+        struct tu_result r;
+        const char *args[] = { "--machine",    ID_G,
+                               "--token",      token_g,
+                               "--from",       "2026-11-01T00:00:00Z",
+                               "--to",         "2026-11-01T00:10:00Z",
+                               "--rotation",   "idle 10min",
+                               "--probe-down", "1,2026-11-01T00:03:00Z,2026-11-01T00:06:00Z",
+                               "--quiet",      NULL };
+        replay(args, &r);
+        if (r.status != 0)
+                fail_msg("rtsoak-replay failed (%d): %s", r.status, r.err);
+        tu_result_done(&r);
+        sqlite3 *d = db_open();
+        const char *g = "FROM intervals i JOIN runs r ON r.id = i.run WHERE r.machine_id = '" ID_G
+                        "'";
+        char sql[512];
+        snprintf(sql, sizeof(sql), "SELECT count(*) %s", g);
+        assert_int_equal(db_int(d, "%s", sql), 10);
+        /* Minutes 3-5 lack CPU 1: nothing measured, nothing counted. */
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) %s AND i.seq BETWEEN 3 AND 5 AND i.counted_ns = 0 AND "
+                 "i.m_start_ns IS NULL AND i.m_end_ns IS NULL",
+                 g);
+        assert_int_equal(db_int(d, "%s", sql), 3);
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) %s AND i.seq NOT BETWEEN 3 AND 5 AND i.m_start_ns = i.start_ns",
+                 g);
+        assert_int_equal(db_int(d, "%s", sql), 7);
+        sqlite3_close(d);
+}
+
 /* A server that throttles (429 with Retry-After) gets everything in the end; one that is
  * gone makes the replay give up after its retries, with exit status 1. */
 static void test_retries(void **state) {
@@ -670,7 +707,7 @@ int main(void) {
                 cmocka_unit_test(test_history), cmocka_unit_test(test_tokens),
                 cmocka_unit_test(test_refused), cmocka_unit_test(test_restart_json),
                 cmocka_unit_test(test_retries), cmocka_unit_test(test_usage_errors),
-                cmocka_unit_test(test_hostile),
+                cmocka_unit_test(test_hostile), cmocka_unit_test(test_unmeasured_after_measured),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }
