@@ -208,6 +208,7 @@ static const char *const migrations[] = {
         "ALTER TABLE interval_cpus ADD COLUMN span_start_ns INTEGER;"
         "ALTER TABLE interval_cpus ADD COLUMN span_length_ns INTEGER;"
         "ALTER TABLE events ADD COLUMN received_ns INTEGER;"
+        "CREATE INDEX events_run_received ON events(run, received_ns);"
         "ALTER TABLE run_days ADD COLUMN counted_ns INTEGER NOT NULL DEFAULT 0;"
         "ALTER TABLE run_days ADD COLUMN min_ratio_pm INTEGER NOT NULL DEFAULT 1000;"
         "ALTER TABLE run_days ADD COLUMN max_skew_ns INTEGER NOT NULL DEFAULT 0;"

@@ -95,7 +95,7 @@ uint64_t tu_load_count(json_t *j, const char *metric);
 /* Takes a farm database of schema 6 back to schema 5, as the release before left it: for the
  * migration tests. */
 #define TU_FARM_SCHEMA_6_DOWN                                                                    \
-        "DROP INDEX runs_release; DROP INDEX runs_machine_end;"                                  \
+        "DROP INDEX runs_release; DROP INDEX runs_machine_end; DROP INDEX events_run_received;"  \
         "DROP TABLE overlaps; DROP TABLE machine_settings; DROP TABLE maintenance;"              \
         "DROP TABLE rule_versions; DROP TABLE verdict_log;"                                      \
         "ALTER TABLE runs DROP COLUMN release; ALTER TABLE runs DROP COLUMN hostname;"           \
