@@ -108,8 +108,8 @@ static void *fill(void *userdata) {
                                         unsigned v = (unsigned) ((seq * 7 + c * 3 + m) % VARIANTS);
                                         uint64_t mx = hist_max[v];
                                         /* Machines 3 and 11 have one spike each. */
-                                        bool spike = f->spikes && (m == 3 || m == 11) &&
-                                                     c == 1 && seq == nint / 2 + m;
+                                        bool spike = f->spikes && (m == 3 || m == 11) && c == 1 &&
+                                                     seq == nint / 2 + m;
                                         iv->cpus[c] = (struct summary_cpu){
                                                 .cpu = c,
                                                 .samples = samples,
@@ -195,8 +195,7 @@ int main(int argc, char **argv) {
         const char *path = argv[1], *release = argv[7];
         unsigned machines = (unsigned) atoi(argv[2]), cpus = (unsigned) atoi(argv[3]);
         int64_t days = atoll(argv[4]), ilen = atoll(argv[5]) * SEC, end = atoll(argv[6]) * SEC;
-        if (!machines || !cpus || cpus > 256 || days <= 0 || ilen <= 0 || end <= 0 ||
-            run_id < 1) {
+        if (!machines || !cpus || cpus > 256 || days <= 0 || ilen <= 0 || end <= 0 || run_id < 1) {
                 fprintf(stderr, "farm-fill: bad arguments\n");
                 return 2;
         }
