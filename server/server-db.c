@@ -520,9 +520,11 @@ static int open_reader(farm_db *db, char *err) {
 }
 
 int farm_db_open(const char *path, farm_db **ret, char err[static FARM_ERROR_MAX]) {
+        static _Atomic uint64_t generations;
         farm_db *db = calloc(1, sizeof(*db));
         if (!db)
                 return -ENOMEM;
+        db->generation = ++generations;
         pthread_mutex_init(&db->lock, NULL);
         pthread_cond_init(&db->cond, NULL);
         pthread_mutex_init(&db->rlock, NULL);
