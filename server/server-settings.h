@@ -118,6 +118,10 @@ int farm_machine_set(farm_db *db, const char *machine_id, const struct farm_sett
 int farm_settings_json(farm_db *db, const char *machine_id, const struct farm_page *page,
                        json_t **ret, char err[static FARM_ERROR_MAX]);
 
+/* {"groups": [...], "labels": {...}} of the columns groups and labels of a version, joined
+ * by a newline (NULL: the defaults), for the machine list. */
+json_t *farm_settings_brief_json(const char *groups_nl_labels);
+
 /* Writes a row of the audit trail about a machine (in the caller's transaction, holding the
  * writer). */
 int farm_audit_machine(farm_db *db, int64_t now_ns, const char *who, const char *action,
