@@ -18,7 +18,7 @@ static int cmp_version_desc(const void *a, const void *b) {
 
 /* The releases of v's series older than v's, newest first. */
 static int older_releases(struct vctx *v, char ***ret, size_t *ret_n) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         char **list = NULL;
         size_t n = 0;
         int r = vprep(v,
@@ -27,11 +27,11 @@ static int older_releases(struct vctx *v, char ***ret, size_t *ret_n) {
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, v->at);
-        sqlite3_bind_int64(st, 2, v->known);
+        sql_bind_int64(st, 1, v->at);
+        sql_bind_int64(st, 2, v->known);
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                const char *rel = (const char *) sqlite3_column_text(st, 0);
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                const char *rel = sql_column_text(st, 0);
                 char series[FARM_SERIES_NAME_MAX], group[FARM_GROUP_NAME_MAX];
                 if (!rel)
                         continue;
@@ -49,8 +49,8 @@ static int older_releases(struct vctx *v, char ***ret, size_t *ret_n) {
                 list = x;
                 n++;
         }
-        sqlite3_reset(st);
-        if (r >= 0 && rc != SQLITE_DONE)
+        sql_reset(st);
+        if (r >= 0 && rc != SQL_DONE)
                 r = vfail(v, rc, "cannot list the releases");
         if (r < 0) {
                 for (size_t i = 0; i < n; i++)

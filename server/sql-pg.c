@@ -163,13 +163,17 @@ static int pg_open(const char *target, unsigned flags, sql_conn **ret, char *err
                 return -ENOMEM;
         sql_target_shown(target, c->shown, sizeof(c->shown));
         c->readonly = flags & SQL_OPEN_READONLY;
-        const char *keys[] = { "dbname", "fallback_application_name", NULL };
-        const char *values[] = { target, "rtsoak-server", NULL };
+        /* What the URI says comes after, and wins. */
+        const char *keys[] = { "connect_timeout", "fallback_application_name", "dbname", NULL };
+        const char *values[] = { "10", "rtsoak-server", target, NULL };
         c->pg = PQconnectdbParams(keys, values, 1);
         int r = 0;
         if (!c->pg)
                 r = -ENOMEM;
-        else if (PQstatus(c->pg) != CONNECTION_OK) {
+        else if (PQstatus(c->pg) != CONNECTION_OK && (flags & SQL_OPEN_RETRY) &&
+                 !strstr(PQerrorMessage(c->pg), "invalid")) {
+                PQsetNoticeProcessor(c->pg, ignore_notice, NULL);
+        } else if (PQstatus(c->pg) != CONNECTION_OK) {
                 set_message(c, "cannot connect", PQerrorMessage(c->pg));
                 /* A refused password, an unknown database, a server that is not there: the
                  * message says which. */
@@ -202,7 +206,7 @@ static int usable(struct pg_conn *c) {
                 return 0;
         PQreset(c->pg);
         if (PQstatus(c->pg) != CONNECTION_OK) {
-                set_message(c, "the connection to the database is lost", PQerrorMessage(c->pg));
+                set_message(c, "cannot connect to the database", PQerrorMessage(c->pg));
                 return -EBUSY;
         }
         return session_setup(c);

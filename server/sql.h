@@ -41,6 +41,9 @@ enum {
 enum sql_open_flags {
         SQL_OPEN_CREATE = 1 << 0,   /* SQLite: create the file if it is missing */
         SQL_OPEN_READONLY = 1 << 1, /* only reads (SQLite: the file read-only) */
+        /* PostgreSQL: a server that cannot be reached now still gives a connection, whose
+         * statements fail with -EBUSY until it can (each tries again). */
+        SQL_OPEN_RETRY = 1 << 2,
 };
 
 enum sql_txn {
