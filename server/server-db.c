@@ -520,7 +520,7 @@ int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
                          " JOIN runs r ON d.run = r.id WHERE r.machine_id = m.id), "
                          "(SELECT count(*) FROM events e JOIN runs r ON e.run = r.id "
                          " WHERE r.machine_id = m.id) "
-                         "FROM machines m WHERE ?1 IS NULL OR m.id = ?1 ORDER BY m.id",
+                         "FROM machines m WHERE m.id = ?1 OR ?1 IS NULL ORDER BY m.id",
                          &st, err);
         if (r < 0)
                 return r;

@@ -212,13 +212,13 @@ int farm_maintenance_json(farm_db *db, const char *machine_id, const struct farm
         if (!list)
                 return -ENOMEM;
         if ((r = farm_prepare(c,
-                              "SELECT count(*) FROM maintenance WHERE ?1 IS NULL OR "
-                              "machine_id = ?1",
+                              "SELECT count(*) FROM maintenance WHERE machine_id = ?1 OR "
+                              "?1 IS NULL",
                               &cnt, err)) < 0 ||
             (r = farm_prepare(c,
                               "SELECT " WINDOW_COLUMNS " FROM maintenance w "
                               "LEFT JOIN machines m ON m.id = w.machine_id "
-                              "WHERE ?1 IS NULL OR w.machine_id = ?1 "
+                              "WHERE w.machine_id = ?1 OR ?1 IS NULL "
                               "ORDER BY w.from_ns DESC, w.id DESC LIMIT ?2 OFFSET ?3",
                               &st, err)) < 0)
                 return r;

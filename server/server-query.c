@@ -389,7 +389,7 @@ static int collect_steps(sql_conn *c, const char *id, int64_t from, int64_t to, 
                         "i.max_cpu, i.max_time_ns, i.samples, i.violations, r.kernel_release "
                         "FROM runs r JOIN intervals i ON i.run = r.id "
                         "WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
-                        "AND (?4 IS NULL OR i.scenario = ?4)",
+                        "AND (i.scenario = ?4 OR ?4 IS NULL)",
                         &st, err);
         else
                 r = farm_prepare(
@@ -399,7 +399,7 @@ static int collect_steps(sql_conn *c, const char *id, int64_t from, int64_t to, 
                         "FROM runs r JOIN intervals i ON i.run = r.id "
                         "JOIN interval_cpus c ON c.interval = i.id AND c.cpu = ?5 "
                         "WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
-                        "AND (?4 IS NULL OR i.scenario = ?4)",
+                        "AND (i.scenario = ?4 OR ?4 IS NULL)",
                         &st, err);
         if (r < 0) {
                 free(steps);
@@ -1169,8 +1169,8 @@ static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_
                 r = farm_prepare(c,
                                  "SELECT scenario, cpu, hist_limit_us, hist, samples, min_ns, "
                                  "max_ns, max_time_ns, violations FROM hist_days "
-                                 "WHERE run = ?1 AND day = ?2 AND (?4 IS NULL OR scenario = ?4) "
-                                 "AND (?5 IS NULL OR cpu = ?5)",
+                                 "WHERE run = ?1 AND day = ?2 AND (scenario = ?4 OR ?4 IS NULL) "
+                                 "AND (cpu = ?5 OR ?5 IS NULL)",
                                  &st, err);
         else
                 r = farm_prepare(
@@ -1179,8 +1179,8 @@ static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_
                         "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations "
                         "FROM intervals i JOIN interval_cpus c ON c.interval = i.id "
                         "WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
-                        "AND (?4 IS NULL OR i.scenario = ?4) AND (?5 IS NULL OR c.cpu = ?5) "
-                        "AND (?6 IS NULL OR coalesce(i.received_ns, 0) <= ?6)",
+                        "AND (i.scenario = ?4 OR ?4 IS NULL) AND (c.cpu = ?5 OR ?5 IS NULL) "
+                        "AND (coalesce(i.received_ns, 0) <= ?6 OR ?6 IS NULL)",
                         &st, err);
         if (r < 0)
                 return r;
@@ -1777,7 +1777,7 @@ static int get_events(farm_db *db, const char *id, const struct farm_args *args,
                 return r;
 #define EVENTS_WHERE                                                                             \
         "FROM runs r JOIN events e ON e.run = r.id WHERE r.machine_id = ?1 AND e.time_ns >= ?2 " \
-        "AND e.time_ns < ?3 AND (?4 IS NULL OR e.type = ?4) "
+        "AND e.time_ns < ?3 AND (e.type = ?4 OR ?4 IS NULL) "
         if ((r = farm_prepare(c, "SELECT count(*) " EVENTS_WHERE, &cnt, a->err)) < 0 ||
             (r = farm_prepare(c,
                               "SELECT r.run_id, e.event_id, e.time_ns, e.type, e.cpu, e.value, "
@@ -1857,8 +1857,10 @@ static int get_runs(farm_db *db, const char *id, const struct farm_args *args, c
                      "LEFT JOIN (SELECT run, min(first_start_ns) AS first_ns, "
                      "  max(last_end_ns) AS last_ns, sum(intervals) AS intervals, "
                      "  max(max_ns) AS max_ns FROM run_days GROUP BY run) d ON d.run = r.id "
-                     "LEFT JOIN (SELECT run, min(time_ns) AS time_ns, message FROM events "
-                     "  WHERE type = 'unclean_end' GROUP BY run) u ON u.run = r.id "
+                     /* The run's first unclean end, if any. */
+                     "LEFT JOIN events u ON u.id = (SELECT e.id FROM events e WHERE "
+                     "  e.run = r.id AND e.type = 'unclean_end' ORDER BY e.time_ns, e.id "
+                     "  LIMIT 1) "
                      "WHERE r.machine_id = ?1 ORDER BY r.start_ns DESC, r.run_id DESC "
                      "LIMIT ?2 OFFSET ?3",
                      &st, a->err)) < 0)

@@ -594,10 +594,11 @@ static int run_overlaps(struct vctx *v, const struct vrun *run, struct vmachine 
         int r = vprep(v,
                       "SELECT ra.run_id, rb.run_id, min(o.start_ns), max(o.end_ns), "
                       "sum(o.end_ns - o.start_ns), o.run_a, o.run_b, ra.release = rb.release "
-                      "FROM overlaps o JOIN runs ra ON ra.id = o.run_a "
+                      "FROM \"overlaps\" o JOIN runs ra ON ra.id = o.run_a "
                       "JOIN runs rb ON rb.id = o.run_b "
                       "WHERE (o.run_a = ?1 OR o.run_b = ?1) AND o.received_ns <= ?2 "
-                      "AND o.start_ns <= ?3 GROUP BY o.run_a, o.run_b ORDER BY o.run_a, o.run_b",
+                      "AND o.start_ns <= ?3 GROUP BY o.run_a, o.run_b, ra.run_id, rb.run_id, "
+                      "ra.release, rb.release ORDER BY o.run_a, o.run_b",
                       &st);
         if (r < 0)
                 return r;

@@ -182,10 +182,10 @@ static json_t *waiver_row(sql_stmt *st) {
 
 int farm_waivers_json(farm_db *db, const char *release, const struct farm_page *page, json_t **ret,
                       char err[static FARM_ERROR_MAX]) {
-        return page_json(db, "SELECT count(*) FROM waivers WHERE ?1 IS NULL OR kernel_release = ?1",
+        return page_json(db, "SELECT count(*) FROM waivers WHERE kernel_release = ?1 OR ?1 IS NULL",
                          "SELECT id, kernel_release, problem, reason, by, created_ns, "
                          "withdrawn_ns, withdrawn_by FROM waivers "
-                         "WHERE ?1 IS NULL OR kernel_release = ?1 ORDER BY id DESC "
+                         "WHERE kernel_release = ?1 OR ?1 IS NULL ORDER BY id DESC "
                          "LIMIT ?2 OFFSET ?3",
                          release, page, "waivers", waiver_row, ret, err);
 }

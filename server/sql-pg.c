@@ -49,6 +49,7 @@ struct pg_stmt {
         struct sql_stmt base;
         char *text; /* with $N */
         int nparams;
+        bool *uses; /* uses[N]: the text has ?N (one may be skipped: ?1, ?2, ?4) */
         bool persistent;
         char name[16];
         unsigned prepared; /* the session generation it was prepared in; 0: not yet */
@@ -276,13 +277,17 @@ static bool pg_in_txn(const sql_conn *base) {
 }
 
 /* sql with ? and ?N made $N (quoted strings, identifiers and comments left alone); the
- * number of parameters in ret_n. */
-static char *convert(const char *sql, int *ret_n) {
+ * number of parameters in ret_n, and which of them it uses in ret_used. */
+static char *convert(const char *sql, int *ret_n, bool **ret_used) {
         size_t len = strlen(sql);
         char *out = malloc(len * 4 + 16), *o = out;
+        bool *used = calloc(len + 2, sizeof(*used));
         int max = 0;
-        if (!out)
+        if (!out || !used) {
+                free(out);
+                free(used);
                 return NULL;
+        }
         for (const char *p = sql; *p;) {
                 if (*p == '\'' || *p == '"') {
                         char q = *p;
@@ -307,12 +312,15 @@ static char *convert(const char *sql, int *ret_n) {
                         else
                                 n = max + 1;
                         max = MAX(max, n);
+                        if (n <= (int) len + 1)
+                                used[n] = true;
                         o += sprintf(o, "$%d", n);
                 } else
                         *o++ = *p++;
         }
         *o = '\0';
         *ret_n = max;
+        *ret_used = used;
         return out;
 }
 
@@ -324,6 +332,7 @@ static void pg_finalize(sql_stmt *st) {
         free(s->blob);
         free(s->blob_cap);
         free(s->text);
+        free(s->uses);
         free(s->params);
         free(s->values);
         free(s->lengths);
@@ -337,7 +346,7 @@ static int pg_prepare(sql_conn *base, const char *sql, bool persistent, sql_stmt
         if (!s)
                 return -ENOMEM;
         s->persistent = persistent;
-        s->text = convert(sql, &s->nparams);
+        s->text = convert(sql, &s->nparams, &s->uses);
         int n = MAX(s->nparams, 1);
         s->params = calloc((size_t) n, sizeof(*s->params));
         s->values = calloc((size_t) n, sizeof(*s->values));
@@ -425,8 +434,12 @@ static void pg_bind_null(sql_stmt *st, int i) {
                 s->params[i - 1] = (struct pg_param){ P_NULL, 0, 0 };
 }
 
-static Oid param_type(enum pg_kind k) {
-        switch (k) {
+/* A parameter's type: what it was bound to first; for NULL the one its place in the statement
+ * gives it, or text for a number the statement skips (PostgreSQL wants a type for each). */
+static Oid param_type(const struct pg_stmt *s, int i) {
+        if (!s->uses[i + 1])
+                return OID_TEXT;
+        switch (s->params[i].kind) {
         case P_INT:
                 return OID_INT8;
         case P_DOUBLE:
@@ -444,7 +457,7 @@ static Oid param_type(enum pg_kind k) {
 static int server_prepare(struct pg_conn *c, struct pg_stmt *s) {
         Oid types[s->nparams + 1];
         for (int i = 0; i < s->nparams; i++)
-                types[i] = param_type(s->params[i].kind);
+                types[i] = param_type(s, i);
         PGresult *res = PQprepare(c->pg, s->name, s->text, s->nparams, types);
         int r = PQresultStatus(res) == PGRES_COMMAND_OK
                         ? 0
@@ -469,7 +482,7 @@ static int execute(struct pg_conn *c, struct pg_stmt *s) {
                 s->values[i] = p->kind == P_NULL ? NULL : s->buf + p->off;
                 s->lengths[i] = (int) p->len;
                 s->formats[i] = p->kind == P_BLOB; /* bytea goes as binary, the rest as text */
-                types[i] = param_type(p->kind);
+                types[i] = param_type(s, i);
         }
         if (s->persistent && s->prepared != c->generation && (r = server_prepare(c, s)) < 0)
                 return r;

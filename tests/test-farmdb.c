@@ -7,6 +7,7 @@
 
 #include "tests.h"
 #include "test-farmdb.h"
+#include "test-util.h"
 
 bool tu_pg(void) {
         const char *pg = getenv("RTSOAK_TEST_PG");
@@ -86,4 +87,21 @@ long long tu_farm_int(const char *target, const char *sql) {
         sql_finalize(st);
         sql_close(c);
         return v;
+}
+
+char *tu_farm_dump(const char *target) {
+        if (!sql_target_is_pg(target))
+                return tu_read_file(target);
+        char pg_dump[512];
+        const char *bin = getenv("RTSOAK_TEST_PG_BIN");
+        snprintf(pg_dump, sizeof(pg_dump), "%s/pg_dump", bin ? bin : "/usr/bin");
+        char *argv[] = { pg_dump, (char *) target, NULL };
+        struct tu_result r;
+        tu_run(argv, 60000, NULL, NULL, &r);
+        if (r.status != 0)
+                fail_msg("pg_dump %s: %s", target, r.err);
+        char *out = r.out;
+        r.out = NULL;
+        tu_result_done(&r);
+        return out;
 }

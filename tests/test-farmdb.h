@@ -22,5 +22,7 @@ void tu_farm_drop(const char *target);
 sql_conn *tu_farm_open(const char *target);
 /* The first column of the first row of sql on target (fails the test when there is none). */
 long long tu_farm_int(const char *target, const char *sql);
+/* Everything the database holds as text: the SQLite file, or pg_dump's output. */
+char *tu_farm_dump(const char *target);
 /* Runs statements without results on target. */
 void tu_farm_exec(const char *target, const char *sql);

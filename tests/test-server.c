@@ -4,7 +4,6 @@
  * checked to leave the database as it was. */
 #include <curl/curl.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include "tests.h"
 #include "test-http.h"
 #include "test-util.h"
+#include "test-farmdb.h"
 #include "hist.h"
 #include "sha256.h"
 #include "summary.h"
@@ -231,46 +231,47 @@ struct snapshot {
         char machines[4096]; /* every column of every machine */
 };
 
-static sqlite3 *db_open(void) {
-        sqlite3 *d;
-        if (sqlite3_open_v2(db_path, &d, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-                fail_msg("cannot open %s: %s", db_path, sqlite3_errmsg(d));
-        sqlite3_busy_timeout(d, 5000);
-        return d;
-}
-
-static long long db_int(sqlite3 *d, const char *sql) {
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(d, sql, -1, &st, NULL) != SQLITE_OK)
-                fail_msg("%s: %s", sql, sqlite3_errmsg(d));
-        if (sqlite3_step(st) != SQLITE_ROW)
-                fail_msg("%s: no row: %s", sql, sqlite3_errmsg(d));
-        long long v = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
+static long long db_int(sql_conn *d, const char *sql) {
+        sql_stmt *st;
+        if (sql_prepare_once(d, sql, &st) != 0)
+                fail_msg("%s: %s", sql, sql_errmsg(d));
+        if (sql_step(st) != SQL_ROW)
+                fail_msg("%s: no row: %s", sql, sql_errmsg(d));
+        long long v = sql_column_int64(st, 0);
+        sql_finalize(st);
         return v;
 }
 
 static void snapshot(struct snapshot *s) {
-        sqlite3 *d = db_open();
+        sql_conn *d = tu_farm_open(db_path);
         char sql[128];
         _Static_assert(ELEMENTS(tables) == ELEMENTS(s->rows), "one count per table");
         for (size_t i = 0; i < NTABLES; i++) {
                 snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", tables[i]);
                 s->rows[i] = db_int(d, sql);
         }
-        sqlite3_stmt *st;
-        assert_int_equal(sqlite3_prepare_v2(d,
-                                            "SELECT group_concat(id || ':' || hex(token_hash) || "
-                                            "':' || threshold_ns || ':' || gating || ':' || "
-                                            "coalesce(revoked_ns, '-') || ':' || "
-                                            "coalesce(last_report_ns, '-'), ',') FROM machines",
-                                            -1, &st, NULL),
-                         SQLITE_OK);
-        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-        snprintf(s->machines, sizeof(s->machines), "%s",
-                 (const char *) sqlite3_column_text(st, 0) ?: "");
-        sqlite3_finalize(st);
-        sqlite3_close(d);
+        sql_stmt *st;
+        /* string_agg in the statement API's dialect; hex() is SQLite's, encode() PostgreSQL's. */
+        assert_int_equal(
+                sql_prepare_once(d,
+                                 tu_pg() ? "SELECT string_agg(id || ':' || "
+                                           "encode(token_hash, 'hex') || ':' || "
+                                           "threshold_ns || ':' || gating || ':' || "
+                                           "coalesce(CAST(revoked_ns AS TEXT), '-') || "
+                                           "':' || coalesce(CAST(last_report_ns AS "
+                                           "TEXT), '-'), ',') FROM "
+                                           "(SELECT * FROM machines ORDER BY id) m"
+                                         : "SELECT string_agg(id || ':' || hex(token_hash) "
+                                           "|| ':' || threshold_ns || ':' || gating || "
+                                           "':' || coalesce(revoked_ns, '-') || ':' || "
+                                           "coalesce(last_report_ns, '-'), ',') FROM "
+                                           "(SELECT * FROM machines ORDER BY id) m",
+                                 &st),
+                0);
+        assert_int_equal(sql_step(st), SQL_ROW);
+        snprintf(s->machines, sizeof(s->machines), "%s", sql_column_text(st, 0) ?: "");
+        sql_finalize(st);
+        sql_close(d);
 }
 
 static void assert_unchanged(const struct snapshot *a, const char *what) {
@@ -285,11 +286,11 @@ static void assert_unchanged(const struct snapshot *a, const char *what) {
 }
 
 static long long rows(const char *table) {
-        sqlite3 *d = db_open();
+        sql_conn *d = tu_farm_open(db_path);
         char sql[128];
         snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
         long long n = db_int(d, sql);
-        sqlite3_close(d);
+        sql_close(d);
         return n;
 }
 
@@ -309,7 +310,7 @@ static json_t *get_machine(const char *id) {
 static int setup(void **state) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
         dir = tu_mkdtemp("server");
-        snprintf(db_path, sizeof(db_path), "%s/farm.db", dir);
+        tu_farm_target(dir, "farm", db_path, sizeof(db_path));
         snprintf(log_path, sizeof(log_path), "%s/server.log", dir);
         enroll(db_path, ID_A, "--threshold=50us", "--gating=no", token_a);
         enroll(db_path, ID_B, NULL, NULL, token_b);
@@ -321,6 +322,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
         if (server_pid > 0)
                 stop_server(server_pid);
+        tu_farm_drop(db_path);
         tu_rmdir(dir);
         curl_global_cleanup();
         return 0;
@@ -330,22 +332,22 @@ static int teardown(void **state) {
  * as given; a machine id that is not one is a usage error. */
 static void test_enroll(void **state) {
         char hex[2 * SHA256_DIGEST_SIZE + 1], sql[256];
-        sqlite3 *d = db_open();
+        sql_conn *d = tu_farm_open(db_path);
         sha256_hex(token_a, strlen(token_a), hex);
         snprintf(sql, sizeof(sql),
-                 "SELECT count(*) FROM machines WHERE id = '%s' AND lower(hex(token_hash)) = '%s' "
+                 "SELECT count(*) FROM machines WHERE id = '%s' AND %s = '%s' "
                  "AND threshold_ns = 50000 AND gating = 0 AND revoked_ns IS NULL",
-                 ID_A, hex);
+                 ID_A, tu_pg() ? "encode(token_hash, 'hex')" : "lower(hex(token_hash))", hex);
         assert_int_equal(db_int(d, sql), 1);
         snprintf(sql, sizeof(sql),
                  "SELECT count(*) FROM machines WHERE id = '%s' AND "
                  "threshold_ns = 100000 AND gating = 1",
                  ID_B);
         assert_int_equal(db_int(d, sql), 1);
-        sqlite3_close(d);
+        sql_close(d);
         assert_string_not_equal(token_a, token_b);
-        /* The token itself is nowhere in the file. */
-        char *raw = tu_read_file(db_path);
+        /* The token itself is nowhere in the file, or the database's dump. */
+        char *raw = tu_farm_dump(db_path);
         assert_null(memmem(raw, strlen(raw), token_a, 64));
         free(raw);
 
@@ -396,20 +398,20 @@ static void test_upload_stored(void **state) {
         assert_int_equal(rows("uploads"), 1);
 
         /* Every CPU row holds the values sent, and its histogram as the codec encoded it. */
-        sqlite3 *d = db_open();
-        sqlite3_stmt *st;
-        assert_int_equal(sqlite3_prepare_v2(d,
-                                            "SELECT i.seq, c.cpu, c.samples, c.max_ns, c.hist, "
-                                            "r.machine_id, r.run_id, r.kernel_release "
-                                            "FROM interval_cpus c JOIN intervals i ON "
-                                            "c.interval = i.id JOIN runs r ON i.run = r.id "
-                                            "ORDER BY i.seq, c.cpu",
-                                            -1, &st, NULL),
-                         SQLITE_OK);
+        sql_conn *d = tu_farm_open(db_path);
+        sql_stmt *st;
+        assert_int_equal(sql_prepare_once(d,
+                                          "SELECT i.seq, c.cpu, c.samples, c.max_ns, c.hist, "
+                                          "r.machine_id, r.run_id, r.kernel_release "
+                                          "FROM interval_cpus c JOIN intervals i ON "
+                                          "c.interval = i.id JOIN runs r ON i.run = r.id "
+                                          "ORDER BY i.seq, c.cpu",
+                                          &st),
+                         0);
         static uint64_t counts[8192];
         for (int i = 0; i < 2; i++)
                 for (int c = 0; c < 3; c++) {
-                        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+                        assert_int_equal(sql_step(st), SQL_ROW);
                         uint64_t max = 80000 + 1000 * (uint64_t) i + 10 * (uint64_t) c;
                         uint8_t *hist;
                         size_t hist_len;
@@ -417,20 +419,21 @@ static void test_upload_stored(void **state) {
                         counts[hist_index(1000, 5000)] = 999;
                         counts[hist_index(1000, max)] += 1;
                         assert_int_equal(hist_encode(1000, counts, &hist, &hist_len), 0);
-                        assert_int_equal(sqlite3_column_int64(st, 0), i);
-                        assert_int_equal(sqlite3_column_int64(st, 1), c);
-                        assert_int_equal(sqlite3_column_int64(st, 2), 1000);
-                        assert_int_equal(sqlite3_column_int64(st, 3), max);
-                        assert_int_equal(sqlite3_column_bytes(st, 4), hist_len);
-                        assert_memory_equal(sqlite3_column_blob(st, 4), hist, hist_len);
-                        assert_string_equal((const char *) sqlite3_column_text(st, 5), ID_A);
-                        assert_int_equal(sqlite3_column_int64(st, 6), 1);
-                        assert_string_equal((const char *) sqlite3_column_text(st, 7),
-                                            "6.6.15-rt22");
+                        assert_int_equal(sql_column_int64(st, 0), i);
+                        assert_int_equal(sql_column_int64(st, 1), c);
+                        assert_int_equal(sql_column_int64(st, 2), 1000);
+                        assert_int_equal(sql_column_int64(st, 3), max);
+                        size_t len;
+                        const void *blob = sql_column_blob(st, 4, &len);
+                        assert_int_equal(len, hist_len);
+                        assert_memory_equal(blob, hist, hist_len);
+                        assert_string_equal(sql_column_text(st, 5), ID_A);
+                        assert_int_equal(sql_column_int64(st, 6), 1);
+                        assert_string_equal(sql_column_text(st, 7), "6.6.15-rt22");
                         free(hist);
                 }
-        assert_int_equal(sqlite3_step(st), SQLITE_DONE);
-        sqlite3_finalize(st);
+        assert_int_equal(sql_step(st), SQL_DONE);
+        sql_finalize(st);
         assert_int_equal(db_int(d, "SELECT count(*) FROM events WHERE event_id IN (1, 2, 3) AND "
                                    "type = 'violation' AND cpu = 0"),
                          3);
@@ -438,7 +441,7 @@ static void test_upload_stored(void **state) {
         assert_int_equal(db_int(d, "SELECT count(*) FROM interval_load_metrics "
                                    "WHERE name = 'ops' AND unit = 'ops/s' AND value = 1234.5"),
                          2);
-        sqlite3_close(d);
+        sql_close(d);
 
         json_t *m = get_machine(ID_A);
         assert_string_equal(json_string_value(json_object_get(m, "id")), ID_A);
@@ -651,7 +654,7 @@ static void test_group_commit(void **state) {
         struct tu_reply replies[N] = {};
         char *texts[N];
 
-        snprintf(db2, sizeof(db2), "%s/group.db", dir);
+        tu_farm_target(dir, "group", db2, sizeof(db2));
         snprintf(log2, sizeof(log2), "%s/group.log", dir);
         enroll(db2, ID_A, NULL, NULL, tok);
         const char *extra[] = { "--rate=100000", "--burst=100000", NULL };
@@ -744,8 +747,7 @@ static void test_group_commit(void **state) {
                 assert_int_equal(duplicate[seq], seq < DUP ? 1 : 0);
         }
 
-        sqlite3 *d;
-        assert_int_equal(sqlite3_open_v2(db2, &d, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        sql_conn *d = tu_farm_open(db2);
         assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), NEW + 1);
         assert_int_equal(db_int(d, "SELECT count(*) FROM uploads"), NEW + 1);
         assert_int_equal(db_int(d, "SELECT count(*) FROM events"), NEW + 1);
@@ -756,7 +758,7 @@ static void test_group_commit(void **state) {
         assert_int_equal(db_int(d, "SELECT count(*) FROM runs WHERE run_id = 6 AND boot_id = "
                                    "'fedcba9876543210fedcba9876543210'"),
                          1);
-        sqlite3_close(d);
+        sql_close(d);
 
         /* Every upload answered 200 was in a commit, and none was answered before it. */
         assert_int_equal(stop_server(pid), 0);
@@ -929,7 +931,7 @@ static void test_query_errors(void **state) {
  * machine is not affected, and the refused request stores nothing. */
 static void test_rate_limit(void **state) {
         char db2[600], log2[600], url[128], tok_a[80], tok_b[80];
-        snprintf(db2, sizeof(db2), "%s/rate.db", dir);
+        tu_farm_target(dir, "rate", db2, sizeof(db2));
         snprintf(log2, sizeof(log2), "%s/rate.log", dir);
         enroll(db2, ID_A, NULL, NULL, tok_a);
         enroll(db2, ID_B, NULL, NULL, tok_b);
@@ -961,8 +963,9 @@ static void test_rate_limit(void **state) {
 
 /* Errors of the command line: a port in use, unreadable TLS files, a bad address. */
 static void test_command_line_errors(void **state) {
-        char dbarg[600], listen[128];
-        snprintf(dbarg, sizeof(dbarg), "--db=%s/other.db", dir);
+        char dbarg[600], listen[128], other[512];
+        tu_farm_target(dir, "other", other, sizeof(other));
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", other);
         snprintf(listen, sizeof(listen), "--listen=%s", base_url + strlen("http://"));
         char *in_use[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, listen, NULL };
         run_server(in_use, "Address already in use", 1);
@@ -997,7 +1000,7 @@ static void test_command_line_errors(void **state) {
         char *missing_conf[] = { (char *) tu_bin("RTSOAK_SERVER"), "--config=/nonexistent.conf",
                                  NULL };
         run_server(missing_conf, "/nonexistent.conf: cannot open", 78);
-        snprintf(db2, sizeof(db2), "%s/conf.db", dir);
+        tu_farm_target(dir, "conf", db2, sizeof(db2));
         snprintf(log2, sizeof(log2), "%s/conf.log", dir);
         f = fopen(conf, "we");
         fprintf(f, "[Server]\nDatabase=%s\nThreads=3\nListen=127.0.0.1:1\n", db2);
@@ -1020,7 +1023,7 @@ static void test_tls(void **state) {
         snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
         snprintf(key, sizeof(key), "%s/key.pem", dir);
         tu_make_cert(cert, key);
-        snprintf(db2, sizeof(db2), "%s/tls.db", dir);
+        tu_farm_target(dir, "tls", db2, sizeof(db2));
         snprintf(log2, sizeof(log2), "%s/tls.log", dir);
         char certarg[700], keyarg[700];
         snprintf(certarg, sizeof(certarg), "--cert=%s", cert);
