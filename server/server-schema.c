@@ -412,7 +412,12 @@ static const char *const pg_baseline =
         "  release " TEXT_C " NOT NULL, series " TEXT_C " NOT NULL, status " TEXT_C " NOT NULL,"
         "  at_ns BIGINT NOT NULL, problems BIGINT NOT NULL, missing BIGINT NOT NULL);"
         "CREATE INDEX verdict_log_release ON verdict_log(release, at_ns);"
-        "CREATE INDEX verdict_log_series ON verdict_log(series, at_ns);";
+        "CREATE INDEX verdict_log_series ON verdict_log(series, at_ns);"
+        /* The upload rate limit's buckets, shared by the farm's servers (server-ratelimit.c);
+         * unlogged: after a crash of the database they start full. */
+        "CREATE UNLOGGED TABLE rate_buckets ("
+        "  machine_id " TEXT_C " PRIMARY KEY, tokens DOUBLE PRECISION NOT NULL,"
+        "  at_us BIGINT NOT NULL);";
 
 /* Migration N takes PostgreSQL's schema from FARM_PG_BASELINE_VERSION + N to the next
  * version: the same change as sqlite_migrations[FARM_PG_BASELINE_VERSION + N], in

@@ -547,15 +547,10 @@ int farm_verdict_has_problem(farm_db *db, const struct farm_rule *rule, const ch
 
 /* ---- the rule's versions ------------------------------------------------------------------- */
 
-int farm_rule_record(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                     char err[static FARM_ERROR_MAX]) {
-        json_auto_t *j = farm_rule_to_json(rule);
-        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-        _cleanup_release_ sql_conn *c = farm_writer(db);
+/* In a write transaction: servers of one PostgreSQL started at once record the rule once. */
+static int rule_record_locked(sql_conn *c, const char *text, int64_t now_ns, char *err) {
         _cleanup_reset_ sql_stmt *sel = NULL, *ins = NULL;
         int r;
-        if (!text)
-                return -ENOMEM;
         if ((r = farm_prepare(c,
                               "SELECT rule FROM rule_versions ORDER BY from_ns DESC, id DESC "
                               "LIMIT 1",
@@ -572,6 +567,15 @@ int farm_rule_record(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
         sql_bind_int64(ins, 1, now_ns);
         sql_bind_text(ins, 2, text);
         return farm_step_done(ins, "cannot record the rule", err);
+}
+
+int farm_rule_record(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
+                     char err[static FARM_ERROR_MAX]) {
+        json_auto_t *j = farm_rule_to_json(rule);
+        _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        if (!text)
+                return -ENOMEM;
+        return FARM_WRITE_TRANSACTION(db, w, err, rule_record_locked(w, text, now_ns, err));
 }
 
 /* ---- kernels ------------------------------------------------------------------------------- */

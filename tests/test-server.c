@@ -11,6 +11,7 @@
 #include "tests.h"
 #include "test-http.h"
 #include "test-util.h"
+#include "test-summaries.h"
 #include "test-farmdb.h"
 #include "hist.h"
 #include "sha256.h"
@@ -106,102 +107,20 @@ static void expect_error(struct tu_reply *r, long status, const char *msg) {
                 fail_msg("expected %ld '%s', got %ld %s", status, msg, r->status, r->body);
 }
 
-/* ---- summaries built with the codec ------------------------------------------------------ */
-
-struct spec {
-        const char *machine, *kernel;
-        int64_t run, start_ns;
-        uint64_t seq, first_interval, nintervals, ncpus;
-        uint64_t max_ns; /* interval i, CPU c gets max_ns + 1000 i + 10 c */
-        uint64_t first_event, nevents;
-};
-
-static char *summary_text(const struct spec *p) {
-        static uint64_t counts[8192];
-        struct summary s = {};
-        s.machine.id = strdup(p->machine);
-        s.machine.hostname = strdup("rt-lab-07");
-        s.machine.cpu_model = strdup("Test CPU");
-        s.machine.cpus = (uint32_t) p->ncpus;
-        s.run.id = p->run;
-        s.run.boot_id = strdup("fedcba9876543210fedcba9876543210");
-        s.run.kernel_release = strdup(p->kernel);
-        s.run.kernel_version = strdup("#1 SMP PREEMPT_RT");
-        s.run.kernel_cmdline = strdup("quiet");
-        s.run.preempt_model = strdup("PREEMPT_RT");
-        s.run.daemon_version = strdup("0.1.0");
-        s.run.config_digest =
-                strdup("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
-        s.run.start_ns = p->start_ns;
-        s.run.threshold_ns = 100000;
-        s.run.probe_interval_ns = 200000;
-        s.run.interval_ns = (uint64_t) MIN_NS;
-        s.seq = p->seq;
-        s.nintervals = p->nintervals;
-        s.intervals = calloc(p->nintervals + 1, sizeof(*s.intervals));
-        for (size_t i = 0; i < p->nintervals; i++) {
-                struct summary_interval *iv = &s.intervals[i];
-                uint64_t seq = p->first_interval + i;
-                iv->seq = seq;
-                iv->start_ns = p->start_ns + (int64_t) seq * MIN_NS;
-                iv->length_ns = (uint64_t) MIN_NS;
-                iv->scenario = strdup("mixed");
-                iv->ncpus = p->ncpus;
-                iv->cpus = calloc(p->ncpus, sizeof(*iv->cpus));
-                for (size_t c = 0; c < p->ncpus; c++) {
-                        struct summary_cpu *x = &iv->cpus[c];
-                        uint64_t max = p->max_ns + 1000 * seq + 10 * c;
-                        memset(counts, 0, sizeof(counts));
-                        counts[hist_index(1000, 5000)] = 999;
-                        counts[hist_index(1000, max)] += 1;
-                        *x = (struct summary_cpu){ .cpu = (uint32_t) c,
-                                                   .samples = 1000,
-                                                   .min_ns = 5000,
-                                                   .avg_ns = 5100,
-                                                   .max_ns = max,
-                                                   .max_time_ns = iv->start_ns + 777,
-                                                   .violations = 1,
-                                                   .hist_limit_us = 1000 };
-                        assert_int_equal(hist_encode(1000, counts, &x->hist, &x->hist_len), 0);
-                }
-                iv->nloads = 1;
-                iv->loads = calloc(1, sizeof(*iv->loads));
-                iv->loads[0].generator = strdup("cpu");
-                iv->loads[0].up_ns = (uint64_t) MIN_NS;
-                iv->loads[0].starts = 1;
-                iv->loads[0].nmetrics = 2;
-                iv->loads[0].metrics = calloc(2, sizeof(struct summary_metric));
-                iv->loads[0].metrics[0] = (struct summary_metric){ strdup("ops"), strdup("ops/s"),
-                                                                   1234.5 };
-                iv->loads[0].metrics[1] = (struct summary_metric){ strdup("loops"),
-                                                                   strdup("loops/s"), 7 };
-        }
-        s.nevents = p->nevents;
-        s.events = calloc(p->nevents + 1, sizeof(*s.events));
-        for (size_t e = 0; e < p->nevents; e++)
-                s.events[e] = (struct summary_event){
-                        p->first_event + e,        p->start_ns + (int64_t) e,
-                        strdup("violation"),       0,
-                        (int64_t) (p->max_ns + e), strdup("over the threshold")
-                };
-        char *text;
-        assert_int_equal(summary_encode(&s, &text, NULL), 0);
-        summary_done(&s);
-        return text;
-}
+/* ---- summaries built with the codec (test-summaries.c) ---------------------------------- */
 
 /* Machine A, run 1: two intervals (seq 0, 1) of three CPUs, three events. */
-static const struct spec run1 = { .machine = ID_A,
-                                  .kernel = "6.6.15-rt22",
-                                  .run = 1,
-                                  .start_ns = T0,
-                                  .seq = 0,
-                                  .first_interval = 0,
-                                  .nintervals = 2,
-                                  .ncpus = 3,
-                                  .max_ns = 80000,
-                                  .first_event = 1,
-                                  .nevents = 3 };
+static const struct tu_spec run1 = { .machine = ID_A,
+                                     .kernel = "6.6.15-rt22",
+                                     .run = 1,
+                                     .start_ns = T0,
+                                     .seq = 0,
+                                     .first_interval = 0,
+                                     .nintervals = 2,
+                                     .ncpus = 3,
+                                     .max_ns = 80000,
+                                     .first_event = 1,
+                                     .nevents = 3 };
 /* Its worst: interval 1, CPU 2. */
 #define RUN1_WORST_NS (80000 + 1000 + 20)
 
@@ -377,7 +296,7 @@ static void test_enroll(void **state) {
 
 /* A valid summary is stored, row for row, and the machine query shows it. */
 static void test_upload_stored(void **state) {
-        char *text = summary_text(&run1);
+        char *text = tu_summary_text(&run1);
         struct tu_reply r = upload(token_a, text);
         if (r.status != 200)
                 fail_msg("upload: %ld %s", r.status, r.body);
@@ -477,9 +396,9 @@ static void test_upload_stored(void **state) {
  * worst latency stays the worst of all runs. */
 /* Uploads the summary of spec with machine A's token and checks the answer: 200 "stored",
  * with so many new and already stored intervals and events. */
-static void expect_stored(const struct spec *spec, long long intervals, long long dup_intervals,
+static void expect_stored(const struct tu_spec *spec, long long intervals, long long dup_intervals,
                           long long events, long long dup_events) {
-        char *text = summary_text(spec);
+        char *text = tu_summary_text(spec);
         struct tu_reply r = upload(token_a, text);
         assert_int_equal(r.status, 200);
         json_t *j = tu_json(r.body);
@@ -496,7 +415,7 @@ static void expect_stored(const struct spec *spec, long long intervals, long lon
 static void test_duplicates_and_latest_run(void **state) {
         struct snapshot before;
         snapshot(&before);
-        char *text = summary_text(&run1);
+        char *text = tu_summary_text(&run1);
         struct tu_reply r = upload(token_a, text);
         assert_int_equal(r.status, 200);
         json_t *j = tu_json(r.body);
@@ -513,7 +432,7 @@ static void test_duplicates_and_latest_run(void **state) {
         }
 
         /* Upload seq 1: interval 1 (stored) and interval 2 (new), events 3 (stored) and 4. */
-        struct spec overlap = run1;
+        struct tu_spec overlap = run1;
         overlap.seq = 1;
         overlap.first_interval = 1;
         overlap.first_event = 3;
@@ -527,20 +446,20 @@ static void test_duplicates_and_latest_run(void **state) {
         /* A retry under a known key that carries more than the first try (the uploader did not
          * hear our answer and its batch has grown since): the new interval is stored, the
          * known ones once. */
-        struct spec grown = run1;
+        struct tu_spec grown = run1;
         grown.nintervals = 4;
         expect_stored(&grown, 1, 3, 0, 3);
         assert_int_equal(rows("intervals"), 4);
         assert_int_equal(rows("uploads"), 2);
 
         /* Run 2, later, on a new kernel with lower latencies. */
-        struct spec run2 = run1;
+        struct tu_spec run2 = run1;
         run2.run = 2;
         run2.kernel = "6.6.16-rt23";
         run2.start_ns = T0 + 3600 * INT64_C(1000000000);
         run2.nintervals = 1;
         run2.max_ns = 20000;
-        text = summary_text(&run2);
+        text = tu_summary_text(&run2);
         r = upload(token_a, text);
         assert_int_equal(r.status, 200);
         tu_reply_done(&r);
@@ -560,10 +479,10 @@ static void test_duplicates_and_latest_run(void **state) {
         /* Run 1 again under another boot id: the run's identity does not change. */
         struct snapshot mid;
         snapshot(&mid);
-        struct spec again = run1;
+        struct tu_spec again = run1;
         again.seq = 9;
         again.first_interval = 9;
-        text = summary_text(&again);
+        text = tu_summary_text(&again);
         char *other = replace(text, "fedcba9876543210fedcba9876543210",
                               "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
         r = upload(token_a, other);
@@ -591,7 +510,7 @@ static void test_concurrent_uploads(void **state) {
         CURLM *multi = curl_multi_init();
         assert_non_null(multi);
         for (int i = 0; i <= N; i++) {
-                struct spec p = run1;
+                struct tu_spec p = run1;
                 p.run = 3;
                 p.start_ns = T0 + 7200 * INT64_C(1000000000);
                 /* The last one repeats the first. */
@@ -600,7 +519,7 @@ static void test_concurrent_uploads(void **state) {
                 p.nintervals = 1;
                 p.first_event = 100 + p.seq;
                 p.nevents = 1;
-                texts[i] = summary_text(&p);
+                texts[i] = tu_summary_text(&p);
                 easy[i] = curl_easy_init();
                 curl_easy_setopt(easy[i], CURLOPT_URL, url);
                 curl_easy_setopt(easy[i], CURLOPT_POSTFIELDS, texts[i]);
@@ -664,11 +583,11 @@ static void test_group_commit(void **state) {
 
         /* Run 6 is stored first, so that the uploads claiming another boot id for it are
          * refused whenever they come. */
-        struct spec p6 = run1;
+        struct tu_spec p6 = run1;
         p6.run = 6;
         p6.nintervals = 1;
         p6.nevents = 1;
-        char *text6 = summary_text(&p6);
+        char *text6 = tu_summary_text(&p6);
         struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth, text6,
                                     strlen(text6));
         assert_int_equal(r.status, 200);
@@ -684,7 +603,7 @@ static void test_group_commit(void **state) {
         for (int i = 0; i < N; i++) {
                 if (i < NEW + DUP) {
                         /* Run 5: NEW uploads, then the first DUP of them again. */
-                        struct spec p = run1;
+                        struct tu_spec p = run1;
                         p.run = 5;
                         p.start_ns = T0 + 3 * 3600 * INT64_C(1000000000);
                         p.seq = (uint64_t) (i < NEW ? i : i - NEW);
@@ -692,11 +611,11 @@ static void test_group_commit(void **state) {
                         p.nintervals = 1;
                         p.first_event = 1 + p.seq;
                         p.nevents = 1;
-                        texts[i] = summary_text(&p);
+                        texts[i] = tu_summary_text(&p);
                 } else {
-                        struct spec p = p6;
+                        struct tu_spec p = p6;
                         p.seq = p.first_interval = (uint64_t) (i - NEW - DUP + 1);
-                        char *t = summary_text(&p);
+                        char *t = tu_summary_text(&p);
                         texts[i] = replace(t, "fedcba9876543210fedcba9876543210",
                                            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
                         free(t);
@@ -805,11 +724,11 @@ static void test_bad_uploads(void **state) {
                   "missing, invalid or revoked token" },
                 { "another machine's token", NULL, NULL, "B", 403, "machine.id" },
         };
-        struct spec p = run1;
+        struct tu_spec p = run1;
         p.seq = 5;
         p.first_interval = 5;
         p.first_event = 50;
-        char *valid = summary_text(&p);
+        char *valid = tu_summary_text(&p);
         struct snapshot before;
         snapshot(&before);
 
@@ -940,7 +859,7 @@ static void test_rate_limit(void **state) {
         char auth_a[128], auth_b[128];
         snprintf(auth_a, sizeof(auth_a), "Bearer %s", tok_a);
         snprintf(auth_b, sizeof(auth_b), "Bearer %s", tok_b);
-        char *text = summary_text(&run1);
+        char *text = tu_summary_text(&run1);
         for (int i = 0; i < 3; i++) {
                 struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth_a, text,
                                             strlen(text));
