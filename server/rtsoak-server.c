@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,11 +19,13 @@
 #include "server-cli-machines.h"
 #include "server-db.h"
 #include "server-http.h"
+#include "server-copy.h"
 #include "server-query.h"
 #include "server-ratelimit.h"
 #include "server-stable.h"
 #include "server-verdict.h"
 #include "server-waivers.h"
+#include "sql.h"
 #include "timeutil.h"
 
 #define DB_DEFAULT "/var/lib/rtsoak-server/farm.db"
@@ -151,6 +154,7 @@ struct options {
         struct farm_settings_change change; /* --bound, --gating, --groups, --label, --unlabel */
         const char *reason, *by, *at, *known_at, *from, *to;
         bool json;
+        unsigned chunk;   /* migrate: intervals per transaction */
         uint64_t given;   /* the options given, as OPT() bits */
         bool usage_error; /* one of them was wrong (already logged) */
         struct farm_rule rule;
@@ -180,6 +184,9 @@ static void help(void) {
                "  waivers [RELEASE]\n"
                "  admin-token NAME | admin-revoke NAME\n"
                "  check\n"
+               "  migrate --from PATH|URI --to URI [--chunk N]       copy the farm into another "
+               "store\n"
+               "                       (postgresql://...) and compare every row\n"
                "\n"
                "  --config FILE        configuration file (default %s)\n"
                "  --db PATH            farm database (default %s)\n"
@@ -205,6 +212,7 @@ static void help(void) {
                "  --reason TEXT        why (kept in the audit trail)\n"
                "  --by NAME            who (default: $SUDO_USER, $USER)\n"
                "  --json               machine show, maintenance list: JSON\n"
+               "  --chunk N            migrate: intervals per transaction (default 10000)\n"
                "  -h, --help           show this help\n"
                "  --version            show the version\n"
                "\n"
@@ -252,6 +260,7 @@ enum {
         ARG_FROM,
         ARG_TO,
         ARG_JSON,
+        ARG_CHUNK,
         ARG_VERSION,
 };
 #define OPT(arg) (UINT64_C(1) << ((arg) -ARG_CONFIG))
@@ -285,6 +294,7 @@ static const struct option options[] = {
         { "from", required_argument, NULL, ARG_FROM },
         { "to", required_argument, NULL, ARG_TO },
         { "json", no_argument, NULL, ARG_JSON },
+        { "chunk", required_argument, NULL, ARG_CHUNK },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, ARG_VERSION },
         {},
@@ -363,6 +373,13 @@ static int parse_command_option(int c, const char *name, struct options *o) {
         case ARG_JSON:
                 o->json = true;
                 break;
+        case ARG_CHUNK: {
+                unsigned long long v;
+                if (parse_uint(opt, optarg, 1, 1000000, &v) < 0)
+                        return -EINVAL;
+                o->chunk = (unsigned) v;
+                break;
+        }
         }
         if (r < 0)
                 log_error("%s", err);
@@ -878,6 +895,38 @@ static int run_check(const struct options *o, char **args, int n) {
         return check_cmd(o);
 }
 
+/* migrate: the copy, then the comparison; run again after an interruption, it goes on. */
+static int run_migrate(const struct options *o, char **args, int n) {
+        char err[FARM_ERROR_MAX], from[512], to[512];
+        struct farm_copy_stats st;
+        (void) args, (void) n;
+        if (!o->from || !o->to) {
+                log_error("migrate needs --from (the farm) and --to (the database to copy it "
+                          "into)");
+                return EXIT_USAGE;
+        }
+        sql_target_shown(o->from, from, sizeof(from));
+        sql_target_shown(o->to, to, sizeof(to));
+        int64_t t0 = now_ns(CLOCK_MONOTONIC);
+        int r = farm_copy(o->from, o->to, o->chunk, &st, err);
+        if (r < 0) {
+                log_error("Cannot copy %s into %s: %s", from, to, err);
+                return EXIT_FAILURE;
+        }
+        int64_t t1 = now_ns(CLOCK_MONOTONIC);
+        log_info("Copied %" PRIu64 " rows of %u tables in %.1f s; comparing every row",
+                 st.rows_copied, st.tables, (double) (t1 - t0) / 1e9);
+        r = farm_copy_verify(o->from, o->to, &st, err);
+        if (r < 0) {
+                log_error("%s and %s differ: %s", from, to, err);
+                return EXIT_FAILURE;
+        }
+        log_info("Verified: %" PRIu64 " rows of %u tables the same in %s and %s (%.1f s)",
+                 st.rows_compared, st.tables, from, to,
+                 (double) (now_ns(CLOCK_MONOTONIC) - t1) / 1e9);
+        return EXIT_SUCCESS;
+}
+
 static const struct command {
         const char *name, *sub; /* sub: the second word, or NULL */
         int min_args, max_args; /* after the command's words */
@@ -902,6 +951,8 @@ static const struct command {
         { "admin-token", NULL, 1, 1, "NAME", 0, run_admin_token },
         { "admin-revoke", NULL, 1, 1, "NAME", 0, run_admin_revoke },
         { "check", NULL, 0, 0, "no argument", 0, run_check },
+        { "migrate", NULL, 0, 0, "no argument", OPT(ARG_FROM) | OPT(ARG_TO) | OPT(ARG_CHUNK),
+          run_migrate },
 };
 
 /* The command of argv (its words from *word on), or NULL with the error logged. */
@@ -919,7 +970,8 @@ static const struct command *find_command(char **words, int n) {
                           strcmp(words[0], "machine") == 0 ? "set or show" : "add, list or cancel");
         else
                 log_error("Unknown command '%s' (expected enroll, revoke, machine, maintenance, "
-                          "verdict, waive, unwaive, waivers, admin-token, admin-revoke or check; "
+                          "verdict, waive, unwaive, waivers, admin-token, admin-revoke, check or "
+                          "migrate; "
                           "see --help)",
                           words[0]);
         return NULL;

@@ -32,6 +32,15 @@ struct sql_backend {
         const char *(*column_text)(sql_stmt *st, int i);
         const void *(*column_blob)(sql_stmt *st, int i, size_t *ret_len);
         int (*column_count)(sql_stmt *st);
+        /* NULL: the copy is made of INSERTs (sql.c). */
+        int (*copy_begin)(sql_conn *c, const char *table, const char *const *columns, size_t n);
+        void (*copy_int64)(sql_conn *c, int64_t v);
+        void (*copy_double)(sql_conn *c, double v);
+        void (*copy_text)(sql_conn *c, const char *s);
+        void (*copy_blob)(sql_conn *c, const void *p, size_t n);
+        void (*copy_null)(sql_conn *c);
+        int (*copy_row)(sql_conn *c);
+        int (*copy_end)(sql_conn *c);
 };
 
 extern const struct sql_backend sql_sqlite_backend;
@@ -46,6 +55,11 @@ struct sql_cached {
 struct sql_conn {
         const struct sql_backend *be;
         void *owner;
+        /* A copy made of INSERTs: the statement, the next parameter, the first failure. */
+        struct {
+                sql_stmt *insert;
+                int next, error;
+        } copy;
         struct sql_cached *cache;
         size_t ncache, cache_cap;
         char errmsg[SQL_ERROR_MAX];

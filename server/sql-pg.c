@@ -30,6 +30,13 @@ struct pg_conn {
         bool in_txn;   /* a transaction was begun and not ended */
         bool txn_lost; /* ... and the connection was lost meanwhile */
         bool readonly;
+        /* COPY ... FROM STDIN in progress: rows in text format, sent in large pieces. */
+        struct {
+                char *buf;
+                size_t len, cap;
+                unsigned field;
+                int error;
+        } copy;
 };
 
 enum pg_kind {
@@ -155,6 +162,7 @@ static void pg_close(sql_conn *base) {
         struct pg_conn *c = pc(base);
         if (c->pg)
                 PQfinish(c->pg);
+        free(c->copy.buf);
         free(c);
 }
 
@@ -635,6 +643,150 @@ static int pg_column_count(sql_stmt *st) {
         return s->res ? PQnfields(s->res) : 0;
 }
 
+/* ---- COPY ---------------------------------------------------------------------------------- */
+
+#define COPY_CHUNK (256 * 1024)
+
+static int copy_begin(sql_conn *base, const char *table, const char *const *columns, size_t n) {
+        struct pg_conn *c = pc(base);
+        size_t size = strlen(table) + 64;
+        for (size_t i = 0; i < n; i++)
+                size += strlen(columns[i]) + 8;
+        char *sql = malloc(size);
+        if (!sql)
+                return -ENOMEM;
+        size_t len = (size_t) snprintf(sql, size, "COPY \"%s\" (", table);
+        for (size_t i = 0; i < n; i++)
+                len += (size_t) snprintf(sql + len, size - len, "%s\"%s\"", i ? ", " : "",
+                                         columns[i]);
+        snprintf(sql + len, size - len, ") FROM STDIN");
+        int r = usable(c);
+        PGresult *res = r < 0 ? NULL : PQexec(c->pg, sql);
+        free(sql);
+        if (r >= 0 && PQresultStatus(res) != PGRES_COPY_IN)
+                r = fail_result(c, res, "cannot copy");
+        PQclear(res);
+        c->copy.len = 0;
+        c->copy.field = 0;
+        c->copy.error = 0;
+        return r;
+}
+
+/* Room for n more bytes of the copy's rows (and a field's separator). */
+static char *copy_room(struct pg_conn *c, size_t n) {
+        if (c->copy.len + n + 2 > c->copy.cap) {
+                size_t cap = MAX(c->copy.cap * 2, c->copy.len + n + 2);
+                cap = MAX(cap, (size_t) COPY_CHUNK * 2);
+                char *x = realloc(c->copy.buf, cap);
+                if (!x) {
+                        c->copy.error = c->copy.error ?: -ENOMEM;
+                        return NULL;
+                }
+                c->copy.buf = x;
+                c->copy.cap = cap;
+        }
+        if (c->copy.field++ > 0)
+                c->copy.buf[c->copy.len++] = '\t';
+        return c->copy.buf + c->copy.len;
+}
+
+static void copy_raw(struct pg_conn *c, const char *text, size_t n) {
+        char *p = copy_room(c, n);
+        if (p) {
+                memcpy(p, text, n);
+                c->copy.len += n;
+        }
+}
+
+static void copy_int64(sql_conn *base, int64_t v) {
+        char text[24];
+        copy_raw(pc(base), text, (size_t) snprintf(text, sizeof(text), "%lld", (long long) v));
+}
+
+static void copy_double(sql_conn *base, double v) {
+        char text[40];
+        copy_raw(pc(base), text, (size_t) snprintf(text, sizeof(text), "%.17g", v));
+}
+
+static void copy_null(sql_conn *base) {
+        copy_raw(pc(base), "\\N", 2);
+}
+
+/* Text with COPY's escapes of the backslash and the separators. */
+static void copy_text(sql_conn *base, const char *s) {
+        struct pg_conn *c = pc(base);
+        size_t n = strlen(s);
+        char *p = copy_room(c, 2 * n);
+        if (!p)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                char ch = s[i], esc = ch == '\\' ? '\\' : ch == '\t' ? 't' : ch == '\n' ? 'n'
+                                                 : ch == '\r'                     ? 'r'
+                                                                                   : 0;
+                if (esc) {
+                        *p++ = '\\';
+                        *p++ = esc;
+                } else
+                        *p++ = ch;
+        }
+        c->copy.len = (size_t) (p - c->copy.buf);
+}
+
+/* bytea in hex, its backslash escaped for COPY: \\x0a0b. */
+static void copy_blob(sql_conn *base, const void *v, size_t n) {
+        static const char hex[] = "0123456789abcdef";
+        struct pg_conn *c = pc(base);
+        char *p = copy_room(c, 3 + 2 * n);
+        if (!p)
+                return;
+        *p++ = '\\';
+        *p++ = '\\';
+        *p++ = 'x';
+        for (size_t i = 0; i < n; i++) {
+                unsigned char b = ((const unsigned char *) v)[i];
+                *p++ = hex[b >> 4];
+                *p++ = hex[b & 15];
+        }
+        c->copy.len = (size_t) (p - c->copy.buf);
+}
+
+static int copy_flush(struct pg_conn *c) {
+        if (c->copy.len > 0 && !c->copy.error &&
+            PQputCopyData(c->pg, c->copy.buf, (int) c->copy.len) != 1) {
+                set_message(c, "cannot copy", PQerrorMessage(c->pg));
+                c->copy.error = -EIO;
+        }
+        c->copy.len = 0;
+        return c->copy.error;
+}
+
+static int copy_row(sql_conn *base) {
+        struct pg_conn *c = pc(base);
+        /* copy_room() leaves room for this newline after each field. */
+        if (c->copy.error || c->copy.field == 0)
+                return c->copy.error ?: -EINVAL;
+        c->copy.buf[c->copy.len++] = '\n';
+        c->copy.field = 0;
+        return c->copy.len >= COPY_CHUNK ? copy_flush(c) : c->copy.error;
+}
+
+static int copy_end(sql_conn *base) {
+        struct pg_conn *c = pc(base);
+        int r = copy_flush(c);
+        if (PQputCopyEnd(c->pg, r < 0 ? "the copy failed" : NULL) != 1 && r >= 0) {
+                set_message(c, "cannot end the copy", PQerrorMessage(c->pg));
+                r = -EIO;
+        }
+        PGresult *res;
+        while ((res = PQgetResult(c->pg))) {
+                if (PQresultStatus(res) != PGRES_COMMAND_OK && r >= 0)
+                        r = fail_result(c, res, "cannot copy");
+                PQclear(res);
+        }
+        c->copy.field = 0;
+        return r;
+}
+
 const struct sql_backend sql_pg_backend = {
         .name = "PostgreSQL",
         .dialect = SQL_PG,
@@ -659,4 +811,12 @@ const struct sql_backend sql_pg_backend = {
         .column_text = pg_column_text,
         .column_blob = pg_column_blob,
         .column_count = pg_column_count,
+        .copy_begin = copy_begin,
+        .copy_int64 = copy_int64,
+        .copy_double = copy_double,
+        .copy_text = copy_text,
+        .copy_blob = copy_blob,
+        .copy_null = copy_null,
+        .copy_row = copy_row,
+        .copy_end = copy_end,
 };

@@ -224,3 +224,90 @@ const void *sql_column_blob(sql_stmt *st, int i, size_t *ret_len) {
 int sql_column_count(sql_stmt *st) {
         return st->conn->be->column_count(st);
 }
+
+/* ---- bulk copies ---------------------------------------------------------------------------- */
+
+/* The backends without a copy of their own: one prepared INSERT per row. */
+static int insert_copy_begin(sql_conn *c, const char *table, const char *const *columns,
+                             size_t n) {
+        size_t size = strlen(table) + 64;
+        for (size_t i = 0; i < n; i++)
+                size += strlen(columns[i]) + 8;
+        char *sql = malloc(size);
+        if (!sql)
+                return -ENOMEM;
+        size_t len = (size_t) snprintf(sql, size, "INSERT INTO \"%s\" (", table);
+        for (size_t i = 0; i < n; i++)
+                len += (size_t) snprintf(sql + len, size - len, "%s\"%s\"", i ? ", " : "",
+                                         columns[i]);
+        len += (size_t) snprintf(sql + len, size - len, ") VALUES (");
+        for (size_t i = 0; i < n; i++)
+                len += (size_t) snprintf(sql + len, size - len, "%s?", i ? ", " : "");
+        snprintf(sql + len, size - len, ")");
+        int r = sql_prepare_once(c, sql, &c->copy.insert);
+        free(sql);
+        c->copy.next = 1;
+        c->copy.error = 0;
+        return r;
+}
+
+int sql_copy_begin(sql_conn *c, const char *table, const char *const *columns, size_t n) {
+        if (c->be->copy_begin)
+                return c->be->copy_begin(c, table, columns, n);
+        return insert_copy_begin(c, table, columns, n);
+}
+
+void sql_copy_int64(sql_conn *c, int64_t v) {
+        if (c->be->copy_int64)
+                c->be->copy_int64(c, v);
+        else
+                sql_bind_int64(c->copy.insert, c->copy.next++, v);
+}
+
+void sql_copy_double(sql_conn *c, double v) {
+        if (c->be->copy_double)
+                c->be->copy_double(c, v);
+        else
+                sql_bind_double(c->copy.insert, c->copy.next++, v);
+}
+
+void sql_copy_text(sql_conn *c, const char *s) {
+        if (!s)
+                sql_copy_null(c);
+        else if (c->be->copy_text)
+                c->be->copy_text(c, s);
+        else
+                sql_bind_text(c->copy.insert, c->copy.next++, s);
+}
+
+void sql_copy_blob(sql_conn *c, const void *p, size_t n) {
+        if (c->be->copy_blob)
+                c->be->copy_blob(c, p, n);
+        else
+                sql_bind_blob(c->copy.insert, c->copy.next++, p, n);
+}
+
+void sql_copy_null(sql_conn *c) {
+        if (c->be->copy_null)
+                c->be->copy_null(c);
+        else
+                sql_bind_null(c->copy.insert, c->copy.next++);
+}
+
+int sql_copy_row(sql_conn *c) {
+        if (c->be->copy_row)
+                return c->be->copy_row(c);
+        int r = sql_step_done(c->copy.insert);
+        c->copy.next = 1;
+        if (r < 0 && !c->copy.error)
+                c->copy.error = r;
+        return r;
+}
+
+int sql_copy_end(sql_conn *c) {
+        if (c->be->copy_end)
+                return c->be->copy_end(c);
+        sql_finalize(c->copy.insert);
+        c->copy.insert = NULL;
+        return c->copy.error;
+}

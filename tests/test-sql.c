@@ -229,6 +229,58 @@ static void test_transactions_and_errors(void **state) {
         sql_finalize(st);
 }
 
+/* A bulk copy stores every value as given (text with the copy's separators in it, blobs with
+ * zeros and backslashes, NULLs); one that fails stores nothing. */
+static void test_copy(void **state) {
+        static const unsigned char bin[] = { 0, '\\', 'x', '\t', '\n', 0xff };
+        const char *cols[] = { "k", "n", "x", "b" };
+        assert_int_equal(sql_exec(c, "DELETE FROM t"), 0);
+        assert_int_equal(sql_copy_begin(c, "t", cols, 4), 0);
+        for (int i = 0; i < 3000; i++) {
+                char k[64];
+                snprintf(k, sizeof(k), "row\t%d\\n\n\r'\"", i);
+                sql_copy_text(c, k);
+                if (i % 3)
+                        sql_copy_int64(c, INT64_MIN + i);
+                else
+                        sql_copy_null(c);
+                sql_copy_double(c, i + 0.25);
+                sql_copy_blob(c, bin, (size_t) (i % 7 ? sizeof(bin) : 0));
+                assert_int_equal(sql_copy_row(c), 0);
+        }
+        assert_int_equal(sql_copy_end(c), 0);
+        sql_stmt *st;
+        assert_int_equal(sql_prepare_once(c, "SELECT k, n, x, b FROM t ORDER BY x", &st), 0);
+        for (int i = 0; i < 3000; i++) {
+                char k[64];
+                size_t len;
+                snprintf(k, sizeof(k), "row\t%d\\n\n\r'\"", i);
+                assert_int_equal(sql_step(st), SQL_ROW);
+                assert_string_equal(sql_column_text(st, 0), k);
+                assert_int_equal(sql_column_null(st, 1), i % 3 == 0);
+                if (i % 3)
+                        assert_int_equal(sql_column_int64(st, 1), INT64_MIN + i);
+                assert_true(sql_column_double(st, 2) == i + 0.25);
+                const void *p = sql_column_blob(st, 3, &len);
+                assert_int_equal(len, i % 7 ? sizeof(bin) : 0);
+                if (len)
+                        assert_memory_equal(p, bin, len);
+        }
+        assert_int_equal(sql_step(st), SQL_DONE);
+        sql_finalize(st);
+
+        /* A duplicate key: the copy fails, the table is as it was. */
+        assert_int_equal(sql_begin(c, SQL_TXN_WRITE), 0);
+        assert_int_equal(sql_copy_begin(c, "t", cols, 1), 0);
+        sql_copy_text(c, "new");
+        sql_copy_row(c);
+        sql_copy_text(c, "new");
+        sql_copy_row(c);
+        assert_true(sql_copy_end(c) < 0);
+        sql_rollback(c);
+        assert_int_equal(tu_farm_int(target, "SELECT count(*) FROM t"), 3000);
+}
+
 static void test_target_shown(void **state) {
         char buf[256];
         sql_target_shown("postgresql://farm:s3cret@db.example/rtsoak?sslmode=require", buf,
@@ -248,6 +300,7 @@ int main(void) {
                 cmocka_unit_test(test_dialect_functions),
                 cmocka_unit_test(test_upsert_changes_and_rerun),
                 cmocka_unit_test(test_transactions_and_errors),
+                cmocka_unit_test(test_copy),
                 cmocka_unit_test(test_target_shown),
         };
         if (!mkdtemp(dir))
