@@ -14,10 +14,11 @@
 #include "server-db-internal.h"
 #include "server-partitions.h"
 
-/* PostgreSQL connections per server beyond its HTTP threads (the cache warmer, the verdict log,
- * commands). */
+/* PostgreSQL connections per server: two per HTTP thread (a request may hold a reader while it
+ * stores, or a verdict's snapshot while it reads) and some for the cache warmer, the verdict log
+ * and retention. */
 #define FARM_POOL_EXTRA 4
-#define FARM_POOL_DEFAULT 12
+#define FARM_POOL_DEFAULT 20
 
 int farm_fail(sql_conn *c, int r, const char *what, char *err) {
         farm_db *db = farm_of(c);
@@ -219,7 +220,8 @@ int farm_db_open_with(const char *target, unsigned threads, farm_db **ret,
         sql_target_shown(target, db->shown, sizeof(db->shown));
         db->dialect = sql_target_is_pg(target) ? SQL_PG : SQL_SQLITE;
         int r = farm_is_pg(db)
-                        ? open_pg(db, threads ? threads + FARM_POOL_EXTRA : FARM_POOL_DEFAULT, err)
+                        ? open_pg(db, threads ? 2 * threads + FARM_POOL_EXTRA : FARM_POOL_DEFAULT,
+                                  err)
                         : open_sqlite(db, err);
         if (r < 0) {
                 farm_db_close(db);
@@ -433,6 +435,14 @@ static int store_pg(farm_db *db, const struct summary *s, int64_t now_ns, struct
                         return 0;
                 }
                 sql_rollback(c);
+                if (r == -ENOENT && strstr(err, "no partition")) {
+                        /* Its month's partitions were dropped by the retention of another
+                         * server of the farm: they are made again. */
+                        farm_partitions_forget_all(db);
+                        r = farm_partitions_for(c, s, err);
+                        if (r >= 0)
+                                continue;
+                }
                 if (r != -EAGAIN)
                         break;
                 r = 0; /* again */

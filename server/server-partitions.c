@@ -55,6 +55,22 @@ static void remember(farm_db *db, int64_t month) {
         pthread_mutex_unlock(&db->months.lock);
 }
 
+void farm_partitions_forget(farm_db *db, int64_t month) {
+        pthread_mutex_lock(&db->months.lock);
+        for (size_t i = 0; i < db->months.n; i++)
+                if (db->months.v[i] == month)
+                        db->months.v[i--] = db->months.v[--db->months.n];
+        pthread_mutex_unlock(&db->months.lock);
+}
+
+/* Forgets every month: partitions dropped by another server are made again when data of
+ * theirs arrives. */
+void farm_partitions_forget_all(farm_db *db) {
+        pthread_mutex_lock(&db->months.lock);
+        db->months.n = 0;
+        pthread_mutex_unlock(&db->months.lock);
+}
+
 static int make_locked(sql_conn *c, int64_t month, char *err) {
         int64_t from = farm_month_start(month), to = farm_month_start(month + 1);
         time_t s = (time_t) (from / (int64_t) NSEC_PER_SEC);

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "server-db.h"
 #include "sql.h"
 #include "summary.h"
 
@@ -15,6 +16,11 @@ int farm_partitions_ahead(sql_conn *c, char *err);
 int farm_partitions_for(sql_conn *c, const struct summary *s, char *err);
 /* The partitions of [from_ns, to_ns]. */
 int farm_partitions_span(sql_conn *c, int64_t from_ns, int64_t to_ns, char *err);
+
+/* Forgets that the partitions of month exist (they were dropped). */
+void farm_partitions_forget(farm_db *db, int64_t month);
+/* Forgets every month (another server may have dropped some). */
+void farm_partitions_forget_all(farm_db *db);
 
 /* The UTC month (months since January 1970) of a time, and the time its month begins. */
 int64_t farm_month_of(int64_t ns);

@@ -137,6 +137,11 @@ static int fail_result(struct pg_conn *c, const PGresult *res, const char *what)
                 return -EBUSY;
         }
         set_message(c, what, PQresultErrorMessage(res));
+        /* A row of a partitioned table whose partition is not there: -ENOENT, so that the
+         * caller can make it. */
+        const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+        if (primary && strncmp(primary, "no partition of relation", 24) == 0)
+                return -ENOENT;
         return state_errno(PQresultErrorField(res, PG_DIAG_SQLSTATE));
 }
 

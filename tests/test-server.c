@@ -958,6 +958,76 @@ static void test_tls(void **state) {
 }
 
 /* SIGTERM stops the server cleanly, after one log line for every request it answered. */
+/* Retention: prune drops the intervals of whole months before the one given (on PostgreSQL
+ * their partitions), keeps the day rollups and the runs, and data of a dropped month that
+ * arrives afterwards is stored again. */
+static void test_retention(void **state) {
+        char db2[600], log2[600], url[128], tok[80], auth[128], before[64], dbarg[700];
+        tu_farm_target(dir, "retention", db2, sizeof(db2));
+        snprintf(log2, sizeof(log2), "%s/retention.log", dir);
+        enroll(db2, ID_A, NULL, NULL, tok);
+        const char *extra[] = { "--rate=100000", "--burst=100000", NULL };
+        pid_t pid = start_server(db2, log2, extra, url, sizeof(url));
+        snprintf(auth, sizeof(auth), "Bearer %s", tok);
+        /* 2026-09-15, 2026-10-15 and 2026-11-15, two intervals each. */
+        const int64_t day = 86400 * INT64_C(1000000000), sep15 = INT64_C(1789430400) * 1000000000;
+        for (int m = 0; m < 3; m++) {
+                struct tu_spec p = run1;
+                p.run = 10 + m;
+                p.start_ns = sep15 + m * 30 * day;
+                p.nevents = 0;
+                char *text = tu_summary_text(&p);
+                struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth, text,
+                                            strlen(text));
+                assert_int_equal(r.status, 200);
+                tu_reply_done(&r);
+                free(text);
+        }
+        sql_conn *d = tu_farm_open(db2);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 6);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM run_days"), 3);
+        sql_close(d);
+
+        /* Before 2026-11-20: September and October go, November stays. */
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", db2);
+        snprintf(before, sizeof(before), "--before=2026-11-20T00:00:00Z");
+        char *prune[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "prune", before, NULL };
+        run_server(prune, tu_pg() ? "Dropped 2 month(s)" : "4 intervals", 0);
+        d = tu_farm_open(db2);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 2);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM interval_cpus"), 2 * 3);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM interval_loads"), 2);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM run_days"), 3);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM runs"), 3);
+        if (tu_pg())
+                assert_int_equal(db_int(d, "SELECT count(*) FROM pg_tables WHERE tablename IN "
+                                           "('intervals_p202609', 'intervals_p202610', "
+                                           "'interval_cpus_p202610')"),
+                                 0);
+        sql_close(d);
+
+        /* A late interval of October: its partition is made again by the running server. */
+        struct tu_spec p = run1;
+        p.run = 11;
+        p.start_ns = sep15 + 30 * day;
+        p.seq = p.first_interval = 5;
+        p.nintervals = 1;
+        p.nevents = 0;
+        char *text = tu_summary_text(&p);
+        struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth, text,
+                                    strlen(text));
+        if (r.status != 200)
+                fail_msg("late interval of a dropped month: %ld %s", r.status, r.body);
+        tu_reply_done(&r);
+        free(text);
+        assert_int_equal(stop_server(pid), 0);
+        d = tu_farm_open(db2);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 3);
+        sql_close(d);
+        char *none[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "prune", NULL };
+        run_server(none, "prune needs --before TIME", 64);
+}
+
 static void test_stop_and_request_log(void **state) {
         assert_int_equal(stop_server(server_pid), 0);
         server_pid = 0;
@@ -990,6 +1060,7 @@ int main(void) {
                 cmocka_unit_test(test_rate_limit),
                 cmocka_unit_test(test_command_line_errors),
                 cmocka_unit_test(test_tls),
+                cmocka_unit_test(test_retention),
                 cmocka_unit_test(test_stop_and_request_log),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
