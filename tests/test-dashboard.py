@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from farmlib import drop_farm_database, farm_database  # noqa: E402
 
 SERVER = os.environ.get("RTSOAK_SERVER", "build/server/rtsoak-server")
-REPLAY = os.environ.get("RTSOAK_REPLAY", "build/server/rtsoak-replay")
+REPLAY = os.environ.get("RTSOAK_REPLAY", "build/tools/rtsoak-replay")
 ARTEFACTS = os.environ.get("DASHBOARD_ARTEFACT_DIR", ".")
 
 CLEAN = "a0000000000000000000000000000001"

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from farmlib import drop_farm_database, farm_database  # noqa: E402
 
 SERVER = os.environ.get("RTSOAK_SERVER", "build/server/rtsoak-server")
-REPLAY = os.environ.get("RTSOAK_REPLAY", "build/server/rtsoak-replay")
+REPLAY = os.environ.get("RTSOAK_REPLAY", "build/tools/rtsoak-replay")
 MACHINES = ["d1" + "0" * 30, "d2" + "0" * 30]
 RELEASE = "6.6.30-rt31"
 results = []
