@@ -43,8 +43,8 @@ struct ingest {
         const struct summary *s;
         int64_t now;
         struct run_ctx run;
-        sql_stmt *stored, *interval, *cpu, *load, *metric, *day, *day_scenario, *gens, *down,
-                *cand_runs, *cand_ivs, *overlap, *uncache;
+        sql_stmt *stored, *interval, *day, *day_scenario, *gens, *down, *cand_runs, *cand_ivs,
+                *overlap, *uncache;
         struct span *spans;
         size_t nspans, cap_spans;
         struct overlap *overlaps;
@@ -59,9 +59,10 @@ static int wfail(struct ingest *g, int rc, const char *what) {
 }
 
 static void ingest_done(struct ingest *g) {
-        sql_stmt **st[] = { &g->stored,   &g->interval,     &g->cpu,    &g->load, &g->metric,
-                            &g->day,      &g->day_scenario, &g->gens,   &g->down, &g->cand_runs,
-                            &g->cand_ivs, &g->overlap,      &g->uncache };
+        sql_stmt **st[] = {
+                &g->stored, &g->interval,  &g->day,      &g->day_scenario, &g->gens,
+                &g->down,   &g->cand_runs, &g->cand_ivs, &g->overlap,      &g->uncache
+        };
         for (size_t i = 0; i < ELEMENTSOF(st); i++)
                 sql_resetp(st[i]);
         free(g->run.probed);
@@ -332,6 +333,58 @@ static int store_overlaps(struct ingest *g) {
         return 0;
 }
 
+/* ---- rows of an interval, several per statement --------------------------------------------- */
+
+/* The rows of an interval's CPUs, loads and load metrics (heads of multi-row INSERTs): on
+ * PostgreSQL with the interval's start, which chooses their partition. */
+static const char *const sql_cpu[] = {
+        "INSERT INTO interval_cpus (interval, cpu, samples, min_ns, avg_ns, max_ns, max_time_ns, "
+        "violations, missed, hist_limit_us, hist, span_start_ns, span_length_ns) VALUES ",
+        "INSERT INTO interval_cpus (interval, cpu, samples, min_ns, avg_ns, max_ns, max_time_ns, "
+        "violations, missed, hist_limit_us, hist, span_start_ns, span_length_ns, start_ns) "
+        "VALUES ",
+};
+static const char *const sql_load[] = {
+        "INSERT INTO interval_loads (interval, idx, generator, up_ns, starts, exits) VALUES ",
+        "INSERT INTO interval_loads (interval, idx, generator, up_ns, starts, exits, start_ns) "
+        "VALUES ",
+};
+static const char *const sql_metric[] = {
+        "INSERT INTO interval_load_metrics (interval, load_idx, idx, name, unit, value) VALUES ",
+        "INSERT INTO interval_load_metrics (interval, load_idx, idx, name, unit, value, "
+        "start_ns) VALUES ",
+};
+
+/* Rows per multi-row INSERT: one statement for the 8 CPUs of an interval instead of 8, which
+ * on PostgreSQL is 8 round trips and executions fewer. */
+#define ROWS_MAX 128
+
+/* The INSERT of n rows of ncols values each (head: "INSERT INTO t (a, b) VALUES ", tail after
+ * the rows), prepared once per shape: row i's value k is parameter i * ncols + k + 1. */
+static int prepare_rows(struct ingest *g, const char *head, unsigned ncols, size_t n,
+                        const char *tail, sql_stmt **ret) {
+        char *sql = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&sql, &len);
+        if (!f)
+                return -ENOMEM;
+        fputs(head, f);
+        for (size_t i = 0; i < n; i++) {
+                fputs(i ? ", (?" : "(?", f);
+                for (unsigned k = 1; k < ncols; k++)
+                        fputs(", ?", f);
+                fputc(')', f);
+        }
+        fputs(tail, f);
+        if (fclose(f) != 0) {
+                free(sql);
+                return -ENOMEM;
+        }
+        int r = sql_prepare_text(g->c, sql, ret);
+        free(sql);
+        return r < 0 ? wfail(g, r, "cannot prepare query") : 0;
+}
+
 /* ---- loads and rollups --------------------------------------------------------------------- */
 
 /* How long a load of iv did not run its load: the time it was not up, or all of the
@@ -376,51 +429,86 @@ static void gens_intersect(const struct summary_interval *iv, const char *prev, 
         }
 }
 
+static int store_load_rows(struct ingest *g, int64_t id, const struct summary_interval *iv) {
+        unsigned w = 6 + g->pg;
+        for (size_t first = 0; first < iv->nloads; first += ROWS_MAX) {
+                size_t n = MIN(iv->nloads - first, (size_t) ROWS_MAX);
+                _cleanup_reset_ sql_stmt *st = NULL;
+                int r = prepare_rows(g, sql_load[g->pg], w, n, "", &st);
+                for (size_t i = 0; r >= 0 && i < n; i++) {
+                        const struct summary_load *ld = &iv->loads[first + i];
+                        int k = (int) (i * w);
+                        sql_bind_int64(st, k + 1, id);
+                        sql_bind_int64(st, k + 2, (int64_t) (first + i));
+                        sql_bind_text(st, k + 3, ld->generator);
+                        sql_bind_int64(st, k + 4, (int64_t) ld->up_ns);
+                        sql_bind_int64(st, k + 5, ld->starts);
+                        sql_bind_int64(st, k + 6, ld->exits);
+                        if (g->pg)
+                                sql_bind_int64(st, k + 7, iv->start_ns);
+                }
+                if (r < 0 || (r = farm_step_done(st, "cannot store the loads", g->err)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The metrics of every load of iv, ROWS_MAX per statement. */
+static int store_metric_rows(struct ingest *g, int64_t id, const struct summary_interval *iv) {
+        unsigned w = 6 + g->pg;
+        size_t total = 0, l = 0, m = 0; /* (l, m): the next metric */
+        for (size_t k = 0; k < iv->nloads; k++)
+                total += iv->loads[k].nmetrics;
+        for (size_t first = 0; first < total; first += ROWS_MAX) {
+                size_t n = MIN(total - first, (size_t) ROWS_MAX);
+                _cleanup_reset_ sql_stmt *st = NULL;
+                int r = prepare_rows(g, sql_metric[g->pg], w, n, "", &st);
+                for (size_t i = 0; r >= 0 && i < n; i++, m++) {
+                        while (m >= iv->loads[l].nmetrics) {
+                                l++;
+                                m = 0;
+                        }
+                        const struct summary_metric *x = &iv->loads[l].metrics[m];
+                        int k = (int) (i * w);
+                        sql_bind_int64(st, k + 1, id);
+                        sql_bind_int64(st, k + 2, (int64_t) l);
+                        sql_bind_int64(st, k + 3, (int64_t) m);
+                        sql_bind_text(st, k + 4, x->name);
+                        sql_bind_text(st, k + 5, x->unit);
+                        sql_bind_double(st, k + 6, x->value);
+                        if (g->pg)
+                                sql_bind_int64(st, k + 7, iv->start_ns);
+                }
+                if (r < 0 || (r = farm_step_done(st, "cannot store the load metrics", g->err)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The loads of iv and their metrics, and the time each was down. */
 static int store_loads(struct ingest *g, int64_t id, const struct summary_interval *iv,
                        uint64_t *ret_down) {
         int r;
         *ret_down = 0;
+        if ((r = store_load_rows(g, id, iv)) < 0 || (r = store_metric_rows(g, id, iv)) < 0)
+                return r;
         for (size_t l = 0; l < iv->nloads; l++) {
                 const struct summary_load *ld = &iv->loads[l];
                 uint64_t down = load_down_ns(iv, ld);
-                sql_bind_int64(g->load, 1, id);
-                sql_bind_int64(g->load, 2, (int64_t) l);
-                sql_bind_text(g->load, 3, ld->generator);
-                sql_bind_int64(g->load, 4, (int64_t) ld->up_ns);
-                sql_bind_int64(g->load, 5, ld->starts);
-                sql_bind_int64(g->load, 6, ld->exits);
-                if (g->pg)
-                        sql_bind_int64(g->load, 7, iv->start_ns);
-                if ((r = farm_step_done(g->load, "cannot store a load", g->err)) < 0)
+                if (down == 0)
+                        continue;
+                sql_stmt *d = g->down;
+                sql_bind_int64(d, 1, g->run.row);
+                sql_bind_int64(d, 2, (int64_t) iv->seq);
+                sql_bind_int64(d, 3, (int64_t) l);
+                sql_bind_text(d, 4, ld->generator);
+                sql_bind_int64(d, 5, iv->start_ns);
+                sql_bind_int64(d, 6, (int64_t) iv->length_ns);
+                sql_bind_text(d, 7, iv->scenario);
+                sql_bind_int64(d, 8, (int64_t) down);
+                if ((r = farm_step_done(d, "cannot store a load's down time", g->err)) < 0)
                         return r;
-                if (down > 0) {
-                        sql_stmt *d = g->down;
-                        sql_bind_int64(d, 1, g->run.row);
-                        sql_bind_int64(d, 2, (int64_t) iv->seq);
-                        sql_bind_int64(d, 3, (int64_t) l);
-                        sql_bind_text(d, 4, ld->generator);
-                        sql_bind_int64(d, 5, iv->start_ns);
-                        sql_bind_int64(d, 6, (int64_t) iv->length_ns);
-                        if (iv->scenario)
-                                sql_bind_text(d, 7, iv->scenario);
-                        sql_bind_int64(d, 8, (int64_t) down);
-                        if ((r = farm_step_done(d, "cannot store a load's down time", g->err)) < 0)
-                                return r;
-                        *ret_down += down;
-                }
-                for (size_t m = 0; m < ld->nmetrics; m++) {
-                        sql_bind_int64(g->metric, 1, id);
-                        sql_bind_int64(g->metric, 2, (int64_t) l);
-                        sql_bind_int64(g->metric, 3, (int64_t) m);
-                        sql_bind_text(g->metric, 4, ld->metrics[m].name);
-                        sql_bind_text(g->metric, 5, ld->metrics[m].unit);
-                        sql_bind_double(g->metric, 6, ld->metrics[m].value);
-                        if (g->pg)
-                                sql_bind_int64(g->metric, 7, iv->start_ns);
-                        if ((r = farm_step_done(g->metric, "cannot store a load metric", g->err)) <
-                            0)
-                                return r;
-                }
+                *ret_down += down;
         }
         return 0;
 }
@@ -550,31 +638,37 @@ static int insert_interval(struct ingest *g, const struct summary_interval *iv,
 }
 
 static int store_cpus(struct ingest *g, int64_t id, const struct summary_interval *iv) {
-        for (size_t c = 0; c < iv->ncpus; c++) {
-                const struct summary_cpu *p = &iv->cpus[c];
-                sql_stmt *st = g->cpu;
-                sql_bind_int64(st, 1, id);
-                sql_bind_int64(st, 2, p->cpu);
-                sql_bind_int64(st, 3, (int64_t) p->samples);
-                sql_bind_int64(st, 4, (int64_t) p->min_ns);
-                sql_bind_int64(st, 5, (int64_t) p->avg_ns);
-                sql_bind_int64(st, 6, (int64_t) p->max_ns);
-                sql_bind_int64(st, 7, p->max_time_ns);
-                sql_bind_int64(st, 8, (int64_t) p->violations);
-                sql_bind_int64(st, 9, (int64_t) p->missed);
-                sql_bind_int64(st, 10, p->hist_limit_us);
-                /* An empty histogram is a zero-length blob, not NULL. */
-                sql_bind_blob(st, 11, p->hist ? (const void *) p->hist : "", (int) p->hist_len);
-                if (p->span_length_ns) {
-                        sql_bind_int64(st, 12, p->span_start_ns);
-                        sql_bind_int64(st, 13, (int64_t) p->span_length_ns);
+        unsigned w = 13 + g->pg;
+        for (size_t first = 0; first < iv->ncpus; first += ROWS_MAX) {
+                size_t n = MIN(iv->ncpus - first, (size_t) ROWS_MAX);
+                _cleanup_reset_ sql_stmt *st = NULL;
+                int r = prepare_rows(g, sql_cpu[g->pg], w, n, "", &st);
+                for (size_t i = 0; r >= 0 && i < n; i++) {
+                        const struct summary_cpu *p = &iv->cpus[first + i];
+                        int k = (int) (i * w);
+                        sql_bind_int64(st, k + 1, id);
+                        sql_bind_int64(st, k + 2, p->cpu);
+                        sql_bind_int64(st, k + 3, (int64_t) p->samples);
+                        sql_bind_int64(st, k + 4, (int64_t) p->min_ns);
+                        sql_bind_int64(st, k + 5, (int64_t) p->avg_ns);
+                        sql_bind_int64(st, k + 6, (int64_t) p->max_ns);
+                        sql_bind_int64(st, k + 7, p->max_time_ns);
+                        sql_bind_int64(st, k + 8, (int64_t) p->violations);
+                        sql_bind_int64(st, k + 9, (int64_t) p->missed);
+                        sql_bind_int64(st, k + 10, p->hist_limit_us);
+                        /* An empty histogram is a zero-length blob, not NULL. */
+                        sql_bind_blob(st, k + 11, p->hist, p->hist_len);
+                        if (p->span_length_ns) {
+                                sql_bind_int64(st, k + 12, p->span_start_ns);
+                                sql_bind_int64(st, k + 13, (int64_t) p->span_length_ns);
+                        }
+                        if (g->pg)
+                                sql_bind_int64(st, k + 14, iv->start_ns);
+                        sat_add(&g->violations, p->violations);
                 }
-                if (g->pg)
-                        sql_bind_int64(st, 14, iv->start_ns);
-                int r = farm_step_done(st, "cannot store a CPU of an interval", g->err);
-                if (r < 0)
+                if (r < 0 ||
+                    (r = farm_step_done(st, "cannot store the CPUs of an interval", g->err)) < 0)
                         return r;
-                sat_add(&g->violations, p->violations);
         }
         return 0;
 }
@@ -610,36 +704,33 @@ static int store_interval(struct ingest *g, const struct summary_interval *iv) {
         return 1;
 }
 
+/* The events of the summary, ROWS_MAX per statement; those stored before are left. */
 static int store_events(struct ingest *g, struct farm_stored *ret) {
-        _cleanup_reset_ sql_stmt *st = NULL;
-        int r = farm_prepare(g->c,
-                             "INSERT INTO events (run, event_id, time_ns, type, cpu, value, "
-                             "message, details, received_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                             "ON CONFLICT (run, event_id) DO NOTHING",
-                             &st, g->err);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < g->s->nevents; i++) {
-                const struct summary_event *e = &g->s->events[i];
-                sql_bind_int64(st, 1, g->run.row);
-                sql_bind_int64(st, 2, (int64_t) e->id);
-                sql_bind_int64(st, 3, e->time_ns);
-                sql_bind_text(st, 4, e->type);
-                if (e->cpu >= 0)
-                        sql_bind_int64(st, 5, e->cpu);
-                else
-                        sql_bind_null(st, 5);
-                if (e->value >= 0)
-                        sql_bind_int64(st, 6, e->value);
-                else
-                        sql_bind_null(st, 6);
-                sql_bind_text(st, 7, e->message);
-                if (e->details)
-                        sql_bind_text(st, 8, e->details);
-                else
-                        sql_bind_null(st, 8);
-                sql_bind_int64(st, 9, g->now);
-                if ((r = farm_step_done(st, "cannot store an event", g->err)) < 0)
+        const struct summary *s = g->s;
+        for (size_t first = 0; first < s->nevents; first += ROWS_MAX) {
+                size_t n = MIN(s->nevents - first, (size_t) ROWS_MAX);
+                _cleanup_reset_ sql_stmt *st = NULL;
+                int r = prepare_rows(
+                        g,
+                        "INSERT INTO events (run, event_id, time_ns, type, cpu, value, "
+                        "message, details, received_ns) VALUES ",
+                        9, n, " ON CONFLICT (run, event_id) DO NOTHING", &st);
+                for (size_t i = 0; r >= 0 && i < n; i++) {
+                        const struct summary_event *e = &s->events[first + i];
+                        int k = (int) (i * 9);
+                        sql_bind_int64(st, k + 1, g->run.row);
+                        sql_bind_int64(st, k + 2, (int64_t) e->id);
+                        sql_bind_int64(st, k + 3, e->time_ns);
+                        sql_bind_text(st, k + 4, e->type);
+                        if (e->cpu >= 0)
+                                sql_bind_int64(st, k + 5, e->cpu);
+                        if (e->value >= 0)
+                                sql_bind_int64(st, k + 6, e->value);
+                        sql_bind_text(st, k + 7, e->message);
+                        sql_bind_text(st, k + 8, e->details);
+                        sql_bind_int64(st, k + 9, g->now);
+                }
+                if (r < 0 || (r = farm_step_done(st, "cannot store the events", g->err)) < 0)
                         return r;
                 ret->events += (uint64_t) sql_changes(st);
         }
@@ -648,31 +739,7 @@ static int store_events(struct ingest *g, struct farm_stored *ret) {
 
 /* ---- the summary --------------------------------------------------------------------------- */
 
-/* The rows of an interval's CPUs, loads and load metrics: on PostgreSQL with the interval's
- * start (?N past the others), which chooses their partition. */
-static const char *const sql_cpu[] = {
-        [SQL_SQLITE] = "INSERT INTO interval_cpus (interval, cpu, samples, min_ns, avg_ns, max_ns, "
-                       "max_time_ns, violations, missed, hist_limit_us, hist, span_start_ns, "
-                       "span_length_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [SQL_PG] = "INSERT INTO interval_cpus (interval, cpu, samples, min_ns, avg_ns, max_ns, "
-                   "max_time_ns, violations, missed, hist_limit_us, hist, span_start_ns, "
-                   "span_length_ns, start_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-};
-static const char *const sql_load[] = {
-        [SQL_SQLITE] = "INSERT INTO interval_loads (interval, idx, generator, up_ns, starts, "
-                       "exits) VALUES (?, ?, ?, ?, ?, ?)",
-        [SQL_PG] = "INSERT INTO interval_loads (interval, idx, generator, up_ns, starts, exits, "
-                   "start_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
-};
-static const char *const sql_metric[] = {
-        [SQL_SQLITE] = "INSERT INTO interval_load_metrics (interval, load_idx, idx, name, unit, "
-                       "value) VALUES (?, ?, ?, ?, ?, ?)",
-        [SQL_PG] = "INSERT INTO interval_load_metrics (interval, load_idx, idx, name, unit, value, "
-                   "start_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
-};
-
 static int prepare_all(struct ingest *g) {
-        enum sql_dialect d = sql_dialect(g->c);
         const struct {
                 sql_stmt **st;
                 const char *sql;
@@ -684,9 +751,6 @@ static int prepare_all(struct ingest *g) {
                   "min_ratio_pm, min_ratio_cpu, counted_ns, missing_ns) "
                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                   "ON CONFLICT DO NOTHING RETURNING id" },
-                { &g->cpu, sql_cpu[d] },
-                { &g->load, sql_load[d] },
-                { &g->metric, sql_metric[d] },
                 { &g->day, "INSERT INTO run_days (run, day, intervals, covered_ns, first_start_ns, "
                            "last_end_ns, max_gap_ns, gaps_known, max_ns, counted_ns, min_ratio_pm, "
                            "max_skew_ns, max_received_ns, max_missing_ns) "

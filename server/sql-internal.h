@@ -48,6 +48,7 @@ extern const struct sql_backend sql_pg_backend;
 
 struct sql_cached {
         const char *sql;
+        char *copy; /* of sql built at run time, owned */
         sql_stmt *st;
 };
 

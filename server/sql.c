@@ -55,8 +55,10 @@ int sql_open(const char *target, unsigned flags, sql_conn **ret, char err[static
 void sql_close(sql_conn *c) {
         if (!c)
                 return;
-        for (size_t i = 0; i < c->ncache; i++)
+        for (size_t i = 0; i < c->ncache; i++) {
                 c->be->finalize(c->cache[i].st);
+                free(c->cache[i].copy);
+        }
         free(c->cache);
         c->be->close(c);
 }
@@ -101,18 +103,15 @@ bool sql_in_txn(const sql_conn *c) {
         return c->be->in_txn(c);
 }
 
-int sql_prepare(sql_conn *c, const char *sql, sql_stmt **ret) {
-        /* By address first: the statements are string literals. */
+/* The cache's entry for sql, found by its text; NULL when there is none. */
+static sql_stmt *cached(sql_conn *c, const char *sql) {
         for (size_t i = 0; i < c->ncache; i++)
-                if (c->cache[i].sql == sql) {
-                        *ret = c->cache[i].st;
-                        return 0;
-                }
-        for (size_t i = 0; i < c->ncache; i++)
-                if (strcmp(c->cache[i].sql, sql) == 0) {
-                        *ret = c->cache[i].st;
-                        return 0;
-                }
+                if (strcmp(c->cache[i].sql, sql) == 0)
+                        return c->cache[i].st;
+        return NULL;
+}
+
+static int cache_add(sql_conn *c, const char *sql, bool copy, sql_stmt **ret) {
         if (c->ncache == c->cache_cap) {
                 size_t cap = c->cache_cap ? c->cache_cap * 2 : 64;
                 struct sql_cached *x = realloc(c->cache, cap * sizeof(*x));
@@ -121,15 +120,38 @@ int sql_prepare(sql_conn *c, const char *sql, sql_stmt **ret) {
                 c->cache = x;
                 c->cache_cap = cap;
         }
+        char *owned = copy ? strdup(sql) : NULL;
+        if (copy && !owned)
+                return -ENOMEM;
         sql_stmt *st;
         int r = c->be->prepare(c, sql, true, &st);
-        if (r < 0)
+        if (r < 0) {
+                free(owned);
                 return r;
+        }
         st->conn = c;
-        st->sql = sql;
-        c->cache[c->ncache++] = (struct sql_cached){ sql, st };
+        st->sql = owned ?: sql;
+        c->cache[c->ncache++] = (struct sql_cached){ owned ?: sql, owned, st };
         *ret = st;
         return 0;
+}
+
+int sql_prepare(sql_conn *c, const char *sql, sql_stmt **ret) {
+        /* By address first: the statements are string literals. */
+        for (size_t i = 0; i < c->ncache; i++)
+                if (c->cache[i].sql == sql) {
+                        *ret = c->cache[i].st;
+                        return 0;
+                }
+        if ((*ret = cached(c, sql)))
+                return 0;
+        return cache_add(c, sql, false, ret);
+}
+
+int sql_prepare_text(sql_conn *c, const char *sql, sql_stmt **ret) {
+        if ((*ret = cached(c, sql)))
+                return 0;
+        return cache_add(c, sql, true, ret);
 }
 
 int sql_prepare_once(sql_conn *c, const char *sql, sql_stmt **ret) {
@@ -228,8 +250,7 @@ int sql_column_count(sql_stmt *st) {
 /* ---- bulk copies ---------------------------------------------------------------------------- */
 
 /* The backends without a copy of their own: one prepared INSERT per row. */
-static int insert_copy_begin(sql_conn *c, const char *table, const char *const *columns,
-                             size_t n) {
+static int insert_copy_begin(sql_conn *c, const char *table, const char *const *columns, size_t n) {
         size_t size = strlen(table) + 64;
         for (size_t i = 0; i < n; i++)
                 size += strlen(columns[i]) + 8;

@@ -78,6 +78,9 @@ bool sql_in_txn(const sql_conn *c);
 /* The statement for sql, prepared once per connection and kept (sql is a string literal or
  * otherwise lives as long as the connection): reset it after use, never finalize it. */
 int sql_prepare(sql_conn *c, const char *sql, sql_stmt **ret);
+/* The same for SQL built at run time (looked up by its text, which is copied): many executions of
+ * a few shapes, like an INSERT of n rows.  Reset it after use, never finalize it. */
+int sql_prepare_text(sql_conn *c, const char *sql, sql_stmt **ret);
 /* A statement of its own, for SQL built at run time: sql_finalize() it. */
 int sql_prepare_once(sql_conn *c, const char *sql, sql_stmt **ret);
 void sql_finalize(sql_stmt *st);
