@@ -79,8 +79,13 @@ static int conn_open(farm_db *db, unsigned flags, sql_conn **ret, char *err) {
         return 0;
 }
 
-/* A connection of the pool: an idle one, a new one while there are fewer than max, or the
- * next one given back. */
+/* Connections of the pool that this thread holds: one that holds some already (a verdict that
+ * asks for its baseline's, a query that fills the histogram cache) never waits for another, or
+ * the threads could all wait for each other's. */
+static __thread unsigned pool_held;
+
+/* A connection of the pool: an idle one, a new one while there are fewer than max (or when this
+ * thread holds one already), or the next one given back. */
 static sql_conn *pool_get(farm_db *db) {
         struct farm_pool *p = &db->pool;
         pthread_mutex_lock(&p->lock);
@@ -88,9 +93,10 @@ static sql_conn *pool_get(farm_db *db) {
                 if (p->nidle > 0) {
                         sql_conn *c = p->idle[--p->nidle];
                         pthread_mutex_unlock(&p->lock);
+                        pool_held++;
                         return c;
                 }
-                if (p->nopen < p->max)
+                if (p->nopen < p->max || pool_held > 0)
                         break;
                 pthread_cond_wait(&p->cond, &p->lock);
         }
@@ -102,16 +108,23 @@ static sql_conn *pool_get(farm_db *db) {
         sql_conn *c = NULL;
         while (conn_open(db, SQL_OPEN_RETRY, &c, err) < 0)
                 usleep(100 * 1000); /* out of memory */
+        pool_held++;
         return c;
 }
 
 static void pool_put(farm_db *db, sql_conn *c) {
         struct farm_pool *p = &db->pool;
         sql_rollback(c);
+        pool_held--;
         pthread_mutex_lock(&p->lock);
-        p->idle[p->nidle++] = c;
+        if (p->nidle < p->max) {
+                p->idle[p->nidle++] = c;
+                c = NULL;
+        } else
+                p->nopen--; /* one opened beyond max for a thread that held others */
         pthread_cond_signal(&p->cond);
         pthread_mutex_unlock(&p->lock);
+        sql_close(c);
 }
 
 sql_conn *farm_reader(farm_db *db) {
@@ -196,6 +209,7 @@ static int open_pg(farm_db *db, unsigned pool_size, char *err) {
         if (r < 0)
                 return r;
         p->nopen = 1;
+        pool_held++;
         r = farm_schema_open(db, c, err);
         pool_put(db, c);
         return r;

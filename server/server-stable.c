@@ -393,6 +393,9 @@ int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now
         return r;
 }
 
+/* Longer than an upload takes from its arrival to its commit (lock waits end after 10 s). */
+#define LOG_OVERLAP_NS (120 * (int64_t) NSEC_PER_SEC)
+
 struct farm_watcher {
         farm_db *db;
         const struct farm_rule *rule;
@@ -410,8 +413,12 @@ static void watcher_main(void *arg, struct worker *worker) {
                 if (r < 0 && !failing)
                         log_warning("Verdict log: %s; trying again", err);
                 failing = r < 0;
+                /* The next pass judges again what arrived since a while before this one: an
+                 * upload is stamped when it arrives and committed later (on PostgreSQL by any
+                 * server of the farm), so one stamped before this pass may not be visible to
+                 * it yet. */
                 if (r >= 0)
-                        last = now;
+                        last = now - LOG_OVERLAP_NS;
         } while (worker_wait(worker, w->rule->watch_ns));
 }
 
