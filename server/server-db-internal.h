@@ -56,6 +56,7 @@ struct farm_db {
         struct batch_waiter *batch; /* the uploads stored in the open batch */
         uint64_t commits, batched;  /* batches committed and uploads in them, for the log */
         pthread_mutex_t rlock;      /* of rc */
+        uint64_t generation;        /* of this opening, unique in the process */
 
         /* PostgreSQL: every connection comes from the pool, and each upload is a transaction
          * of its own; the database serializes what must be (docs/farm-server.md). */
@@ -70,6 +71,11 @@ struct farm_db {
 
 static inline const char *farm_db_path(farm_db *db) {
         return db->target;
+}
+
+/* Tells this opening of a database from an earlier one of the same file (caches keyed by it). */
+static inline uint64_t farm_db_generation(farm_db *db) {
+        return db->generation;
 }
 
 static inline bool farm_is_pg(const farm_db *db) {
@@ -110,6 +116,14 @@ int farm_step_done(sql_stmt *st, const char *what, char *err);
 /* Runs statements without parameters or results. */
 int farm_exec(sql_conn *c, const char *sql, char *err);
 #define _cleanup_reset_ _cleanup_sql_reset_
+
+/* The CPU rows c of the intervals i: on PostgreSQL also by the interval's start, which chooses
+ * the partition (without it, every month's partition is looked into for every interval).
+ * SQL_BY_CPUS(head, tail) is the statement for each dialect, indexed by sql_dialect(). */
+#define SQL_JOIN_CPUS_SQLITE "JOIN interval_cpus c ON c.interval = i.id"
+#define SQL_JOIN_CPUS_PG "JOIN interval_cpus c ON c.interval = i.id AND c.start_ns = i.start_ns"
+#define SQL_BY_CPUS(head, tail) \
+        { [SQL_SQLITE] = head SQL_JOIN_CPUS_SQLITE tail, [SQL_PG] = head SQL_JOIN_CPUS_PG tail }
 
 /* PostgreSQL's advisory locks of the farm, shared by all its servers: 'rtsf' and a number. */
 #define FARM_LOCK_SCHEMA "1920234342001"      /* creating and migrating the schema */

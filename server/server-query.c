@@ -361,6 +361,13 @@ void farm_steps_done(struct farm_steps *s) {
         s->n = 0;
 }
 
+static const char *const sql_steps_cpu[] =
+        SQL_BY_CPUS("SELECT i.start_ns, i.length_ns, coalesce(i.scenario, ''), c.max_ns, "
+                    "c.cpu, c.max_time_ns, c.samples, c.violations, r.kernel_release "
+                    "FROM runs r JOIN intervals i ON i.run = r.id ",
+                    " AND c.cpu = ?5 WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND "
+                    "i.start_ns < ?3 AND (i.scenario = ?4 OR ?4 IS NULL)");
+
 /* The steps of [from, to) that hold intervals, in time order; reader lock held.  -ENOSPC past
  * NAMES_MAX scenarios or kernels, other errors with err. */
 static int collect_steps(sql_conn *c, const char *id, int64_t from, int64_t to, uint64_t step_ns,
@@ -392,15 +399,7 @@ static int collect_steps(sql_conn *c, const char *id, int64_t from, int64_t to, 
                         "AND (i.scenario = ?4 OR ?4 IS NULL)",
                         &st, err);
         else
-                r = farm_prepare(
-                        c,
-                        "SELECT i.start_ns, i.length_ns, coalesce(i.scenario, ''), c.max_ns, "
-                        "c.cpu, c.max_time_ns, c.samples, c.violations, r.kernel_release "
-                        "FROM runs r JOIN intervals i ON i.run = r.id "
-                        "JOIN interval_cpus c ON c.interval = i.id AND c.cpu = ?5 "
-                        "WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
-                        "AND (i.scenario = ?4 OR ?4 IS NULL)",
-                        &st, err);
+                r = farm_prepare(c, sql_steps_cpu[sql_dialect(c)], &st, err);
         if (r < 0) {
                 free(steps);
                 return r;
@@ -817,6 +816,12 @@ static void batch_clear(struct fill_batch *b) {
         b->ndays = 0;
 }
 
+/* The CPU rows of a run's intervals in [?2, ?3). */
+static const char *const sql_day_cpus[] =
+        SQL_BY_CPUS("SELECT coalesce(i.scenario, ''), c.cpu, c.hist_limit_us, c.hist, "
+                    "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations FROM intervals i ",
+                    " WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3");
+
 /* The cache of merged histograms per (run, UTC day, scenario, CPU), hist_days (schema 4).
  *
  * Why filled lazily and not kept at ingest: keeping it at ingest means decoding, merging and
@@ -844,12 +849,7 @@ static int merge_day(farm_db *db, const struct day_ref *ref, struct fill_batch *
 
         if ((r = farm_prepare(c, "SELECT intervals FROM run_days WHERE run = ? AND day = ?", &cnt,
                               err)) < 0 ||
-            (r = farm_prepare(c,
-                              "SELECT coalesce(i.scenario, ''), c.cpu, c.hist_limit_us, c.hist, "
-                              "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations "
-                              "FROM intervals i JOIN interval_cpus c ON c.interval = i.id "
-                              "WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3",
-                              &sel, err)) < 0)
+            (r = farm_prepare(c, sql_day_cpus[sql_dialect(c)], &sel, err)) < 0)
                 return r;
         if ((r = sql_begin(c, SQL_TXN_SNAPSHOT)) < 0)
                 return farm_fail(c, r, "cannot begin reading", err);
@@ -1145,6 +1145,13 @@ typedef int (*hist_row_fn)(void *userdata, const struct day_ref *ref, const char
                            uint64_t samples, uint64_t min_ns, uint64_t max_ns, int64_t max_time_ns,
                            uint64_t violations, const char **why);
 
+static const char *const sql_window_cpus[] =
+        SQL_BY_CPUS("SELECT coalesce(i.scenario, ''), c.cpu, c.hist_limit_us, c.hist, "
+                    "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations FROM intervals i ",
+                    " WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
+                    "AND (i.scenario = ?4 OR ?4 IS NULL) AND (c.cpu = ?5 OR ?5 IS NULL) "
+                    "AND (coalesce(i.received_ns, 0) <= ?6 OR ?6 IS NULL)");
+
 /* Reads one run and day of the window [from, to): from the cache when the day is whole and
  * cached (still, in this read transaction), from its intervals otherwise.  Reader lock held. */
 static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_t to,
@@ -1173,15 +1180,7 @@ static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_
                                  "AND (cpu = ?5 OR ?5 IS NULL)",
                                  &st, err);
         else
-                r = farm_prepare(
-                        c,
-                        "SELECT coalesce(i.scenario, ''), c.cpu, c.hist_limit_us, c.hist, "
-                        "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations "
-                        "FROM intervals i JOIN interval_cpus c ON c.interval = i.id "
-                        "WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
-                        "AND (i.scenario = ?4 OR ?4 IS NULL) AND (c.cpu = ?5 OR ?5 IS NULL) "
-                        "AND (coalesce(i.received_ns, 0) <= ?6 OR ?6 IS NULL)",
-                        &st, err);
+                r = farm_prepare(c, sql_window_cpus[sql_dialect(c)], &st, err);
         if (r < 0)
                 return r;
         sql_bind_int64(st, 1, ref->run);

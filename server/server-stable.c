@@ -263,36 +263,63 @@ int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const cha
 
 /* ---- the verdict log ----------------------------------------------------------------------- */
 
-/* The releases whose verdict may have changed since the pass at `since` (INT64_MIN: every
- * release): those with data in the last period (a silence grows with time), those that
- * received data since, those never logged, and all of them when staff changed anything since
- * (settings, windows, waivers: the audit trail has it). */
-static int releases_to_judge(farm_db *db, const struct farm_rule *rule, int64_t now, int64_t since,
-                             json_t **ret, char *err) {
+/* Longer than an upload takes from its arrival to its commit (lock waits end after 10 s). */
+#define LOG_OVERLAP_NS (120 * (int64_t) NSEC_PER_SEC)
+
+/* The releases whose verdict may have changed since the pass that saw *seen (all zero: every
+ * release): those with data in the last period (a silence grows with time), those with
+ * intervals or events stored since, those never logged, and all of them when staff changed
+ * anything since (settings, windows, waivers: the audit trail has it).  "Since" is by row id,
+ * read in one snapshot with the ids: on SQLite a row gets its id when it is written by the one
+ * writer, so no row committed after the snapshot has a smaller id.  On PostgreSQL several
+ * transactions write at once and one that took a smaller id may commit later: the uploads
+ * received up to LOG_OVERLAP_NS before the previous pass are judged again as well (an upload
+ * takes far less from its arrival to its commit).  *seen is updated. */
+static int releases_to_judge(farm_db *db, const struct farm_rule *rule, int64_t now,
+                             struct farm_log_mark *seen, json_t **ret, char *err) {
         _cleanup_release_ sql_conn *c = farm_reader(db);
-        _cleanup_reset_ sql_stmt *st = NULL, *aud = NULL;
+        _cleanup_reset_ sql_stmt *st = NULL, *mark = NULL;
         json_auto_t *list = json_array();
-        int r = farm_prepare(c, "SELECT EXISTS (SELECT 1 FROM audit WHERE time_ns > ?)", &aud, err);
-        if (r < 0 || (r = farm_prepare(c,
-                                       "SELECT DISTINCT release FROM runs r WHERE ?3 <> 0 OR "
-                                       "r.last_end_ns >= ?1 OR EXISTS (SELECT 1 FROM uploads u "
-                                       "WHERE u.run = r.id AND u.received_ns > ?2) OR NOT EXISTS "
-                                       "(SELECT 1 FROM verdict_log l WHERE l.release = r.release) "
-                                       "ORDER BY 1",
-                                       &st, err)) < 0)
+        int r = farm_prepare(c,
+                             "SELECT coalesce((SELECT max(id) FROM intervals), 0), "
+                             "coalesce((SELECT max(id) FROM events), 0), "
+                             "coalesce((SELECT max(id) FROM audit), 0)",
+                             &mark, err);
+        if (r < 0 ||
+            (r = farm_prepare(c,
+                              "SELECT DISTINCT release FROM runs r WHERE ?5 <> 0 OR "
+                              "r.last_end_ns >= ?1 OR r.id IN (SELECT run FROM intervals "
+                              "WHERE id > ?2) OR r.id IN (SELECT run FROM events WHERE id > ?3) "
+                              "OR EXISTS (SELECT 1 FROM uploads u WHERE u.run = r.id AND "
+                              "u.received_ns > ?4) OR NOT EXISTS (SELECT 1 FROM verdict_log l "
+                              "WHERE l.release = r.release) ORDER BY 1",
+                              &st, err)) < 0)
                 return r;
-        sql_bind_int64(aud, 1, since);
-        int rc = sql_step(aud);
-        if (rc != SQL_ROW)
-                return farm_fail(c, rc, "cannot read the audit trail", err);
-        sql_bind_int64(st, 1, now - (int64_t) rule->period_ns - FARM_DAY_NS);
-        sql_bind_int64(st, 2, since);
-        sql_bind_int64(st, 3, since == INT64_MIN || sql_column_int(aud, 0));
-        while ((rc = sql_step(st)) == SQL_ROW)
-                if (json_array_append_new(list, farm_json_col_text(st, 0)) < 0)
-                        return -ENOMEM;
-        if (rc != SQL_DONE)
-                return farm_fail(c, rc, "cannot list the releases", err);
+        if ((r = sql_begin(c, SQL_TXN_SNAPSHOT)) < 0)
+                return farm_fail(c, r, "cannot begin reading", err);
+        struct farm_log_mark now_seen = {};
+        if ((r = sql_step(mark)) == SQL_ROW) {
+                now_seen = (struct farm_log_mark){ sql_column_int64(mark, 0),
+                                                   sql_column_int64(mark, 1),
+                                                   sql_column_int64(mark, 2) };
+                bool all = !seen->started || now_seen.audit_id > seen->audit_id;
+                sql_bind_int64(st, 1, now - (int64_t) rule->period_ns - FARM_DAY_NS);
+                sql_bind_int64(st, 2, seen->interval_id);
+                sql_bind_int64(st, 3, seen->event_id);
+                sql_bind_int64(st, 4, farm_is_pg(db) ? seen->pass_ns - LOG_OVERLAP_NS : INT64_MAX);
+                sql_bind_int64(st, 5, all);
+                while ((r = sql_step(st)) == SQL_ROW)
+                        if (json_array_append_new(list, farm_json_col_text(st, 0)) < 0) {
+                                r = -ENOMEM;
+                                break;
+                        }
+        }
+        sql_rollback(c);
+        if (r != SQL_DONE)
+                return r == -ENOMEM ? r : farm_fail(c, r, "cannot list the releases", err);
+        now_seen.started = true;
+        now_seen.pass_ns = now;
+        *seen = now_seen;
         *ret = json_incref(list);
         return 0;
 }
@@ -350,12 +377,13 @@ static int pass_lock(sql_conn *c, bool take, char *err) {
         return sql_column_int(st, 0);
 }
 
-static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns, int64_t since_ns,
-                    char *err) {
+static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
+                    struct farm_log_mark *seen, char *err) {
         json_t *list = NULL, *rel;
         size_t i;
         int changed = 0;
-        int r = releases_to_judge(db, rule, now_ns, since_ns, &list, err);
+        struct farm_log_mark mark = *seen;
+        int r = releases_to_judge(db, rule, now_ns, &mark, &list, err);
         json_array_foreach (list, i, rel) {
                 json_t *v = NULL;
                 if (r < 0)
@@ -375,26 +403,26 @@ static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns, i
                 json_decref(v);
         }
         json_decref(list);
-        return r < 0 ? r : changed;
+        if (r < 0)
+                return r;
+        *seen = mark; /* only once every release of the pass was judged */
+        return changed;
 }
 
 int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                          int64_t since_ns, char err[static FARM_ERROR_MAX]) {
+                          struct farm_log_mark *seen, char err[static FARM_ERROR_MAX]) {
         if (!farm_is_pg(db))
-                return log_pass(db, rule, now_ns, since_ns, err);
+                return log_pass(db, rule, now_ns, seen, err);
         /* The lock is the session's: held on a connection kept for the pass. */
         _cleanup_release_ sql_conn *c = farm_writer(db);
         int r = pass_lock(c, true, err);
         if (r <= 0)
                 return r;
-        r = log_pass(db, rule, now_ns, since_ns, err);
+        r = log_pass(db, rule, now_ns, seen, err);
         char ignored[FARM_ERROR_MAX];
         pass_lock(c, false, ignored);
         return r;
 }
-
-/* Longer than an upload takes from its arrival to its commit (lock waits end after 10 s). */
-#define LOG_OVERLAP_NS (120 * (int64_t) NSEC_PER_SEC)
 
 struct farm_watcher {
         farm_db *db;
@@ -405,20 +433,13 @@ struct farm_watcher {
 static void watcher_main(void *arg, struct worker *worker) {
         struct farm_watcher *w = arg;
         bool failing = false;
-        int64_t last = INT64_MIN;
+        struct farm_log_mark seen = {};
         do {
                 char err[FARM_ERROR_MAX] = "";
-                int64_t now = now_ns(CLOCK_REALTIME);
-                int r = farm_verdict_log_pass(w->db, w->rule, now, last, err);
+                int r = farm_verdict_log_pass(w->db, w->rule, now_ns(CLOCK_REALTIME), &seen, err);
                 if (r < 0 && !failing)
                         log_warning("Verdict log: %s; trying again", err);
                 failing = r < 0;
-                /* The next pass judges again what arrived since a while before this one: an
-                 * upload is stamped when it arrives and committed later (on PostgreSQL by any
-                 * server of the farm), so one stamped before this pass may not be visible to
-                 * it yet. */
-                if (r >= 0)
-                        last = now - LOG_OVERLAP_NS;
         } while (worker_wait(worker, w->rule->watch_ns));
 }
 

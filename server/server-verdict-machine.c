@@ -149,14 +149,20 @@ static int interval_loads(struct vctx *v, const struct vrun *run, int64_t id, in
 static int interval_probes(struct vctx *v, const struct vrun *run, int64_t id, int64_t seq,
                            int64_t start, int64_t len, const char *scen, struct vmachine *m) {
         sql_stmt *st;
-        int r = vprep(v,
-                      "SELECT cpu, samples, coalesce(span_length_ns, ?2) FROM interval_cpus "
-                      "WHERE interval = ?1 ORDER BY cpu",
-                      &st);
+        /* On PostgreSQL by the interval's start too: its partition. */
+        static const char *const sql[] = {
+                [SQL_SQLITE] = "SELECT cpu, samples, coalesce(span_length_ns, ?2) FROM "
+                               "interval_cpus WHERE interval = ?1 ORDER BY cpu",
+                [SQL_PG] = "SELECT cpu, samples, coalesce(span_length_ns, ?2) FROM interval_cpus "
+                           "WHERE interval = ?1 AND start_ns = ?3 ORDER BY cpu",
+        };
+        int r = vprep(v, sql[sql_dialect(v->c)], &st);
         if (r < 0)
                 return r;
         sql_bind_int64(st, 1, id);
         sql_bind_int64(st, 2, len);
+        if (sql_dialect(v->c) == SQL_PG)
+                sql_bind_int64(st, 3, start);
         bool edge = seq == run->seq_min;
         int rc = sql_step(st);
         struct vdown d = {
@@ -472,10 +478,13 @@ static int run_violations(struct vctx *v, const struct vrun *run, struct vmachin
                       "WHERE run = ?1 AND max_ns > ?2 AND start_ns + length_ns <= ?3 "
                       "ORDER BY start_ns, seq",
                       &st);
-        if (r < 0 || (r = vprep(v,
-                                "SELECT cpu, max_ns, max_time_ns FROM interval_cpus "
-                                "WHERE interval = ? AND max_ns > ? ORDER BY cpu",
-                                &cs)) < 0)
+        static const char *const cpus_sql[] = {
+                [SQL_SQLITE] = "SELECT cpu, max_ns, max_time_ns FROM interval_cpus "
+                               "WHERE interval = ?1 AND max_ns > ?2 ORDER BY cpu",
+                [SQL_PG] = "SELECT cpu, max_ns, max_time_ns FROM interval_cpus "
+                           "WHERE interval = ?1 AND max_ns > ?2 AND start_ns = ?3 ORDER BY cpu",
+        };
+        if (r < 0 || (r = vprep(v, cpus_sql[sql_dialect(v->c)], &cs)) < 0)
                 return r;
         sql_bind_int64(st, 1, run->row);
         sql_bind_int64(st, 2, vmachine_min_bound(m));
@@ -491,6 +500,8 @@ static int run_violations(struct vctx *v, const struct vrun *run, struct vmachin
                 sql_reset(cs);
                 sql_bind_int64(cs, 1, sql_column_int64(st, 0));
                 sql_bind_int64(cs, 2, bound);
+                if (sql_dialect(v->c) == SQL_PG)
+                        sql_bind_int64(cs, 3, start);
                 int crc;
                 while (r >= 0 && (crc = sql_step(cs)) == SQL_ROW)
                         r = violation(v, m, run, seq, start, len, scen, sql_column_int(cs, 0),

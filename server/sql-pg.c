@@ -725,9 +725,11 @@ static void copy_text(sql_conn *base, const char *s) {
         if (!p)
                 return;
         for (size_t i = 0; i < n; i++) {
-                char ch = s[i], esc = ch == '\\' ? '\\' : ch == '\t' ? 't' : ch == '\n' ? 'n'
-                                                 : ch == '\r'                     ? 'r'
-                                                                                   : 0;
+                char ch = s[i], esc = ch == '\\'   ? '\\'
+                                      : ch == '\t' ? 't'
+                                      : ch == '\n' ? 'n'
+                                      : ch == '\r' ? 'r'
+                                                   : 0;
                 if (esc) {
                         *p++ = '\\';
                         *p++ = esc;
