@@ -210,45 +210,93 @@ static bool uniform_gating(const struct vmachine *m, int64_t start, int64_t end)
 }
 
 /* The scenarios of a clean day: its coverage per scenario, if every one ran its load. */
-static int fast_scenarios(struct vctx *v, const struct vrun *run, const struct vday *d,
-                          struct vmachine *m, bool apply, bool *ret_ok) {
+/* The scenarios of a run's days, read at once: one statement per run rather than one per day
+ * (on PostgreSQL each is a round trip, and a month of a farm is thousands of days). */
+struct vdayscen {
+        int64_t day, counted, down;
+        char *scenario, *gens;
+};
+
+struct vdayscens {
+        struct vdayscen *v;
+        size_t n;
+};
+
+static void dayscens_done(struct vdayscens *d) {
+        for (size_t i = 0; i < d->n; i++) {
+                free(d->v[i].scenario);
+                free(d->v[i].gens);
+        }
+        free(d->v);
+        *d = (struct vdayscens){};
+}
+
+static int dayscens_load(struct vctx *v, const struct vrun *run, struct vdayscens *ret) {
         sql_stmt *st;
         int r = vprep(v,
-                      "SELECT scenario, counted_ns, coalesce(gens_all, ''), down_ns "
-                      "FROM run_day_scenarios WHERE run = ? AND day = ? ORDER BY scenario",
+                      "SELECT day, scenario, counted_ns, coalesce(gens_all, ''), down_ns "
+                      "FROM run_day_scenarios WHERE run = ? ORDER BY day, scenario",
                       &st);
         if (r < 0)
                 return r;
         sql_bind_int64(st, 1, run->row);
-        sql_bind_int64(st, 2, d->day);
-        int rc;
-        bool ok = true;
-        while ((rc = sql_step(st)) == SQL_ROW) {
-                const char *scen = sql_column_text(st, 0) ?: "";
-                const char *gens = sql_column_text(st, 2) ?: "";
-                const struct farm_rule_loads *req = farm_rule_loads_of(&v->rule, scen);
-                if (sql_column_int64(st, 3) != 0)
-                        ok = false;
-                for (size_t k = 0; req && k < req->ngens; k++) {
-                        size_t n = strlen(req->gens[k]);
-                        bool found = false;
-                        for (const char *p = gens; (p = strstr(p, req->gens[k])); p += n)
-                                if ((p == gens || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
-                                        found = true;
-                        ok &= found;
-                }
-                if (apply && (r = vadd_scenario(m, scen, sql_column_int64(st, 1))) < 0)
+        while ((r = sql_step(st)) == SQL_ROW) {
+                struct vdayscen *x = realloc(ret->v, (ret->n + 1) * sizeof(*x));
+                if (!x) {
+                        r = -ENOMEM;
                         break;
+                }
+                ret->v = x;
+                x = &x[ret->n++];
+                *x = (struct vdayscen){ .day = sql_column_int64(st, 0),
+                                        .scenario = strdup(sql_column_text(st, 1) ?: ""),
+                                        .counted = sql_column_int64(st, 2),
+                                        .gens = strdup(sql_column_text(st, 3) ?: ""),
+                                        .down = sql_column_int64(st, 4) };
+                if (!x->scenario || !x->gens) {
+                        r = -ENOMEM;
+                        break;
+                }
         }
         sql_reset(st);
-        if (r < 0)
+        if (r == -ENOMEM)
                 return r;
-        *ret_ok = ok;
-        return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the day's scenarios");
+        return r == SQL_DONE ? 0 : vfail(v, r, "cannot read the days' scenarios");
 }
 
-/* A day read from its rollups, when it is clean by the rule's numbers: 1 if it was. */
-static int fast_day(struct vctx *v, struct vrun *run, const struct vday *d, struct vmachine *m) {
+/* Whether every generator a scenario requires is in gens ("a b c"). */
+static bool gens_complete(const struct farm_rule_loads *req, const char *gens) {
+        bool ok = true;
+        for (size_t k = 0; req && k < req->ngens; k++) {
+                size_t n = strlen(req->gens[k]);
+                bool found = false;
+                for (const char *p = gens; (p = strstr(p, req->gens[k])); p += n)
+                        if ((p == gens || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+                                found = true;
+                ok &= found;
+        }
+        return ok;
+}
+
+static int fast_scenarios(struct vctx *v, const struct vdayscens *ds, const struct vday *d,
+                          struct vmachine *m, bool apply, bool *ret_ok) {
+        bool ok = true;
+        int r = 0;
+        for (size_t i = 0; i < ds->n && r >= 0; i++) {
+                const struct vdayscen *x = &ds->v[i];
+                if (x->day != d->day)
+                        continue;
+                ok &= x->down == 0 &&
+                      gens_complete(farm_rule_loads_of(&v->rule, x->scenario), x->gens);
+                if (apply)
+                        r = vadd_scenario(m, x->scenario, x->counted);
+        }
+        *ret_ok = ok;
+        return r;
+}
+
+static int fast_day(struct vctx *v, struct vrun *run, const struct vdayscens *ds,
+                    const struct vday *d, struct vmachine *m) {
         bool ok = false;
         int r;
         if (v->raw_only || d->last > v->at || d->max_received > v->known || !d->gaps_known ||
@@ -259,7 +307,7 @@ static int fast_day(struct vctx *v, struct vrun *run, const struct vday *d, stru
             !uniform_gating(m, d->first, d->last))
                 return 0;
         bool gating = vmachine_gates_at(m, d->first);
-        if ((r = fast_scenarios(v, run, d, m, false, &ok)) < 0 || !ok)
+        if ((r = fast_scenarios(v, ds, d, m, false, &ok)) < 0 || !ok)
                 return r;
         if ((r = add_entry(m, run->row, d->first, d->last)) < 0)
                 return r;
@@ -268,7 +316,7 @@ static int fast_day(struct vctx *v, struct vrun *run, const struct vday *d, stru
                 return 1;
         run->gating_data = true;
         m->covered_ns += d->counted;
-        if ((r = fast_scenarios(v, run, d, m, true, &ok)) < 0 ||
+        if ((r = fast_scenarios(v, ds, d, m, true, &ok)) < 0 ||
             (r = add_seg(m, &(struct vseg){ run->row, d->day, d->first, d->counted, true })) < 0)
                 return r;
         return 1;
@@ -372,11 +420,15 @@ static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
                 free(days);
                 return vfail(v, rc, "cannot read the day rollups");
         }
+        struct vdayscens ds = {};
+        if (n > 0)
+                r = dayscens_load(v, run, &ds);
         for (size_t i = 0; i < n && r >= 0; i++) {
-                r = fast_day(v, run, &days[i], m);
+                r = fast_day(v, run, &ds, &days[i], m);
                 if (r == 0)
                         r = raw_day(v, run, days[i].day, m);
         }
+        dayscens_done(&ds);
         free(days);
         return r;
 }
