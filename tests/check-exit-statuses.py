@@ -24,7 +24,7 @@ BIN = {
     "rtsoak-load": os.environ.get("RTSOAK_LOAD", "build/loadgen/rtsoak-load"),
     "rtsoak": os.environ.get("RTSOAK", "build/cli/rtsoak"),
     "rtsoak-server": os.environ.get("RTSOAK_SERVER", "build/server/rtsoak-server"),
-    "rtsoak-replay": os.environ.get("RTSOAK_REPLAY", "build/server/rtsoak-replay"),
+    "rtsoak-replay": os.environ.get("RTSOAK_REPLAY", "build/tools/rtsoak-replay"),
 }
 MACHINE = "c1000000000000000000000000000031"
 rows, results = [], []

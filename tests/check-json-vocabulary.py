@@ -26,7 +26,7 @@ import urllib.request
 import farmlib
 
 SERVER = os.environ.get("RTSOAK_SERVER", "build/server/rtsoak-server")
-REPLAY = os.environ.get("RTSOAK_REPLAY", "build/server/rtsoak-replay")
+REPLAY = os.environ.get("RTSOAK_REPLAY", "build/tools/rtsoak-replay")
 RTSOAK = os.environ.get("RTSOAK", "build/cli/rtsoak")
 RTSOAKD = os.environ.get("RTSOAKD", "build/daemon/rtsoakd")
 MACHINE = "b1000000000000000000000000000021"
