@@ -26,7 +26,7 @@ not_ok() {
         echo "not ok $n - $1"
         [ -n "${2:-}" ] && printf '%s\n' "$2" | head -40 | sed 's/^/# /'
 }
-echo "1..9"
+echo "1..10"
 
 start=$(date +%s)
 if ! debs=$(bash "$src/tests/build-debs.sh" "$src" "$build/tests" 2>"$tmp/err"); then
@@ -138,6 +138,18 @@ if grep -qx /etc/rtsoak/rtsoakd.conf "$tmp/ctl/conffiles" &&
         ok "both configuration files are conffiles"
 else
         not_ok "conffiles" "$(cat "$tmp/ctl/conffiles" "$tmp/sctl/conffiles")"
+fi
+
+# PostgreSQL is optional: rtsoak-server links libpq (libpq5) and only suggests the database
+# server; the lab machines' package needs neither.
+sdepends=$(dpkg-deb -f "$sdeb" Depends)
+ssuggests=$(dpkg-deb -f "$sdeb" Suggests)
+ldepends=$(dpkg-deb -f "$deb" Depends)
+if printf '%s' "$sdepends" | grep -q 'libpq5' && ! printf '%s' "$sdepends" | grep -q 'postgresql' &&
+        printf '%s' "$ssuggests" | grep -qw postgresql && ! printf '%s' "$ldepends" | grep -q 'libpq'; then
+        ok "rtsoak-server depends on libpq5 and suggests postgresql; rtsoak needs neither"
+else
+        not_ok "PostgreSQL dependencies" "rtsoak-server: Depends: $sdepends; Suggests: $ssuggests"$'\n'"rtsoak: Depends: $ldepends"
 fi
 
 # One version: debian/changelog and meson.build.

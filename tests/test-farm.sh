@@ -6,7 +6,8 @@
 # marks "farm-step": the packages installed, a private CA made with openssl, HTTPS, the
 # machines enrolled, the tokens and the CA certificate handed over (the one thing the README
 # leaves to the reader: here a copy between the containers' directories), rtsoakd configured
-# to upload, and the CI gate script run on the release the machines run ("pending").
+# to upload, the farm moved into PostgreSQL (where its server is installed), and the CI gate
+# script run on the release the machines run ("pending").
 # Usage: test-farm.sh SRCDIR BUILDDIR.  TAP output; exit 77 only where no container can run.
 set -u
 src=$(realpath "$1")
@@ -49,7 +50,7 @@ step() {
                 found == 2 && /^```/ { exit }
                 found == 2 { print }' "$src/README.md"
 }
-for s in server lab server-enroll lab-configure ci; do
+for s in server lab server-enroll lab-configure server-postgresql ci; do
         [ -n "$(step $s)" ] || { echo "1..1"; not_ok "README.md has the farm step '$s'"; exit 1; }
 done
 
@@ -158,7 +159,7 @@ for h in "${hosts[@]}"; do
         # made for image builds); a Debian installation has none.
         [ -n "${init_pid[$h]:-}" ] && in_machine "$h" "rm -f /usr/sbin/policy-rc.d"
 done
-echo "1..17"
+echo "1..20"
 if [ $booted = 1 ]; then
         ok "three containers booted with systemd in network namespaces of their own ($(($(date +%s) - t0)) s)"
 else
@@ -239,6 +240,67 @@ if ! in_machine l1 "curl -sf http://farm.lab.example:8470/api/v1/machines" >/dev
         ok "the farm speaks HTTPS only, and a client without the lab CA does not trust it"
 else
         not_ok "plain HTTP or an unverified TLS connection was accepted"
+fi
+
+# 5. The farm moved into PostgreSQL: a database host set up as docs/farm-server.md says (here
+# the server itself, known as db.lab.example, with a cluster of the container's own), then the
+# README's step; the lab machines' uploads go on into PostgreSQL and the rest of this test runs
+# on it.  Without the PostgreSQL server (not a dependency of the packages) it is skipped.
+intervals_of() { # lab
+        in_machine "$1" "curl -sf --cacert /etc/rtsoak/farm-ca.pem https://farm.lab.example:8470/api/v1/machines/\$(cat /etc/machine-id)" 2>/dev/null |
+                /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("intervals", 0))' 2>/dev/null
+}
+pg_count() {
+        in_machine srv "cd / && runuser -u postgres -- psql -d rtsoak -Atc 'SELECT count(*) FROM intervals'" 2>/dev/null
+}
+sqlite_count() {
+        in_machine srv "/usr/bin/python3 -c 'import sqlite3; print(sqlite3.connect(\"file:/var/lib/rtsoak-server/farm.db?mode=ro\", uri=True).execute(\"SELECT count(*) FROM intervals\").fetchone()[0])'" 2>&1
+}
+pgver=$(ls /usr/lib/postgresql 2>/dev/null | sort -V | tail -1)
+if [ -z "$pgver" ] || [ ! -x "/usr/lib/postgresql/$pgver/bin/initdb" ] || ! command -v pg_createcluster >/dev/null; then
+        for what in "README step 5" "uploads into PostgreSQL" "the credential"; do
+                ok "# SKIP $what: no PostgreSQL server here (apt-get install postgresql)"
+        done
+else
+        password=$(od -An -tx1 -N12 /dev/urandom | tr -d ' \n')
+        out=$(in_machine srv "cd /
+                pg_createcluster $pgver rtsoak -p 5432 -- --auth-host=scram-sha-256 --auth-local=peer >/dev/null
+                systemctl start postgresql@$pgver-rtsoak
+                runuser -u postgres -- psql -qc \"CREATE ROLE rtsoak LOGIN PASSWORD '$password'\"
+                runuser -u postgres -- createdb --owner rtsoak rtsoak
+                echo '127.0.0.1 db.lab.example' >>/etc/hosts" 2>&1) ||
+                not_ok "a PostgreSQL database host for the farm" "$out"
+        before1=$(intervals_of l1)
+        before2=$(intervals_of l2)
+        run_step "README step 5 on the server: the farm moved into PostgreSQL (l1 had ${before1:-?} intervals, l2 ${before2:-?})" \
+                srv server-postgresql PASSWORD="$password"
+        sqlite_after=$(sqlite_count)
+        # The lab machines' next intervals reach the server, stored in PostgreSQL only.
+        more=0
+        for _ in $(seq 90); do
+                a=$(intervals_of l1)
+                b=$(intervals_of l2)
+                if [ "${a:-0}" -gt "${before1:-0}" ] && [ "${b:-0}" -gt "${before2:-0}" ] &&
+                        [ "$(pg_count)" -ge $((a + b)) ] 2>/dev/null; then
+                        more=1
+                        break
+                fi
+                sleep 1
+        done
+        sqlite_now=$(sqlite_count)
+        if [ $more = 1 ] && [ "$sqlite_now" = "$sqlite_after" ]; then
+                ok "both machines' uploads go on into PostgreSQL (l1 $before1 -> $a, l2 $before2 -> $b intervals; $(pg_count) rows there, farm.db left at $sqlite_now)"
+        else
+                not_ok "uploads into PostgreSQL: l1 ${before1:-?} -> ${a:-?}, l2 ${before2:-?} -> ${b:-?}, PostgreSQL $(pg_count), farm.db $sqlite_now" \
+                        "$(in_machine srv "journalctl -u rtsoak-server -b --no-pager | tail -15")"
+        fi
+        cred=$(in_machine srv "stat -c '%a %u' /run/credentials/rtsoak-server.service/pgpass; stat -c '%a %U' /etc/rtsoak/pgpass; ps -o user:32= -p \$(systemctl show -P MainPID rtsoak-server)" 2>&1)
+        suid=$(in_machine srv "ps -o uid= -p \$(systemctl show -P MainPID rtsoak-server)" 2>/dev/null | tr -d ' ')
+        if [ "$cred" = "400 $suid"$'\n'"600 root"$'\n'"rtsoak-server" ]; then
+                ok "the password reaches the dynamic user as a credential only it reads (0400); /etc/rtsoak/pgpass stays 0600 root"
+        else
+                not_ok "the password as a credential" "$cred (service uid $suid)"
+        fi
 fi
 
 # The CI job on the release both machines run.  This VM's hypervisor stalls for milliseconds,
