@@ -71,6 +71,27 @@ for line in sys.stdin:
         print(e.get("PRIORITY")); break' "$1"
 }
 
+# The trace flight recorder, where the packaged rtsoakd has one ([Trace] in its configuration
+# file).  tracefs is mounted as systemd mounts it at boot on a real machine (its mount unit is
+# skipped in this container: nspawn withholds CAP_SYS_RAWIO).  The kernel's trace instances
+# are shared with the host and other containers, so this rtsoakd's instance has a name of its
+# own, kept in a drop-in from one boot to the next.
+trace=off
+trace_conf=/etc/rtsoak/rtsoakd.conf.d/20-trace.conf
+has_trace() {
+        dpkg-deb --fsys-tarfile "$(ls /debs/rtsoak_*.deb | head -1)" |
+                tar -xOf - ./etc/rtsoak/rtsoakd.conf | grep -q '^\[Trace\]'
+}
+trace_instance() { sed -n 's/^Instance=//p' "$trace_conf" 2>/dev/null; }
+trace_setup() {
+        has_trace || return 0
+        mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing || return 0
+        [ -f "$trace_conf" ] ||
+                printf '[Trace]\nInstance=rtsoak-ct-%s\n' "$(od -An -tx1 -N4 /dev/urandom | tr -d ' \n')" >"$trace_conf"
+        trace=on
+}
+trace_left() { [ "$trace" = on ] && [ -d "/sys/kernel/tracing/instances/$(trace_instance)" ]; }
+
 phase1() {
         # Configuration that an administrator may put in place before installing: a light
         # load scenario with two generators and 2-second intervals, so that this test is
@@ -88,6 +109,7 @@ EOF
         # This machine's image forbids maintainer scripts to start services (a policy-rc.d
         # made for image builds); a Debian installation has none.
         rm -f /usr/sbin/policy-rc.d
+        trace_setup
         check "dpkg -i installs both packages" dpkg -i /debs/rtsoak_*.deb /debs/rtsoak-server_*.deb
         check "postinst created the system user rtsoak" getent passwd rtsoak
         wait_for 30 active rtsoakd
@@ -113,6 +135,20 @@ EOF
                 ok "RT group scheduling ($rtgroup): rtsoakd's cpu cgroup is '${cg:-none}', with the kernel's real-time budget"
         else
                 not_ok "rtsoakd runs in cpu cgroup $cg under CONFIG_RT_GROUP_SCHED"
+        fi
+
+        # The trace flight recorder makes its tracefs instance under the unit's sandbox
+        # (ProtectKernelTunables= with ReadWritePaths= for tracefs's instances).
+        if [ "$trace" = on ]; then
+                if wait_for 15 test -d "/sys/kernel/tracing/instances/$(trace_instance)" &&
+                        ! journal_has rtsoakd "Trace flight recorder unavailable"; then
+                        ok "the trace flight recorder runs under the unit's sandbox: its tracefs instance $(trace_instance) is there"
+                else
+                        not_ok "the trace flight recorder under the unit" \
+                                "$(rtsoak status 2>&1 | grep -i trace; journalctl -b -u rtsoakd -o cat --no-pager | grep -i trace | tail -5)"
+                fi
+        elif has_trace; then
+                ok "# SKIP the trace flight recorder: tracefs cannot be mounted in this container"
         fi
 
         # The load generators: the unprivileged user, inside the service's own cgroup.
@@ -248,10 +284,10 @@ EOF
         local last_end
         last_end=$(status_field end_reason)
         if [ -z "$(load_pids)" ] && [ "$(prop rtsoakd Result)" = success ] &&
-                [ "$last_end" = clean ]; then
-                ok "systemctl stop: the run ends cleanly ($last_end), no load generator is left"
+                [ "$last_end" = clean ] && ! trace_left; then
+                ok "systemctl stop: the run ends cleanly ($last_end), no load generator (nor trace instance) is left"
         else
-                not_ok "clean stop: result $(prop rtsoakd Result), end '$last_end', loads '$(load_pids)'" "$(ps -ef)"
+                not_ok "clean stop: result $(prop rtsoakd Result), end '$last_end', loads '$(load_pids)', trace instance left: $(trace_left && echo yes || echo no)" "$(ps -ef)"
         fi
 
         # The journal holds rtsoakd's messages at their priorities.
@@ -290,6 +326,9 @@ restarted_since() {
 
 phase2() {
         wait_for 30 active rtsoakd
+        # tracefs again: the instance that the crashed rtsoakd left is removed by the next
+        # start (the upgrade's), and the purge's stop removes that one's.
+        [ -f "$trace_conf" ] && trace_setup
         local run ev
         run=$(cat /out/crashed-run 2>/dev/null)
         wait_for 20 test "$(count_events unclean_end)" -ge 3
@@ -352,6 +391,7 @@ for e in json.load(sys.stdin)["events"]:
                 [ -e "$f" ] || [ -L "$f" ] && left+=" $f"
         done
         pgrep -f 'rtsoakd|rtsoak-server|rtsoak-load' >/dev/null && left+=" (processes)"
+        trace_left && left+=" /sys/kernel/tracing/instances/$(trace_instance)"
         if [ -z "$left" ] && [ -f /etc/rtsoak/token ] && [ -f /etc/rtsoak/rtsoakd.conf.d/10-test.conf ] &&
                 getent passwd rtsoak >/dev/null; then
                 ok "purge removes the packages' files, state directories and processes; the administrator's token and drop-ins and the system user stay"

@@ -33,6 +33,12 @@ tmp=$(mktemp -d /var/tmp/rtsoak-systemd.XXXXXX)
 machine=rtsoak-sd-$$
 cleanup() {
         machinectl terminate "$machine" >/dev/null 2>&1
+        # A trace instance that a failed run left in the kernel (instances are the kernel's,
+        # not the container's): removed in a mount namespace of its own.
+        local inst
+        inst=$(sed -n 's/^Instance=//p' "$tmp/etc/rtsoak/rtsoakd.conf.d/20-trace.conf" 2>/dev/null)
+        [ -n "$inst" ] && unshare -m sh -c "mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null;
+                [ -d /sys/kernel/tracing/instances/$inst ] && rmdir /sys/kernel/tracing/instances/$inst" 2>/dev/null
         [ -n "${RTSOAK_TEST_KEEP:-}" ] && echo "# kept $tmp" || rm -rf "$tmp"
 }
 trap cleanup EXIT
