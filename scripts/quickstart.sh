@@ -17,12 +17,13 @@ build_packages=(meson ninja-build gcc pkg-config libsqlite3-dev libsystemd-dev l
                 libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev libxml2-dev libpq-dev scdoc)
 # systemd-analyze checks the unit files, clang-format the formatting, chromium (headless) the
 # dashboard as a browser shows it, systemd-journal-remote writes the journal files that the
-# forensics test reads; dpkg-dev, debhelper and lintian build and check the Debian packages,
-# systemd-container boots them under a real systemd, with openssl, iproute2 and curl for the
-# farm set-up of the README; postgresql the farm server's second store (the tests start
-# servers of their own).
-test_packages=(systemd systemd-journal-remote clang-format python3 chromium dpkg-dev debhelper
-               lintian systemd-container openssl iproute2 curl procps util-linux postgresql)
+# forensics test reads; build-essential (which dpkg-buildpackage requires), dpkg-dev, debhelper
+# and lintian build and check the Debian packages, systemd-container boots them under a real
+# systemd, with openssl, iproute2 and curl for the farm set-up of the README; postgresql the
+# farm server's second store (the tests start servers of their own).
+test_packages=(systemd systemd-journal-remote clang-format python3 chromium build-essential
+               dpkg-dev debhelper lintian systemd-container openssl iproute2 curl procps util-linux
+               postgresql)
 
 install_missing() {
         local missing=()

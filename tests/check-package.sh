@@ -26,7 +26,7 @@ not_ok() {
         echo "not ok $n - $1"
         [ -n "${2:-}" ] && printf '%s\n' "$2" | head -40 | sed 's/^/# /'
 }
-echo "1..10"
+echo "1..11"
 
 start=$(date +%s)
 if ! debs=$(bash "$src/tests/build-debs.sh" "$src" "$build/tests" 2>"$tmp/err"); then
@@ -150,6 +150,21 @@ if printf '%s' "$sdepends" | grep -q 'libpq5' && ! printf '%s' "$sdepends" | gre
         ok "rtsoak-server depends on libpq5 and suggests postgresql; rtsoak needs neither"
 else
         not_ok "PostgreSQL dependencies" "rtsoak-server: Depends: $sdepends; Suggests: $ssuggests"$'\n'"rtsoak: Depends: $ldepends"
+fi
+
+# The README's package build line installs every build dependency (and build-essential, which
+# dpkg-buildpackage requires of every build).
+readme_pkgs=$(awk '/^apt-get install build-essential/ { on = 1 } on { print; if (!/\\$/) exit }' \
+        "$src/README.md" | tr -s ' \\\n' '\n' | grep -v '^apt-get$\|^install$\|^$' | sort -u)
+build_deps=$(sed -n '/^Build-Depends:/,/^[A-Z][a-zA-Z-]*:/p' "$src/debian/control" |
+        sed -e 's/^Build-Depends://' -e '/^[A-Z][a-zA-Z-]*:/d' | tr ',' '\n' |
+        sed -e 's/(.*)//' -e 's/^ *//' -e 's/ *$//' -e 's/^debhelper-compat$/debhelper/' |
+        grep -v '^$' | sort -u)
+absent=$(comm -13 <(printf '%s\n' "$readme_pkgs") <(printf '%s\n' $build_deps build-essential | sort -u))
+if [ -n "$readme_pkgs" ] && [ -z "$absent" ]; then
+        ok "the README's apt-get line installs every Build-Depends of debian/control"
+else
+        not_ok "README.md's apt-get line lacks:$(echo $absent)" "README: $(echo $readme_pkgs)"
 fi
 
 # One version: debian/changelog and meson.build.
