@@ -48,6 +48,7 @@ void summary_done(struct summary *s) {
                         free(iv->loads[l].metrics);
                 }
                 free(iv->loads);
+                summary_traces_free(iv);
         }
         free(s->intervals);
         for (size_t i = 0; i < s->nevents; i++) {
@@ -129,6 +130,8 @@ static json_t *encode_interval(const struct summary_interval *iv, bool *ok) {
         }
         put(o, "cpus", cpus, ok);
         put(o, "loads", loads, ok);
+        if (iv->ntraces > 0 && summary_traces_encode(iv, o) < 0)
+                *ok = false;
         return o;
 }
 
@@ -451,7 +454,7 @@ static int decode_load(struct dec *d, json_t *o, struct summary_load *l) {
 
 static int decode_interval(struct dec *d, json_t *o, struct summary_interval *iv) {
         static const char *const keys[] = { "seq",  "start_ns", "length_ns", "scenario",
-                                            "cpus", "loads",    NULL };
+                                            "cpus", "loads",    "traces",    NULL };
         json_t *cpus = NULL, *loads = NULL, *x;
         int64_t start = 0;
         size_t i;
@@ -492,7 +495,7 @@ static int decode_interval(struct dec *d, json_t *o, struct summary_interval *iv
                         return r;
                 leave(d, at);
         }
-        return 0;
+        return summary_traces_decode(o, d->path, iv, d->err);
 }
 
 /* How deeply v nests (a scalar: 0). */

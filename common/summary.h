@@ -19,8 +19,11 @@
 #define SUMMARY_MAX_HIST_BYTES (1 << 20)
 #define SUMMARY_MAX_TEXT 4096 /* any string, except the kernel command line: */
 #define SUMMARY_MAX_CMDLINE 16384
-#define SUMMARY_MAX_DETAILS 65536 /* an event's details, as compact JSON text */
-#define SUMMARY_DETAILS_DEPTH 8   /* how deeply its objects and arrays may nest */
+#define SUMMARY_MAX_DETAILS 65536             /* an event's details, as compact JSON text */
+#define SUMMARY_DETAILS_DEPTH 8               /* how deeply its objects and arrays may nest */
+#define SUMMARY_MAX_TRACES 64                 /* trace captures per interval */
+#define SUMMARY_MAX_TRACE_RAW (1 << 20)       /* a capture's compressed raw events */
+#define SUMMARY_MAX_TRACE_RAW_TOTAL (4 << 20) /* all of them in one interval */
 
 struct summary_machine {
         char *id; /* 32 lowercase hex digits (/etc/machine-id) */
@@ -61,6 +64,16 @@ struct summary_load {
         size_t nmetrics;
 };
 
+struct trace_analysis;
+
+/* A capture of the trace flight recorder (common/summary-trace.c). */
+struct summary_trace {
+        struct trace_analysis *analysis; /* checked */
+        char *json;                      /* the analysis object as compact JSON */
+        uint8_t *raw;                    /* zlib of the raw events' text; NULL: not sent */
+        size_t raw_len;
+};
+
 struct summary_interval {
         uint64_t seq; /* the run's interval sequence number */
         int64_t start_ns;
@@ -70,6 +83,8 @@ struct summary_interval {
         size_t ncpus;
         struct summary_load *loads;
         size_t nloads;
+        struct summary_trace *traces; /* optional: captures of violations in it */
+        size_t ntraces;
 };
 
 struct summary_event {
@@ -102,3 +117,11 @@ int summary_encode(const struct summary *s, char **ret, size_t *ret_len);
  * ("intervals[3].cpus[0].max_ns: less than min_ns"). */
 int summary_decode(const char *text, size_t len, struct summary *ret,
                    char err[static SUMMARY_ERROR_MAX]);
+
+/* The optional "traces" member of an interval (common/summary-trace.c): encoding, decoding
+ * with the path of a bad field in err, freeing. */
+struct json_t;
+int summary_traces_encode(const struct summary_interval *iv, struct json_t *interval);
+int summary_traces_decode(struct json_t *interval, const char *path, struct summary_interval *iv,
+                          char err[static SUMMARY_ERROR_MAX]);
+void summary_traces_free(struct summary_interval *iv);

@@ -13,7 +13,8 @@
 bool reload_needs_restart(const char *section, const char *key) {
         if (strcmp(section, "Probe") == 0)
                 return strcmp(key, "Threshold") != 0;
-        return strcmp(section, "Storage") == 0 || strcmp(section, "Load") == 0;
+        return strcmp(section, "Storage") == 0 || strcmp(section, "Load") == 0 ||
+               strcmp(section, "Trace") == 0;
 }
 
 void reload_result_done(struct reload_result *r) {

@@ -31,6 +31,7 @@
 #include "store.h"
 #include "sysinfo.h"
 #include "timeutil.h"
+#include "trace-setup.h"
 #include "uploader.h"
 #include "watchdog.h"
 
@@ -93,6 +94,7 @@ struct daemon {
         struct flightrec *flight; /* NULL: no flight recorder */
         sd_event_source *flight_source;
         struct housekeeping *housekeeping;
+        struct tracing *tracing; /* NULL: no flight recorder */
 };
 
 #define RECORDS_MAX 2048
@@ -127,6 +129,43 @@ static void add_event(struct daemon *d, const char *type, int64_t value, const c
         if (r < 0)
                 log_error("Failed to store a %s event (%s): %s", type, message,
                           store_error(d->store));
+}
+
+/* The trace flight recorder, or one notice of why there is none; both go into the run's
+ * record and a "trace" event (which reaches the farm). */
+static int start_tracing(struct daemon *d, int64_t mono_to_real) {
+        char msg[TRACE_MESSAGE_MAX];
+        _cleanup_free_ char *json = NULL;
+        struct tracing_params tp = {
+                .cfg = &d->cfg,
+                .probes = d->probes,
+                .nprobes = d->nprobes,
+                .mono_to_real_ns = mono_to_real,
+        };
+        int r = tracing_start(&tp, &d->tracing, &json, msg);
+        if (r < 0)
+                return r;
+        if (d->tracing || !d->cfg.trace)
+                log_info("T%s", msg + 1);
+        else
+                log_notice("T%s", msg + 1);
+        heartbeat_enter(&d->hb_storage);
+        r = store_set_run_trace(d->store, d->run_id, json);
+        struct store_event ev = {
+                .time_ns = now_ns(CLOCK_REALTIME),
+                .type = "trace",
+                .cpu = -1,
+                .value_ns = -1,
+                .message = msg,
+                .details = json,
+        };
+        if (r >= 0)
+                r = store_add_event(d->store, d->run_id, &ev);
+        heartbeat_leave(&d->hb_storage);
+        if (r < 0)
+                log_error("Failed to record the trace flight recorder in the run: %s",
+                          store_error(d->store));
+        return 0;
 }
 
 static void on_load_event(void *userdata, const char *type, int64_t value, const char *message) {
@@ -450,6 +489,7 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) s;
         (void) usec;
         heartbeat_beat(&d->hb_collector);
+        tracing_log_notices(d->tracing);
         check_probe_failures(d);
         check_ready(d);
 
@@ -987,6 +1027,12 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                            "retention are reused but the file does not shrink",
                            d->cfg.storage_path);
 
+        r = start_tracing(d, off);
+        if (r < 0) {
+                stop_probes(d);
+                return log_oom(), EXIT_FAILURE;
+        }
+
         atomic_store(&d->outbox_on, d->token != NULL);
         if (d->token) {
                 r = start_uploader(d);
@@ -1009,6 +1055,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 .annotate = annotate_interval,
                 .userdata = d,
                 .storage_beat = &d->hb_storage,
+                .traces = tracing_capture(d->tracing),
         };
         r = collector_new(&cp, d->store, d->run_id, d->probes, d->nprobes, &d->collector);
         if (r < 0) {
@@ -1092,6 +1139,8 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         /* Every load process is gone before the run is recorded as ended. */
         loadsup_free(d->loads);
         d->loads = NULL;
+        tracing_stop(d->tracing);
+        d->tracing = NULL;
 
         int64_t end = now_ns(CLOCK_REALTIME);
         r = store_end_run(d->store, d->run_id, end, d->failed ? "error" : "clean",
@@ -1117,6 +1166,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
 
 static void daemon_done(struct daemon *d) {
         watchdog_stop(d->watchdog);
+        tracing_stop(d->tracing);
         uploader_stop(d->uploader);
         if (d->token)
                 explicit_bzero(d->token, strlen(d->token));

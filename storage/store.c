@@ -96,6 +96,23 @@ static const char *const migrations[] = {
         "CREATE INDEX events_interval ON events(interval_id) WHERE interval_id IS NOT NULL;"
         "CREATE INDEX outbox_interval ON outbox(interval_id) WHERE interval_id IS NOT NULL;"
         "CREATE INDEX outbox_event ON outbox(event_id) WHERE event_id IS NOT NULL;",
+        /* 4 -> 5: captures of the trace flight recorder, each stored with the interval that
+         * carries it to the farm (its analysis as JSON, the culprit in columns for listing,
+         * the raw events compressed), and what each run's flight recorder was. */
+        "ALTER TABLE runs ADD COLUMN trace TEXT CHECK (trace IS NULL OR json_valid(trace));"
+        "CREATE TABLE traces ("
+        "  id INTEGER PRIMARY KEY,"
+        "  run_id INTEGER NOT NULL REFERENCES runs(id),"
+        "  interval_id INTEGER REFERENCES intervals(id),"
+        "  cpu INTEGER NOT NULL CHECK (cpu >= 0),"
+        "  time_ns INTEGER NOT NULL, latency_ns INTEGER NOT NULL CHECK (latency_ns >= 0),"
+        "  analysis TEXT NOT NULL CHECK (json_valid(analysis)),"
+        "  summary TEXT NOT NULL, culprit_kind TEXT NOT NULL, culprit_name TEXT NOT NULL,"
+        "  culprit_pid INTEGER, culprit_ns INTEGER NOT NULL CHECK (culprit_ns >= 0),"
+        "  raw BLOB, raw_events INTEGER NOT NULL DEFAULT 0, raw_dropped INTEGER NOT NULL "
+        "  DEFAULT 0);"
+        "CREATE INDEX traces_time ON traces(time_ns);"
+        "CREATE INDEX traces_interval ON traces(interval_id) WHERE interval_id IS NOT NULL;",
 };
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per version");
 

@@ -486,7 +486,8 @@ static void test_migration_from_v1(void **state) {
                "DROP TABLE interval_load_metrics; DROP TABLE interval_loads; "
                "DROP INDEX intervals_scenario; DROP INDEX events_interval; "
                "ALTER TABLE runs DROP COLUMN boot_ns; "
-               "ALTER TABLE events DROP COLUMN details; PRAGMA user_version = 1;");
+               "ALTER TABLE events DROP COLUMN details; DROP TABLE traces; "
+               "ALTER TABLE runs DROP COLUMN trace; PRAGMA user_version = 1;");
         assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
         store_close(s);
         sqlite3 *db;
