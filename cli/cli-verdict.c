@@ -59,10 +59,23 @@ static void print_verdict(const char *release, json_t *j) {
                                                                         : status[i]);
         upper[i] = '\0';
         printf("%s: %s (as of %s)\n", release, upper, at ?: "?");
-        json_t *reasons = json_object_get(j, "reasons"), *r;
-        size_t k;
-        json_array_foreach (reasons, k, r)
+        json_t *reasons = json_object_get(j, "reasons"), *problems = json_object_get(j, "problems"),
+               *r, *p;
+        size_t k, q;
+        json_array_foreach (reasons, k, r) {
                 printf("  %s\n", json_string_value(r));
+                /* Under a problem's line, what the machine's flight recorder names as its
+                 * cause. */
+                json_array_foreach (problems, q, p) {
+                        const char *msg = json_string_value(json_object_get(p, "message"));
+                        const char *culprit = json_string_value(json_object_get(p, "culprit"));
+                        if (culprit && msg && json_string_value(r) &&
+                            strcmp(msg, json_string_value(r)) == 0) {
+                                printf("    culprit: %s\n", culprit);
+                                break;
+                        }
+                }
+        }
 }
 
 int cli_verdict(int argc, char **argv) {

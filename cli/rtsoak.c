@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* rtsoak: reads the local database and reports on it (status, per-CPU report, merged
- * histogram in cyclictest's format, events), as tables for people or JSON for scripts. */
+ * histogram in cyclictest's format, events, trace captures), as tables for people or JSON for
+ * scripts. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "cli-output.h"
+#include "cli-trace.h"
 #include "cli-verdict.h"
 #include "config.h"
 #include "hist.h"
@@ -32,6 +34,8 @@ struct args {
         uint64_t limit;
         bool have_limit;
         bool by_scenario;
+        bool raw;
+        int64_t id; /* trace ID */
         unsigned given; /* OPT_* bits of the options that were given */
 };
 
@@ -46,6 +50,7 @@ enum {
         OPT_JSON = 1 << 7,
         OPT_SCENARIO = 1 << 8,
         OPT_BY_SCENARIO = 1 << 9,
+        OPT_RAW = 1 << 10,
 };
 
 struct command {
@@ -63,6 +68,10 @@ static void usage(FILE *f) {
                 "                         violations, missed periods\n"
                 "  histogram              the merged latency histogram\n"
                 "  events                 violations and other events\n"
+                "  traces                 the trace flight recorder's captures of violations,\n"
+                "                         each with its culprit\n"
+                "  trace ID               one capture: the timer and scheduling parts of the\n"
+                "                         latency and what ran on the CPU meanwhile\n"
                 "  verdict --server URL RELEASE\n"
                 "                         whether a kernel release qualifies as latest stable\n"
                 "                         (exit 0 qualified, 1 failed, 2 pending, 3 cannot tell;\n"
@@ -84,6 +93,7 @@ static void usage(FILE *f) {
                 "  --scenario NAME        report, histogram: only intervals of this scenario\n"
                 "  --by-scenario          report: one table per scenario, with the throughput\n"
                 "                         of each load generator\n"
+                "  --raw                  trace: the captured events as text\n"
                 "  -h, --help             show this help\n"
                 "      --version          show the version\n");
 }
@@ -493,6 +503,7 @@ static int cmd_status(store *s, const struct args *a) {
                 json_object_set_new(doc, "cpus", cpus);
                 json_object_set_new(doc, "total", report_json_row(&total));
                 json_object_set_new(doc, "upload", upload_json(s));
+                json_object_set_new(doc, "trace", cli_trace_status_json(s, run.id, total.violations));
                 r = print_json(doc);
                 json_decref(doc);
                 goto out;
@@ -512,6 +523,7 @@ static int cmd_status(store *s, const struct args *a) {
         if (run.end_ns != INT64_MIN)
                 printf("  Ended:    %s (%s)\n", format_timestamp_local(t2, run.end_ns),
                        run.end_reason);
+        cli_trace_status_print(s, run.id, total.violations);
         if (n == 0)
                 printf("\nNo interval stored yet (the first closes at the next interval "
                        "boundary).\n");
@@ -816,6 +828,18 @@ static int cmd_events(store *s, const struct args *a) {
         return r;
 }
 
+static int cmd_traces(store *s, const struct args *a) {
+        struct store_filter f;
+        int r = resolve_run(s, a, &f);
+        if (r < 0)
+                return r;
+        return cli_traces(s, &f, a->have_limit ? (size_t) a->limit : 0, a->json);
+}
+
+static int cmd_trace(store *s, const struct args *a) {
+        return cli_trace(s, a->id, a->raw, a->json);
+}
+
 static const struct command commands[] = {
         { "status", OPT_RUN | OPT_JSON, cmd_status },
         { "report",
@@ -827,6 +851,8 @@ static const struct command commands[] = {
           cmd_histogram },
         { "events", OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_TYPE | OPT_LIMIT | OPT_JSON,
           cmd_events },
+        { "traces", OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_LIMIT | OPT_JSON, cmd_traces },
+        { "trace", OPT_RAW | OPT_JSON, cmd_trace },
 };
 
 static const struct command *find_command(const char *name) {
@@ -838,7 +864,7 @@ static const struct command *find_command(const char *name) {
 
 static const char *const option_names[] = { "--since",    "--until",      "--run",   "--cpu",
                                             "--format",   "--type",       "--limit", "--json",
-                                            "--scenario", "--by-scenario" };
+                                            "--scenario", "--by-scenario", "--raw" };
 
 static int parse_uint_arg(const char *opt, const char *v, uint64_t max, uint64_t *ret) {
         char *end;
@@ -865,6 +891,7 @@ int main(int argc, char *argv[]) {
                 ARG_LIMIT,
                 ARG_SCENARIO,
                 ARG_BY_SCENARIO,
+                ARG_RAW,
                 ARG_VERSION
         };
         static const struct option options[] = {
@@ -879,6 +906,7 @@ int main(int argc, char *argv[]) {
                 { "limit", required_argument, NULL, ARG_LIMIT },
                 { "scenario", required_argument, NULL, ARG_SCENARIO },
                 { "by-scenario", no_argument, NULL, ARG_BY_SCENARIO },
+                { "raw", no_argument, NULL, ARG_RAW },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
@@ -962,6 +990,10 @@ int main(int argc, char *argv[]) {
                         a.given |= OPT_BY_SCENARIO;
                         a.by_scenario = true;
                         break;
+                case ARG_RAW:
+                        a.given |= OPT_RAW;
+                        a.raw = true;
+                        break;
                 case 'h':
                         usage(stdout);
                         return EXIT_SUCCESS;
@@ -978,13 +1010,29 @@ int main(int argc, char *argv[]) {
                 return EXIT_USAGE;
         }
         a.command = argv[optind];
+        /* trace takes the capture's ID; the other commands take no argument. */
+        if (strcmp(a.command, "trace") == 0) {
+                if (optind + 1 >= argc) {
+                        log_error("trace: which capture? (rtsoak trace ID; rtsoak traces lists "
+                                  "them)");
+                        return EXIT_USAGE;
+                }
+                if (parse_uint_arg("trace", argv[optind + 1], INT64_MAX, &v) < 0 || v == 0) {
+                        if (v == 0)
+                                log_error("trace %s: capture IDs start at 1", argv[optind + 1]);
+                        return EXIT_USAGE;
+                }
+                a.id = (int64_t) v;
+                optind++;
+        }
         if (optind + 1 < argc) {
                 log_error("Unexpected argument '%s' (see --help)", argv[optind + 1]);
                 return EXIT_USAGE;
         }
         const struct command *cmd = find_command(a.command);
         if (!cmd) {
-                log_error("Unknown command '%s' (use status, report, histogram or events)",
+                log_error("Unknown command '%s' (use status, report, histogram, events, traces "
+                          "or trace)",
                           a.command);
                 return EXIT_USAGE;
         }

@@ -287,7 +287,7 @@ int trace_analyze(const struct trace_event *ev, size_t n, const struct trace_wak
         return 0;
 }
 
-static void thread_text(const struct trace_contrib *c, char *buf, size_t size) {
+void trace_contrib_who(const struct trace_contrib *c, char *buf, size_t size) {
         if (!c->policy[0])
                 snprintf(buf, size, "pid %d", c->pid);
         else if (strcmp(c->policy, "SCHED_OTHER") == 0 || strcmp(c->policy, "SCHED_BATCH") == 0 ||
@@ -324,7 +324,7 @@ void trace_analysis_summarize(struct trace_analysis *a) {
                          "hardware, firmware or hypervisor)",
                          d, l);
         } else if (c->kind == TRACE_CULPRIT_THREAD) {
-                thread_text(c, who, sizeof(who));
+                trace_contrib_who(c, who, sizeof(who));
                 snprintf(a->summary, sizeof(a->summary), "thread %s (%s) ran %s of the %s", c->name,
                          who, d, l);
         } else if (c->kind == TRACE_CULPRIT_IRQ && c->irq >= 0)

@@ -77,6 +77,9 @@ int trace_analyze(const struct trace_event *ev, size_t n, const struct trace_wak
 /* Picks the culprit among the contributors and writes the one-line summary, e.g.
  * "thread kworker/3:1 (pid 211, SCHED_FIFO 50) ran 412 µs of the 480 µs". */
 void trace_analysis_summarize(struct trace_analysis *a);
+/* A thread's pid and policy as the summary shows them: "pid 211, SCHED_FIFO 50",
+ * "pid 7, SCHED_OTHER nice 0", "pid 9" when the policy is not known. */
+void trace_contrib_who(const struct trace_contrib *c, char *buf, size_t size);
 /* "412 µs", "4.2 µs", "20.31 ms". */
 char *trace_format_span(char buf[static 32], uint64_t ns);
 

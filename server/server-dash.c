@@ -14,6 +14,7 @@
 #include "server-dash.h"
 #include "server-params.h"
 #include "server-svg.h"
+#include "server-trace.h"
 #include "timeutil.h"
 
 #define HOUR_NS (3600 * (int64_t) NSEC_PER_SEC)
@@ -210,6 +211,7 @@ static const char css[] =
         ".plot{margin:.5rem 0}"
         ".note{color:#444;font-size:.9rem}"
         ".bad{color:#a33a00;font-weight:bold}"
+        ".culprit{font-size:.9rem}"
         "nav.windows a,nav.windows strong{margin-right:.8rem}"
         "ul.reasons li{margin:.2rem 0}ul.waiting{margin:0;padding-left:1.2rem}"
         "code{font-size:.85rem;word-break:break-all}"
@@ -833,6 +835,18 @@ static void zoom_href(FILE *f, const char *id, int64_t start, int64_t end) {
                 id, start - ZOOM_NS, end + ZOOM_NS, start, end);
 }
 
+/* What the trace flight recorder names as the cause of a violation, with its raw events. */
+static void culprit_html(FILE *f, const char *summary, int64_t trace_id, bool raw) {
+        fputs("<span class=\"culprit\">culprit: ", f);
+        esc(f, summary);
+        if (raw)
+                fprintf(f,
+                        " (<a class=\"trace\" href=\"" FARM_API_TRACES "/%" PRId64
+                        "/raw\" download=\"trace-%" PRId64 ".txt\">raw trace</a>)",
+                        trace_id, trace_id);
+        fputs("</span>", f);
+}
+
 static void machine_lists(struct dash *x, const struct machine *m, const struct window *w,
                           const struct steps *s, json_t *events) {
         FILE *f = x->f;
@@ -849,7 +863,7 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
         if (nviol) {
                 fputs("<div class=\"scroll\"><table class=\"violations\"><tr><th>time of the "
                       "maximum</th><th class=\"num\">worst</th><th class=\"num\">CPU</th>"
-                      "<th>scenario</th><th>kernel</th><th></th></tr>\n",
+                      "<th>scenario</th><th>kernel</th><th>culprit</th><th></th></tr>\n",
                       f);
                 size_t shown = 0;
                 for (i = 0; i < s->fs.n; i++) {
@@ -867,6 +881,13 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
                         esc(f, step_name(&s->fs.scenarios, st->scenarios));
                         fputs("</td><td>", f);
                         kernel_link(f, step_name(&s->fs.kernels, st->kernels));
+                        fputs("</td><td>", f);
+                        struct farm_trace_brief tb;
+                        if (farm_trace_find_machine(x->db, m->id, (int) st->max_cpu, t,
+                                                    t + s->step_ns, mt, &tb) == 0)
+                                culprit_html(f, tb.summary, tb.id, tb.raw);
+                        else
+                                fputs("–", f);
                         fputs("</td><td><a href=\"", f);
                         zoom_href(f, m->id, t, t + s->step_ns);
                         fputs("\">zoom</a></td></tr>\n", f);
@@ -1711,6 +1732,11 @@ static int page_kernel(struct dash *x, const char *release) {
                         put_time(f, ji(p, "time_ns", 0));
                         fputs("</td><td class=\"reason\">", f);
                         esc(f, js(p, "message"));
+                        if (js(p, "culprit")) {
+                                fputs("<br>", f);
+                                culprit_html(f, js(p, "culprit"), ji(p, "trace", 0),
+                                             ji(p, "trace", 0) > 0);
+                        }
                         fputs("<br><span class=\"note\">id <code>", f);
                         esc(f, js(p, "id"));
                         fputs("</code></span></td><td><a class=\"evidence\" href=\"", f);

@@ -14,11 +14,12 @@
 #include "sqlite-errno.h"
 #include "server-db-internal.h"
 #include "server-query.h"
+#include "server-trace.h"
 
 /* 'rtsf': marks the file as the farm database, so the machines' own database (and any other
  * SQLite file) is refused by name. */
 #define FARM_APPLICATION_ID 0x72747366
-#define FARM_SCHEMA_VERSION 5
+#define FARM_SCHEMA_VERSION 6
 #define FARM_BUSY_TIMEOUT_MS 10000
 
 /* Migration N takes the schema from version N to N+1.  Never edit a released entry: add one. */
@@ -171,6 +172,19 @@ static const char *const migrations[] = {
         "  max_time_ns, samples, violations, scenario);",
         /* 4 -> 5: an event's structured details (the forensics of an unclean end), JSON. */
         "ALTER TABLE events ADD COLUMN details TEXT;",
+        /* 5 -> 6: the trace flight recorder's captures of violations (server-trace.c), with the
+         * interval that carried them; one per run, CPU and due time. */
+        "CREATE TABLE traces ("
+        "  id INTEGER PRIMARY KEY,"
+        "  run INTEGER NOT NULL REFERENCES runs(id),"
+        "  seq INTEGER NOT NULL CHECK (seq >= 0),"
+        "  cpu INTEGER NOT NULL CHECK (cpu >= 0),"
+        "  time_ns INTEGER NOT NULL, latency_ns INTEGER NOT NULL,"
+        "  summary TEXT NOT NULL, culprit_kind TEXT NOT NULL, culprit_name TEXT NOT NULL,"
+        "  culprit_pid INTEGER, culprit_ns INTEGER NOT NULL,"
+        "  analysis TEXT NOT NULL, raw BLOB,"
+        "  UNIQUE (run, cpu, time_ns));"
+        "CREATE INDEX traces_time ON traces(time_ns);",
 };
 _Static_assert(ELEMENTSOF(migrations) == FARM_SCHEMA_VERSION, "one migration per version");
 
@@ -895,6 +909,9 @@ static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
                         if (r < 0)
                                 goto out;
                         ret->intervals += (uint64_t) r;
+                        r = farm_store_traces(db, run, &s->intervals[i], err);
+                        if (r < 0)
+                                goto out;
                 }
                 r = store_events(db, run, s, &ret->events, err);
                 if (r < 0)

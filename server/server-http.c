@@ -20,6 +20,7 @@
 #include "server-http.h"
 #include "server-params.h"
 #include "server-query.h"
+#include "server-trace.h"
 #include "server-ratelimit.h"
 #include "server-verdict.h"
 #include "summary.h"
@@ -373,6 +374,19 @@ static bool route_dash(farm_http *h, struct MHD_Connection *c, struct request *r
         return true;
 }
 
+/* The flight recorder's captures (server-trace.c). */
+static bool route_trace(farm_http *h, struct MHD_Connection *c, struct request *rq, const char *url,
+                        const char *method, enum MHD_Result *ret) {
+        struct farm_args args = {};
+        struct farm_answer a;
+
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+        if (farm_trace_route(h->db, url, method, &args, now_ns(CLOCK_REALTIME), &a) == 0)
+                return false;
+        *ret = send_answer(rq, c, &a);
+        return true;
+}
+
 static bool is_get(const char *method) {
         return strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
                strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
@@ -661,7 +675,8 @@ static enum MHD_Result route(farm_http *h, struct MHD_Connection *c, struct requ
                 return begin_upload(h, c, rq);
         }
         enum MHD_Result ret;
-        if (route_query(h, c, rq, url, method, &ret) || route_dash(h, c, rq, url, method, &ret))
+        if (route_query(h, c, rq, url, method, &ret) || route_dash(h, c, rq, url, method, &ret) ||
+            route_trace(h, c, rq, url, method, &ret))
                 return ret;
         if (strcmp(url, API_MACHINES) == 0 || strncmp(url, API_MACHINES "/", 17) == 0) {
                 if (!is_get(method))

@@ -13,6 +13,7 @@
 
 #include "server-db-internal.h"
 #include "server-verdict.h"
+#include "server-trace.h"
 #include "timeutil.h"
 
 /* ---- the rule ----------------------------------------------------------------------------- */
@@ -603,16 +604,18 @@ static int run_violations(struct vctx *v, struct machine *m, int64_t run, int64_
                                  "run %" PRId64 ", interval %" PRId64 ")",
                                  host_of(m), cpu, span(a, value), span(b, m->threshold_ns),
                                  ts(t, when), scen ?: "none", run_id, seq);
-                        r = add_problem(
-                                v, m, K_VIOLATION,
-                                json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:i, s:I, s:I, s:s?, "
-                                          "s:I, s:o, s:s}",
-                                          "id", id, "kind", "violation", "machine", m->id,
-                                          "hostname", m->hostname, "time_ns", (json_int_t) when,
-                                          "time", t, "cpu", cpu, "value_ns", (json_int_t) value,
-                                          "threshold_ns", (json_int_t) m->threshold_ns, "scenario",
-                                          scen, "run", (json_int_t) run_id, "interval",
-                                          interval_json(seq, start, len, scen), "message", msg));
+                        json_t *pj = json_pack(
+                                "{s:s, s:s, s:s, s:s, s:I, s:s, s:i, s:I, s:I, s:s?, s:I, s:o, "
+                                "s:s}",
+                                "id", id, "kind", "violation", "machine", m->id, "hostname",
+                                m->hostname, "time_ns", (json_int_t) when, "time", t, "cpu", cpu,
+                                "value_ns", (json_int_t) value, "threshold_ns",
+                                (json_int_t) m->threshold_ns, "scenario", scen, "run",
+                                (json_int_t) run_id, "interval", interval_json(seq, start, len, scen),
+                                "message", msg);
+                        /* What the flight recorder says ran instead: the culprit line. */
+                        farm_trace_annotate_problem(v->c, pj, run, cpu, start, start + len, when);
+                        r = add_problem(v, m, K_VIOLATION, pj);
                         if (r < 0)
                                 return r;
                 }
