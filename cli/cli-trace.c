@@ -17,12 +17,11 @@
 
 static json_t *culprit_json(const struct trace_contrib *c) {
         bool thread = c->kind == TRACE_CULPRIT_THREAD;
-        return json_pack("{s:s, s:s, s:o, s:o, s:o, s:I}", "kind",
-                         trace_culprit_kind_name(c->kind), "name", c->name, "pid",
-                         thread ? json_integer(c->pid) : json_null(), "policy",
-                         thread && c->policy[0] ? json_string(c->policy) : json_null(),
-                         "priority", thread && c->policy[0] ? json_integer(c->priority)
-                                                            : json_null(),
+        return json_pack("{s:s, s:s, s:o, s:o, s:o, s:I}", "kind", trace_culprit_kind_name(c->kind),
+                         "name", c->name, "pid", thread ? json_integer(c->pid) : json_null(),
+                         "policy", thread && c->policy[0] ? json_string(c->policy) : json_null(),
+                         "priority",
+                         thread && c->policy[0] ? json_integer(c->priority) : json_null(),
                          "duration_ns", (json_int_t) c->duration_ns);
 }
 
@@ -94,8 +93,7 @@ static void contrib_line(const struct trace_contrib *c) {
         else if (c->kind == TRACE_CULPRIT_THREAD) {
                 trace_contrib_who(c, pid, sizeof(pid));
                 snprintf(who, sizeof(who), "%s (%s)", c->name, pid);
-        }
-        else if (c->kind == TRACE_CULPRIT_IRQ && c->irq >= 0)
+        } else if (c->kind == TRACE_CULPRIT_IRQ && c->irq >= 0)
                 snprintf(who, sizeof(who), "%d (%s)", c->irq, c->name);
         else
                 snprintf(who, sizeof(who), "%s", c->name);
@@ -202,8 +200,9 @@ void cli_trace_status_print(store *s, int64_t run_id, uint64_t violations) {
                 printf("  Trace:    not recorded (a run of an rtsoakd without the flight "
                        "recorder)\n");
         else if (strcmp(state, "on") == 0)
-                printf("  Trace:    on (instance %s, look-back %s, %" PRId64 " KiB per CPU); %" PRId64
-                       " capture%s, %" PRId64 " violation%s not captured; %s\n",
+                printf("  Trace:    on (instance %s, look-back %s, %" PRId64
+                       " KiB per CPU); %" PRId64 " capture%s, %" PRId64
+                       " violation%s not captured; %s\n",
                        json_string_value(json_object_get(o, "instance")) ?: "?",
                        format_timespan(span, (uint64_t) json_integer_value(
                                                      json_object_get(o, "lookback_ns"))),
@@ -213,8 +212,8 @@ void cli_trace_status_print(store *s, int64_t run_id, uint64_t violations) {
                        (int64_t) json_integer_value(json_object_get(o, "skipped")),
                        json_integer_value(json_object_get(o, "skipped")) == 1 ? "" : "s", tl);
         else if (strcmp(state, "off") == 0)
-                printf("  Trace:    off (%s): violations are recorded without traces; %s\n",
-                       notice, tl);
+                printf("  Trace:    off (%s): violations are recorded without traces; %s\n", notice,
+                       tl);
         else
                 printf("  Trace:    unavailable: %s; violations are recorded without traces; %s\n",
                        notice, tl);

@@ -35,7 +35,7 @@ struct args {
         bool have_limit;
         bool by_scenario;
         bool raw;
-        int64_t id; /* trace ID */
+        int64_t id;     /* trace ID */
         unsigned given; /* OPT_* bits of the options that were given */
 };
 
@@ -503,7 +503,8 @@ static int cmd_status(store *s, const struct args *a) {
                 json_object_set_new(doc, "cpus", cpus);
                 json_object_set_new(doc, "total", report_json_row(&total));
                 json_object_set_new(doc, "upload", upload_json(s));
-                json_object_set_new(doc, "trace", cli_trace_status_json(s, run.id, total.violations));
+                json_object_set_new(doc, "trace",
+                                    cli_trace_status_json(s, run.id, total.violations));
                 r = print_json(doc);
                 json_decref(doc);
                 goto out;
@@ -862,8 +863,8 @@ static const struct command *find_command(const char *name) {
         return NULL;
 }
 
-static const char *const option_names[] = { "--since",    "--until",      "--run",   "--cpu",
-                                            "--format",   "--type",       "--limit", "--json",
+static const char *const option_names[] = { "--since",    "--until",       "--run",   "--cpu",
+                                            "--format",   "--type",        "--limit", "--json",
                                             "--scenario", "--by-scenario", "--raw" };
 
 static int parse_uint_arg(const char *opt, const char *v, uint64_t max, uint64_t *ret) {

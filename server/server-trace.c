@@ -70,13 +70,13 @@ static int brief_of(sqlite3_stmt *st, struct farm_trace_brief *ret) {
 }
 
 /* Of the candidates: the capture of the violation's own wake-up first, then the worst. */
-#define FIND_SQL                                                                               \
-        "SELECT t.id, t.summary, t.raw IS NOT NULL FROM traces t WHERE t.run = ?1 AND "        \
-        "t.cpu = ?2 AND t.time_ns >= ?3 AND t.time_ns < ?4 "                                   \
+#define FIND_SQL                                                                        \
+        "SELECT t.id, t.summary, t.raw IS NOT NULL FROM traces t WHERE t.run = ?1 AND " \
+        "t.cpu = ?2 AND t.time_ns >= ?3 AND t.time_ns < ?4 "                            \
         "ORDER BY t.time_ns = ?5 DESC, t.latency_ns DESC, t.id LIMIT 1"
 
-int farm_trace_find(sqlite3 *c, int64_t run, int cpu, int64_t from_ns, int64_t to_ns,
-                    int64_t at_ns, struct farm_trace_brief *ret) {
+int farm_trace_find(sqlite3 *c, int64_t run, int cpu, int64_t from_ns, int64_t to_ns, int64_t at_ns,
+                    struct farm_trace_brief *ret) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         if (sqlite3_prepare_v2(c, FIND_SQL, -1, &st, NULL) != SQLITE_OK)
                 return -EIO;
@@ -108,8 +108,8 @@ int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_
         return brief_of(st, ret);
 }
 
-void farm_trace_annotate_problem(sqlite3 *c, json_t *problem, int64_t run, int cpu,
-                                 int64_t from_ns, int64_t to_ns, int64_t at_ns) {
+void farm_trace_annotate_problem(sqlite3 *c, json_t *problem, int64_t run, int cpu, int64_t from_ns,
+                                 int64_t to_ns, int64_t at_ns) {
         struct farm_trace_brief b;
         bool found = problem && farm_trace_find(c, run, cpu, from_ns, to_ns, at_ns, &b) == 0;
         if (!problem)
@@ -184,16 +184,16 @@ static json_t *row_json(sqlite3_stmt *st, bool with_analysis) {
                 "duration_ns", (json_int_t) sqlite3_column_int64(st, 11), "raw",
                 sqlite3_column_int(st, 12) != 0);
         if (o && with_analysis)
-                json_object_set_new(o, "analysis",
-                                    json_loads((const char *) sqlite3_column_text(st, 13) ?: "",
-                                               0, NULL)
-                                            ?: json_null());
+                json_object_set_new(
+                        o, "analysis",
+                        json_loads((const char *) sqlite3_column_text(st, 13) ?: "", 0, NULL)
+                                ?: json_null());
         return o;
 }
 
-#define ROW_COLUMNS                                                                            \
-        "SELECT t.id, r.machine_id, r.run_id, t.seq, t.cpu, t.time_ns, t.latency_ns, "         \
-        "t.summary, t.culprit_kind, t.culprit_name, t.culprit_pid, t.culprit_ns, "              \
+#define ROW_COLUMNS                                                                    \
+        "SELECT t.id, r.machine_id, r.run_id, t.seq, t.cpu, t.time_ns, t.latency_ns, " \
+        "t.summary, t.culprit_kind, t.culprit_name, t.culprit_pid, t.culprit_ns, "     \
         "t.raw IS NOT NULL, t.analysis"
 #define ROW_FROM " FROM traces t JOIN runs r ON r.id = t.run "
 #define ROW_SQL ROW_COLUMNS ROW_FROM
@@ -254,8 +254,7 @@ static int get_trace(farm_db *db, int64_t id, bool raw, struct farm_answer *a) {
         _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
         _cleanup_reset_ sqlite3_stmt *st = NULL;
         char err[FARM_ERROR_MAX];
-        int r = farm_prepare_r(db, ROW_COLUMNS ", t.raw" ROW_FROM "WHERE t.id = ?1",
-                               &st, err);
+        int r = farm_prepare_r(db, ROW_COLUMNS ", t.raw" ROW_FROM "WHERE t.id = ?1", &st, err);
         if (r < 0)
                 return failed(a, r, err);
         sqlite3_bind_int64(st, 1, id);
@@ -284,8 +283,8 @@ static int get_trace(farm_db *db, int64_t id, bool raw, struct farm_answer *a) {
         return 1;
 }
 
-int farm_trace_route(farm_db *db, const char *url, const char *method,
-                     const struct farm_args *args, int64_t now_ns, struct farm_answer *ret) {
+int farm_trace_route(farm_db *db, const char *url, const char *method, const struct farm_args *args,
+                     int64_t now_ns, struct farm_answer *ret) {
         static const char *const none[] = { NULL };
         size_t n = strlen(FARM_API_TRACES);
         if (strncmp(url, FARM_API_TRACES, n) != 0 || (url[n] != 0 && url[n] != '/'))

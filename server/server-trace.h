@@ -29,17 +29,17 @@ struct farm_trace_brief {
 /* The capture that explains a violation of run (its row id) on cpu within [from, to): the one
  * of the violation's time at if there is one, else the worst.  On connection c, whose lock the
  * caller holds.  0 with *ret, -ENOENT if there is none, or -EIO. */
-int farm_trace_find(sqlite3 *c, int64_t run, int cpu, int64_t from_ns, int64_t to_ns,
-                    int64_t at_ns, struct farm_trace_brief *ret);
+int farm_trace_find(sqlite3 *c, int64_t run, int cpu, int64_t from_ns, int64_t to_ns, int64_t at_ns,
+                    struct farm_trace_brief *ret);
 /* The same among all runs of a machine; takes the reader's lock. */
 int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_t from_ns,
                             int64_t to_ns, int64_t at_ns, struct farm_trace_brief *ret);
 /* Adds "culprit" (the capture's one-line summary) and "trace" (its id) to the JSON of a
  * violation problem when a capture explains it; null members otherwise. */
-void farm_trace_annotate_problem(sqlite3 *c, json_t *problem, int64_t run, int cpu,
-                                 int64_t from_ns, int64_t to_ns, int64_t at_ns);
+void farm_trace_annotate_problem(sqlite3 *c, json_t *problem, int64_t run, int cpu, int64_t from_ns,
+                                 int64_t to_ns, int64_t at_ns);
 
 /* GET /api/v1/traces?machine=ID[&from=&to=&cpu=], /api/v1/traces/ID and
  * /api/v1/traces/ID/raw (text/plain): 1 and *ret when url is one of them, else 0. */
-int farm_trace_route(farm_db *db, const char *url, const char *method,
-                     const struct farm_args *args, int64_t now_ns, struct farm_answer *ret);
+int farm_trace_route(farm_db *db, const char *url, const char *method, const struct farm_args *args,
+                     int64_t now_ns, struct farm_answer *ret);

@@ -611,8 +611,8 @@ static int run_violations(struct vctx *v, struct machine *m, int64_t run, int64_
                                 m->hostname, "time_ns", (json_int_t) when, "time", t, "cpu", cpu,
                                 "value_ns", (json_int_t) value, "threshold_ns",
                                 (json_int_t) m->threshold_ns, "scenario", scen, "run",
-                                (json_int_t) run_id, "interval", interval_json(seq, start, len, scen),
-                                "message", msg);
+                                (json_int_t) run_id, "interval",
+                                interval_json(seq, start, len, scen), "message", msg);
                         /* What the flight recorder says ran instead: the culprit line. */
                         farm_trace_annotate_problem(v->c, pj, run, cpu, start, start + len, when);
                         r = add_problem(v, m, K_VIOLATION, pj);

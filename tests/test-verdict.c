@@ -216,7 +216,8 @@ static void test_pending_coverage(void **state) {
 static void test_violation_and_at(void **state) {
         char spike[96], when[32];
         ns_arg(when, T_END - 12 * HOUR + 5 * MINUTE);
-        snprintf(spike, sizeof(spike), "%s,1,500us", when);
+        /* With a trace capture that names the thread that ran instead of the probe. */
+        snprintf(spike, sizeof(spike), "%s,1,500us,kworker/1:2", when);
         const char *const extra[] = { "--spike", spike, NULL };
         history(0, "k-spike", 31, T_END, extra);
         history(1, "k-spike", 31, T_END, NULL);
@@ -237,6 +238,11 @@ static void test_violation_and_at(void **state) {
         /* 12:00 UTC: hour 12 of the six-hour rotation is idle. */
         assert_string_equal(str(p, "scenario"), "idle");
         assert_non_null(strstr(str(p, "message"), "CPU 1"));
+        /* The problem says what the machine's flight recorder found, with the capture. */
+        assert_string_equal(
+                str(p, "culprit"),
+                "thread kworker/1:2 (pid 4242, SCHED_FIFO 50) ran 475 µs of the 500 µs");
+        assert_true(tu_jint(p, "trace") > 0);
         /* Clean coverage starts again after the spike's interval; the other machine's is all
          * of its coverage. */
         json_t *ma = machine_of(v, ID_A), *mb = machine_of(v, ID_B);
@@ -616,6 +622,21 @@ static void test_cli(void **state) {
                                  r.out, r.err);
                 tu_result_done(&r);
         }
+        /* Under the violation's line, its culprit. */
+        char *culprit_cmd[] = { (char *) tu_bin("RTSOAK"),
+                                "verdict",
+                                "--server",
+                                base_url,
+                                "--at",
+                                at,
+                                "k-spike",
+                                NULL };
+        tu_run(culprit_cmd, 30000, NULL, NULL, &r);
+        const char *line = strstr(r.out, "CPU 1: latency 500us over the bound of 100us");
+        if (!line || !strstr(line, "\n    culprit: thread kworker/1:2 (pid 4242, SCHED_FIFO 50) "
+                                   "ran 475 µs of the 500 µs\n"))
+                fail_msg("rtsoak verdict k-spike: no culprit under the violation: %s", r.out);
+        tu_result_done(&r);
         /* --json: the server's answer, with the same exit status. */
         char *json_cmd[] = { (char *) tu_bin("RTSOAK"),
                              "verdict",
