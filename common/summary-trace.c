@@ -49,13 +49,15 @@ int summary_traces_encode(const struct summary_interval *iv, json_t *interval) {
         return json_object_set_new(interval, "traces", list) < 0 ? -ENOMEM : 0;
 }
 
-_printf_(3, 4) static int bad(char *err, const char *path, const char *fmt, ...) {
+/* "path.key: message", or "path: message" without a key. */
+_printf_(4, 5) static int bad(char *err, const char *path, const char *key, const char *fmt, ...) {
         char msg[SUMMARY_ERROR_MAX];
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        snprintf(err, SUMMARY_ERROR_MAX, "%s%s%s", path, *path ? "." : "", msg);
+        snprintf(err, SUMMARY_ERROR_MAX, "%s%s%s: %s", path, key && *path ? "." : "", key ?: "",
+                 msg);
         return -EBADMSG;
 }
 
@@ -63,22 +65,22 @@ _printf_(3, 4) static int bad(char *err, const char *path, const char *fmt, ...)
 static int decode_raw(json_t *v, const char *at, struct summary_trace *t, size_t *budget,
                       char *err) {
         if (!v)
-                return bad(err, at, "raw: missing");
+                return bad(err, at, "raw", "missing");
         if (json_is_null(v))
                 return 0;
         if (!json_is_string(v))
-                return bad(err, at, "raw: not a string or null");
+                return bad(err, at, "raw", "not a string or null");
         size_t len = json_string_length(v);
         if (len > (size_t) SUMMARY_MAX_TRACE_RAW / 3 * 4 + 4)
-                return bad(err, at, "raw: %zu bytes of base64, more than %d bytes decoded", len,
+                return bad(err, at, "raw", "%zu bytes of base64, more than %d bytes decoded", len,
                            SUMMARY_MAX_TRACE_RAW);
         int r = base64_decode(json_string_value(v), len, &t->raw, &t->raw_len);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return bad(err, at, "raw: not valid base64");
+                return bad(err, at, "raw", "not valid base64");
         if (t->raw_len > *budget)
-                return bad(err, at, "raw: the captures of this interval hold more than %d bytes",
+                return bad(err, at, "raw", "the captures of this interval hold more than %d bytes",
                            SUMMARY_MAX_TRACE_RAW_TOTAL);
         *budget -= t->raw_len;
         char *text = NULL;
@@ -87,7 +89,7 @@ static int decode_raw(json_t *v, const char *at, struct summary_trace *t, size_t
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return bad(err, at, "raw: not zlib data of at most %u bytes of text",
+                return bad(err, at, "raw", "not zlib data of at most %u bytes of text",
                            TRACE_RAW_TEXT_MAX);
         return 0;
 }
@@ -98,30 +100,33 @@ static int decode_one(json_t *x, const char *at, const struct summary_interval *
         const char *k;
         json_t *v;
         if (!json_is_object(x))
-                return bad(err, at, "not an object");
+                return bad(err, at, NULL, "not an object");
         json_object_foreach (x, k, v)
                 if (strcmp(k, "analysis") != 0 && strcmp(k, "raw") != 0)
-                        return bad(err, at, "%s: unknown field", k);
+                        return bad(err, at, k, "unknown field");
         json_t *a = json_object_get(x, "analysis");
         if (!a)
-                return bad(err, at, "analysis: missing");
+                return bad(err, at, "analysis", "missing");
         t->analysis = calloc(1, sizeof(*t->analysis));
         if (!t->analysis)
                 return -ENOMEM;
         int r = trace_analysis_from_json(a, t->analysis, why);
         if (r == -ENOMEM)
                 return r;
-        if (r < 0)
-                return bad(err, at, "analysis.%s", why);
+        if (r < 0) {
+                /* why names the field inside the analysis: "culprit.kind: ...". */
+                snprintf(err, SUMMARY_ERROR_MAX, "%s.analysis.%s", at, why);
+                return -EBADMSG;
+        }
         const struct trace_analysis *an = t->analysis;
         int64_t end = iv->start_ns + (int64_t) iv->length_ns;
         if (an->time_ns < iv->start_ns - DAY_NS || an->time_ns > end + DAY_NS)
-                return bad(err, at, "analysis.time_ns: not within a day of the interval");
+                return bad(err, at, "analysis.time_ns", "not within a day of the interval");
         bool cpu_known = false;
         for (size_t i = 0; i < iv->ncpus; i++)
                 cpu_known |= (int) iv->cpus[i].cpu == an->cpu;
         if (!cpu_known)
-                return bad(err, at, "analysis.cpu: CPU %d is not one of the interval's", an->cpu);
+                return bad(err, at, "analysis.cpu", "CPU %d is not one of the interval's", an->cpu);
         t->json = json_dumps(a, JSON_COMPACT);
         if (!t->json)
                 return -ENOMEM;
@@ -136,9 +141,9 @@ int summary_traces_decode(json_t *interval, const char *path, struct summary_int
         if (!list || json_is_null(list))
                 return 0;
         if (!json_is_array(list))
-                return bad(err, path, "traces: not an array");
+                return bad(err, path, "traces", "not an array");
         if (json_array_size(list) > SUMMARY_MAX_TRACES)
-                return bad(err, path, "traces: %zu entries, at most %d allowed",
+                return bad(err, path, "traces", "%zu entries, at most %d allowed",
                            json_array_size(list), SUMMARY_MAX_TRACES);
         iv->traces = calloc(json_array_size(list) + 1, sizeof(*iv->traces));
         if (!iv->traces)
