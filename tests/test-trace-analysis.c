@@ -82,8 +82,9 @@ static void marker(struct seq *s, int64_t t) {
 }
 
 static struct trace_analysis analyze(struct seq *s, uint64_t lat_us) {
-        struct trace_wakeup w = { .cpu = 1, .probe_pid = PROBE, .due_ns = DUE,
-                                  .latency_ns = lat_us * US };
+        struct trace_wakeup w = {
+                .cpu = 1, .probe_pid = PROBE, .due_ns = DUE, .latency_ns = lat_us * US
+        };
         struct trace_analysis a;
         assert_int_equal(trace_analyze(s->ev, s->n, &w, &a), 0);
         return a;
@@ -102,7 +103,7 @@ static void test_higher_priority_thread(void **state) {
         marker(&s, 20003);
         struct trace_analysis a = analyze(&s, 20002);
         assert_true(a.timer_seen && a.switch_seen && a.marker_seen);
-        assert_int_equal(a.timer_ns, 5 * US);          /* the hrtimer expiry */
+        assert_int_equal(a.timer_ns, 5 * US);           /* the hrtimer expiry */
         assert_int_equal(a.sched_ns, (20000 - 5) * US); /* to the switch-in */
         assert_int_equal(a.return_ns, 2 * US);
         assert_int_equal(a.culprit.kind, TRACE_CULPRIT_THREAD);
@@ -311,8 +312,8 @@ static void test_json_refused(void **state) {
                 if (json_is_array(o))
                         o = json_array_get(o, (size_t) atoi(key));
                 if (cases[i].value)
-                        json_object_set_new(o, key, json_loads(cases[i].value,
-                                                               JSON_DECODE_ANY, NULL));
+                        json_object_set_new(o, key,
+                                            json_loads(cases[i].value, JSON_DECODE_ANY, NULL));
                 else
                         json_object_del(o, key);
                 int r = trace_analysis_from_json(j, &b, err);
@@ -333,8 +334,8 @@ static void test_raw_cap(void **state) {
         FILE *f = open_memstream(&text, &len);
         /* Lines that do not compress much: 4000 of them. */
         for (unsigned i = 0; i < 4000; i++)
-                fprintf(f, "+%7u.%03u us [001] event %08x %08x\n", i, i * 7 % 1000,
-                        i * 2654435761u, i * 40503u);
+                fprintf(f, "+%7u.%03u us [001] event %08x %08x\n", i, i * 7 % 1000, i * 2654435761u,
+                        i * 40503u);
         fclose(f);
         assert_int_equal(trace_raw_compress(text, len, 1 << 20, &z, &zlen, &dropped), 0);
         assert_int_equal(dropped, 0);
@@ -356,9 +357,9 @@ static void test_raw_cap(void **state) {
         /* Inflating beyond a bound, or what is not zlib, is refused. */
         char *x;
         assert_int_equal(trace_raw_inflate(z, zlen, 100, &x, NULL), -EBADMSG);
-        assert_int_equal(trace_raw_inflate((const uint8_t *) "not zlib at all", 15, 1 << 20, &x,
-                                           NULL),
-                         -EBADMSG);
+        assert_int_equal(
+                trace_raw_inflate((const uint8_t *) "not zlib at all", 15, 1 << 20, &x, NULL),
+                -EBADMSG);
         free(back);
         free(z);
         free(text);
@@ -407,8 +408,9 @@ static void test_summary_traces(void **state) {
         char *ajs = json_dumps(aj, JSON_COMPACT);
         json_decref(aj);
         char *good = NULL, *text = NULL;
-        assert_true(asprintf(&good, "\"traces\":[{\"analysis\":%s,\"raw\":\"%s\"},{\"analysis\":%s,"
-                                    "\"raw\":null}]",
+        assert_true(asprintf(&good,
+                             "\"traces\":[{\"analysis\":%s,\"raw\":\"%s\"},{\"analysis\":%s,"
+                             "\"raw\":null}]",
                              ajs, b64, ajs) > 0);
         text = summary_with(good);
         struct summary s;
@@ -449,10 +451,12 @@ static void test_summary_traces(void **state) {
                 { NULL, "intervals[0].traces[0].colour: unknown field" },
                 { NULL, "intervals[0].traces[0].analysis.time_ns: missing" },
         };
-        assert_true(asprintf(&bad[3][0], "\"traces\":[{\"analysis\":%s,\"raw\":\"%%%%\"}]", ajs) > 0);
+        assert_true(asprintf(&bad[3][0], "\"traces\":[{\"analysis\":%s,\"raw\":\"%%%%\"}]", ajs) >
+                    0);
         assert_true(asprintf(&bad[4][0], "\"traces\":[{\"analysis\":%s,\"raw\":\"bm90IHpsaWI=\"}]",
                              ajs) > 0);
-        assert_true(asprintf(&bad[5][0], "\"traces\":[{\"analysis\":%s,\"raw\":null}]", bad_cpu) > 0);
+        assert_true(asprintf(&bad[5][0], "\"traces\":[{\"analysis\":%s,\"raw\":null}]", bad_cpu) >
+                    0);
         assert_true(asprintf(&bad[6][0], "\"traces\":[{\"analysis\":%s,\"raw\":null,\"colour\":1}]",
                              ajs) > 0);
         assert_true(asprintf(&bad[7][0], "\"traces\":[{\"analysis\":{\"cpu\":1},\"raw\":null}]") >

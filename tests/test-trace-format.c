@@ -8,33 +8,31 @@
 #include "macro.h"
 #include "trace-format.h"
 
-static const char header_page[] =
-        "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
-        "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
-        "\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
-        "\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+static const char header_page[] = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+                                  "\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+                                  "\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
+                                  "\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
 static const char header_event[] = "# compressed entry header\n"
                                    "\ttype_len    :    5 bits\n"
                                    "\ttime_delta  :   27 bits\n"
                                    "\tarray       :   32 bits\n";
 
-#define COMMON                                                                                 \
-        "format:\n"                                                                            \
-        "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"                 \
-        "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"                 \
-        "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"         \
+#define COMMON                                                                         \
+        "format:\n"                                                                    \
+        "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"         \
+        "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"         \
+        "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n" \
         "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
 
-static const char switch_format[] =
-        "name: sched_switch\nID: 372\n" COMMON
-        "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
-        "\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n"
-        "\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n"
-        "\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n"
-        "\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n"
-        "\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n"
-        "\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n\n"
-        "print fmt: \"prev_comm=%s ...\"\n";
+static const char switch_format[] = "name: sched_switch\nID: 372\n" COMMON
+                                    "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+                                    "\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+                                    "\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n"
+                                    "\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n"
+                                    "\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n"
+                                    "\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n"
+                                    "\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n\n"
+                                    "print fmt: \"prev_comm=%s ...\"\n";
 static const char irq_format[] = "name: irq_handler_entry\nID: 225\n" COMMON
                                  "\tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;\n"
                                  "\tfield:__data_loc char[] name;\toffset:12;\tsize:4;\tsigned:0;\n"
@@ -89,8 +87,9 @@ static void test_formats(void **state) {
         /* A header of another layout. */
         const char *reason = NULL;
         struct trace_formats g = {};
-        assert_int_equal(trace_formats_header(&g, "\tfield: u64 timestamp;\toffset:0;\tsize:8;"
-                                                  "\tsigned:0;\n",
+        assert_int_equal(trace_formats_header(&g,
+                                              "\tfield: u64 timestamp;\toffset:0;\tsize:8;"
+                                              "\tsigned:0;\n",
                                               header_event, &reason),
                          -EBADMSG);
         assert_non_null(strstr(reason, "header_page"));
@@ -231,8 +230,7 @@ static void test_page(void **state) {
         assert_int_equal(ev[3].kind, TRACE_OTHER);
         assert_int_equal(ev[3].ts_ns, (int64_t) ((2ull << 27) | 12345));
         assert_string_equal(ev[3].u.other.name, "ipi_send_cpu");
-        assert_string_equal(ev[3].u.other.text,
-                            "cpu=3 callsite=0xffffffff81000000 callback=0");
+        assert_string_equal(ev[3].u.other.text, "cpu=3 callsite=0xffffffff81000000 callback=0");
         free(ev);
         trace_formats_done(&f);
 }
@@ -247,13 +245,11 @@ static void test_damaged_page(void **state) {
         load(&f);
         uint64_t commit = 8000;
         memcpy(p.b + 8, &commit, 8);
-        assert_int_equal(trace_page_decode(&f, p.b, sizeof(p.b), &ev, &n, &cap, &lost),
-                         -EBADMSG);
+        assert_int_equal(trace_page_decode(&f, p.b, sizeof(p.b), &ev, &n, &cap, &lost), -EBADMSG);
         hdr(&p, 16, 1);
         commit = 20;
         memcpy(p.b + 8, &commit, 8);
-        assert_int_equal(trace_page_decode(&f, p.b, sizeof(p.b), &ev, &n, &cap, &lost),
-                         -EBADMSG);
+        assert_int_equal(trace_page_decode(&f, p.b, sizeof(p.b), &ev, &n, &cap, &lost), -EBADMSG);
         free(ev);
         trace_formats_done(&f);
 }

@@ -32,7 +32,8 @@ pid_t tu_spawn(char *const argv[], const char *out_path, const char *err_path);
 int tu_wait(pid_t pid, int timeout_ms);
 
 /* argv for rtsoakd with no configuration file, the given "Storage.Path=..." assignment,
- * 1 s intervals, no load (Schedule.Rotation=idle 1h) run by the build's rtsoak-load, the
+ * 1 s intervals, no load (Schedule.Rotation=idle 1h) run by the build's rtsoak-load, no trace
+ * flight recorder, the
  * sanitizer build's extra setting (RTSOAKD_TEST_SET) and then extra (NULL-terminated).
  * argv must hold 48 entries. */
 void tu_daemon_argv(char **argv, char *set_db, const char *const *extra);
