@@ -213,6 +213,8 @@ static int attach_traces(struct collector *c, struct batch *b, int64_t end_mono,
 
 /* Stored: the first n captures held are done with. */
 static void forget_traces(struct collector *c, size_t n) {
+        if (n == 0)
+                return;
         for (size_t i = 0; i < n; i++)
                 trace_capture_result_free(c->captures[i]);
         memmove(c->captures, c->captures + n, (c->ncaptures - n) * sizeof(*c->captures));

@@ -493,7 +493,8 @@ int trace_capture_take(struct trace_capture *c, int64_t before_mono,
         pthread_mutex_unlock(&c->lock);
         if (r < 0)
                 return r;
-        qsort(out, n, sizeof(*out), by_due);
+        if (n > 1)
+                qsort(out, n, sizeof(*out), by_due);
         /* The JSON now: a capture replaced within its window added to the skipped count. */
         for (size_t k = 0; k < n; k++) {
                 json_t *j = trace_analysis_to_json(&out[k]->analysis);

@@ -787,8 +787,7 @@ static int parse_options(int argc, char **argv) {
                                         spikes.v[i], sizeof(s->culprit) - 1);
                         goto out;
                 }
-                if (nf == 4)
-                        snprintf(s->culprit, sizeof(s->culprit), "%s", f[3]);
+                snprintf(s->culprit, sizeof(s->culprit), "%s", nf == 4 ? f[3] : "");
                 if (s->time_ns < opt.from_ns || s->time_ns >= opt.to_ns) {
                         r = usage_error("--spike", "'%s' is outside the history [%s, %s)",
                                         spikes.v[i], fmt_time(t1, opt.from_ns),
