@@ -213,6 +213,11 @@ def main():
 
     if os.geteuid() != 0:
         sys.exit("run as root (SCHED_FIFO, mlockall)")
+    if "rtsoakd-trace" in variants and not os.path.isdir("/sys/kernel/tracing/instances"):
+        # tracefs is not mounted here: run in a mount namespace of our own that has it.
+        os.execvp("unshare", ["unshare", "-m", "sh", "-c",
+                              'mount -t tracefs nodev /sys/kernel/tracing && exec "$@"', "sh",
+                              sys.executable, *sys.argv])
     for tool in ("cyclictest", "hackbench"):
         if not shutil.which(tool):
             sys.exit(f"{tool} not found: apt-get install rt-tests")

@@ -20,6 +20,7 @@
 #include "trace-raw.h"
 
 #define NOTICES_MAX 8
+#define CAPTURE_STACK (256 * 1024)
 
 struct cpu_state {
         uint64_t seen;         /* the probe's fired counter, as far as taken */
@@ -263,7 +264,7 @@ static int raw_text(const struct trace_event *ev, size_t n, int cpu, int64_t due
  * trace does not hold it. */
 static struct trace_capture_result *build(struct trace_capture *c, size_t i,
                                           const struct trace_event *ev, size_t n, bool lost,
-                                          int64_t due, uint64_t lat) {
+                                          int64_t oldest, int64_t due, uint64_t lat) {
         struct probe *p = c->p.probes[i];
         int32_t tid = atomic_load_explicit(&p->tid, memory_order_relaxed);
         ssize_t mark = -1;
@@ -306,7 +307,7 @@ static struct trace_capture_result *build(struct trace_capture *c, size_t i,
 
         /* Events were overwritten and the look-back is not covered: the buffer is too small
          * for what this machine does; make it larger for the next time. */
-        if (lost && due - ev[0].ts_ns < (int64_t) c->p.lookback_ns) {
+        if (lost && due - oldest < (int64_t) c->p.lookback_ns) {
                 pthread_mutex_lock(&c->lock);
                 int64_t kib = trace_recorder_grow(c->p.recorder, i);
                 pthread_mutex_unlock(&c->lock);
@@ -328,10 +329,13 @@ static void capture_one(struct trace_capture *c, size_t i) {
         struct trace_event *ev = NULL;
         size_t n = 0;
         bool lost = false;
+        int64_t oldest;
 
         if (!rec->trigger)
                 (void) trace_recorder_set_on(rec, false);
-        int k = trace_recorder_drain(rec, i, &ev, &n, &lost);
+        /* Only the look-back is kept; what came before it is read past. */
+        int k = trace_recorder_drain(rec, i, due - (int64_t) c->p.lookback_ns, &ev, &n, &lost,
+                                     &oldest);
         int kon = trace_recorder_set_on(rec, true);
         set_realtime(c, false);
         struct trace_capture_result *r = NULL;
@@ -339,7 +343,7 @@ static void capture_one(struct trace_capture *c, size_t i) {
                 notice(c, "CPU %d: cannot %s the trace: %s", c->p.probes[i]->cpu,
                        k < 0 ? "read" : "resume", strerror(-(k < 0 ? k : kon)));
         else
-                r = build(c, i, ev, n, lost, due, lat);
+                r = build(c, i, ev, n, lost, oldest, due, lat);
         free(ev);
 
         pthread_mutex_lock(&c->lock);
@@ -424,7 +428,14 @@ int trace_capture_start(const struct trace_capture_params *p, struct trace_captu
                 c->cpu[i].seen = atomic_load(&t->fired);
                 c->cpu[i].skipped_seen = atomic_load(&t->skipped);
         }
-        int r = -pthread_create(&c->thread, NULL, capture_main, c);
+        /* A small stack: with mlockall(MCL_FUTURE) every byte of it is resident. */
+        pthread_attr_t attr;
+        int r = -pthread_attr_init(&attr);
+        if (r == 0)
+                r = -pthread_attr_setstacksize(&attr, CAPTURE_STACK);
+        if (r == 0)
+                r = -pthread_create(&c->thread, &attr, capture_main, c);
+        pthread_attr_destroy(&attr);
         if (r < 0) {
                 c->p.nprobes = 0; /* the probes stay armed but nothing reads: disarm */
                 for (size_t i = 0; i < p->nprobes; i++)

@@ -368,9 +368,12 @@ static uint32_t read_u32(const uint8_t *p) {
 }
 
 int trace_page_decode(const struct trace_formats *f, const uint8_t *page, size_t size,
-                      struct trace_event **ev, size_t *n, size_t *cap, bool *ret_lost) {
+                      int64_t min_ts, struct trace_event **ev, size_t *n, size_t *cap,
+                      bool *ret_lost, int64_t *ret_first) {
         uint64_t ts, commit = 0;
         int added = 0;
+        if (ret_first)
+                *ret_first = INT64_MAX;
         if (size < f->data_offset)
                 return -EBADMSG;
         memcpy(&ts, page, 8);
@@ -430,6 +433,10 @@ int trace_page_decode(const struct trace_formats *f, const uint8_t *page, size_t
                 memcpy(&id, page + data, 2);
                 const struct trace_format *fmt = format_of(f, id);
                 if (!fmt)
+                        continue;
+                if (ret_first && *ret_first == INT64_MAX)
+                        *ret_first = (int64_t) ts;
+                if ((int64_t) ts < min_ts)
                         continue;
                 struct trace_event *e;
                 int r = append(ev, n, cap, &e);

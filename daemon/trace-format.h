@@ -46,8 +46,10 @@ int trace_formats_add(struct trace_formats *f, const char *system, const char *n
 int trace_formats_header(struct trace_formats *f, const char *header_page, const char *header_event,
                          const char **ret_reason);
 
-/* Decodes one page of trace_pipe_raw (size bytes), appending to *ev (grown as needed).
- * Events of unknown ids are skipped.  *ret_lost is set when the page says events were lost
- * before it (overwritten).  Returns the number of events added or -errno. */
+/* Decodes one page of trace_pipe_raw (size bytes), appending the events from min_ts on to
+ * *ev (grown as needed).  Events of unknown ids are skipped.  *ret_lost is set when the page
+ * says events were lost before it (overwritten); *ret_first (optional) receives the time of
+ * its first event, INT64_MAX for none.  Returns the number of events added or -errno. */
 int trace_page_decode(const struct trace_formats *f, const uint8_t *page, size_t size,
-                      struct trace_event **ev, size_t *n, size_t *cap, bool *ret_lost);
+                      int64_t min_ts, struct trace_event **ev, size_t *n, size_t *cap,
+                      bool *ret_lost, int64_t *ret_first);

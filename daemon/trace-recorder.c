@@ -365,13 +365,15 @@ int trace_recorder_set_on(struct trace_recorder *r, bool on) {
         return 0;
 }
 
-int trace_recorder_drain(struct trace_recorder *r, size_t idx, struct trace_event **ret,
-                         size_t *ret_n, bool *ret_lost) {
+int trace_recorder_drain(struct trace_recorder *r, size_t idx, int64_t min_ts,
+                         struct trace_event **ret, size_t *ret_n, bool *ret_lost,
+                         int64_t *ret_oldest) {
         uint8_t *page = malloc(r->page_size);
         struct trace_event *ev = NULL;
         size_t n = 0, cap = 0;
         int k = 0;
         *ret_lost = false;
+        *ret_oldest = INT64_MAX;
         if (!page)
                 return -ENOMEM;
         /* A buffer holds at most its size: a bound on the reads, should the kernel keep
@@ -387,12 +389,15 @@ int trace_recorder_drain(struct trace_recorder *r, size_t idx, struct trace_even
                 if (got <= 0)
                         break;
                 bool lost = false;
-                k = trace_page_decode(&r->formats, page, (size_t) got, &ev, &n, &cap, &lost);
+                int64_t first;
+                k = trace_page_decode(&r->formats, page, (size_t) got, min_ts, &ev, &n, &cap, &lost,
+                                      &first);
                 if (k < 0)
                         break;
                 /* Only a loss before the first page means the look-back was cut short. */
                 if (pages == 0)
                         *ret_lost = lost;
+                *ret_oldest = MIN(*ret_oldest, first);
         }
         free(page);
         if (k < 0) {

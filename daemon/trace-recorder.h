@@ -57,10 +57,12 @@ void trace_recorder_close(struct trace_recorder *r);
 
 /* tracing_on of the instance: 0 freezes every CPU's buffer, 1 resumes. */
 int trace_recorder_set_on(struct trace_recorder *r, bool on);
-/* Reads (and so empties) the buffer of probed CPU idx and decodes it, oldest first, into *ret
- * (malloc'ed).  *ret_lost tells whether events were overwritten before the oldest one. */
-int trace_recorder_drain(struct trace_recorder *r, size_t idx, struct trace_event **ret,
-                         size_t *ret_n, bool *ret_lost);
+/* Reads (and so empties) the buffer of probed CPU idx and decodes its events from min_ts on,
+ * oldest first, into *ret (malloc'ed).  *ret_lost tells whether events were overwritten before
+ * the oldest one, *ret_oldest when that was (INT64_MAX: the buffer was empty). */
+int trace_recorder_drain(struct trace_recorder *r, size_t idx, int64_t min_ts,
+                         struct trace_event **ret, size_t *ret_n, bool *ret_lost,
+                         int64_t *ret_oldest);
 /* Doubles the buffer of probed CPU idx, up to TRACE_BUFFER_MAX_KIB; returns the new size in
  * KiB, 0 when at the maximum, or -errno. */
 int64_t trace_recorder_grow(struct trace_recorder *r, size_t idx);

@@ -205,7 +205,10 @@ static void test_page(void **state) {
         struct trace_event *ev = NULL;
         size_t n = 0, cap = 0;
         bool lost = false;
-        assert_int_equal(trace_page_decode(&f, p.b, sizeof(p.b), &ev, &n, &cap, &lost), 4);
+        int64_t first;
+        assert_int_equal(trace_page_decode(&f, p.b, sizeof(p.b), 0, &ev, &n, &cap, &lost, &first),
+                         4);
+        assert_int_equal(first, ts0 + 100);
         assert_true(lost);
         assert_int_equal(n, 4);
         assert_int_equal(ev[0].kind, TRACE_SWITCH);
@@ -231,6 +234,13 @@ static void test_page(void **state) {
         assert_int_equal(ev[3].ts_ns, (int64_t) ((2ull << 27) | 12345));
         assert_string_equal(ev[3].u.other.name, "ipi_send_cpu");
         assert_string_equal(ev[3].u.other.text, "cpu=3 callsite=0xffffffff81000000 callback=0");
+        /* From a later time on: the earlier events are read past, the first one still told. */
+        size_t m = 0;
+        assert_int_equal(trace_page_decode(&f, p.b, sizeof(p.b), (int64_t) t2 + 1, &ev, &m, &cap,
+                                           &lost, &first),
+                         1);
+        assert_int_equal(first, ts0 + 100);
+        assert_int_equal(ev[0].kind, TRACE_MARKER); /* the ipi's absolute time is earlier */
         free(ev);
         trace_formats_done(&f);
 }
@@ -245,11 +255,13 @@ static void test_damaged_page(void **state) {
         load(&f);
         uint64_t commit = 8000;
         memcpy(p.b + 8, &commit, 8);
-        assert_int_equal(trace_page_decode(&f, p.b, sizeof(p.b), &ev, &n, &cap, &lost), -EBADMSG);
+        assert_int_equal(trace_page_decode(&f, p.b, sizeof(p.b), 0, &ev, &n, &cap, &lost, NULL),
+                         -EBADMSG);
         hdr(&p, 16, 1);
         commit = 20;
         memcpy(p.b + 8, &commit, 8);
-        assert_int_equal(trace_page_decode(&f, p.b, sizeof(p.b), &ev, &n, &cap, &lost), -EBADMSG);
+        assert_int_equal(trace_page_decode(&f, p.b, sizeof(p.b), 0, &ev, &n, &cap, &lost, NULL),
+                         -EBADMSG);
         free(ev);
         trace_formats_done(&f);
 }
