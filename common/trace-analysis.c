@@ -154,9 +154,21 @@ static void apply(struct walk *w, const struct trace_event *e) {
                 snprintf(name, sizeof(name), "%s", trace_softirq_name(e->u.softirq.vec) ?: "?");
                 push(w, TRACE_CULPRIT_SOFTIRQ, -1, name);
                 break;
+        case TRACE_HRTIMER_ENTRY:
+                /* An hrtimer's callback (the tick, a sleeper's wake-up ...), in the hard
+                 * interrupt or, for a soft hrtimer, in the softirq; named by its function,
+                 * which the caller may turn into a symbol. */
+                snprintf(name, sizeof(name), "hrtimer %#" PRIx64, e->u.hrtimer.function);
+                push(w,
+                     (e->flags & TRACE_FLAG_SOFTIRQ) && !(e->flags & TRACE_FLAG_HARDIRQ)
+                             ? TRACE_CULPRIT_SOFTIRQ
+                             : TRACE_CULPRIT_IRQ,
+                     -1, name);
+                break;
         case TRACE_IRQ_EXIT:
         case TRACE_VECTOR_EXIT:
         case TRACE_SOFTIRQ_EXIT:
+        case TRACE_HRTIMER_EXIT:
                 pop(w);
                 break;
         default:

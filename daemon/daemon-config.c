@@ -15,12 +15,13 @@
 
 /* What explains a late wake-up: scheduling, hard and soft interrupts with their handlers,
  * hrtimer expiry, IPIs.  "?" marks events only some architectures have (x86's interrupt
- * vectors, arm64's ipi_entry): skipped without a notice where missing. */
+ * vectors, arm64's ipi_entry): skipped without a notice where missing.  Not x86's local
+ * timer vector: the hrtimer expiries inside it say more, and every event on a probe's own
+ * wake-up path adds to every sample (bench/results-trace.txt). */
 #define TRACE_DEFAULT_EVENTS                                                                  \
         "sched:sched_switch sched:sched_wakeup sched:sched_wakeup_new irq:irq_handler_entry " \
         "irq:irq_handler_exit irq:softirq_entry irq:softirq_exit timer:hrtimer_expire_entry " \
         "timer:hrtimer_expire_exit ipi:ipi_send_cpu ipi:ipi_send_cpumask "                    \
-        "?irq_vectors:local_timer_entry ?irq_vectors:local_timer_exit "                       \
         "?irq_vectors:reschedule_entry ?irq_vectors:reschedule_exit "                         \
         "?irq_vectors:call_function_entry ?irq_vectors:call_function_exit "                   \
         "?irq_vectors:call_function_single_entry ?irq_vectors:call_function_single_exit "     \

@@ -31,8 +31,17 @@ struct cpu_state {
         uint64_t skipped_seen; /* the probe's skipped counter at its last capture */
 };
 
+/* Kernel functions by address (/proc/kallsyms), for the hrtimer callbacks of the analyses. */
+#define SYMBOLS_MAX 64
+struct symbol {
+        uint64_t addr;
+        char name[48]; /* "" when kallsyms does not have it (or hides addresses) */
+};
+
 struct trace_capture {
         struct trace_capture_params p;
+        struct symbol symbols[SYMBOLS_MAX]; /* the capture thread's own */
+        size_t nsymbols;
         pthread_t thread;
         bool started;
         int efd;
@@ -228,6 +237,56 @@ static void fill_policy(struct trace_contrib *x) {
         x->priority = (int32_t) (v[38] == 1 || v[38] == 2 ? v[37] : v[16]);
 }
 
+/* Looks up the addresses not known yet in one pass over /proc/kallsyms. */
+static void learn_symbols(struct trace_capture *c, const uint64_t *want, size_t n) {
+        size_t first = c->nsymbols;
+        for (size_t i = 0; i < n && c->nsymbols < SYMBOLS_MAX; i++)
+                c->symbols[c->nsymbols++] = (struct symbol){ .addr = want[i] };
+        if (first == c->nsymbols)
+                return;
+        FILE *f = fopen("/proc/kallsyms", "re");
+        char line[256], name[128];
+        unsigned long long addr;
+        char type;
+        size_t left = c->nsymbols - first;
+        while (f && left > 0 && fgets(line, sizeof(line), f))
+                if (sscanf(line, "%llx %c %127s", &addr, &type, name) == 3 && addr)
+                        for (size_t i = first; i < c->nsymbols; i++)
+                                if (c->symbols[i].addr == addr && !c->symbols[i].name[0]) {
+                                        snprintf(c->symbols[i].name, sizeof(c->symbols[i].name),
+                                                 "%s", name);
+                                        left--;
+                                }
+        if (f)
+                fclose(f);
+}
+
+/* "hrtimer 0xffffffff8142d170" becomes "hrtimer hrtimer_wakeup" where kallsyms tells. */
+static void name_hrtimers(struct trace_capture *c, struct trace_analysis *a) {
+        uint64_t want[TRACE_CONTRIB_MAX];
+        size_t n = 0;
+        for (size_t k = 0; k < a->ncontribs; k++) {
+                unsigned long long addr;
+                if (sscanf(a->contribs[k].name, "hrtimer %llx", &addr) != 1)
+                        continue;
+                bool known = false;
+                for (size_t i = 0; i < c->nsymbols; i++)
+                        known |= c->symbols[i].addr == addr;
+                if (!known)
+                        want[n++] = addr;
+        }
+        learn_symbols(c, want, n);
+        for (size_t k = 0; k < a->ncontribs; k++) {
+                unsigned long long addr;
+                if (sscanf(a->contribs[k].name, "hrtimer %llx", &addr) != 1)
+                        continue;
+                for (size_t i = 0; i < c->nsymbols; i++)
+                        if (c->symbols[i].addr == addr && c->symbols[i].name[0])
+                                snprintf(a->contribs[k].name, sizeof(a->contribs[k].name),
+                                         "hrtimer %s", c->symbols[i].name);
+        }
+}
+
 /* The events' text, one line each, times relative to the due time. */
 static int raw_text(const struct trace_event *ev, size_t n, int cpu, int64_t due, char **ret,
                     size_t *ret_len) {
@@ -300,6 +359,7 @@ static struct trace_capture_result *build(struct trace_capture *c, size_t i,
         a->time_ns = due + c->p.mono_to_real_ns;
         for (size_t k = 0; k < a->ncontribs; k++)
                 fill_policy(&a->contribs[k]);
+        name_hrtimers(c, a);
         trace_analysis_summarize(a);
         uint64_t sk = atomic_load_explicit(&p->trace.skipped, memory_order_relaxed);
         a->skipped = sk - c->cpu[i].skipped_seen;

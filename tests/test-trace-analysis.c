@@ -71,7 +71,9 @@ static void softirq(struct seq *s, int64_t t, bool entry, uint32_t v) {
 /* The probe's timer expiring at t: the interrupt, the hrtimer, the probe's wake-up. */
 static void timer_fires(struct seq *s, int64_t t) {
         vec(s, t, true);
-        add(s, t + 1, TRACE_HRTIMER_ENTRY);
+        struct trace_event *e = add(s, t + 1, TRACE_HRTIMER_ENTRY);
+        e->flags = TRACE_FLAG_HARDIRQ;
+        e->u.hrtimer.function = 0xffffffff8142d170;
         wake(s, t + 2, "rtsoak-cpu1", PROBE, 4);
         add(s, t + 3, TRACE_HRTIMER_EXIT);
         vec(s, t + 5, false);
@@ -115,9 +117,13 @@ static void test_higher_priority_thread(void **state) {
         assert_int_equal(a.lookback_ns, 5000 * US);
         assert_string_equal(a.summary,
                             "thread spinner (pid 77, RT 90) ran 20.00 ms of the 20.00 ms");
-        assert_int_equal(a.ncontribs, 2);
+        /* The timer interrupt, and inside it the hrtimer callback that woke the probe. */
+        assert_int_equal(a.ncontribs, 3);
         assert_string_equal(a.contribs[1].name, "local_timer");
-        assert_int_equal(a.contribs[1].duration_ns, 5 * US);
+        assert_int_equal(a.contribs[1].duration_ns, 3 * US);
+        assert_int_equal(a.contribs[2].kind, TRACE_CULPRIT_IRQ);
+        assert_string_equal(a.contribs[2].name, "hrtimer 0xffffffff8142d170");
+        assert_int_equal(a.contribs[2].duration_ns, 2 * US);
         /* A policy learnt elsewhere (from /proc) shows in the summary. */
         snprintf(a.contribs[0].policy, sizeof(a.contribs[0].policy), "SCHED_FIFO");
         trace_analysis_summarize(&a);
@@ -143,12 +149,12 @@ static void test_hard_irq(void **state) {
         assert_int_equal(a.timer_ns, 302 * US);
         assert_string_equal(a.summary, "irq 11 (virtio0) ran 300 µs of the 309 µs");
         /* The task under the interrupts is charged only its own time, between them. */
-        assert_string_equal(a.contribs[1].name, "local_timer");
-        assert_string_equal(a.contribs[2].name, "bash");
-        assert_int_equal(a.contribs[2].duration_ns, 3 * US);
-        assert_int_equal(a.contribs[2].count, 2);
-        assert_string_equal(a.contribs[2].policy, "SCHED_OTHER");
-        assert_int_equal(a.contribs[2].priority, 0);
+        assert_string_equal(a.contribs[1].name, "bash");
+        assert_int_equal(a.contribs[1].duration_ns, 3 * US);
+        assert_int_equal(a.contribs[1].count, 2);
+        assert_string_equal(a.contribs[1].policy, "SCHED_OTHER");
+        assert_int_equal(a.contribs[1].priority, 0);
+        assert_string_equal(a.contribs[2].name, "local_timer");
 }
 
 /* A softirq (run on the way out of an interrupt) holds the CPU. */
