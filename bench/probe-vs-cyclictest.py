@@ -171,7 +171,9 @@ def report(results, pools, variants, ref, pairs_of):
         for a, b in pairs_of:
             for idx, name, _ in names:
                 worse = sum(1 for r in rows if r[a][idx] > r[b][idx])
-                print(f"{load:9s} {name:9s} {a} above {b} in {worse} of {len(rows)} rounds")
+                ratios = [r[a][idx] / r[b][idx] for r in rows if r[b][idx]]
+                print(f"{load:9s} {name:9s} {a} above {b} in {worse} of {len(rows)} rounds; "
+                      f"median of the rounds' ratios {statistics.median(ratios):.3f}")
     print()
     print("Pooled: every sample of every round per variant; ratios against " + ref)
     for load in results:

@@ -40,6 +40,17 @@ void hist_reset(struct hist *h) {
         memset(h->counts, 0, h->nbuckets * sizeof(uint64_t));
 }
 
+bool hist_used_range(const struct hist *h, uint32_t *ret_lowest, uint32_t *ret_highest) {
+        uint32_t lo = 0, hi = h->nbuckets;
+        while (lo < h->nbuckets && h->counts[lo] == 0)
+                lo++;
+        while (hi > lo && h->counts[hi - 1] == 0)
+                hi--;
+        *ret_lowest = lo < h->nbuckets ? lo : 0;
+        *ret_highest = hi > lo ? hi - 1 : 0;
+        return lo < h->nbuckets;
+}
+
 uint64_t hist_total(const struct hist *h) {
         uint64_t t = 0;
         for (uint32_t i = 0; i < h->nbuckets; i++)

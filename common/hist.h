@@ -61,6 +61,8 @@ int hist_init(struct hist *h, uint32_t limit_us);
 void hist_done(struct hist *h);
 void hist_reset(struct hist *h);
 uint64_t hist_total(const struct hist *h);
+/* The lowest and highest non-empty bucket; false (both 0) for an empty histogram. */
+bool hist_used_range(const struct hist *h, uint32_t *ret_lowest, uint32_t *ret_highest);
 /* Samples at or above the limit (cyclictest's "Histogram Overflows"). */
 uint64_t hist_overflows(const struct hist *h, uint32_t limit_us);
 

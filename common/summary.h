@@ -21,6 +21,7 @@
 #define SUMMARY_MAX_CMDLINE 16384
 #define SUMMARY_MAX_DETAILS 65536             /* an event's details, as compact JSON text */
 #define SUMMARY_DETAILS_DEPTH 8               /* how deeply its objects and arrays may nest */
+#define SUMMARY_MAX_RELEASE 256               /* run.release */
 #define SUMMARY_MAX_TRACES 64                 /* trace captures per interval */
 #define SUMMARY_MAX_TRACE_RAW (1 << 20)       /* a capture's compressed raw events */
 #define SUMMARY_MAX_TRACE_RAW_TOTAL (4 << 20) /* all of them in one interval */
@@ -40,6 +41,11 @@ struct summary_run {
         char *config_digest; /* 64 lowercase hex digits */
         int64_t start_ns;
         uint64_t threshold_ns, probe_interval_ns, interval_ns;
+        /* Optional (NULL / 0 when the daemon did not send them): the name the run is judged
+         * under ([Upload] Release=), and the CPUs it probes, ascending. */
+        char *release;
+        uint32_t *probed_cpus;
+        size_t nprobed_cpus;
 };
 
 struct summary_cpu {
@@ -49,6 +55,10 @@ struct summary_cpu {
         uint32_t hist_limit_us;
         uint8_t *hist; /* hist_encode() format; base64 in JSON */
         size_t hist_len;
+        /* The CPU's own span, when it differs from the interval's (a probe that started or
+         * stopped inside it); span_length_ns 0: the interval's. */
+        int64_t span_start_ns;
+        uint64_t span_length_ns;
 };
 
 struct summary_metric {
@@ -108,6 +118,9 @@ struct summary {
 };
 
 void summary_done(struct summary *s);
+
+/* Whether s may be a run's release name: 1-256 letters, digits and . _ + ~ : - */
+bool summary_release_valid(const char *s);
 
 /* Encodes s as compact JSON (allocated, NUL-terminated). */
 int summary_encode(const struct summary *s, char **ret, size_t *ret_len);

@@ -228,15 +228,19 @@ static int64_t find_wakeup(const struct trace_event *ev, size_t n, const struct 
                 }
         a->switch_seen = sw >= 0;
         a->timer_seen = wk >= 0;
+        /* The trace clock and the probe's clock read are both CLOCK_MONOTONIC, but not read
+         * the same way: keep the points in order, so that the parts add up to the latency. */
+        int64_t t_end = MIN(MAX(end, w->due_ns), wake);
         if (wk >= 0) {
                 int64_t fire = hr >= 0 ? ev[hr].ts_ns : ev[wk].ts_ns;
-                a->timer_ns = (uint64_t) MAX(fire - w->due_ns, 0);
+                fire = MIN(MAX(fire, w->due_ns), t_end);
+                a->timer_ns = (uint64_t) (fire - w->due_ns);
                 if (sw >= 0)
-                        a->sched_ns = (uint64_t) MAX(end - MAX(fire, w->due_ns), 0);
+                        a->sched_ns = (uint64_t) (t_end - fire);
         }
         if (sw >= 0)
-                a->return_ns = (uint64_t) MAX(wake - end, 0);
-        return MIN(end, wake);
+                a->return_ns = (uint64_t) (wake - t_end);
+        return t_end;
 }
 
 int trace_analyze(const struct trace_event *ev, size_t n, const struct trace_wakeup *wu,

@@ -221,13 +221,15 @@ static void forget_traces(struct collector *c, size_t n) {
         c->ncaptures -= n;
 }
 
-/* Takes the flight recorder's finished captures into our own list, in due order. */
-static int take_traces(struct collector *c) {
+/* Takes the flight recorder's finished captures of violations due before before_mono into
+ * our own list, in due order.  The others stay in their rate-limit window, where a worse
+ * violation may still replace them. */
+static int take_traces(struct collector *c, int64_t before_mono) {
         struct trace_capture_result **got = NULL;
         size_t n = 0;
         if (!c->p.traces)
                 return 0;
-        int r = trace_capture_take(c->p.traces, INT64_MAX, &got, &n, &c->capture_busy);
+        int r = trace_capture_take(c->p.traces, before_mono, &got, &n, &c->capture_busy);
         if (r < 0 || n == 0) {
                 free(got);
                 return r;
@@ -573,9 +575,16 @@ int collector_poll(struct collector *c, int64_t now_mono, bool final) {
                 if (r < 0)
                         return r;
         }
-        /* At the end, a capture still being taken gets a moment to finish. */
+        /* Captures go with the interval their violation was due in, once it closed (those of
+         * the open one stay in their rate-limit window); at the end, every one, and one still
+         * being taken gets a moment to finish. */
+        int64_t period = (int64_t) c->p.period_ns;
+        int64_t before =
+                final ? INT64_MAX
+                      : interval_start(c->p.base_mono_ns, period,
+                                       interval_index(c->p.base_mono_ns, period, now_mono));
         for (int wait = 0; wait < (final ? 100 : 1); wait++) {
-                r = take_traces(c);
+                r = take_traces(c, before);
                 if (r < 0)
                         log_error_errno(r, "Failed to take the flight recorder's captures, "
                                            "ignoring: %m");

@@ -29,7 +29,13 @@ struct cpu_state {
         struct trace_capture_result *held[TRACE_BURST_MAX];
         size_t nheld;
         uint64_t skipped_seen; /* the probe's skipped counter at its last capture */
+        uint32_t taken;        /* captures taken in the window, replaced ones too */
 };
+
+/* Within a window, a worse violation replaces a kept capture; after this many captures (per
+ * one kept) the window only counts, so that a run of ever worse violations does not keep
+ * the capture thread busy. */
+#define WINDOW_TAKES 4
 
 /* Kernel functions by address (/proc/kallsyms), for the hrtimer callbacks of the analyses. */
 #define SYMBOLS_MAX 64
@@ -61,6 +67,7 @@ struct trace_capture {
 void trace_capture_result_free(struct trace_capture_result *r) {
         if (!r)
                 return;
+        free(r->events);
         free(r->analysis_json);
         free(r->raw);
         free(r);
@@ -129,6 +136,8 @@ static void update_floor(struct trace_capture *c, size_t i) {
                 f = st->window_floor;
                 if (st->nheld >= c->p.rate_burst)
                         f = MAX(f, lat_of(st->held[least(st)]));
+                if (st->taken >= WINDOW_TAKES * c->p.rate_burst)
+                        f = UINT64_MAX;
         }
         atomic_store_explicit(&c->p.probes[i]->trace.floor_ns, f, memory_order_relaxed);
 }
@@ -171,6 +180,7 @@ static void expire_windows(struct trace_capture *c, int64_t now) {
                         continue; /* out of memory: try again later */
                 st->window_end = 0;
                 st->window_floor = 0;
+                st->taken = 0;
                 update_floor(c, i);
         }
 }
@@ -184,7 +194,9 @@ static void keep(struct trace_capture *c, size_t i, struct trace_capture_result 
         if (!st->window_end) {
                 st->window_end = r->due_mono_ns + (int64_t) c->p.rate_interval_ns;
                 st->window_floor = 0;
+                st->taken = 0;
         }
+        st->taken++;
         if (st->nheld < c->p.rate_burst)
                 st->held[st->nheld++] = r;
         else {
@@ -245,18 +257,22 @@ static void learn_symbols(struct trace_capture *c, const uint64_t *want, size_t 
         if (first == c->nsymbols)
                 return;
         FILE *f = fopen("/proc/kallsyms", "re");
-        char line[256], name[128];
-        unsigned long long addr;
-        char type;
+        char line[256];
         size_t left = c->nsymbols - first;
-        while (f && left > 0 && fgets(line, sizeof(line), f))
-                if (sscanf(line, "%llx %c %127s", &addr, &type, name) == 3 && addr)
-                        for (size_t i = first; i < c->nsymbols; i++)
-                                if (c->symbols[i].addr == addr && !c->symbols[i].name[0]) {
-                                        snprintf(c->symbols[i].name, sizeof(c->symbols[i].name),
-                                                 "%s", name);
-                                        left--;
-                                }
+        /* "ffffffff8142d170 t hrtimer_wakeup": 120,000 lines here, so only the address is
+         * read of each until one matches. */
+        while (f && left > 0 && fgets(line, sizeof(line), f)) {
+                char *end;
+                uint64_t addr = strtoull(line, &end, 16);
+                if (!addr || end[0] != ' ' || !end[1] || end[2] != ' ')
+                        continue;
+                for (size_t i = first; i < c->nsymbols; i++)
+                        if (c->symbols[i].addr == addr && !c->symbols[i].name[0]) {
+                                snprintf(c->symbols[i].name, sizeof(c->symbols[i].name), "%.*s",
+                                         (int) strcspn(end + 3, " \t\n"), end + 3);
+                                left--;
+                        }
+        }
         if (f)
                 fclose(f);
 }
@@ -319,6 +335,19 @@ static int raw_text(const struct trace_event *ev, size_t n, int cpu, int64_t due
         return 0;
 }
 
+/* A kept capture's raw events: its text, compressed; the events themselves are let go. */
+static void finish(const struct trace_capture *c, struct trace_capture_result *r) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        if (!r->events)
+                return;
+        if (raw_text(r->events, r->nevents, r->cpu, r->due_mono_ns, &text, &len) >= 0 &&
+            trace_raw_compress(text, len, c->p.raw_max, &r->raw, &r->raw_len, &r->raw_dropped) >= 0)
+                r->raw_events = r->nevents;
+        free(r->events);
+        r->events = NULL;
+}
+
 /* The analysis and raw events of CPU i's wake-up due at due; NULL (with a notice) when the
  * trace does not hold it. */
 static struct trace_capture_result *build(struct trace_capture *c, size_t i,
@@ -345,16 +374,13 @@ static struct trace_capture_result *build(struct trace_capture *c, size_t i,
         struct trace_wakeup w = {
                 .cpu = p->cpu, .probe_pid = tid, .due_ns = due, .latency_ns = lat
         };
-        _cleanup_free_ char *text = NULL;
-        size_t text_len = 0;
-        if (trace_analyze(ev + from, cnt, &w, &r->analysis) < 0 ||
-            raw_text(ev + from, cnt, p->cpu, due, &text, &text_len) < 0 ||
-            trace_raw_compress(text, text_len, c->p.raw_max, &r->raw, &r->raw_len,
-                               &r->raw_dropped) < 0) {
+        r->events = malloc(cnt * sizeof(*r->events));
+        if (!r->events || trace_analyze(ev + from, cnt, &w, &r->analysis) < 0) {
                 trace_capture_result_free(r);
                 return NULL;
         }
-        r->raw_events = cnt;
+        memcpy(r->events, ev + from, cnt * sizeof(*r->events));
+        r->nevents = cnt;
         struct trace_analysis *a = &r->analysis;
         a->time_ns = due + c->p.mono_to_real_ns;
         for (size_t k = 0; k < a->ncontribs; k++)
@@ -568,6 +594,7 @@ int trace_capture_take(struct trace_capture *c, int64_t before_mono,
                 qsort(out, n, sizeof(*out), by_due);
         /* The JSON now: a capture replaced within its window added to the skipped count. */
         for (size_t k = 0; k < n; k++) {
+                finish(c, out[k]);
                 json_t *j = trace_analysis_to_json(&out[k]->analysis);
                 out[k]->analysis_json = j ? json_dumps(j, JSON_COMPACT) : NULL;
                 json_decref(j);

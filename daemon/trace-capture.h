@@ -35,6 +35,10 @@ struct trace_capture_result {
         char *analysis_json;            /* its JSON object, compact */
         uint8_t *raw;                   /* zlib of the events' text */
         size_t raw_len, raw_events, raw_dropped;
+        /* The events until the capture is handed over: only a capture that is kept (not
+         * replaced by a worse one of its window) is written out as text and compressed. */
+        struct trace_event *events;
+        size_t nevents;
 };
 void trace_capture_result_free(struct trace_capture_result *r);
 

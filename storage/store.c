@@ -96,7 +96,10 @@ static const char *const migrations[] = {
         "CREATE INDEX events_interval ON events(interval_id) WHERE interval_id IS NOT NULL;"
         "CREATE INDEX outbox_interval ON outbox(interval_id) WHERE interval_id IS NOT NULL;"
         "CREATE INDEX outbox_event ON outbox(event_id) WHERE event_id IS NOT NULL;",
-        /* 4 -> 5: captures of the trace flight recorder, each stored with the interval that
+        /* 4 -> 5: the name a run is judged under by the farm ([Upload] Release=, else the
+         * kernel's release); NULL for the runs before, which the farm judges by their kernel. */
+        "ALTER TABLE runs ADD COLUMN release TEXT;",
+        /* 5 -> 6: captures of the trace flight recorder, each stored with the interval that
          * carries it to the farm (its analysis as JSON, the culprit in columns for listing,
          * the raw events compressed), and what each run's flight recorder was. */
         "ALTER TABLE runs ADD COLUMN trace TEXT CHECK (trace IS NULL OR json_valid(trace));"

@@ -228,6 +228,26 @@ static void test_untraced_switch_from_idle(void **state) {
         assert_int_equal(a.culprit.duration_ns, (20000 - 5) * US);
 }
 
+/* The trace clock and the probe's clock read differ by a little: the switch-in may show a
+ * moment after the probe read its clock.  The parts still add up to the latency. */
+static void test_parts_add_up(void **state) {
+        struct seq s = { .cur = 0 };
+        sw(&s, -5000, "swapper/1", 0, 120, "spinner", 77, 9);
+        timer_fires(&s, 4);
+        sw(&s, 20000, "spinner", 77, 9, "rtsoak-cpu1", PROBE, 4);
+        s.cur = PROBE;
+        marker(&s, 20003);
+        struct trace_analysis a = analyze(&s, 19999);
+        assert_int_equal(a.timer_ns + a.sched_ns + a.return_ns, 19999 * US);
+        assert_int_equal(a.return_ns, 0);
+        char err[TRACE_ERROR_MAX];
+        struct trace_analysis b;
+        a.time_ns = T0;
+        json_t *j = trace_analysis_to_json(&a);
+        assert_int_equal(trace_analysis_from_json(j, &b, err), 0);
+        json_decref(j);
+}
+
 static void test_no_events(void **state) {
         struct seq s = { .cur = 0 };
         struct trace_analysis a = analyze(&s, 250);
@@ -510,6 +530,7 @@ int main(void) {
                 cmocka_unit_test(test_idle_late_timer),
                 cmocka_unit_test(test_not_covered),
                 cmocka_unit_test(test_untraced_switch_from_idle),
+                cmocka_unit_test(test_parts_add_up),
                 cmocka_unit_test(test_no_events),
                 cmocka_unit_test(test_json_roundtrip),
                 cmocka_unit_test(test_json_refused),
