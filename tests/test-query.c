@@ -1084,7 +1084,7 @@ static void test_migration_from_3(void **state) {
                                              "--cache-warming", "no",      NULL };
         server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", extra, base_url,
                                      sizeof(base_url));
-        assert_int_equal(db_int("PRAGMA user_version"), 6);
+        assert_int_equal(db_int("PRAGMA user_version"), 7);
         struct tu_reply after = http("GET", path, NULL, NULL);
         assert_int_equal(after.status, 200);
         json_t *a = tu_json(before.body), *b = tu_json(after.body);

@@ -93,9 +93,11 @@ double tu_load_rate(json_t *j, const char *metric);
 /* The "count" of the named metric. */
 uint64_t tu_load_count(json_t *j, const char *metric);
 
-/* Takes a farm database of schema 6 back to schema 5, as the release before left it: for the
- * migration tests. */
+/* Takes a farm database of schema 7 back to schema 6 (before the trace captures), and that
+ * back to schema 5, as the releases before left them: for the migration tests. */
+#define TU_FARM_SCHEMA_7_DOWN "DROP TABLE traces; PRAGMA user_version = 6;"
 #define TU_FARM_SCHEMA_6_DOWN                                                                    \
+        TU_FARM_SCHEMA_7_DOWN                                                                    \
         "DROP INDEX runs_release; DROP INDEX runs_machine_end; DROP INDEX events_run_received;"  \
         "DROP TABLE overlaps; DROP TABLE machine_settings; DROP TABLE maintenance;"              \
         "DROP TABLE rule_versions; DROP TABLE verdict_log;"                                      \
