@@ -69,23 +69,26 @@ static int brief_of(sqlite3_stmt *st, struct farm_trace_brief *ret) {
         return 0;
 }
 
-/* Of the candidates: the capture of the violation's own wake-up first, then the worst. */
-#define FIND_SQL                                                                        \
-        "SELECT t.id, t.summary, t.raw IS NOT NULL FROM traces t WHERE t.run = ?1 AND " \
-        "t.cpu = ?2 AND t.time_ns >= ?3 AND t.time_ns < ?4 "                            \
-        "ORDER BY t.time_ns = ?5 DESC, t.latency_ns DESC, t.id LIMIT 1"
-
-int farm_trace_find(sqlite3 *c, int64_t run, int cpu, int64_t from_ns, int64_t to_ns, int64_t at_ns,
-                    struct farm_trace_brief *ret) {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(c, FIND_SQL, -1, &st, NULL) != SQLITE_OK)
-                return -EIO;
+/* Of the candidates (FARM_TRACE_FIND_SQL): the capture of the violation's own wake-up first,
+ * then the worst. */
+static int find_with(sqlite3_stmt *st, int64_t run, int cpu, int64_t from_ns, int64_t to_ns,
+                     int64_t at_ns, struct farm_trace_brief *ret) {
         sqlite3_bind_int64(st, 1, run);
         sqlite3_bind_int(st, 2, cpu);
         sqlite3_bind_int64(st, 3, from_ns);
         sqlite3_bind_int64(st, 4, to_ns);
         sqlite3_bind_int64(st, 5, at_ns);
-        return brief_of(st, ret);
+        int r = brief_of(st, ret);
+        sqlite3_reset(st);
+        return r;
+}
+
+int farm_trace_find(sqlite3 *c, int64_t run, int cpu, int64_t from_ns, int64_t to_ns, int64_t at_ns,
+                    struct farm_trace_brief *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(c, FARM_TRACE_FIND_SQL, -1, &st, NULL) != SQLITE_OK)
+                return -EIO;
+        return find_with(st, run, cpu, from_ns, to_ns, at_ns, ret);
 }
 
 int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_t from_ns,
@@ -108,10 +111,10 @@ int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_
         return brief_of(st, ret);
 }
 
-void farm_trace_annotate_problem(sqlite3 *c, json_t *problem, int64_t run, int cpu, int64_t from_ns,
-                                 int64_t to_ns, int64_t at_ns) {
+void farm_trace_annotate_problem(sqlite3_stmt *find, json_t *problem, int64_t run, int cpu,
+                                 int64_t from_ns, int64_t to_ns, int64_t at_ns) {
         struct farm_trace_brief b;
-        bool found = problem && farm_trace_find(c, run, cpu, from_ns, to_ns, at_ns, &b) == 0;
+        bool found = problem && find && find_with(find, run, cpu, from_ns, to_ns, at_ns, &b) == 0;
         if (!problem)
                 return;
         json_object_set_new(problem, "culprit", found ? json_string(b.summary) : json_null());

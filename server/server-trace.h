@@ -34,10 +34,16 @@ int farm_trace_find(sqlite3 *c, int64_t run, int cpu, int64_t from_ns, int64_t t
 /* The same among all runs of a machine; takes the reader's lock. */
 int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_t from_ns,
                             int64_t to_ns, int64_t at_ns, struct farm_trace_brief *ret);
+/* The query behind farm_trace_find(), for a caller that keeps its statements prepared. */
+#define FARM_TRACE_FIND_SQL                                                             \
+        "SELECT t.id, t.summary, t.raw IS NOT NULL FROM traces t WHERE t.run = ?1 AND " \
+        "t.cpu = ?2 AND t.time_ns >= ?3 AND t.time_ns < ?4 "                            \
+        "ORDER BY t.time_ns = ?5 DESC, t.latency_ns DESC, t.id LIMIT 1"
 /* Adds "culprit" (the capture's one-line summary) and "trace" (its id) to the JSON of a
- * violation problem when a capture explains it; null members otherwise. */
-void farm_trace_annotate_problem(sqlite3 *c, json_t *problem, int64_t run, int cpu, int64_t from_ns,
-                                 int64_t to_ns, int64_t at_ns);
+ * violation problem when a capture explains it; null members otherwise.  find is a statement
+ * of FARM_TRACE_FIND_SQL, freshly reset. */
+void farm_trace_annotate_problem(sqlite3_stmt *find, json_t *problem, int64_t run, int cpu,
+                                 int64_t from_ns, int64_t to_ns, int64_t at_ns);
 
 /* GET /api/v1/traces?machine=ID[&from=&to=&cpu=], /api/v1/traces/ID and
  * /api/v1/traces/ID/raw (text/plain): 1 and *ret when url is one of them, else 0. */

@@ -465,8 +465,12 @@ static int violation(struct vctx *v, struct vmachine *m, const struct vrun *run,
                               "value_ns", (json_int_t) value, "threshold_ns", (json_int_t) bound,
                               "scenario", scen, "run", (json_int_t) run->id, "interval",
                               vinterval_json(seq, start, len, scen), "message", msg);
-        /* What the machine's flight recorder says ran instead: the culprit line. */
-        farm_trace_annotate_problem(v->c, p, run->row, cpu, start, start + len, when);
+        /* What the machine's flight recorder says ran instead: the culprit line (only for
+         * a problem that will be listed). */
+        sqlite3_stmt *find = NULL;
+        if (json_array_size(v->problems) < FARM_VERDICT_PROBLEMS_LISTED &&
+            vprep(v, FARM_TRACE_FIND_SQL, &find) >= 0)
+                farm_trace_annotate_problem(find, p, run->row, cpu, start, start + len, when);
         return vproblem(v, m, K_VIOLATION, start, start + len, p);
 }
 
