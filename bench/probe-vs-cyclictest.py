@@ -152,14 +152,15 @@ def loadavg():
 
 
 def report(results, pools, variants, ref, pairs_of):
-    # idx: 0 p50, 1 p99, 2 p999, 3 mean, 4 cpu
+    # idx: 0 p50, 1 p99, 2 p999, 3 mean, 4 cpu, 6 cpu per 100k wake-ups (a run that the
+    # machine's load made stop late measured longer)
     names = ((0, "p50 us", "{:9.0f}"), (1, "p99 us", "{:9.0f}"), (2, "p99.9 us", "{:9.0f}"),
-             (3, "mean us", "{:9.2f}"), (4, "CPU s", "{:9.2f}"))
+             (3, "mean us", "{:9.2f}"), (4, "CPU s", "{:9.2f}"), (6, "CPU ms/100k", "{:9.1f}"))
     print()
     print("Medians over the rounds (range); ratios against " + ref)
     for load, rows in results.items():
         for idx, name, fmt in names:
-            line = f"{load:9s} {name:9s}"
+            line = f"{load:9s} {name:11s}"
             ref_med = statistics.median(r[ref][idx] for r in rows)
             for v in variants:
                 vals = [r[v][idx] for r in rows]
@@ -172,7 +173,7 @@ def report(results, pools, variants, ref, pairs_of):
             for idx, name, _ in names:
                 worse = sum(1 for r in rows if r[a][idx] > r[b][idx])
                 ratios = [r[a][idx] / r[b][idx] for r in rows if r[b][idx]]
-                print(f"{load:9s} {name:9s} {a} above {b} in {worse} of {len(rows)} rounds; "
+                print(f"{load:9s} {name:11s} {a} above {b} in {worse} of {len(rows)} rounds; "
                       f"median of the rounds' ratios {statistics.median(ratios):.3f}")
     print()
     print("Pooled: every sample of every round per variant; ratios against " + ref)
@@ -247,10 +248,11 @@ def main():
                     if tkib is not None:
                         trace_kib.append(tkib)
                     rss.setdefault(v, []).append(maxrss)
+                    samples = sum(counts.values()) + sum(n for _, n in overflow)
                     row[v] = (quantile_us(counts, overflow, 0.5),
                               quantile_us(counts, overflow, 0.99),
-                              quantile_us(counts, overflow, 0.999), mean_us, cpu,
-                              sum(counts.values()) + sum(n for _, n in overflow))
+                              quantile_us(counts, overflow, 0.999), mean_us, cpu, samples,
+                              cpu * 1e8 / max(samples, 1))
                     pooled = pools.setdefault((load, v), ({}, []))
                     for b, n in counts.items():
                         pooled[0][b] = pooled[0].get(b, 0) + n
