@@ -2,13 +2,15 @@
 /* The trace flight recorder in the real rtsoakd: a SCHED_FIFO thread above the probe's priority
  * spins for 20 ms on a probed CPU, ten times; every stall's capture must name that thread (its
  * name and pid) with a duration within 10 % of the injected one, while intervals keep being
- * stored.  Without tracefs (a tmpfs mounted over it in a mount namespace of rtsoakd's own),
+ * stored, and the farm server that receives them must name it under the violations of its
+ * verdict.  Without tracefs (a tmpfs mounted over it in a mount namespace of rtsoakd's own),
  * read-only or with the instance held by someone else, the soak runs as before and says why
  * there are no captures.
  *
  * rtsoakd runs in a mount namespace of its own (unshare -m) where tracefs is mounted as the
  * case needs, so that the machine's own mounts are left alone. */
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "tests.h"
@@ -130,12 +132,25 @@ static void test_injected_stalls_named(void **state) {
         int target = online.cpus[online.n - 1];
         cpuset_done(&online);
 
+        /* The farm server the captures go to, on loopback, with this machine enrolled. */
+        char *fdir = tu_mkdtemp("trace-farm");
+        char farm[600], token[600], slog[600], url[256], set_srv[300], set_tok[700];
+        snprintf(farm, sizeof(farm), "%s/farm.db", fdir);
+        snprintf(token, sizeof(token), "%s/token", fdir);
+        snprintf(slog, sizeof(slog), "%s/server.log", fdir);
+        tu_enroll_this_machine(farm, token);
+        pid_t srv = tu_server_start(farm, slog, "127.0.0.1:0", NULL, url, sizeof(url));
+        snprintf(set_srv, sizeof(set_srv), "Upload.Server=%s", url);
+        snprintf(set_tok, sizeof(set_tok), "Upload.TokenFile=%s", token);
+
         /* Threshold far above this VM's own stalls; a capture per stall (they come 270 ms
          * apart); probes below the injector's priority. */
         const char *extra[] = { "--set",      "Probe.Interval=100us",
                                 "--set",      "Probe.Priority=80",
                                 "--set",      "Probe.Threshold=10ms",
                                 "--set",      "Trace.RateLimitInterval=100ms",
+                                "--set",      set_srv,
+                                "--set",      set_tok,
                                 "--duration", "6s",
                                 NULL };
         start(&s, "trace-stall", TRACEFS, extra);
@@ -229,6 +244,35 @@ static void test_injected_stalls_named(void **state) {
         assert_true(tu_jint(trace, "captures") >= STALLS);
         assert_true(json_is_boolean(json_object_get(trace, "timerlat")));
         json_decref(status);
+
+        /* On the farm: the verdict of this kernel names the injector under each of the
+         * stalls' violations (captures uploaded with their intervals). */
+        struct utsname un;
+        uname(&un);
+        char *vargv[] = {
+                (char *) tu_bin("RTSOAK"), "verdict", "--json", "--server", url, un.release, NULL
+        };
+        struct tu_result vr;
+        tu_run(vargv, 60000, NULL, NULL, &vr);
+        json_t *v = tu_json(vr.out), *p;
+        size_t stalled = 0;
+        json_array_foreach (json_object_get(v, "problems"), i, p) {
+                if (tu_jint(p, "cpu") != target || tu_jint(p, "value_ns") < STALL_US * 900LL)
+                        continue;
+                const char *c = json_string_value(json_object_get(p, "culprit"));
+                char want[64];
+                snprintf(want, sizeof(want), "thread stall-inject (pid %d, SCHED_FIFO 90)", ipid);
+                if (!c || strncmp(c, want, strlen(want)) != 0)
+                        fail_msg("the farm's problem %s has the culprit %s, not %s",
+                                 json_string_value(json_object_get(p, "id")), c ?: "(none)", want);
+                stalled++;
+        }
+        fprintf(stderr, "# %zu problems of the farm's verdict name the injector\n", stalled);
+        assert_true(stalled >= 3);
+        json_decref(v);
+        tu_result_done(&vr);
+        tu_server_stop(srv);
+        tu_rmdir(fdir);
         free(err);
         tu_rmdir(s.dir);
 }
