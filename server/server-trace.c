@@ -16,105 +16,94 @@
 
 #define LIST_MAX 1000
 
-int farm_store_traces(farm_db *db, int64_t run, const struct summary_interval *iv, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
+int farm_store_traces(sql_conn *c, int64_t run, const struct summary_interval *iv, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL;
         if (iv->ntraces == 0)
                 return 0;
-        int r = farm_prepare_w(db,
-                               "INSERT INTO traces (run, seq, cpu, time_ns, latency_ns, summary, "
-                               "culprit_kind, culprit_name, culprit_pid, culprit_ns, analysis, "
-                               "raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                               "ON CONFLICT (run, cpu, time_ns) DO NOTHING",
-                               &st, err);
+        int r = farm_prepare(c,
+                             "INSERT INTO traces (run, seq, cpu, time_ns, latency_ns, summary, "
+                             "culprit_kind, culprit_name, culprit_pid, culprit_ns, analysis, "
+                             "raw) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                             "ON CONFLICT (run, cpu, time_ns) DO NOTHING",
+                             &st, err);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < iv->ntraces; i++) {
                 const struct summary_trace *t = &iv->traces[i];
                 const struct trace_analysis *a = t->analysis;
-                const struct trace_contrib *c = &a->culprit;
-                sqlite3_bind_int64(st, 1, run);
-                sqlite3_bind_int64(st, 2, (int64_t) iv->seq);
-                sqlite3_bind_int(st, 3, a->cpu);
-                sqlite3_bind_int64(st, 4, a->time_ns);
-                sqlite3_bind_int64(st, 5, (int64_t) a->latency_ns);
-                sqlite3_bind_text(st, 6, a->summary, -1, SQLITE_STATIC);
-                sqlite3_bind_text(st, 7, trace_culprit_kind_name(c->kind), -1, SQLITE_STATIC);
-                sqlite3_bind_text(st, 8, c->name, -1, SQLITE_STATIC);
-                if (c->kind == TRACE_CULPRIT_THREAD)
-                        sqlite3_bind_int(st, 9, c->pid);
+                const struct trace_contrib *k = &a->culprit;
+                sql_bind_int64(st, 1, run);
+                sql_bind_int64(st, 2, (int64_t) iv->seq);
+                sql_bind_int64(st, 3, a->cpu);
+                sql_bind_int64(st, 4, a->time_ns);
+                sql_bind_int64(st, 5, (int64_t) a->latency_ns);
+                sql_bind_text(st, 6, a->summary);
+                sql_bind_text(st, 7, trace_culprit_kind_name(k->kind));
+                sql_bind_text(st, 8, k->name);
+                if (k->kind == TRACE_CULPRIT_THREAD)
+                        sql_bind_int64(st, 9, k->pid);
                 else
-                        sqlite3_bind_null(st, 9);
-                sqlite3_bind_int64(st, 10, (int64_t) c->duration_ns);
-                sqlite3_bind_text(st, 11, t->json, -1, SQLITE_STATIC);
+                        sql_bind_null(st, 9);
+                sql_bind_int64(st, 10, (int64_t) k->duration_ns);
+                sql_bind_text(st, 11, t->json);
                 if (t->raw)
-                        sqlite3_bind_blob(st, 12, t->raw, (int) t->raw_len, SQLITE_STATIC);
+                        sql_bind_blob(st, 12, t->raw, t->raw_len);
                 else
-                        sqlite3_bind_null(st, 12);
-                if ((r = farm_step_done(db, st, "cannot store a trace capture", err)) < 0)
+                        sql_bind_null(st, 12);
+                if ((r = farm_step_done(st, "cannot store a trace capture", err)) < 0)
                         return r;
         }
         return 0;
 }
 
-static int brief_of(sqlite3_stmt *st, struct farm_trace_brief *ret) {
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
+static int brief_of(sql_stmt *st, struct farm_trace_brief *ret) {
+        int r = sql_step(st);
+        if (r == SQL_DONE)
                 return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return -EIO;
-        ret->id = sqlite3_column_int64(st, 0);
-        snprintf(ret->summary, sizeof(ret->summary), "%s",
-                 (const char *) sqlite3_column_text(st, 1) ?: "");
-        ret->raw = sqlite3_column_int(st, 2) != 0;
+        if (r != SQL_ROW)
+                return r < 0 ? r : -EIO;
+        ret->id = sql_column_int64(st, 0);
+        snprintf(ret->summary, sizeof(ret->summary), "%s", sql_column_text(st, 1) ?: "");
+        ret->raw = sql_column_int(st, 2) != 0;
         return 0;
 }
 
 /* Of the candidates (FARM_TRACE_FIND_SQL): the capture of the violation's own wake-up first,
  * then the worst. */
-static int find_with(sqlite3_stmt *st, int64_t run, int cpu, int64_t from_ns, int64_t to_ns,
-                     int64_t at_ns, struct farm_trace_brief *ret) {
-        sqlite3_bind_int64(st, 1, run);
-        sqlite3_bind_int(st, 2, cpu);
-        sqlite3_bind_int64(st, 3, from_ns);
-        sqlite3_bind_int64(st, 4, to_ns);
-        sqlite3_bind_int64(st, 5, at_ns);
+static int find_with(sql_stmt *st, int64_t key, const char *machine_id, int cpu, int64_t from_ns,
+                     int64_t to_ns, int64_t at_ns, struct farm_trace_brief *ret) {
+        if (machine_id)
+                sql_bind_text(st, 1, machine_id);
+        else
+                sql_bind_int64(st, 1, key);
+        sql_bind_int64(st, 2, cpu);
+        sql_bind_int64(st, 3, from_ns);
+        sql_bind_int64(st, 4, to_ns);
+        sql_bind_int64(st, 5, at_ns);
         int r = brief_of(st, ret);
-        sqlite3_reset(st);
+        sql_reset(st);
         return r;
-}
-
-int farm_trace_find(sqlite3 *c, int64_t run, int cpu, int64_t from_ns, int64_t to_ns, int64_t at_ns,
-                    struct farm_trace_brief *ret) {
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(c, FARM_TRACE_FIND_SQL, -1, &st, NULL) != SQLITE_OK)
-                return -EIO;
-        return find_with(st, run, cpu, from_ns, to_ns, at_ns, ret);
 }
 
 int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_t from_ns,
                             int64_t to_ns, int64_t at_ns, struct farm_trace_brief *ret) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        sql_stmt *st = NULL;
         char err[FARM_ERROR_MAX];
-        if (farm_prepare_r(db,
-                           "SELECT t.id, t.summary, t.raw IS NOT NULL FROM runs r JOIN traces t "
-                           "ON t.run = r.id WHERE r.machine_id = ?1 AND t.cpu = ?2 AND "
-                           "t.time_ns >= ?3 AND t.time_ns < ?4 "
-                           "ORDER BY t.time_ns = ?5 DESC, t.latency_ns DESC, t.id LIMIT 1",
-                           &st, err) < 0)
-                return -EIO;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_int(st, 2, cpu);
-        sqlite3_bind_int64(st, 3, from_ns);
-        sqlite3_bind_int64(st, 4, to_ns);
-        sqlite3_bind_int64(st, 5, at_ns);
-        return brief_of(st, ret);
+        int r = farm_prepare(c,
+                             "SELECT t.id, t.summary, t.raw IS NOT NULL FROM runs r JOIN traces t "
+                             "ON t.run = r.id WHERE r.machine_id = ?1 AND t.cpu = ?2 AND "
+                             "t.time_ns >= ?3 AND t.time_ns < ?4 "
+                             "ORDER BY t.time_ns = ?5 DESC, t.latency_ns DESC, t.id LIMIT 1",
+                             &st, err);
+        return r < 0 ? r : find_with(st, 0, machine_id, cpu, from_ns, to_ns, at_ns, ret);
 }
 
-void farm_trace_annotate_problem(sqlite3_stmt *find, json_t *problem, int64_t run, int cpu,
+void farm_trace_annotate_problem(sql_stmt *find, json_t *problem, int64_t run, int cpu,
                                  int64_t from_ns, int64_t to_ns, int64_t at_ns) {
         struct farm_trace_brief b;
-        bool found = problem && find && find_with(find, run, cpu, from_ns, to_ns, at_ns, &b) == 0;
+        bool found = problem && find &&
+                     find_with(find, run, NULL, cpu, from_ns, to_ns, at_ns, &b) == 0;
         if (!problem)
                 return;
         json_object_set_new(problem, "culprit", found ? json_string(b.summary) : json_null());
@@ -167,30 +156,25 @@ static const char *param(const struct farm_args *args, const char *name) {
         return NULL;
 }
 
-static json_t *row_json(sqlite3_stmt *st, bool with_analysis) {
+static json_t *row_json(sql_stmt *st, bool with_analysis) {
         char t[TIMESTAMP_MAX_LEN];
         json_t *o = json_pack(
                 "{s:I, s:s, s:I, s:I, s:i, s:s, s:I, s:I, s:s, s:{s:s, s:s, s:o, s:I}, s:b}", "id",
-                (json_int_t) sqlite3_column_int64(st, 0), "machine",
-                (const char *) sqlite3_column_text(st, 1) ?: "", "run",
-                (json_int_t) sqlite3_column_int64(st, 2), "interval",
-                (json_int_t) sqlite3_column_int64(st, 3), "cpu", sqlite3_column_int(st, 4), "time",
-                format_timestamp_utc(t, sqlite3_column_int64(st, 5)), "time_ns",
-                (json_int_t) sqlite3_column_int64(st, 5), "latency_ns",
-                (json_int_t) sqlite3_column_int64(st, 6), "summary",
-                (const char *) sqlite3_column_text(st, 7) ?: "", "culprit", "kind",
-                (const char *) sqlite3_column_text(st, 8) ?: "unknown", "name",
-                (const char *) sqlite3_column_text(st, 9) ?: "", "pid",
-                sqlite3_column_type(st, 10) == SQLITE_NULL
-                        ? json_null()
-                        : json_integer(sqlite3_column_int64(st, 10)),
-                "duration_ns", (json_int_t) sqlite3_column_int64(st, 11), "raw",
-                sqlite3_column_int(st, 12) != 0);
+                (json_int_t) sql_column_int64(st, 0), "machine", sql_column_text(st, 1) ?: "",
+                "run", (json_int_t) sql_column_int64(st, 2), "interval",
+                (json_int_t) sql_column_int64(st, 3), "cpu", sql_column_int(st, 4), "time",
+                format_timestamp_utc(t, sql_column_int64(st, 5)), "time_ns",
+                (json_int_t) sql_column_int64(st, 5), "latency_ns",
+                (json_int_t) sql_column_int64(st, 6), "summary", sql_column_text(st, 7) ?: "",
+                "culprit", "kind", sql_column_text(st, 8) ?: "unknown", "name",
+                sql_column_text(st, 9) ?: "", "pid",
+                sql_column_null(st, 10) ? json_null() : json_integer(sql_column_int64(st, 10)),
+                "duration_ns", (json_int_t) sql_column_int64(st, 11), "raw",
+                sql_column_int(st, 12) != 0);
         if (o && with_analysis)
-                json_object_set_new(
-                        o, "analysis",
-                        json_loads((const char *) sqlite3_column_text(st, 13) ?: "", 0, NULL)
-                                ?: json_null());
+                json_object_set_new(o, "analysis",
+                                    json_loads(sql_column_text(st, 13) ?: "", 0, NULL)
+                                            ?: json_null());
         return o;
 }
 
@@ -220,32 +204,32 @@ static int list_traces(farm_db *db, const struct farm_args *args, int64_t now_ns
         if (from >= to)
                 return refuse(a, 400, "from: not before to");
 
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_r(db,
-                               ROW_SQL "WHERE r.machine_id = ?1 AND t.time_ns >= ?2 AND "
-                                       "t.time_ns < ?3 AND (?4 < 0 OR t.cpu = ?4) "
-                                       "ORDER BY t.time_ns DESC, t.id DESC LIMIT ?5",
-                               &st, err);
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c,
+                             ROW_SQL "WHERE r.machine_id = ?1 AND t.time_ns >= ?2 AND "
+                                     "t.time_ns < ?3 AND (?4 < 0 OR t.cpu = ?4) "
+                                     "ORDER BY t.time_ns DESC, t.id DESC LIMIT ?5",
+                             &st, err);
         if (r < 0)
                 return failed(a, r, err);
-        sqlite3_bind_text(st, 1, m, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, from);
-        sqlite3_bind_int64(st, 3, to);
-        sqlite3_bind_int64(st, 4, cpu == UINT64_MAX ? -1 : (int64_t) cpu);
-        sqlite3_bind_int64(st, 5, (int64_t) limit);
+        sql_bind_text(st, 1, m);
+        sql_bind_int64(st, 2, from);
+        sql_bind_int64(st, 3, to);
+        sql_bind_int64(st, 4, cpu == UINT64_MAX ? -1 : (int64_t) cpu);
+        sql_bind_int64(st, 5, (int64_t) limit);
         json_t *list = json_array();
-        int rc;
-        while (list && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        int rc = SQL_DONE;
+        while (list && (rc = sql_step(st)) == SQL_ROW)
                 if (json_array_append_new(list, row_json(st, false)) < 0) {
                         json_decref(list);
                         list = NULL;
                 }
         if (!list)
                 return failed(a, -ENOMEM, "out of memory listing traces");
-        if (rc != SQLITE_DONE) {
+        if (rc != SQL_DONE) {
                 json_decref(list);
-                return failed(a, -EIO, "cannot list traces");
+                return failed(a, farm_fail(c, rc, "cannot list traces", err), err);
         }
         a->status = 200;
         a->json = json_pack("{s:o}", "traces", list);
@@ -254,30 +238,32 @@ static int list_traces(farm_db *db, const struct farm_args *args, int64_t now_ns
 
 /* One capture as JSON, or its raw events as text. */
 static int get_trace(farm_db *db, int64_t id, bool raw, struct farm_answer *a) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
         char err[FARM_ERROR_MAX];
-        int r = farm_prepare_r(db, ROW_COLUMNS ", t.raw" ROW_FROM "WHERE t.id = ?1", &st, err);
+        int r = farm_prepare(c, ROW_COLUMNS ", t.raw" ROW_FROM "WHERE t.id = ?1", &st, err);
         if (r < 0)
                 return failed(a, r, err);
-        sqlite3_bind_int64(st, 1, id);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
+        sql_bind_int64(st, 1, id);
+        int rc = sql_step(st);
+        if (rc == SQL_DONE)
                 return refuse(a, 404, "no such trace");
-        if (rc != SQLITE_ROW)
-                return failed(a, -EIO, "cannot read a trace");
+        if (rc != SQL_ROW)
+                return failed(a, farm_fail(c, rc, "cannot read a trace", err), err);
         if (!raw) {
                 a->status = 200;
                 a->json = row_json(st, true);
                 return a->json ? 1 : failed(a, -ENOMEM, "out of memory");
         }
-        if (sqlite3_column_type(st, 14) == SQLITE_NULL)
+        if (sql_column_null(st, 14))
                 return refuse(a, 404,
-                              "the raw events of this trace stayed on the machine (rtsoak trace "
-                              "ID --raw there)");
+                              "the raw events of this trace are not on the server: they stayed "
+                              "on the machine (rtsoak trace ID --raw there), or went with the "
+                              "intervals of their month (retention)");
         char *text = NULL;
-        r = trace_raw_inflate(sqlite3_column_blob(st, 14), (size_t) sqlite3_column_bytes(st, 14),
-                              TRACE_RAW_TEXT_MAX, &text, NULL);
+        size_t len;
+        const void *blob = sql_column_blob(st, 14, &len);
+        r = blob ? trace_raw_inflate(blob, len, TRACE_RAW_TEXT_MAX, &text, NULL) : -ENOMEM;
         if (r < 0)
                 return failed(a, r, "a trace's raw events do not inflate");
         a->status = 200;

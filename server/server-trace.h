@@ -5,20 +5,20 @@
 #pragma once
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "server-db.h"
 #include "server-query.h"
+#include "sql.h"
 #include "summary.h"
 #include "trace-analysis.h"
 
 #define FARM_API_TRACES "/api/v1/traces"
 
-/* Stores the captures an interval carries, inside the upload's transaction; one stored before
- * (the same run, CPU and due time) stays as it was. */
-int farm_store_traces(farm_db *db, int64_t run, const struct summary_interval *iv, char *err);
+/* Stores the captures an interval carries, inside the upload's transaction on c; one stored
+ * before (the same run, CPU and due time) stays as it was. */
+int farm_store_traces(sql_conn *c, int64_t run, const struct summary_interval *iv, char *err);
 
 struct farm_trace_brief {
         int64_t id;
@@ -26,15 +26,12 @@ struct farm_trace_brief {
         bool raw; /* its raw events are on the server */
 };
 
-/* The capture that explains a violation of run (its row id) on cpu within [from, to): the one
- * of the violation's time at if there is one, else the worst.  On connection c, whose lock the
- * caller holds.  0 with *ret, -ENOENT if there is none, or -EIO. */
-int farm_trace_find(sqlite3 *c, int64_t run, int cpu, int64_t from_ns, int64_t to_ns, int64_t at_ns,
-                    struct farm_trace_brief *ret);
-/* The same among all runs of a machine; takes the reader's lock. */
+/* The capture that explains a violation of a machine (any of its runs) on cpu within
+ * [from, to): the one of the violation's time at if there is one, else the worst.  0 with
+ * *ret, -ENOENT if there is none, or -errno. */
 int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_t from_ns,
                             int64_t to_ns, int64_t at_ns, struct farm_trace_brief *ret);
-/* The query behind farm_trace_find(), for a caller that keeps its statements prepared. */
+/* The same for one run (its row id), for a caller that keeps its statements prepared. */
 #define FARM_TRACE_FIND_SQL                                                             \
         "SELECT t.id, t.summary, t.raw IS NOT NULL FROM traces t WHERE t.run = ?1 AND " \
         "t.cpu = ?2 AND t.time_ns >= ?3 AND t.time_ns < ?4 "                            \
@@ -42,7 +39,7 @@ int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_
 /* Adds "culprit" (the capture's one-line summary) and "trace" (its id) to the JSON of a
  * violation problem when a capture explains it; null members otherwise.  find is a statement
  * of FARM_TRACE_FIND_SQL, freshly reset. */
-void farm_trace_annotate_problem(sqlite3_stmt *find, json_t *problem, int64_t run, int cpu,
+void farm_trace_annotate_problem(sql_stmt *find, json_t *problem, int64_t run, int cpu,
                                  int64_t from_ns, int64_t to_ns, int64_t at_ns);
 
 /* GET /api/v1/traces?machine=ID[&from=&to=&cpu=], /api/v1/traces/ID and

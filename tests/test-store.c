@@ -716,17 +716,25 @@ static long long query1(const char *path, const char *statement) {
         return v;
 }
 
-/* Retention deletes old intervals with everything that hangs on them, and old events, in
- * small batches, never what the server has not received, and gives the pages back. */
 /* A capture's analysis as rtsoakd makes it (common/trace-json.c). */
 static char *analysis_text(int cpu, int64_t t, uint64_t lat_ns, const char *culprit) {
-        struct trace_analysis a = { .cpu = cpu, .time_ns = t, .latency_ns = lat_ns,
-                                    .timer_ns = 1000, .sched_ns = lat_ns - 2000,
-                                    .return_ns = 1000, .timer_seen = true, .switch_seen = true,
-                                    .marker_seen = true, .nevents = 3, .ncontribs = 1 };
-        a.contribs[0] = (struct trace_contrib){ .kind = TRACE_CULPRIT_THREAD, .pid = 211,
-                                                .irq = -1, .priority = 50,
-                                                .duration_ns = lat_ns - 3000, .count = 1 };
+        struct trace_analysis a = { .cpu = cpu,
+                                    .time_ns = t,
+                                    .latency_ns = lat_ns,
+                                    .timer_ns = 1000,
+                                    .sched_ns = lat_ns - 2000,
+                                    .return_ns = 1000,
+                                    .timer_seen = true,
+                                    .switch_seen = true,
+                                    .marker_seen = true,
+                                    .nevents = 3,
+                                    .ncontribs = 1 };
+        a.contribs[0] = (struct trace_contrib){ .kind = TRACE_CULPRIT_THREAD,
+                                                .pid = 211,
+                                                .irq = -1,
+                                                .priority = 50,
+                                                .duration_ns = lat_ns - 3000,
+                                                .count = 1 };
         snprintf(a.contribs[0].name, sizeof(a.contribs[0].name), "%s", culprit);
         snprintf(a.contribs[0].policy, sizeof(a.contribs[0].policy), "SCHED_FIFO");
         trace_analysis_summarize(&a);
@@ -751,8 +759,7 @@ static void test_traces(void **state) {
 
         assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
         assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
-        assert_int_equal(store_set_run_trace(s, run, "{\"state\":\"on\",\"timerlat\":false}"),
-                         0);
+        assert_int_equal(store_set_run_trace(s, run, "{\"state\":\"on\",\"timerlat\":false}"), 0);
         store_set_outbox(s, true);
         memset(raw[0], 'a', sizeof(raw[0]));
         memset(raw[1], 'b', sizeof(raw[1]));
@@ -780,9 +787,14 @@ static void test_traces(void **state) {
         struct store_cpu_interval row;
         make_row(&row, c0, 1, t0 + 6 * minute, 1000, 7000);
         struct store_trace bad = { 1, t0 + 6 * minute, 5, "{\"cpu\":1}", NULL, 0, 0, 0 };
-        struct store_interval biv = { .run_id = run, .seq = 6, .start_ns = t0 + 6 * minute,
-                                      .length_ns = minute, .cpus = &row, .ncpus = 1,
-                                      .traces = &bad, .ntraces = 1 };
+        struct store_interval biv = { .run_id = run,
+                                      .seq = 6,
+                                      .start_ns = t0 + 6 * minute,
+                                      .length_ns = minute,
+                                      .cpus = &row,
+                                      .ncpus = 1,
+                                      .traces = &bad,
+                                      .ntraces = 1 };
         assert_int_equal(store_write_interval(s, &biv), -EBADMSG);
         assert_non_null(strstr(store_error(s), "a trace analysis is damaged: time_ns: missing"));
         assert_int_equal(query1(p, "SELECT count(*) FROM intervals"), 6);
@@ -855,6 +867,8 @@ static void test_traces(void **state) {
         free(c0);
 }
 
+/* Retention deletes old intervals with everything that hangs on them, and old events, in
+ * small batches, never what the server has not received, and gives the pages back. */
 static void test_retention(void **state) {
         store *s = NULL;
         char err[STORE_ERROR_MAX];

@@ -2,9 +2,8 @@
 /* The verdict engine against a farm database of its own, without HTTP: histories stored
  * through the real ingest path (farm_store_summary), then judged; one or more hostile
  * histories per invariant of docs/verdict.md, with controls that must not fail, the rollups
- * against the intervals read one by one, and the migration of a farm of schema 5. */
+ * against the intervals read one by one, and the migrations of farms of schema 5 and 6. */
 #include <errno.h>
-#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,13 +11,16 @@
 #include "hist.h"
 #include "macro.h"
 #include "server-auth.h"
+#include "server-db-internal.h"
 #include "server-db.h"
 #include "server-settings.h"
 #include "server-stable.h"
 #include "server-verdict.h"
 #include "server-waivers.h"
+#include "test-farmdb.h"
 #include "test-util.h"
 #include "tests.h"
+#include "trace-analysis.h"
 
 #define SEC INT64_C(1000000000)
 #define MIN_NS (60 * SEC)
@@ -29,7 +31,7 @@
 #define M_B "b0000000000000000000000000000002"
 #define PROBE_NS INT64_C(1000000) /* 1 ms */
 
-static char dir[64], path[128];
+static char dir[64], path[512];
 static farm_db *db;
 static struct farm_rule rule;
 
@@ -47,7 +49,30 @@ struct hist_spec {
         bool zero_loads;   /* present, up, no throughput */
         uint64_t probe_ns; /* 0: PROBE_NS */
         bool no_probed;    /* leave run.cpus out */
+        bool trace;        /* a capture of CPU 0's worst wake-up in the first interval */
 };
+
+#define CULPRIT "thread kworker/0:1 (pid 211, SCHED_FIFO 50) ran 412 µs of the 480 µs"
+
+/* A capture of the flight recorder naming a kworker, for a violation due at when. */
+static void fill_trace(struct summary_trace *t, struct trace_analysis *a, int64_t when,
+                       uint64_t latency_ns) {
+        *a = (struct trace_analysis){ .cpu = 0,
+                                      .time_ns = when,
+                                      .latency_ns = latency_ns,
+                                      .culprit = { .kind = TRACE_CULPRIT_THREAD,
+                                                   .name = "kworker/0:1",
+                                                   .pid = 211,
+                                                   .policy = "SCHED_FIFO",
+                                                   .priority = 50,
+                                                   .duration_ns = 412000,
+                                                   .count = 1 } };
+        snprintf(a->summary, sizeof(a->summary), "%s", CULPRIT);
+        json_t *j = trace_analysis_to_json(a);
+        *t = (struct summary_trace){ .analysis = a, .json = json_dumps(j, JSON_COMPACT) };
+        assert_non_null(t->json);
+        json_decref(j);
+}
 
 static const char *const gens_of_io[] = { "fileio" };
 
@@ -83,6 +108,8 @@ static void store(const struct hist_spec *h) {
                 struct summary_metric *metric = calloc((size_t) n, sizeof(*metric));
                 assert_non_null(iv);
                 int64_t last_end = 0;
+                struct summary_trace trace = {};
+                struct trace_analysis analysis;
                 for (int i = 0; i < n; i++) {
                         int k = done + i;
                         int64_t start = h->start + k * h->len;
@@ -113,6 +140,11 @@ static void store(const struct hist_spec *h) {
                                                                .nmetrics = 1 };
                                 iv[i].loads = &loads[i];
                                 iv[i].nloads = 1;
+                        }
+                        if (h->trace && k == 0) {
+                                fill_trace(&trace, &analysis, start + 1000, h->max_ns);
+                                iv[i].traces = &trace;
+                                iv[i].ntraces = 1;
                         }
                         last_end = start + h->len;
                 }
@@ -145,6 +177,7 @@ static void store(const struct hist_spec *h) {
                                 free(iv[i].cpus[c].hist);
                         free(iv[i].cpus);
                 }
+                free(trace.json);
                 free(iv);
                 free(loads);
                 free(metric);
@@ -162,24 +195,16 @@ static void enroll(const char *id) {
 /* A machine setting changed at from (as the staff API records it). */
 static void setting(const char *id, int64_t from, int64_t bound, int gating, const char *groups) {
         char sql[512];
-        sqlite3 *d;
         snprintf(sql, sizeof(sql),
                  "INSERT INTO machine_settings (machine_id, from_ns, threshold_ns, gating, groups, "
                  "labels, revoked, by, reason) VALUES ('%s', %lld, %lld, %d, '%s', '{}', 0, "
                  "'test', 'test')",
                  id, (long long) from, (long long) bound, gating, groups);
-        assert_int_equal(sqlite3_open(path, &d), SQLITE_OK);
-        assert_int_equal(sqlite3_exec(d, sql, NULL, NULL, NULL), SQLITE_OK);
-        sqlite3_close(d);
+        tu_farm_exec(path, sql);
 }
 
 static void sql(const char *text) {
-        sqlite3 *d;
-        char *msg = NULL;
-        assert_int_equal(sqlite3_open(path, &d), SQLITE_OK);
-        if (sqlite3_exec(d, text, NULL, NULL, &msg) != SQLITE_OK)
-                fail_msg("%s: %s", text, msg);
-        sqlite3_close(d);
+        tu_farm_exec(path, text);
 }
 
 static json_t *ask_known(const char *release, int64_t at, int64_t known) {
@@ -238,7 +263,7 @@ static int setup(void **state) {
         char err[FARM_ERROR_MAX];
         snprintf(dir, sizeof(dir), "/tmp/rtsoak-engine-XXXXXX");
         assert_non_null(mkdtemp(dir));
-        snprintf(path, sizeof(path), "%s/farm.db", dir);
+        tu_farm_target(dir, "engine", path, sizeof(path));
         if (farm_db_open(path, &db, err) < 0)
                 fail_msg("%s", err);
         farm_rule_default(&rule);
@@ -252,6 +277,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
         char cmd[128];
         farm_db_close(db);
+        tu_farm_drop(path);
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
         return system(cmd) == 0 ? 0 : -1;
 }
@@ -663,22 +689,90 @@ static void test_version_order(void **state) {
 
 /* ---- migration ---- */
 
-/* A farm of schema 5 with data: migrated at open, nothing lost, judged as if stored now. */
+/* A farm of schema 5 with data: migrated at open, nothing lost, judged as if stored now.  On
+ * PostgreSQL, whose schema began at version 6, migration 6's own step (what SQL alone does
+ * not do: server-migrate.c) runs on the data with what it derives taken away. */
 static void test_migration_from_5(void **state) {
         char err[FARM_ERROR_MAX];
         store(&base);
         json_t *before = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
-        farm_db_close(db);
-        db = NULL;
-        sql(TU_FARM_SCHEMA_6_DOWN);
-        if (farm_db_open(path, &db, err) < 0)
-                fail_msg("%s", err);
+        if (tu_pg()) {
+                sql("UPDATE runs SET probed_cpus = NULL; UPDATE intervals SET m_start_ns = NULL, "
+                    "m_end_ns = NULL, min_ratio_pm = NULL, min_ratio_cpu = NULL, "
+                    "counted_ns = NULL, missing_ns = NULL; DELETE FROM \"overlaps\"; "
+                    "DELETE FROM load_downs; UPDATE run_days SET counted_ns = 0, "
+                    "min_ratio_pm = 1000, max_missing_ns = 0; UPDATE run_day_scenarios SET "
+                    "counted_ns = 0, gens_all = NULL, down_ns = 0");
+                sql_conn *c = farm_writer(db);
+                assert_int_equal(farm_begin_write(c, err), 0);
+                if (farm_migrate_6(c, err) < 0)
+                        fail_msg("%s", err);
+                assert_int_equal(farm_commit(c, err), 0);
+                farm_release(c);
+        } else {
+                farm_db_close(db);
+                db = NULL;
+                sql(TU_FARM_SCHEMA_6_DOWN);
+                if (farm_db_open(path, &db, err) < 0)
+                        fail_msg("%s", err);
+        }
         json_t *after = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
         expect(after, "qualified");
         assert_int_equal(covered(after, M_A), covered(before, M_A));
         assert_int_equal(json_integer_value(json_object_get(after, "problems_total")), 0);
         json_decref(before);
         json_decref(after);
+}
+
+static long long schema_version(void) {
+        return tu_farm_int(path, tu_pg() ? "SELECT CAST(value AS BIGINT) FROM farm_meta WHERE "
+                                           "key = 'schema_version'"
+                                         : "PRAGMA user_version");
+}
+
+/* A farm of schema 6 (before the trace captures) migrated at open on either store, nothing
+ * lost; a capture stored afterwards is named under its violation by the verdict. */
+static void test_migration_from_6(void **state) {
+        char err[FARM_ERROR_MAX];
+        store(&base);
+        json_t *before = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(before, "qualified");
+        farm_db_close(db);
+        db = NULL;
+        sql(tu_pg() ? TU_FARM_PG_SCHEMA_7_DOWN : TU_FARM_SCHEMA_7_DOWN);
+        assert_int_equal(schema_version(), 6);
+        if (farm_db_open(path, &db, err) < 0)
+                fail_msg("%s", err);
+        assert_int_equal(schema_version(), 7);
+        assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM traces"), 0);
+        json_t *after = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(after, "qualified");
+        assert_int_equal(covered(after, M_A), covered(before, M_A));
+        json_decref(before);
+        json_decref(after);
+
+        /* A violation with its capture, on the migrated farm: the problem names the culprit. */
+        struct hist_spec h = base;
+        h.seq0 = 1000, h.start = T0 + 2 * DAY, h.n = 6, h.max_ns = 480000, h.trace = true;
+        store(&h);
+        assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM traces WHERE culprit_pid = 211 "
+                                           "AND culprit_kind = 'thread' AND raw IS NULL"),
+                         1);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + 2 * HOUR), *p;
+        expect(v, "failed");
+        size_t i, named = 0;
+        json_array_foreach (json_object_get(v, "problems"), i, p) {
+                const char *kind = json_string_value(json_object_get(p, "kind"));
+                if (!kind || strcmp(kind, "violation") != 0)
+                        continue;
+                const char *c = json_string_value(json_object_get(p, "culprit"));
+                if (!c || strcmp(c, CULPRIT) != 0)
+                        fail_msg("the violation's culprit is %s", c ?: "null");
+                assert_true(json_integer_value(json_object_get(p, "trace")) > 0);
+                named++;
+        }
+        assert_int_equal(named, 1);
+        json_decref(v);
 }
 
 int main(void) {
@@ -701,6 +795,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_regression_and_latest, setup, teardown),
                 cmocka_unit_test(test_version_order),
                 cmocka_unit_test_setup_teardown(test_migration_from_5, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_migration_from_6, setup, teardown),
         };
         return RUN_TESTS(tests);
 }
