@@ -842,8 +842,8 @@ static void culprit_html(FILE *f, const char *summary, int64_t trace_id, bool ra
         esc(f, summary);
         if (raw)
                 fprintf(f,
-                        " (<a class=\"trace\" href=\"" FARM_API_TRACES "/%" PRId64
-                        "/raw\" download=\"trace-%" PRId64 ".txt\">raw trace</a>)",
+                        " (<a class=\"trace\" href=\"" FARM_DASH_TRACES "%" PRId64
+                        ".txt\" download=\"trace-%" PRId64 ".txt\">raw trace</a>)",
                         trace_id, trace_id);
         fputs("</span>", f);
 }

@@ -272,25 +272,38 @@ static int get_trace(farm_db *db, int64_t id, bool raw, struct farm_answer *a) {
         return 1;
 }
 
+/* The capture id at p, followed by exactly suffix: 0 when it is not one. */
+static int64_t id_at(const char *p, const char *suffix) {
+        char *end;
+        errno = 0;
+        long long id = strtoll(p, &end, 10);
+        if (p[0] < '1' || p[0] > '9' || errno == ERANGE || strcmp(end, suffix) != 0)
+                return 0;
+        return id;
+}
+
 int farm_trace_route(farm_db *db, const char *url, const char *method, const struct farm_args *args,
                      int64_t now_ns, struct farm_answer *ret) {
         static const char *const none[] = { NULL };
-        size_t n = strlen(FARM_API_TRACES);
-        if (strncmp(url, FARM_API_TRACES, n) != 0 || (url[n] != 0 && url[n] != '/'))
+        size_t n = strlen(FARM_API_TRACES), d = strlen(FARM_DASH_TRACES);
+        bool api = strncmp(url, FARM_API_TRACES, n) == 0 && (url[n] == 0 || url[n] == '/');
+        bool page = strncmp(url, FARM_DASH_TRACES, d) == 0;
+        if (!api && !page)
                 return 0;
         *ret = (struct farm_answer){};
         if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
                 ret->allow = "GET, HEAD";
                 return refuse(ret, 405, "method not allowed");
         }
-        if (url[n] == 0)
+        if (api && url[n] == 0)
                 return list_traces(db, args, now_ns, ret);
-        const char *p = url + n + 1;
-        char *end;
-        errno = 0;
-        long long id = strtoll(p, &end, 10);
-        bool raw = strcmp(end, "/raw") == 0;
-        if (p[0] < '1' || p[0] > '9' || errno == ERANGE || (*end && !raw))
+        int64_t id = 0;
+        bool raw = true;
+        if (page)
+                id = id_at(url + d, ".txt");
+        else if (!(id = id_at(url + n + 1, "/raw")))
+                id = id_at(url + n + 1, ""), raw = false;
+        if (id == 0)
                 return refuse(ret, 404, "no such trace");
         if (!params(args, none, ret))
                 return 1;

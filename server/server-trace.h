@@ -15,6 +15,9 @@
 #include "trace-analysis.h"
 
 #define FARM_API_TRACES "/api/v1/traces"
+/* The raw events as the dashboard links them, /traces/ID.txt: a page's path, so that they are
+ * read with the pages' access wherever the API's differs. */
+#define FARM_DASH_TRACES "/traces/"
 
 /* Stores the captures an interval carries, inside the upload's transaction on c; one stored
  * before (the same run, CPU and due time) stays as it was. */
@@ -42,7 +45,8 @@ int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_
 void farm_trace_annotate_problem(sql_stmt *find, json_t *problem, int64_t run, int cpu,
                                  int64_t from_ns, int64_t to_ns, int64_t at_ns);
 
-/* GET /api/v1/traces?machine=ID[&from=&to=&cpu=], /api/v1/traces/ID and
- * /api/v1/traces/ID/raw (text/plain): 1 and *ret when url is one of them, else 0. */
+/* GET /api/v1/traces?machine=ID[&from=&to=&cpu=], /api/v1/traces/ID, and the raw events
+ * (text/plain) at /api/v1/traces/ID/raw and /traces/ID.txt: 1 and *ret when url is one of
+ * them, else 0. */
 int farm_trace_route(farm_db *db, const char *url, const char *method, const struct farm_args *args,
                      int64_t now_ns, struct farm_answer *ret);

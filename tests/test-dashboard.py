@@ -291,8 +291,13 @@ def test_http(farm):
     check(status == 200 and ctype.startswith("text/plain") and "kworker/1:2" in body and
           "sched_switch" in body, "the capture's raw events download as text",
           f"{status} {ctype} {body[:300]}")
+    page = farm.get(f"/traces/{tid}.txt")
+    check(page[0] == 200 and page[2] == body, "the same raw events at the dashboard's path",
+          f"{page[0]} {page[2][:300]}")
     for bad, code in (("/api/v1/traces/999999", 404), ("/api/v1/traces/abc", 404),
-                      (f"/api/v1/traces/{tid}/cooked", 404), ("/api/v1/traces?machine=zz", 400),
+                      (f"/api/v1/traces/{tid}/cooked", 404), (f"/traces/{tid}", 404),
+                      (f"/traces/{tid}.txt/", 404), ("/traces/0.txt", 404),
+                      (f"/traces/{tid}.txt?x=1", 400), ("/api/v1/traces?machine=zz", 400),
                       (f"/api/v1/traces?machine={FAIL}&colour=red", 400),
                       (f"/api/v1/traces?machine={FAIL}&from=yesterday-ish", 400)):
         status, _, body = farm.get(bad)
@@ -302,7 +307,7 @@ def test_http(farm):
           "a capture cannot be deleted over the API (405)")
     body = farm.get(f"/machines/{FAIL}")[2]
     m = re.search(r'<table class="violations">(.*?)</table>', body, re.S)
-    check(m and "culprit: " + CULPRIT in m.group(1) and f"/api/v1/traces/{tid}/raw" in m.group(1),
+    check(m and "culprit: " + CULPRIT in m.group(1) and f'href="/traces/{tid}.txt"' in m.group(1),
           "the machine page's violation row names the culprit and links its raw trace",
           m.group(1)[:800] if m else body[:300])
 
