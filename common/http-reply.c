@@ -65,9 +65,16 @@ uint64_t http_parse_retry_after(const char *value, int64_t now_real_ns) {
         const char *end = strptime(value, "%a, %d %b %Y %H:%M:%S GMT", &tm);
         if (!end)
                 return 0;
-        int64_t t = (int64_t) timegm(&tm) * (int64_t) NSEC_PER_SEC;
-        if (t <= now_real_ns)
+        /* A date in year 9999 (or whatever a server at that address says) must not wrap:
+         * the seconds are checked before they become nanoseconds, and so is the difference. */
+        time_t secs = timegm(&tm);
+        int64_t t, wait;
+        if (secs == (time_t) -1 ||
+            __builtin_mul_overflow((int64_t) secs, (int64_t) NSEC_PER_SEC, &t))
+                return secs > 0 ? RETRY_AFTER_MAX_S * NSEC_PER_SEC : 0;
+        if (__builtin_sub_overflow(t, now_real_ns, &wait))
+                return t > now_real_ns ? RETRY_AFTER_MAX_S * NSEC_PER_SEC : 0;
+        if (wait <= 0)
                 return 0;
-        return (uint64_t) MIN(t - now_real_ns,
-                              (int64_t) RETRY_AFTER_MAX_S * (int64_t) NSEC_PER_SEC);
+        return (uint64_t) MIN(wait, (int64_t) RETRY_AFTER_MAX_S * (int64_t) NSEC_PER_SEC);
 }

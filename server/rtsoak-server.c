@@ -8,12 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "conf-parser.h"
 #include "config.h"
 #include "log.h"
 #include "macro.h"
+#include "server-access.h"
 #include "server-auth.h"
 #include "server-db.h"
 #include "server-http.h"
@@ -29,6 +31,8 @@
 struct server_config {
         char *listen, *db, *cert, *key;
         uint64_t threads, rate, burst, max_body;
+        uint64_t connections, per_address, head_timeout, request_timeout, idle_timeout;
+        char *read_api, *read_dashboard, *read_metrics, *hosts;
         bool cache_warming;
         uint64_t period, max_gap, load_down_max;
         char *scenarios;
@@ -54,6 +58,28 @@ static const struct conf_item config_items[] = {
           UINT64_C(1) << 30, "16777216" },
         { "Server", "CacheWarming", &conf_type_bool, offsetof(struct server_config, cache_warming),
           0, 0, "yes" },
+        { "Server", "Connections", &conf_type_uint, offsetof(struct server_config, connections), 16,
+          65536, STR(FARM_CONNECTIONS_DEFAULT) },
+        { "Server", "ConnectionsPerAddress", &conf_type_uint,
+          offsetof(struct server_config, per_address), 1, 65536,
+          STR(FARM_CONNECTIONS_PER_ADDRESS_DEFAULT) },
+        { "Server", "HeadTimeout", &conf_type_timespan,
+          offsetof(struct server_config, head_timeout), 100 * NSEC_PER_MSEC, 3600 * NSEC_PER_SEC,
+          FARM_HEAD_TIMEOUT_DEFAULT },
+        { "Server", "RequestTimeout", &conf_type_timespan,
+          offsetof(struct server_config, request_timeout), NSEC_PER_SEC, 86400 * NSEC_PER_SEC,
+          FARM_REQUEST_TIMEOUT_DEFAULT },
+        { "Server", "IdleTimeout", &conf_type_timespan_s,
+          offsetof(struct server_config, idle_timeout), NSEC_PER_SEC, 3600 * NSEC_PER_SEC,
+          STR(FARM_CONNECTION_TIMEOUT_S_DEFAULT) "s" },
+        { "Access", "API", &conf_type_string, offsetof(struct server_config, read_api), 1, 16,
+          "auto" },
+        { "Access", "Dashboard", &conf_type_string, offsetof(struct server_config, read_dashboard),
+          1, 16, "auto" },
+        { "Access", "Metrics", &conf_type_string, offsetof(struct server_config, read_metrics), 1,
+          16, "auto" },
+        { "Access", "Hosts", &conf_type_string, offsetof(struct server_config, hosts), 1, 4000,
+          "auto" },
         { "Verdict", "Period", &conf_type_timespan, offsetof(struct server_config, period),
           NSEC_PER_SEC, 3650 * 86400 * NSEC_PER_SEC, FARM_RULE_PERIOD_DEFAULT },
         { "Verdict", "MaxGap", &conf_type_timespan, offsetof(struct server_config, max_gap),
@@ -68,6 +94,37 @@ static const struct conf_table config_table = { .items = config_items,
                                                 .n = ELEMENTSOF(config_items) };
 _Static_assert(FARM_RATE_DEFAULT == 10.0 && FARM_MAX_BODY_DEFAULT == 16777216,
                "the configuration's defaults are the options' defaults");
+
+/* The --set SECTION.KEY=VALUE assignments, in order, NULL-terminated (allocated); they apply
+ * after the file, before the other options. */
+static char **config_sets(int argc, char **argv) {
+        char **sets = calloc((size_t) argc + 1, sizeof(char *));
+        size_t n = 0;
+        for (int i = 1; sets && i < argc; i++) {
+                if (strcmp(argv[i], "--") == 0)
+                        break;
+                if (strcmp(argv[i], "--set") == 0 && i + 1 < argc)
+                        sets[n++] = argv[++i];
+                else if (strncmp(argv[i], "--set=", 6) == 0)
+                        sets[n++] = argv[i] + 6;
+        }
+        return sets;
+}
+
+/* auto, open, token or staff: [Access] API=, Dashboard=, Metrics=. */
+static int read_mode(const char *path, const char *key, const char *v, enum farm_read_mode *ret) {
+        static const char *const names[] = { [FARM_READ_AUTO] = "auto",
+                                             [FARM_READ_OPEN] = "open",
+                                             [FARM_READ_TOKEN] = "token",
+                                             [FARM_READ_STAFF] = "staff" };
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (strcmp(v, names[i]) == 0) {
+                        *ret = (enum farm_read_mode) i;
+                        return 0;
+                }
+        log_error("%s: [Access] %s=%s: expected auto, open, token or staff", path, key, v);
+        return -EINVAL;
+}
 
 /* Finds --config FILE (or --config=FILE) before the options are parsed: the options given
  * on the command line override what the file says. */
@@ -98,6 +155,9 @@ struct options {
         unsigned burst;
         size_t max_body_bytes;
         bool cache_warming;
+        struct farm_connlimit_config limits;
+        unsigned idle_timeout_s;
+        struct farm_access_config access;
         int64_t threshold_ns; /* -1: not given */
         int gating;           /* -1: not given */
         const char *reason, *by, *at;
@@ -117,6 +177,7 @@ static void help(void) {
                "       rtsoak-server [--db PATH] unwaive WAIVER_ID [--reason TEXT] [--by NAME]\n"
                "       rtsoak-server [--db PATH] waivers [RELEASE]\n"
                "       rtsoak-server [--db PATH] admin-token NAME | admin-revoke NAME\n"
+               "       rtsoak-server [--db PATH] read-token NAME | read-revoke NAME\n"
                "       rtsoak-server [--db PATH] check\n"
                "\n"
                "  --db PATH            farm database (default %s)\n"
@@ -129,6 +190,8 @@ static void help(void) {
                "  --max-body BYTES     largest upload body (default %zu)\n"
                "  --cache-warming yes|no  merge past days' histograms in the background "
                "(default yes)\n"
+               "  --config FILE        configuration file (default %s)\n"
+               "  --set SECTION.KEY=VALUE  a setting of the configuration file (repeatable)\n"
                "  --threshold SPAN     enroll: the machine's latency bound (default 100us)\n"
                "  --gating yes|no      enroll: whether the machine gates releases "
                "(default yes)\n"
@@ -142,7 +205,7 @@ static void help(void) {
                "kept.\nThe verdict's rule is set in the [Verdict] section of the configuration "
                "file.\n",
                DB_DEFAULT, FARM_LISTEN_DEFAULT, FARM_THREADS_DEFAULT, FARM_RATE_DEFAULT,
-               FARM_BURST_DEFAULT, FARM_MAX_BODY_DEFAULT);
+               FARM_BURST_DEFAULT, FARM_MAX_BODY_DEFAULT, CONFIG_DEFAULT);
 }
 
 static int parse_uint(const char *opt, const char *s, unsigned long long min,
@@ -177,6 +240,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 ARG_REASON,
                 ARG_BY,
                 ARG_AT,
+                ARG_SET,
                 ARG_VERSION,
         };
         static const struct option options[] = {
@@ -195,6 +259,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 { "reason", required_argument, NULL, ARG_REASON },
                 { "by", required_argument, NULL, ARG_BY },
                 { "at", required_argument, NULL, ARG_AT },
+                { "set", required_argument, NULL, ARG_SET },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
@@ -207,6 +272,7 @@ static int parse_options(int argc, char **argv, struct options *o) {
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
                 switch (c) {
                 case ARG_CONFIG:
+                case ARG_SET:
                         break; /* read before the options */
                 case ARG_DB:
                         o->db_path = optarg;
@@ -343,6 +409,20 @@ static int read_pem(const char *what, const char *path, char **ret) {
         return 0;
 }
 
+/* Every connection is a descriptor: the soft limit (1024 by default, also under systemd) is
+ * raised towards the hard one so that the connection limit, not EMFILE, is what bites. */
+static void raise_fd_limit(unsigned connections) {
+        struct rlimit rl;
+        rlim_t want = (rlim_t) connections + 256;
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= want)
+                return;
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? want : MIN(want, rl.rlim_max);
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur < want)
+                log_warning("Only %llu file descriptors: fewer than the %u connections allowed "
+                            "(LimitNOFILE= raises it)",
+                            (unsigned long long) rl.rlim_cur, connections);
+}
+
 static int open_db(const char *path, farm_db **ret) {
         char err[FARM_ERROR_MAX];
         int r = farm_db_open(path, ret, err);
@@ -394,6 +474,10 @@ static int serve(const struct options *o) {
                 return EXIT_FAILURE;
         }
 
+        raise_fd_limit(o->limits.max_total);
+        struct farm_access_config ac = o->access;
+        ac.listen = bound;
+
         /* The worker threads inherit this mask, so the signals reach only sigwait() below. */
         sigset_t mask;
         sigemptyset(&mask);
@@ -407,8 +491,9 @@ static int serve(const struct options *o) {
                 .tls_cert_pem = cert,
                 .tls_key_pem = key,
                 .threads = o->threads,
-                .connection_limit = FARM_CONNECTION_LIMIT_DEFAULT,
-                .connection_timeout_s = FARM_CONNECTION_TIMEOUT_S_DEFAULT,
+                .limits = o->limits,
+                .access = ac,
+                .connection_timeout_s = o->idle_timeout_s,
                 .max_body_bytes = o->max_body_bytes,
                 .rate_per_s = o->rate_per_s,
                 .burst = o->burst,
@@ -640,6 +725,43 @@ static int admin_cmd(const struct options *o, const char *name, bool revoke) {
         return EXIT_SUCCESS;
 }
 
+static int reader_cmd(const struct options *o, const char *name, bool revoke) {
+        char token[FARM_TOKEN_LEN + 1], err[FARM_ERROR_MAX];
+        uint8_t hash[SHA256_DIGEST_SIZE];
+        farm_db *db = NULL;
+        int r;
+
+        if (!farm_reader_name_valid(name)) {
+                log_error("Invalid reader name '%s': 1-%d letters, digits or . _ @ -", name,
+                          FARM_READER_NAME_MAX);
+                return EXIT_CONFIG;
+        }
+        if (open_db(o->db_path, &db) < 0)
+                return EXIT_FAILURE;
+        if (revoke)
+                r = farm_reader_revoke(db, name, now_ns(CLOCK_REALTIME), err);
+        else if ((r = farm_token_new(token, hash)) < 0)
+                snprintf(err, sizeof(err), "cannot read random bytes for the token");
+        else
+                r = farm_reader_add(db, name, hash, now_ns(CLOCK_REALTIME), err);
+        farm_db_close(db);
+        if (r < 0) {
+                log_error_errno(r, "Cannot %s the read token of %s: %s",
+                                revoke ? "revoke" : "create", name, err);
+                return EXIT_FAILURE;
+        }
+        if (revoke) {
+                log_info("Revoked the read token of %s", name);
+                return EXIT_SUCCESS;
+        }
+        printf("%s\n", token);
+        explicit_bzero(token, sizeof(token));
+        if (fflush(stdout) != 0)
+                return log_error_errno(errno, "Cannot print the token: %m"), EXIT_FAILURE;
+        log_info("Read token of %s created; it is shown only this once", name);
+        return EXIT_SUCCESS;
+}
+
 static int check_cmd(const struct options *o) {
         char err[FARM_ERROR_MAX];
         farm_db *db = NULL;
@@ -675,10 +797,23 @@ int main(int argc, char **argv) {
         char err[CONF_ERROR_MAX];
         bool explicit_config;
         const char *path = config_path(argc, argv, &explicit_config);
-        if (conf_load(&config_table, path, explicit_config, NULL, &sc, NULL, NULL, err) < 0) {
+        _cleanup_free_ char **sets = config_sets(argc, argv);
+        if (!sets)
+                return log_oom(), EXIT_FAILURE;
+        if (conf_load(&config_table, path, explicit_config, sets, &sc, NULL, NULL, err) < 0) {
                 log_error("%s", err);
                 return EXIT_CONFIG;
         }
+        o.limits = (struct farm_connlimit_config){ .max_total = (unsigned) sc.connections,
+                                                   .max_per_address = (unsigned) sc.per_address,
+                                                   .head_timeout_ns = sc.head_timeout,
+                                                   .request_timeout_ns = sc.request_timeout };
+        o.idle_timeout_s = (unsigned) (sc.idle_timeout / NSEC_PER_SEC);
+        o.access.hosts = sc.hosts;
+        if (read_mode(path, "API", sc.read_api, &o.access.api) < 0 ||
+            read_mode(path, "Dashboard", sc.read_dashboard, &o.access.dashboard) < 0 ||
+            read_mode(path, "Metrics", sc.read_metrics, &o.access.metrics) < 0)
+                return EXIT_CONFIG;
         o.listen = sc.listen;
         o.db_path = sc.db;
         o.cert = *sc.cert ? sc.cert : NULL;
@@ -717,6 +852,7 @@ int main(int argc, char **argv) {
                 { "enroll", 1, 1 },      { "revoke", 1, 1 },       { "verdict", 1, 1 },
                 { "waive", 2, 2 },       { "unwaive", 1, 1 },      { "waivers", 0, 1 },
                 { "admin-token", 1, 1 }, { "admin-revoke", 1, 1 }, { "check", 0, 0 },
+                { "read-token", 1, 1 },  { "read-revoke", 1, 1 },
         };
         size_t k = 0;
         for (; k < ELEMENTSOF(commands); k++)
@@ -724,7 +860,8 @@ int main(int argc, char **argv) {
                         break;
         if (k == ELEMENTSOF(commands)) {
                 log_error("Unknown command '%s' (expected enroll, revoke, verdict, waive, unwaive, "
-                          "waivers, admin-token, admin-revoke or check; see --help)",
+                          "waivers, admin-token, admin-revoke, read-token, read-revoke or check; "
+                          "see --help)",
                           cmd);
                 return EXIT_CONFIG;
         }
@@ -757,6 +894,9 @@ int main(int argc, char **argv) {
                 return waivers_cmd(&o, nargs > 1 ? a1 : NULL);
         case 8:
                 return check_cmd(&o);
+        case 9:
+        case 10:
+                return reader_cmd(&o, a1, k == 10);
         default:
                 return admin_cmd(&o, a1, k == 7);
         }

@@ -3,17 +3,21 @@
  * SVG rendered here from the answers of the JSON API and of the verdict. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "base64.h"
 #include "log.h"
 #include "macro.h"
 #include "server-dash.h"
+#include "server-path.h"
 #include "server-params.h"
 #include "server-svg.h"
+#include "sha256.h"
 #include "timeutil.h"
 
 #define HOUR_NS (3600 * (int64_t) NSEC_PER_SEC)
@@ -226,6 +230,34 @@ static const char script[] =
         "l[i].textContent=d.getFullYear()+'-'+p(d.getMonth()+1)+'-'+p(d.getDate())+' '+"
         "p(d.getHours())+':'+p(d.getMinutes())+':'+p(d.getSeconds())+(z?' '+z:'');"
         "l[i].setAttribute('data-local','1')}})();";
+
+static char csp[512];
+
+static void csp_hash(const char *text, char *buf, size_t size) {
+        uint8_t hash[SHA256_DIGEST_SIZE];
+        struct sha256_ctx c;
+        sha256_init(&c);
+        sha256_update(&c, text, strlen(text));
+        sha256_final(&c, hash);
+        _cleanup_free_ char *b64 = base64_encode(hash, sizeof(hash));
+        snprintf(buf, size, "'sha256-%s'", b64 ?: "");
+}
+
+static void csp_init(void) {
+        char style[80], js[80];
+        csp_hash(css, style, sizeof(style));
+        csp_hash(script, js, sizeof(js));
+        snprintf(csp, sizeof(csp),
+                 "default-src 'none'; style-src %s; script-src %s; img-src 'self' data:; "
+                 "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+                 style, js);
+}
+
+const char *farm_dash_csp(void) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, csp_init);
+        return csp;
+}
 
 static void page_begin(struct dash *x, const char *title, unsigned refresh_s) {
         FILE *f = x->f;
@@ -1642,7 +1674,7 @@ static int page_kernel(struct dash *x, const char *release) {
                 FILE *u = fmemopen(url, sizeof(url), "w");
                 if (u) {
                         fputs("/api/v1/kernels/", u);
-                        fputs(release, u);
+                        urlenc(u, release);
                         fputs("/compare", u);
                         fputc('\0', u);
                         fclose(u);
@@ -1898,6 +1930,12 @@ int farm_dash_route(farm_db *db, const struct farm_rule *rule, struct farm_count
         if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
                 fail_page(&x, 405, "%.16s: the dashboard is read only (GET, HEAD)", method);
                 ret->allow = "GET, HEAD";
+                return 1;
+        }
+        /* The key is a segment of the routing path, still percent-encoded (a release may hold
+         * a '/'): decoded here. */
+        if (which != OVERVIEW && farm_segment_decode(key, strlen(key), key, sizeof(key)) < 0) {
+                fail_page(&x, 404, "no such page: a bad escape in the path");
                 return 1;
         }
         switch (which) {

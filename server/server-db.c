@@ -18,7 +18,7 @@
 /* 'rtsf': marks the file as the farm database, so the machines' own database (and any other
  * SQLite file) is refused by name. */
 #define FARM_APPLICATION_ID 0x72747366
-#define FARM_SCHEMA_VERSION 5
+#define FARM_SCHEMA_VERSION 6
 #define FARM_BUSY_TIMEOUT_MS 10000
 
 /* Migration N takes the schema from version N to N+1.  Never edit a released entry: add one. */
@@ -171,6 +171,11 @@ static const char *const migrations[] = {
         "  max_time_ns, samples, violations, scenario);",
         /* 4 -> 5: an event's structured details (the forensics of an unclean end), JSON. */
         "ALTER TABLE events ADD COLUMN details TEXT;",
+        /* 5 -> 6: read tokens (server-access.c), hashed like the staff tokens. */
+        "CREATE TABLE readers ("
+        "  name TEXT PRIMARY KEY, token_hash BLOB NOT NULL CHECK (length(token_hash) = 32),"
+        "  created_ns INTEGER NOT NULL, revoked_ns INTEGER);"
+        "CREATE INDEX readers_token ON readers(token_hash);",
 };
 _Static_assert(ELEMENTSOF(migrations) == FARM_SCHEMA_VERSION, "one migration per version");
 

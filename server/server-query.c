@@ -15,6 +15,7 @@
 #include "macro.h"
 #include "server-db-internal.h"
 #include "server-params.h"
+#include "server-path.h"
 #include "server-query.h"
 #include "timeutil.h"
 
@@ -2272,7 +2273,12 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                         answer_error(ret, 404, "no such kernel");
                         return 1;
                 }
-                snprintf(key, sizeof(key), "%.*s", (int) (slash - rel), rel);
+                /* Still percent-encoded in the routing path: a release may hold a '/'. */
+                if (farm_segment_decode(rel, (size_t) (slash - rel), key, sizeof(key)) < 0) {
+                        *ret = (struct farm_answer){};
+                        answer_error(ret, 404, "no such kernel");
+                        return 1;
+                }
         } else
                 return 0;
 

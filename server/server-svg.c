@@ -741,6 +741,11 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
 /* Kernel releases run down from the top of the plot: long ones would cross the data. */
 #define KERNEL_LABEL_MAX 28
 
+#define LT_STEP_MAX_NS (INT64_C(3653) * (int64_t) NSEC_PER_DAY)
+/* Times up to twenty years before the end of int64 (in 2262): room for the arithmetic of the
+ * axis, and still beyond what the farm stores (up to 2200). */
+#define LT_TIME_MAX_NS (INT64_MAX - 2 * LT_STEP_MAX_NS)
+
 struct lt_geom {
         int64_t t0, t1;
         double ymin, ymax; /* µs; logarithmic: powers of ten */
@@ -785,7 +790,9 @@ static void lt_time_axis(struct svg_buf *b, const struct lt_geom *g) {
         char label[32];
 
         putf(b, "<g class=\"x-axis\" font-size=\"%d\" text-anchor=\"middle\">\n", FS_SMALL);
-        for (bool first = true; t <= g->t1; t += step, first = false) {
+        /* t + step is checked: a time axis that ends near the largest time must end the
+         * loop, not wrap around to the smallest. */
+        for (bool first = true; t <= g->t1; first = false) {
                 double x = lt_x(g, t);
                 /* Within a day only the first tick and midnights carry the date. */
                 if (by_day || first || t % (int64_t) NSEC_PER_DAY == 0)
@@ -798,6 +805,8 @@ static void lt_time_axis(struct svg_buf *b, const struct lt_geom *g) {
                      "<text class=\"time\" data-t-ns=\"%" PRId64 "\" x=\"%.1f\" y=\"%.0f\">%s"
                      "</text>\n",
                      x, L_TOP, x, L_BOTTOM, t, x, L_BOTTOM + L_STRIP + 16, label);
+                if (__builtin_add_overflow(t, step, &t))
+                        break;
         }
         putf(b, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"%d\">time (UTC)</text>\n</g>\n",
              (L_X0 + L_X1) / 2, L_BOTTOM + L_STRIP + 34, FS_TEXT);
@@ -850,7 +859,12 @@ static int lt_check(struct svg_buf *b, const struct svg_lt_plot *p) {
                 return fail(b, -EINVAL, "long-term plot: a count without its array");
         if (p->step_ns < 0 || p->bound_ns < 0)
                 return fail(b, -EINVAL, "long-term plot: negative step or bound");
-        if (p->start_ns < 0 || p->end_ns < 0 || (p->end_ns && p->end_ns <= p->start_ns))
+        /* Steps of up to ten years, so that 1.5 steps and a time plus a step stay in range. */
+        if (p->step_ns > LT_STEP_MAX_NS)
+                return fail(b, -EINVAL, "long-term plot: step %" PRId64 " ns is over ten years",
+                            p->step_ns);
+        if (p->start_ns < 0 || p->end_ns < 0 || (p->end_ns && p->end_ns <= p->start_ns) ||
+            p->start_ns > LT_TIME_MAX_NS || p->end_ns > LT_TIME_MAX_NS)
                 return fail(b, -EINVAL,
                             "long-term plot: time range %" PRId64 "..%" PRId64 " is not valid",
                             p->start_ns, p->end_ns);
@@ -858,6 +872,9 @@ static int lt_check(struct svg_buf *b, const struct svg_lt_plot *p) {
                 const struct svg_lt_point *pt = &p->points[i];
                 if (pt->t_ns < 0)
                         return fail(b, -EINVAL, "point %zu: negative time %" PRId64, i, pt->t_ns);
+                if (pt->t_ns > LT_TIME_MAX_NS)
+                        return fail(b, -EINVAL, "point %zu: time %" PRId64 " out of range", i,
+                                    pt->t_ns);
                 if (pt->max_ns < 0)
                         return fail(b, -EINVAL, "point %zu: negative latency %" PRId64 " ns", i,
                                     pt->max_ns);
@@ -918,7 +935,9 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
         int64_t step = p->step_ns;
         if (!g.t0 && !g.t1) {
                 g.t0 = p->points[0].t_ns;
-                g.t1 = p->points[p->npoints - 1].t_ns + MAX(step, (int64_t) 1);
+                if (__builtin_add_overflow(p->points[p->npoints - 1].t_ns, MAX(step, (int64_t) 1),
+                                           &g.t1))
+                        g.t1 = INT64_MAX;
         }
         /* A time axis from the data spans at least an hour, the data in its middle: one
          * sample is a point in a readable plot, not a line at the edge. */
