@@ -10,7 +10,9 @@
 #include "cli-verdict.h"
 #include "log.h"
 #include "macro.h"
+#include "text-safe.h"
 #include "timeutil.h"
+#include "token-file.h"
 
 #define BODY_MAX (64 << 20)
 
@@ -23,6 +25,8 @@ static void verdict_usage(FILE *f) {
                    "                         \"2d ago\")\n"
                    "  --json                 the server's whole answer as JSON\n"
                    "  --ca FILE              CA certificate(s) to verify an https server with\n"
+                   "  --token-file FILE      a read token (rtsoak-server read-token) in the\n"
+                   "                         file's first line, for a server that wants one\n"
                    "  --timeout SECONDS      give up after this long (default 60)\n"
                    "  -h, --help             show this help\n\n"
                    "Exit status: 0 qualified, 1 failed, 2 pending, 3 cannot tell (server\n"
@@ -58,25 +62,36 @@ static void print_verdict(const char *release, json_t *j) {
                 upper[i] = (char) (status[i] >= 'a' && status[i] <= 'z' ? status[i] - 32
                                                                         : status[i]);
         upper[i] = '\0';
-        printf("%s: %s (as of %s)\n", release, upper, at ?: "?");
+        /* What the server says is shown escaped: a hostname or a waiver's reason must not
+         * colour the terminal, forge a line of the verdict or turn its words around. */
+        fputs(release, stdout);
+        fputs(": ", stdout);
+        text_fputs(upper, stdout);
+        fputs(" (as of ", stdout);
+        text_fputs(at ?: "?", stdout);
+        fputs(")\n", stdout);
         json_t *reasons = json_object_get(j, "reasons"), *r;
         size_t k;
-        json_array_foreach (reasons, k, r)
-                printf("  %s\n", json_string_value(r));
+        json_array_foreach (reasons, k, r) {
+                fputs("  ", stdout);
+                text_fputs(json_string_value(r), stdout);
+                putchar('\n');
+        }
 }
 
 int cli_verdict(int argc, char **argv) {
-        enum { ARG_SERVER = 0x100, ARG_AT, ARG_JSON, ARG_CA, ARG_TIMEOUT };
+        enum { ARG_SERVER = 0x100, ARG_AT, ARG_JSON, ARG_CA, ARG_TIMEOUT, ARG_TOKEN_FILE };
         static const struct option options[] = {
                 { "server", required_argument, NULL, ARG_SERVER },
                 { "at", required_argument, NULL, ARG_AT },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "ca", required_argument, NULL, ARG_CA },
                 { "timeout", required_argument, NULL, ARG_TIMEOUT },
+                { "token-file", required_argument, NULL, ARG_TOKEN_FILE },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
-        const char *server = NULL, *ca = NULL, *reason;
+        const char *server = NULL, *ca = NULL, *reason, *token_file = NULL;
         int64_t at = 0;
         bool json = false, have_at = false;
         long timeout = 60;
@@ -100,6 +115,9 @@ int cli_verdict(int argc, char **argv) {
                         break;
                 case ARG_CA:
                         ca = optarg;
+                        break;
+                case ARG_TOKEN_FILE:
+                        token_file = optarg;
                         break;
                 case ARG_TIMEOUT: {
                         char *end;
@@ -132,6 +150,22 @@ int cli_verdict(int argc, char **argv) {
                 return 64;
         }
         const char *release = argv[optind];
+        _cleanup_free_ char *token = NULL, *auth = NULL;
+        if (token_file) {
+                char err[TOKEN_MESSAGE_MAX], warning[TOKEN_MESSAGE_MAX];
+                if (token_file_read(token_file, &token, err, warning) < 0) {
+                        log_error("--token-file %s", err);
+                        return 64;
+                }
+                if (warning[0])
+                        log_warning("--token-file %s", warning);
+                if (token_in_clear(server))
+                        log_warning("--server %s: the token goes to another host over plain "
+                                    "HTTP, readable by anyone on the way (use https://)",
+                                    server);
+                if (asprintf(&auth, "Authorization: Bearer %s", token) < 0)
+                        return log_oom(), VERDICT_EXIT_UNKNOWN;
+        }
 
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0) {
                 log_error("Cannot initialise libcurl");
@@ -161,7 +195,11 @@ int cli_verdict(int argc, char **argv) {
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
         if (ca)
                 curl_easy_setopt(h, CURLOPT_CAINFO, ca);
+        struct curl_slist *headers = auth ? curl_slist_append(NULL, auth) : NULL;
+        if (headers)
+                curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
         CURLcode rc = curl_easy_perform(h);
+        curl_slist_free_all(headers);
         if (rc != CURLE_OK) {
                 log_error("Cannot reach %.*s: %s; the verdict cannot be told", (int) sl, server,
                           curl_easy_strerror(rc));
@@ -190,7 +228,8 @@ int cli_verdict(int argc, char **argv) {
               : strcmp(v, "pending") == 0 ? VERDICT_EXIT_PENDING
                                           : VERDICT_EXIT_UNKNOWN;
         if (json) {
-                json_dumpf(j, stdout, JSON_INDENT(2));
+                /* ASCII only: C1 controls and bidirectional overrides as \u escapes too. */
+                json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
                 putchar('\n');
         } else
                 print_verdict(release, j);

@@ -239,3 +239,16 @@ int hist_decode_merge(struct hist *dst, const uint8_t *buf, size_t len, uint64_t
                 return r;
         return decode_walk(dst, NULL, buf, len, NULL, ret_reason);
 }
+
+uint64_t hist_entries(const uint8_t *buf, size_t len) {
+        const uint8_t *p = buf, *end = buf + len;
+        uint64_t limit, n = 0, step, count;
+        if (len < 2)
+                return 0;
+        p++; /* the version */
+        if (get_varint(&p, end, &limit) < 0)
+                return 0;
+        while (p < end && get_varint(&p, end, &step) == 0 && get_varint(&p, end, &count) == 0)
+                n++;
+        return n;
+}

@@ -88,3 +88,6 @@ int hist_encode(const uint32_t limit_us, const uint64_t *counts, uint8_t **ret_b
  * input: nothing in the blob is trusted. */
 int hist_decode_merge(struct hist *dst, const uint8_t *buf, size_t len, uint64_t *ret_total,
                       const char **ret_reason);
+
+/* The non-empty buckets of an encoded histogram that hist_decode_merge() accepted. */
+uint64_t hist_entries(const uint8_t *buf, size_t len);

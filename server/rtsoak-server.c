@@ -22,6 +22,7 @@
 #include "server-query.h"
 #include "server-ratelimit.h"
 #include "server-verdict.h"
+#include "text-safe.h"
 #include "timeutil.h"
 
 #define DB_DEFAULT "/var/lib/rtsoak-server/farm.db"
@@ -388,6 +389,10 @@ static int read_pem(const char *what, const char *path, char **ret) {
                                        "Cannot use the %s '%s': not a PEM file (empty, too "
                                        "large or not a regular file)",
                                        what, path);
+        if (strcmp(what, "private key") == 0 && (st.st_mode & S_IROTH))
+                log_warning("The private key '%s' is readable by every user of this machine "
+                            "(chmod 600 %s, or pass it with LoadCredential=)",
+                            path, path);
         _cleanup_free_ char *buf = malloc((size_t) st.st_size + 1);
         if (!buf)
                 return log_oom();
@@ -431,6 +436,29 @@ static int open_db(const char *path, farm_db **ret) {
         return 0;
 }
 
+/* The certificate and key that systemd's LoadCredential= passed (rtsoak-server.service), when
+ * neither Certificate= nor Key= is set: both or neither. */
+static int credentials(char **ret_cert, char **ret_key) {
+        const char *dir = getenv("CREDENTIALS_DIRECTORY");
+        if (!dir || !*dir)
+                return 0;
+        _cleanup_free_ char *cert = NULL, *key = NULL;
+        if (asprintf(&cert, "%s/rtsoak-server.crt", dir) < 0 ||
+            asprintf(&key, "%s/rtsoak-server.key", dir) < 0)
+                return log_oom();
+        bool has_cert = access(cert, F_OK) == 0, has_key = access(key, F_OK) == 0;
+        if (has_cert != has_key) {
+                log_error("The credentials hold %s but not %s: HTTPS needs both",
+                          has_cert ? cert : key, has_cert ? key : cert);
+                return -EINVAL;
+        }
+        if (has_cert) {
+                *ret_cert = TAKE_PTR(cert);
+                *ret_key = TAKE_PTR(key);
+        }
+        return 0;
+}
+
 static int serve(const struct options *o) {
         _cleanup_free_ char *cert = NULL, *key = NULL;
         char bound[FARM_ADDRESS_MAX], err[FARM_ERROR_MAX];
@@ -438,6 +466,16 @@ static int serve(const struct options *o) {
         farm_db *db = NULL;
         int fd = -1, r, sig;
 
+        _cleanup_free_ char *cred_cert = NULL, *cred_key = NULL;
+        if (!o->cert && !o->key && credentials(&cred_cert, &cred_key) < 0)
+                return EXIT_CONFIG;
+        struct options with_cred;
+        if (cred_cert) {
+                with_cred = *o;
+                with_cred.cert = cred_cert;
+                with_cred.key = cred_key;
+                o = &with_cred;
+        }
         if (!!o->cert != !!o->key) {
                 log_error("--cert and --key go together: HTTPS needs both");
                 return EXIT_CONFIG;
@@ -627,8 +665,13 @@ static int waive_cmd(const struct options *o, const char *release, const char *p
         farm_db *db = NULL;
         int64_t id;
 
+        char why[TEXT_WHY_MAX];
         if (!o->reason || !*o->reason) {
                 log_error("waive needs --reason TEXT: a waiver without a reason is not accepted");
+                return EXIT_CONFIG;
+        }
+        if (!text_ok(o->reason, false, why) || !text_ok(who(o), false, why)) {
+                log_error("Invalid --reason or --by: %s (one line of plain text)", why);
                 return EXIT_CONFIG;
         }
         if (open_db(o->db_path, &db) < 0)
@@ -654,6 +697,11 @@ static int unwaive_cmd(const struct options *o, const char *id_text) {
         if (errno || *end || id <= 0) {
                 log_error("Invalid waiver id '%s': expected the number that waive printed",
                           id_text);
+                return EXIT_CONFIG;
+        }
+        char why[TEXT_WHY_MAX];
+        if (!text_ok(o->reason ?: "", false, why) || !text_ok(who(o), false, why)) {
+                log_error("Invalid --reason or --by: %s (one line of plain text)", why);
                 return EXIT_CONFIG;
         }
         if (open_db(o->db_path, &db) < 0)

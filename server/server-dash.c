@@ -18,6 +18,7 @@
 #include "server-params.h"
 #include "server-svg.h"
 #include "sha256.h"
+#include "text-safe.h"
 #include "timeutil.h"
 
 #define HOUR_NS (3600 * (int64_t) NSEC_PER_SEC)
@@ -64,9 +65,12 @@ static const char *arg(const struct farm_args *args, const char *name) {
         return NULL;
 }
 
-/* Text for HTML: both in elements and in attribute values. */
-static void esc(FILE *f, const char *s) {
-        for (; s && *s; s++)
+/* Text for HTML: both in elements and in attribute values.  Control and bidirectional
+ * formatting characters (stored before the schema refused them) show as escapes, so that
+ * they cannot reorder what a page says. */
+static void esc(FILE *f, const char *text) {
+        _cleanup_free_ char *safe = text ? text_escape_dup(text) : NULL;
+        for (const char *s = safe; s && *s; s++)
                 switch (*s) {
                 case '&':
                         fputs("&amp;", f);

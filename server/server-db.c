@@ -12,6 +12,7 @@
 
 #include "macro.h"
 #include "sqlite-errno.h"
+#include "file-mode.h"
 #include "server-db-internal.h"
 #include "server-query.h"
 
@@ -347,6 +348,11 @@ static int open_checked(farm_db *db, char *err) {
         int64_t version, appid, tables;
         int r;
 
+        /* 0600 whatever the umask: the farm's data, its staff and token hashes are the
+         * server's alone (the WAL and shared-memory files take the same mode). */
+        r = file_create_mode(db->path, FARM_DB_FILE_MODE, NULL);
+        if (r < 0)
+                return farm_failf(db, r, err, "cannot create the database: %s", strerror(-r));
         int rc = sqlite3_open_v2(db->path, &db->db,
                                  SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                                  NULL);

@@ -27,6 +27,7 @@
 #include "server-ratelimit.h"
 #include "server-verdict.h"
 #include "summary.h"
+#include "text-safe.h"
 #include "timeutil.h"
 
 #define API_SUMMARIES "/api/v1/summaries"
@@ -556,8 +557,15 @@ static int admin_body(struct request *rq, const char *const *fields, const char 
                         json_decref(j);
                         return -EINVAL;
                 }
+                char why[TEXT_WHY_MAX];
                 if (!json_is_string(val)) {
                         snprintf(err, errlen, "%s: expected a string", key);
+                        json_decref(j);
+                        return -EINVAL;
+                }
+                /* A reason is shown in pages, logs and terminals: one line of plain text. */
+                if (!text_ok(json_string_value(val), false, why)) {
+                        snprintf(err, errlen, "%s: %s", key, why);
                         json_decref(j);
                         return -EINVAL;
                 }
