@@ -663,59 +663,77 @@ static int64_t lt_step(const struct machine *m, const struct window *w) {
 
 /* ---- the plots of a machine ------------------------------------------------------------- */
 
+/* The histogram plot's CPUs as they are merged: each reduced to the plot's columns at once
+ * (6 KiB a CPU, whatever its histogram), the axis known from all CPUs merged. */
+struct plot_cpus {
+        uint64_t bound_us, x_limit_us;
+        struct svg_hist_cpu *cpus;
+        struct svg_hist_columns *cols;
+        size_t n, alloc;
+};
+
+static uint32_t last_exact_bucket(const struct farm_acc *c) {
+        for (uint32_t i = c->h.counts ? MIN(c->h.limit_us, c->h.nbuckets) : 0; i > 0; i--)
+                if (c->h.counts[i - 1])
+                        return i;
+        return 0;
+}
+
+static int plot_cpu(void *userdata, int64_t cpu, const struct farm_acc *acc,
+                    const struct farm_acc *all) {
+        struct plot_cpus *p = userdata;
+        if (!p->x_limit_us)
+                p->x_limit_us = svg_hist_axis_end(p->bound_us, last_exact_bucket(all));
+        if (cpu < 0 || !acc->samples)
+                return 0;
+        if (p->n == p->alloc) {
+                size_t na = p->alloc ? p->alloc * 2 : 16;
+                struct svg_hist_cpu *c = realloc(p->cpus, na * sizeof(*c));
+                if (c)
+                        p->cpus = c;
+                struct svg_hist_columns *k = realloc(p->cols, na * sizeof(*k));
+                if (k)
+                        p->cols = k;
+                if (!c || !k)
+                        return -ENOMEM;
+                p->alloc = na;
+        }
+        uint32_t limit = MIN(acc->h.limit_us, acc->h.nbuckets);
+        uint64_t overflow = 0;
+        for (uint32_t i = limit; i < acc->h.nbuckets; i++)
+                overflow += acc->h.counts[i];
+        svg_hist_reduce(p->x_limit_us, p->bound_us, acc->h.counts, limit, overflow, &p->cols[p->n]);
+        p->cpus[p->n] = (struct svg_hist_cpu){ .cpu = (unsigned) cpu,
+                                               .nbuckets = limit,
+                                               .overflow = overflow,
+                                               .max_ns = acc->max_ns };
+        p->n++;
+        return 0;
+}
+
 static int machine_hist(struct dash *x, const struct machine *m, const struct window *w,
                         struct svg_buf *out) {
-        char url[128], from[32], to[32], title[400], nb[16];
-        json_t *h = NULL;
-        snprintf(url, sizeof(url), "/api/v1/machines/%s/histogram", m->id);
-        snprintf(from, sizeof(from), "%" PRId64, w->from);
-        snprintf(to, sizeof(to), "%" PRId64, w->to);
-        int r = api(x, url, &h, "from", from, "to", to, NULL);
-        if (r <= 0)
-                return r ?: -EINVAL;
-        json_t *cpus = json_object_get(h, "cpus"), *c;
-        size_t n = json_array_size(cpus), i, k = 0;
-        struct svg_hist_cpu *hc = calloc(MAX(n, 1), sizeof(*hc));
-        uint64_t **counts = calloc(MAX(n, 1), sizeof(*counts));
-        r = hc && counts ? 0 : -ENOMEM;
-        json_array_foreach (cpus, i, c) {
-                int64_t limit = ji(c, "limit_us", 0);
-                if (r < 0 || limit <= 0 || ji(c, "samples", 0) <= 0)
-                        continue;
-                counts[k] = calloc((size_t) limit, sizeof(uint64_t));
-                if (!counts[k]) {
-                        r = -ENOMEM;
-                        break;
-                }
-                json_t *b;
-                size_t j;
-                json_array_foreach (json_object_get(c, "buckets"), j, b) {
-                        int64_t us = json_integer_value(json_array_get(b, 0));
-                        if (us >= 0 && us < limit)
-                                counts[k][us] = (uint64_t) json_integer_value(json_array_get(b, 1));
-                }
-                hc[k] = (struct svg_hist_cpu){ .cpu = (unsigned) ji(c, "cpu", 0),
-                                               .counts = counts[k],
-                                               .nbuckets = (uint32_t) limit,
-                                               .overflow = (uint64_t) ji(c, "overflow", 0),
-                                               .max_ns = (uint64_t) ji(c, "max_ns", 0) };
-                k++;
-        }
+        char title[400], nb[16];
+        /* A bound beyond the exact ranges (a threshold of minutes) is not drawn. */
+        struct plot_cpus p = { .bound_us = MIN((uint64_t) m->bound_ns / 1000,
+                                               (uint64_t) HIST_LIMIT_US_MAX * 1000) };
+        int r = farm_machine_hists(x->db, m->id, w->from, w->to, x->now, plot_cpu, &p, x->a->err);
+        /* The columns move with realloc: pointed at once all are there. */
+        for (size_t i = 0; r >= 0 && i < p.n; i++)
+                p.cpus[i].cols = &p.cols[i];
         snprintf(title, sizeof(title), "%s: latency histogram per CPU", machine_name(m->info, nb));
         if (r >= 0) {
-                struct svg_hist_plot p = { .title = title,
-                                           .cpus = hc,
-                                           .ncpus = k,
-                                           .bound_us = (uint64_t) m->bound_ns / 1000 };
-                r = svg_hist_render(out, &p);
+                struct svg_hist_plot plot = { .title = title,
+                                              .cpus = p.cpus,
+                                              .ncpus = p.n,
+                                              .bound_us = p.bound_us,
+                                              .x_limit_us = p.x_limit_us };
+                r = svg_hist_render(out, &plot);
                 if (r < 0)
                         snprintf(x->a->err, sizeof(x->a->err), "histogram plot: %s", out->error);
         }
-        for (size_t j = 0; counts && j < k; j++)
-                free(counts[j]);
-        free(counts);
-        free(hc);
-        json_decref(h);
+        free(p.cpus);
+        free(p.cols);
         if (r < 0)
                 return fail_internal(x, r, "dashboard: histogram plot");
         return 1;

@@ -399,8 +399,8 @@ static double hist_y(const struct hist_geom *g, uint64_t count) {
 
 /* The largest count of the buckets of column c: with more buckets than columns the curve
  * shows each column's peak, so a narrow spike never disappears. */
-static uint64_t column_count(const struct hist_geom *g, const struct svg_hist_cpu *c, size_t col,
-                             uint32_t *ret_lo, uint32_t *ret_hi) {
+static uint64_t column_max(const struct hist_geom *g, const uint64_t *counts, uint32_t nbuckets,
+                           size_t col, uint32_t *ret_lo, uint32_t *ret_hi) {
         uint32_t lo = (uint32_t) ((double) col * g->xmax_us / (double) g->ncols),
                  hi = (uint32_t) ((double) (col + 1) * g->xmax_us / (double) g->ncols);
         if (hi <= lo)
@@ -408,9 +408,62 @@ static uint64_t column_count(const struct hist_geom *g, const struct svg_hist_cp
         *ret_lo = lo;
         *ret_hi = hi;
         uint64_t m = 0;
-        for (uint32_t i = lo; i < hi && i < c->nbuckets; i++)
-                m = MAX(m, c->counts[i]);
+        for (uint32_t i = lo; counts && i < hi && i < nbuckets; i++)
+                m = MAX(m, counts[i]);
         return m;
+}
+
+static uint64_t column_count(const struct hist_geom *g, const struct svg_hist_cpu *c, size_t col,
+                             uint32_t *ret_lo, uint32_t *ret_hi) {
+        uint64_t m = column_max(g, c->counts, c->nbuckets, col, ret_lo, ret_hi);
+        return c->cols ? c->cols->col[col] : m;
+}
+
+/* The axis for an end: the given one, or the bound and the last bucket rounded up to a tick. */
+static void hist_axis(uint64_t x_limit_us, uint64_t bound_us, uint32_t last_bucket,
+                      struct hist_geom *g, double *ret_step) {
+        double xmax = x_limit_us ? (double) x_limit_us
+                                 : (double) MAX(bound_us + bound_us / 10, (uint64_t) last_bucket);
+        if (!x_limit_us && xmax < 10)
+                xmax = 10;
+        double xstep = nice_step(xmax, 8);
+        if (!x_limit_us)
+                xmax = ceil(xmax / xstep) * xstep;
+        *g = (struct hist_geom){ .xmax_us = xmax, .ncols = (size_t) MIN(xmax, H_X1 - H_X0) };
+        *ret_step = xstep;
+}
+
+uint64_t svg_hist_axis_end(uint64_t bound_us, uint32_t last_bucket) {
+        struct hist_geom g;
+        double step;
+        hist_axis(0, bound_us, last_bucket, &g, &step);
+        return (uint64_t) g.xmax_us;
+}
+
+void svg_hist_reduce(uint64_t x_limit_us, uint64_t bound_us, const uint64_t *counts,
+                     uint32_t nbuckets, uint64_t overflow, struct svg_hist_columns *ret) {
+        struct hist_geom g;
+        double step;
+        uint32_t lo, hi;
+        hist_axis(MAX(x_limit_us, (uint64_t) 1), bound_us, 0, &g, &step);
+        *ret = (struct svg_hist_columns){
+                .total = overflow, .beyond = overflow, .above_bound = overflow, .maxcount = overflow
+        };
+        for (size_t col = 0; col < g.ncols && col < SVG_HIST_COLS_MAX; col++) {
+                ret->col[col] = column_max(&g, counts, nbuckets, col, &lo, &hi);
+                ret->maxcount = MAX(ret->maxcount, ret->col[col]);
+        }
+        for (uint32_t i = 0; counts && i < nbuckets; i++) {
+                if (!counts[i])
+                        continue;
+                ret->total += counts[i];
+                ret->last_bucket = i + 1;
+                if (i >= (uint32_t) g.xmax_us)
+                        ret->beyond += counts[i];
+                if (bound_us && i >= bound_us)
+                        ret->above_bound += counts[i];
+        }
+        ret->maxcount = MAX(ret->maxcount, ret->beyond);
 }
 
 static void hist_curve(struct svg_buf *b, const struct hist_geom *g, const struct svg_hist_cpu *c,
@@ -488,12 +541,16 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
                 if (c->nbuckets > HIST_LIMIT_US_MAX)
                         return fail(out, -EINVAL, "CPU %u: %" PRIu32 " buckets, more than %u",
                                     c->cpu, c->nbuckets, HIST_LIMIT_US_MAX);
-                if (c->nbuckets > 0 && !c->counts)
+                if (c->nbuckets > 0 && !c->counts && !c->cols)
                         return fail(out, -EINVAL, "CPU %u: %" PRIu32 " buckets but no counts",
                                     c->cpu, c->nbuckets);
+                if (c->cols && !p->x_limit_us)
+                        return fail(out, -EINVAL, "CPU %u: columns without the axis' end", c->cpu);
                 s->index = k;
-                s->total = c->overflow;
-                for (uint32_t i = 0; i < c->nbuckets; i++) {
+                s->total = c->cols ? c->cols->total : c->overflow;
+                if (c->cols)
+                        s->last_bucket = c->cols->last_bucket;
+                for (uint32_t i = 0; c->counts && i < c->nbuckets; i++) {
                         if (!c->counts[i])
                                 continue;
                         if (__builtin_add_overflow(s->total, c->counts[i], &s->total))
@@ -523,21 +580,20 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
 
         /* The x axis: a given limit, or the bound and the last non-empty exact bucket (the
          * overflow column holds the rest), rounded up to a tick. */
-        struct hist_geom g = { 0 };
-        double xmax = p->x_limit_us ? (double) p->x_limit_us
-                                    : (double) MAX(p->bound_us + p->bound_us / 10,
-                                                   (uint64_t) last_bucket);
-        if (!p->x_limit_us && xmax < 10)
-                xmax = 10;
-        double xstep = nice_step(xmax, 8);
-        if (!p->x_limit_us)
-                xmax = ceil(xmax / xstep) * xstep;
-        g.xmax_us = xmax;
-        g.ncols = (size_t) MIN(xmax, H_X1 - H_X0);
+        struct hist_geom g;
+        double xstep;
+        hist_axis(p->x_limit_us, p->bound_us, last_bucket, &g, &xstep);
+        double xmax = g.xmax_us;
 
         uint64_t maxcount = 1;
         for (size_t k = 0; k < p->ncpus; k++) {
                 const struct svg_hist_cpu *c = &p->cpus[k];
+                if (c->cols) {
+                        sum[k].beyond = c->cols->beyond;
+                        sum[k].above_bound = c->cols->above_bound;
+                        maxcount = MAX(maxcount, c->cols->maxcount);
+                        continue;
+                }
                 sum[k].beyond = c->overflow;
                 sum[k].above_bound = c->overflow;
                 for (uint32_t i = 0; i < c->nbuckets; i++) {
