@@ -27,6 +27,7 @@ int hist_init(struct hist *h, uint32_t limit_us) {
                 return -EINVAL;
         h->limit_us = limit_us;
         h->nbuckets = hist_nbuckets(limit_us);
+        h->saturate = false;
         h->counts = calloc(h->nbuckets, sizeof(uint64_t));
         return h->counts ? 0 : -ENOMEM;
 }
@@ -61,8 +62,11 @@ static uint64_t bucket_highest_ns(uint32_t limit_us, uint32_t i) {
 }
 
 static int add_count(struct hist *dst, uint32_t i, uint64_t c) {
-        if (__builtin_add_overflow(dst->counts[i], c, &dst->counts[i]))
-                return -EOVERFLOW;
+        if (__builtin_add_overflow(dst->counts[i], c, &dst->counts[i])) {
+                if (!dst->saturate)
+                        return -EOVERFLOW;
+                dst->counts[i] = UINT64_MAX;
+        }
         return 0;
 }
 
@@ -171,8 +175,12 @@ int hist_encode(const uint32_t limit_us, const uint64_t *counts, uint8_t **ret_b
                 prev = i;
                 first = false;
         }
-        *ret_buf = buf;
-        *ret_len = (size_t) (p - buf);
+        /* Room for the worst case was taken; what is kept (in caches, in memory until
+         * written) is what the encoding needs, about a tenth of it. */
+        size_t len = (size_t) (p - buf);
+        uint8_t *shrunk = realloc(buf, len);
+        *ret_buf = shrunk ?: buf;
+        *ret_len = len;
         return 0;
 }
 
@@ -214,7 +222,7 @@ static int decode_walk(struct hist *dst, const struct hist *check, const uint8_t
                         return bad(ret_reason, "histogram count overflows");
                 first = false;
 
-                if (check && (uint32_t) limit == check->limit_us &&
+                if (check && !check->saturate && (uint32_t) limit == check->limit_us &&
                     check->counts[idx] > UINT64_MAX - count)
                         return bad(ret_reason, "merged histogram count overflows");
                 if (dst) {

@@ -55,6 +55,9 @@ struct hist {
         uint32_t limit_us;
         uint32_t nbuckets;
         uint64_t *counts;
+        /* Merges into it stop at UINT64_MAX instead of failing with -EOVERFLOW (a farm's
+         * merge of years of data, or of counts stored before the schema bounded them). */
+        bool saturate;
 };
 
 int hist_init(struct hist *h, uint32_t limit_us);

@@ -631,10 +631,22 @@ static int parse_window(struct dash *x, const struct machine *m, struct window *
         return 0;
 }
 
+/* A point in time as a parameter: Unix nanoseconds, or "@SECONDS.NANOSECONDS" before 1970-01-12
+ * (a plain number of fewer than 16 digits is refused as probably meant as seconds). */
+static const char *time_arg(char buf[static 40], int64_t ns) {
+        if (ns >= INT64_C(1000000000000000))
+                snprintf(buf, 40, "%" PRId64, ns);
+        else
+                snprintf(buf, 40, "@%" PRId64 ".%09" PRId64, ns / (int64_t) NSEC_PER_SEC,
+                         ns % (int64_t) NSEC_PER_SEC);
+        return buf;
+}
+
 /* The query string that selects the same window ("?window=30d", "?from=..&to=.."), with
  * "&amp;" when for HTML. */
 static void window_query(char *buf, size_t size, const struct window *w, bool html, bool hl) {
         const char *amp = html ? "&amp;" : "&";
+        char t1[40], t2[40];
         size_t o;
         if (w->name[0] && strcmp(w->name, "kernel") != 0)
                 o = (size_t) snprintf(buf, size, "?window=%s", w->name);
@@ -643,11 +655,11 @@ static void window_query(char *buf, size_t size, const struct window *w, bool ht
                 urlenc_buf(k, sizeof(k), w->kernel);
                 o = (size_t) snprintf(buf, size, "?window=kernel:%s", k);
         } else
-                o = (size_t) snprintf(buf, size, "?from=%" PRId64 "%sto=%" PRId64, w->from, amp,
-                                      w->to);
+                o = (size_t) snprintf(buf, size, "?from=%s%sto=%s", time_arg(t1, w->from), amp,
+                                      time_arg(t2, w->to));
         if (hl && w->hl_to > w->hl_from && o < size)
-                snprintf(buf + o, size - o, "%shl_from=%" PRId64 "%shl_to=%" PRId64, amp,
-                         w->hl_from, amp, w->hl_to);
+                snprintf(buf + o, size - o, "%shl_from=%s%shl_to=%s", amp, time_arg(t1, w->hl_from),
+                         amp, time_arg(t2, w->hl_to));
 }
 
 /* The long-term plot's step: 5 minutes (or the machine's interval when longer); one point
@@ -1076,7 +1088,7 @@ static int page_machine(struct dash *x, const char *id) {
         struct steps s = {};
         struct svg_buf hist = {}, lt = {};
         json_t *events = NULL;
-        char url[128], from[32], to[32], q[1200], nb[16], b1[32], b2[32];
+        char url[128], from[40], to[40], q[1200], nb[16], b1[32], b2[32];
         int r;
 
         if (check_params(x, machine_params) < 0)
@@ -1088,8 +1100,8 @@ static int page_machine(struct dash *x, const char *id) {
                 return 0;
         }
         snprintf(url, sizeof(url), "/api/v1/machines/%s/events", m.id);
-        snprintf(from, sizeof(from), "%" PRId64, w.from);
-        snprintf(to, sizeof(to), "%" PRId64, w.to);
+        time_arg(from, w.from);
+        time_arg(to, w.to);
         if ((r = machine_steps(x, &m, &w, &s)) <= 0 ||
             (r = api(x, url, &events, "from", from, "to", to, "limit", "200", NULL)) <= 0 ||
             (r = machine_hist(x, &m, &w, &hist)) <= 0 || (r = machine_lt(x, &m, &w, &s, &lt)) <= 0)
@@ -1293,9 +1305,13 @@ static int page_overview(struct dash *x) {
                 n++;
                 nsilent += row->m.silent;
                 snprintf(url, sizeof(url), "/api/v1/machines/%s/intervals", row->m.id);
-                if (row->m.has_data && (r = api(x, url, &row->steps, "step", "1h", NULL)) <= 0) {
-                        r = r ?: -EIO;
+                if (row->m.has_data && (r = api(x, url, &row->steps, "step", "1h", NULL)) < 0)
                         goto done;
+                if (r == 0) {
+                        /* One machine's refused steps (more names than a page lists) leave its
+                         * row without them, not the farm without its overview. */
+                        farm_answer_done(x->a);
+                        row->steps = NULL;
                 }
         }
 
@@ -1534,27 +1550,28 @@ static int coverage_plot(struct dash *x, const char *release, json_t *v, struct 
                 for (size_t b = 0; b < nbins; b++)
                         bins[b] = SVG_COV_MISSING;
                 if (json_is_true(json_object_get(m, "ran"))) {
-                        char url[128], from[32], to[32], stp[32];
-                        json_t *iv = NULL, *st;
-                        snprintf(url, sizeof(url), "/api/v1/machines/%.32s/intervals", id);
-                        snprintf(from, sizeof(from), "%" PRId64, start);
-                        snprintf(to, sizeof(to), "%" PRId64, start + period);
-                        snprintf(stp, sizeof(stp), "%" PRId64 "s", step / (int64_t) NSEC_PER_SEC);
-                        r = api(x, url, &iv, "from", from, "to", to, "step", stp, NULL);
-                        if (r <= 0) {
-                                r = r ?: -EIO;
+                        /* The steps as C structs: a machine with more scenarios than the JSON
+                         * answer lists still has its coverage. */
+                        struct farm_steps fs;
+                        char err[FARM_ERROR_MAX];
+                        r = farm_machine_steps(x->db, id, start, start + period, (uint64_t) step,
+                                               &fs, err);
+                        if (r < 0) {
+                                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
+                                r = fail_internal(x, r, NULL);
                                 break;
                         }
-                        json_array_foreach (json_object_get(iv, "steps"), j, st) {
-                                int64_t b = (ji(st, "start_ns", 0) - first_bin) / step;
-                                json_t *kn;
-                                size_t q;
-                                json_array_foreach (json_object_get(st, "kernels"), q, kn)
-                                        if (b >= 0 && (size_t) b < nbins &&
-                                            strcmp(json_string_value(kn) ?: "", release) == 0)
-                                                bins[b] = SVG_COV_COVERED;
+                        int k = -1;
+                        for (unsigned q = 0; q < fs.kernels.n; q++)
+                                if (strcmp(fs.kernels.s[q], release) == 0)
+                                        k = (int) q;
+                        for (size_t z = 0; k >= 0 && z < fs.n; z++) {
+                                int64_t b = (fs.v[z].start_ns - first_bin) / step;
+                                if (b >= 0 && (size_t) b < nbins &&
+                                    (fs.v[z].kernels & (UINT64_C(1) << k)))
+                                        bins[b] = SVG_COV_COVERED;
                         }
-                        json_decref(iv);
+                        farm_steps_done(&fs);
                 }
                 json_array_foreach (json_object_get(v, "problems"), j, p) {
                         if (strcmp(js(p, "machine") ?: "", id) != 0)

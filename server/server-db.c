@@ -934,7 +934,7 @@ static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
                 db,
                 "UPDATE machines SET last_report_ns = max(coalesce(last_report_ns, 0), ?2), "
                 "hostname = ?3, cpu_model = ?4, cpus = ?5, "
-                "violations_total = violations_total + ?6, "
+                "violations_total = min(violations_total + ?6, 9223372036854775807), "
                 "last_worst_ns = CASE WHEN ?7 >= coalesce(last_interval_start_ns, ?7) "
                 "THEN ?8 ELSE last_worst_ns END, "
                 "last_interval_start_ns = CASE WHEN ?7 IS NULL THEN last_interval_start_ns "

@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -901,11 +902,31 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, soc
         return farm_connlimit_admit(h->limits, addr, len) ? MHD_YES : MHD_NO;
 }
 
+/* libmicrohttpd's messages: one per connection a client breaks off, so a client that opens and
+ * drops connections would flood the log.  At most MHD_LOG_BURST lines per ten seconds; the
+ * next line says how many were left out. */
+#define MHD_LOG_BURST 5
 static void mhd_log(void *cls, const char *fmt, va_list ap) {
+        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        static int64_t window_ns;
+        static unsigned shown, dropped;
         char msg[1024];
         vsnprintf(msg, sizeof(msg), fmt, ap);
         msg[strcspn(msg, "\n")] = '\0';
-        log_warning("libmicrohttpd: %s", msg);
+        int64_t now = now_ns(CLOCK_MONOTONIC);
+        pthread_mutex_lock(&lock);
+        if (now - window_ns >= 10 * (int64_t) NSEC_PER_SEC) {
+                if (dropped)
+                        log_warning("libmicrohttpd: %u more message(s) left out", dropped);
+                window_ns = now;
+                shown = dropped = 0;
+        }
+        bool show = shown < MHD_LOG_BURST;
+        shown += show;
+        dropped += !show;
+        pthread_mutex_unlock(&lock);
+        if (show)
+                log_warning("libmicrohttpd: %s", msg);
 }
 
 void farm_http_stop(farm_http *h) {

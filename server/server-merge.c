@@ -29,6 +29,7 @@ static int acc_limit(struct farm_acc *c, uint32_t limit_us) {
         int r = hist_init(&n, limit_us);
         if (r < 0)
                 return r;
+        n.saturate = true;
         if (c->h.counts && (r = hist_merge(&n, &c->h)) < 0) {
                 hist_done(&n);
                 return r;
@@ -109,7 +110,7 @@ struct farm_merge_set {
         uint64_t cutoff; /* ordered: keys from here on wait for a later pass */
         struct slot *slots;
         size_t size, n; /* table size (a power of two) and keys in it */
-        size_t merging;
+        size_t merging, last_pass;
 };
 
 int farm_merge_set_new(size_t budget_bytes, bool ordered, struct farm_merge_set **ret) {
@@ -274,8 +275,32 @@ int farm_merge_set_finish(struct farm_merge_set *s, farm_merge_fn fn, void *user
                 done[i]->state = FINISHED;
         }
         s->merging = 0;
+        s->last_pass = n;
         s->cutoff = UINT64_MAX;
         return r < 0 ? r : waiting;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+uint64_t farm_merge_set_nth_waiting(const struct farm_merge_set *s, size_t n) {
+        _cleanup_free_ uint64_t *keys = malloc(MAX(s->n, (size_t) 1) * sizeof(*keys));
+        size_t k = 0;
+        if (!keys)
+                return UINT64_MAX;
+        for (size_t i = 0; i < s->size; i++)
+                if (s->slots[i].state == WAITING || s->slots[i].state == SKIPPED)
+                        keys[k++] = s->slots[i].key;
+        if (n >= k)
+                return UINT64_MAX;
+        qsort(keys, k, sizeof(*keys), cmp_u64);
+        return keys[n];
+}
+
+size_t farm_merge_set_last_pass(const struct farm_merge_set *s) {
+        return s->last_pass;
 }
 
 uint64_t farm_merge_set_first_waiting(const struct farm_merge_set *s) {

@@ -52,6 +52,12 @@ typedef int (*farm_merge_fn)(void *userdata, uint64_t key, struct farm_acc *acc)
 int farm_merge_set_finish(struct farm_merge_set *s, farm_merge_fn fn, void *userdata);
 /* The smallest key waiting (UINT64_MAX when none): rows of smaller keys need not be read. */
 uint64_t farm_merge_set_first_waiting(const struct farm_merge_set *s);
+/* The n-th smallest key waiting (n from 0), UINT64_MAX when fewer wait: an ordered set that
+ * merged n keys in its last pass will not merge many more in the next, so rows beyond it need
+ * not be read either. */
+uint64_t farm_merge_set_nth_waiting(const struct farm_merge_set *s, size_t n);
+/* How many keys the last finished pass merged. */
+size_t farm_merge_set_last_pass(const struct farm_merge_set *s);
 /* The keys seen so far, finished or not. */
 size_t farm_merge_set_keys(const struct farm_merge_set *s);
 /* The largest number of bytes the accumulators held at once (for the tests). */

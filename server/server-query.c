@@ -29,8 +29,8 @@
 #define CPU_MAX 8192
 /* What the histogram cache holds in memory: the rows of one day (a day above it is not cached),
  * and of the days merged before they are written. */
-#define CACHE_DAY_BYTES_MAX ((size_t) 8 << 20)
-#define CACHE_BATCH_BYTES_MAX ((size_t) 16 << 20)
+#define CACHE_DAY_BYTES_MAX ((size_t) 24 << 20)
+#define CACHE_BATCH_BYTES_MAX ((size_t) 8 << 20)
 /* A page of the histogram query holds fewer CPUs than asked for rather than more text. */
 #define HIST_TEXT_MAX ((size_t) 16 << 20)
 #define TOLERANCE_PERCENT_DEFAULT 10
@@ -44,6 +44,11 @@ void farm_answer_done(struct farm_answer *a) {
 }
 
 /* ---- small helpers ---------------------------------------------------------------------- */
+
+static void sat_add(uint64_t *a, uint64_t b) {
+        if (__builtin_add_overflow(*a, b, a) || *a > INT64_MAX)
+                *a = INT64_MAX;
+}
 
 int64_t farm_step_floor(int64_t t, uint64_t step_ns) {
         int64_t s = (int64_t) step_ns, q = t / s;
@@ -369,10 +374,27 @@ void farm_steps_done(struct farm_steps *s) {
         s->n = 0;
 }
 
+/* The index of s, or with lump the last one renamed "(others)" once NAMES_MAX are taken: a
+ * machine's day with hundreds of scenarios still has a page (for the API it is a 400). */
+static int name_or_lump(struct farm_names *n, const char *s, bool lump) {
+        int i = name_id(n, s);
+        if (i != -ENOSPC || !lump)
+                return i;
+        if (strcmp(n->s[NAMES_MAX - 1], "(others)") != 0) {
+                char *o = strdup("(others)");
+                if (!o)
+                        return -ENOMEM;
+                free(n->s[NAMES_MAX - 1]);
+                n->s[NAMES_MAX - 1] = o;
+        }
+        return NAMES_MAX - 1;
+}
+
 /* The steps of [from, to) that hold intervals, in time order; reader lock held.  -ENOSPC past
- * NAMES_MAX scenarios or kernels, other errors with err. */
+ * NAMES_MAX scenarios or kernels (unless lump), other errors with err. */
 static int collect_steps(farm_db *db, const char *id, int64_t from, int64_t to, uint64_t step_ns,
-                         int64_t cpu, const char *scenario, struct farm_steps *ret, char *err) {
+                         int64_t cpu, const char *scenario, bool lump, struct farm_steps *ret,
+                         char *err) {
         struct farm_names scen = {}, kern = {};
         _cleanup_free_ uint32_t *slot = NULL;
         struct farm_step *steps = NULL;
@@ -449,12 +471,14 @@ static int collect_steps(farm_db *db, const char *id, int64_t from, int64_t to, 
                         s->max_cpu = sqlite3_column_int64(st, 4);
                         s->max_time_ns = max_time;
                 }
+                /* Saturating at 2^63-1: a step of intervals that overlap (a machine may send
+                 * them) must not wrap its totals. */
                 s->intervals++;
-                s->covered_ns += (uint64_t) sqlite3_column_int64(st, 1);
-                s->samples += (uint64_t) sqlite3_column_int64(st, 6);
-                s->violations += (uint64_t) sqlite3_column_int64(st, 7);
-                int si = name_id(&scen, (const char *) sqlite3_column_text(st, 2) ?: "");
-                int ki = name_id(&kern, (const char *) sqlite3_column_text(st, 8) ?: "");
+                sat_add(&s->covered_ns, (uint64_t) sqlite3_column_int64(st, 1));
+                sat_add(&s->samples, (uint64_t) sqlite3_column_int64(st, 6));
+                sat_add(&s->violations, (uint64_t) sqlite3_column_int64(st, 7));
+                int si = name_or_lump(&scen, (const char *) sqlite3_column_text(st, 2) ?: "", lump);
+                int ki = name_or_lump(&kern, (const char *) sqlite3_column_text(st, 8) ?: "", lump);
                 if (si < 0 || ki < 0) {
                         r = si < 0 ? si : ki;
                         break;
@@ -497,7 +521,7 @@ int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_
                 return -E2BIG;
         }
         _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        return collect_steps(db, machine_id, from, to, step_ns, -1, NULL, ret, err);
+        return collect_steps(db, machine_id, from, to, step_ns, -1, NULL, true, ret, err);
 }
 
 static int get_intervals(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
@@ -543,7 +567,7 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                 return 0;
         }
         struct farm_steps fs;
-        r = collect_steps(db, id, from, to, step_ns, cpu, scenario, &fs, a->err);
+        r = collect_steps(db, id, from, to, step_ns, cpu, scenario, false, &fs, a->err);
         if (r == -ENOSPC) {
                 answer_error(a, 400,
                              "the window holds more than %d different scenarios or kernels; "
@@ -679,10 +703,12 @@ static void acc_text(FILE *f, const struct farm_acc *c, int64_t cpu) {
                 if (!c->h.counts[i])
                         continue;
                 if (i >= limit) {
-                        overflow += c->h.counts[i];
+                        sat_add(&overflow, c->h.counts[i]);
                         continue;
                 }
-                fprintf(f, "%s[%" PRIu32 ",%" PRIu64 "]", first ? "" : ",", i, c->h.counts[i]);
+                /* At most 2^63-1, what JSON readers take (merges saturate at 2^64-1). */
+                fprintf(f, "%s[%" PRIu32 ",%" PRIu64 "]", first ? "" : ",", i,
+                        MIN(c->h.counts[i], (uint64_t) INT64_MAX));
                 first = false;
         }
         fprintf(f, "],\"overflow\":%" PRIu64 ",\"percentiles\":", overflow);
@@ -798,6 +824,10 @@ static int day_scenario(struct day_merge *m, const char *scenario) {
 static int day_key_done(void *userdata, uint64_t key, struct farm_acc *c) {
         struct day_merge *m = userdata;
         struct fill_batch *b = m->b;
+        /* Counts that saturated (stored before the schema bounded them) would not read back
+         * as a valid histogram: such a day is merged from its intervals each time. */
+        if (c->samples >= INT64_MAX)
+                return -E2BIG;
         if (b->nrows == b->arows) {
                 size_t na = b->arows ? b->arows * 2 : 256;
                 struct cache_row *v = realloc(b->rows, na * sizeof(*v));
@@ -1140,7 +1170,7 @@ typedef int (*hist_row_fn)(void *userdata, const struct day_ref *ref, const char
 /* Reads one run and day of the window [from, to): from the cache when the day is whole and
  * cached (still, in this read transaction), from its intervals otherwise.  Reader lock held. */
 static int read_day(farm_db *db, const struct day_ref *ref, int64_t from, int64_t to,
-                    const char *scenario, int64_t cpu, int64_t cpu_from, hist_row_fn fn,
+                    const char *scenario, int64_t cpu, const int64_t cpu_range[2], hist_row_fn fn,
                     void *userdata, char *err) {
         _cleanup_reset_ sqlite3_stmt *chk = NULL, *st = NULL;
         bool cached = false;
@@ -1163,7 +1193,8 @@ static int read_day(farm_db *db, const struct day_ref *ref, int64_t from, int64_
                                    "SELECT scenario, cpu, hist_limit_us, hist, samples, min_ns, "
                                    "max_ns, max_time_ns, violations FROM hist_days "
                                    "WHERE run = ?1 AND day = ?2 AND (?4 IS NULL OR scenario = ?4) "
-                                   "AND (?5 IS NULL OR cpu = ?5) AND (?6 IS NULL OR cpu >= ?6)",
+                                   "AND (?5 IS NULL OR cpu = ?5) AND (?6 IS NULL OR cpu >= ?6) "
+                                   "AND (?7 IS NULL OR cpu <= ?7)",
                                    &st, err);
         else
                 r = farm_prepare_r(
@@ -1173,7 +1204,7 @@ static int read_day(farm_db *db, const struct day_ref *ref, int64_t from, int64_
                         "FROM intervals i JOIN interval_cpus c ON c.interval = i.id "
                         "WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
                         "AND (?4 IS NULL OR i.scenario = ?4) AND (?5 IS NULL OR c.cpu = ?5) "
-                        "AND (?6 IS NULL OR c.cpu >= ?6)",
+                        "AND (?6 IS NULL OR c.cpu >= ?6) AND (?7 IS NULL OR c.cpu <= ?7)",
                         &st, err);
         if (r < 0)
                 return r;
@@ -1188,8 +1219,10 @@ static int read_day(farm_db *db, const struct day_ref *ref, int64_t from, int64_
                 sqlite3_bind_text(st, 4, scenario, -1, SQLITE_STATIC);
         if (cpu >= 0)
                 sqlite3_bind_int64(st, 5, cpu);
-        if (cpu_from > 0)
-                sqlite3_bind_int64(st, 6, cpu_from);
+        if (cpu_range && cpu_range[0] > 0)
+                sqlite3_bind_int64(st, 6, cpu_range[0]);
+        if (cpu_range && cpu_range[1] < CPU_MAX)
+                sqlite3_bind_int64(st, 7, cpu_range[1]);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 const char *why = NULL;
                 int64_t c = sqlite3_column_int64(st, 1);
@@ -1213,7 +1246,7 @@ static int read_day(farm_db *db, const struct day_ref *ref, int64_t from, int64_
 /* Reads every ref, each in its own read transaction (a consistent snapshot of its day), taking
  * the reader's lock for one day at a time: the token checks of uploads share that connection. */
 static int read_days(farm_db *db, const struct day_refs *refs, int64_t from, int64_t to,
-                     const char *scenario, int64_t cpu, int64_t cpu_from, hist_row_fn fn,
+                     const char *scenario, int64_t cpu, const int64_t cpu_range[2], hist_row_fn fn,
                      void *userdata, char *err) {
         int r = 0;
         for (size_t i = 0; r >= 0 && i < refs->n; i++) {
@@ -1221,7 +1254,8 @@ static int read_days(farm_db *db, const struct day_refs *refs, int64_t from, int
                 int rc = sqlite3_exec(db->rdb, "BEGIN", NULL, NULL, NULL);
                 if (rc != SQLITE_OK)
                         return farm_fail_on(db, db->rdb, rc, "cannot begin reading", err);
-                r = read_day(db, &refs->v[i], from, to, scenario, cpu, cpu_from, fn, userdata, err);
+                r = read_day(db, &refs->v[i], from, to, scenario, cpu, cpu_range, fn, userdata,
+                             err);
                 sqlite3_exec(db->rdb, "COMMIT", NULL, NULL, NULL);
         }
         return r;
@@ -1305,9 +1339,11 @@ static int window_hists(farm_db *db, const struct day_refs *refs, int64_t from, 
         int r = fill_days(db, refs, err);
         if (r >= 0 && (r = farm_merge_set_new(FARM_MERGE_BUDGET_BYTES, true, &w.set)) < 0)
                 snprintf(err, FARM_ERROR_MAX, "out of memory");
-        int64_t cpu_from = -1;
+        /* After the first pass, each reads only the CPUs that the next pass can take (twice
+         * as many as the last one merged), not every row left. */
+        int64_t range[2] = { 0, CPU_MAX };
         while (r >= 0) {
-                r = read_days(db, refs, from, to, scenario, cpu, cpu_from, window_row, &w, err);
+                r = read_days(db, refs, from, to, scenario, cpu, range, window_row, &w, err);
                 if (r >= 0 && w.first_pass && !w.all.used)
                         r = fn(userdata, -1, NULL, &w.all); /* no data at all */
                 w.first_pass = false;
@@ -1315,7 +1351,10 @@ static int window_hists(farm_db *db, const struct day_refs *refs, int64_t from, 
                         r = farm_merge_set_finish(w.set, window_cpu_done, &w);
                 if (r <= 0)
                         break;
-                cpu_from = (int64_t) farm_merge_set_first_waiting(w.set);
+                range[0] = (int64_t) farm_merge_set_first_waiting(w.set);
+                uint64_t last = farm_merge_set_nth_waiting(
+                        w.set, 2 * MAX(farm_merge_set_last_pass(w.set), (size_t) 1));
+                range[1] = last == UINT64_MAX ? CPU_MAX : (int64_t) last - 1;
         }
         if (r >= 0 && ret_ncpus)
                 *ret_ncpus = farm_merge_set_keys(w.set);
@@ -1566,7 +1605,7 @@ static int cmp_merge(farm_db *db, struct day_refs *refs, struct cmp_list *list, 
                                          .machine = refs->v[i].machine };
                 r = farm_merge_set_new(FARM_MERGE_BUDGET_BYTES, false, &m.set);
                 while (r >= 0) {
-                        r = read_days(db, &mine, INT64_MIN, INT64_MAX, NULL, -1, -1, cmp_row, &m,
+                        r = read_days(db, &mine, INT64_MIN, INT64_MAX, NULL, -1, NULL, cmp_row, &m,
                                       err);
                         if (r >= 0)
                                 r = farm_merge_set_finish(m.set, cmp_key_done, &m);
@@ -2304,8 +2343,8 @@ int farm_query_interval_stored(farm_db *db, int64_t run, int64_t interval_id,
 
         for (size_t c = 0; c < iv->ncpus; c++) {
                 const struct summary_cpu *p = &iv->cpus[c];
-                samples += p->samples;
-                violations += p->violations;
+                sat_add(&samples, p->samples);
+                sat_add(&violations, p->violations);
                 if (c == 0 || p->max_ns > max) {
                         max = p->max_ns;
                         max_cpu = p->cpu;

@@ -92,8 +92,8 @@ struct farm_steps {
         struct farm_names scenarios, kernels;
 };
 /* The steps of step_ns of [from, to) of the machine's intervals (aligned as in the intervals
- * query).  -E2BIG for more than FARM_STEPS_MAX steps, -ENOSPC for more than
- * FARM_STEP_NAMES_MAX scenarios or kernels. */
+ * query).  -E2BIG for more than FARM_STEPS_MAX steps; beyond FARM_STEP_NAMES_MAX scenarios or
+ * kernels, the last name is "(others)" and stands for the rest. */
 int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_t to,
                        uint64_t step_ns, struct farm_steps *ret, char err[static FARM_ERROR_MAX]);
 void farm_steps_done(struct farm_steps *s);
