@@ -14,7 +14,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 units=("$src"/systemd/*.service)
-echo "1..$((2 * ${#units[@]} + 1))"
+echo "1..$((2 * ${#units[@]} + 2))"
 n=0
 failed=0
 ok() {
@@ -85,5 +85,22 @@ if [ -z "$missing" ]; then
         ok "rtsoakd.service keeps what the probes and the loads need"
 else
         not_ok "rtsoakd.service:$missing"
+fi
+
+# Memory limits in both units, and the TLS key through a credential (by name: a missing one
+# does not fail the unit, a server without TLS speaks HTTP).
+missing=""
+for u in "$src"/systemd/rtsoakd.service "$src"/systemd/rtsoak-server.service; do
+        for line in "MemoryHigh=" "MemoryMax="; do
+                grep -q "^$line" "$u" || missing+=" $(basename "$u"): $line"
+        done
+done
+for line in "LoadCredential=rtsoak-server.crt" "LoadCredential=rtsoak-server.key"; do
+        grep -qx "$line" "$src/systemd/rtsoak-server.service" || missing+=" $line"
+done
+if [ -z "$missing" ]; then
+        ok "memory limits in both units, the server's TLS key as a credential"
+else
+        not_ok "missing:$missing"
 fi
 exit $failed
