@@ -21,6 +21,7 @@
 #include "server-merge.h"
 #include "server-params.h"
 #include "server-path.h"
+#include "store.h"
 #include "text-safe.h"
 #include "token-file.h"
 
@@ -311,7 +312,23 @@ static void test_file_mode(void **state) {
         assert_int_equal(stat(path, &st), 0);
         assert_int_equal(st.st_mode & 07777, 0640);
         unlink(path);
-        rmdir(dir);
+
+        /* The local database and its lock file, as rtsoakd opens them. */
+        char db[96], lock[104], err[STORE_ERROR_MAX];
+        store *sto;
+        snprintf(db, sizeof(db), "%s/rtsoak.db", dir);
+        snprintf(lock, sizeof(lock), "%s.lock", db);
+        old = umask(0022);
+        assert_int_equal(store_open(db, STORE_WRITER, &sto, err), 0);
+        umask(old);
+        store_close(sto);
+        assert_int_equal(stat(db, &st), 0);
+        assert_int_equal(st.st_mode & 07777, STORE_FILE_MODE);
+        assert_int_equal(stat(lock, &st), 0);
+        assert_int_equal(st.st_mode & 07777, STORE_FILE_MODE);
+        char cmd[200];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
 }
 
 /* ---- read access ---- */
