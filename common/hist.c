@@ -248,6 +248,10 @@ int hist_decode_merge(struct hist *dst, const uint8_t *buf, size_t len, uint64_t
         return decode_walk(dst, NULL, buf, len, NULL, ret_reason);
 }
 
+int hist_validate(const uint8_t *buf, size_t len, uint64_t *ret_total, const char **ret_reason) {
+        return decode_walk(NULL, NULL, buf, len, ret_total, ret_reason);
+}
+
 uint64_t hist_entries(const uint8_t *buf, size_t len) {
         const uint8_t *p = buf, *end = buf + len;
         uint64_t limit, n = 0, step, count;

@@ -92,5 +92,8 @@ int hist_encode(const uint32_t limit_us, const uint64_t *counts, uint8_t **ret_b
 int hist_decode_merge(struct hist *dst, const uint8_t *buf, size_t len, uint64_t *ret_total,
                       const char **ret_reason);
 
-/* The non-empty buckets of an encoded histogram that hist_decode_merge() accepted. */
+/* Checks an encoded histogram as hist_decode_merge() does, without merging it anywhere: 0 with
+ * its sample count, or -EBADMSG with *ret_reason. */
+int hist_validate(const uint8_t *buf, size_t len, uint64_t *ret_total, const char **ret_reason);
+/* The non-empty buckets of an encoded histogram that hist_validate() accepted. */
 uint64_t hist_entries(const uint8_t *buf, size_t len);
