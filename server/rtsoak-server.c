@@ -828,6 +828,50 @@ static int check_cmd(const struct options *o) {
         return EXIT_SUCCESS;
 }
 
+/* The configuration file and the --set assignments into o, before the other options: 0, or
+ * the exit status. */
+static int load_config(int argc, char **argv, struct options *o) {
+        static struct server_config sc;
+        char err[CONF_ERROR_MAX];
+        bool explicit_config;
+        const char *path = config_path(argc, argv, &explicit_config);
+        _cleanup_free_ char **sets = config_sets(argc, argv);
+        if (!sets)
+                return log_oom(), EXIT_FAILURE;
+        if (conf_load(&config_table, path, explicit_config, sets, &sc, NULL, NULL, err) < 0) {
+                log_error("%s", err);
+                return EXIT_CONFIG;
+        }
+        o->limits = (struct farm_connlimit_config){ .max_total = (unsigned) sc.connections,
+                                                    .max_per_address = (unsigned) sc.per_address,
+                                                    .head_timeout_ns = sc.head_timeout,
+                                                    .request_timeout_ns = sc.request_timeout };
+        o->idle_timeout_s = (unsigned) (sc.idle_timeout / NSEC_PER_SEC);
+        o->access.hosts = sc.hosts;
+        if (read_mode(path, "API", sc.read_api, &o->access.api) < 0 ||
+            read_mode(path, "Dashboard", sc.read_dashboard, &o->access.dashboard) < 0 ||
+            read_mode(path, "Metrics", sc.read_metrics, &o->access.metrics) < 0)
+                return EXIT_CONFIG;
+        o->listen = sc.listen;
+        o->db_path = sc.db;
+        o->cert = *sc.cert ? sc.cert : NULL;
+        o->key = *sc.key ? sc.key : NULL;
+        o->threads = (unsigned) sc.threads;
+        o->rate_per_s = (double) sc.rate;
+        o->burst = (unsigned) sc.burst;
+        o->max_body_bytes = (size_t) sc.max_body;
+        o->cache_warming = sc.cache_warming;
+        o->rule.period_ns = sc.period;
+        o->rule.max_gap_ns = sc.max_gap;
+        o->rule.load_down_max_ns = sc.load_down_max;
+        if (farm_rule_parse_scenarios(sc.scenarios, &o->rule, err, sizeof(err)) < 0) {
+                log_error("%s: [Verdict] Scenarios=: %s", path, err);
+                return EXIT_CONFIG;
+        }
+
+        return 0;
+}
+
 int main(int argc, char **argv) {
         struct options o = {
                 .db_path = DB_DEFAULT,
@@ -846,45 +890,10 @@ int main(int argc, char **argv) {
          * heap as resident memory after the request that needed them. */
         mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 
-        static struct server_config sc;
-        char err[CONF_ERROR_MAX];
-        bool explicit_config;
-        const char *path = config_path(argc, argv, &explicit_config);
-        _cleanup_free_ char **sets = config_sets(argc, argv);
-        if (!sets)
-                return log_oom(), EXIT_FAILURE;
-        if (conf_load(&config_table, path, explicit_config, sets, &sc, NULL, NULL, err) < 0) {
-                log_error("%s", err);
-                return EXIT_CONFIG;
-        }
-        o.limits = (struct farm_connlimit_config){ .max_total = (unsigned) sc.connections,
-                                                   .max_per_address = (unsigned) sc.per_address,
-                                                   .head_timeout_ns = sc.head_timeout,
-                                                   .request_timeout_ns = sc.request_timeout };
-        o.idle_timeout_s = (unsigned) (sc.idle_timeout / NSEC_PER_SEC);
-        o.access.hosts = sc.hosts;
-        if (read_mode(path, "API", sc.read_api, &o.access.api) < 0 ||
-            read_mode(path, "Dashboard", sc.read_dashboard, &o.access.dashboard) < 0 ||
-            read_mode(path, "Metrics", sc.read_metrics, &o.access.metrics) < 0)
-                return EXIT_CONFIG;
-        o.listen = sc.listen;
-        o.db_path = sc.db;
-        o.cert = *sc.cert ? sc.cert : NULL;
-        o.key = *sc.key ? sc.key : NULL;
-        o.threads = (unsigned) sc.threads;
-        o.rate_per_s = (double) sc.rate;
-        o.burst = (unsigned) sc.burst;
-        o.max_body_bytes = (size_t) sc.max_body;
-        o.cache_warming = sc.cache_warming;
-        o.rule.period_ns = sc.period;
-        o.rule.max_gap_ns = sc.max_gap;
-        o.rule.load_down_max_ns = sc.load_down_max;
-        if (farm_rule_parse_scenarios(sc.scenarios, &o.rule, err, sizeof(err)) < 0) {
-                log_error("%s: [Verdict] Scenarios=: %s", path, err);
-                return EXIT_CONFIG;
-        }
-
-        int r = parse_options(argc, argv, &o);
+        int r = load_config(argc, argv, &o);
+        if (r != 0)
+                return r;
+        r = parse_options(argc, argv, &o);
         if (r != 0)
                 return r > 0 ? EXIT_SUCCESS : EXIT_CONFIG;
 
