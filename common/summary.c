@@ -388,8 +388,8 @@ static int decode_cpu(struct dec *d, json_t *o, const struct summary_interval *i
                 return bad(d, "violations", "more than the samples");
         /* Counts are consistent with the time measured, so that sums over a farm's years stay
          * far from 2^63 (an upload claiming INT64_MAX samples broke every merge after it). */
-        uint64_t probe = d->probe_ns ?: SUMMARY_MIN_PROBE_NS;
-        if (c->samples > iv->length_ns / probe + 2)
+        uint64_t probe = d->probe_ns ?: SUMMARY_MIN_PROBE_NS, periods = iv->length_ns / probe;
+        if (c->samples > periods + periods / 1000 + 2)
                 return bad(d, "samples",
                            "%" PRIu64 " is more than one per probe period (%" PRIu64
                            " ns) of the interval's %" PRIu64 " ns",

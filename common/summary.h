@@ -18,8 +18,8 @@
 #define SUMMARY_MAX_CPU_ID 8191                 /* a CPU's number (Linux's NR_CPUS at most 8192) */
 #define SUMMARY_MAX_SCENARIOS 64                /* different scenario names in one summary */
 #define SUMMARY_MAX_BUCKETS (UINT32_C(1) << 23) /* non-empty histogram buckets, summed */
-/* Samples of a CPU in an interval: at most one per probe period of its length (and one more
- * for each edge); with the probe period unknown (0), one per SUMMARY_MIN_PROBE_NS. */
+/* Samples of a CPU in an interval: at most one per probe period of its length, 0.1 % and one
+ * more for each edge; with the probe period unknown (0), one per SUMMARY_MIN_PROBE_NS. */
 #define SUMMARY_MIN_PROBE_NS 1000
 #define SUMMARY_MAX_MISSED_NS (UINT64_C(2) * 86400 * 1000000000) /* periods missed: 2 days' */
 #define SUMMARY_MAX_LOADS 16

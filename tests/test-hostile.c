@@ -214,12 +214,27 @@ static struct tu_reply get(const char *path, const char *bearer) {
 
 /* ---- the server ---- */
 
+/* The servers a test started, killed by the teardown when a failed assertion left them. */
+static pid_t started[8];
+
 static pid_t start(const char *db, const char *log, const char *listen, const char *const *extra,
                    char *url, size_t size) {
         pid_t pid = tu_server_start(db, log, listen, extra, url, size);
         const char *colon = strrchr(url, ':');
         port = colon ? atoi(colon + 1) : 0;
+        for (size_t i = 0; i < ELEMENTSOF(started); i++)
+                if (!started[i]) {
+                        started[i] = pid;
+                        break;
+                }
         return pid;
+}
+
+static void stop(pid_t pid) {
+        for (size_t i = 0; i < ELEMENTSOF(started); i++)
+                if (started[i] == pid)
+                        started[i] = 0;
+        tu_server_stop(pid);
 }
 
 static void admin_tokens(const char *db, char staff[static 80], char reader[static 80]) {
@@ -263,7 +278,12 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
         if (server_pid > 0)
-                tu_server_stop(server_pid);
+                stop(server_pid);
+        for (size_t i = 0; i < ELEMENTSOF(started); i++)
+                if (started[i] > 0) {
+                        kill(started[i], SIGKILL);
+                        waitpid(started[i], NULL, 0);
+                }
         if (getenv("HOSTILE_KEEP"))
                 print_message("# kept %s\n", dir);
         else
@@ -377,7 +397,7 @@ static void test_2_slow_clients(void **state) {
         assert_non_null(strstr(text, "Connection limit: closed a connection from 127.0.0.2: no "
                                      "whole request head within 10s"));
         free(text);
-        tu_server_stop(pid);
+        stop(pid);
         port = saved;
 }
 
@@ -635,7 +655,7 @@ static void test_5_read_access(void **state) {
         assert_int_equal(tu_run(argv, 20000, NULL, NULL, &rr), 0);
         tu_result_done(&rr);
         assert_int_equal(status_of(u, bearer, NULL, NULL, 0), 401);
-        tu_server_stop(pid);
+        stop(pid);
 
         /* On loopback reads are open by default (what every other test relies on), and closed
          * when configured so; the Host list can be set. */
@@ -648,7 +668,7 @@ static void test_5_read_access(void **state) {
         assert_int_equal(status_of(u, staff, "127.0.0.1", NULL, 0), 421);
         snprintf(u, sizeof(u), "%s/", url);
         assert_int_equal(status_of(u, NULL, "FARM.LAB.", NULL, 0), 200);
-        tu_server_stop(pid);
+        stop(pid);
         port = saved;
 
         /* Pages and answers carry their security headers. */
@@ -839,7 +859,7 @@ static void test_8_files_and_tokens(void **state) {
         tu_http_request(&(struct tu_request){ .method = "GET", .url = u, .cainfo = cert }, &h);
         assert_int_equal(h.status, 200);
         tu_reply_done(&h);
-        tu_server_stop(pid);
+        stop(pid);
         port = saved;
 }
 
