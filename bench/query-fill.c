@@ -12,6 +12,7 @@
 #include "macro.h"
 #include "server-db-internal.h"
 #include "server-db.h"
+#include "server-settings.h"
 #include "timeutil.h"
 
 #define MIN_NS (60 * INT64_C(1000000000))
@@ -135,7 +136,7 @@ int main(int argc, char **argv) {
                 snprintf(host, sizeof(host), "lab%u", m + 1);
                 memcpy(hash, &m, sizeof(m));
                 hash[31] = 0x5a;
-                if (farm_enroll(db, id, hash, 100000, 1, now, err) < 0) {
+                if (farm_enroll(db, id, hash, NULL, "query-fill", NULL, now, err) < 0) {
                         fprintf(stderr, "%s\n", err);
                         return 1;
                 }

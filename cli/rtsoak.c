@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli-output.h"
+#include "cli-stable.h"
 #include "cli-verdict.h"
 #include "config.h"
 #include "hist.h"
@@ -66,7 +67,10 @@ static void usage(FILE *f) {
                 "  verdict --server URL RELEASE\n"
                 "                         whether a kernel release qualifies as latest stable\n"
                 "                         (exit 0 qualified, 1 failed, 2 pending, 3 cannot tell;\n"
-                "                         see rtsoak verdict --help)\n\n"
+                "                         see rtsoak verdict --help)\n"
+                "  latest-stable --server URL SERIES\n"
+                "                         the newest qualified release of a series (exit 0;\n"
+                "                         2 when none has qualified yet)\n\n"
                 "Options:\n"
                 "  --db PATH              database (default " DEFAULT_DB ")\n"
                 "  --json                 JSON for scripts instead of a table\n"
@@ -896,6 +900,8 @@ int main(int argc, char *argv[]) {
         /* verdict asks a farm server, not the local database: it has options of its own. */
         if (argc > 1 && strcmp(argv[1], "verdict") == 0)
                 return cli_verdict(argc - 1, argv + 1);
+        if (argc > 1 && strcmp(argv[1], "latest-stable") == 0)
+                return cli_latest_stable(argc - 1, argv + 1);
         while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_DB:

@@ -41,6 +41,17 @@ void hist_reset(struct hist *h) {
         memset(h->counts, 0, h->nbuckets * sizeof(uint64_t));
 }
 
+bool hist_used_range(const struct hist *h, uint32_t *ret_lowest, uint32_t *ret_highest) {
+        uint32_t lo = 0, hi = h->nbuckets;
+        while (lo < h->nbuckets && h->counts[lo] == 0)
+                lo++;
+        while (hi > lo && h->counts[hi - 1] == 0)
+                hi--;
+        *ret_lowest = lo < h->nbuckets ? lo : 0;
+        *ret_highest = hi > lo ? hi - 1 : 0;
+        return lo < h->nbuckets;
+}
+
 uint64_t hist_total(const struct hist *h) {
         uint64_t t = 0;
         for (uint32_t i = 0; i < h->nbuckets; i++)
@@ -252,15 +263,20 @@ int hist_validate(const uint8_t *buf, size_t len, uint64_t *ret_total, const cha
         return decode_walk(NULL, NULL, buf, len, ret_total, ret_reason);
 }
 
-uint64_t hist_entries(const uint8_t *buf, size_t len) {
+void hist_shape(const uint8_t *buf, size_t len, struct hist_shape *ret) {
         const uint8_t *p = buf, *end = buf + len;
-        uint64_t limit, n = 0, step, count;
+        uint64_t limit = 0, idx = 0, step, count;
+        *ret = (struct hist_shape){};
         if (len < 2)
-                return 0;
+                return;
         p++; /* the version */
-        if (get_varint(&p, end, &limit) < 0)
-                return 0;
-        while (p < end && get_varint(&p, end, &step) == 0 && get_varint(&p, end, &count) == 0)
-                n++;
-        return n;
+        if (get_varint(&p, end, &limit) < 0 || limit > HIST_LIMIT_US_MAX)
+                return;
+        ret->limit_us = (uint32_t) limit;
+        while (p < end && get_varint(&p, end, &step) == 0 && get_varint(&p, end, &count) == 0) {
+                idx += step;
+                if (ret->entries++ == 0)
+                        ret->lowest = (uint32_t) idx;
+                ret->highest = (uint32_t) idx;
+        }
 }

@@ -64,6 +64,8 @@ int hist_init(struct hist *h, uint32_t limit_us);
 void hist_done(struct hist *h);
 void hist_reset(struct hist *h);
 uint64_t hist_total(const struct hist *h);
+/* The lowest and highest non-empty bucket; false (both 0) for an empty histogram. */
+bool hist_used_range(const struct hist *h, uint32_t *ret_lowest, uint32_t *ret_highest);
 /* Samples at or above the limit (cyclictest's "Histogram Overflows"). */
 uint64_t hist_overflows(const struct hist *h, uint32_t limit_us);
 
@@ -95,5 +97,10 @@ int hist_decode_merge(struct hist *dst, const uint8_t *buf, size_t len, uint64_t
 /* Checks an encoded histogram as hist_decode_merge() does, without merging it anywhere: 0 with
  * its sample count, or -EBADMSG with *ret_reason. */
 int hist_validate(const uint8_t *buf, size_t len, uint64_t *ret_total, const char **ret_reason);
-/* The non-empty buckets of an encoded histogram that hist_validate() accepted. */
-uint64_t hist_entries(const uint8_t *buf, size_t len);
+/* An encoded histogram that hist_validate() accepted: its limit, how many buckets are not empty
+ * and the lowest and highest of them (0 when none). */
+struct hist_shape {
+        uint32_t limit_us, lowest, highest;
+        uint64_t entries;
+};
+void hist_shape(const uint8_t *buf, size_t len, struct hist_shape *ret);

@@ -34,6 +34,8 @@ void summary_done(struct summary *s) {
         free(s->run.preempt_model);
         free(s->run.daemon_version);
         free(s->run.config_digest);
+        free(s->run.release);
+        free(s->run.probed_cpus);
         for (size_t i = 0; i < s->nintervals; i++) {
                 struct summary_interval *iv = &s->intervals[i];
                 free(iv->scenario);
@@ -104,6 +106,10 @@ static json_t *encode_interval(const struct summary_interval *iv, bool *ok) {
                 put(x, "hist_limit_us", json_integer(c->hist_limit_us), ok);
                 put(x, "hist", b64 ? json_string(b64) : NULL, ok);
                 free(b64);
+                if (c->span_length_ns > 0) {
+                        put(x, "start_ns", json_integer(c->span_start_ns), ok);
+                        put(x, "length_ns", u64(c->span_length_ns), ok);
+                }
                 if (!x || json_array_append_new(cpus, x) < 0)
                         *ok = false;
         }
@@ -156,6 +162,15 @@ int summary_encode(const struct summary *s, char **ret, size_t *ret_len) {
         put(r, "threshold_ns", u64(s->run.threshold_ns), &ok);
         put(r, "probe_interval_ns", u64(s->run.probe_interval_ns), &ok);
         put(r, "interval_ns", u64(s->run.interval_ns), &ok);
+        if (s->run.release)
+                put(r, "release", json_string(s->run.release), &ok);
+        if (s->run.nprobed_cpus > 0) {
+                json_t *pc = json_array();
+                for (size_t i = 0; pc && i < s->run.nprobed_cpus; i++)
+                        if (json_array_append_new(pc, json_integer(s->run.probed_cpus[i])) < 0)
+                                ok = false;
+                put(r, "cpus", pc, &ok);
+        }
         put(doc, "run", r, &ok);
         put(doc, "seq", u64(s->seq), &ok);
         for (size_t i = 0; i < s->nintervals; i++) {
@@ -280,7 +295,23 @@ static int get_opt_int(struct dec *d, json_t *o, const char *key, int64_t max, i
 /* TEXT_LINE: one line of text; TEXT_ANY: also tabs and newlines.  Neither holds a control or
  * bidirectional formatting character (text-safe.h): they would forge lines and reorder words
  * wherever the text is shown. */
-enum { TEXT_ANY, TEXT_LINE, TEXT_HEX, TEXT_NAME, TEXT_WORD };
+enum { TEXT_ANY, TEXT_LINE, TEXT_HEX, TEXT_NAME, TEXT_WORD, TEXT_RELEASE };
+
+/* What a release name may hold besides ASCII letters and digits. */
+#define RELEASE_PUNCT "._+~:-"
+
+static bool release_char(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               (c && strchr(RELEASE_PUNCT, c));
+}
+
+bool summary_release_valid(const char *s) {
+        size_t n = 0;
+        for (; s[n]; n++)
+                if (!release_char(s[n]))
+                        return false;
+        return n >= 1 && n <= SUMMARY_MAX_RELEASE;
+}
 
 static int get_str(struct dec *d, json_t *o, const char *key, size_t minlen, size_t maxlen,
                    int kind, bool nullable, char **ret) {
@@ -309,13 +340,17 @@ static int get_str(struct dec *d, json_t *o, const char *key, size_t minlen, siz
                 else if (kind == TEXT_NAME)
                         good = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
                                (*p >= '0' && *p <= '9') || *p == '-' || *p == '_';
+                else if (kind == TEXT_RELEASE)
+                        good = release_char(*p);
                 else
                         good = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_';
                 if (!good)
                         return bad(d, key,
                                    kind == TEXT_HEX    ? "not lowercase hexadecimal"
                                    : kind == TEXT_NAME ? "may hold only letters, digits, - and _"
-                                                       : "may hold only a-z, 0-9 and _");
+                                   : kind == TEXT_RELEASE
+                                           ? "may hold only letters, digits and . _ + ~ : -"
+                                           : "may hold only a-z, 0-9 and _");
         }
         *ret = strdup(s);
         return *ret ? 0 : -ENOMEM;
@@ -357,11 +392,35 @@ static void leave(struct dec *d, size_t l) {
         d->path[l] = 0;
 }
 
+/* The optional span of one CPU: both fields or neither, inside the interval. */
+static int decode_cpu_span(struct dec *d, json_t *o, const struct summary_interval *iv,
+                           struct summary_cpu *c) {
+        bool has_start = json_object_get(o, "start_ns"),
+             has_length = json_object_get(o, "length_ns");
+        int r;
+        if (!has_start && !has_length)
+                return 0;
+        if (!has_start || !has_length)
+                return bad(d, has_start ? "length_ns" : "start_ns",
+                           "missing (a CPU's span needs both start_ns and length_ns)");
+        if ((r = get_int(d, o, "start_ns", TIME_MIN_NS, TIME_MAX_NS, &c->span_start_ns)) < 0 ||
+            (r = get_u64(d, o, "length_ns", (uint64_t) DAY_NS * 2, &c->span_length_ns)) < 0)
+                return r;
+        if (c->span_length_ns == 0)
+                return bad(d, "length_ns", "must be more than 0");
+        if (c->span_start_ns < iv->start_ns ||
+            c->span_start_ns + (int64_t) c->span_length_ns > iv->start_ns + (int64_t) iv->length_ns)
+                return bad(d, "start_ns", "the CPU's span is not inside the interval");
+        return 0;
+}
+
 static int decode_cpu(struct dec *d, json_t *o, const struct summary_interval *iv,
                       struct summary_cpu *c) {
-        static const char *const keys[] = { "cpu",           "samples",     "min_ns",     "avg_ns",
-                                            "max_ns",        "max_time_ns", "violations", "missed",
-                                            "hist_limit_us", "hist",        NULL };
+        static const char *const keys[] = { "cpu",        "samples",  "min_ns",
+                                            "avg_ns",     "max_ns",   "max_time_ns",
+                                            "violations", "missed",   "hist_limit_us",
+                                            "hist",       "start_ns", "length_ns",
+                                            NULL };
         _cleanup_free_ char *b64 = NULL;
         int64_t t = 0;
         int r;
@@ -387,18 +446,22 @@ static int decode_cpu(struct dec *d, json_t *o, const struct summary_interval *i
         if (c->violations > c->samples)
                 return bad(d, "violations", "more than the samples");
         /* Counts are consistent with the time measured, so that sums over a farm's years stay
-         * far from 2^63 (an upload claiming INT64_MAX samples broke every merge after it). */
+         * far from 2^63 (an upload claiming INT64_MAX samples broke every merge after it).  A
+         * count above one per period but within four is stored: the verdict judges it (a probe
+         * that counts more than its period allows did not measure, docs/verdict.md). */
         uint64_t probe = d->probe_ns ?: SUMMARY_MIN_PROBE_NS, periods = iv->length_ns / probe;
-        if (c->samples > periods + periods / 1000 + 2)
+        if (c->samples > SUMMARY_MAX_SAMPLES_PER_PERIOD * periods + 16)
                 return bad(d, "samples",
-                           "%" PRIu64 " is more than one per probe period (%" PRIu64
+                           "%" PRIu64 " is more than %d per probe period (%" PRIu64
                            " ns) of the interval's %" PRIu64 " ns",
-                           c->samples, probe, iv->length_ns);
+                           c->samples, SUMMARY_MAX_SAMPLES_PER_PERIOD, probe, iv->length_ns);
         if (c->missed > SUMMARY_MAX_MISSED_NS / probe)
                 return bad(d, "missed", "more periods than two days hold");
         if (c->samples > 0 && (c->max_time_ns < iv->start_ns - DAY_NS ||
                                c->max_time_ns > iv->start_ns + (int64_t) iv->length_ns + DAY_NS))
                 return bad(d, "max_time_ns", "not within a day of the interval");
+        if ((r = decode_cpu_span(d, o, iv, c)) < 0)
+                return r;
         r = base64_decode(b64, strlen(b64), &c->hist, &c->hist_len);
         if (r == -ENOMEM)
                 return r;
@@ -415,7 +478,16 @@ static int decode_cpu(struct dec *d, json_t *o, const struct summary_interval *i
         if (total != c->samples)
                 return bad(d, "hist", "holds %" PRIu64 " samples, the row says %" PRIu64, total,
                            c->samples);
-        d->buckets += hist_entries(c->hist, c->hist_len);
+        struct hist_shape shape;
+        hist_shape(c->hist, c->hist_len, &shape);
+        if (shape.limit_us != c->hist_limit_us)
+                return bad(d, "hist", "its limit is %" PRIu32 " us, the row says %" PRIu32,
+                           shape.limit_us, c->hist_limit_us);
+        if (c->samples > 0 && (shape.lowest != hist_index(c->hist_limit_us, c->min_ns) ||
+                               shape.highest != hist_index(c->hist_limit_us, c->max_ns)))
+                return bad(d, "hist",
+                           "its lowest and highest buckets do not hold min_ns and max_ns");
+        d->buckets += shape.entries;
         if (d->buckets > SUMMARY_MAX_BUCKETS)
                 return bad(d, "hist", "more than %" PRIu32 " non-empty buckets in the summary",
                            SUMMARY_MAX_BUCKETS);
@@ -585,6 +657,37 @@ static int decode_event(struct dec *d, json_t *o, struct summary_event *e) {
         return 0;
 }
 
+/* The optional members of run: release and the probed CPUs. */
+static int decode_run_extras(struct dec *d, json_t *run, struct summary_run *r) {
+        json_t *cpus = json_object_get(run, "cpus"), *x;
+        size_t i;
+        int q;
+        if (json_object_get(run, "release") &&
+            (q = get_str(d, run, "release", 1, SUMMARY_MAX_RELEASE, TEXT_RELEASE, false,
+                         &r->release)) < 0)
+                return q;
+        if (!cpus)
+                return 0;
+        if ((q = get_array(d, run, "cpus", SUMMARY_MAX_CPUS, &cpus)) < 0)
+                return q;
+        if (json_array_size(cpus) == 0)
+                return bad(d, "cpus", "empty (a run probes at least one CPU)");
+        r->probed_cpus = calloc(json_array_size(cpus), sizeof(*r->probed_cpus));
+        if (!r->probed_cpus)
+                return -ENOMEM;
+        json_array_foreach (cpus, i, x) {
+                if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+                    json_integer_value(x) > SUMMARY_MAX_CPU_ID)
+                        return bad(d, "cpus", "entry %zu is not a CPU number (0 to %d)", i,
+                                   SUMMARY_MAX_CPU_ID);
+                uint32_t cpu = (uint32_t) json_integer_value(x);
+                if (i > 0 && cpu <= r->probed_cpus[i - 1])
+                        return bad(d, "cpus", "CPUs must be listed once each, in ascending order");
+                r->probed_cpus[r->nprobed_cpus++] = cpu;
+        }
+        return 0;
+}
+
 static int decode_doc(struct dec *d, json_t *doc, struct summary *s) {
         static const char *const keys[] = { "schema",    "machine", "run", "seq",
                                             "intervals", "events",  NULL };
@@ -601,6 +704,8 @@ static int decode_doc(struct dec *d, json_t *doc, struct summary *s) {
                                              "threshold_ns",
                                              "probe_interval_ns",
                                              "interval_ns",
+                                             "release",
+                                             "cpus",
                                              NULL };
         json_t *m = NULL, *run = NULL, *ivs = NULL, *evs = NULL, *x;
         size_t i, at;
@@ -650,7 +755,8 @@ static int decode_doc(struct dec *d, json_t *doc, struct summary *s) {
             (r = get_u64(d, run, "threshold_ns", (uint64_t) DAY_NS, &s->run.threshold_ns)) < 0 ||
             (r = get_u64(d, run, "probe_interval_ns", (uint64_t) DAY_NS,
                          &s->run.probe_interval_ns)) < 0 ||
-            (r = get_u64(d, run, "interval_ns", (uint64_t) DAY_NS, &s->run.interval_ns)) < 0)
+            (r = get_u64(d, run, "interval_ns", (uint64_t) DAY_NS, &s->run.interval_ns)) < 0 ||
+            (r = decode_run_extras(d, run, &s->run)) < 0)
                 return r;
         d->probe_ns = s->run.probe_interval_ns;
         leave(d, at);

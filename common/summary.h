@@ -18,8 +18,10 @@
 #define SUMMARY_MAX_CPU_ID 8191                 /* a CPU's number (Linux's NR_CPUS at most 8192) */
 #define SUMMARY_MAX_SCENARIOS 64                /* different scenario names in one summary */
 #define SUMMARY_MAX_BUCKETS (UINT32_C(1) << 23) /* non-empty histogram buckets, summed */
-/* Samples of a CPU in an interval: at most one per probe period of its length, 0.1 % and one
- * more for each edge; with the probe period unknown (0), one per SUMMARY_MIN_PROBE_NS. */
+/* Samples of a CPU in an interval: at most four per probe period of its length and 16 more;
+ * with the probe period unknown (0), per SUMMARY_MIN_PROBE_NS.  One per period is what a probe
+ * can count; between one and four the verdict judges the CPU as not measuring. */
+#define SUMMARY_MAX_SAMPLES_PER_PERIOD 4
 #define SUMMARY_MIN_PROBE_NS 1000
 #define SUMMARY_MAX_MISSED_NS (UINT64_C(2) * 86400 * 1000000000) /* periods missed: 2 days' */
 #define SUMMARY_MAX_LOADS 16
@@ -30,6 +32,7 @@
 #define SUMMARY_MAX_CMDLINE 16384
 #define SUMMARY_MAX_DETAILS 65536 /* an event's details, as compact JSON text */
 #define SUMMARY_DETAILS_DEPTH 8   /* how deeply its objects and arrays may nest */
+#define SUMMARY_MAX_RELEASE 256   /* run.release */
 
 struct summary_machine {
         char *id; /* 32 lowercase hex digits (/etc/machine-id) */
@@ -46,6 +49,11 @@ struct summary_run {
         char *config_digest; /* 64 lowercase hex digits */
         int64_t start_ns;
         uint64_t threshold_ns, probe_interval_ns, interval_ns;
+        /* Optional (NULL / 0 when the daemon did not send them): the name the run is judged
+         * under ([Upload] Release=), and the CPUs it probes, ascending. */
+        char *release;
+        uint32_t *probed_cpus;
+        size_t nprobed_cpus;
 };
 
 struct summary_cpu {
@@ -55,6 +63,10 @@ struct summary_cpu {
         uint32_t hist_limit_us;
         uint8_t *hist; /* hist_encode() format; base64 in JSON */
         size_t hist_len;
+        /* The CPU's own span, when it differs from the interval's (a probe that started or
+         * stopped inside it); span_length_ns 0: the interval's. */
+        int64_t span_start_ns;
+        uint64_t span_length_ns;
 };
 
 struct summary_metric {
@@ -102,6 +114,9 @@ struct summary {
 };
 
 void summary_done(struct summary *s);
+
+/* Whether s may be a run's release name: 1-256 letters, digits and . _ + ~ : - */
+bool summary_release_valid(const char *s);
 
 /* Encodes s as compact JSON (allocated, NUL-terminated). */
 int summary_encode(const struct summary *s, char **ret, size_t *ret_len);

@@ -11,6 +11,7 @@
 #include "daemon-config.h"
 #include "hist.h"
 #include "macro.h"
+#include "summary.h"
 #include "timeutil.h"
 
 #define US NSEC_PER_USEC
@@ -62,6 +63,8 @@ static const struct conf_item items[] = {
           offsetof(struct daemon_config, upload_token_file), 1, 4000, "/etc/rtsoak/token" },
         { "Upload", "CAFile", &conf_type_string, offsetof(struct daemon_config, upload_ca_file), 0,
           4000, "" },
+        { "Upload", "Release", &conf_type_string, offsetof(struct daemon_config, upload_release), 0,
+          SUMMARY_MAX_RELEASE, "" },
         { "Upload", "Batch", &conf_type_uint, offsetof(struct daemon_config, upload_batch), 1, 1000,
           "60" },
         { "Upload", "Timeout", &conf_type_timespan,
@@ -395,6 +398,15 @@ int daemon_config_load(struct daemon_config *c, const char *path, bool explicit_
                          conf_origin(&daemon_config_table, origins,
                                      offsetof(struct daemon_config, upload_server)),
                          c->upload_server);
+                r = -EINVAL;
+                goto out;
+        }
+        if (*c->upload_release && !summary_release_valid(c->upload_release)) {
+                snprintf(err, CONF_ERROR_MAX,
+                         "%s: [Upload] Release=%s: may hold only letters, digits and . _ + ~ : -",
+                         conf_origin(&daemon_config_table, origins,
+                                     offsetof(struct daemon_config, upload_release)),
+                         c->upload_release);
                 r = -EINVAL;
                 goto out;
         }

@@ -37,6 +37,7 @@ struct daemon_config {
 
         char *upload_server; /* "": no upload */
         char *upload_token_file, *upload_ca_file;
+        char *upload_release; /* the name the farm judges runs under; "": the kernel's release */
         uint64_t upload_batch, upload_timeout_ns, upload_connect_timeout_ns, upload_retry_max_ns;
 
         char *rotation; /* "NAME SPAN, NAME SPAN, ..." as written */

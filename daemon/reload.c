@@ -13,6 +13,9 @@
 bool reload_needs_restart(const char *section, const char *key) {
         if (strcmp(section, "Probe") == 0)
                 return strcmp(key, "Threshold") != 0;
+        /* The release is a run's own: the next run has the new one. */
+        if (strcmp(section, "Upload") == 0)
+                return strcmp(key, "Release") == 0;
         return strcmp(section, "Storage") == 0 || strcmp(section, "Load") == 0;
 }
 

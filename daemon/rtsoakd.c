@@ -29,6 +29,7 @@
 #include "rt-setup.h"
 #include "sha256.h"
 #include "store.h"
+#include "summary.h"
 #include "sysinfo.h"
 #include "timeutil.h"
 #include "token-file.h"
@@ -829,6 +830,15 @@ static void stop_probes(struct daemon *d) {
                 probe_join(d->probes[i]);
 }
 
+/* The name the farm judges this run under: [Upload] Release=, else the kernel's release when
+ * it makes a valid name (an odd one is still sent as the kernel's, and the farm judges by
+ * that). */
+static const char *run_release(const struct daemon_config *c, const struct sysinfo_run *si) {
+        if (*c->upload_release)
+                return c->upload_release;
+        return summary_release_valid(si->kernel_release) ? si->kernel_release : NULL;
+}
+
 static int run(struct daemon *d, uint64_t duration_ns) {
         _cleanup_free_ char *text = NULL;
         struct sysinfo_run *si = &d->si;
@@ -939,6 +949,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 .config_digest = digest,
                 .config_text = text,
                 .cpus = cpus,
+                .release = run_release(&d->cfg, si),
                 .priority = d->cfg.priority,
                 .probe_interval_ns = d->cfg.probe_interval_ns,
                 .interval_ns = d->cfg.interval_ns,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* rtsoak-server: the farm server.  Serves the upload and query API, and enrols or revokes
- * machines in its farm database. */
+/* rtsoak-server: the farm server.  Serves the upload and query API; its commands enrol, revoke
+ * and set up machines, judge releases and give waivers in its farm database. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -18,11 +18,14 @@
 #include "macro.h"
 #include "server-access.h"
 #include "server-auth.h"
+#include "server-cli-machines.h"
 #include "server-db.h"
 #include "server-http.h"
 #include "server-query.h"
 #include "server-ratelimit.h"
+#include "server-stable.h"
 #include "server-verdict.h"
+#include "server-waivers.h"
 #include "text-safe.h"
 #include "timeutil.h"
 
@@ -36,8 +39,11 @@ struct server_config {
         uint64_t connections, per_address, head_timeout, request_timeout, idle_timeout;
         char *read_api, *read_dashboard, *read_metrics, *hosts;
         bool cache_warming;
-        uint64_t period, max_gap, load_down_max;
-        char *scenarios;
+        uint64_t period, max_gap, load_down_max, load_down_total, probe_down_max;
+        uint64_t max_probe_interval, clock_tolerance, regression_min_diff, watch;
+        bool regression;
+        char *scenarios, *scenario_loads, *min_samples, *regression_tolerance;
+        struct farm_rule series; /* only its [Series.NAME] sections */
 };
 
 #define STR_(x) #x
@@ -89,11 +95,55 @@ static const struct conf_item config_items[] = {
         { "Verdict", "LoadDownMax", &conf_type_timespan,
           offsetof(struct server_config, load_down_max), 0, 365 * 86400 * NSEC_PER_SEC,
           FARM_RULE_LOAD_DOWN_MAX_DEFAULT },
+        { "Verdict", "LoadDownTotal", &conf_type_timespan,
+          offsetof(struct server_config, load_down_total), 0, 3650 * 86400 * NSEC_PER_SEC,
+          FARM_RULE_LOAD_DOWN_TOTAL_DEFAULT },
+        { "Verdict", "ProbeDownMax", &conf_type_timespan,
+          offsetof(struct server_config, probe_down_max), 0, 365 * 86400 * NSEC_PER_SEC,
+          FARM_RULE_PROBE_DOWN_MAX_DEFAULT },
+        { "Verdict", "MaxProbeInterval", &conf_type_timespan,
+          offsetof(struct server_config, max_probe_interval), NSEC_PER_USEC, NSEC_PER_SEC,
+          FARM_RULE_MAX_PROBE_INTERVAL_DEFAULT },
+        { "Verdict", "ClockTolerance", &conf_type_timespan,
+          offsetof(struct server_config, clock_tolerance), 0, 86400 * NSEC_PER_SEC,
+          FARM_RULE_CLOCK_TOLERANCE_DEFAULT },
+        { "Verdict", "MinSamples", &conf_type_string, offsetof(struct server_config, min_samples),
+          1, 31, FARM_RULE_MIN_SAMPLES_DEFAULT },
         { "Verdict", "Scenarios", &conf_type_string, offsetof(struct server_config, scenarios), 0,
           4000, FARM_RULE_SCENARIOS_DEFAULT },
+        { "Verdict", "ScenarioLoads", &conf_type_string,
+          offsetof(struct server_config, scenario_loads), 0, 4000, FARM_RULE_LOADS_DEFAULT },
+        { "Verdict", "Regression", &conf_type_bool, offsetof(struct server_config, regression), 0,
+          0, "yes" },
+        { "Verdict", "RegressionTolerance", &conf_type_string,
+          offsetof(struct server_config, regression_tolerance), 1, 31,
+          FARM_RULE_REGRESSION_TOLERANCE_DEFAULT },
+        { "Verdict", "RegressionMinDifference", &conf_type_timespan,
+          offsetof(struct server_config, regression_min_diff), 0, NSEC_PER_SEC,
+          FARM_RULE_REGRESSION_MIN_DIFF_DEFAULT },
+        { "Verdict", "Watch", &conf_type_timespan, offsetof(struct server_config, watch), 0,
+          86400 * NSEC_PER_SEC, FARM_RULE_WATCH_DEFAULT },
 };
+
+/* [Series.NAME] sections: Releases= and Group=. */
+static int series_assign(void *obj, const char *where, const char *name, const char *key,
+                         const char *value, char err[static CONF_ERROR_MAX]) {
+        struct server_config *sc = obj;
+        return farm_rule_series_set(&sc->series, name, key, value, err, CONF_ERROR_MAX);
+}
+
+static void series_print(const void *obj, FILE *f) {
+        const struct server_config *sc = obj;
+        for (size_t i = 0; i < sc->series.nseries; i++)
+                fprintf(f, "\n[Series.%s]\nReleases=%s\nGroup=%s\n", sc->series.series[i].name,
+                        sc->series.series[i].globs, sc->series.series[i].group);
+}
+
 static const struct conf_table config_table = { .items = config_items,
-                                                .n = ELEMENTSOF(config_items) };
+                                                .n = ELEMENTSOF(config_items),
+                                                .dynamic_prefix = "Series.",
+                                                .dynamic_assign = series_assign,
+                                                .dynamic_print = series_print };
 _Static_assert(FARM_RATE_DEFAULT == 10.0 && FARM_MAX_BODY_DEFAULT == 16777216,
                "the configuration's defaults are the options' defaults");
 
@@ -160,28 +210,42 @@ struct options {
         struct farm_connlimit_config limits;
         unsigned idle_timeout_s;
         struct farm_access_config access;
-        int64_t threshold_ns; /* -1: not given */
-        int gating;           /* -1: not given */
-        const char *reason, *by, *at;
+        struct farm_settings_change change; /* --bound, --gating, --groups, --label, --unlabel */
+        const char *reason, *by, *at, *known_at, *from, *to;
         bool json;
-        bool serve_options, enroll_options, waive_options;
+        uint64_t given;   /* the options given, as OPT() bits */
+        bool usage_error; /* one of them was wrong (already logged) */
         struct farm_rule rule;
 };
 
 static void help(void) {
         printf("Usage: rtsoak-server [OPTIONS]                    serve the farm API\n"
-               "       rtsoak-server [--db PATH] enroll MACHINE_ID [--threshold SPAN] "
-               "[--gating yes|no]\n"
-               "       rtsoak-server [--db PATH] revoke MACHINE_ID\n"
-               "       rtsoak-server [--db PATH] verdict RELEASE [--at TIME]\n"
-               "       rtsoak-server [--db PATH] waive RELEASE PROBLEM_ID --reason TEXT "
-               "[--by NAME]\n"
-               "       rtsoak-server [--db PATH] unwaive WAIVER_ID [--reason TEXT] [--by NAME]\n"
-               "       rtsoak-server [--db PATH] waivers [RELEASE]\n"
-               "       rtsoak-server [--db PATH] admin-token NAME | admin-revoke NAME\n"
-               "       rtsoak-server [--db PATH] read-token NAME | read-revoke NAME\n"
-               "       rtsoak-server [--db PATH] check\n"
+               "       rtsoak-server [--db PATH] COMMAND ...\n"
                "\n"
+               "Commands:\n"
+               "  enroll MACHINE_ID [--bound SPAN] [--gating yes|no] [--groups A,B] "
+               "[--label K=V]...\n"
+               "                       [--reason TEXT] [--by NAME]   enrol (or re-key) a machine, "
+               "print its token\n"
+               "  revoke MACHINE_ID [--reason TEXT] [--by NAME]\n"
+               "  machine set MACHINE_ID [--bound SPAN] [--gating yes|no] [--groups A,B]\n"
+               "                       [--label K=V]... [--unlabel K]... --reason TEXT [--by "
+               "NAME]\n"
+               "  machine show MACHINE_ID [--json]                  its settings and their "
+               "history\n"
+               "  maintenance add MACHINE_ID --from TIME --to TIME --reason TEXT [--by NAME]\n"
+               "  maintenance list [MACHINE_ID] [--json]\n"
+               "  maintenance cancel WINDOW_ID --reason TEXT [--by NAME]\n"
+               "  verdict RELEASE [--at TIME] [--known-at TIME]\n"
+               "  waive RELEASE PROBLEM_ID --reason TEXT [--by NAME]\n"
+               "  unwaive WAIVER_ID [--reason TEXT] [--by NAME]\n"
+               "  waivers [RELEASE]\n"
+               "  admin-token NAME | admin-revoke NAME\n"
+               "  read-token NAME | read-revoke NAME\n"
+               "  check\n"
+               "\n"
+               "  --config FILE        configuration file (default %s)\n"
+               "  --set SECTION.KEY=VALUE  a setting of the configuration file (repeatable)\n"
                "  --db PATH            farm database (default %s)\n"
                "  --listen ADDR:PORT   address to serve on (default %s; [::1]:PORT for IPv6)\n"
                "  --cert FILE          PEM certificate: serve HTTPS (with --key)\n"
@@ -192,22 +256,28 @@ static void help(void) {
                "  --max-body BYTES     largest upload body (default %zu)\n"
                "  --cache-warming yes|no  merge past days' histograms in the background "
                "(default yes)\n"
-               "  --config FILE        configuration file (default %s)\n"
-               "  --set SECTION.KEY=VALUE  a setting of the configuration file (repeatable)\n"
-               "  --threshold SPAN     enroll: the machine's latency bound (default 100us)\n"
-               "  --gating yes|no      enroll: whether the machine gates releases "
-               "(default yes)\n"
-               "  --at TIME            verdict: as it was at TIME (RFC 3339, Unix ns, \"2d ago\")\n"
-               "  --reason TEXT        waive/unwaive: why (kept in the audit trail)\n"
-               "  --by NAME            waive/unwaive: who (default: $SUDO_USER, $USER)\n"
+               "  --bound SPAN         the machine's latency bound, above 0 and at most 1s "
+               "(default 100us;\n"
+               "                       --threshold is the same)\n"
+               "  --gating yes|no      whether the machine gates releases (default yes)\n"
+               "  --groups A,B         its gating groups (default \"default\"), replacing the old "
+               "ones\n"
+               "  --label KEY=VALUE    sets a label; --unlabel KEY removes one\n"
+               "  --from TIME, --to TIME  a maintenance window (\"+2h\" or \"in 2h\": from now)\n"
+               "  --at TIME            verdict: about TIME (RFC 3339, Unix ns, \"2d ago\")\n"
+               "  --known-at TIME      verdict: as the server knew it at TIME\n"
+               "  --reason TEXT        why (kept in the audit trail)\n"
+               "  --by NAME            who (default: $SUDO_USER, $USER)\n"
+               "  --json               machine show, maintenance list: JSON\n"
                "  -h, --help           show this help\n"
                "  --version            show the version\n"
                "\n"
-               "enroll and admin-token print the new token once on stdout; only its hash is "
+               "enroll, admin-token and read-token print the new token once on stdout; only its "
+               "hash is "
                "kept.\nThe verdict's rule is set in the [Verdict] section of the configuration "
-               "file.\n",
-               DB_DEFAULT, FARM_LISTEN_DEFAULT, FARM_THREADS_DEFAULT, FARM_RATE_DEFAULT,
-               FARM_BURST_DEFAULT, FARM_MAX_BODY_DEFAULT, CONFIG_DEFAULT);
+               "file.\nExit status of the commands: 0 done, 1 failed, 64 usage error.\n",
+               CONFIG_DEFAULT, DB_DEFAULT, FARM_LISTEN_DEFAULT, FARM_THREADS_DEFAULT,
+               FARM_RATE_DEFAULT, FARM_BURST_DEFAULT, FARM_MAX_BODY_DEFAULT);
 }
 
 static int parse_uint(const char *opt, const char *s, unsigned long long min,
@@ -224,156 +294,220 @@ static int parse_uint(const char *opt, const char *s, unsigned long long min,
         return 0;
 }
 
-/* 0 to go on, 1 when done (help), -EINVAL for a usage error (already logged). */
-static int parse_options(int argc, char **argv, struct options *o) {
-        enum {
-                ARG_CONFIG = 0x100,
-                ARG_DB,
-                ARG_LISTEN,
-                ARG_CERT,
-                ARG_KEY,
-                ARG_THREADS,
-                ARG_RATE,
-                ARG_BURST,
-                ARG_MAX_BODY,
-                ARG_CACHE_WARMING,
-                ARG_THRESHOLD,
-                ARG_GATING,
-                ARG_REASON,
-                ARG_BY,
-                ARG_AT,
-                ARG_SET,
-                ARG_VERSION,
-        };
-        static const struct option options[] = {
-                { "config", required_argument, NULL, ARG_CONFIG },
-                { "db", required_argument, NULL, ARG_DB },
-                { "listen", required_argument, NULL, ARG_LISTEN },
-                { "cert", required_argument, NULL, ARG_CERT },
-                { "key", required_argument, NULL, ARG_KEY },
-                { "threads", required_argument, NULL, ARG_THREADS },
-                { "rate", required_argument, NULL, ARG_RATE },
-                { "burst", required_argument, NULL, ARG_BURST },
-                { "max-body", required_argument, NULL, ARG_MAX_BODY },
-                { "cache-warming", required_argument, NULL, ARG_CACHE_WARMING },
-                { "threshold", required_argument, NULL, ARG_THRESHOLD },
-                { "gating", required_argument, NULL, ARG_GATING },
-                { "reason", required_argument, NULL, ARG_REASON },
-                { "by", required_argument, NULL, ARG_BY },
-                { "at", required_argument, NULL, ARG_AT },
-                { "set", required_argument, NULL, ARG_SET },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                {},
-        };
-        unsigned long long v;
-        const char *reason;
-        uint64_t ns;
-        int c;
+enum {
+        ARG_CONFIG = 0x100,
+        ARG_SET,
+        ARG_DB,
+        ARG_LISTEN,
+        ARG_CERT,
+        ARG_KEY,
+        ARG_THREADS,
+        ARG_RATE,
+        ARG_BURST,
+        ARG_MAX_BODY,
+        ARG_CACHE_WARMING,
+        ARG_BOUND,
+        ARG_GATING,
+        ARG_GROUPS,
+        ARG_LABEL,
+        ARG_UNLABEL,
+        ARG_REASON,
+        ARG_BY,
+        ARG_AT,
+        ARG_KNOWN_AT,
+        ARG_FROM,
+        ARG_TO,
+        ARG_JSON,
+        ARG_VERSION,
+};
+#define OPT(arg) (UINT64_C(1) << ((arg) -ARG_CONFIG))
+#define SERVE_OPTS                                                                           \
+        (OPT(ARG_LISTEN) | OPT(ARG_CERT) | OPT(ARG_KEY) | OPT(ARG_THREADS) | OPT(ARG_RATE) | \
+         OPT(ARG_BURST) | OPT(ARG_MAX_BODY) | OPT(ARG_CACHE_WARMING))
+#define SETTINGS_OPTS (OPT(ARG_BOUND) | OPT(ARG_GATING) | OPT(ARG_GROUPS) | OPT(ARG_LABEL))
+#define WHY_OPTS (OPT(ARG_REASON) | OPT(ARG_BY))
 
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
-                switch (c) {
-                case ARG_CONFIG:
-                case ARG_SET:
-                        break; /* read before the options */
-                case ARG_DB:
-                        o->db_path = optarg;
-                        break;
-                case ARG_LISTEN:
-                        o->listen = optarg;
-                        o->serve_options = true;
-                        break;
-                case ARG_CERT:
-                        o->cert = optarg;
-                        o->serve_options = true;
-                        break;
-                case ARG_KEY:
-                        o->key = optarg;
-                        o->serve_options = true;
-                        break;
-                case ARG_THREADS:
-                        if (parse_uint("--threads", optarg, 1, 256, &v) < 0)
-                                return -EINVAL;
-                        o->threads = (unsigned) v;
-                        o->serve_options = true;
-                        break;
-                case ARG_RATE: {
-                        char *end;
-                        errno = 0;
-                        o->rate_per_s = strtod(optarg, &end);
-                        if (errno || end == optarg || *end || !(o->rate_per_s > 0) ||
-                            o->rate_per_s > 1e6) {
-                                log_error("Invalid --rate '%s': expected a number of requests "
-                                          "per second above 0",
-                                          optarg);
-                                return -EINVAL;
-                        }
-                        o->serve_options = true;
-                        break;
+static const struct option options[] = {
+        { "config", required_argument, NULL, ARG_CONFIG },
+        { "set", required_argument, NULL, ARG_SET },
+        { "db", required_argument, NULL, ARG_DB },
+        { "listen", required_argument, NULL, ARG_LISTEN },
+        { "cert", required_argument, NULL, ARG_CERT },
+        { "key", required_argument, NULL, ARG_KEY },
+        { "threads", required_argument, NULL, ARG_THREADS },
+        { "rate", required_argument, NULL, ARG_RATE },
+        { "burst", required_argument, NULL, ARG_BURST },
+        { "max-body", required_argument, NULL, ARG_MAX_BODY },
+        { "cache-warming", required_argument, NULL, ARG_CACHE_WARMING },
+        { "bound", required_argument, NULL, ARG_BOUND },
+        { "threshold", required_argument, NULL, ARG_BOUND },
+        { "gating", required_argument, NULL, ARG_GATING },
+        { "groups", required_argument, NULL, ARG_GROUPS },
+        { "label", required_argument, NULL, ARG_LABEL },
+        { "unlabel", required_argument, NULL, ARG_UNLABEL },
+        { "reason", required_argument, NULL, ARG_REASON },
+        { "by", required_argument, NULL, ARG_BY },
+        { "at", required_argument, NULL, ARG_AT },
+        { "known-at", required_argument, NULL, ARG_KNOWN_AT },
+        { "from", required_argument, NULL, ARG_FROM },
+        { "to", required_argument, NULL, ARG_TO },
+        { "json", no_argument, NULL, ARG_JSON },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, ARG_VERSION },
+        {},
+};
+
+/* The name of an option (of OPT() bit arg), for messages. */
+static const char *option_name(int arg) {
+        for (const struct option *p = options; p->name; p++)
+                if (p->val == arg)
+                        return p->name;
+        return "?";
+}
+
+static int parse_yes_no(const char *opt, const char *s, bool *ret) {
+        if (strcmp(s, "yes") != 0 && strcmp(s, "no") != 0) {
+                log_error("Invalid %s '%s': expected yes or no", opt, s);
+                return -EINVAL;
+        }
+        *ret = strcmp(s, "yes") == 0;
+        return 0;
+}
+
+/* The options of a command: its settings, why and who. */
+static int parse_command_option(int c, const char *name, struct options *o) {
+        char err[FARM_ERROR_MAX], opt[64];
+        const char *reason = NULL;
+        bool yes;
+        uint64_t ns;
+        int r = 0;
+
+        snprintf(opt, sizeof(opt), "--%s", name);
+        switch (c) {
+        case ARG_BOUND:
+                if (parse_timespan(optarg, &ns, &reason) < 0 || ns > (uint64_t) INT64_MAX ||
+                    farm_check_bound(opt, (int64_t) ns, err) < 0) {
+                        log_error("Invalid %s '%s': %s", opt, optarg,
+                                  reason ?: "a latency bound is more than 0 and at most 1s");
+                        return -EINVAL;
                 }
-                case ARG_BURST:
-                        if (parse_uint("--burst", optarg, 1, 1000000, &v) < 0)
-                                return -EINVAL;
-                        o->burst = (unsigned) v;
-                        o->serve_options = true;
-                        break;
-                case ARG_MAX_BODY:
-                        if (parse_uint("--max-body", optarg, 1024, (unsigned long long) 1 << 30,
-                                       &v) < 0)
-                                return -EINVAL;
-                        o->max_body_bytes = (size_t) v;
-                        o->serve_options = true;
-                        break;
-                case ARG_CACHE_WARMING:
-                        if (strcmp(optarg, "yes") != 0 && strcmp(optarg, "no") != 0) {
-                                log_error("Invalid --cache-warming '%s': expected yes or no",
-                                          optarg);
-                                return -EINVAL;
-                        }
-                        o->cache_warming = strcmp(optarg, "yes") == 0;
-                        o->serve_options = true;
-                        break;
-                case ARG_THRESHOLD:
-                        if (parse_timespan(optarg, &ns, &reason) < 0 ||
-                            ns > 24 * 3600 * NSEC_PER_SEC) {
-                                log_error("Invalid --threshold '%s': %s", optarg,
-                                          reason ?: "more than a day");
-                                return -EINVAL;
-                        }
-                        o->threshold_ns = (int64_t) ns;
-                        o->enroll_options = true;
-                        break;
-                case ARG_GATING:
-                        if (strcmp(optarg, "yes") == 0)
-                                o->gating = 1;
-                        else if (strcmp(optarg, "no") == 0)
-                                o->gating = 0;
-                        else {
-                                log_error("Invalid --gating '%s': expected yes or no", optarg);
-                                return -EINVAL;
-                        }
-                        o->enroll_options = true;
-                        break;
-                case ARG_REASON:
-                        o->reason = optarg;
-                        o->waive_options = true;
-                        break;
-                case ARG_BY:
-                        o->by = optarg;
-                        o->waive_options = true;
-                        break;
-                case ARG_AT:
-                        o->at = optarg;
-                        break;
-                case 'h':
+                o->change.bound_ns = (int64_t) ns;
+                return 0;
+        case ARG_GATING:
+                if (parse_yes_no(opt, optarg, &yes) < 0)
+                        return -EINVAL;
+                o->change.gating = yes;
+                return 0;
+        case ARG_GROUPS:
+                r = farm_change_groups(&o->change, opt, optarg, err);
+                break;
+        case ARG_LABEL:
+                r = farm_change_label_arg(&o->change, opt, optarg, err);
+                break;
+        case ARG_UNLABEL:
+                r = farm_change_label(&o->change, opt, optarg, NULL, err);
+                break;
+        case ARG_REASON:
+                o->reason = optarg;
+                r = farm_check_text(opt, optarg, FARM_REASON_MAX, err);
+                break;
+        case ARG_BY:
+                o->by = optarg;
+                r = farm_check_who(opt, optarg, err);
+                break;
+        case ARG_AT:
+                o->at = optarg;
+                break;
+        case ARG_KNOWN_AT:
+                o->known_at = optarg;
+                break;
+        case ARG_FROM:
+                o->from = optarg;
+                break;
+        case ARG_TO:
+                o->to = optarg;
+                break;
+        case ARG_JSON:
+                o->json = true;
+                break;
+        }
+        if (r < 0)
+                log_error("%s", err);
+        return r;
+}
+
+/* The options of serving. */
+static int parse_serve_option(int c, struct options *o) {
+        unsigned long long v;
+        char *end;
+        switch (c) {
+        case ARG_LISTEN:
+                o->listen = optarg;
+                return 0;
+        case ARG_CERT:
+                o->cert = optarg;
+                return 0;
+        case ARG_KEY:
+                o->key = optarg;
+                return 0;
+        case ARG_THREADS:
+                if (parse_uint("--threads", optarg, 1, 256, &v) < 0)
+                        return -EINVAL;
+                o->threads = (unsigned) v;
+                return 0;
+        case ARG_RATE:
+                errno = 0;
+                o->rate_per_s = strtod(optarg, &end);
+                if (errno || end == optarg || *end || !(o->rate_per_s > 0) || o->rate_per_s > 1e6) {
+                        log_error("Invalid --rate '%s': expected a number of requests per second "
+                                  "above 0",
+                                  optarg);
+                        return -EINVAL;
+                }
+                return 0;
+        case ARG_BURST:
+                if (parse_uint("--burst", optarg, 1, 1000000, &v) < 0)
+                        return -EINVAL;
+                o->burst = (unsigned) v;
+                return 0;
+        case ARG_MAX_BODY:
+                if (parse_uint("--max-body", optarg, 1024, (unsigned long long) 1 << 30, &v) < 0)
+                        return -EINVAL;
+                o->max_body_bytes = (size_t) v;
+                return 0;
+        case ARG_CACHE_WARMING:
+                return parse_yes_no("--cache-warming", optarg, &o->cache_warming);
+        }
+        return 0;
+}
+
+/* 0 to go on, 1 when done (help, version).  A wrong option is logged and marks
+ * o->usage_error; the parsing goes on, so that the command (and with it the exit status of
+ * the error) is known. */
+static int parse_options(int argc, char **argv, struct options *o) {
+        int c, index;
+
+        while ((c = getopt_long(argc, argv, "h", options, &index)) >= 0) {
+                if (c >= ARG_CONFIG && c < ARG_VERSION)
+                        o->given |= OPT(c);
+                if (c == 'h') {
                         help();
                         return 1;
-                case ARG_VERSION:
+                }
+                if (c == ARG_VERSION) {
                         printf("rtsoak-server %s\n", PROJECT_VERSION);
                         return 1;
-                default:
-                        return -EINVAL; /* getopt said what */
                 }
+                if (c == ARG_DB)
+                        o->db_path = optarg;
+                else if (c >= ARG_BOUND && c < ARG_VERSION) {
+                        if (parse_command_option(c, options[index].name, o) < 0)
+                                o->usage_error = true;
+                } else if (c > ARG_DB && c < ARG_BOUND) {
+                        if (parse_serve_option(c, o) < 0)
+                                o->usage_error = true;
+                } else if (c != ARG_CONFIG && c != ARG_SET)
+                        o->usage_error = true; /* getopt said what */
         }
         return 0;
 }
@@ -429,14 +563,6 @@ static void raise_fd_limit(unsigned connections) {
                             (unsigned long long) rl.rlim_cur, connections);
 }
 
-static int open_db(const char *path, farm_db **ret) {
-        char err[FARM_ERROR_MAX];
-        int r = farm_db_open(path, ret, err);
-        if (r < 0)
-                return log_error_errno(r, "Cannot open the farm database: %s", err);
-        return 0;
-}
-
 /* The certificate and key that systemd's LoadCredential= passed (rtsoak-server.service), when
  * neither Certificate= nor Key= is set: both or neither. */
 static int credentials(char **ret_cert, char **ret_key) {
@@ -488,6 +614,15 @@ static int serve(const struct options *o) {
         r = farm_db_open(o->db_path, &db, err);
         if (r < 0) {
                 log_error_errno(r, "Cannot open the farm database: %s", err);
+                return EXIT_FAILURE;
+        }
+
+        /* The rule in force from now on: a verdict about a moment judges with the rule of
+         * that moment. */
+        r = farm_rule_record(db, &o->rule, now_ns(CLOCK_REALTIME), err);
+        if (r < 0) {
+                log_error_errno(r, "Cannot record the verdict's rule: %s", err);
+                farm_db_close(db);
                 return EXIT_FAILURE;
         }
 
@@ -550,79 +685,21 @@ static int serve(const struct options *o) {
         if (o->cache_warming && (r = farm_warmer_start(db, &warmer)) < 0)
                 log_warning_errno(r, "Cannot merge histograms in the background, the queries "
                                      "will: %m");
+        struct farm_watcher *watcher = NULL;
+        if ((r = farm_watcher_start(db, &o->rule, &watcher)) < 0)
+                log_warning_errno(r, "Cannot keep the verdict log: %m");
 
         while (sigwait(&mask, &sig) != 0)
                 ;
         log_info("Stopping on %s", strsignal(sig));
         farm_http_stop(http);
+        farm_watcher_stop(watcher);
         farm_warmer_stop(warmer);
         uint64_t commits, uploads;
         farm_db_commit_stats(db, &commits, &uploads);
         log_info("Stored %llu uploads in %llu commits", (unsigned long long) uploads,
                  (unsigned long long) commits);
         farm_db_close(db);
-        return EXIT_SUCCESS;
-}
-
-static int enroll(const struct options *o, const char *machine_id) {
-        char token[FARM_TOKEN_LEN + 1], err[FARM_ERROR_MAX], span[TIMESPAN_MAX_LEN];
-        uint8_t hash[SHA256_DIGEST_SIZE];
-        farm_db *db = NULL;
-
-        if (!farm_machine_id_valid(machine_id)) {
-                log_error("Invalid machine id '%s': expected 32 lowercase hex digits, as in "
-                          "/etc/machine-id",
-                          machine_id);
-                return EXIT_CONFIG;
-        }
-        if (open_db(o->db_path, &db) < 0)
-                return EXIT_FAILURE;
-        int r = farm_token_new(token, hash);
-        if (r < 0) {
-                farm_db_close(db);
-                log_error_errno(r, "Cannot read random bytes for the token: %m");
-                return EXIT_FAILURE;
-        }
-        r = farm_enroll(db, machine_id, hash, o->threshold_ns, o->gating, now_ns(CLOCK_REALTIME),
-                        err);
-        farm_db_close(db);
-        if (r < 0) {
-                log_error_errno(r, "Cannot enroll %s: %s", machine_id, err);
-                return EXIT_FAILURE;
-        }
-        printf("%s\n", token);
-        if (fflush(stdout) != 0) {
-                log_error_errno(errno, "Cannot print the token: %m");
-                return EXIT_FAILURE;
-        }
-        explicit_bzero(token, sizeof(token));
-        if (o->threshold_ns >= 0)
-                format_timespan(span, (uint64_t) o->threshold_ns);
-        log_info("%s machine %s%s%s%s%s; the token above is shown only this once",
-                 r > 0 ? "Enrolled" : "Re-keyed", machine_id,
-                 o->threshold_ns >= 0 ? ", threshold " : "", o->threshold_ns >= 0 ? span : "",
-                 o->gating >= 0 ? ", gating " : "",
-                 o->gating >= 0 ? (o->gating ? "yes" : "no") : "");
-        return EXIT_SUCCESS;
-}
-
-static int revoke_machine(const struct options *o, const char *machine_id) {
-        char err[FARM_ERROR_MAX];
-        farm_db *db = NULL;
-
-        if (!farm_machine_id_valid(machine_id)) {
-                log_error("Invalid machine id '%s': expected 32 lowercase hex digits", machine_id);
-                return EXIT_CONFIG;
-        }
-        if (open_db(o->db_path, &db) < 0)
-                return EXIT_FAILURE;
-        int r = farm_revoke(db, machine_id, now_ns(CLOCK_REALTIME), err);
-        farm_db_close(db);
-        if (r < 0) {
-                log_error_errno(r, "Cannot revoke %s: %s", machine_id, err);
-                return EXIT_FAILURE;
-        }
-        log_info("Revoked the token of machine %s", machine_id);
         return EXIT_SUCCESS;
 }
 
@@ -635,19 +712,19 @@ static const char *who(const struct options *o) {
 }
 
 static int verdict_cmd(const struct options *o, const char *release) {
-        char err[FARM_ERROR_MAX];
-        int64_t now = now_ns(CLOCK_REALTIME), at = now;
-        const char *why = NULL;
+        char err[FARM_ERROR_MAX], perr[FARM_PARAM_ERROR_MAX];
+        struct farm_question q;
         farm_db *db = NULL;
         json_t *j = NULL;
 
-        if (o->at && parse_timestamp(o->at, now, &at, &why) < 0) {
-                log_error("Invalid --at '%s': %s", o->at, why ?: "not a point in time");
-                return EXIT_CONFIG;
+        if (farm_question_parse(release, o->at, o->known_at, now_ns(CLOCK_REALTIME), &q, perr) <
+            0) {
+                log_error("Invalid --%s", perr);
+                return EXIT_USAGE;
         }
-        if (open_db(o->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
-        int r = farm_verdict(db, &o->rule, release, at, &j, err);
+        int r = farm_verdict_ask(db, &o->rule, &q, &j, err);
         farm_db_close(db);
         if (r < 0) {
                 log_error_errno(r, "Cannot judge %s: %s", release, err);
@@ -669,20 +746,20 @@ static int waive_cmd(const struct options *o, const char *release, const char *p
         char why[TEXT_WHY_MAX];
         if (!o->reason || !*o->reason) {
                 log_error("waive needs --reason TEXT: a waiver without a reason is not accepted");
-                return EXIT_CONFIG;
+                return EXIT_USAGE;
         }
         if (!text_ok(o->reason, false, why) || !text_ok(who(o), false, why)) {
                 log_error("Invalid --reason or --by: %s (one line of plain text)", why);
-                return EXIT_CONFIG;
+                return EXIT_USAGE;
         }
-        if (open_db(o->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
         int r = farm_waive(db, &o->rule, release, problem, o->reason, who(o),
                            now_ns(CLOCK_REALTIME), &id, err);
         farm_db_close(db);
         if (r < 0) {
                 log_error_errno(r, "Cannot waive: %s", err);
-                return r == -EINVAL ? EXIT_CONFIG : EXIT_FAILURE;
+                return r == -EINVAL ? EXIT_USAGE : EXIT_FAILURE;
         }
         printf("%lld\n", (long long) id);
         log_info("Waiver %lld by %s: %s of %s", (long long) id, who(o), problem, release);
@@ -698,14 +775,14 @@ static int unwaive_cmd(const struct options *o, const char *id_text) {
         if (errno || *end || id <= 0) {
                 log_error("Invalid waiver id '%s': expected the number that waive printed",
                           id_text);
-                return EXIT_CONFIG;
+                return EXIT_USAGE;
         }
         char why[TEXT_WHY_MAX];
         if (!text_ok(o->reason ?: "", false, why) || !text_ok(who(o), false, why)) {
                 log_error("Invalid --reason or --by: %s (one line of plain text)", why);
-                return EXIT_CONFIG;
+                return EXIT_USAGE;
         }
-        if (open_db(o->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
         int r = farm_unwaive(db, id, who(o), o->reason ?: "", now_ns(CLOCK_REALTIME), err);
         farm_db_close(db);
@@ -723,7 +800,7 @@ static int waivers_cmd(const struct options *o, const char *release) {
         farm_db *db = NULL;
         json_t *j = NULL;
 
-        if (open_db(o->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
         int r = farm_waivers_json(db, release, &page, &j, err);
         farm_db_close(db);
@@ -746,9 +823,9 @@ static int admin_cmd(const struct options *o, const char *name, bool revoke) {
         if (!farm_admin_name_valid(name)) {
                 log_error("Invalid staff name '%s': 1-%d letters, digits or . _ @ -", name,
                           FARM_ADMIN_NAME_MAX);
-                return EXIT_CONFIG;
+                return EXIT_USAGE;
         }
-        if (open_db(o->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
         if (revoke)
                 r = farm_admin_revoke(db, name, now_ns(CLOCK_REALTIME), err);
@@ -783,9 +860,9 @@ static int reader_cmd(const struct options *o, const char *name, bool revoke) {
         if (!farm_reader_name_valid(name)) {
                 log_error("Invalid reader name '%s': 1-%d letters, digits or . _ @ -", name,
                           FARM_READER_NAME_MAX);
-                return EXIT_CONFIG;
+                return EXIT_USAGE;
         }
-        if (open_db(o->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
         if (revoke)
                 r = farm_reader_revoke(db, name, now_ns(CLOCK_REALTIME), err);
@@ -814,7 +891,7 @@ static int reader_cmd(const struct options *o, const char *name, bool revoke) {
 static int check_cmd(const struct options *o) {
         char err[FARM_ERROR_MAX];
         farm_db *db = NULL;
-        if (open_db(o->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
         int64_t t = now_ns(CLOCK_MONOTONIC);
         int r = farm_db_check(db, err);
@@ -828,9 +905,262 @@ static int check_cmd(const struct options *o) {
         return EXIT_SUCCESS;
 }
 
-/* The configuration file and the --set assignments into o, before the other options: 0, or
- * the exit status. */
-static int load_config(int argc, char **argv, struct options *o) {
+/* The connection limits of [Server] and the read access of [Access]. */
+static int connection_settings(const struct server_config *sc, const char *path,
+                               struct options *o) {
+        o->limits = (struct farm_connlimit_config){ .max_total = (unsigned) sc->connections,
+                                                    .max_per_address = (unsigned) sc->per_address,
+                                                    .head_timeout_ns = sc->head_timeout,
+                                                    .request_timeout_ns = sc->request_timeout };
+        o->idle_timeout_s = (unsigned) (sc->idle_timeout / NSEC_PER_SEC);
+        o->access.hosts = sc->hosts;
+        if (read_mode(path, "API", sc->read_api, &o->access.api) < 0 ||
+            read_mode(path, "Dashboard", sc->read_dashboard, &o->access.dashboard) < 0 ||
+            read_mode(path, "Metrics", sc->read_metrics, &o->access.metrics) < 0)
+                return -EINVAL;
+        return 0;
+}
+
+/* The verdict's rule from the [Verdict] and [Series.NAME] sections. */
+static int rule_from_config(const struct server_config *sc, const char *path,
+                            struct farm_rule *rule) {
+        char err[FARM_RULE_ERROR_MAX];
+        const char *key = NULL;
+        farm_rule_default(rule);
+        rule->period_ns = sc->period;
+        rule->max_gap_ns = sc->max_gap;
+        rule->load_down_max_ns = sc->load_down_max;
+        rule->load_down_total_ns = sc->load_down_total;
+        rule->probe_down_max_ns = sc->probe_down_max;
+        rule->max_probe_interval_ns = sc->max_probe_interval;
+        rule->clock_tolerance_ns = sc->clock_tolerance;
+        rule->regression = sc->regression;
+        rule->regression_min_diff_ns = sc->regression_min_diff;
+        rule->watch_ns = sc->watch;
+        rule->nseries = sc->series.nseries;
+        memcpy(rule->series, sc->series.series, sizeof(rule->series));
+        if (farm_rule_parse_scenarios(sc->scenarios, rule, err, sizeof(err)) < 0)
+                key = "Scenarios";
+        else if (farm_rule_parse_loads(sc->scenario_loads, rule, err, sizeof(err)) < 0)
+                key = "ScenarioLoads";
+        else if (farm_rule_parse_share(sc->min_samples, &rule->min_samples_pm, err, sizeof(err)) <
+                 0)
+                key = "MinSamples";
+        else if (farm_rule_parse_percent(sc->regression_tolerance, &rule->regression_tolerance_pct,
+                                         err, sizeof(err)) < 0)
+                key = "RegressionTolerance";
+        if (key) {
+                log_error("%s: [Verdict] %s=: %s", path, key, err);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* ---- the commands ------------------------------------------------------------------------ */
+
+static struct cli_machine_args machine_args(const struct options *o) {
+        return (struct cli_machine_args){ .db_path = o->db_path,
+                                          .change = &o->change,
+                                          .reason = o->reason,
+                                          .who = who(o),
+                                          .from = o->from,
+                                          .to = o->to,
+                                          .json = o->json };
+}
+
+static int run_enroll(const struct options *o, char **args, int n) {
+        struct cli_machine_args a = machine_args(o);
+        (void) n;
+        return cli_enroll(&a, args[0]);
+}
+
+static int run_revoke(const struct options *o, char **args, int n) {
+        struct cli_machine_args a = machine_args(o);
+        (void) n;
+        return cli_revoke(&a, args[0]);
+}
+
+static int run_machine_set(const struct options *o, char **args, int n) {
+        struct cli_machine_args a = machine_args(o);
+        (void) n;
+        if (farm_settings_change_empty(&o->change)) {
+                log_error("machine set needs at least one of --bound, --gating, --groups, --label "
+                          "and --unlabel");
+                return EXIT_USAGE;
+        }
+        if (!o->reason) {
+                log_error("machine set needs --reason TEXT: every change of settings is kept "
+                          "with why");
+                return EXIT_USAGE;
+        }
+        return cli_machine_set(&a, args[0]);
+}
+
+static int run_machine_show(const struct options *o, char **args, int n) {
+        struct cli_machine_args a = machine_args(o);
+        (void) n;
+        return cli_machine_show(&a, args[0]);
+}
+
+static int run_maintenance_add(const struct options *o, char **args, int n) {
+        struct cli_machine_args a = machine_args(o);
+        (void) n;
+        const char *missing = !o->from ? "--from TIME" : !o->to ? "--to TIME" : NULL;
+        if (!missing && !o->reason)
+                missing = "--reason TEXT";
+        if (missing) {
+                log_error("maintenance add needs %s", missing);
+                return EXIT_USAGE;
+        }
+        return cli_maintenance_add(&a, args[0]);
+}
+
+static int run_maintenance_list(const struct options *o, char **args, int n) {
+        struct cli_machine_args a = machine_args(o);
+        return cli_maintenance_list(&a, n > 0 ? args[0] : NULL);
+}
+
+static int run_maintenance_cancel(const struct options *o, char **args, int n) {
+        struct cli_machine_args a = machine_args(o);
+        (void) n;
+        if (!o->reason) {
+                log_error("maintenance cancel needs --reason TEXT (kept in the audit trail)");
+                return EXIT_USAGE;
+        }
+        return cli_maintenance_cancel(&a, args[0]);
+}
+
+static int run_verdict(const struct options *o, char **args, int n) {
+        (void) n;
+        return verdict_cmd(o, args[0]);
+}
+
+static int run_waive(const struct options *o, char **args, int n) {
+        (void) n;
+        return waive_cmd(o, args[0], args[1]);
+}
+
+static int run_unwaive(const struct options *o, char **args, int n) {
+        (void) n;
+        return unwaive_cmd(o, args[0]);
+}
+
+static int run_waivers(const struct options *o, char **args, int n) {
+        return waivers_cmd(o, n > 0 ? args[0] : NULL);
+}
+
+static int run_admin_token(const struct options *o, char **args, int n) {
+        (void) n;
+        return admin_cmd(o, args[0], false);
+}
+
+static int run_admin_revoke(const struct options *o, char **args, int n) {
+        (void) n;
+        return admin_cmd(o, args[0], true);
+}
+
+static int run_read_token(const struct options *o, char **args, int n) {
+        (void) n;
+        return reader_cmd(o, args[0], false);
+}
+
+static int run_read_revoke(const struct options *o, char **args, int n) {
+        (void) n;
+        return reader_cmd(o, args[0], true);
+}
+
+static int run_check(const struct options *o, char **args, int n) {
+        (void) args, (void) n;
+        return check_cmd(o);
+}
+
+static const struct command {
+        const char *name, *sub; /* sub: the second word, or NULL */
+        int min_args, max_args; /* after the command's words */
+        const char *args;       /* for messages */
+        uint64_t options;       /* allowed, besides --db and --config */
+        int (*run)(const struct options *o, char **args, int n);
+} commands[] = {
+        { "enroll", NULL, 1, 1, "MACHINE_ID", SETTINGS_OPTS | WHY_OPTS, run_enroll },
+        { "revoke", NULL, 1, 1, "MACHINE_ID", WHY_OPTS, run_revoke },
+        { "machine", "set", 1, 1, "MACHINE_ID", SETTINGS_OPTS | OPT(ARG_UNLABEL) | WHY_OPTS,
+          run_machine_set },
+        { "machine", "show", 1, 1, "MACHINE_ID", OPT(ARG_JSON), run_machine_show },
+        { "maintenance", "add", 1, 1, "MACHINE_ID", OPT(ARG_FROM) | OPT(ARG_TO) | WHY_OPTS,
+          run_maintenance_add },
+        { "maintenance", "list", 0, 1, "at most one MACHINE_ID", OPT(ARG_JSON),
+          run_maintenance_list },
+        { "maintenance", "cancel", 1, 1, "WINDOW_ID", WHY_OPTS, run_maintenance_cancel },
+        { "verdict", NULL, 1, 1, "RELEASE", OPT(ARG_AT) | OPT(ARG_KNOWN_AT), run_verdict },
+        { "waive", NULL, 2, 2, "RELEASE and PROBLEM_ID", WHY_OPTS, run_waive },
+        { "unwaive", NULL, 1, 1, "WAIVER_ID", WHY_OPTS, run_unwaive },
+        { "waivers", NULL, 0, 1, "at most one RELEASE", 0, run_waivers },
+        { "admin-token", NULL, 1, 1, "NAME", 0, run_admin_token },
+        { "admin-revoke", NULL, 1, 1, "NAME", 0, run_admin_revoke },
+        { "read-token", NULL, 1, 1, "NAME", 0, run_read_token },
+        { "read-revoke", NULL, 1, 1, "NAME", 0, run_read_revoke },
+        { "check", NULL, 0, 0, "no argument", 0, run_check },
+};
+
+/* The command of argv (its words from *word on), or NULL with the error logged. */
+static const struct command *find_command(char **words, int n) {
+        bool known = false;
+        for (size_t k = 0; k < ELEMENTSOF(commands); k++) {
+                if (strcmp(words[0], commands[k].name) != 0)
+                        continue;
+                known = true;
+                if (!commands[k].sub || (n > 1 && strcmp(words[1], commands[k].sub) == 0))
+                        return &commands[k];
+        }
+        if (known)
+                log_error("%s needs a subcommand: %s (see --help)", words[0],
+                          strcmp(words[0], "machine") == 0 ? "set or show" : "add, list or cancel");
+        else
+                log_error("Unknown command '%s' (expected enroll, revoke, machine, maintenance, "
+                          "verdict, waive, unwaive, waivers, admin-token, admin-revoke, "
+                          "read-token, read-revoke or check; see --help)",
+                          words[0]);
+        return NULL;
+}
+
+static int run_command(const struct options *o, char **words, int n) {
+        const struct command *cmd = find_command(words, n);
+        if (!cmd)
+                return EXIT_USAGE;
+        char name[64];
+        snprintf(name, sizeof(name), "%s%s%s", cmd->name, cmd->sub ? " " : "", cmd->sub ?: "");
+        int skip = cmd->sub ? 2 : 1;
+        if (n - skip < cmd->min_args || n - skip > cmd->max_args) {
+                log_error("%s takes %s (see --help)", name, cmd->args);
+                return EXIT_USAGE;
+        }
+        uint64_t wrong = o->given & ~(cmd->options | OPT(ARG_DB) | OPT(ARG_CONFIG) | OPT(ARG_SET));
+        for (int arg = ARG_CONFIG; wrong && arg < ARG_VERSION; arg++)
+                if (wrong & OPT(arg)) {
+                        log_error("--%s is not an option of %s (see --help)", option_name(arg),
+                                  name);
+                        return EXIT_USAGE;
+                }
+        return cmd->run(o, words + skip, n - skip);
+}
+
+int main(int argc, char **argv) {
+        struct options o = {
+                .db_path = DB_DEFAULT,
+                .listen = FARM_LISTEN_DEFAULT,
+                .threads = FARM_THREADS_DEFAULT,
+                .rate_per_s = FARM_RATE_DEFAULT,
+                .burst = FARM_BURST_DEFAULT,
+                .max_body_bytes = FARM_MAX_BODY_DEFAULT,
+        };
+
+        log_set_program("rtsoak-server");
+        /* Large blocks (a merged histogram is up to 800 KiB) always from mmap(): freed, they go
+         * back to the kernel at once, instead of raising glibc's threshold and staying in the
+         * heap as resident memory after the request that needed them. */
+        mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+        farm_settings_change_init(&o.change);
+
         static struct server_config sc;
         char err[CONF_ERROR_MAX];
         bool explicit_config;
@@ -842,124 +1172,37 @@ static int load_config(int argc, char **argv, struct options *o) {
                 log_error("%s", err);
                 return EXIT_CONFIG;
         }
-        o->limits = (struct farm_connlimit_config){ .max_total = (unsigned) sc.connections,
-                                                    .max_per_address = (unsigned) sc.per_address,
-                                                    .head_timeout_ns = sc.head_timeout,
-                                                    .request_timeout_ns = sc.request_timeout };
-        o->idle_timeout_s = (unsigned) (sc.idle_timeout / NSEC_PER_SEC);
-        o->access.hosts = sc.hosts;
-        if (read_mode(path, "API", sc.read_api, &o->access.api) < 0 ||
-            read_mode(path, "Dashboard", sc.read_dashboard, &o->access.dashboard) < 0 ||
-            read_mode(path, "Metrics", sc.read_metrics, &o->access.metrics) < 0)
+        if (connection_settings(&sc, path, &o) < 0)
                 return EXIT_CONFIG;
-        o->listen = sc.listen;
-        o->db_path = sc.db;
-        o->cert = *sc.cert ? sc.cert : NULL;
-        o->key = *sc.key ? sc.key : NULL;
-        o->threads = (unsigned) sc.threads;
-        o->rate_per_s = (double) sc.rate;
-        o->burst = (unsigned) sc.burst;
-        o->max_body_bytes = (size_t) sc.max_body;
-        o->cache_warming = sc.cache_warming;
-        o->rule.period_ns = sc.period;
-        o->rule.max_gap_ns = sc.max_gap;
-        o->rule.load_down_max_ns = sc.load_down_max;
-        if (farm_rule_parse_scenarios(sc.scenarios, &o->rule, err, sizeof(err)) < 0) {
-                log_error("%s: [Verdict] Scenarios=: %s", path, err);
+        o.listen = sc.listen;
+        o.db_path = sc.db;
+        o.cert = *sc.cert ? sc.cert : NULL;
+        o.key = *sc.key ? sc.key : NULL;
+        o.threads = (unsigned) sc.threads;
+        o.rate_per_s = (double) sc.rate;
+        o.burst = (unsigned) sc.burst;
+        o.max_body_bytes = (size_t) sc.max_body;
+        o.cache_warming = sc.cache_warming;
+        if (rule_from_config(&sc, path, &o.rule) < 0)
                 return EXIT_CONFIG;
-        }
 
-        return 0;
-}
-
-int main(int argc, char **argv) {
-        struct options o = {
-                .db_path = DB_DEFAULT,
-                .listen = FARM_LISTEN_DEFAULT,
-                .threads = FARM_THREADS_DEFAULT,
-                .rate_per_s = FARM_RATE_DEFAULT,
-                .burst = FARM_BURST_DEFAULT,
-                .max_body_bytes = FARM_MAX_BODY_DEFAULT,
-                .threshold_ns = -1,
-                .gating = -1,
-        };
-
-        log_set_program("rtsoak-server");
-        /* Large blocks (a merged histogram is up to 800 KiB) always from mmap(): freed, they go
-         * back to the kernel at once, instead of raising glibc's threshold and staying in the
-         * heap as resident memory after the request that needed them. */
-        mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-
-        int r = load_config(argc, argv, &o);
-        if (r != 0)
-                return r;
-        r = parse_options(argc, argv, &o);
-        if (r != 0)
-                return r > 0 ? EXIT_SUCCESS : EXIT_CONFIG;
-
+        if (parse_options(argc, argv, &o) > 0)
+                return EXIT_SUCCESS;
+        /* Serving exits with 78 for what keeps it from starting (systemd does not restart
+         * into the same error); a command with 64 for a usage error. */
         int nargs = argc - optind;
-        const char *cmd = nargs > 0 ? argv[optind] : NULL;
-        if (!cmd) {
-                if (o.enroll_options || o.waive_options || o.at) {
-                        log_error("--threshold, --gating, --reason, --by and --at belong to "
-                                  "commands (see --help)");
-                        return EXIT_CONFIG;
-                }
-                return serve(&o);
-        }
-        static const struct {
-                const char *name;
-                int min_args, max_args; /* after the command */
-        } commands[] = {
-                { "enroll", 1, 1 },      { "revoke", 1, 1 },       { "verdict", 1, 1 },
-                { "waive", 2, 2 },       { "unwaive", 1, 1 },      { "waivers", 0, 1 },
-                { "admin-token", 1, 1 }, { "admin-revoke", 1, 1 }, { "check", 0, 0 },
-                { "read-token", 1, 1 },  { "read-revoke", 1, 1 },
-        };
-        size_t k = 0;
-        for (; k < ELEMENTSOF(commands); k++)
-                if (strcmp(cmd, commands[k].name) == 0)
-                        break;
-        if (k == ELEMENTSOF(commands)) {
-                log_error("Unknown command '%s' (expected enroll, revoke, verdict, waive, unwaive, "
-                          "waivers, admin-token, admin-revoke, read-token, read-revoke or check; "
-                          "see --help)",
-                          cmd);
+        if (o.usage_error)
+                return nargs > 0 ? EXIT_USAGE : EXIT_CONFIG;
+        if (nargs > 0)
+                return run_command(&o, argv + optind, nargs);
+        uint64_t wrong = o.given & ~(SERVE_OPTS | OPT(ARG_DB) | OPT(ARG_CONFIG) | OPT(ARG_SET));
+        if (wrong) {
+                int arg = ARG_CONFIG;
+                while (!(wrong & OPT(arg)))
+                        arg++;
+                log_error("--%s belongs to a command, not to serving (see --help)",
+                          option_name(arg));
                 return EXIT_CONFIG;
         }
-        if (nargs - 1 < commands[k].min_args || nargs - 1 > commands[k].max_args) {
-                log_error("%s takes %s (see --help)", cmd,
-                          k == 3   ? "RELEASE and PROBLEM_ID"
-                          : k == 5 ? "at most one RELEASE"
-                                   : "exactly one argument");
-                return EXIT_CONFIG;
-        }
-        bool enroll_cmd = k == 0, waive_cmds = k == 3 || k == 4;
-        if (o.serve_options || (!enroll_cmd && o.enroll_options) ||
-            (!waive_cmds && o.waive_options) || (k != 2 && o.at)) {
-                log_error("Options of another command given to %s (see --help)", cmd);
-                return EXIT_CONFIG;
-        }
-        const char *a1 = argv[optind + 1], *a2 = nargs > 2 ? argv[optind + 2] : NULL;
-        switch (k) {
-        case 0:
-                return enroll(&o, a1);
-        case 1:
-                return revoke_machine(&o, a1);
-        case 2:
-                return verdict_cmd(&o, a1);
-        case 3:
-                return waive_cmd(&o, a1, a2);
-        case 4:
-                return unwaive_cmd(&o, a1);
-        case 5:
-                return waivers_cmd(&o, nargs > 1 ? a1 : NULL);
-        case 8:
-                return check_cmd(&o);
-        case 9:
-        case 10:
-                return reader_cmd(&o, a1, k == 10);
-        default:
-                return admin_cmd(&o, a1, k == 7);
-        }
+        return serve(&o);
 }

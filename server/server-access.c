@@ -16,7 +16,7 @@
 #include "server-access.h"
 #include "server-auth.h"
 #include "server-db-internal.h"
-#include "server-verdict.h"
+#include "server-waivers.h"
 
 #define HOST_NAME_LEN 256
 

@@ -16,6 +16,7 @@
 #include "server-dash.h"
 #include "server-path.h"
 #include "server-params.h"
+#include "server-stable.h"
 #include "server-svg.h"
 #include "sha256.h"
 #include "text-safe.h"
@@ -1262,6 +1263,48 @@ static size_t count_problems(json_t *v, const char *id, const char *kind) {
         return n;
 }
 
+/* "Latest stable" per series: the answer the farm exists for, first. */
+static void latest_stable_headline(struct dash *x, FILE *f) {
+        char err[FARM_ERROR_MAX];
+        json_t *series = NULL, *e;
+        size_t i;
+        struct farm_question q = { NULL, x->now, x->now, x->now };
+        if (farm_series_json(x->db, x->rule, &q, &series, err) < 0) {
+                fputs("<p class=\"alert\">The latest stable releases cannot be told: ", f);
+                esc(f, err);
+                fputs("</p>\n", f);
+                return;
+        }
+        json_t *list = json_object_get(series, "series");
+        fputs("<div id=\"latest-stable\" class=\"headline\">", f);
+        if (json_array_size(list) == 0)
+                fputs("<p>No kernel release has run yet.</p>", f);
+        json_array_foreach (list, i, e) {
+                const char *stable = js(e, "latest_stable");
+                fputs("<p class=\"series\"><strong>", f);
+                esc(f, js(e, "series") ?: "");
+                fputs("</strong>: latest stable ", f);
+                if (stable) {
+                        kernel_link(f, stable);
+                        if (js(e, "since")) {
+                                fputs(" (since ", f);
+                                esc(f, js(e, "since"));
+                                fputs(")", f);
+                        }
+                } else
+                        fputs("<em>none yet</em>", f);
+                if (js(e, "newest") && (!stable || strcmp(js(e, "newest"), stable) != 0)) {
+                        fputs("; newest ", f);
+                        kernel_link(f, js(e, "newest"));
+                        fputs(" is ", f);
+                        esc(f, js(e, "newest_verdict") ?: "?");
+                }
+                fputs("</p>", f);
+        }
+        fputs("</div>\n", f);
+        json_decref(series);
+}
+
 struct overview_row {
         struct machine m;
         json_t *steps; /* the last day of data, per hour */
@@ -1281,8 +1324,9 @@ static int page_overview(struct dash *x) {
         if (check_params(x, none) < 0)
                 return 0;
         if ((r = farm_machines_json(x->db, NULL, &all, err)) < 0 ||
-            (r = farm_kernels_json(x->db, x->rule, x->now, &(struct farm_page){ 100, 0 }, &kernels,
-                                   err)) < 0) {
+            (r = farm_kernels_json(x->db, x->rule,
+                                   &(struct farm_question){ NULL, x->now, x->now, x->now },
+                                   &(struct farm_page){ 100, 0 }, &kernels, err)) < 0) {
                 snprintf(x->a->err, sizeof(x->a->err), "%s", err);
                 r = fail_internal(x, r, NULL);
                 goto done;
@@ -1339,7 +1383,9 @@ static int page_overview(struct dash *x) {
                 fputs("</ul></div>\n", f);
         }
 
-        fprintf(f, "<h1>Farm overview</h1>\n<h2 id=\"machines\">Machines (%zu)</h2>\n", n);
+        fputs("<h1>Farm overview</h1>\n", f);
+        latest_stable_headline(x, f);
+        fprintf(f, "<h2 id=\"machines\">Machines (%zu)</h2>\n", n);
         if (!n)
                 fputs("<p>No machine is enrolled yet (<code>rtsoak-server enroll</code>).</p>\n",
                       f);

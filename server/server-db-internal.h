@@ -78,7 +78,7 @@ static inline void unlockp(pthread_mutex_t **m) {
         if (*m)
                 pthread_mutex_unlock(*m);
 }
-#define _cleanup_unlock_ _cleanup_(unlockp)
+#define _cleanup_unlock_ _cleanup_(unlockp) __attribute__((unused)) /* only held */
 
 static inline pthread_mutex_t *farm_lock_reader(farm_db *db) {
         pthread_mutex_lock(&db->rlock);
@@ -116,10 +116,36 @@ int farm_step_done(farm_db *db, sqlite3_stmt *st, const char *what, char *err);
 /* Runs a cached statement without result (BEGIN, COMMIT ...) on the writer. */
 int farm_exec_w(farm_db *db, const char *sql, char *err);
 void farm_rollback(farm_db *db);
+
+/* Runs call (an expression giving 0 or more, or -errno) inside BEGIN IMMEDIATE ... COMMIT on
+ * the writer, once no upload batch is open; rolls back when it fails.  Its value: call's, or
+ * the error. */
+#define FARM_WRITE_TRANSACTION(db, err, call)                                        \
+        ({                                                                           \
+                _cleanup_unlock_ pthread_mutex_t *_lock = farm_lock_writer_idle(db); \
+                int _r = farm_exec_w(db, "BEGIN IMMEDIATE", err);                    \
+                if (_r >= 0)                                                         \
+                        _r = (call);                                                 \
+                if (_r >= 0) {                                                       \
+                        int _q = farm_exec_w(db, "COMMIT", err);                     \
+                        if (_q < 0)                                                  \
+                                _r = _q;                                             \
+                }                                                                    \
+                if (_r < 0)                                                          \
+                        farm_rollback(db);                                           \
+                _r;                                                                  \
+        })
 /* Finds the row whose token hash is token_hash with sql, which selects (name, token_hash,
  * usable) by "token_hash = ?"; compares the hash in full without an early exit.  0 and the name
  * (of at most size bytes) of a usable row, -EACCES, or -EIO. */
 int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA256_DIGEST_SIZE],
                       char *ret_name, size_t size);
 json_t *farm_json_col_int(sqlite3_stmt *st, int col);
+/* Fills what schema 6 adds for the intervals stored before it (server-migrate.c). */
+int farm_migrate_6(farm_db *db, char *err);
+/* Stores a decoded summary inside the open transaction (server-ingest.c); -EACCES when the
+ * machine's token was revoked meanwhile, -EEXIST (err for the machine) when the run is stored
+ * with another identity. */
+int farm_ingest_summary(farm_db *db, const struct summary *s, int64_t now_ns,
+                        struct farm_stored *ret, char *err);
 json_t *farm_json_col_text(sqlite3_stmt *st, int col);

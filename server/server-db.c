@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The farm database: schema and migrations, enrolment, token checks, storing summaries in one
+/* The farm database: schema and migrations, token checks, storing summaries in one
  * transaction each, and the machine queries of the JSON API. */
 #include <errno.h>
 #include <pthread.h>
@@ -14,12 +14,11 @@
 #include "sqlite-errno.h"
 #include "file-mode.h"
 #include "server-db-internal.h"
-#include "server-query.h"
 
 /* 'rtsf': marks the file as the farm database, so the machines' own database (and any other
  * SQLite file) is refused by name. */
 #define FARM_APPLICATION_ID 0x72747366
-#define FARM_SCHEMA_VERSION 6
+#define FARM_SCHEMA_VERSION 7
 #define FARM_BUSY_TIMEOUT_MS 10000
 
 /* Migration N takes the schema from version N to N+1.  Never edit a released entry: add one. */
@@ -172,7 +171,87 @@ static const char *const migrations[] = {
         "  max_time_ns, samples, violations, scenario);",
         /* 4 -> 5: an event's structured details (the forensics of an unclean end), JSON. */
         "ALTER TABLE events ADD COLUMN details TEXT;",
-        /* 5 -> 6: read tokens (server-access.c), hashed like the staff tokens. */
+        /* 5 -> 6: the verdict's invariants (docs/verdict.md).  Runs: the name they are judged
+         * under, the host and the probed CPUs they reported, the span of their intervals.
+         * Intervals and events: when they were received (NULL: stored before this version,
+         * taken as received when they ended); per interval what the rule needs that no
+         * configured number changes: the span every probed CPU measured (m_start_ns,
+         * m_end_ns; NULL: none), the smallest share of the wake-ups its period allows that a
+         * probed CPU delivered (per mille; 0 for a probed CPU missing, -1 for more than the
+         * period allows), and the part of the measured span no earlier-stored interval of the
+         * machine covered (counted_ns).  Rollups of those per run and day (and scenario, with
+         * the generators present in every interval and the time generators were down).
+         * Overlaps of two runs of a machine; machine settings with their history; maintenance
+         * windows; the rule's versions; the verdict log.  Derived values of the intervals
+         * stored before are filled by migrate_6() below. */
+        "ALTER TABLE runs ADD COLUMN release TEXT;"
+        "ALTER TABLE runs ADD COLUMN hostname TEXT;"
+        "ALTER TABLE runs ADD COLUMN probed_cpus TEXT;"
+        "ALTER TABLE runs ADD COLUMN first_start_ns INTEGER;"
+        "ALTER TABLE runs ADD COLUMN last_end_ns INTEGER;"
+        "ALTER TABLE runs ADD COLUMN max_length_ns INTEGER NOT NULL DEFAULT 0;"
+        "UPDATE runs SET release = kernel_release,"
+        "  hostname = (SELECT hostname FROM machines WHERE machines.id = runs.machine_id),"
+        "  first_start_ns = (SELECT min(start_ns) FROM intervals WHERE run = runs.id),"
+        "  last_end_ns = (SELECT max(start_ns + length_ns) FROM intervals WHERE run = runs.id),"
+        "  max_length_ns = coalesce((SELECT max(length_ns) FROM intervals"
+        "    WHERE run = runs.id), 0);"
+        "CREATE INDEX runs_release ON runs(release, start_ns);"
+        "CREATE INDEX runs_machine_end ON runs(machine_id, last_end_ns);"
+        "ALTER TABLE intervals ADD COLUMN received_ns INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN m_start_ns INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN m_end_ns INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN min_ratio_pm INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN min_ratio_cpu INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN counted_ns INTEGER;"
+        "ALTER TABLE intervals ADD COLUMN missing_ns INTEGER;"
+        "ALTER TABLE interval_cpus ADD COLUMN span_start_ns INTEGER;"
+        "ALTER TABLE interval_cpus ADD COLUMN span_length_ns INTEGER;"
+        "ALTER TABLE events ADD COLUMN received_ns INTEGER;"
+        "CREATE INDEX events_run_received ON events(run, received_ns);"
+        "ALTER TABLE run_days ADD COLUMN counted_ns INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE run_days ADD COLUMN min_ratio_pm INTEGER NOT NULL DEFAULT 1000;"
+        "ALTER TABLE run_days ADD COLUMN max_skew_ns INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE run_days ADD COLUMN max_received_ns INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE run_days ADD COLUMN max_missing_ns INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE run_day_scenarios ADD COLUMN counted_ns INTEGER NOT NULL DEFAULT 0;"
+        "ALTER TABLE run_day_scenarios ADD COLUMN gens_all TEXT;"
+        "ALTER TABLE run_day_scenarios ADD COLUMN down_ns INTEGER NOT NULL DEFAULT 0;"
+        "CREATE TABLE overlaps ("
+        "  machine_id TEXT NOT NULL, run_a INTEGER NOT NULL REFERENCES runs(id),"
+        "  run_b INTEGER NOT NULL REFERENCES runs(id), start_ns INTEGER NOT NULL,"
+        "  end_ns INTEGER NOT NULL, received_ns INTEGER NOT NULL, CHECK (run_a < run_b));"
+        "CREATE INDEX overlaps_a ON overlaps(run_a);"
+        "CREATE INDEX overlaps_b ON overlaps(run_b);"
+        "CREATE TABLE machine_settings ("
+        "  id INTEGER PRIMARY KEY, machine_id TEXT NOT NULL REFERENCES machines(id),"
+        "  from_ns INTEGER NOT NULL, threshold_ns INTEGER NOT NULL CHECK (threshold_ns >= 0),"
+        "  gating INTEGER NOT NULL CHECK (gating IN (0, 1)), groups TEXT NOT NULL,"
+        "  labels TEXT NOT NULL, revoked INTEGER NOT NULL CHECK (revoked IN (0, 1)),"
+        "  by TEXT NOT NULL, reason TEXT NOT NULL);"
+        "CREATE INDEX machine_settings_machine ON machine_settings(machine_id, from_ns);"
+        "INSERT INTO machine_settings (machine_id, from_ns, threshold_ns, gating, groups, labels,"
+        "  revoked, by, reason) SELECT id, enrolled_ns, threshold_ns, gating, 'default', '{}', 0,"
+        "  'migration', 'settings as they were when the history began' FROM machines;"
+        "INSERT INTO machine_settings (machine_id, from_ns, threshold_ns, gating, groups, labels,"
+        "  revoked, by, reason) SELECT id, revoked_ns, threshold_ns, gating, 'default', '{}', 1,"
+        "  'migration', 'revoked' FROM machines WHERE revoked_ns IS NOT NULL;"
+        "CREATE TABLE maintenance ("
+        "  id INTEGER PRIMARY KEY, machine_id TEXT NOT NULL REFERENCES machines(id),"
+        "  from_ns INTEGER NOT NULL, to_ns INTEGER NOT NULL CHECK (to_ns > from_ns),"
+        "  reason TEXT NOT NULL, by TEXT NOT NULL, created_ns INTEGER NOT NULL,"
+        "  cancelled_ns INTEGER, cancelled_by TEXT);"
+        "CREATE INDEX maintenance_machine ON maintenance(machine_id, from_ns);"
+        "CREATE TABLE rule_versions (id INTEGER PRIMARY KEY, from_ns INTEGER NOT NULL,"
+        "  rule TEXT NOT NULL);"
+        "CREATE TABLE verdict_log ("
+        "  id INTEGER PRIMARY KEY, release TEXT NOT NULL, series TEXT NOT NULL,"
+        "  status TEXT NOT NULL, at_ns INTEGER NOT NULL, problems INTEGER NOT NULL,"
+        "  missing INTEGER NOT NULL);"
+        "CREATE INDEX verdict_log_release ON verdict_log(release, at_ns);"
+        "CREATE INDEX verdict_log_series ON verdict_log(series, at_ns);"
+        "ALTER TABLE audit ADD COLUMN machine_id TEXT;",
+        /* 6 -> 7: read tokens (server-access.c), hashed like the staff tokens. */
         "CREATE TABLE readers ("
         "  name TEXT PRIMARY KEY, token_hash BLOB NOT NULL CHECK (length(token_hash) = 32),"
         "  created_ns INTEGER NOT NULL, revoked_ns INTEGER);"
@@ -200,15 +279,6 @@ _printf_(4, 5) int farm_failf(farm_db *db, int error, char *err, const char *fmt
         va_end(ap);
         snprintf(err, FARM_ERROR_MAX, "%s: %s", db->path, msg);
         return error < 0 ? error : -error;
-}
-
-/* For messages that go back to the machine: no file path in them. */
-_printf_(2, 3) static int conflict(char *err, const char *fmt, ...) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, FARM_ERROR_MAX, fmt, ap);
-        va_end(ap);
-        return -EEXIST;
 }
 
 static int exec_sql(farm_db *db, const char *sql, char *err) {
@@ -308,7 +378,14 @@ static int migrate(farm_db *db, int64_t version, char *err) {
                 int r = exec_sql(db, "BEGIN IMMEDIATE", err);
                 if (r < 0)
                         return r;
-                r = exec_sql(db, migrations[v], err);
+                int rc = sqlite3_exec(db->db, migrations[v], NULL, NULL, NULL);
+                if (rc != SQLITE_OK) {
+                        snprintf(sql, sizeof(sql), "cannot migrate the schema to version %lld",
+                                 (long long) v + 1);
+                        r = fail(db, rc, sql, err);
+                }
+                if (r >= 0 && v == 5)
+                        r = farm_migrate_6(db, err);
                 if (r >= 0) {
                         snprintf(sql, sizeof(sql), "PRAGMA user_version = %lld", (long long) v + 1);
                         r = exec_sql(db, sql, err);
@@ -483,73 +560,6 @@ bool farm_machine_id_valid(const char *s) {
         return n == FARM_MACHINE_ID_LEN;
 }
 
-int farm_enroll(farm_db *db, const char *machine_id, const uint8_t token_hash[SHA256_DIGEST_SIZE],
-                int64_t threshold_ns, int gating, int64_t now_ns, char err[static FARM_ERROR_MAX]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
-        _cleanup_stmt_ sqlite3_stmt *sel = NULL, *st = NULL;
-        int r, rc, created;
-
-        if ((r = exec_sql(db, "BEGIN IMMEDIATE", err)) < 0)
-                return r;
-        if ((r = prepare(db, "SELECT 1 FROM machines WHERE id = ?", &sel, err)) < 0)
-                goto out;
-        sqlite3_bind_text(sel, 1, machine_id, -1, SQLITE_STATIC);
-        rc = sqlite3_step(sel);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-                r = fail(db, rc, "cannot look up the machine", err);
-                goto out;
-        }
-        created = rc == SQLITE_DONE;
-        if (created)
-                r = prepare(db,
-                            "INSERT INTO machines (id, token_hash, threshold_ns, gating, "
-                            "enrolled_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
-                            &st, err);
-        else
-                r = prepare(db,
-                            "UPDATE machines SET token_hash = ?2, "
-                            "threshold_ns = coalesce(?3, threshold_ns), "
-                            "gating = coalesce(?4, gating), rekeyed_ns = ?5, revoked_ns = NULL "
-                            "WHERE id = ?1",
-                            &st, err);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 2, token_hash, SHA256_DIGEST_SIZE, SQLITE_STATIC);
-        if (threshold_ns >= 0)
-                sqlite3_bind_int64(st, 3, threshold_ns);
-        else if (created)
-                sqlite3_bind_int64(st, 3, (int64_t) FARM_DEFAULT_THRESHOLD_NS);
-        if (gating >= 0 || created)
-                sqlite3_bind_int(st, 4, gating != 0);
-        sqlite3_bind_int64(st, 5, now_ns);
-        if ((r = farm_step_done(db, st, "cannot store the machine", err)) < 0 ||
-            (r = exec_sql(db, "COMMIT", err)) < 0)
-                goto out;
-        return created;
-out:
-        farm_rollback(db);
-        return r;
-}
-
-int farm_revoke(farm_db *db, const char *machine_id, int64_t now_ns,
-                char err[static FARM_ERROR_MAX]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
-        _cleanup_stmt_ sqlite3_stmt *st = NULL;
-        int r = prepare(db,
-                        "UPDATE machines SET revoked_ns = coalesce(revoked_ns, ?2) WHERE id = ?1",
-                        &st, err);
-        if (r < 0)
-                return r;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, now_ns);
-        if ((r = farm_step_done(db, st, "cannot revoke the token", err)) < 0)
-                return r;
-        if (sqlite3_changes(db->db) == 0)
-                return farm_failf(db, -ENOENT, err, "no machine %s is enrolled", machine_id);
-        return 0;
-}
-
 int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA256_DIGEST_SIZE],
                       char *ret_name, size_t size) {
         _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
@@ -589,374 +599,6 @@ int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
         return farm_token_lookup(
                 db, "SELECT id, token_hash, revoked_ns IS NULL FROM machines WHERE token_hash = ?",
                 token_hash, ret_machine_id, FARM_MACHINE_ID_LEN + 1);
-}
-
-/* Finds or creates the row of the summary's run; ret is its rowid. */
-static int store_run(farm_db *db, const struct summary *s, int64_t now_ns, int64_t *ret,
-                     char *err) {
-        const struct summary_run *run = &s->run;
-        _cleanup_reset_ sqlite3_stmt *sel = NULL, *ins = NULL;
-        int r, rc;
-
-        r = farm_prepare_w(db,
-                           "SELECT id, boot_id, kernel_release, start_ns FROM runs "
-                           "WHERE machine_id = ? AND run_id = ?",
-                           &sel, err);
-        if (r < 0)
-                return r;
-        sqlite3_bind_text(sel, 1, s->machine.id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(sel, 2, run->id);
-        rc = sqlite3_step(sel);
-        if (rc == SQLITE_ROW) {
-                /* A run is one daemon lifetime: its identity never changes.  A different one
-                 * under the same number means the machine's local database was replaced. */
-                const char *boot = (const char *) sqlite3_column_text(sel, 1);
-                const char *kernel = (const char *) sqlite3_column_text(sel, 2);
-                if (strcmp(boot ?: "", run->boot_id) != 0)
-                        return conflict(err, "run.boot_id: run %lld is stored with boot id %s",
-                                        (long long) run->id, boot);
-                if (strcmp(kernel ?: "", run->kernel_release) != 0)
-                        return conflict(err,
-                                        "run.kernel_release: run %lld is stored with kernel %s",
-                                        (long long) run->id, kernel);
-                if (sqlite3_column_int64(sel, 3) != run->start_ns)
-                        return conflict(err, "run.start_ns: run %lld is stored with start %lld",
-                                        (long long) run->id,
-                                        (long long) sqlite3_column_int64(sel, 3));
-                *ret = sqlite3_column_int64(sel, 0);
-                return 0;
-        }
-        if (rc != SQLITE_DONE)
-                return fail(db, rc, "cannot look up the run", err);
-
-        r = farm_prepare_w(db,
-                           "INSERT INTO runs (machine_id, run_id, boot_id, kernel_release, "
-                           "kernel_version, kernel_cmdline, preempt_model, daemon_version, "
-                           "config_digest, start_ns, threshold_ns, probe_interval_ns, interval_ns, "
-                           "first_report_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                           &ins, err);
-        if (r < 0)
-                return r;
-        sqlite3_bind_text(ins, 1, s->machine.id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(ins, 2, run->id);
-        sqlite3_bind_text(ins, 3, run->boot_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 4, run->kernel_release, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 5, run->kernel_version, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 6, run->kernel_cmdline, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 7, run->preempt_model, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 8, run->daemon_version, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 9, run->config_digest, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(ins, 10, run->start_ns);
-        sqlite3_bind_int64(ins, 11, (int64_t) run->threshold_ns);
-        sqlite3_bind_int64(ins, 12, (int64_t) run->probe_interval_ns);
-        sqlite3_bind_int64(ins, 13, (int64_t) run->interval_ns);
-        sqlite3_bind_int64(ins, 14, now_ns);
-        if ((r = farm_step_done(db, ins, "cannot store the run", err)) < 0)
-                return r;
-        *ret = sqlite3_last_insert_rowid(db->db);
-        return 0;
-}
-
-struct interval_stmts {
-        sqlite3_stmt *interval, *cpu, *load, *metric, *day, *day_scenario, *down;
-        /* What the machine's counters take from the stored intervals. */
-        uint64_t violations;
-        int64_t latest_start_ns, latest_max_ns; /* latest_start_ns < 0: none stored */
-};
-
-static void interval_stmts_done(struct interval_stmts *x) {
-        resetp(&x->interval);
-        resetp(&x->cpu);
-        resetp(&x->load);
-        resetp(&x->metric);
-        resetp(&x->day);
-        resetp(&x->day_scenario);
-        resetp(&x->down);
-}
-
-/* The UTC day of a time, as the day rollups and the SQL that fills them count it. */
-static int64_t day_of(int64_t ns) {
-        return ns / FARM_DAY_NS;
-}
-
-/* Adds a stored interval to its day's rollups. */
-static int rollup_interval(farm_db *db, struct interval_stmts *x, int64_t run,
-                           const struct summary_interval *iv, uint64_t max_ns, char *err) {
-        int64_t day = day_of(iv->start_ns), end = iv->start_ns + (int64_t) iv->length_ns;
-        int r;
-
-        sqlite3_bind_int64(x->day, 1, run);
-        sqlite3_bind_int64(x->day, 2, day);
-        sqlite3_bind_int64(x->day, 3, (int64_t) iv->length_ns);
-        sqlite3_bind_int64(x->day, 4, iv->start_ns);
-        sqlite3_bind_int64(x->day, 5, end);
-        sqlite3_bind_int64(x->day, 6, (int64_t) max_ns);
-        if ((r = farm_step_done(db, x->day, "cannot update the day's coverage", err)) < 0)
-                return r;
-        sqlite3_bind_int64(x->day_scenario, 1, run);
-        sqlite3_bind_int64(x->day_scenario, 2, day);
-        sqlite3_bind_text(x->day_scenario, 3, iv->scenario ?: "", -1, SQLITE_STATIC);
-        sqlite3_bind_int64(x->day_scenario, 4, (int64_t) iv->length_ns);
-        return farm_step_done(db, x->day_scenario, "cannot update the day's scenarios", err);
-}
-
-/* Stores one interval with its CPUs and loads; 1 if stored, 0 if it was already there. */
-static int store_interval(farm_db *db, struct interval_stmts *x, int64_t run,
-                          const struct summary_interval *iv, char *err) {
-        uint64_t max_ns = 0;
-        int r;
-
-        for (size_t c = 0; c < iv->ncpus; c++)
-                max_ns = MAX(max_ns, iv->cpus[c].max_ns);
-        sqlite3_bind_int64(x->interval, 1, run);
-        sqlite3_bind_int64(x->interval, 2, (int64_t) iv->seq);
-        sqlite3_bind_int64(x->interval, 3, iv->start_ns);
-        sqlite3_bind_int64(x->interval, 4, (int64_t) iv->length_ns);
-        if (iv->scenario)
-                sqlite3_bind_text(x->interval, 5, iv->scenario, -1, SQLITE_STATIC);
-        else
-                sqlite3_bind_null(x->interval, 5);
-        sqlite3_bind_int64(x->interval, 6, (int64_t) max_ns);
-        if ((r = farm_step_done(db, x->interval, "cannot store an interval", err)) < 0)
-                return r;
-        if (sqlite3_changes(db->db) == 0)
-                return 0; /* (run, seq) is stored: the same interval sent again */
-        int64_t id = sqlite3_last_insert_rowid(db->db);
-
-        for (size_t c = 0; c < iv->ncpus; c++) {
-                const struct summary_cpu *p = &iv->cpus[c];
-                sqlite3_stmt *st = x->cpu;
-                sqlite3_bind_int64(st, 1, id);
-                sqlite3_bind_int64(st, 2, p->cpu);
-                sqlite3_bind_int64(st, 3, (int64_t) p->samples);
-                sqlite3_bind_int64(st, 4, (int64_t) p->min_ns);
-                sqlite3_bind_int64(st, 5, (int64_t) p->avg_ns);
-                sqlite3_bind_int64(st, 6, (int64_t) p->max_ns);
-                sqlite3_bind_int64(st, 7, p->max_time_ns);
-                sqlite3_bind_int64(st, 8, (int64_t) p->violations);
-                sqlite3_bind_int64(st, 9, (int64_t) p->missed);
-                sqlite3_bind_int64(st, 10, p->hist_limit_us);
-                /* An empty histogram is a zero-length blob, not NULL. */
-                sqlite3_bind_blob(st, 11, p->hist ? (const void *) p->hist : "", (int) p->hist_len,
-                                  SQLITE_STATIC);
-                if ((r = farm_step_done(db, st, "cannot store a CPU of an interval", err)) < 0)
-                        return r;
-                x->violations += p->violations;
-        }
-        if ((r = farm_query_interval_stored(db, run, id, iv, err)) < 0)
-                return r;
-        if (iv->start_ns >= x->latest_start_ns) {
-                x->latest_start_ns = iv->start_ns;
-                x->latest_max_ns = (int64_t) max_ns;
-        }
-        if ((r = rollup_interval(db, x, run, iv, max_ns, err)) < 0)
-                return r;
-        for (size_t l = 0; l < iv->nloads; l++) {
-                const struct summary_load *ld = &iv->loads[l];
-                sqlite3_bind_int64(x->load, 1, id);
-                sqlite3_bind_int64(x->load, 2, (int64_t) l);
-                sqlite3_bind_text(x->load, 3, ld->generator, -1, SQLITE_STATIC);
-                sqlite3_bind_int64(x->load, 4, (int64_t) ld->up_ns);
-                sqlite3_bind_int64(x->load, 5, ld->starts);
-                sqlite3_bind_int64(x->load, 6, ld->exits);
-                if ((r = farm_step_done(db, x->load, "cannot store a load", err)) < 0)
-                        return r;
-                if (ld->up_ns < iv->length_ns) {
-                        sqlite3_stmt *d = x->down;
-                        sqlite3_bind_int64(d, 1, run);
-                        sqlite3_bind_int64(d, 2, (int64_t) iv->seq);
-                        sqlite3_bind_int64(d, 3, (int64_t) l);
-                        sqlite3_bind_text(d, 4, ld->generator, -1, SQLITE_STATIC);
-                        sqlite3_bind_int64(d, 5, iv->start_ns);
-                        sqlite3_bind_int64(d, 6, (int64_t) iv->length_ns);
-                        if (iv->scenario)
-                                sqlite3_bind_text(d, 7, iv->scenario, -1, SQLITE_STATIC);
-                        else
-                                sqlite3_bind_null(d, 7);
-                        sqlite3_bind_int64(d, 8, (int64_t) (iv->length_ns - ld->up_ns));
-                        if ((r = farm_step_done(db, d, "cannot store a load's down time", err)) < 0)
-                                return r;
-                }
-                for (size_t m = 0; m < ld->nmetrics; m++) {
-                        sqlite3_bind_int64(x->metric, 1, id);
-                        sqlite3_bind_int64(x->metric, 2, (int64_t) l);
-                        sqlite3_bind_int64(x->metric, 3, (int64_t) m);
-                        sqlite3_bind_text(x->metric, 4, ld->metrics[m].name, -1, SQLITE_STATIC);
-                        sqlite3_bind_text(x->metric, 5, ld->metrics[m].unit, -1, SQLITE_STATIC);
-                        sqlite3_bind_double(x->metric, 6, ld->metrics[m].value);
-                        if ((r = farm_step_done(db, x->metric, "cannot store a load metric", err)) <
-                            0)
-                                return r;
-                }
-        }
-        return 1;
-}
-
-static int store_events(farm_db *db, int64_t run, const struct summary *s, uint64_t *ret,
-                        char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_w(db,
-                               "INSERT INTO events (run, event_id, time_ns, type, cpu, value, "
-                               "message, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-                               "ON CONFLICT (run, event_id) DO NOTHING",
-                               &st, err);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < s->nevents; i++) {
-                const struct summary_event *e = &s->events[i];
-                sqlite3_bind_int64(st, 1, run);
-                sqlite3_bind_int64(st, 2, (int64_t) e->id);
-                sqlite3_bind_int64(st, 3, e->time_ns);
-                sqlite3_bind_text(st, 4, e->type, -1, SQLITE_STATIC);
-                if (e->cpu >= 0)
-                        sqlite3_bind_int(st, 5, e->cpu);
-                else
-                        sqlite3_bind_null(st, 5);
-                if (e->value >= 0)
-                        sqlite3_bind_int64(st, 6, e->value);
-                else
-                        sqlite3_bind_null(st, 6);
-                sqlite3_bind_text(st, 7, e->message, -1, SQLITE_STATIC);
-                if (e->details)
-                        sqlite3_bind_text(st, 8, e->details, -1, SQLITE_STATIC);
-                else
-                        sqlite3_bind_null(st, 8);
-                if ((r = farm_step_done(db, st, "cannot store an event", err)) < 0)
-                        return r;
-                *ret += (uint64_t) sqlite3_changes(db->db);
-        }
-        return 0;
-}
-
-static int store_locked(farm_db *db, const struct summary *s, int64_t now_ns,
-                        struct farm_stored *ret, char *err) {
-        _cleanup_reset_ sqlite3_stmt *up = NULL, *mach = NULL, *upd = NULL;
-        struct interval_stmts x = { .latest_start_ns = -1 };
-        int64_t run = 0;
-        int r, rc;
-
-        /* The token may have been revoked since it was checked: the transaction decides. */
-        r = farm_prepare_w(db, "SELECT 1 FROM machines WHERE id = ? AND revoked_ns IS NULL", &mach,
-                           err);
-        if (r < 0)
-                return r;
-        sqlite3_bind_text(mach, 1, s->machine.id, -1, SQLITE_STATIC);
-        rc = sqlite3_step(mach);
-        if (rc == SQLITE_DONE)
-                return -EACCES;
-        if (rc != SQLITE_ROW)
-                return fail(db, rc, "cannot look up the machine", err);
-
-        if ((r = store_run(db, s, now_ns, &run, err)) < 0)
-                return r;
-
-        /* The content is stored even when the idempotency key is known: an uploader that
-         * did not hear our answer may retry with a larger batch under the same key, and what
-         * it adds must not be lost.  Intervals and events are unique per run, so whatever was
-         * stored before is stored once. */
-        {
-                if ((r = farm_prepare_w(db,
-                                        "INSERT INTO intervals (run, seq, start_ns, length_ns, "
-                                        "scenario, max_ns) VALUES (?, ?, ?, ?, ?, ?) "
-                                        "ON CONFLICT (run, seq) DO NOTHING",
-                                        &x.interval, err)) < 0 ||
-                    (r = farm_prepare_w(
-                             db,
-                             "INSERT INTO interval_cpus (interval, cpu, samples, min_ns, "
-                             "avg_ns, max_ns, max_time_ns, violations, missed, "
-                             "hist_limit_us, hist) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                             &x.cpu, err)) < 0 ||
-                    (r = farm_prepare_w(
-                             db,
-                             "INSERT INTO interval_loads (interval, idx, generator, up_ns, "
-                             "starts, exits) VALUES (?, ?, ?, ?, ?, ?)",
-                             &x.load, err)) < 0 ||
-                    (r = farm_prepare_w(
-                             db,
-                             "INSERT INTO interval_load_metrics (interval, load_idx, idx, "
-                             "name, unit, value) VALUES (?, ?, ?, ?, ?, ?)",
-                             &x.metric, err)) < 0 ||
-                    (r = farm_prepare_w(
-                             db,
-                             "INSERT INTO run_days (run, day, intervals, covered_ns, "
-                             "first_start_ns, last_end_ns, max_gap_ns, gaps_known, max_ns) "
-                             "VALUES (?1, ?2, 1, ?3, ?4, ?5, 0, 1, ?6) "
-                             "ON CONFLICT (run, day) DO UPDATE SET "
-                             "intervals = intervals + 1, covered_ns = covered_ns + ?3, "
-                             "max_gap_ns = CASE WHEN ?4 >= last_end_ns "
-                             "THEN max(max_gap_ns, ?4 - last_end_ns) ELSE max_gap_ns END, "
-                             "gaps_known = gaps_known AND ?4 >= last_end_ns, "
-                             "first_start_ns = min(first_start_ns, ?4), "
-                             "last_end_ns = max(last_end_ns, ?5), max_ns = max(max_ns, ?6)",
-                             &x.day, err)) < 0 ||
-                    (r = farm_prepare_w(db,
-                                        "INSERT INTO run_day_scenarios (run, day, scenario, "
-                                        "covered_ns) VALUES (?1, ?2, ?3, ?4) "
-                                        "ON CONFLICT (run, day, scenario) DO UPDATE SET "
-                                        "covered_ns = covered_ns + ?4",
-                                        &x.day_scenario, err)) < 0 ||
-                    (r = farm_prepare_w(db,
-                                        "INSERT INTO load_downs (run, seq, load_idx, generator, "
-                                        "start_ns, length_ns, scenario, down_ns) "
-                                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                                        &x.down, err)) < 0)
-                        goto out;
-                for (size_t i = 0; i < s->nintervals; i++) {
-                        r = store_interval(db, &x, run, &s->intervals[i], err);
-                        if (r < 0)
-                                goto out;
-                        ret->intervals += (uint64_t) r;
-                }
-                r = store_events(db, run, s, &ret->events, err);
-                if (r < 0)
-                        goto out;
-                ret->dup_intervals = s->nintervals - ret->intervals;
-                ret->dup_events = s->nevents - ret->events;
-                ret->duplicate = ret->intervals == 0 && ret->events == 0;
-
-                r = farm_prepare_w(db,
-                                   "INSERT INTO uploads (run, seq, received_ns, intervals, events) "
-                                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (run, seq) DO NOTHING",
-                                   &up, err);
-                if (r < 0)
-                        goto out;
-                sqlite3_bind_int64(up, 1, run);
-                sqlite3_bind_int64(up, 2, (int64_t) s->seq);
-                sqlite3_bind_int64(up, 3, now_ns);
-                sqlite3_bind_int64(up, 4, (int64_t) ret->intervals);
-                sqlite3_bind_int64(up, 5, (int64_t) ret->events);
-                if ((r = farm_step_done(db, up, "cannot store the upload", err)) < 0)
-                        goto out;
-        }
-
-        sqlite3_reset(mach);
-        r = farm_prepare_w(
-                db,
-                "UPDATE machines SET last_report_ns = max(coalesce(last_report_ns, 0), ?2), "
-                "hostname = ?3, cpu_model = ?4, cpus = ?5, "
-                "violations_total = min(violations_total + ?6, 9223372036854775807), "
-                "last_worst_ns = CASE WHEN ?7 >= coalesce(last_interval_start_ns, ?7) "
-                "THEN ?8 ELSE last_worst_ns END, "
-                "last_interval_start_ns = CASE WHEN ?7 IS NULL THEN last_interval_start_ns "
-                "ELSE max(coalesce(last_interval_start_ns, ?7), ?7) END "
-                "WHERE id = ?1",
-                &upd, err);
-        if (r < 0)
-                goto out;
-        sqlite3_bind_text(upd, 1, s->machine.id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(upd, 2, now_ns);
-        sqlite3_bind_text(upd, 3, s->machine.hostname, -1, SQLITE_STATIC);
-        sqlite3_bind_text(upd, 4, s->machine.cpu_model, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(upd, 5, s->machine.cpus);
-        sqlite3_bind_int64(upd, 6, (int64_t) x.violations);
-        if (x.latest_start_ns >= 0) {
-                sqlite3_bind_int64(upd, 7, x.latest_start_ns);
-                sqlite3_bind_int64(upd, 8, x.latest_max_ns);
-        }
-        r = farm_step_done(db, upd, "cannot update the machine", err);
-out:
-        interval_stmts_done(&x);
-        return r;
 }
 
 /* Ends the open batch: commits it, or rolls it back after a failure (result < 0), and answers
@@ -1015,7 +657,7 @@ int farm_store_summary(farm_db *db, const struct summary *s, int64_t now_ns,
                 r = farm_exec_w(db, "SAVEPOINT upload", err);
         if (r >= 0) {
                 bool broken = false;
-                r = store_locked(db, s, now_ns, &res, err);
+                r = farm_ingest_summary(db, s, now_ns, &res, err);
                 char ignored[FARM_ERROR_MAX];
                 if (r < 0 && !sqlite3_get_autocommit(db->db) &&
                     farm_exec_w(db, "ROLLBACK TO upload", ignored) < 0)

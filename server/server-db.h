@@ -33,15 +33,6 @@ bool farm_db_check_skipped(farm_db *db, int64_t *ret_size_bytes);
 /* PRAGMA quick_check of the whole file: -EBADMSG (err says what) when it is damaged. */
 int farm_db_check(farm_db *db, char err[static FARM_ERROR_MAX]);
 
-/* Creates the machine or gives it a new token (which also lifts a revocation).  threshold_ns
- * and gating < 0 keep the stored values (or take the defaults for a new machine).  Returns 1
- * when the machine was created, 0 when it was re-keyed. */
-int farm_enroll(farm_db *db, const char *machine_id, const uint8_t token_hash[SHA256_DIGEST_SIZE],
-                int64_t threshold_ns, int gating, int64_t now_ns, char err[static FARM_ERROR_MAX]);
-/* Revokes the machine's token: -ENOENT when no such machine is enrolled. */
-int farm_revoke(farm_db *db, const char *machine_id, int64_t now_ns,
-                char err[static FARM_ERROR_MAX]);
-
 /* Finds the enrolled, unrevoked machine whose token has this hash (looked up in an index of the
  * hashes).  0 and the id in ret_machine_id, or -EACCES. */
 int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],

@@ -22,11 +22,15 @@
 #include "server-connlimit.h"
 #include "server-dash.h"
 #include "server-http.h"
+#include "server-maintenance.h"
 #include "server-params.h"
 #include "server-path.h"
 #include "server-query.h"
 #include "server-ratelimit.h"
+#include "server-settings.h"
+#include "server-stable.h"
 #include "server-verdict.h"
+#include "server-waivers.h"
 #include "summary.h"
 #include "text-safe.h"
 #include "timeutil.h"
@@ -36,6 +40,8 @@
 #define API_KERNELS "/api/v1/kernels"
 #define API_WAIVERS "/api/v1/waivers"
 #define API_AUDIT "/api/v1/audit"
+#define API_MAINTENANCE "/api/v1/maintenance"
+#define API_SERIES "/api/v1/series"
 #define RELEASE_MAX 256
 #define PATH_LOG_MAX 256
 
@@ -55,6 +61,9 @@ enum body_action {
         BODY_UPLOAD,
         BODY_WAIVE,    /* arg: the release */
         BODY_WITHDRAW, /* arg: the waiver id */
+        BODY_SETTINGS, /* arg: the machine id */
+        BODY_WINDOW,   /* arg: the machine id */
+        BODY_CANCEL,   /* arg: the window id */
 };
 
 /* One request, from its first call to the access handler to the completion notice. */
@@ -437,27 +446,33 @@ static const char *param(struct MHD_Connection *c, const char *name) {
         return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
 }
 
+static enum MHD_Result method_not_allowed(struct request *rq, struct MHD_Connection *c,
+                                          const char *allow) {
+        return respond_error(rq, c, 405, "method not allowed", MHD_HTTP_HEADER_ALLOW, allow);
+}
+
 /* ---- kernels, verdicts, waivers ---------------------------------------------------------- */
 
 static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struct request *rq) {
-        static const char *const allowed[] = { "at", "limit", "offset", NULL };
+        static const char *const allowed[] = { "at", "known_at", "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
-        int64_t now = now_ns(CLOCK_REALTIME), at = now;
+        int64_t now = now_ns(CLOCK_REALTIME);
+        struct farm_question q;
         struct farm_page page;
         json_t *j = NULL;
 
         if (params_allowed(c, allowed, perr) < 0 ||
-            farm_param_time("at", param(c, "at"), now, &at, perr) < 0 ||
+            farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now, &q, perr) < 0 ||
             farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
-        int r = farm_kernels_json(h->db, h->rule, at, &page, &j, err);
+        int r = farm_kernels_json(h->db, h->rule, &q, &page, &j, err);
         if (r < 0)
                 return respond_internal(rq, c, r, err);
         int64_t total = json_integer_value(json_object_get(j, "total"));
         if (total > 0 && page.offset + page.limit < (uint64_t) total) {
-                char next[128];
+                char next[160];
                 snprintf(next, sizeof(next), API_KERNELS "?at=%lld&limit=%llu&offset=%llu",
-                         (long long) at, (unsigned long long) page.limit,
+                         (long long) q.at_ns, (unsigned long long) page.limit,
                          (unsigned long long) (page.offset + page.limit));
                 json_object_set_new(j, "next", json_string(next));
         } else
@@ -467,18 +482,42 @@ static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struc
 
 static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                    const char *release) {
-        static const char *const allowed[] = { "at", NULL };
+        static const char *const allowed[] = { "at", "known_at", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
-        int64_t now = now_ns(CLOCK_REALTIME), at = now;
+        struct farm_question q;
         json_t *j = NULL;
 
         if (params_allowed(c, allowed, perr) < 0 ||
-            farm_param_time("at", param(c, "at"), now, &at, perr) < 0)
+            farm_question_parse(release, param(c, "at"), param(c, "known_at"),
+                                now_ns(CLOCK_REALTIME), &q, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
-        int r = farm_verdict(h->db, h->rule, release, at, &j, err);
+        int r = farm_verdict_ask(h->db, h->rule, &q, &j, err);
         if (r == -ENOENT) {
                 snprintf(err, sizeof(err), "no such kernel release: no machine ever ran %.200s",
                          release);
+                return respond_error(rq, c, 404, err, NULL, NULL);
+        }
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        return respond(rq, c, 200, j, NULL, NULL);
+}
+
+/* GET /api/v1/series and /api/v1/series/{series}/latest-stable. */
+static enum MHD_Result get_series(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                  const char *series) {
+        static const char *const allowed[] = { "at", "known_at", NULL };
+        char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
+        struct farm_question q;
+        json_t *j = NULL;
+
+        if (params_allowed(c, allowed, perr) < 0 ||
+            farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now_ns(CLOCK_REALTIME),
+                                &q, perr) < 0)
+                return respond_error(rq, c, 400, perr, NULL, NULL);
+        int r = series ? farm_latest_stable_json(h->db, h->rule, series, &q, &j, err)
+                       : farm_series_json(h->db, h->rule, &q, &j, err);
+        if (r == -ENOENT) {
+                snprintf(err, sizeof(err), "no such series: no release of %.200s has run", series);
                 return respond_error(rq, c, 404, err, NULL, NULL);
         }
         if (r < 0)
@@ -628,9 +667,193 @@ static enum MHD_Result finish_admin(farm_http *h, struct MHD_Connection *c, stru
                        NULL, NULL);
 }
 
-static enum MHD_Result method_not_allowed(struct request *rq, struct MHD_Connection *c,
-                                          const char *allow) {
-        return respond_error(rq, c, 405, "method not allowed", MHD_HTTP_HEADER_ALLOW, allow);
+/* ---- machine settings and maintenance windows ------------------------------------------- */
+
+/* Adds "next" to a page j of the list at rq's path: the path with the same filter and the
+ * next offset, or null on the last page. */
+static void add_next(json_t *j, struct request *rq, const struct farm_page *page,
+                     const char *filter, const char *value) {
+        int64_t total = json_integer_value(json_object_get(j, "total"));
+        json_object_set_new(
+                j, "next",
+                (int64_t) (page->offset + page->limit) < total
+                        ? json_sprintf("%s?%s%s%slimit=%llu&offset=%llu", rq->path,
+                                       value ? filter : "", value ? value : "", value ? "&" : "",
+                                       (unsigned long long) page->limit,
+                                       (unsigned long long) (page->offset + page->limit))
+                        : json_null());
+}
+
+static enum MHD_Result get_settings(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                    const char *id) {
+        static const char *const allowed[] = { "limit", "offset", NULL };
+        char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
+        struct farm_page page;
+        json_t *j = NULL;
+
+        if (params_allowed(c, allowed, perr) < 0 ||
+            farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
+                return respond_error(rq, c, 400, perr, NULL, NULL);
+        int r = farm_settings_json(h->db, id, &page, &j, err);
+        if (r == -ENOENT)
+                return respond_error(rq, c, 404, "no such machine", NULL, NULL);
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        add_next(j, rq, &page, NULL, NULL);
+        return respond(rq, c, 200, j, NULL, NULL);
+}
+
+/* GET /api/v1/maintenance[?machine=ID], or the windows of the machine in the path (id). */
+static enum MHD_Result get_windows(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                   const char *id) {
+        static const char *const allowed[] = { "machine", "limit", "offset", NULL };
+        char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
+        const char *machine = id ?: param(c, "machine");
+        struct farm_page page;
+        json_t *j = NULL;
+
+        if (params_allowed(c, id ? allowed + 1 : allowed, perr) < 0 ||
+            farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
+                return respond_error(rq, c, 400, perr, NULL, NULL);
+        if (machine && !farm_machine_id_valid(machine))
+                return respond_error(rq, c, 400,
+                                     "machine: not a machine id (32 lowercase hex digits)", NULL,
+                                     NULL);
+        int r = farm_maintenance_json(h->db, machine, &page, now_ns(CLOCK_REALTIME), &j, err);
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        add_next(j, rq, &page, "machine=", id ? NULL : machine);
+        return respond(rq, c, 200, j, NULL, NULL);
+}
+
+static enum MHD_Result staff_failed(struct request *rq, struct MHD_Connection *c, int r,
+                                    const char *what, const char *err) {
+        if (r == -EINVAL)
+                return respond_error(rq, c, 400, err, NULL, NULL);
+        if (r == -ENOENT)
+                return respond_error(rq, c, 404, what, NULL, NULL);
+        if (r == -EALREADY)
+                return respond_error(rq, c, 409, err, NULL, NULL);
+        return respond_internal(rq, c, r, err);
+}
+
+static enum MHD_Result post_settings(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                     json_t *body) {
+        char err[FARM_ERROR_MAX];
+        struct farm_page one = { .limit = 1, .offset = 0 };
+        _cleanup_free_ struct farm_settings_change *change = malloc(sizeof(*change));
+        const char *reason;
+        int64_t version = 0;
+        json_t *j = NULL;
+
+        if (!change)
+                return respond_internal(rq, c, -ENOMEM, "settings change");
+        int r = farm_change_from_json(body, change, &reason, err);
+        if (r >= 0)
+                r = farm_machine_set(h->db, rq->arg, change, rq->admin, reason,
+                                     now_ns(CLOCK_REALTIME), &version, err);
+        if (r < 0)
+                return staff_failed(rq, c, r, "no such machine", err);
+        int q = farm_settings_json(h->db, rq->arg, &one, &j, err);
+        if (q < 0)
+                return respond_internal(rq, c, q, err);
+        json_t *answer = json_pack("{s:s, s:I, s:O, s:s}", "status",
+                                   r > 0 ? "changed" : "unchanged", "version", (json_int_t) version,
+                                   "settings", json_object_get(j, "settings"), "by", rq->admin);
+        json_decref(j);
+        return respond(rq, c, r > 0 ? 201 : 200, answer, NULL, NULL);
+}
+
+static enum MHD_Result post_window(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                   json_t *body) {
+        char err[FARM_ERROR_MAX];
+        int64_t now = now_ns(CLOCK_REALTIME), from, to, id = 0;
+        const char *reason = NULL;
+        json_t *j = NULL;
+        char *end;
+        int r;
+
+        if (rq->action == BODY_WINDOW) {
+                r = farm_maintenance_from_json(body, &from, &to, &reason, err);
+                if (r >= 0)
+                        r = farm_maintenance_add(h->db, rq->arg, from, to, reason, rq->admin, now,
+                                                 &id, err);
+        } else {
+                errno = 0;
+                id = strtoll(rq->arg, &end, 10);
+                if (errno || *end || id <= 0)
+                        return respond_error(rq, c, 404, "no such maintenance window", NULL, NULL);
+                r = farm_maintenance_cancel_from_json(body, &reason, err);
+                if (r >= 0)
+                        r = farm_maintenance_cancel(h->db, id, rq->admin, reason, now, err);
+        }
+        if (r < 0)
+                return staff_failed(rq, c, r,
+                                    rq->action == BODY_WINDOW ? "no such machine"
+                                                              : "no such maintenance window",
+                                    err);
+        if ((r = farm_maintenance_get(h->db, id, now, &j, err)) < 0)
+                return respond_internal(rq, c, r, err);
+        return respond(rq, c, rq->action == BODY_WINDOW ? 201 : 200, j, NULL, NULL);
+}
+
+static enum MHD_Result finish_staff(farm_http *h, struct MHD_Connection *c, struct request *rq) {
+        json_error_t je;
+        json_t *body = json_loadb(rq->body ?: "", rq->len, JSON_REJECT_DUPLICATES, &je);
+        free(rq->body);
+        rq->body = NULL;
+        if (!body) {
+                char err[FARM_ERROR_MAX];
+                snprintf(err, sizeof(err), "body: not JSON: %s (line %d, column %d)", je.text,
+                         je.line, je.column);
+                return respond_error(rq, c, 400, err, NULL, NULL);
+        }
+        if (!json_is_object(body)) {
+                json_decref(body);
+                return respond_error(rq, c, 400, "body: expected a JSON object", NULL, NULL);
+        }
+        enum MHD_Result ret = rq->action == BODY_SETTINGS ? post_settings(h, c, rq, body)
+                                                          : post_window(h, c, rq, body);
+        json_decref(body);
+        return ret;
+}
+
+/* /api/v1/machines/{id}/settings, /api/v1/machines/{id}/maintenance, /api/v1/maintenance and
+ * /api/v1/maintenance/{id}/cancel. */
+static enum MHD_Result route_staff(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                   const char *url, const char *method, bool *handled) {
+        bool get = is_get(method), post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+        char id[FARM_MACHINE_ID_LEN + 1];
+        *handled = true;
+        if (strncmp(url, API_MACHINES "/", strlen(API_MACHINES) + 1) == 0) {
+                const char *p = url + strlen(API_MACHINES) + 1, *slash = strchr(p, '/');
+                if (!slash || (strcmp(slash, "/settings") != 0 && strcmp(slash, "/maintenance")))
+                        return *handled = false, MHD_NO;
+                if ((size_t) (slash - p) != FARM_MACHINE_ID_LEN)
+                        return respond_error(rq, c, 404, "no such machine", NULL, NULL);
+                snprintf(id, sizeof(id), "%.*s", FARM_MACHINE_ID_LEN, p);
+                if (!farm_machine_id_valid(id))
+                        return respond_error(rq, c, 404, "no such machine", NULL, NULL);
+                bool settings = strcmp(slash, "/settings") == 0;
+                if (get)
+                        return settings ? get_settings(h, c, rq, id) : get_windows(h, c, rq, id);
+                if (post)
+                        return begin_admin(h, c, rq, settings ? BODY_SETTINGS : BODY_WINDOW, id);
+                return method_not_allowed(rq, c, "GET, HEAD, POST");
+        }
+        if (strcmp(url, API_MAINTENANCE) == 0)
+                return get ? get_windows(h, c, rq, NULL) : method_not_allowed(rq, c, "GET, HEAD");
+        if (strncmp(url, API_MAINTENANCE "/", strlen(API_MAINTENANCE) + 1) == 0) {
+                const char *p = url + strlen(API_MAINTENANCE) + 1, *slash = strchr(p, '/');
+                if (!slash || strcmp(slash, "/cancel") != 0 || (size_t) (slash - p) >= 20)
+                        return respond_error(rq, c, 404, "no such resource", NULL, NULL);
+                if (!post)
+                        return method_not_allowed(rq, c, "POST");
+                snprintf(id, sizeof(id), "%.*s", (int) (slash - p), p);
+                return begin_admin(h, c, rq, BODY_CANCEL, id);
+        }
+        *handled = false;
+        return MHD_NO;
 }
 
 /* /api/v1/kernels[/RELEASE/(verdict|waivers)], /api/v1/waivers[/ID/withdraw], /api/v1/audit. */
@@ -646,6 +869,17 @@ static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, str
         if (strcmp(url, API_AUDIT) == 0)
                 return get ? get_waivers(h, c, rq, NULL, true)
                            : method_not_allowed(rq, c, "GET, HEAD");
+        if (strcmp(url, API_SERIES) == 0)
+                return get ? get_series(h, c, rq, NULL) : method_not_allowed(rq, c, "GET, HEAD");
+        if (strncmp(url, API_SERIES "/", strlen(API_SERIES) + 1) == 0) {
+                const char *name = url + strlen(API_SERIES) + 1, *slash = strchr(name, '/');
+                char series[FARM_SERIES_NAME_MAX];
+                /* Still percent-encoded in the routing path. */
+                if (!slash || slash == name || strcmp(slash, "/latest-stable") != 0 ||
+                    farm_segment_decode(name, (size_t) (slash - name), series, sizeof(series)) < 0)
+                        return respond_error(rq, c, 404, "no such resource", NULL, NULL);
+                return get ? get_series(h, c, rq, series) : method_not_allowed(rq, c, "GET, HEAD");
+        }
         if (strncmp(url, API_WAIVERS "/", strlen(API_WAIVERS) + 1) == 0) {
                 const char *id = url + strlen(API_WAIVERS) + 1, *slash = strchr(id, '/');
                 if (!slash || strcmp(slash, "/withdraw") != 0 || (size_t) (slash - id) >= 32)
@@ -691,6 +925,10 @@ static enum MHD_Result route(farm_http *h, struct MHD_Connection *c, struct requ
                 return begin_upload(h, c, rq);
         }
         enum MHD_Result ret;
+        bool handled;
+        ret = route_staff(h, c, rq, url, method, &handled);
+        if (handled)
+                return ret;
         if (route_query(h, c, rq, url, method, &ret) || route_dash(h, c, rq, url, method, &ret))
                 return ret;
         if (strcmp(url, API_MACHINES) == 0 || strncmp(url, API_MACHINES "/", 17) == 0) {
@@ -699,7 +937,6 @@ static enum MHD_Result route(farm_http *h, struct MHD_Connection *c, struct requ
                                              MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
                 return get_machines(h, c, rq, url[16] ? url + 17 : NULL);
         }
-        bool handled;
         enum MHD_Result res = route_verdict(h, c, rq, url, method, &handled);
         if (handled)
                 return res;
@@ -830,7 +1067,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
                 }
                 return r < 0 ? MHD_NO : MHD_YES;
         }
-        return rq->action == BODY_UPLOAD ? finish_upload(h, c, rq) : finish_admin(h, c, rq);
+        if (rq->action == BODY_UPLOAD)
+                return finish_upload(h, c, rq);
+        return rq->action == BODY_WAIVE || rq->action == BODY_WITHDRAW ? finish_admin(h, c, rq)
+                                                                       : finish_staff(h, c, rq);
 }
 
 static const char *termination(enum MHD_RequestTerminationCode toe) {
@@ -906,7 +1146,7 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, soc
  * drops connections would flood the log.  At most MHD_LOG_BURST lines per ten seconds; the
  * next line says how many were left out. */
 #define MHD_LOG_BURST 5
-static void mhd_log(void *cls, const char *fmt, va_list ap) {
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap) {
         static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
         static int64_t window_ns;
         static unsigned shown, dropped;

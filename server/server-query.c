@@ -19,6 +19,7 @@
 #include "server-path.h"
 #include "server-query.h"
 #include "timeutil.h"
+#include "worker.h"
 
 #define STEPS_PAGE_MAX 10000
 #define API "/api/v1"
@@ -726,6 +727,7 @@ static void acc_text(FILE *f, const struct farm_acc *c, int64_t cpu) {
 /* A run's UTC day of data in a window.  cached: its merged histograms are in hist_days. */
 struct day_ref {
         int64_t run, day;
+        int64_t known_ns;   /* 0 or INT64_MAX: every interval; else those received by then */
         bool cached, whole; /* whole: the day is past and the window holds all of it */
         int side;           /* of a comparison: 0 the kernel, 1 the other */
         char machine[FARM_MACHINE_ID_LEN + 1];
@@ -1075,10 +1077,7 @@ int farm_query_warm(farm_db *db, int64_t now_ns, unsigned max, char *err) {
 
 struct farm_warmer {
         farm_db *db;
-        pthread_t thread;
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        bool stop;
+        struct worker *worker;
 };
 
 #define WARM_DAYS_PER_PASS 4
@@ -1086,22 +1085,7 @@ struct farm_warmer {
         (50 * NSEC_PER_MSEC)             /* between passes while there is work: queries go first */
 #define WARM_IDLE_NS (60 * NSEC_PER_SEC) /* between looks when all is cached */
 
-/* Waits ns or until stopped; false when stopping. */
-static bool warmer_wait(struct farm_warmer *w, uint64_t ns) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t t = (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec + ns;
-        ts.tv_sec = (time_t) (t / NSEC_PER_SEC);
-        ts.tv_nsec = (long) (t % NSEC_PER_SEC);
-        pthread_mutex_lock(&w->lock);
-        while (!w->stop && pthread_cond_timedwait(&w->cond, &w->lock, &ts) == 0)
-                ;
-        bool go_on = !w->stop;
-        pthread_mutex_unlock(&w->lock);
-        return go_on;
-}
-
-static void *warmer_main(void *arg) {
+static void warmer_main(void *arg, struct worker *worker) {
         struct farm_warmer *w = arg;
         uint64_t days = 0;
         bool failing = false;
@@ -1120,8 +1104,7 @@ static void *warmer_main(void *arg) {
                                  "in the background",
                                  days);
                 days = 0;
-        } while (warmer_wait(w, days > 0 ? WARM_PAUSE_NS : WARM_IDLE_NS));
-        return NULL;
+        } while (worker_wait(worker, days > 0 ? WARM_PAUSE_NS : WARM_IDLE_NS));
 }
 
 int farm_warmer_start(farm_db *db, struct farm_warmer **ret) {
@@ -1129,20 +1112,11 @@ int farm_warmer_start(farm_db *db, struct farm_warmer **ret) {
         if (!w)
                 return -ENOMEM;
         w->db = db;
-        pthread_mutex_init(&w->lock, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&w->cond, &ca);
-        pthread_condattr_destroy(&ca);
-        int r = -pthread_create(&w->thread, NULL, warmer_main, w);
+        int r = worker_start("cache-warmer", warmer_main, w, &w->worker);
         if (r < 0) {
-                pthread_cond_destroy(&w->cond);
-                pthread_mutex_destroy(&w->lock);
                 free(w);
                 return r;
         }
-        (void) pthread_setname_np(w->thread, "cache-warmer");
         *ret = w;
         return 0;
 }
@@ -1150,13 +1124,7 @@ int farm_warmer_start(farm_db *db, struct farm_warmer **ret) {
 void farm_warmer_stop(struct farm_warmer *w) {
         if (!w)
                 return;
-        pthread_mutex_lock(&w->lock);
-        w->stop = true;
-        pthread_cond_signal(&w->cond);
-        pthread_mutex_unlock(&w->lock);
-        pthread_join(w->thread, NULL);
-        pthread_cond_destroy(&w->cond);
-        pthread_mutex_destroy(&w->lock);
+        worker_stop(w->worker);
         free(w);
 }
 
@@ -1193,8 +1161,8 @@ static int read_day(farm_db *db, const struct day_ref *ref, int64_t from, int64_
                                    "SELECT scenario, cpu, hist_limit_us, hist, samples, min_ns, "
                                    "max_ns, max_time_ns, violations FROM hist_days "
                                    "WHERE run = ?1 AND day = ?2 AND (?4 IS NULL OR scenario = ?4) "
-                                   "AND (?5 IS NULL OR cpu = ?5) AND (?6 IS NULL OR cpu >= ?6) "
-                                   "AND (?7 IS NULL OR cpu <= ?7)",
+                                   "AND (?5 IS NULL OR cpu = ?5) AND (?7 IS NULL OR cpu >= ?7) "
+                                   "AND (?8 IS NULL OR cpu <= ?8)",
                                    &st, err);
         else
                 r = farm_prepare_r(
@@ -1204,7 +1172,8 @@ static int read_day(farm_db *db, const struct day_ref *ref, int64_t from, int64_
                         "FROM intervals i JOIN interval_cpus c ON c.interval = i.id "
                         "WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
                         "AND (?4 IS NULL OR i.scenario = ?4) AND (?5 IS NULL OR c.cpu = ?5) "
-                        "AND (?6 IS NULL OR c.cpu >= ?6) AND (?7 IS NULL OR c.cpu <= ?7)",
+                        "AND (?6 IS NULL OR coalesce(i.received_ns, 0) <= ?6) "
+                        "AND (?7 IS NULL OR c.cpu >= ?7) AND (?8 IS NULL OR c.cpu <= ?8)",
                         &st, err);
         if (r < 0)
                 return r;
@@ -1219,10 +1188,12 @@ static int read_day(farm_db *db, const struct day_ref *ref, int64_t from, int64_
                 sqlite3_bind_text(st, 4, scenario, -1, SQLITE_STATIC);
         if (cpu >= 0)
                 sqlite3_bind_int64(st, 5, cpu);
+        if (!cached && ref->known_ns != INT64_MAX && ref->known_ns != 0)
+                sqlite3_bind_int64(st, 6, ref->known_ns);
         if (cpu_range && cpu_range[0] > 0)
-                sqlite3_bind_int64(st, 6, cpu_range[0]);
+                sqlite3_bind_int64(st, 7, cpu_range[0]);
         if (cpu_range && cpu_range[1] < CPU_MAX)
-                sqlite3_bind_int64(st, 7, cpu_range[1]);
+                sqlite3_bind_int64(st, 8, cpu_range[1]);
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
                 const char *why = NULL;
                 int64_t c = sqlite3_column_int64(st, 1);
@@ -1593,7 +1564,8 @@ static int entry_order(const void *x, const void *y) {
 
 /* The entries of refs (sorted by machine here): one machine at a time, in as many passes over
  * its days as its scenarios' histograms take within the merge budget. */
-static int cmp_merge(farm_db *db, struct day_refs *refs, struct cmp_list *list, char *err) {
+static int cmp_merge(farm_db *db, struct day_refs *refs, int64_t to, struct cmp_list *list,
+                     char *err) {
         qsort(refs->v, refs->n, sizeof(*refs->v), ref_by_machine);
         int r = 0;
         for (size_t i = 0, j; r >= 0 && i < refs->n; i = j) {
@@ -1605,8 +1577,7 @@ static int cmp_merge(farm_db *db, struct day_refs *refs, struct cmp_list *list, 
                                          .machine = refs->v[i].machine };
                 r = farm_merge_set_new(FARM_MERGE_BUDGET_BYTES, false, &m.set);
                 while (r >= 0) {
-                        r = read_days(db, &mine, INT64_MIN, INT64_MAX, NULL, -1, NULL, cmp_row, &m,
-                                      err);
+                        r = read_days(db, &mine, INT64_MIN, to, NULL, -1, NULL, cmp_row, &m, err);
                         if (r >= 0)
                                 r = farm_merge_set_finish(m.set, cmp_key_done, &m);
                         if (r <= 0)
@@ -1630,7 +1601,7 @@ static json_t *cmp_side_json(const struct cmp_side *c) {
 /* Whether runs of the kernel are stored; reader lock held. */
 static int kernel_known(farm_db *db, const char *release, char *err) {
         _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_r(db, "SELECT 1 FROM runs WHERE kernel_release = ? LIMIT 1", &st, err);
+        int r = farm_prepare_r(db, "SELECT 1 FROM runs WHERE release = ? LIMIT 1", &st, err);
         if (r < 0)
                 return r;
         sqlite3_bind_text(st, 1, release, -1, SQLITE_STATIC);
@@ -1697,7 +1668,7 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
                                    "SELECT d.run, d.day, r.machine_id, EXISTS (SELECT 1 FROM "
                                    "hist_days h WHERE h.run = d.run AND h.day = d.day) "
                                    "FROM runs r JOIN run_days d ON d.run = r.id "
-                                   "WHERE r.kernel_release = ?",
+                                   "WHERE r.release = ?",
                                    &st, a->err);
                 if (r < 0)
                         return answer_internal(a, r);
@@ -1737,7 +1708,7 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
 
         r = fill_days(db, &refs, a->err);
         if (r >= 0)
-                r = cmp_merge(db, &refs, &list, a->err);
+                r = cmp_merge(db, &refs, INT64_MAX, &list, a->err);
         free(refs.v);
 
         size_t n = list.n;
@@ -1811,6 +1782,80 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
                 return 0;
         }
         answer_json(a, o);
+        return 0;
+}
+
+/* ---- the statistics of a release, for the verdict's regressions ------------------------ */
+
+int farm_release_stats(farm_db *db, const char *release, const char *const *machines,
+                       size_t nmachines, int64_t to_ns, int64_t known_ns,
+                       struct farm_release_stat **ret, size_t *ret_n, char *err) {
+        struct day_refs refs = {};
+        struct cmp_list list = {};
+        int r = 0, rc;
+        {
+                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+                _cleanup_reset_ sqlite3_stmt *st = NULL;
+                r = farm_prepare_r(db,
+                                   "SELECT d.run, d.day, r.machine_id, EXISTS (SELECT 1 FROM "
+                                   "hist_days h WHERE h.run = d.run AND h.day = d.day), "
+                                   "d.last_end_ns, d.max_received_ns FROM runs r "
+                                   "JOIN run_days d ON d.run = r.id "
+                                   "WHERE r.release = ?1 AND d.first_start_ns < ?2",
+                                   &st, err);
+                if (r < 0)
+                        return r;
+                sqlite3_bind_text(st, 1, release, -1, SQLITE_STATIC);
+                sqlite3_bind_int64(st, 2, to_ns);
+                while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+                        const char *m = (const char *) sqlite3_column_text(st, 2) ?: "";
+                        bool wanted = !machines;
+                        for (size_t i = 0; !wanted && i < nmachines; i++)
+                                wanted = strcmp(machines[i], m) == 0;
+                        if (!wanted)
+                                continue;
+                        struct day_ref x = { .run = sqlite3_column_int64(st, 0),
+                                             .day = sqlite3_column_int64(st, 1),
+                                             .cached = sqlite3_column_int(st, 3),
+                                             .known_ns = known_ns };
+                        /* Whole: the day ended by to_ns, and all of it was received by known_ns. */
+                        x.whole = (x.day + 1) * DAY_NS <= to_ns &&
+                                  sqlite3_column_int64(st, 4) <= to_ns &&
+                                  sqlite3_column_int64(st, 5) <= known_ns;
+                        snprintf(x.machine, sizeof(x.machine), "%s", m);
+                        r = refs_add(&refs, &x);
+                }
+                if (r >= 0 && rc != SQLITE_DONE)
+                        r = farm_fail_on(db, db->rdb, rc, "cannot list the days", err);
+        }
+        if (r >= 0)
+                r = fill_days(db, &refs, err);
+        if (r >= 0)
+                r = cmp_merge(db, &refs, to_ns, &list, err);
+        free(refs.v);
+        struct farm_release_stat *out = NULL;
+        size_t n = 0;
+        if (r >= 0 && list.n && !(out = calloc(list.n, sizeof(*out))))
+                r = -ENOMEM;
+        for (size_t i = 0; i < list.n; i++) {
+                const struct cmp_entry *e = &list.v[i];
+                if (r >= 0 && e->side[0].used) {
+                        struct farm_release_stat *o = &out[n++];
+                        snprintf(o->machine, sizeof(o->machine), "%s", e->machine);
+                        snprintf(o->scenario, sizeof(o->scenario), "%s", e->scenario);
+                        o->worst_ns = e->side[0].worst_ns;
+                        o->p99_9_ns = e->side[0].p99_9_ns;
+                        o->samples = e->side[0].samples;
+                }
+                free(e->scenario);
+        }
+        free(list.v);
+        if (r < 0) {
+                free(out);
+                return r;
+        }
+        *ret = out;
+        *ret_n = n;
         return 0;
 }
 

@@ -79,6 +79,23 @@ static int add_event(store *s, sqlite3_stmt *st, struct summary *ret) {
                        : -ENOMEM;
 }
 
+/* A CPU's own span, sent when it differs from the interval's (the probe started or stopped
+ * inside it).  Cut to the interval: a span outside it would have the whole upload refused,
+ * and the clock steps that could make one are the interval's business, not the CPU's.  A CPU
+ * without a span (it measured nothing) is sent with the interval's: its samples say so. */
+static void cpu_span(const struct summary_interval *iv, int64_t start_ns, int64_t length_ns,
+                     struct summary_cpu *c) {
+        int64_t iv_end = iv->start_ns + (int64_t) iv->length_ns;
+        int64_t from = MAX(start_ns, iv->start_ns);
+        int64_t to = length_ns > 0 && start_ns <= INT64_MAX - length_ns ? start_ns + length_ns
+                                                                        : start_ns;
+        to = MIN(to, iv_end);
+        if (to <= from || (from == iv->start_ns && to == iv_end))
+                return;
+        c->span_start_ns = from;
+        c->span_length_ns = (uint64_t) (to - from);
+}
+
 #define EVENT_COLUMNS "id, time_ns, type, cpu, value_ns, message, details"
 
 static int load_interval(store *s, int64_t id, struct summary *ret) {
@@ -111,8 +128,8 @@ static int load_interval(store *s, int64_t id, struct summary *ret) {
 
         r = store_prepare(s,
                           "SELECT cpu, samples, min_ns, max_ns, sum_ns, max_time_ns, violations, "
-                          "missed, hist_limit_us, hist FROM interval_cpus WHERE interval_id = ? "
-                          "ORDER BY cpu",
+                          "missed, hist_limit_us, hist, start_ns, length_ns FROM interval_cpus "
+                          "WHERE interval_id = ? ORDER BY cpu",
                           &cpu);
         if (r < 0)
                 return r;
@@ -143,6 +160,7 @@ static int load_interval(store *s, int64_t id, struct summary *ret) {
                 if (len > 0)
                         memcpy(c->hist, sqlite3_column_blob(cpu, 9), (size_t) len);
                 c->hist_len = (size_t) len;
+                cpu_span(x, sqlite3_column_int64(cpu, 10), sqlite3_column_int64(cpu, 11), c);
         }
         if (rc != SQLITE_DONE)
                 return store_fail(s, rc, "cannot read an interval's CPUs");

@@ -22,7 +22,8 @@ void store_run_done(struct store_run *r) {
         char **strs[] = { &r->machine_id,     &r->boot_id,        &r->hostname,
                           &r->kernel_release, &r->kernel_version, &r->kernel_cmdline,
                           &r->preempt_model,  &r->daemon_version, &r->config_digest,
-                          &r->config_text,    &r->cpus,           &r->end_reason };
+                          &r->config_text,    &r->cpus,           &r->end_reason,
+                          &r->release };
         for (size_t i = 0; i < ELEMENTSOF(strs); i++)
                 free(*strs[i]);
         *r = (struct store_run){};
@@ -38,7 +39,8 @@ int store_get_run(store *s, int64_t run_id, struct store_run *ret) {
                           "kernel_version, kernel_cmdline, preempt_model, daemon_version, "
                           "config_digest, config, cpus, priority, probe_interval_ns, interval_ns, "
                           "threshold_ns, hist_limit_us, start_ns, last_seen_ns, end_ns, "
-                          "end_reason FROM runs WHERE (?1 = 0 OR id = ?1) ORDER BY id DESC LIMIT 1",
+                          "end_reason, release FROM runs WHERE (?1 = 0 OR id = ?1) "
+                          "ORDER BY id DESC LIMIT 1",
                           &st);
         if (e < 0)
                 return e;
@@ -70,6 +72,11 @@ int store_get_run(store *s, int64_t run_id, struct store_run *ret) {
         r.last_seen_ns = col_i64_or_min(st, 18);
         r.end_ns = col_i64_or_min(st, 19);
         r.end_reason = col_strdup(st, 20);
+        r.release = col_strdup(st, 21);
+        if (sqlite3_column_type(st, 21) != SQLITE_NULL && !r.release) {
+                store_run_done(&r);
+                return -ENOMEM;
+        }
         *ret = r;
         return 0;
 }

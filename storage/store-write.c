@@ -202,8 +202,8 @@ int store_begin_run(store *s, const struct store_run_info *in, int64_t *ret_run_
                           "INSERT INTO runs (machine_id, boot_id, hostname, kernel_release, "
                           "kernel_version, kernel_cmdline, preempt_model, daemon_version, "
                           "config_digest, config, cpus, priority, probe_interval_ns, interval_ns, "
-                          "threshold_ns, hist_limit_us, start_ns, boot_ns) "
-                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                          "threshold_ns, hist_limit_us, start_ns, boot_ns, release) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                           &st);
         if (r < 0)
                 goto fail;
@@ -223,6 +223,7 @@ int store_begin_run(store *s, const struct store_run_info *in, int64_t *ret_run_
         sqlite3_bind_int64(st, 17, in->start_ns);
         if (in->boot_ns > 0)
                 sqlite3_bind_int64(st, 18, in->boot_ns);
+        sqlite3_bind_text(st, 19, in->release, -1, SQLITE_STATIC);
         r = step_done(s, st, "cannot record the new run");
         if (r < 0)
                 goto fail;

@@ -97,6 +97,9 @@ static const char *const migrations[] = {
         "CREATE INDEX events_interval ON events(interval_id) WHERE interval_id IS NOT NULL;"
         "CREATE INDEX outbox_interval ON outbox(interval_id) WHERE interval_id IS NOT NULL;"
         "CREATE INDEX outbox_event ON outbox(event_id) WHERE event_id IS NOT NULL;",
+        /* 4 -> 5: the name a run is judged under by the farm ([Upload] Release=, else the
+         * kernel's release); NULL for the runs before, which the farm judges by their kernel. */
+        "ALTER TABLE runs ADD COLUMN release TEXT;",
 };
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per version");
 

@@ -15,7 +15,7 @@
 typedef struct store store;
 
 #define STORE_ERROR_MAX 512
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 5
 
 enum {
         STORE_READONLY = 1 << 0, /* for the CLI: never creates or migrates */
@@ -53,6 +53,7 @@ struct store_run_info {
         const char *machine_id, *boot_id, *hostname;
         const char *kernel_release, *kernel_version, *kernel_cmdline, *preempt_model;
         const char *daemon_version, *config_digest, *config_text, *cpus;
+        const char *release; /* the name the farm judges the run under; NULL: its kernel's */
         uint64_t priority, probe_interval_ns, interval_ns, threshold_ns;
         uint32_t hist_limit_us;
         int64_t start_ns;
@@ -146,6 +147,7 @@ struct store_run {
         char *machine_id, *boot_id, *hostname;
         char *kernel_release, *kernel_version, *kernel_cmdline, *preempt_model;
         char *daemon_version, *config_digest, *config_text, *cpus;
+        char *release; /* NULL: not recorded (a run from before schema 5) */
         uint64_t priority, probe_interval_ns, interval_ns, threshold_ns;
         uint32_t hist_limit_us;
         int64_t start_ns, last_seen_ns, end_ns; /* INT64_MIN when not set */

@@ -170,6 +170,7 @@ static void test_reload(void **state) {
         assert_true(reload_needs_restart("Probe", "Interval"));
         assert_false(reload_needs_restart("Probe", "Threshold"));
         assert_false(reload_needs_restart("Upload", "Server"));
+        assert_true(reload_needs_restart("Upload", "Release")); /* a run keeps its name */
         assert_false(reload_needs_restart("Schedule", "Rotation"));
         daemon_config_free(&cur);
 }

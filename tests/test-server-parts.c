@@ -13,6 +13,7 @@
 #include "server-params.h"
 #include "server-query.h"
 #include "server-ratelimit.h"
+#include "server-settings.h"
 #include "server-verdict.h"
 
 #define TOKEN "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
@@ -172,15 +173,32 @@ static void test_params(void **state) {
         assert_non_null(strstr(err, "offset=x"));
 }
 
-/* Stores intervals seqs[0..n) of a 20-minute run of machine id, each on one CPU at 20 us. */
+/* Stores intervals seqs[0..n) of a 20-minute run of machine id, each on one CPU at 20 us
+ * every millisecond, as they arrive right after the last of them. */
 static void store_intervals(farm_db *db, const char *id, const uint64_t *seqs, size_t n) {
         struct summary_interval iv[16];
         struct summary_cpu cpu[16];
         char err[FARM_ERROR_MAX];
         const int64_t t0 = INT64_C(1793491200) * 1000000000, len = INT64_C(1200) * 1000000000;
+        const uint64_t samples = (uint64_t) len / 1000000;
+        static uint64_t counts[1000 + 40 * 8];
+        uint8_t *hist = NULL;
+        size_t hist_len = 0;
+        int64_t now = t0;
+        counts[20] = samples;
+        assert_int_equal(hist_encode(1000, counts, &hist, &hist_len), 0);
         assert_true(n <= 16);
         for (size_t i = 0; i < n; i++) {
-                cpu[i] = (struct summary_cpu){ .cpu = 0, .samples = 0, .max_time_ns = t0 };
+                now = MAX(now, t0 + ((int64_t) seqs[i] + 1) * len);
+                cpu[i] = (struct summary_cpu){ .cpu = 0,
+                                               .samples = samples,
+                                               .min_ns = 20000,
+                                               .avg_ns = 20000,
+                                               .max_ns = 20000,
+                                               .max_time_ns = t0 + (int64_t) seqs[i] * len,
+                                               .hist_limit_us = 1000,
+                                               .hist = hist,
+                                               .hist_len = hist_len };
                 iv[i] = (struct summary_interval){ .seq = seqs[i],
                                                    .start_ns = t0 + (int64_t) seqs[i] * len,
                                                    .length_ns = (uint64_t) len,
@@ -208,8 +226,9 @@ static void store_intervals(farm_db *db, const char *id, const uint64_t *seqs, s
                 .nintervals = n,
         };
         struct farm_stored st;
-        if (farm_store_summary(db, &s, t0, &st, err) < 0)
+        if (farm_store_summary(db, &s, now, &st, err) < 0)
                 fail_msg("%s", err);
+        free(hist);
 }
 
 /* An interval that arrives after later ones (an outbox catching up) fills the hole it had
@@ -227,7 +246,7 @@ static void test_verdict_out_of_order(void **state) {
         assert_non_null(mkdtemp(dir));
         snprintf(path, sizeof(path), "%s/farm.db", dir);
         assert_int_equal(farm_db_open(path, &db, err), 0);
-        assert_int_equal(farm_enroll(db, id, hash, 100000, 1, 0, err), 1);
+        assert_int_equal(farm_enroll(db, id, hash, NULL, "test", NULL, 0, err), 1);
         farm_rule_default(&rule);
         rule.period_ns = 200 * 60 * NSEC_PER_SEC;
         rule.nscenarios = 0;
@@ -237,6 +256,8 @@ static void test_verdict_out_of_order(void **state) {
         store_intervals(db, id, (const uint64_t[]){ 5, 6, 7, 8, 9 }, 5);
         store_intervals(db, id, (const uint64_t[]){ 0, 1, 2, 3 }, 4);
         assert_int_equal(farm_verdict(db, &rule, "k1", at, &v, err), 0);
+        if (getenv("DEBUG_VERDICT"))
+                json_dumpf(v, stderr, JSON_INDENT(1));
         assert_string_equal(farm_verdict_status(v), "failed");
         json_t *p = json_array_get(json_object_get(v, "problems"), 0);
         assert_string_equal(json_string_value(json_object_get(p, "kind")), "gap");

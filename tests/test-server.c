@@ -352,21 +352,21 @@ static void test_enroll(void **state) {
         char dbarg[600];
         snprintf(dbarg, sizeof(dbarg), "--db=%s", db_path);
         char *bad_id[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "enroll", "0123ABCD", NULL };
-        run_server(bad_id, "Invalid machine id '0123ABCD'", 78);
+        run_server(bad_id, "Invalid machine id '0123ABCD'", 64);
         char *bad_threshold[] = { (char *) tu_bin("RTSOAK_SERVER"),
                                   dbarg,
                                   "enroll",
                                   ID_UNKNOWN,
                                   "--threshold=fast",
                                   NULL };
-        run_server(bad_threshold, "Invalid --threshold 'fast'", 78);
+        run_server(bad_threshold, "Invalid --threshold 'fast'", 64);
         char *bad_gating[] = { (char *) tu_bin("RTSOAK_SERVER"),
                                dbarg,
                                "enroll",
                                ID_UNKNOWN,
                                "--gating=maybe",
                                NULL };
-        run_server(bad_gating, "expected yes or no", 78);
+        run_server(bad_gating, "expected yes or no", 64);
         char *revoke_unknown[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "revoke", ID_UNKNOWN,
                                    NULL };
         run_server(revoke_unknown, "no machine " ID_UNKNOWN " is enrolled", 1);
@@ -978,7 +978,7 @@ static void test_command_line_errors(void **state) {
                                NULL };
         run_server(bad_listen, "Invalid --listen 'localhost'", 78);
         char *bad_cmd[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "frobnicate", NULL };
-        run_server(bad_cmd, "Unknown command 'frobnicate'", 78);
+        run_server(bad_cmd, "Unknown command 'frobnicate'", 64);
         char *not_ours[] = { (char *) tu_bin("RTSOAK_SERVER"), "--db=/dev/null", "enroll", ID_A,
                              NULL };
         run_server(not_ours, "Cannot open the farm database", 1);

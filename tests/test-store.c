@@ -485,7 +485,7 @@ static void test_migration_from_v1(void **state) {
         sql(p, "DROP TABLE outbox; DROP TABLE upload_status; "
                "DROP TABLE interval_load_metrics; DROP TABLE interval_loads; "
                "DROP INDEX intervals_scenario; DROP INDEX events_interval; "
-               "ALTER TABLE runs DROP COLUMN boot_ns; "
+               "ALTER TABLE runs DROP COLUMN boot_ns; ALTER TABLE runs DROP COLUMN release; "
                "ALTER TABLE events DROP COLUMN details; PRAGMA user_version = 1;");
         assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
         store_close(s);
@@ -589,6 +589,112 @@ static void test_outbox(void **state) {
         assert_true(rows[0].event_id > 0);
         assert_int_equal(rows[0].attempts, 1);
         free(rows);
+        store_close(up);
+        store_close(s);
+        free(c0);
+}
+
+static long long query1(const char *path, const char *statement);
+
+/* The name a run is judged under (schema 5), and each CPU's own span in what is uploaded. */
+static void test_release_and_cpu_spans(void **state) {
+        store *s = NULL, *up = NULL;
+        char err[STORE_ERROR_MAX];
+        int64_t run, run2;
+        struct store_run r;
+        uint64_t *c0 = calloc(hist_nbuckets(1000), sizeof(uint64_t));
+        const int64_t minute = 60000000000LL, t0 = 1796300000000000000LL, sec = 1000000000LL;
+        const char *p = db_path("release.db");
+        (void) state;
+
+        /* A database of schema 4 with a run: migrated, the run without a release. */
+        assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
+        assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
+        store_close(s);
+        sql(p, "ALTER TABLE runs DROP COLUMN release; PRAGMA user_version = 4;");
+        assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
+        assert_int_equal(query1(p, "PRAGMA user_version"), 5);
+        assert_int_equal(store_get_run(s, run, &r), 0);
+        assert_null(r.release);
+        store_run_done(&r);
+
+        struct store_run_info info = run_info;
+        info.release = "6.1.0-rt-lab2";
+        assert_int_equal(store_begin_run(s, &info, &run2, NULL), 0);
+        assert_int_equal(store_get_run(s, run2, &r), 0);
+        assert_string_equal(r.release, "6.1.0-rt-lab2");
+        assert_string_equal(r.kernel_release, "6.1.0-rt");
+        assert_string_equal(r.cpus, "0-1");
+        store_run_done(&r);
+
+        /* CPU 0 measured the whole interval; 1 only 20 s of it; 2 nothing; 3 a span larger
+         * than the interval on both sides and 4 one that starts before it (a clock step):
+         * cut to the interval. */
+        store_set_outbox(s, true);
+        struct store_cpu_interval rows[5];
+        uint64_t *counts[5];
+        for (int c = 0; c < 5; c++) {
+                counts[c] = calloc(hist_nbuckets(1000), sizeof(uint64_t));
+                make_row(&rows[c], counts[c], c, t0, c == 2 ? 0 : 1000, 7000);
+        }
+        rows[1].start_ns = t0 + 10 * sec;
+        rows[1].length_ns = 20 * sec;
+        rows[2].length_ns = 0;
+        rows[3].start_ns = t0 - 5 * sec;
+        rows[3].length_ns = 70 * sec;
+        rows[4].start_ns = t0 - 5 * sec;
+        rows[4].length_ns = 30 * sec;
+        struct store_interval iv = { .run_id = run2,
+                                     .seq = 0,
+                                     .start_ns = t0,
+                                     .length_ns = minute,
+                                     .cpus = rows,
+                                     .ncpus = 5 };
+        assert_int_equal(store_write_interval(s, &iv), 0);
+        assert_int_equal(store_open(p, STORE_UPLOADER, &up, err), 0);
+        struct store_outbox_row *ob;
+        size_t n;
+        assert_int_equal(store_outbox_next(up, 10, &ob, &n), 0);
+        assert_int_equal(n, 1);
+        struct summary sum = {};
+        assert_int_equal(store_outbox_summary(up, ob, n, &sum), 0);
+        free(ob);
+        struct summary_cpu *c = sum.intervals[0].cpus;
+        assert_int_equal(c[0].span_length_ns, 0);
+        assert_int_equal(c[1].span_start_ns, t0 + 10 * sec);
+        assert_int_equal(c[1].span_length_ns, 20 * sec);
+        assert_int_equal(c[2].span_length_ns, 0);
+        assert_int_equal(c[3].span_length_ns, 0);
+        assert_int_equal(c[4].span_start_ns, t0);
+        assert_int_equal(c[4].span_length_ns, 25 * sec);
+
+        /* What is uploaded is what the server's decoder accepts. */
+        sum.machine = (struct summary_machine){ strdup("0123456789abcdef0123456789abcdef"),
+                                                strdup("host"), strdup("cpu"), 5 };
+        sum.run = (struct summary_run){ .id = run2,
+                                        .boot_id = strdup("fedcba9876543210fedcba9876543210"),
+                                        .kernel_release = strdup("6.1.0-rt"),
+                                        .kernel_version = strdup(""),
+                                        .kernel_cmdline = strdup(""),
+                                        .preempt_model = strdup(""),
+                                        .daemon_version = strdup("test"),
+                                        .config_digest = strdup("00112233445566778899aabbccddeeff"
+                                                                "00112233445566778899aabbccddeeff"),
+                                        .start_ns = t0,
+                                        .release = strdup("6.1.0-rt-lab2") };
+        char *text;
+        struct summary back;
+        assert_int_equal(summary_encode(&sum, &text, NULL), 0);
+        char derr[SUMMARY_ERROR_MAX];
+        if (summary_decode(text, strlen(text), &back, derr) < 0)
+                fail_msg("refused: %s", derr);
+        assert_int_equal(back.intervals[0].cpus[4].span_length_ns, 25 * sec);
+        assert_string_equal(back.run.release, "6.1.0-rt-lab2");
+        summary_done(&back);
+        free(text);
+        summary_done(&sum);
+        for (int k = 0; k < 5; k++)
+                free(counts[k]);
         store_close(up);
         store_close(s);
         free(c0);
@@ -718,6 +824,7 @@ int main(void) {
                 cmocka_unit_test(test_scenarios_and_loads),
                 cmocka_unit_test(test_migration_from_v1),
                 cmocka_unit_test(test_outbox),
+                cmocka_unit_test(test_release_and_cpu_spans),
                 cmocka_unit_test(test_retention),
                 cmocka_unit_test(test_vacuum_conversion),
         };

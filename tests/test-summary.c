@@ -33,6 +33,12 @@ static void make(struct summary *s) {
         s->run.threshold_ns = 100000;
         s->run.probe_interval_ns = 200000;
         s->run.interval_ns = 60000000000;
+        s->run.release = strdup("6.6.15-rt22+lab~2:x_y");
+        s->run.nprobed_cpus = 3;
+        s->run.probed_cpus = calloc(3, sizeof(*s->run.probed_cpus));
+        s->run.probed_cpus[0] = 0;
+        s->run.probed_cpus[1] = 5;
+        s->run.probed_cpus[2] = 7; /* probed, and missing from every interval */
         s->seq = 17;
         s->nintervals = 2;
         s->intervals = calloc(2, sizeof(*s->intervals));
@@ -47,7 +53,8 @@ static void make(struct summary *s) {
                 for (size_t c = 0; c < 2; c++) {
                         struct summary_cpu *x = &iv->cpus[c];
                         memset(counts, 0, sizeof(counts));
-                        counts[hist_index(1000, 7000)] = 299000;
+                        counts[hist_index(1000, 3100)] = 1;
+                        counts[hist_index(1000, 7000)] = 298999;
                         counts[hist_index(1000, 250000)] = 3;
                         *x = (struct summary_cpu){ .cpu = (uint32_t) (c * 5),
                                                    .samples = 299003,
@@ -59,6 +66,11 @@ static void make(struct summary *s) {
                                                    .missed = 1,
                                                    .hist_limit_us = 1000 };
                         assert_int_equal(hist_encode(1000, counts, &x->hist, &x->hist_len), 0);
+                        /* CPU 5 of the second interval came online 10 s into it, for 20 s. */
+                        if (i == 1 && c == 1) {
+                                x->span_start_ns = iv->start_ns + 10000000000;
+                                x->span_length_ns = 20000000000;
+                        }
                 }
                 if (i == 0) {
                         iv->nloads = 1;
@@ -112,6 +124,10 @@ static void test_roundtrip_every_field(void **state) {
         assert_int_equal(b.run.threshold_ns, 100000);
         assert_int_equal(b.run.probe_interval_ns, 200000);
         assert_int_equal(b.run.interval_ns, 60000000000);
+        assert_string_equal(b.run.release, "6.6.15-rt22+lab~2:x_y");
+        assert_int_equal(b.run.nprobed_cpus, 3);
+        assert_int_equal(b.run.probed_cpus[1], 5);
+        assert_int_equal(b.run.probed_cpus[2], 7);
         assert_int_equal(b.seq, 17);
         assert_int_equal(b.nintervals, 2);
         for (size_t i = 0; i < 2; i++) {
@@ -137,6 +153,8 @@ static void test_roundtrip_every_field(void **state) {
                         assert_int_equal(q->hist_limit_us, p->hist_limit_us);
                         assert_int_equal(q->hist_len, p->hist_len);
                         assert_memory_equal(q->hist, p->hist, p->hist_len);
+                        assert_int_equal(q->span_start_ns, p->span_start_ns);
+                        assert_int_equal(q->span_length_ns, p->span_length_ns);
                 }
                 assert_int_equal(y->nloads, x->nloads);
         }
@@ -171,6 +189,65 @@ static void test_roundtrip_every_field(void **state) {
         free(text);
         summary_done(&a);
         summary_done(&b);
+}
+
+/* Without the optional members of run and of a CPU: the summary of a daemon that does not
+ * send them decodes as before, and the encoder writes none of them. */
+static void test_optional_fields_absent(void **state) {
+        struct summary a, b;
+        char *text, err[SUMMARY_ERROR_MAX];
+        make(&a);
+        free(a.run.release);
+        free(a.run.probed_cpus);
+        a.run.release = NULL;
+        a.run.probed_cpus = NULL;
+        a.run.nprobed_cpus = 0;
+        a.intervals[1].cpus[1].span_start_ns = 0;
+        a.intervals[1].cpus[1].span_length_ns = 0;
+        assert_int_equal(summary_encode(&a, &text, NULL), 0);
+        assert_null(strstr(text, "\"release\""));
+        assert_null(strstr(text, "\"interval_ns\":60000000000,\"cpus\""));
+        /* The intervals' own start_ns and length_ns are the only ones. */
+        size_t starts = 0;
+        for (const char *p = text; (p = strstr(p, "\"length_ns\"")); p++)
+                starts++;
+        assert_int_equal(starts, 2);
+        assert_int_equal(summary_decode(text, strlen(text), &b, err), 0);
+        assert_null(b.run.release);
+        assert_null(b.run.probed_cpus);
+        assert_int_equal(b.run.nprobed_cpus, 0);
+        assert_int_equal(b.intervals[1].cpus[1].span_length_ns, 0);
+        free(text);
+        summary_done(&a);
+        summary_done(&b);
+}
+
+/* The release names that are valid, as rtsoakd and the decoder both judge them. */
+static void test_release_names(void **state) {
+        static const struct {
+                const char *name;
+                bool ok;
+        } cases[] = {
+                { "6.6.30-rt31", true },
+                { "6.6.30-rt31-lab2", true },
+                { "5.15.0-1034+deb~bpo:1", true },
+                { "X_y.z", true },
+                { "", false },
+                { "6.6 rt", false },
+                { "6.6/rt", false },
+                { "6.6\trt", false },
+                { "ä", false },
+                { "6.6-rt\n", false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                if (summary_release_valid(cases[i].name) != cases[i].ok)
+                        fail_msg("'%s': expected %s", cases[i].name, cases[i].ok ? "valid" : "not");
+        char name[SUMMARY_MAX_RELEASE + 2];
+        memset(name, 'r', sizeof(name) - 1);
+        name[SUMMARY_MAX_RELEASE + 1] = '\0';
+        assert_false(summary_release_valid(name));
+        name[SUMMARY_MAX_RELEASE] = '\0';
+        assert_true(summary_release_valid(name));
 }
 
 /* Encodes the reference summary, replaces the first occurrence of from by to in the text,
@@ -243,6 +320,76 @@ static void test_refusals_name_the_field(void **state) {
                 "\"details\":{\"x\":[[[[[[[[[1]]]]]]]]],\"boot_id\":\"ab\"",
                 "events[1].details: nested more than 8 levels deep");
         refused("{\"schema\"", "{\"schema\":1,\"schema\"", "malformed JSON");
+}
+
+/* The optional additions are checked as strictly as the rest. */
+static void test_refusals_of_optional_fields(void **state) {
+        const char *rel = "\"release\":\"6.6.15-rt22+lab~2:x_y\"";
+        refused(rel, "\"release\":\"6.6 rt\"",
+                "run.release: may hold only letters, digits and . _ + ~ : -");
+        refused(rel, "\"release\":\"6.6/rt\"", "run.release: may hold only letters");
+        refused(rel, "\"release\":\"\"", "run.release: length 0 is out of range (1 to 256)");
+        refused(rel, "\"release\":7", "run.release: not a string");
+        refused(rel, "\"release\":null", "run.release: not a string");
+        char long_rel[400];
+        snprintf(long_rel, sizeof(long_rel), "\"release\":\"%0257d\"", 0);
+        refused(rel, long_rel, "run.release: length 257 is out of range (1 to 256)");
+
+        const char *cpus = "\"cpus\":[0,5,7]";
+        refused(cpus, "\"cpus\":[]", "run.cpus: empty (a run probes at least one CPU)");
+        refused(cpus, "\"cpus\":[5,0]",
+                "run.cpus: CPUs must be listed once each, in ascending order");
+        refused(cpus, "\"cpus\":[0,0]", "run.cpus: CPUs must be listed once each");
+        refused(cpus, "\"cpus\":[-1]", "run.cpus: entry 0 is not a CPU number (0 to 8191)");
+        refused(cpus, "\"cpus\":[0,8192]", "run.cpus: entry 1 is not a CPU number");
+        refused(cpus, "\"cpus\":[\"0\"]", "run.cpus: entry 0 is not a CPU number");
+        refused(cpus, "\"cpus\":[1.5]", "run.cpus: entry 0 is not a CPU number");
+        refused(cpus, "\"cpus\":\"0-7\"", "run.cpus: not an array");
+
+        /* CPU 5 of the second interval (start T0 + 60 s): its span. */
+        const char *span = "\"start_ns\":1796300070000000000,\"length_ns\":20000000000";
+        refused(span, "\"start_ns\":1796300070000000000",
+                "intervals[1].cpus[1].length_ns: missing (a CPU's span needs both start_ns and "
+                "length_ns)");
+        refused(span, "\"length_ns\":20000000000", "intervals[1].cpus[1].start_ns: missing");
+        refused(span, "\"start_ns\":1796300070000000000,\"length_ns\":0",
+                "intervals[1].cpus[1].length_ns: must be more than 0");
+        refused(span, "\"start_ns\":1796300059000000000,\"length_ns\":20000000000",
+                "intervals[1].cpus[1].start_ns: the CPU's span is not inside the interval");
+        refused(span, "\"start_ns\":1796300070000000000,\"length_ns\":50000000001",
+                "the CPU's span is not inside the interval");
+        refused(span, "\"start_ns\":\"x\",\"length_ns\":20000000000",
+                "intervals[1].cpus[1].start_ns: not an integer");
+        refused(span, "\"start_ns\":1796300070000000000,\"length_ns\":-5",
+                "intervals[1].cpus[1].length_ns: -5 is out of range");
+}
+
+/* The example of docs/summary-schema.md is a valid summary. */
+static void test_documented_example(void **state) {
+        const char *src = getenv("RTSOAK_SRCDIR");
+        char path[4096], err[SUMMARY_ERROR_MAX];
+        if (!src)
+                skip();
+        snprintf(path, sizeof(path), "%s/docs/summary-schema.md", src);
+        FILE *f = fopen(path, "re");
+        assert_non_null(f);
+        static char doc[1 << 17];
+        size_t n = fread(doc, 1, sizeof(doc) - 1, f);
+        fclose(f);
+        doc[n] = '\0';
+        char *start = strstr(doc, "## Example\n\n```json\n");
+        assert_non_null(start);
+        start = strchr(start, '{');
+        char *end = strstr(start, "\n```");
+        assert_non_null(end);
+        struct summary s;
+        int r = summary_decode(start, (size_t) (end - start), &s, err);
+        if (r < 0)
+                fail_msg("the documented example is refused: %s", err);
+        assert_string_equal(s.run.release, "6.6-rt-lab2");
+        assert_int_equal(s.run.nprobed_cpus, 2);
+        assert_int_equal(s.intervals[0].cpus[1].span_length_ns, 10000000000);
+        summary_done(&s);
         refused("\"events\":[", "\"events\":{", "malformed JSON");
 }
 
@@ -276,9 +423,9 @@ static void test_control_and_bidi_refused(void **state) {
 static void test_limits(void **state) {
         refused("\"cpus\":8", "\"cpus\":1025", "machine.cpus: 1025 is out of range (1 to 1024)");
         refused("\"cpu\":5", "\"cpu\":8192", "intervals[0].cpus[1].cpu: 8192 is out of range");
-        /* 60 s at 200 us is 300,000 periods: 300,002 samples may be, not more. */
-        refused("\"probe_interval_ns\":200000", "\"probe_interval_ns\":300000",
-                "intervals[0].cpus[0].samples: 299003 is more than one per probe period (300000 "
+        /* 60 s at 1 ms is 60,000 periods: 240,016 samples may be, not more. */
+        refused("\"probe_interval_ns\":200000", "\"probe_interval_ns\":1000000",
+                "intervals[0].cpus[0].samples: 299003 is more than 4 per probe period (1000000 "
                 "ns) of the interval's 60000000000 ns");
         refused("\"missed\":1", "\"missed\":864000001",
                 "intervals[0].cpus[0].missed: more periods than two days hold");
@@ -484,6 +631,10 @@ int main(void) {
                 cmocka_unit_test(test_control_and_bidi_refused),
                 cmocka_unit_test(test_limits),
                 cmocka_unit_test(test_big_real_machine_passes),
+                cmocka_unit_test(test_optional_fields_absent),
+                cmocka_unit_test(test_release_names),
+                cmocka_unit_test(test_refusals_of_optional_fields),
+                cmocka_unit_test(test_documented_example),
                 cmocka_unit_test(test_details_size_cap),
                 cmocka_unit_test(test_not_an_object_and_empty),
                 cmocka_unit_test(test_base64),

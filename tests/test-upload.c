@@ -4,9 +4,11 @@
  * server refuses does not hold up the rest. */
 #include <signal.h>
 #include <sqlite3.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cpuset.h"
 #include "macro.h"
 #include "tests.h"
 #include "test-util.h"
@@ -62,6 +64,8 @@ static pid_t start_tls_server(const char *cert, const char *key) {
 
 static char set_ca[700] = "Upload.CAFile=";
 
+static char set_release[300] = "Upload.Release=";
+
 static pid_t start_daemon(const char *duration, const char *errlog) {
         char *argv[48];
         snprintf(set_server, sizeof(set_server), "Upload.Server=%s", url);
@@ -77,6 +81,8 @@ static pid_t start_daemon(const char *duration, const char *errlog) {
                                 "Probe.Threshold=50ms",
                                 "--set",
                                 set_ca,
+                                "--set",
+                                set_release,
                                 duration ? "--duration" : NULL,
                                 duration,
                                 NULL };
@@ -142,6 +148,51 @@ static void expect_all_arrived(void) {
         assert_int_equal(query(local_db, "SELECT count(*) FROM outbox WHERE state != 'sent'"), 0);
 }
 
+/* One text column of the first row of sql. */
+static char *query_text(const char *path, const char *sql) {
+        sqlite3 *db;
+        sqlite3_stmt *st;
+        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        const char *t = (const char *) sqlite3_column_text(st, 0);
+        char *v = strdup(t ?: "(null)");
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+        return v;
+}
+
+/* The farm knows the run by the name it is judged under and the CPUs it probes: what
+ * [Upload] Release= says (else uname -r), and the CPUs rtsoakd recorded for the run. */
+static void expect_run_identity(const char *release) {
+        struct utsname u;
+        assert_int_equal(uname(&u), 0);
+        char *farm_release = query_text(farm_db, "SELECT release FROM runs ORDER BY id DESC");
+        char *farm_kernel = query_text(farm_db, "SELECT kernel_release FROM runs ORDER BY id "
+                                                "DESC");
+        if (strcmp(farm_release, release ?: u.release) != 0 || strcmp(farm_kernel, u.release))
+                fail_msg("the farm has release %s, kernel %s; expected %s, %s", farm_release,
+                         farm_kernel, release ?: u.release, u.release);
+        free(farm_release);
+        free(farm_kernel);
+        char *local_release = query_text(local_db, "SELECT release FROM runs ORDER BY id DESC");
+        assert_string_equal(local_release, release ?: u.release);
+        free(local_release);
+
+        char *local = query_text(local_db, "SELECT cpus FROM runs ORDER BY id DESC");
+        char *farm = query_text(farm_db, "SELECT probed_cpus FROM runs ORDER BY id DESC");
+        struct cpuset a = {}, b = {};
+        const char *why;
+        if (cpuset_parse(local, &a, &why) < 0 || cpuset_parse(farm, &b, &why) < 0 || a.n != b.n ||
+            a.n == 0 || memcmp(a.cpus, b.cpus, a.n * sizeof(int)) != 0)
+                fail_msg("probed CPUs: rtsoakd recorded %s, the farm has %s", local, farm);
+        cpuset_done(&a);
+        cpuset_done(&b);
+        free(local);
+        free(farm);
+}
+
 static void test_uploads_in_order(void **state) {
         if (geteuid() != 0)
                 skip();
@@ -157,6 +208,21 @@ static void test_uploads_in_order(void **state) {
                          0);
         /* The events came along (the scenario event at least). */
         assert_true(query(farm_db, "SELECT count(*) FROM events WHERE type = 'scenario'") >= 1);
+        expect_run_identity(NULL);
+        tu_server_stop(srv);
+}
+
+static void test_release_and_cpus_sent(void **state) {
+        if (geteuid() != 0)
+                skip();
+        fresh_local();
+        pid_t srv = start_server_at("127.0.0.1:0");
+        snprintf(set_release, sizeof(set_release), "Upload.Release=6.6.30-rt31+lab~2:test_x");
+        pid_t d = start_daemon("3s", NULL);
+        assert_int_equal(tu_wait(d, 30000), 0);
+        snprintf(set_release, sizeof(set_release), "Upload.Release=");
+        expect_all_arrived();
+        expect_run_identity("6.6.30-rt31+lab~2:test_x");
         tu_server_stop(srv);
 }
 
@@ -233,8 +299,8 @@ static void test_refused_row_does_not_block(void **state) {
         /* Set aside with the server's reason, recorded as an event, and nothing else held up:
          * the intervals of the new run arrived. */
         assert_int_equal(query(local_db, "SELECT count(*) FROM outbox WHERE state = 'rejected' AND "
-                                         "message LIKE 'HTTP 400: events[0].message: contains a "
-                                         "control character%'"),
+                                         "message LIKE 'HTTP 400: events[0].message: a "
+                                         "control character U+0007%'"),
                          1);
         assert_int_equal(query(local_db, "SELECT count(*) FROM outbox WHERE state = 'pending'"), 0);
         assert_true(query(local_db, "SELECT count(*) FROM events WHERE type = 'upload_rejected'") >=
@@ -297,6 +363,7 @@ static void test_tls(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_uploads_in_order),
+                cmocka_unit_test(test_release_and_cpus_sent),
                 cmocka_unit_test(test_server_outage),
                 cmocka_unit_test(test_kill9_mid_upload),
                 cmocka_unit_test(test_refused_row_does_not_block),

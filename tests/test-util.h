@@ -91,3 +91,27 @@ json_t *tu_load_json(const char *duration, const char *const *gen_argv);
 double tu_load_rate(json_t *j, const char *metric);
 /* The "count" of the named metric. */
 uint64_t tu_load_count(json_t *j, const char *metric);
+
+/* Takes a farm database of schema 7 back to schema 6, and one of schema 6 back to schema 5, as
+ * the releases before left them: for the migration tests. */
+#define TU_FARM_SCHEMA_7_DOWN "DROP TABLE readers; PRAGMA user_version = 6;"
+#define TU_FARM_SCHEMA_6_DOWN                                                                    \
+        "DROP INDEX runs_release; DROP INDEX runs_machine_end; DROP INDEX events_run_received;"  \
+        "DROP TABLE overlaps; DROP TABLE machine_settings; DROP TABLE maintenance;"              \
+        "DROP TABLE rule_versions; DROP TABLE verdict_log;"                                      \
+        "ALTER TABLE runs DROP COLUMN release; ALTER TABLE runs DROP COLUMN hostname;"           \
+        "ALTER TABLE runs DROP COLUMN probed_cpus; ALTER TABLE runs DROP COLUMN first_start_ns;" \
+        "ALTER TABLE runs DROP COLUMN last_end_ns; ALTER TABLE runs DROP COLUMN max_length_ns;"  \
+        "ALTER TABLE intervals DROP COLUMN received_ns; ALTER TABLE intervals DROP COLUMN "      \
+        "m_start_ns; ALTER TABLE intervals DROP COLUMN m_end_ns; ALTER TABLE intervals DROP "    \
+        "COLUMN min_ratio_pm; ALTER TABLE intervals DROP COLUMN min_ratio_cpu; ALTER TABLE "     \
+        "intervals DROP COLUMN counted_ns; ALTER TABLE intervals DROP COLUMN missing_ns;"        \
+        "ALTER TABLE interval_cpus DROP COLUMN span_start_ns;"                                   \
+        "ALTER TABLE interval_cpus DROP COLUMN span_length_ns; ALTER TABLE events DROP COLUMN "  \
+        "received_ns; ALTER TABLE run_days DROP COLUMN counted_ns; ALTER TABLE run_days DROP "   \
+        "COLUMN min_ratio_pm; ALTER TABLE run_days DROP COLUMN max_skew_ns; ALTER TABLE "        \
+        "run_days DROP COLUMN max_received_ns; ALTER TABLE run_days DROP COLUMN max_missing_ns;" \
+        "ALTER TABLE run_day_scenarios DROP COLUMN "                                             \
+        "counted_ns; ALTER TABLE run_day_scenarios DROP COLUMN gens_all; ALTER TABLE "           \
+        "run_day_scenarios DROP COLUMN down_ns; ALTER TABLE audit DROP COLUMN machine_id;"       \
+        "PRAGMA user_version = 5;"

@@ -24,6 +24,12 @@
  * of an hour, aligned to the epoch) starts over with idle. */
 #define T_END (INT64_C(1793491200) * SEC)
 
+/* Each test's history ends 50 days before the previous one's: a machine runs one kernel at a
+ * time, and two histories of one machine at the same time are a problem of their own. */
+static int64_t t_end(int test) {
+        return T_END - test * 50 * DAY;
+}
+
 static char *dir;
 static char db_path[512], log_path[512], base_url[128];
 static pid_t server_pid;
@@ -165,9 +171,11 @@ static int teardown(void **state) {
 
 /* 31 clean days on both gating machines: qualified; and once they fall silent, failed. */
 static void test_qualified_and_silence(void **state) {
-        history(0, "k-clean", 31, T_END, NULL);
-        history(1, "k-clean", 31, T_END, NULL);
-        json_t *v = verdict_at("k-clean", T_END + MINUTE);
+        /* Its own stretch of time: one machine runs one kernel at a time. */
+        const int64_t T = t_end(0);
+        history(0, "k-clean", 31, T, NULL);
+        history(1, "k-clean", 31, T, NULL);
+        json_t *v = verdict_at("k-clean", T + MINUTE);
         expect_status(v, "qualified");
         assert_int_equal(json_array_size(json_object_get(v, "problems")), 0);
         assert_int_equal(json_array_size(json_object_get(v, "missing")), 0);
@@ -181,13 +189,13 @@ static void test_qualified_and_silence(void **state) {
         json_decref(v);
 
         /* 20 minutes later nothing more came: both machines are silent. */
-        v = verdict_at("k-clean", T_END + 20 * MINUTE);
+        v = verdict_at("k-clean", T + 20 * MINUTE);
         expect_status(v, "failed");
         assert_int_equal(tu_jint(v, "problems_total"), 2);
         json_t *p = problem(v, 0);
         assert_string_equal(str(p, "kind"), "gap");
         assert_true(json_is_true(json_object_get(p, "ongoing")));
-        assert_int_equal(tu_jint(p, "time_ns"), T_END);
+        assert_int_equal(tu_jint(p, "time_ns"), T);
         assert_int_equal(tu_jint(p, "value_ns"), 20 * MINUTE);
         assert_non_null(strstr(str(p, "message"), "silent since"));
         json_decref(v);
@@ -195,9 +203,11 @@ static void test_qualified_and_silence(void **state) {
 
 /* 29 days on one of them: pending, with what is missing. */
 static void test_pending_coverage(void **state) {
-        history(0, "k-short", 31, T_END, NULL);
-        history(1, "k-short", 29, T_END, NULL);
-        json_t *v = verdict_at("k-short", T_END + MINUTE);
+        /* Its own stretch of time: one machine runs one kernel at a time. */
+        const int64_t T = t_end(1);
+        history(0, "k-short", 31, T, NULL);
+        history(1, "k-short", 29, T, NULL);
+        json_t *v = verdict_at("k-short", T + MINUTE);
         expect_status(v, "pending");
         json_t *missing = json_object_get(v, "missing");
         assert_int_equal(json_array_size(missing), 1);
@@ -214,14 +224,16 @@ static void test_pending_coverage(void **state) {
 /* One interval over the bound on one CPU: failed, naming it; asked about a moment before it,
  * the verdict is the one of that moment. */
 static void test_violation_and_at(void **state) {
+        /* Its own stretch of time: one machine runs one kernel at a time. */
+        const int64_t T = t_end(2);
         char spike[96], when[32];
-        ns_arg(when, T_END - 12 * HOUR + 5 * MINUTE);
+        ns_arg(when, T - 12 * HOUR + 5 * MINUTE);
         snprintf(spike, sizeof(spike), "%s,1,500us", when);
         const char *const extra[] = { "--spike", spike, NULL };
-        history(0, "k-spike", 31, T_END, extra);
-        history(1, "k-spike", 31, T_END, NULL);
+        history(0, "k-spike", 31, T, extra);
+        history(1, "k-spike", 31, T, NULL);
 
-        json_t *v = verdict_at("k-spike", T_END + MINUTE);
+        json_t *v = verdict_at("k-spike", T + MINUTE);
         expect_status(v, "failed");
         assert_int_equal(tu_jint(v, "problems_total"), 1);
         json_t *p = problem(v, 0);
@@ -230,9 +242,9 @@ static void test_violation_and_at(void **state) {
         assert_int_equal(tu_jint(p, "cpu"), 1);
         assert_int_equal(tu_jint(p, "value_ns"), 500000);
         assert_int_equal(tu_jint(p, "threshold_ns"), 100000);
-        assert_int_equal(tu_jint(p, "time_ns"), T_END - 12 * HOUR + 5 * MINUTE);
+        assert_int_equal(tu_jint(p, "time_ns"), T - 12 * HOUR + 5 * MINUTE);
         json_t *iv = json_object_get(p, "interval");
-        assert_int_equal(tu_jint(iv, "start_ns"), T_END - 12 * HOUR);
+        assert_int_equal(tu_jint(iv, "start_ns"), T - 12 * HOUR);
         assert_int_equal(tu_jint(iv, "length_ns"), 10 * MINUTE);
         /* 12:00 UTC: hour 12 of the six-hour rotation is idle. */
         assert_string_equal(str(p, "scenario"), "idle");
@@ -240,69 +252,73 @@ static void test_violation_and_at(void **state) {
         /* Clean coverage starts again after the spike's interval; the other machine's is all
          * of its coverage. */
         json_t *ma = machine_of(v, ID_A), *mb = machine_of(v, ID_B);
-        assert_int_equal(tu_jint(ma, "last_problem_ns"), T_END - 12 * HOUR + 10 * MINUTE);
+        assert_int_equal(tu_jint(ma, "last_problem_ns"), T - 12 * HOUR + 10 * MINUTE);
         assert_int_equal(tu_jint(ma, "clean_ns"), 12 * HOUR - 10 * MINUTE);
         assert_int_equal(tu_jint(mb, "clean_ns"), 31 * DAY);
         json_decref(v);
-        /* Nine days later (history to T_END + 9 d): the streak spans rollup days. */
-        history(0, "k-spike", 9, T_END + 9 * DAY, NULL);
-        v = verdict_at("k-spike", T_END + 9 * DAY + MINUTE);
+        /* Nine days later (history to T + 9 d): the streak spans rollup days. */
+        history(0, "k-spike", 9, T + 9 * DAY, NULL);
+        v = verdict_at("k-spike", T + 9 * DAY + MINUTE);
         ma = machine_of(v, ID_A);
         assert_int_equal(tu_jint(ma, "clean_ns"), 9 * DAY + 12 * HOUR - 10 * MINUTE);
         json_decref(v);
 
         /* Before the spike (and with 30.5 days covered), it qualified. */
-        v = verdict_at("k-spike", T_END - 13 * HOUR);
+        v = verdict_at("k-spike", T - 13 * HOUR);
         expect_status(v, "qualified");
         json_decref(v);
         /* Before 30 days were covered, it was pending. */
-        v = verdict_at("k-spike", T_END - 2 * DAY);
+        v = verdict_at("k-spike", T - 2 * DAY);
         expect_status(v, "pending");
         json_decref(v);
 }
 
 /* A run that did not end cleanly: failed, with the run and its last interval. */
 static void test_unclean_end(void **state) {
+        /* Its own stretch of time: one machine runs one kernel at a time. */
+        const int64_t T = t_end(3);
         char when[32];
-        ns_arg(when, T_END - 15 * DAY);
+        ns_arg(when, T - 15 * DAY);
         const char *const extra[] = { "--unclean", when, NULL };
         int run = next_run[0];
         /* B has not run it: pending for B, but a problem fails the release anyway. */
-        history(0, "k-crash", 31, T_END, extra);
-        json_t *v = verdict_at("k-crash", T_END + MINUTE);
+        history(0, "k-crash", 31, T, extra);
+        json_t *v = verdict_at("k-crash", T + MINUTE);
         expect_status(v, "failed");
         assert_int_equal(tu_jint(v, "problems_total"), 1);
         json_t *p = problem(v, 0);
         assert_string_equal(str(p, "kind"), "unclean_end");
         assert_string_equal(str(p, "machine"), ID_A);
         assert_int_equal(tu_jint(p, "run"), run);
-        assert_true(tu_jint(p, "time_ns") <= T_END - 15 * DAY);
-        assert_true(tu_jint(p, "time_ns") > T_END - 15 * DAY - 20 * MINUTE);
+        assert_true(tu_jint(p, "time_ns") <= T - 15 * DAY);
+        assert_true(tu_jint(p, "time_ns") > T - 15 * DAY - 20 * MINUTE);
         assert_true(json_is_object(json_object_get(p, "interval")));
         json_decref(v);
 }
 
 /* A 20-minute silence fails; a 10-minute one (under the allowed 15) does not. */
 static void test_gap(void **state) {
+        /* Its own stretch of time: one machine runs one kernel at a time. */
+        const int64_t T = t_end(4);
         char a[64], b[64];
         char f1[32], t1[32], f2[32], t2[32];
-        ns_arg(f1, T_END - 10 * DAY);
-        ns_arg(t1, T_END - 10 * DAY + 20 * MINUTE);
-        ns_arg(f2, T_END - 9 * DAY);
-        ns_arg(t2, T_END - 9 * DAY + 10 * MINUTE);
+        ns_arg(f1, T - 10 * DAY);
+        ns_arg(t1, T - 10 * DAY + 20 * MINUTE);
+        ns_arg(f2, T - 9 * DAY);
+        ns_arg(t2, T - 9 * DAY + 10 * MINUTE);
         snprintf(a, sizeof(a), "%s,%s", f1, t1);
         snprintf(b, sizeof(b), "%s,%s", f2, t2);
         const char *const ea[] = { "--gap", a, NULL }, *const eb[] = { "--gap", b, NULL };
-        history(0, "k-gap", 31, T_END, ea);
-        history(1, "k-gap", 10, T_END, eb);
-        json_t *v = verdict_at("k-gap", T_END + MINUTE);
+        history(0, "k-gap", 31, T, ea);
+        history(1, "k-gap", 10, T, eb);
+        json_t *v = verdict_at("k-gap", T + MINUTE);
         expect_status(v, "failed");
         assert_int_equal(tu_jint(v, "problems_total"), 1);
         json_t *p = problem(v, 0);
         assert_string_equal(str(p, "kind"), "gap");
         assert_string_equal(str(p, "machine"), ID_A);
-        assert_int_equal(tu_jint(p, "time_ns"), T_END - 10 * DAY);
-        assert_int_equal(tu_jint(p, "end_ns"), T_END - 10 * DAY + 20 * MINUTE);
+        assert_int_equal(tu_jint(p, "time_ns"), T - 10 * DAY);
+        assert_int_equal(tu_jint(p, "end_ns"), T - 10 * DAY + 20 * MINUTE);
         assert_int_equal(tu_jint(p, "value_ns"), 20 * MINUTE);
         assert_false(json_is_true(json_object_get(p, "ongoing")));
         json_decref(v);
@@ -310,11 +326,13 @@ static void test_gap(void **state) {
 
 /* A required scenario never run: pending, naming it for each machine. */
 static void test_missing_scenario(void **state) {
+        /* Its own stretch of time: one machine runs one kernel at a time. */
+        const int64_t T = t_end(5);
         const char *const extra[] = { "--rotation",
                                       "idle 1h, cpu 1h, io 1h, hackbench 1h, mixed 1h", NULL };
-        history(0, "k-nonet", 31, T_END, extra);
-        history(1, "k-nonet", 31, T_END, extra);
-        json_t *v = verdict_at("k-nonet", T_END + MINUTE);
+        history(0, "k-nonet", 31, T, extra);
+        history(1, "k-nonet", 31, T, extra);
+        json_t *v = verdict_at("k-nonet", T + MINUTE);
         expect_status(v, "pending");
         json_t *missing = json_object_get(v, "missing");
         assert_int_equal(json_array_size(missing), 2);
@@ -331,9 +349,11 @@ static void test_missing_scenario(void **state) {
 /* A gating machine that never ran the release: pending, naming it; a machine outside the
  * gating set is listed, not judged. */
 static void test_not_run(void **state) {
-        history(0, "k-lonely", 31, T_END, NULL);
-        history(2, "k-lonely", 3, T_END, NULL);
-        json_t *v = verdict_at("k-lonely", T_END + MINUTE);
+        /* Its own stretch of time: one machine runs one kernel at a time. */
+        const int64_t T = t_end(6);
+        history(0, "k-lonely", 31, T, NULL);
+        history(2, "k-lonely", 3, T, NULL);
+        json_t *v = verdict_at("k-lonely", T + MINUTE);
         expect_status(v, "pending");
         json_t *missing = json_object_get(v, "missing");
         assert_int_equal(json_array_size(missing), 1);
@@ -348,17 +368,19 @@ static void test_not_run(void **state) {
 
 /* A generator down for 30 minutes fails; one down for 5 minutes does not. */
 static void test_load_down(void **state) {
+        /* Its own stretch of time: one machine runs one kernel at a time. */
+        const int64_t T = t_end(7);
         char a[96], b[96], w1[32], w2[32];
         /* Hour 1 of a UTC day is the cpu scenario of the built-in rotation. */
-        ns_arg(w1, T_END - 10 * DAY + HOUR);
-        ns_arg(w2, T_END - 9 * DAY + HOUR);
+        ns_arg(w1, T - 10 * DAY + HOUR);
+        ns_arg(w2, T - 9 * DAY + HOUR);
         snprintf(a, sizeof(a), "%s,30min,cpu", w1);
         snprintf(b, sizeof(b), "%s,5min,cpu", w2);
         const char *const ea[] = { "--load-down", a, NULL }, *const eb[] = { "--load-down", b,
                                                                              NULL };
-        history(0, "k-load", 31, T_END, ea);
-        history(1, "k-load", 10, T_END, eb);
-        json_t *v = verdict_at("k-load", T_END + MINUTE);
+        history(0, "k-load", 31, T, ea);
+        history(1, "k-load", 10, T, eb);
+        json_t *v = verdict_at("k-load", T + MINUTE);
         expect_status(v, "failed");
         assert_int_equal(tu_jint(v, "problems_total"), 1);
         json_t *p = problem(v, 0);
@@ -367,7 +389,7 @@ static void test_load_down(void **state) {
         assert_string_equal(str(p, "generator"), "cpu");
         assert_string_equal(str(p, "scenario"), "cpu");
         assert_int_equal(tu_jint(p, "value_ns"), 30 * MINUTE);
-        assert_int_equal(tu_jint(p, "time_ns"), T_END - 10 * DAY + HOUR);
+        assert_int_equal(tu_jint(p, "time_ns"), T - 10 * DAY + HOUR);
         json_decref(v);
 }
 
@@ -590,7 +612,7 @@ static void test_server_command(void **state) {
                 (char *) tu_bin("RTSOAK_SERVER"), dbarg, "waive", "k-spike", "x", NULL
         };
         tu_run(nowaive, 30000, NULL, NULL, &r);
-        assert_int_equal(r.status, 78);
+        assert_int_equal(r.status, 64);
         assert_non_null(strstr(r.err, "--reason"));
         tu_result_done(&r);
 }

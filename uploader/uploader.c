@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "config.h"
+#include "cpuset.h"
 #include "http-reply.h"
 #include "log.h"
 #include "macro.h"
@@ -149,6 +150,28 @@ static int setup_curl(struct uploader *u, struct curl_slist **headers) {
         return 0;
 }
 
+/* The CPUs the run probes, from the list it recorded ("0-3,6"); none (the server then takes
+ * every CPU of the machine) when the text is not a list, as in a damaged row. */
+static int probed_cpus(const char *text, uint32_t **ret, size_t *ret_n) {
+        struct cpuset set = {};
+        const char *reason;
+        *ret = NULL;
+        *ret_n = 0;
+        if (!text || strcmp(text, "all") == 0 || cpuset_parse(text, &set, &reason) < 0)
+                return 0;
+        uint32_t *cpus = calloc(set.n ? set.n : 1, sizeof(*cpus));
+        if (!cpus) {
+                cpuset_done(&set);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < set.n; i++)
+                cpus[i] = (uint32_t) set.cpus[i];
+        *ret = cpus;
+        *ret_n = set.n;
+        cpuset_done(&set);
+        return 0;
+}
+
 static int build_summary(struct uploader *u, const struct store_outbox_row *rows, size_t n,
                          struct summary *s, struct store_run *run) {
         int r = store_get_run(u->store, rows[0].run_id, run);
@@ -167,14 +190,21 @@ static int build_summary(struct uploader *u, const struct store_outbox_row *rows
                          .start_ns = run->start_ns,
                          .threshold_ns = run->threshold_ns,
                          .probe_interval_ns = run->probe_interval_ns,
-                         .interval_ns = run->interval_ns },
+                         .interval_ns = run->interval_ns,
+                         .release = run->release && summary_release_valid(run->release)
+                                            ? run->release
+                                            : NULL },
                 .seq = (uint64_t) rows[0].id,
         };
+        r = probed_cpus(run->cpus, &s->run.probed_cpus, &s->run.nprobed_cpus);
+        if (r < 0)
+                return r;
         return store_outbox_summary(u->store, rows, n, s);
 }
 
 /* Frees what build_summary() allocated (the identity strings belong to others). */
 static void summary_release(struct summary *s) {
+        free(s->run.probed_cpus);
         s->machine = (struct summary_machine){};
         s->run = (struct summary_run){};
         summary_done(s);

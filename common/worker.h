@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* A background thread that works in passes and sleeps between them until it is stopped: one
+ * implementation for the server's cache warmer and verdict watcher. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct worker;
+
+/* Runs fn(userdata, w) in a thread named name; fn returns when worker_wait() says so. */
+int worker_start(const char *name, void (*fn)(void *userdata, struct worker *w), void *userdata,
+                 struct worker **ret);
+/* Sleeps ns (on CLOCK_MONOTONIC) or until stopped: false when stopping. */
+bool worker_wait(struct worker *w, uint64_t ns);
+/* Stops the thread and waits for it (NULL: nothing). */
+void worker_stop(struct worker *w);

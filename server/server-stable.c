@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: MIT */
+/* The latest stable release of each series, and the verdict log that says since when: a
+ * thread re-judges every release with recent data once a period (by default a minute) and
+ * records each change of its verdict. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "server-db-internal.h"
+#include "server-stable.h"
+#include "timeutil.h"
+#include "worker.h"
+
+/* The rule in force at `at` as the verdict uses it (the series may have been configured
+ * otherwise since). */
+static int rule_at(farm_db *db, const struct farm_rule *configured, int64_t at,
+                   struct farm_rule *ret, char *err) {
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        int r = farm_prepare_r(db,
+                               "SELECT rule FROM rule_versions ORDER BY from_ns <= ?1 DESC, "
+                               "CASE WHEN from_ns <= ?1 THEN -from_ns ELSE from_ns END, id DESC "
+                               "LIMIT 1",
+                               &st, err);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, at);
+        int rc = sqlite3_step(st);
+        *ret = *configured;
+        if (rc == SQLITE_ROW) {
+                json_auto_t *j = json_loads((const char *) sqlite3_column_text(st, 0) ?: "", 0,
+                                            NULL);
+                char e[FARM_RULE_ERROR_MAX];
+                if (!j || farm_rule_from_json(j, ret, e, sizeof(e)) < 0)
+                        return farm_failf(db, -EBADMSG, err, "%s", e);
+        } else if (rc != SQLITE_DONE)
+                return farm_fail_on(db, farm_db_reader(db), rc, "cannot read the rule", err);
+        return 0;
+}
+
+struct srel {
+        char *release;
+        char series[FARM_SERIES_NAME_MAX];
+};
+
+static int cmp_srel(const void *a, const void *b) {
+        const struct srel *x = a, *y = b;
+        int c = strcmp(x->series, y->series);
+        return c ? c : farm_version_cmp(y->release, x->release); /* newest first */
+}
+
+static void srels_free(struct srel *v, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(v[i].release);
+        free(v);
+}
+
+/* The releases run by q's moment, with their series, by series and newest first. */
+static int releases(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
+                    struct srel **ret, size_t *ret_n, char *err) {
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        struct srel *v = NULL;
+        size_t n = 0;
+        int r = farm_prepare_r(db,
+                               "SELECT DISTINCT release FROM runs WHERE first_report_ns <= ?2 AND "
+                               "(start_ns <= ?1 OR first_report_ns <= ?1)",
+                               &st, err);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, q->at_ns);
+        sqlite3_bind_int64(st, 2, q->known_ns);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct srel *x = realloc(v, (n + 1) * sizeof(*x));
+                if (!x)
+                        break;
+                v = x;
+                char group[FARM_GROUP_NAME_MAX];
+                v[n].release = strdup((const char *) sqlite3_column_text(st, 0) ?: "");
+                farm_rule_series_of(rule, v[n].release ?: "", v[n].series, group);
+                if (!v[n++].release)
+                        break;
+        }
+        if (rc != SQLITE_DONE) {
+                srels_free(v, n);
+                return rc == SQLITE_ROW ? -ENOMEM
+                                        : farm_fail_on(db, farm_db_reader(db), rc,
+                                                       "cannot list the releases", err);
+        }
+        if (n > 0)
+                qsort(v, n, sizeof(*v), cmp_srel);
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+/* Since when the log has release qualified without a change (by known), or INT64_MIN. */
+static int since_of(farm_db *db, const char *release, int64_t known, int64_t *ret, char *err) {
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        int r = farm_prepare_r(db,
+                               "SELECT status, at_ns FROM verdict_log WHERE release = ? AND "
+                               "at_ns <= ? ORDER BY at_ns DESC, id DESC LIMIT 1",
+                               &st, err);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, release, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, known);
+        int rc = sqlite3_step(st);
+        *ret = INT64_MIN;
+        if (rc == SQLITE_ROW &&
+            strcmp((const char *) sqlite3_column_text(st, 0) ?: "", "qualified") == 0)
+                *ret = sqlite3_column_int64(st, 1);
+        return rc == SQLITE_ROW || rc == SQLITE_DONE
+                       ? 0
+                       : farm_fail_on(db, farm_db_reader(db), rc, "cannot read the verdict log",
+                                      err);
+}
+
+/* The entry of the series whose releases are v[from..to): the newest qualified one. */
+static int series_entry(farm_db *db, const struct farm_rule *configured,
+                        const struct farm_question *q, const struct srel *v, size_t from, size_t to,
+                        json_t **ret, char *err) {
+        const char *stable = NULL, *newest_status = NULL;
+        int64_t since = INT64_MIN;
+        json_t *newest = NULL;
+        int r = 0;
+        for (size_t i = from; i < to && !stable && r >= 0; i++) {
+                struct farm_question k = *q;
+                json_t *j = NULL;
+                k.release = v[i].release;
+                r = farm_verdict_ask(db, configured, &k, &j, err);
+                if (r == -ENOENT) {
+                        r = 0;
+                        continue;
+                }
+                if (r >= 0 && !newest) {
+                        newest = json_incref(j);
+                        newest_status = farm_verdict_status(j);
+                }
+                if (r >= 0 && strcmp(farm_verdict_status(j), "qualified") == 0)
+                        stable = v[i].release;
+                json_decref(j);
+        }
+        if (r >= 0 && stable)
+                r = since_of(db, stable, MIN(q->known_ns, q->asked_ns), &since, err);
+        char t[TIMESTAMP_MAX_LEN];
+        if (r >= 0)
+                *ret = json_pack("{s:s, s:s?, s:o, s:o, s:i, s:s, s:s?}", "series", v[from].series,
+                                 "latest_stable", stable, "since",
+                                 since != INT64_MIN ? json_string(format_timestamp_utc(t, since))
+                                                    : json_null(),
+                                 "since_ns", since != INT64_MIN ? json_integer(since) : json_null(),
+                                 "releases", (int) (to - from), "newest", v[from].release,
+                                 "newest_verdict", newest_status);
+        json_decref(newest);
+        return r < 0 ? r : *ret ? 0 : -ENOMEM;
+}
+
+int farm_series_json(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
+                     json_t **ret, char err[static FARM_ERROR_MAX]) {
+        struct farm_rule at_rule;
+        struct srel *v = NULL;
+        size_t n = 0;
+        json_auto_t *list = json_array();
+        int r = rule_at(db, rule, q->at_ns, &at_rule, err);
+        if (r < 0 || (r = releases(db, &at_rule, q, &v, &n, err)) < 0)
+                return r;
+        for (size_t i = 0; i < n && r >= 0;) {
+                size_t k = i;
+                while (k < n && strcmp(v[k].series, v[i].series) == 0)
+                        k++;
+                json_t *e = NULL;
+                r = series_entry(db, rule, q, v, i, k, &e, err);
+                if (r >= 0 && json_array_append_new(list, e) < 0)
+                        r = -ENOMEM;
+                i = k;
+        }
+        srels_free(v, n);
+        if (r < 0)
+                return r;
+        *ret = json_pack("{s:O}", "series", list);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* The history of the latest stable of series from the verdict log (by known): newest first. */
+static int history(farm_db *db, const struct farm_rule *rule, const char *series, int64_t known,
+                   json_t **ret, char *err) {
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        json_auto_t *hist = json_array(), *status = json_object();
+        char *current = NULL;
+        int r = farm_prepare_r(db,
+                               "SELECT release, status, at_ns FROM verdict_log WHERE series = ? "
+                               "AND at_ns <= ? ORDER BY at_ns, id",
+                               &st, err);
+        if (r < 0)
+                return r;
+        if (!hist || !status)
+                return -ENOMEM;
+        sqlite3_bind_text(st, 1, series, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, known);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const char *rel = (const char *) sqlite3_column_text(st, 0) ?: "",
+                           *s = (const char *) sqlite3_column_text(st, 1) ?: "", *best = NULL, *key;
+                int64_t at = sqlite3_column_int64(st, 2);
+                json_t *val;
+                json_object_set_new(status, rel, json_boolean(strcmp(s, "qualified") == 0));
+                json_object_foreach (status, key, val)
+                        if (json_is_true(val) && (!best || farm_version_cmp(key, best) > 0))
+                                best = key;
+                if (strcmp(best ?: "", current ?: "") == 0)
+                        continue;
+                free(current);
+                current = best ? strdup(best) : NULL;
+                char t[TIMESTAMP_MAX_LEN];
+                json_array_insert_new(hist, 0,
+                                      json_pack("{s:s?, s:I, s:s}", "latest_stable", best,
+                                                "from_ns", (json_int_t) at, "from",
+                                                format_timestamp_utc(t, at)));
+        }
+        free(current);
+        (void) rule;
+        if (rc != SQLITE_DONE)
+                return farm_fail_on(db, farm_db_reader(db), rc, "cannot read the verdict log", err);
+        *ret = json_incref(hist);
+        return 0;
+}
+
+int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const char *series,
+                            const struct farm_question *q, json_t **ret,
+                            char err[static FARM_ERROR_MAX]) {
+        struct farm_rule at_rule;
+        struct srel *v = NULL;
+        size_t n = 0, from = 0, to = 0;
+        json_t *entry = NULL, *hist = NULL;
+        int r = rule_at(db, rule, q->at_ns, &at_rule, err);
+        if (r < 0 || (r = releases(db, &at_rule, q, &v, &n, err)) < 0)
+                return r;
+        while (from < n && strcmp(v[from].series, series) != 0)
+                from++;
+        for (to = from; to < n && strcmp(v[to].series, series) == 0;)
+                to++;
+        if (from == to)
+                r = farm_failf(db, -ENOENT, err, "no release of series %s has run", series);
+        if (r >= 0)
+                r = series_entry(db, rule, q, v, from, to, &entry, err);
+        if (r >= 0)
+                r = history(db, &at_rule, series, MIN(q->known_ns, q->asked_ns), &hist, err);
+        srels_free(v, n);
+        if (r >= 0) {
+                char t[TIMESTAMP_MAX_LEN];
+                json_object_set_new(entry, "at_ns", json_integer(q->at_ns));
+                json_object_set_new(entry, "at", json_string(format_timestamp_utc(t, q->at_ns)));
+                json_object_set_new(entry, "history", hist);
+                *ret = entry;
+                return 0;
+        }
+        json_decref(entry);
+        json_decref(hist);
+        return r;
+}
+
+/* ---- the verdict log ----------------------------------------------------------------------- */
+
+/* The releases whose verdict may have changed since the pass at `since` (INT64_MIN: every
+ * release): those with data in the last period (a silence grows with time), those that
+ * received data since, those never logged, and all of them when staff changed anything since
+ * (settings, windows, waivers: the audit trail has it). */
+static int releases_to_judge(farm_db *db, const struct farm_rule *rule, int64_t now, int64_t since,
+                             json_t **ret, char *err) {
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        _cleanup_reset_ sqlite3_stmt *st = NULL, *aud = NULL;
+        json_auto_t *list = json_array();
+        int r = farm_prepare_r(db, "SELECT EXISTS (SELECT 1 FROM audit WHERE time_ns > ?)", &aud,
+                               err);
+        if (r < 0 ||
+            (r = farm_prepare_r(db,
+                                "SELECT DISTINCT release FROM runs r WHERE ?3 OR "
+                                "r.last_end_ns >= ?1 OR EXISTS (SELECT 1 FROM uploads u "
+                                "WHERE u.run = r.id AND u.received_ns > ?2) OR NOT EXISTS "
+                                "(SELECT 1 FROM verdict_log l WHERE l.release = r.release) "
+                                "ORDER BY 1",
+                                &st, err)) < 0)
+                return r;
+        sqlite3_bind_int64(aud, 1, since);
+        int rc = sqlite3_step(aud);
+        if (rc != SQLITE_ROW)
+                return farm_fail_on(db, farm_db_reader(db), rc, "cannot read the audit trail", err);
+        sqlite3_bind_int64(st, 1, now - (int64_t) rule->period_ns - FARM_DAY_NS);
+        sqlite3_bind_int64(st, 2, since);
+        sqlite3_bind_int(st, 3, since == INT64_MIN || sqlite3_column_int(aud, 0));
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+                if (json_array_append_new(list, farm_json_col_text(st, 0)) < 0)
+                        return -ENOMEM;
+        if (rc != SQLITE_DONE)
+                return farm_fail_on(db, farm_db_reader(db), rc, "cannot list the releases", err);
+        *ret = json_incref(list);
+        return 0;
+}
+
+/* Records v's status unless it is the last one logged for the release: 1 if recorded. */
+static int log_change(farm_db *db, json_t *v, int64_t now, char *err) {
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
+        _cleanup_reset_ sqlite3_stmt *sel = NULL, *ins = NULL;
+        const char *release = json_string_value(json_object_get(v, "release")),
+                   *status = farm_verdict_status(v);
+        int r;
+        if ((r = farm_prepare_w(db,
+                                "SELECT status FROM verdict_log WHERE release = ? ORDER BY at_ns "
+                                "DESC, id DESC LIMIT 1",
+                                &sel, err)) < 0 ||
+            (r = farm_prepare_w(db,
+                                "INSERT INTO verdict_log (release, series, status, at_ns, "
+                                "problems, missing) VALUES (?, ?, ?, ?, ?, ?)",
+                                &ins, err)) < 0)
+                return r;
+        sqlite3_bind_text(sel, 1, release, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(sel);
+        if (rc == SQLITE_ROW &&
+            strcmp((const char *) sqlite3_column_text(sel, 0) ?: "", status) == 0)
+                return 0;
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                return farm_fail_on(db, farm_db_writer(db), rc, "cannot read the verdict log", err);
+        sqlite3_bind_text(ins, 1, release, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 2, json_string_value(json_object_get(v, "series")), -1,
+                          SQLITE_STATIC);
+        sqlite3_bind_text(ins, 3, status, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 4, now);
+        sqlite3_bind_int64(ins, 5, json_integer_value(json_object_get(v, "problems_total")));
+        sqlite3_bind_int64(ins, 6, (json_int_t) json_array_size(json_object_get(v, "missing")));
+        r = farm_step_done(db, ins, "cannot write the verdict log", err);
+        return r < 0 ? r : 1;
+}
+
+int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
+                          int64_t since_ns, char err[static FARM_ERROR_MAX]) {
+        json_t *list = NULL, *rel;
+        size_t i;
+        int changed = 0;
+        int r = releases_to_judge(db, rule, now_ns, since_ns, &list, err);
+        json_array_foreach (list, i, rel) {
+                json_t *v = NULL;
+                if (r < 0)
+                        break;
+                r = farm_verdict(db, rule, json_string_value(rel), now_ns, &v, err);
+                if (r == -ENOENT) {
+                        r = 0;
+                        continue;
+                }
+                if (r >= 0)
+                        r = log_change(db, v, now_ns, err);
+                if (r > 0) {
+                        log_info("Release %s is now %s", json_string_value(rel),
+                                 farm_verdict_status(v));
+                        changed++;
+                }
+                json_decref(v);
+        }
+        json_decref(list);
+        return r < 0 ? r : changed;
+}
+
+struct farm_watcher {
+        farm_db *db;
+        const struct farm_rule *rule;
+        struct worker *worker;
+};
+
+static void watcher_main(void *arg, struct worker *worker) {
+        struct farm_watcher *w = arg;
+        bool failing = false;
+        int64_t last = INT64_MIN;
+        do {
+                char err[FARM_ERROR_MAX] = "";
+                int64_t now = now_ns(CLOCK_REALTIME);
+                int r = farm_verdict_log_pass(w->db, w->rule, now, last, err);
+                if (r < 0 && !failing)
+                        log_warning("Verdict log: %s; trying again", err);
+                failing = r < 0;
+                if (r >= 0)
+                        last = now;
+        } while (worker_wait(worker, w->rule->watch_ns));
+}
+
+int farm_watcher_start(farm_db *db, const struct farm_rule *rule, struct farm_watcher **ret) {
+        *ret = NULL;
+        if (rule->watch_ns == 0)
+                return 0;
+        struct farm_watcher *w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        *w = (struct farm_watcher){ .db = db, .rule = rule };
+        int r = worker_start("verdict-log", watcher_main, w, &w->worker);
+        if (r < 0) {
+                free(w);
+                return r;
+        }
+        *ret = w;
+        return 0;
+}
+
+void farm_watcher_stop(struct farm_watcher *w) {
+        if (!w)
+                return;
+        worker_stop(w->worker);
+        free(w);
+}

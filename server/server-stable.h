@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* "Which release is latest stable?" (docs/verdict.md, invariant 10): per series, the newest
+ * release by kernel version order whose verdict is qualified; and the verdict log, kept by a
+ * thread that re-judges the releases with recent data, from which "since when" is answered. */
+#pragma once
+
+#include <jansson.h>
+
+#include "server-db.h"
+#include "server-rule.h"
+#include "server-verdict.h"
+
+/* {"series": [{series, latest_stable, since, since_ns, releases, newest, newest_verdict}]}:
+ * every series with a release run by q's moment. */
+int farm_series_json(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
+                     json_t **ret, char err[static FARM_ERROR_MAX]);
+/* One series (-ENOENT: no release of it was run by then): its latest stable, since when, and
+ * the history of the latest stable from the verdict log. */
+int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const char *series,
+                            const struct farm_question *q, json_t **ret,
+                            char err[static FARM_ERROR_MAX]);
+
+/* Judges every release whose verdict may have changed since the pass at since_ns (INT64_MIN:
+ * every release) and records each change of verdict in the verdict log; returns how many
+ * changed. */
+int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
+                          int64_t since_ns, char err[static FARM_ERROR_MAX]);
+
+struct farm_watcher;
+/* A thread running farm_verdict_log_pass() every rule->watch_ns (none when it is 0). */
+int farm_watcher_start(farm_db *db, const struct farm_rule *rule, struct farm_watcher **ret);
+void farm_watcher_stop(struct farm_watcher *w);

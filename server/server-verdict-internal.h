@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside the verdict engine: one verdict's context (its own snapshot of the farm database,
+ * the rule and settings in force, what has been found so far) and one machine's judgement,
+ * shared by server-verdict*.c. */
+#pragma once
+
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "server-db-internal.h"
+#include "server-rule.h"
+#include "server-verdict.h"
+
+#define VSTMT_MAX 48
+#define VTEXT_MAX 64        /* a timestamp or a span as text */
+#define VERDICT_DEPTH_MAX 8 /* baselines judged for a baseline, at most */
+
+enum vkind {
+        K_VIOLATION,
+        K_UNCLEAN,
+        K_GAP,
+        K_LOAD_DOWN,
+        K_PROBE_DOWN,
+        K_CLOCK,
+        K_OVERLAP,
+        K_MIXED_BUILDS,
+        K_REGRESSION,
+        K_NKINDS
+};
+extern const char *const verdict_kind_names[K_NKINDS];
+
+struct vspan {
+        int64_t start, end; /* [start, end) */
+};
+
+struct vsetting {
+        int64_t from_ns, bound_ns;
+        bool gating, revoked;
+        char *groups; /* "a,b" */
+};
+
+struct vwaiver {
+        int64_t id, created_ns;
+        char *problem, *reason, *by;
+};
+
+struct vscen {
+        char name[FARM_SCENARIO_NAME_MAX];
+        int64_t covered_ns;
+};
+
+/* A stretch of the release's data on the machine (for its silences). */
+struct ventry {
+        int64_t run, start, end;
+};
+
+/* Coverage counted from a day (fast) or an interval (raw), for the clean coverage. */
+struct vseg {
+        int64_t run, day, start, counted;
+        bool fast;
+};
+
+/* A stretch of intervals in which a probe (cpu >= 0) or a generator (name) did not measure or
+ * run: one record per interval, merged when flushed. */
+struct vdown {
+        int64_t run, run_id, seq, start, len, missing_ns;
+        uint64_t missing_wakeups;
+        int cpu;
+        char name[FARM_GENERATOR_NAME_MAX];
+        char scenario[FARM_SCENARIO_NAME_MAX];
+};
+
+struct vclock {
+        int64_t run_id, first_received_ns, max_skew_ns;
+        uint64_t intervals;
+};
+
+struct vmachine {
+        char id[FARM_MACHINE_ID_LEN + 1];
+        char *hostname;
+        struct vsetting *set;
+        size_t nset;
+        struct vspan *gate; /* when it gated the release's group, up to at */
+        size_t ngate;
+        bool gating; /* at `at` */
+        const char *why_not;
+        unsigned runs;
+        int64_t covered_ns, first_ns, last_ns;
+        struct vscen *scen;
+        size_t nscen;
+        struct ventry *entries;
+        size_t nentries;
+        struct vseg *segs;
+        size_t nsegs;
+        struct vdown *downs;
+        size_t ndowns;
+        struct vclock *clocks;
+        size_t nclocks;
+        struct vspan *windows; /* maintenance in force */
+        size_t nwindows;
+        unsigned problems, waived, not_counted;
+        int64_t last_problem_ns; /* the end of the latest counted, unwaived problem */
+        int64_t clean_ns;
+        json_t *builds; /* kernel versions of its runs while gating: array */
+};
+
+struct vctx {
+        farm_db *db;
+        sqlite3 *c;
+        char *err;
+        struct farm_rule rule;
+        const char *release;
+        char series[FARM_SERIES_NAME_MAX], group[FARM_GROUP_NAME_MAX];
+        const char *group_source;
+        int64_t at, known, asked; /* known: INT64_MAX when not bounded */
+        const char *sql[VSTMT_MAX];
+        sqlite3_stmt *st[VSTMT_MAX];
+        unsigned nst;
+        struct vwaiver *waivers;
+        size_t nwaivers;
+        const char *find; /* a problem id looked for (waive), or NULL */
+        bool found;
+        json_t *problems, *not_counted, *waived, *missing, *reasons, *builds;
+        uint64_t nproblems, nnot_counted, kind_counts[K_NKINDS];
+        struct {
+                uint64_t intervals, events;
+                int64_t covered_ns;
+        } late;
+        int depth;
+        bool raw_only; /* RTSOAK_VERDICT_RAW=1: every day from its intervals (cross-checks) */
+};
+
+/* ---- context (server-verdict-context.c) ---- */
+int vfail(struct vctx *v, int rc, const char *what);
+/* The statement for sql (a literal), prepared once per verdict, reset and unbound. */
+int vprep(struct vctx *v, const char *sql, sqlite3_stmt **ret);
+int vctx_open(struct vctx *v, const struct farm_rule *configured);
+void vctx_done(struct vctx *v);
+/* The machine's settings in force by `at` (those it was enrolled with from the beginning of
+ * time) and its maintenance windows; then its gating stretches for v->group. */
+int vmachine_load(struct vctx *v, struct vmachine *m);
+int vmachine_gate(struct vctx *v, struct vmachine *m);
+void vmachine_done(struct vmachine *m);
+bool vmachine_gates_at(const struct vmachine *m, int64_t t);
+int64_t vmachine_bound_at(const struct vmachine *m, int64_t t);
+int64_t vmachine_min_bound(const struct vmachine *m);
+/* Whether a machine is in group by the settings in force at t. */
+bool vsetting_in_group(const struct vsetting *s, const char *group);
+/* Files a problem of m at time t (p has its "id", "kind", "message"; taken over): counted
+ * when m gated the release at t, waived, listed up to the limit. */
+int vproblem(struct vctx *v, struct vmachine *m, enum vkind kind, int64_t t, int64_t end,
+             json_t *p);
+const char *vhost(const struct vmachine *m);
+const char *vts(char buf[static VTEXT_MAX], int64_t ns);
+/* A duration for people: "29d 23h 59min", "250us". */
+const char *vspan_text(char buf[static VTEXT_MAX], int64_t ns);
+json_t *vinterval_json(int64_t seq, int64_t start, int64_t length, const char *scenario);
+int vadd_scenario(struct vmachine *m, const char *name, int64_t ns);
+int vspan_append(struct vspan **v, size_t *n, int64_t start, int64_t end);
+
+/* ---- one machine (server-verdict-machine.c, server-verdict-gaps.c) ---- */
+int vjudge_data(struct vctx *v, struct vmachine *m);
+int vjudge_gaps(struct vctx *v, struct vmachine *m);
+int vjudge_clean(struct vctx *v, struct vmachine *m);
+
+/* ---- regression (server-verdict-regress.c) ---- */
+int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n,
+                       const struct farm_rule *configured, json_t **ret_baseline);
+
+/* A verdict asked for another one's baseline, depth levels down (server-verdict.c). */
+int farm_verdict_depth(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
+                       int depth, json_t **ret, char *err);

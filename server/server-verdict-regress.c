@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/* No regressions (docs/verdict.md, invariant 9): the baseline of a release is the newest
+ * older release of its series that qualifies at the same moment; on every gating machine and
+ * scenario that ran both, the release may not be worse in p99.9 or worst case than the rule
+ * allows. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server-query.h"
+#include "server-verdict-internal.h"
+
+static int cmp_version_desc(const void *a, const void *b) {
+        return farm_version_cmp(*(const char *const *) b, *(const char *const *) a);
+}
+
+/* The releases of v's series older than v's, newest first. */
+static int older_releases(struct vctx *v, char ***ret, size_t *ret_n) {
+        sqlite3_stmt *st;
+        char **list = NULL;
+        size_t n = 0;
+        int r = vprep(v,
+                      "SELECT DISTINCT release FROM runs WHERE start_ns <= ?1 AND "
+                      "first_report_ns <= ?2",
+                      &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_int64(st, 1, v->at);
+        sqlite3_bind_int64(st, 2, v->known);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                const char *rel = (const char *) sqlite3_column_text(st, 0);
+                char series[FARM_SERIES_NAME_MAX], group[FARM_GROUP_NAME_MAX];
+                if (!rel)
+                        continue;
+                farm_rule_series_of(&v->rule, rel, series, group);
+                if (strcmp(series, v->series) != 0 || farm_version_cmp(rel, v->release) >= 0)
+                        continue;
+                char **x = realloc(list, (n + 1) * sizeof(*x));
+                if (!x || !(x[n] = strdup(rel))) {
+                        free(x ?: list);
+                        if (x)
+                                list = x;
+                        r = -ENOMEM;
+                        break;
+                }
+                list = x;
+                n++;
+        }
+        sqlite3_reset(st);
+        if (r >= 0 && rc != SQLITE_DONE)
+                r = vfail(v, rc, "cannot list the releases");
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        free(list[i]);
+                free(list);
+                return r;
+        }
+        if (n > 0)
+                qsort(list, n, sizeof(*list), cmp_version_desc);
+        *ret = list;
+        *ret_n = n;
+        return 0;
+}
+
+/* The newest older release of the series qualified at the same moment, or "" for none. */
+static int find_baseline(struct vctx *v, const struct farm_rule *configured, char *ret,
+                         size_t size) {
+        char **list = NULL;
+        size_t n = 0;
+        int r = older_releases(v, &list, &n);
+        ret[0] = '\0';
+        for (size_t i = 0; r >= 0 && i < n && !ret[0]; i++) {
+                struct farm_question q = { .release = list[i],
+                                           .at_ns = v->at,
+                                           .known_ns = v->known,
+                                           .asked_ns = v->asked };
+                json_t *j = NULL;
+                r = farm_verdict_depth(v->db, configured, &q, v->depth + 1, &j, v->err);
+                if (r == -ENOENT)
+                        r = 0;
+                else if (r >= 0 && strcmp(farm_verdict_status(j), "qualified") == 0)
+                        snprintf(ret, size, "%s", list[i]);
+                json_decref(j);
+        }
+        for (size_t i = 0; i < n; i++)
+                free(list[i]);
+        free(list);
+        return r;
+}
+
+static const struct farm_release_stat *find_stat(const struct farm_release_stat *s, size_t n,
+                                                 const char *machine, const char *scenario) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(s[i].machine, machine) == 0 && strcmp(s[i].scenario, scenario) == 0)
+                        return &s[i];
+        return NULL;
+}
+
+static int regression(struct vctx *v, struct vmachine *m, const char *baseline,
+                      const struct farm_release_stat *now, const struct farm_release_stat *base) {
+        char id[FARM_PROBLEM_ID_MAX], msg[640], a[VTEXT_MAX], b[VTEXT_MAX], c[VTEXT_MAX],
+                d[VTEXT_MAX], t[VTEXT_MAX];
+        const char *scen = *now->scenario ? now->scenario : "none";
+        snprintf(id, sizeof(id), "regression:%s:%s:%s", m->id, scen, baseline);
+        snprintf(msg, sizeof(msg),
+                 "%s, scenario %s: p99.9 %s and worst case %s against %s and %s under %s "
+                 "(more than %u %% and %s worse)",
+                 vhost(m), scen, vspan_text(a, (int64_t) now->p99_9_ns),
+                 vspan_text(b, (int64_t) now->worst_ns), vspan_text(c, (int64_t) base->p99_9_ns),
+                 vspan_text(d, (int64_t) base->worst_ns), baseline,
+                 v->rule.regression_tolerance_pct,
+                 vspan_text(t, (int64_t) v->rule.regression_min_diff_ns));
+        return vproblem(v, m, K_REGRESSION, v->at, v->at,
+                        json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:s, s:s, s:{s:I, s:I}, "
+                                  "s:{s:I, s:I}, s:s}",
+                                  "id", id, "kind", "regression", "machine", m->id, "hostname",
+                                  m->hostname, "time_ns", (json_int_t) v->at, "time", vts(t, v->at),
+                                  "scenario", scen, "baseline", baseline, "release_stats",
+                                  "p99_9_ns", (json_int_t) now->p99_9_ns, "worst_ns",
+                                  (json_int_t) now->worst_ns, "baseline_stats", "p99_9_ns",
+                                  (json_int_t) base->p99_9_ns, "worst_ns",
+                                  (json_int_t) base->worst_ns, "message", msg));
+}
+
+int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n,
+                       const struct farm_rule *configured, json_t **ret_baseline) {
+        char baseline[512];
+        const char **ids = NULL;
+        size_t nids = 0;
+        struct farm_release_stat *now = NULL, *base = NULL;
+        size_t nnow = 0, nbase = 0;
+        int r;
+        *ret_baseline = json_null();
+        if (!v->rule.regression || v->depth >= VERDICT_DEPTH_MAX)
+                return 0;
+        if ((r = find_baseline(v, configured, baseline, sizeof(baseline))) < 0 || !baseline[0])
+                return r;
+        json_decref(*ret_baseline);
+        *ret_baseline = json_string(baseline);
+        if (!(ids = calloc(n + 1, sizeof(*ids))))
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                if (machines[i].gating && machines[i].nentries > 0)
+                        ids[nids++] = machines[i].id;
+        if (nids > 0)
+                r = farm_release_stats(v->db, v->release, ids, nids, v->at, v->known, &now, &nnow,
+                                       v->err);
+        if (r >= 0 && nids > 0)
+                r = farm_release_stats(v->db, baseline, ids, nids, v->at, v->known, &base, &nbase,
+                                       v->err);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                for (size_t k = 0; r >= 0 && k < nnow; k++) {
+                        if (strcmp(now[k].machine, machines[i].id) != 0 || !machines[i].gating)
+                                continue;
+                        const struct farm_release_stat *b = find_stat(base, nbase, now[k].machine,
+                                                                      now[k].scenario);
+                        uint64_t tol = v->rule.regression_tolerance_pct,
+                                 min = v->rule.regression_min_diff_ns;
+                        if (b && (farm_worse(now[k].p99_9_ns, b->p99_9_ns, tol, min) ||
+                                  farm_worse(now[k].worst_ns, b->worst_ns, tol, min)))
+                                r = regression(v, &machines[i], baseline, &now[k], b);
+                }
+        free(ids);
+        free(now);
+        free(base);
+        return r;
+}

@@ -1,0 +1,707 @@
+/* SPDX-License-Identifier: MIT */
+/* The verdict engine against a farm database of its own, without HTTP: histories stored
+ * through the real ingest path (farm_store_summary), then judged; one or more hostile
+ * histories per invariant of docs/verdict.md, with controls that must not fail, the rollups
+ * against the intervals read one by one, and the migration of a farm of schema 5. */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hist.h"
+#include "macro.h"
+#include "server-auth.h"
+#include "server-db.h"
+#include "server-settings.h"
+#include "server-stable.h"
+#include "server-verdict.h"
+#include "server-waivers.h"
+#include "test-util.h"
+#include "tests.h"
+
+#define SEC INT64_C(1000000000)
+#define MIN_NS (60 * SEC)
+#define HOUR (60 * MIN_NS)
+#define DAY (24 * HOUR)
+#define T0 (INT64_C(1793491200) * SEC) /* a UTC midnight */
+#define M_A "a0000000000000000000000000000001"
+#define M_B "b0000000000000000000000000000002"
+#define PROBE_NS INT64_C(1000000) /* 1 ms */
+
+static char dir[64], path[128];
+static farm_db *db;
+static struct farm_rule rule;
+
+/* A history of one run: n intervals of len from start, on cpus CPUs probed every PROBE_NS. */
+struct hist_spec {
+        const char *machine, *release, *build, *scenario;
+        int64_t run, start, len, received; /* received 0: right after each interval */
+        int n, cpus;
+        uint64_t seq0;
+        int absent_cpu;    /* -1: none */
+        int share_pct;     /* of the wake-ups delivered; 0 means 100 */
+        uint64_t missed;   /* wake-ups missing from every interval besides */
+        uint64_t max_ns;   /* worst latency on CPU 0 of the first interval; 0: 20 us */
+        bool no_loads;     /* the scenario's generators absent */
+        bool zero_loads;   /* present, up, no throughput */
+        uint64_t probe_ns; /* 0: PROBE_NS */
+        bool no_probed;    /* leave run.cpus out */
+};
+
+static const char *const gens_of_io[] = { "fileio" };
+
+static void fill_cpu(struct summary_cpu *c, uint32_t cpu, uint64_t samples, uint64_t max_ns,
+                     int64_t when) {
+        static uint64_t counts[1000 + 40 * 8];
+        memset(counts, 0, sizeof(counts));
+        *c = (struct summary_cpu){ .cpu = cpu,
+                                   .samples = samples,
+                                   .min_ns = samples ? 20000 : 0,
+                                   .avg_ns = samples ? 20000 : 0,
+                                   .max_ns = samples ? max_ns : 0,
+                                   .max_time_ns = when,
+                                   .hist_limit_us = 1000 };
+        if (samples) {
+                counts[hist_index(1000, 20000)] += samples - (max_ns != 20000);
+                if (max_ns != 20000)
+                        counts[hist_index(1000, max_ns)] += 1;
+        }
+        assert_int_equal(hist_encode(1000, counts, &c->hist, &c->hist_len), 0);
+}
+
+static void store(const struct hist_spec *h) {
+        char err[FARM_ERROR_MAX];
+        uint32_t probed[8];
+        uint64_t probe = h->probe_ns ?: PROBE_NS;
+        for (int c = 0; c < h->cpus; c++)
+                probed[c] = (uint32_t) c;
+        for (int done = 0; done < h->n;) {
+                int n = MIN(h->n - done, 200);
+                struct summary_interval *iv = calloc((size_t) n, sizeof(*iv));
+                struct summary_load *loads = calloc((size_t) n, sizeof(*loads));
+                struct summary_metric *metric = calloc((size_t) n, sizeof(*metric));
+                assert_non_null(iv);
+                int64_t last_end = 0;
+                for (int i = 0; i < n; i++) {
+                        int k = done + i;
+                        int64_t start = h->start + k * h->len;
+                        iv[i] = (struct summary_interval){ .seq = h->seq0 + (uint64_t) k,
+                                                           .start_ns = start,
+                                                           .length_ns = (uint64_t) h->len,
+                                                           .scenario = (char *) h->scenario };
+                        iv[i].cpus = calloc((size_t) h->cpus, sizeof(struct summary_cpu));
+                        uint64_t expected = (uint64_t) h->len / probe;
+                        uint64_t samples = h->share_pct ? expected * (uint64_t) h->share_pct / 100
+                                                        : expected;
+                        samples -= h->missed;
+                        for (int c = 0; c < h->cpus; c++) {
+                                if (c == h->absent_cpu)
+                                        continue;
+                                fill_cpu(&iv[i].cpus[iv[i].ncpus++], (uint32_t) c, samples,
+                                         c == 0 && k == 0 && h->max_ns ? h->max_ns : 20000,
+                                         start + 1000);
+                        }
+                        if (h->scenario && strcmp(h->scenario, "io") == 0 && !h->no_loads) {
+                                metric[i] = (struct summary_metric){ "write", "MiB/s",
+                                                                     h->zero_loads ? 0 : 100 };
+                                loads[i] =
+                                        (struct summary_load){ .generator = (char *) gens_of_io[0],
+                                                               .up_ns = (uint64_t) h->len,
+                                                               .starts = 1,
+                                                               .metrics = &metric[i],
+                                                               .nmetrics = 1 };
+                                iv[i].loads = &loads[i];
+                                iv[i].nloads = 1;
+                        }
+                        last_end = start + h->len;
+                }
+                struct summary s = {
+                        .machine = { (char *) h->machine, "host", "cpu", (uint32_t) h->cpus },
+                        .run = { .id = h->run,
+                                 .boot_id = "00000000000000000000000000000001",
+                                 .kernel_release = (char *) h->release,
+                                 .kernel_version = (char *) (h->build ?: "#1"),
+                                 .kernel_cmdline = "",
+                                 .preempt_model = "PREEMPT_RT",
+                                 .daemon_version = "0",
+                                 .config_digest = "00000000000000000000000000000000000000000000"
+                                                  "00000000000000000000",
+                                 .start_ns = T0, /* one daemon start for every run */
+                                 .threshold_ns = 100000,
+                                 .probe_interval_ns = probe,
+                                 .interval_ns = (uint64_t) h->len,
+                                 .probed_cpus = h->no_probed ? NULL : probed,
+                                 .nprobed_cpus = h->no_probed ? 0 : (size_t) h->cpus },
+                        .seq = h->seq0 + (uint64_t) done,
+                        .intervals = iv,
+                        .nintervals = (size_t) n,
+                };
+                struct farm_stored st;
+                if (farm_store_summary(db, &s, h->received ?: last_end, &st, err) < 0)
+                        fail_msg("%s", err);
+                for (int i = 0; i < n; i++) {
+                        for (size_t c = 0; c < iv[i].ncpus; c++)
+                                free(iv[i].cpus[c].hist);
+                        free(iv[i].cpus);
+                }
+                free(iv);
+                free(loads);
+                free(metric);
+                done += n;
+        }
+}
+
+static void enroll(const char *id) {
+        char err[FARM_ERROR_MAX];
+        uint8_t hash[SHA256_DIGEST_SIZE] = { 0 };
+        memcpy(hash, id, 8);
+        assert_int_equal(farm_enroll(db, id, hash, NULL, "test", NULL, T0 - 100 * DAY, err), 1);
+}
+
+/* A machine setting changed at from (as the staff API records it). */
+static void setting(const char *id, int64_t from, int64_t bound, int gating, const char *groups) {
+        char sql[512];
+        sqlite3 *d;
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO machine_settings (machine_id, from_ns, threshold_ns, gating, groups, "
+                 "labels, revoked, by, reason) VALUES ('%s', %lld, %lld, %d, '%s', '{}', 0, "
+                 "'test', 'test')",
+                 id, (long long) from, (long long) bound, gating, groups);
+        assert_int_equal(sqlite3_open(path, &d), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(d, sql, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(d);
+}
+
+static void sql(const char *text) {
+        sqlite3 *d;
+        char *msg = NULL;
+        assert_int_equal(sqlite3_open(path, &d), SQLITE_OK);
+        if (sqlite3_exec(d, text, NULL, NULL, &msg) != SQLITE_OK)
+                fail_msg("%s: %s", text, msg);
+        sqlite3_close(d);
+}
+
+static json_t *ask_known(const char *release, int64_t at, int64_t known) {
+        char err[FARM_ERROR_MAX];
+        json_t *v = NULL;
+        struct farm_question q = { release, at, known, known == INT64_MAX ? at : known };
+        if (farm_verdict_ask(db, &rule, &q, &v, err) < 0)
+                fail_msg("%s", err);
+        return v;
+}
+
+static json_t *ask(const char *release, int64_t at) {
+        return ask_known(release, at, at);
+}
+
+static const char *status(json_t *v) {
+        return farm_verdict_status(v);
+}
+
+static int64_t count_kind(json_t *v, const char *list, const char *kind) {
+        json_t *p;
+        size_t i;
+        int64_t n = 0;
+        json_array_foreach (json_object_get(v, list), i, p)
+                n += strcmp(json_string_value(json_object_get(p, "kind")), kind) == 0;
+        return n;
+}
+
+static json_t *first_of(json_t *v, const char *kind) {
+        json_t *p;
+        size_t i;
+        json_array_foreach (json_object_get(v, "problems"), i, p)
+                if (strcmp(json_string_value(json_object_get(p, "kind")), kind) == 0)
+                        return p;
+        fail_msg("no %s problem in %s", kind, json_dumps(json_object_get(v, "reasons"), 0));
+        return NULL;
+}
+
+static int64_t covered(json_t *v, const char *machine) {
+        json_t *m;
+        size_t i;
+        json_array_foreach (json_object_get(v, "machines"), i, m)
+                if (strcmp(json_string_value(json_object_get(m, "id")), machine) == 0)
+                        return json_integer_value(json_object_get(m, "covered_ns"));
+        fail_msg("machine %s not judged", machine);
+        return -1;
+}
+
+static void expect(json_t *v, const char *want) {
+        if (strcmp(status(v), want) != 0)
+                fail_msg("expected %s, got %s: %s", want, status(v),
+                         json_dumps(json_object_get(v, "reasons"), JSON_COMPACT));
+}
+
+static int setup(void **state) {
+        char err[FARM_ERROR_MAX];
+        snprintf(dir, sizeof(dir), "/tmp/rtsoak-engine-XXXXXX");
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/farm.db", dir);
+        if (farm_db_open(path, &db, err) < 0)
+                fail_msg("%s", err);
+        farm_rule_default(&rule);
+        rule.period_ns = 2 * DAY;
+        rule.nscenarios = 0;
+        rule.regression = false;
+        enroll(M_A);
+        return 0;
+}
+
+static int teardown(void **state) {
+        char cmd[128];
+        farm_db_close(db);
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static const struct hist_spec base = { .machine = M_A,
+                                       .release = "6.6.1-rt1",
+                                       .run = 1,
+                                       .start = T0,
+                                       .len = 10 * MIN_NS,
+                                       .n = 6 * 48,
+                                       .cpus = 2,
+                                       .absent_cpu = -1 };
+
+/* ---- controls ---- */
+
+/* Two clean days: qualified, covered exactly, every day from its rollups and from its
+ * intervals alike. */
+static void test_clean_qualifies(void **state) {
+        store(&base);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(v, "qualified");
+        assert_int_equal(covered(v, M_A), 2 * DAY);
+        setenv("RTSOAK_VERDICT_RAW", "1", 1);
+        json_t *raw = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        unsetenv("RTSOAK_VERDICT_RAW");
+        assert_true(json_equal(v, raw));
+        json_decref(v);
+        json_decref(raw);
+}
+
+/* A history with a bit of everything: the rollups and the intervals read one by one give
+ * the same verdict, field for field. */
+static void test_rollups_match_intervals(void **state) {
+        rule.nscenarios = 1;
+        snprintf(rule.scenarios[0].name, sizeof(rule.scenarios[0].name), "io");
+        rule.scenarios[0].min_ns = 6 * HOUR;
+        struct hist_spec h = base;
+        h.n = 6 * 10, h.scenario = "io", h.max_ns = 300000;
+        store(&h); /* 0h-10h, a violation */
+        h.seq0 = 100, h.start = T0 + 10 * HOUR, h.n = 6, h.absent_cpu = 1, h.max_ns = 0;
+        store(&h); /* 10h-11h, CPU 1 absent */
+        h.seq0 = 200, h.start = T0 + 11 * HOUR, h.n = 6 * 13, h.absent_cpu = -1;
+        h.scenario = "idle";
+        store(&h); /* 11h-24h */
+        h.seq0 = 300, h.start = T0 + 30 * HOUR, h.n = 6 * 18, h.scenario = "io";
+        store(&h); /* 30h-48h, after a silence */
+        h.seq0 = 500, h.start = T0 + 2 * DAY, h.n = 6 * 48;
+        store(&h); /* two clean days, read from their rollups */
+        h.seq0 = 900, h.start = T0 + 4 * DAY, h.n = 6 * 12, h.zero_loads = true;
+        store(&h);                                       /* io without throughput */
+        h.seq0 = 1000, h.start = T0 + 2 * HOUR, h.n = 6; /* the same hour again */
+        store(&h);
+        struct hist_spec o = base;
+        o.release = "6.6.0-rt0", o.run = 5, o.start = T0 + 25 * HOUR, o.n = 12;
+        store(&o); /* another release in the silence */
+        for (int64_t at = T0 + 12 * HOUR; at <= T0 + 5 * DAY; at += 9 * HOUR) {
+                json_t *v = ask("6.6.1-rt1", at);
+                setenv("RTSOAK_VERDICT_RAW", "1", 1);
+                json_t *raw = ask("6.6.1-rt1", at);
+                unsetenv("RTSOAK_VERDICT_RAW");
+                char *a = json_dumps(v, JSON_COMPACT), *b = json_dumps(raw, JSON_COMPACT);
+                if (strcmp(a, b) != 0)
+                        fail_msg("at %lld:\nrollups:   %s\nintervals: %s", (long long) at, a, b);
+                free(a);
+                free(b);
+                json_decref(v);
+                json_decref(raw);
+        }
+}
+
+/* ---- invariant 1: coverage is time measured ---- */
+
+/* A probed CPU absent for two hours: those hours cover nothing, and it is a probe_down. */
+static void test_cpu_absent(void **state) {
+        struct hist_spec h = base;
+        h.n = 6 * 24;
+        store(&h);
+        h.seq0 = 144, h.start = T0 + DAY, h.n = 12, h.absent_cpu = 1;
+        store(&h);
+        h.seq0 = 156, h.start = T0 + DAY + 2 * HOUR, h.n = 6 * 22, h.absent_cpu = -1;
+        store(&h);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(v, "failed");
+        assert_int_equal(covered(v, M_A), 2 * DAY - 2 * HOUR);
+        json_t *p = first_of(v, "probe_down");
+        assert_int_equal(json_integer_value(json_object_get(p, "cpu")), 1);
+        assert_int_equal(json_integer_value(json_object_get(p, "value_ns")), 2 * HOUR);
+        assert_int_equal(json_integer_value(json_object_get(p, "time_ns")), T0 + DAY);
+        assert_int_equal(count_kind(v, "problems", "probe_down"), 1);
+        json_decref(v);
+}
+
+/* Probes that deliver half their wake-ups measure nothing; at 95 % they measure, but 30 s a
+ * CPU did not measure in an interval is a problem; a VM's stall of 60 ms in every interval is
+ * not. */
+static void test_samples_share(void **state) {
+        struct hist_spec h = base;
+        h.share_pct = 50;
+        store(&h);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(v, "failed");
+        assert_int_equal(covered(v, M_A), 0);
+        assert_int_equal(count_kind(v, "problems", "probe_down"), 2);
+        json_decref(v);
+        h.release = "6.6.2-rt2", h.share_pct = 95, h.run = 2, h.start = T0 + 3 * DAY;
+        store(&h);
+        v = ask("6.6.2-rt2", T0 + 5 * DAY + MIN_NS);
+        assert_int_equal(covered(v, M_A), 2 * DAY);
+        assert_int_equal(count_kind(v, "problems", "probe_down"), 2);
+        json_decref(v);
+        h.release = "6.6.3-rt3", h.share_pct = 0, h.missed = 60, h.run = 3;
+        h.start = T0 + 6 * DAY;
+        store(&h);
+        v = ask("6.6.3-rt3", T0 + 8 * DAY + MIN_NS);
+        expect(v, "qualified");
+        assert_int_equal(covered(v, M_A), 2 * DAY);
+        json_decref(v);
+}
+
+/* A probe period of a second measures nothing, however consistent its counts. */
+static void test_probe_period(void **state) {
+        struct hist_spec h = base;
+        h.probe_ns = (uint64_t) SEC;
+        store(&h);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(v, "failed");
+        assert_int_equal(covered(v, M_A), 0);
+        assert_non_null(strstr(json_string_value(json_object_get(first_of(v, "probe_down"), "id")),
+                               ":all"));
+        json_decref(v);
+}
+
+/* ---- invariant 2: time is counted once ---- */
+
+/* The same two days again under other sequence numbers of the same run: covered once, and
+ * (one run) no overlap. */
+static void test_same_time_twice(void **state) {
+        store(&base);
+        struct hist_spec h = base;
+        h.seq0 = 10000;
+        store(&h);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        assert_int_equal(covered(v, M_A), 2 * DAY);
+        assert_int_equal(count_kind(v, "problems", "overlap"), 0);
+        json_decref(v);
+}
+
+/* Two runs at the same time: covered once, and a problem. */
+static void test_two_runs(void **state) {
+        store(&base);
+        struct hist_spec h = base;
+        h.run = 2;
+        store(&h);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(v, "failed");
+        assert_int_equal(covered(v, M_A), 2 * DAY);
+        assert_int_equal(count_kind(v, "problems", "overlap"), 1);
+        json_decref(v);
+}
+
+/* ---- invariant 3: the server's clock ---- */
+
+/* Two days stamped a day ahead of their arrival: nothing covered, a clock problem. */
+static void test_clock_ahead(void **state) {
+        struct hist_spec h = base;
+        h.received = T0 - DAY + MIN_NS; /* everything arrives at once, a day early */
+        store(&h);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(v, "failed");
+        assert_int_equal(covered(v, M_A), 0);
+        json_t *p = first_of(v, "clock");
+        assert_true(json_integer_value(json_object_get(p, "value_ns")) >= 3 * DAY - 2 * MIN_NS);
+        json_decref(v);
+}
+
+/* ---- invariant 4: a past verdict never changes behind anyone's back ---- */
+
+/* The verdict given at K, asked again with known_at=K after late data, a settings change and
+ * a waiver: the same but for asked_at; with at=K it counts the late data. */
+static void test_known_at(void **state) {
+        struct hist_spec h = base;
+        h.n = 6 * 24; /* day one */
+        store(&h);
+        int64_t k = T0 + DAY + 5 * MIN_NS;
+        json_t *then = ask("6.6.1-rt1", k);
+        /* Day two arrives (with a violation), the bound is changed. */
+        h.seq0 = 144, h.start = T0 + DAY, h.n = 6 * 24, h.max_ns = 500000;
+        store(&h);
+        setting(M_A, T0 + 2 * DAY, 50000, 1, "default");
+        json_t *again = ask_known("6.6.1-rt1", k, k);
+        json_object_del(then, "asked_at");
+        json_object_del(then, "asked_at_ns");
+        json_object_del(again, "asked_at");
+        json_object_del(again, "asked_at_ns");
+        char *a = json_dumps(then, JSON_COMPACT), *b = json_dumps(again, JSON_COMPACT);
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+        json_decref(then);
+        json_decref(again);
+        /* About the moment the second day started, with all that came: 1 interval late. */
+        json_t *late = ask_known("6.6.1-rt1", T0 + DAY + 10 * MIN_NS, INT64_MAX);
+        assert_int_equal(
+                json_integer_value(json_object_get(json_object_get(late, "late"), "intervals")), 1);
+        json_decref(late);
+}
+
+/* ---- invariant 5: settings have a history ---- */
+
+/* A violation under a bound of 100 us stays one when the bound is widened afterwards, and
+ * when the machine is un-gated afterwards; one while the machine did not gate is listed, not
+ * counted. */
+static void test_settings_afterwards(void **state) {
+        struct hist_spec h = base;
+        h.max_ns = 150000;
+        store(&h);
+        setting(M_A, T0 + 2 * DAY + HOUR, 200000, 0, "default");
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + 2 * HOUR);
+        expect(v, "failed");
+        assert_int_equal(count_kind(v, "problems", "violation"), 1);
+        json_decref(v);
+        enroll(M_B);
+        setting(M_B, T0 - DAY, 100000, 0, "default"); /* not gating */
+        h.machine = M_B, h.release = "6.6.2-rt2";
+        store(&h);
+        v = ask("6.6.2-rt2", T0 + 2 * DAY + MIN_NS);
+        assert_int_equal(count_kind(v, "problems", "violation"), 0);
+        assert_int_equal(count_kind(v, "not_counted", "violation"), 1);
+        json_decref(v);
+}
+
+/* ---- invariant 6: silence ---- */
+
+/* A 10-hour hole with 3 hours of another release in its middle: the silences before and
+ * after remain, each a gap. */
+static void test_partial_other_release(void **state) {
+        struct hist_spec h = base;
+        h.n = 6 * 12;
+        store(&h);                                             /* 0h-12h */
+        h.seq0 = 1000, h.start = T0 + 22 * HOUR, h.n = 6 * 26; /* 22h-48h */
+        store(&h);
+        struct hist_spec o = base;
+        o.release = "6.6.0-rt0", o.run = 5, o.start = T0 + 15 * HOUR, o.n = 18; /* 15h-18h */
+        store(&o);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(v, "failed");
+        assert_int_equal(count_kind(v, "problems", "gap"), 2);
+        json_decref(v);
+}
+
+/* A maintenance window declared in advance excuses the silence inside it; declared after the
+ * silence began, it excuses only from its declaration on. */
+static void test_maintenance(void **state) {
+        struct hist_spec h = base;
+        h.n = 6 * 12;
+        store(&h);
+        h.seq0 = 1000, h.start = T0 + 20 * HOUR, h.n = 6 * 28;
+        store(&h);
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "INSERT INTO maintenance (machine_id, from_ns, to_ns, reason, by, created_ns) "
+                 "VALUES ('%s', %lld, %lld, 'bios', 'test', %lld)",
+                 M_A, (long long) (T0 + 12 * HOUR), (long long) (T0 + 20 * HOUR),
+                 (long long) (T0 + 6 * HOUR));
+        sql(text);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        assert_int_equal(count_kind(v, "problems", "gap"), 0);
+        json_decref(v);
+        sql("UPDATE maintenance SET created_ns = created_ns + 10 * 3600000000000");
+        v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        json_t *p = first_of(v, "gap");
+        assert_int_equal(json_integer_value(json_object_get(p, "value_ns")), 4 * HOUR);
+        json_decref(v);
+}
+
+/* A waiver of one gap does not waive the next one. */
+static void test_gap_ids(void **state) {
+        char err[FARM_ERROR_MAX];
+        struct hist_spec h = base;
+        h.n = 6 * 12;
+        store(&h);
+        h.seq0 = 1000, h.start = T0 + 13 * HOUR, h.n = 6 * 12;
+        store(&h);
+        h.seq0 = 2000, h.start = T0 + 26 * HOUR, h.n = 6 * 22;
+        store(&h);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        assert_int_equal(count_kind(v, "problems", "gap"), 2);
+        const char *id = json_string_value(json_object_get(first_of(v, "gap"), "id"));
+        int64_t wid;
+        char *copy = strdup(id);
+        json_decref(v);
+        assert_int_equal(farm_waive(db, &rule, "6.6.1-rt1", copy, "power cut", "alice",
+                                    T0 + 2 * DAY + MIN_NS, &wid, err),
+                         0);
+        v = ask("6.6.1-rt1", T0 + 2 * DAY + 2 * MIN_NS);
+        assert_int_equal(count_kind(v, "problems", "gap"), 1);
+        assert_int_equal(json_array_size(json_object_get(v, "waived")), 1);
+        json_decref(v);
+        free(copy);
+}
+
+/* ---- invariant 7: a load scenario counts only while its load ran ---- */
+
+static void test_scenario_loads(void **state) {
+        rule.nscenarios = 1;
+        snprintf(rule.scenarios[0].name, sizeof(rule.scenarios[0].name), "io");
+        rule.scenarios[0].min_ns = DAY;
+        /* The generator absent all along: measured, but no io time, and its load down. */
+        struct hist_spec h = base;
+        h.scenario = "io", h.no_loads = true;
+        store(&h);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(v, "failed");
+        assert_int_equal(covered(v, M_A), 2 * DAY);
+        assert_int_equal(count_kind(v, "problems", "load_down"), 2); /* a stretch, a total */
+        json_decref(v);
+        /* Up, but without throughput: the same. */
+        h.release = "6.6.2-rt2", h.no_loads = false, h.zero_loads = true, h.run = 2;
+        h.start = T0 + 3 * DAY;
+        store(&h);
+        v = ask("6.6.2-rt2", T0 + 5 * DAY + MIN_NS);
+        expect(v, "failed");
+        json_t *missing = json_object_get(v, "missing");
+        assert_int_equal(json_array_size(missing), 1);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(missing, 0), "what")),
+                            "scenario");
+        json_decref(v);
+        /* With its load: qualified. */
+        h.release = "6.6.3-rt3", h.zero_loads = false, h.run = 3, h.start = T0 + 6 * DAY;
+        store(&h);
+        v = ask("6.6.3-rt3", T0 + 8 * DAY + MIN_NS);
+        expect(v, "qualified");
+        json_decref(v);
+}
+
+/* ---- invariant 8: groups per series, builds ---- */
+
+/* A machine of another branch's group does not block; two builds under one name fail. */
+static void test_groups_and_builds(void **state) {
+        enroll(M_B);
+        setting(M_B, T0 - DAY, 100000, 1, "6.1-rt");
+        setting(M_A, T0 - DAY, 100000, 1, "6.6-rt");
+        store(&base);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(v, "qualified");
+        assert_string_equal(json_string_value(json_object_get(v, "group")), "6.6-rt");
+        assert_int_equal(json_integer_value(json_object_get(v, "gating_machines")), 1);
+        json_decref(v);
+        setting(M_B, T0 - DAY + 1, 100000, 1, "6.6-rt");
+        struct hist_spec h = base;
+        h.machine = M_B, h.build = "#2 SMP PREEMPT_RT rebuilt";
+        store(&h);
+        v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(v, "failed");
+        assert_int_equal(count_kind(v, "problems", "mixed_builds"), 1);
+        json_decref(v);
+}
+
+/* ---- invariants 9 and 10: regressions and the latest stable ---- */
+
+static void test_regression_and_latest(void **state) {
+        char err[FARM_ERROR_MAX];
+        rule.regression = true;
+        store(&base); /* 6.6.1-rt1 */
+        struct hist_spec h = base;
+        h.release = "6.6.10-rt5", h.run = 2, h.start = T0 + 3 * DAY, h.max_ns = 900000;
+        store(&h);
+        json_t *v = ask("6.6.10-rt5", T0 + 5 * DAY + MIN_NS);
+        expect(v, "failed");
+        assert_string_equal(json_string_value(json_object_get(v, "baseline")), "6.6.1-rt1");
+        assert_int_equal(count_kind(v, "problems", "regression"), 1);
+        json_decref(v);
+        /* The latest stable of 6.6-rt is the newest qualified: 6.6.1-rt1 (6.6.10-rt5 failed). */
+        json_t *s = NULL;
+        struct farm_question q = { NULL, T0 + 5 * DAY + MIN_NS, T0 + 5 * DAY + MIN_NS,
+                                   T0 + 5 * DAY + MIN_NS };
+        assert_int_equal(farm_latest_stable_json(db, &rule, "6.6-rt", &q, &s, err), 0);
+        assert_string_equal(json_string_value(json_object_get(s, "latest_stable")), "6.6.1-rt1");
+        json_decref(s);
+}
+
+static void test_version_order(void **state) {
+        static const char *const sorted[] = { "6.6.9-rt1", "6.6.10-rc1-rt1", "6.6.10-rc2",
+                                              "6.6.10",    "6.6.10-rt2",     "6.6.10-rt10",
+                                              "6.12.0" };
+        for (size_t i = 0; i < ELEMENTSOF(sorted); i++)
+                for (size_t k = 0; k < ELEMENTSOF(sorted); k++) {
+                        int c = farm_version_cmp(sorted[i], sorted[k]);
+                        if ((i < k && c >= 0) || (i > k && c <= 0) || (i == k && c != 0))
+                                fail_msg("%s vs %s: %d", sorted[i], sorted[k], c);
+                }
+        char series[FARM_SERIES_NAME_MAX], group[FARM_GROUP_NAME_MAX];
+        farm_rule_series_of(&rule, "6.6.30-rt31", series, group);
+        assert_string_equal(series, "6.6-rt");
+        farm_rule_series_of(&rule, "6.12.0", series, group);
+        assert_string_equal(series, "6.12");
+        farm_rule_series_of(&rule, "6.1.0-18-rt-amd64", series, group);
+        assert_string_equal(series, "6.1-rt");
+        farm_rule_series_of(&rule, "6.1.0-18-amd64", series, group);
+        assert_string_equal(series, "6.1");
+        farm_rule_series_of(&rule, "6.1.0-start1", series, group);
+        assert_string_equal(series, "6.1");
+        assert_int_equal(farm_rule_series_set(&rule, "lab", "Releases", "6.6.*-lab*", series,
+                                              sizeof(series)),
+                         0);
+        farm_rule_series_of(&rule, "6.6.30-lab2", series, group);
+        assert_string_equal(series, "lab");
+}
+
+/* ---- migration ---- */
+
+/* A farm of schema 5 with data: migrated at open, nothing lost, judged as if stored now. */
+static void test_migration_from_5(void **state) {
+        char err[FARM_ERROR_MAX];
+        store(&base);
+        json_t *before = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        farm_db_close(db);
+        db = NULL;
+        sql(TU_FARM_SCHEMA_7_DOWN);
+        sql(TU_FARM_SCHEMA_6_DOWN);
+        if (farm_db_open(path, &db, err) < 0)
+                fail_msg("%s", err);
+        json_t *after = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(after, "qualified");
+        assert_int_equal(covered(after, M_A), covered(before, M_A));
+        assert_int_equal(json_integer_value(json_object_get(after, "problems_total")), 0);
+        json_decref(before);
+        json_decref(after);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_clean_qualifies, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_rollups_match_intervals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_cpu_absent, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_samples_share, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_probe_period, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_same_time_twice, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_two_runs, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_clock_ahead, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_known_at, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_settings_afterwards, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_partial_other_release, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_maintenance, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_gap_ids, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_scenario_loads, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_groups_and_builds, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_regression_and_latest, setup, teardown),
+                cmocka_unit_test(test_version_order),
+                cmocka_unit_test_setup_teardown(test_migration_from_5, setup, teardown),
+        };
+        return RUN_TESTS(tests);
+}
