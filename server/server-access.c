@@ -251,15 +251,9 @@ int farm_access_check(const farm_access *a, farm_db *db, enum farm_route_class c
         return deny(ret, 401, scheme, "missing, invalid or revoked token");
 }
 
+/* A reader's name follows the rules of a staff member's. */
 bool farm_reader_name_valid(const char *name) {
-        size_t n = strlen(name);
-        if (n == 0 || n > FARM_READER_NAME_MAX)
-                return false;
-        for (const char *p = name; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                      (*p >= '0' && *p <= '9') || strchr("._@-", *p)))
-                        return false;
-        return true;
+        return farm_admin_name_valid(name);
 }
 
 /* One statement and its audit row in a transaction of the writer. */

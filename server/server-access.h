@@ -8,9 +8,10 @@
 #include <stdint.h>
 
 #include "server-db.h"
+#include "server-waivers.h"
 #include "sha256.h"
 
-#define FARM_READER_NAME_MAX 64
+#define FARM_READER_NAME_MAX FARM_ADMIN_NAME_MAX /* and the same characters */
 #define FARM_ACCESS_ERROR_MAX 512
 #define FARM_HOSTS_MAX 64
 

@@ -296,33 +296,32 @@ static int teardown(void **state) {
 /* A window that ends near the largest time is refused (400 naming the parameter) before any
  * arithmetic; the whole range the server accepts is answered, not looped over forever. */
 static void test_1_no_endless_loop(void **state) {
-        const char *id = ID_A;
-        char p[512];
-        snprintf(p, sizeof(p), "/plots/machines/%s/longterm.svg?from=@0&to=9223372036854775807",
-                 id);
-        expect_raw(p, 400, "to=9223372036854775807: out of range");
-        snprintf(p, sizeof(p), "/machines/%s?to=9223372036854775807", id);
-        expect_raw(p, 400, "to=9223372036854775807: out of range");
-        snprintf(p, sizeof(p), "/machines/%s?from=9223372036854775807", id); /* from + 1d */
-        expect_raw(p, 400, "from=9223372036854775807: out of range");
-        snprintf(p, sizeof(p), "/api/v1/machines/%s/intervals?from=@0&to=9223372036854775807", id);
-        expect_raw(p, 400, "to=9223372036854775807");
-        snprintf(p, sizeof(p), "/api/v1/machines/%s/histogram?from=-9223372036854775807ns", id);
-        expect_raw(p, 400, "from=");
-        snprintf(p, sizeof(p), "/api/v1/machines/%s/intervals?step=9223372036854775807ns", id);
-        expect_raw(p, 400, "step=");
-        snprintf(p, sizeof(p), "/api/v1/machines/%s/events?to=@-9223372036", id);
-        expect_raw(p, 400, "to=");
-        /* The widest window allowed, on every path that walks it. */
-        snprintf(p, sizeof(p), "/plots/machines/%s/longterm.svg?from=@0&to=@7258117000", id);
-        expect_raw(p, 200, "<svg");
-        snprintf(p, sizeof(p), "/machines/%s?from=@0&to=@7258117000", id);
-        expect_raw(p, 200, "<!DOCTYPE html>");
-        snprintf(p, sizeof(p), "/plots/machines/%s/histogram.svg?from=@0&to=@7258117000", id);
-        expect_raw(p, 200, "<svg");
-        snprintf(p, sizeof(p), "/api/v1/machines/%s/intervals?from=@0&to=@7258117000&step=3650d",
-                 id);
-        expect_raw(p, 200, "\"steps\"");
+        static const struct {
+                const char *path;
+                int status;
+                const char *text;
+        } cases[] = {
+                { "/plots/machines/" ID_A "/longterm.svg?from=@0&to=9223372036854775807", 400,
+                  "to=9223372036854775807: out of range" },
+                { "/machines/" ID_A "?to=9223372036854775807", 400,
+                  "to=9223372036854775807: out of range" },
+                /* from + 1d */
+                { "/machines/" ID_A "?from=9223372036854775807", 400,
+                  "from=9223372036854775807: out of range" },
+                { "/api/v1/machines/" ID_A "/intervals?from=@0&to=9223372036854775807", 400,
+                  "to=9223372036854775807" },
+                { "/api/v1/machines/" ID_A "/histogram?from=-9223372036854775807ns", 400, "from=" },
+                { "/api/v1/machines/" ID_A "/intervals?step=9223372036854775807ns", 400, "step=" },
+                { "/api/v1/machines/" ID_A "/events?to=@-9223372036", 400, "to=" },
+                /* The widest window allowed, on every path that walks it. */
+                { "/plots/machines/" ID_A "/longterm.svg?from=@0&to=@7258117000", 200, "<svg" },
+                { "/machines/" ID_A "?from=@0&to=@7258117000", 200, "<!DOCTYPE html>" },
+                { "/plots/machines/" ID_A "/histogram.svg?from=@0&to=@7258117000", 200, "<svg" },
+                { "/api/v1/machines/" ID_A "/intervals?from=@0&to=@7258117000&step=3650d", 200,
+                  "\"steps\"" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                expect_raw(cases[i].path, cases[i].status, cases[i].text);
         expect_raw("/api/v1/machines", 200, ID_A);
 }
 

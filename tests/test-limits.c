@@ -178,6 +178,7 @@ static void test_target(void **state) {
         free(route);
         assert_int_equal(farm_route_path("/kernels/%36.6%20rt%25x%7e", &route), 0);
         assert_string_equal(route, "/kernels/6.6%20rt%25x~");
+        free(route);
         char seg[64];
         assert_int_equal(farm_segment_decode("5.10%2Frt1", 10, seg, sizeof(seg)), 0);
         assert_string_equal(seg, "5.10/rt1");
@@ -187,7 +188,6 @@ static void test_target(void **state) {
         char enc[64];
         assert_int_equal(farm_segment_encode("5.10/rt1 a%", enc, sizeof(enc)), 0);
         assert_string_equal(enc, "5.10%2Frt1%20a%25");
-        free(route = NULL);
 }
 
 /* ---- parameter ranges ---- */
