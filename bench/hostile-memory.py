@@ -44,6 +44,7 @@ REQUESTS = [
     f"/machines/{ID}?{WINDOW}",
     "/api/v1/kernels/9.9-hostile/compare?with=9.8-base",
     "/kernels/9.9-hostile?compare=9.8-base",
+    "/api/v1/kernels/9.9-hostile/verdict",
 ]
 
 

@@ -339,14 +339,15 @@ static int log_change(farm_db *db, json_t *v, int64_t now, char *err) {
 }
 
 int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                          int64_t since_ns, char err[static FARM_ERROR_MAX]) {
+                          int64_t since_ns, struct worker *worker,
+                          char err[static FARM_ERROR_MAX]) {
         json_t *list = NULL, *rel;
         size_t i;
         int changed = 0;
         int r = releases_to_judge(db, rule, now_ns, since_ns, &list, err);
         json_array_foreach (list, i, rel) {
                 json_t *v = NULL;
-                if (r < 0)
+                if (r < 0 || (worker && !worker_wait(worker, 0)))
                         break;
                 r = farm_verdict(db, rule, json_string_value(rel), now_ns, &v, err);
                 if (r == -ENOENT) {
@@ -379,7 +380,7 @@ static void watcher_main(void *arg, struct worker *worker) {
         do {
                 char err[FARM_ERROR_MAX] = "";
                 int64_t now = now_ns(CLOCK_REALTIME);
-                int r = farm_verdict_log_pass(w->db, w->rule, now, last, err);
+                int r = farm_verdict_log_pass(w->db, w->rule, now, last, worker, err);
                 if (r < 0 && !failing)
                         log_warning("Verdict log: %s; trying again", err);
                 failing = r < 0;

@@ -22,9 +22,10 @@ int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const cha
 
 /* Judges every release whose verdict may have changed since the pass at since_ns (INT64_MIN:
  * every release) and records each change of verdict in the verdict log; returns how many
- * changed. */
+ * changed.  Ends early, between two releases, once the worker (NULL: none) is stopping. */
+struct worker;
 int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                          int64_t since_ns, char err[static FARM_ERROR_MAX]);
+                          int64_t since_ns, struct worker *worker, char err[static FARM_ERROR_MAX]);
 
 struct farm_watcher;
 /* A thread running farm_verdict_log_pass() every rule->watch_ns (none when it is 0). */
