@@ -7,8 +7,10 @@
 #
 # TARGET: summary (default), config, loadgen, retry-after, params.  SECONDS: how long
 # (default 60; 0: until another option such as -runs=10000000 ends it).  New inputs the fuzzer
-# finds are kept in build-fuzz/corpus-TARGET; a crash leaves crash-* in the current directory
-# and exits non-zero.
+# finds are kept in build-fuzz/corpus-TARGET; an input that crashed, leaked, ran out of memory
+# or was slow is left in build-fuzz/artifacts-TARGET/ (crash-*, slow-unit-*...), never in the
+# source tree, and a crash exits non-zero.  An input worth keeping goes to fuzz/corpus/TARGET/
+# and fuzz/meson.build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:-summary}
@@ -25,11 +27,12 @@ if [ ! -f "$out/build.ninja" ]; then
                 -Dc_args=-fsanitize=fuzzer-no-link >/dev/null
 fi
 ninja -C "$out" "fuzz/fuzz-$target" >/dev/null
-mkdir -p "$out/corpus-$target"
+mkdir -p "$out/corpus-$target" "$out/artifacts-$target"
 limit=()
 if [ "$seconds" != 0 ]; then
         limit=(-max_total_time="$seconds")
 fi
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-        "$out/fuzz/fuzz-$target" "${limit[@]}" -max_len=65536 -print_final_stats=1 "$@" \
+        "$out/fuzz/fuzz-$target" "${limit[@]}" -max_len=65536 -print_final_stats=1 \
+        -artifact_prefix="$out/artifacts-$target/" "$@" \
         "$out/corpus-$target" "fuzz/corpus/$target"
