@@ -5,6 +5,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "server-db.h"
 #include "server-rule.h"
@@ -20,12 +21,21 @@ int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const cha
                             const struct farm_question *q, json_t **ret,
                             char err[static FARM_ERROR_MAX]);
 
-/* Judges every release whose verdict may have changed since the pass at since_ns (INT64_MIN:
- * every release) and records each change of verdict in the verdict log; returns how many
- * changed.  Ends early, between two releases, once the worker (NULL: none) is stopping. */
+/* What a pass of the verdict log had seen: the last interval, event and audit row ({} before
+ * the first pass). */
+struct farm_log_mark {
+        int64_t interval_id, event_id, audit_id;
+        bool started;
+};
+
+/* Judges every release whose verdict may have changed since the pass that left *seen (every
+ * release for the first), records each change of verdict in the verdict log, and moves *seen
+ * on; returns how many changed.  Ends early, between two releases, once the worker (NULL:
+ * none) is stopping, and then leaves *seen as it was. */
 struct worker;
 int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                          int64_t since_ns, struct worker *worker, char err[static FARM_ERROR_MAX]);
+                          struct farm_log_mark *seen, struct worker *worker,
+                          char err[static FARM_ERROR_MAX]);
 
 struct farm_watcher;
 /* A thread running farm_verdict_log_pass() every rule->watch_ns (none when it is 0). */

@@ -342,8 +342,8 @@ static void test_cpu_absent(void **state) {
         assert_int_equal(json_integer_value(json_object_get(p, "time_ns")), T0 + DAY);
         /* The twelve intervals' downs are one stretch, to the end of the last. */
         assert_int_equal(json_integer_value(json_object_get(p, "end_ns")), T0 + DAY + 2 * HOUR);
-        assert_non_null(strstr(json_string_value(json_object_get(p, "message")),
-                               "intervals 144-155"));
+        assert_non_null(
+                strstr(json_string_value(json_object_get(p, "message")), "intervals 144-155"));
         assert_int_equal(count_kind(v, "problems", "probe_down"), 1);
         json_decref(v);
 }
