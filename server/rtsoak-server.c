@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,11 +22,14 @@
 #include "server-cli-machines.h"
 #include "server-db.h"
 #include "server-http.h"
+#include "server-copy.h"
 #include "server-query.h"
 #include "server-ratelimit.h"
+#include "server-retention.h"
 #include "server-stable.h"
 #include "server-verdict.h"
 #include "server-waivers.h"
+#include "sql.h"
 #include "text-safe.h"
 #include "timeutil.h"
 
@@ -35,7 +39,7 @@
 /* The configuration file: the same settings as the options, which override it. */
 struct server_config {
         char *listen, *db, *cert, *key;
-        uint64_t threads, rate, burst, max_body;
+        uint64_t threads, rate, burst, max_body, retention;
         uint64_t connections, per_address, head_timeout, request_timeout, idle_timeout;
         char *read_api, *read_dashboard, *read_metrics, *hosts;
         bool cache_warming;
@@ -88,6 +92,8 @@ static const struct conf_item config_items[] = {
           16, "auto" },
         { "Access", "Hosts", &conf_type_string, offsetof(struct server_config, hosts), 1, 4000,
           "auto" },
+        { "Server", "Retention", &conf_type_timespan, offsetof(struct server_config, retention), 0,
+          UINT64_C(36500) * 86400 * NSEC_PER_SEC, "0" },
         { "Verdict", "Period", &conf_type_timespan, offsetof(struct server_config, period),
           NSEC_PER_SEC, 3650 * 86400 * NSEC_PER_SEC, FARM_RULE_PERIOD_DEFAULT },
         { "Verdict", "MaxGap", &conf_type_timespan, offsetof(struct server_config, max_gap),
@@ -210,9 +216,11 @@ struct options {
         struct farm_connlimit_config limits;
         unsigned idle_timeout_s;
         struct farm_access_config access;
+        uint64_t retention_ns;              /* [Server] Retention=: 0 keeps every interval */
         struct farm_settings_change change; /* --bound, --gating, --groups, --label, --unlabel */
-        const char *reason, *by, *at, *known_at, *from, *to;
+        const char *reason, *by, *at, *known_at, *from, *to, *before;
         bool json;
+        unsigned chunk;   /* migrate: intervals per transaction */
         uint64_t given;   /* the options given, as OPT() bits */
         bool usage_error; /* one of them was wrong (already logged) */
         struct farm_rule rule;
@@ -243,6 +251,11 @@ static void help(void) {
                "  admin-token NAME | admin-revoke NAME\n"
                "  read-token NAME | read-revoke NAME\n"
                "  check\n"
+               "  migrate --from PATH|URI --to URI [--chunk N]       copy the farm into another "
+               "store\n"
+               "                       (postgresql://...) and compare every row\n"
+               "  prune --before TIME  drop the intervals of the months before TIME's "
+               "(Retention= does it hourly)\n"
                "\n"
                "  --config FILE        configuration file (default %s)\n"
                "  --set SECTION.KEY=VALUE  a setting of the configuration file (repeatable)\n"
@@ -269,6 +282,7 @@ static void help(void) {
                "  --reason TEXT        why (kept in the audit trail)\n"
                "  --by NAME            who (default: $SUDO_USER, $USER)\n"
                "  --json               machine show, maintenance list: JSON\n"
+               "  --chunk N            migrate: intervals per transaction (default 10000)\n"
                "  -h, --help           show this help\n"
                "  --version            show the version\n"
                "\n"
@@ -318,6 +332,8 @@ enum {
         ARG_FROM,
         ARG_TO,
         ARG_JSON,
+        ARG_CHUNK,
+        ARG_BEFORE,
         ARG_VERSION,
 };
 #define OPT(arg) (UINT64_C(1) << ((arg) -ARG_CONFIG))
@@ -352,6 +368,8 @@ static const struct option options[] = {
         { "from", required_argument, NULL, ARG_FROM },
         { "to", required_argument, NULL, ARG_TO },
         { "json", no_argument, NULL, ARG_JSON },
+        { "chunk", required_argument, NULL, ARG_CHUNK },
+        { "before", required_argument, NULL, ARG_BEFORE },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, ARG_VERSION },
         {},
@@ -430,6 +448,16 @@ static int parse_command_option(int c, const char *name, struct options *o) {
         case ARG_JSON:
                 o->json = true;
                 break;
+        case ARG_BEFORE:
+                o->before = optarg;
+                break;
+        case ARG_CHUNK: {
+                unsigned long long v;
+                if (parse_uint(opt, optarg, 1, 1000000, &v) < 0)
+                        return -EINVAL;
+                o->chunk = (unsigned) v;
+                break;
+        }
         }
         if (r < 0)
                 log_error("%s", err);
@@ -611,7 +639,17 @@ static int serve(const struct options *o) {
                         read_pem("private key", o->key, &key) < 0))
                 return EXIT_CONFIG;
 
-        r = farm_db_open(o->db_path, &db, err);
+        /* Retention keeps what the verdict's period needs, and a month more. */
+        if (o->retention_ns && o->retention_ns < o->rule.period_ns + 31 * 86400 * NSEC_PER_SEC) {
+                char a[TIMESPAN_MAX_LEN], b[TIMESPAN_MAX_LEN];
+                log_error("[Server] Retention=%s is shorter than the verdict's Period=%s and a "
+                          "month: the verdict needs those intervals",
+                          format_timespan(a, o->retention_ns),
+                          format_timespan(b, o->rule.period_ns));
+                return EXIT_CONFIG;
+        }
+
+        r = farm_db_open_with(o->db_path, o->threads, &db, err);
         if (r < 0) {
                 log_error_errno(r, "Cannot open the farm database: %s", err);
                 return EXIT_FAILURE;
@@ -679,8 +717,10 @@ static int serve(const struct options *o) {
                 farm_db_close(db);
                 return EXIT_FAILURE;
         }
+        char shown[512];
+        sql_target_shown(o->db_path, shown, sizeof(shown));
         log_info("Listening on %s://%s (database %s, %u threads)", cert ? "https" : "http", bound,
-                 o->db_path, o->threads);
+                 shown, o->threads);
         struct farm_warmer *warmer = NULL;
         if (o->cache_warming && (r = farm_warmer_start(db, &warmer)) < 0)
                 log_warning_errno(r, "Cannot merge histograms in the background, the queries "
@@ -688,11 +728,15 @@ static int serve(const struct options *o) {
         struct farm_watcher *watcher = NULL;
         if ((r = farm_watcher_start(db, &o->rule, &watcher)) < 0)
                 log_warning_errno(r, "Cannot keep the verdict log: %m");
+        struct farm_pruner *pruner = NULL;
+        if ((r = farm_pruner_start(db, o->retention_ns, &pruner)) < 0)
+                log_warning_errno(r, "Cannot drop old intervals (Retention=): %m");
 
         while (sigwait(&mask, &sig) != 0)
                 ;
         log_info("Stopping on %s", strsignal(sig));
         farm_http_stop(http);
+        farm_pruner_stop(pruner);
         farm_watcher_stop(watcher);
         farm_warmer_stop(warmer);
         uint64_t commits, uploads;
@@ -1074,6 +1118,67 @@ static int run_check(const struct options *o, char **args, int n) {
         return check_cmd(o);
 }
 
+/* prune --before TIME: one pass of retention now, with that horizon. */
+static int run_prune(const struct options *o, char **args, int n) {
+        char err[FARM_ERROR_MAX];
+        const char *reason = NULL;
+        int64_t before;
+        farm_db *db = NULL;
+        uint64_t intervals;
+        (void) args, (void) n;
+        if (!o->before) {
+                log_error("prune needs --before TIME (the intervals of the months that ended "
+                          "before that month are dropped)");
+                return EXIT_USAGE;
+        }
+        if (parse_timestamp(o->before, now_ns(CLOCK_REALTIME), &before, &reason) < 0) {
+                log_error("Invalid --before '%s': %s", o->before, reason ?: "not a time");
+                return EXIT_USAGE;
+        }
+        if (cli_open_db(o->db_path, &db) < 0)
+                return EXIT_FAILURE;
+        int r = farm_retention_pass(db, before, &intervals, err);
+        farm_db_close(db);
+        if (r < 0) {
+                log_error_errno(r, "Cannot drop the old intervals: %s", err);
+                return EXIT_FAILURE;
+        }
+        log_info("Dropped %d month(s) of partitions, %" PRIu64 " intervals", r, intervals);
+        return EXIT_SUCCESS;
+}
+
+/* migrate: the copy, then the comparison; run again after an interruption, it goes on. */
+static int run_migrate(const struct options *o, char **args, int n) {
+        char err[FARM_ERROR_MAX], from[512], to[512];
+        struct farm_copy_stats st;
+        (void) args, (void) n;
+        if (!o->from || !o->to) {
+                log_error("migrate needs --from (the farm) and --to (the database to copy it "
+                          "into)");
+                return EXIT_USAGE;
+        }
+        sql_target_shown(o->from, from, sizeof(from));
+        sql_target_shown(o->to, to, sizeof(to));
+        int64_t t0 = now_ns(CLOCK_MONOTONIC);
+        int r = farm_copy(o->from, o->to, o->chunk, &st, err);
+        if (r < 0) {
+                log_error("Cannot copy %s into %s: %s", from, to, err);
+                return EXIT_FAILURE;
+        }
+        int64_t t1 = now_ns(CLOCK_MONOTONIC);
+        log_info("Copied %" PRIu64 " rows of %u tables in %.1f s; comparing every row",
+                 st.rows_copied, st.tables, (double) (t1 - t0) / 1e9);
+        r = farm_copy_verify(o->from, o->to, &st, err);
+        if (r < 0) {
+                log_error("%s and %s differ: %s", from, to, err);
+                return EXIT_FAILURE;
+        }
+        log_info("Verified: %" PRIu64 " rows of %u tables the same in %s and %s (%.1f s)",
+                 st.rows_compared, st.tables, from, to,
+                 (double) (now_ns(CLOCK_MONOTONIC) - t1) / 1e9);
+        return EXIT_SUCCESS;
+}
+
 static const struct command {
         const char *name, *sub; /* sub: the second word, or NULL */
         int min_args, max_args; /* after the command's words */
@@ -1100,6 +1205,9 @@ static const struct command {
         { "read-token", NULL, 1, 1, "NAME", 0, run_read_token },
         { "read-revoke", NULL, 1, 1, "NAME", 0, run_read_revoke },
         { "check", NULL, 0, 0, "no argument", 0, run_check },
+        { "migrate", NULL, 0, 0, "no argument", OPT(ARG_FROM) | OPT(ARG_TO) | OPT(ARG_CHUNK),
+          run_migrate },
+        { "prune", NULL, 0, 0, "no argument", OPT(ARG_BEFORE), run_prune },
 };
 
 /* The command of argv (its words from *word on), or NULL with the error logged. */
@@ -1118,7 +1226,7 @@ static const struct command *find_command(char **words, int n) {
         else
                 log_error("Unknown command '%s' (expected enroll, revoke, machine, maintenance, "
                           "verdict, waive, unwaive, waivers, admin-token, admin-revoke, "
-                          "read-token, read-revoke or check; see --help)",
+                          "read-token, read-revoke, check, migrate or prune; see --help)",
                           words[0]);
         return NULL;
 }
@@ -1183,6 +1291,7 @@ int main(int argc, char **argv) {
         o.burst = (unsigned) sc.burst;
         o.max_body_bytes = (size_t) sc.max_body;
         o.cache_warming = sc.cache_warming;
+        o.retention_ns = sc.retention;
         if (rule_from_config(&sc, path, &o.rule) < 0)
                 return EXIT_CONFIG;
 

@@ -171,11 +171,21 @@ void farm_access_describe(const farm_access *a, char *buf, size_t size) {
                 o += (size_t) snprintf(buf + o, size - o, "%s%s", i ? " " : "", a->hosts[i]);
 }
 
+/* Whether path is prefix or below it. */
+static bool path_under(const char *path, const char *prefix) {
+        size_t n = strlen(prefix);
+        return strncmp(path, prefix, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
 enum farm_route_class farm_route_class_of(const char *path, const char *method) {
+        /* What names the staff or tells what they were told: the audit trail and the
+         * notifications sent (with their recipients). */
+        static const char *const staff_reads[] = { "/api/v1/audit", "/api/v1/notifications" };
         if (strcmp(path, "/api/v1/summaries") == 0)
                 return FARM_CLASS_UPLOAD;
-        if (strcmp(path, "/api/v1/audit") == 0)
-                return FARM_CLASS_AUDIT;
+        for (size_t i = 0; i < ELEMENTSOF(staff_reads); i++)
+                if (path_under(path, staff_reads[i]))
+                        return FARM_CLASS_AUDIT;
         if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
                 return FARM_CLASS_STAFF;
         if (strcmp(path, "/metrics") == 0)
@@ -256,38 +266,37 @@ bool farm_reader_name_valid(const char *name) {
         return farm_admin_name_valid(name);
 }
 
-/* One statement and its audit row in a transaction of the writer. */
+/* One statement and its audit row in a write transaction. */
 static int reader_change(farm_db *db, const char *sql, const char *name, const uint8_t *hash,
                          int64_t now_ns, const char *action, const char *what, char *err) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL, *au = NULL;
-        int r = farm_exec_w(db, "BEGIN IMMEDIATE", err);
+        _cleanup_release_ sql_conn *c = farm_writer(db);
+        _cleanup_reset_ sql_stmt *st = NULL, *au = NULL;
+        int r = farm_begin_write(c, err);
         if (r < 0)
                 return r;
-        r = farm_prepare_w(db, sql, &st, err);
+        r = farm_prepare(c, sql, &st, err);
         if (r >= 0) {
-                sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-                sqlite3_bind_int64(st, 2, now_ns);
+                sql_bind_text(st, 1, name);
+                sql_bind_int64(st, 2, now_ns);
                 if (hash)
-                        sqlite3_bind_blob(st, 3, hash, SHA256_DIGEST_SIZE, SQLITE_STATIC);
-                r = farm_step_done(db, st, what, err);
+                        sql_bind_blob(st, 3, hash, SHA256_DIGEST_SIZE);
+                r = farm_step_done(st, what, err);
         }
-        if (r >= 0 && sqlite3_changes(farm_db_writer(db)) == 0)
+        if (r >= 0 && sql_changes(st) == 0)
                 r = farm_failf(db, -ENOENT, err, "no read token of %s is in force", name);
         if (r >= 0)
-                r = farm_prepare_w(db,
-                                   "INSERT INTO audit (time_ns, who, action) VALUES (?1, ?2, ?3)",
-                                   &au, err);
+                r = farm_prepare(c, "INSERT INTO audit (time_ns, who, action) VALUES (?1, ?2, ?3)",
+                                 &au, err);
         if (r >= 0) {
-                sqlite3_bind_int64(au, 1, now_ns);
-                sqlite3_bind_text(au, 2, name, -1, SQLITE_STATIC);
-                sqlite3_bind_text(au, 3, action, -1, SQLITE_STATIC);
-                r = farm_step_done(db, au, "cannot write the audit trail", err);
+                sql_bind_int64(au, 1, now_ns);
+                sql_bind_text(au, 2, name);
+                sql_bind_text(au, 3, action);
+                r = farm_step_done(au, "cannot write the audit trail", err);
         }
         if (r >= 0)
-                r = farm_exec_w(db, "COMMIT", err);
+                r = farm_commit(c, err);
         if (r < 0)
-                farm_rollback(db);
+                sql_rollback(c);
         return r;
 }
 

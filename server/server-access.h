@@ -28,7 +28,7 @@ enum farm_route_class {
         FARM_CLASS_API,       /* GET /api/v1/... */
         FARM_CLASS_DASHBOARD, /* pages and plots, and every other path */
         FARM_CLASS_METRICS,   /* /metrics */
-        FARM_CLASS_AUDIT,     /* /api/v1/audit: staff only, whatever the settings */
+        FARM_CLASS_AUDIT,     /* /api/v1/audit, /api/v1/notifications: staff only, always */
         FARM_CLASS_UPLOAD,    /* POST /api/v1/summaries: a machine's token (server-http.c) */
         FARM_CLASS_STAFF,     /* other POSTs: a staff token (server-http.c) */
 };

@@ -1198,6 +1198,7 @@ int farm_http_start(const struct farm_http_config *c, farm_db *db, farm_http **r
                 farm_http_stop(h);
                 return log_error_errno(r, "Invalid rate limit: %m");
         }
+        farm_ratelimit_share(h->rl, db);
         char err[FARM_ACCESS_ERROR_MAX];
         r = farm_access_new(&c->access, &h->access, err);
         if (r < 0) {

@@ -26,6 +26,7 @@ int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const cha
 struct farm_log_mark {
         int64_t interval_id, event_id, audit_id;
         bool started;
+        int64_t pass_ns; /* when that pass began */
 };
 
 /* Judges every release whose verdict may have changed since the pass that left *seen (every

@@ -359,6 +359,9 @@ static void test_access(void **state) {
 
         assert_int_equal(farm_route_class_of("/api/v1/summaries", "POST"), FARM_CLASS_UPLOAD);
         assert_int_equal(farm_route_class_of("/api/v1/audit", "GET"), FARM_CLASS_AUDIT);
+        assert_int_equal(farm_route_class_of("/api/v1/audit/", "GET"), FARM_CLASS_AUDIT);
+        assert_int_equal(farm_route_class_of("/api/v1/notifications", "GET"), FARM_CLASS_AUDIT);
+        assert_int_equal(farm_route_class_of("/api/v1/auditx", "GET"), FARM_CLASS_API);
         assert_int_equal(farm_route_class_of("/api/v1/waivers/3/withdraw", "POST"),
                          FARM_CLASS_STAFF);
         assert_int_equal(farm_route_class_of("/metrics", "HEAD"), FARM_CLASS_METRICS);
