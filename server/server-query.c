@@ -1577,7 +1577,8 @@ static int entry_order(const void *x, const void *y) {
  * its days as its scenarios' histograms take within the merge budget. */
 static int cmp_merge(farm_db *db, struct day_refs *refs, int64_t to, struct cmp_list *list,
                      char *err) {
-        qsort(refs->v, refs->n, sizeof(*refs->v), ref_by_machine);
+        if (refs->n > 1)
+                qsort(refs->v, refs->n, sizeof(*refs->v), ref_by_machine);
         int r = 0;
         for (size_t i = 0, j; r >= 0 && i < refs->n; i = j) {
                 for (j = i; j < refs->n && strcmp(refs->v[j].machine, refs->v[i].machine) == 0;)
@@ -1596,7 +1597,7 @@ static int cmp_merge(farm_db *db, struct day_refs *refs, int64_t to, struct cmp_
                 }
                 farm_merge_set_free(m.set);
         }
-        if (r >= 0)
+        if (r >= 0 && list->n > 1)
                 qsort(list->v, list->n, sizeof(*list->v), entry_order);
         return r;
 }
