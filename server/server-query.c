@@ -1284,6 +1284,7 @@ struct window_merge {
         struct farm_merge_set *set;
         struct farm_acc all;
         bool first_pass;
+        bool enough; /* fn needs no more CPUs */
         farm_cpu_hist_fn fn;
         void *userdata;
 };
@@ -1309,11 +1310,16 @@ static int window_row(void *userdata, const struct day_ref *ref, const char *sce
 
 static int window_cpu_done(void *userdata, uint64_t key, struct farm_acc *acc) {
         struct window_merge *w = userdata;
-        return w->fn(w->userdata, (int64_t) key, acc, &w->all);
+        if (w->enough)
+                return 0;
+        int r = w->fn(w->userdata, (int64_t) key, acc, &w->all);
+        w->enough = r > 0;
+        return MIN(r, 0);
 }
 
 /* Merges refs' histograms of [from, to) (of one scenario and CPU when given), calling fn for each
- * CPU in ascending order, with all complete; *ret_ncpus: how many CPUs hold data. */
+ * CPU in ascending order, with all complete, until fn returns 1 (it needs no more); *ret_ncpus:
+ * how many CPUs hold data. */
 static int window_hists(farm_db *db, const struct day_refs *refs, int64_t from, int64_t to,
                         const char *scenario, int64_t cpu, farm_cpu_hist_fn fn, void *userdata,
                         uint64_t *ret_ncpus, char *err) {
@@ -1331,6 +1337,10 @@ static int window_hists(farm_db *db, const struct day_refs *refs, int64_t from, 
                 w.first_pass = false;
                 if (r >= 0)
                         r = farm_merge_set_finish(w.set, window_cpu_done, &w);
+                /* Every CPU was seen by the first pass (their count is known): once fn has
+                 * what it needs, the others are not merged. */
+                if (r > 0 && w.enough)
+                        r = 0;
                 if (r <= 0)
                         break;
                 range[0] = (int64_t) farm_merge_set_first_waiting(w.set);
@@ -1396,7 +1406,10 @@ static int hist_answer_cpu(void *userdata, int64_t cpu, const struct farm_acc *a
         /* A page ends early rather than grow past HIST_TEXT_MAX ("next" goes on from there). */
         if (h->len >= HIST_TEXT_MAX)
                 h->cut = true;
-        return ferror(h->f) ? -ENOMEM : 0;
+        if (ferror(h->f))
+                return -ENOMEM;
+        /* 1 once the page is full: the CPUs after it need not be merged. */
+        return h->cut || h->rank >= h->page->offset + h->page->limit;
 }
 
 static int get_histogram(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
