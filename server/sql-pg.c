@@ -272,12 +272,19 @@ static int pg_exec(sql_conn *base, const char *sql) {
 
 static int pipe_push(struct pg_conn *c, int sent, enum pending_kind kind, struct pg_stmt *s);
 static int pipe_read(struct pg_conn *c, PGresult **last);
+static int pipe_room(struct pg_conn *c, size_t k);
 
 /* BEGIN in pipeline mode, sent with the transaction's first statement. */
 static int pipe_begin(struct pg_conn *c) {
         int r = usable(c);
         if (r < 0)
                 return r;
+        if (!c->pipe.v) {
+                c->pipe.v = calloc(PIPE_MAX + 4, sizeof(*c->pipe.v));
+                if (!c->pipe.v)
+                        return -ENOMEM;
+                c->pipe.cap = PIPE_MAX + 4;
+        }
         if (!PQenterPipelineMode(c->pg))
                 return fail_result(c, NULL, "cannot enter pipeline mode");
         c->pipe.on = true;
@@ -306,7 +313,7 @@ static int pg_begin(sql_conn *base, enum sql_txn kind) {
 
 /* COMMIT sent after what the pipeline holds; rolled back when anything in it failed. */
 static int pipe_commit(struct pg_conn *c) {
-        int r = c->pipe.error;
+        int r = pipe_room(c, 1);
         if (r >= 0)
                 r = pipe_push(c, PQsendQueryParams(c->pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 0),
                               PEND_COMMIT, NULL);
@@ -628,22 +635,16 @@ static int execute(struct pg_conn *c, struct pg_stmt *s) {
 
 /* ---- pipelines ------------------------------------------------------------------------------ */
 
-/* Notes what was sent (sent: libpq took it) for the next read of the pipeline's answers. */
+/* Room for k more things sent: what was sent before is read first when there is not. */
+static int pipe_room(struct pg_conn *c, size_t k) {
+        return c->pipe.n + k > c->pipe.cap ? pipe_read(c, NULL) : c->pipe.error;
+}
+
+/* Notes what was sent (sent: libpq took it) for the next read of the pipeline's answers;
+ * pipe_room() made room for it. */
 static int pipe_push(struct pg_conn *c, int sent, enum pending_kind kind, struct pg_stmt *s) {
         if (!sent)
                 return fail_result(c, NULL, "cannot send");
-        if (c->pipe.n == c->pipe.cap) {
-                size_t cap = c->pipe.cap ? c->pipe.cap * 2 : 16;
-                struct pending *v = realloc(c->pipe.v, cap * sizeof(*v));
-                if (!v) {
-                        /* What was sent cannot be matched with its answers any more. */
-                        c->pipe.error = c->pipe.error ?: -ENOMEM;
-                        sql_set_error(&c->base, "out of memory for a pipeline");
-                        return -ENOMEM;
-                }
-                c->pipe.v = v;
-                c->pipe.cap = cap;
-        }
         c->pipe.v[c->pipe.n++] = (struct pending){ kind, s };
         if (s && kind == PEND_EXEC)
                 s->pending++;
@@ -653,7 +654,7 @@ static int pipe_push(struct pg_conn *c, int sent, enum pending_kind kind, struct
 /* Sends an execution of s (prepared first if it is not in this session) without waiting. */
 static int pipe_send(struct pg_conn *c, struct pg_stmt *s) {
         Oid types[s->nparams + 1];
-        int r = c->pipe.error ?: bind_values(c, s, types);
+        int r = pipe_room(c, 3) ?: bind_values(c, s, types);
         if (r < 0)
                 return r;
         if (!s->persistent)
@@ -697,22 +698,29 @@ static int pipe_check(struct pg_conn *c, const struct pending *p, PGresult *res)
         return r;
 }
 
+/* What was sent from the i-th on will never be answered (the connection is lost). */
+static int pipe_forget(struct pg_conn *c, size_t i, int error) {
+        for (; i < c->pipe.n; i++)
+                if (c->pipe.v[i].kind == PEND_EXEC)
+                        c->pipe.v[i].s->pending--;
+        c->pipe.n = 0;
+        if (!c->pipe.error)
+                c->pipe.error = error;
+        return c->pipe.error;
+}
+
 /* Reads the answers of what was sent; with last, the answer of the last thing sent is kept
  * there (when it is not a failure) instead of being dropped.  The first failure, or 0. */
 static int pipe_read(struct pg_conn *c, PGresult **last) {
         if (c->pipe.n == 0)
                 return c->pipe.error;
-        if (!PQpipelineSync(c->pg)) {
-                c->pipe.n = 0;
-                return c->pipe.error = fail_result(c, NULL, "cannot send");
-        }
+        if (!PQpipelineSync(c->pg))
+                return pipe_forget(c, 0, fail_result(c, NULL, "cannot send"));
         for (size_t i = 0; i < c->pipe.n; i++) {
                 struct pending *p = &c->pipe.v[i];
                 PGresult *res = PQgetResult(c->pg);
-                if (!res) {
-                        c->pipe.n = 0;
-                        return c->pipe.error = fail_result(c, NULL, NULL);
-                }
+                if (!res)
+                        return pipe_forget(c, i, fail_result(c, NULL, NULL));
                 int r = pipe_check(c, p, res);
                 if (p->kind == PEND_EXEC) {
                         p->s->pending--;
