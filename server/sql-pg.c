@@ -45,7 +45,7 @@ struct pg_conn {
 
 /* What was sent in a pipeline: BEGIN, a statement's preparation, its execution, COMMIT. */
 enum pending_kind {
-        PEND_BEGIN,
+        PEND_SQL, /* without parameters: BEGIN, sql_exec()'s */
         PEND_PREPARE,
         PEND_DESCRIBE,
         PEND_EXEC,
@@ -256,10 +256,14 @@ static int usable(struct pg_conn *c) {
 
 static int pipe_leave(struct pg_conn *c);
 
+static int pipe_exec(struct pg_conn *c, const char *sql);
+
 static int pg_exec(sql_conn *base, const char *sql) {
         struct pg_conn *c = pc(base);
-        /* Several statements in one string are not sent in a pipeline: the transaction goes
-         * on without one. */
+        /* One statement is sent ahead in a pipeline; several in one string cannot be: the
+         * transaction goes on without one. */
+        if (c->pipe.on && !strchr(sql, ';'))
+                return pipe_exec(c, sql);
         int r = pipe_leave(c) ?: usable(c);
         if (r < 0)
                 return r;
@@ -290,8 +294,8 @@ static int pipe_begin(struct pg_conn *c) {
         c->pipe.on = true;
         c->pipe.error = 0;
         c->in_txn = true;
-        r = pipe_push(c, PQsendQueryParams(c->pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0),
-                      PEND_BEGIN, NULL);
+        r = pipe_push(c, PQsendQueryParams(c->pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0), PEND_SQL,
+                      /* without parameters: BEGIN, sql_exec()'s */ NULL);
         if (r < 0) {
                 pipe_leave(c);
                 c->in_txn = c->txn_lost = false;
@@ -774,6 +778,15 @@ static int pipe_leave(struct pg_conn *c) {
                 r = fail_result(c, NULL, "cannot leave pipeline mode");
         c->pipe.on = false;
         c->pipe.error = 0;
+        return r;
+}
+
+/* A statement of sql_exec() in a pipelined transaction is sent, not waited for. */
+static int pipe_exec(struct pg_conn *c, const char *sql) {
+        int r = pipe_room(c, 1);
+        if (r >= 0)
+                r = pipe_push(c, PQsendQueryParams(c->pg, sql, 0, NULL, NULL, NULL, NULL, 0),
+                              PEND_SQL, NULL);
         return r;
 }
 

@@ -53,7 +53,8 @@ enum sql_txn {
          * sent without waiting for their answers (PostgreSQL: BEGIN too, in libpq's pipeline
          * mode); those are read at the next statement that returns rows, sql_changes() of the
          * statement, or the commit.  A failure of one shows there, with its own message, and the
-         * transaction can only be rolled back.  sql_exec() and copies end the pipelining. */
+         * transaction can only be rolled back.  sql_exec() of one statement is sent ahead too;
+         * of several, and copies, end the pipelining. */
         SQL_TXN_PIPELINE,
 };
 
