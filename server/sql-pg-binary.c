@@ -48,8 +48,7 @@ static double double_of(const unsigned char *p) {
         return v.d;
 }
 
-/* A double as SQLite makes an integer of it: truncated toward zero, clamped, NaN 0. */
-static int64_t truncated(double d) {
+int64_t pg_binary_truncated(double d) {
         if (d != d)
                 return 0;
         if (d >= 9223372036854775807.0)
@@ -170,7 +169,7 @@ bool pg_binary_number(const unsigned char *p, size_t len, unsigned type, int64_t
                 break;
         case PG_OID_FLOAT8:
                 *ret_double = len == 8 ? double_of(p) : 0;
-                *ret_int = truncated(*ret_double);
+                *ret_int = pg_binary_truncated(*ret_double);
                 return true;
         case PG_OID_NUMERIC: {
                 /* Read from its text, as the text format is read: the same value to the bit. */
@@ -180,7 +179,7 @@ bool pg_binary_number(const unsigned char *p, size_t len, unsigned type, int64_t
                         return true; /* out of memory: 0 */
                 if (numeric_text(p, len, text, need > sizeof(small) ? need : sizeof(small)) >= 0) {
                         *ret_double = strtod(text, NULL);
-                        *ret_int = strpbrk(text, ".IN") ? truncated(*ret_double)
+                        *ret_int = strpbrk(text, ".IN") ? pg_binary_truncated(*ret_double)
                                                         : strtoll(text, NULL, 10);
                 }
                 if (text != small)

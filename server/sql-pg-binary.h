@@ -28,6 +28,9 @@ bool pg_binary_type(unsigned type);
 bool pg_binary_number(const unsigned char *p, size_t len, unsigned type, int64_t *ret_int,
                       double *ret_double);
 
+/* A double as SQLite makes an integer of it: truncated toward zero, clamped, NaN 0. */
+int64_t pg_binary_truncated(double d);
+
 /* The binary value p of a number type written as the text format gives it ("1"/"0" for a
  * truth value, as sql-pg.c reads text): into buf, NUL-terminated.  -EINVAL for another type or
  * a malformed value, -ENOBUFS when buf is too small (PG_BINARY_TEXT_MAX is enough but for a

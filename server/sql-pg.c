@@ -926,42 +926,37 @@ static const char *raw(sql_stmt *st, int i) {
         return v;
 }
 
-static int64_t pg_column_int64(sql_stmt *st, int i) {
+/* Column i's number when it came in binary (a bytea's is 0, as its text \x... reads). */
+static bool binary_number(sql_stmt *st, int i, int64_t *ret_int, double *ret_double) {
         size_t len;
         unsigned type;
+        const unsigned char *p = binary(st, i, &len, &type);
+        if (!p)
+                return false;
+        if (type == PG_OID_BYTEA) {
+                *ret_int = 0;
+                *ret_double = 0.0;
+                return true;
+        }
+        return pg_binary_number(p, len, type, ret_int, ret_double);
+}
+
+static int64_t pg_column_int64(sql_stmt *st, int i) {
         int64_t n;
         double d;
-        const unsigned char *p = binary(st, i, &len, &type);
-        if (p && type == PG_OID_BYTEA)
-                return 0; /* as its text, \x... */
-        if (p && pg_binary_number(p, len, type, &n, &d))
+        if (binary_number(st, i, &n, &d))
                 return n;
         const char *v = raw(st, i);
         if (!v)
                 return 0;
-        if (strpbrk(v, ".eEIN")) {
-                /* A numeric or a float: truncated toward zero, clamped, like SQLite. */
-                d = strtod(v, NULL);
-                if (d != d)
-                        return 0;
-                if (d >= 9223372036854775807.0)
-                        return INT64_MAX;
-                if (d <= -9223372036854775808.0)
-                        return INT64_MIN;
-                return (int64_t) d;
-        }
-        return strtoll(v, NULL, 10);
+        /* A numeric or a float: truncated toward zero, clamped, like SQLite. */
+        return strpbrk(v, ".eEIN") ? pg_binary_truncated(strtod(v, NULL)) : strtoll(v, NULL, 10);
 }
 
 static double pg_column_double(sql_stmt *st, int i) {
-        size_t len;
-        unsigned type;
         int64_t n;
         double d;
-        const unsigned char *p = binary(st, i, &len, &type);
-        if (p && type == PG_OID_BYTEA)
-                return 0.0;
-        if (p && pg_binary_number(p, len, type, &n, &d))
+        if (binary_number(st, i, &n, &d))
                 return d;
         const char *v = raw(st, i);
         return v ? strtod(v, NULL) : 0.0;
