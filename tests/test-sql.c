@@ -420,6 +420,55 @@ static void test_pipeline(void **state) {
         assert_int_equal(tu_farm_int(target, "SELECT count(*) FROM t"), 303);
 }
 
+/* PostgreSQL: the connection lost in the middle of a pipelined transaction (its server process
+ * ended): -EBUSY where the loss shows, nothing of it stored, and the next transaction on the same
+ * connection works again. */
+static void test_pipeline_lost_connection(void **state) {
+        sql_stmt *ins, *pid, *kill;
+        if (sql_dialect(c) != SQL_PG)
+                skip();
+        assert_int_equal(sql_exec(c, "DELETE FROM t"), 0);
+        assert_int_equal(sql_prepare(c, "INSERT INTO t (k, n) VALUES (?, ?)", &ins), 0);
+        assert_int_equal(sql_prepare(c, "SELECT pg_backend_pid()", &pid), 0);
+        assert_int_equal(sql_step(pid), SQL_ROW);
+        int64_t backend = sql_column_int64(pid, 0);
+        sql_reset(pid);
+
+        assert_int_equal(sql_begin(c, SQL_TXN_PIPELINE), 0);
+        sql_bind_text(ins, 1, "lost1");
+        assert_int_equal(sql_step_done(ins), 0);
+        sql_conn *other = tu_farm_open(target);
+        assert_int_equal(
+                sql_prepare(other, "SELECT pg_terminate_backend(CAST(? AS INTEGER))", &kill), 0);
+        sql_bind_int64(kill, 1, backend);
+        assert_int_equal(sql_step(kill), SQL_ROW);
+        sql_reset(kill);
+        sql_close(other);
+        char gone[128];
+        snprintf(gone, sizeof(gone), "SELECT count(*) FROM pg_stat_activity WHERE pid = %lld",
+                 (long long) backend);
+        for (int i = 0; i < 600 && tu_farm_int(target, gone) > 0; i++)
+                usleep(50 * 1000); /* until its server process has ended */
+        sql_bind_text(ins, 1, "lost2");
+        int r = sql_step_done(ins);
+        if (r == 0)
+                r = sql_commit(c);
+        assert_int_equal(r, -EBUSY);
+        sql_rollback(c);
+        assert_false(sql_in_txn(c));
+        assert_int_equal(tu_farm_int(target, "SELECT count(*) FROM t"), 0);
+
+        /* Opened again between transactions, statements prepared again. */
+        assert_int_equal(sql_begin(c, SQL_TXN_PIPELINE), 0);
+        sql_bind_text(ins, 1, "again");
+        assert_int_equal(sql_step_done(ins), 0);
+        assert_int_equal(sql_commit(c), 0);
+        assert_int_equal(sql_step(pid), SQL_ROW);
+        assert_true(sql_column_int64(pid, 0) != backend);
+        sql_reset(pid);
+        assert_int_equal(tu_farm_int(target, "SELECT count(*) FROM t"), 1);
+}
+
 /* A bulk copy stores every value as given (text with the copy's separators in it, blobs with
  * zeros and backslashes, NULLs); one that fails stores nothing. */
 static void test_copy(void **state) {
@@ -493,6 +542,7 @@ int main(void) {
                 cmocka_unit_test(test_transactions_and_errors),
                 cmocka_unit_test(test_result_formats),
                 cmocka_unit_test(test_pipeline),
+                cmocka_unit_test(test_pipeline_lost_connection),
                 cmocka_unit_test(test_copy),
                 cmocka_unit_test(test_target_shown),
         };
