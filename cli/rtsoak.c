@@ -435,9 +435,9 @@ static void upload_table(store *s) {
                 printf("  Last success: %s\n", format_timestamp_local(t, st.last_success_ns));
         if (st.last_error_ns != INT64_MIN)
                 printf("  Last error:   %s: %s\n", format_timestamp_local(t, st.last_error_ns),
-                       st.last_error ?: "");
+                       cli_text(st.last_error));
         if (st.last_rejection)
-                printf("  Last refusal: %s\n", st.last_rejection);
+                printf("  Last refusal: %s\n", cli_text(st.last_rejection));
         store_upload_status_done(&st);
 }
 
@@ -515,9 +515,10 @@ static int cmd_status(store *s, const struct args *a) {
         }
 
         printf("Run %" PRId64 ": %s\n", run.id, state);
-        printf("  Machine:  %s (%s), boot %s\n", run.hostname, run.machine_id, run.boot_id);
-        printf("  Kernel:   %s %s, %s\n", run.kernel_release, run.kernel_version,
-               run.preempt_model);
+        printf("  Machine:  %s (%s), boot %s\n", cli_text(run.hostname), run.machine_id,
+               run.boot_id);
+        printf("  Kernel:   %s %s, %s\n", cli_text(run.kernel_release),
+               cli_text(run.kernel_version), cli_text(run.preempt_model));
         printf("  Probing:  CPUs %s at SCHED_FIFO %" PRIu64 ", every %s, threshold %s, "
                "intervals of %s\n",
                run.cpus, run.priority, format_timespan(sp1, run.probe_interval_ns),
@@ -683,7 +684,7 @@ static void print_tail(const char *t, size_t max) {
         for (const char *p = t; *p; lines--) {
                 size_t len = strcspn(p, "\n");
                 if (lines <= max)
-                        printf("      %.*s\n", (int) len, p);
+                        printf("      %s\n", cli_text(strndupa(p, len)));
                 p += len + (p[len] == '\n');
         }
 }
@@ -694,13 +695,13 @@ static void print_details(const char *text) {
         char t[TIMESTAMP_MAX_LEN], span[TIMESPAN_MAX_LEN], us[32];
         size_t i;
         if (!json_is_object(d)) {
-                printf("    details: %s\n", text);
+                printf("    details: %s\n", cli_text(text));
                 json_decref(d);
                 return;
         }
         if (!json_object_get(d, "boot_id")) {
                 /* Not an unclean end: the details as they are. */
-                printf("    details: %s\n", text);
+                printf("    details: %s\n", cli_text(text));
                 json_decref(d);
                 return;
         }
@@ -742,10 +743,10 @@ static void print_details(const char *text) {
         }
         json_t *k = json_object_get(d, "kernel");
         if (json_is_string(k))
-                printf("    kernel: %s\n", json_string_value(k));
+                printf("    kernel: %s\n", cli_text(json_string_value(k)));
         json_t *ps = json_object_get(k, "pstore");
         if (json_is_string(ps))
-                printf("    pstore: %s\n", json_string_value(ps));
+                printf("    pstore: %s\n", cli_text(json_string_value(ps)));
         json_array_foreach (ps, i, x) {
                 printf("    pstore %s (%" PRId64 " bytes%s):\n", jstr(x, "name"), jint(x, "size"),
                        json_is_true(json_object_get(x, "truncated")) ? ", tail shown" : "");
@@ -753,13 +754,13 @@ static void print_details(const char *text) {
         }
         json_t *j = json_object_get(k, "journal");
         if (json_is_string(j))
-                printf("    journal: %s\n", json_string_value(j));
+                printf("    journal: %s\n", cli_text(json_string_value(j)));
         else if (json_is_object(j)) {
                 json_t *lines = json_object_get(j, "lines");
                 printf("    journal of that boot, last %zu lines:\n", json_array_size(lines));
                 json_array_foreach (lines, i, x)
                         if (json_array_size(lines) - i <= 20)
-                                printf("      %s\n", json_string_value(x) ?: "");
+                                printf("      %s\n", cli_text(json_string_value(x)));
         }
         json_decref(d);
 }
@@ -824,7 +825,7 @@ static int cmd_events(store *s, const struct args *a) {
                                 snprintf(c, sizeof(c), "%d", ev[i].cpu);
                         printf("%-19s %5" PRId64 " %-22s %4s %12s  %s\n",
                                format_timestamp_local(t, ev[i].time_ns), ev[i].run_id, ev[i].type,
-                               c, v, ev[i].message);
+                               c, v, cli_text(ev[i].message));
                         if (ev[i].details)
                                 print_details(ev[i].details);
                 }

@@ -10,9 +10,20 @@
 #define SUMMARY_SCHEMA "rtsoak.summary/1"
 #define SUMMARY_ERROR_MAX 512
 
-/* Limits that a valid summary respects; the decoder refuses anything beyond them. */
+/* Limits that a valid summary respects; the decoder refuses anything beyond them.  They are far
+ * above what a real machine sends (docs/summary-schema.md says why each is where it is) and
+ * bound what one machine's data can cost the server. */
 #define SUMMARY_MAX_INTERVALS 1000
-#define SUMMARY_MAX_CPUS 8192
+#define SUMMARY_MAX_CPUS 1024                   /* CPUs of a machine and of an interval */
+#define SUMMARY_MAX_CPU_ID 8191                 /* a CPU's number (Linux's NR_CPUS at most 8192) */
+#define SUMMARY_MAX_SCENARIOS 64                /* different scenario names in one summary */
+#define SUMMARY_MAX_BUCKETS (UINT32_C(1) << 23) /* non-empty histogram buckets, summed */
+/* Samples of a CPU in an interval: at most four per probe period of its length and 16 more;
+ * with the probe period unknown (0), per SUMMARY_MIN_PROBE_NS.  One per period is what a probe
+ * can count; between one and four the verdict judges the CPU as not measuring. */
+#define SUMMARY_MAX_SAMPLES_PER_PERIOD 4
+#define SUMMARY_MIN_PROBE_NS 1000
+#define SUMMARY_MAX_MISSED_NS (UINT64_C(2) * 86400 * 1000000000) /* periods missed: 2 days' */
 #define SUMMARY_MAX_LOADS 16
 #define SUMMARY_MAX_METRICS 8
 #define SUMMARY_MAX_EVENTS 10000

@@ -32,6 +32,7 @@
 #include "summary.h"
 #include "sysinfo.h"
 #include "timeutil.h"
+#include "token-file.h"
 #include "trace-setup.h"
 #include "uploader.h"
 #include "watchdog.h"
@@ -615,35 +616,24 @@ static int on_duration(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* The bearer token: the first line of the file, which only root should be able to read. */
-static int read_token(const char *path, char **ret) {
-        char line[520];
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return log_error_errno(negative_errno(),
-                                       "[Upload] TokenFile=%s: cannot read the token: %m (enroll "
-                                       "the machine with \"rtsoak-server enroll\" and store "
-                                       "the token there)",
-                                       path);
-        bool ok = fgets(line, sizeof(line), f) != NULL;
-        fclose(f);
-        line[ok ? strcspn(line, " \t\r\n") : 0] = 0;
-        if (!*line || strlen(line) > 512) {
-                explicit_bzero(line, sizeof(line));
-                log_error("[Upload] TokenFile=%s: no token in the file's first line", path);
-                return -EINVAL;
-        }
-        for (const char *p = line; *p; p++)
-                if ((unsigned char) *p < 0x21 || (unsigned char) *p > 0x7e) {
-                        explicit_bzero(line, sizeof(line));
-                        log_error("[Upload] TokenFile=%s: the token holds characters that "
-                                  "cannot go into an HTTP header",
-                                  path);
-                        return -EINVAL;
-                }
-        *ret = strdup(line);
-        explicit_bzero(line, sizeof(line));
-        return *ret ? 0 : log_oom();
+/* The bearer token: the first line of the file, which only root should be able to read; a
+ * file every user can read, or a server that gets it in clear, is warned about. */
+static int read_token(const char *path, const char *server, char **ret) {
+        char err[TOKEN_MESSAGE_MAX], warning[TOKEN_MESSAGE_MAX];
+        int r = token_file_read(path, ret, err, warning);
+        if (r < 0)
+                return log_error_errno(r, "[Upload] TokenFile=%s%s", err,
+                                       r == -ENOENT || r == -EACCES
+                                               ? " (enroll the machine with \"rtsoak-server "
+                                                 "enroll\" and store the token there)"
+                                               : "");
+        if (warning[0])
+                log_warning("[Upload] TokenFile=%s", warning);
+        if (token_in_clear(server))
+                log_warning("[Upload] Server=%s: the token goes to another host over plain HTTP, "
+                            "readable by anyone on the way (use https://)",
+                            server);
+        return 0;
 }
 
 static void on_uploader_alive(void *userdata) {
@@ -713,7 +703,7 @@ static void reload(struct daemon *d) {
         /* The token file is read again at every reload: a new token needs no restart. */
         bool upload_changed = strstr(rr.changed, "Upload.") != NULL;
         if (*rr.cfg.upload_server) {
-                r = read_token(rr.cfg.upload_token_file, &token);
+                r = read_token(rr.cfg.upload_token_file, rr.cfg.upload_server, &token);
                 if (r < 0) {
                         snprintf(msg, sizeof(msg), "[Upload] TokenFile=%s: cannot read the token",
                                  rr.cfg.upload_token_file);
@@ -917,7 +907,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         atomic_store(&d->hb_collector.active, true);
         atomic_store(&d->hb_storage.active, true);
         if (*d->cfg.upload_server) {
-                r = read_token(d->cfg.upload_token_file, &d->token);
+                r = read_token(d->cfg.upload_token_file, d->cfg.upload_server, &d->token);
                 if (r < 0)
                         return EXIT_CONFIG;
         }

@@ -808,7 +808,9 @@ static int update_machine(struct ingest *g) {
                 g->c,
                 "UPDATE machines SET last_report_ns = greatest(coalesce(last_report_ns, 0), ?2), "
                 "hostname = ?3, cpu_model = ?4, cpus = ?5, "
-                "violations_total = violations_total + ?6, "
+                /* Saturating at 2^63-1 (an addition past it fails on PostgreSQL). */
+                "violations_total = CASE WHEN ?6 > 9223372036854775807 - violations_total "
+                "THEN 9223372036854775807 ELSE violations_total + ?6 END, "
                 "last_worst_ns = CASE WHEN ?7 >= coalesce(last_interval_start_ns, ?7) "
                 "THEN ?8 ELSE last_worst_ns END, "
                 "last_interval_start_ns = CASE WHEN ?7 IS NULL THEN last_interval_start_ns "

@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "file-mode.h"
 #include "macro.h"
 #include "sqlite-errno.h"
 #include "store-internal.h"
@@ -242,7 +243,10 @@ static int take_lock(store *s) {
         _cleanup_free_ char *lp = lock_path(s->path);
         if (!lp)
                 return -ENOMEM;
-        s->lock_fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        int r = file_create_mode(lp, STORE_FILE_MODE, NULL);
+        s->lock_fd = r < 0 ? -1 : open(lp, O_RDWR | O_CLOEXEC);
+        if (r < 0)
+                errno = -r;
         if (s->lock_fd < 0)
                 return store_failf(s, -errno, "cannot create lock file '%s': %s", lp,
                                    strerror(errno));
@@ -286,6 +290,11 @@ int store_open(const char *path, unsigned flags, store **ret, char err[static ST
                 goto fail;
         }
 
+        /* Created 0640 (readable by the group of rtsoak's readers), whatever the umask. */
+        if (s->writer && (r = file_create_mode(path, STORE_FILE_MODE, NULL)) < 0) {
+                r = store_failf(s, r, "cannot create the database: %s", strerror(-r));
+                goto fail;
+        }
         rc = sqlite3_open_v2(path, &s->db,
                              s->writer     ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
                              : s->uploader ? SQLITE_OPEN_READWRITE

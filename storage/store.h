@@ -9,6 +9,9 @@
 
 #include "hist.h"
 
+/* The database and its lock file: the owner writes, its group (rtsoak's readers) reads. */
+#define STORE_FILE_MODE 0640
+
 typedef struct store store;
 
 #define STORE_ERROR_MAX 512

@@ -14,7 +14,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 units=("$src"/systemd/*.service)
-echo "1..$((2 * ${#units[@]} + 2))"
+echo "1..$((2 * ${#units[@]} + 3))"
 n=0
 failed=0
 ok() {
@@ -103,5 +103,22 @@ if [ -z "$extra" ]; then
         ok "rtsoakd.service may write only its tracefs instances in /sys"
 else
         not_ok "rtsoakd.service grants more than the flight recorder needs:$extra"
+fi
+
+# Memory limits in both units, and the TLS key through a credential (by name: a missing one
+# does not fail the unit, a server without TLS speaks HTTP).
+missing=""
+for u in "$src"/systemd/rtsoakd.service "$src"/systemd/rtsoak-server.service; do
+        for line in "MemoryHigh=" "MemoryMax="; do
+                grep -q "^$line" "$u" || missing+=" $(basename "$u"): $line"
+        done
+done
+for line in "LoadCredential=rtsoak-server.crt" "LoadCredential=rtsoak-server.key"; do
+        grep -qx "$line" "$src/systemd/rtsoak-server.service" || missing+=" $line"
+done
+if [ -z "$missing" ]; then
+        ok "memory limits in both units, the server's TLS key as a credential"
+else
+        not_ok "missing:$missing"
 fi
 exit $failed

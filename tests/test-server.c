@@ -576,7 +576,9 @@ static void test_group_commit(void **state) {
         tu_farm_target(dir, "group", db2, sizeof(db2));
         snprintf(log2, sizeof(log2), "%s/group.log", dir);
         enroll(db2, ID_A, NULL, NULL, tok);
-        const char *extra[] = { "--rate=100000", "--burst=100000", NULL };
+        /* All N at once from one address: more than the default per address. */
+        const char *extra[] = { "--rate=100000", "--burst=100000",
+                                "--set=Server.ConnectionsPerAddress=100", NULL };
         pid_t pid = start_server(db2, log2, extra, url, sizeof(url));
         snprintf(auth, sizeof(auth), "Bearer %s", tok);
         snprintf(target, sizeof(target), "%s/api/v1/summaries", url);

@@ -93,14 +93,15 @@ double tu_load_rate(json_t *j, const char *metric);
 /* The "count" of the named metric. */
 uint64_t tu_load_count(json_t *j, const char *metric);
 
-/* Takes a farm database of schema 7 back to schema 6 (before the trace captures), and that
- * back to schema 5, as the releases before left them: for the migration tests. */
-#define TU_FARM_SCHEMA_7_DOWN "DROP TABLE traces; PRAGMA user_version = 6;"
+/* Take a farm database of schema 8 back to 7 (before the trace captures), 7 back to 6 (before
+ * the read tokens) and 6 back to 5, as the releases before left them: for the migration tests,
+ * applied in turn. */
+#define TU_FARM_SCHEMA_8_DOWN "DROP TABLE traces; PRAGMA user_version = 7;"
 /* The same on PostgreSQL, whose schema began at version 6. */
-#define TU_FARM_PG_SCHEMA_7_DOWN \
-        "DROP TABLE traces; UPDATE farm_meta SET value = '6' WHERE key = 'schema_version';"
+#define TU_FARM_PG_SCHEMA_8_DOWN \
+        "DROP TABLE traces; UPDATE farm_meta SET value = '7' WHERE key = 'schema_version';"
+#define TU_FARM_SCHEMA_7_DOWN "DROP TABLE readers; PRAGMA user_version = 6;"
 #define TU_FARM_SCHEMA_6_DOWN                                                                    \
-        TU_FARM_SCHEMA_7_DOWN                                                                    \
         "DROP INDEX runs_release; DROP INDEX runs_machine_end; DROP INDEX events_run_received;"  \
         "DROP TABLE overlaps; DROP TABLE machine_settings; DROP TABLE maintenance;"              \
         "DROP TABLE rule_versions; DROP TABLE verdict_log;"                                      \

@@ -366,6 +366,10 @@ static void test_cpu_absent(void **state) {
         assert_int_equal(json_integer_value(json_object_get(p, "cpu")), 1);
         assert_int_equal(json_integer_value(json_object_get(p, "value_ns")), 2 * HOUR);
         assert_int_equal(json_integer_value(json_object_get(p, "time_ns")), T0 + DAY);
+        /* The twelve intervals' downs are one stretch, to the end of the last. */
+        assert_int_equal(json_integer_value(json_object_get(p, "end_ns")), T0 + DAY + 2 * HOUR);
+        assert_non_null(
+                strstr(json_string_value(json_object_get(p, "message")), "intervals 144-155"));
         assert_int_equal(count_kind(v, "problems", "probe_down"), 1);
         json_decref(v);
 }
@@ -712,6 +716,8 @@ static void test_migration_from_5(void **state) {
         } else {
                 farm_db_close(db);
                 db = NULL;
+                sql(TU_FARM_SCHEMA_8_DOWN);
+                sql(TU_FARM_SCHEMA_7_DOWN);
                 sql(TU_FARM_SCHEMA_6_DOWN);
                 if (farm_db_open(path, &db, err) < 0)
                         fail_msg("%s", err);
@@ -730,20 +736,20 @@ static long long schema_version(void) {
                                          : "PRAGMA user_version");
 }
 
-/* A farm of schema 6 (before the trace captures) migrated at open on either store, nothing
+/* A farm of schema 7 (before the trace captures) migrated at open on either store, nothing
  * lost; a capture stored afterwards is named under its violation by the verdict. */
-static void test_migration_from_6(void **state) {
+static void test_migration_to_8(void **state) {
         char err[FARM_ERROR_MAX];
         store(&base);
         json_t *before = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
         expect(before, "qualified");
         farm_db_close(db);
         db = NULL;
-        sql(tu_pg() ? TU_FARM_PG_SCHEMA_7_DOWN : TU_FARM_SCHEMA_7_DOWN);
-        assert_int_equal(schema_version(), 6);
+        sql(tu_pg() ? TU_FARM_PG_SCHEMA_8_DOWN : TU_FARM_SCHEMA_8_DOWN);
+        assert_int_equal(schema_version(), 7);
         if (farm_db_open(path, &db, err) < 0)
                 fail_msg("%s", err);
-        assert_int_equal(schema_version(), 7);
+        assert_int_equal(schema_version(), 8);
         assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM traces"), 0);
         json_t *after = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
         expect(after, "qualified");
@@ -795,7 +801,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_regression_and_latest, setup, teardown),
                 cmocka_unit_test(test_version_order),
                 cmocka_unit_test_setup_teardown(test_migration_from_5, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_migration_from_6, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_migration_to_8, setup, teardown),
         };
         return RUN_TESTS(tests);
 }
