@@ -378,15 +378,16 @@ static int pass_lock(sql_conn *c, bool take, char *err) {
 }
 
 static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                    struct farm_log_mark *seen, char *err) {
+                    struct farm_log_mark *seen, struct worker *worker, char *err) {
         json_t *list = NULL, *rel;
         size_t i;
         int changed = 0;
+        bool stopped = false;
         struct farm_log_mark mark = *seen;
         int r = releases_to_judge(db, rule, now_ns, &mark, &list, err);
         json_array_foreach (list, i, rel) {
                 json_t *v = NULL;
-                if (r < 0)
+                if (r < 0 || (stopped = worker && !worker_wait(worker, 0)))
                         break;
                 r = farm_verdict(db, rule, json_string_value(rel), now_ns, &v, err);
                 if (r == -ENOENT) {
@@ -405,20 +406,22 @@ static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
         json_decref(list);
         if (r < 0)
                 return r;
-        *seen = mark; /* only once every release of the pass was judged */
+        if (!stopped)
+                *seen = mark; /* only once every release of the pass was judged */
         return changed;
 }
 
 int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                          struct farm_log_mark *seen, char err[static FARM_ERROR_MAX]) {
+                          struct farm_log_mark *seen, struct worker *worker,
+                          char err[static FARM_ERROR_MAX]) {
         if (!farm_is_pg(db))
-                return log_pass(db, rule, now_ns, seen, err);
+                return log_pass(db, rule, now_ns, seen, worker, err);
         /* The lock is the session's: held on a connection kept for the pass. */
         _cleanup_release_ sql_conn *c = farm_writer(db);
         int r = pass_lock(c, true, err);
         if (r <= 0)
                 return r;
-        r = log_pass(db, rule, now_ns, seen, err);
+        r = log_pass(db, rule, now_ns, seen, worker, err);
         char ignored[FARM_ERROR_MAX];
         pass_lock(c, false, ignored);
         return r;
@@ -436,7 +439,8 @@ static void watcher_main(void *arg, struct worker *worker) {
         struct farm_log_mark seen = {};
         do {
                 char err[FARM_ERROR_MAX] = "";
-                int r = farm_verdict_log_pass(w->db, w->rule, now_ns(CLOCK_REALTIME), &seen, err);
+                int r = farm_verdict_log_pass(w->db, w->rule, now_ns(CLOCK_REALTIME), &seen, worker,
+                                              err);
                 if (r < 0 && !failing)
                         log_warning("Verdict log: %s; trying again", err);
                 failing = r < 0;

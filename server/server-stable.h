@@ -31,9 +31,12 @@ struct farm_log_mark {
 
 /* Judges every release whose verdict may have changed since the pass that left *seen (every
  * release for the first), records each change of verdict in the verdict log, and moves *seen
- * on; returns how many changed. */
+ * on; returns how many changed.  Ends early, between two releases, once the worker (NULL:
+ * none) is stopping, and then leaves *seen as it was. */
+struct worker;
 int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                          struct farm_log_mark *seen, char err[static FARM_ERROR_MAX]);
+                          struct farm_log_mark *seen, struct worker *worker,
+                          char err[static FARM_ERROR_MAX]);
 
 struct farm_watcher;
 /* A thread running farm_verdict_log_pass() every rule->watch_ns (none when it is 0). */
