@@ -50,7 +50,7 @@ step() {
                 found == 2 && /^```/ { exit }
                 found == 2 { print }' "$src/README.md"
 }
-for s in server lab server-enroll lab-configure server-postgresql ci; do
+for s in server lab server-enroll lab-configure server-postgresql server-reader ci; do
         [ -n "$(step $s)" ] || { echo "1..1"; not_ok "README.md has the farm step '$s'"; exit 1; }
 done
 
@@ -159,7 +159,7 @@ for h in "${hosts[@]}"; do
         # made for image builds); a Debian installation has none.
         [ -n "${init_pid[$h]:-}" ] && in_machine "$h" "rm -f /usr/sbin/policy-rc.d"
 done
-echo "1..20"
+echo "1..22"
 if [ $booted = 1 ]; then
         ok "three containers booted with systemd in network namespaces of their own ($(($(date +%s) - t0)) s)"
 else
@@ -187,13 +187,21 @@ for _ in $(seq 40); do
         sleep 0.25
 done
 if in_machine srv "journalctl -u rtsoak-server -b --no-pager | grep -q 'Listening on https://0.0.0.0:8470'" &&
-        [ "$(in_machine srv "stat -c '%a %U' /etc/rtsoak/tls/ca.key /etc/rtsoak/tls/farm.key" | sort -u)" = "600 root" ] &&
+        [ "$(in_machine srv "stat -c '%a %U' /etc/rtsoak/tls/ca.key /etc/rtsoak/tls/farm.key /etc/credstore/rtsoak-server.key" | sort -u)" = "600 root" ] &&
         [ "$(in_machine srv "ps -o user:32= -p \$(systemctl show -P MainPID rtsoak-server)")" = rtsoak-server ]; then
-        ok "rtsoak-server serves HTTPS as its dynamic user; the CA and server keys are 0600 root"
+        ok "rtsoak-server serves HTTPS as its dynamic user, its key a credential; the CA and server keys are 0600 root"
 else
         not_ok "rtsoak-server on HTTPS with the keys protected" \
                 "$(in_machine srv "journalctl -u rtsoak-server -b --no-pager | tail; ls -l /etc/rtsoak/tls")"
 fi
+
+# 6. The readers' token (before the machines, whose arrival the test reads with it; and before
+# step 5, so that the move to PostgreSQL must keep it).  Handed to both lab machines, whose
+# reads of the farm stand for the CI job's and a person's, and kept by the test on the server.
+run_step "README step 6 on the server: the CI job's read token" srv server-reader || exit 1
+for h in srv l1 l2; do cp "$tmp/srv/etc/rtsoak/tls/ci-gate.token" "$tmp/$h/work/"; done
+in_machine srv "rm /etc/rtsoak/tls/ci-gate.token"
+auth='-H "Authorization: Bearer $(cat /root/farm/ci-gate.token)"'
 
 # 2. The lab machines; 3. each enrolled; the files handed over; 4. each configured.
 declare -A id
@@ -219,7 +227,7 @@ done
 
 # Both machines' intervals reach the farm over HTTPS, verified against the private CA.
 arrived() { # lab
-        in_machine "$1" "curl -sf --cacert /etc/rtsoak/farm-ca.pem https://farm.lab.example:8470/api/v1/machines/\$(cat /etc/machine-id)" |
+        in_machine "$1" "curl -sf $auth --cacert /etc/rtsoak/farm-ca.pem https://farm.lab.example:8470/api/v1/machines/\$(cat /etc/machine-id)" |
                 /usr/bin/python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin).get("intervals", 0) > 0 else 1)'
 }
 for l in l1 l2; do
@@ -235,11 +243,19 @@ for l in l1 l2; do
         fi
 done
 # Plain HTTP and an unknown CA are refused.
-if ! in_machine l1 "curl -sf http://farm.lab.example:8470/api/v1/machines" >/dev/null 2>&1 &&
-        ! in_machine l1 "curl -sf https://farm.lab.example:8470/api/v1/machines" >/dev/null 2>&1; then
+if ! in_machine l1 "curl -sf $auth http://farm.lab.example:8470/api/v1/machines" >/dev/null 2>&1 &&
+        ! in_machine l1 "curl -sf $auth https://farm.lab.example:8470/api/v1/machines" >/dev/null 2>&1; then
         ok "the farm speaks HTTPS only, and a client without the lab CA does not trust it"
 else
         not_ok "plain HTTP or an unverified TLS connection was accepted"
+fi
+# Reads need the token on the lab network, and the farm's name.
+noauth=$(in_machine l1 "curl -s -o /dev/null -w '%{http_code}' --cacert /etc/rtsoak/farm-ca.pem https://farm.lab.example:8470/api/v1/machines")
+otherhost=$(in_machine l1 "curl -s -o /dev/null -w '%{http_code}' $auth --cacert /etc/rtsoak/farm-ca.pem -H 'Host: elsewhere.example' https://farm.lab.example:8470/api/v1/machines")
+if [ "$noauth" = 401 ] && [ "$otherhost" = 421 ]; then
+        ok "off loopback a read without a token is refused (401), and one for another name (421)"
+else
+        not_ok "reads without a token: $noauth (want 401), for another Host: $otherhost (want 421)"
 fi
 
 # 5. The farm moved into PostgreSQL: a database host set up as docs/farm-server.md says (here
@@ -247,7 +263,7 @@ fi
 # README's step; the lab machines' uploads go on into PostgreSQL and the rest of this test runs
 # on it.  Without the PostgreSQL server (not a dependency of the packages) it is skipped.
 intervals_of() { # lab
-        in_machine "$1" "curl -sf --cacert /etc/rtsoak/farm-ca.pem https://farm.lab.example:8470/api/v1/machines/\$(cat /etc/machine-id)" 2>/dev/null |
+        in_machine "$1" "curl -sf $auth --cacert /etc/rtsoak/farm-ca.pem https://farm.lab.example:8470/api/v1/machines/\$(cat /etc/machine-id)" 2>/dev/null |
                 /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin).get("intervals", 0))' 2>/dev/null
 }
 pg_count() {
@@ -321,7 +337,7 @@ fi
 for l in l1 l2; do in_machine "$l" "systemctl stop rtsoakd"; done
 waived=0
 for _ in 1 2 3 4 5; do
-        ids=$(in_machine srv "curl -sf --cacert /etc/rtsoak/tls/ca.pem https://farm.lab.example:8470/api/v1/kernels/$release/verdict" |
+        ids=$(in_machine srv "curl -sf $auth --cacert /etc/rtsoak/tls/ca.pem https://farm.lab.example:8470/api/v1/kernels/$release/verdict" |
                 /usr/bin/python3 -c 'import json,sys; print(" ".join(p["id"] for p in json.load(sys.stdin).get("problems") or []))')
         [ -n "$ids" ] || break
         for p in $ids; do
@@ -345,7 +361,7 @@ else
         not_ok "the CI gate on an unknown release (exit $status)" "$out"
 fi
 # The dashboard lists both lab machines.
-page=$(in_machine l1 "curl -sf --cacert /etc/rtsoak/farm-ca.pem https://farm.lab.example:8470/")
+page=$(in_machine l1 "curl -sf $auth --cacert /etc/rtsoak/farm-ca.pem https://farm.lab.example:8470/")
 if printf '%s' "$page" | grep -q "rtsoak-farm-l1" && printf '%s' "$page" | grep -q "rtsoak-farm-l2"; then
         ok "the dashboard at https://farm.lab.example:8470/ lists both lab machines"
 else
