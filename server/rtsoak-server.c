@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* rtsoak-server: the farm server.  Serves the upload and query API; its commands enrol, revoke
  * and set up machines, judge releases and give waivers in its farm database. */
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -18,6 +19,8 @@
 #include "server-cli-machines.h"
 #include "server-db.h"
 #include "server-http.h"
+#include "server-notify.h"
+#include "server-cli-notify.h"
 #include "server-query.h"
 #include "server-ratelimit.h"
 #include "server-stable.h"
@@ -37,7 +40,8 @@ struct server_config {
         uint64_t max_probe_interval, clock_tolerance, regression_min_diff, watch;
         bool regression;
         char *scenarios, *scenario_loads, *min_samples, *regression_tolerance;
-        struct farm_rule series; /* only its [Series.NAME] sections */
+        struct farm_rule series;     /* only its [Series.NAME] sections */
+        struct notify_config notify; /* [Notifications] and [Notify.NAME] */
 };
 
 #define STR_(x) #x
@@ -95,6 +99,22 @@ static const struct conf_item config_items[] = {
           FARM_RULE_REGRESSION_MIN_DIFF_DEFAULT },
         { "Verdict", "Watch", &conf_type_timespan, offsetof(struct server_config, watch), 0,
           86400 * NSEC_PER_SEC, FARM_RULE_WATCH_DEFAULT },
+        { "Notifications", "Enabled", &conf_type_bool,
+          offsetof(struct server_config, notify.enabled), 0, 0, "yes" },
+        { "Notifications", "DashboardURL", &conf_type_string,
+          offsetof(struct server_config, notify.dashboard_url), 0, 1000, "" },
+        { "Notifications", "Check", &conf_type_timespan,
+          offsetof(struct server_config, notify.check_ns), NSEC_PER_SEC / 10, 3600 * NSEC_PER_SEC,
+          NOTIFY_CHECK_DEFAULT },
+        { "Notifications", "GroupWait", &conf_type_timespan,
+          offsetof(struct server_config, notify.group_wait_ns), 0, 3600 * NSEC_PER_SEC,
+          NOTIFY_GROUP_WAIT_DEFAULT },
+        { "Notifications", "GroupInterval", &conf_type_timespan,
+          offsetof(struct server_config, notify.group_interval_ns), 0, 86400 * NSEC_PER_SEC,
+          NOTIFY_GROUP_INTERVAL_DEFAULT },
+        { "Notifications", "Keep", &conf_type_timespan,
+          offsetof(struct server_config, notify.keep_ns), 0, 3650 * 86400 * NSEC_PER_SEC,
+          NOTIFY_KEEP_DEFAULT },
 };
 
 /* [Series.NAME] sections: Releases= and Group=. */
@@ -111,11 +131,29 @@ static void series_print(const void *obj, FILE *f) {
                         sc->series.series[i].globs, sc->series.series[i].group);
 }
 
+/* [Notify.NAME] sections: the channels of notifications. */
+static int channel_assign(void *obj, const char *where, const char *name, const char *key,
+                          const char *value, char err[static CONF_ERROR_MAX]) {
+        struct server_config *sc = obj;
+        return notify_channel_assign(&sc->notify, where, name, key, value, err);
+}
+
+static void channel_print(const void *obj, FILE *f) {
+        const struct server_config *sc = obj;
+        notify_channels_print(&sc->notify, f);
+}
+
+static const struct conf_dynamic config_dynamics[] = {
+        { "Notify.", channel_assign, channel_print },
+};
+
 static const struct conf_table config_table = { .items = config_items,
                                                 .n = ELEMENTSOF(config_items),
                                                 .dynamic_prefix = "Series.",
                                                 .dynamic_assign = series_assign,
-                                                .dynamic_print = series_print };
+                                                .dynamic_print = series_print,
+                                                .dynamics = config_dynamics,
+                                                .ndynamics = ELEMENTSOF(config_dynamics) };
 _Static_assert(FARM_RATE_DEFAULT == 10.0 && FARM_MAX_BODY_DEFAULT == 16777216,
                "the configuration's defaults are the options' defaults");
 
@@ -154,6 +192,8 @@ struct options {
         uint64_t given;   /* the options given, as OPT() bits */
         bool usage_error; /* one of them was wrong (already logged) */
         struct farm_rule rule;
+        struct notify_config *notify;
+        struct cli_notify_filter notify_filter; /* notifications: --state, --kind ... */
 };
 
 static void help(void) {
@@ -180,6 +220,12 @@ static void help(void) {
                "  waivers [RELEASE]\n"
                "  admin-token NAME | admin-revoke NAME\n"
                "  check\n"
+               "  notifications [--state pending|sent|failed] [--kind KIND] [--machine ID]\n"
+               "                [--release RELEASE] [--limit N] [--json]   what was told, "
+               "where\n"
+               "  notifications retry DELIVERY_ID|failed             send failed ones again\n"
+               "  notifications test CHANNEL                         queue a test "
+               "notification\n"
                "\n"
                "  --config FILE        configuration file (default %s)\n"
                "  --db PATH            farm database (default %s)\n"
@@ -252,6 +298,11 @@ enum {
         ARG_FROM,
         ARG_TO,
         ARG_JSON,
+        ARG_STATE,
+        ARG_KIND,
+        ARG_MACHINE,
+        ARG_RELEASE,
+        ARG_LIMIT,
         ARG_VERSION,
 };
 #define OPT(arg) (UINT64_C(1) << ((arg) -ARG_CONFIG))
@@ -285,6 +336,11 @@ static const struct option options[] = {
         { "from", required_argument, NULL, ARG_FROM },
         { "to", required_argument, NULL, ARG_TO },
         { "json", no_argument, NULL, ARG_JSON },
+        { "state", required_argument, NULL, ARG_STATE },
+        { "kind", required_argument, NULL, ARG_KIND },
+        { "machine", required_argument, NULL, ARG_MACHINE },
+        { "release", required_argument, NULL, ARG_RELEASE },
+        { "limit", required_argument, NULL, ARG_LIMIT },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, ARG_VERSION },
         {},
@@ -362,6 +418,21 @@ static int parse_command_option(int c, const char *name, struct options *o) {
                 break;
         case ARG_JSON:
                 o->json = true;
+                break;
+        case ARG_STATE:
+                o->notify_filter.state = optarg;
+                break;
+        case ARG_KIND:
+                o->notify_filter.kind = optarg;
+                break;
+        case ARG_MACHINE:
+                o->notify_filter.machine = optarg;
+                break;
+        case ARG_RELEASE:
+                o->notify_filter.release = optarg;
+                break;
+        case ARG_LIMIT:
+                o->notify_filter.limit = optarg;
                 break;
         }
         if (r < 0)
@@ -492,6 +563,15 @@ static int serve(const struct options *o) {
         if (o->cert && (read_pem("certificate", o->cert, &cert) < 0 ||
                         read_pem("private key", o->key, &key) < 0))
                 return EXIT_CONFIG;
+        char cerr[CONF_ERROR_MAX];
+        if (notify_config_load_secrets(o->notify, cerr) < 0) {
+                log_error("%s", cerr);
+                return EXIT_CONFIG;
+        }
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                log_error("Cannot initialise libcurl (for the webhooks)");
+                return EXIT_FAILURE;
+        }
 
         r = farm_db_open(o->db_path, &db, err);
         if (r < 0) {
@@ -562,8 +642,12 @@ static int serve(const struct options *o) {
         if (o->cache_warming && (r = farm_warmer_start(db, &warmer)) < 0)
                 log_warning_errno(r, "Cannot merge histograms in the background, the queries "
                                      "will: %m");
+        struct farm_notifier *notifier = NULL;
+        if (o->notify->enabled &&
+            (r = farm_notifier_start(db, &o->rule, o->notify, bound, cert != NULL, &notifier)) < 0)
+                log_warning_errno(r, "Cannot start the notifications: %m");
         struct farm_watcher *watcher = NULL;
-        if ((r = farm_watcher_start(db, &o->rule, &watcher)) < 0)
+        if ((r = farm_watcher_start(db, &o->rule, farm_notifier_hooks(notifier), &watcher)) < 0)
                 log_warning_errno(r, "Cannot keep the verdict log: %m");
 
         while (sigwait(&mask, &sig) != 0)
@@ -571,7 +655,9 @@ static int serve(const struct options *o) {
         log_info("Stopping on %s", strsignal(sig));
         farm_http_stop(http);
         farm_watcher_stop(watcher);
+        farm_notifier_stop(notifier);
         farm_warmer_stop(warmer);
+        curl_global_cleanup();
         uint64_t commits, uploads;
         farm_db_commit_stats(db, &commits, &uploads);
         log_info("Stored %llu uploads in %llu commits", (unsigned long long) uploads,
@@ -878,6 +964,21 @@ static int run_check(const struct options *o, char **args, int n) {
         return check_cmd(o);
 }
 
+static int run_notifications(const struct options *o, char **args, int n) {
+        (void) args, (void) n;
+        return cli_notifications_list(o->db_path, &o->notify_filter, o->json);
+}
+
+static int run_notifications_retry(const struct options *o, char **args, int n) {
+        (void) n;
+        return cli_notifications_retry(o->db_path, args[0]);
+}
+
+static int run_notifications_test(const struct options *o, char **args, int n) {
+        (void) n;
+        return cli_notifications_test(o->db_path, o->notify, args[0], who(o));
+}
+
 static const struct command {
         const char *name, *sub; /* sub: the second word, or NULL */
         int min_args, max_args; /* after the command's words */
@@ -902,6 +1003,12 @@ static const struct command {
         { "admin-token", NULL, 1, 1, "NAME", 0, run_admin_token },
         { "admin-revoke", NULL, 1, 1, "NAME", 0, run_admin_revoke },
         { "check", NULL, 0, 0, "no argument", 0, run_check },
+        { "notifications", "retry", 1, 1, "DELIVERY_ID or \"failed\"", 0, run_notifications_retry },
+        { "notifications", "test", 1, 1, "CHANNEL", OPT(ARG_BY), run_notifications_test },
+        { "notifications", NULL, 0, 0, "no argument but retry or test",
+          OPT(ARG_STATE) | OPT(ARG_KIND) | OPT(ARG_MACHINE) | OPT(ARG_RELEASE) | OPT(ARG_LIMIT) |
+                  OPT(ARG_JSON),
+          run_notifications },
 };
 
 /* The command of argv (its words from *word on), or NULL with the error logged. */
@@ -919,8 +1026,8 @@ static const struct command *find_command(char **words, int n) {
                           strcmp(words[0], "machine") == 0 ? "set or show" : "add, list or cancel");
         else
                 log_error("Unknown command '%s' (expected enroll, revoke, machine, maintenance, "
-                          "verdict, waive, unwaive, waivers, admin-token, admin-revoke or check; "
-                          "see --help)",
+                          "verdict, waive, unwaive, waivers, admin-token, admin-revoke, check or "
+                          "notifications; see --help)",
                           words[0]);
         return NULL;
 }
@@ -963,7 +1070,8 @@ int main(int argc, char **argv) {
         char err[CONF_ERROR_MAX];
         bool explicit_config;
         const char *path = config_path(argc, argv, &explicit_config);
-        if (conf_load(&config_table, path, explicit_config, NULL, &sc, NULL, NULL, err) < 0) {
+        static char *origins[ELEMENTSOF(config_items)];
+        if (conf_load(&config_table, path, explicit_config, NULL, &sc, origins, NULL, err) < 0) {
                 log_error("%s", err);
                 return EXIT_CONFIG;
         }
@@ -978,6 +1086,14 @@ int main(int argc, char **argv) {
         o.cache_warming = sc.cache_warming;
         if (rule_from_config(&sc, path, &o.rule) < 0)
                 return EXIT_CONFIG;
+        if (notify_config_check(&sc.notify,
+                                conf_origin(&config_table, origins,
+                                            offsetof(struct server_config, notify.dashboard_url)),
+                                err) < 0) {
+                log_error("%s", err);
+                return EXIT_CONFIG;
+        }
+        o.notify = &sc.notify;
 
         if (parse_options(argc, argv, &o) > 0)
                 return EXIT_SUCCESS;

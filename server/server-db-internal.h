@@ -22,7 +22,7 @@ struct batch_waiter {
 
 /* Statements prepared once per connection and kept: preparing the dozen statements of an
  * upload every time cost as much CPU as running them. */
-#define STMT_CACHE_MAX 96
+#define STMT_CACHE_MAX 160
 struct stmt_cache {
         const char *sql[STMT_CACHE_MAX];
         sqlite3_stmt *st[STMT_CACHE_MAX];

@@ -13,11 +13,12 @@
 #include "macro.h"
 #include "sqlite-errno.h"
 #include "server-db-internal.h"
+#include "server-notify-store.h"
 
 /* 'rtsf': marks the file as the farm database, so the machines' own database (and any other
  * SQLite file) is refused by name. */
 #define FARM_APPLICATION_ID 0x72747366
-#define FARM_SCHEMA_VERSION 6
+#define FARM_SCHEMA_VERSION 7
 #define FARM_BUSY_TIMEOUT_MS 10000
 
 /* Migration N takes the schema from version N to N+1.  Never edit a released entry: add one. */
@@ -250,6 +251,8 @@ static const char *const migrations[] = {
         "CREATE INDEX verdict_log_release ON verdict_log(release, at_ns);"
         "CREATE INDEX verdict_log_series ON verdict_log(series, at_ns);"
         "ALTER TABLE audit ADD COLUMN machine_id TEXT;",
+        /* 6 -> 7: notifications (server-notify-store.c). */
+        notify_store_migration,
 };
 _Static_assert(ELEMENTSOF(migrations) == FARM_SCHEMA_VERSION, "one migration per version");
 

@@ -304,16 +304,18 @@ static int releases_to_judge(farm_db *db, const struct farm_rule *rule, int64_t 
         return 0;
 }
 
-/* Records v's status unless it is the last one logged for the release: 1 if recorded. */
-static int log_change(farm_db *db, json_t *v, int64_t now, char *err) {
+/* Records v's status unless it is the last one logged for the release: 1 if recorded.  The
+ * status logged before (or "" for none) and its row go to prev and prev_id. */
+static int log_change(farm_db *db, json_t *v, int64_t now, char prev[static 16], int64_t *prev_id,
+                      char *err) {
         _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
         _cleanup_reset_ sqlite3_stmt *sel = NULL, *ins = NULL;
         const char *release = json_string_value(json_object_get(v, "release")),
                    *status = farm_verdict_status(v);
         int r;
         if ((r = farm_prepare_w(db,
-                                "SELECT status FROM verdict_log WHERE release = ? ORDER BY at_ns "
-                                "DESC, id DESC LIMIT 1",
+                                "SELECT status, id FROM verdict_log WHERE release = ? ORDER BY "
+                                "at_ns DESC, id DESC LIMIT 1",
                                 &sel, err)) < 0 ||
             (r = farm_prepare_w(db,
                                 "INSERT INTO verdict_log (release, series, status, at_ns, "
@@ -322,6 +324,9 @@ static int log_change(farm_db *db, json_t *v, int64_t now, char *err) {
                 return r;
         sqlite3_bind_text(sel, 1, release, -1, SQLITE_STATIC);
         int rc = sqlite3_step(sel);
+        snprintf(prev, 16, "%s",
+                 rc == SQLITE_ROW ? (const char *) sqlite3_column_text(sel, 0) ?: "" : "");
+        *prev_id = rc == SQLITE_ROW ? sqlite3_column_int64(sel, 1) : 0;
         if (rc == SQLITE_ROW &&
             strcmp((const char *) sqlite3_column_text(sel, 0) ?: "", status) == 0)
                 return 0;
@@ -339,36 +344,49 @@ static int log_change(farm_db *db, json_t *v, int64_t now, char *err) {
 }
 
 int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                          int64_t since_ns, char err[static FARM_ERROR_MAX]) {
+                          int64_t since_ns, const struct farm_verdict_hooks *hooks,
+                          char err[static FARM_ERROR_MAX]) {
+        static const struct farm_verdict_hooks none = {};
+        const struct farm_verdict_hooks *h = hooks ?: &none;
+        struct farm_problem_sink sink = { h->problem, h->userdata };
         json_t *list = NULL, *rel;
         size_t i;
         int changed = 0;
         int r = releases_to_judge(db, rule, now_ns, since_ns, &list, err);
         json_array_foreach (list, i, rel) {
+                struct farm_question q = { json_string_value(rel), now_ns, now_ns, now_ns,
+                                           h->problem ? &sink : NULL };
+                char prev[16] = "";
+                int64_t prev_id = 0;
                 json_t *v = NULL;
                 if (r < 0)
                         break;
-                r = farm_verdict(db, rule, json_string_value(rel), now_ns, &v, err);
+                r = farm_verdict_ask(db, rule, &q, &v, err);
                 if (r == -ENOENT) {
                         r = 0;
                         continue;
                 }
                 if (r >= 0)
-                        r = log_change(db, v, now_ns, err);
+                        r = log_change(db, v, now_ns, prev, &prev_id, err);
                 if (r > 0) {
                         log_info("Release %s is now %s", json_string_value(rel),
                                  farm_verdict_status(v));
                         changed++;
                 }
+                if (r >= 0 && h->judged)
+                        h->judged(h->userdata, v, *prev ? prev : NULL, prev_id, r > 0, now_ns);
                 json_decref(v);
         }
         json_decref(list);
+        if (r >= 0 && h->pass_done)
+                h->pass_done(h->userdata, now_ns);
         return r < 0 ? r : changed;
 }
 
 struct farm_watcher {
         farm_db *db;
         const struct farm_rule *rule;
+        const struct farm_verdict_hooks *hooks;
         struct worker *worker;
 };
 
@@ -379,7 +397,7 @@ static void watcher_main(void *arg, struct worker *worker) {
         do {
                 char err[FARM_ERROR_MAX] = "";
                 int64_t now = now_ns(CLOCK_REALTIME);
-                int r = farm_verdict_log_pass(w->db, w->rule, now, last, err);
+                int r = farm_verdict_log_pass(w->db, w->rule, now, last, w->hooks, err);
                 if (r < 0 && !failing)
                         log_warning("Verdict log: %s; trying again", err);
                 failing = r < 0;
@@ -388,14 +406,15 @@ static void watcher_main(void *arg, struct worker *worker) {
         } while (worker_wait(worker, w->rule->watch_ns));
 }
 
-int farm_watcher_start(farm_db *db, const struct farm_rule *rule, struct farm_watcher **ret) {
+int farm_watcher_start(farm_db *db, const struct farm_rule *rule,
+                       const struct farm_verdict_hooks *hooks, struct farm_watcher **ret) {
         *ret = NULL;
         if (rule->watch_ns == 0)
                 return 0;
         struct farm_watcher *w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        *w = (struct farm_watcher){ .db = db, .rule = rule };
+        *w = (struct farm_watcher){ .db = db, .rule = rule, .hooks = hooks };
         int r = worker_start("verdict-log", watcher_main, w, &w->worker);
         if (r < 0) {
                 free(w);

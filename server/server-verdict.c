@@ -508,7 +508,8 @@ int farm_verdict_depth(farm_db *db, const struct farm_rule *rule, const struct f
                           .at = q->at_ns,
                           .known = q->known_ns,
                           .asked = q->asked_ns,
-                          .depth = depth };
+                          .depth = depth,
+                          .sink = depth == 0 ? q->sink : NULL };
         int r = verdict_run(&v, rule, ret);
         vctx_done(&v);
         return r;
@@ -588,6 +589,30 @@ int farm_kernel_list(farm_db *db, json_t **ret, char err[static FARM_ERROR_MAX])
                 return r;
         if (!list)
                 return -ENOMEM;
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+                if (json_array_append_new(list, farm_json_col_text(st, 0)) < 0)
+                        return -ENOMEM;
+        if (rc != SQLITE_DONE)
+                return farm_fail_on(db, farm_db_reader(db), rc, "cannot list the releases", err);
+        *ret = json_incref(list);
+        return 0;
+}
+
+int farm_kernel_list_since(farm_db *db, int64_t since_ns, json_t **ret,
+                           char err[static FARM_ERROR_MAX]) {
+        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
+        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        json_auto_t *list = json_array();
+        int r = farm_prepare_r(db,
+                               "SELECT release FROM runs GROUP BY release HAVING "
+                               "max(coalesce(last_end_ns, start_ns)) >= ? ORDER BY 1",
+                               &st, err);
+        if (r < 0)
+                return r;
+        if (!list)
+                return -ENOMEM;
+        sqlite3_bind_int64(st, 1, since_ns);
         int rc;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW)
                 if (json_array_append_new(list, farm_json_col_text(st, 0)) < 0)
