@@ -17,8 +17,10 @@ build_packages=(meson ninja-build gcc pkg-config libsqlite3-dev libsystemd-dev l
                 libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev libxml2-dev scdoc)
 # systemd-analyze checks the unit files, clang-format the formatting, chromium (headless) the
 # dashboard as a browser shows it, systemd-journal-remote writes the journal files that the
-# forensics test reads.
-test_packages=(systemd systemd-journal-remote clang-format python3 chromium)
+# forensics test reads, promtool (prometheus) checks and unit-tests the alert rules and the
+# metrics, xmllint (libxml2-utils) validates the JUnit XML of rtsoak verdict.
+test_packages=(systemd systemd-journal-remote clang-format python3 chromium prometheus
+               libxml2-utils)
 
 install_missing() {
         local missing=()

@@ -296,9 +296,9 @@ def test_silence_told_once_within_the_gap_plus_a_minute(c):
             post_live(r)
         time.sleep(0.5)
     last = lab1.info()["last_report_ns"]
-    p = wait_for(lambda: hook.got("silence", "firing", machine={"id": lab1.id,
-                                                                 "hostname": "lab1"}),
-                 "the silence of lab1")[0]
+    p = wait_for(lambda: [x for x in hook.got("silence", "firing")
+                          if x["detail"]["since_ns"] == last],
+                 "the silence of lab1 after its last report")[0]
     got = next(r["t"] for r in hook.requests if r["body"] and r["body"]["id"] == p["id"])
     delay = (got - last) / SEC
     c.notes.append(f"lab1 silent at {last}: told after {delay:.1f} s (MaxGap=5s)")
@@ -309,16 +309,24 @@ def test_silence_told_once_within_the_gap_plus_a_minute(c):
              "the silence of a machine that never reported")
     for r in runs.values():
         post_live(r)
-    wait_for(lambda: hook.got("silence", "resolved"), "the end of lab1's silence")
+    wait_for(lambda: [x for x in hook.got("silence", "resolved")
+                      if x["detail"]["since_ns"] == last], "the end of lab1's silence")
     time.sleep(3)  # three more checks: nothing is told twice
-    fired = [p["machine"]["id"] for p in hook.got("silence", "firing")]
-    expect(sorted(fired) == sorted([lab1.id, never.id]), f"silences told: {fired}")
-    ended = [p["machine"]["id"] for p in hook.got("silence", "resolved")]
-    expect(ended == [lab1.id], f"ends told: {ended}")
+
+    def told(m):
+        return [x["status"] for x in hook.got("silence") if x["machine"]["id"] == m.id]
+    # (lab1 may have been silent for MaxGap= once before its first report on a busy machine.)
+    expect(told(lab1)[-2:] == ["firing", "resolved"] and
+           all(a != b for a, b in zip(told(lab1), told(lab1)[1:])),
+           f"lab1's silences, each start and end told once: {told(lab1)}")
+    expect(told(never) == ["firing"], f"the machine that never reported: {told(never)}")
+    expect(not told(quiet) and not told(free), f"{told(quiet)} {told(free)}")
+    ids = [x["id"] for x in hook.got()]
+    expect(len(ids) == len(set(ids)), "each notification once")
     expect(all(r["sig_ok"] for r in hook.requests), "every signature checks out")
     mails = mb.mails("silence")
     subjects = sorted(m["Subject"] for m in mails)
-    expect(len(mails) == 3, f"three mails of silences: {subjects}")
+    expect(len(mails) == len(hook.got("silence")), f"a mail per silence told: {subjects}")
     expect(any(s.startswith("[rtsoak] lab1 reported again after") for s in subjects), subjects)
     m = next(m for m in mails if "lab1 silent" in m["Subject"])
     expect(m["To"] == "rt-lab@example.com, qa@example.com", f"To: {m['To']}")
@@ -620,11 +628,14 @@ def test_routing_by_group_and_kind(c):
     start = now_ns() - 10 * MIN
     r = ma.run(1, R1, start_ns=start)
     r.post(violating(r, start, 2))
-    wait_for(lambda: len(all_hook.got("silence")) == 2 and all_hook.got("violation"),
+    def silenced(h):
+        return {p["machine"]["id"] for p in h.got("silence", "firing")}
+    wait_for(lambda: silenced(all_hook) == {ma.id, mb_.id} and all_hook.got("violation"),
              "everything at the second channel")
+    wait_for(lambda: silenced(a_hook) == {ma.id}, "rack-a's silence at the first")
     time.sleep(2)
-    got = [(p["kind"], p["machine"]["hostname"]) for p in a_hook.got()]
-    expect(got == [("silence", "lab-a")], f"rack-a's channel got {got}")
+    got = {(p["kind"], p["machine"]["id"]) for p in a_hook.got()}
+    expect(got == {("silence", ma.id)}, f"rack-a's channel got {got}")
     expect(a_hook.got()[0]["groups"] == ["rack-a"], a_hook.got()[0]["groups"])
 
 
@@ -782,7 +793,8 @@ def run_one(fn):
             subprocess.SubprocessError) as e:
         failure = "".join(traceback.format_exception(e))[-3000:]
     for f in c.farms:
-        report = f.sanitizer_report() if f.proc or os.path.exists(f.log) else None
+        f.stop()  # a leak is reported as the server exits
+        report = f.sanitizer_report() if os.path.exists(f.log) else None
         if report and not failure:
             failure = f"sanitizer: {report}"
     if failure:
