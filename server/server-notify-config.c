@@ -160,21 +160,24 @@ static int set_kinds(uint32_t *field, const char *value, char *err) {
 /* Groups=: gating group names separated by spaces or commas; "" or "*": every group. */
 static int set_groups(struct notify_channel *ch, const char *value, char *err) {
         _cleanup_free_ char *copy = strdup(value);
+        size_t n = 0;
         if (!copy)
                 return -ENOMEM;
-        ch->ngroups = 0;
-        if (strcmp(value, "*") == 0)
-                return 0;
+        /* Checked in full before the channel changes: a wrong value leaves the last one. */
         char *rest = copy;
-        for (char *w; (w = strsep(&rest, ", \t"));) {
+        for (char *w; strcmp(value, "*") != 0 && (w = strsep(&rest, ", \t"));) {
                 if (!*w)
                         continue;
                 if (!farm_rule_group_name_ok(w))
                         return bad(err, "'%.80s' is not a group name (1-64 of a-z 0-9 . _ -)", w);
-                if (ch->ngroups == NOTIFY_GROUPS_MAX)
+                if (n++ == NOTIFY_GROUPS_MAX)
                         return bad(err, "more than %d groups", NOTIFY_GROUPS_MAX);
-                snprintf(ch->groups[ch->ngroups++], NOTIFY_GROUP_MAX, "%s", w);
         }
+        ch->ngroups = 0;
+        rest = strcpy(copy, value);
+        for (char *w; n > 0 && (w = strsep(&rest, ", \t"));)
+                if (*w)
+                        snprintf(ch->groups[ch->ngroups++], NOTIFY_GROUP_MAX, "%s", w);
         return 0;
 }
 
