@@ -568,6 +568,13 @@ static int serve(const struct options *o) {
                 log_error("%s", cerr);
                 return EXIT_CONFIG;
         }
+        for (size_t i = 0; i < o->notify->nchannels; i++)
+                if (o->notify->channels[i].secret_shared)
+                        log_warning("%s: [Notify.%s] SecretFile=%s can be read by others than "
+                                    "its owner (chmod 600 it)",
+                                    o->notify->channels[i].secret_where,
+                                    o->notify->channels[i].name,
+                                    o->notify->channels[i].secret_file);
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
                 log_error("Cannot initialise libcurl (for the webhooks)");
                 return EXIT_FAILURE;

@@ -403,6 +403,7 @@ static int read_secret(struct notify_channel *ch, char *err) {
                            ch->secret_where, ch->name, ch->secret_file, len, NOTIFY_SECRET_MIN,
                            NOTIFY_SECRET_MAX);
         }
+        ch->secret_shared = st.st_mode & 0077;
         ch->secret = malloc(len);
         if (!ch->secret)
                 return bad(err, "out of memory");

@@ -64,6 +64,7 @@ struct notify_channel {
         /* Read when the server starts (notify_config_load_secrets()). */
         uint8_t *secret;
         size_t secret_len;
+        bool secret_shared; /* the file can be read by others than its owner */
 };
 
 struct notify_config {

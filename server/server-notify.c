@@ -278,6 +278,10 @@ int farm_notifier_start(farm_db *db, const struct farm_rule *rule, const struct 
                 return r;
         }
         log_info("Notifications: %zu channel(s), links to %s", cfg->nchannels, n->base_url);
+        if (rule->watch_ns == 0)
+                log_warning("Notifications: [Verdict] Watch=0 keeps no verdict log: only "
+                            "silences and waivers are told, no problems, verdicts or latest "
+                            "stable releases");
         *ret = n;
         return 0;
 }

@@ -92,8 +92,11 @@ double tu_load_rate(json_t *j, const char *metric);
 /* The "count" of the named metric. */
 uint64_t tu_load_count(json_t *j, const char *metric);
 
-/* Takes a farm database of schema 6 back to schema 5, as the release before left it: for the
- * migration tests. */
+/* Takes a farm database of schema 7 back to schema 6 (no notifications), and one of schema 6
+ * back to schema 5, as the releases before left them: for the migration tests. */
+#define TU_FARM_SCHEMA_7_DOWN                                                                   \
+        "DROP TABLE notification_deliveries; DROP TABLE notifications; DROP TABLE notify_seen;" \
+        "DROP TABLE notify_state; PRAGMA user_version = 6;"
 #define TU_FARM_SCHEMA_6_DOWN                                                                    \
         "DROP INDEX runs_release; DROP INDEX runs_machine_end; DROP INDEX events_run_received;"  \
         "DROP TABLE overlaps; DROP TABLE machine_settings; DROP TABLE maintenance;"              \

@@ -670,7 +670,7 @@ static void test_migration_from_5(void **state) {
         json_t *before = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
         farm_db_close(db);
         db = NULL;
-        sql(TU_FARM_SCHEMA_6_DOWN);
+        sql(TU_FARM_SCHEMA_7_DOWN TU_FARM_SCHEMA_6_DOWN);
         if (farm_db_open(path, &db, err) < 0)
                 fail_msg("%s", err);
         json_t *after = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
