@@ -57,12 +57,13 @@ struct notify_transport_ops {
 };
 extern const struct notify_transport_ops notify_webhook_ops;
 extern const struct notify_transport_ops notify_mail_ops;
+extern const struct notify_transport_ops notify_smtp_ops;
 
 /* The webhook's body (NOTIFY_SCHEMA), and its signature header's value: "sha256=" and the
  * hex HMAC-SHA256 of "TIMESTAMP.BODY" under the channel's secret. */
 json_t *notify_webhook_payload(const struct notify_message *m);
 void notify_webhook_signature(const uint8_t *secret, size_t secret_len, const char *timestamp,
                               const char *body, char ret[static 72]);
-/* The whole mail that sendmail -t reads: headers and body. */
+/* The whole mail that sendmail -t reads (or SMTP's DATA carries): headers and body. */
 char *notify_mail_compose(const struct notify_channel *ch, const struct notify_message *m,
                           int64_t now_ns);

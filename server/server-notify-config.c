@@ -98,6 +98,7 @@ static void channel_free(struct notify_channel *ch) {
         free(ch->to);
         free(ch->from);
         free(ch->sendmail);
+        free(ch->smtp);
         free(ch->subject_prefix);
         if (ch->secret)
                 explicit_bzero(ch->secret, ch->secret_len);
@@ -242,6 +243,14 @@ static int channel_key(struct notify_channel *ch, const char *where, const char 
                 return set_path(&ch->ca_file, value, err);
         if (strcmp(key, "Sendmail") == 0)
                 return set_path(&ch->sendmail, value, err);
+        if (strcmp(key, "SMTP") == 0) {
+                if (*value && strncmp(value, "smtp://", 7) != 0 &&
+                    strncmp(value, "smtps://", 8) != 0)
+                        return bad(err, "expected an smtp:// or smtps:// URL");
+                if (*value && (!plain_token(value) || strlen(value) < 8))
+                        return bad(err, "not a URL (no spaces or control characters)");
+                return set_string(&ch->smtp, value);
+        }
         if (strcmp(key, "From") == 0) {
                 if (*value && !address_ok(value))
                         return bad(err, "'%.80s' is not a mail address (local@domain)", value);
@@ -272,8 +281,8 @@ static int channel_key(struct notify_channel *ch, const char *where, const char 
                 return set_groups(ch, value, err);
         return bad(err,
                    "unknown key (a channel takes Webhook=, SecretFile=, CAFile=, Mail=, From=, "
-                   "Sendmail=, SubjectPrefix=, Timeout=, Retries=, RetryDelay=, RetryMax=, "
-                   "Kinds= and Groups=)");
+                   "Sendmail=, SMTP=, SubjectPrefix=, Timeout=, Retries=, RetryDelay=, "
+                   "RetryMax=, Kinds= and Groups=)");
 }
 
 int notify_channel_assign(struct notify_config *c, const char *where, const char *name,
@@ -319,6 +328,10 @@ void notify_channels_print(const struct notify_config *c, FILE *f) {
                 if (ch->transport == NOTIFY_WEBHOOK || ch->url)
                         fprintf(f, "Webhook=%s\nSecretFile=%s\nCAFile=%s\n", ch->url ?: "",
                                 ch->secret_file ?: "", ch->ca_file ?: "");
+                else if (ch->smtp)
+                        fprintf(f, "Mail=%s\nFrom=%s\nSMTP=%s\nCAFile=%s\nSubjectPrefix=%s\n",
+                                ch->to ?: "", ch->from ?: "", ch->smtp, ch->ca_file ?: "",
+                                ch->subject_prefix ?: SUBJECT_PREFIX_DEFAULT);
                 else
                         fprintf(f, "Mail=%s\nFrom=%s\nSendmail=%s\nSubjectPrefix=%s\n",
                                 ch->to ?: "", ch->from ?: "", ch->sendmail ?: SENDMAIL_DEFAULT,
@@ -340,14 +353,18 @@ static int check_channel(const struct notify_channel *ch, char *err) {
                                    : "Webhook=URL or Mail=ADDRESS");
         const char *other = ch->url ? (ch->from             ? "From="
                                        : ch->sendmail       ? "Sendmail="
+                                       : ch->smtp           ? "SMTP="
                                        : ch->subject_prefix ? "SubjectPrefix="
                                                             : NULL)
-                                    : (ch->secret_file ? "SecretFile="
-                                       : ch->ca_file   ? "CAFile="
-                                                       : NULL);
+                                    : (ch->secret_file            ? "SecretFile="
+                                       : ch->ca_file && !ch->smtp ? "CAFile="
+                                                                  : NULL);
         if (other)
                 return bad(err, "%s: [Notify.%s]: %s is not a key of a %s channel", w, ch->name,
                            other, ch->url ? "webhook" : "mail");
+        if (ch->smtp && ch->sendmail)
+                return bad(err, "%s: [Notify.%s]: either Sendmail= or SMTP=, not both", w,
+                           ch->name);
         if (ch->retry_max_ns < ch->retry_delay_ns)
                 return bad(err, "%s: [Notify.%s]: RetryMax= is shorter than RetryDelay=", w,
                            ch->name);
@@ -363,7 +380,8 @@ int notify_config_check(struct notify_config *c, const char *dashboard_where,
                         return r;
                 ch->transport = ch->url ? NOTIFY_WEBHOOK : NOTIFY_MAIL;
                 if (ch->transport == NOTIFY_MAIL &&
-                    ((!ch->sendmail && set_string(&ch->sendmail, SENDMAIL_DEFAULT) < 0) ||
+                    ((!ch->sendmail && !ch->smtp &&
+                      set_string(&ch->sendmail, SENDMAIL_DEFAULT) < 0) ||
                      (!ch->subject_prefix &&
                       set_string(&ch->subject_prefix, SUBJECT_PREFIX_DEFAULT) < 0)))
                         return bad(err, "out of memory");

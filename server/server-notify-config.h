@@ -55,6 +55,7 @@ struct notify_channel {
         char *to;                                          /* Mail=: "a@b.example, c@d.example" */
         char *from;                                        /* From=, or NULL: the MTA's */
         char *sendmail;                                    /* Sendmail= */
+        char *smtp;                                        /* SMTP=: instead of sendmail */
         char *subject_prefix;                              /* SubjectPrefix= */
         uint64_t timeout_ns, retry_delay_ns, retry_max_ns;
         unsigned retries;

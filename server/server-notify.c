@@ -266,9 +266,10 @@ int farm_notifier_start(farm_db *db, const struct farm_rule *rule, const struct 
                 char name[16];
                 *s = (struct sender){ .n = n,
                                       .ch = &cfg->channels[i],
-                                      .ops = cfg->channels[i].transport == NOTIFY_MAIL
-                                                     ? &notify_mail_ops
-                                                     : &notify_webhook_ops };
+                                      .ops = cfg->channels[i].transport == NOTIFY_WEBHOOK
+                                                     ? &notify_webhook_ops
+                                             : cfg->channels[i].smtp ? &notify_smtp_ops
+                                                                     : &notify_mail_ops };
                 snprintf(name, sizeof(name), "notify-%zu", i);
                 if ((r = worker_start(name, sender_main, s, &s->worker)) >= 0)
                         n->nsenders++;

@@ -79,6 +79,7 @@ static const struct {
         { "mail", "Mail", "a@b.example\nBcc: victim@x", -EINVAL, "not a mail address" },
         { "mail", "From", "rtsoak@farm", 0, NULL },
         { "mail", "SubjectPrefix", "[lab]\r", -EINVAL, "control characters" },
+        { "mail", "SMTP", "http://localhost:25", -EINVAL, "smtp:// or smtps://" },
         { "BAD", "Mail", "a@b", -EINVAL, "a channel name is" },
 };
 
@@ -116,6 +117,9 @@ static void test_channel_check(void **state) {
                   "webhook channel" },
                 { "Mail", "a@b", "CAFile", "/etc/ca.pem", "CAFile= is not a key of a mail" },
                 { "Webhook", "http://h/", "RetryDelay", "2h", "RetryMax= is shorter" },
+                { "Webhook", "http://h/", "SMTP", "smtp://localhost",
+                  "SMTP= is not a key of a "
+                  "webhook" },
         };
         char err[CONF_ERROR_MAX];
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -132,6 +136,13 @@ static void test_channel_check(void **state) {
                         fail_msg("case %zu: %s", i, err);
                 notify_config_free(&c);
         }
+        struct notify_config two = {};
+        assert_int_equal(notify_channel_assign(&two, "w", "c", "Mail", "a@b", err), 0);
+        assert_int_equal(notify_channel_assign(&two, "w", "c", "Sendmail", "/bin/true", err), 0);
+        assert_int_equal(notify_channel_assign(&two, "w", "c", "SMTP", "smtp://mta", err), 0);
+        assert_int_equal(notify_config_check(&two, NULL, err), -EINVAL);
+        assert_non_null(strstr(err, "either Sendmail= or SMTP=, not both"));
+        notify_config_free(&two);
         struct notify_config c = { .dashboard_url = (char *) "farm:80" };
         assert_int_equal(notify_config_check(&c, "y.conf:3", err), -EINVAL);
         assert_non_null(strstr(err, "y.conf:3: [Notifications] DashboardURL=farm:80"));

@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import signal
+import socketserver
 import subprocess
 import sys
 import tempfile
@@ -186,6 +187,69 @@ class Mailbox:
             os.unlink(p)
 
 
+# ---- a stand-in SMTP server ----------------------------------------------------------------
+
+
+class SmtpServer:
+    """The SMTP an MTA speaks on port 25, enough for libcurl: keeps each mail (envelope and
+    data as received), or answers RCPT with `reply` ("550 ...", "451 ...") when given."""
+
+    def __init__(self, reply=None):
+        self.reply, self.mails, self.lock = reply, [], threading.Lock()
+        outer = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def send(self, line):
+                self.wfile.write(line.encode() + b"\r\n")
+
+            def handle(self):
+                env = {"from": None, "rcpt": []}
+                self.send("220 stand-in ESMTP")
+                while True:
+                    line = self.rfile.readline()
+                    if not line:
+                        return
+                    cmd = line.decode(errors="replace").strip()
+                    verb = cmd.split(" ")[0].split(":")[0].upper()
+                    if verb in ("EHLO", "HELO"):
+                        self.send("250-stand-in")
+                        self.send("250 8BITMIME")
+                    elif verb == "MAIL":
+                        env = {"from": cmd[10:], "rcpt": []}
+                        self.send("250 OK")
+                    elif verb == "RCPT":
+                        if outer.reply:
+                            self.send(outer.reply)
+                        else:
+                            env["rcpt"].append(cmd[8:])
+                            self.send("250 OK")
+                    elif verb == "DATA":
+                        self.send("354 go on")
+                        data = b""
+                        while True:
+                            ln = self.rfile.readline()
+                            if not ln or ln == b".\r\n":
+                                break
+                            data += ln[1:] if ln.startswith(b"..") else ln
+                        with outer.lock:
+                            outer.mails.append(dict(env, data=data))
+                        self.send("250 queued")
+                    elif verb == "QUIT":
+                        self.send("221 bye")
+                        return
+                    else:
+                        self.send("250 OK" if verb in ("RSET", "NOOP") else "502 what?")
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"smtp://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
 # ---- farms with notifications --------------------------------------------------------------
 
 BASE_RULE = {"Period": "1h", "Scenarios": "none", "Watch": "1s", "MaxGap": "1h"}
@@ -216,7 +280,7 @@ class Case:
     def __init__(self, name):
         self.name = name
         self.root = tempfile.mkdtemp(prefix=f"rtsoak-nt-{name[5:25]}-")
-        self.farms, self.receivers, self.notes = [], [], []
+        self.farms, self.receivers, self.notes, self.cleanups = [], [], [], []
 
     def receiver(self, mode="ok"):
         r = Receiver(mode)
@@ -233,6 +297,8 @@ class Case:
             f.cleanup()
         for r in self.receivers:
             r.close()
+        for fn in self.cleanups:
+            fn()
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -522,6 +588,42 @@ def test_retries_backoff_and_the_dead_letter_list(c):
     metrics = f.http("GET", "/metrics")[1]
     expect('rtsoak_notification_deliveries{channel="never",state="failed"} 1' in metrics,
            "the metrics count the dead letters")
+
+
+@test
+def test_mail_over_smtp(c):
+    """A mail channel with SMTP= (for a server whose sandbox runs no setuid MTA program): the
+    mail reaches an SMTP server on loopback with its envelope and CRLF lines; a 550 to the
+    recipients fails it at once, a 451 is tried again."""
+    ok, gone, later = SmtpServer(), SmtpServer("550 5.1.1 no such user"), \
+        SmtpServer("451 4.3.0 try again later")
+    c.cleanups.extend([ok.close, gone.close, later.close])
+    text = channels_text(c.root, []) + "".join(
+        f"\n[Notify.{name}]\nMail=rt-lab@example.com, qa@example.com\nSMTP={srv.url}\n"
+        f"From=rtsoak@farm.example\nRetries=1\nRetryDelay=100ms\nTimeout=5s\n"
+        for name, srv in (("ok", ok), ("gone", gone), ("later", later)))
+    f = c.farm({"MaxGap": "1s"}, text)
+    f.start()
+    m = f.enroll("lab-smtp")
+    wait_for(lambda: ok.mails, "the mail over SMTP")
+    mail = ok.mails[0]
+    expect(mail["from"] == "<rtsoak@farm.example>" and
+           mail["rcpt"] == ["<rt-lab@example.com>", "<qa@example.com>"], f"envelope: {mail}")
+    expect(b"\r\n" in mail["data"] and b"\n" not in mail["data"].replace(b"\r\n", b""),
+           "CRLF lines")
+    msg = email.message_from_bytes(mail["data"], policy=email.policy.default)
+    expect(msg["Subject"].startswith(f"[rtsoak] {m.id} silent for") and
+           msg["X-Rtsoak-Event"] == "silence", f"subject: {msg['Subject']}")
+
+    def states():
+        n = listing(f, "--kind", "silence")
+        return {d["channel"]: d for d in n[0]["deliveries"]} if n else {}
+    d = wait_for(lambda: (lambda s: s if s and s["gone"]["state"] == "failed" and
+                          s["later"]["state"] == "failed" else None)(states()),
+                 "both refusals to end")
+    expect(d["ok"]["state"] == "sent", d["ok"])
+    expect(d["gone"]["attempts"] == 1 and "550" in d["gone"]["error"], d["gone"])
+    expect(d["later"]["attempts"] == 2 and "451" in d["later"]["error"], d["later"])
 
 
 @test
