@@ -721,9 +721,10 @@ int notify_store_retry(farm_db *db, int64_t delivery, int64_t now_ns,
 static int prune_in(farm_db *db, void *userdata, char *err) {
         _cleanup_reset_ sqlite3_stmt *st = NULL;
         int r = farm_prepare_w(db,
-                               "DELETE FROM notifications WHERE created_ns < ? AND sealed = 1 "
-                               "AND NOT EXISTS (SELECT 1 FROM notification_deliveries d WHERE "
-                               "d.notification = notifications.id AND d.state = 'pending')",
+                               "DELETE FROM notifications WHERE created_ns < ?1 AND "
+                               "not_before_ns < ?1 AND NOT EXISTS (SELECT 1 FROM "
+                               "notification_deliveries d WHERE d.notification = "
+                               "notifications.id AND d.state = 'pending')",
                                &st, err);
         if (r < 0)
                 return r;

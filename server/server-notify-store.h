@@ -140,7 +140,8 @@ int notify_store_orphans(farm_db *db, const struct notify_config *c, int64_t now
  * them; returns how many. */
 int notify_store_retry(farm_db *db, int64_t delivery, int64_t now_ns,
                        char err[static FARM_ERROR_MAX]);
-/* Deletes notifications made before before_ns whose deliveries are all sent or failed. */
+/* Deletes notifications made and due before before_ns whose deliveries (if any) are all sent
+ * or failed; how many. */
 int notify_store_prune(farm_db *db, int64_t before_ns, char err[static FARM_ERROR_MAX]);
 
 /* ---- the lists ---- */

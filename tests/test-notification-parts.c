@@ -365,8 +365,12 @@ static void test_leases(void **state) {
                                              NULL, err),
                          0);
         /* Kept until Keep= is over, then pruned with its deliveries. */
-        assert_int_equal(notify_store_prune(db, T0, err), 0);
-        assert_int_equal(notify_store_prune(db, T0 + S_NS, err), 1);
+        n.key = "k2"; /* still to be delivered: kept whatever its age */
+        assert_int_equal(notify_store_write(db, insert_in, &a, err), 1);
+        assert_int_equal(notify_store_prune(db, T0 + 10 * S_NS, err), 0); /* due then */
+        assert_int_equal(notify_store_prune(db, T0 + 999 * S_NS, err), 1);
+        assert_int_equal(notify_store_claim(db, "hook", "A", T0 + 999 * S_NS, lease, &c, err), 1);
+        notify_claim_done(&c);
         farm_db_close(db);
         (void) state;
 }
