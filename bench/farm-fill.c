@@ -7,7 +7,7 @@
  * interleave in the file.  A few machines get a latency spike, so that a verdict has
  * evidence to gather.
  *
- *   farm-fill DB MACHINES CPUS DAYS INTERVAL_S END_UNIX_S RELEASE */
+ *   farm-fill DB MACHINES CPUS DAYS INTERVAL_S END_UNIX_S RELEASE [RUN_ID [SPIKES yes|no]] */
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -60,6 +60,8 @@ struct filler {
         uint8_t **hist;
         size_t *hist_len;
         uint64_t *hist_max;
+        int64_t run_id;
+        bool spikes;
         bool failed;
 };
 
@@ -106,7 +108,7 @@ static void *fill(void *userdata) {
                                         unsigned v = (unsigned) ((seq * 7 + c * 3 + m) % VARIANTS);
                                         uint64_t mx = hist_max[v];
                                         /* Machines 3 and 11 have one spike each. */
-                                        bool spike = (m == 3 || m == 11) && c == 1 &&
+                                        bool spike = f->spikes && (m == 3 || m == 11) && c == 1 &&
                                                      seq == nint / 2 + m;
                                         iv->cpus[c] = (struct summary_cpu){
                                                 .cpu = c,
@@ -138,7 +140,7 @@ static void *fill(void *userdata) {
                         struct summary su = {
                                 .machine = { (char *) f->ids + m * (FARM_MACHINE_ID_LEN + 1),
                                              (char *) f->hosts + m * 32, "QEMU Virtual CPU", cpus },
-                                .run = { .id = 1,
+                                .run = { .id = f->run_id,
                                          .boot_id = "0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f",
                                          .kernel_release = (char *) release,
                                          .kernel_version = "#1 SMP PREEMPT_RT",
@@ -181,15 +183,19 @@ out:
 }
 
 int main(int argc, char **argv) {
-        if (argc != 8) {
+        if (argc < 8 || argc > 10) {
                 fprintf(stderr, "usage: farm-fill DB MACHINES CPUS DAYS INTERVAL_S END_UNIX_S "
-                                "RELEASE\n");
+                                "RELEASE [RUN_ID [SPIKES yes|no]]\n");
                 return 2;
         }
+        /* A second release on the same machines takes a run of its own (RUN_ID), after the
+         * first one's; without spikes, it can qualify as the other's baseline. */
+        int64_t run_id = argc > 8 ? atoll(argv[8]) : 1;
+        bool spikes = argc <= 9 || strcmp(argv[9], "no") != 0;
         const char *path = argv[1], *release = argv[7];
         unsigned machines = (unsigned) atoi(argv[2]), cpus = (unsigned) atoi(argv[3]);
         int64_t days = atoll(argv[4]), ilen = atoll(argv[5]) * SEC, end = atoll(argv[6]) * SEC;
-        if (!machines || !cpus || cpus > 256 || days <= 0 || ilen <= 0 || end <= 0) {
+        if (!machines || !cpus || cpus > 256 || days <= 0 || ilen <= 0 || end <= 0 || run_id < 1) {
                 fprintf(stderr, "farm-fill: bad arguments\n");
                 return 2;
         }
@@ -258,6 +264,8 @@ int main(int argc, char **argv) {
                                         .hosts = &hosts[0][0],
                                         .hist = hist,
                                         .hist_len = hist_len,
+                                        .run_id = run_id,
+                                        .spikes = spikes,
                                         .hist_max = hist_max,
                                         .t0 = t0 };
                 pthread_create(&th[t], NULL, fill, &f[t]);

@@ -119,6 +119,72 @@ def warming(args):
         f.write(out + "\n")
 
 
+BASELINE = "6.1.0-rt-bench"   # clean, the month before: the newer release's baseline
+NEWER = "6.1.1-rt-bench"      # the month after, two spikes
+
+
+def baseline(args):
+    """The verdict of a release that has a baseline: the farm runs BASELINE for a month, then
+    NEWER for a month, on the same machines (--db is filled with both when missing).  The
+    verdict of NEWER finds BASELINE qualified and compares every machine and scenario of both
+    from the per-day histogram cache, which the server warms in the background (the default);
+    a verdict asked before the cache is warm merges the days it needs itself (minutes for two
+    months of a 200-machine farm)."""
+    if not os.path.exists(args.db):
+        t = time.monotonic()
+        month = 30 * 86400
+        subprocess.run([FILL, args.db, str(args.machines), str(args.cpus), "30", "60",
+                        str(END_S - month), BASELINE, "1", "no"], check=True)
+        subprocess.run([FILL, args.db, str(args.machines), str(args.cpus), "30", "60",
+                        str(END_S), NEWER, "2", "yes"], check=True)
+        print("filled in %.0f s" % (time.monotonic() - t))
+    size = sum(os.path.getsize(args.db + s) for s in ("", "-wal") if os.path.exists(args.db + s))
+    log = args.db + ".server.log"
+    # With the cache warming on, as a farm runs: the verdict is timed once the server has
+    # merged the past days in the background (a verdict before that merges what it needs).
+    proc, url, _ = start_server(SERVER, args.db, log, timeout_s=1800)
+    at = (END_S + 60) * 10**9
+    try:
+        t0 = time.monotonic()
+        while "merged in the background" not in open(log, errors="replace").read():
+            if time.monotonic() - t0 > 7200:
+                raise SystemExit("the warming did not end within two hours")
+            time.sleep(5)
+        warm_s = time.monotonic() - t0
+        cold, last = timed_get("%s/api/v1/kernels/%s/verdict?at=%d" % (url, NEWER, at))
+        warm = []
+        for _ in range(args.runs):
+            dt, last = timed_get("%s/api/v1/kernels/%s/verdict?at=%d" % (url, NEWER, at))
+            warm.append(dt)
+        kernels = []
+        for _ in range(args.runs):
+            dt, _ = timed_get("%s/api/v1/kernels?at=%d" % (url, at))
+            kernels.append(dt)
+        cpu_s = proc_cpu_s(proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    lines = [
+        "%s  %s, %d CPUs, %s" % (datetime.datetime.now(datetime.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M UTC"), cpu_model(), os.cpu_count(), platform.release()),
+        "farm: %d machines x %d CPUs, a month of %s then a month of %s (%d intervals), "
+        "database %.2f GiB" % (args.machines, args.cpus, BASELINE, NEWER,
+                               2 * args.machines * 30 * 1440, size / 2**30),
+        "verdict of %s: %s, baseline %s, %d problem(s) (%d regressions)" % (
+            NEWER, last["verdict"], last["baseline"], last["problems_total"],
+            last["problem_counts"]["regression"]),
+        "histogram cache warmed in the background in %.0f s; first verdict after it %.2f s"
+        % (warm_s, cold),
+        summary("verdict with its baseline, cache warm", warm, 0.2),
+        summary("kernel list with verdicts", kernels),
+        "server CPU for all of it: %.0f s" % cpu_s,
+    ]
+    out = "\n".join(lines) + "\n"
+    print(out, end="")
+    with open(RESULTS, "a") as f:
+        f.write(out + "\n")
+
+
 def timed_get_text(url):
     t = time.monotonic()
     with urllib.request.urlopen(url, timeout=600) as r:
@@ -136,9 +202,13 @@ def main():
     ap.add_argument("--days", type=int, default=30)
     ap.add_argument("--warming", action="store_true",
                     help="measure the background filling of the histogram cache instead")
+    ap.add_argument("--baseline", action="store_true",
+                    help="measure the verdict of a release with a baseline instead (two months)")
     args = ap.parse_args()
     if args.warming:
         return warming(args)
+    if args.baseline:
+        return baseline(args)
 
     if args.fill:
         if os.path.exists(args.db):

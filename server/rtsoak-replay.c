@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "cpuset.h"
 #include "hist.h"
 #include "http-reply.h"
 #include "log.h"
@@ -124,6 +125,18 @@ struct step {
         uint64_t duration_ns;
 };
 
+/* A CPU absent from the intervals of [from, to): its probe measured nothing then. */
+struct probe_down {
+        uint32_t cpu;
+        int64_t from_ns, to_ns;
+};
+
+/* A generator up through [from, to) with all its metrics 0: a load that ran no load. */
+struct load_zero {
+        int64_t from_ns, to_ns;
+        char generator[33];
+};
+
 struct machine {
         char id[33];
         char *token;
@@ -131,7 +144,7 @@ struct machine {
 
 struct options {
         const char *server, *token, *token_file, *machine, *tokens_file, *ca_file;
-        const char *kernel, *kernel_version, *preempt_model, *hostname, *rotation;
+        const char *kernel, *kernel_version, *preempt_model, *hostname, *rotation, *release;
         unsigned jobs, cpus, batch;
         int64_t from_ns, to_ns, run_id;
         uint64_t interval_ns, latency_ns, threshold_ns, probe_interval_ns, reboot_ns, seed;
@@ -148,6 +161,15 @@ struct options {
         size_t nends;
         struct load_down *downs;
         size_t ndowns;
+        struct probe_down *pdowns;
+        size_t npdowns;
+        struct load_zero *zeros;
+        size_t nzeros;
+        uint32_t *probed; /* run.cpus; NULL: not sent */
+        size_t nprobed;
+        double samples_share;    /* of the wake-ups each CPU's span allows */
+        uint64_t clock_ahead_ns; /* stamps of the intervals from clock_from_ns on */
+        int64_t clock_from_ns;
         char config_digest[2 * SHA256_DIGEST_SIZE + 1];
 };
 
@@ -165,6 +187,8 @@ static struct options opt = {
         .kernel_version = "#1 SMP PREEMPT_RT (rtsoak-replay)",
         .preempt_model = "PREEMPT_RT",
         .rotation = DEFAULT_ROTATION,
+        .samples_share = 1.0,
+        .clock_from_ns = INT64_MIN,
 };
 
 _printf_(2, 3) static int usage_error(const char *option, const char *fmt, ...) {
@@ -407,7 +431,9 @@ static void help(void) {
                "  --tokens FILE            many machines: lines \"MACHINE_ID TOKEN\" (# comments)\n"
                "  --jobs N                 machines posted in parallel with --tokens (default 2)\n"
                "  --kernel RELEASE         run.kernel_release (default 6.1.0-rt-replay)\n"
-               "  --kernel-version TEXT    run.kernel_version\n"
+               "  --kernel-version TEXT    run.kernel_version (uname -v: two builds of one "
+               "release)\n"
+               "  --release NAME           run.release, the name the farm judges runs under\n"
                "  --preempt-model TEXT     run.preempt_model (default PREEMPT_RT)\n"
                "  --from TIME, --to TIME   the history [from, to) (default: --days before now)\n"
                "  --days N                 length of the history when --from is not given "
@@ -427,6 +453,25 @@ static void help(void) {
                "  --reboot-time SPAN       from an end to the next run (default 2min)\n"
                "  --load-down TIME,SPAN,GENERATOR\n"
                "                           the generator is down from TIME for SPAN\n"
+               "\n"
+               "Hostile histories (what a release manager must not sign):\n"
+               "  --probed-cpus LIST       run.cpus: the CPUs the run claims to probe "
+               "(\"0-3,6\"),\n"
+               "                           also those missing from every interval\n"
+               "  --probe-down CPU,FROM,TO the CPU is absent from the intervals of [FROM, TO)\n"
+               "                           (partly covered ones: its own span, the rest); an\n"
+               "                           interval without any CPU is not sent\n"
+               "  --samples-share PERCENT  each CPU delivers only this share of the wake-ups its\n"
+               "                           span allows (0 to 1000: above 100, more than possible)\n"
+               "  --load-zero GENERATOR,FROM,TO\n"
+               "                           the generator runs through [FROM, TO) and reports\n"
+               "                           nothing (every metric 0)\n"
+               "  --clock-ahead SPAN[,FROM]\n"
+               "                           the machine's clock runs SPAN ahead: every stamp of\n"
+               "                           the intervals from FROM on (default: all) is shifted\n"
+               "                           into the future\n"
+               "\n"
+               "Posting:\n"
                "  --batch N                intervals per upload (default 60, at most %d)\n"
                "  --seed N                 seed of the pseudo-random jitter (default 0)\n"
                "  --ca FILE                CA certificate(s) to verify the server with\n"
@@ -436,7 +481,8 @@ static void help(void) {
                "\n"
                "TIME: RFC 3339, Unix nanoseconds, \"now\", \"30d ago\". SPAN: \"200us\", "
                "\"1h30min\".\n"
-               "--spike, --gap, --unclean, --restart and --load-down may be repeated.\n"
+               "--spike, --gap, --unclean, --restart, --load-down, --probe-down and --load-zero\n"
+               "may be repeated.\n"
                "Exit status: 0 posted, 1 refused by the server or failed, 2 usage error.\n",
                DEFAULT_ROTATION, SUMMARY_MAX_INTERVALS);
 }
@@ -453,6 +499,208 @@ static int raw_add(struct raw_list *l, const char *option, const char *s) {
                                    REPLAY_MAX_ITEMS);
         l->v = a;
         a[l->n - 1] = s;
+        return 0;
+}
+
+/* "0-3,6": the probed CPUs, each below SUMMARY_MAX_CPUS. */
+static int parse_probed(const char *text) {
+        struct cpuset set = {};
+        const char *reason = NULL;
+        if (strcmp(text, "all") == 0 || cpuset_parse(text, &set, &reason) < 0)
+                return usage_error("--probed-cpus", "'%s' is not a list of CPUs (\"0-3,6\")%s%s",
+                                   text, reason ? ": " : "", reason ?: "");
+        int r = 0;
+        if (set.n == 0 || set.cpus[set.n - 1] >= SUMMARY_MAX_CPUS)
+                r = usage_error("--probed-cpus", "'%s': CPUs are 0 to %d", text,
+                                SUMMARY_MAX_CPUS - 1);
+        else if (!(opt.probed = calloc(set.n, sizeof(*opt.probed))))
+                r = log_oom();
+        for (size_t i = 0; r >= 0 && i < set.n; i++)
+                opt.probed[opt.nprobed++] = (uint32_t) set.cpus[i];
+        cpuset_done(&set);
+        return r;
+}
+
+/* FROM,TO of a window option, FROM before TO. */
+static int parse_window(const char *option, const char *raw, const char *f_from, const char *f_to,
+                        int64_t now, int64_t *ret_from, int64_t *ret_to) {
+        int r;
+        if ((r = parse_time(option, f_from, now, ret_from)) < 0 ||
+            (r = parse_time(option, f_to, now, ret_to)) < 0)
+                return r;
+        if (*ret_from >= *ret_to)
+                return usage_error(option, "'%s': FROM is not before TO", raw);
+        return 0;
+}
+
+static bool rotation_runs(const char *generator) {
+        for (size_t i = 0; i < opt.nsteps; i++)
+                if (scenario_load(opt.steps[i].scenario, generator))
+                        return true;
+        return false;
+}
+
+/* The options that make a history a release manager must not sign. */
+static int parse_hostile(const char *probed, const char *share, const char *ahead,
+                         const struct raw_list *pdowns, const struct raw_list *zeros, int64_t now) {
+        char buf[256], *f[3];
+        uint64_t v;
+        int r;
+
+        if (opt.release && !summary_release_valid(opt.release))
+                return usage_error("--release",
+                                   "'%s' is not a release name (1-%d letters, digits and . _ + "
+                                   "~ : -)",
+                                   opt.release, SUMMARY_MAX_RELEASE);
+        if (probed && (r = parse_probed(probed)) < 0)
+                return r;
+        if (share) {
+                char *end;
+                errno = 0;
+                double pct = strtod(share, &end);
+                if (errno || end == share || (*end && strcmp(end, "%") != 0) || !(pct >= 0) ||
+                    pct > 1000)
+                        return usage_error("--samples-share",
+                                           "'%s' is not a share in percent from 0 to 1000", share);
+                opt.samples_share = pct / 100;
+        }
+        for (size_t i = 0; i < pdowns->n; i++) {
+                struct probe_down *d = APPEND("--probe-down", opt.pdowns, opt.npdowns);
+                if ((r = split_fields("--probe-down", pdowns->v[i], buf, sizeof(buf), f, 3,
+                                      "CPU,FROM,TO")) < 0 ||
+                    (r = parse_u64("--probe-down CPU", f[0], 0, opt.cpus - 1, &v)) < 0 ||
+                    (r = parse_window("--probe-down", pdowns->v[i], f[1], f[2], now, &d->from_ns,
+                                      &d->to_ns)) < 0)
+                        return r;
+                d->cpu = (uint32_t) v;
+        }
+        for (size_t i = 0; i < zeros->n; i++) {
+                struct load_zero *z = APPEND("--load-zero", opt.zeros, opt.nzeros);
+                if ((r = split_fields("--load-zero", zeros->v[i], buf, sizeof(buf), f, 3,
+                                      "GENERATOR,FROM,TO")) < 0 ||
+                    (r = parse_window("--load-zero", zeros->v[i], f[1], f[2], now, &z->from_ns,
+                                      &z->to_ns)) < 0)
+                        return r;
+                if (!valid_generator(f[0]) || !rotation_runs(f[0]))
+                        return usage_error("--load-zero",
+                                           "'%s': no scenario of the rotation runs a generator "
+                                           "'%s'",
+                                           zeros->v[i], f[0]);
+                snprintf(z->generator, sizeof(z->generator), "%s", f[0]);
+        }
+        if (ahead) {
+                const char *comma = strchr(ahead, ',');
+                char span[128];
+                snprintf(span, sizeof(span), "%.*s", (int) (comma ? comma - ahead : 127), ahead);
+                if ((r = parse_span("--clock-ahead", span, 1, (uint64_t) 365 * DAY_NS,
+                                    &opt.clock_ahead_ns)) < 0 ||
+                    (comma &&
+                     (r = parse_time("--clock-ahead", comma + 1, now, &opt.clock_from_ns)) < 0))
+                        return r;
+                if (opt.to_ns + (int64_t) opt.clock_ahead_ns > INT64_C(7258118400) * 1000000000)
+                        return usage_error("--clock-ahead", "the stamps would pass 2200-01-01");
+        }
+        return 0;
+}
+
+/* The events of the history: spikes, gaps, run ends and generators down, each inside it. */
+static int parse_history(const struct raw_list *spikes, const struct raw_list *gaps,
+                         const struct raw_list *uncleans, const struct raw_list *restarts,
+                         const struct raw_list *downs, int64_t now) {
+        uint64_t v;
+        int r;
+
+        char buf[256], *f[3], t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
+        for (size_t i = 0; i < spikes->n; i++) {
+                struct spike *s = APPEND("--spike", opt.spikes, opt.nspikes);
+                if ((r = split_fields("--spike", spikes->v[i], buf, sizeof(buf), f, 3,
+                                      "TIME,CPU,SPAN")) < 0 ||
+                    (r = parse_time("--spike", f[0], now, &s->time_ns)) < 0 ||
+                    (r = parse_u64("--spike CPU", f[1], 0, opt.cpus - 1, &v)) < 0 ||
+                    (r = parse_span("--spike", f[2], NSEC_PER_USEC, (uint64_t) DAY_NS,
+                                    &s->latency_ns)) < 0)
+                        return r;
+                s->cpu = (uint32_t) v;
+                if (s->time_ns < opt.from_ns || s->time_ns >= opt.to_ns) {
+                        r = usage_error("--spike", "'%s' is outside the history [%s, %s)",
+                                        spikes->v[i], fmt_time(t1, opt.from_ns),
+                                        fmt_time(t2, opt.to_ns));
+                        return r;
+                }
+        }
+        if (opt.nspikes)
+                qsort(opt.spikes, opt.nspikes, sizeof(*opt.spikes), cmp_spike);
+        for (size_t i = 0; i < gaps->n; i++) {
+                struct span *g = APPEND("--gap", opt.gaps, opt.ngaps);
+                if ((r = split_fields("--gap", gaps->v[i], buf, sizeof(buf), f, 2, "FROM,TO")) <
+                            0 ||
+                    (r = parse_time("--gap", f[0], now, &g->from_ns)) < 0 ||
+                    (r = parse_time("--gap", f[1], now, &g->to_ns)) < 0)
+                        return r;
+                if (g->from_ns >= g->to_ns) {
+                        r = usage_error("--gap", "'%s': FROM is not before TO", gaps->v[i]);
+                        return r;
+                }
+        }
+        const struct raw_list *endlists[2] = { uncleans, restarts };
+        for (size_t k = 0; k < 2; k++)
+                for (size_t i = 0; i < endlists[k]->n; i++) {
+                        const char *o = k == 0 ? "--unclean" : "--restart";
+                        struct run_end *e = APPEND(o, opt.ends, opt.nends);
+                        e->unclean = k == 0;
+                        if ((r = parse_time(o, endlists[k]->v[i], now, &e->time_ns)) < 0)
+                                return r;
+                        if (e->time_ns < opt.from_ns || e->time_ns >= opt.to_ns) {
+                                r = usage_error(o, "'%s' is outside the history [%s, %s)",
+                                                endlists[k]->v[i], fmt_time(t1, opt.from_ns),
+                                                fmt_time(t2, opt.to_ns));
+                                return r;
+                        }
+                }
+        if (opt.nends)
+                qsort(opt.ends, opt.nends, sizeof(*opt.ends), cmp_end);
+        for (size_t i = 1; i < opt.nends; i++) {
+                int64_t next = align_up(opt.ends[i - 1].time_ns + (int64_t) opt.reboot_ns,
+                                        opt.interval_ns);
+                if (opt.ends[i].time_ns < next) {
+                        r = usage_error(opt.ends[i].unclean ? "--unclean" : "--restart",
+                                        "%s is before the run that the end at %s starts (at %s, "
+                                        "after --reboot-time)",
+                                        fmt_time(t1, opt.ends[i].time_ns),
+                                        fmt_time(t2, opt.ends[i - 1].time_ns), fmt_time(buf, next));
+                        return r;
+                }
+        }
+        for (size_t i = 0; i < downs->n; i++) {
+                struct load_down *d = APPEND("--load-down", opt.downs, opt.ndowns);
+                if ((r = split_fields("--load-down", downs->v[i], buf, sizeof(buf), f, 3,
+                                      "TIME,SPAN,GENERATOR")) < 0 ||
+                    (r = parse_time("--load-down", f[0], now, &d->time_ns)) < 0 ||
+                    (r = parse_span("--load-down", f[1], 1, (uint64_t) DAY_NS * 3650,
+                                    &d->span_ns)) < 0)
+                        return r;
+                if (!valid_generator(f[2])) {
+                        r = usage_error("--load-down", "'%s': '%s' is not a generator name",
+                                        downs->v[i], f[2]);
+                        return r;
+                }
+                snprintf(d->generator, sizeof(d->generator), "%s", f[2]);
+                if (d->time_ns < opt.from_ns || d->time_ns >= opt.to_ns) {
+                        r = usage_error("--load-down", "'%s' is outside the history [%s, %s)",
+                                        downs->v[i], fmt_time(t1, opt.from_ns),
+                                        fmt_time(t2, opt.to_ns));
+                        return r;
+                }
+                const struct step *st = step_at(d->time_ns, NULL);
+                if (!scenario_load(st->scenario, d->generator)) {
+                        r = usage_error("--load-down",
+                                        "'%s': the scenario at that time, %s, runs no %s "
+                                        "generator",
+                                        downs->v[i], st->scenario->name, d->generator);
+                        return r;
+                }
+        }
+
         return 0;
 }
 
@@ -485,6 +733,12 @@ static int parse_options(int argc, char **argv) {
                 ARG_RESTART,
                 ARG_REBOOT_TIME,
                 ARG_LOAD_DOWN,
+                ARG_RELEASE,
+                ARG_PROBED_CPUS,
+                ARG_PROBE_DOWN,
+                ARG_SAMPLES_SHARE,
+                ARG_LOAD_ZERO,
+                ARG_CLOCK_AHEAD,
                 ARG_BATCH,
                 ARG_SEED,
                 ARG_CA,
@@ -518,6 +772,12 @@ static int parse_options(int argc, char **argv) {
                 { "restart", required_argument, NULL, ARG_RESTART },
                 { "reboot-time", required_argument, NULL, ARG_REBOOT_TIME },
                 { "load-down", required_argument, NULL, ARG_LOAD_DOWN },
+                { "release", required_argument, NULL, ARG_RELEASE },
+                { "probed-cpus", required_argument, NULL, ARG_PROBED_CPUS },
+                { "probe-down", required_argument, NULL, ARG_PROBE_DOWN },
+                { "samples-share", required_argument, NULL, ARG_SAMPLES_SHARE },
+                { "load-zero", required_argument, NULL, ARG_LOAD_ZERO },
+                { "clock-ahead", required_argument, NULL, ARG_CLOCK_AHEAD },
                 { "batch", required_argument, NULL, ARG_BATCH },
                 { "seed", required_argument, NULL, ARG_SEED },
                 { "ca", required_argument, NULL, ARG_CA },
@@ -527,7 +787,9 @@ static int parse_options(int argc, char **argv) {
                 {},
         };
         struct raw_list spikes = {}, gaps = {}, uncleans = {}, restarts = {}, downs = {};
-        const char *from = NULL, *to = NULL, *days = NULL;
+        struct raw_list pdowns = {}, zeros = {};
+        const char *from = NULL, *to = NULL, *days = NULL, *probed = NULL, *share = NULL;
+        const char *ahead = NULL;
         int64_t now = now_ns(CLOCK_REALTIME);
         uint64_t v;
         int c, r = 0;
@@ -620,6 +882,24 @@ static int parse_options(int argc, char **argv) {
                         break;
                 case ARG_LOAD_DOWN:
                         r = raw_add(&downs, "--load-down", optarg);
+                        break;
+                case ARG_RELEASE:
+                        opt.release = optarg;
+                        break;
+                case ARG_PROBED_CPUS:
+                        probed = optarg;
+                        break;
+                case ARG_PROBE_DOWN:
+                        r = raw_add(&pdowns, "--probe-down", optarg);
+                        break;
+                case ARG_SAMPLES_SHARE:
+                        share = optarg;
+                        break;
+                case ARG_LOAD_ZERO:
+                        r = raw_add(&zeros, "--load-zero", optarg);
+                        break;
+                case ARG_CLOCK_AHEAD:
+                        ahead = optarg;
                         break;
                 case ARG_BATCH:
                         r = parse_u64("--batch", optarg, 1, SUMMARY_MAX_INTERVALS, &v);
@@ -760,103 +1040,18 @@ static int parse_options(int argc, char **argv) {
                 goto out;
         }
 
-        char buf[256], *f[3], t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
-        for (size_t i = 0; i < spikes.n; i++) {
-                struct spike *s = APPEND("--spike", opt.spikes, opt.nspikes);
-                if ((r = split_fields("--spike", spikes.v[i], buf, sizeof(buf), f, 3,
-                                      "TIME,CPU,SPAN")) < 0 ||
-                    (r = parse_time("--spike", f[0], now, &s->time_ns)) < 0 ||
-                    (r = parse_u64("--spike CPU", f[1], 0, opt.cpus - 1, &v)) < 0 ||
-                    (r = parse_span("--spike", f[2], NSEC_PER_USEC, (uint64_t) DAY_NS,
-                                    &s->latency_ns)) < 0)
-                        goto out;
-                s->cpu = (uint32_t) v;
-                if (s->time_ns < opt.from_ns || s->time_ns >= opt.to_ns) {
-                        r = usage_error("--spike", "'%s' is outside the history [%s, %s)",
-                                        spikes.v[i], fmt_time(t1, opt.from_ns),
-                                        fmt_time(t2, opt.to_ns));
-                        goto out;
-                }
-        }
-        if (opt.nspikes)
-                qsort(opt.spikes, opt.nspikes, sizeof(*opt.spikes), cmp_spike);
-        for (size_t i = 0; i < gaps.n; i++) {
-                struct span *g = APPEND("--gap", opt.gaps, opt.ngaps);
-                if ((r = split_fields("--gap", gaps.v[i], buf, sizeof(buf), f, 2, "FROM,TO")) < 0 ||
-                    (r = parse_time("--gap", f[0], now, &g->from_ns)) < 0 ||
-                    (r = parse_time("--gap", f[1], now, &g->to_ns)) < 0)
-                        goto out;
-                if (g->from_ns >= g->to_ns) {
-                        r = usage_error("--gap", "'%s': FROM is not before TO", gaps.v[i]);
-                        goto out;
-                }
-        }
-        struct raw_list *endlists[2] = { &uncleans, &restarts };
-        for (size_t k = 0; k < 2; k++)
-                for (size_t i = 0; i < endlists[k]->n; i++) {
-                        const char *o = k == 0 ? "--unclean" : "--restart";
-                        struct run_end *e = APPEND(o, opt.ends, opt.nends);
-                        e->unclean = k == 0;
-                        if ((r = parse_time(o, endlists[k]->v[i], now, &e->time_ns)) < 0)
-                                goto out;
-                        if (e->time_ns < opt.from_ns || e->time_ns >= opt.to_ns) {
-                                r = usage_error(o, "'%s' is outside the history [%s, %s)",
-                                                endlists[k]->v[i], fmt_time(t1, opt.from_ns),
-                                                fmt_time(t2, opt.to_ns));
-                                goto out;
-                        }
-                }
-        if (opt.nends)
-                qsort(opt.ends, opt.nends, sizeof(*opt.ends), cmp_end);
-        for (size_t i = 1; i < opt.nends; i++) {
-                int64_t next = align_up(opt.ends[i - 1].time_ns + (int64_t) opt.reboot_ns,
-                                        opt.interval_ns);
-                if (opt.ends[i].time_ns < next) {
-                        r = usage_error(opt.ends[i].unclean ? "--unclean" : "--restart",
-                                        "%s is before the run that the end at %s starts (at %s, "
-                                        "after --reboot-time)",
-                                        fmt_time(t1, opt.ends[i].time_ns),
-                                        fmt_time(t2, opt.ends[i - 1].time_ns), fmt_time(buf, next));
-                        goto out;
-                }
-        }
-        for (size_t i = 0; i < downs.n; i++) {
-                struct load_down *d = APPEND("--load-down", opt.downs, opt.ndowns);
-                if ((r = split_fields("--load-down", downs.v[i], buf, sizeof(buf), f, 3,
-                                      "TIME,SPAN,GENERATOR")) < 0 ||
-                    (r = parse_time("--load-down", f[0], now, &d->time_ns)) < 0 ||
-                    (r = parse_span("--load-down", f[1], 1, (uint64_t) DAY_NS * 3650,
-                                    &d->span_ns)) < 0)
-                        goto out;
-                if (!valid_generator(f[2])) {
-                        r = usage_error("--load-down", "'%s': '%s' is not a generator name",
-                                        downs.v[i], f[2]);
-                        goto out;
-                }
-                snprintf(d->generator, sizeof(d->generator), "%s", f[2]);
-                if (d->time_ns < opt.from_ns || d->time_ns >= opt.to_ns) {
-                        r = usage_error("--load-down", "'%s' is outside the history [%s, %s)",
-                                        downs.v[i], fmt_time(t1, opt.from_ns),
-                                        fmt_time(t2, opt.to_ns));
-                        goto out;
-                }
-                const struct step *st = step_at(d->time_ns, NULL);
-                if (!scenario_load(st->scenario, d->generator)) {
-                        r = usage_error("--load-down",
-                                        "'%s': the scenario at that time, %s, runs no %s "
-                                        "generator",
-                                        downs.v[i], st->scenario->name, d->generator);
-                        goto out;
-                }
-        }
+        if ((r = parse_history(&spikes, &gaps, &uncleans, &restarts, &downs, now)) < 0)
+                goto out;
+        if ((r = parse_hostile(probed, share, ahead, &pdowns, &zeros, now)) < 0)
+                goto out;
 
         /* What identifies the configuration, as rtsoakd's digest of its effective one. */
         char cfg[1024], s1[TIMESPAN_MAX_LEN], s2[TIMESPAN_MAX_LEN], s3[TIMESPAN_MAX_LEN];
         snprintf(cfg, sizeof(cfg),
                  "rtsoak-replay\ninterval=%s\nprobe_interval=%s\nthreshold=%s\ncpus=%u\n"
-                 "rotation=%s\n",
+                 "rotation=%s\nrelease=%s\n",
                  format_timespan(s1, opt.interval_ns), format_timespan(s2, opt.probe_interval_ns),
-                 format_timespan(s3, opt.threshold_ns), opt.cpus, opt.rotation);
+                 format_timespan(s3, opt.threshold_ns), opt.cpus, opt.rotation, opt.release ?: "");
         sha256_hex(cfg, strlen(cfg), opt.config_digest);
         r = 0;
 out:
@@ -865,6 +1060,8 @@ out:
         free(uncleans.v);
         free(restarts.v);
         free(downs.v);
+        free(pdowns.v);
+        free(zeros.v);
         return r;
 }
 
@@ -1082,15 +1279,18 @@ struct sample {
  * minimum, one at the maximum, most near the average, a thin tail between), plus the spikes,
  * put into a real histogram whose count is exactly the sample count. */
 static int make_cpu(struct worker *w, struct mstate *ms, struct summary_cpu *out, uint32_t cpu,
-                    int64_t t, const struct spike *const *sp, size_t nsp) {
+                    int64_t t, const struct span *own, const struct spike *const *sp, size_t nsp) {
         struct sample s[24];
         size_t n = 0;
-        uint64_t total = opt.interval_ns / opt.probe_interval_ns, left = total, missed = 0;
+        uint64_t span_ns = (uint64_t) (own->to_ns - own->from_ns);
+        uint64_t total = (uint64_t) ((double) (span_ns / opt.probe_interval_ns) *
+                                     opt.samples_share),
+                 left = total, missed = 0;
         uint64_t r = rnd(ms->key, (uint64_t) t, cpu);
         uint64_t L = opt.latency_ns;
         uint64_t max0 = MAX(L - (uint64_t) ((double) L * 0.1 * frac(r)), 1);
         uint64_t min0 = MAX(L / 6, 1), avg0 = MAX(L / 3, min0);
-        int64_t max_time = t + (int64_t) (mix64(r) % opt.interval_ns);
+        int64_t max_time = own->from_ns + (int64_t) (mix64(r) % span_ns);
         uint64_t best = 0;
 
         for (size_t i = 0; i < nsp && left > 0; i++, left--) {
@@ -1159,10 +1359,10 @@ static int make_cpu(struct worker *w, struct mstate *ms, struct summary_cpu *out
         *out = (struct summary_cpu){
                 .cpu = cpu,
                 .samples = total,
-                .min_ns = n ? mn : 0,
+                .min_ns = total ? mn : 0,
                 .avg_ns = total ? (uint64_t) (sum / total) : 0,
-                .max_ns = mx,
-                .max_time_ns = max_time,
+                .max_ns = total ? mx : 0,
+                .max_time_ns = total ? max_time : own->from_ns,
                 .violations = viol,
                 .missed = missed,
                 .hist_limit_us = w->hist.limit_us,
@@ -1177,77 +1377,105 @@ static uint64_t overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
         return hi > lo ? (uint64_t) (hi - lo) : 0;
 }
 
-static int make_interval(struct worker *w, struct mstate *ms, int64_t t) {
-        int64_t end = t + (int64_t) opt.interval_ns, step_start;
-        const struct step *st = step_at(t, &step_start);
-        const struct scenario_def *sc = st->scenario;
-        struct summary_interval *iv = &w->ivs[w->nivs];
-        struct summary_cpu *cpus = &w->cpus[w->nivs * opt.cpus];
-        struct summary_load *loads = &w->loads[w->nivs * 4];
-        struct summary_metric *mets = &w->mets[w->nivs * 16];
-        char a[TIMESPAN_MAX_LEN], b[TIMESPAN_MAX_LEN];
+/* The part of [t, end) in which CPU c measured: the longest stretch outside its --probe-down
+ * windows (empty: none). */
+static struct span cpu_span(uint32_t c, int64_t t, int64_t end) {
+        struct span best = { t, t };
+        for (int64_t at = t; at < end;) {
+                int64_t covered = at, next = end;
+                for (size_t k = 0; k < opt.npdowns; k++) {
+                        const struct probe_down *d = &opt.pdowns[k];
+                        if (d->cpu != c)
+                                continue;
+                        if (d->from_ns <= at && d->to_ns > covered)
+                                covered = d->to_ns;
+                        else if (d->from_ns > at && d->from_ns < next)
+                                next = d->from_ns;
+                }
+                if (covered > at) {
+                        at = covered;
+                        continue;
+                }
+                if (next - at > best.to_ns - best.from_ns)
+                        best = (struct span){ at, next };
+                at = next;
+        }
+        return best;
+}
+
+/* The shift of every stamp of the interval that starts at t (--clock-ahead). */
+static int64_t clock_shift(int64_t t) {
+        return t >= opt.clock_from_ns ? (int64_t) opt.clock_ahead_ns : 0;
+}
+
+/* The CPUs of the interval [t, end) that measured, each over its own span, with the spikes
+ * [first, last) that fell in it, and their violation events. */
+static int make_interval_cpus(struct worker *w, struct mstate *ms, struct summary_interval *iv,
+                              int64_t t, size_t first, size_t last) {
+        int64_t end = t + (int64_t) opt.interval_ns;
+        char a[TIMESPAN_MAX_LEN];
         int r;
 
-        *iv = (struct summary_interval){
-                .seq = ms->seq,
-                .start_ns = t,
-                .length_ns = opt.interval_ns,
-                .scenario = (char *) sc->name,
-                .cpus = cpus,
-                .ncpus = opt.cpus,
-                .loads = loads,
-                .nloads = sc->nloads,
-        };
-        w->nivs++; /* from here on, flushing frees what it holds */
-
-        /* Spikes before this interval were in no interval that was sent. */
-        while (ms->next_spike < opt.nspikes && opt.spikes[ms->next_spike].time_ns < t) {
-                if (ms->m == &machines[0])
-                        atomic_fetch_add(&unsent_spikes, 1);
-                ms->next_spike++;
-        }
-        size_t first = ms->next_spike, last = first;
-        while (last < opt.nspikes && opt.spikes[last].time_ns < end)
-                last++;
-        ms->next_spike = last;
-
         for (uint32_t c = 0; c < opt.cpus; c++) {
+                struct span own = cpu_span(c, t, end);
+                if (own.to_ns <= own.from_ns)
+                        continue; /* absent from this interval */
                 const struct spike *sp[16];
                 size_t nsp = 0;
                 for (size_t i = first; i < last; i++)
-                        if (opt.spikes[i].cpu == c && nsp < ELEMENTSOF(sp))
+                        if (opt.spikes[i].cpu == c && nsp < ELEMENTSOF(sp) &&
+                            opt.spikes[i].time_ns >= own.from_ns &&
+                            opt.spikes[i].time_ns < own.to_ns)
                                 sp[nsp++] = &opt.spikes[i];
-                cpus[c] = (struct summary_cpu){};
-                r = make_cpu(w, ms, &cpus[c], c, t, sp, nsp);
-                if (r < 0)
+                struct summary_cpu *x = &iv->cpus[iv->ncpus++];
+                *x = (struct summary_cpu){};
+                if ((r = make_cpu(w, ms, x, c, t, &own, sp, nsp)) < 0)
                         return r;
+                if (own.from_ns != t || own.to_ns != end) {
+                        x->span_start_ns = own.from_ns;
+                        x->span_length_ns = (uint64_t) (own.to_ns - own.from_ns);
+                }
                 /* With --latency over --threshold the typical samples violate too: rtsoakd
                  * would record 32 of them one by one and count the rest in one event; here
                  * only the spikes are recorded one by one, the rest are counted. */
                 uint64_t recorded = 0;
                 for (size_t i = 0; i < nsp; i++)
                         recorded += sp[i]->latency_ns > opt.threshold_ns;
-                if (cpus[c].violations > recorded) {
+                if (x->violations > recorded) {
                         r = add_event(w, ms, t, "violations_unrecorded", (int) c,
-                                      (int64_t) (cpus[c].violations - recorded),
+                                      (int64_t) (x->violations - recorded),
                                       "%" PRIu64 " more violations over %s on CPU %u in this "
                                       "interval were counted but not recorded one by one",
-                                      cpus[c].violations - recorded,
+                                      x->violations - recorded,
                                       format_timespan(a, opt.threshold_ns), c);
                         if (r < 0)
                                 return r;
                 }
-        }
-        /* The violations, in time order as rtsoakd records them. */
-        for (size_t i = first; i < last; i++)
-                if (opt.spikes[i].latency_ns > opt.threshold_ns) {
-                        r = add_event(w, ms, opt.spikes[i].time_ns, "violation",
-                                      (int) opt.spikes[i].cpu, (int64_t) opt.spikes[i].latency_ns,
-                                      "%s", "");
-                        if (r < 0)
+                /* The violations, in time order as rtsoakd records them. */
+                for (size_t i = 0; i < nsp; i++)
+                        if (sp[i]->latency_ns > opt.threshold_ns &&
+                            (r = add_event(w, ms, sp[i]->time_ns, "violation", (int) c,
+                                           (int64_t) sp[i]->latency_ns, "%s", "")) < 0)
                                 return r;
-                }
+        }
+        return 0;
+}
 
+/* How much of [t, end) generator gen ran with all its metrics 0 (--load-zero). */
+static uint64_t zero_ns(const char *gen, int64_t t, int64_t end) {
+        uint64_t z = 0;
+        for (size_t k = 0; k < opt.nzeros; k++)
+                if (strcmp(opt.zeros[k].generator, gen) == 0)
+                        z += overlap(t, end, opt.zeros[k].from_ns, opt.zeros[k].to_ns);
+        return MIN(z, opt.interval_ns);
+}
+
+/* The load generators of the interval [t, end) of scenario sc, and their exits. */
+static int make_interval_loads(struct worker *w, struct mstate *ms, struct summary_interval *iv,
+                               struct summary_metric *mets, const struct scenario_def *sc,
+                               int64_t t, int64_t step_start) {
+        int64_t end = t + (int64_t) opt.interval_ns;
+        char a[TIMESPAN_MAX_LEN], b[TIMESPAN_MAX_LEN];
         bool fresh = t == step_start || t == ms->run_start_ns;
         for (size_t i = 0; i < sc->nloads; i++) {
                 const struct load_def *ld = &sc->loads[i];
@@ -1264,6 +1492,10 @@ static int make_interval(struct worker *w, struct mstate *ms, int64_t t) {
                         if (dend >= t && dend < end)
                                 starts++;
                 }
+                /* Up, but working only outside its --load-zero windows. */
+                double working = (double) up *
+                                 (double) (opt.interval_ns - zero_ns(ld->generator, t, end)) /
+                                 (double) opt.interval_ns;
                 struct summary_metric *m = &mets[i * 4];
                 for (size_t k = 0; k < ld->nmetrics; k++) {
                         double jitter =
@@ -1272,11 +1504,11 @@ static int make_interval(struct worker *w, struct mstate *ms, int64_t t) {
                         m[k] = (struct summary_metric){
                                 .name = (char *) ld->metrics[k].name,
                                 .unit = (char *) ld->metrics[k].unit,
-                                .value = ld->metrics[k].full * jitter * (double) up /
+                                .value = ld->metrics[k].full * jitter * working /
                                          (double) opt.interval_ns,
                         };
                 }
-                loads[i] = (struct summary_load){
+                iv->loads[i] = (struct summary_load){
                         .generator = (char *) ld->generator,
                         .up_ns = up,
                         .starts = starts,
@@ -1295,16 +1527,75 @@ static int make_interval(struct worker *w, struct mstate *ms, int64_t t) {
                                 break;
                 int64_t since = MAX(step_start, ms->run_start_ns);
                 uint64_t ran = (uint64_t) (d->time_ns - since);
-                r = add_event(w, ms, d->time_ns, "load_exit", -1, 1,
-                              "%s #%zu of scenario %s (pid %u) exited with status 1 after %s; "
-                              "restarting in %s",
-                              d->generator, idx + 1, sc->name,
-                              (unsigned) (1000 + rnd(ms->key, (uint64_t) d->time_ns, k) % 60000),
-                              format_timespan(a, ran / NSEC_PER_MSEC * NSEC_PER_MSEC),
-                              format_timespan(b, d->span_ns));
+                int r = add_event(
+                        w, ms, d->time_ns, "load_exit", -1, 1,
+                        "%s #%zu of scenario %s (pid %u) exited with status 1 after "
+                        "%s; restarting in %s",
+                        d->generator, idx + 1, sc->name,
+                        (unsigned) (1000 + rnd(ms->key, (uint64_t) d->time_ns, k) % 60000),
+                        format_timespan(a, ran / NSEC_PER_MSEC * NSEC_PER_MSEC),
+                        format_timespan(b, d->span_ns));
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+/* Shifts every stamp of the interval and of the events from ev0 on (--clock-ahead). */
+static void shift_stamps(struct worker *w, struct summary_interval *iv, size_t ev0, int64_t shift) {
+        iv->start_ns += shift;
+        for (size_t c = 0; c < iv->ncpus; c++) {
+                iv->cpus[c].max_time_ns += shift;
+                if (iv->cpus[c].span_length_ns)
+                        iv->cpus[c].span_start_ns += shift;
+        }
+        for (size_t e = ev0; e < w->nevents; e++)
+                w->events[e].time_ns += shift;
+}
+
+/* The interval that starts at t: 0 when made, 1 when no CPU measured in it (not sent). */
+static int make_interval(struct worker *w, struct mstate *ms, int64_t t) {
+        int64_t end = t + (int64_t) opt.interval_ns, step_start;
+        const struct step *st = step_at(t, &step_start);
+        const struct scenario_def *sc = st->scenario;
+        struct summary_interval *iv = &w->ivs[w->nivs];
+        size_t ev0 = w->nevents;
+        int r;
+
+        bool any = false;
+        for (uint32_t c = 0; c < opt.cpus && !any; c++) {
+                struct span own = cpu_span(c, t, end);
+                any = own.to_ns > own.from_ns;
+        }
+        if (!any)
+                return 1;
+        *iv = (struct summary_interval){
+                .seq = ms->seq,
+                .start_ns = t,
+                .length_ns = opt.interval_ns,
+                .scenario = (char *) sc->name,
+                .cpus = &w->cpus[w->nivs * opt.cpus],
+                .loads = &w->loads[w->nivs * 4],
+                .nloads = sc->nloads,
+        };
+        w->nivs++; /* from here on, flushing frees what it holds */
+
+        /* Spikes before this interval were in no interval that was sent. */
+        while (ms->next_spike < opt.nspikes && opt.spikes[ms->next_spike].time_ns < t) {
+                if (ms->m == &machines[0])
+                        atomic_fetch_add(&unsent_spikes, 1);
+                ms->next_spike++;
+        }
+        size_t first = ms->next_spike, last = first;
+        while (last < opt.nspikes && opt.spikes[last].time_ns < end)
+                last++;
+        ms->next_spike = last;
+
+        if ((r = make_interval_cpus(w, ms, iv, t, first, last)) < 0 ||
+            (r = make_interval_loads(w, ms, iv, &w->mets[(w->nivs - 1) * 16], sc, t, step_start)) <
+                    0)
+                return r;
+        shift_stamps(w, iv, ev0, clock_shift(t));
         ms->seq++;
         ms->last_data_ns = end;
         return 0;
@@ -1394,10 +1685,13 @@ static int flush(struct worker *w, struct mstate *ms) {
                          .preempt_model = (char *) opt.preempt_model,
                          .daemon_version = (char *) PROJECT_VERSION,
                          .config_digest = opt.config_digest,
-                         .start_ns = ms->run_start_ns,
+                         .start_ns = ms->run_start_ns + clock_shift(ms->run_start_ns),
                          .threshold_ns = opt.threshold_ns,
                          .probe_interval_ns = opt.probe_interval_ns,
-                         .interval_ns = opt.interval_ns },
+                         .interval_ns = opt.interval_ns,
+                         .release = (char *) opt.release,
+                         .probed_cpus = opt.probed,
+                         .nprobed_cpus = opt.nprobed },
                 /* As unique in the run as the uploader's outbox row ids, and the same when the
                  * same history is posted again: the first interval's number, or for events
                  * alone the number the next interval would have. */
@@ -1451,7 +1745,9 @@ static void count_unsent_downs(const struct mstate *ms, int64_t t) {
 static int end_run(struct worker *w, struct mstate *ms, const struct run_end *e) {
         char ts[TIMESTAMP_MAX_LEN];
         if (e && e->unclean) {
-                int r = add_event(w, ms, ms->last_data_ns, "unclean_end", -1, -1,
+                int64_t at = ms->last_data_ns +
+                             clock_shift(ms->last_data_ns - (int64_t) opt.interval_ns);
+                int r = add_event(w, ms, at, "unclean_end", -1, -1,
                                   "run %" PRId64 " (boot %s) did not end cleanly; its last data "
                                   "is from %s (the daemon was killed, crashed, or the machine "
                                   "lost power or reset)",
@@ -1526,6 +1822,12 @@ static int replay_machine(struct worker *w, const struct machine *m) {
                         batch_clear(w);
                         r = log_error_errno(r, "Machine %s: cannot make an interval: %m", m->id);
                         goto out;
+                }
+                if (r > 0) { /* every CPU down: nothing to send, its number unused */
+                        ms.seq++;
+                        count_unsent_downs(&ms, t);
+                        t += (int64_t) opt.interval_ns;
+                        continue;
                 }
                 /* Full, or so many events (a --latency over --threshold on many CPUs) that
                  * the next interval could take them over the schema's limit. */
@@ -1691,6 +1993,9 @@ int main(int argc, char **argv) {
         free(opt.gaps);
         free(opt.ends);
         free(opt.downs);
+        free(opt.pdowns);
+        free(opt.zeros);
+        free(opt.probed);
         curl_global_cleanup();
         return atomic_load(&failed) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -56,6 +56,7 @@ struct farm_db {
         struct batch_waiter *batch; /* the uploads stored in the open batch */
         uint64_t commits, batched;  /* batches committed and uploads in them, for the log */
         pthread_mutex_t rlock;      /* of rdb and rcache */
+        uint64_t generation;        /* of this opening, unique in the process */
         struct stmt_cache rcache;
 };
 
@@ -95,6 +96,10 @@ static inline pthread_mutex_t *farm_lock_writer_idle(farm_db *db) {
 
 static inline const char *farm_db_path(farm_db *db) {
         return db->path;
+}
+/* Tells this opening of a database from an earlier one of the same file (caches keyed by it). */
+static inline uint64_t farm_db_generation(farm_db *db) {
+        return db->generation;
 }
 /* The connections: use them only while holding their lock. */
 static inline sqlite3 *farm_db_writer(farm_db *db) {

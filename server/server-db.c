@@ -14,6 +14,7 @@
 #include "sqlite-errno.h"
 #include "server-db-internal.h"
 #include "server-notify-store.h"
+#include "server-settings.h"
 
 /* 'rtsf': marks the file as the farm database, so the machines' own database (and any other
  * SQLite file) is refused by name. */
@@ -522,9 +523,11 @@ static int open_reader(farm_db *db, char *err) {
 }
 
 int farm_db_open(const char *path, farm_db **ret, char err[static FARM_ERROR_MAX]) {
+        static _Atomic uint64_t generations;
         farm_db *db = calloc(1, sizeof(*db));
         if (!db)
                 return -ENOMEM;
+        db->generation = ++generations;
         pthread_mutex_init(&db->lock, NULL);
         pthread_cond_init(&db->cond, NULL);
         pthread_mutex_init(&db->rlock, NULL);
@@ -764,7 +767,9 @@ int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
                 "(SELECT coalesce(sum(d.intervals), 0) FROM run_days d "
                 " JOIN runs r ON d.run = r.id WHERE r.machine_id = m.id), "
                 "(SELECT count(*) FROM events e JOIN runs r ON e.run = r.id "
-                " WHERE r.machine_id = m.id) "
+                " WHERE r.machine_id = m.id), "
+                "(SELECT groups || char(10) || labels FROM machine_settings s "
+                " WHERE s.machine_id = m.id ORDER BY from_ns DESC, id DESC LIMIT 1) "
                 "FROM machines m WHERE ?1 IS NULL OR m.id = ?1 ORDER BY m.id",
                 &st, err);
         if (r < 0)
@@ -791,6 +796,13 @@ int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
                         "kernel", kernel, "worst_latency_ns", farm_json_col_int(st, 9),
                         "latest_run", latest, "intervals", farm_json_col_int(st, 10), "events",
                         farm_json_col_int(st, 11));
+                /* The groups and labels in force, as the settings' history has them. */
+                if (m && json_object_update_new(
+                                 m, farm_settings_brief_json(
+                                            (const char *) sqlite3_column_text(st, 12))) < 0) {
+                        json_decref(m);
+                        m = NULL;
+                }
                 if (!m || json_array_append_new(list, m) < 0)
                         return -ENOMEM;
         }

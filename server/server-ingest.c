@@ -58,6 +58,15 @@ static int wfail(struct ingest *g, int rc, const char *what) {
         return farm_fail_on(g->db, farm_db_writer(g->db), rc, what, g->err);
 }
 
+/* Steps a statement that returns no row, and leaves it reset with no value bound: the
+ * statements are used once per row, and a value bound only when present (NULL otherwise)
+ * must not carry over from the row before. */
+static int step(struct ingest *g, sqlite3_stmt *st, const char *what) {
+        int r = farm_step_done(g->db, st, what, g->err);
+        sqlite3_clear_bindings(st);
+        return r;
+}
+
 static void ingest_done(struct ingest *g) {
         sqlite3_stmt **st[] = { &g->interval,  &g->cpu,          &g->load,   &g->metric,
                                 &g->day,       &g->day_scenario, &g->gens,   &g->down,
@@ -167,7 +176,7 @@ static int insert_run(struct ingest *g) {
         sqlite3_bind_text(ins, 15, release_of(s), -1, SQLITE_STATIC);
         sqlite3_bind_text(ins, 16, s->machine.hostname, -1, SQLITE_STATIC);
         sqlite3_bind_text(ins, 17, probed, -1, SQLITE_STATIC);
-        if ((r = farm_step_done(g->db, ins, "cannot store the run", g->err)) < 0)
+        if ((r = step(g, ins, "cannot store the run")) < 0)
                 return r;
         g->run.row = sqlite3_last_insert_rowid(farm_db_writer(g->db));
         g->run.probe_ns = run->probe_interval_ns;
@@ -210,7 +219,7 @@ static int update_run(struct ingest *g) {
         sqlite3_bind_int64(st, 2, g->run.first_start);
         sqlite3_bind_int64(st, 3, g->run.last_end);
         sqlite3_bind_int64(st, 4, g->run.max_len);
-        return farm_step_done(g->db, st, "cannot update the run", g->err);
+        return step(g, st, "cannot update the run");
 }
 
 /* ---- counted once -------------------------------------------------------------------------- */
@@ -325,7 +334,7 @@ static int store_overlaps(struct ingest *g) {
                 sqlite3_bind_int64(g->overlap, 4, o->start);
                 sqlite3_bind_int64(g->overlap, 5, o->end);
                 sqlite3_bind_int64(g->overlap, 6, g->now);
-                int r = farm_step_done(g->db, g->overlap, "cannot store an overlap", g->err);
+                int r = step(g, g->overlap, "cannot store an overlap");
                 if (r < 0)
                         return r;
         }
@@ -389,7 +398,7 @@ static int store_loads(struct ingest *g, int64_t id, const struct summary_interv
                 sqlite3_bind_int64(g->load, 4, (int64_t) ld->up_ns);
                 sqlite3_bind_int64(g->load, 5, ld->starts);
                 sqlite3_bind_int64(g->load, 6, ld->exits);
-                if ((r = farm_step_done(g->db, g->load, "cannot store a load", g->err)) < 0)
+                if ((r = step(g, g->load, "cannot store a load")) < 0)
                         return r;
                 if (down > 0) {
                         sqlite3_stmt *d = g->down;
@@ -402,8 +411,7 @@ static int store_loads(struct ingest *g, int64_t id, const struct summary_interv
                         if (iv->scenario)
                                 sqlite3_bind_text(d, 7, iv->scenario, -1, SQLITE_STATIC);
                         sqlite3_bind_int64(d, 8, (int64_t) down);
-                        if ((r = farm_step_done(g->db, d, "cannot store a load's down time",
-                                                g->err)) < 0)
+                        if ((r = step(g, d, "cannot store a load's down time")) < 0)
                                 return r;
                         *ret_down += down;
                 }
@@ -414,8 +422,7 @@ static int store_loads(struct ingest *g, int64_t id, const struct summary_interv
                         sqlite3_bind_text(g->metric, 4, ld->metrics[m].name, -1, SQLITE_STATIC);
                         sqlite3_bind_text(g->metric, 5, ld->metrics[m].unit, -1, SQLITE_STATIC);
                         sqlite3_bind_double(g->metric, 6, ld->metrics[m].value);
-                        if ((r = farm_step_done(g->db, g->metric, "cannot store a load metric",
-                                                g->err)) < 0)
+                        if ((r = step(g, g->metric, "cannot store a load metric")) < 0)
                                 return r;
                 }
         }
@@ -453,7 +460,7 @@ static int rollup_interval(struct ingest *g, const struct summary_interval *iv,
         sqlite3_bind_int64(d, 9, end - g->now);
         sqlite3_bind_int64(d, 10, g->now);
         sqlite3_bind_int64(d, 11, f->m.max_missing_ns);
-        if ((r = farm_step_done(g->db, d, "cannot update the day's coverage", g->err)) < 0)
+        if ((r = step(g, d, "cannot update the day's coverage")) < 0)
                 return r;
 
         sqlite3_reset(g->gens);
@@ -475,7 +482,7 @@ static int rollup_interval(struct ingest *g, const struct summary_interval *iv,
         sqlite3_bind_int64(d, 5, f->counted_ns);
         sqlite3_bind_text(d, 6, gens, -1, SQLITE_TRANSIENT);
         sqlite3_bind_int64(d, 7, f->down_ns);
-        return farm_step_done(g->db, d, "cannot update the day's scenarios", g->err);
+        return step(g, d, "cannot update the day's scenarios");
 }
 
 /* ---- intervals ----------------------------------------------------------------------------- */
@@ -515,7 +522,7 @@ static int insert_interval(struct ingest *g, const struct summary_interval *iv,
                 sqlite3_bind_int64(st, 15, f->m.min_ratio_cpu);
         sqlite3_bind_int64(st, 16, f->counted_ns);
         sqlite3_bind_int64(st, 17, f->m.max_missing_ns);
-        return farm_step_done(g->db, st, "cannot store an interval", g->err);
+        return step(g, st, "cannot store an interval");
 }
 
 static int store_cpus(struct ingest *g, int64_t id, const struct summary_interval *iv) {
@@ -539,7 +546,7 @@ static int store_cpus(struct ingest *g, int64_t id, const struct summary_interva
                         sqlite3_bind_int64(st, 12, p->span_start_ns);
                         sqlite3_bind_int64(st, 13, (int64_t) p->span_length_ns);
                 }
-                int r = farm_step_done(g->db, st, "cannot store a CPU of an interval", g->err);
+                int r = step(g, st, "cannot store a CPU of an interval");
                 if (r < 0)
                         return r;
                 g->violations += p->violations;
@@ -609,7 +616,7 @@ static int store_events(struct ingest *g, struct farm_stored *ret) {
                 else
                         sqlite3_bind_null(st, 8);
                 sqlite3_bind_int64(st, 9, g->now);
-                if ((r = farm_step_done(g->db, st, "cannot store an event", g->err)) < 0)
+                if ((r = step(g, st, "cannot store an event")) < 0)
                         return r;
                 ret->events += (uint64_t) sqlite3_changes(farm_db_writer(g->db));
         }
@@ -707,7 +714,7 @@ static int update_machine(struct ingest *g) {
                 sqlite3_bind_int64(upd, 7, g->latest_start_ns);
                 sqlite3_bind_int64(upd, 8, g->latest_max_ns);
         }
-        return farm_step_done(g->db, upd, "cannot update the machine", g->err);
+        return step(g, upd, "cannot update the machine");
 }
 
 static int store_upload(struct ingest *g, const struct farm_stored *res) {
@@ -723,7 +730,7 @@ static int store_upload(struct ingest *g, const struct farm_stored *res) {
         sqlite3_bind_int64(up, 3, g->now);
         sqlite3_bind_int64(up, 4, (int64_t) res->intervals);
         sqlite3_bind_int64(up, 5, (int64_t) res->events);
-        return farm_step_done(g->db, up, "cannot store the upload", g->err);
+        return step(g, up, "cannot store the upload");
 }
 
 int farm_ingest_summary(farm_db *db, const struct summary *s, int64_t now_ns,

@@ -391,34 +391,42 @@ static char *labels_text(const struct farm_settings *s) {
         return o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 }
 
-/* Reads the columns threshold_ns, gating, groups, labels, revoked from col on.  Rows are
- * written only by this file; anything else in them is taken as it comes, never trusted to
- * fit: extra groups or labels are left out. */
+/* The groups ("a,b", glen bytes) and labels (a JSON object, or NULL) columns of a version into
+ * s.  Rows are written only by this file; anything else in them is taken as it comes, never
+ * trusted to fit: extra groups or labels are left out. */
+static void settings_parse_columns(struct farm_settings *s, const char *groups, size_t glen,
+                                   const char *labels_text) {
+        s->ngroups = 0;
+        s->nlabels = 0;
+        for (const char *g = groups, *gend = groups + glen;
+             g < gend && s->ngroups < FARM_GROUPS_MAX;) {
+                size_t n = strcspn(g, ",\n");
+                n = MIN(n, (size_t) (gend - g));
+                if (n > 0 && n <= FARM_GROUP_LEN_MAX)
+                        snprintf(s->groups[s->ngroups++], sizeof(s->groups[0]), "%.*s", (int) n, g);
+                g += n + 1;
+        }
+        json_auto_t *labels = labels_text ? json_loads(labels_text, 0, NULL) : NULL;
+        const char *key;
+        json_t *v;
+        json_object_foreach (labels, key, v) {
+                if (s->nlabels == FARM_LABELS_MAX || !json_is_string(v))
+                        continue;
+                struct farm_label *l = &s->labels[s->nlabels++];
+                snprintf(l->key, sizeof(l->key), "%s", key);
+                snprintf(l->value, sizeof(l->value), "%s", json_string_value(v));
+        }
+        qsort(s->labels, s->nlabels, sizeof(s->labels[0]), cmp_label);
+}
+
+/* Reads the columns threshold_ns, gating, groups, labels, revoked from col on. */
 static void settings_from_row(sqlite3_stmt *st, int col, struct farm_settings *ret) {
         memset(ret, 0, sizeof(*ret));
         ret->bound_ns = sqlite3_column_int64(st, col);
         ret->gating = sqlite3_column_int(st, col + 1) != 0;
         ret->revoked = sqlite3_column_int(st, col + 4) != 0;
         const char *g = (const char *) sqlite3_column_text(st, col + 2) ?: "";
-        while (*g && ret->ngroups < FARM_GROUPS_MAX) {
-                size_t n = strcspn(g, ",");
-                if (n > 0 && n <= FARM_GROUP_LEN_MAX)
-                        snprintf(ret->groups[ret->ngroups++], sizeof(ret->groups[0]), "%.*s",
-                                 (int) n, g);
-                g += n + (g[n] == ',');
-        }
-        const char *text = (const char *) sqlite3_column_text(st, col + 3);
-        json_auto_t *labels = text ? json_loads(text, 0, NULL) : NULL;
-        const char *key;
-        json_t *v;
-        json_object_foreach (labels, key, v) {
-                if (ret->nlabels == FARM_LABELS_MAX || !json_is_string(v))
-                        continue;
-                struct farm_label *l = &ret->labels[ret->nlabels++];
-                snprintf(l->key, sizeof(l->key), "%s", key);
-                snprintf(l->value, sizeof(l->value), "%s", json_string_value(v));
-        }
-        qsort(ret->labels, ret->nlabels, sizeof(ret->labels[0]), cmp_label);
+        settings_parse_columns(ret, g, strlen(g), (const char *) sqlite3_column_text(st, col + 3));
 }
 
 int farm_audit_machine(farm_db *db, int64_t now_ns, const char *who, const char *action,
@@ -727,6 +735,24 @@ static json_t *version_json(sqlite3_stmt *st, int64_t version) {
                 json_decref(o);
                 return NULL;
         }
+        return o;
+}
+
+json_t *farm_settings_brief_json(const char *groups_nl_labels) {
+        struct farm_settings s;
+        settings_default(&s);
+        if (groups_nl_labels) {
+                const char *nl = strchr(groups_nl_labels, '\n');
+                settings_parse_columns(&s, groups_nl_labels,
+                                       nl ? (size_t) (nl - groups_nl_labels)
+                                          : strlen(groups_nl_labels),
+                                       nl ? nl + 1 : NULL);
+        }
+        json_t *full = settings_json(&s), *o = NULL;
+        if (full)
+                o = json_pack("{s:O, s:O}", "groups", json_object_get(full, "groups"), "labels",
+                              json_object_get(full, "labels"));
+        json_decref(full);
         return o;
 }
 

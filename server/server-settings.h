@@ -116,6 +116,10 @@ int farm_machine_set(farm_db *db, const char *machine_id, const struct farm_sett
 int farm_settings_json(farm_db *db, const char *machine_id, const struct farm_page *page,
                        json_t **ret, char err[static FARM_ERROR_MAX]);
 
+/* {"groups": [...], "labels": {...}} of the columns groups and labels of a version, joined
+ * by a newline (NULL: the defaults), for the machine list. */
+json_t *farm_settings_brief_json(const char *groups_nl_labels);
+
 /* "2026-12-03T08:00:00Z" as a JSON string, for the "_ns" twins of the settings' and windows'
  * times. */
 json_t *farm_json_time(int64_t ns);

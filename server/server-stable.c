@@ -268,38 +268,56 @@ int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const cha
 
 /* ---- the verdict log ----------------------------------------------------------------------- */
 
-/* The releases whose verdict may have changed since the pass at `since` (INT64_MIN: every
- * release): those with data in the last period (a silence grows with time), those that
- * received data since, those never logged, and all of them when staff changed anything since
- * (settings, windows, waivers: the audit trail has it). */
-static int releases_to_judge(farm_db *db, const struct farm_rule *rule, int64_t now, int64_t since,
-                             json_t **ret, char *err) {
+/* The releases whose verdict may have changed since the pass that saw *seen (all zero: every
+ * release): those with data in the last period (a silence grows with time), those with
+ * intervals or events stored since, those never logged, and all of them when staff changed
+ * anything since (settings, windows, waivers: the audit trail has it).  "Since" is by row id,
+ * not by time: a row gets its id when it is written, so a pass that reads the ids in its
+ * snapshot misses no row committed after it, however late its commit.  *seen is updated. */
+static int releases_to_judge(farm_db *db, const struct farm_rule *rule, int64_t now,
+                             struct farm_log_mark *seen, json_t **ret, char *err) {
         _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL, *aud = NULL;
+        _cleanup_reset_ sqlite3_stmt *st = NULL, *mark = NULL;
         json_auto_t *list = json_array();
-        int r = farm_prepare_r(db, "SELECT EXISTS (SELECT 1 FROM audit WHERE time_ns > ?)", &aud,
-                               err);
+        int r = farm_prepare_r(db,
+                               "SELECT coalesce((SELECT max(id) FROM intervals), 0), "
+                               "coalesce((SELECT max(id) FROM events), 0), "
+                               "coalesce((SELECT max(id) FROM audit), 0)",
+                               &mark, err);
         if (r < 0 ||
             (r = farm_prepare_r(db,
-                                "SELECT DISTINCT release FROM runs r WHERE ?3 OR "
-                                "r.last_end_ns >= ?1 OR EXISTS (SELECT 1 FROM uploads u "
-                                "WHERE u.run = r.id AND u.received_ns > ?2) OR NOT EXISTS "
-                                "(SELECT 1 FROM verdict_log l WHERE l.release = r.release) "
-                                "ORDER BY 1",
+                                "SELECT DISTINCT release FROM runs r WHERE ?5 OR "
+                                "r.last_end_ns >= ?1 OR r.id IN (SELECT run FROM intervals "
+                                "WHERE id > ?2) OR r.id IN (SELECT run FROM events WHERE id > ?3) "
+                                "OR NOT EXISTS (SELECT 1 FROM verdict_log l "
+                                "WHERE l.release = r.release) ORDER BY 1",
                                 &st, err)) < 0)
                 return r;
-        sqlite3_bind_int64(aud, 1, since);
-        int rc = sqlite3_step(aud);
-        if (rc != SQLITE_ROW)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot read the audit trail", err);
-        sqlite3_bind_int64(st, 1, now - (int64_t) rule->period_ns - FARM_DAY_NS);
-        sqlite3_bind_int64(st, 2, since);
-        sqlite3_bind_int(st, 3, since == INT64_MIN || sqlite3_column_int(aud, 0));
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-                if (json_array_append_new(list, farm_json_col_text(st, 0)) < 0)
-                        return -ENOMEM;
+        int rc = sqlite3_exec(farm_db_reader(db), "BEGIN", NULL, NULL, NULL);
+        if (rc != SQLITE_OK)
+                return farm_fail_on(db, farm_db_reader(db), rc, "cannot begin reading", err);
+        struct farm_log_mark now_seen = {};
+        if ((rc = sqlite3_step(mark)) == SQLITE_ROW)
+                now_seen = (struct farm_log_mark){ sqlite3_column_int64(mark, 0),
+                                                   sqlite3_column_int64(mark, 1),
+                                                   sqlite3_column_int64(mark, 2) };
+        if (rc == SQLITE_ROW) {
+                bool all = !seen->started || now_seen.audit_id > seen->audit_id;
+                sqlite3_bind_int64(st, 1, now - (int64_t) rule->period_ns - FARM_DAY_NS);
+                sqlite3_bind_int64(st, 2, seen->interval_id);
+                sqlite3_bind_int64(st, 3, seen->event_id);
+                sqlite3_bind_int(st, 5, all);
+                while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+                        if (json_array_append_new(list, farm_json_col_text(st, 0)) < 0) {
+                                rc = SQLITE_NOMEM;
+                                break;
+                        }
+        }
+        sqlite3_exec(farm_db_reader(db), "COMMIT", NULL, NULL, NULL);
         if (rc != SQLITE_DONE)
                 return farm_fail_on(db, farm_db_reader(db), rc, "cannot list the releases", err);
+        now_seen.started = true;
+        *seen = now_seen;
         *ret = json_incref(list);
         return 0;
 }
@@ -344,7 +362,7 @@ static int log_change(farm_db *db, json_t *v, int64_t now, char prev[static 16],
 }
 
 int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                          int64_t since_ns, const struct farm_verdict_hooks *hooks,
+                          struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
                           char err[static FARM_ERROR_MAX]) {
         static const struct farm_verdict_hooks none = {};
         const struct farm_verdict_hooks *h = hooks ?: &none;
@@ -352,7 +370,8 @@ int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now
         json_t *list = NULL, *rel;
         size_t i;
         int changed = 0;
-        int r = releases_to_judge(db, rule, now_ns, since_ns, &list, err);
+        struct farm_log_mark mark = *seen;
+        int r = releases_to_judge(db, rule, now_ns, &mark, &list, err);
         json_array_foreach (list, i, rel) {
                 struct farm_question q = { json_string_value(rel), now_ns, now_ns, now_ns,
                                            h->problem ? &sink : NULL };
@@ -378,9 +397,12 @@ int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now
                 json_decref(v);
         }
         json_decref(list);
-        if (r >= 0 && h->pass_done)
+        if (r < 0)
+                return r;
+        *seen = mark; /* only once every release of the pass was judged */
+        if (h->pass_done)
                 h->pass_done(h->userdata, now_ns);
-        return r < 0 ? r : changed;
+        return changed;
 }
 
 struct farm_watcher {
@@ -393,16 +415,14 @@ struct farm_watcher {
 static void watcher_main(void *arg, struct worker *worker) {
         struct farm_watcher *w = arg;
         bool failing = false;
-        int64_t last = INT64_MIN;
+        struct farm_log_mark seen = {};
         do {
                 char err[FARM_ERROR_MAX] = "";
-                int64_t now = now_ns(CLOCK_REALTIME);
-                int r = farm_verdict_log_pass(w->db, w->rule, now, last, w->hooks, err);
+                int r = farm_verdict_log_pass(w->db, w->rule, now_ns(CLOCK_REALTIME), &seen,
+                                              w->hooks, err);
                 if (r < 0 && !failing)
                         log_warning("Verdict log: %s; trying again", err);
                 failing = r < 0;
-                if (r >= 0)
-                        last = now;
         } while (worker_wait(worker, w->rule->watch_ns));
 }
 

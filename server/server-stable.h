@@ -5,6 +5,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "server-db.h"
 #include "server-rule.h"
@@ -34,11 +35,18 @@ struct farm_verdict_hooks {
         void (*pass_done)(void *userdata, int64_t now_ns);
 };
 
-/* Judges every release whose verdict may have changed since the pass at since_ns (INT64_MIN:
- * every release) and records each change of verdict in the verdict log, telling hooks (or
- * NULL); returns how many changed. */
+/* What a pass of the verdict log had seen: the last interval, event and audit row ({} before
+ * the first pass). */
+struct farm_log_mark {
+        int64_t interval_id, event_id, audit_id;
+        bool started;
+};
+
+/* Judges every release whose verdict may have changed since the pass that left *seen (every
+ * release for the first), records each change of verdict in the verdict log, telling hooks (or
+ * NULL), and moves *seen on; returns how many changed. */
 int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                          int64_t since_ns, const struct farm_verdict_hooks *hooks,
+                          struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
                           char err[static FARM_ERROR_MAX]);
 
 struct farm_watcher;

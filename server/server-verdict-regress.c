@@ -4,6 +4,7 @@
  * scenario that ran both, the release may not be worse in p99.9 or worst case than the rule
  * allows. */
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,11 +126,136 @@ static int regression(struct vctx *v, struct vmachine *m, const char *baseline,
                                   (json_int_t) base->worst_ns, "message", msg));
 }
 
+/* ---- the statistics of a release, whole days only, remembered ----------------------------
+ *
+ * Merging a month of a farm's per-day histograms takes seconds (200 machines x 30 days x 8
+ * CPUs, per release).  A regression compares whole UTC days only (the current day joins the
+ * comparison when it is over), so the statistics of a release change once a day, or when data
+ * arrives late: they are kept in memory and reused while the days they were merged from are
+ * the same (their number, the intervals in them and the latest receipt).  The verdict log's
+ * thread computes them once a day; every other verdict finds them. */
+
+#define STATS_CACHE 16
+
+struct stats_sig {
+        int64_t days, intervals, max_received;
+};
+
+struct stats_entry {
+        char *path, *release;
+        uint64_t generation;
+        int64_t dend;
+        struct stats_sig sig;
+        struct farm_release_stat *stats;
+        size_t n;
+        uint64_t used;
+};
+
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stats_entry stats_cache[STATS_CACHE];
+static uint64_t stats_tick;
+
+/* The days of release up to day dend: what its statistics are made of.  *partly is set when
+ * one of them is not all known by `known` (then the statistics are not remembered). */
+static int stats_signature(struct vctx *v, const char *release, int64_t dend, struct stats_sig *ret,
+                           bool *partly) {
+        sqlite3_stmt *st;
+        int r = vprep(v,
+                      "SELECT count(*), coalesce(sum(d.intervals), 0), "
+                      "coalesce(max(d.max_received_ns), 0), "
+                      "coalesce(max(d.max_received_ns > ?3), 0) FROM run_days d "
+                      "JOIN runs r ON d.run = r.id WHERE r.release = ?1 AND d.day <= ?2",
+                      &st);
+        if (r < 0)
+                return r;
+        sqlite3_bind_text(st, 1, release, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, dend);
+        sqlite3_bind_int64(st, 3, v->known);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+                *ret = (struct stats_sig){ sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                                           sqlite3_column_int64(st, 2) };
+                *partly = sqlite3_column_int(st, 3) != 0;
+        }
+        sqlite3_reset(st);
+        return rc == SQLITE_ROW ? 0 : vfail(v, rc, "cannot read the day rollups");
+}
+
+static struct stats_entry *stats_find(struct vctx *v, const char *release, int64_t dend,
+                                      const struct stats_sig *sig) {
+        for (size_t i = 0; i < STATS_CACHE; i++) {
+                struct stats_entry *e = &stats_cache[i];
+                if (e->release && e->generation == farm_db_generation(v->db) &&
+                    strcmp(e->path, farm_db_path(v->db)) == 0 && strcmp(e->release, release) == 0 &&
+                    e->dend == dend && memcmp(&e->sig, sig, sizeof(*sig)) == 0)
+                        return e;
+        }
+        return NULL;
+}
+
+static void stats_remember(struct vctx *v, const char *release, int64_t dend,
+                           const struct stats_sig *sig, const struct farm_release_stat *stats,
+                           size_t n) {
+        struct stats_entry *e = &stats_cache[0];
+        for (size_t i = 1; i < STATS_CACHE; i++)
+                if (stats_cache[i].used < e->used)
+                        e = &stats_cache[i];
+        free(e->path);
+        free(e->release);
+        free(e->stats);
+        *e = (struct stats_entry){ .path = strdup(farm_db_path(v->db)),
+                                   .release = strdup(release),
+                                   .generation = farm_db_generation(v->db),
+                                   .dend = dend,
+                                   .sig = *sig,
+                                   .stats = n ? malloc(n * sizeof(*stats)) : NULL,
+                                   .n = n,
+                                   .used = ++stats_tick };
+        if (!e->path || !e->release || (n && !e->stats)) {
+                free(e->path);
+                free(e->release);
+                free(e->stats);
+                *e = (struct stats_entry){};
+                return;
+        }
+        if (n)
+                memcpy(e->stats, stats, n * sizeof(*stats));
+}
+
+/* The statistics of release per machine and scenario over the whole days before `at`. */
+static int release_stats(struct vctx *v, const char *release, struct farm_release_stat **ret,
+                         size_t *ret_n) {
+        int64_t dend = v->at / FARM_DAY_NS - 1;
+        struct stats_sig sig = {};
+        bool partly = false;
+        int r = stats_signature(v, release, dend, &sig, &partly);
+        if (r < 0)
+                return r;
+        pthread_mutex_lock(&stats_lock);
+        struct stats_entry *e = partly ? NULL : stats_find(v, release, dend, &sig);
+        if (e) {
+                e->used = ++stats_tick;
+                *ret_n = e->n;
+                *ret = e->n ? malloc(e->n * sizeof(**ret)) : NULL;
+                if (e->n && *ret)
+                        memcpy(*ret, e->stats, e->n * sizeof(**ret));
+                pthread_mutex_unlock(&stats_lock);
+                return e->n && !*ret ? -ENOMEM : 0;
+        }
+        pthread_mutex_unlock(&stats_lock);
+        r = farm_release_stats(v->db, release, NULL, 0, (dend + 1) * FARM_DAY_NS, v->known, ret,
+                               ret_n, v->err);
+        if (r < 0 || partly)
+                return r;
+        pthread_mutex_lock(&stats_lock);
+        stats_remember(v, release, dend, &sig, *ret, *ret_n);
+        pthread_mutex_unlock(&stats_lock);
+        return 0;
+}
+
 int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n,
                        const struct farm_rule *configured, json_t **ret_baseline) {
         char baseline[512];
-        const char **ids = NULL;
-        size_t nids = 0;
         struct farm_release_stat *now = NULL, *base = NULL;
         size_t nnow = 0, nbase = 0;
         int r;
@@ -140,17 +266,9 @@ int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n,
                 return r;
         json_decref(*ret_baseline);
         *ret_baseline = json_string(baseline);
-        if (!(ids = calloc(n + 1, sizeof(*ids))))
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++)
-                if (machines[i].gating && machines[i].nentries > 0)
-                        ids[nids++] = machines[i].id;
-        if (nids > 0)
-                r = farm_release_stats(v->db, v->release, ids, nids, v->at, v->known, &now, &nnow,
-                                       v->err);
-        if (r >= 0 && nids > 0)
-                r = farm_release_stats(v->db, baseline, ids, nids, v->at, v->known, &base, &nbase,
-                                       v->err);
+        r = release_stats(v, v->release, &now, &nnow);
+        if (r >= 0)
+                r = release_stats(v, baseline, &base, &nbase);
         for (size_t i = 0; r >= 0 && i < n; i++)
                 for (size_t k = 0; r >= 0 && k < nnow; k++) {
                         if (strcmp(now[k].machine, machines[i].id) != 0 || !machines[i].gating)
@@ -163,7 +281,6 @@ int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n,
                                   farm_worse(now[k].worst_ns, b->worst_ns, tol, min)))
                                 r = regression(v, &machines[i], baseline, &now[k], b);
                 }
-        free(ids);
         free(now);
         free(base);
         return r;

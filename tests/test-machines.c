@@ -47,9 +47,6 @@ static char *cli(int want, const char *needle, ...) {
         return out;
 }
 
-/* cli() for its status and stderr only. */
-#define free_cli(...) free(cli(__VA_ARGS__))
-
 static long long db_int(const char *sql) {
         sqlite3 *d;
         sqlite3_stmt *st;
@@ -170,11 +167,11 @@ static void test_cli_settings(void **state) {
         json_decref(j);
         assert_int_equal(replay(ID_A, token_a, "1", NULL), 0);
 
-        free_cli(0, "settings version 2 in force", "machine", "set", ID_A, "--gating", "no",
+        free(cli(0, "settings version 2 in force", "machine", "set", ID_A, "--gating", "no",
                  "--threshold", "300us", "--label", "os=debian 12", "--unlabel", "room", "--reason",
-                 "VM with hypervisor stalls", "--by", "bob", NULL);
-        free_cli(0, "Nothing changed", "machine", "set", ID_A, "--gating", "no", "--reason",
-                 "again", NULL);
+                 "VM with hypervisor stalls", "--by", "bob", NULL));
+        free(cli(0, "Nothing changed", "machine", "set", ID_A, "--gating", "no", "--reason",
+                 "again", NULL));
         out = cli(0, NULL, "machine", "show", ID_A, NULL);
         if (!strstr(out, "In force (version 2, since ") ||
             !strstr(out, "bound 300us, gating no, groups rack-a, labels os=debian 12") ||
@@ -188,6 +185,11 @@ static void test_cli_settings(void **state) {
         j = tu_get_json(url, 200);
         assert_int_equal(tu_jint(j, "threshold_ns"), 300000);
         assert_false(json_is_true(json_object_get(j, "gating")));
+        assert_string_equal(json_string_value(json_array_get(json_object_get(j, "groups"), 0)),
+                            "rack-a");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(j, "labels"), "os")),
+                            "debian 12");
+        assert_null(json_object_get(json_object_get(j, "labels"), "room"));
         json_decref(j);
         /* Same token, new run. */
         assert_int_equal(replay(ID_A, token_a, "2", NULL), 0);
@@ -303,13 +305,13 @@ static void test_revoke_and_rekey(void **state) {
         (void) state;
         char *err = NULL;
         assert_int_equal(replay(ID_B, token_b, "1", NULL), 0);
-        free_cli(0, "Revoked machine " ID_B, "revoke", ID_B, "--reason", "sold", "--by", "carol",
-                 NULL);
+        free(cli(0, "Revoked machine " ID_B, "revoke", ID_B, "--reason", "sold", "--by", "carol",
+                 NULL));
         assert_int_equal(replay(ID_B, token_b, "2", &err), 1);
         if (!strstr(err, "401"))
                 fail_msg("a revoked token uploaded: %s", err);
         free(err);
-        free_cli(0, "was revoked already", "revoke", ID_B, NULL);
+        free(cli(0, "was revoked already", "revoke", ID_B, NULL));
 
         char *out = cli(0, "Re-keyed machine " ID_B, "enroll", ID_B, NULL), token[80];
         snprintf(token, sizeof(token), "%.64s", out);

@@ -17,6 +17,8 @@
 #define ID_C "c0ffee00c0ffee00c0ffee00c0ffee00"
 #define ID_D "d00dd00dd00dd00dd00dd00dd00dd00d"
 #define ID_E "e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0"
+#define ID_F "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0"
+#define ID_G "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
 
 #define SEC INT64_C(1000000000)
 #define MIN_NS (60 * SEC)
@@ -26,7 +28,8 @@
 static char *dir;
 static char db_path[512], log_path[512], base_url[128];
 static pid_t server_pid;
-static char token_a[80], token_b[80], token_c[80], token_d[80], token_e[80];
+static char token_a[80], token_b[80], token_c[80], token_d[80], token_e[80], token_f[80],
+        token_g[80];
 
 static int setup(void **state) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -38,6 +41,8 @@ static int setup(void **state) {
         tu_server_enroll(db_path, ID_C, NULL, NULL, token_c);
         tu_server_enroll(db_path, ID_D, NULL, NULL, token_d);
         tu_server_enroll(db_path, ID_E, NULL, NULL, token_e);
+        tu_server_enroll(db_path, ID_F, NULL, NULL, token_f);
+        tu_server_enroll(db_path, ID_G, NULL, NULL, token_g);
         server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", NULL, base_url,
                                      sizeof(base_url));
         return 0;
@@ -434,6 +439,125 @@ static void test_restart_json(void **state) {
         sqlite3_close(d);
 }
 
+/* The options that make hostile histories: what the farm stores is what they describe. */
+static void test_hostile(void **state) {
+        struct tu_result r;
+        const char *args[] = {
+                "--machine", ID_F, "--token", token_f, "--from", "2026-11-01T00:00:00Z", "--to",
+                "2026-11-01T00:20:00Z", "--cpus", "3", "--rotation", "cpu 20min", "--release",
+                "6.6.30-rt31-lab9", "--kernel-version", "#2 SMP PREEMPT_RT another build",
+                "--probed-cpus", "0-3",
+                /* CPU 1 leaves 30 s into 00:05 and is back at 00:08. */
+                "--probe-down", "1,2026-11-01T00:05:30Z,2026-11-01T00:08:00Z",
+                /* Every CPU is away through 00:10: nothing of that minute is sent. */
+                "--probe-down", "0,2026-11-01T00:10:00Z,2026-11-01T00:11:00Z", "--probe-down",
+                "1,2026-11-01T00:10:00Z,2026-11-01T00:11:00Z", "--probe-down",
+                "2,2026-11-01T00:10:00Z,2026-11-01T00:11:00Z", "--samples-share", "95%",
+                "--load-zero", "cpu,2026-11-01T00:12:00Z,2026-11-01T00:13:30Z", "--clock-ahead",
+                "2h,2026-11-01T00:15:00Z", "--json", NULL
+        };
+        replay(args, &r);
+        if (r.status != 0)
+                fail_msg("rtsoak-replay failed (%d): %s", r.status, r.err);
+        json_t *j = tu_json(r.out);
+        assert_int_equal(tu_jint(j, "intervals"), 19);
+        json_decref(j);
+        tu_result_done(&r);
+
+        sqlite3 *d = db_open();
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM runs WHERE machine_id = '%s' AND release = "
+                                "'6.6.30-rt31-lab9' AND kernel_release = '6.1.0-rt-replay' AND "
+                                "kernel_version = '#2 SMP PREEMPT_RT another build' AND "
+                                "probed_cpus = '0-3'",
+                                ID_F),
+                         1);
+#define F_CPUS                                                                                    \
+        "FROM interval_cpus c JOIN intervals i ON i.id = c.interval JOIN runs r ON r.id = i.run " \
+        "WHERE r.machine_id = '" ID_F "'"
+        /* Never CPU 3; no minute 10; CPU 1 away in 6 and 7, and for half of 5. */
+        assert_int_equal(db_int(d, "SELECT count(*) " F_CPUS " AND c.cpu = 3"), 0);
+        assert_int_equal(db_int(d, "SELECT count(*) " F_CPUS " AND i.seq = 10"), 0);
+        assert_int_equal(db_int(d, "SELECT count(*) " F_CPUS " AND c.cpu = 1 AND i.seq IN (6, 7)"),
+                         0);
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) " F_CPUS " AND c.cpu = 1 AND i.seq = 5 AND "
+                                "c.span_start_ns = i.start_ns AND c.span_length_ns = 30000000000 "
+                                "AND c.samples = 28500"),
+                         1);
+        /* 95 % of the 60,000 wake-ups of a minute at 1 ms, on every CPU of every full minute. */
+        assert_int_equal(db_int(d, "SELECT count(*) " F_CPUS " AND NOT (c.cpu = 1 AND i.seq = 5) "
+                                   "AND c.samples != 57000"),
+                         0);
+        /* The CPUs that measured the whole interval have no span of their own. */
+        assert_int_equal(db_int(d, "SELECT count(*) " F_CPUS " AND NOT (c.cpu = 1 AND i.seq = 5) "
+                                   "AND c.span_start_ns IS NOT NULL"),
+                         0);
+#define F_METRICS                                                                            \
+        "FROM interval_load_metrics m JOIN intervals i ON i.id = m.interval JOIN runs r ON " \
+        "r.id = i.run WHERE r.machine_id = '" ID_F "' AND m.name = 'ops'"
+        /* The cpu generator up but reporting nothing through minute 12, half of 13. */
+        assert_int_equal(db_int(d, "SELECT count(*) " F_METRICS " AND i.seq = 12 AND m.value = 0"),
+                         1);
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) " F_METRICS " AND i.seq = 13 AND m.value > 50000 "
+                                "AND m.value < 70000"),
+                         1);
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM interval_loads l JOIN intervals i ON i.id = "
+                                "l.interval JOIN runs r ON r.id = i.run WHERE r.machine_id = '%s' "
+                                "AND l.up_ns != i.length_ns",
+                                ID_F),
+                         0);
+        /* From 00:15 on, stamped two hours ahead. */
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM intervals i JOIN runs r ON r.id = i.run "
+                                "WHERE r.machine_id = '%s' AND i.start_ns = %lld + i.seq * %lld",
+                                ID_F, (long long) DAY1, (long long) MIN_NS),
+                         14);
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM intervals i JOIN runs r ON r.id = i.run "
+                                "WHERE r.machine_id = '%s' AND i.seq >= 15 AND i.start_ns = %lld "
+                                "+ i.seq * %lld + 7200000000000",
+                                ID_F, (long long) DAY1, (long long) MIN_NS),
+                         5);
+        sqlite3_close(d);
+}
+
+/* Intervals that measured nothing, in one upload after intervals that did: the farm keeps no
+ * measured span for them, and a scenario only where one was sent. */
+static void test_unmeasured_after_measured(void **state) {
+        struct tu_result r;
+        const char *args[] = { "--machine",    ID_G,
+                               "--token",      token_g,
+                               "--from",       "2026-11-01T00:00:00Z",
+                               "--to",         "2026-11-01T00:10:00Z",
+                               "--rotation",   "idle 10min",
+                               "--probe-down", "1,2026-11-01T00:03:00Z,2026-11-01T00:06:00Z",
+                               "--quiet",      NULL };
+        replay(args, &r);
+        if (r.status != 0)
+                fail_msg("rtsoak-replay failed (%d): %s", r.status, r.err);
+        tu_result_done(&r);
+        sqlite3 *d = db_open();
+        const char *g = "FROM intervals i JOIN runs r ON r.id = i.run WHERE r.machine_id = '" ID_G
+                        "'";
+        char sql[512];
+        snprintf(sql, sizeof(sql), "SELECT count(*) %s", g);
+        assert_int_equal(db_int(d, "%s", sql), 10);
+        /* Minutes 3-5 lack CPU 1: nothing measured, nothing counted. */
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) %s AND i.seq BETWEEN 3 AND 5 AND i.counted_ns = 0 AND "
+                 "i.m_start_ns IS NULL AND i.m_end_ns IS NULL",
+                 g);
+        assert_int_equal(db_int(d, "%s", sql), 3);
+        snprintf(sql, sizeof(sql),
+                 "SELECT count(*) %s AND i.seq NOT BETWEEN 3 AND 5 AND i.m_start_ns = i.start_ns",
+                 g);
+        assert_int_equal(db_int(d, "%s", sql), 7);
+        sqlite3_close(d);
+}
+
 /* A server that throttles (429 with Retry-After) gets everything in the end; one that is
  * gone makes the replay give up after its retries, with exit status 1. */
 static void test_retries(void **state) {
@@ -526,6 +650,35 @@ static void test_usage_errors(void **state) {
                   "--machine: cannot be combined with --tokens" },
                 { { "--tokens", path, NULL }, "line 2: 'not-an-id' is not a machine id" },
                 { { "--machine", ID_A, "--token", "x", "--jobs", "0", NULL }, "--jobs: '0'" },
+                { { "--machine", ID_A, "--token", "x", "--release", "6.6 rt", NULL },
+                  "--release: '6.6 rt' is not a release name" },
+                { { "--machine", ID_A, "--token", "x", "--release", "", NULL },
+                  "--release: '' is not a release name" },
+                { { "--machine", ID_A, "--token", "x", "--probed-cpus", "x", NULL },
+                  "--probed-cpus: 'x' is not a list of CPUs" },
+                { { "--machine", ID_A, "--token", "x", "--probed-cpus", "0-9000", NULL },
+                  "--probed-cpus: '0-9000'" },
+                { { "--machine", ID_A, "--token", "x", "--probe-down", "5,1h ago,now", NULL },
+                  "--probe-down CPU: '5'" },
+                { { "--machine", ID_A, "--token", "x", "--probe-down", "0,now,1h ago", NULL },
+                  "--probe-down: '0,now,1h ago': FROM is not before TO" },
+                { { "--machine", ID_A, "--token", "x", "--probe-down", "0,now", NULL },
+                  "--probe-down: '0,now': expected CPU,FROM,TO" },
+                { { "--machine", ID_A, "--token", "x", "--samples-share", "most", NULL },
+                  "--samples-share: 'most' is not a share in percent from 0 to 1000" },
+                { { "--machine", ID_A, "--token", "x", "--samples-share", "1001", NULL },
+                  "--samples-share: '1001'" },
+                { { "--machine", ID_A, "--token", "x", "--load-zero", "gpu,1h ago,now", NULL },
+                  "--load-zero: 'gpu,1h ago,now': no scenario of the rotation runs a generator "
+                  "'gpu'" },
+                { { "--machine", ID_A, "--token", "x", "--load-zero", "cpu,now,1h ago", NULL },
+                  "--load-zero: 'cpu,now,1h ago': FROM is not before TO" },
+                { { "--machine", ID_A, "--token", "x", "--clock-ahead", "soon", NULL },
+                  "--clock-ahead: 'soon' is not a time span" },
+                { { "--machine", ID_A, "--token", "x", "--clock-ahead", "0", NULL },
+                  "--clock-ahead: '0' is out of range" },
+                { { "--machine", ID_A, "--token", "x", "--clock-ahead", "1h,never", NULL },
+                  "--clock-ahead: 'never' is not a time" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 struct tu_result r;
@@ -554,6 +707,7 @@ int main(void) {
                 cmocka_unit_test(test_history), cmocka_unit_test(test_tokens),
                 cmocka_unit_test(test_refused), cmocka_unit_test(test_restart_json),
                 cmocka_unit_test(test_retries), cmocka_unit_test(test_usage_errors),
+                cmocka_unit_test(test_hostile), cmocka_unit_test(test_unmeasured_after_measured),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }

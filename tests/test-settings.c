@@ -480,6 +480,21 @@ static void test_settings_json(void **state) {
         assert_int_equal(farm_settings_json(db, ID_B, &page, &j, err), -ENOENT);
 }
 
+/* The groups and labels in force as the machine list shows them. */
+static void test_brief_json(void **state) {
+        (void) state;
+        json_t *j = farm_settings_brief_json(NULL);
+        char *t = json_dumps(j, JSON_COMPACT);
+        assert_string_equal(t, "{\"groups\":[\"default\"],\"labels\":{}}");
+        free(t);
+        json_decref(j);
+        j = farm_settings_brief_json("6.6-rt,rack-a\n{\"room\":\"b2\"}");
+        t = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+        assert_string_equal(t, "{\"groups\":[\"6.6-rt\",\"rack-a\"],\"labels\":{\"room\":\"b2\"}}");
+        free(t);
+        json_decref(j);
+}
+
 /* A database whose machines were enrolled before the history was kept (schema 6 migrated
  * them; an older tool may still have written a machine without a version): what is in force
  * comes from the machine's own columns, and the first change starts the history. */
@@ -686,6 +701,7 @@ int main(void) {
                 cmocka_unit_test(test_rekey_and_revoke),
                 cmocka_unit_test(test_settings_json),
                 cmocka_unit_test(test_machine_without_versions),
+                cmocka_unit_test(test_brief_json),
                 cmocka_unit_test(test_window_rules),
                 cmocka_unit_test(test_window_states_and_cancel),
                 cmocka_unit_test(test_window_json_body),

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The "latest stable" verdict through the real HTTP API: month-long farm histories posted to
+/* The "latest stable" verdict through the real HTTP API: days-long farm histories posted to
  * the real rtsoak-server with rtsoak-replay (10-minute intervals, two gating machines and one
- * that does not gate), then judged under the default rule (30 days, 15-minute gaps, every
- * built-in scenario for a day, generators down at most 10 minutes). */
+ * that does not gate), then judged under a rule of 3 days (15-minute gaps, every built-in
+ * scenario for 8 hours, generators down at most 10 minutes); the hostile cases are in
+ * test-verdict-hostile.py. */
 #include <signal.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -24,14 +25,14 @@
  * of an hour, aligned to the epoch) starts over with idle. */
 #define T_END (INT64_C(1793491200) * SEC)
 
-/* Each test's history ends 50 days before the previous one's: a machine runs one kernel at a
+/* Each test's history ends 15 days before the previous one's: a machine runs one kernel at a
  * time, and two histories of one machine at the same time are a problem of their own. */
 static int64_t t_end(int test) {
-        return T_END - test * 50 * DAY;
+        return T_END - test * 15 * DAY;
 }
 
 static char *dir;
-static char db_path[512], log_path[512], base_url[128];
+static char db_path[512], log_path[512], base_url[128], config_path[512];
 static pid_t server_pid;
 static char token_a[80], token_b[80], token_c[80], admin_token[80];
 static int next_run[3] = { 1, 1, 1 };
@@ -153,8 +154,18 @@ static int setup(void **state) {
         snprintf(admin_token, sizeof(admin_token), "%.*s", (int) strcspn(r.out, "\n"), r.out);
         assert_int_equal(strlen(admin_token), 64);
         tu_result_done(&r);
-        /* A month of history arrives in seconds: the per-machine rate limit is lifted. */
-        static const char *const extra[] = { "--rate", "1000000", "--burst", "1000000", NULL };
+        /* The rule, shortened: 3 days, every built-in scenario for 8 hours. */
+        snprintf(config_path, sizeof(config_path), "%s/server.conf", dir);
+        FILE *cf = fopen(config_path, "w");
+        assert_non_null(cf);
+        fputs("[Verdict]\nPeriod=3d\nScenarios=idle 8h, cpu 8h, io 8h, net 8h, "
+              "hackbench 8h, mixed 8h\n",
+              cf);
+        assert_int_equal(fclose(cf), 0);
+        /* Days of history arrive in seconds: the per-machine rate limit is lifted. */
+        static const char *extra[] = { "--rate",   "1000000", "--burst", "1000000",
+                                       "--config", NULL,      NULL };
+        extra[5] = config_path;
         server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", extra, base_url,
                                      sizeof(base_url));
         return 0;
@@ -169,22 +180,22 @@ static int teardown(void **state) {
         return 0;
 }
 
-/* 31 clean days on both gating machines: qualified; and once they fall silent, failed. */
+/* 4 clean days on both gating machines: qualified; and once they fall silent, failed. */
 static void test_qualified_and_silence(void **state) {
         /* Its own stretch of time: one machine runs one kernel at a time. */
         const int64_t T = t_end(0);
-        history(0, "k-clean", 31, T, NULL);
-        history(1, "k-clean", 31, T, NULL);
+        history(0, "k-clean", 4, T, NULL);
+        history(1, "k-clean", 4, T, NULL);
         json_t *v = verdict_at("k-clean", T + MINUTE);
         expect_status(v, "qualified");
         assert_int_equal(json_array_size(json_object_get(v, "problems")), 0);
         assert_int_equal(json_array_size(json_object_get(v, "missing")), 0);
         assert_int_equal(tu_jint(v, "gating_machines"), 2);
         json_t *m = json_array_get(json_object_get(v, "machines"), 0);
-        assert_int_equal(tu_jint(m, "covered_ns"), 31 * DAY);
+        assert_int_equal(tu_jint(m, "covered_ns"), 4 * DAY);
         assert_string_equal(str(m, "status"), "complete");
         /* Without a problem, all of it is clean. */
-        assert_int_equal(tu_jint(m, "clean_ns"), 31 * DAY);
+        assert_int_equal(tu_jint(m, "clean_ns"), 4 * DAY);
         assert_true(json_is_null(json_object_get(m, "last_problem_ns")));
         json_decref(v);
 
@@ -201,12 +212,12 @@ static void test_qualified_and_silence(void **state) {
         json_decref(v);
 }
 
-/* 29 days on one of them: pending, with what is missing. */
+/* 2 days on one of them: pending, with what is missing. */
 static void test_pending_coverage(void **state) {
         /* Its own stretch of time: one machine runs one kernel at a time. */
         const int64_t T = t_end(1);
-        history(0, "k-short", 31, T, NULL);
-        history(1, "k-short", 29, T, NULL);
+        history(0, "k-short", 4, T, NULL);
+        history(1, "k-short", 2, T, NULL);
         json_t *v = verdict_at("k-short", T + MINUTE);
         expect_status(v, "pending");
         json_t *missing = json_object_get(v, "missing");
@@ -214,7 +225,7 @@ static void test_pending_coverage(void **state) {
         json_t *mi = json_array_get(missing, 0);
         assert_string_equal(str(mi, "machine"), ID_B);
         assert_string_equal(str(mi, "what"), "coverage");
-        assert_int_equal(tu_jint(mi, "covered_ns"), 29 * DAY);
+        assert_int_equal(tu_jint(mi, "covered_ns"), 2 * DAY);
         assert_int_equal(tu_jint(mi, "missing_ns"), DAY);
         assert_non_null(strstr(json_string_value(json_array_get(json_object_get(v, "reasons"), 0)),
                                "1d still missing"));
@@ -230,8 +241,8 @@ static void test_violation_and_at(void **state) {
         ns_arg(when, T - 12 * HOUR + 5 * MINUTE);
         snprintf(spike, sizeof(spike), "%s,1,500us", when);
         const char *const extra[] = { "--spike", spike, NULL };
-        history(0, "k-spike", 31, T, extra);
-        history(1, "k-spike", 31, T, NULL);
+        history(0, "k-spike", 4, T, extra);
+        history(1, "k-spike", 4, T, NULL);
 
         json_t *v = verdict_at("k-spike", T + MINUTE);
         expect_status(v, "failed");
@@ -254,7 +265,7 @@ static void test_violation_and_at(void **state) {
         json_t *ma = machine_of(v, ID_A), *mb = machine_of(v, ID_B);
         assert_int_equal(tu_jint(ma, "last_problem_ns"), T - 12 * HOUR + 10 * MINUTE);
         assert_int_equal(tu_jint(ma, "clean_ns"), 12 * HOUR - 10 * MINUTE);
-        assert_int_equal(tu_jint(mb, "clean_ns"), 31 * DAY);
+        assert_int_equal(tu_jint(mb, "clean_ns"), 4 * DAY);
         json_decref(v);
         /* Nine days later (history to T + 9 d): the streak spans rollup days. */
         history(0, "k-spike", 9, T + 9 * DAY, NULL);
@@ -263,11 +274,11 @@ static void test_violation_and_at(void **state) {
         assert_int_equal(tu_jint(ma, "clean_ns"), 9 * DAY + 12 * HOUR - 10 * MINUTE);
         json_decref(v);
 
-        /* Before the spike (and with 30.5 days covered), it qualified. */
+        /* Before the spike (and with 3.5 days covered), it qualified. */
         v = verdict_at("k-spike", T - 13 * HOUR);
         expect_status(v, "qualified");
         json_decref(v);
-        /* Before 30 days were covered, it was pending. */
+        /* Before 3 days were covered, it was pending. */
         v = verdict_at("k-spike", T - 2 * DAY);
         expect_status(v, "pending");
         json_decref(v);
@@ -278,11 +289,11 @@ static void test_unclean_end(void **state) {
         /* Its own stretch of time: one machine runs one kernel at a time. */
         const int64_t T = t_end(3);
         char when[32];
-        ns_arg(when, T - 15 * DAY);
+        ns_arg(when, T - 2 * DAY);
         const char *const extra[] = { "--unclean", when, NULL };
         int run = next_run[0];
         /* B has not run it: pending for B, but a problem fails the release anyway. */
-        history(0, "k-crash", 31, T, extra);
+        history(0, "k-crash", 4, T, extra);
         json_t *v = verdict_at("k-crash", T + MINUTE);
         expect_status(v, "failed");
         assert_int_equal(tu_jint(v, "problems_total"), 1);
@@ -290,8 +301,8 @@ static void test_unclean_end(void **state) {
         assert_string_equal(str(p, "kind"), "unclean_end");
         assert_string_equal(str(p, "machine"), ID_A);
         assert_int_equal(tu_jint(p, "run"), run);
-        assert_true(tu_jint(p, "time_ns") <= T - 15 * DAY);
-        assert_true(tu_jint(p, "time_ns") > T - 15 * DAY - 20 * MINUTE);
+        assert_true(tu_jint(p, "time_ns") <= T - 2 * DAY);
+        assert_true(tu_jint(p, "time_ns") > T - 2 * DAY - 20 * MINUTE);
         assert_true(json_is_object(json_object_get(p, "interval")));
         json_decref(v);
 }
@@ -302,23 +313,23 @@ static void test_gap(void **state) {
         const int64_t T = t_end(4);
         char a[64], b[64];
         char f1[32], t1[32], f2[32], t2[32];
-        ns_arg(f1, T - 10 * DAY);
-        ns_arg(t1, T - 10 * DAY + 20 * MINUTE);
-        ns_arg(f2, T - 9 * DAY);
-        ns_arg(t2, T - 9 * DAY + 10 * MINUTE);
+        ns_arg(f1, T - 2 * DAY);
+        ns_arg(t1, T - 2 * DAY + 20 * MINUTE);
+        ns_arg(f2, T - 1 * DAY);
+        ns_arg(t2, T - 1 * DAY + 10 * MINUTE);
         snprintf(a, sizeof(a), "%s,%s", f1, t1);
         snprintf(b, sizeof(b), "%s,%s", f2, t2);
         const char *const ea[] = { "--gap", a, NULL }, *const eb[] = { "--gap", b, NULL };
-        history(0, "k-gap", 31, T, ea);
-        history(1, "k-gap", 10, T, eb);
+        history(0, "k-gap", 4, T, ea);
+        history(1, "k-gap", 3, T, eb);
         json_t *v = verdict_at("k-gap", T + MINUTE);
         expect_status(v, "failed");
         assert_int_equal(tu_jint(v, "problems_total"), 1);
         json_t *p = problem(v, 0);
         assert_string_equal(str(p, "kind"), "gap");
         assert_string_equal(str(p, "machine"), ID_A);
-        assert_int_equal(tu_jint(p, "time_ns"), T - 10 * DAY);
-        assert_int_equal(tu_jint(p, "end_ns"), T - 10 * DAY + 20 * MINUTE);
+        assert_int_equal(tu_jint(p, "time_ns"), T - 2 * DAY);
+        assert_int_equal(tu_jint(p, "end_ns"), T - 2 * DAY + 20 * MINUTE);
         assert_int_equal(tu_jint(p, "value_ns"), 20 * MINUTE);
         assert_false(json_is_true(json_object_get(p, "ongoing")));
         json_decref(v);
@@ -330,8 +341,8 @@ static void test_missing_scenario(void **state) {
         const int64_t T = t_end(5);
         const char *const extra[] = { "--rotation",
                                       "idle 1h, cpu 1h, io 1h, hackbench 1h, mixed 1h", NULL };
-        history(0, "k-nonet", 31, T, extra);
-        history(1, "k-nonet", 31, T, extra);
+        history(0, "k-nonet", 4, T, extra);
+        history(1, "k-nonet", 4, T, extra);
         json_t *v = verdict_at("k-nonet", T + MINUTE);
         expect_status(v, "pending");
         json_t *missing = json_object_get(v, "missing");
@@ -351,7 +362,7 @@ static void test_missing_scenario(void **state) {
 static void test_not_run(void **state) {
         /* Its own stretch of time: one machine runs one kernel at a time. */
         const int64_t T = t_end(6);
-        history(0, "k-lonely", 31, T, NULL);
+        history(0, "k-lonely", 4, T, NULL);
         history(2, "k-lonely", 3, T, NULL);
         json_t *v = verdict_at("k-lonely", T + MINUTE);
         expect_status(v, "pending");
@@ -372,14 +383,14 @@ static void test_load_down(void **state) {
         const int64_t T = t_end(7);
         char a[96], b[96], w1[32], w2[32];
         /* Hour 1 of a UTC day is the cpu scenario of the built-in rotation. */
-        ns_arg(w1, T - 10 * DAY + HOUR);
-        ns_arg(w2, T - 9 * DAY + HOUR);
+        ns_arg(w1, T - 2 * DAY + HOUR);
+        ns_arg(w2, T - 1 * DAY + HOUR);
         snprintf(a, sizeof(a), "%s,30min,cpu", w1);
         snprintf(b, sizeof(b), "%s,5min,cpu", w2);
         const char *const ea[] = { "--load-down", a, NULL }, *const eb[] = { "--load-down", b,
                                                                              NULL };
-        history(0, "k-load", 31, T, ea);
-        history(1, "k-load", 10, T, eb);
+        history(0, "k-load", 4, T, ea);
+        history(1, "k-load", 3, T, eb);
         json_t *v = verdict_at("k-load", T + MINUTE);
         expect_status(v, "failed");
         assert_int_equal(tu_jint(v, "problems_total"), 1);
@@ -389,7 +400,7 @@ static void test_load_down(void **state) {
         assert_string_equal(str(p, "generator"), "cpu");
         assert_string_equal(str(p, "scenario"), "cpu");
         assert_int_equal(tu_jint(p, "value_ns"), 30 * MINUTE);
-        assert_int_equal(tu_jint(p, "time_ns"), T - 10 * DAY + HOUR);
+        assert_int_equal(tu_jint(p, "time_ns"), T - 2 * DAY + HOUR);
         json_decref(v);
 }
 
@@ -412,8 +423,8 @@ static void test_waiver(void **state) {
         ns_arg(when, now - DAY);
         snprintf(spike, sizeof(spike), "%s,0,2ms", when);
         const char *const extra[] = { "--spike", spike, NULL };
-        history(0, "k-waive", 31, now, extra);
-        history(1, "k-waive", 31, now, NULL);
+        history(0, "k-waive", 4, now, extra);
+        history(1, "k-waive", 4, now, NULL);
 
         json_t *v = verdict_at("k-waive", 0);
         expect_status(v, "failed");
