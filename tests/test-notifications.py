@@ -489,23 +489,34 @@ def test_a_burst_of_600_violations_is_one_message(c):
            "two messages in all")
 
 
+def judged_pending(f, release):
+    """Waits until the verdict log has recorded release as pending (not told: no change)."""
+    wait_for(lambda: f"Release {release} is now pending" in f.log_tail(20000),
+             f"{release} pending in the verdict log")
+
+
 @test
 def test_verdicts_waivers_and_latest_stable(c):
-    """R1 qualifies (new -> qualified, latest stable none -> R1); R2 fails on a violation;
-    waiving it qualifies R2 (waiver granted, failed -> qualified, latest stable R1 -> R2);
-    withdrawing the waiver turns it back (waiver withdrawn, qualified -> failed, R2 -> R1).
-    Each change is exactly one message."""
+    """R1 is pending, then qualifies (pending -> qualified, latest stable none -> R1); R2 is
+    pending, then fails on a violation (pending -> failed); waiving it qualifies R2 (waiver
+    granted, failed -> qualified, latest stable R1 -> R2); withdrawing the waiver turns it back
+    (waiver withdrawn, qualified -> failed, R2 -> R1).  Each change is exactly one message; a
+    release first seen pending is no message."""
     hook = c.receiver()
     f = c.farm({"Period": "10min", "Regression": "no"}, channels_text(c.root, [("lab-hook", hook)]))
     m = f.enroll("lab-v")
     f.start()
     start = now_ns() - 40 * MIN
     r1 = m.run(1, R1, start_ns=start)
-    r1.post(history(r1, start, 60))
+    r1.post(history(r1, start, 30))
+    judged_pending(f, R1)
+    r1.post(history(r1, start + 300 * SEC, 30))
     wait_for(lambda: hook.got("latest_stable"), "R1 as latest stable")
     r2 = m.run(2, R2, start_ns=start + 20 * MIN)
     t = start + 20 * MIN
-    r2.post(history(r2, t, 5) + violating(r2, t + 50 * SEC, 1) + history(r2, t + 60 * SEC, 113))
+    r2.post(history(r2, t, 5))
+    judged_pending(f, R2)
+    r2.post(violating(r2, t + 50 * SEC, 1) + history(r2, t + 60 * SEC, 113))
     wait_for(lambda: hook.got("verdict", release=R2), "R2's verdict")
     problem = f.verdict(R2)["problems"][0]["id"]
     st, text, obj = f.waive(R2, problem, "a known stall of the lab's hypervisor")
@@ -517,7 +528,8 @@ def test_verdicts_waivers_and_latest_stable(c):
     wait_for(lambda: len(hook.got("latest_stable")) == 3, "R1 back as latest stable")
     time.sleep(3)
     verdicts = [(p["release"], p["detail"]["from"], p["detail"]["to"]) for p in hook.got("verdict")]
-    expect(verdicts == [(R1, None, "qualified"), (R2, None, "failed"), (R2, "failed", "qualified"),
+    expect(verdicts == [(R1, "pending", "qualified"), (R2, "pending", "failed"),
+                        (R2, "failed", "qualified"),
                         (R2, "qualified", "failed")], f"verdict messages: {verdicts}")
     stable = [(p["detail"]["from"], p["detail"]["to"]) for p in hook.got("latest_stable")]
     expect(stable == [(None, R1), (R1, R2), (R2, R1)], f"latest stable messages: {stable}")
