@@ -18,8 +18,13 @@ The first request of each kind runs on a cold page cache for that part of the fi
 filling wrote other parts last), so the median and the maximum are both reported.  The
 database size is the main file plus the WAL.
 
+--db may be given more than once, for the same farm in several stores (an SQLite file and the
+PostgreSQL database that rtsoak-server migrate copied it into): each is measured in turn, in
+the same run, and reported under its store.
+
 Usage (from the source tree after building into build/):
-    bench/farm-queries.py --db /var/tmp/rtsoak-bench/farm.db [--runs 7] [--fill]
+    bench/farm-queries.py --db /var/tmp/rtsoak-bench/farm.db [--db postgresql://...] [--runs 7]
+                          [--fill]
 """
 import argparse
 import datetime
@@ -192,36 +197,21 @@ def timed_get_text(url):
     return time.monotonic() - t, len(body)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--db", default="/var/tmp/rtsoak-bench/farm.db")
-    ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--fill", action="store_true", help="make the farm first (takes long)")
-    ap.add_argument("--machines", type=int, default=200)
-    ap.add_argument("--cpus", type=int, default=8)
-    ap.add_argument("--days", type=int, default=30)
-    ap.add_argument("--warming", action="store_true",
-                    help="measure the background filling of the histogram cache instead")
-    ap.add_argument("--baseline", action="store_true",
-                    help="measure the verdict of a release with a baseline instead (two months)")
-    args = ap.parse_args()
-    if args.warming:
-        return warming(args)
-    if args.baseline:
-        return baseline(args)
+def db_size(db):
+    if db.startswith("postgres"):
+        out = subprocess.run(["psql", "-At", db, "-c", "SELECT pg_database_size(current_database())"],
+                             capture_output=True, text=True)
+        return int(out.stdout.strip() or 0)
+    return sum(os.path.getsize(db + s) for s in ("", "-wal") if os.path.exists(db + s))
 
-    if args.fill:
-        if os.path.exists(args.db):
-            raise SystemExit("%s exists; remove it to fill anew" % args.db)
-        t = time.monotonic()
-        subprocess.run([FILL, args.db, str(args.machines), str(args.cpus), str(args.days), "60",
-                        str(END_S), RELEASE], check=True)
-        print("filled in %.0f s" % (time.monotonic() - t))
 
-    size = sum(os.path.getsize(args.db + s) for s in ("", "-wal") if os.path.exists(args.db + s))
+def measure(args, db):
+    """The lines of one store's measurements."""
+    size = db_size(db)
+    shown = db.split("?")[0]
     # The start checks the database (quick_check up to 1 GiB): minutes for a big farm.
-    proc, url, _ = start_server(SERVER, args.db, args.db + ".server.log",
-                                ["--cache-warming", "no"], timeout_s=1800)
+    log = (db if not db.startswith("postgres") else "/tmp/rtsoak-farm-queries-pg") + ".server.log"
+    proc, url, _ = start_server(SERVER, db, log, ["--cache-warming", "no"], timeout_s=1800)
     lines = []
     try:
         at = (END_S + 60) * 10**9
@@ -255,21 +245,21 @@ def main():
         for _ in range(args.runs):
             dt, _ = timed_get("%s/api/v1/kernels?at=%d" % (url, at))
             kernels_times.append(dt)
+        cpu = proc_cpu_s(proc.pid)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
 
     head = [
-        "%s  %s, %d CPUs, %s" % (datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%d %H:%M UTC"), cpu_model(), os.cpu_count(), platform.release()),
+        "store: %s" % shown,
         "farm: %d machines x %d CPUs x %d days of 1-minute intervals (%d intervals), "
         "database %.2f GiB (%.0f bytes per interval)" % (
             args.machines, args.cpus, args.days, args.machines * args.days * 1440,
             size / 2**30, size / (args.machines * args.days * 1440)),
         "verdict: %s, %d problem(s), %d gating machines" % (
             last["verdict"], last["problems_total"], last["gating_machines"]),
-        summary("verdict (GET .../verdict?at=)", verdict_times, 0.2),
-        summary("verdict as known then (?known_at=)", known_times, 0.2),
+        summary("verdict (GET .../verdict?at=)", verdict_times, 1.0),
+        summary("verdict as known then (?known_at=)", known_times, 1.0),
         summary("series and their latest stable", series_times),
     ]
     if iv_times:
@@ -278,10 +268,45 @@ def main():
     if hist_times:
         head.append(summary("histogram, 30 days, one machine", hist_times))
     head.append(summary("kernel list with verdicts", kernels_times))
-    out = "\n".join(head + lines) + "\n"
-    print(out, end="")
+    head.append("server CPU over all of these: %.1f s" % cpu)
+    return head + lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--db", action="append", default=[],
+                    help="the farm (repeat: the same farm in other stores)")
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--fill", action="store_true", help="make the farm first (takes long)")
+    ap.add_argument("--machines", type=int, default=200)
+    ap.add_argument("--cpus", type=int, default=8)
+    ap.add_argument("--days", type=int, default=30)
+    ap.add_argument("--warming", action="store_true",
+                    help="measure the background filling of the histogram cache instead")
+    ap.add_argument("--baseline", action="store_true",
+                    help="measure the verdict of a release with a baseline instead (two months)")
+    args = ap.parse_args()
+    args.db = args.db or ["/var/tmp/rtsoak-bench/farm.db"]
+    if args.warming or args.baseline:
+        args.db = args.db[0]
+        return warming(args) if args.warming else baseline(args)
+
+    if args.fill:
+        if os.path.exists(args.db[0]):
+            raise SystemExit("%s exists; remove it to fill anew" % args.db[0])
+        t = time.monotonic()
+        subprocess.run([FILL, args.db[0], str(args.machines), str(args.cpus), str(args.days),
+                        "60", str(END_S), RELEASE], check=True)
+        print("filled in %.0f s" % (time.monotonic() - t))
+
+    out = ["%s  %s, %d CPUs, %s" % (datetime.datetime.now(datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M UTC"), cpu_model(), os.cpu_count(), platform.release())]
+    for db in args.db:
+        out += measure(args, db)
+    text = "\n".join(out) + "\n"
+    print(text, end="")
     with open(RESULTS, "a") as f:
-        f.write(out + "\n")
+        f.write(text + "\n")
 
 
 if __name__ == "__main__":

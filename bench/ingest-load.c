@@ -12,6 +12,7 @@
  *                    [--run-id N] [--server-pid PID] [--json]
  * A tokens file has one "MACHINE_ID TOKEN" line per machine. */
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -47,13 +48,17 @@ struct machine {
         struct curl_slist *headers;
 };
 
+#define SERVERS_MAX 8
+
 struct options {
-        const char *url, *enroll_bin, *db, *tokens;
+        const char *url[SERVERS_MAX], *enroll_bin, *db, *tokens;
+        unsigned nurls, npids;
         unsigned machines, connections;
         unsigned long count;
         double duration_s;
         int64_t run_id;
-        long server_pid;
+        long server_pid[SERVERS_MAX];
+        long db_pid; /* a PostgreSQL postmaster: its processes' CPU is the database's */
         bool json;
 };
 
@@ -422,6 +427,44 @@ static int read_proc_cpu(long pid, double *ret_s) {
         return 0;
 }
 
+/* The CPU time of the servers, and of the database's processes (the postmaster and its
+ * children: the backends of the connections, the WAL writer, the checkpointer ...). */
+static void cpu_now(const struct options *o, double *ret_servers, double *ret_db) {
+        double sum = 0, v;
+        for (unsigned i = 0; i < o->npids; i++) {
+                if (read_proc_cpu(o->server_pid[i], &v) < 0)
+                        die("cannot read /proc/%ld/stat", o->server_pid[i]);
+                sum += v;
+        }
+        *ret_servers = sum;
+        *ret_db = NAN;
+        if (o->db_pid <= 0)
+                return;
+        sum = 0;
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                char path[300], buf[1024];
+                long pid = strtol(de->d_name, NULL, 10), ppid = 0;
+                if (pid <= 0)
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+                FILE *f = fopen(path, "re");
+                if (!f)
+                        continue;
+                size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+                fclose(f);
+                buf[n] = '\0';
+                const char *p = strrchr(buf, ')');
+                if (p && sscanf(p + 2, "%*c %ld", &ppid) == 1 &&
+                    (pid == o->db_pid || ppid == o->db_pid) && read_proc_cpu(pid, &v) >= 0)
+                        sum += v;
+        }
+        if (d)
+                closedir(d);
+        *ret_db = sum;
+}
+
 static int cmp_u64(const void *a, const void *b) {
         uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
         return x < y ? -1 : x > y;
@@ -436,9 +479,11 @@ static double pct_ms(const uint64_t *sorted, size_t n, double q) {
 }
 
 static void help(void) {
-        printf("ingest-load --url URL (--enroll RTSOAK_SERVER --db DB | --tokens FILE)\n"
+        printf("ingest-load --url URL... (--enroll RTSOAK_SERVER --db DB | --tokens FILE)\n"
                "            [--machines N] [--connections K] [--count N] [--duration SECONDS]\n"
-               "            [--run-id N] [--server-pid PID] [--json]\n");
+               "            [--run-id N] [--server-pid PID]... [--db-pid POSTMASTER] [--json]\n"
+               "(--url and --server-pid repeated: several servers of one farm, the connections "
+               "spread over them)\n");
 }
 
 static void parse(int argc, char **argv, struct options *o) {
@@ -453,6 +498,7 @@ static void parse(int argc, char **argv, struct options *o) {
                 { "duration", required_argument, NULL, 'D' },
                 { "run-id", required_argument, NULL, 'r' },
                 { "server-pid", required_argument, NULL, 'p' },
+                { "db-pid", required_argument, NULL, 'P' },
                 { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -461,7 +507,9 @@ static void parse(int argc, char **argv, struct options *o) {
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
                 switch (c) {
                 case 'u':
-                        o->url = optarg;
+                        if (o->nurls == SERVERS_MAX)
+                                die("at most %d --url", SERVERS_MAX);
+                        o->url[o->nurls++] = optarg;
                         break;
                 case 'e':
                         o->enroll_bin = optarg;
@@ -488,7 +536,12 @@ static void parse(int argc, char **argv, struct options *o) {
                         o->run_id = strtoll(optarg, NULL, 10);
                         break;
                 case 'p':
-                        o->server_pid = strtol(optarg, NULL, 10);
+                        if (o->npids == SERVERS_MAX)
+                                die("at most %d --server-pid", SERVERS_MAX);
+                        o->server_pid[o->npids++] = strtol(optarg, NULL, 10);
+                        break;
+                case 'P':
+                        o->db_pid = strtol(optarg, NULL, 10);
                         break;
                 case 'j':
                         o->json = true;
@@ -500,7 +553,7 @@ static void parse(int argc, char **argv, struct options *o) {
                         exit(2);
                 }
         }
-        if (!o->url || (!o->tokens && !(o->enroll_bin && o->db)) || o->machines == 0 ||
+        if (!o->nurls || (!o->tokens && !(o->enroll_bin && o->db)) || o->machines == 0 ||
             o->connections == 0 || o->count == 0 || o->run_id <= 0) {
                 help();
                 exit(2);
@@ -538,8 +591,9 @@ int main(int argc, char **argv) {
         }
         double encode_s = (double) (mono_ns() - t) / 1e9;
 
-        char url[512];
-        snprintf(url, sizeof(url), "%s/api/v1/summaries", o.url);
+        char url[SERVERS_MAX][512];
+        for (unsigned i = 0; i < o.nurls; i++)
+                snprintf(url[i], sizeof(url[i]), "%s/api/v1/summaries", o.url[i]);
         CURLM *multi = curl_multi_init();
         if (!multi)
                 die("curl_multi_init failed");
@@ -551,9 +605,8 @@ int main(int argc, char **argv) {
         unsigned long stored = 0, duplicate = 0, transport_errors = 0, done = 0, connects = 0;
         size_t nlat = 0;
 
-        double cpu0 = NAN, cpu1 = NAN;
-        if (o.server_pid > 0 && read_proc_cpu(o.server_pid, &cpu0) < 0)
-                die("cannot read /proc/%ld/stat", o.server_pid);
+        double cpu0 = NAN, cpu1 = NAN, db0 = NAN, db1 = NAN;
+        cpu_now(&o, &cpu0, &db0);
         struct rusage ru0, ru1;
         getrusage(RUSAGE_SELF, &ru0);
         uint64_t t0 = mono_ns(),
@@ -564,7 +617,7 @@ int main(int argc, char **argv) {
                 s->easy = curl_easy_init();
                 if (!s->easy)
                         die("curl_easy_init failed");
-                curl_easy_setopt(s->easy, CURLOPT_URL, url);
+                curl_easy_setopt(s->easy, CURLOPT_URL, url[k % o.nurls]);
                 curl_easy_setopt(s->easy, CURLOPT_NOSIGNAL, 1L);
                 curl_easy_setopt(s->easy, CURLOPT_TIMEOUT, 60L);
                 curl_easy_setopt(s->easy, CURLOPT_TCP_NODELAY, 1L);
@@ -618,8 +671,7 @@ int main(int argc, char **argv) {
         }
         uint64_t t1 = mono_ns();
         getrusage(RUSAGE_SELF, &ru1);
-        if (o.server_pid > 0 && read_proc_cpu(o.server_pid, &cpu1) < 0)
-                die("cannot read /proc/%ld/stat", o.server_pid);
+        cpu_now(&o, &cpu1, &db1);
 
         double elapsed = (double) (t1 - t0) / 1e9;
         double client_cpu = (double) (ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
@@ -632,6 +684,7 @@ int main(int argc, char **argv) {
         double p50 = pct_ms(lat, nlat, 0.50), p90 = pct_ms(lat, nlat, 0.90),
                p99 = pct_ms(lat, nlat, 0.99), pmax = nlat ? (double) lat[nlat - 1] / 1e6 : NAN;
         double cpu_per = stored ? server_cpu / (double) stored * 1e6 : NAN;
+        double db_per = stored ? (db1 - db0) / (double) stored * 1e6 : NAN;
 
         char statuses[1024] = "";
         size_t sl = 0;
@@ -644,12 +697,14 @@ int main(int argc, char **argv) {
                 printf("{\"sent\":%lu,\"stored\":%lu,\"duplicate\":%lu,\"transport_errors\":%lu,"
                        "\"status\":{%s},\"elapsed_s\":%.6f,\"rate\":%.3f,\"p50_ms\":%.3f,"
                        "\"p90_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f,\"server_cpu_s\":%.3f,"
-                       "\"server_cpu_us_per_summary\":%.1f,\"client_cpu_s\":%.3f,"
+                       "\"server_cpu_us_per_summary\":%.1f,\"db_cpu_us_per_summary\":%.1f,"
+                       "\"client_cpu_s\":%.3f,"
                        "\"connects\":%lu,\"machines\":%u,\"connections\":%u,"
                        "\"body_bytes_avg\":%.0f,\"run_id\":%" PRId64 ",\"enroll_s\":%.3f,"
                        "\"encode_s\":%.3f}\n",
                        done, stored, duplicate, transport_errors, statuses, elapsed, rate, p50, p90,
-                       p99, pmax, server_cpu, cpu_per, client_cpu, connects, nm, o.connections,
+                       p99, pmax, server_cpu, cpu_per, o.db_pid > 0 ? db_per : -1.0, client_cpu,
+                       connects, nm, o.connections,
                        (double) total_bytes / (double) o.count, o.run_id, enroll_s, encode_s);
         else {
                 printf("machines %u, connections %u, run id %" PRId64 ", body %.0f bytes on "
@@ -661,9 +716,12 @@ int main(int argc, char **argv) {
                        done, elapsed, stored, rate, duplicate, transport_errors);
                 printf("status: {%s}, new connections: %lu\n", statuses, connects);
                 printf("latency ms: p50 %.2f, p90 %.2f, p99 %.2f, max %.2f\n", p50, p90, p99, pmax);
-                if (o.server_pid > 0)
+                if (o.npids > 0)
                         printf("server CPU %.2f s: %.0f us per stored summary\n", server_cpu,
                                cpu_per);
+                if (o.db_pid > 0)
+                        printf("database CPU %.2f s: %.0f us per stored summary\n", db1 - db0,
+                               db_per);
                 printf("client CPU %.2f s\n", client_cpu);
         }
 

@@ -118,7 +118,8 @@ int main(int argc, char **argv) {
                 return 1;
         }
         /* Only for filling a benchmark's farm: the server itself always syncs. */
-        sqlite3_exec(db->db, "PRAGMA synchronous = OFF", NULL, NULL, NULL);
+        if (!farm_is_pg(db))
+                sql_exec(db->wc, "PRAGMA synchronous = OFF");
 
         int64_t now = now_ns(CLOCK_REALTIME);
         int64_t today = now / FARM_DAY_NS * FARM_DAY_NS, first = today - days * FARM_DAY_NS;

@@ -33,7 +33,7 @@ sys.path.insert(0, HERE)
 from benchlib import cpu_model, proc_cpu_s, start_server  # noqa: E402
 BUILD = os.path.join(HERE, "..", "build")
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
-REPLAY = os.path.join(BUILD, "server", "rtsoak-replay")
+REPLAY = os.path.join(BUILD, "tools", "rtsoak-replay")
 RESULTS = os.path.join(HERE, "results-replay.txt")
 RATE_OPTS = ["--rate", "1000000", "--burst", "1000000"]
 TO = "2026-11-01T00:00:00Z"

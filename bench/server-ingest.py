@@ -20,8 +20,17 @@ request to the last answer.  The server's CPU time is utime+stime from /proc/PID
 ingest-load right before the first request and right after the last answer.  The target is
 1,000 summaries/s: 10,000 machines reporting every minute (167/s) with 6x headroom.
 
+With --pg URI (a PostgreSQL server for benchmarks, e.g. "postgresql://postgres@/?host=DIR"),
+every run is made three times in turn on the same summaries: one server on SQLite, one on a
+PostgreSQL database, and two servers on one PostgreSQL database with the connections spread over
+both.  Each PostgreSQL run gets a database copied from a template with the machines enrolled.
+The database's CPU is that of the postmaster (--pg-pid, else read from its postmaster.pid) and
+its children, and lock waits are counted from the PostgreSQL log (log_lock_waits with a
+deadlock_timeout of 10 ms, set here with ALTER SYSTEM on that server) and pg_stat_database.
+
 Usage (from the source tree after building into build/):
     bench/server-ingest.py [--runs 5] [--machines 10000] [--connections 16] [--count 30000]
+                           [--pg URI --pg-log FILE]
 """
 import argparse
 import datetime
@@ -37,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -73,14 +83,45 @@ def filesystem_of(path):
     return best
 
 
+TABLES = ("machines", "runs", "uploads", "intervals", "interval_cpus", "interval_loads",
+          "interval_load_metrics", "events")
+
+
+def psql(uri, sql):
+    out = subprocess.run(["psql", "-At", "-v", "ON_ERROR_STOP=1", uri, "-c", sql],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"psql {sql}: {out.stderr}")
+    return out.stdout.strip()
+
+
+def pg_uri(base, name):
+    """The URI of database name on the server of URI base."""
+    u = urllib.parse.urlsplit(base)
+    return urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + name, u.query, ""))
+
+
 def count_rows(db):
+    if db.startswith("postgresql:"):
+        return {t: int(psql(db, f"SELECT count(*) FROM {t}")) for t in TABLES}
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                for t in ("machines", "runs", "uploads", "intervals", "interval_cpus",
-                          "interval_loads", "interval_load_metrics", "events")}
+        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
     finally:
         con.close()
+
+
+def lock_waits(log, offset):
+    """Lock waits the PostgreSQL log reported since offset (log_lock_waits)."""
+    if not log:
+        return None
+    with open(log, errors="replace") as f:
+        f.seek(offset)
+        return len(re.findall(r"still waiting for", f.read()))
+
+
+def log_size(log):
+    return os.path.getsize(log) if log and os.path.exists(log) else 0
 
 
 def enroll_all(server, db, n, tokens_path):
@@ -96,37 +137,67 @@ def enroll_all(server, db, n, tokens_path):
             out.write(f"{mid} {token}\n")
 
 
-def one_run(a, tmp, template, tokens):
-    db = os.path.join(tmp, "farm.db")
-    log = os.path.join(tmp, "server.log")
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(template + suffix):
-            shutil.copyfile(template + suffix, db + suffix)
-    proc, url, server_argv = start_server(a.server, db, log, RATE_OPTS + a.server_opt)
-    load_argv = [a.load, "--url", url, "--tokens", tokens,
-                 "--machines", str(a.machines), "--connections", str(a.connections),
-                 "--count", str(a.count), "--server-pid", str(proc.pid), "--json"]
+def farm_for_run(a, tmp, store, template, n):
+    """The run's farm: a copy of the SQLite template, or a PostgreSQL database copied from the
+    template database."""
+    if store == "sqlite":
+        db = os.path.join(tmp, "farm.db")
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(template + suffix):
+                shutil.copyfile(template + suffix, db + suffix)
+        return db
+    name = f"ingest_run_{n}"
+    psql(a.pg, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    psql(a.pg, f'CREATE DATABASE "{name}" TEMPLATE "ingest_template"')
+    return pg_uri(a.pg, name)
+
+
+def one_run(a, tmp, store, template, tokens, n):
+    db = farm_for_run(a, tmp, store, template, n)
+    servers = []
+    for k in range(2 if store == "pg2" else 1):
+        log = os.path.join(tmp, f"server{k}.log")
+        proc, url, server_argv = start_server(a.server, db, log, RATE_OPTS + a.server_opt)
+        servers.append((proc, url, log))
+    load_argv = [a.load, "--tokens", tokens, "--machines", str(a.machines), "--connections",
+                 str(a.connections), "--count", str(a.count), "--json"]
+    for proc, url, _ in servers:
+        load_argv += ["--url", url, "--server-pid", str(proc.pid)]
+    if store != "sqlite":
+        load_argv += ["--db-pid", str(a.pg_pid)]
+        stat0 = psql(db, "SELECT deadlocks FROM pg_stat_database WHERE datname = "
+                         "current_database()")
     if a.duration:
         load_argv += ["--duration", str(a.duration)]
+    offset = log_size(a.pg_log)
     res = subprocess.run(load_argv, capture_output=True, text=True)
-    proc.send_signal(signal.SIGTERM)
-    try:
-        code = proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        sys.exit("rtsoak-server did not stop within 30 s of SIGTERM")
+    codes, text = [], ""
+    for proc, _, log in servers:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            codes.append(proc.wait(timeout=30))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            sys.exit("rtsoak-server did not stop within 30 s of SIGTERM")
+        with open(log, errors="replace") as f:
+            text += f.read()
     if not res.stdout.strip():
         sys.exit(f"ingest-load failed ({res.returncode}): {res.stderr}")
     j = json.loads(res.stdout.strip().splitlines()[-1])
-    with open(log, errors="replace") as f:
-        text = f.read()
-    m = re.search(r"Stored (\d+) uploads in (\d+) commits", text)
-    j["commits"] = int(m.group(2)) if m else None
+    commits = [int(m.group(2)) for m in re.finditer(r"Stored (\d+) uploads in (\d+) commits",
+                                                     text)]
+    j["store"] = store
+    j["commits"] = sum(commits) if commits else None
     j["logged_200"] = len(re.findall(r"path=/api/v1/summaries status=200 ", text))
-    j["server_exit"] = code
+    j["server_exit"] = max(codes)
     j["rows"] = count_rows(db)
     j["load_exit"] = res.returncode
     j["load_stderr"] = res.stderr.strip()
+    if store != "sqlite":
+        j["lock_waits"] = lock_waits(a.pg_log, offset)
+        j["deadlocks"] = int(psql(db, "SELECT deadlocks FROM pg_stat_database WHERE datname = "
+                                      "current_database()")) - int(stat0)
+        psql(a.pg, f'DROP DATABASE IF EXISTS "ingest_run_{n}" WITH (FORCE)')
     return j, server_argv, load_argv
 
 
@@ -148,8 +219,12 @@ def check(j):
     return bad
 
 
+NAMES = {"sqlite": "SQLite, 1 server", "pg1": "PostgreSQL, 1 server",
+         "pg2": "PostgreSQL, 2 servers"}
+
+
 def report_run(a, i, j, server_argv, load_argv, runs, say):
-    if i == 0:
+    if i == 0 and j["store"] == "sqlite":
         say(f"server: {' '.join(server_argv)}")
         say(f"load:   {' '.join(load_argv)}")
         say(f"        (paths and port differ per run; body {j['body_bytes_avg']:.0f} bytes "
@@ -159,9 +234,11 @@ def report_run(a, i, j, server_argv, load_argv, runs, say):
     runs.append(j)
     commits = (f"{j['commits']} commits ({j['stored'] / j['commits']:.2f} uploads each)"
                if j.get("commits") else "commits not logged")
-    say(f"run {i + 1}: {j['rate']:8.1f} summaries/s ({j['stored']} stored in "
+    db = (f", database CPU {j['db_cpu_us_per_summary']:5.0f} us/summary, lock waits over 10 ms "
+          f"{j['lock_waits']}, deadlocks {j['deadlocks']}" if j["store"] != "sqlite" else "")
+    say(f"run {i + 1} {NAMES[j['store']]}: {j['rate']:8.1f} summaries/s ({j['stored']} stored in "
         f"{j['elapsed_s']:.3f} s), server CPU {j['server_cpu_us_per_summary']:5.0f} us/summary "
-        f"({j['server_cpu_s']:.2f} s), latency p50 {j['p50_ms']:.2f} ms p90 "
+        f"({j['server_cpu_s']:.2f} s){db}, latency p50 {j['p50_ms']:.2f} ms p90 "
         f"{j['p90_ms']:.2f} p99 {j['p99_ms']:.2f} max {j['max_ms']:.2f}, "
         f"{commits}, client CPU {j['client_cpu_s']:.2f} s")
     say(f"       rows: " + ", ".join(f"{k} {v}" for k, v in j["rows"].items()) +
@@ -184,6 +261,10 @@ def main():
                    help="extra rtsoak-server option (repeat; e.g. --server-opt=--threads=8)")
     p.add_argument("--results", default=RESULTS)
     p.add_argument("--label", default="", help="a note for the header of the results")
+    p.add_argument("--pg", default="", help="PostgreSQL server: also runs on it (one and two "
+                   "servers), e.g. postgresql://postgres@/?host=/var/tmp/rtsoak-pgbench")
+    p.add_argument("--pg-log", default="", help="that server's log file (lock waits)")
+    p.add_argument("--pg-pid", type=int, default=0, help="its postmaster's pid")
     a = p.parse_args()
     for exe in (a.server, a.load):
         if not os.access(exe, os.X_OK):
@@ -213,7 +294,20 @@ def main():
     say("CPU:     the server's utime+stime (/proc/PID/stat) over the same window, per summary")
     say()
 
-    runs = []
+    stores = ["sqlite"] + (["pg1", "pg2"] if a.pg else [])
+    if a.pg:
+        say(f"PostgreSQL: {psql(a.pg, 'SHOW server_version')} at {a.pg} (synchronous_commit "
+            f"{psql(a.pg, 'SHOW synchronous_commit')}, fsync {psql(a.pg, 'SHOW fsync')}); the "
+            f"same file system")
+        psql(a.pg, "ALTER SYSTEM SET log_lock_waits = on")
+        psql(a.pg, "ALTER SYSTEM SET deadlock_timeout = '10ms'")
+        psql(a.pg, "SELECT pg_reload_conf()")
+        if not a.pg_pid:
+            datadir = psql(a.pg, "SHOW data_directory")
+            with open(os.path.join(datadir, "postmaster.pid")) as f:
+                a.pg_pid = int(f.readline())
+    say()
+    runs = {s: [] for s in stores}
     setup = tempfile.mkdtemp(prefix="rtsoak-ingest-template-")
     try:
         template = os.path.join(setup, "farm.db")
@@ -222,27 +316,51 @@ def main():
         enroll_all(a.server, template, a.machines, tokens)
         say(f"enrolled {a.machines} machines in {time.monotonic() - start:.1f} s "
             f"({a.server} --db DB enroll ID, one at a time)")
+        if a.pg:
+            # The same machines and tokens in the PostgreSQL template: copied by migrate.
+            psql(a.pg, 'DROP DATABASE IF EXISTS "ingest_template" WITH (FORCE)')
+            psql(a.pg, 'CREATE DATABASE "ingest_template"')
+            res = subprocess.run([a.server, "migrate", "--from", template, "--to",
+                                  pg_uri(a.pg, "ingest_template")], capture_output=True,
+                                 text=True)
+            if res.returncode != 0:
+                sys.exit(f"migrate into the template failed: {res.stderr}")
         for i in range(a.runs):
-            tmp = tempfile.mkdtemp(prefix="rtsoak-ingest-")
-            try:
-                j, server_argv, load_argv = one_run(a, tmp, template, tokens)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-            report_run(a, i, j, server_argv, load_argv, runs, say)
+            for store in stores:
+                tmp = tempfile.mkdtemp(prefix="rtsoak-ingest-")
+                try:
+                    j, server_argv, load_argv = one_run(a, tmp, store, template, tokens, i)
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                report_run(a, i, j, server_argv, load_argv, runs[store], say)
     finally:
         shutil.rmtree(setup, ignore_errors=True)
+        if a.pg:
+            psql(a.pg, 'DROP DATABASE IF EXISTS "ingest_template" WITH (FORCE)')
 
-
-    med = lambda key: statistics.median(r[key] for r in runs)
-    rate = med("rate")
     say()
-    say(f"median of {len(runs)} runs: {rate:.1f} summaries/s (range "
-        f"{min(r['rate'] for r in runs):.1f}-{max(r['rate'] for r in runs):.1f}), "
-        f"server CPU {med('server_cpu_us_per_summary'):.0f} us/summary, latency p50 "
-        f"{med('p50_ms'):.2f} ms, p99 {med('p99_ms'):.2f} ms")
-    failed = [i + 1 for i, r in enumerate(runs) if check(r)]
-    say(f"database check: {'every run stored every accepted summary exactly once' if not failed else 'FAILED in runs ' + str(failed)}")
-    say(f"target {TARGET:.0f} summaries/s: {'met' if rate >= TARGET else 'NOT met'}")
+    failed = []
+    medians = {}
+    for store in stores:
+        rs = runs[store]
+        med = lambda key: statistics.median(r[key] for r in rs)  # noqa: E731
+        medians[store] = med("rate")
+        db = (f", database CPU {med('db_cpu_us_per_summary'):.0f} us/summary, lock waits "
+              f"{sum(r['lock_waits'] or 0 for r in rs)} in all runs, deadlocks "
+              f"{sum(r['deadlocks'] for r in rs)}" if store != "sqlite" else "")
+        say(f"{NAMES[store]}: median of {len(rs)} runs {medians[store]:.1f} summaries/s (range "
+            f"{min(r['rate'] for r in rs):.1f}-{max(r['rate'] for r in rs):.1f}), server CPU "
+            f"{med('server_cpu_us_per_summary'):.0f} us/summary{db}, latency p50 "
+            f"{med('p50_ms'):.2f} ms, p99 {med('p99_ms'):.2f} ms")
+        failed += [f"{store} run {i + 1}" for i, r in enumerate(rs) if check(r)]
+    say(f"database check: {'every run stored every accepted summary exactly once' if not failed else 'FAILED in ' + ', '.join(failed)}")
+    say(f"target {TARGET:.0f} summaries/s on SQLite: "
+        f"{'met' if medians['sqlite'] >= TARGET else 'NOT met'}")
+    if a.pg:
+        ratio = medians["pg1"] / medians["sqlite"]
+        say(f"PostgreSQL with one server against SQLite: {ratio:.2f}x (target 0.8x: "
+            f"{'met' if ratio >= 0.8 else 'NOT met'}); two servers: "
+            f"{medians['pg2'] / medians['sqlite']:.2f}x")
     with open(a.results, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"written to {a.results}")

@@ -14,12 +14,13 @@ src=$PWD
 
 # scdoc builds the man pages.
 build_packages=(meson ninja-build gcc pkg-config libsqlite3-dev libsystemd-dev libjansson-dev
-                libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev libxml2-dev scdoc)
+                libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev libxml2-dev libpq-dev scdoc)
 # systemd-analyze checks the unit files, clang-format the formatting, chromium (headless) the
 # dashboard as a browser shows it, systemd-journal-remote writes the journal files that the
-# forensics test reads, promtool (prometheus) checks and unit-tests the alert rules and the
-# metrics, xmllint (libxml2-utils) validates the JUnit XML of rtsoak verdict.
-test_packages=(systemd systemd-journal-remote clang-format python3 chromium prometheus
+# forensics test reads, postgresql the farm server's second store (the tests start servers of
+# their own), promtool (prometheus) checks and unit-tests the alert rules and the metrics,
+# xmllint (libxml2-utils) validates the JUnit XML of rtsoak verdict.
+test_packages=(systemd systemd-journal-remote clang-format python3 chromium postgresql prometheus
                libxml2-utils)
 
 install_missing() {

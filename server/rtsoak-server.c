@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,15 +18,18 @@
 #include "macro.h"
 #include "server-auth.h"
 #include "server-cli-machines.h"
+#include "server-cli-notify.h"
+#include "server-copy.h"
 #include "server-db.h"
 #include "server-http.h"
 #include "server-notify.h"
-#include "server-cli-notify.h"
 #include "server-query.h"
 #include "server-ratelimit.h"
+#include "server-retention.h"
 #include "server-stable.h"
 #include "server-verdict.h"
 #include "server-waivers.h"
+#include "sql.h"
 #include "timeutil.h"
 
 #define DB_DEFAULT "/var/lib/rtsoak-server/farm.db"
@@ -34,7 +38,7 @@
 /* The configuration file: the same settings as the options, which override it. */
 struct server_config {
         char *listen, *db, *cert, *key;
-        uint64_t threads, rate, burst, max_body;
+        uint64_t threads, rate, burst, max_body, retention;
         bool cache_warming;
         uint64_t period, max_gap, load_down_max, load_down_total, probe_down_max;
         uint64_t max_probe_interval, clock_tolerance, regression_min_diff, watch;
@@ -64,6 +68,8 @@ static const struct conf_item config_items[] = {
           UINT64_C(1) << 30, "16777216" },
         { "Server", "CacheWarming", &conf_type_bool, offsetof(struct server_config, cache_warming),
           0, 0, "yes" },
+        { "Server", "Retention", &conf_type_timespan, offsetof(struct server_config, retention), 0,
+          UINT64_C(36500) * 86400 * NSEC_PER_SEC, "0" },
         { "Verdict", "Period", &conf_type_timespan, offsetof(struct server_config, period),
           NSEC_PER_SEC, 3650 * 86400 * NSEC_PER_SEC, FARM_RULE_PERIOD_DEFAULT },
         { "Verdict", "MaxGap", &conf_type_timespan, offsetof(struct server_config, max_gap),
@@ -186,9 +192,11 @@ struct options {
         unsigned burst;
         size_t max_body_bytes;
         bool cache_warming;
+        uint64_t retention_ns;              /* [Server] Retention=: 0 keeps every interval */
         struct farm_settings_change change; /* --bound, --gating, --groups, --label, --unlabel */
-        const char *reason, *by, *at, *known_at, *from, *to;
+        const char *reason, *by, *at, *known_at, *from, *to, *before;
         bool json;
+        unsigned chunk;   /* migrate: intervals per transaction */
         uint64_t given;   /* the options given, as OPT() bits */
         bool usage_error; /* one of them was wrong (already logged) */
         struct farm_rule rule;
@@ -226,6 +234,11 @@ static void help(void) {
                "  notifications retry DELIVERY_ID|failed             send failed ones again\n"
                "  notifications test CHANNEL                         queue a test "
                "notification\n"
+               "  migrate --from PATH|URI --to URI [--chunk N]       copy the farm into another "
+               "store\n"
+               "                       (postgresql://...) and compare every row\n"
+               "  prune --before TIME  drop the intervals of the months before TIME's "
+               "(Retention= does it hourly)\n"
                "\n"
                "  --config FILE        configuration file (default %s)\n"
                "  --db PATH            farm database (default %s)\n"
@@ -251,6 +264,7 @@ static void help(void) {
                "  --reason TEXT        why (kept in the audit trail)\n"
                "  --by NAME            who (default: $SUDO_USER, $USER)\n"
                "  --json               machine show, maintenance list: JSON\n"
+               "  --chunk N            migrate: intervals per transaction (default 10000)\n"
                "  -h, --help           show this help\n"
                "  --version            show the version\n"
                "\n"
@@ -303,6 +317,8 @@ enum {
         ARG_MACHINE,
         ARG_RELEASE,
         ARG_LIMIT,
+        ARG_CHUNK,
+        ARG_BEFORE,
         ARG_VERSION,
 };
 #define OPT(arg) (UINT64_C(1) << ((arg) -ARG_CONFIG))
@@ -341,6 +357,8 @@ static const struct option options[] = {
         { "machine", required_argument, NULL, ARG_MACHINE },
         { "release", required_argument, NULL, ARG_RELEASE },
         { "limit", required_argument, NULL, ARG_LIMIT },
+        { "chunk", required_argument, NULL, ARG_CHUNK },
+        { "before", required_argument, NULL, ARG_BEFORE },
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, ARG_VERSION },
         {},
@@ -434,6 +452,16 @@ static int parse_command_option(int c, const char *name, struct options *o) {
         case ARG_LIMIT:
                 o->notify_filter.limit = optarg;
                 break;
+        case ARG_BEFORE:
+                o->before = optarg;
+                break;
+        case ARG_CHUNK: {
+                unsigned long long v;
+                if (parse_uint(opt, optarg, 1, 1000000, &v) < 0)
+                        return -EINVAL;
+                o->chunk = (unsigned) v;
+                break;
+        }
         }
         if (r < 0)
                 log_error("%s", err);
@@ -580,7 +608,17 @@ static int serve(const struct options *o) {
                 return EXIT_FAILURE;
         }
 
-        r = farm_db_open(o->db_path, &db, err);
+        /* Retention keeps what the verdict's period needs, and a month more. */
+        if (o->retention_ns && o->retention_ns < o->rule.period_ns + 31 * 86400 * NSEC_PER_SEC) {
+                char a[TIMESPAN_MAX_LEN], b[TIMESPAN_MAX_LEN];
+                log_error("[Server] Retention=%s is shorter than the verdict's Period=%s and a "
+                          "month: the verdict needs those intervals",
+                          format_timespan(a, o->retention_ns),
+                          format_timespan(b, o->rule.period_ns));
+                return EXIT_CONFIG;
+        }
+
+        r = farm_db_open_with(o->db_path, o->threads, &db, err);
         if (r < 0) {
                 log_error_errno(r, "Cannot open the farm database: %s", err);
                 return EXIT_FAILURE;
@@ -643,8 +681,10 @@ static int serve(const struct options *o) {
                 farm_db_close(db);
                 return EXIT_FAILURE;
         }
+        char shown[512];
+        sql_target_shown(o->db_path, shown, sizeof(shown));
         log_info("Listening on %s://%s (database %s, %u threads)", cert ? "https" : "http", bound,
-                 o->db_path, o->threads);
+                 shown, o->threads);
         struct farm_warmer *warmer = NULL;
         if (o->cache_warming && (r = farm_warmer_start(db, &warmer)) < 0)
                 log_warning_errno(r, "Cannot merge histograms in the background, the queries "
@@ -656,11 +696,15 @@ static int serve(const struct options *o) {
         struct farm_watcher *watcher = NULL;
         if ((r = farm_watcher_start(db, &o->rule, farm_notifier_hooks(notifier), &watcher)) < 0)
                 log_warning_errno(r, "Cannot keep the verdict log: %m");
+        struct farm_pruner *pruner = NULL;
+        if ((r = farm_pruner_start(db, o->retention_ns, &pruner)) < 0)
+                log_warning_errno(r, "Cannot drop old intervals (Retention=): %m");
 
         while (sigwait(&mask, &sig) != 0)
                 ;
         log_info("Stopping on %s", strsignal(sig));
         farm_http_stop(http);
+        farm_pruner_stop(pruner);
         farm_watcher_stop(watcher);
         farm_notifier_stop(notifier);
         farm_warmer_stop(warmer);
@@ -986,6 +1030,67 @@ static int run_notifications_test(const struct options *o, char **args, int n) {
         return cli_notifications_test(o->db_path, o->notify, args[0], who(o));
 }
 
+/* prune --before TIME: one pass of retention now, with that horizon. */
+static int run_prune(const struct options *o, char **args, int n) {
+        char err[FARM_ERROR_MAX];
+        const char *reason = NULL;
+        int64_t before;
+        farm_db *db = NULL;
+        uint64_t intervals;
+        (void) args, (void) n;
+        if (!o->before) {
+                log_error("prune needs --before TIME (the intervals of the months that ended "
+                          "before that month are dropped)");
+                return EXIT_USAGE;
+        }
+        if (parse_timestamp(o->before, now_ns(CLOCK_REALTIME), &before, &reason) < 0) {
+                log_error("Invalid --before '%s': %s", o->before, reason ?: "not a time");
+                return EXIT_USAGE;
+        }
+        if (cli_open_db(o->db_path, &db) < 0)
+                return EXIT_FAILURE;
+        int r = farm_retention_pass(db, before, &intervals, err);
+        farm_db_close(db);
+        if (r < 0) {
+                log_error_errno(r, "Cannot drop the old intervals: %s", err);
+                return EXIT_FAILURE;
+        }
+        log_info("Dropped %d month(s) of partitions, %" PRIu64 " intervals", r, intervals);
+        return EXIT_SUCCESS;
+}
+
+/* migrate: the copy, then the comparison; run again after an interruption, it goes on. */
+static int run_migrate(const struct options *o, char **args, int n) {
+        char err[FARM_ERROR_MAX], from[512], to[512];
+        struct farm_copy_stats st;
+        (void) args, (void) n;
+        if (!o->from || !o->to) {
+                log_error("migrate needs --from (the farm) and --to (the database to copy it "
+                          "into)");
+                return EXIT_USAGE;
+        }
+        sql_target_shown(o->from, from, sizeof(from));
+        sql_target_shown(o->to, to, sizeof(to));
+        int64_t t0 = now_ns(CLOCK_MONOTONIC);
+        int r = farm_copy(o->from, o->to, o->chunk, &st, err);
+        if (r < 0) {
+                log_error("Cannot copy %s into %s: %s", from, to, err);
+                return EXIT_FAILURE;
+        }
+        int64_t t1 = now_ns(CLOCK_MONOTONIC);
+        log_info("Copied %" PRIu64 " rows of %u tables in %.1f s; comparing every row",
+                 st.rows_copied, st.tables, (double) (t1 - t0) / 1e9);
+        r = farm_copy_verify(o->from, o->to, &st, err);
+        if (r < 0) {
+                log_error("%s and %s differ: %s", from, to, err);
+                return EXIT_FAILURE;
+        }
+        log_info("Verified: %" PRIu64 " rows of %u tables the same in %s and %s (%.1f s)",
+                 st.rows_compared, st.tables, from, to,
+                 (double) (now_ns(CLOCK_MONOTONIC) - t1) / 1e9);
+        return EXIT_SUCCESS;
+}
+
 static const struct command {
         const char *name, *sub; /* sub: the second word, or NULL */
         int min_args, max_args; /* after the command's words */
@@ -1016,6 +1121,9 @@ static const struct command {
           OPT(ARG_STATE) | OPT(ARG_KIND) | OPT(ARG_MACHINE) | OPT(ARG_RELEASE) | OPT(ARG_LIMIT) |
                   OPT(ARG_JSON),
           run_notifications },
+        { "migrate", NULL, 0, 0, "no argument", OPT(ARG_FROM) | OPT(ARG_TO) | OPT(ARG_CHUNK),
+          run_migrate },
+        { "prune", NULL, 0, 0, "no argument", OPT(ARG_BEFORE), run_prune },
 };
 
 /* The command of argv (its words from *word on), or NULL with the error logged. */
@@ -1033,8 +1141,8 @@ static const struct command *find_command(char **words, int n) {
                           strcmp(words[0], "machine") == 0 ? "set or show" : "add, list or cancel");
         else
                 log_error("Unknown command '%s' (expected enroll, revoke, machine, maintenance, "
-                          "verdict, waive, unwaive, waivers, admin-token, admin-revoke, check or "
-                          "notifications; see --help)",
+                          "verdict, waive, unwaive, waivers, admin-token, admin-revoke, check, "
+                          "notifications, migrate or prune; see --help)",
                           words[0]);
         return NULL;
 }
@@ -1091,6 +1199,7 @@ int main(int argc, char **argv) {
         o.burst = (unsigned) sc.burst;
         o.max_body_bytes = (size_t) sc.max_body;
         o.cache_warming = sc.cache_warming;
+        o.retention_ns = sc.retention;
         if (rule_from_config(&sc, path, &o.rule) < 0)
                 return EXIT_CONFIG;
         if (notify_config_check(&sc.notify,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The farm database: machines and their tokens, and what they uploaded.  Only server/ speaks
- * SQL to it; every function here is safe to call from any thread (one connection that writes,
- * one that reads, each behind a mutex). */
+/* The farm database: machines and their tokens, and what they uploaded, in an SQLite file or
+ * a PostgreSQL database.  Only server/ speaks SQL to it; every function here is safe to call
+ * from any thread. */
 #pragma once
 
 #include <jansson.h>
@@ -18,17 +18,22 @@
 
 typedef struct farm_db farm_db;
 
-/* Opens (creating and migrating) the farm database at path.  On failure err says why, naming
- * the file. */
-int farm_db_open(const char *path, farm_db **ret, char err[static FARM_ERROR_MAX]);
+/* Opens (creating and migrating) the farm database at target: an SQLite file's path, or a
+ * postgresql:// URI.  On failure err says why, naming the target (never a password). */
+int farm_db_open(const char *target, farm_db **ret, char err[static FARM_ERROR_MAX]);
+/* The same for a server of threads HTTP threads: on PostgreSQL, that many connections and a few
+ * more (threads 0: a default). */
+int farm_db_open_with(const char *target, unsigned threads, farm_db **ret,
+                      char err[static FARM_ERROR_MAX]);
 void farm_db_close(farm_db *db);
 
-/* Databases up to this size get PRAGMA quick_check at every open; larger ones only on
+/* SQLite databases up to this size get PRAGMA quick_check at every open; larger ones only on
  * request (farm_db_check), since it reads the whole file. */
 #define FARM_CHECK_AT_OPEN_MAX_BYTES (INT64_C(1) << 30)
 /* Whether the check at open was skipped, and the file's size then. */
 bool farm_db_check_skipped(farm_db *db, int64_t *ret_size_bytes);
-/* PRAGMA quick_check of the whole file: -EBADMSG (err says what) when it is damaged. */
+/* SQLite: PRAGMA quick_check of the whole file, -EBADMSG (err says what) when it is damaged;
+ * PostgreSQL: every table read once (its pages are checked as they are read). */
 int farm_db_check(farm_db *db, char err[static FARM_ERROR_MAX]);
 
 /* Finds the enrolled, unrevoked machine whose token has this hash (looked up in an index of the
@@ -43,10 +48,11 @@ struct farm_stored {
         uint64_t dup_intervals, dup_events; /* already stored before, skipped */
 };
 
-/* Stores a decoded summary of machine_id atomically: in its own savepoint of a transaction that
- * the uploads stored at the same time share (group commit), and returns once that transaction
- * is committed (with synchronous=FULL: on disk), or with the error that undid it.  -EEXIST (with
- * err) when the run is already stored with a different identity (boot id or kernel). */
+/* Stores a decoded summary of machine_id atomically and returns once it is committed (on disk),
+ * or with the error that undid it: on SQLite in its own savepoint of a transaction that the
+ * uploads stored at the same time share (group commit), on PostgreSQL in a transaction of its
+ * own.  -EEXIST (with err) when the run is already stored with a different identity (boot id or
+ * kernel), -EBUSY when the database could not be reached or locked in time. */
 int farm_store_summary(farm_db *db, const struct summary *s, int64_t now_ns,
                        struct farm_stored *ret, char err[static FARM_ERROR_MAX]);
 /* How many group commits stored uploads, and how many uploads they held. */

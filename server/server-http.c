@@ -1097,6 +1097,7 @@ int farm_http_start(const struct farm_http_config *c, farm_db *db, farm_http **r
                 farm_http_stop(h);
                 return log_error_errno(r, "Invalid rate limit: %m");
         }
+        farm_ratelimit_share(h->rl, db);
 
         struct MHD_OptionItem opts[] = {
                 { MHD_OPTION_LISTEN_SOCKET, c->listen_fd, NULL },

@@ -41,44 +41,45 @@ static int check_window(int64_t from_ns, int64_t to_ns, int64_t now_ns, char *er
         return 0;
 }
 
-static int machine_exists(farm_db *db, const char *machine_id, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_w(db, "SELECT 1 FROM machines WHERE id = ?", &st, err);
+static int machine_exists(sql_conn *c, const char *machine_id, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c, "SELECT 1 FROM machines WHERE id = ?", &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-                return farm_failf(db, -ENOENT, err, "no machine %s is enrolled", machine_id);
-        if (rc != SQLITE_ROW)
-                return farm_fail_on(db, farm_db_writer(db), rc, "cannot look up the machine", err);
+        sql_bind_text(st, 1, machine_id);
+        int rc = sql_step(st);
+        if (rc == SQL_DONE)
+                return farm_failf(farm_of(c), -ENOENT, err, "no machine %s is enrolled",
+                                  machine_id);
+        if (rc != SQL_ROW)
+                return farm_fail(c, rc, "cannot look up the machine", err);
         return 0;
 }
 
-static int add_locked(farm_db *db, const char *machine_id, int64_t from_ns, int64_t to_ns,
+static int add_locked(sql_conn *c, const char *machine_id, int64_t from_ns, int64_t to_ns,
                       const char *reason, const char *who, int64_t now_ns, int64_t *ret_id,
                       char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_reset_ sql_stmt *st = NULL;
         char detail[128 + 4 * FARM_REASON_MAX], t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
-        int r = machine_exists(db, machine_id, err);
+        int r = machine_exists(c, machine_id, err);
         if (r < 0 ||
-            (r = farm_prepare_w(db,
-                                "INSERT INTO maintenance (machine_id, from_ns, to_ns, reason, by, "
-                                "created_ns) VALUES (?, ?, ?, ?, ?, ?)",
-                                &st, err)) < 0)
+            (r = farm_prepare(c,
+                              "INSERT INTO maintenance (machine_id, from_ns, to_ns, reason, by, "
+                              "created_ns) VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                              &st, err)) < 0)
                 return r;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, from_ns);
-        sqlite3_bind_int64(st, 3, to_ns);
-        sqlite3_bind_text(st, 4, reason, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 5, who, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 6, now_ns);
-        if ((r = farm_step_done(db, st, "cannot store the maintenance window", err)) < 0)
-                return r;
-        *ret_id = sqlite3_last_insert_rowid(farm_db_writer(db));
+        sql_bind_text(st, 1, machine_id);
+        sql_bind_int64(st, 2, from_ns);
+        sql_bind_int64(st, 3, to_ns);
+        sql_bind_text(st, 4, reason);
+        sql_bind_text(st, 5, who);
+        sql_bind_int64(st, 6, now_ns);
+        if ((r = sql_step(st)) != SQL_ROW)
+                return farm_fail(c, r, "cannot store the maintenance window", err);
+        *ret_id = sql_column_int64(st, 0);
         snprintf(detail, sizeof(detail), "window %" PRId64 " from %s to %s: %s", *ret_id,
                  format_timestamp_utc(t1, from_ns), format_timestamp_utc(t2, to_ns), reason);
-        return farm_audit_machine(db, now_ns, who, "maintenance_add", machine_id, detail, err);
+        return farm_audit_machine(c, now_ns, who, "maintenance_add", machine_id, detail, err);
 }
 
 int farm_maintenance_add(farm_db *db, const char *machine_id, int64_t from_ns, int64_t to_ns,
@@ -90,38 +91,38 @@ int farm_maintenance_add(farm_db *db, const char *machine_id, int64_t from_ns, i
             (r = farm_check_who("by", who, err)) < 0)
                 return r;
         return FARM_WRITE_TRANSACTION(
-                db, err,
-                add_locked(db, machine_id, from_ns, to_ns, reason, who, now_ns, ret_id, err));
+                db, w, err,
+                add_locked(w, machine_id, from_ns, to_ns, reason, who, now_ns, ret_id, err));
 }
 
-static int cancel_locked(farm_db *db, int64_t id, const char *who, const char *reason,
+static int cancel_locked(sql_conn *c, int64_t id, const char *who, const char *reason,
                          int64_t now_ns, char *err) {
-        _cleanup_reset_ sqlite3_stmt *sel = NULL, *upd = NULL;
+        _cleanup_reset_ sql_stmt *sel = NULL, *upd = NULL;
         char detail[128 + 4 * FARM_REASON_MAX], t[TIMESTAMP_MAX_LEN];
-        int r = farm_prepare_w(db,
-                               "SELECT machine_id, from_ns, to_ns, cancelled_ns, cancelled_by "
-                               "FROM maintenance WHERE id = ?",
-                               &sel, err);
+        int r = farm_prepare(c,
+                             "SELECT machine_id, from_ns, to_ns, cancelled_ns, cancelled_by "
+                             "FROM maintenance WHERE id = ?",
+                             &sel, err);
         if (r < 0 ||
-            (r = farm_prepare_w(db,
-                                "UPDATE maintenance SET cancelled_ns = ?2, cancelled_by = ?3 "
-                                "WHERE id = ?1",
-                                &upd, err)) < 0)
+            (r = farm_prepare(c,
+                              "UPDATE maintenance SET cancelled_ns = ?2, cancelled_by = ?3 "
+                              "WHERE id = ?1",
+                              &upd, err)) < 0)
                 return r;
-        sqlite3_bind_int64(sel, 1, id);
-        int rc = sqlite3_step(sel);
-        if (rc == SQLITE_DONE)
-                return farm_failf(db, -ENOENT, err, "no maintenance window %" PRId64, id);
-        if (rc != SQLITE_ROW)
-                return farm_fail_on(db, farm_db_writer(db), rc, "cannot read the window", err);
-        const char *machine_id = (const char *) sqlite3_column_text(sel, 0);
-        int64_t from_ns = sqlite3_column_int64(sel, 1), to_ns = sqlite3_column_int64(sel, 2);
+        sql_bind_int64(sel, 1, id);
+        int rc = sql_step(sel);
+        if (rc == SQL_DONE)
+                return farm_failf(farm_of(c), -ENOENT, err, "no maintenance window %" PRId64, id);
+        if (rc != SQL_ROW)
+                return farm_fail(c, rc, "cannot read the window", err);
+        const char *machine_id = sql_column_text(sel, 0);
+        int64_t from_ns = sql_column_int64(sel, 1), to_ns = sql_column_int64(sel, 2);
         /* These go back to staff over the API: no path of the database in them. */
-        if (sqlite3_column_type(sel, 3) != SQLITE_NULL) {
+        if (!sql_column_null(sel, 3)) {
                 snprintf(err, FARM_ERROR_MAX,
                          "maintenance window %" PRId64 " was cancelled already, at %s by %s", id,
-                         format_timestamp_utc(t, sqlite3_column_int64(sel, 3)),
-                         (const char *) sqlite3_column_text(sel, 4) ?: "?");
+                         format_timestamp_utc(t, sql_column_int64(sel, 3)),
+                         sql_column_text(sel, 4) ?: "?");
                 return -EALREADY;
         }
         if (to_ns <= now_ns) {
@@ -131,14 +132,14 @@ static int cancel_locked(farm_db *db, int64_t id, const char *who, const char *r
                          id, format_timestamp_utc(t, to_ns));
                 return -EALREADY;
         }
-        sqlite3_bind_int64(upd, 1, id);
-        sqlite3_bind_int64(upd, 2, now_ns);
-        sqlite3_bind_text(upd, 3, who, -1, SQLITE_STATIC);
-        if ((r = farm_step_done(db, upd, "cannot cancel the window", err)) < 0)
+        sql_bind_int64(upd, 1, id);
+        sql_bind_int64(upd, 2, now_ns);
+        sql_bind_text(upd, 3, who);
+        if ((r = farm_step_done(upd, "cannot cancel the window", err)) < 0)
                 return r;
         snprintf(detail, sizeof(detail), "window %" PRId64 " %s: %s", id,
                  now_ns < from_ns ? "cancelled before it began" : "ended early", reason);
-        return farm_audit_machine(db, now_ns, who, "maintenance_cancel", machine_id, detail, err);
+        return farm_audit_machine(c, now_ns, who, "maintenance_cancel", machine_id, detail, err);
 }
 
 int farm_maintenance_cancel(farm_db *db, int64_t id, const char *who, const char *reason,
@@ -147,7 +148,7 @@ int farm_maintenance_cancel(farm_db *db, int64_t id, const char *who, const char
         if ((r = farm_check_text("reason", reason, FARM_REASON_MAX, err)) < 0 ||
             (r = farm_check_who("by", who, err)) < 0)
                 return r;
-        return FARM_WRITE_TRANSACTION(db, err, cancel_locked(db, id, who, reason, now_ns, err));
+        return FARM_WRITE_TRANSACTION(db, w, err, cancel_locked(w, id, who, reason, now_ns, err));
 }
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
@@ -156,11 +157,11 @@ int farm_maintenance_cancel(farm_db *db, int64_t id, const char *who, const char
         "w.id, w.machine_id, m.hostname, w.from_ns, w.to_ns, w.reason, w.by, w.created_ns, " \
         "w.cancelled_ns, w.cancelled_by"
 
-static json_t *window_json(sqlite3_stmt *st, int64_t now_ns) {
-        int64_t from = sqlite3_column_int64(st, 3), to = sqlite3_column_int64(st, 4);
-        int64_t created = sqlite3_column_int64(st, 7);
-        bool cancelled = sqlite3_column_type(st, 8) != SQLITE_NULL;
-        int64_t cancelled_ns = sqlite3_column_int64(st, 8);
+static json_t *window_json(sql_stmt *st, int64_t now_ns) {
+        int64_t from = sql_column_int64(st, 3), to = sql_column_int64(st, 4);
+        int64_t created = sql_column_int64(st, 7);
+        bool cancelled = !sql_column_null(st, 8);
+        int64_t cancelled_ns = sql_column_int64(st, 8);
         /* A cancelled window ended when it was cancelled: before it began, it never did. */
         int64_t until = cancelled ? MAX(from, MIN(to, cancelled_ns)) : to;
         const char *state = cancelled       ? "cancelled"
@@ -169,7 +170,7 @@ static json_t *window_json(sqlite3_stmt *st, int64_t now_ns) {
                                             : "over";
         return json_pack("{s:I, s:o, s:o, s:o, s:I, s:o, s:I, s:o, s:I, s:o, s:o, s:o, s:I, s:o, "
                          "s:o, s:o, s:s}",
-                         "id", (json_int_t) sqlite3_column_int64(st, 0), "machine",
+                         "id", (json_int_t) sql_column_int64(st, 0), "machine",
                          farm_json_col_text(st, 1), "hostname", farm_json_col_text(st, 2), "from",
                          farm_json_time(from), "from_ns", (json_int_t) from, "to",
                          farm_json_time(to), "to_ns", (json_int_t) to, "effective_to",
@@ -183,58 +184,58 @@ static json_t *window_json(sqlite3_stmt *st, int64_t now_ns) {
 
 int farm_maintenance_get(farm_db *db, int64_t id, int64_t now_ns, json_t **ret,
                          char err[static FARM_ERROR_MAX]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_r(db,
-                               "SELECT " WINDOW_COLUMNS " FROM maintenance w "
-                               "LEFT JOIN machines m ON m.id = w.machine_id WHERE w.id = ?",
-                               &st, err);
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c,
+                             "SELECT " WINDOW_COLUMNS " FROM maintenance w "
+                             "LEFT JOIN machines m ON m.id = w.machine_id WHERE w.id = ?",
+                             &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, id);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-                return farm_failf(db, -ENOENT, err, "no maintenance window %" PRId64, id);
-        if (rc != SQLITE_ROW)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot read the window", err);
+        sql_bind_int64(st, 1, id);
+        int rc = sql_step(st);
+        if (rc == SQL_DONE)
+                return farm_failf(farm_of(c), -ENOENT, err, "no maintenance window %" PRId64, id);
+        if (rc != SQL_ROW)
+                return farm_fail(c, rc, "cannot read the window", err);
         *ret = window_json(st, now_ns);
         return *ret ? 0 : -ENOMEM;
 }
 
 int farm_maintenance_json(farm_db *db, const char *machine_id, const struct farm_page *page,
                           int64_t now_ns, json_t **ret, char err[static FARM_ERROR_MAX]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *cnt = NULL, *st = NULL;
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
         json_auto_t *list = json_array();
         int r, rc;
 
         if (!list)
                 return -ENOMEM;
-        if ((r = farm_prepare_r(db,
-                                "SELECT count(*) FROM maintenance WHERE ?1 IS NULL OR "
-                                "machine_id = ?1",
-                                &cnt, err)) < 0 ||
-            (r = farm_prepare_r(db,
-                                "SELECT " WINDOW_COLUMNS " FROM maintenance w "
-                                "LEFT JOIN machines m ON m.id = w.machine_id "
-                                "WHERE ?1 IS NULL OR w.machine_id = ?1 "
-                                "ORDER BY w.from_ns DESC, w.id DESC LIMIT ?2 OFFSET ?3",
-                                &st, err)) < 0)
+        if ((r = farm_prepare(c,
+                              "SELECT count(*) FROM maintenance WHERE machine_id = ?1 OR "
+                              "?1 IS NULL",
+                              &cnt, err)) < 0 ||
+            (r = farm_prepare(c,
+                              "SELECT " WINDOW_COLUMNS " FROM maintenance w "
+                              "LEFT JOIN machines m ON m.id = w.machine_id "
+                              "WHERE w.machine_id = ?1 OR ?1 IS NULL "
+                              "ORDER BY w.from_ns DESC, w.id DESC LIMIT ?2 OFFSET ?3",
+                              &st, err)) < 0)
                 return r;
-        sqlite3_bind_text(cnt, 1, machine_id, -1, SQLITE_STATIC);
-        if ((rc = sqlite3_step(cnt)) != SQLITE_ROW)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot count the windows", err);
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, (int64_t) MIN(page->limit, (uint64_t) INT64_MAX));
-        sqlite3_bind_int64(st, 3, (int64_t) MIN(page->offset, (uint64_t) INT64_MAX));
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        sql_bind_text(cnt, 1, machine_id);
+        if ((rc = sql_step(cnt)) != SQL_ROW)
+                return farm_fail(c, rc, "cannot count the windows", err);
+        sql_bind_text(st, 1, machine_id);
+        sql_bind_int64(st, 2, (int64_t) MIN(page->limit, (uint64_t) INT64_MAX));
+        sql_bind_int64(st, 3, (int64_t) MIN(page->offset, (uint64_t) INT64_MAX));
+        while ((rc = sql_step(st)) == SQL_ROW)
                 if (json_array_append_new(list, window_json(st, now_ns)) < 0)
                         return -ENOMEM;
-        if (rc != SQLITE_DONE)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot list the windows", err);
+        if (rc != SQL_DONE)
+                return farm_fail(c, rc, "cannot list the windows", err);
         *ret = json_pack("{s:O, s:I, s:I, s:I}", "windows", list, "total",
-                         (json_int_t) sqlite3_column_int64(cnt, 0), "limit",
-                         (json_int_t) page->limit, "offset", (json_int_t) page->offset);
+                         (json_int_t) sql_column_int64(cnt, 0), "limit", (json_int_t) page->limit,
+                         "offset", (json_int_t) page->offset);
         return *ret ? 0 : -ENOMEM;
 }
 

@@ -18,49 +18,49 @@ struct mrun {
 };
 
 /* The CPUs a run stored before probed: every CPU its intervals hold. */
-static int probed_of_run(farm_db *db, struct mrun *run, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL, *upd = NULL;
-        int r = farm_prepare_w(db,
-                               "SELECT DISTINCT c.cpu FROM interval_cpus c JOIN intervals i "
-                               "ON c.interval = i.id WHERE i.run = ? ORDER BY 1",
-                               &st, err);
+static int probed_of_run(sql_conn *c, struct mrun *run, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL, *upd = NULL;
+        int r = farm_prepare(c,
+                             "SELECT DISTINCT c.cpu FROM interval_cpus c JOIN intervals i "
+                             "ON c.interval = i.id WHERE i.run = ? ORDER BY 1",
+                             &st, err);
         if (r < 0 ||
-            (r = farm_prepare_w(db, "UPDATE runs SET probed_cpus = ? WHERE id = ?", &upd, err)) < 0)
+            (r = farm_prepare(c, "UPDATE runs SET probed_cpus = ? WHERE id = ?", &upd, err)) < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run->row);
+        sql_bind_int64(st, 1, run->row);
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 uint32_t *x = realloc(run->probed, (run->nprobed + 1) * sizeof(*x));
                 if (!x)
                         return -ENOMEM;
                 run->probed = x;
-                x[run->nprobed++] = (uint32_t) sqlite3_column_int64(st, 0);
+                x[run->nprobed++] = (uint32_t) sql_column_int64(st, 0);
         }
-        if (rc != SQLITE_DONE)
-                return farm_fail_on(db, farm_db_writer(db), rc, "cannot read a run's CPUs", err);
+        if (rc != SQL_DONE)
+                return farm_fail(c, rc, "cannot read a run's CPUs", err);
         _cleanup_free_ char *text = farm_cpu_list_format(run->probed, run->nprobed);
         if (!text)
                 return -ENOMEM;
-        sqlite3_bind_text(upd, 1, text, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(upd, 2, run->row);
-        return farm_step_done(db, upd, "cannot store a run's CPUs", err);
+        sql_bind_text(upd, 1, text);
+        sql_bind_int64(upd, 2, run->row);
+        return farm_step_done(upd, "cannot store a run's CPUs", err);
 }
 
 /* What one stored interval measured, from its CPU rows. */
-static int measure_stored(farm_db *db, const struct mrun *run, int64_t id, int64_t start,
+static int measure_stored(sql_conn *c, const struct mrun *run, int64_t id, int64_t start,
                           int64_t len, struct farm_measure *ret, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_reset_ sql_stmt *st = NULL;
         struct summary_cpu cpus[64], *many = NULL, *v = cpus;
         size_t n = 0, cap = 64;
-        int r = farm_prepare_w(db,
-                               "SELECT cpu, samples FROM interval_cpus WHERE interval = ? "
-                               "ORDER BY cpu",
-                               &st, err);
+        int r = farm_prepare(c,
+                             "SELECT cpu, samples FROM interval_cpus WHERE interval = ? "
+                             "ORDER BY cpu",
+                             &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, id);
+        sql_bind_int64(st, 1, id);
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 if (n == cap) {
                         cap *= 2;
                         struct summary_cpu *x = realloc(many, cap * sizeof(*x));
@@ -73,19 +73,17 @@ static int measure_stored(farm_db *db, const struct mrun *run, int64_t id, int64
                         many = v = x;
                 }
                 v[n++] = (struct summary_cpu){
-                        .cpu = (uint32_t) sqlite3_column_int64(st, 0),
-                        .samples = (uint64_t) sqlite3_column_int64(st, 1),
+                        .cpu = (uint32_t) sql_column_int64(st, 0),
+                        .samples = (uint64_t) sql_column_int64(st, 1),
                 };
         }
         struct summary_interval iv = {
                 .start_ns = start, .length_ns = (uint64_t) len, .cpus = v, .ncpus = n
         };
-        if (rc == SQLITE_DONE)
+        if (rc == SQL_DONE)
                 farm_measure_interval(&iv, run->probed, run->nprobed, run->probe_ns, ret);
         free(many);
-        return rc == SQLITE_DONE ? 0
-                                 : farm_fail_on(db, farm_db_writer(db), rc,
-                                                "cannot read an interval's CPUs", err);
+        return rc == SQL_DONE ? 0 : farm_fail(c, rc, "cannot read an interval's CPUs", err);
 }
 
 struct miv {
@@ -122,14 +120,15 @@ static int64_t counted_of(const struct miv *all, size_t n, size_t i, int64_t max
 }
 
 /* Intervals of other runs stored before iv that overlap it: two runs at once. */
-static int store_overlaps(farm_db *db, const char *machine, const struct miv *all, size_t n,
+static int store_overlaps(sql_conn *c, const char *machine, const struct miv *all, size_t n,
                           size_t i, int64_t max_len, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_reset_ sql_stmt *st = NULL;
         const struct miv *iv = &all[i];
-        int r = farm_prepare_w(db,
-                               "INSERT INTO overlaps (machine_id, run_a, run_b, start_ns, end_ns, "
-                               "received_ns) VALUES (?, ?, ?, ?, ?, ?)",
-                               &st, err);
+        int r = farm_prepare(
+                c,
+                "INSERT INTO \"overlaps\" (machine_id, run_a, run_b, start_ns, end_ns, "
+                "received_ns) VALUES (?, ?, ?, ?, ?, ?)",
+                &st, err);
         if (r < 0)
                 return r;
         size_t lo = i;
@@ -139,57 +138,57 @@ static int store_overlaps(farm_db *db, const char *machine, const struct miv *al
                 const struct miv *o = &all[k];
                 if (o->id > iv->id || o->run == iv->run || o->end <= iv->start)
                         continue;
-                sqlite3_bind_text(st, 1, machine, -1, SQLITE_STATIC);
-                sqlite3_bind_int64(st, 2, MIN(o->run, iv->run));
-                sqlite3_bind_int64(st, 3, MAX(o->run, iv->run));
-                sqlite3_bind_int64(st, 4, MAX(o->start, iv->start));
-                sqlite3_bind_int64(st, 5, MIN(o->end, iv->end));
-                sqlite3_bind_int64(st, 6, MAX(o->end, iv->end));
-                r = farm_step_done(db, st, "cannot store an overlap", err);
+                sql_bind_text(st, 1, machine);
+                sql_bind_int64(st, 2, MIN(o->run, iv->run));
+                sql_bind_int64(st, 3, MAX(o->run, iv->run));
+                sql_bind_int64(st, 4, MAX(o->start, iv->start));
+                sql_bind_int64(st, 5, MIN(o->end, iv->end));
+                sql_bind_int64(st, 6, MAX(o->end, iv->end));
+                r = farm_step_done(st, "cannot store an overlap", err);
         }
         return r;
 }
 
-static int store_facts(farm_db *db, const struct miv *iv, const struct farm_measure *m,
+static int store_facts(sql_conn *c, const struct miv *iv, const struct farm_measure *m,
                        int64_t counted, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_w(db,
-                               "UPDATE intervals SET m_start_ns = ?2, m_end_ns = ?3, "
-                               "min_ratio_pm = ?4, min_ratio_cpu = ?5, counted_ns = ?6, "
-                               "missing_ns = ?7 WHERE id = ?1",
-                               &st, err);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c,
+                             "UPDATE intervals SET m_start_ns = ?2, m_end_ns = ?3, "
+                             "min_ratio_pm = ?4, min_ratio_cpu = ?5, counted_ns = ?6, "
+                             "missing_ns = ?7 WHERE id = ?1",
+                             &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, iv->id);
+        sql_bind_int64(st, 1, iv->id);
         if (m->measured) {
-                sqlite3_bind_int64(st, 2, m->start_ns);
-                sqlite3_bind_int64(st, 3, m->end_ns);
+                sql_bind_int64(st, 2, m->start_ns);
+                sql_bind_int64(st, 3, m->end_ns);
         }
-        sqlite3_bind_int64(st, 4, m->min_ratio_pm);
+        sql_bind_int64(st, 4, m->min_ratio_pm);
         if (m->min_ratio_cpu >= 0)
-                sqlite3_bind_int64(st, 5, m->min_ratio_cpu);
-        sqlite3_bind_int64(st, 6, counted);
-        sqlite3_bind_int64(st, 7, m->max_missing_ns);
-        return farm_step_done(db, st, "cannot store what an interval measured", err);
+                sql_bind_int64(st, 5, m->min_ratio_cpu);
+        sql_bind_int64(st, 6, counted);
+        sql_bind_int64(st, 7, m->max_missing_ns);
+        return farm_step_done(st, "cannot store what an interval measured", err);
 }
 
 /* Every interval of one machine: measured, then counted in the order they were stored. */
-static int migrate_machine(farm_db *db, const char *machine, struct mrun *runs, size_t nruns,
+static int migrate_machine(sql_conn *c, const char *machine, struct mrun *runs, size_t nruns,
                            char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_reset_ sql_stmt *st = NULL;
         struct miv *all = NULL;
         struct farm_measure *ms = NULL;
         size_t n = 0, cap = 0;
         int64_t max_len = 0;
-        int r = farm_prepare_w(db,
-                               "SELECT i.id, i.run, i.start_ns, i.length_ns FROM intervals i "
-                               "JOIN runs r ON i.run = r.id WHERE r.machine_id = ? ORDER BY i.id",
-                               &st, err);
+        int r = farm_prepare(c,
+                             "SELECT i.id, i.run, i.start_ns, i.length_ns FROM intervals i "
+                             "JOIN runs r ON i.run = r.id WHERE r.machine_id = ? ORDER BY i.id",
+                             &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, machine, -1, SQLITE_STATIC);
+        sql_bind_text(st, 1, machine);
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 if (n == cap) {
                         cap = cap ? cap * 2 : 1024;
                         struct miv *x = realloc(all, cap * sizeof(*x));
@@ -203,17 +202,17 @@ static int migrate_machine(farm_db *db, const char *machine, struct mrun *runs, 
                                 break;
                         }
                 }
-                int64_t len = sqlite3_column_int64(st, 3);
-                all[n] = (struct miv){ .id = sqlite3_column_int64(st, 0),
-                                       .run = sqlite3_column_int64(st, 1),
-                                       .start = sqlite3_column_int64(st, 2) };
+                int64_t len = sql_column_int64(st, 3);
+                all[n] = (struct miv){ .id = sql_column_int64(st, 0),
+                                       .run = sql_column_int64(st, 1),
+                                       .start = sql_column_int64(st, 2) };
                 all[n].end = all[n].start + len;
                 max_len = MAX(max_len, len);
                 n++;
         }
-        sqlite3_reset(st);
-        if (r >= 0 && rc != SQLITE_DONE)
-                r = farm_fail_on(db, farm_db_writer(db), rc, "cannot read the intervals", err);
+        sql_reset(st);
+        if (r >= 0 && rc != SQL_DONE)
+                r = farm_fail(c, rc, "cannot read the intervals", err);
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 const struct mrun *run = NULL;
                 for (size_t k = 0; k < nruns && !run; k++)
@@ -221,7 +220,7 @@ static int migrate_machine(farm_db *db, const char *machine, struct mrun *runs, 
                                 run = &runs[k];
                 if (!run)
                         continue;
-                r = measure_stored(db, run, all[i].id, all[i].start, all[i].end - all[i].start,
+                r = measure_stored(c, run, all[i].id, all[i].start, all[i].end - all[i].start,
                                    &ms[i], err);
                 all[i].measured = ms[i].measured;
                 all[i].m_start = ms[i].start_ns;
@@ -245,9 +244,9 @@ static int migrate_machine(farm_db *db, const char *machine, struct mrun *runs, 
                         else
                                 hi = mid;
                 }
-                r = store_facts(db, &all[i], &ms[i], counted_of(sorted, n, lo, max_len), err);
+                r = store_facts(c, &all[i], &ms[i], counted_of(sorted, n, lo, max_len), err);
                 if (r >= 0)
-                        r = store_overlaps(db, machine, sorted, n, lo, max_len, err);
+                        r = store_overlaps(c, machine, sorted, n, lo, max_len, err);
         }
         free(sorted);
         free(all);
@@ -285,7 +284,7 @@ static const char *const rollups_sql =
         "  d.start_ns >= run_day_scenarios.day * 86400000000000 AND d.start_ns < "
         "  (run_day_scenarios.day + 1) * 86400000000000), "
         /* The generators every interval of the day and scenario had. */
-        "  gens_all = coalesce((SELECT group_concat(g, ' ') FROM (SELECT l.generator AS g "
+        "  gens_all = coalesce((SELECT string_agg(g, ' ') FROM (SELECT l.generator AS g "
         "  FROM interval_loads l JOIN intervals i ON i.id = l.interval WHERE i.run = "
         "  run_day_scenarios.run AND coalesce(i.scenario, '') = run_day_scenarios.scenario AND "
         "  i.start_ns >= run_day_scenarios.day * 86400000000000 AND i.start_ns < "
@@ -293,24 +292,25 @@ static const char *const rollups_sql =
         "  HAVING count(DISTINCT l.interval) = (SELECT count(*) FROM intervals j WHERE j.run = "
         "  run_day_scenarios.run AND coalesce(j.scenario, '') = run_day_scenarios.scenario AND "
         "  j.start_ns >= run_day_scenarios.day * 86400000000000 AND j.start_ns < "
-        "  (run_day_scenarios.day + 1) * 86400000000000) ORDER BY l.generator)), '');";
+        "  (run_day_scenarios.day + 1) * 86400000000000) ORDER BY l.generator) AS gens), '');";
 
-int farm_migrate_6(farm_db *db, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL, *ms = NULL;
+int farm_migrate_6(sql_conn *c, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL, *ms = NULL;
         struct mrun *runs = NULL;
         size_t nruns = 0;
-        int r = farm_prepare_w(db,
-                               "SELECT id, probe_interval_ns FROM runs WHERE machine_id = ? "
-                               "ORDER BY id",
-                               &st, err);
-        if (r < 0 || (r = farm_prepare_w(db, "SELECT id FROM machines ORDER BY id", &ms, err)) < 0)
+        int r = farm_prepare(c,
+                             "SELECT id, probe_interval_ns FROM runs WHERE machine_id = ? "
+                             "ORDER BY id",
+                             &st, err);
+        if (r < 0 || (r = farm_prepare(c, "SELECT id FROM machines ORDER BY id", &ms, err)) < 0)
                 return r;
         int rc;
-        while (r >= 0 && (rc = sqlite3_step(ms)) == SQLITE_ROW) {
-                const char *machine = (const char *) sqlite3_column_text(ms, 0);
-                sqlite3_reset(st);
-                sqlite3_bind_text(st, 1, machine, -1, SQLITE_TRANSIENT);
-                while (r >= 0 && sqlite3_step(st) == SQLITE_ROW) {
+        while (r >= 0 && (rc = sql_step(ms)) == SQL_ROW) {
+                const char *machine = sql_column_text(ms, 0);
+                sql_reset(st);
+                sql_bind_text(st, 1, machine);
+                int q = SQL_DONE;
+                while (r >= 0 && (q = sql_step(st)) == SQL_ROW) {
                         struct mrun *x = realloc(runs, (nruns + 1) * sizeof(*x));
                         if (!x) {
                                 r = -ENOMEM;
@@ -318,23 +318,22 @@ int farm_migrate_6(farm_db *db, char *err) {
                         }
                         runs = x;
                         runs[nruns] =
-                                (struct mrun){ .row = sqlite3_column_int64(st, 0),
-                                               .probe_ns = (uint64_t) sqlite3_column_int64(st, 1) };
-                        r = probed_of_run(db, &runs[nruns++], err);
+                                (struct mrun){ .row = sql_column_int64(st, 0),
+                                               .probe_ns = (uint64_t) sql_column_int64(st, 1) };
+                        r = probed_of_run(c, &runs[nruns++], err);
                 }
+                if (r >= 0 && q != SQL_DONE)
+                        r = farm_fail(c, q, "cannot list the runs", err);
                 if (r >= 0)
-                        r = migrate_machine(db, machine, runs, nruns, err);
+                        r = migrate_machine(c, machine, runs, nruns, err);
                 for (size_t i = 0; i < nruns; i++)
                         free(runs[i].probed);
                 nruns = 0;
         }
         free(runs);
-        if (r >= 0 && rc != SQLITE_DONE)
-                r = farm_fail_on(db, farm_db_writer(db), rc, "cannot list the machines", err);
+        if (r >= 0 && rc != SQL_DONE)
+                r = farm_fail(c, rc, "cannot list the machines", err);
         if (r < 0)
                 return r;
-        rc = sqlite3_exec(farm_db_writer(db), rollups_sql, NULL, NULL, NULL);
-        return rc == SQLITE_OK ? 0
-                               : farm_fail_on(db, farm_db_writer(db), rc,
-                                              "cannot fill the rollups of schema 6", err);
+        return farm_exec(c, rollups_sql, err);
 }

@@ -63,9 +63,9 @@ struct farm_notifier {
  * (NOTIFY_CHANNELS_MAX), how many. */
 size_t notify_route(const struct farm_notifier *n, enum notify_kind kind, const char *groups,
                     const char *names[static NOTIFY_CHANNELS_MAX]);
-/* Makes a notification (routed by its kind and groups) in the open transaction: 1 made, 0 it
+/* Makes a notification (routed by its kind and groups) in c's open transaction: 1 made, 0 it
  * existed. */
-int notify_make(struct farm_notifier *n, struct notify_new *nn, int64_t now_ns,
+int notify_make(struct farm_notifier *n, sql_conn *c, struct notify_new *nn, int64_t now_ns,
                 int64_t not_before_ns, char *err);
 /* Wakes the senders: something is due. */
 void notify_wake(struct farm_notifier *n);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Notifications in the farm database: each notification once (by its key), its delivery to
  * each channel with a lease for the server instance that sends it, the problems already
- * seen, the engine's small state, and the lists of the API.  Only this file speaks SQL about
- * them (a second store backend ports it). */
+ * seen, the engine's small state, and the lists of the API, on either store.  Only
+ * server-notify-store.c speaks SQL about them (their schema is in server-schema.c). */
 #pragma once
 
 #include <jansson.h>
@@ -13,9 +13,7 @@
 #include "server-db.h"
 #include "server-notify-config.h"
 #include "server-params.h"
-
-/* The farm database's migration 6 -> 7 (server-db.c lists it). */
-extern const char notify_store_migration[];
+#include "sql.h"
 
 #define NOTIFY_KEY_MAX 512
 #define NOTIFY_OWNER_MAX 80
@@ -36,31 +34,33 @@ struct notify_new {
         size_t nchannels;
 };
 
+/* What runs inside a write transaction, on its connection c. */
+typedef int (*notify_write_fn)(sql_conn *c, void *userdata, char *err);
 /* Runs fn inside one write transaction of the farm database (rolled back when it fails). */
-int notify_store_write(farm_db *db, int (*fn)(farm_db *db, void *userdata, char *err),
-                       void *userdata, char err[static FARM_ERROR_MAX]);
+int notify_store_write(farm_db *db, notify_write_fn fn, void *userdata,
+                       char err[static FARM_ERROR_MAX]);
 
 /* ---- inside notify_store_write() ---- */
 
 /* Makes n unless its key exists: 1 made (ret_id), 0 when it existed. */
-int notify_store_insert(farm_db *db, const struct notify_new *n, int64_t now_ns,
+int notify_store_insert(sql_conn *c, const struct notify_new *n, int64_t now_ns,
                         int64_t not_before_ns, int64_t *ret_id, char *err);
 /* Records a problem id as seen: 1 when it is new, 0 when it was seen before. */
-int notify_store_seen_add(farm_db *db, const char *problem, const char *release, int64_t now_ns,
+int notify_store_seen_add(sql_conn *c, const char *problem, const char *release, int64_t now_ns,
                           char *err);
 /* The notification collecting the problems of grp that is still open at now (not sealed, not
  * due): 1 with its id, count and detail (new reference), or 0 and when the last one of grp
  * was due (ret_last_due_ns, INT64_MIN for none). */
-int notify_store_open_group(farm_db *db, const char *grp, int64_t now_ns, int64_t *ret_id,
+int notify_store_open_group(sql_conn *c, const char *grp, int64_t now_ns, int64_t *ret_id,
                             uint64_t *ret_count, json_t **ret_detail, int64_t *ret_last_due_ns,
                             char *err);
-int notify_store_group_update(farm_db *db, int64_t id, uint64_t count, int64_t last_ns,
+int notify_store_group_update(sql_conn *c, int64_t id, uint64_t count, int64_t last_ns,
                               json_t *detail, const char *path, char *err);
 /* The engine's state: a small text per key ("baseline", "silent:MACHINE" ...).  get: 1 with
  * *ret (malloc'd), 0 when absent. */
-int notify_state_get(farm_db *db, const char *key, char **ret, char *err);
-int notify_state_set(farm_db *db, const char *key, const char *value, int64_t now_ns, char *err);
-int notify_state_del(farm_db *db, const char *key, char *err);
+int notify_state_get(sql_conn *c, const char *key, char **ret, char *err);
+int notify_state_set(sql_conn *c, const char *key, const char *value, int64_t now_ns, char *err);
+int notify_state_del(sql_conn *c, const char *key, char *err);
 
 /* ---- reading, outside a transaction ---- */
 

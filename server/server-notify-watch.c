@@ -172,8 +172,8 @@ static void machine_path(char *buf, size_t size, const char *machine, int64_t fr
 
 /* Adds items [a, b) (new problems of one machine and kind) to the notification collecting
  * them, or makes one: due after GroupWait=, and not before GroupInterval= after the last. */
-static int group_add(struct problems_args *a, const struct pitem *v, size_t from, size_t to,
-                     char *err) {
+static int group_add(sql_conn *c, struct problems_args *a, const struct pitem *v, size_t from,
+                     size_t to, char *err) {
         struct farm_notifier *n = a->n;
         const char *release = str(a->verdict, "release");
         char grp[NOTIFY_KEY_MAX], key[NOTIFY_KEY_MAX], path[256];
@@ -182,7 +182,7 @@ static int group_add(struct problems_args *a, const struct pitem *v, size_t from
         int64_t id = 0, last_due, first = v[from].time_ns, last = v[to - 1].end_ns;
         uint64_t count = 0;
         json_t *detail = NULL;
-        int r = notify_store_open_group(n->db, grp, a->now, &id, &count, &detail, &last_due, err);
+        int r = notify_store_open_group(c, grp, a->now, &id, &count, &detail, &last_due, err);
         if (r < 0)
                 return r;
         if (r == 0 && !(detail = json_pack("{s:[], s:I}", "items", "first_ns", (json_int_t) first)))
@@ -196,7 +196,7 @@ static int group_add(struct problems_args *a, const struct pitem *v, size_t from
         machine_path(path, sizeof(path), v[from].machine, first, last);
         count += to - from;
         if (r > 0)
-                r = notify_store_group_update(n->db, id, count, last, detail, path, err);
+                r = notify_store_group_update(c, id, count, last, detail, path, err);
         else {
                 snprintf(key, sizeof(key), "%s:%s", grp, v[from].id);
                 struct notify_new nn = { .key = key,
@@ -215,7 +215,7 @@ static int group_add(struct problems_args *a, const struct pitem *v, size_t from
                 int64_t due = a->now + (int64_t) n->cfg->group_wait_ns;
                 if (last_due != INT64_MIN)
                         due = MAX(due, last_due + (int64_t) n->cfg->group_interval_ns);
-                r = notify_make(n, &nn, a->now, due, err);
+                r = notify_make(n, c, &nn, a->now, due, err);
         }
         json_decref(detail);
         return r;
@@ -223,7 +223,7 @@ static int group_add(struct problems_args *a, const struct pitem *v, size_t from
 
 /* In one transaction: each new problem recorded as seen and, after the first pass, added to
  * the notification of its machine and kind. */
-static int problems_in(farm_db *db, void *userdata, char *err) {
+static int problems_in(sql_conn *c, void *userdata, char *err) {
         struct problems_args *a = userdata;
         struct farm_notifier *n = a->n;
         struct pitem *v = n->items;
@@ -234,7 +234,7 @@ static int problems_in(farm_db *db, void *userdata, char *err) {
                        strcmp(v[j].machine, v[i].machine) == 0)
                         j++;
                 for (size_t x = i; r >= 0 && x < j; x++) {
-                        r = notify_store_seen_add(db, v[x].id, str(a->verdict, "release"), a->now,
+                        r = notify_store_seen_add(c, v[x].id, str(a->verdict, "release"), a->now,
                                                   err);
                         if (r > 0) {
                                 struct pitem t = v[k];
@@ -243,7 +243,7 @@ static int problems_in(farm_db *db, void *userdata, char *err) {
                         }
                 }
                 if (r >= 0 && a->announce && k > start)
-                        r = group_add(a, v, start, k, err);
+                        r = group_add(c, a, v, start, k, err);
                 a->added += k - start;
                 i = j;
         }
@@ -273,7 +273,7 @@ struct verdict_args {
         int64_t prev_id, now;
 };
 
-static int verdict_in(farm_db *db, void *userdata, char *err) {
+static int verdict_in(sql_conn *c, void *userdata, char *err) {
         struct verdict_args *a = userdata;
         const char *release = str(a->v, "release"), *status = str(a->v, "verdict");
         char key[NOTIFY_KEY_MAX];
@@ -288,7 +288,6 @@ static int verdict_in(farm_db *db, void *userdata, char *err) {
                           (json_int_t) json_array_size(json_object_get(a->v, "missing")), "reasons",
                           kept, "reasons_total", (json_int_t) json_array_size(reasons));
         _cleanup_free_ char *path = notify_kernel_path(release);
-        (void) db;
         if (!detail || !path)
                 return -ENOMEM;
         snprintf(key, sizeof(key), "verdict:%s:%" PRId64 ":%s", release, a->prev_id, status);
@@ -301,7 +300,7 @@ static int verdict_in(farm_db *db, void *userdata, char *err) {
                                  .event_ns = a->now,
                                  .path = path,
                                  .detail = detail };
-        return notify_make(a->n, &nn, a->now, a->now, err);
+        return notify_make(a->n, c, &nn, a->now, a->now, err);
 }
 
 static void hook_judged(void *userdata, json_t *v, const char *prev, int64_t prev_id, bool changed,
@@ -342,16 +341,16 @@ static char *group_of(struct farm_notifier *n, const char *release, int64_t now)
         return g;
 }
 
-static int stable_in(farm_db *db, void *userdata, char *err) {
+static int stable_in(sql_conn *c, void *userdata, char *err) {
         struct stable_args *a = userdata;
         char key[NOTIFY_KEY_MAX], *from = NULL;
         snprintf(key, sizeof(key), "stable:%s", a->series);
-        int r = notify_state_get(db, key, &from, err);
+        int r = notify_state_get(c, key, &from, err);
         _cleanup_free_ char *was = from;
         /* Told by another instance meanwhile, or nothing to tell. */
         if (r < 0 || strcmp(was ?: "", a->from ?: "") != 0 || (r == 0 && !a->to))
                 return r < 0 ? r : 0;
-        if ((r = notify_state_set(db, key, a->to ?: "", a->now, err)) < 0 || !a->announce)
+        if ((r = notify_state_set(c, key, a->to ?: "", a->now, err)) < 0 || !a->announce)
                 return r;
         const char *old = a->from;
         _cleanup_free_ char *path = a->to ? notify_kernel_path(a->to) : strdup("/");
@@ -369,13 +368,13 @@ static int stable_in(farm_db *db, void *userdata, char *err) {
                                  .event_ns = a->now,
                                  .path = path,
                                  .detail = detail };
-        return notify_make(a->n, &nn, a->now, a->now, err);
+        return notify_make(a->n, c, &nn, a->now, a->now, err);
 }
 
-static int set_baseline(farm_db *db, void *userdata, char *err) {
+static int set_baseline(sql_conn *c, void *userdata, char *err) {
         char now[32];
         snprintf(now, sizeof(now), "%" PRId64, *(int64_t *) userdata);
-        return notify_state_set(db, "baseline", now, *(int64_t *) userdata, err);
+        return notify_state_set(c, "baseline", now, *(int64_t *) userdata, err);
 }
 
 static void hook_pass_done(void *userdata, int64_t now) {
@@ -422,12 +421,12 @@ struct silence_args {
         const char *why;
 };
 
-static int silence_in(farm_db *db, void *userdata, char *err) {
+static int silence_in(sql_conn *c, void *userdata, char *err) {
         struct silence_args *a = userdata;
         const struct notify_machine *m = a->m;
         char state[NOTIFY_KEY_MAX], key[NOTIFY_KEY_MAX], since[32], path[64], *cur = NULL;
         snprintf(state, sizeof(state), "silent:%s", m->id);
-        int r = notify_state_get(db, state, &cur, err);
+        int r = notify_state_get(c, state, &cur, err);
         _cleanup_free_ char *told = cur;
         if (r < 0 || (a->ended ? r == 0 || strtoll(told, NULL, 10) != a->since : r > 0))
                 return r < 0 ? r : 0; /* another instance told it, or nothing to tell */
@@ -455,10 +454,10 @@ static int silence_in(farm_db *db, void *userdata, char *err) {
                                  .event_ns = a->ended ? a->until : a->since,
                                  .path = path,
                                  .detail = detail };
-        if ((r = notify_make(a->n, &nn, a->now, a->now, err)) < 0)
+        if ((r = notify_make(a->n, c, &nn, a->now, a->now, err)) < 0)
                 return r;
-        return a->ended ? notify_state_del(db, state, err)
-                        : notify_state_set(db, state, since, a->now, err);
+        return a->ended ? notify_state_del(c, state, err)
+                        : notify_state_set(c, state, since, a->now, err);
 }
 
 /* Since when the machine is silent: its last report (or its enrolment), or the end of a
@@ -527,11 +526,11 @@ struct waiver_args {
         int64_t now;
 };
 
-static int waiver_in(farm_db *db, void *userdata, char *err) {
+static int waiver_in(sql_conn *c, void *userdata, char *err) {
         struct waiver_args *a = userdata;
         const struct notify_audit *w = a->w;
         char key[64], id[32], *cur = NULL;
-        int r = notify_state_get(db, "audit", &cur, err);
+        int r = notify_state_get(c, "audit", &cur, err);
         int64_t cursor = r > 0 ? strtoll(cur, NULL, 10) : 0;
         free(cur);
         if (r < 0 || cursor >= w->id)
@@ -555,19 +554,19 @@ static int waiver_in(farm_db *db, void *userdata, char *err) {
                                  .path = path,
                                  .detail = detail };
         snprintf(id, sizeof(id), "%" PRId64, w->id);
-        if ((r = notify_make(a->n, &nn, a->now, a->now, err)) < 0)
+        if ((r = notify_make(a->n, c, &nn, a->now, a->now, err)) < 0)
                 return r;
-        return notify_state_set(db, "audit", id, a->now, err);
+        return notify_state_set(c, "audit", id, a->now, err);
 }
 
-static int start_audit(farm_db *db, void *userdata, char *err) {
+static int start_audit(sql_conn *c, void *userdata, char *err) {
         char *cur = NULL, v[32];
-        int r = notify_state_get(db, "audit", &cur, err);
+        int r = notify_state_get(c, "audit", &cur, err);
         free(cur);
         if (r != 0)
                 return r < 0 ? r : 0;
         snprintf(v, sizeof(v), "%" PRId64, ((int64_t *) userdata)[0]);
-        return notify_state_set(db, "audit", v, ((int64_t *) userdata)[1], err);
+        return notify_state_set(c, "audit", v, ((int64_t *) userdata)[1], err);
 }
 
 static void check_waivers(struct farm_notifier *n, int64_t now) {

@@ -29,12 +29,12 @@ size_t notify_route(const struct farm_notifier *n, enum notify_kind kind, const 
         return k;
 }
 
-int notify_make(struct farm_notifier *n, struct notify_new *nn, int64_t now_ns,
+int notify_make(struct farm_notifier *n, sql_conn *c, struct notify_new *nn, int64_t now_ns,
                 int64_t not_before_ns, char *err) {
         const char *names[NOTIFY_CHANNELS_MAX];
         nn->channels = names;
         nn->nchannels = notify_route(n, nn->kind, nn->groups, names);
-        int r = notify_store_insert(n->db, nn, now_ns, not_before_ns, NULL, err);
+        int r = notify_store_insert(c, nn, now_ns, not_before_ns, NULL, err);
         nn->channels = NULL;
         return r;
 }
@@ -295,7 +295,7 @@ struct test_args {
         int64_t now, id;
 };
 
-static int test_in(farm_db *db, void *userdata, char *err) {
+static int test_in(sql_conn *c, void *userdata, char *err) {
         struct test_args *a = userdata;
         char key[NOTIFY_KEY_MAX];
         const char *names[] = { a->channel };
@@ -312,7 +312,7 @@ static int test_in(farm_db *db, void *userdata, char *err) {
                                  .nchannels = 1 };
         if (!detail)
                 return -ENOMEM;
-        return notify_store_insert(db, &nn, a->now, a->now, &a->id, err);
+        return notify_store_insert(c, &nn, a->now, a->now, &a->id, err);
 }
 
 int farm_notify_test(farm_db *db, const struct notify_config *cfg, const char *channel,

@@ -263,29 +263,28 @@ struct machine_ctx {
 };
 
 /* 1 when the machine is enrolled, 0 when not (answered 404).  With the reader lock held. */
-static int machine_lookup(farm_db *db, const char *id, struct machine_ctx *m,
+static int machine_lookup(sql_conn *c, const char *id, struct machine_ctx *m,
                           struct farm_answer *a) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_r(db,
-                               "SELECT m.last_interval_start_ns, (SELECT interval_ns FROM runs "
-                               "WHERE machine_id = m.id ORDER BY start_ns DESC, run_id DESC "
-                               "LIMIT 1) FROM machines m WHERE m.id = ?",
-                               &st, a->err);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c,
+                             "SELECT m.last_interval_start_ns, (SELECT interval_ns FROM runs "
+                             "WHERE machine_id = m.id ORDER BY start_ns DESC, run_id DESC "
+                             "LIMIT 1) FROM machines m WHERE m.id = ?",
+                             &st, a->err);
         if (r < 0)
                 return answer_internal(a, r);
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE) {
+        sql_bind_text(st, 1, id);
+        int rc = sql_step(st);
+        if (rc == SQL_DONE) {
                 answer_error(a, 404, "no such machine");
                 return 0;
         }
-        if (rc != SQLITE_ROW)
-                return answer_internal(
-                        a, farm_fail_on(db, db->rdb, rc, "cannot look up the machine", a->err));
+        if (rc != SQL_ROW)
+                return answer_internal(a, farm_fail(c, rc, "cannot look up the machine", a->err));
         *m = (struct machine_ctx){ .id = id };
-        m->has_data = sqlite3_column_type(st, 0) != SQLITE_NULL;
-        m->last_start_ns = sqlite3_column_int64(st, 0);
-        m->interval_ns = (uint64_t) sqlite3_column_int64(st, 1);
+        m->has_data = !sql_column_null(st, 0);
+        m->last_start_ns = sql_column_int64(st, 0);
+        m->interval_ns = (uint64_t) sql_column_int64(st, 1);
         return 1;
 }
 
@@ -364,9 +363,16 @@ void farm_steps_done(struct farm_steps *s) {
         s->n = 0;
 }
 
+static const char *const sql_steps_cpu[] =
+        SQL_BY_CPUS("SELECT i.start_ns, i.length_ns, coalesce(i.scenario, ''), c.max_ns, "
+                    "c.cpu, c.max_time_ns, c.samples, c.violations, r.kernel_release "
+                    "FROM runs r JOIN intervals i ON i.run = r.id ",
+                    " AND c.cpu = ?5 WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND "
+                    "i.start_ns < ?3 AND (i.scenario = ?4 OR ?4 IS NULL)");
+
 /* The steps of [from, to) that hold intervals, in time order; reader lock held.  -ENOSPC past
  * NAMES_MAX scenarios or kernels, other errors with err. */
-static int collect_steps(farm_db *db, const char *id, int64_t from, int64_t to, uint64_t step_ns,
+static int collect_steps(sql_conn *c, const char *id, int64_t from, int64_t to, uint64_t step_ns,
                          int64_t cpu, const char *scenario, struct farm_steps *ret, char *err) {
         struct farm_names scen = {}, kern = {};
         _cleanup_free_ uint32_t *slot = NULL;
@@ -384,39 +390,31 @@ static int collect_steps(farm_db *db, const char *id, int64_t from, int64_t to, 
         /* The intervals of the machine's runs in the window, through the (run, start_ns)
          * index; the totals of each interval's CPUs are kept on its row (schema 4), so that a
          * month of one-minute intervals is 43,200 rows, not one per CPU as well. */
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_reset_ sql_stmt *st = NULL;
         if (cpu < 0)
-                r = farm_prepare_r(
-                        db,
+                r = farm_prepare(
+                        c,
                         "SELECT i.start_ns, i.length_ns, coalesce(i.scenario, ''), i.max_ns, "
                         "i.max_cpu, i.max_time_ns, i.samples, i.violations, r.kernel_release "
                         "FROM runs r JOIN intervals i ON i.run = r.id "
                         "WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
-                        "AND (?4 IS NULL OR i.scenario = ?4)",
+                        "AND (i.scenario = ?4 OR ?4 IS NULL)",
                         &st, err);
         else
-                r = farm_prepare_r(
-                        db,
-                        "SELECT i.start_ns, i.length_ns, coalesce(i.scenario, ''), c.max_ns, "
-                        "c.cpu, c.max_time_ns, c.samples, c.violations, r.kernel_release "
-                        "FROM runs r JOIN intervals i ON i.run = r.id "
-                        "JOIN interval_cpus c ON c.interval = i.id AND c.cpu = ?5 "
-                        "WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
-                        "AND (?4 IS NULL OR i.scenario = ?4)",
-                        &st, err);
+                r = farm_prepare(c, sql_steps_cpu[sql_dialect(c)], &st, err);
         if (r < 0) {
                 free(steps);
                 return r;
         }
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, from);
-        sqlite3_bind_int64(st, 3, to);
+        sql_bind_text(st, 1, id);
+        sql_bind_int64(st, 2, from);
+        sql_bind_int64(st, 3, to);
         if (scenario)
-                sqlite3_bind_text(st, 4, scenario, -1, SQLITE_STATIC);
+                sql_bind_text(st, 4, scenario);
         if (cpu >= 0)
-                sqlite3_bind_int64(st, 5, cpu);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                int64_t start = sqlite3_column_int64(st, 0);
+                sql_bind_int64(st, 5, cpu);
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                int64_t start = sql_column_int64(st, 0);
                 uint64_t k = (uint64_t) (start - first) / step_ns;
                 if (k >= nsteps)
                         continue; /* cannot happen: start is in [from, to) */
@@ -436,20 +434,20 @@ static int collect_steps(farm_db *db, const char *id, int64_t from, int64_t to, 
                         slot[k] = (uint32_t) ++n;
                 }
                 struct farm_step *s = &steps[slot[k] - 1];
-                uint64_t max = (uint64_t) sqlite3_column_int64(st, 3);
-                int64_t max_time = sqlite3_column_int64(st, 5);
+                uint64_t max = (uint64_t) sql_column_int64(st, 3);
+                int64_t max_time = sql_column_int64(st, 5);
                 if (!s->intervals || max > s->max_ns ||
                     (max == s->max_ns && max_time < s->max_time_ns)) {
                         s->max_ns = max;
-                        s->max_cpu = sqlite3_column_int64(st, 4);
+                        s->max_cpu = sql_column_int64(st, 4);
                         s->max_time_ns = max_time;
                 }
                 s->intervals++;
-                s->covered_ns += (uint64_t) sqlite3_column_int64(st, 1);
-                s->samples += (uint64_t) sqlite3_column_int64(st, 6);
-                s->violations += (uint64_t) sqlite3_column_int64(st, 7);
-                int si = name_id(&scen, (const char *) sqlite3_column_text(st, 2) ?: "");
-                int ki = name_id(&kern, (const char *) sqlite3_column_text(st, 8) ?: "");
+                s->covered_ns += (uint64_t) sql_column_int64(st, 1);
+                s->samples += (uint64_t) sql_column_int64(st, 6);
+                s->violations += (uint64_t) sql_column_int64(st, 7);
+                int si = name_id(&scen, sql_column_text(st, 2) ?: "");
+                int ki = name_id(&kern, sql_column_text(st, 8) ?: "");
                 if (si < 0 || ki < 0) {
                         r = si < 0 ? si : ki;
                         break;
@@ -457,8 +455,8 @@ static int collect_steps(farm_db *db, const char *id, int64_t from, int64_t to, 
                 s->scenarios |= UINT64_C(1) << si;
                 s->kernels |= UINT64_C(1) << ki;
         }
-        if (r >= 0 && rc != SQLITE_DONE)
-                r = farm_fail_on(db, db->rdb, rc, "cannot read the intervals", err);
+        if (r >= 0 && rc != SQL_DONE)
+                r = farm_fail(c, rc, "cannot read the intervals", err);
         else if (r == -ENOMEM)
                 snprintf(err, FARM_ERROR_MAX, "out of memory for the steps");
         /* In time order. */
@@ -491,8 +489,8 @@ int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_
                 snprintf(err, FARM_ERROR_MAX, "steps: more than %d in the window", FARM_STEPS_MAX);
                 return -E2BIG;
         }
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        return collect_steps(db, machine_id, from, to, step_ns, -1, NULL, ret, err);
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        return collect_steps(c, machine_id, from, to, step_ns, -1, NULL, ret, err);
 }
 
 static int get_intervals(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
@@ -523,8 +521,8 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                 return 0;
         }
 
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        if ((r = machine_lookup(db, id, &m, a)) <= 0 || !parse_window(args, now, &m, &from, &to, a))
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        if ((r = machine_lookup(c, id, &m, a)) <= 0 || !parse_window(args, now, &m, &from, &to, a))
                 return r;
         if (step_ns == 0)
                 step_ns = m.interval_ns ?: (uint64_t) DEFAULT_STEP_NS;
@@ -538,7 +536,7 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                 return 0;
         }
         struct farm_steps fs;
-        r = collect_steps(db, id, from, to, step_ns, cpu, scenario, &fs, a->err);
+        r = collect_steps(c, id, from, to, step_ns, cpu, scenario, &fs, a->err);
         if (r == -ENOSPC) {
                 answer_error(a, 400,
                              "the window holds more than %d different scenarios or kernels; "
@@ -820,6 +818,12 @@ static void batch_clear(struct fill_batch *b) {
         b->ndays = 0;
 }
 
+/* The CPU rows of a run's intervals in [?2, ?3). */
+static const char *const sql_day_cpus[] =
+        SQL_BY_CPUS("SELECT coalesce(i.scenario, ''), c.cpu, c.hist_limit_us, c.hist, "
+                    "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations FROM intervals i ",
+                    " WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3");
+
 /* The cache of merged histograms per (run, UTC day, scenario, CPU), hist_days (schema 4).
  *
  * Why filled lazily and not kept at ingest: keeping it at ingest means decoding, merging and
@@ -828,7 +832,7 @@ static void batch_clear(struct fill_batch *b) {
  * histograms that are mostly never asked for.  Filled by the first query that needs a whole
  * past day, it costs that query once per run and day (a day of one-minute intervals of 8 CPUs
  * is 11,520 small blobs, tens of milliseconds), and the store path only deletes the day's rows
- * when an interval of it arrives late (farm_query_interval_stored: one DELETE by primary key,
+ * when an interval of it arrives late (server-ingest.c: one DELETE by primary key,
  * which finds nothing for the current day, never cached).  The current UTC day and the partial
  * days at the edges of a window are read from the intervals.
  *
@@ -838,35 +842,29 @@ static void batch_clear(struct fill_batch *b) {
  * the same, so a cached day never misses an interval stored meanwhile; it is merged again by a
  * later query otherwise.  Intervals are never removed, so an equal count is the same set. */
 static int merge_day(farm_db *db, const struct day_ref *ref, struct fill_batch *b, char *err) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *cnt = NULL, *sel = NULL;
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *cnt = NULL, *sel = NULL;
         struct day_group *g = NULL;
-        size_t ng = 0;
+        size_t ng = 0, blob_len;
         int64_t intervals = -1;
         int r, rc;
 
-        if ((r = farm_prepare_r(db, "SELECT intervals FROM run_days WHERE run = ? AND day = ?",
-                                &cnt, err)) < 0 ||
-            (r = farm_prepare_r(db,
-                                "SELECT coalesce(i.scenario, ''), c.cpu, c.hist_limit_us, c.hist, "
-                                "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations "
-                                "FROM intervals i JOIN interval_cpus c ON c.interval = i.id "
-                                "WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3",
-                                &sel, err)) < 0)
+        if ((r = farm_prepare(c, "SELECT intervals FROM run_days WHERE run = ? AND day = ?", &cnt,
+                              err)) < 0 ||
+            (r = farm_prepare(c, sql_day_cpus[sql_dialect(c)], &sel, err)) < 0)
                 return r;
-        rc = sqlite3_exec(db->rdb, "BEGIN", NULL, NULL, NULL);
-        if (rc != SQLITE_OK)
-                return farm_fail_on(db, db->rdb, rc, "cannot begin reading", err);
-        sqlite3_bind_int64(cnt, 1, ref->run);
-        sqlite3_bind_int64(cnt, 2, ref->day);
-        if ((rc = sqlite3_step(cnt)) == SQLITE_ROW)
-                intervals = sqlite3_column_int64(cnt, 0);
-        sqlite3_bind_int64(sel, 1, ref->run);
-        sqlite3_bind_int64(sel, 2, ref->day * DAY_NS);
-        sqlite3_bind_int64(sel, 3, (ref->day + 1) * DAY_NS);
-        while (intervals >= 0 && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
-                const char *scen = (const char *) sqlite3_column_text(sel, 0) ?: "";
-                int64_t cpu = sqlite3_column_int64(sel, 1);
+        if ((r = sql_begin(c, SQL_TXN_SNAPSHOT)) < 0)
+                return farm_fail(c, r, "cannot begin reading", err);
+        sql_bind_int64(cnt, 1, ref->run);
+        sql_bind_int64(cnt, 2, ref->day);
+        if ((rc = sql_step(cnt)) == SQL_ROW)
+                intervals = sql_column_int64(cnt, 0);
+        sql_bind_int64(sel, 1, ref->run);
+        sql_bind_int64(sel, 2, ref->day * DAY_NS);
+        sql_bind_int64(sel, 3, (ref->day + 1) * DAY_NS);
+        while (intervals >= 0 && (rc = sql_step(sel)) == SQL_ROW) {
+                const char *scen = sql_column_text(sel, 0) ?: "";
+                int64_t cpu = sql_column_int64(sel, 1);
                 const char *why = NULL;
                 size_t k = 0;
                 while (k < ng && strcmp(g[k].scenario, scen) != 0)
@@ -886,31 +884,32 @@ static int merge_day(farm_db *db, const struct day_ref *ref, struct fill_batch *
                         }
                 }
                 if (cpu < 0 || cpu >= CPU_MAX) {
-                        r = farm_failf(db, -EBADMSG, err, "interval CPU %lld out of range",
+                        r = farm_failf(farm_of(c), -EBADMSG, err, "interval CPU %lld out of range",
                                        (long long) cpu);
                         break;
                 }
-                r = acc_add(&g[k].cpu[cpu], (uint32_t) sqlite3_column_int64(sel, 2),
-                            sqlite3_column_blob(sel, 3), (size_t) sqlite3_column_bytes(sel, 3),
-                            (uint64_t) sqlite3_column_int64(sel, 4),
-                            (uint64_t) sqlite3_column_int64(sel, 5),
-                            (uint64_t) sqlite3_column_int64(sel, 6), sqlite3_column_int64(sel, 7),
-                            (uint64_t) sqlite3_column_int64(sel, 8), &why);
+                const void *blob = sql_column_blob(sel, 3, &blob_len);
+                r = acc_add(&g[k].cpu[cpu], (uint32_t) sql_column_int64(sel, 2), blob, blob_len,
+                            (uint64_t) sql_column_int64(sel, 4),
+                            (uint64_t) sql_column_int64(sel, 5),
+                            (uint64_t) sql_column_int64(sel, 6), sql_column_int64(sel, 7),
+                            (uint64_t) sql_column_int64(sel, 8), &why);
                 if (r < 0) {
-                        r = farm_failf(db, r, err, "stored histogram of run %lld, CPU %lld: %s",
+                        r = farm_failf(farm_of(c), r, err,
+                                       "stored histogram of run %lld, CPU %lld: %s",
                                        (long long) ref->run, (long long) cpu, why ?: "no memory");
                         break;
                 }
         }
-        if (r >= 0 && intervals >= 0 && rc != SQLITE_DONE)
-                r = farm_fail_on(db, db->rdb, rc, "cannot read the intervals of a day", err);
-        sqlite3_exec(db->rdb, "COMMIT", NULL, NULL, NULL);
+        if (r >= 0 && intervals >= 0 && rc != SQL_DONE)
+                r = farm_fail(c, rc, "cannot read the intervals of a day", err);
+        sql_rollback(c);
 
         size_t first = b->nrows;
         for (size_t k = 0; k < ng; k++) {
                 for (int cpu = 0; cpu < CPU_MAX; cpu++) {
-                        struct cpu_acc *c = &g[k].cpu[cpu];
-                        if (c->used && r >= 0 && b->nrows == b->arows) {
+                        struct cpu_acc *acc = &g[k].cpu[cpu];
+                        if (acc->used && r >= 0 && b->nrows == b->arows) {
                                 size_t na = b->arows ? b->arows * 2 : 256;
                                 struct cache_row *v = realloc(b->rows, na * sizeof(*v));
                                 if (v) {
@@ -919,23 +918,23 @@ static int merge_day(farm_db *db, const struct day_ref *ref, struct fill_batch *
                                 } else
                                         r = -ENOMEM;
                         }
-                        if (c->used && r >= 0) {
+                        if (acc->used && r >= 0) {
                                 struct cache_row *x = &b->rows[b->nrows];
                                 *x = (struct cache_row){ .run = ref->run,
                                                          .day = ref->day,
                                                          .cpu = cpu,
-                                                         .samples = c->samples,
-                                                         .min_ns = c->min_ns,
-                                                         .max_ns = c->max_ns,
-                                                         .violations = c->violations,
-                                                         .max_time_ns = c->max_time_ns,
-                                                         .limit_us = c->h.limit_us };
+                                                         .samples = acc->samples,
+                                                         .min_ns = acc->min_ns,
+                                                         .max_ns = acc->max_ns,
+                                                         .violations = acc->violations,
+                                                         .max_time_ns = acc->max_time_ns,
+                                                         .limit_us = acc->h.limit_us };
                                 snprintf(x->scenario, sizeof(x->scenario), "%s", g[k].scenario);
-                                r = hist_encode(c->h.limit_us, c->h.counts, &x->hist, &x->len);
+                                r = hist_encode(acc->h.limit_us, acc->h.counts, &x->hist, &x->len);
                                 if (r >= 0)
                                         b->nrows++;
                         }
-                        acc_done(c);
+                        acc_done(acc);
                 }
                 free(g[k].cpu);
         }
@@ -954,58 +953,73 @@ static int merge_day(farm_db *db, const struct day_ref *ref, struct fill_batch *
 
 /* Writes the merged days of the batch whose interval count is still the one they were merged
  * from, in one transaction under the writer's lock (a few inserts: uploads hardly wait). */
+/* The day's interval count: on PostgreSQL its rollup row is locked against the uploads of
+ * every server until the commit, so that an interval stored meanwhile either shows in the
+ * count or deletes the rows written here once they are committed (the store path drops the
+ * day's cache after it updated the rollup). */
+static const char *const sql_day_count[] = {
+        [SQL_SQLITE] = "SELECT intervals FROM run_days WHERE run = ? AND day = ?",
+        [SQL_PG] = "SELECT intervals FROM run_days WHERE run = ? AND day = ? FOR SHARE",
+};
+
+/* A write transaction that, on PostgreSQL, does not wait for the lock of the staff's changes
+ * (the cache is no change of theirs). */
+static int farm_begin_fill(sql_conn *c, char *err) {
+        int r = sql_begin(c, SQL_TXN_WRITE);
+        return r < 0 ? farm_fail(c, r, "cannot begin a transaction", err) : 0;
+}
+
 static int write_batch(farm_db *db, struct fill_batch *b, char *err) {
         if (b->ndays == 0)
                 return 0;
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
-        _cleanup_reset_ sqlite3_stmt *cnt = NULL, *chk = NULL, *ins = NULL;
+        _cleanup_release_ sql_conn *c = farm_writer(db);
+        _cleanup_reset_ sql_stmt *cnt = NULL, *chk = NULL, *ins = NULL;
         int r;
 
-        if ((r = farm_prepare_w(db, "SELECT intervals FROM run_days WHERE run = ? AND day = ?",
-                                &cnt, err)) < 0 ||
-            (r = farm_prepare_w(db, "SELECT 1 FROM hist_days WHERE run = ? AND day = ?", &chk,
-                                err)) < 0 ||
-            (r = farm_prepare_w(db,
-                                "INSERT INTO hist_days (run, day, scenario, cpu, samples, "
-                                "min_ns, max_ns, max_time_ns, violations, hist_limit_us, hist) "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                &ins, err)) < 0 ||
-            (r = farm_exec_w(db, "BEGIN IMMEDIATE", err)) < 0)
+        if ((r = farm_prepare(c, sql_day_count[sql_dialect(c)], &cnt, err)) < 0 ||
+            (r = farm_prepare(c, "SELECT 1 FROM hist_days WHERE run = ? AND day = ?", &chk, err)) <
+                    0 ||
+            (r = farm_prepare(c,
+                              "INSERT INTO hist_days (run, day, scenario, cpu, samples, "
+                              "min_ns, max_ns, max_time_ns, violations, hist_limit_us, hist) "
+                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                              "ON CONFLICT DO NOTHING",
+                              &ins, err)) < 0 ||
+            (r = farm_begin_fill(c, err)) < 0)
                 return r;
         for (size_t d = 0; r >= 0 && d < b->ndays; d++) {
-                sqlite3_reset(cnt);
-                sqlite3_reset(chk);
-                sqlite3_bind_int64(cnt, 1, b->days[d].run);
-                sqlite3_bind_int64(cnt, 2, b->days[d].day);
-                sqlite3_bind_int64(chk, 1, b->days[d].run);
-                sqlite3_bind_int64(chk, 2, b->days[d].day);
-                if (sqlite3_step(cnt) != SQLITE_ROW ||
-                    sqlite3_column_int64(cnt, 0) != b->days[d].intervals ||
-                    sqlite3_step(chk) != SQLITE_DONE)
+                sql_reset(cnt);
+                sql_reset(chk);
+                sql_bind_int64(cnt, 1, b->days[d].run);
+                sql_bind_int64(cnt, 2, b->days[d].day);
+                sql_bind_int64(chk, 1, b->days[d].run);
+                sql_bind_int64(chk, 2, b->days[d].day);
+                if (sql_step(cnt) != SQL_ROW || sql_column_int64(cnt, 0) != b->days[d].intervals ||
+                    sql_step(chk) != SQL_DONE)
                         continue; /* stored meanwhile, or cached by another query */
                 for (size_t i = b->days[d].first_row;
                      r >= 0 && i < b->days[d].first_row + b->days[d].nrows; i++) {
                         const struct cache_row *x = &b->rows[i];
-                        sqlite3_bind_int64(ins, 1, x->run);
-                        sqlite3_bind_int64(ins, 2, x->day);
-                        sqlite3_bind_text(ins, 3, x->scenario, -1, SQLITE_STATIC);
-                        sqlite3_bind_int64(ins, 4, x->cpu);
-                        sqlite3_bind_int64(ins, 5, (int64_t) x->samples);
-                        sqlite3_bind_int64(ins, 6, (int64_t) x->min_ns);
-                        sqlite3_bind_int64(ins, 7, (int64_t) x->max_ns);
-                        sqlite3_bind_int64(ins, 8, x->max_time_ns);
-                        sqlite3_bind_int64(ins, 9, (int64_t) x->violations);
-                        sqlite3_bind_int64(ins, 10, x->limit_us);
-                        sqlite3_bind_blob(ins, 11, x->hist, (int) x->len, SQLITE_STATIC);
-                        r = farm_step_done(db, ins, "cannot cache a histogram", err);
+                        sql_bind_int64(ins, 1, x->run);
+                        sql_bind_int64(ins, 2, x->day);
+                        sql_bind_text(ins, 3, x->scenario);
+                        sql_bind_int64(ins, 4, x->cpu);
+                        sql_bind_int64(ins, 5, (int64_t) x->samples);
+                        sql_bind_int64(ins, 6, (int64_t) x->min_ns);
+                        sql_bind_int64(ins, 7, (int64_t) x->max_ns);
+                        sql_bind_int64(ins, 8, x->max_time_ns);
+                        sql_bind_int64(ins, 9, (int64_t) x->violations);
+                        sql_bind_int64(ins, 10, x->limit_us);
+                        sql_bind_blob(ins, 11, x->hist, (int) x->len);
+                        r = farm_step_done(ins, "cannot cache a histogram", err);
                 }
         }
-        sqlite3_reset(cnt);
-        sqlite3_reset(chk);
+        sql_reset(cnt);
+        sql_reset(chk);
         if (r >= 0)
-                r = farm_exec_w(db, "COMMIT", err);
+                r = farm_commit(c, err);
         if (r < 0)
-                farm_rollback(db);
+                sql_rollback(c);
         return r;
 }
 
@@ -1037,36 +1051,36 @@ int farm_query_warm(farm_db *db, int64_t now_ns, unsigned max, char *err) {
         struct day_refs refs = {};
         int r = 0, rc;
         {
-                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-                _cleanup_reset_ sqlite3_stmt *st = NULL;
-                if ((r = farm_prepare_r(db,
-                                        "SELECT d.run, d.day FROM run_days d WHERE d.day < ? AND "
-                                        "NOT EXISTS (SELECT 1 FROM hist_days h WHERE h.run = "
-                                        "d.run AND h.day = d.day) ORDER BY d.day DESC LIMIT ?",
-                                        &st, err)) < 0)
+                _cleanup_release_ sql_conn *c = farm_reader(db);
+                _cleanup_reset_ sql_stmt *st = NULL;
+                if ((r = farm_prepare(c,
+                                      "SELECT d.run, d.day FROM run_days d WHERE d.day < ? AND "
+                                      "NOT EXISTS (SELECT 1 FROM hist_days h WHERE h.run = "
+                                      "d.run AND h.day = d.day) ORDER BY d.day DESC LIMIT ?",
+                                      &st, err)) < 0)
                         return r;
-                sqlite3_bind_int64(st, 1, now_ns / DAY_NS - (now_ns % DAY_NS < 0));
-                sqlite3_bind_int64(st, 2, max);
-                while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
-                        r = refs_add(&refs, &(struct day_ref){ .run = sqlite3_column_int64(st, 0),
-                                                               .day = sqlite3_column_int64(st, 1),
+                sql_bind_int64(st, 1, now_ns / DAY_NS - (now_ns % DAY_NS < 0));
+                sql_bind_int64(st, 2, max);
+                while (r >= 0 && (rc = sql_step(st)) == SQL_ROW)
+                        r = refs_add(&refs, &(struct day_ref){ .run = sql_column_int64(st, 0),
+                                                               .day = sql_column_int64(st, 1),
                                                                .whole = true });
-                if (r >= 0 && rc != SQLITE_DONE)
-                        r = farm_fail_on(db, db->rdb, rc, "cannot find days to cache", err);
+                if (r >= 0 && rc != SQL_DONE)
+                        r = farm_fail(c, rc, "cannot find days to cache", err);
         }
         if (r >= 0 && refs.n > 0)
                 r = fill_days(db, &refs, err);
         unsigned done = 0;
         if (r >= 0 && refs.n > 0) {
-                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-                _cleanup_reset_ sqlite3_stmt *chk = NULL;
-                if ((r = farm_prepare_r(db, "SELECT 1 FROM hist_days WHERE run = ? AND day = ?",
-                                        &chk, err)) >= 0)
+                _cleanup_release_ sql_conn *c = farm_reader(db);
+                _cleanup_reset_ sql_stmt *chk = NULL;
+                if ((r = farm_prepare(c, "SELECT 1 FROM hist_days WHERE run = ? AND day = ?", &chk,
+                                      err)) >= 0)
                         for (size_t i = 0; i < refs.n; i++) {
-                                sqlite3_reset(chk);
-                                sqlite3_bind_int64(chk, 1, refs.v[i].run);
-                                sqlite3_bind_int64(chk, 2, refs.v[i].day);
-                                done += sqlite3_step(chk) == SQLITE_ROW;
+                                sql_reset(chk);
+                                sql_bind_int64(chk, 1, refs.v[i].run);
+                                sql_bind_int64(chk, 2, refs.v[i].day);
+                                done += sql_step(chk) == SQL_ROW;
                         }
         }
         free(refs.v);
@@ -1133,75 +1147,75 @@ typedef int (*hist_row_fn)(void *userdata, const struct day_ref *ref, const char
                            uint64_t samples, uint64_t min_ns, uint64_t max_ns, int64_t max_time_ns,
                            uint64_t violations, const char **why);
 
+static const char *const sql_window_cpus[] =
+        SQL_BY_CPUS("SELECT coalesce(i.scenario, ''), c.cpu, c.hist_limit_us, c.hist, "
+                    "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations FROM intervals i ",
+                    " WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
+                    "AND (i.scenario = ?4 OR ?4 IS NULL) AND (c.cpu = ?5 OR ?5 IS NULL) "
+                    "AND (coalesce(i.received_ns, 0) <= ?6 OR ?6 IS NULL)");
+
 /* Reads one run and day of the window [from, to): from the cache when the day is whole and
  * cached (still, in this read transaction), from its intervals otherwise.  Reader lock held. */
-static int read_day(farm_db *db, const struct day_ref *ref, int64_t from, int64_t to,
+static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_t to,
                     const char *scenario, int64_t cpu, hist_row_fn fn, void *userdata, char *err) {
-        _cleanup_reset_ sqlite3_stmt *chk = NULL, *st = NULL;
+        _cleanup_reset_ sql_stmt *chk = NULL, *st = NULL;
         bool cached = false;
+        size_t blob_len;
         int r, rc;
 
         if (ref->whole) {
-                if ((r = farm_prepare_r(db, "SELECT 1 FROM hist_days WHERE run = ? AND day = ?",
-                                        &chk, err)) < 0)
+                if ((r = farm_prepare(c, "SELECT 1 FROM hist_days WHERE run = ? AND day = ?", &chk,
+                                      err)) < 0)
                         return r;
-                sqlite3_bind_int64(chk, 1, ref->run);
-                sqlite3_bind_int64(chk, 2, ref->day);
-                rc = sqlite3_step(chk);
-                if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                        return farm_fail_on(db, db->rdb, rc, "cannot read the histogram cache",
-                                            err);
-                cached = rc == SQLITE_ROW;
+                sql_bind_int64(chk, 1, ref->run);
+                sql_bind_int64(chk, 2, ref->day);
+                rc = sql_step(chk);
+                if (rc != SQL_ROW && rc != SQL_DONE)
+                        return farm_fail(c, rc, "cannot read the histogram cache", err);
+                cached = rc == SQL_ROW;
         }
         if (cached)
-                r = farm_prepare_r(db,
-                                   "SELECT scenario, cpu, hist_limit_us, hist, samples, min_ns, "
-                                   "max_ns, max_time_ns, violations FROM hist_days "
-                                   "WHERE run = ?1 AND day = ?2 AND (?4 IS NULL OR scenario = ?4) "
-                                   "AND (?5 IS NULL OR cpu = ?5)",
-                                   &st, err);
+                r = farm_prepare(c,
+                                 "SELECT scenario, cpu, hist_limit_us, hist, samples, min_ns, "
+                                 "max_ns, max_time_ns, violations FROM hist_days "
+                                 "WHERE run = ?1 AND day = ?2 AND (scenario = ?4 OR ?4 IS NULL) "
+                                 "AND (cpu = ?5 OR ?5 IS NULL)",
+                                 &st, err);
         else
-                r = farm_prepare_r(
-                        db,
-                        "SELECT coalesce(i.scenario, ''), c.cpu, c.hist_limit_us, c.hist, "
-                        "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations "
-                        "FROM intervals i JOIN interval_cpus c ON c.interval = i.id "
-                        "WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
-                        "AND (?4 IS NULL OR i.scenario = ?4) AND (?5 IS NULL OR c.cpu = ?5) "
-                        "AND (?6 IS NULL OR coalesce(i.received_ns, 0) <= ?6)",
-                        &st, err);
+                r = farm_prepare(c, sql_window_cpus[sql_dialect(c)], &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, ref->run);
+        sql_bind_int64(st, 1, ref->run);
         if (cached)
-                sqlite3_bind_int64(st, 2, ref->day);
+                sql_bind_int64(st, 2, ref->day);
         else {
-                sqlite3_bind_int64(st, 2, MAX(from, ref->day * DAY_NS));
-                sqlite3_bind_int64(st, 3, MIN(to, (ref->day + 1) * DAY_NS));
+                sql_bind_int64(st, 2, MAX(from, ref->day * DAY_NS));
+                sql_bind_int64(st, 3, MIN(to, (ref->day + 1) * DAY_NS));
         }
         if (scenario)
-                sqlite3_bind_text(st, 4, scenario, -1, SQLITE_STATIC);
+                sql_bind_text(st, 4, scenario);
         if (cpu >= 0)
-                sqlite3_bind_int64(st, 5, cpu);
+                sql_bind_int64(st, 5, cpu);
         if (!cached && ref->known_ns != INT64_MAX && ref->known_ns != 0)
-                sqlite3_bind_int64(st, 6, ref->known_ns);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                sql_bind_int64(st, 6, ref->known_ns);
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 const char *why = NULL;
-                int64_t c = sqlite3_column_int64(st, 1);
-                r = fn(userdata, ref, (const char *) sqlite3_column_text(st, 0) ?: "", c,
-                       (uint32_t) sqlite3_column_int64(st, 2), sqlite3_column_blob(st, 3),
-                       (size_t) sqlite3_column_bytes(st, 3), (uint64_t) sqlite3_column_int64(st, 4),
-                       (uint64_t) sqlite3_column_int64(st, 5),
-                       (uint64_t) sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7),
-                       (uint64_t) sqlite3_column_int64(st, 8), &why);
+                int64_t cpu_of = sql_column_int64(st, 1);
+                const void *blob = sql_column_blob(st, 3, &blob_len);
+                r = fn(userdata, ref, sql_column_text(st, 0) ?: "", cpu_of,
+                       (uint32_t) sql_column_int64(st, 2), blob, blob_len,
+                       (uint64_t) sql_column_int64(st, 4), (uint64_t) sql_column_int64(st, 5),
+                       (uint64_t) sql_column_int64(st, 6), sql_column_int64(st, 7),
+                       (uint64_t) sql_column_int64(st, 8), &why);
                 if (r < 0)
-                        return farm_failf(db, r, err,
+                        return farm_failf(farm_of(c), r, err,
                                           "%s histogram of run %lld, day %lld, CPU %lld: %s",
                                           cached ? "cached" : "stored", (long long) ref->run,
-                                          (long long) ref->day, (long long) c, why ?: "no memory");
+                                          (long long) ref->day, (long long) cpu_of,
+                                          why ?: "no memory");
         }
-        if (rc != SQLITE_DONE)
-                return farm_fail_on(db, db->rdb, rc, "cannot read the histograms", err);
+        if (rc != SQL_DONE)
+                return farm_fail(c, rc, "cannot read the histograms", err);
         return 0;
 }
 
@@ -1211,12 +1225,11 @@ static int read_days(farm_db *db, const struct day_refs *refs, int64_t from, int
                      const char *scenario, int64_t cpu, hist_row_fn fn, void *userdata, char *err) {
         int r = 0;
         for (size_t i = 0; r >= 0 && i < refs->n; i++) {
-                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-                int rc = sqlite3_exec(db->rdb, "BEGIN", NULL, NULL, NULL);
-                if (rc != SQLITE_OK)
-                        return farm_fail_on(db, db->rdb, rc, "cannot begin reading", err);
-                r = read_day(db, &refs->v[i], from, to, scenario, cpu, fn, userdata, err);
-                sqlite3_exec(db->rdb, "COMMIT", NULL, NULL, NULL);
+                _cleanup_release_ sql_conn *c = farm_reader(db);
+                if ((r = sql_begin(c, SQL_TXN_SNAPSHOT)) < 0)
+                        return farm_fail(c, r, "cannot begin reading", err);
+                r = read_day(c, &refs->v[i], from, to, scenario, cpu, fn, userdata, err);
+                sql_rollback(c);
         }
         return r;
 }
@@ -1264,27 +1277,27 @@ static int get_histogram(farm_db *db, const char *id, const struct farm_args *ar
 
         /* Which runs and days hold data in the window, and which of them are cached. */
         {
-                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-                _cleanup_reset_ sqlite3_stmt *st = NULL;
-                if ((r = machine_lookup(db, id, &m, a)) <= 0 ||
+                _cleanup_release_ sql_conn *c = farm_reader(db);
+                _cleanup_reset_ sql_stmt *st = NULL;
+                if ((r = machine_lookup(c, id, &m, a)) <= 0 ||
                     !parse_window(args, now, &m, &from, &to, a))
                         return r;
-                r = farm_prepare_r(db,
-                                   "SELECT d.run, d.day, EXISTS (SELECT 1 FROM hist_days h "
-                                   "WHERE h.run = d.run AND h.day = d.day) "
-                                   "FROM runs r JOIN run_days d ON d.run = r.id "
-                                   "WHERE r.machine_id = ?1 AND d.day >= ?2 AND d.day <= ?3",
-                                   &st, a->err);
+                r = farm_prepare(c,
+                                 "SELECT d.run, d.day, EXISTS (SELECT 1 FROM hist_days h "
+                                 "WHERE h.run = d.run AND h.day = d.day) "
+                                 "FROM runs r JOIN run_days d ON d.run = r.id "
+                                 "WHERE r.machine_id = ?1 AND d.day >= ?2 AND d.day <= ?3",
+                                 &st, a->err);
                 if (r < 0)
                         return answer_internal(a, r);
                 int64_t today = farm_step_floor(now, DAY_NS) / DAY_NS;
-                sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-                sqlite3_bind_int64(st, 2, farm_step_floor(from, DAY_NS) / DAY_NS);
-                sqlite3_bind_int64(st, 3, farm_step_floor(to - 1, DAY_NS) / DAY_NS);
-                while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                        struct day_ref x = { .run = sqlite3_column_int64(st, 0),
-                                             .day = sqlite3_column_int64(st, 1),
-                                             .cached = sqlite3_column_int(st, 2) };
+                sql_bind_text(st, 1, id);
+                sql_bind_int64(st, 2, farm_step_floor(from, DAY_NS) / DAY_NS);
+                sql_bind_int64(st, 3, farm_step_floor(to - 1, DAY_NS) / DAY_NS);
+                while ((rc = sql_step(st)) == SQL_ROW) {
+                        struct day_ref x = { .run = sql_column_int64(st, 0),
+                                             .day = sql_column_int64(st, 1),
+                                             .cached = sql_column_int(st, 2) };
                         x.whole = x.day < today && x.day * DAY_NS >= from &&
                                   (x.day + 1) * DAY_NS <= to;
                         if (refs_add(&refs, &x) < 0) {
@@ -1293,10 +1306,9 @@ static int get_histogram(farm_db *db, const char *id, const struct farm_args *ar
                                 return answer_internal(a, -ENOMEM);
                         }
                 }
-                if (rc != SQLITE_DONE) {
+                if (rc != SQL_DONE) {
                         free(refs.v);
-                        return answer_internal(
-                                a, farm_fail_on(db, db->rdb, rc, "cannot list the days", a->err));
+                        return answer_internal(a, farm_fail(c, rc, "cannot list the days", a->err));
                 }
         }
 
@@ -1440,16 +1452,16 @@ static json_t *cmp_side_json(const struct cpu_acc *c, struct farm_percentiles *p
 }
 
 /* Whether runs of the kernel are stored; reader lock held. */
-static int kernel_known(farm_db *db, const char *release, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_r(db, "SELECT 1 FROM runs WHERE release = ? LIMIT 1", &st, err);
+static int kernel_known(sql_conn *c, const char *release, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c, "SELECT 1 FROM runs WHERE release = ? LIMIT 1", &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, release, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                return farm_fail_on(db, db->rdb, rc, "cannot look up the kernel", err);
-        return rc == SQLITE_ROW;
+        sql_bind_text(st, 1, release);
+        int rc = sql_step(st);
+        if (rc != SQL_ROW && rc != SQL_DONE)
+                return farm_fail(c, rc, "cannot look up the kernel", err);
+        return rc == SQL_ROW;
 }
 
 static int get_compare(farm_db *db, const char *release, const struct farm_args *args, int64_t now,
@@ -1491,11 +1503,11 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
         }
 
         {
-                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-                _cleanup_reset_ sqlite3_stmt *st = NULL;
+                _cleanup_release_ sql_conn *c = farm_reader(db);
+                _cleanup_reset_ sql_stmt *st = NULL;
                 for (int side = 0; side < 2; side++) {
                         const char *k = side ? with : release;
-                        if ((r = kernel_known(db, k, a->err)) < 0)
+                        if ((r = kernel_known(c, k, a->err)) < 0)
                                 return answer_internal(a, r);
                         if (r == 0) {
                                 if (side)
@@ -1505,37 +1517,36 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
                                 return 0;
                         }
                 }
-                r = farm_prepare_r(db,
-                                   "SELECT d.run, d.day, r.machine_id, EXISTS (SELECT 1 FROM "
-                                   "hist_days h WHERE h.run = d.run AND h.day = d.day) "
-                                   "FROM runs r JOIN run_days d ON d.run = r.id "
-                                   "WHERE r.release = ?",
-                                   &st, a->err);
+                r = farm_prepare(c,
+                                 "SELECT d.run, d.day, r.machine_id, EXISTS (SELECT 1 FROM "
+                                 "hist_days h WHERE h.run = d.run AND h.day = d.day) "
+                                 "FROM runs r JOIN run_days d ON d.run = r.id "
+                                 "WHERE r.release = ?",
+                                 &st, a->err);
                 if (r < 0)
                         return answer_internal(a, r);
                 int64_t today = farm_step_floor(now, DAY_NS) / DAY_NS;
                 for (int side = 0; side < 2; side++) {
-                        sqlite3_reset(st);
-                        sqlite3_bind_text(st, 1, side ? with : release, -1, SQLITE_STATIC);
-                        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                                struct day_ref x = { .run = sqlite3_column_int64(st, 0),
-                                                     .day = sqlite3_column_int64(st, 1),
-                                                     .cached = sqlite3_column_int(st, 3),
+                        sql_reset(st);
+                        sql_bind_text(st, 1, side ? with : release);
+                        while ((rc = sql_step(st)) == SQL_ROW) {
+                                struct day_ref x = { .run = sql_column_int64(st, 0),
+                                                     .day = sql_column_int64(st, 1),
+                                                     .cached = sql_column_int(st, 3),
                                                      .side = side };
                                 x.whole = x.day < today;
                                 snprintf(x.machine, sizeof(x.machine), "%s",
-                                         (const char *) sqlite3_column_text(st, 2) ?: "");
+                                         sql_column_text(st, 2) ?: "");
                                 if (refs_add(&refs, &x) < 0) {
                                         free(refs.v);
                                         snprintf(a->err, sizeof(a->err), "out of memory");
                                         return answer_internal(a, -ENOMEM);
                                 }
                         }
-                        if (rc != SQLITE_DONE) {
+                        if (rc != SQL_DONE) {
                                 free(refs.v);
-                                return answer_internal(a, farm_fail_on(db, db->rdb, rc,
-                                                                       "cannot list the days",
-                                                                       a->err));
+                                return answer_internal(
+                                        a, farm_fail(c, rc, "cannot list the days", a->err));
                         }
                         if (strcmp(release, with) == 0) {
                                 /* A kernel compared with itself: the same days on both sides. */
@@ -1657,39 +1668,39 @@ int farm_release_stats(farm_db *db, const char *release, const char *const *mach
         struct cmp_table table = {};
         int r = 0, rc;
         {
-                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-                _cleanup_reset_ sqlite3_stmt *st = NULL;
-                r = farm_prepare_r(db,
-                                   "SELECT d.run, d.day, r.machine_id, EXISTS (SELECT 1 FROM "
-                                   "hist_days h WHERE h.run = d.run AND h.day = d.day), "
-                                   "d.last_end_ns, d.max_received_ns FROM runs r "
-                                   "JOIN run_days d ON d.run = r.id "
-                                   "WHERE r.release = ?1 AND d.first_start_ns < ?2",
-                                   &st, err);
+                _cleanup_release_ sql_conn *c = farm_reader(db);
+                _cleanup_reset_ sql_stmt *st = NULL;
+                r = farm_prepare(c,
+                                 "SELECT d.run, d.day, r.machine_id, EXISTS (SELECT 1 FROM "
+                                 "hist_days h WHERE h.run = d.run AND h.day = d.day), "
+                                 "d.last_end_ns, d.max_received_ns FROM runs r "
+                                 "JOIN run_days d ON d.run = r.id "
+                                 "WHERE r.release = ?1 AND d.first_start_ns < ?2",
+                                 &st, err);
                 if (r < 0)
                         return r;
-                sqlite3_bind_text(st, 1, release, -1, SQLITE_STATIC);
-                sqlite3_bind_int64(st, 2, to_ns);
-                while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-                        const char *m = (const char *) sqlite3_column_text(st, 2) ?: "";
+                sql_bind_text(st, 1, release);
+                sql_bind_int64(st, 2, to_ns);
+                while (r >= 0 && (rc = sql_step(st)) == SQL_ROW) {
+                        const char *m = sql_column_text(st, 2) ?: "";
                         bool wanted = !machines;
                         for (size_t i = 0; !wanted && i < nmachines; i++)
                                 wanted = strcmp(machines[i], m) == 0;
                         if (!wanted)
                                 continue;
-                        struct day_ref x = { .run = sqlite3_column_int64(st, 0),
-                                             .day = sqlite3_column_int64(st, 1),
-                                             .cached = sqlite3_column_int(st, 3),
+                        struct day_ref x = { .run = sql_column_int64(st, 0),
+                                             .day = sql_column_int64(st, 1),
+                                             .cached = sql_column_int(st, 3),
                                              .known_ns = known_ns };
                         /* Whole: the day ended by to_ns, and all of it was received by known_ns. */
                         x.whole = (x.day + 1) * DAY_NS <= to_ns &&
-                                  sqlite3_column_int64(st, 4) <= to_ns &&
-                                  sqlite3_column_int64(st, 5) <= known_ns;
+                                  sql_column_int64(st, 4) <= to_ns &&
+                                  sql_column_int64(st, 5) <= known_ns;
                         snprintf(x.machine, sizeof(x.machine), "%s", m);
                         r = refs_add(&refs, &x);
                 }
-                if (r >= 0 && rc != SQLITE_DONE)
-                        r = farm_fail_on(db, db->rdb, rc, "cannot list the days", err);
+                if (r >= 0 && rc != SQL_DONE)
+                        r = farm_fail(c, rc, "cannot list the days", err);
         }
         if (r >= 0)
                 r = fill_days(db, &refs, err);
@@ -1761,52 +1772,50 @@ static int get_events(farm_db *db, const char *id, const struct farm_args *args,
                              arg(args, "to") ?: "");
                 return 0;
         }
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *cnt = NULL, *st = NULL;
-        if ((r = machine_lookup(db, id, &m, a)) <= 0)
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
+        if ((r = machine_lookup(c, id, &m, a)) <= 0)
                 return r;
 #define EVENTS_WHERE                                                                             \
         "FROM runs r JOIN events e ON e.run = r.id WHERE r.machine_id = ?1 AND e.time_ns >= ?2 " \
-        "AND e.time_ns < ?3 AND (?4 IS NULL OR e.type = ?4) "
-        if ((r = farm_prepare_r(db, "SELECT count(*) " EVENTS_WHERE, &cnt, a->err)) < 0 ||
-            (r = farm_prepare_r(db,
-                                "SELECT r.run_id, e.event_id, e.time_ns, e.type, e.cpu, e.value, "
-                                "e.message, r.kernel_release " EVENTS_WHERE
-                                "ORDER BY e.time_ns DESC, r.run_id DESC, e.event_id DESC "
-                                "LIMIT ?5 OFFSET ?6",
-                                &st, a->err)) < 0)
+        "AND e.time_ns < ?3 AND (e.type = ?4 OR ?4 IS NULL) "
+        if ((r = farm_prepare(c, "SELECT count(*) " EVENTS_WHERE, &cnt, a->err)) < 0 ||
+            (r = farm_prepare(c,
+                              "SELECT r.run_id, e.event_id, e.time_ns, e.type, e.cpu, e.value, "
+                              "e.message, r.kernel_release " EVENTS_WHERE
+                              "ORDER BY e.time_ns DESC, r.run_id DESC, e.event_id DESC "
+                              "LIMIT ?5 OFFSET ?6",
+                              &st, a->err)) < 0)
                 return answer_internal(a, r);
 #undef EVENTS_WHERE
-        sqlite3_stmt *both[2] = { cnt, st };
+        sql_stmt *both[2] = { cnt, st };
         for (int i = 0; i < 2; i++) {
-                sqlite3_bind_text(both[i], 1, id, -1, SQLITE_STATIC);
-                sqlite3_bind_int64(both[i], 2, from);
-                sqlite3_bind_int64(both[i], 3, to);
+                sql_bind_text(both[i], 1, id);
+                sql_bind_int64(both[i], 2, from);
+                sql_bind_int64(both[i], 3, to);
                 if (type)
-                        sqlite3_bind_text(both[i], 4, type, -1, SQLITE_STATIC);
+                        sql_bind_text(both[i], 4, type);
         }
-        sqlite3_bind_int64(st, 5, (int64_t) page.limit);
-        sqlite3_bind_int64(st, 6, (int64_t) MIN(page.offset, (uint64_t) INT64_MAX));
-        if ((rc = sqlite3_step(cnt)) != SQLITE_ROW)
-                return answer_internal(
-                        a, farm_fail_on(db, db->rdb, rc, "cannot count events", a->err));
-        uint64_t total = (uint64_t) sqlite3_column_int64(cnt, 0);
+        sql_bind_int64(st, 5, (int64_t) page.limit);
+        sql_bind_int64(st, 6, (int64_t) MIN(page.offset, (uint64_t) INT64_MAX));
+        if ((rc = sql_step(cnt)) != SQL_ROW)
+                return answer_internal(a, farm_fail(c, rc, "cannot count events", a->err));
+        uint64_t total = (uint64_t) sql_column_int64(cnt, 0);
         json_t *list = json_array(), *o = json_object();
-        while (list && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        while (list && (rc = sql_step(st)) == SQL_ROW)
                 json_array_append_new(
                         list, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "run",
                                         farm_json_col_int(st, 0), "id", farm_json_col_int(st, 1),
                                         "time_ns", farm_json_col_int(st, 2), "time",
-                                        json_time(sqlite3_column_int64(st, 2)), "type",
+                                        json_time(sql_column_int64(st, 2)), "type",
                                         farm_json_col_text(st, 3), "cpu", farm_json_col_int(st, 4),
                                         "value", farm_json_col_int(st, 5), "message",
                                         farm_json_col_text(st, 6), "kernel_release",
                                         farm_json_col_text(st, 7)));
-        if (list && rc != SQLITE_DONE) {
+        if (list && rc != SQL_DONE) {
                 json_decref(list);
                 json_decref(o);
-                return answer_internal(a,
-                                       farm_fail_on(db, db->rdb, rc, "cannot read events", a->err));
+                return answer_internal(a, farm_fail(c, rc, "cannot read events", a->err));
         }
         if (!o || !list || json_object_set_new(o, "machine", json_string(id)) < 0 ||
             json_object_set_new(o, "events", list) < 0 ||
@@ -1831,16 +1840,16 @@ static int get_runs(farm_db *db, const char *id, const struct farm_args *args, c
             !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
                       a))
                 return 0;
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *cnt = NULL, *st = NULL;
-        if ((r = machine_lookup(db, id, &m, a)) <= 0)
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
+        if ((r = machine_lookup(c, id, &m, a)) <= 0)
                 return r;
         /* The day rollups give the first and last data, the intervals and the worst case of a
          * run from a few rows per day instead of its intervals. */
-        if ((r = farm_prepare_r(db, "SELECT count(*) FROM runs WHERE machine_id = ?", &cnt,
-                                a->err)) < 0 ||
-            (r = farm_prepare_r(
-                     db,
+        if ((r = farm_prepare(c, "SELECT count(*) FROM runs WHERE machine_id = ?", &cnt, a->err)) <
+                    0 ||
+            (r = farm_prepare(
+                     c,
                      "SELECT r.run_id, r.boot_id, r.kernel_release, r.kernel_version, "
                      "r.preempt_model, r.daemon_version, r.start_ns, r.interval_ns, "
                      "r.threshold_ns, d.first_ns, d.last_ns, d.intervals, d.max_ns, "
@@ -1849,28 +1858,29 @@ static int get_runs(farm_db *db, const char *id, const struct farm_args *args, c
                      "LEFT JOIN (SELECT run, min(first_start_ns) AS first_ns, "
                      "  max(last_end_ns) AS last_ns, sum(intervals) AS intervals, "
                      "  max(max_ns) AS max_ns FROM run_days GROUP BY run) d ON d.run = r.id "
-                     "LEFT JOIN (SELECT run, min(time_ns) AS time_ns, message FROM events "
-                     "  WHERE type = 'unclean_end' GROUP BY run) u ON u.run = r.id "
+                     /* The run's first unclean end, if any. */
+                     "LEFT JOIN events u ON u.id = (SELECT e.id FROM events e WHERE "
+                     "  e.run = r.id AND e.type = 'unclean_end' ORDER BY e.time_ns, e.id "
+                     "  LIMIT 1) "
                      "WHERE r.machine_id = ?1 ORDER BY r.start_ns DESC, r.run_id DESC "
                      "LIMIT ?2 OFFSET ?3",
                      &st, a->err)) < 0)
                 return answer_internal(a, r);
-        sqlite3_bind_text(cnt, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, (int64_t) page.limit);
-        sqlite3_bind_int64(st, 3, (int64_t) MIN(page.offset, (uint64_t) INT64_MAX));
-        if ((rc = sqlite3_step(cnt)) != SQLITE_ROW)
-                return answer_internal(a,
-                                       farm_fail_on(db, db->rdb, rc, "cannot count runs", a->err));
-        uint64_t total = (uint64_t) sqlite3_column_int64(cnt, 0);
+        sql_bind_text(cnt, 1, id);
+        sql_bind_text(st, 1, id);
+        sql_bind_int64(st, 2, (int64_t) page.limit);
+        sql_bind_int64(st, 3, (int64_t) MIN(page.offset, (uint64_t) INT64_MAX));
+        if ((rc = sql_step(cnt)) != SQL_ROW)
+                return answer_internal(a, farm_fail(c, rc, "cannot count runs", a->err));
+        uint64_t total = (uint64_t) sql_column_int64(cnt, 0);
         json_t *list = json_array(), *o = json_object();
-        while (list && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-                bool data = sqlite3_column_type(st, 9) != SQLITE_NULL;
-                bool unclean = sqlite3_column_type(st, 13) != SQLITE_NULL;
+        while (list && (rc = sql_step(st)) == SQL_ROW) {
+                bool data = !sql_column_null(st, 9);
+                bool unclean = !sql_column_null(st, 13);
                 json_t *end = unclean ? json_pack("{s:s, s:o, s:o, s:o}", "how", "unclean",
                                                   "time_ns", farm_json_col_int(st, 13), "time",
-                                                  json_time(sqlite3_column_int64(st, 13)),
-                                                  "message", farm_json_col_text(st, 14))
+                                                  json_time(sql_column_int64(st, 13)), "message",
+                                                  farm_json_col_text(st, 14))
                                       : json_null();
                 json_array_append_new(
                         list,
@@ -1882,21 +1892,20 @@ static int get_runs(farm_db *db, const char *id, const struct farm_args *args, c
                                   farm_json_col_text(st, 3), "preempt_model",
                                   farm_json_col_text(st, 4), "daemon_version",
                                   farm_json_col_text(st, 5), "start_ns", farm_json_col_int(st, 6),
-                                  "start", json_time(sqlite3_column_int64(st, 6)), "interval_ns",
+                                  "start", json_time(sql_column_int64(st, 6)), "interval_ns",
                                   farm_json_col_int(st, 7), "threshold_ns",
                                   farm_json_col_int(st, 8), "first_data_ns",
                                   farm_json_col_int(st, 9), "first_data",
-                                  data ? json_time(sqlite3_column_int64(st, 9)) : json_null(),
+                                  data ? json_time(sql_column_int64(st, 9)) : json_null(),
                                   "last_data_ns", farm_json_col_int(st, 10), "last_data",
-                                  data ? json_time(sqlite3_column_int64(st, 10)) : json_null(),
-                                  "intervals", (json_int_t) sqlite3_column_int64(st, 11),
+                                  data ? json_time(sql_column_int64(st, 10)) : json_null(),
+                                  "intervals", (json_int_t) sql_column_int64(st, 11),
                                   "worst_latency_ns", farm_json_col_int(st, 12), "end", end));
         }
-        if (list && rc != SQLITE_DONE) {
+        if (list && rc != SQL_DONE) {
                 json_decref(list);
                 json_decref(o);
-                return answer_internal(a,
-                                       farm_fail_on(db, db->rdb, rc, "cannot read runs", a->err));
+                return answer_internal(a, farm_fail(c, rc, "cannot read runs", a->err));
         }
         if (!o || !list || json_object_set_new(o, "machine", json_string(id)) < 0 ||
             json_object_set_new(o, "runs", list) < 0 || add_page(o, path, args, &page, total) < 0) {
@@ -1928,26 +1937,24 @@ static int get_machines(farm_db *db, const struct farm_args *args, const char *p
         if (!ids)
                 return answer_internal(a, -ENOMEM);
         {
-                _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-                _cleanup_reset_ sqlite3_stmt *cnt = NULL, *st = NULL;
-                if ((r = farm_prepare_r(db, "SELECT count(*) FROM machines", &cnt, a->err)) < 0 ||
-                    (r = farm_prepare_r(db,
-                                        "SELECT id FROM machines ORDER BY id LIMIT ?1 OFFSET ?2",
-                                        &st, a->err)) < 0) {
+                _cleanup_release_ sql_conn *c = farm_reader(db);
+                _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
+                if ((r = farm_prepare(c, "SELECT count(*) FROM machines", &cnt, a->err)) < 0 ||
+                    (r = farm_prepare(c, "SELECT id FROM machines ORDER BY id LIMIT ?1 OFFSET ?2",
+                                      &st, a->err)) < 0) {
                         free(ids);
                         return answer_internal(a, r);
                 }
-                if ((rc = sqlite3_step(cnt)) == SQLITE_ROW)
-                        total = (uint64_t) sqlite3_column_int64(cnt, 0);
-                sqlite3_bind_int64(st, 1, (int64_t) page.limit);
-                sqlite3_bind_int64(st, 2, (int64_t) MIN(page.offset, (uint64_t) INT64_MAX));
-                while (rc == SQLITE_ROW && (rc = sqlite3_step(st)) == SQLITE_ROW && n < page.limit)
-                        snprintf(ids[n++], sizeof(ids[0]), "%s",
-                                 (const char *) sqlite3_column_text(st, 0) ?: "");
-                if (rc != SQLITE_DONE) {
+                if ((rc = sql_step(cnt)) == SQL_ROW)
+                        total = (uint64_t) sql_column_int64(cnt, 0);
+                sql_bind_int64(st, 1, (int64_t) page.limit);
+                sql_bind_int64(st, 2, (int64_t) MIN(page.offset, (uint64_t) INT64_MAX));
+                while (rc == SQL_ROW && (rc = sql_step(st)) == SQL_ROW && n < page.limit)
+                        snprintf(ids[n++], sizeof(ids[0]), "%s", sql_column_text(st, 0) ?: "");
+                if (rc != SQL_DONE) {
                         free(ids);
-                        return answer_internal(a, farm_fail_on(db, db->rdb, rc,
-                                                               "cannot list the machines", a->err));
+                        return answer_internal(
+                                a, farm_fail(c, rc, "cannot list the machines", a->err));
                 }
         }
         /* Each machine as GET /api/v1/machines/{id} shows it. */
@@ -1987,16 +1994,14 @@ static void put_seconds(FILE *f, int64_t ns) {
 
 /* The labels of a machine: machine="ID",hostname="..." (columns 0 and 1 of st), without the
  * braces. */
-static void put_machine_label_pairs(FILE *f, sqlite3_stmt *st) {
+static void put_machine_label_pairs(FILE *f, sql_stmt *st) {
         char host[3 * 256 + 1];
-        if (farm_prom_escape((const char *) sqlite3_column_text(st, 1) ?: "", host, sizeof(host)) <
-            0)
+        if (farm_prom_escape(sql_column_text(st, 1) ?: "", host, sizeof(host)) < 0)
                 host[0] = '\0';
-        fprintf(f, "machine=\"%s\",hostname=\"%s\"",
-                (const char *) sqlite3_column_text(st, 0) ?: "", host);
+        fprintf(f, "machine=\"%s\",hostname=\"%s\"", sql_column_text(st, 0) ?: "", host);
 }
 
-static void put_machine_labels(FILE *f, sqlite3_stmt *st) {
+static void put_machine_labels(FILE *f, sql_stmt *st) {
         fputc('{', f);
         put_machine_label_pairs(f, st);
         fputc('}', f);
@@ -2006,25 +2011,25 @@ static void put_machine_labels(FILE *f, sqlite3_stmt *st) {
  * sample); seconds: the value is in nanoseconds and shown in seconds. */
 static int machine_family(farm_db *db, FILE *f, const char *name, const char *sql, bool seconds,
                           char *err) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_r(db, sql, &st, err), rc;
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c, sql, &st, err), rc;
         if (r < 0)
                 return r;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                if (sqlite3_column_type(st, 2) == SQLITE_NULL)
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                if (sql_column_null(st, 2))
                         continue;
                 fputs(name, f);
                 put_machine_labels(f, st);
                 fputc(' ', f);
                 if (seconds)
-                        put_seconds(f, sqlite3_column_int64(st, 2));
+                        put_seconds(f, sql_column_int64(st, 2));
                 else
-                        fprintf(f, "%lld", (long long) sqlite3_column_int64(st, 2));
+                        fprintf(f, "%lld", (long long) sql_column_int64(st, 2));
                 fputc('\n', f);
         }
-        if (rc != SQLITE_DONE)
-                return farm_fail_on(db, db->rdb, rc, "cannot read the machines' metrics", err);
+        if (rc != SQL_DONE)
+                return farm_fail(c, rc, "cannot read the machines' metrics", err);
         return 0;
 }
 
@@ -2198,60 +2203,56 @@ static int m_bound(const struct metric_ctx *c, FILE *f, const char *name, char *
 
 static int m_maintenance(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
         /* A window is in force from its start to the earlier of its end and its cancel. */
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(c->db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_r(c->db,
-                               "SELECT m.id, m.hostname, EXISTS (SELECT 1 FROM maintenance w "
-                               "WHERE w.machine_id = m.id AND w.from_ns <= ?1 AND min(w.to_ns, "
-                               "coalesce(w.cancelled_ns, w.to_ns)) > ?1) FROM machines m ORDER BY "
-                               "m.id",
-                               &st, err),
+        _cleanup_release_ sql_conn *conn = farm_reader(c->db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(conn,
+                             "SELECT m.id, m.hostname, EXISTS (SELECT 1 FROM maintenance w WHERE "
+                             "w.machine_id = m.id AND w.from_ns <= ?1 AND least(w.to_ns, "
+                             "coalesce(w.cancelled_ns, w.to_ns)) > ?1) FROM machines m ORDER BY "
+                             "m.id",
+                             &st, err),
             rc;
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, now_ns(CLOCK_REALTIME));
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sql_bind_int64(st, 1, now_ns(CLOCK_REALTIME));
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 fputs(name, f);
                 put_machine_labels(f, st);
-                fprintf(f, " %d\n", sqlite3_column_int(st, 2));
+                fprintf(f, " %d\n", sql_column_int(st, 2));
         }
-        if (rc != SQLITE_DONE)
-                return farm_fail_on(c->db, c->db->rdb, rc, "cannot read the machines' metrics",
-                                    err);
+        if (rc != SQL_DONE)
+                return farm_fail(conn, rc, "cannot read the machines' metrics", err);
         return 0;
 }
 
 /* One sample of 1 per machine whose labels say what it is: the release of its latest run,
  * whether it gates (and is not revoked), and its gating groups (sorted, comma-separated). */
 static int m_machine_info(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(c->db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_r(c->db,
-                               "SELECT m.id, m.hostname, (SELECT r.release FROM runs r WHERE "
-                               "r.machine_id = m.id ORDER BY r.start_ns DESC, r.id DESC LIMIT 1), "
-                               "m.gating = 1 AND m.revoked_ns IS NULL, (SELECT s.groups FROM "
-                               "machine_settings s WHERE s.machine_id = m.id ORDER BY s.from_ns "
-                               "DESC, s.id DESC LIMIT 1) FROM machines m ORDER BY m.id",
-                               &st, err),
+        _cleanup_release_ sql_conn *conn = farm_reader(c->db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(conn,
+                             "SELECT m.id, m.hostname, (SELECT r.release FROM runs r WHERE "
+                             "r.machine_id = m.id ORDER BY r.start_ns DESC, r.id DESC LIMIT 1), "
+                             "m.gating = 1 AND m.revoked_ns IS NULL, (SELECT s.groups FROM "
+                             "machine_settings s WHERE s.machine_id = m.id ORDER BY s.from_ns "
+                             "DESC, s.id DESC LIMIT 1) FROM machines m ORDER BY m.id",
+                             &st, err),
             rc;
         if (r < 0)
                 return r;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 char kernel[3 * 256 + 1], groups[3 * 2100 + 1];
-                if (farm_prom_escape((const char *) sqlite3_column_text(st, 2) ?: "", kernel,
-                                     sizeof(kernel)) < 0)
+                if (farm_prom_escape(sql_column_text(st, 2) ?: "", kernel, sizeof(kernel)) < 0)
                         kernel[0] = '\0';
-                if (farm_prom_escape((const char *) sqlite3_column_text(st, 4) ?: "", groups,
-                                     sizeof(groups)) < 0)
+                if (farm_prom_escape(sql_column_text(st, 4) ?: "", groups, sizeof(groups)) < 0)
                         groups[0] = '\0';
                 fprintf(f, "%s{", name);
                 put_machine_label_pairs(f, st);
                 fprintf(f, ",kernel=\"%s\",gating=\"%d\",groups=\"%s\"} 1\n", kernel,
-                        sqlite3_column_int(st, 3), groups);
+                        sql_column_int(st, 3), groups);
         }
-        if (rc != SQLITE_DONE)
-                return farm_fail_on(c->db, c->db->rdb, rc, "cannot read the machines' metrics",
-                                    err);
+        if (rc != SQL_DONE)
+                return farm_fail(conn, rc, "cannot read the machines' metrics", err);
         return 0;
 }
 
@@ -2367,44 +2368,6 @@ void farm_counters_request(struct farm_counters *c, bool upload, bool duplicate,
                                 : status >= 500 ? FARM_REFUSED_SERVER_ERROR
                                                 : FARM_REFUSED_OTHER_CLIENT;
         atomic_fetch_add_explicit(&c->refused[why], 1, memory_order_relaxed);
-}
-
-/* ---- the store path's hook -------------------------------------------------------------- */
-
-int farm_query_interval_stored(farm_db *db, int64_t run, int64_t interval_id,
-                               const struct summary_interval *iv, char *err) {
-        _cleanup_reset_ sqlite3_stmt *upd = NULL, *del = NULL;
-        uint64_t samples = 0, violations = 0, max = 0;
-        int64_t max_cpu = 0, max_time = iv->start_ns;
-        int r;
-
-        for (size_t c = 0; c < iv->ncpus; c++) {
-                const struct summary_cpu *p = &iv->cpus[c];
-                samples += p->samples;
-                violations += p->violations;
-                if (c == 0 || p->max_ns > max) {
-                        max = p->max_ns;
-                        max_cpu = p->cpu;
-                        max_time = p->max_time_ns;
-                }
-        }
-        if ((r = farm_prepare_w(db,
-                                "UPDATE intervals SET samples = ?2, violations = ?3, "
-                                "max_cpu = ?4, max_time_ns = ?5 WHERE id = ?1",
-                                &upd, err)) < 0 ||
-            (r = farm_prepare_w(db, "DELETE FROM hist_days WHERE run = ? AND day = ?", &del, err)) <
-                    0)
-                return r;
-        sqlite3_bind_int64(upd, 1, interval_id);
-        sqlite3_bind_int64(upd, 2, (int64_t) samples);
-        sqlite3_bind_int64(upd, 3, (int64_t) violations);
-        sqlite3_bind_int64(upd, 4, max_cpu);
-        sqlite3_bind_int64(upd, 5, max_time);
-        if ((r = farm_step_done(db, upd, "cannot store an interval's totals", err)) < 0)
-                return r;
-        sqlite3_bind_int64(del, 1, run);
-        sqlite3_bind_int64(del, 2, farm_step_floor(iv->start_ns, DAY_NS) / DAY_NS);
-        return farm_step_done(db, del, "cannot drop the day's cached histograms", err);
 }
 
 /* ---- routes ----------------------------------------------------------------------------- */

@@ -106,12 +106,6 @@ void farm_warmer_stop(struct farm_warmer *w);
 /* One pass of it: up to max past days filled; how many are cached now. */
 int farm_query_warm(farm_db *db, int64_t now_ns, unsigned max, char *err);
 
-/* Called by the store path for every interval it stores (after its CPUs), inside the upload's
- * transaction: keeps the interval's totals for the queries and drops the cached histograms of
- * its run and day. */
-int farm_query_interval_stored(farm_db *db, int64_t run, int64_t interval_id,
-                               const struct summary_interval *iv, char *err);
-
 /* ---- pure helpers, exposed for the unit tests ---- */
 
 /* The start of the step of length step_ns that holds t: steps are aligned to multiples of

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Token buckets per machine behind one mutex.  Only authenticated machines get a bucket, so
- * the table is as large as the farm, and a linear search is fast enough. */
+ * the table is as large as the farm, and a linear search is fast enough.  On PostgreSQL the
+ * buckets are rows of the farm database that every server of the farm shares. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "server-db-internal.h"
 #include "server-ratelimit.h"
 
 #define KEY_MAX 64
@@ -24,7 +26,51 @@ struct farm_ratelimit {
         double rate_per_s, burst;
         struct bucket *buckets;
         size_t n, allocated;
+        farm_db *shared; /* PostgreSQL: the buckets are its rows */
 };
+
+void farm_ratelimit_share(farm_ratelimit *rl, farm_db *db) {
+        rl->shared = farm_is_pg(db) ? db : NULL;
+}
+
+/* Takes a token from the machine's row in one statement: refilled by the time since it was
+ * last taken (by the database's clock, the same for every server), and taken only when there
+ * is a whole one; no row back means none.  The table is unlogged: after a crash of the
+ * database the buckets start full. */
+static int take_shared(farm_ratelimit *rl, const char *key) {
+        static const char *const take_sql =
+                "INSERT INTO rate_buckets AS b (machine_id, tokens, at_us) "
+                "VALUES (?1, ?3 - 1, CAST(extract(epoch FROM clock_timestamp()) * 1000000 "
+                "AS BIGINT)) ON CONFLICT (machine_id) DO UPDATE SET "
+                "tokens = least(?3, b.tokens + greatest(0, excluded.at_us - b.at_us) / 1e6 * ?2) "
+                "- 1, at_us = excluded.at_us "
+                "WHERE least(?3, b.tokens + greatest(0, excluded.at_us - b.at_us) / 1e6 * ?2) >= 1 "
+                "RETURNING tokens";
+        static const char *const left_sql =
+                "SELECT least(?3, b.tokens + greatest(0, CAST(extract(epoch FROM "
+                "clock_timestamp()) * 1000000 AS BIGINT) - b.at_us) / 1e6 * ?2) "
+                "FROM rate_buckets b WHERE machine_id = ?1";
+        char err[FARM_ERROR_MAX];
+        _cleanup_release_ sql_conn *c = farm_reader(rl->shared);
+        _cleanup_reset_ sql_stmt *take = NULL, *left = NULL;
+        int r = farm_prepare(c, take_sql, &take, err);
+        if (r < 0 || (r = farm_prepare(c, left_sql, &left, err)) < 0)
+                return r;
+        sql_bind_text(take, 1, key);
+        sql_bind_double(take, 2, rl->rate_per_s);
+        sql_bind_double(take, 3, rl->burst);
+        r = sql_step(take);
+        if (r < 0 || r == SQL_ROW)
+                return r < 0 ? r : 0;
+        sql_bind_text(left, 1, key);
+        sql_bind_double(left, 2, rl->rate_per_s);
+        sql_bind_double(left, 3, rl->burst);
+        r = sql_step(left);
+        if (r < 0)
+                return r;
+        double tokens = r == SQL_ROW ? sql_column_double(left, 0) : 0.0;
+        return (int) MAX(1.0, ceil((1.0 - tokens) / rl->rate_per_s));
+}
 
 int farm_ratelimit_new(double rate_per_s, unsigned burst, farm_ratelimit **ret) {
         if (!(rate_per_s > 0) || burst < 1)
@@ -66,6 +112,8 @@ static struct bucket *find(farm_ratelimit *rl, const char *key, int64_t now_ns) 
 }
 
 int farm_ratelimit_take(farm_ratelimit *rl, const char *key, int64_t now_ns) {
+        if (rl->shared)
+                return take_shared(rl, key);
         int r = 0;
         pthread_mutex_lock(&rl->lock);
         struct bucket *b = find(rl, key, now_ns);

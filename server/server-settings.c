@@ -420,86 +420,87 @@ static void settings_parse_columns(struct farm_settings *s, const char *groups, 
 }
 
 /* Reads the columns threshold_ns, gating, groups, labels, revoked from col on. */
-static void settings_from_row(sqlite3_stmt *st, int col, struct farm_settings *ret) {
+static void settings_from_row(sql_stmt *st, int col, struct farm_settings *ret) {
         memset(ret, 0, sizeof(*ret));
-        ret->bound_ns = sqlite3_column_int64(st, col);
-        ret->gating = sqlite3_column_int(st, col + 1) != 0;
-        ret->revoked = sqlite3_column_int(st, col + 4) != 0;
-        const char *g = (const char *) sqlite3_column_text(st, col + 2) ?: "";
-        settings_parse_columns(ret, g, strlen(g), (const char *) sqlite3_column_text(st, col + 3));
+        ret->bound_ns = sql_column_int64(st, col);
+        ret->gating = sql_column_int(st, col + 1) != 0;
+        ret->revoked = sql_column_int(st, col + 4) != 0;
+        const char *g = sql_column_text(st, col + 2) ?: "";
+        settings_parse_columns(ret, g, strlen(g), sql_column_text(st, col + 3));
 }
 
-int farm_audit_machine(farm_db *db, int64_t now_ns, const char *who, const char *action,
+int farm_audit_machine(sql_conn *c, int64_t now_ns, const char *who, const char *action,
                        const char *machine_id, const char *detail, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_w(db,
-                               "INSERT INTO audit (time_ns, who, action, machine_id, detail) "
-                               "VALUES (?, ?, ?, ?, ?)",
-                               &st, err);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c,
+                             "INSERT INTO audit (time_ns, who, action, machine_id, detail) "
+                             "VALUES (?, ?, ?, ?, ?)",
+                             &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, now_ns);
-        sqlite3_bind_text(st, 2, who, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 3, action, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 4, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 5, detail, -1, SQLITE_STATIC);
-        return farm_step_done(db, st, "cannot write the audit trail", err);
+        sql_bind_int64(st, 1, now_ns);
+        sql_bind_text(st, 2, who);
+        sql_bind_text(st, 3, action);
+        sql_bind_text(st, 4, machine_id);
+        sql_bind_text(st, 5, detail);
+        return farm_step_done(st, "cannot write the audit trail", err);
 }
 
 /* The version in force (the newest) of an enrolled machine, on the writer: 0, or -ENOENT for
  * a machine without any (enrolled before versions were kept and not migrated: its own
  * columns then say what is in force).  ret_from_ns: when it began. */
-static int current_version(farm_db *db, const char *machine_id, struct farm_settings *ret,
+static int current_version(sql_conn *c, const char *machine_id, struct farm_settings *ret,
                            int64_t *ret_from_ns, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_w(db,
-                               "SELECT threshold_ns, gating, groups, labels, revoked, from_ns "
-                               "FROM machine_settings WHERE machine_id = ? "
-                               "ORDER BY from_ns DESC, id DESC LIMIT 1",
-                               &st, err);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c,
+                             "SELECT threshold_ns, gating, groups, labels, revoked, from_ns "
+                             "FROM machine_settings WHERE machine_id = ? "
+                             "ORDER BY from_ns DESC, id DESC LIMIT 1",
+                             &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
+        sql_bind_text(st, 1, machine_id);
+        int rc = sql_step(st);
+        if (rc == SQL_DONE)
                 return -ENOENT;
-        if (rc != SQLITE_ROW)
-                return farm_fail_on(db, farm_db_writer(db), rc, "cannot read the settings", err);
+        if (rc != SQL_ROW)
+                return farm_fail(c, rc, "cannot read the settings", err);
         settings_from_row(st, 0, ret);
-        *ret_from_ns = sqlite3_column_int64(st, 5);
+        *ret_from_ns = sql_column_int64(st, 5);
         return 0;
 }
 
 /* The machine's own columns: 0 and whether it is revoked, or -ENOENT. */
-static int machine_row(farm_db *db, const char *machine_id, struct farm_settings *ret, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_w(db,
-                               "SELECT threshold_ns, gating, revoked_ns IS NOT NULL FROM machines "
-                               "WHERE id = ?",
-                               &st, err);
+static int machine_row(sql_conn *c, const char *machine_id, struct farm_settings *ret, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c,
+                             "SELECT threshold_ns, gating, revoked_ns IS NOT NULL FROM machines "
+                             "WHERE id = ?",
+                             &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-                return farm_failf(db, -ENOENT, err, "no machine %s is enrolled", machine_id);
-        if (rc != SQLITE_ROW)
-                return farm_fail_on(db, farm_db_writer(db), rc, "cannot look up the machine", err);
+        sql_bind_text(st, 1, machine_id);
+        int rc = sql_step(st);
+        if (rc == SQL_DONE)
+                return farm_failf(farm_of(c), -ENOENT, err, "no machine %s is enrolled",
+                                  machine_id);
+        if (rc != SQL_ROW)
+                return farm_fail(c, rc, "cannot look up the machine", err);
         settings_default(ret);
-        ret->bound_ns = sqlite3_column_int64(st, 0);
-        ret->gating = sqlite3_column_int(st, 1) != 0;
-        ret->revoked = sqlite3_column_int(st, 2) != 0;
+        ret->bound_ns = sql_column_int64(st, 0);
+        ret->gating = sql_column_int(st, 1) != 0;
+        ret->revoked = sql_column_int(st, 2) != 0;
         return 0;
 }
 
 /* What is in force for an enrolled machine: its newest version, or its own columns. */
-static int settings_in_force(farm_db *db, const char *machine_id, struct farm_settings *ret,
+static int settings_in_force(sql_conn *c, const char *machine_id, struct farm_settings *ret,
                              int64_t *ret_from_ns, char *err) {
         struct farm_settings own;
-        int r = machine_row(db, machine_id, &own, err);
+        int r = machine_row(c, machine_id, &own, err);
         if (r < 0)
                 return r;
-        r = current_version(db, machine_id, ret, ret_from_ns, err);
+        r = current_version(c, machine_id, ret, ret_from_ns, err);
         if (r == -ENOENT) {
                 *ret = own;
                 *ret_from_ns = INT64_MIN;
@@ -510,9 +511,9 @@ static int settings_in_force(farm_db *db, const char *machine_id, struct farm_se
 
 /* Adds version s from max(now, the last version's start) on (a clock stepped back must not
  * put a version before the one it follows), and keeps the machine's own columns in step. */
-static int add_version(farm_db *db, const char *machine_id, const struct farm_settings *s,
+static int add_version(sql_conn *c, const char *machine_id, const struct farm_settings *s,
                        int64_t from_ns, const char *who, const char *reason, char *err) {
-        _cleanup_reset_ sqlite3_stmt *ins = NULL, *upd = NULL;
+        _cleanup_reset_ sql_stmt *ins = NULL, *upd = NULL;
         char groups[FARM_GROUPS_MAX * (FARM_GROUP_LEN_MAX + 1) + 1];
         _cleanup_free_ char *labels = labels_text(s);
         int r;
@@ -520,128 +521,128 @@ static int add_version(farm_db *db, const char *machine_id, const struct farm_se
         if (!labels)
                 return -ENOMEM;
         groups_text(s, groups, sizeof(groups));
-        if ((r = farm_prepare_w(db,
-                                "INSERT INTO machine_settings (machine_id, from_ns, threshold_ns, "
-                                "gating, groups, labels, revoked, by, reason) "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                &ins, err)) < 0 ||
-            (r = farm_prepare_w(db,
-                                "UPDATE machines SET threshold_ns = ?2, gating = ?3, "
-                                "revoked_ns = CASE WHEN ?4 THEN coalesce(revoked_ns, ?5) END "
-                                "WHERE id = ?1",
-                                &upd, err)) < 0)
+        if ((r = farm_prepare(c,
+                              "INSERT INTO machine_settings (machine_id, from_ns, threshold_ns, "
+                              "gating, groups, labels, revoked, by, reason) "
+                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                              &ins, err)) < 0 ||
+            (r = farm_prepare(c,
+                              "UPDATE machines SET threshold_ns = ?2, gating = ?3, "
+                              "revoked_ns = CASE WHEN ?4 <> 0 THEN coalesce(revoked_ns, ?5) END "
+                              "WHERE id = ?1",
+                              &upd, err)) < 0)
                 return r;
-        sqlite3_bind_text(ins, 1, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(ins, 2, from_ns);
-        sqlite3_bind_int64(ins, 3, s->bound_ns);
-        sqlite3_bind_int(ins, 4, s->gating);
-        sqlite3_bind_text(ins, 5, groups, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 6, labels, -1, SQLITE_STATIC);
-        sqlite3_bind_int(ins, 7, s->revoked);
-        sqlite3_bind_text(ins, 8, who, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 9, reason, -1, SQLITE_STATIC);
-        if ((r = farm_step_done(db, ins, "cannot store the settings", err)) < 0)
+        sql_bind_text(ins, 1, machine_id);
+        sql_bind_int64(ins, 2, from_ns);
+        sql_bind_int64(ins, 3, s->bound_ns);
+        sql_bind_int64(ins, 4, s->gating);
+        sql_bind_text(ins, 5, groups);
+        sql_bind_text(ins, 6, labels);
+        sql_bind_int64(ins, 7, s->revoked);
+        sql_bind_text(ins, 8, who);
+        sql_bind_text(ins, 9, reason);
+        if ((r = farm_step_done(ins, "cannot store the settings", err)) < 0)
                 return r;
-        sqlite3_bind_text(upd, 1, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(upd, 2, s->bound_ns);
-        sqlite3_bind_int(upd, 3, s->gating);
-        sqlite3_bind_int(upd, 4, s->revoked);
-        sqlite3_bind_int64(upd, 5, from_ns);
-        return farm_step_done(db, upd, "cannot update the machine", err);
+        sql_bind_text(upd, 1, machine_id);
+        sql_bind_int64(upd, 2, s->bound_ns);
+        sql_bind_int64(upd, 3, s->gating);
+        sql_bind_int64(upd, 4, s->revoked);
+        sql_bind_int64(upd, 5, from_ns);
+        return farm_step_done(upd, "cannot update the machine", err);
 }
 
 /* The number of versions the machine has (the newest one's number). */
-static int count_versions(farm_db *db, const char *machine_id, int64_t *ret, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_w(db, "SELECT count(*) FROM machine_settings WHERE machine_id = ?",
-                               &st, err);
+static int count_versions(sql_conn *c, const char *machine_id, int64_t *ret, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c, "SELECT count(*) FROM machine_settings WHERE machine_id = ?", &st,
+                             err);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc != SQLITE_ROW)
-                return farm_fail_on(db, farm_db_writer(db), rc, "cannot count the settings", err);
-        *ret = sqlite3_column_int64(st, 0);
+        sql_bind_text(st, 1, machine_id);
+        int rc = sql_step(st);
+        if (rc != SQL_ROW)
+                return farm_fail(c, rc, "cannot count the settings", err);
+        *ret = sql_column_int64(st, 0);
         return 0;
 }
 
 /* Moves from cur to next as a new version when they differ, audited as action with the
  * difference and the reason.  1 when a version was added, 0 when nothing changed. */
-static int change_to(farm_db *db, const char *machine_id, const struct farm_settings *cur,
+static int change_to(sql_conn *c, const char *machine_id, const struct farm_settings *cur,
                      int64_t cur_from_ns, const struct farm_settings *next, const char *who,
                      const char *reason, const char *action, int64_t now_ns, char *err) {
         char diff[4096], detail[4096 + 4 * FARM_REASON_MAX + 16];
         farm_settings_diff(cur, next, diff, sizeof(diff));
         if (!diff[0])
                 return 0;
-        int r = add_version(db, machine_id, next, MAX(now_ns, cur_from_ns), who, reason, err);
+        int r = add_version(c, machine_id, next, MAX(now_ns, cur_from_ns), who, reason, err);
         if (r < 0)
                 return r;
         snprintf(detail, sizeof(detail), "%s: %s", diff, reason);
-        r = farm_audit_machine(db, now_ns, who, action, machine_id, detail, err);
+        r = farm_audit_machine(c, now_ns, who, action, machine_id, detail, err);
         return r < 0 ? r : 1;
 }
 
-static int enroll_new(farm_db *db, const char *machine_id, const uint8_t *token_hash,
+static int enroll_new(sql_conn *c, const char *machine_id, const uint8_t *token_hash,
                       const struct farm_settings *s, const char *who, const char *reason,
                       int64_t now_ns, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_reset_ sql_stmt *st = NULL;
         char detail[4096 + 4 * FARM_REASON_MAX + 32], desc[4096];
-        int r = farm_prepare_w(db,
-                               "INSERT INTO machines (id, token_hash, threshold_ns, gating, "
-                               "enrolled_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
-                               &st, err);
+        int r = farm_prepare(c,
+                             "INSERT INTO machines (id, token_hash, threshold_ns, gating, "
+                             "enrolled_ns) VALUES (?1, ?2, ?3, ?4, ?5)",
+                             &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 2, token_hash, SHA256_DIGEST_SIZE, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, s->bound_ns);
-        sqlite3_bind_int(st, 4, s->gating);
-        sqlite3_bind_int64(st, 5, now_ns);
-        if ((r = farm_step_done(db, st, "cannot store the machine", err)) < 0 ||
-            (r = add_version(db, machine_id, s, now_ns, who, reason, err)) < 0)
+        sql_bind_text(st, 1, machine_id);
+        sql_bind_blob(st, 2, token_hash, SHA256_DIGEST_SIZE);
+        sql_bind_int64(st, 3, s->bound_ns);
+        sql_bind_int64(st, 4, s->gating);
+        sql_bind_int64(st, 5, now_ns);
+        if ((r = farm_step_done(st, "cannot store the machine", err)) < 0 ||
+            (r = add_version(c, machine_id, s, now_ns, who, reason, err)) < 0)
                 return r;
         settings_describe(s, desc, sizeof(desc));
         snprintf(detail, sizeof(detail), "settings version 1: %s: %s", desc, reason);
-        return farm_audit_machine(db, now_ns, who, "machine_enroll", machine_id, detail, err);
+        return farm_audit_machine(c, now_ns, who, "machine_enroll", machine_id, detail, err);
 }
 
-static int enroll_locked(farm_db *db, const char *machine_id, const uint8_t *token_hash,
-                         const struct farm_settings_change *c, const char *who, const char *reason,
+static int enroll_locked(sql_conn *c, const char *machine_id, const uint8_t *token_hash,
+                         const struct farm_settings_change *ch, const char *who, const char *reason,
                          int64_t now_ns, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_reset_ sql_stmt *st = NULL;
         struct farm_settings cur, next;
         int64_t from_ns;
-        int r = settings_in_force(db, machine_id, &cur, &from_ns, err);
+        int r = settings_in_force(c, machine_id, &cur, &from_ns, err);
         if (r == -ENOENT) {
                 settings_default(&cur);
-                if ((r = farm_settings_apply(&cur, c, &next, err)) < 0)
+                if ((r = farm_settings_apply(&cur, ch, &next, err)) < 0)
                         return r;
-                r = enroll_new(db, machine_id, token_hash, &next, who, reason ?: "enrolled", now_ns,
+                r = enroll_new(c, machine_id, token_hash, &next, who, reason ?: "enrolled", now_ns,
                                err);
                 return r < 0 ? r : 1;
         }
-        if (r < 0 || (r = farm_settings_apply(&cur, c, &next, err)) < 0)
+        if (r < 0 || (r = farm_settings_apply(&cur, ch, &next, err)) < 0)
                 return r;
         next.revoked = false; /* a new token for a revoked machine lifts the revocation */
-        r = farm_prepare_w(db, "UPDATE machines SET token_hash = ?2, rekeyed_ns = ?3 WHERE id = ?1",
-                           &st, err);
+        r = farm_prepare(c, "UPDATE machines SET token_hash = ?2, rekeyed_ns = ?3 WHERE id = ?1",
+                         &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_blob(st, 2, token_hash, SHA256_DIGEST_SIZE, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, now_ns);
-        if ((r = farm_step_done(db, st, "cannot store the token", err)) < 0 ||
-            (r = farm_audit_machine(db, now_ns, who, "machine_rekey", machine_id,
+        sql_bind_text(st, 1, machine_id);
+        sql_bind_blob(st, 2, token_hash, SHA256_DIGEST_SIZE);
+        sql_bind_int64(st, 3, now_ns);
+        if ((r = farm_step_done(st, "cannot store the token", err)) < 0 ||
+            (r = farm_audit_machine(c, now_ns, who, "machine_rekey", machine_id,
                                     reason ?: "a new token", err)) < 0 ||
-            (r = change_to(db, machine_id, &cur, from_ns, &next, who, reason ?: "re-enrolled",
+            (r = change_to(c, machine_id, &cur, from_ns, &next, who, reason ?: "re-enrolled",
                            "machine_set", now_ns, err)) < 0)
                 return r;
         return 0;
 }
 
 int farm_enroll(farm_db *db, const char *machine_id, const uint8_t token_hash[SHA256_DIGEST_SIZE],
-                const struct farm_settings_change *c, const char *who, const char *reason,
+                const struct farm_settings_change *ch, const char *who, const char *reason,
                 int64_t now_ns, char err[static FARM_ERROR_MAX]) {
         int r;
         if (!farm_machine_id_valid(machine_id))
@@ -653,19 +654,19 @@ int farm_enroll(farm_db *db, const char *machine_id, const uint8_t token_hash[SH
             (reason && (r = farm_check_text("reason", reason, FARM_REASON_MAX, err)) < 0))
                 return r;
         return FARM_WRITE_TRANSACTION(
-                db, err, enroll_locked(db, machine_id, token_hash, c, who, reason, now_ns, err));
+                db, w, err, enroll_locked(w, machine_id, token_hash, ch, who, reason, now_ns, err));
 }
 
-static int revoke_locked(farm_db *db, const char *machine_id, const char *who, const char *reason,
+static int revoke_locked(sql_conn *c, const char *machine_id, const char *who, const char *reason,
                          int64_t now_ns, char *err) {
         struct farm_settings cur, next;
         int64_t from_ns;
-        int r = settings_in_force(db, machine_id, &cur, &from_ns, err);
+        int r = settings_in_force(c, machine_id, &cur, &from_ns, err);
         if (r < 0)
                 return r;
         next = cur;
         next.revoked = true;
-        return change_to(db, machine_id, &cur, from_ns, &next, who, reason ?: "revoked",
+        return change_to(c, machine_id, &cur, from_ns, &next, who, reason ?: "revoked",
                          "machine_revoke", now_ns, err);
 }
 
@@ -675,37 +676,37 @@ int farm_revoke(farm_db *db, const char *machine_id, const char *who, const char
         if ((r = farm_check_who("by", who, err)) < 0 ||
             (reason && (r = farm_check_text("reason", reason, FARM_REASON_MAX, err)) < 0))
                 return r;
-        return FARM_WRITE_TRANSACTION(db, err,
-                                      revoke_locked(db, machine_id, who, reason, now_ns, err));
+        return FARM_WRITE_TRANSACTION(db, w, err,
+                                      revoke_locked(w, machine_id, who, reason, now_ns, err));
 }
 
-static int set_locked(farm_db *db, const char *machine_id, const struct farm_settings_change *c,
+static int set_locked(sql_conn *c, const char *machine_id, const struct farm_settings_change *ch,
                       const char *who, const char *reason, int64_t now_ns, int64_t *ret_version,
                       char *err) {
         struct farm_settings cur, next;
         int64_t from_ns;
-        int r = settings_in_force(db, machine_id, &cur, &from_ns, err);
-        if (r < 0 || (r = farm_settings_apply(&cur, c, &next, err)) < 0)
+        int r = settings_in_force(c, machine_id, &cur, &from_ns, err);
+        if (r < 0 || (r = farm_settings_apply(&cur, ch, &next, err)) < 0)
                 return r;
-        int changed = change_to(db, machine_id, &cur, from_ns, &next, who, reason, "machine_set",
+        int changed = change_to(c, machine_id, &cur, from_ns, &next, who, reason, "machine_set",
                                 now_ns, err);
         if (changed < 0)
                 return changed;
-        r = count_versions(db, machine_id, ret_version, err);
+        r = count_versions(c, machine_id, ret_version, err);
         return r < 0 ? r : changed;
 }
 
-int farm_machine_set(farm_db *db, const char *machine_id, const struct farm_settings_change *c,
+int farm_machine_set(farm_db *db, const char *machine_id, const struct farm_settings_change *ch,
                      const char *who, const char *reason, int64_t now_ns, int64_t *ret_version,
                      char err[static FARM_ERROR_MAX]) {
         int r;
         if ((r = farm_check_who("by", who, err)) < 0 ||
             (r = farm_check_text("reason", reason, FARM_REASON_MAX, err)) < 0)
                 return r;
-        if (farm_settings_change_empty(c))
+        if (farm_settings_change_empty(ch))
                 return invalid(err, "nothing to change (give a bound, gating, groups or labels)");
         return FARM_WRITE_TRANSACTION(
-                db, err, set_locked(db, machine_id, c, who, reason, now_ns, ret_version, err));
+                db, w, err, set_locked(w, machine_id, ch, who, reason, now_ns, ret_version, err));
 }
 
 /* ---- JSON ---------------------------------------------------------------------------------- */
@@ -723,10 +724,10 @@ static json_t *settings_json(const struct farm_settings *s) {
 
 /* One version from a row of (threshold_ns, gating, groups, labels, revoked, from_ns, by,
  * reason), numbered version. */
-static json_t *version_json(sqlite3_stmt *st, int64_t version) {
+static json_t *version_json(sql_stmt *st, int64_t version) {
         struct farm_settings s;
         settings_from_row(st, 0, &s);
-        int64_t from = sqlite3_column_int64(st, 5);
+        int64_t from = sql_column_int64(st, 5);
         json_t *o = json_pack("{s:I, s:o, s:I}", "version", (json_int_t) version, "from",
                               farm_json_time(from), "from_ns", (json_int_t) from);
         if (o && (json_object_update_new(o, settings_json(&s)) < 0 ||
@@ -759,74 +760,76 @@ json_t *farm_settings_brief_json(const char *groups_nl_labels) {
 #define VERSION_COLUMNS "threshold_ns, gating, groups, labels, revoked, from_ns, by, reason"
 
 /* The machine's row as JSON (-ENOENT when it is not enrolled). */
-static int machine_head_json(farm_db *db, const char *machine_id, json_t **ret, char *err) {
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_r(db,
-                               "SELECT hostname, enrolled_ns, rekeyed_ns, threshold_ns, gating, "
-                               "revoked_ns FROM machines WHERE id = ?",
-                               &st, err);
+static int machine_head_json(sql_conn *c, const char *machine_id, json_t **ret, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c,
+                             "SELECT hostname, enrolled_ns, rekeyed_ns, threshold_ns, gating, "
+                             "revoked_ns FROM machines WHERE id = ?",
+                             &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
-                return farm_failf(db, -ENOENT, err, "no machine %s is enrolled", machine_id);
-        if (rc != SQLITE_ROW)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot read the machine", err);
-        int64_t enrolled = sqlite3_column_int64(st, 1);
+        sql_bind_text(st, 1, machine_id);
+        int rc = sql_step(st);
+        if (rc == SQL_DONE)
+                return farm_failf(farm_of(c), -ENOENT, err, "no machine %s is enrolled",
+                                  machine_id);
+        if (rc != SQL_ROW)
+                return farm_fail(c, rc, "cannot read the machine", err);
+        int64_t enrolled = sql_column_int64(st, 1);
         *ret = json_pack("{s:s, s:o, s:o, s:I, s:o, s:o}", "machine", machine_id, "hostname",
                          farm_json_col_text(st, 0), "enrolled", farm_json_time(enrolled),
                          "enrolled_ns", (json_int_t) enrolled, "rekeyed_ns",
                          farm_json_col_int(st, 2), "revoked_ns", farm_json_col_int(st, 5));
-        if (*ret && sqlite3_column_type(st, 2) != SQLITE_NULL)
-                json_object_set_new(*ret, "rekeyed", farm_json_time(sqlite3_column_int64(st, 2)));
+        if (*ret && !sql_column_null(st, 2))
+                json_object_set_new(*ret, "rekeyed", farm_json_time(sql_column_int64(st, 2)));
         return *ret ? 0 : -ENOMEM;
 }
 
 int farm_settings_json(farm_db *db, const char *machine_id, const struct farm_page *page,
                        json_t **ret, char err[static FARM_ERROR_MAX]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *cnt = NULL, *st = NULL;
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
         json_auto_t *o = NULL, *history = json_array();
         json_t *current = NULL;
         int r, rc;
 
         if (!history)
                 return -ENOMEM;
-        if ((r = machine_head_json(db, machine_id, &o, err)) < 0 ||
-            (r = farm_prepare_r(db, "SELECT count(*) FROM machine_settings WHERE machine_id = ?",
-                                &cnt, err)) < 0 ||
-            (r = farm_prepare_r(db,
-                                "SELECT " VERSION_COLUMNS " FROM machine_settings "
-                                "WHERE machine_id = ?1 ORDER BY from_ns DESC, id DESC "
-                                "LIMIT ?2 OFFSET ?3",
-                                &st, err)) < 0)
+        if ((r = machine_head_json(c, machine_id, &o, err)) < 0 ||
+            (r = farm_prepare(c, "SELECT count(*) FROM machine_settings WHERE machine_id = ?", &cnt,
+                              err)) < 0 ||
+            (r = farm_prepare(c,
+                              "SELECT " VERSION_COLUMNS " FROM machine_settings "
+                              "WHERE machine_id = ?1 ORDER BY from_ns DESC, id DESC "
+                              "LIMIT ?2 OFFSET ?3",
+                              &st, err)) < 0)
                 return r;
-        sqlite3_bind_text(cnt, 1, machine_id, -1, SQLITE_STATIC);
-        if ((rc = sqlite3_step(cnt)) != SQLITE_ROW)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot count the settings", err);
-        int64_t total = sqlite3_column_int64(cnt, 0);
-        sqlite3_bind_text(st, 1, machine_id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, (int64_t) MIN(page->limit, (uint64_t) INT64_MAX));
-        sqlite3_bind_int64(st, 3, (int64_t) MIN(page->offset, (uint64_t) INT64_MAX));
+        sql_bind_text(cnt, 1, machine_id);
+        if ((rc = sql_step(cnt)) != SQL_ROW)
+                return farm_fail(c, rc, "cannot count the settings", err);
+        int64_t total = sql_column_int64(cnt, 0);
+        sql_bind_text(st, 1, machine_id);
+        sql_bind_int64(st, 2, (int64_t) MIN(page->limit, (uint64_t) INT64_MAX));
+        sql_bind_int64(st, 3, (int64_t) MIN(page->offset, (uint64_t) INT64_MAX));
         for (int64_t v = total - (int64_t) MIN(page->offset, (uint64_t) total);
-             (rc = sqlite3_step(st)) == SQLITE_ROW; v--)
+             (rc = sql_step(st)) == SQL_ROW; v--)
                 if (json_array_append_new(history, version_json(st, v)) < 0)
                         return -ENOMEM;
-        if (rc != SQLITE_DONE)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot read the settings", err);
+        if (rc != SQL_DONE)
+                return farm_fail(c, rc, "cannot read the settings", err);
 
         /* In force: the newest version (the first of the first page), read again for any
          * other page. */
-        sqlite3_reset(st);
-        sqlite3_bind_int64(st, 2, 1);
-        sqlite3_bind_int64(st, 3, 0);
-        if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        sql_reset(st);
+        sql_bind_text(st, 1, machine_id);
+        sql_bind_int64(st, 2, 1);
+        sql_bind_int64(st, 3, 0);
+        if ((rc = sql_step(st)) == SQL_ROW)
                 current = version_json(st, total);
-        else if (rc == SQLITE_DONE)
+        else if (rc == SQL_DONE)
                 current = json_null();
         else
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot read the settings", err);
+                return farm_fail(c, rc, "cannot read the settings", err);
         if (!current || json_object_set_new(o, "settings", current) < 0 ||
             json_object_set(o, "history", history) < 0 ||
             json_object_update_new(o, json_pack("{s:I, s:I, s:I}", "total", (json_int_t) total,

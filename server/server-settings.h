@@ -94,7 +94,7 @@ void farm_settings_diff(const struct farm_settings *a, const struct farm_setting
  * and applies c as a new settings version (audited as machine_set), and returns 0.  who made
  * it, reason may be NULL. */
 int farm_enroll(farm_db *db, const char *machine_id, const uint8_t token_hash[SHA256_DIGEST_SIZE],
-                const struct farm_settings_change *c, const char *who, const char *reason,
+                const struct farm_settings_change *ch, const char *who, const char *reason,
                 int64_t now_ns, char err[static FARM_ERROR_MAX]);
 /* Revokes the machine: its token no longer uploads, and a settings version with revoked set
  * is added (audited).  1 when revoked now, 0 when it was revoked already, -ENOENT when no such
@@ -106,7 +106,7 @@ int farm_revoke(farm_db *db, const char *machine_id, const char *who, const char
  * the token is never touched.  1 and the new version's number in *ret_version, or 0 when c
  * changes nothing (no version is added; *ret_version is the one in force); -ENOENT when no
  * such machine is enrolled, -EINVAL when c or reason break a rule (err says which). */
-int farm_machine_set(farm_db *db, const char *machine_id, const struct farm_settings_change *c,
+int farm_machine_set(farm_db *db, const char *machine_id, const struct farm_settings_change *ch,
                      const char *who, const char *reason, int64_t now_ns, int64_t *ret_version,
                      char err[static FARM_ERROR_MAX]);
 
@@ -123,8 +123,3 @@ json_t *farm_settings_brief_json(const char *groups_nl_labels);
 /* "2026-12-03T08:00:00Z" as a JSON string, for the "_ns" twins of the settings' and windows'
  * times. */
 json_t *farm_json_time(int64_t ns);
-
-/* Writes a row of the audit trail about a machine (in the caller's transaction, holding the
- * writer). */
-int farm_audit_machine(farm_db *db, int64_t now_ns, const char *who, const char *action,
-                       const char *machine_id, const char *detail, char *err);

@@ -18,26 +18,25 @@
  * otherwise since). */
 static int rule_at(farm_db *db, const struct farm_rule *configured, int64_t at,
                    struct farm_rule *ret, char *err) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_r(db,
-                               "SELECT rule FROM rule_versions ORDER BY from_ns <= ?1 DESC, "
-                               "CASE WHEN from_ns <= ?1 THEN -from_ns ELSE from_ns END, id DESC "
-                               "LIMIT 1",
-                               &st, err);
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c,
+                             "SELECT rule FROM rule_versions ORDER BY from_ns <= ?1 DESC, "
+                             "CASE WHEN from_ns <= ?1 THEN -from_ns ELSE from_ns END, id DESC "
+                             "LIMIT 1",
+                             &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, at);
-        int rc = sqlite3_step(st);
+        sql_bind_int64(st, 1, at);
+        int rc = sql_step(st);
         *ret = *configured;
-        if (rc == SQLITE_ROW) {
-                json_auto_t *j = json_loads((const char *) sqlite3_column_text(st, 0) ?: "", 0,
-                                            NULL);
+        if (rc == SQL_ROW) {
+                json_auto_t *j = json_loads(sql_column_text(st, 0) ?: "", 0, NULL);
                 char e[FARM_RULE_ERROR_MAX];
                 if (!j || farm_rule_from_json(j, ret, e, sizeof(e)) < 0)
                         return farm_failf(db, -EBADMSG, err, "%s", e);
-        } else if (rc != SQLITE_DONE)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot read the rule", err);
+        } else if (rc != SQL_DONE)
+                return farm_fail(c, rc, "cannot read the rule", err);
         return 0;
 }
 
@@ -61,35 +60,33 @@ static void srels_free(struct srel *v, size_t n) {
 /* The releases run by q's moment, with their series, by series and newest first. */
 static int releases(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
                     struct srel **ret, size_t *ret_n, char *err) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
         struct srel *v = NULL;
         size_t n = 0;
-        int r = farm_prepare_r(db,
-                               "SELECT DISTINCT release FROM runs WHERE first_report_ns <= ?2 AND "
-                               "(start_ns <= ?1 OR first_report_ns <= ?1)",
-                               &st, err);
+        int r = farm_prepare(c,
+                             "SELECT DISTINCT release FROM runs WHERE first_report_ns <= ?2 AND "
+                             "(start_ns <= ?1 OR first_report_ns <= ?1)",
+                             &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, q->at_ns);
-        sqlite3_bind_int64(st, 2, q->known_ns);
+        sql_bind_int64(st, 1, q->at_ns);
+        sql_bind_int64(st, 2, q->known_ns);
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 struct srel *x = realloc(v, (n + 1) * sizeof(*x));
                 if (!x)
                         break;
                 v = x;
                 char group[FARM_GROUP_NAME_MAX];
-                v[n].release = strdup((const char *) sqlite3_column_text(st, 0) ?: "");
+                v[n].release = strdup(sql_column_text(st, 0) ?: "");
                 farm_rule_series_of(rule, v[n].release ?: "", v[n].series, group);
                 if (!v[n++].release)
                         break;
         }
-        if (rc != SQLITE_DONE) {
+        if (rc != SQL_DONE) {
                 srels_free(v, n);
-                return rc == SQLITE_ROW ? -ENOMEM
-                                        : farm_fail_on(db, farm_db_reader(db), rc,
-                                                       "cannot list the releases", err);
+                return rc == SQL_ROW ? -ENOMEM : farm_fail(c, rc, "cannot list the releases", err);
         }
         if (n > 0)
                 qsort(v, n, sizeof(*v), cmp_srel);
@@ -100,25 +97,23 @@ static int releases(farm_db *db, const struct farm_rule *rule, const struct farm
 
 /* Since when the log has release qualified without a change (by known), or INT64_MIN. */
 static int since_of(farm_db *db, const char *release, int64_t known, int64_t *ret, char *err) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        int r = farm_prepare_r(db,
-                               "SELECT status, at_ns FROM verdict_log WHERE release = ? AND "
-                               "at_ns <= ? ORDER BY at_ns DESC, id DESC LIMIT 1",
-                               &st, err);
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c,
+                             "SELECT status, at_ns FROM verdict_log WHERE release = ? AND "
+                             "at_ns <= ? ORDER BY at_ns DESC, id DESC LIMIT 1",
+                             &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, release, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, known);
-        int rc = sqlite3_step(st);
+        sql_bind_text(st, 1, release);
+        sql_bind_int64(st, 2, known);
+        int rc = sql_step(st);
         *ret = INT64_MIN;
-        if (rc == SQLITE_ROW &&
-            strcmp((const char *) sqlite3_column_text(st, 0) ?: "", "qualified") == 0)
-                *ret = sqlite3_column_int64(st, 1);
-        return rc == SQLITE_ROW || rc == SQLITE_DONE
+        if (rc == SQL_ROW && strcmp(sql_column_text(st, 0) ?: "", "qualified") == 0)
+                *ret = sql_column_int64(st, 1);
+        return rc == SQL_ROW || rc == SQL_DONE
                        ? 0
-                       : farm_fail_on(db, farm_db_reader(db), rc, "cannot read the verdict log",
-                                      err);
+                       : farm_fail(c, rc, "cannot read the verdict log", err);
 }
 
 /* The entry of the series whose releases are v[from..to): the newest qualified one. */
@@ -190,25 +185,25 @@ int farm_series_json(farm_db *db, const struct farm_rule *rule, const struct far
 /* The history of the latest stable of series from the verdict log (by known): newest first. */
 static int history(farm_db *db, const struct farm_rule *rule, const char *series, int64_t known,
                    json_t **ret, char *err) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
         json_auto_t *hist = json_array(), *status = json_object();
         char *current = NULL;
-        int r = farm_prepare_r(db,
-                               "SELECT release, status, at_ns FROM verdict_log WHERE series = ? "
-                               "AND at_ns <= ? ORDER BY at_ns, id",
-                               &st, err);
+        int r = farm_prepare(c,
+                             "SELECT release, status, at_ns FROM verdict_log WHERE series = ? "
+                             "AND at_ns <= ? ORDER BY at_ns, id",
+                             &st, err);
         if (r < 0)
                 return r;
         if (!hist || !status)
                 return -ENOMEM;
-        sqlite3_bind_text(st, 1, series, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, known);
+        sql_bind_text(st, 1, series);
+        sql_bind_int64(st, 2, known);
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                const char *rel = (const char *) sqlite3_column_text(st, 0) ?: "",
-                           *s = (const char *) sqlite3_column_text(st, 1) ?: "", *best = NULL, *key;
-                int64_t at = sqlite3_column_int64(st, 2);
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                const char *rel = sql_column_text(st, 0) ?: "", *s = sql_column_text(st, 1) ?: "",
+                           *best = NULL, *key;
+                int64_t at = sql_column_int64(st, 2);
                 json_t *val;
                 json_object_set_new(status, rel, json_boolean(strcmp(s, "qualified") == 0));
                 json_object_foreach (status, key, val)
@@ -226,8 +221,8 @@ static int history(farm_db *db, const struct farm_rule *rule, const char *series
         }
         free(current);
         (void) rule;
-        if (rc != SQLITE_DONE)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot read the verdict log", err);
+        if (rc != SQL_DONE)
+                return farm_fail(c, rc, "cannot read the verdict log", err);
         *ret = json_incref(hist);
         return 0;
 }
@@ -268,102 +263,128 @@ int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const cha
 
 /* ---- the verdict log ----------------------------------------------------------------------- */
 
+/* Longer than an upload takes from its arrival to its commit (lock waits end after 10 s). */
+#define LOG_OVERLAP_NS (120 * (int64_t) NSEC_PER_SEC)
+
 /* The releases whose verdict may have changed since the pass that saw *seen (all zero: every
  * release): those with data in the last period (a silence grows with time), those with
  * intervals or events stored since, those never logged, and all of them when staff changed
  * anything since (settings, windows, waivers: the audit trail has it).  "Since" is by row id,
- * not by time: a row gets its id when it is written, so a pass that reads the ids in its
- * snapshot misses no row committed after it, however late its commit.  *seen is updated. */
+ * read in one snapshot with the ids: on SQLite a row gets its id when it is written by the one
+ * writer, so no row committed after the snapshot has a smaller id.  On PostgreSQL several
+ * transactions write at once and one that took a smaller id may commit later: the uploads
+ * received up to LOG_OVERLAP_NS before the previous pass are judged again as well (an upload
+ * takes far less from its arrival to its commit).  *seen is updated. */
 static int releases_to_judge(farm_db *db, const struct farm_rule *rule, int64_t now,
                              struct farm_log_mark *seen, json_t **ret, char *err) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL, *mark = NULL;
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL, *mark = NULL;
         json_auto_t *list = json_array();
-        int r = farm_prepare_r(db,
-                               "SELECT coalesce((SELECT max(id) FROM intervals), 0), "
-                               "coalesce((SELECT max(id) FROM events), 0), "
-                               "coalesce((SELECT max(id) FROM audit), 0)",
-                               &mark, err);
+        int r = farm_prepare(c,
+                             "SELECT coalesce((SELECT max(id) FROM intervals), 0), "
+                             "coalesce((SELECT max(id) FROM events), 0), "
+                             "coalesce((SELECT max(id) FROM audit), 0)",
+                             &mark, err);
         if (r < 0 ||
-            (r = farm_prepare_r(db,
-                                "SELECT DISTINCT release FROM runs r WHERE ?5 OR "
-                                "r.last_end_ns >= ?1 OR r.id IN (SELECT run FROM intervals "
-                                "WHERE id > ?2) OR r.id IN (SELECT run FROM events WHERE id > ?3) "
-                                "OR NOT EXISTS (SELECT 1 FROM verdict_log l "
-                                "WHERE l.release = r.release) ORDER BY 1",
-                                &st, err)) < 0)
+            (r = farm_prepare(c,
+                              "SELECT DISTINCT release FROM runs r WHERE ?5 <> 0 OR "
+                              "r.last_end_ns >= ?1 OR r.id IN (SELECT run FROM intervals "
+                              "WHERE id > ?2) OR r.id IN (SELECT run FROM events WHERE id > ?3) "
+                              "OR EXISTS (SELECT 1 FROM uploads u WHERE u.run = r.id AND "
+                              "u.received_ns > ?4) OR NOT EXISTS (SELECT 1 FROM verdict_log l "
+                              "WHERE l.release = r.release) ORDER BY 1",
+                              &st, err)) < 0)
                 return r;
-        int rc = sqlite3_exec(farm_db_reader(db), "BEGIN", NULL, NULL, NULL);
-        if (rc != SQLITE_OK)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot begin reading", err);
+        if ((r = sql_begin(c, SQL_TXN_SNAPSHOT)) < 0)
+                return farm_fail(c, r, "cannot begin reading", err);
         struct farm_log_mark now_seen = {};
-        if ((rc = sqlite3_step(mark)) == SQLITE_ROW)
-                now_seen = (struct farm_log_mark){ sqlite3_column_int64(mark, 0),
-                                                   sqlite3_column_int64(mark, 1),
-                                                   sqlite3_column_int64(mark, 2) };
-        if (rc == SQLITE_ROW) {
+        if ((r = sql_step(mark)) == SQL_ROW) {
+                now_seen = (struct farm_log_mark){ sql_column_int64(mark, 0),
+                                                   sql_column_int64(mark, 1),
+                                                   sql_column_int64(mark, 2) };
                 bool all = !seen->started || now_seen.audit_id > seen->audit_id;
-                sqlite3_bind_int64(st, 1, now - (int64_t) rule->period_ns - FARM_DAY_NS);
-                sqlite3_bind_int64(st, 2, seen->interval_id);
-                sqlite3_bind_int64(st, 3, seen->event_id);
-                sqlite3_bind_int(st, 5, all);
-                while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+                sql_bind_int64(st, 1, now - (int64_t) rule->period_ns - FARM_DAY_NS);
+                sql_bind_int64(st, 2, seen->interval_id);
+                sql_bind_int64(st, 3, seen->event_id);
+                sql_bind_int64(st, 4, farm_is_pg(db) ? seen->pass_ns - LOG_OVERLAP_NS : INT64_MAX);
+                sql_bind_int64(st, 5, all);
+                while ((r = sql_step(st)) == SQL_ROW)
                         if (json_array_append_new(list, farm_json_col_text(st, 0)) < 0) {
-                                rc = SQLITE_NOMEM;
+                                r = -ENOMEM;
                                 break;
                         }
         }
-        sqlite3_exec(farm_db_reader(db), "COMMIT", NULL, NULL, NULL);
-        if (rc != SQLITE_DONE)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot list the releases", err);
+        sql_rollback(c);
+        if (r != SQL_DONE)
+                return r == -ENOMEM ? r : farm_fail(c, r, "cannot list the releases", err);
         now_seen.started = true;
+        now_seen.pass_ns = now;
         *seen = now_seen;
         *ret = json_incref(list);
         return 0;
 }
 
 /* Records v's status unless it is the last one logged for the release: 1 if recorded.  The
- * status logged before (or "" for none) and its row go to prev and prev_id. */
-static int log_change(farm_db *db, json_t *v, int64_t now, char prev[static 16], int64_t *prev_id,
-                      char *err) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
-        _cleanup_reset_ sqlite3_stmt *sel = NULL, *ins = NULL;
+ * status logged before (or "" for none) and its row go to prev and prev_id.  In a write
+ * transaction: on PostgreSQL under the farm's lock of changes, so that two servers never both
+ * log the same change. */
+static int log_change_locked(sql_conn *c, json_t *v, int64_t now, char prev[static 16],
+                             int64_t *prev_id, char *err) {
+        _cleanup_reset_ sql_stmt *sel = NULL, *ins = NULL;
         const char *release = json_string_value(json_object_get(v, "release")),
                    *status = farm_verdict_status(v);
         int r;
-        if ((r = farm_prepare_w(db,
-                                "SELECT status, id FROM verdict_log WHERE release = ? ORDER BY "
-                                "at_ns DESC, id DESC LIMIT 1",
-                                &sel, err)) < 0 ||
-            (r = farm_prepare_w(db,
-                                "INSERT INTO verdict_log (release, series, status, at_ns, "
-                                "problems, missing) VALUES (?, ?, ?, ?, ?, ?)",
-                                &ins, err)) < 0)
+        if ((r = farm_prepare(c,
+                              "SELECT status, id FROM verdict_log WHERE release = ? ORDER BY "
+                              "at_ns DESC, id DESC LIMIT 1",
+                              &sel, err)) < 0 ||
+            (r = farm_prepare(c,
+                              "INSERT INTO verdict_log (release, series, status, at_ns, "
+                              "problems, missing) VALUES (?, ?, ?, ?, ?, ?)",
+                              &ins, err)) < 0)
                 return r;
-        sqlite3_bind_text(sel, 1, release, -1, SQLITE_STATIC);
-        int rc = sqlite3_step(sel);
-        snprintf(prev, 16, "%s",
-                 rc == SQLITE_ROW ? (const char *) sqlite3_column_text(sel, 0) ?: "" : "");
-        *prev_id = rc == SQLITE_ROW ? sqlite3_column_int64(sel, 1) : 0;
-        if (rc == SQLITE_ROW &&
-            strcmp((const char *) sqlite3_column_text(sel, 0) ?: "", status) == 0)
+        sql_bind_text(sel, 1, release);
+        int rc = sql_step(sel);
+        snprintf(prev, 16, "%s", rc == SQL_ROW ? sql_column_text(sel, 0) ?: "" : "");
+        *prev_id = rc == SQL_ROW ? sql_column_int64(sel, 1) : 0;
+        if (rc == SQL_ROW && strcmp(sql_column_text(sel, 0) ?: "", status) == 0)
                 return 0;
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                return farm_fail_on(db, farm_db_writer(db), rc, "cannot read the verdict log", err);
-        sqlite3_bind_text(ins, 1, release, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 2, json_string_value(json_object_get(v, "series")), -1,
-                          SQLITE_STATIC);
-        sqlite3_bind_text(ins, 3, status, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(ins, 4, now);
-        sqlite3_bind_int64(ins, 5, json_integer_value(json_object_get(v, "problems_total")));
-        sqlite3_bind_int64(ins, 6, (json_int_t) json_array_size(json_object_get(v, "missing")));
-        r = farm_step_done(db, ins, "cannot write the verdict log", err);
+        if (rc != SQL_ROW && rc != SQL_DONE)
+                return farm_fail(c, rc, "cannot read the verdict log", err);
+        sql_bind_text(ins, 1, release);
+        sql_bind_text(ins, 2, json_string_value(json_object_get(v, "series")));
+        sql_bind_text(ins, 3, status);
+        sql_bind_int64(ins, 4, now);
+        sql_bind_int64(ins, 5, json_integer_value(json_object_get(v, "problems_total")));
+        sql_bind_int64(ins, 6, (json_int_t) json_array_size(json_object_get(v, "missing")));
+        r = farm_step_done(ins, "cannot write the verdict log", err);
         return r < 0 ? r : 1;
 }
 
-int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                          struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
-                          char err[static FARM_ERROR_MAX]) {
+static int log_change(farm_db *db, json_t *v, int64_t now, char prev[static 16], int64_t *prev_id,
+                      char *err) {
+        return FARM_WRITE_TRANSACTION(db, w, err, log_change_locked(w, v, now, prev, prev_id, err));
+}
+
+/* On PostgreSQL the servers of a farm take turns: the one that holds the verdict log's lock
+ * runs the pass, the others let it be (0: not this time). */
+static int pass_lock(sql_conn *c, bool take, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c,
+                             take ? "SELECT pg_try_advisory_lock(" FARM_LOCK_VERDICT_LOG ")"
+                                  : "SELECT pg_advisory_unlock(" FARM_LOCK_VERDICT_LOG ")",
+                             &st, err);
+        if (r < 0)
+                return r;
+        r = sql_step(st);
+        if (r != SQL_ROW)
+                return farm_fail(c, r, "cannot take the verdict log's lock", err);
+        return sql_column_int(st, 0);
+}
+
+static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
+                    struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
+                    char *err) {
         static const struct farm_verdict_hooks none = {};
         const struct farm_verdict_hooks *h = hooks ?: &none;
         struct farm_problem_sink sink = { h->problem, h->userdata };
@@ -403,6 +424,22 @@ int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now
         if (h->pass_done)
                 h->pass_done(h->userdata, now_ns);
         return changed;
+}
+
+int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
+                          struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
+                          char err[static FARM_ERROR_MAX]) {
+        if (!farm_is_pg(db))
+                return log_pass(db, rule, now_ns, seen, hooks, err);
+        /* The lock is the session's: held on a connection kept for the pass. */
+        _cleanup_release_ sql_conn *c = farm_writer(db);
+        int r = pass_lock(c, true, err);
+        if (r <= 0)
+                return r;
+        r = log_pass(db, rule, now_ns, seen, hooks, err);
+        char ignored[FARM_ERROR_MAX];
+        pass_lock(c, false, ignored);
+        return r;
 }
 
 struct farm_watcher {

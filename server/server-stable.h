@@ -40,6 +40,7 @@ struct farm_verdict_hooks {
 struct farm_log_mark {
         int64_t interval_id, event_id, audit_id;
         bool started;
+        int64_t pass_ns; /* when that pass began */
 };
 
 /* Judges every release whose verdict may have changed since the pass that left *seen (every

@@ -24,29 +24,18 @@ const char *const verdict_kind_names[K_NKINDS] = {
 };
 
 int vfail(struct vctx *v, int rc, const char *what) {
-        return farm_fail_on(v->db, v->c, rc, what, v->err);
+        return farm_fail(v->c, rc, what, v->err);
 }
 
-int vprep(struct vctx *v, const char *sql, sqlite3_stmt **ret) {
-        for (unsigned i = 0; i < v->nst; i++)
-                if (v->sql[i] == sql) {
-                        sqlite3_reset(v->st[i]);
-                        sqlite3_clear_bindings(v->st[i]);
-                        *ret = v->st[i];
-                        return 0;
-                }
-        if (v->nst == VSTMT_MAX)
-                return farm_failf(v->db, -ENOSPC, v->err, "verdict statement cache full");
-        int rc = sqlite3_prepare_v3(v->c, sql, -1, SQLITE_PREPARE_PERSISTENT, &v->st[v->nst], NULL);
-        if (rc != SQLITE_OK)
-                return vfail(v, rc, "cannot prepare a verdict query");
-        v->sql[v->nst] = sql;
-        *ret = v->st[v->nst++];
-        return 0;
+int vprep(struct vctx *v, const char *sql, sql_stmt **ret) {
+        int r = farm_prepare(v->c, sql, ret, v->err);
+        if (r >= 0)
+                sql_reset(*ret);
+        return r;
 }
 
-static char *dup_col(sqlite3_stmt *st, int col) {
-        const char *t = (const char *) sqlite3_column_text(st, col);
+static char *dup_col(sql_stmt *st, int col) {
+        const char *t = sql_column_text(st, col);
         return strdup(t ?: "");
 }
 
@@ -59,24 +48,24 @@ static int load_rule(struct vctx *v, const struct farm_rule *configured) {
                 "SELECT rule FROM rule_versions WHERE ? IS NOT NULL ORDER BY from_ns, id LIMIT 1",
         };
         for (size_t i = 0; i < ELEMENTSOF(sql); i++) {
-                sqlite3_stmt *st;
+                sql_stmt *st;
                 int r = vprep(v, sql[i], &st);
                 if (r < 0)
                         return r;
-                sqlite3_bind_int64(st, 1, v->at);
-                int rc = sqlite3_step(st);
-                if (rc == SQLITE_ROW) {
+                sql_bind_int64(st, 1, v->at);
+                int rc = sql_step(st);
+                if (rc == SQL_ROW) {
                         json_error_t je;
-                        const char *text = (const char *) sqlite3_column_text(st, 0);
+                        const char *text = sql_column_text(st, 0);
                         json_auto_t *j = json_loads(text ?: "", 0, &je);
-                        sqlite3_reset(st);
+                        sql_reset(st);
                         char e[FARM_RULE_ERROR_MAX];
                         if (!j || farm_rule_from_json(j, &v->rule, e, sizeof(e)) < 0)
                                 return farm_failf(v->db, -EBADMSG, v->err, "%s", e);
                         return 0;
                 }
-                sqlite3_reset(st);
-                if (rc != SQLITE_DONE)
+                sql_reset(st);
+                if (rc != SQL_DONE)
                         return vfail(v, rc, "cannot read the rule's versions");
         }
         v->rule = *configured;
@@ -84,7 +73,7 @@ static int load_rule(struct vctx *v, const struct farm_rule *configured) {
 }
 
 static int load_waivers(struct vctx *v) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT id, problem, reason, by, created_ns FROM waivers "
                       "WHERE kernel_release = ?1 AND created_ns <= ?2 "
@@ -92,37 +81,33 @@ static int load_waivers(struct vctx *v) {
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, v->release, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, v->at);
+        sql_bind_text(st, 1, v->release);
+        sql_bind_int64(st, 2, v->at);
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 struct vwaiver *w = realloc(v->waivers, (v->nwaivers + 1) * sizeof(*w));
                 if (!w)
                         return -ENOMEM;
                 v->waivers = w;
                 w = &v->waivers[v->nwaivers++];
-                *w = (struct vwaiver){ .id = sqlite3_column_int64(st, 0),
+                *w = (struct vwaiver){ .id = sql_column_int64(st, 0),
                                        .problem = dup_col(st, 1),
                                        .reason = dup_col(st, 2),
                                        .by = dup_col(st, 3),
-                                       .created_ns = sqlite3_column_int64(st, 4) };
+                                       .created_ns = sql_column_int64(st, 4) };
                 if (!w->problem || !w->reason || !w->by)
                         return -ENOMEM;
         }
-        sqlite3_reset(st);
-        return rc == SQLITE_DONE ? 0 : vfail(v, rc, "cannot read the waivers");
+        sql_reset(st);
+        return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the waivers");
 }
 
 int vctx_open(struct vctx *v, const struct farm_rule *configured) {
-        int rc = sqlite3_open_v2(farm_db_path(v->db), &v->c,
-                                 SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
-        if (rc != SQLITE_OK)
-                return vfail(v, rc, "cannot open the database for a verdict");
-        sqlite3_busy_timeout(v->c, 10000);
-        /* One read transaction: every query of the verdict sees the same snapshot. */
-        rc = sqlite3_exec(v->c, "BEGIN", NULL, NULL, NULL);
-        if (rc != SQLITE_OK)
-                return vfail(v, rc, "cannot begin the verdict's snapshot");
+        /* One read snapshot: every query of the verdict sees the same farm (on PostgreSQL a
+         * REPEATABLE READ READ ONLY transaction). */
+        v->c = farm_snapshot(v->db, v->err);
+        if (!v->c)
+                return -EBUSY;
         v->problems = json_array();
         v->not_counted = json_array();
         v->waived = json_array();
@@ -139,12 +124,8 @@ int vctx_open(struct vctx *v, const struct farm_rule *configured) {
 }
 
 void vctx_done(struct vctx *v) {
-        for (unsigned i = 0; i < v->nst; i++)
-                sqlite3_finalize(v->st[i]);
-        if (v->c) {
-                sqlite3_exec(v->c, "COMMIT", NULL, NULL, NULL);
-                sqlite3_close_v2(v->c);
-        }
+        if (v->c)
+                farm_release(v->c);
         for (size_t i = 0; i < v->nwaivers; i++) {
                 free(v->waivers[i].problem);
                 free(v->waivers[i].reason);
@@ -183,7 +164,7 @@ int vspan_append(struct vspan **v, size_t *n, int64_t start, int64_t end) {
 }
 
 static int load_settings(struct vctx *v, struct vmachine *m) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         /* The settings a machine was enrolled with apply to all it sent before they first
          * changed: data stamped before its enrolment comes from a history replayed, or a clock
          * behind (which the clock rule sees). */
@@ -195,48 +176,49 @@ static int load_settings(struct vctx *v, struct vmachine *m) {
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, m->id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, v->at);
+        sql_bind_text(st, 1, m->id);
+        sql_bind_int64(st, 2, v->at);
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 struct vsetting *s = realloc(m->set, (m->nset + 1) * sizeof(*s));
                 if (!s)
                         return -ENOMEM;
                 m->set = s;
-                s[m->nset++] = (struct vsetting){ .from_ns = sqlite3_column_int64(st, 0),
-                                                  .bound_ns = sqlite3_column_int64(st, 1),
-                                                  .gating = sqlite3_column_int(st, 2) != 0,
-                                                  .revoked = sqlite3_column_int(st, 3) != 0,
+                s[m->nset++] = (struct vsetting){ .from_ns = sql_column_int64(st, 0),
+                                                  .bound_ns = sql_column_int64(st, 1),
+                                                  .gating = sql_column_int(st, 2) != 0,
+                                                  .revoked = sql_column_int(st, 3) != 0,
                                                   .groups = dup_col(st, 4) };
                 if (!s[m->nset - 1].groups)
                         return -ENOMEM;
                 if (m->nset == 1)
                         s[0].from_ns = INT64_MIN;
         }
-        sqlite3_reset(st);
-        return rc == SQLITE_DONE ? 0 : vfail(v, rc, "cannot read the machine's settings");
+        sql_reset(st);
+        return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the machine's settings");
 }
 
 static int load_windows(struct vctx *v, struct vmachine *m) {
-        sqlite3_stmt *st;
-        int r = vprep(v,
-                      "SELECT max(from_ns, created_ns), CASE WHEN cancelled_ns IS NOT NULL AND "
-                      "cancelled_ns <= ?2 THEN min(to_ns, cancelled_ns) ELSE to_ns END "
-                      "FROM maintenance WHERE machine_id = ?1 AND created_ns <= ?2 "
-                      "ORDER BY 1",
-                      &st);
+        sql_stmt *st;
+        int r = vprep(
+                v,
+                "SELECT greatest(from_ns, created_ns), CASE WHEN cancelled_ns IS NOT NULL AND "
+                "cancelled_ns <= ?2 THEN least(to_ns, cancelled_ns) ELSE to_ns END "
+                "FROM maintenance WHERE machine_id = ?1 AND created_ns <= ?2 "
+                "ORDER BY 1",
+                &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, m->id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, v->at);
+        sql_bind_text(st, 1, m->id);
+        sql_bind_int64(st, 2, v->at);
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                int64_t s = sqlite3_column_int64(st, 0), e = sqlite3_column_int64(st, 1);
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                int64_t s = sql_column_int64(st, 0), e = sql_column_int64(st, 1);
                 if (e > s && (r = vspan_append(&m->windows, &m->nwindows, s, e)) < 0)
                         return r;
         }
-        sqlite3_reset(st);
-        return rc == SQLITE_DONE ? 0 : vfail(v, rc, "cannot read the maintenance windows");
+        sql_reset(st);
+        return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the maintenance windows");
 }
 
 int vmachine_load(struct vctx *v, struct vmachine *m) {

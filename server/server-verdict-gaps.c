@@ -33,7 +33,7 @@ static int add_span(struct vspan **v, size_t *n, int64_t start, int64_t end) {
 /* The intervals of run (of another release) in [a, b), as spans. */
 static int other_intervals(struct vctx *v, int64_t run, int64_t max_len, int64_t a, int64_t b,
                            struct vspan **spans, size_t *n) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT start_ns, start_ns + length_ns, "
                       "coalesce(received_ns, start_ns + length_ns) FROM intervals "
@@ -41,28 +41,28 @@ static int other_intervals(struct vctx *v, int64_t run, int64_t max_len, int64_t
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run);
-        sqlite3_bind_int64(st, 2, a - max_len);
-        sqlite3_bind_int64(st, 3, b);
+        sql_bind_int64(st, 1, run);
+        sql_bind_int64(st, 2, a - max_len);
+        sql_bind_int64(st, 3, b);
         int rc;
-        while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-                int64_t s = sqlite3_column_int64(st, 0), e = sqlite3_column_int64(st, 1),
-                        recv = sqlite3_column_int64(st, 2);
+        while (r >= 0 && (rc = sql_step(st)) == SQL_ROW) {
+                int64_t s = sql_column_int64(st, 0), e = sql_column_int64(st, 1),
+                        recv = sql_column_int64(st, 2);
                 if (e <= a || e > v->at || recv > v->known ||
                     e - recv > (int64_t) v->rule.clock_tolerance_ns)
                         continue;
                 r = add_span(spans, n, s, e);
         }
-        sqlite3_reset(st);
+        sql_reset(st);
         if (r < 0)
                 return r;
-        return rc == SQLITE_DONE ? 0 : vfail(v, rc, "cannot read another release's intervals");
+        return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read another release's intervals");
 }
 
 /* The time in [a, b) in which m reported under another release. */
 static int other_spans(struct vctx *v, struct vmachine *m, int64_t a, int64_t b,
                        struct vspan **spans, size_t *n) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT id, max_length_ns FROM runs WHERE machine_id = ?1 AND release <> ?2 "
                       "AND first_start_ns < ?4 AND last_end_ns > ?3 AND first_report_ns <= ?5 "
@@ -70,19 +70,18 @@ static int other_spans(struct vctx *v, struct vmachine *m, int64_t a, int64_t b,
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, m->id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, v->release, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, a);
-        sqlite3_bind_int64(st, 4, b);
-        sqlite3_bind_int64(st, 5, v->known);
+        sql_bind_text(st, 1, m->id);
+        sql_bind_text(st, 2, v->release);
+        sql_bind_int64(st, 3, a);
+        sql_bind_int64(st, 4, b);
+        sql_bind_int64(st, 5, v->known);
         struct vspan *runs = NULL; /* (row, max_len) */
         size_t nruns = 0;
         int rc;
-        while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
-                r = add_span(&runs, &nruns, sqlite3_column_int64(st, 0),
-                             sqlite3_column_int64(st, 1));
-        sqlite3_reset(st);
-        if (r >= 0 && rc != SQLITE_DONE)
+        while (r >= 0 && (rc = sql_step(st)) == SQL_ROW)
+                r = add_span(&runs, &nruns, sql_column_int64(st, 0), sql_column_int64(st, 1));
+        sql_reset(st);
+        if (r >= 0 && rc != SQL_DONE)
                 r = vfail(v, rc, "cannot look for other releases");
         for (size_t i = 0; r >= 0 && i < nruns; i++)
                 r = other_intervals(v, runs[i].start, runs[i].end, a, b, spans, n);
@@ -96,23 +95,21 @@ static int gap_problem(struct vctx *v, struct vmachine *m, int64_t run, int64_t 
                 b[VTEXT_MAX];
         int64_t allowed = (int64_t) v->rule.max_gap_ns;
         json_t *iv = NULL;
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT seq, start_ns, length_ns, scenario FROM intervals "
                       "WHERE run = ? AND start_ns < ? ORDER BY start_ns DESC LIMIT 1",
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run);
-        sqlite3_bind_int64(st, 2, start);
-        int rc = sqlite3_step(st);
-        iv = rc == SQLITE_ROW
-                     ? vinterval_json(sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                                      sqlite3_column_int64(st, 2),
-                                      (const char *) sqlite3_column_text(st, 3))
-                     : json_null();
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        sql_bind_int64(st, 1, run);
+        sql_bind_int64(st, 2, start);
+        int rc = sql_step(st);
+        iv = rc == SQL_ROW ? vinterval_json(sql_column_int64(st, 0), sql_column_int64(st, 1),
+                                            sql_column_int64(st, 2), sql_column_text(st, 3))
+                           : json_null();
+        sql_reset(st);
+        if (rc != SQL_ROW && rc != SQL_DONE)
                 return vfail(v, rc, "cannot read an interval");
         if (ongoing) {
                 snprintf(id, sizeof(id), "gap:%s:%" PRId64 ":ongoing", m->id, start);
@@ -224,7 +221,7 @@ int vjudge_gaps(struct vctx *v, struct vmachine *m) {
 
 /* The measured, counted time of run's intervals of day starting at t or later. */
 static int day_since(struct vctx *v, int64_t run, int64_t day, int64_t t, int64_t *sum) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT coalesce(sum(counted_ns), 0) FROM intervals WHERE run = ?1 AND "
                       "start_ns >= ?2 AND start_ns < ?3 AND start_ns + length_ns <= ?4 AND "
@@ -232,17 +229,17 @@ static int day_since(struct vctx *v, int64_t run, int64_t day, int64_t t, int64_
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run);
-        sqlite3_bind_int64(st, 2, MAX(t, day * FARM_DAY_NS));
-        sqlite3_bind_int64(st, 3, (day + 1) * FARM_DAY_NS);
-        sqlite3_bind_int64(st, 4, v->at);
-        sqlite3_bind_int64(st, 5, v->known);
-        sqlite3_bind_int64(st, 6, v->rule.min_samples_pm);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW)
-                *sum += sqlite3_column_int64(st, 0);
-        sqlite3_reset(st);
-        return rc == SQLITE_ROW ? 0 : vfail(v, rc, "cannot sum the intervals");
+        sql_bind_int64(st, 1, run);
+        sql_bind_int64(st, 2, MAX(t, day * FARM_DAY_NS));
+        sql_bind_int64(st, 3, (day + 1) * FARM_DAY_NS);
+        sql_bind_int64(st, 4, v->at);
+        sql_bind_int64(st, 5, v->known);
+        sql_bind_int64(st, 6, v->rule.min_samples_pm);
+        int rc = sql_step(st);
+        if (rc == SQL_ROW)
+                *sum += sql_column_int64(st, 0);
+        sql_reset(st);
+        return rc == SQL_ROW ? 0 : vfail(v, rc, "cannot sum the intervals");
 }
 
 int vjudge_clean(struct vctx *v, struct vmachine *m) {

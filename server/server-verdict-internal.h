@@ -5,7 +5,6 @@
 #pragma once
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -13,7 +12,6 @@
 #include "server-rule.h"
 #include "server-verdict.h"
 
-#define VSTMT_MAX 48
 #define VTEXT_MAX 64        /* a timestamp or a span as text */
 #define VERDICT_DEPTH_MAX 8 /* baselines judged for a baseline, at most */
 
@@ -108,16 +106,13 @@ struct vmachine {
 
 struct vctx {
         farm_db *db;
-        sqlite3 *c;
+        sql_conn *c; /* in a read-only snapshot for the whole verdict */
         char *err;
         struct farm_rule rule;
         const char *release;
         char series[FARM_SERIES_NAME_MAX], group[FARM_GROUP_NAME_MAX];
         const char *group_source;
         int64_t at, known, asked; /* known: INT64_MAX when not bounded */
-        const char *sql[VSTMT_MAX];
-        sqlite3_stmt *st[VSTMT_MAX];
-        unsigned nst;
         struct vwaiver *waivers;
         size_t nwaivers;
         const char *find;                     /* a problem id looked for (waive), or NULL */
@@ -135,8 +130,8 @@ struct vctx {
 
 /* ---- context (server-verdict-context.c) ---- */
 int vfail(struct vctx *v, int rc, const char *what);
-/* The statement for sql (a literal), prepared once per verdict, reset and unbound. */
-int vprep(struct vctx *v, const char *sql, sqlite3_stmt **ret);
+/* The statement for sql (a literal) on the verdict's connection, reset and unbound. */
+int vprep(struct vctx *v, const char *sql, sql_stmt **ret);
 int vctx_open(struct vctx *v, const struct farm_rule *configured);
 void vctx_done(struct vctx *v);
 /* The machine's settings in force by `at` (those it was enrolled with from the beginning of

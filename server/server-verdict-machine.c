@@ -27,10 +27,9 @@ struct vrun {
 };
 
 /* The receipt bound: what was received by `known`. */
-static bool received_ok(const struct vctx *v, sqlite3_stmt *st, int col, int64_t end,
+static bool received_ok(const struct vctx *v, sql_stmt *st, int col, int64_t end,
                         int64_t *ret_received) {
-        int64_t r = sqlite3_column_type(st, col) == SQLITE_NULL ? end
-                                                                : sqlite3_column_int64(st, col);
+        int64_t r = sql_column_null(st, col) ? end : sql_column_int64(st, col);
         *ret_received = r;
         return r <= v->known;
 }
@@ -89,7 +88,7 @@ static int interval_loads(struct vctx *v, const struct vrun *run, int64_t id, in
         const struct farm_rule_loads *req = farm_rule_loads_of(&v->rule, scen);
         struct vload got[SUMMARY_MAX_LOADS];
         size_t n = 0;
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT l.generator, coalesce(d.down_ns, 0) FROM interval_loads l "
                       "LEFT JOIN load_downs d ON d.run = ?2 AND d.seq = ?3 AND d.load_idx = l.idx "
@@ -97,17 +96,16 @@ static int interval_loads(struct vctx *v, const struct vrun *run, int64_t id, in
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, run->row);
-        sqlite3_bind_int64(st, 3, seq);
+        sql_bind_int64(st, 1, id);
+        sql_bind_int64(st, 2, run->row);
+        sql_bind_int64(st, 3, seq);
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < SUMMARY_MAX_LOADS) {
-                snprintf(got[n].name, sizeof(got[n].name), "%s",
-                         (const char *) sqlite3_column_text(st, 0) ?: "");
-                got[n++].down_ns = sqlite3_column_int64(st, 1);
+        while ((rc = sql_step(st)) == SQL_ROW && n < SUMMARY_MAX_LOADS) {
+                snprintf(got[n].name, sizeof(got[n].name), "%s", sql_column_text(st, 0) ?: "");
+                got[n++].down_ns = sql_column_int64(st, 1);
         }
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        sql_reset(st);
+        if (rc != SQL_DONE && rc != SQL_ROW)
                 return vfail(v, rc, "cannot read an interval's loads");
         struct vdown d = { .run = run->row,
                            .run_id = run->id,
@@ -150,28 +148,34 @@ static int interval_loads(struct vctx *v, const struct vrun *run, int64_t id, in
  * interval, where its probes start a moment apart). */
 static int interval_probes(struct vctx *v, const struct vrun *run, int64_t id, int64_t seq,
                            int64_t start, int64_t len, const char *scen, struct vmachine *m) {
-        sqlite3_stmt *st;
-        int r = vprep(v,
-                      "SELECT cpu, samples, coalesce(span_length_ns, ?2) FROM interval_cpus "
-                      "WHERE interval = ?1 ORDER BY cpu",
-                      &st);
+        sql_stmt *st;
+        /* On PostgreSQL by the interval's start too: its partition. */
+        static const char *const sql[] = {
+                [SQL_SQLITE] = "SELECT cpu, samples, coalesce(span_length_ns, ?2) FROM "
+                               "interval_cpus WHERE interval = ?1 ORDER BY cpu",
+                [SQL_PG] = "SELECT cpu, samples, coalesce(span_length_ns, ?2) FROM interval_cpus "
+                           "WHERE interval = ?1 AND start_ns = ?3 ORDER BY cpu",
+        };
+        int r = vprep(v, sql[sql_dialect(v->c)], &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, len);
+        sql_bind_int64(st, 1, id);
+        sql_bind_int64(st, 2, len);
+        if (sql_dialect(v->c) == SQL_PG)
+                sql_bind_int64(st, 3, start);
         bool edge = seq == run->seq_min;
-        int rc = sqlite3_step(st);
+        int rc = sql_step(st);
         struct vdown d = {
                 .run = run->row, .run_id = run->id, .seq = seq, .start = start, .len = len
         };
         snprintf(d.scenario, sizeof(d.scenario), "%s", scen);
         for (size_t k = 0; k < run->nprobed && r >= 0; k++) {
                 uint32_t cpu = run->probed[k];
-                while (rc == SQLITE_ROW && sqlite3_column_int64(st, 0) < cpu)
-                        rc = sqlite3_step(st);
-                bool present = rc == SQLITE_ROW && sqlite3_column_int64(st, 0) == cpu;
-                uint64_t samples = present ? (uint64_t) sqlite3_column_int64(st, 1) : UINT64_MAX;
-                uint64_t span = present ? (uint64_t) sqlite3_column_int64(st, 2) : (uint64_t) len;
+                while (rc == SQL_ROW && sql_column_int64(st, 0) < cpu)
+                        rc = sql_step(st);
+                bool present = rc == SQL_ROW && sql_column_int64(st, 0) == cpu;
+                uint64_t samples = present ? (uint64_t) sql_column_int64(st, 1) : UINT64_MAX;
+                uint64_t span = present ? (uint64_t) sql_column_int64(st, 2) : (uint64_t) len;
                 int32_t ratio = present ? farm_cpu_ratio_pm(samples, span, run->probe_ns) : 0;
                 int64_t missing = farm_cpu_missing_ns(samples, span, edge ? span : (uint64_t) len,
                                                       run->probe_ns);
@@ -183,8 +187,8 @@ static int interval_probes(struct vctx *v, const struct vrun *run, int64_t id, i
                 d.missing_wakeups = (uint64_t) missing / run->probe_ns;
                 r = add_down(m, &d);
         }
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+        sql_reset(st);
+        if (rc != SQL_DONE && rc != SQL_ROW)
                 return vfail(v, rc, "cannot read an interval's CPUs");
         return r;
 }
@@ -206,45 +210,93 @@ static bool uniform_gating(const struct vmachine *m, int64_t start, int64_t end)
 }
 
 /* The scenarios of a clean day: its coverage per scenario, if every one ran its load. */
-static int fast_scenarios(struct vctx *v, const struct vrun *run, const struct vday *d,
-                          struct vmachine *m, bool apply, bool *ret_ok) {
-        sqlite3_stmt *st;
+/* The scenarios of a run's days, read at once: one statement per run rather than one per day
+ * (on PostgreSQL each is a round trip, and a month of a farm is thousands of days). */
+struct vdayscen {
+        int64_t day, counted, down;
+        char *scenario, *gens;
+};
+
+struct vdayscens {
+        struct vdayscen *v;
+        size_t n;
+};
+
+static void dayscens_done(struct vdayscens *d) {
+        for (size_t i = 0; i < d->n; i++) {
+                free(d->v[i].scenario);
+                free(d->v[i].gens);
+        }
+        free(d->v);
+        *d = (struct vdayscens){};
+}
+
+static int dayscens_load(struct vctx *v, const struct vrun *run, struct vdayscens *ret) {
+        sql_stmt *st;
         int r = vprep(v,
-                      "SELECT scenario, counted_ns, coalesce(gens_all, ''), down_ns "
-                      "FROM run_day_scenarios WHERE run = ? AND day = ? ORDER BY scenario",
+                      "SELECT day, scenario, counted_ns, coalesce(gens_all, ''), down_ns "
+                      "FROM run_day_scenarios WHERE run = ? ORDER BY day, scenario",
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run->row);
-        sqlite3_bind_int64(st, 2, d->day);
-        int rc;
-        bool ok = true;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                const char *scen = (const char *) sqlite3_column_text(st, 0) ?: "";
-                const char *gens = (const char *) sqlite3_column_text(st, 2) ?: "";
-                const struct farm_rule_loads *req = farm_rule_loads_of(&v->rule, scen);
-                if (sqlite3_column_int64(st, 3) != 0)
-                        ok = false;
-                for (size_t k = 0; req && k < req->ngens; k++) {
-                        size_t n = strlen(req->gens[k]);
-                        bool found = false;
-                        for (const char *p = gens; (p = strstr(p, req->gens[k])); p += n)
-                                if ((p == gens || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
-                                        found = true;
-                        ok &= found;
-                }
-                if (apply && (r = vadd_scenario(m, scen, sqlite3_column_int64(st, 1))) < 0)
+        sql_bind_int64(st, 1, run->row);
+        while ((r = sql_step(st)) == SQL_ROW) {
+                struct vdayscen *x = realloc(ret->v, (ret->n + 1) * sizeof(*x));
+                if (!x) {
+                        r = -ENOMEM;
                         break;
+                }
+                ret->v = x;
+                x = &x[ret->n++];
+                *x = (struct vdayscen){ .day = sql_column_int64(st, 0),
+                                        .scenario = strdup(sql_column_text(st, 1) ?: ""),
+                                        .counted = sql_column_int64(st, 2),
+                                        .gens = strdup(sql_column_text(st, 3) ?: ""),
+                                        .down = sql_column_int64(st, 4) };
+                if (!x->scenario || !x->gens) {
+                        r = -ENOMEM;
+                        break;
+                }
         }
-        sqlite3_reset(st);
-        if (r < 0)
+        sql_reset(st);
+        if (r == -ENOMEM)
                 return r;
-        *ret_ok = ok;
-        return rc == SQLITE_DONE ? 0 : vfail(v, rc, "cannot read the day's scenarios");
+        return r == SQL_DONE ? 0 : vfail(v, r, "cannot read the days' scenarios");
 }
 
-/* A day read from its rollups, when it is clean by the rule's numbers: 1 if it was. */
-static int fast_day(struct vctx *v, struct vrun *run, const struct vday *d, struct vmachine *m) {
+/* Whether every generator a scenario requires is in gens ("a b c"). */
+static bool gens_complete(const struct farm_rule_loads *req, const char *gens) {
+        bool ok = true;
+        for (size_t k = 0; req && k < req->ngens; k++) {
+                size_t n = strlen(req->gens[k]);
+                bool found = false;
+                for (const char *p = gens; (p = strstr(p, req->gens[k])); p += n)
+                        if ((p == gens || p[-1] == ' ') && (p[n] == ' ' || !p[n]))
+                                found = true;
+                ok &= found;
+        }
+        return ok;
+}
+
+static int fast_scenarios(struct vctx *v, const struct vdayscens *ds, const struct vday *d,
+                          struct vmachine *m, bool apply, bool *ret_ok) {
+        bool ok = true;
+        int r = 0;
+        for (size_t i = 0; i < ds->n && r >= 0; i++) {
+                const struct vdayscen *x = &ds->v[i];
+                if (x->day != d->day)
+                        continue;
+                ok &= x->down == 0 &&
+                      gens_complete(farm_rule_loads_of(&v->rule, x->scenario), x->gens);
+                if (apply)
+                        r = vadd_scenario(m, x->scenario, x->counted);
+        }
+        *ret_ok = ok;
+        return r;
+}
+
+static int fast_day(struct vctx *v, struct vrun *run, const struct vdayscens *ds,
+                    const struct vday *d, struct vmachine *m) {
         bool ok = false;
         int r;
         if (v->raw_only || d->last > v->at || d->max_received > v->known || !d->gaps_known ||
@@ -255,7 +307,7 @@ static int fast_day(struct vctx *v, struct vrun *run, const struct vday *d, stru
             !uniform_gating(m, d->first, d->last))
                 return 0;
         bool gating = vmachine_gates_at(m, d->first);
-        if ((r = fast_scenarios(v, run, d, m, false, &ok)) < 0 || !ok)
+        if ((r = fast_scenarios(v, ds, d, m, false, &ok)) < 0 || !ok)
                 return r;
         if ((r = add_entry(m, run->row, d->first, d->last)) < 0)
                 return r;
@@ -264,20 +316,20 @@ static int fast_day(struct vctx *v, struct vrun *run, const struct vday *d, stru
                 return 1;
         run->gating_data = true;
         m->covered_ns += d->counted;
-        if ((r = fast_scenarios(v, run, d, m, true, &ok)) < 0 ||
+        if ((r = fast_scenarios(v, ds, d, m, true, &ok)) < 0 ||
             (r = add_seg(m, &(struct vseg){ run->row, d->day, d->first, d->counted, true })) < 0)
                 return r;
         return 1;
 }
 
 /* One interval read on its own. */
-static int raw_interval(struct vctx *v, struct vrun *run, sqlite3_stmt *st, struct vmachine *m) {
-        int64_t id = sqlite3_column_int64(st, 0), seq = sqlite3_column_int64(st, 1),
-                start = sqlite3_column_int64(st, 2), len = sqlite3_column_int64(st, 3),
-                end = start + len, received, required_down = 0;
-        const char *scen = (const char *) sqlite3_column_text(st, 4) ?: "";
-        int64_t counted = sqlite3_column_int64(st, 6), ratio = sqlite3_column_int64(st, 7),
-                missing = sqlite3_column_int64(st, 8);
+static int raw_interval(struct vctx *v, struct vrun *run, sql_stmt *st, struct vmachine *m) {
+        int64_t id = sql_column_int64(st, 0), seq = sql_column_int64(st, 1),
+                start = sql_column_int64(st, 2), len = sql_column_int64(st, 3), end = start + len,
+                received, required_down = 0;
+        const char *scen = sql_column_text(st, 4) ?: "";
+        int64_t counted = sql_column_int64(st, 6), ratio = sql_column_int64(st, 7),
+                missing = sql_column_int64(st, 8);
         int r;
         if (end > v->at || !received_ok(v, st, 5, end, &received) ||
             end - received > (int64_t) v->rule.clock_tolerance_ns)
@@ -305,7 +357,7 @@ static int raw_interval(struct vctx *v, struct vrun *run, sqlite3_stmt *st, stru
 }
 
 static int raw_day(struct vctx *v, struct vrun *run, int64_t day, struct vmachine *m) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT id, seq, start_ns, length_ns, coalesce(scenario, ''), received_ns, "
                       "coalesce(counted_ns, 0), coalesce(min_ratio_pm, 0), "
@@ -314,22 +366,22 @@ static int raw_day(struct vctx *v, struct vrun *run, int64_t day, struct vmachin
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run->row);
-        sqlite3_bind_int64(st, 2, day * FARM_DAY_NS);
-        sqlite3_bind_int64(st, 3, (day + 1) * FARM_DAY_NS);
+        sql_bind_int64(st, 1, run->row);
+        sql_bind_int64(st, 2, day * FARM_DAY_NS);
+        sql_bind_int64(st, 3, (day + 1) * FARM_DAY_NS);
         /* The rows are read one at a time while other statements run: keep them apart. */
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        while ((rc = sql_step(st)) == SQL_ROW)
                 if ((r = raw_interval(v, run, st, m)) < 0)
                         break;
-        sqlite3_reset(st);
+        sql_reset(st);
         if (r < 0)
                 return r;
-        return rc == SQLITE_DONE ? 0 : vfail(v, rc, "cannot read the intervals");
+        return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the intervals");
 }
 
 static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         struct vday *days = NULL;
         size_t n = 0;
         int r = vprep(v,
@@ -340,10 +392,10 @@ static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run->row);
-        sqlite3_bind_int64(st, 2, v->at);
+        sql_bind_int64(st, 1, run->row);
+        sql_bind_int64(st, 2, v->at);
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 struct vday *x = realloc(days, (n + 1) * sizeof(*x));
                 if (!x) {
                         free(days);
@@ -351,28 +403,32 @@ static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
                 }
                 days = x;
                 days[n++] = (struct vday){
-                        .day = sqlite3_column_int64(st, 0),
-                        .first = sqlite3_column_int64(st, 1),
-                        .last = sqlite3_column_int64(st, 2),
-                        .max_gap = sqlite3_column_int64(st, 3),
-                        .gaps_known = sqlite3_column_int(st, 4) != 0,
-                        .counted = sqlite3_column_int64(st, 5),
-                        .min_ratio = sqlite3_column_int64(st, 6),
-                        .max_skew = sqlite3_column_int64(st, 7),
-                        .max_received = sqlite3_column_int64(st, 8),
-                        .max_missing = sqlite3_column_int64(st, 9),
+                        .day = sql_column_int64(st, 0),
+                        .first = sql_column_int64(st, 1),
+                        .last = sql_column_int64(st, 2),
+                        .max_gap = sql_column_int64(st, 3),
+                        .gaps_known = sql_column_int(st, 4) != 0,
+                        .counted = sql_column_int64(st, 5),
+                        .min_ratio = sql_column_int64(st, 6),
+                        .max_skew = sql_column_int64(st, 7),
+                        .max_received = sql_column_int64(st, 8),
+                        .max_missing = sql_column_int64(st, 9),
                 };
         }
-        sqlite3_reset(st);
-        if (rc != SQLITE_DONE) {
+        sql_reset(st);
+        if (rc != SQL_DONE) {
                 free(days);
                 return vfail(v, rc, "cannot read the day rollups");
         }
+        struct vdayscens ds = {};
+        if (n > 0)
+                r = dayscens_load(v, run, &ds);
         for (size_t i = 0; i < n && r >= 0; i++) {
-                r = fast_day(v, run, &days[i], m);
+                r = fast_day(v, run, &ds, &days[i], m);
                 if (r == 0)
                         r = raw_day(v, run, days[i].day, m);
         }
+        dayscens_done(&ds);
         free(days);
         return r;
 }
@@ -382,7 +438,7 @@ static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
 /* Data of run stamped later than it arrived (by more than the tolerance), received by the
  * moment judged: one clock problem per run. */
 static int run_clock(struct vctx *v, const struct vrun *run, struct vmachine *m) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int64_t tol = (int64_t) v->rule.clock_tolerance_ns, seen = MIN(v->at, v->known);
         int r = vprep(v,
                       "SELECT count(*), max(i.start_ns + i.length_ns - i.received_ns), "
@@ -394,17 +450,17 @@ static int run_clock(struct vctx *v, const struct vrun *run, struct vmachine *m)
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run->row);
-        sqlite3_bind_int64(st, 2, tol);
-        sqlite3_bind_int64(st, 3, seen);
-        int rc = sqlite3_step(st);
-        if (rc != SQLITE_ROW) {
-                sqlite3_reset(st);
+        sql_bind_int64(st, 1, run->row);
+        sql_bind_int64(st, 2, tol);
+        sql_bind_int64(st, 3, seen);
+        int rc = sql_step(st);
+        if (rc != SQL_ROW) {
+                sql_reset(st);
                 return vfail(v, rc, "cannot look for clock skew");
         }
-        int64_t count = sqlite3_column_int64(st, 0), skew = sqlite3_column_int64(st, 1),
-                first = sqlite3_column_int64(st, 2);
-        sqlite3_reset(st);
+        int64_t count = sql_column_int64(st, 0), skew = sql_column_int64(st, 1),
+                first = sql_column_int64(st, 2);
+        sql_reset(st);
         /* Events stamped ahead are the same evidence. */
         if ((r = vprep(v,
                        "SELECT count(*), max(time_ns - received_ns), min(received_ns) FROM "
@@ -412,20 +468,19 @@ static int run_clock(struct vctx *v, const struct vrun *run, struct vmachine *m)
                        "time_ns > received_ns + ?2",
                        &st)) < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run->row);
-        sqlite3_bind_int64(st, 2, tol);
-        sqlite3_bind_int64(st, 3, seen);
-        if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
-                sqlite3_reset(st);
+        sql_bind_int64(st, 1, run->row);
+        sql_bind_int64(st, 2, tol);
+        sql_bind_int64(st, 3, seen);
+        if ((rc = sql_step(st)) != SQL_ROW) {
+                sql_reset(st);
                 return vfail(v, rc, "cannot look for clock skew");
         }
-        int64_t events = sqlite3_column_int64(st, 0);
+        int64_t events = sql_column_int64(st, 0);
         if (events > 0) {
-                skew = count ? MAX(skew, sqlite3_column_int64(st, 1)) : sqlite3_column_int64(st, 1);
-                first = count ? MIN(first, sqlite3_column_int64(st, 2))
-                              : sqlite3_column_int64(st, 2);
+                skew = count ? MAX(skew, sql_column_int64(st, 1)) : sql_column_int64(st, 1);
+                first = count ? MIN(first, sql_column_int64(st, 2)) : sql_column_int64(st, 2);
         }
-        sqlite3_reset(st);
+        sql_reset(st);
         count += events;
         if (count == 0)
                 return 0;
@@ -469,66 +524,69 @@ static int violation(struct vctx *v, struct vmachine *m, const struct vrun *run,
 }
 
 static int run_violations(struct vctx *v, const struct vrun *run, struct vmachine *m) {
-        sqlite3_stmt *st, *cs;
+        sql_stmt *st, *cs;
         int r = vprep(v,
                       "SELECT id, seq, start_ns, length_ns, scenario, received_ns FROM intervals "
                       "WHERE run = ?1 AND max_ns > ?2 AND start_ns + length_ns <= ?3 "
                       "ORDER BY start_ns, seq",
                       &st);
-        if (r < 0 || (r = vprep(v,
-                                "SELECT cpu, max_ns, max_time_ns FROM interval_cpus "
-                                "WHERE interval = ? AND max_ns > ? ORDER BY cpu",
-                                &cs)) < 0)
+        static const char *const cpus_sql[] = {
+                [SQL_SQLITE] = "SELECT cpu, max_ns, max_time_ns FROM interval_cpus "
+                               "WHERE interval = ?1 AND max_ns > ?2 ORDER BY cpu",
+                [SQL_PG] = "SELECT cpu, max_ns, max_time_ns FROM interval_cpus "
+                           "WHERE interval = ?1 AND max_ns > ?2 AND start_ns = ?3 ORDER BY cpu",
+        };
+        if (r < 0 || (r = vprep(v, cpus_sql[sql_dialect(v->c)], &cs)) < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run->row);
-        sqlite3_bind_int64(st, 2, vmachine_min_bound(m));
-        sqlite3_bind_int64(st, 3, v->at);
+        sql_bind_int64(st, 1, run->row);
+        sql_bind_int64(st, 2, vmachine_min_bound(m));
+        sql_bind_int64(st, 3, v->at);
         int rc;
-        while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-                int64_t seq = sqlite3_column_int64(st, 1), start = sqlite3_column_int64(st, 2),
-                        len = sqlite3_column_int64(st, 3), received;
-                const char *scen = (const char *) sqlite3_column_text(st, 4);
+        while (r >= 0 && (rc = sql_step(st)) == SQL_ROW) {
+                int64_t seq = sql_column_int64(st, 1), start = sql_column_int64(st, 2),
+                        len = sql_column_int64(st, 3), received;
+                const char *scen = sql_column_text(st, 4);
                 if (!received_ok(v, st, 5, start + len, &received))
                         continue;
                 int64_t bound = vmachine_bound_at(m, start);
-                sqlite3_reset(cs);
-                sqlite3_bind_int64(cs, 1, sqlite3_column_int64(st, 0));
-                sqlite3_bind_int64(cs, 2, bound);
+                sql_reset(cs);
+                sql_bind_int64(cs, 1, sql_column_int64(st, 0));
+                sql_bind_int64(cs, 2, bound);
+                if (sql_dialect(v->c) == SQL_PG)
+                        sql_bind_int64(cs, 3, start);
                 int crc;
-                while (r >= 0 && (crc = sqlite3_step(cs)) == SQLITE_ROW)
-                        r = violation(v, m, run, seq, start, len, scen, sqlite3_column_int(cs, 0),
-                                      sqlite3_column_int64(cs, 1), sqlite3_column_int64(cs, 2),
-                                      bound);
-                sqlite3_reset(cs);
-                if (r >= 0 && crc != SQLITE_DONE)
+                while (r >= 0 && (crc = sql_step(cs)) == SQL_ROW)
+                        r = violation(v, m, run, seq, start, len, scen, sql_column_int(cs, 0),
+                                      sql_column_int64(cs, 1), sql_column_int64(cs, 2), bound);
+                sql_reset(cs);
+                if (r >= 0 && crc != SQL_DONE)
                         r = vfail(v, crc, "cannot read the CPUs of an interval");
         }
-        sqlite3_reset(st);
+        sql_reset(st);
         if (r < 0)
                 return r;
-        return rc == SQLITE_DONE ? 0 : vfail(v, rc, "cannot look for violations");
+        return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot look for violations");
 }
 
 /* The last interval of run that started before t (evidence of what came before). */
 static int interval_before(struct vctx *v, int64_t run, int64_t t, json_t **ret) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT seq, start_ns, length_ns, scenario FROM intervals "
                       "WHERE run = ? AND start_ns < ? ORDER BY start_ns DESC LIMIT 1",
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run);
-        sqlite3_bind_int64(st, 2, t);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_DONE)
+        sql_bind_int64(st, 1, run);
+        sql_bind_int64(st, 2, t);
+        int rc = sql_step(st);
+        if (rc == SQL_DONE)
                 *ret = json_null();
-        else if (rc == SQLITE_ROW)
-                *ret = vinterval_json(sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                                      sqlite3_column_int64(st, 2),
-                                      (const char *) sqlite3_column_text(st, 3));
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        else if (rc == SQL_ROW)
+                *ret = vinterval_json(sql_column_int64(st, 0), sql_column_int64(st, 1),
+                                      sql_column_int64(st, 2), sql_column_text(st, 3));
+        sql_reset(st);
+        if (rc != SQL_ROW && rc != SQL_DONE)
                 return vfail(v, rc, "cannot read an interval");
         return *ret ? 0 : -ENOMEM;
 }
@@ -539,32 +597,32 @@ struct vev {
 };
 
 static int run_unclean(struct vctx *v, const struct vrun *run, struct vmachine *m) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT event_id, time_ns, message, received_ns FROM events "
                       "WHERE run = ? AND type = 'unclean_end' AND time_ns <= ? ORDER BY time_ns",
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run->row);
-        sqlite3_bind_int64(st, 2, v->at);
+        sql_bind_int64(st, 1, run->row);
+        sql_bind_int64(st, 2, v->at);
         struct vev *evs = NULL;
         size_t n = 0;
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 int64_t received;
-                if (!received_ok(v, st, 3, sqlite3_column_int64(st, 1), &received))
+                if (!received_ok(v, st, 3, sql_column_int64(st, 1), &received))
                         continue;
                 struct vev *e = realloc(evs, (n + 1) * sizeof(*e));
                 if (!e)
                         break;
                 evs = e;
-                const char *msg = (const char *) sqlite3_column_text(st, 2);
-                evs[n++] = (struct vev){ sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
+                const char *msg = sql_column_text(st, 2);
+                evs[n++] = (struct vev){ sql_column_int64(st, 0), sql_column_int64(st, 1),
                                          strdup(msg ?: "") };
         }
-        sqlite3_reset(st);
-        r = rc == SQLITE_DONE ? 0 : rc == SQLITE_ROW ? -ENOMEM : vfail(v, rc, "cannot read events");
+        sql_reset(st);
+        r = rc == SQL_DONE ? 0 : rc == SQL_ROW ? -ENOMEM : vfail(v, rc, "cannot read events");
         for (size_t i = 0; i < n; i++) {
                 char id[FARM_PROBLEM_ID_MAX], msg[512], t[VTEXT_MAX];
                 json_t *iv = NULL;
@@ -595,27 +653,28 @@ static int run_unclean(struct vctx *v, const struct vrun *run, struct vmachine *
 /* Two runs of the machine at the same time: reported once per pair, by the run of the pair
  * that is of this release and comes first. */
 static int run_overlaps(struct vctx *v, const struct vrun *run, struct vmachine *m) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT ra.run_id, rb.run_id, min(o.start_ns), max(o.end_ns), "
                       "sum(o.end_ns - o.start_ns), o.run_a, o.run_b, ra.release = rb.release "
-                      "FROM overlaps o JOIN runs ra ON ra.id = o.run_a "
+                      "FROM \"overlaps\" o JOIN runs ra ON ra.id = o.run_a "
                       "JOIN runs rb ON rb.id = o.run_b "
                       "WHERE (o.run_a = ?1 OR o.run_b = ?1) AND o.received_ns <= ?2 "
-                      "AND o.start_ns <= ?3 GROUP BY o.run_a, o.run_b ORDER BY o.run_a, o.run_b",
+                      "AND o.start_ns <= ?3 GROUP BY o.run_a, o.run_b, ra.run_id, rb.run_id, "
+                      "ra.release, rb.release ORDER BY o.run_a, o.run_b",
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run->row);
-        sqlite3_bind_int64(st, 2, v->known);
-        sqlite3_bind_int64(st, 3, v->at);
+        sql_bind_int64(st, 1, run->row);
+        sql_bind_int64(st, 2, v->known);
+        sql_bind_int64(st, 3, v->at);
         int rc;
-        while (r >= 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-                int64_t a = sqlite3_column_int64(st, 0), b = sqlite3_column_int64(st, 1),
-                        start = sqlite3_column_int64(st, 2), end = sqlite3_column_int64(st, 3),
-                        total = sqlite3_column_int64(st, 4);
-                bool same = sqlite3_column_int(st, 7) != 0;
-                if (same && sqlite3_column_int64(st, 6) == run->row)
+        while (r >= 0 && (rc = sql_step(st)) == SQL_ROW) {
+                int64_t a = sql_column_int64(st, 0), b = sql_column_int64(st, 1),
+                        start = sql_column_int64(st, 2), end = sql_column_int64(st, 3),
+                        total = sql_column_int64(st, 4);
+                bool same = sql_column_int(st, 7) != 0;
+                if (same && sql_column_int64(st, 6) == run->row)
                         continue; /* the other run of the pair, also of this release, reports it */
                 char id[FARM_PROBLEM_ID_MAX], msg[512], t[VTEXT_MAX], t2[VTEXT_MAX], s[VTEXT_MAX];
                 snprintf(id, sizeof(id), "overlap:%s:%" PRId64 ":%" PRId64, m->id, MIN(a, b),
@@ -635,10 +694,10 @@ static int run_overlaps(struct vctx *v, const struct vrun *run, struct vmachine 
                                        "run", (json_int_t) run->id, "runs", (json_int_t) MIN(a, b),
                                        (json_int_t) MAX(a, b), "message", msg));
         }
-        sqlite3_reset(st);
+        sql_reset(st);
         if (r < 0)
                 return r;
-        return rc == SQLITE_DONE ? 0 : vfail(v, rc, "cannot read the overlaps");
+        return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the overlaps");
 }
 
 /* A run whose probe period does not measure: one problem, all its time uncovered. */
@@ -671,7 +730,7 @@ static int run_probe_period(struct vctx *v, const struct vrun *run, struct vmach
 
 /* What of the run, stamped by `at`, was received after it (asked about the past). */
 static int run_late(struct vctx *v, const struct vrun *run) {
-        sqlite3_stmt *st, *ev;
+        sql_stmt *st, *ev;
         int r = vprep(v,
                       "SELECT count(*), coalesce(sum(i.counted_ns), 0) FROM run_days d "
                       "JOIN intervals i ON i.run = d.run AND i.start_ns >= d.day * 86400000000000 "
@@ -684,35 +743,35 @@ static int run_late(struct vctx *v, const struct vrun *run) {
                                 "AND received_ns > ?2",
                                 &ev)) < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run->row);
-        sqlite3_bind_int64(st, 2, v->at);
-        sqlite3_bind_int64(ev, 1, run->row);
-        sqlite3_bind_int64(ev, 2, v->at);
-        int rc = sqlite3_step(st), erc = sqlite3_step(ev);
-        if (rc == SQLITE_ROW && erc == SQLITE_ROW) {
-                v->late.intervals += (uint64_t) sqlite3_column_int64(st, 0);
-                v->late.covered_ns += sqlite3_column_int64(st, 1);
-                v->late.events += (uint64_t) sqlite3_column_int64(ev, 0);
+        sql_bind_int64(st, 1, run->row);
+        sql_bind_int64(st, 2, v->at);
+        sql_bind_int64(ev, 1, run->row);
+        sql_bind_int64(ev, 2, v->at);
+        int rc = sql_step(st), erc = sql_step(ev);
+        if (rc == SQL_ROW && erc == SQL_ROW) {
+                v->late.intervals += (uint64_t) sql_column_int64(st, 0);
+                v->late.covered_ns += sql_column_int64(st, 1);
+                v->late.events += (uint64_t) sql_column_int64(ev, 0);
         }
-        sqlite3_reset(st);
-        sqlite3_reset(ev);
-        if (rc != SQLITE_ROW || erc != SQLITE_ROW)
-                return vfail(v, rc != SQLITE_ROW ? rc : erc, "cannot count late data");
+        sql_reset(st);
+        sql_reset(ev);
+        if (rc != SQL_ROW || erc != SQL_ROW)
+                return vfail(v, rc != SQL_ROW ? rc : erc, "cannot count late data");
         return 0;
 }
 
 /* ---- the machine --------------------------------------------------------------------------- */
 
 static int first_seq(struct vctx *v, struct vrun *run) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v, "SELECT coalesce(min(seq), -1) FROM intervals WHERE run = ?", &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, run->row);
-        int rc = sqlite3_step(st);
-        run->seq_min = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
-        sqlite3_reset(st);
-        return rc == SQLITE_ROW ? 0 : vfail(v, rc, "cannot read a run's first interval");
+        sql_bind_int64(st, 1, run->row);
+        int rc = sql_step(st);
+        run->seq_min = rc == SQL_ROW ? sql_column_int64(st, 0) : -1;
+        sql_reset(st);
+        return rc == SQL_ROW ? 0 : vfail(v, rc, "cannot read a run's first interval");
 }
 
 static int judge_run(struct vctx *v, struct vrun *run, const char *build, struct vmachine *m) {
@@ -856,7 +915,7 @@ static int flush_downs(struct vctx *v, struct vmachine *m) {
 }
 
 int vjudge_data(struct vctx *v, struct vmachine *m) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT id, run_id, probe_interval_ns, coalesce(probed_cpus, ''), "
                       "kernel_version, hostname FROM runs WHERE machine_id = ?1 AND release = ?2 "
@@ -865,36 +924,34 @@ int vjudge_data(struct vctx *v, struct vmachine *m) {
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, m->id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, v->release, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, v->at);
-        sqlite3_bind_int64(st, 4, v->known);
+        sql_bind_text(st, 1, m->id);
+        sql_bind_text(st, 2, v->release);
+        sql_bind_int64(st, 3, v->at);
+        sql_bind_int64(st, 4, v->known);
         struct {
                 struct vrun run;
                 char *build, *host;
         } *runs = NULL;
         size_t n = 0;
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 void *x = realloc(runs, (n + 1) * sizeof(*runs));
                 if (!x)
                         break;
                 runs = x;
                 struct vrun *run = &runs[n].run;
-                *run = (struct vrun){ .row = sqlite3_column_int64(st, 0),
-                                      .id = sqlite3_column_int64(st, 1),
-                                      .probe_ns = (uint64_t) sqlite3_column_int64(st, 2) };
+                *run = (struct vrun){ .row = sql_column_int64(st, 0),
+                                      .id = sql_column_int64(st, 1),
+                                      .probe_ns = (uint64_t) sql_column_int64(st, 2) };
                 run->probe_ok = run->probe_ns > 0 && run->probe_ns <= v->rule.max_probe_interval_ns;
-                if (farm_cpu_list_parse((const char *) sqlite3_column_text(st, 3), &run->probed,
-                                        &run->nprobed) == -ENOMEM)
+                if (farm_cpu_list_parse(sql_column_text(st, 3), &run->probed, &run->nprobed) ==
+                    -ENOMEM)
                         break;
-                runs[n].build = strdup((const char *) sqlite3_column_text(st, 4) ?: "");
-                runs[n++].host = strdup((const char *) sqlite3_column_text(st, 5) ?: "");
+                runs[n].build = strdup(sql_column_text(st, 4) ?: "");
+                runs[n++].host = strdup(sql_column_text(st, 5) ?: "");
         }
-        sqlite3_reset(st);
-        r = rc == SQLITE_DONE  ? 0
-            : rc == SQLITE_ROW ? -ENOMEM
-                               : vfail(v, rc, "cannot read the runs");
+        sql_reset(st);
+        r = rc == SQL_DONE ? 0 : rc == SQL_ROW ? -ENOMEM : vfail(v, rc, "cannot read the runs");
         m->runs = (unsigned) n;
         for (size_t i = 0; i < n; i++) {
                 if (r >= 0 && (!runs[i].build || !runs[i].host))

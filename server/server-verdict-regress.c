@@ -19,7 +19,7 @@ static int cmp_version_desc(const void *a, const void *b) {
 
 /* The releases of v's series older than v's, newest first. */
 static int older_releases(struct vctx *v, char ***ret, size_t *ret_n) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         char **list = NULL;
         size_t n = 0;
         int r = vprep(v,
@@ -28,11 +28,11 @@ static int older_releases(struct vctx *v, char ***ret, size_t *ret_n) {
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, v->at);
-        sqlite3_bind_int64(st, 2, v->known);
+        sql_bind_int64(st, 1, v->at);
+        sql_bind_int64(st, 2, v->known);
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                const char *rel = (const char *) sqlite3_column_text(st, 0);
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                const char *rel = sql_column_text(st, 0);
                 char series[FARM_SERIES_NAME_MAX], group[FARM_GROUP_NAME_MAX];
                 if (!rel)
                         continue;
@@ -50,8 +50,8 @@ static int older_releases(struct vctx *v, char ***ret, size_t *ret_n) {
                 list = x;
                 n++;
         }
-        sqlite3_reset(st);
-        if (r >= 0 && rc != SQLITE_DONE)
+        sql_reset(st);
+        if (r >= 0 && rc != SQL_DONE)
                 r = vfail(v, rc, "cannot list the releases");
         if (r < 0) {
                 for (size_t i = 0; i < n; i++)
@@ -159,26 +159,27 @@ static uint64_t stats_tick;
  * one of them is not all known by `known` (then the statistics are not remembered). */
 static int stats_signature(struct vctx *v, const char *release, int64_t dend, struct stats_sig *ret,
                            bool *partly) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT count(*), coalesce(sum(d.intervals), 0), "
                       "coalesce(max(d.max_received_ns), 0), "
-                      "coalesce(max(d.max_received_ns > ?3), 0) FROM run_days d "
+                      "coalesce(max(CASE WHEN d.max_received_ns > ?3 THEN 1 ELSE 0 END), 0) "
+                      "FROM run_days d "
                       "JOIN runs r ON d.run = r.id WHERE r.release = ?1 AND d.day <= ?2",
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, release, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, dend);
-        sqlite3_bind_int64(st, 3, v->known);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-                *ret = (struct stats_sig){ sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1),
-                                           sqlite3_column_int64(st, 2) };
-                *partly = sqlite3_column_int(st, 3) != 0;
+        sql_bind_text(st, 1, release);
+        sql_bind_int64(st, 2, dend);
+        sql_bind_int64(st, 3, v->known);
+        int rc = sql_step(st);
+        if (rc == SQL_ROW) {
+                *ret = (struct stats_sig){ sql_column_int64(st, 0), sql_column_int64(st, 1),
+                                           sql_column_int64(st, 2) };
+                *partly = sql_column_int(st, 3) != 0;
         }
-        sqlite3_reset(st);
-        return rc == SQLITE_ROW ? 0 : vfail(v, rc, "cannot read the day rollups");
+        sql_reset(st);
+        return rc == SQL_ROW ? 0 : vfail(v, rc, "cannot read the day rollups");
 }
 
 static struct stats_entry *stats_find(struct vctx *v, const char *release, int64_t dend,

@@ -15,21 +15,21 @@
 /* ---- the release and its group ------------------------------------------------------------- */
 
 static int release_known(struct vctx *v, bool *ret) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT 1 FROM runs WHERE release = ?1 AND first_report_ns <= ?3 AND "
                       "(start_ns <= ?2 OR first_report_ns <= ?2) LIMIT 1",
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, v->release, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, v->at);
-        sqlite3_bind_int64(st, 3, v->known);
-        int rc = sqlite3_step(st);
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+        sql_bind_text(st, 1, v->release);
+        sql_bind_int64(st, 2, v->at);
+        sql_bind_int64(st, 3, v->known);
+        int rc = sql_step(st);
+        sql_reset(st);
+        if (rc != SQL_ROW && rc != SQL_DONE)
                 return vfail(v, rc, "cannot look up the release");
-        *ret = rc == SQLITE_ROW;
+        *ret = rc == SQL_ROW;
         return 0;
 }
 
@@ -51,7 +51,7 @@ static void resolve_group(struct vctx *v, const struct vmachine *ms, size_t n) {
 
 /* Every machine enrolled by `at`, and whether it ran the release (known by `known`). */
 static int list_machines(struct vctx *v, struct vmachine **ret, size_t *ret_n) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         struct vmachine *ms = NULL;
         size_t n = 0;
         int r = vprep(v,
@@ -62,28 +62,26 @@ static int list_machines(struct vctx *v, struct vmachine **ret, size_t *ret_n) {
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, v->at);
-        sqlite3_bind_text(st, 2, v->release, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, v->known);
+        sql_bind_int64(st, 1, v->at);
+        sql_bind_text(st, 2, v->release);
+        sql_bind_int64(st, 3, v->known);
         int rc;
         struct mrow {
                 char id[FARM_MACHINE_ID_LEN + 1];
                 bool ran;
         } *rows = NULL;
         size_t nrows = 0;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 struct mrow *x = realloc(rows, (nrows + 1) * sizeof(*x));
                 if (!x)
                         break;
                 rows = x;
                 snprintf(rows[nrows].id, sizeof(rows[nrows].id), "%s",
-                         (const char *) sqlite3_column_text(st, 0) ?: "");
-                rows[nrows++].ran = sqlite3_column_int(st, 1) != 0;
+                         sql_column_text(st, 0) ?: "");
+                rows[nrows++].ran = sql_column_int(st, 1) != 0;
         }
-        sqlite3_reset(st);
-        r = rc == SQLITE_DONE  ? 0
-            : rc == SQLITE_ROW ? -ENOMEM
-                               : vfail(v, rc, "cannot list machines");
+        sql_reset(st);
+        r = rc == SQL_DONE ? 0 : rc == SQL_ROW ? -ENOMEM : vfail(v, rc, "cannot list machines");
         if (r >= 0 && nrows && !(ms = calloc(nrows, sizeof(*ms))))
                 r = -ENOMEM;
         for (size_t i = 0; r >= 0 && i < nrows; i++) {
@@ -112,21 +110,21 @@ static int list_machines(struct vctx *v, struct vmachine **ret, size_t *ret_n) {
 
 /* The hostname of a machine without a run of the release: that of its latest run known. */
 static int plain_hostname(struct vctx *v, struct vmachine *m) {
-        sqlite3_stmt *st;
+        sql_stmt *st;
         int r = vprep(v,
                       "SELECT hostname FROM runs WHERE machine_id = ?1 AND start_ns <= ?2 AND "
                       "first_report_ns <= ?3 ORDER BY start_ns DESC, id DESC LIMIT 1",
                       &st);
         if (r < 0)
                 return r;
-        sqlite3_bind_text(st, 1, m->id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, v->at);
-        sqlite3_bind_int64(st, 3, v->known);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW && sqlite3_column_text(st, 0))
-                m->hostname = strdup((const char *) sqlite3_column_text(st, 0));
-        sqlite3_reset(st);
-        return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : vfail(v, rc, "cannot read a run");
+        sql_bind_text(st, 1, m->id);
+        sql_bind_int64(st, 2, v->at);
+        sql_bind_int64(st, 3, v->known);
+        int rc = sql_step(st);
+        if (rc == SQL_ROW && sql_column_text(st, 0))
+                m->hostname = strdup(sql_column_text(st, 0));
+        sql_reset(st);
+        return rc == SQL_ROW || rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read a run");
 }
 
 /* ---- builds -------------------------------------------------------------------------------- */
@@ -550,77 +548,71 @@ int farm_verdict_has_problem(farm_db *db, const struct farm_rule *rule, const ch
 
 /* ---- the rule's versions ------------------------------------------------------------------- */
 
+/* In a write transaction: servers of one PostgreSQL started at once record the rule once. */
+static int rule_record_locked(sql_conn *c, const char *text, int64_t now_ns, char *err) {
+        _cleanup_reset_ sql_stmt *sel = NULL, *ins = NULL;
+        int r;
+        if ((r = farm_prepare(c,
+                              "SELECT rule FROM rule_versions ORDER BY from_ns DESC, id DESC "
+                              "LIMIT 1",
+                              &sel, err)) < 0 ||
+            (r = farm_prepare(c, "INSERT INTO rule_versions (from_ns, rule) VALUES (?, ?)", &ins,
+                              err)) < 0)
+                return r;
+        int rc = sql_step(sel);
+        if (rc == SQL_ROW && strcmp(sql_column_text(sel, 0) ?: "", text) == 0)
+                return 0;
+        if (rc != SQL_ROW && rc != SQL_DONE)
+                return farm_fail(c, rc, "cannot read the rule's versions", err);
+        sql_reset(sel);
+        sql_bind_int64(ins, 1, now_ns);
+        sql_bind_text(ins, 2, text);
+        return farm_step_done(ins, "cannot record the rule", err);
+}
+
 int farm_rule_record(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
                      char err[static FARM_ERROR_MAX]) {
         json_auto_t *j = farm_rule_to_json(rule);
         _cleanup_free_ char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_writer_idle(db);
-        _cleanup_reset_ sqlite3_stmt *sel = NULL, *ins = NULL;
-        int r;
         if (!text)
                 return -ENOMEM;
-        if ((r = farm_prepare_w(db,
-                                "SELECT rule FROM rule_versions ORDER BY from_ns DESC, id DESC "
-                                "LIMIT 1",
-                                &sel, err)) < 0 ||
-            (r = farm_prepare_w(db, "INSERT INTO rule_versions (from_ns, rule) VALUES (?, ?)", &ins,
-                                err)) < 0)
-                return r;
-        int rc = sqlite3_step(sel);
-        if (rc == SQLITE_ROW && strcmp((const char *) sqlite3_column_text(sel, 0) ?: "", text) == 0)
-                return 0;
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                return farm_fail_on(db, farm_db_writer(db), rc, "cannot read the rule's versions",
-                                    err);
-        sqlite3_reset(sel);
-        sqlite3_bind_int64(ins, 1, now_ns);
-        sqlite3_bind_text(ins, 2, text, -1, SQLITE_STATIC);
-        return farm_step_done(db, ins, "cannot record the rule", err);
+        return FARM_WRITE_TRANSACTION(db, w, err, rule_record_locked(w, text, now_ns, err));
 }
 
 /* ---- kernels ------------------------------------------------------------------------------- */
 
-int farm_kernel_list(farm_db *db, json_t **ret, char err[static FARM_ERROR_MAX]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
+/* The releases that sql selects (with since_ns as its parameter, if it has one). */
+static int release_list(farm_db *db, const char *sql, int64_t since_ns, json_t **ret, char *err) {
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
         json_auto_t *list = json_array();
-        int r = farm_prepare_r(db, "SELECT DISTINCT release FROM runs ORDER BY 1", &st, err);
+        int r = farm_prepare(c, sql, &st, err);
         if (r < 0)
                 return r;
         if (!list)
                 return -ENOMEM;
+        if (strchr(sql, '?'))
+                sql_bind_int64(st, 1, since_ns);
         int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        while ((rc = sql_step(st)) == SQL_ROW)
                 if (json_array_append_new(list, farm_json_col_text(st, 0)) < 0)
                         return -ENOMEM;
-        if (rc != SQLITE_DONE)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot list the releases", err);
+        if (rc != SQL_DONE)
+                return farm_fail(c, rc, "cannot list the releases", err);
         *ret = json_incref(list);
         return 0;
 }
 
+int farm_kernel_list(farm_db *db, json_t **ret, char err[static FARM_ERROR_MAX]) {
+        return release_list(db, "SELECT DISTINCT release FROM runs ORDER BY 1", 0, ret, err);
+}
+
 int farm_kernel_list_since(farm_db *db, int64_t since_ns, json_t **ret,
                            char err[static FARM_ERROR_MAX]) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL;
-        json_auto_t *list = json_array();
-        int r = farm_prepare_r(db,
-                               "SELECT release FROM runs GROUP BY release HAVING "
-                               "max(coalesce(last_end_ns, start_ns)) >= ? ORDER BY 1",
-                               &st, err);
-        if (r < 0)
-                return r;
-        if (!list)
-                return -ENOMEM;
-        sqlite3_bind_int64(st, 1, since_ns);
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-                if (json_array_append_new(list, farm_json_col_text(st, 0)) < 0)
-                        return -ENOMEM;
-        if (rc != SQLITE_DONE)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot list the releases", err);
-        *ret = json_incref(list);
-        return 0;
+        return release_list(db,
+                            "SELECT release FROM runs GROUP BY release HAVING "
+                            "max(coalesce(last_end_ns, start_ns)) >= ? ORDER BY 1",
+                            since_ns, ret, err);
 }
 
 struct krow {
@@ -631,48 +623,45 @@ struct krow {
 
 static int kernel_rows(farm_db *db, int64_t at_ns, const struct farm_page *page, struct krow **ret,
                        size_t *ret_n, int64_t *ret_total, char *err) {
-        _cleanup_unlock_ pthread_mutex_t *lock = farm_lock_reader(db);
-        _cleanup_reset_ sqlite3_stmt *st = NULL, *cnt = NULL;
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL, *cnt = NULL;
         struct krow *rows = NULL;
         size_t n = 0;
         int r, rc;
-        if ((r = farm_prepare_r(db, "SELECT count(DISTINCT release) FROM runs WHERE start_ns <= ?",
-                                &cnt, err)) < 0)
+        if ((r = farm_prepare(c, "SELECT count(DISTINCT release) FROM runs WHERE start_ns <= ?",
+                              &cnt, err)) < 0)
                 return r;
-        sqlite3_bind_int64(cnt, 1, at_ns);
-        if ((rc = sqlite3_step(cnt)) != SQLITE_ROW)
-                return farm_fail_on(db, farm_db_reader(db), rc, "cannot count the releases", err);
-        *ret_total = sqlite3_column_int64(cnt, 0);
-        r = farm_prepare_r(db,
-                           "SELECT r.release, count(DISTINCT r.machine_id), count(*), "
-                           "min(r.start_ns), max(r.start_ns), (SELECT coalesce(sum(d.counted_ns), "
-                           "0) FROM run_days d JOIN runs q ON d.run = q.id "
-                           "WHERE q.release = r.release AND d.last_end_ns <= ?1) "
-                           "FROM runs r WHERE r.start_ns <= ?1 GROUP BY r.release "
-                           "ORDER BY max(r.start_ns) DESC, r.release LIMIT ?2 OFFSET ?3",
-                           &st, err);
+        sql_bind_int64(cnt, 1, at_ns);
+        if ((rc = sql_step(cnt)) != SQL_ROW)
+                return farm_fail(c, rc, "cannot count the releases", err);
+        *ret_total = sql_column_int64(cnt, 0);
+        r = farm_prepare(c,
+                         "SELECT r.release, count(DISTINCT r.machine_id), count(*), "
+                         "min(r.start_ns), max(r.start_ns), (SELECT coalesce(sum(d.counted_ns), "
+                         "0) FROM run_days d JOIN runs q ON d.run = q.id "
+                         "WHERE q.release = r.release AND d.last_end_ns <= ?1) "
+                         "FROM runs r WHERE r.start_ns <= ?1 GROUP BY r.release "
+                         "ORDER BY max(r.start_ns) DESC, r.release LIMIT ?2 OFFSET ?3",
+                         &st, err);
         if (r < 0)
                 return r;
-        sqlite3_bind_int64(st, 1, at_ns);
-        sqlite3_bind_int64(st, 2, (int64_t) page->limit);
-        sqlite3_bind_int64(st, 3, (int64_t) page->offset);
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        sql_bind_int64(st, 1, at_ns);
+        sql_bind_int64(st, 2, (int64_t) page->limit);
+        sql_bind_int64(st, 3, (int64_t) page->offset);
+        while ((rc = sql_step(st)) == SQL_ROW) {
                 struct krow *k = realloc(rows, (n + 1) * sizeof(*k));
                 if (!k)
                         break;
                 rows = k;
-                const char *rel = (const char *) sqlite3_column_text(st, 0);
-                rows[n++] =
-                        (struct krow){ strdup(rel ?: ""),           sqlite3_column_int(st, 1),
-                                       sqlite3_column_int(st, 2),   sqlite3_column_int64(st, 3),
-                                       sqlite3_column_int64(st, 4), sqlite3_column_int64(st, 5) };
+                const char *rel = sql_column_text(st, 0);
+                rows[n++] = (struct krow){ strdup(rel ?: ""),       sql_column_int(st, 1),
+                                           sql_column_int(st, 2),   sql_column_int64(st, 3),
+                                           sql_column_int64(st, 4), sql_column_int64(st, 5) };
         }
         *ret = rows;
         *ret_n = n;
-        if (rc != SQLITE_DONE)
-                return rc == SQLITE_ROW ? -ENOMEM
-                                        : farm_fail_on(db, farm_db_reader(db), rc,
-                                                       "cannot list the releases", err);
+        if (rc != SQL_DONE)
+                return rc == SQL_ROW ? -ENOMEM : farm_fail(c, rc, "cannot list the releases", err);
         return 0;
 }
 

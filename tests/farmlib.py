@@ -288,6 +288,32 @@ def config_text(verdict=None, series=None, extra=""):
     return "\n".join(lines) + "\n" + (f"\n{extra}\n" if extra else "")
 
 
+def _psql(sql):
+    bindir = os.environ.get("RTSOAK_TEST_PG_BIN", "/usr/bin")
+    subprocess.run([os.path.join(bindir, "psql"), "-q", "-v", "ON_ERROR_STOP=1",
+                    os.environ["RTSOAK_TEST_PG"], "-c", sql],
+                   check=True, capture_output=True, text=True, timeout=60)
+
+
+def farm_database(directory):
+    """The --db of a new farm: an SQLite file in directory, or, when the test runs on
+    PostgreSQL (tests/pg-run.sh sets RTSOAK_TEST_PG), a new database of that server named
+    after directory."""
+    pg = os.environ.get("RTSOAK_TEST_PG")
+    if not pg:
+        return os.path.join(directory, "farm.db")
+    name = re.sub(r"[^a-z0-9_]", "_", os.path.basename(directory.rstrip("/")).lower())
+    _psql(f'CREATE DATABASE "{name}"')
+    return f"postgresql://postgres@/{name}?{pg.partition('?')[2]}"
+
+
+def drop_farm_database(target):
+    """Drops a database made by farm_database() (an SQLite file goes with its directory)."""
+    m = re.match(r"postgresql://postgres@/([a-z0-9_]+)\?", target)
+    if m:
+        _psql(f'DROP DATABASE IF EXISTS "{m.group(1)}" WITH (FORCE)')
+
+
 class Farm:
     """A real rtsoak-server on 127.0.0.1:0 with a temporary farm database."""
 
@@ -295,7 +321,7 @@ class Farm:
         self.name = name
         self.extra = extra
         self.dir = tempfile.mkdtemp(prefix=f"rtsoak-{name}-")
-        self.db = os.path.join(self.dir, "farm.db")
+        self.db = farm_database(self.dir)
         self.conf = os.path.join(self.dir, "rtsoak-server.conf")
         self.log = os.path.join(self.dir, "server.log")
         self.proc = None
@@ -406,6 +432,7 @@ class Farm:
 
     def cleanup(self):
         self.stop()
+        drop_farm_database(self.db)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def sanitizer_report(self):

@@ -29,8 +29,12 @@ import urllib.parse
 import urllib.request
 import xml.etree.ElementTree as ET
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from farmlib import drop_farm_database, farm_database  # noqa: E402
+
 SERVER = os.environ.get("RTSOAK_SERVER", "build/server/rtsoak-server")
-REPLAY = os.environ.get("RTSOAK_REPLAY", "build/server/rtsoak-replay")
+REPLAY = os.environ.get("RTSOAK_REPLAY", "build/tools/rtsoak-replay")
 ARTEFACTS = os.environ.get("DASHBOARD_ARTEFACT_DIR", ".")
 
 CLEAN = "a0000000000000000000000000000001"
@@ -66,7 +70,7 @@ def tap():
 class Farm:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="rtsoak-dashboard-")
-        self.db = os.path.join(self.dir, "farm.db")
+        self.db = farm_database(self.dir)
         self.log = os.path.join(self.dir, "server.log")
         self.proc = None
         self.url = None
@@ -115,6 +119,7 @@ class Farm:
                 self.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+        drop_farm_database(self.db)
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def get(self, path, method="GET"):

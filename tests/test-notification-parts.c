@@ -2,7 +2,7 @@
 /* Unit tests of the notifications' parts: HMAC-SHA256 (RFC 4231's vectors) and the webhook's
  * signature, the [Notify.NAME] keys with their errors, routing by kind and group, the text of
  * every kind, the mail as sendmail reads it (no header made of a name), and the deliveries'
- * leases in a real farm database. */
+ * leases in a real farm database (SQLite, or PostgreSQL under pg-run.sh). */
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -14,6 +14,7 @@
 #include "server-notify-store.h"
 #include "server-notify.h"
 #include "sha256.h"
+#include "test-farmdb.h"
 
 #define S_NS INT64_C(1000000000)
 #define T0 INT64_C(1796300000000000000)
@@ -297,16 +298,17 @@ struct insert_args {
         int result;
 };
 
-static int insert_in(farm_db *db, void *userdata, char *err) {
+static int insert_in(sql_conn *c, void *userdata, char *err) {
         struct insert_args *a = userdata;
-        return a->result = notify_store_insert(db, a->n, a->now, a->due, NULL, err);
+        return a->result = notify_store_insert(c, a->n, a->now, a->due, NULL, err);
 }
 
 static void test_leases(void **state) {
         char path[600], err[FARM_ERROR_MAX];
         farm_db *db = NULL;
-        snprintf(path, sizeof(path), "%s/farm.db", dir);
-        assert_int_equal(farm_db_open(path, &db, err), 0);
+        tu_farm_target(dir, "notify_leases", path, sizeof(path));
+        if (farm_db_open(path, &db, err) < 0)
+                fail_msg("%s", err);
         const char *channels[] = { "hook" };
         json_auto_t *detail = json_object();
         struct notify_new n = { .key = "k1",
@@ -372,6 +374,7 @@ static void test_leases(void **state) {
         assert_int_equal(notify_store_claim(db, "hook", "A", T0 + 999 * S_NS, lease, &c, err), 1);
         notify_claim_done(&c);
         farm_db_close(db);
+        tu_farm_drop(path);
         (void) state;
 }
 

@@ -4,7 +4,6 @@
  * checked to leave the database as it was. */
 #include <curl/curl.h>
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +11,8 @@
 #include "tests.h"
 #include "test-http.h"
 #include "test-util.h"
+#include "test-summaries.h"
+#include "test-farmdb.h"
 #include "hist.h"
 #include "sha256.h"
 #include "summary.h"
@@ -106,102 +107,20 @@ static void expect_error(struct tu_reply *r, long status, const char *msg) {
                 fail_msg("expected %ld '%s', got %ld %s", status, msg, r->status, r->body);
 }
 
-/* ---- summaries built with the codec ------------------------------------------------------ */
-
-struct spec {
-        const char *machine, *kernel;
-        int64_t run, start_ns;
-        uint64_t seq, first_interval, nintervals, ncpus;
-        uint64_t max_ns; /* interval i, CPU c gets max_ns + 1000 i + 10 c */
-        uint64_t first_event, nevents;
-};
-
-static char *summary_text(const struct spec *p) {
-        static uint64_t counts[8192];
-        struct summary s = {};
-        s.machine.id = strdup(p->machine);
-        s.machine.hostname = strdup("rt-lab-07");
-        s.machine.cpu_model = strdup("Test CPU");
-        s.machine.cpus = (uint32_t) p->ncpus;
-        s.run.id = p->run;
-        s.run.boot_id = strdup("fedcba9876543210fedcba9876543210");
-        s.run.kernel_release = strdup(p->kernel);
-        s.run.kernel_version = strdup("#1 SMP PREEMPT_RT");
-        s.run.kernel_cmdline = strdup("quiet");
-        s.run.preempt_model = strdup("PREEMPT_RT");
-        s.run.daemon_version = strdup("0.1.0");
-        s.run.config_digest =
-                strdup("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff");
-        s.run.start_ns = p->start_ns;
-        s.run.threshold_ns = 100000;
-        s.run.probe_interval_ns = 200000;
-        s.run.interval_ns = (uint64_t) MIN_NS;
-        s.seq = p->seq;
-        s.nintervals = p->nintervals;
-        s.intervals = calloc(p->nintervals + 1, sizeof(*s.intervals));
-        for (size_t i = 0; i < p->nintervals; i++) {
-                struct summary_interval *iv = &s.intervals[i];
-                uint64_t seq = p->first_interval + i;
-                iv->seq = seq;
-                iv->start_ns = p->start_ns + (int64_t) seq * MIN_NS;
-                iv->length_ns = (uint64_t) MIN_NS;
-                iv->scenario = strdup("mixed");
-                iv->ncpus = p->ncpus;
-                iv->cpus = calloc(p->ncpus, sizeof(*iv->cpus));
-                for (size_t c = 0; c < p->ncpus; c++) {
-                        struct summary_cpu *x = &iv->cpus[c];
-                        uint64_t max = p->max_ns + 1000 * seq + 10 * c;
-                        memset(counts, 0, sizeof(counts));
-                        counts[hist_index(1000, 5000)] = 999;
-                        counts[hist_index(1000, max)] += 1;
-                        *x = (struct summary_cpu){ .cpu = (uint32_t) c,
-                                                   .samples = 1000,
-                                                   .min_ns = 5000,
-                                                   .avg_ns = 5100,
-                                                   .max_ns = max,
-                                                   .max_time_ns = iv->start_ns + 777,
-                                                   .violations = 1,
-                                                   .hist_limit_us = 1000 };
-                        assert_int_equal(hist_encode(1000, counts, &x->hist, &x->hist_len), 0);
-                }
-                iv->nloads = 1;
-                iv->loads = calloc(1, sizeof(*iv->loads));
-                iv->loads[0].generator = strdup("cpu");
-                iv->loads[0].up_ns = (uint64_t) MIN_NS;
-                iv->loads[0].starts = 1;
-                iv->loads[0].nmetrics = 2;
-                iv->loads[0].metrics = calloc(2, sizeof(struct summary_metric));
-                iv->loads[0].metrics[0] = (struct summary_metric){ strdup("ops"), strdup("ops/s"),
-                                                                   1234.5 };
-                iv->loads[0].metrics[1] = (struct summary_metric){ strdup("loops"),
-                                                                   strdup("loops/s"), 7 };
-        }
-        s.nevents = p->nevents;
-        s.events = calloc(p->nevents + 1, sizeof(*s.events));
-        for (size_t e = 0; e < p->nevents; e++)
-                s.events[e] = (struct summary_event){
-                        p->first_event + e,        p->start_ns + (int64_t) e,
-                        strdup("violation"),       0,
-                        (int64_t) (p->max_ns + e), strdup("over the threshold")
-                };
-        char *text;
-        assert_int_equal(summary_encode(&s, &text, NULL), 0);
-        summary_done(&s);
-        return text;
-}
+/* ---- summaries built with the codec (test-summaries.c) ---------------------------------- */
 
 /* Machine A, run 1: two intervals (seq 0, 1) of three CPUs, three events. */
-static const struct spec run1 = { .machine = ID_A,
-                                  .kernel = "6.6.15-rt22",
-                                  .run = 1,
-                                  .start_ns = T0,
-                                  .seq = 0,
-                                  .first_interval = 0,
-                                  .nintervals = 2,
-                                  .ncpus = 3,
-                                  .max_ns = 80000,
-                                  .first_event = 1,
-                                  .nevents = 3 };
+static const struct tu_spec run1 = { .machine = ID_A,
+                                     .kernel = "6.6.15-rt22",
+                                     .run = 1,
+                                     .start_ns = T0,
+                                     .seq = 0,
+                                     .first_interval = 0,
+                                     .nintervals = 2,
+                                     .ncpus = 3,
+                                     .max_ns = 80000,
+                                     .first_event = 1,
+                                     .nevents = 3 };
 /* Its worst: interval 1, CPU 2. */
 #define RUN1_WORST_NS (80000 + 1000 + 20)
 
@@ -231,46 +150,47 @@ struct snapshot {
         char machines[4096]; /* every column of every machine */
 };
 
-static sqlite3 *db_open(void) {
-        sqlite3 *d;
-        if (sqlite3_open_v2(db_path, &d, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-                fail_msg("cannot open %s: %s", db_path, sqlite3_errmsg(d));
-        sqlite3_busy_timeout(d, 5000);
-        return d;
-}
-
-static long long db_int(sqlite3 *d, const char *sql) {
-        sqlite3_stmt *st;
-        if (sqlite3_prepare_v2(d, sql, -1, &st, NULL) != SQLITE_OK)
-                fail_msg("%s: %s", sql, sqlite3_errmsg(d));
-        if (sqlite3_step(st) != SQLITE_ROW)
-                fail_msg("%s: no row: %s", sql, sqlite3_errmsg(d));
-        long long v = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
+static long long db_int(sql_conn *d, const char *sql) {
+        sql_stmt *st;
+        if (sql_prepare_once(d, sql, &st) != 0)
+                fail_msg("%s: %s", sql, sql_errmsg(d));
+        if (sql_step(st) != SQL_ROW)
+                fail_msg("%s: no row: %s", sql, sql_errmsg(d));
+        long long v = sql_column_int64(st, 0);
+        sql_finalize(st);
         return v;
 }
 
 static void snapshot(struct snapshot *s) {
-        sqlite3 *d = db_open();
+        sql_conn *d = tu_farm_open(db_path);
         char sql[128];
         _Static_assert(ELEMENTS(tables) == ELEMENTS(s->rows), "one count per table");
         for (size_t i = 0; i < NTABLES; i++) {
                 snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", tables[i]);
                 s->rows[i] = db_int(d, sql);
         }
-        sqlite3_stmt *st;
-        assert_int_equal(sqlite3_prepare_v2(d,
-                                            "SELECT group_concat(id || ':' || hex(token_hash) || "
-                                            "':' || threshold_ns || ':' || gating || ':' || "
-                                            "coalesce(revoked_ns, '-') || ':' || "
-                                            "coalesce(last_report_ns, '-'), ',') FROM machines",
-                                            -1, &st, NULL),
-                         SQLITE_OK);
-        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-        snprintf(s->machines, sizeof(s->machines), "%s",
-                 (const char *) sqlite3_column_text(st, 0) ?: "");
-        sqlite3_finalize(st);
-        sqlite3_close(d);
+        sql_stmt *st;
+        /* string_agg in the statement API's dialect; hex() is SQLite's, encode() PostgreSQL's. */
+        assert_int_equal(
+                sql_prepare_once(d,
+                                 tu_pg() ? "SELECT string_agg(id || ':' || "
+                                           "encode(token_hash, 'hex') || ':' || "
+                                           "threshold_ns || ':' || gating || ':' || "
+                                           "coalesce(CAST(revoked_ns AS TEXT), '-') || "
+                                           "':' || coalesce(CAST(last_report_ns AS "
+                                           "TEXT), '-'), ',') FROM "
+                                           "(SELECT * FROM machines ORDER BY id) m"
+                                         : "SELECT string_agg(id || ':' || hex(token_hash) "
+                                           "|| ':' || threshold_ns || ':' || gating || "
+                                           "':' || coalesce(revoked_ns, '-') || ':' || "
+                                           "coalesce(last_report_ns, '-'), ',') FROM "
+                                           "(SELECT * FROM machines ORDER BY id) m",
+                                 &st),
+                0);
+        assert_int_equal(sql_step(st), SQL_ROW);
+        snprintf(s->machines, sizeof(s->machines), "%s", sql_column_text(st, 0) ?: "");
+        sql_finalize(st);
+        sql_close(d);
 }
 
 static void assert_unchanged(const struct snapshot *a, const char *what) {
@@ -285,11 +205,11 @@ static void assert_unchanged(const struct snapshot *a, const char *what) {
 }
 
 static long long rows(const char *table) {
-        sqlite3 *d = db_open();
+        sql_conn *d = tu_farm_open(db_path);
         char sql[128];
         snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
         long long n = db_int(d, sql);
-        sqlite3_close(d);
+        sql_close(d);
         return n;
 }
 
@@ -309,7 +229,7 @@ static json_t *get_machine(const char *id) {
 static int setup(void **state) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
         dir = tu_mkdtemp("server");
-        snprintf(db_path, sizeof(db_path), "%s/farm.db", dir);
+        tu_farm_target(dir, "farm", db_path, sizeof(db_path));
         snprintf(log_path, sizeof(log_path), "%s/server.log", dir);
         enroll(db_path, ID_A, "--threshold=50us", "--gating=no", token_a);
         enroll(db_path, ID_B, NULL, NULL, token_b);
@@ -321,6 +241,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
         if (server_pid > 0)
                 stop_server(server_pid);
+        tu_farm_drop(db_path);
         tu_rmdir(dir);
         curl_global_cleanup();
         return 0;
@@ -330,22 +251,22 @@ static int teardown(void **state) {
  * as given; a machine id that is not one is a usage error. */
 static void test_enroll(void **state) {
         char hex[2 * SHA256_DIGEST_SIZE + 1], sql[256];
-        sqlite3 *d = db_open();
+        sql_conn *d = tu_farm_open(db_path);
         sha256_hex(token_a, strlen(token_a), hex);
         snprintf(sql, sizeof(sql),
-                 "SELECT count(*) FROM machines WHERE id = '%s' AND lower(hex(token_hash)) = '%s' "
+                 "SELECT count(*) FROM machines WHERE id = '%s' AND %s = '%s' "
                  "AND threshold_ns = 50000 AND gating = 0 AND revoked_ns IS NULL",
-                 ID_A, hex);
+                 ID_A, tu_pg() ? "encode(token_hash, 'hex')" : "lower(hex(token_hash))", hex);
         assert_int_equal(db_int(d, sql), 1);
         snprintf(sql, sizeof(sql),
                  "SELECT count(*) FROM machines WHERE id = '%s' AND "
                  "threshold_ns = 100000 AND gating = 1",
                  ID_B);
         assert_int_equal(db_int(d, sql), 1);
-        sqlite3_close(d);
+        sql_close(d);
         assert_string_not_equal(token_a, token_b);
-        /* The token itself is nowhere in the file. */
-        char *raw = tu_read_file(db_path);
+        /* The token itself is nowhere in the file, or the database's dump. */
+        char *raw = tu_farm_dump(db_path);
         assert_null(memmem(raw, strlen(raw), token_a, 64));
         free(raw);
 
@@ -375,7 +296,7 @@ static void test_enroll(void **state) {
 
 /* A valid summary is stored, row for row, and the machine query shows it. */
 static void test_upload_stored(void **state) {
-        char *text = summary_text(&run1);
+        char *text = tu_summary_text(&run1);
         struct tu_reply r = upload(token_a, text);
         if (r.status != 200)
                 fail_msg("upload: %ld %s", r.status, r.body);
@@ -396,20 +317,20 @@ static void test_upload_stored(void **state) {
         assert_int_equal(rows("uploads"), 1);
 
         /* Every CPU row holds the values sent, and its histogram as the codec encoded it. */
-        sqlite3 *d = db_open();
-        sqlite3_stmt *st;
-        assert_int_equal(sqlite3_prepare_v2(d,
-                                            "SELECT i.seq, c.cpu, c.samples, c.max_ns, c.hist, "
-                                            "r.machine_id, r.run_id, r.kernel_release "
-                                            "FROM interval_cpus c JOIN intervals i ON "
-                                            "c.interval = i.id JOIN runs r ON i.run = r.id "
-                                            "ORDER BY i.seq, c.cpu",
-                                            -1, &st, NULL),
-                         SQLITE_OK);
+        sql_conn *d = tu_farm_open(db_path);
+        sql_stmt *st;
+        assert_int_equal(sql_prepare_once(d,
+                                          "SELECT i.seq, c.cpu, c.samples, c.max_ns, c.hist, "
+                                          "r.machine_id, r.run_id, r.kernel_release "
+                                          "FROM interval_cpus c JOIN intervals i ON "
+                                          "c.interval = i.id JOIN runs r ON i.run = r.id "
+                                          "ORDER BY i.seq, c.cpu",
+                                          &st),
+                         0);
         static uint64_t counts[8192];
         for (int i = 0; i < 2; i++)
                 for (int c = 0; c < 3; c++) {
-                        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+                        assert_int_equal(sql_step(st), SQL_ROW);
                         uint64_t max = 80000 + 1000 * (uint64_t) i + 10 * (uint64_t) c;
                         uint8_t *hist;
                         size_t hist_len;
@@ -417,20 +338,21 @@ static void test_upload_stored(void **state) {
                         counts[hist_index(1000, 5000)] = 999;
                         counts[hist_index(1000, max)] += 1;
                         assert_int_equal(hist_encode(1000, counts, &hist, &hist_len), 0);
-                        assert_int_equal(sqlite3_column_int64(st, 0), i);
-                        assert_int_equal(sqlite3_column_int64(st, 1), c);
-                        assert_int_equal(sqlite3_column_int64(st, 2), 1000);
-                        assert_int_equal(sqlite3_column_int64(st, 3), max);
-                        assert_int_equal(sqlite3_column_bytes(st, 4), hist_len);
-                        assert_memory_equal(sqlite3_column_blob(st, 4), hist, hist_len);
-                        assert_string_equal((const char *) sqlite3_column_text(st, 5), ID_A);
-                        assert_int_equal(sqlite3_column_int64(st, 6), 1);
-                        assert_string_equal((const char *) sqlite3_column_text(st, 7),
-                                            "6.6.15-rt22");
+                        assert_int_equal(sql_column_int64(st, 0), i);
+                        assert_int_equal(sql_column_int64(st, 1), c);
+                        assert_int_equal(sql_column_int64(st, 2), 1000);
+                        assert_int_equal(sql_column_int64(st, 3), max);
+                        size_t len;
+                        const void *blob = sql_column_blob(st, 4, &len);
+                        assert_int_equal(len, hist_len);
+                        assert_memory_equal(blob, hist, hist_len);
+                        assert_string_equal(sql_column_text(st, 5), ID_A);
+                        assert_int_equal(sql_column_int64(st, 6), 1);
+                        assert_string_equal(sql_column_text(st, 7), "6.6.15-rt22");
                         free(hist);
                 }
-        assert_int_equal(sqlite3_step(st), SQLITE_DONE);
-        sqlite3_finalize(st);
+        assert_int_equal(sql_step(st), SQL_DONE);
+        sql_finalize(st);
         assert_int_equal(db_int(d, "SELECT count(*) FROM events WHERE event_id IN (1, 2, 3) AND "
                                    "type = 'violation' AND cpu = 0"),
                          3);
@@ -438,7 +360,7 @@ static void test_upload_stored(void **state) {
         assert_int_equal(db_int(d, "SELECT count(*) FROM interval_load_metrics "
                                    "WHERE name = 'ops' AND unit = 'ops/s' AND value = 1234.5"),
                          2);
-        sqlite3_close(d);
+        sql_close(d);
 
         json_t *m = get_machine(ID_A);
         assert_string_equal(json_string_value(json_object_get(m, "id")), ID_A);
@@ -474,9 +396,9 @@ static void test_upload_stored(void **state) {
  * worst latency stays the worst of all runs. */
 /* Uploads the summary of spec with machine A's token and checks the answer: 200 "stored",
  * with so many new and already stored intervals and events. */
-static void expect_stored(const struct spec *spec, long long intervals, long long dup_intervals,
+static void expect_stored(const struct tu_spec *spec, long long intervals, long long dup_intervals,
                           long long events, long long dup_events) {
-        char *text = summary_text(spec);
+        char *text = tu_summary_text(spec);
         struct tu_reply r = upload(token_a, text);
         assert_int_equal(r.status, 200);
         json_t *j = tu_json(r.body);
@@ -493,7 +415,7 @@ static void expect_stored(const struct spec *spec, long long intervals, long lon
 static void test_duplicates_and_latest_run(void **state) {
         struct snapshot before;
         snapshot(&before);
-        char *text = summary_text(&run1);
+        char *text = tu_summary_text(&run1);
         struct tu_reply r = upload(token_a, text);
         assert_int_equal(r.status, 200);
         json_t *j = tu_json(r.body);
@@ -510,7 +432,7 @@ static void test_duplicates_and_latest_run(void **state) {
         }
 
         /* Upload seq 1: interval 1 (stored) and interval 2 (new), events 3 (stored) and 4. */
-        struct spec overlap = run1;
+        struct tu_spec overlap = run1;
         overlap.seq = 1;
         overlap.first_interval = 1;
         overlap.first_event = 3;
@@ -524,20 +446,20 @@ static void test_duplicates_and_latest_run(void **state) {
         /* A retry under a known key that carries more than the first try (the uploader did not
          * hear our answer and its batch has grown since): the new interval is stored, the
          * known ones once. */
-        struct spec grown = run1;
+        struct tu_spec grown = run1;
         grown.nintervals = 4;
         expect_stored(&grown, 1, 3, 0, 3);
         assert_int_equal(rows("intervals"), 4);
         assert_int_equal(rows("uploads"), 2);
 
         /* Run 2, later, on a new kernel with lower latencies. */
-        struct spec run2 = run1;
+        struct tu_spec run2 = run1;
         run2.run = 2;
         run2.kernel = "6.6.16-rt23";
         run2.start_ns = T0 + 3600 * INT64_C(1000000000);
         run2.nintervals = 1;
         run2.max_ns = 20000;
-        text = summary_text(&run2);
+        text = tu_summary_text(&run2);
         r = upload(token_a, text);
         assert_int_equal(r.status, 200);
         tu_reply_done(&r);
@@ -557,10 +479,10 @@ static void test_duplicates_and_latest_run(void **state) {
         /* Run 1 again under another boot id: the run's identity does not change. */
         struct snapshot mid;
         snapshot(&mid);
-        struct spec again = run1;
+        struct tu_spec again = run1;
         again.seq = 9;
         again.first_interval = 9;
-        text = summary_text(&again);
+        text = tu_summary_text(&again);
         char *other = replace(text, "fedcba9876543210fedcba9876543210",
                               "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
         r = upload(token_a, other);
@@ -588,7 +510,7 @@ static void test_concurrent_uploads(void **state) {
         CURLM *multi = curl_multi_init();
         assert_non_null(multi);
         for (int i = 0; i <= N; i++) {
-                struct spec p = run1;
+                struct tu_spec p = run1;
                 p.run = 3;
                 p.start_ns = T0 + 7200 * INT64_C(1000000000);
                 /* The last one repeats the first. */
@@ -597,7 +519,7 @@ static void test_concurrent_uploads(void **state) {
                 p.nintervals = 1;
                 p.first_event = 100 + p.seq;
                 p.nevents = 1;
-                texts[i] = summary_text(&p);
+                texts[i] = tu_summary_text(&p);
                 easy[i] = curl_easy_init();
                 curl_easy_setopt(easy[i], CURLOPT_URL, url);
                 curl_easy_setopt(easy[i], CURLOPT_POSTFIELDS, texts[i]);
@@ -651,7 +573,7 @@ static void test_group_commit(void **state) {
         struct tu_reply replies[N] = {};
         char *texts[N];
 
-        snprintf(db2, sizeof(db2), "%s/group.db", dir);
+        tu_farm_target(dir, "group", db2, sizeof(db2));
         snprintf(log2, sizeof(log2), "%s/group.log", dir);
         enroll(db2, ID_A, NULL, NULL, tok);
         const char *extra[] = { "--rate=100000", "--burst=100000", NULL };
@@ -661,11 +583,11 @@ static void test_group_commit(void **state) {
 
         /* Run 6 is stored first, so that the uploads claiming another boot id for it are
          * refused whenever they come. */
-        struct spec p6 = run1;
+        struct tu_spec p6 = run1;
         p6.run = 6;
         p6.nintervals = 1;
         p6.nevents = 1;
-        char *text6 = summary_text(&p6);
+        char *text6 = tu_summary_text(&p6);
         struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth, text6,
                                     strlen(text6));
         assert_int_equal(r.status, 200);
@@ -681,7 +603,7 @@ static void test_group_commit(void **state) {
         for (int i = 0; i < N; i++) {
                 if (i < NEW + DUP) {
                         /* Run 5: NEW uploads, then the first DUP of them again. */
-                        struct spec p = run1;
+                        struct tu_spec p = run1;
                         p.run = 5;
                         p.start_ns = T0 + 3 * 3600 * INT64_C(1000000000);
                         p.seq = (uint64_t) (i < NEW ? i : i - NEW);
@@ -689,11 +611,11 @@ static void test_group_commit(void **state) {
                         p.nintervals = 1;
                         p.first_event = 1 + p.seq;
                         p.nevents = 1;
-                        texts[i] = summary_text(&p);
+                        texts[i] = tu_summary_text(&p);
                 } else {
-                        struct spec p = p6;
+                        struct tu_spec p = p6;
                         p.seq = p.first_interval = (uint64_t) (i - NEW - DUP + 1);
-                        char *t = summary_text(&p);
+                        char *t = tu_summary_text(&p);
                         texts[i] = replace(t, "fedcba9876543210fedcba9876543210",
                                            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa");
                         free(t);
@@ -744,8 +666,7 @@ static void test_group_commit(void **state) {
                 assert_int_equal(duplicate[seq], seq < DUP ? 1 : 0);
         }
 
-        sqlite3 *d;
-        assert_int_equal(sqlite3_open_v2(db2, &d, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+        sql_conn *d = tu_farm_open(db2);
         assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), NEW + 1);
         assert_int_equal(db_int(d, "SELECT count(*) FROM uploads"), NEW + 1);
         assert_int_equal(db_int(d, "SELECT count(*) FROM events"), NEW + 1);
@@ -756,7 +677,7 @@ static void test_group_commit(void **state) {
         assert_int_equal(db_int(d, "SELECT count(*) FROM runs WHERE run_id = 6 AND boot_id = "
                                    "'fedcba9876543210fedcba9876543210'"),
                          1);
-        sqlite3_close(d);
+        sql_close(d);
 
         /* Every upload answered 200 was in a commit, and none was answered before it. */
         assert_int_equal(stop_server(pid), 0);
@@ -803,11 +724,11 @@ static void test_bad_uploads(void **state) {
                   "missing, invalid or revoked token" },
                 { "another machine's token", NULL, NULL, "B", 403, "machine.id" },
         };
-        struct spec p = run1;
+        struct tu_spec p = run1;
         p.seq = 5;
         p.first_interval = 5;
         p.first_event = 50;
-        char *valid = summary_text(&p);
+        char *valid = tu_summary_text(&p);
         struct snapshot before;
         snapshot(&before);
 
@@ -929,7 +850,7 @@ static void test_query_errors(void **state) {
  * machine is not affected, and the refused request stores nothing. */
 static void test_rate_limit(void **state) {
         char db2[600], log2[600], url[128], tok_a[80], tok_b[80];
-        snprintf(db2, sizeof(db2), "%s/rate.db", dir);
+        tu_farm_target(dir, "rate", db2, sizeof(db2));
         snprintf(log2, sizeof(log2), "%s/rate.log", dir);
         enroll(db2, ID_A, NULL, NULL, tok_a);
         enroll(db2, ID_B, NULL, NULL, tok_b);
@@ -938,7 +859,7 @@ static void test_rate_limit(void **state) {
         char auth_a[128], auth_b[128];
         snprintf(auth_a, sizeof(auth_a), "Bearer %s", tok_a);
         snprintf(auth_b, sizeof(auth_b), "Bearer %s", tok_b);
-        char *text = summary_text(&run1);
+        char *text = tu_summary_text(&run1);
         for (int i = 0; i < 3; i++) {
                 struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth_a, text,
                                             strlen(text));
@@ -961,8 +882,9 @@ static void test_rate_limit(void **state) {
 
 /* Errors of the command line: a port in use, unreadable TLS files, a bad address. */
 static void test_command_line_errors(void **state) {
-        char dbarg[600], listen[128];
-        snprintf(dbarg, sizeof(dbarg), "--db=%s/other.db", dir);
+        char dbarg[600], listen[128], other[512];
+        tu_farm_target(dir, "other", other, sizeof(other));
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", other);
         snprintf(listen, sizeof(listen), "--listen=%s", base_url + strlen("http://"));
         char *in_use[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, listen, NULL };
         run_server(in_use, "Address already in use", 1);
@@ -997,7 +919,7 @@ static void test_command_line_errors(void **state) {
         char *missing_conf[] = { (char *) tu_bin("RTSOAK_SERVER"), "--config=/nonexistent.conf",
                                  NULL };
         run_server(missing_conf, "/nonexistent.conf: cannot open", 78);
-        snprintf(db2, sizeof(db2), "%s/conf.db", dir);
+        tu_farm_target(dir, "conf", db2, sizeof(db2));
         snprintf(log2, sizeof(log2), "%s/conf.log", dir);
         f = fopen(conf, "we");
         fprintf(f, "[Server]\nDatabase=%s\nThreads=3\nListen=127.0.0.1:1\n", db2);
@@ -1020,7 +942,7 @@ static void test_tls(void **state) {
         snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
         snprintf(key, sizeof(key), "%s/key.pem", dir);
         tu_make_cert(cert, key);
-        snprintf(db2, sizeof(db2), "%s/tls.db", dir);
+        tu_farm_target(dir, "tls", db2, sizeof(db2));
         snprintf(log2, sizeof(log2), "%s/tls.log", dir);
         char certarg[700], keyarg[700];
         snprintf(certarg, sizeof(certarg), "--cert=%s", cert);
@@ -1036,6 +958,76 @@ static void test_tls(void **state) {
 }
 
 /* SIGTERM stops the server cleanly, after one log line for every request it answered. */
+/* Retention: prune drops the intervals of whole months before the one given (on PostgreSQL
+ * their partitions), keeps the day rollups and the runs, and data of a dropped month that
+ * arrives afterwards is stored again. */
+static void test_retention(void **state) {
+        char db2[600], log2[600], url[128], tok[80], auth[128], before[64], dbarg[700];
+        tu_farm_target(dir, "retention", db2, sizeof(db2));
+        snprintf(log2, sizeof(log2), "%s/retention.log", dir);
+        enroll(db2, ID_A, NULL, NULL, tok);
+        const char *extra[] = { "--rate=100000", "--burst=100000", NULL };
+        pid_t pid = start_server(db2, log2, extra, url, sizeof(url));
+        snprintf(auth, sizeof(auth), "Bearer %s", tok);
+        /* 2026-09-15, 2026-10-15 and 2026-11-15, two intervals each. */
+        const int64_t day = 86400 * INT64_C(1000000000), sep15 = INT64_C(1789430400) * 1000000000;
+        for (int m = 0; m < 3; m++) {
+                struct tu_spec p = run1;
+                p.run = 10 + m;
+                p.start_ns = sep15 + m * 30 * day;
+                p.nevents = 0;
+                char *text = tu_summary_text(&p);
+                struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth, text,
+                                            strlen(text));
+                assert_int_equal(r.status, 200);
+                tu_reply_done(&r);
+                free(text);
+        }
+        sql_conn *d = tu_farm_open(db2);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 6);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM run_days"), 3);
+        sql_close(d);
+
+        /* Before 2026-11-20: September and October go, November stays. */
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", db2);
+        snprintf(before, sizeof(before), "--before=2026-11-20T00:00:00Z");
+        char *prune[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "prune", before, NULL };
+        run_server(prune, tu_pg() ? "Dropped 2 month(s)" : "4 intervals", 0);
+        d = tu_farm_open(db2);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 2);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM interval_cpus"), 2 * 3);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM interval_loads"), 2);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM run_days"), 3);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM runs"), 3);
+        if (tu_pg())
+                assert_int_equal(db_int(d, "SELECT count(*) FROM pg_tables WHERE tablename IN "
+                                           "('intervals_p202609', 'intervals_p202610', "
+                                           "'interval_cpus_p202610')"),
+                                 0);
+        sql_close(d);
+
+        /* A late interval of October: its partition is made again by the running server. */
+        struct tu_spec p = run1;
+        p.run = 11;
+        p.start_ns = sep15 + 30 * day;
+        p.seq = p.first_interval = 5;
+        p.nintervals = 1;
+        p.nevents = 0;
+        char *text = tu_summary_text(&p);
+        struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth, text,
+                                    strlen(text));
+        if (r.status != 200)
+                fail_msg("late interval of a dropped month: %ld %s", r.status, r.body);
+        tu_reply_done(&r);
+        free(text);
+        assert_int_equal(stop_server(pid), 0);
+        d = tu_farm_open(db2);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 3);
+        sql_close(d);
+        char *none[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "prune", NULL };
+        run_server(none, "prune needs --before TIME", 64);
+}
+
 static void test_stop_and_request_log(void **state) {
         assert_int_equal(stop_server(server_pid), 0);
         server_pid = 0;
@@ -1068,6 +1060,7 @@ int main(void) {
                 cmocka_unit_test(test_rate_limit),
                 cmocka_unit_test(test_command_line_errors),
                 cmocka_unit_test(test_tls),
+                cmocka_unit_test(test_retention),
                 cmocka_unit_test(test_stop_and_request_log),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);

@@ -3,7 +3,6 @@
  * once and in order, across a server outage and across kill -9 of the daemon, and a row the
  * server refuses does not hold up the rest. */
 #include <signal.h>
-#include <sqlite3.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include "macro.h"
 #include "tests.h"
 #include "test-util.h"
+#include "test-farmdb.h"
 #include "timeutil.h"
 
 static char *dir, local_db[512], farm_db[512], server_log[512], token_file[512], url[128],
@@ -20,7 +20,7 @@ static char *dir, local_db[512], farm_db[512], server_log[512], token_file[512],
 static int setup(void **state) {
         dir = tu_mkdtemp("upload");
         snprintf(local_db, sizeof(local_db), "%s/rtsoak.db", dir);
-        snprintf(farm_db, sizeof(farm_db), "%s/farm.db", dir);
+        tu_farm_target(dir, "farm", farm_db, sizeof(farm_db));
         snprintf(server_log, sizeof(server_log), "%s/server.log", dir);
         snprintf(token_file, sizeof(token_file), "%s/token", dir);
         snprintf(set_db, sizeof(set_db), "Storage.Path=%s", local_db);
@@ -30,6 +30,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
+        tu_farm_drop(farm_db);
         tu_rmdir(dir);
         dir = NULL;
         return 0;
@@ -37,17 +38,13 @@ static int teardown(void **state) {
 
 static void fresh_local(void) {
         tu_remove_db(local_db);
-        /* The farm keeps the machine's enrollment; its data goes. */
-        sqlite3 *db;
-        assert_int_equal(sqlite3_open(farm_db, &db), SQLITE_OK);
-        assert_int_equal(sqlite3_exec(db,
-                                      "DELETE FROM interval_load_metrics; DELETE FROM "
-                                      "interval_loads; DELETE FROM interval_cpus; DELETE FROM "
-                                      "events; DELETE FROM uploads; DELETE FROM intervals; "
-                                      "DELETE FROM runs;",
-                                      NULL, NULL, NULL),
-                         SQLITE_OK);
-        sqlite3_close(db);
+        /* The farm keeps the machine's enrollment; its data goes (what refers to a run
+         * first: PostgreSQL enforces the references). */
+        tu_farm_exec(farm_db, "DELETE FROM interval_load_metrics; DELETE FROM interval_loads; "
+                              "DELETE FROM interval_cpus; DELETE FROM events; DELETE FROM uploads; "
+                              "DELETE FROM intervals; DELETE FROM run_day_scenarios; DELETE FROM "
+                              "run_days; DELETE FROM load_downs; DELETE FROM hist_days; DELETE "
+                              "FROM \"overlaps\"; DELETE FROM verdict_log; DELETE FROM runs;");
 }
 
 static pid_t start_server_at(const char *listen) {
@@ -90,35 +87,27 @@ static pid_t start_daemon(const char *duration, const char *errlog) {
         return tu_spawn(argv, NULL, errlog);
 }
 
-/* A sorted list of "run:seq" of the local database's intervals, or the farm's. */
+/* A sorted list of "run:seq" of the local database's intervals, or the farm's (either SQLite
+ * file, or the farm on PostgreSQL). */
 static char *interval_list(const char *path, const char *sql) {
-        sqlite3 *db;
-        sqlite3_stmt *st;
+        sql_conn *db = tu_farm_open(path);
+        sql_stmt *st;
         char *buf = NULL;
         size_t len = 0;
         FILE *f = open_memstream(&buf, &len);
-        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-        while (sqlite3_step(st) == SQLITE_ROW)
-                fprintf(f, "%lld:%lld\n", sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
-        sqlite3_finalize(st);
-        sqlite3_close(db);
+        if (sql_prepare_once(db, sql, &st) < 0)
+                fail_msg("%s: %s", sql, sql_errmsg(db));
+        while (sql_step(st) == SQL_ROW)
+                fprintf(f, "%lld:%lld\n", (long long) sql_column_int64(st, 0),
+                        (long long) sql_column_int64(st, 1));
+        sql_finalize(st);
+        sql_close(db);
         fclose(f);
         return buf;
 }
 
 static long long query(const char *path, const char *sql) {
-        sqlite3 *db;
-        sqlite3_stmt *st;
-        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-        long long v = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-        sqlite3_close(db);
-        return v;
+        return tu_farm_int(path, sql);
 }
 
 #define LOCAL_LIST "SELECT run_id, seq FROM intervals ORDER BY run_id, seq"
@@ -150,16 +139,15 @@ static void expect_all_arrived(void) {
 
 /* One text column of the first row of sql. */
 static char *query_text(const char *path, const char *sql) {
-        sqlite3 *db;
-        sqlite3_stmt *st;
-        assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-                fail_msg("%s: %s", sql, sqlite3_errmsg(db));
-        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-        const char *t = (const char *) sqlite3_column_text(st, 0);
+        sql_conn *db = tu_farm_open(path);
+        sql_stmt *st;
+        if (sql_prepare_once(db, sql, &st) < 0)
+                fail_msg("%s: %s", sql, sql_errmsg(db));
+        assert_int_equal(sql_step(st), SQL_ROW);
+        const char *t = sql_column_text(st, 0);
         char *v = strdup(t ?: "(null)");
-        sqlite3_finalize(st);
-        sqlite3_close(db);
+        sql_finalize(st);
+        sql_close(db);
         return v;
 }
 
@@ -201,9 +189,9 @@ static void test_uploads_in_order(void **state) {
         pid_t d = start_daemon("4s", NULL);
         assert_int_equal(tu_wait(d, 30000), 0);
         expect_all_arrived();
-        /* In order: each upload's first row came after the previous upload's. */
+        /* In order: an upload received after another one of the run has a later first row. */
         assert_int_equal(query(farm_db, "SELECT count(*) FROM uploads u1 JOIN uploads u2 ON "
-                                        "u2.rowid = u1.rowid + 1 AND u2.run = u1.run "
+                                        "u2.received_ns > u1.received_ns AND u2.run = u1.run "
                                         "WHERE u2.seq <= u1.seq"),
                          0);
         /* The events came along (the scenario event at least). */
@@ -282,16 +270,11 @@ static void test_refused_row_does_not_block(void **state) {
         struct tu_result r;
         assert_int_equal(tu_run(argv, 30000, NULL, NULL, &r), 0);
         tu_result_done(&r);
-        sqlite3 *db;
-        assert_int_equal(sqlite3_open(local_db, &db), SQLITE_OK);
-        assert_int_equal(sqlite3_exec(db,
-                                      "INSERT INTO events (run_id, time_ns, type, message) VALUES "
-                                      "(1, 1796300000000000000, 'note', 'bell' || char(7));"
-                                      "INSERT INTO outbox (run_id, event_id, created_ns) VALUES "
-                                      "(1, last_insert_rowid(), 0);",
-                                      NULL, NULL, NULL),
-                         SQLITE_OK);
-        sqlite3_close(db);
+        /* rtsoakd's own database is SQLite, whatever the farm's. */
+        tu_farm_exec(local_db, "INSERT INTO events (run_id, time_ns, type, message) VALUES "
+                               "(1, 1796300000000000000, 'note', 'bell' || char(7));"
+                               "INSERT INTO outbox (run_id, event_id, created_ns) VALUES "
+                               "(1, last_insert_rowid(), 0);");
 
         pid_t srv = start_server_at("127.0.0.1:0");
         pid_t d = start_daemon("4s", NULL);

@@ -13,6 +13,7 @@
 #include "tests.h"
 #include "test-http.h"
 #include "test-util.h"
+#include "test-farmdb.h"
 
 #define ID_A "a0000000000000000000000000000001"
 #define ID_B "b0000000000000000000000000000002"
@@ -141,7 +142,7 @@ static void expect_status(json_t *v, const char *want) {
 static int setup(void **state) {
         struct tu_result r;
         dir = tu_mkdtemp("verdict");
-        snprintf(db_path, sizeof(db_path), "%s/farm.db", dir);
+        tu_farm_target(dir, "farm", db_path, sizeof(db_path));
         snprintf(log_path, sizeof(log_path), "%s/server.log", dir);
         tu_server_enroll(db_path, ID_A, NULL, NULL, token_a);
         tu_server_enroll(db_path, ID_B, NULL, NULL, token_b);
@@ -176,6 +177,7 @@ static int teardown(void **state) {
                 kill(server_pid, SIGTERM);
                 tu_wait(server_pid, 10000);
         }
+        tu_farm_drop(db_path);
         tu_rmdir(dir);
         return 0;
 }

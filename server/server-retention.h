@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* Retention of the farm's raw intervals: whole UTC months older than a horizon dropped (on
+ * PostgreSQL their partitions), the rollups that the verdict reads kept. */
+#pragma once
+
+#include <stdint.h>
+
+#include "server-db.h"
+
+/* Drops the intervals of the UTC months that ended before the month of before_ns: on
+ * PostgreSQL their partitions (the number of months dropped), on SQLite their rows (0, and
+ * how many in ret_intervals). */
+int farm_retention_pass(farm_db *db, int64_t before_ns, uint64_t *ret_intervals,
+                        char err[static FARM_ERROR_MAX]);
+
+/* A thread that runs the pass with the horizon now - retention_ns every hour (0: none). */
+struct farm_pruner;
+int farm_pruner_start(farm_db *db, uint64_t retention_ns, struct farm_pruner **ret);
+void farm_pruner_stop(struct farm_pruner *p);
