@@ -360,14 +360,10 @@ int notify_store_waiver_actions(farm_db *db, int64_t after, struct notify_audit 
                         break;
                 }
                 v = x;
-                v[n] = (struct notify_audit){ sql_column_int64(st, 0),
-                                              sql_column_int64(st, 1),
-                                              sql_column_int64(st, 2),
-                                              col_dup(st, 3),
-                                              col_dup(st, 4),
-                                              col_dup(st, 5),
-                                              col_dup(st, 6),
-                                              col_dup(st, 7) };
+                v[n] = (struct notify_audit){ sql_column_int64(st, 0), sql_column_int64(st, 1),
+                                              sql_column_int64(st, 2), col_dup(st, 3),
+                                              col_dup(st, 4),          col_dup(st, 5),
+                                              col_dup(st, 6),          col_dup(st, 7) };
                 if (!v[n].who || !v[n].action || !v[n].release || !v[n].problem || !v[n].detail)
                         r = -ENOMEM;
                 n++;
@@ -398,8 +394,8 @@ static int read_int(farm_db *db, const char *sql, const char *what, int64_t *ret
 }
 
 int notify_store_audit_last(farm_db *db, int64_t *ret, char err[static FARM_ERROR_MAX]) {
-        return read_int(db, "SELECT coalesce(max(id), 0) FROM audit",
-                        "cannot read the audit trail", ret, err);
+        return read_int(db, "SELECT coalesce(max(id), 0) FROM audit", "cannot read the audit trail",
+                        ret, err);
 }
 
 int notify_store_latest_stable(farm_db *db, json_t **ret, int64_t *ret_log_id,
@@ -446,7 +442,8 @@ int notify_store_latest_stable(farm_db *db, json_t **ret, int64_t *ret_log_id,
 /* A notification row (ROW_COLUMNS) as the API lists it. */
 static json_t *row_json(sql_stmt *st) {
         char t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN], t3[TIMESTAMP_MAX_LEN];
-        json_t *groups = json_array(), *detail = json_loads(sql_column_text(st, 13) ?: "{}", 0, NULL);
+        json_t *groups = json_array(),
+               *detail = json_loads(sql_column_text(st, 13) ?: "{}", 0, NULL);
         for (const char *p = sql_column_text(st, 7) ?: ""; *p;) {
                 size_t len = strcspn(p, ",");
                 json_array_append_new(groups, json_stringn(p, len));
@@ -723,15 +720,15 @@ static int deliveries_json(sql_conn *c, int64_t id, json_t **ret, char *err) {
                 const char *state = sql_column_text(st, 2) ?: "";
                 bool pending = strcmp(state, "pending") == 0;
                 int64_t done = col_time(st, 5);
-                json_t *d = json_pack(
-                        "{s:I, s:o, s:s, s:I, s:o, s:o, s:o}", "id",
-                        (json_int_t) sql_column_int64(st, 0), "channel", farm_json_col_text(st, 1),
-                        "state", state, "attempts", (json_int_t) sql_column_int64(st, 3),
-                        "next_attempt_ns",
-                        pending ? json_integer(sql_column_int64(st, 4)) : json_null(), "done",
-                        done != INT64_MIN ? json_string(format_timestamp_utc(t, done))
-                                          : json_null(),
-                        "error", farm_json_col_text(st, 6));
+                json_t *d = json_pack("{s:I, s:o, s:s, s:I, s:o, s:o, s:o}", "id",
+                                      (json_int_t) sql_column_int64(st, 0), "channel",
+                                      farm_json_col_text(st, 1), "state", state, "attempts",
+                                      (json_int_t) sql_column_int64(st, 3), "next_attempt_ns",
+                                      pending ? json_integer(sql_column_int64(st, 4)) : json_null(),
+                                      "done",
+                                      done != INT64_MIN ? json_string(format_timestamp_utc(t, done))
+                                                        : json_null(),
+                                      "error", farm_json_col_text(st, 6));
                 if (!d || json_array_append_new(list, d) < 0)
                         return -ENOMEM;
         }
@@ -742,10 +739,10 @@ static int deliveries_json(sql_conn *c, int64_t id, json_t **ret, char *err) {
 }
 
 /* A filter left out is NULL: its parameter is cast, so that PostgreSQL knows its type. */
-#define LIST_WHERE                                                                            \
-        " FROM notifications n WHERE (CAST(?1 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM "     \
-        "notification_deliveries d WHERE d.notification = n.id AND d.state = ?1)) AND "       \
-        "(CAST(?2 AS TEXT) IS NULL OR n.kind = ?2) AND (CAST(?3 AS TEXT) IS NULL OR "         \
+#define LIST_WHERE                                                                        \
+        " FROM notifications n WHERE (CAST(?1 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM " \
+        "notification_deliveries d WHERE d.notification = n.id AND d.state = ?1)) AND "   \
+        "(CAST(?2 AS TEXT) IS NULL OR n.kind = ?2) AND (CAST(?3 AS TEXT) IS NULL OR "     \
         "n.machine_id = ?3) AND (CAST(?4 AS TEXT) IS NULL OR n.release = ?4)"
 
 static void bind_filter(sql_stmt *st, const struct notify_filter *f) {

@@ -383,8 +383,7 @@ static int pass_lock(sql_conn *c, bool take, char *err) {
 }
 
 static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                    struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
-                    char *err) {
+                    struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks, char *err) {
         static const struct farm_verdict_hooks none = {};
         const struct farm_verdict_hooks *h = hooks ?: &none;
         struct farm_problem_sink sink = { h->problem, h->userdata };
