@@ -704,8 +704,8 @@ int main(int argc, char **argv) {
                        "\"encode_s\":%.3f}\n",
                        done, stored, duplicate, transport_errors, statuses, elapsed, rate, p50, p90,
                        p99, pmax, server_cpu, cpu_per, o.db_pid > 0 ? db_per : -1.0, client_cpu,
-                       connects, nm, o.connections,
-                       (double) total_bytes / (double) o.count, o.run_id, enroll_s, encode_s);
+                       connects, nm, o.connections, (double) total_bytes / (double) o.count,
+                       o.run_id, enroll_s, encode_s);
         else {
                 printf("machines %u, connections %u, run id %" PRId64 ", body %.0f bytes on "
                        "average (encoded in %.2f s)\n",

@@ -10,9 +10,9 @@
 #include "server-db-internal.h"
 #include "server-partitions.h"
 
-/* The tables partitioned by the month of the interval's start. */
-static const char *const partitioned[] = { "intervals", "interval_cpus", "interval_loads",
-                                           "interval_load_metrics" };
+const char *const farm_partitioned[FARM_PARTITIONED_TABLES] = { "intervals", "interval_cpus",
+                                                                "interval_loads",
+                                                                "interval_load_metrics" };
 
 int64_t farm_month_of(int64_t ns) {
         int64_t s = ns / (int64_t) NSEC_PER_SEC - (ns % (int64_t) NSEC_PER_SEC < 0);
@@ -77,12 +77,12 @@ static int make_locked(sql_conn *c, int64_t month, char *err) {
         struct tm tm;
         gmtime_r(&s, &tm);
         int r = farm_exec(c, "SELECT pg_advisory_xact_lock(" FARM_LOCK_PARTITIONS ")", err);
-        for (size_t i = 0; i < ELEMENTSOF(partitioned) && r >= 0; i++) {
+        for (size_t i = 0; i < ELEMENTSOF(farm_partitioned) && r >= 0; i++) {
                 char sql[512];
                 snprintf(sql, sizeof(sql),
                          "CREATE TABLE IF NOT EXISTS %s_p%04d%02d PARTITION OF %s "
                          "FOR VALUES FROM (%lld) TO (%lld)",
-                         partitioned[i], tm.tm_year + 1900, tm.tm_mon + 1, partitioned[i],
+                         farm_partitioned[i], tm.tm_year + 1900, tm.tm_mon + 1, farm_partitioned[i],
                          (long long) from, (long long) to);
                 r = farm_exec(c, sql, err);
         }

@@ -9,6 +9,11 @@
 #include "sql.h"
 #include "summary.h"
 
+/* The tables partitioned by the month of the interval's start, in the order a partition of each
+ * is made (a table whose rows belong to an interval comes after "intervals"). */
+#define FARM_PARTITIONED_TABLES 4
+extern const char *const farm_partitioned[FARM_PARTITIONED_TABLES];
+
 /* The partitions of this month and the next (nothing on SQLite). */
 int farm_partitions_ahead(sql_conn *c, char *err);
 /* The partitions that the intervals of s go to; c must not be in a transaction (a partition is

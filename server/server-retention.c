@@ -20,9 +20,6 @@
 #define BATCH_INTERVALS 2000
 #define PRUNE_EVERY_NS (3600 * NSEC_PER_SEC)
 
-static const char *const partitioned[] = { "intervals", "interval_cpus", "interval_loads",
-                                           "interval_load_metrics" };
-
 /* The partition months of the intervals that ended before cutoff (a month's start). */
 static int old_months(sql_conn *c, int64_t cutoff, int64_t *months, size_t max, size_t *ret_n,
                       char *err) {
@@ -59,10 +56,10 @@ static int drop_partitions_locked(sql_conn *c, int64_t cutoff, int *ret_n, char 
                 time_t t = (time_t) s;
                 struct tm tm;
                 gmtime_r(&t, &tm);
-                for (size_t k = ELEMENTSOF(partitioned); k-- > 0 && r >= 0;) {
+                for (size_t k = ELEMENTSOF(farm_partitioned); k-- > 0 && r >= 0;) {
                         char sql[128];
                         snprintf(sql, sizeof(sql), "DROP TABLE IF EXISTS %s_p%04d%02d",
-                                 partitioned[k], tm.tm_year + 1900, tm.tm_mon + 1);
+                                 farm_partitioned[k], tm.tm_year + 1900, tm.tm_mon + 1);
                         r = farm_exec(c, sql, err);
                 }
                 farm_partitions_forget(farm_of(c), months[i]);

@@ -9,7 +9,7 @@
 
 #include "macro.h"
 
-/* SQL dialect accepted by both backends (docs/farm-server.md, "The store"):
+/* SQL dialect accepted by both backends (docs/farm-server.md, "The store layer"):
  *   - parameters are ? (the next number) or ?N, numbered from 1, as SQLite writes them; the
  *     PostgreSQL backend turns them into $N;
  *   - greatest(a, b, ...) and least(...) (PostgreSQL's; NULLs ignored) and string_agg(x, sep)

@@ -130,6 +130,25 @@ static void test_dialect_functions(void **state) {
         assert_int_equal(sql_column_int64(st, 6), 6);
         assert_true(sql_column_double(st, 7) == 0.75);
         sql_finalize(st);
+
+        /* Aggregates of big and negative integers (PostgreSQL: numeric), and their text. */
+        assert_int_equal(sql_exec(c, "DELETE FROM t"), 0);
+        insert("big", INT64_C(4000000000000000000), NULL, 0);
+        insert("neg", INT64_C(-123456789012), NULL, 0);
+        insert("odd", 1, NULL, 0);
+        assert_int_equal(sql_prepare_once(c,
+                                          "SELECT sum(n), avg(n), min(n), count(*), "
+                                          "(SELECT sum(n) FROM t WHERE n < 2) FROM t",
+                                          &st),
+                         0);
+        assert_int_equal(sql_step(st), SQL_ROW);
+        assert_int_equal(sql_column_int64(st, 0), INT64_C(3999999876543210989));
+        assert_string_equal(sql_column_text(st, 0), "3999999876543210989");
+        assert_true(sql_column_double(st, 1) > 1.3333e18 && sql_column_double(st, 1) < 1.3334e18);
+        assert_int_equal(sql_column_int64(st, 2), INT64_C(-123456789012));
+        assert_int_equal(sql_column_int64(st, 3), 3);
+        assert_int_equal(sql_column_int64(st, 4), INT64_C(-123456789011));
+        sql_finalize(st);
 }
 
 static void test_upsert_changes_and_rerun(void **state) {
