@@ -15,6 +15,7 @@
 #include "server-notify.h"
 #include "sha256.h"
 #include "test-farmdb.h"
+#include "test-util.h"
 
 #define S_NS INT64_C(1000000000)
 #define T0 INT64_C(1796300000000000000)
@@ -378,13 +379,47 @@ static void test_leases(void **state) {
         (void) state;
 }
 
+/* Schema 6 -> 7 on either store: a farm taken back to 6 gets the notifications' tables again
+ * when it is opened, and they work. */
+static void test_migration_7(void **state) {
+        char path[600], err[FARM_ERROR_MAX];
+        farm_db *db = NULL;
+        tu_farm_target(dir, "notify_migration", path, sizeof(path));
+        if (farm_db_open(path, &db, err) < 0)
+                fail_msg("%s", err);
+        farm_db_close(db);
+        tu_farm_exec(path, tu_pg() ? TU_FARM_SCHEMA_7_DOWN_PG : TU_FARM_SCHEMA_7_DOWN);
+        const char *version = tu_pg() ? "SELECT CAST(value AS BIGINT) FROM farm_meta WHERE key = "
+                                        "'schema_version'"
+                                      : "PRAGMA user_version";
+        assert_int_equal(tu_farm_int(path, version), 6);
+        if (farm_db_open(path, &db, err) < 0)
+                fail_msg("%s: %s", tu_backend_name(), err);
+        assert_int_equal(tu_farm_int(path, version), 7);
+        const char *channels[] = { "hook" };
+        json_auto_t *detail = json_object();
+        struct notify_new n = { .key = "after-migration",
+                                .kind = NK_TEST,
+                                .status = "test",
+                                .event_ns = T0,
+                                .detail = detail,
+                                .channels = channels,
+                                .nchannels = 1 };
+        struct insert_args a = { &n, T0, T0, 0 };
+        assert_int_equal(notify_store_write(db, insert_in, &a, err), 1);
+        farm_db_close(db);
+        assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM notification_deliveries"), 1);
+        tu_farm_drop(path);
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_hmac_rfc4231), cmocka_unit_test(test_webhook_signature),
                 cmocka_unit_test(test_channel_keys), cmocka_unit_test(test_channel_check),
                 cmocka_unit_test(test_routing),      cmocka_unit_test(test_render),
                 cmocka_unit_test(test_mail),         cmocka_unit_test(test_url_escape),
-                cmocka_unit_test(test_leases),
+                cmocka_unit_test(test_leases),       cmocka_unit_test(test_migration_7),
         };
         return RUN_TESTS_IN_TMPDIR(tests, dir);
 }

@@ -93,10 +93,14 @@ double tu_load_rate(json_t *j, const char *metric);
 uint64_t tu_load_count(json_t *j, const char *metric);
 
 /* Takes a farm database of schema 7 back to schema 6 (no notifications), and one of schema 6
- * back to schema 5, as the releases before left them: for the migration tests. */
-#define TU_FARM_SCHEMA_7_DOWN                                                                   \
+ * back to schema 5, as the releases before left them: for the migration tests.  _PG: the
+ * same on PostgreSQL, whose schema begins at 6. */
+#define TU_FARM_SCHEMA_7_DROPS                                                                  \
         "DROP TABLE notification_deliveries; DROP TABLE notifications; DROP TABLE notify_seen;" \
-        "DROP TABLE notify_state; PRAGMA user_version = 6;"
+        "DROP TABLE notify_state;"
+#define TU_FARM_SCHEMA_7_DOWN TU_FARM_SCHEMA_7_DROPS "PRAGMA user_version = 6;"
+#define TU_FARM_SCHEMA_7_DOWN_PG \
+        TU_FARM_SCHEMA_7_DROPS "UPDATE farm_meta SET value = '6' WHERE key = 'schema_version';"
 #define TU_FARM_SCHEMA_6_DOWN                                                                    \
         "DROP INDEX runs_release; DROP INDEX runs_machine_end; DROP INDEX events_run_received;"  \
         "DROP TABLE overlaps; DROP TABLE machine_settings; DROP TABLE maintenance;"              \
