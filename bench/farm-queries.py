@@ -22,9 +22,12 @@ database size is the main file plus the WAL.
 PostgreSQL database that rtsoak-server migrate copied it into): each is measured in turn, in
 the same run, and reported under its store.
 
+--only QUERY (repeatable) measures just those queries, e.g. the intervals query on both stores
+in turn: --db FILE --db URI --db FILE --db URI --only intervals.
+
 Usage (from the source tree after building into build/):
     bench/farm-queries.py --db /var/tmp/rtsoak-bench/farm.db [--db postgresql://...] [--runs 7]
-                          [--fill]
+                          [--only intervals] [--fill]
 """
 import argparse
 import datetime
@@ -162,7 +165,7 @@ def baseline(args):
             dt, last = timed_get("%s/api/v1/kernels/%s/verdict?at=%d" % (url, NEWER, at))
             warm.append(dt)
         kernels = []
-        for _ in range(args.runs):
+        for _ in range(args.runs if want("kernels") else 0):
             dt, _ = timed_get("%s/api/v1/kernels?at=%d" % (url, at))
             kernels.append(dt)
         cpu_s = proc_cpu_s(proc.pid)
@@ -205,26 +208,27 @@ def db_size(db):
     return sum(os.path.getsize(db + s) for s in ("", "-wal") if os.path.exists(db + s))
 
 
-def measure(args, db):
-    """The lines of one store's measurements."""
+def measure(args, db, server=SERVER):
+    """The lines of one store's measurements (with the rtsoak-server binary server)."""
     size = db_size(db)
     shown = db.split("?")[0]
     # The start checks the database (quick_check up to 1 GiB): minutes for a big farm.
     log = (db if not db.startswith("postgres") else "/tmp/rtsoak-farm-queries-pg") + ".server.log"
-    proc, url, _ = start_server(SERVER, db, log, ["--cache-warming", "no"], timeout_s=1800)
+    proc, url, _ = start_server(server, db, log, ["--cache-warming", "no"], timeout_s=1800)
     lines = []
     try:
         at = (END_S + 60) * 10**9
         verdict_times, kernels_times, iv_times, hist_times = [], [], [], []
         known_times, series_times = [], []
         last = None
-        for _ in range(args.runs):
+        want = lambda name: not args.only or name in args.only  # noqa: E731
+        for _ in range(args.runs if want("verdict") else 0):
             dt, last = timed_get("%s/api/v1/kernels/%s/verdict?at=%d" % (url, RELEASE, at))
             verdict_times.append(dt)
-        for _ in range(args.runs):
+        for _ in range(args.runs if want("verdict") else 0):
             dt, _ = timed_get("%s/api/v1/kernels/%s/verdict?known_at=%d" % (url, RELEASE, at))
             known_times.append(dt)
-        for _ in range(args.runs):
+        for _ in range(args.runs if want("series") else 0):
             dt, _ = timed_get("%s/api/v1/series?at=%d" % (url, at))
             series_times.append(dt)
         machine = "f%031x" % 7
@@ -233,16 +237,16 @@ def measure(args, db):
             url, machine, frm, to)
         steps = pages = None
         try:
-            for _ in range(args.runs):
+            for _ in range(args.runs if want("intervals") else 0):
                 dt, pages, steps = timed_pages(iv_url)
                 iv_times.append(dt)
-            for _ in range(args.runs):
+            for _ in range(args.runs if want("histogram") else 0):
                 dt, _ = timed_get("%s/api/v1/machines/%s/histogram?from=%d&to=%d" % (
                     url, machine, frm, to))
                 hist_times.append(dt)
         except urllib.error.HTTPError as e:
             lines.append("interval/histogram queries not available: %s" % e)
-        for _ in range(args.runs):
+        for _ in range(args.runs if want("kernels") else 0):
             dt, _ = timed_get("%s/api/v1/kernels?at=%d" % (url, at))
             kernels_times.append(dt)
         cpu = proc_cpu_s(proc.pid)
@@ -251,23 +255,28 @@ def measure(args, db):
         proc.wait(timeout=60)
 
     head = [
-        "store: %s" % shown,
+        "store: %s" % shown + ("" if server == SERVER else " (server %s)" % server),
         "farm: %d machines x %d CPUs x %d days of 1-minute intervals (%d intervals), "
         "database %.2f GiB (%.0f bytes per interval)" % (
             args.machines, args.cpus, args.days, args.machines * args.days * 1440,
             size / 2**30, size / (args.machines * args.days * 1440)),
-        "verdict: %s, %d problem(s), %d gating machines" % (
-            last["verdict"], last["problems_total"], last["gating_machines"]),
-        summary("verdict (GET .../verdict?at=)", verdict_times, 1.0),
-        summary("verdict as known then (?known_at=)", known_times, 1.0),
-        summary("series and their latest stable", series_times),
     ]
+    if verdict_times:
+        head += [
+            "verdict: %s, %d problem(s), %d gating machines" % (
+                last["verdict"], last["problems_total"], last["gating_machines"]),
+            summary("verdict (GET .../verdict?at=)", verdict_times, 1.0),
+            summary("verdict as known then (?known_at=)", known_times, 1.0),
+        ]
+    if series_times:
+        head.append(summary("series and their latest stable", series_times))
     if iv_times:
         head.append(summary("intervals, 30 days at 5 min (%d steps, %d pages)" % (steps, pages),
                             iv_times, 0.1))
     if hist_times:
         head.append(summary("histogram, 30 days, one machine", hist_times))
-    head.append(summary("kernel list with verdicts", kernels_times))
+    if kernels_times:
+        head.append(summary("kernel list with verdicts", kernels_times))
     head.append("server CPU over all of these: %.1f s" % cpu)
     return head + lines
 
@@ -277,6 +286,11 @@ def main():
     ap.add_argument("--db", action="append", default=[],
                     help="the farm (repeat: the same farm in other stores)")
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--server", action="append", default=[],
+                    help="rtsoak-server binary (repeat: each store measured with each in turn)")
+    ap.add_argument("--only", action="append", default=[],
+                    choices=["verdict", "series", "intervals", "histogram", "kernels"],
+                    help="measure only these queries (repeat; default: all)")
     ap.add_argument("--fill", action="store_true", help="make the farm first (takes long)")
     ap.add_argument("--machines", type=int, default=200)
     ap.add_argument("--cpus", type=int, default=8)
@@ -302,7 +316,8 @@ def main():
     out = ["%s  %s, %d CPUs, %s" % (datetime.datetime.now(datetime.timezone.utc).strftime(
         "%Y-%m-%d %H:%M UTC"), cpu_model(), os.cpu_count(), platform.release())]
     for db in args.db:
-        out += measure(args, db)
+        for server in args.server or [SERVER]:
+            out += measure(args, db, server)
     text = "\n".join(out) + "\n"
     print(text, end="")
     with open(RESULTS, "a") as f:

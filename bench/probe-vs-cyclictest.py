@@ -1,20 +1,32 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Runs rtsoakd's probe and rt-tests' cyclictest alternately with the same CPUs, priority and
-interval, idle and under hackbench load, and compares median (p50) and p99 latency and the CPU
-time each process used (all threads).
+interval, idle and under hackbench load, and compares median (p50), p99 and p99.9 latency, the
+mean, and the CPU time each process used (all threads).
 
 Both tools count latencies in 1 us buckets; both are reduced here with the same rule (the upper
 edge of the bucket holding the rank-ceil(q*N) sample), so the comparison is like for like.
 
+Variants (--variants, run in a rotating order within each round so that slow drift favours
+none of them):
+  cyclictest        cyclictest -m -Sp95 -i200 -q -h1000
+  rtsoakd           rtsoakd with no load scenario ("idle" rotation), the trace flight
+                    recorder off
+  rtsoakd-trace     the same with the trace flight recorder on (needs a writable tracefs)
+  rtsoakd-defaults  rtsoakd as this benchmark ran it before 2026-12-04: the built-in rotation,
+                    so it starts the load generators of the hour's scenario (or, where
+                    rtsoak-load is not installed, retries starting them and stores an event
+                    for each failure)
+
 Usage (as root, from the source tree after building):
     bench/probe-vs-cyclictest.py [--pairs 5] [--duration 30] [--interval 200] [--priority 95]
+                                 [--loads idle,hackbench] [--variants cyclictest,rtsoakd]
 """
 import argparse
 import json
 import math
 import os
-import resource
+import re
 import shutil
 import signal
 import statistics
@@ -25,18 +37,20 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.join(HERE, "..", "build")
+VARIANTS = ("cyclictest", "rtsoakd", "rtsoakd-trace", "rtsoakd-defaults")
 
 
 def run_measured(argv):
-    """Runs argv to completion; returns (exit status, CPU seconds of the process)."""
+    """Runs argv to completion; returns (CPU seconds of the process and the children it
+    waited for, maximum RSS in KiB, what it wrote on stderr)."""
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
     err = proc.stderr.read().decode(errors="replace")
+    _, status, usage = os.wait4(proc.pid, 0)
     proc.stderr.close()
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.exit(f"{argv[0]} failed ({code}): {err}")
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss, err
 
 
 def quantile_us(counts, overflow_values, q):
@@ -56,18 +70,27 @@ def quantile_us(counts, overflow_values, q):
     return float("nan")
 
 
-def rtsoakd_run(args, tmp):
+def rtsoakd_run(args, tmp, variant):
     db = os.path.join(tmp, "bench.db")
     for suffix in ("", "-wal", "-shm", ".lock"):
         if os.path.exists(db + suffix):
             os.unlink(db + suffix)
-    cpu = run_measured([
-        os.path.join(BUILD, "daemon", "rtsoakd"), "--config", "/dev/null",
-        "--set", f"Storage.Path={db}",
-        "--set", f"Probe.Interval={args.interval}us",
-        "--set", f"Probe.Priority={args.priority}",
-        "--duration", f"{args.duration}s",
-    ])
+    argv = [os.path.join(BUILD, "daemon", "rtsoakd"), "--config", "/dev/null",
+            "--set", f"Storage.Path={db}",
+            "--set", f"Probe.Interval={args.interval}us",
+            "--set", f"Probe.Priority={args.priority}",
+            "--duration", f"{args.duration}s"]
+    if variant != "rtsoakd-defaults":
+        argv += ["--set", "Schedule.Rotation=idle 1h", "--set", "Forensics.FlightRecorder="]
+        if args.has_trace:
+            argv += ["--set", "Trace.Enabled=" + ("yes" if variant == "rtsoakd-trace" else "no")]
+    cpu, rss, err = run_measured(argv)
+    trace_kib = None
+    m = re.search(r"Trace flight recorder on: .*?(\d+) KiB of kernel memory", err)
+    if m:
+        trace_kib = int(m.group(1))
+    elif variant == "rtsoakd-trace":
+        sys.exit("rtsoakd-trace: the flight recorder did not start:\n" + err)
     out = subprocess.run([os.path.join(BUILD, "cli", "rtsoak"), "--db", db, "histogram",
                           "--format", "json"], check=True, capture_output=True).stdout
     counts, overflow = {}, []
@@ -80,18 +103,22 @@ def rtsoakd_run(args, tmp):
                 # Above the exact range: count the bucket at the CPU's true maximum at most.
                 hi = (b["upper_ns"] or c["max_ns"] + 1000) // 1000
                 overflow.append((min(hi, c["max_ns"] // 1000 + 1), b["count"]))
-    return counts, overflow, cpu
+    rep = json.loads(subprocess.run([os.path.join(BUILD, "cli", "rtsoak"), "--db", db, "report",
+                                     "--json"], check=True, capture_output=True).stdout)
+    mean_us = rep["total"]["avg_ns"] / 1000
+    return counts, overflow, cpu, rss, mean_us, trace_kib
 
 
 def cyclictest_run(args, tmp):
     js = os.path.join(tmp, "cyclictest.json")
-    cpu = run_measured([
+    cpu, rss, _ = run_measured([
         "cyclictest", "-m", f"-Sp{args.priority}", f"-i{args.interval}", "-q",
         f"-D{args.duration}", "-h1000", f"--json={js}",
     ])
     with open(js) as f:
         data = json.load(f)
     counts, overflow = {}, []
+    cycles = weighted = 0
     for t in data["thread"].values():
         in_hist = 0
         for b, n in t["histogram"].items():
@@ -100,7 +127,9 @@ def cyclictest_run(args, tmp):
         # cyclictest's histogram stops at -h; the rest is only counted. Place it at the max.
         if t["cycles"] > in_hist:
             overflow.append((t["max"] + 1, t["cycles"] - in_hist))
-    return counts, overflow, cpu
+        cycles += t["cycles"]
+        weighted += t["avg"] * t["cycles"]
+    return counts, overflow, cpu, rss, weighted / max(cycles, 1), None
 
 
 def start_load(kind):
@@ -117,73 +146,133 @@ def stop_load(proc):
         proc.wait()
 
 
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def report(results, pools, variants, ref, pairs_of):
+    # idx: 0 p50, 1 p99, 2 p999, 3 mean, 4 cpu, 6 cpu per 100k wake-ups (a run that the
+    # machine's load made stop late measured longer)
+    names = ((0, "p50 us", "{:9.0f}"), (1, "p99 us", "{:9.0f}"), (2, "p99.9 us", "{:9.0f}"),
+             (3, "mean us", "{:9.2f}"), (4, "CPU s", "{:9.2f}"), (6, "CPU ms/100k", "{:9.1f}"))
+    print()
+    print("Medians over the rounds (range); ratios against " + ref)
+    for load, rows in results.items():
+        for idx, name, fmt in names:
+            line = f"{load:9s} {name:11s}"
+            ref_med = statistics.median(r[ref][idx] for r in rows)
+            for v in variants:
+                vals = [r[v][idx] for r in rows]
+                med = statistics.median(vals)
+                line += f" | {v} {fmt.format(med).strip()} ({min(vals):g}-{max(vals):g})"
+                if v != ref:
+                    line += f" x{med / ref_med if ref_med else float('nan'):.3f}"
+            print(line)
+        for a, b in pairs_of:
+            for idx, name, _ in names:
+                worse = sum(1 for r in rows if r[a][idx] > r[b][idx])
+                ratios = [r[a][idx] / r[b][idx] for r in rows if r[b][idx]]
+                print(f"{load:9s} {name:11s} {a} above {b} in {worse} of {len(rows)} rounds; "
+                      f"median of the rounds' ratios {statistics.median(ratios):.3f}")
+    print()
+    print("Pooled: every sample of every round per variant; ratios against " + ref)
+    for load in results:
+        for q, name in ((0.5, "p50 us"), (0.99, "p99 us"), (0.999, "p99.9 us")):
+            refv = quantile_us(*pools[(load, ref)], q)
+            line = f"{load:9s} {name:9s}"
+            for v in variants:
+                val = quantile_us(*pools[(load, v)], q)
+                line += f" | {v} {val:g}"
+                if v != ref:
+                    line += f" x{val / refv:.3f}"
+            print(line)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--pairs", type=int, default=5)
+    p.add_argument("--pairs", type=int, default=5, help="rounds (each runs every variant once)")
     p.add_argument("--duration", type=int, default=30, help="seconds per run")
     p.add_argument("--interval", type=int, default=200, help="microseconds")
     p.add_argument("--priority", type=int, default=95)
     p.add_argument("--loads", default="idle,hackbench")
+    p.add_argument("--variants", default="cyclictest,rtsoakd",
+                   help="comma-separated, of " + ", ".join(VARIANTS))
     args = p.parse_args()
+    variants = args.variants.split(",")
+    for v in variants:
+        if v not in VARIANTS:
+            sys.exit(f"--variants: unknown variant {v!r} (known: {', '.join(VARIANTS)})")
+    # A build from before the flight recorder has no [Trace] section.
+    args.has_trace = "[Trace]" in subprocess.run(
+        [os.path.join(BUILD, "daemon", "rtsoakd"), "--config", "/dev/null", "--check-config"],
+        check=True, capture_output=True, text=True).stdout
+    if "rtsoakd-trace" in variants and not args.has_trace:
+        sys.exit("rtsoakd-trace: this build of rtsoakd has no [Trace] section")
+    ref = "cyclictest" if "cyclictest" in variants else variants[0]
+    pairs_of = [(v, ref) for v in variants if v != ref]
+    if "rtsoakd-trace" in variants and "rtsoakd" in variants:
+        pairs_of.append(("rtsoakd-trace", "rtsoakd"))
 
     if os.geteuid() != 0:
         sys.exit("run as root (SCHED_FIFO, mlockall)")
+    if "rtsoakd-trace" in variants and not os.path.isdir("/sys/kernel/tracing/instances"):
+        # tracefs is not mounted here: run in a mount namespace of our own that has it.
+        os.execvp("unshare", ["unshare", "-m", "sh", "-c",
+                              'mount -t tracefs nodev /sys/kernel/tracing && exec "$@"', "sh",
+                              sys.executable, *sys.argv])
     for tool in ("cyclictest", "hackbench"):
         if not shutil.which(tool):
             sys.exit(f"{tool} not found: apt-get install rt-tests")
 
-    print(f"# {args.pairs} pairs of {args.duration} s runs, interval {args.interval} us, "
-          f"SCHED_FIFO {args.priority}, all CPUs ({os.cpu_count()}); latencies in us; "
-          f"CPU = user+system seconds of the whole process")
-    results = {}
-    pools = {}
+    print(f"# {args.pairs} rounds of {args.duration} s runs of {', '.join(variants)}, interval "
+          f"{args.interval} us, SCHED_FIFO {args.priority}, all CPUs ({os.cpu_count()}); "
+          f"latencies in us; CPU = user+system seconds of the whole process; "
+          f"load average at start {loadavg()}")
+    results, pools, trace_kib, rss = {}, {}, [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for load in args.loads.split(","):
             proc = start_load(load)
             time.sleep(2)
             rows = []
             for i in range(args.pairs):
-                # Alternate the order so that slow drift favours neither tool.
-                order = ("rtsoakd", "cyclictest") if i % 2 == 0 else ("cyclictest", "rtsoakd")
-                pair = {}
-                for tool in order:
-                    counts, overflow, cpu = (rtsoakd_run if tool == "rtsoakd"
-                                             else cyclictest_run)(args, tmp)
-                    pair[tool] = (quantile_us(counts, overflow, 0.5),
-                                  quantile_us(counts, overflow, 0.99), cpu,
-                                  sum(counts.values()) + sum(n for _, n in overflow))
-                    pooled = pools.setdefault((load, tool), ({}, []))
+                # Rotate the order so that slow drift favours no variant.
+                order = variants[i % len(variants):] + variants[:i % len(variants)]
+                row = {}
+                for v in order:
+                    if v == "cyclictest":
+                        res = cyclictest_run(args, tmp)
+                    else:
+                        res = rtsoakd_run(args, tmp, v)
+                    counts, overflow, cpu, maxrss, mean_us, tkib = res
+                    if tkib is not None:
+                        trace_kib.append(tkib)
+                    rss.setdefault(v, []).append(maxrss)
+                    samples = sum(counts.values()) + sum(n for _, n in overflow)
+                    row[v] = (quantile_us(counts, overflow, 0.5),
+                              quantile_us(counts, overflow, 0.99),
+                              quantile_us(counts, overflow, 0.999), mean_us, cpu, samples,
+                              cpu * 1e8 / max(samples, 1))
+                    pooled = pools.setdefault((load, v), ({}, []))
                     for b, n in counts.items():
                         pooled[0][b] = pooled[0].get(b, 0) + n
                     pooled[1].extend(overflow)
-                rows.append(pair)
-                r, c = pair["rtsoakd"], pair["cyclictest"]
-                print(f"{load:9s} pair {i + 1}: rtsoakd p50 {r[0]:4d} p99 {r[1]:5} cpu {r[2]:6.2f}s "
-                      f"({r[3]} samples) | cyclictest p50 {c[0]:4d} p99 {c[1]:5} cpu {c[2]:6.2f}s "
-                      f"({c[3]} samples)", flush=True)
+                rows.append(row)
+                print(f"{load:9s} round {i + 1} (load average {loadavg()}): " + " | ".join(
+                    f"{v} p50 {row[v][0]} p99 {row[v][1]} p99.9 {row[v][2]} mean "
+                    f"{row[v][3]:.2f} cpu {row[v][4]:.2f}s ({row[v][5]} samples)"
+                    for v in variants), flush=True)
             stop_load(proc)
             results[load] = rows
 
+    report(results, pools, variants, ref, pairs_of)
     print()
-    print(f"{'load':9s} {'metric':14s} {'rtsoakd':>9s} {'cyclictest':>11s} {'ratio':>7s}   "
-          f"range over pairs (rtsoakd | cyclictest)")
-    for load, rows in results.items():
-        for idx, name in ((0, "p50 us"), (1, "p99 us"), (2, "CPU s")):
-            ours_all = [p["rtsoakd"][idx] for p in rows]
-            ref_all = [p["cyclictest"][idx] for p in rows]
-            ours, ref = statistics.median(ours_all), statistics.median(ref_all)
-            ratio = ours / ref if ref else float("nan")
-            fmt = "{:9.2f}" if idx == 2 else "{:9.1f}"
-            spread = (f"{min(ours_all):g}-{max(ours_all):g} | "
-                      f"{min(ref_all):g}-{max(ref_all):g}")
-            print(f"{load:9s} {name + ' median':14s} {fmt.format(ours)} "
-                  f"{fmt.format(ref):>11s} {ratio:7.3f}   {spread}")
-        # All samples of all pairs together: the steadiest estimate of each distribution.
-        for q, name in ((0.5, "p50 us pooled"), (0.99, "p99 us pooled"),
-                        (0.999, "p99.9 us pooled")):
-            ours = quantile_us(*pools[(load, "rtsoakd")], q)
-            ref = quantile_us(*pools[(load, "cyclictest")], q)
-            print(f"{load:9s} {name:14s} {ours:9.1f} {ref:11.1f} {ours / ref:7.3f}")
+    for v in variants:
+        print(f"maximum RSS of {v}: median {statistics.median(rss[v]) / 1024:.1f} MiB")
+    if trace_kib:
+        print(f"trace buffers of rtsoakd-trace: {statistics.median(trace_kib):g} KiB of kernel "
+              f"memory (as the instance's buffer_total_size_kb reads)")
+    print(f"# load average at the end {loadavg()}")
 
 
 if __name__ == "__main__":

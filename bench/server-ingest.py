@@ -20,6 +20,10 @@ request to the last answer.  The server's CPU time is utime+stime from /proc/PID
 ingest-load right before the first request and right after the last answer.  The target is
 1,000 summaries/s: 10,000 machines reporting every minute (167/s) with 6x headroom.
 
+With --compare PATH (another rtsoak-server binary, e.g. a build of the previous commit) one server
+of it on PostgreSQL is run too, in turn with the others, so that a change is measured against
+the same load of a shared machine.
+
 With --pg URI (a PostgreSQL server for benchmarks, e.g. "postgresql://postgres@/?host=DIR"),
 every run is made three times in turn on the same summaries: one server on SQLite, one on a
 PostgreSQL database, and two servers on one PostgreSQL database with the connections spread over
@@ -30,7 +34,7 @@ deadlock_timeout of 10 ms, set here with ALTER SYSTEM on that server) and pg_sta
 
 Usage (from the source tree after building into build/):
     bench/server-ingest.py [--runs 5] [--machines 10000] [--connections 16] [--count 30000]
-                           [--pg URI --pg-log FILE]
+                           [--pg URI --pg-log FILE] [--compare OLD-rtsoak-server]
 """
 import argparse
 import datetime
@@ -155,9 +159,10 @@ def farm_for_run(a, tmp, store, template, n):
 def one_run(a, tmp, store, template, tokens, n):
     db = farm_for_run(a, tmp, store, template, n)
     servers = []
+    server = a.compare if store == "pg1ref" else a.server
     for k in range(2 if store == "pg2" else 1):
         log = os.path.join(tmp, f"server{k}.log")
-        proc, url, server_argv = start_server(a.server, db, log, RATE_OPTS + a.server_opt)
+        proc, url, server_argv = start_server(server, db, log, RATE_OPTS + a.server_opt)
         servers.append((proc, url, log))
     load_argv = [a.load, "--tokens", tokens, "--machines", str(a.machines), "--connections",
                  str(a.connections), "--count", str(a.count), "--json"]
@@ -220,7 +225,7 @@ def check(j):
 
 
 NAMES = {"sqlite": "SQLite, 1 server", "pg1": "PostgreSQL, 1 server",
-         "pg2": "PostgreSQL, 2 servers"}
+         "pg2": "PostgreSQL, 2 servers", "pg1ref": "PostgreSQL, 1 server of --compare"}
 
 
 def report_run(a, i, j, server_argv, load_argv, runs, say):
@@ -265,6 +270,8 @@ def main():
                    "servers), e.g. postgresql://postgres@/?host=/var/tmp/rtsoak-pgbench")
     p.add_argument("--pg-log", default="", help="that server's log file (lock waits)")
     p.add_argument("--pg-pid", type=int, default=0, help="its postmaster's pid")
+    p.add_argument("--compare", default="", help="another rtsoak-server binary (an earlier "
+                   "build): also runs one server of it on PostgreSQL, in turn with the others")
     a = p.parse_args()
     for exe in (a.server, a.load):
         if not os.access(exe, os.X_OK):
@@ -294,7 +301,11 @@ def main():
     say("CPU:     the server's utime+stime (/proc/PID/stat) over the same window, per summary")
     say()
 
-    stores = ["sqlite"] + (["pg1", "pg2"] if a.pg else [])
+    stores = ["sqlite"] + (["pg1", "pg2"] if a.pg else []) + (["pg1ref"] if a.compare else [])
+    if a.compare and not a.pg:
+        sys.exit("--compare needs --pg")
+    if a.compare:
+        say(f"compare: {a.compare} (one server on PostgreSQL)")
     if a.pg:
         say(f"PostgreSQL: {psql(a.pg, 'SHOW server_version')} at {a.pg} (synchronous_commit "
             f"{psql(a.pg, 'SHOW synchronous_commit')}, fsync {psql(a.pg, 'SHOW fsync')}); the "
@@ -361,6 +372,14 @@ def main():
         say(f"PostgreSQL with one server against SQLite: {ratio:.2f}x (target 0.8x: "
             f"{'met' if ratio >= 0.8 else 'NOT met'}); two servers: "
             f"{medians['pg2'] / medians['sqlite']:.2f}x")
+        ratios = sorted(p / q["rate"] for p, q in zip((r["rate"] for r in runs["pg1"]),
+                                                          runs["sqlite"]))
+        say(f"median of the runs' own ratios (PostgreSQL 1 server / SQLite in the same run): "
+            f"{statistics.median(ratios):.2f}x (" + ", ".join(f"{x:.2f}" for x in ratios) + ")")
+    if a.compare:
+        say(f"--compare build, one server on PostgreSQL against SQLite: "
+            f"{medians['pg1ref'] / medians['sqlite']:.2f}x; this build against it: "
+            f"{medians['pg1'] / medians['pg1ref']:.2f}x")
     with open(a.results, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"written to {a.results}")

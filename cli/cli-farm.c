@@ -9,8 +9,12 @@
 #include "cli-farm.h"
 #include "log.h"
 #include "macro.h"
+#include "token-file.h"
 
 #define BODY_MAX (64 << 20)
+
+/* The header with --token-file's token, once cli_farm_server_ok() read it. */
+static char authorization[TOKEN_FILE_MAX + 64];
 
 bool cli_farm_timeout(const char *text, long *ret) {
         char *end;
@@ -33,6 +37,23 @@ bool cli_farm_server_ok(const struct cli_farm *f, const char *command) {
                 log_error("--server %s: expected an http:// or https:// URL", f->server);
                 return false;
         }
+        if (!f->token_file)
+                return true;
+        char err[TOKEN_MESSAGE_MAX], warning[TOKEN_MESSAGE_MAX];
+        char *token = NULL;
+        if (token_file_read(f->token_file, &token, err, warning) < 0) {
+                log_error("--token-file %s", err);
+                return false;
+        }
+        if (warning[0])
+                log_warning("--token-file %s", warning);
+        if (token_in_clear(f->server))
+                log_warning("--server %s: the token goes to another host over plain HTTP, "
+                            "readable by anyone on the way (use https://)",
+                            f->server);
+        snprintf(authorization, sizeof(authorization), "Authorization: Bearer %s", token);
+        explicit_bzero(token, strlen(token));
+        free(token);
         return true;
 }
 
@@ -89,7 +110,12 @@ int cli_farm_get(const struct cli_farm *f, const char *path, long *ret_status, j
         curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
         if (f->ca)
                 curl_easy_setopt(h, CURLOPT_CAINFO, f->ca);
+        struct curl_slist *headers = authorization[0] ? curl_slist_append(NULL, authorization)
+                                                      : NULL;
+        if (headers)
+                curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
         CURLcode rc = curl_easy_perform(h);
+        curl_slist_free_all(headers);
         if (rc != CURLE_OK) {
                 log_error("Cannot reach %.*s: %s; the answer cannot be told", (int) sl, f->server,
                           curl_easy_strerror(rc));

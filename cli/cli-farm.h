@@ -9,12 +9,15 @@
 struct cli_farm {
         const char *server; /* http:// or https://, trailing slashes allowed */
         const char *ca;
+        const char *token_file; /* a read or staff token in its first line, or NULL */
         long timeout_s;
 };
 
 /* Parses the value of --timeout (whole seconds, 1-3600): false (logged) when it is bad. */
 bool cli_farm_timeout(const char *text, long *ret);
-/* Checks --server: false (logged) when missing or not an http(s) URL. */
+/* Checks --server (false, logged, when missing or not an http(s) URL) and reads the token of
+ * --token-file (false when it cannot be read), warning about a file every user can read and
+ * about a token that would go to another host over plain HTTP. */
 bool cli_farm_server_ok(const struct cli_farm *f, const char *command);
 
 /* GETs path (already escaped, with its query) from the server: 0 with the status and the

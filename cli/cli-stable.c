@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli-farm.h"
+#include "cli-output.h"
 #include "cli-stable.h"
 #include "log.h"
 #include "macro.h"
@@ -25,6 +26,8 @@ static void stable_usage(FILE *f) {
                    "  --at TIME              as it was at TIME (RFC 3339, Unix ns, \"2d ago\")\n"
                    "  --json                 the server's whole answer as JSON\n"
                    "  --ca FILE              CA certificate(s) to verify an https server with\n"
+                   "  --token-file FILE      a read token (rtsoak-server read-token) in the\n"
+                   "                         file's first line, for a server that wants one\n"
                    "  --timeout SECONDS      give up after this long (default 60)\n"
                    "  -h, --help             show this help\n\n"
                    "Exit status: 0 with the release printed, 2 when the series has no qualified\n"
@@ -49,20 +52,21 @@ static int ask(const struct cli_farm *f, const char *series, const char *query, 
                 log_error("%s: the server answered %ld%s%s; the latest stable cannot be told",
                           series, status, err ? ": " : "", err ?: "");
         else if (json) {
-                json_dumpf(j, stdout, JSON_INDENT(2));
+                json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
                 putchar('\n');
                 ret = json_is_string(stable) ? 0 : STABLE_EXIT_NONE;
         } else if (json_is_string(stable)) {
                 const char *since = json_string_value(json_object_get(j, "since"));
-                printf("%s\n", json_string_value(stable));
+                /* As the server says it, escaped (text-safe.h). */
+                printf("%s\n", cli_text(json_string_value(stable)));
                 if (since)
                         fprintf(stderr, "%s: latest stable %s, qualified since %s\n", series,
-                                json_string_value(stable), since);
+                                cli_text(json_string_value(stable)), cli_text(since));
                 ret = 0;
         } else {
                 fprintf(stderr, "%s: no release has qualified yet (newest: %s, %s)\n", series,
-                        json_string_value(json_object_get(j, "newest")) ?: "none",
-                        json_string_value(json_object_get(j, "newest_verdict")) ?: "?");
+                        cli_text(json_string_value(json_object_get(j, "newest")) ?: "none"),
+                        cli_text(json_string_value(json_object_get(j, "newest_verdict")) ?: "?"));
                 ret = STABLE_EXIT_NONE;
         }
         json_decref(j);
@@ -74,13 +78,14 @@ static int ask(const struct cli_farm *f, const char *series, const char *query, 
 }
 
 int cli_latest_stable(int argc, char **argv) {
-        enum { ARG_SERVER = 0x100, ARG_AT, ARG_JSON, ARG_CA, ARG_TIMEOUT };
+        enum { ARG_SERVER = 0x100, ARG_AT, ARG_JSON, ARG_CA, ARG_TIMEOUT, ARG_TOKEN_FILE };
         static const struct option options[] = {
                 { "server", required_argument, NULL, ARG_SERVER },
                 { "at", required_argument, NULL, ARG_AT },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "ca", required_argument, NULL, ARG_CA },
                 { "timeout", required_argument, NULL, ARG_TIMEOUT },
+                { "token-file", required_argument, NULL, ARG_TOKEN_FILE },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -110,6 +115,9 @@ int cli_latest_stable(int argc, char **argv) {
                         break;
                 case ARG_CA:
                         f.ca = optarg;
+                        break;
+                case ARG_TOKEN_FILE:
+                        f.token_file = optarg;
                         break;
                 case ARG_TIMEOUT:
                         if (!cli_farm_timeout(optarg, &f.timeout_s))

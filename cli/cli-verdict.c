@@ -12,6 +12,7 @@
 #include "cli-verdict.h"
 #include "log.h"
 #include "macro.h"
+#include "text-safe.h"
 #include "timeutil.h"
 
 static void verdict_usage(FILE *f) {
@@ -26,6 +27,8 @@ static void verdict_usage(FILE *f) {
                    "  --junit FILE           also write the verdict as JUnit XML to FILE (a test\n"
                    "                         case per gating machine), for CI systems\n"
                    "  --ca FILE              CA certificate(s) to verify an https server with\n"
+                   "  --token-file FILE      a read token (rtsoak-server read-token) in the\n"
+                   "                         file's first line, for a server that wants one\n"
                    "  --timeout SECONDS      give up after this long (default 60)\n"
                    "  -h, --help             show this help\n\n"
                    "Exit status: 0 qualified, 1 failed, 2 pending, 3 cannot tell (server\n"
@@ -41,11 +44,35 @@ static void print_verdict(const char *release, json_t *j) {
                 upper[i] = (char) (status[i] >= 'a' && status[i] <= 'z' ? status[i] - 32
                                                                         : status[i]);
         upper[i] = '\0';
-        printf("%s: %s (as of %s)\n", release, upper, at ?: "?");
-        json_t *reasons = json_object_get(j, "reasons"), *r;
-        size_t k;
-        json_array_foreach (reasons, k, r)
-                printf("  %s\n", json_string_value(r));
+        /* What the server says is shown escaped: a hostname or a waiver's reason must not
+         * colour the terminal, forge a line of the verdict or turn its words around. */
+        fputs(release, stdout);
+        fputs(": ", stdout);
+        text_fputs(upper, stdout);
+        fputs(" (as of ", stdout);
+        text_fputs(at ?: "?", stdout);
+        fputs(")\n", stdout);
+        json_t *reasons = json_object_get(j, "reasons"), *problems = json_object_get(j, "problems"),
+               *r, *p;
+        size_t k, q;
+        json_array_foreach (reasons, k, r) {
+                fputs("  ", stdout);
+                text_fputs(json_string_value(r), stdout);
+                putchar('\n');
+                /* Under a problem's line, what the machine's flight recorder names as its
+                 * cause. */
+                json_array_foreach (problems, q, p) {
+                        const char *msg = json_string_value(json_object_get(p, "message"));
+                        const char *culprit = json_string_value(json_object_get(p, "culprit"));
+                        if (culprit && msg && json_string_value(r) &&
+                            strcmp(msg, json_string_value(r)) == 0) {
+                                fputs("    culprit: ", stdout);
+                                text_fputs(culprit, stdout);
+                                putchar('\n');
+                                break;
+                        }
+                }
+        }
 }
 
 /* A time option as Unix nanoseconds for the query string. */
@@ -98,7 +125,8 @@ static int ask(const struct cli_farm *f, const char *release, const char *query,
                       : strcmp(v, "pending") == 0 ? VERDICT_EXIT_PENDING
                                                   : VERDICT_EXIT_UNKNOWN;
                 if (json) {
-                        json_dumpf(j, stdout, JSON_INDENT(2));
+                        /* ASCII only: C1 controls and bidi overrides as \u escapes too. */
+                        json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
                         putchar('\n');
                 } else
                         print_verdict(release, j);
@@ -113,7 +141,16 @@ static int ask(const struct cli_farm *f, const char *release, const char *query,
 }
 
 int cli_verdict(int argc, char **argv) {
-        enum { ARG_SERVER = 0x100, ARG_AT, ARG_KNOWN_AT, ARG_JSON, ARG_CA, ARG_TIMEOUT, ARG_JUNIT };
+        enum {
+                ARG_SERVER = 0x100,
+                ARG_AT,
+                ARG_KNOWN_AT,
+                ARG_JSON,
+                ARG_CA,
+                ARG_TIMEOUT,
+                ARG_JUNIT,
+                ARG_TOKEN_FILE
+        };
         static const struct option options[] = {
                 { "server", required_argument, NULL, ARG_SERVER },
                 { "at", required_argument, NULL, ARG_AT },
@@ -122,6 +159,7 @@ int cli_verdict(int argc, char **argv) {
                 { "ca", required_argument, NULL, ARG_CA },
                 { "timeout", required_argument, NULL, ARG_TIMEOUT },
                 { "junit", required_argument, NULL, ARG_JUNIT },
+                { "token-file", required_argument, NULL, ARG_TOKEN_FILE },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -155,6 +193,9 @@ int cli_verdict(int argc, char **argv) {
                         break;
                 case ARG_JUNIT:
                         junit_path = optarg;
+                        break;
+                case ARG_TOKEN_FILE:
+                        f.token_file = optarg;
                         break;
                 case ARG_TIMEOUT:
                         if (!cli_farm_timeout(optarg, &f.timeout_s))

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* rtsoak: reads the local database and reports on it (status, per-CPU report, merged
- * histogram in cyclictest's format, events), as tables for people or JSON for scripts. */
+ * histogram in cyclictest's format, events, trace captures), as tables for people or JSON for
+ * scripts. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -10,6 +11,7 @@
 
 #include "cli-output.h"
 #include "cli-stable.h"
+#include "cli-trace.h"
 #include "cli-verdict.h"
 #include "config.h"
 #include "hist.h"
@@ -33,6 +35,8 @@ struct args {
         uint64_t limit;
         bool have_limit;
         bool by_scenario;
+        bool raw;
+        int64_t id;     /* trace ID */
         unsigned given; /* OPT_* bits of the options that were given */
 };
 
@@ -47,6 +51,7 @@ enum {
         OPT_JSON = 1 << 7,
         OPT_SCENARIO = 1 << 8,
         OPT_BY_SCENARIO = 1 << 9,
+        OPT_RAW = 1 << 10,
 };
 
 struct command {
@@ -64,6 +69,10 @@ static void usage(FILE *f) {
                 "                         violations, missed periods\n"
                 "  histogram              the merged latency histogram\n"
                 "  events                 violations and other events\n"
+                "  traces                 the trace flight recorder's captures of violations,\n"
+                "                         each with its culprit\n"
+                "  trace ID               one capture: the timer and scheduling parts of the\n"
+                "                         latency and what ran on the CPU meanwhile\n"
                 "  verdict --server URL RELEASE\n"
                 "                         whether a kernel release qualifies as latest stable\n"
                 "                         (exit 0 qualified, 1 failed, 2 pending, 3 cannot tell;\n"
@@ -88,6 +97,7 @@ static void usage(FILE *f) {
                 "  --scenario NAME        report, histogram: only intervals of this scenario\n"
                 "  --by-scenario          report: one table per scenario, with the throughput\n"
                 "                         of each load generator\n"
+                "  --raw                  trace: the captured events as text\n"
                 "  -h, --help             show this help\n"
                 "      --version          show the version\n");
 }
@@ -425,9 +435,9 @@ static void upload_table(store *s) {
                 printf("  Last success: %s\n", format_timestamp_local(t, st.last_success_ns));
         if (st.last_error_ns != INT64_MIN)
                 printf("  Last error:   %s: %s\n", format_timestamp_local(t, st.last_error_ns),
-                       st.last_error ?: "");
+                       cli_text(st.last_error));
         if (st.last_rejection)
-                printf("  Last refusal: %s\n", st.last_rejection);
+                printf("  Last refusal: %s\n", cli_text(st.last_rejection));
         store_upload_status_done(&st);
 }
 
@@ -497,15 +507,18 @@ static int cmd_status(store *s, const struct args *a) {
                 json_object_set_new(doc, "cpus", cpus);
                 json_object_set_new(doc, "total", report_json_row(&total));
                 json_object_set_new(doc, "upload", upload_json(s));
+                json_object_set_new(doc, "trace",
+                                    cli_trace_status_json(s, run.id, total.violations));
                 r = print_json(doc);
                 json_decref(doc);
                 goto out;
         }
 
         printf("Run %" PRId64 ": %s\n", run.id, state);
-        printf("  Machine:  %s (%s), boot %s\n", run.hostname, run.machine_id, run.boot_id);
-        printf("  Kernel:   %s %s, %s\n", run.kernel_release, run.kernel_version,
-               run.preempt_model);
+        printf("  Machine:  %s (%s), boot %s\n", cli_text(run.hostname), run.machine_id,
+               run.boot_id);
+        printf("  Kernel:   %s %s, %s\n", cli_text(run.kernel_release),
+               cli_text(run.kernel_version), cli_text(run.preempt_model));
         printf("  Probing:  CPUs %s at SCHED_FIFO %" PRIu64 ", every %s, threshold %s, "
                "intervals of %s\n",
                run.cpus, run.priority, format_timespan(sp1, run.probe_interval_ns),
@@ -516,6 +529,7 @@ static int cmd_status(store *s, const struct args *a) {
         if (run.end_ns != INT64_MIN)
                 printf("  Ended:    %s (%s)\n", format_timestamp_local(t2, run.end_ns),
                        run.end_reason);
+        cli_trace_status_print(s, run.id, total.violations);
         if (n == 0)
                 printf("\nNo interval stored yet (the first closes at the next interval "
                        "boundary).\n");
@@ -670,7 +684,7 @@ static void print_tail(const char *t, size_t max) {
         for (const char *p = t; *p; lines--) {
                 size_t len = strcspn(p, "\n");
                 if (lines <= max)
-                        printf("      %.*s\n", (int) len, p);
+                        printf("      %s\n", cli_text(strndupa(p, len)));
                 p += len + (p[len] == '\n');
         }
 }
@@ -681,13 +695,13 @@ static void print_details(const char *text) {
         char t[TIMESTAMP_MAX_LEN], span[TIMESPAN_MAX_LEN], us[32];
         size_t i;
         if (!json_is_object(d)) {
-                printf("    details: %s\n", text);
+                printf("    details: %s\n", cli_text(text));
                 json_decref(d);
                 return;
         }
         if (!json_object_get(d, "boot_id")) {
                 /* Not an unclean end: the details as they are. */
-                printf("    details: %s\n", text);
+                printf("    details: %s\n", cli_text(text));
                 json_decref(d);
                 return;
         }
@@ -729,10 +743,10 @@ static void print_details(const char *text) {
         }
         json_t *k = json_object_get(d, "kernel");
         if (json_is_string(k))
-                printf("    kernel: %s\n", json_string_value(k));
+                printf("    kernel: %s\n", cli_text(json_string_value(k)));
         json_t *ps = json_object_get(k, "pstore");
         if (json_is_string(ps))
-                printf("    pstore: %s\n", json_string_value(ps));
+                printf("    pstore: %s\n", cli_text(json_string_value(ps)));
         json_array_foreach (ps, i, x) {
                 printf("    pstore %s (%" PRId64 " bytes%s):\n", jstr(x, "name"), jint(x, "size"),
                        json_is_true(json_object_get(x, "truncated")) ? ", tail shown" : "");
@@ -740,13 +754,13 @@ static void print_details(const char *text) {
         }
         json_t *j = json_object_get(k, "journal");
         if (json_is_string(j))
-                printf("    journal: %s\n", json_string_value(j));
+                printf("    journal: %s\n", cli_text(json_string_value(j)));
         else if (json_is_object(j)) {
                 json_t *lines = json_object_get(j, "lines");
                 printf("    journal of that boot, last %zu lines:\n", json_array_size(lines));
                 json_array_foreach (lines, i, x)
                         if (json_array_size(lines) - i <= 20)
-                                printf("      %s\n", json_string_value(x) ?: "");
+                                printf("      %s\n", cli_text(json_string_value(x)));
         }
         json_decref(d);
 }
@@ -811,13 +825,25 @@ static int cmd_events(store *s, const struct args *a) {
                                 snprintf(c, sizeof(c), "%d", ev[i].cpu);
                         printf("%-19s %5" PRId64 " %-22s %4s %12s  %s\n",
                                format_timestamp_local(t, ev[i].time_ns), ev[i].run_id, ev[i].type,
-                               c, v, ev[i].message);
+                               c, v, cli_text(ev[i].message));
                         if (ev[i].details)
                                 print_details(ev[i].details);
                 }
         }
         store_events_free(ev, n);
         return r;
+}
+
+static int cmd_traces(store *s, const struct args *a) {
+        struct store_filter f;
+        int r = resolve_run(s, a, &f);
+        if (r < 0)
+                return r;
+        return cli_traces(s, &f, a->have_limit ? (size_t) a->limit : 0, a->json);
+}
+
+static int cmd_trace(store *s, const struct args *a) {
+        return cli_trace(s, a->id, a->raw, a->json);
 }
 
 static const struct command commands[] = {
@@ -831,6 +857,8 @@ static const struct command commands[] = {
           cmd_histogram },
         { "events", OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_TYPE | OPT_LIMIT | OPT_JSON,
           cmd_events },
+        { "traces", OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_LIMIT | OPT_JSON, cmd_traces },
+        { "trace", OPT_RAW | OPT_JSON, cmd_trace },
 };
 
 static const struct command *find_command(const char *name) {
@@ -840,9 +868,9 @@ static const struct command *find_command(const char *name) {
         return NULL;
 }
 
-static const char *const option_names[] = { "--since",    "--until",      "--run",   "--cpu",
-                                            "--format",   "--type",       "--limit", "--json",
-                                            "--scenario", "--by-scenario" };
+static const char *const option_names[] = { "--since",    "--until",       "--run",   "--cpu",
+                                            "--format",   "--type",        "--limit", "--json",
+                                            "--scenario", "--by-scenario", "--raw" };
 
 static int parse_uint_arg(const char *opt, const char *v, uint64_t max, uint64_t *ret) {
         char *end;
@@ -869,6 +897,7 @@ int main(int argc, char *argv[]) {
                 ARG_LIMIT,
                 ARG_SCENARIO,
                 ARG_BY_SCENARIO,
+                ARG_RAW,
                 ARG_VERSION
         };
         static const struct option options[] = {
@@ -883,6 +912,7 @@ int main(int argc, char *argv[]) {
                 { "limit", required_argument, NULL, ARG_LIMIT },
                 { "scenario", required_argument, NULL, ARG_SCENARIO },
                 { "by-scenario", no_argument, NULL, ARG_BY_SCENARIO },
+                { "raw", no_argument, NULL, ARG_RAW },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
@@ -968,6 +998,10 @@ int main(int argc, char *argv[]) {
                         a.given |= OPT_BY_SCENARIO;
                         a.by_scenario = true;
                         break;
+                case ARG_RAW:
+                        a.given |= OPT_RAW;
+                        a.raw = true;
+                        break;
                 case 'h':
                         usage(stdout);
                         return EXIT_SUCCESS;
@@ -984,13 +1018,29 @@ int main(int argc, char *argv[]) {
                 return EXIT_USAGE;
         }
         a.command = argv[optind];
+        /* trace takes the capture's ID; the other commands take no argument. */
+        if (strcmp(a.command, "trace") == 0) {
+                if (optind + 1 >= argc) {
+                        log_error("trace: which capture? (rtsoak trace ID; rtsoak traces lists "
+                                  "them)");
+                        return EXIT_USAGE;
+                }
+                if (parse_uint_arg("trace", argv[optind + 1], INT64_MAX, &v) < 0 || v == 0) {
+                        if (v == 0)
+                                log_error("trace %s: capture IDs start at 1", argv[optind + 1]);
+                        return EXIT_USAGE;
+                }
+                a.id = (int64_t) v;
+                optind++;
+        }
         if (optind + 1 < argc) {
                 log_error("Unexpected argument '%s' (see --help)", argv[optind + 1]);
                 return EXIT_USAGE;
         }
         const struct command *cmd = find_command(a.command);
         if (!cmd) {
-                log_error("Unknown command '%s' (use status, report, histogram or events)",
+                log_error("Unknown command '%s' (use status, report, histogram, events, traces "
+                          "or trace)",
                           a.command);
                 return EXIT_USAGE;
         }

@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,59 @@ static void done_cpus(void *field) {
         cpuset_done(field);
 }
 
+/* A size in bytes with an optional K, M or G (powers of 1024), or "auto" (0) where the key
+ * allows it (min 0). */
+static int parse_size(const struct conf_item *item, const char *value, void *field,
+                      const char **ret_reason) {
+        static __thread char reason[160];
+        static const char units[] = "KMG";
+        char *end;
+        unsigned long long v;
+        if (strcmp(value, "auto") == 0 && item->min == 0) {
+                *(uint64_t *) field = 0;
+                return 0;
+        }
+        if (!isdigit((unsigned char) value[0])) {
+                *ret_reason = item->min == 0 ? "not a size (e.g. 512K, 4M) or auto"
+                                             : "not a size (e.g. 512K, 4M)";
+                return -EINVAL;
+        }
+        errno = 0;
+        v = strtoull(value, &end, 10);
+        const char *u = *end ? strchr(units, toupper((unsigned char) *end)) : NULL;
+        if (*end &&
+            (!u || (end[1] && strcasecmp(end + 1, "iB") != 0 && strcasecmp(end + 1, "B") != 0))) {
+                *ret_reason = "unknown unit (use K, M or G)";
+                return -EINVAL;
+        }
+        for (int shift = u ? (int) (u - units + 1) * 10 : 0; shift > 0; shift -= 10)
+                v = v > (ULLONG_MAX >> 10) ? ULLONG_MAX : v << 10;
+        if (errno == ERANGE || v < MAX(item->min, 1) || v > item->max) {
+                snprintf(reason, sizeof(reason), "out of range (%lluK to %lluK)",
+                         (unsigned long long) MAX(item->min, 1024) / 1024,
+                         (unsigned long long) item->max / 1024);
+                *ret_reason = reason;
+                return -ERANGE;
+        }
+        *(uint64_t *) field = v;
+        return 0;
+}
+
+static void format_size(const struct conf_item *item, const void *field, char *buf, size_t len) {
+        uint64_t v = *(const uint64_t *) field;
+        (void) item;
+        if (v == 0)
+                snprintf(buf, len, "auto");
+        else if (v % (1u << 30) == 0)
+                snprintf(buf, len, "%lluG", (unsigned long long) (v >> 30));
+        else if (v % (1u << 20) == 0)
+                snprintf(buf, len, "%lluM", (unsigned long long) (v >> 20));
+        else if (v % 1024 == 0)
+                snprintf(buf, len, "%lluK", (unsigned long long) (v >> 10));
+        else
+                snprintf(buf, len, "%llu", (unsigned long long) v);
+}
+
 const struct conf_type conf_type_timespan = { "a time span", parse_span, format_span,
                                               done_nothing };
 const struct conf_type conf_type_timespan_us = { "a time span", parse_span_us, format_span,
@@ -243,6 +297,7 @@ const struct conf_type conf_type_uint = { "a number", parse_uint, format_uint, d
 const struct conf_type conf_type_bool = { "a boolean", parse_bool, format_bool, done_nothing };
 const struct conf_type conf_type_string = { "a string", parse_string, format_string, done_string };
 const struct conf_type conf_type_cpuset = { "a CPU list", parse_cpus, format_cpus, done_cpus };
+const struct conf_type conf_type_size = { "a size", parse_size, format_size, done_nothing };
 
 /* ---- tables ---- */
 

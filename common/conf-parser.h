@@ -38,6 +38,7 @@ extern const struct conf_type conf_type_uint;         /* uint64_t */
 extern const struct conf_type conf_type_bool;         /* bool */
 extern const struct conf_type conf_type_string;       /* char * (owned) */
 extern const struct conf_type conf_type_cpuset;       /* struct cpuset */
+extern const struct conf_type conf_type_size;         /* uint64_t bytes; "auto" (0) if min is 0 */
 
 #define CONF_ERROR_MAX 1024
 

@@ -27,6 +27,7 @@ int hist_init(struct hist *h, uint32_t limit_us) {
                 return -EINVAL;
         h->limit_us = limit_us;
         h->nbuckets = hist_nbuckets(limit_us);
+        h->saturate = false;
         h->counts = calloc(h->nbuckets, sizeof(uint64_t));
         return h->counts ? 0 : -ENOMEM;
 }
@@ -72,8 +73,11 @@ static uint64_t bucket_highest_ns(uint32_t limit_us, uint32_t i) {
 }
 
 static int add_count(struct hist *dst, uint32_t i, uint64_t c) {
-        if (__builtin_add_overflow(dst->counts[i], c, &dst->counts[i]))
-                return -EOVERFLOW;
+        if (__builtin_add_overflow(dst->counts[i], c, &dst->counts[i])) {
+                if (!dst->saturate)
+                        return -EOVERFLOW;
+                dst->counts[i] = UINT64_MAX;
+        }
         return 0;
 }
 
@@ -182,8 +186,12 @@ int hist_encode(const uint32_t limit_us, const uint64_t *counts, uint8_t **ret_b
                 prev = i;
                 first = false;
         }
-        *ret_buf = buf;
-        *ret_len = (size_t) (p - buf);
+        /* Room for the worst case was taken; what is kept (in caches, in memory until
+         * written) is what the encoding needs, about a tenth of it. */
+        size_t len = (size_t) (p - buf);
+        uint8_t *shrunk = realloc(buf, len);
+        *ret_buf = shrunk ?: buf;
+        *ret_len = len;
         return 0;
 }
 
@@ -225,7 +233,7 @@ static int decode_walk(struct hist *dst, const struct hist *check, const uint8_t
                         return bad(ret_reason, "histogram count overflows");
                 first = false;
 
-                if (check && (uint32_t) limit == check->limit_us &&
+                if (check && !check->saturate && (uint32_t) limit == check->limit_us &&
                     check->counts[idx] > UINT64_MAX - count)
                         return bad(ret_reason, "merged histogram count overflows");
                 if (dst) {
@@ -249,4 +257,26 @@ int hist_decode_merge(struct hist *dst, const uint8_t *buf, size_t len, uint64_t
         if (r < 0)
                 return r;
         return decode_walk(dst, NULL, buf, len, NULL, ret_reason);
+}
+
+int hist_validate(const uint8_t *buf, size_t len, uint64_t *ret_total, const char **ret_reason) {
+        return decode_walk(NULL, NULL, buf, len, ret_total, ret_reason);
+}
+
+void hist_shape(const uint8_t *buf, size_t len, struct hist_shape *ret) {
+        const uint8_t *p = buf, *end = buf + len;
+        uint64_t limit = 0, idx = 0, step, count;
+        *ret = (struct hist_shape){};
+        if (len < 2)
+                return;
+        p++; /* the version */
+        if (get_varint(&p, end, &limit) < 0 || limit > HIST_LIMIT_US_MAX)
+                return;
+        ret->limit_us = (uint32_t) limit;
+        while (p < end && get_varint(&p, end, &step) == 0 && get_varint(&p, end, &count) == 0) {
+                idx += step;
+                if (ret->entries++ == 0)
+                        ret->lowest = (uint32_t) idx;
+                ret->highest = (uint32_t) idx;
+        }
 }

@@ -55,6 +55,9 @@ struct hist {
         uint32_t limit_us;
         uint32_t nbuckets;
         uint64_t *counts;
+        /* Merges into it stop at UINT64_MAX instead of failing with -EOVERFLOW (a farm's
+         * merge of years of data, or of counts stored before the schema bounded them). */
+        bool saturate;
 };
 
 int hist_init(struct hist *h, uint32_t limit_us);
@@ -90,3 +93,14 @@ int hist_encode(const uint32_t limit_us, const uint64_t *counts, uint8_t **ret_b
  * input: nothing in the blob is trusted. */
 int hist_decode_merge(struct hist *dst, const uint8_t *buf, size_t len, uint64_t *ret_total,
                       const char **ret_reason);
+
+/* Checks an encoded histogram as hist_decode_merge() does, without merging it anywhere: 0 with
+ * its sample count, or -EBADMSG with *ret_reason. */
+int hist_validate(const uint8_t *buf, size_t len, uint64_t *ret_total, const char **ret_reason);
+/* An encoded histogram that hist_validate() accepted: its limit, how many buckets are not empty
+ * and the lowest and highest of them (0 when none). */
+struct hist_shape {
+        uint32_t limit_us, lowest, highest;
+        uint64_t entries;
+};
+void hist_shape(const uint8_t *buf, size_t len, struct hist_shape *ret);

@@ -8,6 +8,7 @@
 
 #include "http-reply.h"
 #include "macro.h"
+#include "text-safe.h"
 #include "timeutil.h"
 
 #define RETRY_AFTER_MAX_S 86400
@@ -39,14 +40,16 @@ size_t http_reply_on_header(char *data, size_t size, size_t n, void *reply) {
 void http_reply_message(const struct http_reply *r, long status, char *buf, size_t len) {
         json_t *j = json_loadb(r->body, r->len, 0, NULL);
         const char *msg = json_string_value(json_object_get(j, "error"));
-        snprintf(buf, len, "HTTP %ld: %s", status,
-                 msg && *msg ? msg
-                 : *r->body  ? r->body
-                             : "(no message)");
+        char text[sizeof(r->body)];
+        snprintf(text, sizeof(text), "%s", msg && *msg ? msg : *r->body ? r->body : "(no message)");
+        size_t tl = strlen(text);
+        while (tl > 0 && strchr(" \t\r\n", text[tl - 1]))
+                text[--tl] = '\0';
         json_decref(j);
-        for (char *p = buf; *p; p++)
-                if ((unsigned char) *p < 0x20)
-                        *p = ' ';
+        /* Escaped: whatever answers at the server's address may send escape sequences. */
+        int n = snprintf(buf, len, "HTTP %ld: ", status);
+        if (n >= 0 && (size_t) n < len)
+                text_escape(text, buf + n, len - (size_t) n);
 }
 
 uint64_t http_parse_retry_after(const char *value, int64_t now_real_ns) {
@@ -65,9 +68,16 @@ uint64_t http_parse_retry_after(const char *value, int64_t now_real_ns) {
         const char *end = strptime(value, "%a, %d %b %Y %H:%M:%S GMT", &tm);
         if (!end)
                 return 0;
-        int64_t t = (int64_t) timegm(&tm) * (int64_t) NSEC_PER_SEC;
-        if (t <= now_real_ns)
+        /* A date in year 9999 (or whatever a server at that address says) must not wrap:
+         * the seconds are checked before they become nanoseconds, and so is the difference. */
+        time_t secs = timegm(&tm);
+        int64_t t, wait;
+        if (secs == (time_t) -1 ||
+            __builtin_mul_overflow((int64_t) secs, (int64_t) NSEC_PER_SEC, &t))
+                return secs > 0 ? RETRY_AFTER_MAX_S * NSEC_PER_SEC : 0;
+        if (__builtin_sub_overflow(t, now_real_ns, &wait))
+                return t > now_real_ns ? RETRY_AFTER_MAX_S * NSEC_PER_SEC : 0;
+        if (wait <= 0)
                 return 0;
-        return (uint64_t) MIN(t - now_real_ns,
-                              (int64_t) RETRY_AFTER_MAX_S * (int64_t) NSEC_PER_SEC);
+        return (uint64_t) MIN(wait, (int64_t) RETRY_AFTER_MAX_S * (int64_t) NSEC_PER_SEC);
 }

@@ -18,8 +18,9 @@ struct http_reply {
 void http_reply_reset(struct http_reply *r);
 size_t http_reply_on_body(char *data, size_t size, size_t n, void *reply);
 size_t http_reply_on_header(char *data, size_t size, size_t n, void *reply);
-/* "HTTP 400: <the error of a JSON body {"error": ...}, or the body as it is>", with control
- * characters made spaces (it goes into databases and logs). */
+/* "HTTP 400: <the error of a JSON body {"error": ...}, or the body as it is>", with control and
+ * bidirectional formatting characters escaped (text-safe.h: it goes into databases, logs and
+ * terminals). */
 void http_reply_message(const struct http_reply *r, long status, char *buf, size_t len);
 /* Retry-After: delay-seconds or an HTTP date; the wait in ns from now_real_ns (CLOCK_REALTIME),
  * at most a day; 0 when absent, past or not understood. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "text-safe.h"
 
 static int max_level = LOG_LEVEL_INFO;
 static int prefix_level = -1; /* -1: decide on first use */
@@ -27,7 +28,7 @@ void log_set_program(const char *name) {
         program = name;
 }
 
-int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
+int log_internal(int level, int error, const char *file, int line_no, const char *fmt, ...) {
         int saved_errno = errno;
         int e = error < 0 ? -error : error;
 
@@ -45,6 +46,11 @@ int log_internal(int level, int error, const char *file, int line, const char *f
                 va_start(ap, fmt);
                 vsnprintf(msg, sizeof(msg), fmt, ap);
                 va_end(ap);
+                /* A message is one line, whatever it quotes: a newline, an escape sequence or
+                 * a bidirectional override from a machine's upload, a request or a server's
+                 * answer is shown escaped, so it cannot forge lines or hide text. */
+                char line[sizeof(msg)];
+                text_escape(msg, line, sizeof(line));
 
                 char prefix[8] = "";
                 if (prefix_level)
@@ -52,10 +58,10 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 
                 if (level >= LOG_LEVEL_DEBUG)
                         fprintf(stderr, "%s%s%s(%s:%d) %s\n", prefix, program ?: "",
-                                program ? ": " : "", file, line, msg);
+                                program ? ": " : "", file, line_no, line);
                 else
                         fprintf(stderr, "%s%s%s%s\n", prefix, program ?: "", program ? ": " : "",
-                                msg);
+                                line);
         }
 
         errno = saved_errno;

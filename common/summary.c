@@ -14,6 +14,7 @@
 #include "hist.h"
 #include "macro.h"
 #include "summary.h"
+#include "text-safe.h"
 
 /* Plausible wall-clock times: 2001-09-09 to 2200-01-01. */
 #define TIME_MIN_NS INT64_C(1000000000000000000)
@@ -50,6 +51,7 @@ void summary_done(struct summary *s) {
                         free(iv->loads[l].metrics);
                 }
                 free(iv->loads);
+                summary_traces_free(iv);
         }
         free(s->intervals);
         for (size_t i = 0; i < s->nevents; i++) {
@@ -135,6 +137,8 @@ static json_t *encode_interval(const struct summary_interval *iv, bool *ok) {
         }
         put(o, "cpus", cpus, ok);
         put(o, "loads", loads, ok);
+        if (iv->ntraces > 0 && summary_traces_encode(iv, o) < 0)
+                *ok = false;
         return o;
 }
 
@@ -215,7 +219,11 @@ int summary_encode(const struct summary *s, char **ret, size_t *ret_len) {
 
 struct dec {
         char *err;
-        char path[160]; /* of the object being read: "intervals[3].cpus[0]" */
+        char path[160];    /* of the object being read: "intervals[3].cpus[0]" */
+        uint64_t probe_ns; /* the run's probe period, for the bound on samples */
+        uint64_t buckets;  /* non-empty histogram buckets so far */
+        const char *scenarios[SUMMARY_MAX_SCENARIOS]; /* the different ones so far */
+        size_t nscenarios;
 };
 
 static int bad(struct dec *d, const char *key, const char *fmt, ...) _printf_(3, 4);
@@ -287,7 +295,10 @@ static int get_opt_int(struct dec *d, json_t *o, const char *key, int64_t max, i
         return get_int(d, o, key, 0, max, ret);
 }
 
-enum { TEXT_ANY, TEXT_HEX, TEXT_NAME, TEXT_WORD, TEXT_RELEASE };
+/* TEXT_LINE: one line of text; TEXT_ANY: also tabs and newlines.  Neither holds a control or
+ * bidirectional formatting character (text-safe.h): they would forge lines and reorder words
+ * wherever the text is shown. */
+enum { TEXT_ANY, TEXT_LINE, TEXT_HEX, TEXT_NAME, TEXT_WORD, TEXT_RELEASE };
 
 /* What a release name may hold besides ASCII letters and digits. */
 #define RELEASE_PUNCT "._+~:-"
@@ -322,27 +333,27 @@ static int get_str(struct dec *d, json_t *o, const char *key, size_t minlen, siz
                 return bad(d, key, "length %zu is out of range (%zu to %zu)", len, minlen, maxlen);
         if (strlen(s) != len)
                 return bad(d, key, "contains a NUL character");
-        for (const char *p = s; *p; p++) {
+        char why[TEXT_WHY_MAX];
+        if ((kind == TEXT_ANY || kind == TEXT_LINE) && !text_ok(s, kind == TEXT_ANY, why))
+                return bad(d, key, "%s", why);
+        for (const char *p = s; kind != TEXT_ANY && kind != TEXT_LINE && *p; p++) {
                 bool good = true;
                 if (kind == TEXT_HEX)
                         good = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f');
                 else if (kind == TEXT_NAME)
                         good = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
                                (*p >= '0' && *p <= '9') || *p == '-' || *p == '_';
-                else if (kind == TEXT_WORD)
-                        good = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_';
                 else if (kind == TEXT_RELEASE)
                         good = release_char(*p);
                 else
-                        good = (unsigned char) *p >= 0x20 || *p == '\t' || *p == '\n';
+                        good = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_';
                 if (!good)
                         return bad(d, key,
                                    kind == TEXT_HEX    ? "not lowercase hexadecimal"
                                    : kind == TEXT_NAME ? "may hold only letters, digits, - and _"
-                                   : kind == TEXT_WORD ? "may hold only a-z, 0-9 and _"
                                    : kind == TEXT_RELEASE
                                            ? "may hold only letters, digits and . _ + ~ : -"
-                                           : "contains a control character");
+                                           : "may hold only a-z, 0-9 and _");
         }
         *ret = strdup(s);
         return *ret ? 0 : -ENOMEM;
@@ -420,7 +431,7 @@ static int decode_cpu(struct dec *d, json_t *o, const struct summary_interval *i
         if (!json_is_object(o))
                 return bad(d, NULL, "not an object");
         if ((r = only_keys(d, o, keys)) < 0 ||
-            (r = get_u32(d, o, "cpu", 0, SUMMARY_MAX_CPUS - 1, &c->cpu)) < 0 ||
+            (r = get_u32(d, o, "cpu", 0, SUMMARY_MAX_CPU_ID, &c->cpu)) < 0 ||
             (r = get_u64(d, o, "samples", UINT64_MAX, &c->samples)) < 0 ||
             (r = get_u64(d, o, "min_ns", (uint64_t) DAY_NS, &c->min_ns)) < 0 ||
             (r = get_u64(d, o, "avg_ns", (uint64_t) DAY_NS, &c->avg_ns)) < 0 ||
@@ -437,6 +448,18 @@ static int decode_cpu(struct dec *d, json_t *o, const struct summary_interval *i
                 return bad(d, NULL, "min_ns <= avg_ns <= max_ns does not hold");
         if (c->violations > c->samples)
                 return bad(d, "violations", "more than the samples");
+        /* Counts are consistent with the time measured, so that sums over a farm's years stay
+         * far from 2^63 (an upload claiming INT64_MAX samples broke every merge after it).  A
+         * count above one per period but within four is stored: the verdict judges it (a probe
+         * that counts more than its period allows did not measure, docs/verdict.md). */
+        uint64_t probe = d->probe_ns ?: SUMMARY_MIN_PROBE_NS, periods = iv->length_ns / probe;
+        if (c->samples > SUMMARY_MAX_SAMPLES_PER_PERIOD * periods + 16)
+                return bad(d, "samples",
+                           "%" PRIu64 " is more than %d per probe period (%" PRIu64
+                           " ns) of the interval's %" PRIu64 " ns",
+                           c->samples, SUMMARY_MAX_SAMPLES_PER_PERIOD, probe, iv->length_ns);
+        if (c->missed > SUMMARY_MAX_MISSED_NS / probe)
+                return bad(d, "missed", "more periods than two days hold");
         if (c->samples > 0 && (c->max_time_ns < iv->start_ns - DAY_NS ||
                                c->max_time_ns > iv->start_ns + (int64_t) iv->length_ns + DAY_NS))
                 return bad(d, "max_time_ns", "not within a day of the interval");
@@ -448,28 +471,29 @@ static int decode_cpu(struct dec *d, json_t *o, const struct summary_interval *i
         if (r < 0)
                 return bad(d, "hist", "not valid base64");
 
-        /* The histogram must decode and hold exactly the samples. */
-        struct hist h;
+        /* The histogram must decode and hold exactly the samples: checked on the encoded
+         * buckets, without an array of 100,000 of them for each CPU. */
         const char *reason = NULL;
         uint64_t total = 0;
-        r = hist_init(&h, c->hist_limit_us);
-        if (r < 0)
-                return r;
-        r = hist_decode_merge(&h, c->hist, c->hist_len, &total, &reason);
-        uint32_t lowest = 0, highest = 0;
-        hist_used_range(&h, &lowest, &highest);
-        hist_done(&h);
-        if (r == -ENOMEM)
-                return r;
+        r = hist_validate(c->hist, c->hist_len, &total, &reason);
         if (r < 0)
                 return bad(d, "hist", "%s", reason ?: "does not decode");
         if (total != c->samples)
                 return bad(d, "hist", "holds %" PRIu64 " samples, the row says %" PRIu64, total,
                            c->samples);
-        if (c->samples > 0 && (lowest != hist_index(c->hist_limit_us, c->min_ns) ||
-                               highest != hist_index(c->hist_limit_us, c->max_ns)))
+        struct hist_shape shape;
+        hist_shape(c->hist, c->hist_len, &shape);
+        if (shape.limit_us != c->hist_limit_us)
+                return bad(d, "hist", "its limit is %" PRIu32 " us, the row says %" PRIu32,
+                           shape.limit_us, c->hist_limit_us);
+        if (c->samples > 0 && (shape.lowest != hist_index(c->hist_limit_us, c->min_ns) ||
+                               shape.highest != hist_index(c->hist_limit_us, c->max_ns)))
                 return bad(d, "hist",
                            "its lowest and highest buckets do not hold min_ns and max_ns");
+        d->buckets += shape.entries;
+        if (d->buckets > SUMMARY_MAX_BUCKETS)
+                return bad(d, "hist", "more than %" PRIu32 " non-empty buckets in the summary",
+                           SUMMARY_MAX_BUCKETS);
         return 0;
 }
 
@@ -501,7 +525,7 @@ static int decode_load(struct dec *d, json_t *o, struct summary_load *l) {
                         return bad(d, NULL, "not an object");
                 if ((r = only_keys(d, m, mkeys)) < 0 ||
                     (r = get_str(d, m, "name", 1, 32, TEXT_WORD, false, &x->name)) < 0 ||
-                    (r = get_str(d, m, "unit", 1, 32, TEXT_ANY, false, &x->unit)) < 0)
+                    (r = get_str(d, m, "unit", 1, 32, TEXT_LINE, false, &x->unit)) < 0)
                         return r;
                 json_t *v = json_object_get(m, "value");
                 if (!v)
@@ -518,7 +542,7 @@ static int decode_load(struct dec *d, json_t *o, struct summary_load *l) {
 
 static int decode_interval(struct dec *d, json_t *o, struct summary_interval *iv) {
         static const char *const keys[] = { "seq",  "start_ns", "length_ns", "scenario",
-                                            "cpus", "loads",    NULL };
+                                            "cpus", "loads",    "traces",    NULL };
         json_t *cpus = NULL, *loads = NULL, *x;
         int64_t start = 0;
         size_t i;
@@ -537,6 +561,16 @@ static int decode_interval(struct dec *d, json_t *o, struct summary_interval *iv
         iv->start_ns = start;
         if (iv->length_ns == 0)
                 return bad(d, "length_ns", "must be more than 0");
+        if (iv->scenario) {
+                size_t k = 0;
+                while (k < d->nscenarios && strcmp(d->scenarios[k], iv->scenario) != 0)
+                        k++;
+                if (k == SUMMARY_MAX_SCENARIOS)
+                        return bad(d, "scenario", "more than %d different scenarios in the summary",
+                                   SUMMARY_MAX_SCENARIOS);
+                if (k == d->nscenarios)
+                        d->scenarios[d->nscenarios++] = iv->scenario;
+        }
         if (json_array_size(cpus) == 0)
                 return bad(d, "cpus", "empty");
         iv->cpus = calloc(json_array_size(cpus), sizeof(*iv->cpus));
@@ -559,7 +593,7 @@ static int decode_interval(struct dec *d, json_t *o, struct summary_interval *iv
                         return r;
                 leave(d, at);
         }
-        return 0;
+        return summary_traces_decode(o, d->path, iv, d->err);
 }
 
 /* How deeply v nests (a scalar: 0). */
@@ -614,7 +648,7 @@ static int decode_event(struct dec *d, json_t *o, struct summary_event *e) {
             (r = get_u64(d, o, "id", (uint64_t) INT64_MAX, &e->id)) < 0 ||
             (r = get_int(d, o, "time_ns", TIME_MIN_NS, TIME_MAX_NS, &e->time_ns)) < 0 ||
             (r = get_str(d, o, "type", 1, 64, TEXT_WORD, false, &e->type)) < 0 ||
-            (r = get_opt_int(d, o, "cpu", SUMMARY_MAX_CPUS - 1, &cpu)) < 0 ||
+            (r = get_opt_int(d, o, "cpu", SUMMARY_MAX_CPU_ID, &cpu)) < 0 ||
             (r = get_opt_int(d, o, "value", INT64_MAX, &value)) < 0 ||
             (r = get_str(d, o, "message", 0, SUMMARY_MAX_TEXT, TEXT_ANY, false, &e->message)) < 0 ||
             (r = get_details(d, o, &e->details)) < 0)
@@ -646,9 +680,9 @@ static int decode_run_extras(struct dec *d, json_t *run, struct summary_run *r) 
                 return -ENOMEM;
         json_array_foreach (cpus, i, x) {
                 if (!json_is_integer(x) || json_integer_value(x) < 0 ||
-                    json_integer_value(x) >= SUMMARY_MAX_CPUS)
+                    json_integer_value(x) > SUMMARY_MAX_CPU_ID)
                         return bad(d, "cpus", "entry %zu is not a CPU number (0 to %d)", i,
-                                   SUMMARY_MAX_CPUS - 1);
+                                   SUMMARY_MAX_CPU_ID);
                 uint32_t cpu = (uint32_t) json_integer_value(x);
                 if (i > 0 && cpu <= r->probed_cpus[i - 1])
                         return bad(d, "cpus", "CPUs must be listed once each, in ascending order");
@@ -696,8 +730,8 @@ static int decode_doc(struct dec *d, json_t *doc, struct summary *s) {
         at = enter(d, "machine", -1);
         if ((r = only_keys(d, m, mkeys)) < 0 ||
             (r = get_str(d, m, "id", 32, 32, TEXT_HEX, false, &s->machine.id)) < 0 ||
-            (r = get_str(d, m, "hostname", 1, 255, TEXT_ANY, false, &s->machine.hostname)) < 0 ||
-            (r = get_str(d, m, "cpu_model", 0, 256, TEXT_ANY, false, &s->machine.cpu_model)) < 0 ||
+            (r = get_str(d, m, "hostname", 1, 255, TEXT_LINE, false, &s->machine.hostname)) < 0 ||
+            (r = get_str(d, m, "cpu_model", 0, 256, TEXT_LINE, false, &s->machine.cpu_model)) < 0 ||
             (r = get_u32(d, m, "cpus", 1, SUMMARY_MAX_CPUS, &s->machine.cpus)) < 0)
                 return r;
         leave(d, at);
@@ -708,15 +742,15 @@ static int decode_doc(struct dec *d, json_t *doc, struct summary *s) {
         if ((r = only_keys(d, run, rkeys)) < 0 ||
             (r = get_int(d, run, "id", 1, INT64_MAX, &s->run.id)) < 0 ||
             (r = get_str(d, run, "boot_id", 32, 32, TEXT_HEX, false, &s->run.boot_id)) < 0 ||
-            (r = get_str(d, run, "kernel_release", 1, 256, TEXT_ANY, false,
+            (r = get_str(d, run, "kernel_release", 1, 256, TEXT_LINE, false,
                          &s->run.kernel_release)) < 0 ||
-            (r = get_str(d, run, "kernel_version", 0, 512, TEXT_ANY, false,
+            (r = get_str(d, run, "kernel_version", 0, 512, TEXT_LINE, false,
                          &s->run.kernel_version)) < 0 ||
-            (r = get_str(d, run, "kernel_cmdline", 0, SUMMARY_MAX_CMDLINE, TEXT_ANY, false,
+            (r = get_str(d, run, "kernel_cmdline", 0, SUMMARY_MAX_CMDLINE, TEXT_LINE, false,
                          &s->run.kernel_cmdline)) < 0 ||
-            (r = get_str(d, run, "preempt_model", 0, 64, TEXT_ANY, false, &s->run.preempt_model)) <
+            (r = get_str(d, run, "preempt_model", 0, 64, TEXT_LINE, false, &s->run.preempt_model)) <
                     0 ||
-            (r = get_str(d, run, "daemon_version", 1, 64, TEXT_ANY, false,
+            (r = get_str(d, run, "daemon_version", 1, 64, TEXT_LINE, false,
                          &s->run.daemon_version)) < 0 ||
             (r = get_str(d, run, "config_digest", 64, 64, TEXT_HEX, false, &s->run.config_digest)) <
                     0 ||
@@ -727,6 +761,7 @@ static int decode_doc(struct dec *d, json_t *doc, struct summary *s) {
             (r = get_u64(d, run, "interval_ns", (uint64_t) DAY_NS, &s->run.interval_ns)) < 0 ||
             (r = decode_run_extras(d, run, &s->run)) < 0)
                 return r;
+        d->probe_ns = s->run.probe_interval_ns;
         leave(d, at);
 
         if ((r = get_u64(d, doc, "seq", (uint64_t) INT64_MAX, &s->seq)) < 0 ||

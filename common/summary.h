@@ -10,18 +10,32 @@
 #define SUMMARY_SCHEMA "rtsoak.summary/1"
 #define SUMMARY_ERROR_MAX 512
 
-/* Limits that a valid summary respects; the decoder refuses anything beyond them. */
+/* Limits that a valid summary respects; the decoder refuses anything beyond them.  They are far
+ * above what a real machine sends (docs/summary-schema.md says why each is where it is) and
+ * bound what one machine's data can cost the server. */
 #define SUMMARY_MAX_INTERVALS 1000
-#define SUMMARY_MAX_CPUS 8192
+#define SUMMARY_MAX_CPUS 1024                   /* CPUs of a machine and of an interval */
+#define SUMMARY_MAX_CPU_ID 8191                 /* a CPU's number (Linux's NR_CPUS at most 8192) */
+#define SUMMARY_MAX_SCENARIOS 64                /* different scenario names in one summary */
+#define SUMMARY_MAX_BUCKETS (UINT32_C(1) << 23) /* non-empty histogram buckets, summed */
+/* Samples of a CPU in an interval: at most four per probe period of its length and 16 more;
+ * with the probe period unknown (0), per SUMMARY_MIN_PROBE_NS.  One per period is what a probe
+ * can count; between one and four the verdict judges the CPU as not measuring. */
+#define SUMMARY_MAX_SAMPLES_PER_PERIOD 4
+#define SUMMARY_MIN_PROBE_NS 1000
+#define SUMMARY_MAX_MISSED_NS (UINT64_C(2) * 86400 * 1000000000) /* periods missed: 2 days' */
 #define SUMMARY_MAX_LOADS 16
 #define SUMMARY_MAX_METRICS 8
 #define SUMMARY_MAX_EVENTS 10000
 #define SUMMARY_MAX_HIST_BYTES (1 << 20)
 #define SUMMARY_MAX_TEXT 4096 /* any string, except the kernel command line: */
 #define SUMMARY_MAX_CMDLINE 16384
-#define SUMMARY_MAX_DETAILS 65536 /* an event's details, as compact JSON text */
-#define SUMMARY_DETAILS_DEPTH 8   /* how deeply its objects and arrays may nest */
-#define SUMMARY_MAX_RELEASE 256   /* run.release */
+#define SUMMARY_MAX_DETAILS 65536             /* an event's details, as compact JSON text */
+#define SUMMARY_DETAILS_DEPTH 8               /* how deeply its objects and arrays may nest */
+#define SUMMARY_MAX_RELEASE 256               /* run.release */
+#define SUMMARY_MAX_TRACES 64                 /* trace captures per interval */
+#define SUMMARY_MAX_TRACE_RAW (1 << 20)       /* a capture's compressed raw events */
+#define SUMMARY_MAX_TRACE_RAW_TOTAL (4 << 20) /* all of them in one interval */
 
 struct summary_machine {
         char *id; /* 32 lowercase hex digits (/etc/machine-id) */
@@ -71,6 +85,16 @@ struct summary_load {
         size_t nmetrics;
 };
 
+struct trace_analysis;
+
+/* A capture of the trace flight recorder (common/summary-trace.c). */
+struct summary_trace {
+        struct trace_analysis *analysis; /* checked */
+        char *json;                      /* the analysis object as compact JSON */
+        uint8_t *raw;                    /* zlib of the raw events' text; NULL: not sent */
+        size_t raw_len;
+};
+
 struct summary_interval {
         uint64_t seq; /* the run's interval sequence number */
         int64_t start_ns;
@@ -80,6 +104,8 @@ struct summary_interval {
         size_t ncpus;
         struct summary_load *loads;
         size_t nloads;
+        struct summary_trace *traces; /* optional: captures of violations in it */
+        size_t ntraces;
 };
 
 struct summary_event {
@@ -115,3 +141,11 @@ int summary_encode(const struct summary *s, char **ret, size_t *ret_len);
  * ("intervals[3].cpus[0].max_ns: less than min_ns"). */
 int summary_decode(const char *text, size_t len, struct summary *ret,
                    char err[static SUMMARY_ERROR_MAX]);
+
+/* The optional "traces" member of an interval (common/summary-trace.c): encoding, decoding
+ * with the path of a bad field in err, freeing. */
+struct json_t;
+int summary_traces_encode(const struct summary_interval *iv, struct json_t *interval);
+int summary_traces_decode(struct json_t *interval, const char *path, struct summary_interval *iv,
+                          char err[static SUMMARY_ERROR_MAX]);
+void summary_traces_free(struct summary_interval *iv);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "collector.h"
 #include "hist.h"
@@ -42,6 +43,11 @@ struct collector {
         uint64_t write_k;  /* next interval index to write */
         uint64_t next_seq; /* sequence number of the next stored interval */
         struct collector_stats stats;
+        /* Captures taken from the flight recorder, not yet stored; and whether one is still
+         * being taken (the interval it belongs to waits for it, within its grace time). */
+        struct trace_capture_result **captures;
+        size_t ncaptures;
+        bool capture_busy;
 
         /* Storage failing (a full disk): since when, why, and what it cost so far.  Recorded
          * as an event once writing works again. */
@@ -94,6 +100,9 @@ void collector_free(struct collector *c) {
                 free(c->q[i].items);
         }
         free(c->q);
+        for (size_t i = 0; i < c->ncaptures; i++)
+                trace_capture_result_free(c->captures[i]);
+        free(c->captures);
         free(c);
 }
 
@@ -152,6 +161,8 @@ static int64_t to_real(const struct collector *c, int64_t mono) {
 struct batch {
         struct store_cpu_interval *rows;
         size_t nrows;
+        struct store_trace *traces; /* of the captures held that go with this interval */
+        size_t ntraces, nforget;    /* stored, and held ones done with once it is */
         struct store_event *events;
         size_t nevents, cap_events;
         char **messages; /* owned strings referenced by events */
@@ -164,6 +175,86 @@ static void batch_done(struct batch *b) {
         free(b->messages);
         free(b->events);
         free(b->rows);
+        free(b->traces);
+}
+
+/* The captures held whose violation was due before end_mono go with this interval (they are
+ * held in due order). */
+static int attach_traces(struct collector *c, struct batch *b, int64_t end_mono,
+                         struct store_interval *iv) {
+        size_t n = 0;
+        while (n < c->ncaptures && c->captures[n]->due_mono_ns < end_mono)
+                n++;
+        if (n == 0)
+                return 0;
+        b->traces = calloc(n, sizeof(*b->traces));
+        if (!b->traces)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const struct trace_capture_result *t = c->captures[i];
+                if (!t->analysis_json)
+                        continue; /* out of memory when it was taken: dropped below */
+                b->traces[b->ntraces++] = (struct store_trace){
+                        .cpu = t->cpu,
+                        .time_ns = to_real(c, t->due_mono_ns),
+                        .latency_ns = t->analysis.latency_ns,
+                        .analysis = t->analysis_json,
+                        .raw = t->raw,
+                        .raw_len = t->raw_len,
+                        .raw_events = t->raw_events,
+                        .raw_dropped = t->raw_dropped,
+                };
+        }
+        b->nforget = n;
+        iv->traces = b->traces;
+        iv->ntraces = b->ntraces;
+        return 0;
+}
+
+/* Stored: the first n captures held are done with. */
+static void forget_traces(struct collector *c, size_t n) {
+        if (n == 0)
+                return;
+        for (size_t i = 0; i < n; i++)
+                trace_capture_result_free(c->captures[i]);
+        memmove(c->captures, c->captures + n, (c->ncaptures - n) * sizeof(*c->captures));
+        c->ncaptures -= n;
+}
+
+/* Takes the flight recorder's finished captures of violations due before before_mono into
+ * our own list, in due order.  The others stay in their rate-limit window, where a worse
+ * violation may still replace them. */
+static int take_traces(struct collector *c, int64_t before_mono) {
+        struct trace_capture_result **got = NULL;
+        size_t n = 0;
+        if (!c->p.traces)
+                return 0;
+        int r = trace_capture_take(c->p.traces, before_mono, &got, &n, &c->capture_busy);
+        if (r < 0 || n == 0) {
+                free(got);
+                return r;
+        }
+        struct trace_capture_result **a = realloc(c->captures, (c->ncaptures + n) * sizeof(*a));
+        if (!a) {
+                for (size_t i = 0; i < n; i++)
+                        trace_capture_result_free(got[i]);
+                free(got);
+                return -ENOMEM;
+        }
+        c->captures = a;
+        /* Later takes hold later violations, except a capture that waited in a rate-limit
+         * window: keep the list sorted. */
+        for (size_t i = 0; i < n; i++) {
+                size_t at = c->ncaptures;
+                while (at > 0 && c->captures[at - 1]->due_mono_ns > got[i]->due_mono_ns) {
+                        c->captures[at] = c->captures[at - 1];
+                        at--;
+                }
+                c->captures[at] = got[i];
+                c->ncaptures++;
+        }
+        free(got);
+        return 0;
 }
 
 _printf_(6, 7) static int batch_event(struct batch *b, int64_t time, const char *type, int cpu,
@@ -328,6 +419,11 @@ static int write_one(struct collector *c, uint64_t k, int64_t now_mono) {
                 };
                 if (c->p.annotate)
                         c->p.annotate(c->p.userdata, k, &iv);
+                int64_t end_mono = interval_start(c->p.base_mono_ns, (int64_t) c->p.period_ns,
+                                                  k + 1);
+                r = attach_traces(c, &b, end_mono, &iv);
+                if (r < 0)
+                        goto out;
                 heartbeat_enter(c->p.storage_beat);
                 r = store_write_interval(c->store, &iv);
                 heartbeat_leave(c->p.storage_beat);
@@ -340,6 +436,7 @@ static int write_one(struct collector *c, uint64_t k, int64_t now_mono) {
                 }
                 c->next_seq++;
                 c->stats.intervals_written++;
+                forget_traces(c, b.nforget);
                 c->stats.last_max_ns = worst;
                 c->stats.last_max_cpu = worst_cpu;
         }
@@ -368,6 +465,10 @@ static bool interval_complete(const struct collector *c, uint64_t k, int64_t now
         int64_t end = interval_start(c->p.base_mono_ns, (int64_t) c->p.period_ns, k + 1);
         if (now_mono >= end + (int64_t) c->p.grace_ns)
                 return true;
+        /* A capture being taken may belong to this interval: wait for it (within the grace
+         * time; a later one goes with the next interval). */
+        if (c->capture_busy)
+                return false;
         for (size_t i = 0; i < c->nq; i++)
                 if (!c->q[i].finished && c->q[i].delivered_k < (int64_t) k)
                         return false;
@@ -473,6 +574,24 @@ int collector_poll(struct collector *c, int64_t now_mono, bool final) {
                 r = drain(c, &c->q[i]);
                 if (r < 0)
                         return r;
+        }
+        /* Captures go with the interval their violation was due in, once it closed (those of
+         * the open one stay in their rate-limit window); at the end, every one, and one still
+         * being taken gets a moment to finish. */
+        int64_t period = (int64_t) c->p.period_ns;
+        int64_t before =
+                final ? INT64_MAX
+                      : interval_start(c->p.base_mono_ns, period,
+                                       interval_index(c->p.base_mono_ns, period, now_mono));
+        for (int wait = 0; wait < (final ? 100 : 1); wait++) {
+                r = take_traces(c, before);
+                if (r < 0)
+                        log_error_errno(r, "Failed to take the flight recorder's captures, "
+                                           "ignoring: %m");
+                if (!c->capture_busy)
+                        break;
+                struct timespec ts = { 0, 10 * 1000 * 1000 };
+                nanosleep(&ts, NULL);
         }
 
         for (;;) {

@@ -8,6 +8,7 @@
 
 #include "probe.h"
 #include "store.h"
+#include "trace-capture.h"
 #include "watchdog.h"
 
 struct collector_params {
@@ -27,6 +28,9 @@ struct collector_params {
         /* Optional: marks the storage calls, so that a watchdog can tell a stuck database
          * from a stuck collector. */
         struct heartbeat *storage_beat;
+        /* Optional: the flight recorder's captures, stored with the interval their violation
+         * was due in (or, if they come later than it, with the next one written). */
+        struct trace_capture *traces;
 };
 
 struct collector;

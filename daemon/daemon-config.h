@@ -40,6 +40,13 @@ struct daemon_config {
         char *upload_release; /* the name the farm judges runs under; "": the kernel's release */
         uint64_t upload_batch, upload_timeout_ns, upload_connect_timeout_ns, upload_retry_max_ns;
 
+        bool trace; /* the trace flight recorder */
+        char *trace_path, *trace_instance, *trace_events;
+        uint64_t trace_lookback_ns;
+        uint64_t trace_buffer_bytes; /* per probed CPU; 0: from the look-back */
+        uint64_t trace_rate_interval_ns, trace_rate_burst;
+        uint64_t trace_raw_max;
+
         char *rotation; /* "NAME SPAN, NAME SPAN, ..." as written */
         struct schedule_step *steps;
         size_t nsteps;

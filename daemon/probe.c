@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* The probe thread.  Between two wake-ups it only calls clock_nanosleep() and
  * clock_gettime() and writes its own slot: no locks, no allocation, no other system call,
- * so that what it measures is the kernel's latency and not ours. */
+ * so that what it measures is the kernel's latency and not ours.  Only after a wake-up over
+ * the threshold, once the sample is taken, may it write twice more: the flight recorder's
+ * marker and the capture thread's wake-up. */
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hist.h"
 #include "interval.h"
@@ -27,6 +31,12 @@ int probe_new(int cpu, const struct probe_params *params, const struct probe_con
         atomic_init(&p->state, PROBE_STARTING);
         atomic_init(&p->progress, 0);
         atomic_init(&p->recent_max_ns, 0);
+        p->trace.marker_fd = p->trace.wake_fd = -1;
+        atomic_init(&p->trace.armed, false);
+        atomic_init(&p->trace.floor_ns, 0);
+        atomic_init(&p->trace.fired, 0);
+        atomic_init(&p->trace.skipped, 0);
+        atomic_init(&p->tid, 0);
 
         /* Each slot carries a whole histogram; keep a CPU's ring near 4 MiB at most, with
          * room for at least one closed interval beside the one being filled. */
@@ -144,6 +154,29 @@ static int setup(struct probe *p) {
         return 0;
 }
 
+/* After a violation, outside the measurement: asks the flight recorder for a capture, or
+ * counts the violation as not captured.  The marker write stops the trace (its trigger), so
+ * the buffers hold what led up to this wake-up; the capture thread reads them. */
+static void trace_fire(struct probe *p, int64_t due, uint64_t lat) {
+        struct probe_trace *t = &p->trace;
+        if (!atomic_load_explicit(&t->armed, memory_order_acquire) ||
+            lat <= atomic_load_explicit(&t->floor_ns, memory_order_relaxed)) {
+                atomic_fetch_add_explicit(&t->skipped, 1, memory_order_relaxed);
+                return;
+        }
+        atomic_store_explicit(&t->armed, false, memory_order_relaxed);
+        t->due_ns = due;
+        t->latency_ns = lat;
+        atomic_fetch_add_explicit(&t->fired, 1, memory_order_release);
+        char buf[96];
+        int n = snprintf(buf, sizeof(buf), "rtsoak late cpu=%d due=%lld latency=%llu", p->cpu,
+                         (long long) due, (unsigned long long) lat);
+        uint64_t one = 1;
+        /* Failures are seen by the capture thread: no marker in the trace. */
+        (void) !write(t->marker_fd, buf, (size_t) n);
+        (void) !write(t->wake_fd, &one, sizeof(one));
+}
+
 static void *probe_thread_main(void *arg) {
         struct probe *p = arg;
         const struct probe_params *pp = &p->params;
@@ -153,6 +186,7 @@ static void *probe_thread_main(void *arg) {
         const uint32_t limit = pp->hist_limit_us;
         int r;
 
+        atomic_store_explicit(&p->tid, (int) gettid(), memory_order_relaxed);
         if (setup(p) < 0)
                 return NULL;
         atomic_store_explicit(&p->state, PROBE_READY, memory_order_release);
@@ -234,6 +268,8 @@ static void *probe_thread_main(void *arg) {
                         if (slot->nviol < PROBE_VIOL_MAX)
                                 slot->viol[slot->nviol++] = (struct probe_violation){ next, lat };
                         slot->violations++;
+                        if (p->trace.wake_fd >= 0)
+                                trace_fire(p, next, lat);
                 }
                 if (_unlikely_(lat >= (uint64_t) interval)) {
                         /* Whole periods slept through: count them and move on, rather than

@@ -62,6 +62,20 @@ struct probe_control {
         _Atomic int test_hang_cpu;
 } _cacheline_aligned_;
 
+/* The trace flight recorder's side of a probe, touched only after a violation: the probe writes
+ * a marker into the instance's trace_marker (whose trigger freezes the buffers) and wakes the
+ * capture thread, unless a capture is still pending or the violation is no worse than the rate
+ * limit asks for (floor_ns); then it only counts it. */
+struct probe_trace {
+        int marker_fd, wake_fd;    /* -1: no flight recorder */
+        _Atomic bool armed;        /* the capture thread takes this CPU's next capture */
+        _Atomic uint64_t floor_ns; /* a violation must be later than this to be captured */
+        _Atomic uint64_t fired;    /* captures asked for; due_ns and latency_ns: the last */
+        _Atomic uint64_t skipped;  /* violations not captured */
+        int64_t due_ns;
+        uint64_t latency_ns;
+} _cacheline_aligned_;
+
 struct probe {
         /* Consumer side and bookkeeping; the producer's hot state lives on its stack and in
          * the slot it is filling. */
@@ -81,8 +95,11 @@ struct probe {
         struct probe_slot *slots; /* allocated by the probe thread itself (first touch) */
         uint64_t *hist_mem;
 
+        struct probe_trace trace;
+
         pthread_t thread;
         bool thread_started;
+        _Atomic int tid; /* the thread's id, as trace events name it */
         _Atomic int state;
         int error;         /* negative errno when FAILED */
         const char *stage; /* what failed: "affinity", "scheduler", "memory", "clock" */

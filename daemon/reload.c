@@ -16,7 +16,8 @@ bool reload_needs_restart(const char *section, const char *key) {
         /* The release is a run's own: the next run has the new one. */
         if (strcmp(section, "Upload") == 0)
                 return strcmp(key, "Release") == 0;
-        return strcmp(section, "Storage") == 0 || strcmp(section, "Load") == 0;
+        return strcmp(section, "Storage") == 0 || strcmp(section, "Load") == 0 ||
+               strcmp(section, "Trace") == 0;
 }
 
 void reload_result_done(struct reload_result *r) {

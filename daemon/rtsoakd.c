@@ -32,6 +32,8 @@
 #include "summary.h"
 #include "sysinfo.h"
 #include "timeutil.h"
+#include "token-file.h"
+#include "trace-setup.h"
 #include "uploader.h"
 #include "watchdog.h"
 
@@ -94,6 +96,7 @@ struct daemon {
         struct flightrec *flight; /* NULL: no flight recorder */
         sd_event_source *flight_source;
         struct housekeeping *housekeeping;
+        struct tracing *tracing; /* NULL: no flight recorder */
 };
 
 #define RECORDS_MAX 2048
@@ -128,6 +131,43 @@ static void add_event(struct daemon *d, const char *type, int64_t value, const c
         if (r < 0)
                 log_error("Failed to store a %s event (%s): %s", type, message,
                           store_error(d->store));
+}
+
+/* The trace flight recorder, or one notice of why there is none; both go into the run's
+ * record and a "trace" event (which reaches the farm). */
+static int start_tracing(struct daemon *d, int64_t mono_to_real) {
+        char msg[TRACE_MESSAGE_MAX];
+        _cleanup_free_ char *json = NULL;
+        struct tracing_params tp = {
+                .cfg = &d->cfg,
+                .probes = d->probes,
+                .nprobes = d->nprobes,
+                .mono_to_real_ns = mono_to_real,
+        };
+        int r = tracing_start(&tp, &d->tracing, &json, msg);
+        if (r < 0)
+                return r;
+        if (d->tracing || !d->cfg.trace)
+                log_info("T%s", msg + 1);
+        else
+                log_notice("T%s", msg + 1);
+        heartbeat_enter(&d->hb_storage);
+        r = store_set_run_trace(d->store, d->run_id, json);
+        struct store_event ev = {
+                .time_ns = now_ns(CLOCK_REALTIME),
+                .type = "trace",
+                .cpu = -1,
+                .value_ns = -1,
+                .message = msg,
+                .details = json,
+        };
+        if (r >= 0)
+                r = store_add_event(d->store, d->run_id, &ev);
+        heartbeat_leave(&d->hb_storage);
+        if (r < 0)
+                log_error("Failed to record the trace flight recorder in the run: %s",
+                          store_error(d->store));
+        return 0;
 }
 
 static void on_load_event(void *userdata, const char *type, int64_t value, const char *message) {
@@ -451,6 +491,7 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) s;
         (void) usec;
         heartbeat_beat(&d->hb_collector);
+        tracing_log_notices(d->tracing);
         check_probe_failures(d);
         check_ready(d);
 
@@ -575,35 +616,24 @@ static int on_duration(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* The bearer token: the first line of the file, which only root should be able to read. */
-static int read_token(const char *path, char **ret) {
-        char line[520];
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return log_error_errno(negative_errno(),
-                                       "[Upload] TokenFile=%s: cannot read the token: %m (enroll "
-                                       "the machine with \"rtsoak-server enroll\" and store "
-                                       "the token there)",
-                                       path);
-        bool ok = fgets(line, sizeof(line), f) != NULL;
-        fclose(f);
-        line[ok ? strcspn(line, " \t\r\n") : 0] = 0;
-        if (!*line || strlen(line) > 512) {
-                explicit_bzero(line, sizeof(line));
-                log_error("[Upload] TokenFile=%s: no token in the file's first line", path);
-                return -EINVAL;
-        }
-        for (const char *p = line; *p; p++)
-                if ((unsigned char) *p < 0x21 || (unsigned char) *p > 0x7e) {
-                        explicit_bzero(line, sizeof(line));
-                        log_error("[Upload] TokenFile=%s: the token holds characters that "
-                                  "cannot go into an HTTP header",
-                                  path);
-                        return -EINVAL;
-                }
-        *ret = strdup(line);
-        explicit_bzero(line, sizeof(line));
-        return *ret ? 0 : log_oom();
+/* The bearer token: the first line of the file, which only root should be able to read; a
+ * file every user can read, or a server that gets it in clear, is warned about. */
+static int read_token(const char *path, const char *server, char **ret) {
+        char err[TOKEN_MESSAGE_MAX], warning[TOKEN_MESSAGE_MAX];
+        int r = token_file_read(path, ret, err, warning);
+        if (r < 0)
+                return log_error_errno(r, "[Upload] TokenFile=%s%s", err,
+                                       r == -ENOENT || r == -EACCES
+                                               ? " (enroll the machine with \"rtsoak-server "
+                                                 "enroll\" and store the token there)"
+                                               : "");
+        if (warning[0])
+                log_warning("[Upload] TokenFile=%s", warning);
+        if (token_in_clear(server))
+                log_warning("[Upload] Server=%s: the token goes to another host over plain HTTP, "
+                            "readable by anyone on the way (use https://)",
+                            server);
+        return 0;
 }
 
 static void on_uploader_alive(void *userdata) {
@@ -673,7 +703,7 @@ static void reload(struct daemon *d) {
         /* The token file is read again at every reload: a new token needs no restart. */
         bool upload_changed = strstr(rr.changed, "Upload.") != NULL;
         if (*rr.cfg.upload_server) {
-                r = read_token(rr.cfg.upload_token_file, &token);
+                r = read_token(rr.cfg.upload_token_file, rr.cfg.upload_server, &token);
                 if (r < 0) {
                         snprintf(msg, sizeof(msg), "[Upload] TokenFile=%s: cannot read the token",
                                  rr.cfg.upload_token_file);
@@ -877,7 +907,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         atomic_store(&d->hb_collector.active, true);
         atomic_store(&d->hb_storage.active, true);
         if (*d->cfg.upload_server) {
-                r = read_token(d->cfg.upload_token_file, &d->token);
+                r = read_token(d->cfg.upload_token_file, d->cfg.upload_server, &d->token);
                 if (r < 0)
                         return EXIT_CONFIG;
         }
@@ -998,6 +1028,12 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                            "retention are reused but the file does not shrink",
                            d->cfg.storage_path);
 
+        r = start_tracing(d, off);
+        if (r < 0) {
+                stop_probes(d);
+                return log_oom(), EXIT_FAILURE;
+        }
+
         atomic_store(&d->outbox_on, d->token != NULL);
         if (d->token) {
                 r = start_uploader(d);
@@ -1020,6 +1056,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 .annotate = annotate_interval,
                 .userdata = d,
                 .storage_beat = &d->hb_storage,
+                .traces = tracing_capture(d->tracing),
         };
         r = collector_new(&cp, d->store, d->run_id, d->probes, d->nprobes, &d->collector);
         if (r < 0) {
@@ -1103,6 +1140,8 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         /* Every load process is gone before the run is recorded as ended. */
         loadsup_free(d->loads);
         d->loads = NULL;
+        tracing_stop(d->tracing);
+        d->tracing = NULL;
 
         int64_t end = now_ns(CLOCK_REALTIME);
         r = store_end_run(d->store, d->run_id, end, d->failed ? "error" : "clean",
@@ -1128,6 +1167,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
 
 static void daemon_done(struct daemon *d) {
         watchdog_stop(d->watchdog);
+        tracing_stop(d->tracing);
         uploader_stop(d->uploader);
         if (d->token)
                 explicit_bzero(d->token, strlen(d->token));

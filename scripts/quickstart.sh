@@ -14,7 +14,8 @@ src=$PWD
 
 # scdoc builds the man pages.
 build_packages=(meson ninja-build gcc pkg-config libsqlite3-dev libsystemd-dev libjansson-dev
-                libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev libxml2-dev libpq-dev scdoc)
+                libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev libxml2-dev libpq-dev zlib1g-dev
+                scdoc)
 # systemd-analyze checks the unit files, clang-format the formatting, chromium (headless) the
 # dashboard as a browser shows it, systemd-journal-remote writes the journal files that the
 # forensics test reads, postgresql the farm server's second store (the tests start servers of

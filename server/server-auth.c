@@ -7,6 +7,8 @@
 #include <strings.h>
 #include <sys/random.h>
 
+#include "base64.h"
+#include "macro.h"
 #include "server-auth.h"
 
 static bool is_token(const char *s, size_t len) {
@@ -65,4 +67,29 @@ int farm_token_from_header(const char *authorization, uint8_t ret_hash[static SH
                 return -EINVAL;
         token_hash(t, ret_hash);
         return 0;
+}
+
+int farm_token_from_authorization(const char *authorization,
+                                  uint8_t ret_hash[static SHA256_DIGEST_SIZE]) {
+        if (!authorization || strncasecmp(authorization, "Basic ", 6) != 0)
+                return farm_token_from_header(authorization, ret_hash);
+        const char *b = authorization + 6;
+        b += strspn(b, " ");
+        size_t len = strcspn(b, " ");
+        if (b[len + strspn(b + len, " ")] != '\0' || len > 4 * FARM_TOKEN_LEN)
+                return -EINVAL;
+        _cleanup_free_ uint8_t *raw = NULL;
+        size_t n = 0;
+        if (base64_decode(b, len, &raw, &n) < 0 || !raw)
+                return -EINVAL;
+        const char *colon = memchr(raw, ':', n);
+        if (!colon)
+                return -EINVAL;
+        const char *t = colon + 1;
+        size_t tl = n - (size_t) (t - (const char *) raw);
+        int r = is_token(t, tl) ? 0 : -EINVAL;
+        if (r == 0)
+                token_hash(t, ret_hash);
+        explicit_bzero(raw, n);
+        return r;
 }

@@ -17,3 +17,7 @@ int farm_token_new(char ret_token[static FARM_TOKEN_LEN + 1],
 /* The hash of the token in an Authorization header value ("Bearer <64 hex digits>"); -EINVAL
  * for a missing (NULL) or malformed one. */
 int farm_token_from_header(const char *authorization, uint8_t ret_hash[static SHA256_DIGEST_SIZE]);
+/* The same, also for "Basic" credentials with the token as the password (the user name is not
+ * looked at): what a browser sends once its user typed the token in. */
+int farm_token_from_authorization(const char *authorization,
+                                  uint8_t ret_hash[static SHA256_DIGEST_SIZE]);

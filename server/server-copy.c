@@ -31,12 +31,14 @@ static const struct table {
 } tables[] = {
         { "machines", "id" },
         { "admins", "name" },
+        { "readers", "name" },
         { "runs", "id" },
         { "intervals", "id" },
         { "interval_cpus", "\"interval\", cpu", true },
         { "interval_loads", "\"interval\", idx", true },
         { "interval_load_metrics", "\"interval\", load_idx, idx", true },
         { "events", "id" },
+        { "traces", "id" },
         { "uploads", "run, seq" },
         { "run_days", "run, day" },
         { "run_day_scenarios", "run, day, scenario" },
@@ -309,7 +311,9 @@ static int copy_chunk(struct side *src, struct side *dst, const struct columns *
 /* The intervals and their children, chunk by chunk after the last one copied before. */
 static int copy_intervals(struct side *src, struct side *dst, int64_t chunk, uint64_t *ret_rows,
                           char *err) {
-        const struct table *t = &tables[3];
+        const struct table *t = tables;
+        while (strcmp(t->name, "intervals") != 0)
+                t++;
         struct columns cols;
         int64_t max, done, total;
         int r = columns_of(dst->c, t, &cols, err);

@@ -3,18 +3,24 @@
  * SVG rendered here from the answers of the JSON API and of the verdict. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "base64.h"
 #include "log.h"
 #include "macro.h"
 #include "server-dash.h"
+#include "server-path.h"
 #include "server-params.h"
 #include "server-stable.h"
 #include "server-svg.h"
+#include "server-trace.h"
+#include "sha256.h"
+#include "text-safe.h"
 #include "timeutil.h"
 
 #define HOUR_NS (3600 * (int64_t) NSEC_PER_SEC)
@@ -61,9 +67,12 @@ static const char *arg(const struct farm_args *args, const char *name) {
         return NULL;
 }
 
-/* Text for HTML: both in elements and in attribute values. */
-static void esc(FILE *f, const char *s) {
-        for (; s && *s; s++)
+/* Text for HTML: both in elements and in attribute values.  Control and bidirectional
+ * formatting characters (stored before the schema refused them) show as escapes, so that
+ * they cannot reorder what a page says. */
+static void esc(FILE *f, const char *text) {
+        _cleanup_free_ char *safe = text ? text_escape_dup(text) : NULL;
+        for (const char *s = safe; s && *s; s++)
                 switch (*s) {
                 case '&':
                         fputs("&amp;", f);
@@ -211,6 +220,7 @@ static const char css[] =
         ".plot{margin:.5rem 0}"
         ".note{color:#444;font-size:.9rem}"
         ".bad{color:#a33a00;font-weight:bold}"
+        ".culprit{font-size:.9rem}"
         "nav.windows a,nav.windows strong{margin-right:.8rem}"
         "ul.reasons li{margin:.2rem 0}ul.waiting{margin:0;padding-left:1.2rem}"
         "code{font-size:.85rem;word-break:break-all}"
@@ -227,6 +237,34 @@ static const char script[] =
         "l[i].textContent=d.getFullYear()+'-'+p(d.getMonth()+1)+'-'+p(d.getDate())+' '+"
         "p(d.getHours())+':'+p(d.getMinutes())+':'+p(d.getSeconds())+(z?' '+z:'');"
         "l[i].setAttribute('data-local','1')}})();";
+
+static char csp[512];
+
+static void csp_hash(const char *text, char *buf, size_t size) {
+        uint8_t hash[SHA256_DIGEST_SIZE];
+        struct sha256_ctx c;
+        sha256_init(&c);
+        sha256_update(&c, text, strlen(text));
+        sha256_final(&c, hash);
+        _cleanup_free_ char *b64 = base64_encode(hash, sizeof(hash));
+        snprintf(buf, size, "'sha256-%s'", b64 ?: "");
+}
+
+static void csp_init(void) {
+        char style[80], js[80];
+        csp_hash(css, style, sizeof(style));
+        csp_hash(script, js, sizeof(js));
+        snprintf(csp, sizeof(csp),
+                 "default-src 'none'; style-src %s; script-src %s; img-src 'self' data:; "
+                 "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+                 style, js);
+}
+
+const char *farm_dash_csp(void) {
+        static pthread_once_t once = PTHREAD_ONCE_INIT;
+        pthread_once(&once, csp_init);
+        return csp;
+}
 
 static void page_begin(struct dash *x, const char *title, unsigned refresh_s) {
         FILE *f = x->f;
@@ -596,10 +634,22 @@ static int parse_window(struct dash *x, const struct machine *m, struct window *
         return 0;
 }
 
+/* A point in time as a parameter: Unix nanoseconds, or "@SECONDS.NANOSECONDS" before 1970-01-12
+ * (a plain number of fewer than 16 digits is refused as probably meant as seconds). */
+static const char *time_arg(char buf[static 40], int64_t ns) {
+        if (ns >= INT64_C(1000000000000000))
+                snprintf(buf, 40, "%" PRId64, ns);
+        else
+                snprintf(buf, 40, "@%" PRId64 ".%09" PRId64, ns / (int64_t) NSEC_PER_SEC,
+                         ns % (int64_t) NSEC_PER_SEC);
+        return buf;
+}
+
 /* The query string that selects the same window ("?window=30d", "?from=..&to=.."), with
  * "&amp;" when for HTML. */
 static void window_query(char *buf, size_t size, const struct window *w, bool html, bool hl) {
         const char *amp = html ? "&amp;" : "&";
+        char t1[40], t2[40];
         size_t o;
         if (w->name[0] && strcmp(w->name, "kernel") != 0)
                 o = (size_t) snprintf(buf, size, "?window=%s", w->name);
@@ -608,11 +658,11 @@ static void window_query(char *buf, size_t size, const struct window *w, bool ht
                 urlenc_buf(k, sizeof(k), w->kernel);
                 o = (size_t) snprintf(buf, size, "?window=kernel:%s", k);
         } else
-                o = (size_t) snprintf(buf, size, "?from=%" PRId64 "%sto=%" PRId64, w->from, amp,
-                                      w->to);
+                o = (size_t) snprintf(buf, size, "?from=%s%sto=%s", time_arg(t1, w->from), amp,
+                                      time_arg(t2, w->to));
         if (hl && w->hl_to > w->hl_from && o < size)
-                snprintf(buf + o, size - o, "%shl_from=%" PRId64 "%shl_to=%" PRId64, amp,
-                         w->hl_from, amp, w->hl_to);
+                snprintf(buf + o, size - o, "%shl_from=%s%shl_to=%s", amp, time_arg(t1, w->hl_from),
+                         amp, time_arg(t2, w->hl_to));
 }
 
 /* The long-term plot's step: 5 minutes (or the machine's interval when longer); one point
@@ -628,59 +678,77 @@ static int64_t lt_step(const struct machine *m, const struct window *w) {
 
 /* ---- the plots of a machine ------------------------------------------------------------- */
 
+/* The histogram plot's CPUs as they are merged: each reduced to the plot's columns at once
+ * (6 KiB a CPU, whatever its histogram), the axis known from all CPUs merged. */
+struct plot_cpus {
+        uint64_t bound_us, x_limit_us;
+        struct svg_hist_cpu *cpus;
+        struct svg_hist_columns *cols;
+        size_t n, alloc;
+};
+
+static uint32_t last_exact_bucket(const struct farm_acc *c) {
+        for (uint32_t i = c->h.counts ? MIN(c->h.limit_us, c->h.nbuckets) : 0; i > 0; i--)
+                if (c->h.counts[i - 1])
+                        return i;
+        return 0;
+}
+
+static int plot_cpu(void *userdata, int64_t cpu, const struct farm_acc *acc,
+                    const struct farm_acc *all) {
+        struct plot_cpus *p = userdata;
+        if (!p->x_limit_us)
+                p->x_limit_us = svg_hist_axis_end(p->bound_us, last_exact_bucket(all));
+        if (cpu < 0 || !acc->samples)
+                return 0;
+        if (p->n == p->alloc) {
+                size_t na = p->alloc ? p->alloc * 2 : 16;
+                struct svg_hist_cpu *c = realloc(p->cpus, na * sizeof(*c));
+                if (c)
+                        p->cpus = c;
+                struct svg_hist_columns *k = realloc(p->cols, na * sizeof(*k));
+                if (k)
+                        p->cols = k;
+                if (!c || !k)
+                        return -ENOMEM;
+                p->alloc = na;
+        }
+        uint32_t limit = MIN(acc->h.limit_us, acc->h.nbuckets);
+        uint64_t overflow = 0;
+        for (uint32_t i = limit; i < acc->h.nbuckets; i++)
+                overflow += acc->h.counts[i];
+        svg_hist_reduce(p->x_limit_us, p->bound_us, acc->h.counts, limit, overflow, &p->cols[p->n]);
+        p->cpus[p->n] = (struct svg_hist_cpu){ .cpu = (unsigned) cpu,
+                                               .nbuckets = limit,
+                                               .overflow = overflow,
+                                               .max_ns = acc->max_ns };
+        p->n++;
+        return 0;
+}
+
 static int machine_hist(struct dash *x, const struct machine *m, const struct window *w,
                         struct svg_buf *out) {
-        char url[128], from[32], to[32], title[400], nb[16];
-        json_t *h = NULL;
-        snprintf(url, sizeof(url), "/api/v1/machines/%s/histogram", m->id);
-        snprintf(from, sizeof(from), "%" PRId64, w->from);
-        snprintf(to, sizeof(to), "%" PRId64, w->to);
-        int r = api(x, url, &h, "from", from, "to", to, NULL);
-        if (r <= 0)
-                return r ?: -EINVAL;
-        json_t *cpus = json_object_get(h, "cpus"), *c;
-        size_t n = json_array_size(cpus), i, k = 0;
-        struct svg_hist_cpu *hc = calloc(MAX(n, 1), sizeof(*hc));
-        uint64_t **counts = calloc(MAX(n, 1), sizeof(*counts));
-        r = hc && counts ? 0 : -ENOMEM;
-        json_array_foreach (cpus, i, c) {
-                int64_t limit = ji(c, "limit_us", 0);
-                if (r < 0 || limit <= 0 || ji(c, "samples", 0) <= 0)
-                        continue;
-                counts[k] = calloc((size_t) limit, sizeof(uint64_t));
-                if (!counts[k]) {
-                        r = -ENOMEM;
-                        break;
-                }
-                json_t *b;
-                size_t j;
-                json_array_foreach (json_object_get(c, "buckets"), j, b) {
-                        int64_t us = json_integer_value(json_array_get(b, 0));
-                        if (us >= 0 && us < limit)
-                                counts[k][us] = (uint64_t) json_integer_value(json_array_get(b, 1));
-                }
-                hc[k] = (struct svg_hist_cpu){ .cpu = (unsigned) ji(c, "cpu", 0),
-                                               .counts = counts[k],
-                                               .nbuckets = (uint32_t) limit,
-                                               .overflow = (uint64_t) ji(c, "overflow", 0),
-                                               .max_ns = (uint64_t) ji(c, "max_ns", 0) };
-                k++;
-        }
+        char title[400], nb[16];
+        /* A bound beyond the exact ranges (a threshold of minutes) is not drawn. */
+        struct plot_cpus p = { .bound_us = MIN((uint64_t) m->bound_ns / 1000,
+                                               (uint64_t) HIST_LIMIT_US_MAX * 1000) };
+        int r = farm_machine_hists(x->db, m->id, w->from, w->to, x->now, plot_cpu, &p, x->a->err);
+        /* The columns move with realloc: pointed at once all are there. */
+        for (size_t i = 0; r >= 0 && i < p.n; i++)
+                p.cpus[i].cols = &p.cols[i];
         snprintf(title, sizeof(title), "%s: latency histogram per CPU", machine_name(m->info, nb));
         if (r >= 0) {
-                struct svg_hist_plot p = { .title = title,
-                                           .cpus = hc,
-                                           .ncpus = k,
-                                           .bound_us = (uint64_t) m->bound_ns / 1000 };
-                r = svg_hist_render(out, &p);
+                struct svg_hist_plot plot = { .title = title,
+                                              .cpus = p.cpus,
+                                              .ncpus = p.n,
+                                              .bound_us = p.bound_us,
+                                              .x_limit_us = p.x_limit_us };
+                r = svg_hist_render(out, &plot);
                 if (r < 0)
                         snprintf(x->a->err, sizeof(x->a->err), "histogram plot: %s", out->error);
         }
-        for (size_t j = 0; counts && j < k; j++)
-                free(counts[j]);
-        free(counts);
-        free(hc);
-        json_decref(h);
+        free(p.cpus);
+        free(p.cols);
         if (r < 0)
                 return fail_internal(x, r, "dashboard: histogram plot");
         return 1;
@@ -834,6 +902,18 @@ static void zoom_href(FILE *f, const char *id, int64_t start, int64_t end) {
                 id, start - ZOOM_NS, end + ZOOM_NS, start, end);
 }
 
+/* What the trace flight recorder names as the cause of a violation, with its raw events. */
+static void culprit_html(FILE *f, const char *summary, int64_t trace_id, bool raw) {
+        fputs("<span class=\"culprit\">culprit: ", f);
+        esc(f, summary);
+        if (raw)
+                fprintf(f,
+                        " (<a class=\"trace\" href=\"" FARM_DASH_TRACES "%" PRId64
+                        ".txt\" download=\"trace-%" PRId64 ".txt\">raw trace</a>)",
+                        trace_id, trace_id);
+        fputs("</span>", f);
+}
+
 static void machine_lists(struct dash *x, const struct machine *m, const struct window *w,
                           const struct steps *s, json_t *events) {
         FILE *f = x->f;
@@ -850,7 +930,7 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
         if (nviol) {
                 fputs("<div class=\"scroll\"><table class=\"violations\"><tr><th>time of the "
                       "maximum</th><th class=\"num\">worst</th><th class=\"num\">CPU</th>"
-                      "<th>scenario</th><th>kernel</th><th></th></tr>\n",
+                      "<th>scenario</th><th>kernel</th><th>culprit</th><th></th></tr>\n",
                       f);
                 size_t shown = 0;
                 for (i = 0; i < s->fs.n; i++) {
@@ -868,6 +948,13 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
                         esc(f, step_name(&s->fs.scenarios, st->scenarios));
                         fputs("</td><td>", f);
                         kernel_link(f, step_name(&s->fs.kernels, st->kernels));
+                        fputs("</td><td>", f);
+                        struct farm_trace_brief tb;
+                        if (farm_trace_find_machine(x->db, m->id, (int) st->max_cpu, t,
+                                                    t + s->step_ns, mt, &tb) == 0)
+                                culprit_html(f, tb.summary, tb.id, tb.raw);
+                        else
+                                fputs("–", f);
                         fputs("</td><td><a href=\"", f);
                         zoom_href(f, m->id, t, t + s->step_ns);
                         fputs("\">zoom</a></td></tr>\n", f);
@@ -1023,7 +1110,7 @@ static int page_machine(struct dash *x, const char *id) {
         struct steps s = {};
         struct svg_buf hist = {}, lt = {};
         json_t *events = NULL;
-        char url[128], from[32], to[32], q[1200], nb[16], b1[32], b2[32];
+        char url[128], from[40], to[40], q[1200], nb[16], b1[32], b2[32];
         int r;
 
         if (check_params(x, machine_params) < 0)
@@ -1035,8 +1122,8 @@ static int page_machine(struct dash *x, const char *id) {
                 return 0;
         }
         snprintf(url, sizeof(url), "/api/v1/machines/%s/events", m.id);
-        snprintf(from, sizeof(from), "%" PRId64, w.from);
-        snprintf(to, sizeof(to), "%" PRId64, w.to);
+        time_arg(from, w.from);
+        time_arg(to, w.to);
         if ((r = machine_steps(x, &m, &w, &s)) <= 0 ||
             (r = api(x, url, &events, "from", from, "to", to, "limit", "200", NULL)) <= 0 ||
             (r = machine_hist(x, &m, &w, &hist)) <= 0 || (r = machine_lt(x, &m, &w, &s, &lt)) <= 0)
@@ -1283,9 +1370,13 @@ static int page_overview(struct dash *x) {
                 n++;
                 nsilent += row->m.silent;
                 snprintf(url, sizeof(url), "/api/v1/machines/%s/intervals", row->m.id);
-                if (row->m.has_data && (r = api(x, url, &row->steps, "step", "1h", NULL)) <= 0) {
-                        r = r ?: -EIO;
+                if (row->m.has_data && (r = api(x, url, &row->steps, "step", "1h", NULL)) < 0)
                         goto done;
+                if (r == 0) {
+                        /* One machine's refused steps (more names than a page lists) leave its
+                         * row without them, not the farm without its overview. */
+                        farm_answer_done(x->a);
+                        row->steps = NULL;
                 }
         }
 
@@ -1526,27 +1617,28 @@ static int coverage_plot(struct dash *x, const char *release, json_t *v, struct 
                 for (size_t b = 0; b < nbins; b++)
                         bins[b] = SVG_COV_MISSING;
                 if (json_is_true(json_object_get(m, "ran"))) {
-                        char url[128], from[32], to[32], stp[32];
-                        json_t *iv = NULL, *st;
-                        snprintf(url, sizeof(url), "/api/v1/machines/%.32s/intervals", id);
-                        snprintf(from, sizeof(from), "%" PRId64, start);
-                        snprintf(to, sizeof(to), "%" PRId64, start + period);
-                        snprintf(stp, sizeof(stp), "%" PRId64 "s", step / (int64_t) NSEC_PER_SEC);
-                        r = api(x, url, &iv, "from", from, "to", to, "step", stp, NULL);
-                        if (r <= 0) {
-                                r = r ?: -EIO;
+                        /* The steps as C structs: a machine with more scenarios than the JSON
+                         * answer lists still has its coverage. */
+                        struct farm_steps fs;
+                        char err[FARM_ERROR_MAX];
+                        r = farm_machine_steps(x->db, id, start, start + period, (uint64_t) step,
+                                               &fs, err);
+                        if (r < 0) {
+                                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
+                                r = fail_internal(x, r, NULL);
                                 break;
                         }
-                        json_array_foreach (json_object_get(iv, "steps"), j, st) {
-                                int64_t b = (ji(st, "start_ns", 0) - first_bin) / step;
-                                json_t *kn;
-                                size_t q;
-                                json_array_foreach (json_object_get(st, "kernels"), q, kn)
-                                        if (b >= 0 && (size_t) b < nbins &&
-                                            strcmp(json_string_value(kn) ?: "", release) == 0)
-                                                bins[b] = SVG_COV_COVERED;
+                        int k = -1;
+                        for (unsigned q = 0; q < fs.kernels.n; q++)
+                                if (strcmp(fs.kernels.s[q], release) == 0)
+                                        k = (int) q;
+                        for (size_t z = 0; k >= 0 && z < fs.n; z++) {
+                                int64_t b = (fs.v[z].start_ns - first_bin) / step;
+                                if (b >= 0 && (size_t) b < nbins &&
+                                    (fs.v[z].kernels & (UINT64_C(1) << k)))
+                                        bins[b] = SVG_COV_COVERED;
                         }
-                        json_decref(iv);
+                        farm_steps_done(&fs);
                 }
                 json_array_foreach (json_object_get(v, "problems"), j, p) {
                         if (strcmp(js(p, "machine") ?: "", id) != 0)
@@ -1688,7 +1780,7 @@ static int page_kernel(struct dash *x, const char *release) {
                 FILE *u = fmemopen(url, sizeof(url), "w");
                 if (u) {
                         fputs("/api/v1/kernels/", u);
-                        fputs(release, u);
+                        urlenc(u, release);
                         fputs("/compare", u);
                         fputc('\0', u);
                         fclose(u);
@@ -1757,6 +1849,11 @@ static int page_kernel(struct dash *x, const char *release) {
                         put_time(f, ji(p, "time_ns", 0));
                         fputs("</td><td class=\"reason\">", f);
                         esc(f, js(p, "message"));
+                        if (js(p, "culprit")) {
+                                fputs("<br>", f);
+                                culprit_html(f, js(p, "culprit"), ji(p, "trace", 0),
+                                             ji(p, "trace", 0) > 0);
+                        }
                         fputs("<br><span class=\"note\">id <code>", f);
                         esc(f, js(p, "id"));
                         fputs("</code></span></td><td><a class=\"evidence\" href=\"", f);
@@ -1944,6 +2041,12 @@ int farm_dash_route(farm_db *db, const struct farm_rule *rule, struct farm_count
         if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
                 fail_page(&x, 405, "%.16s: the dashboard is read only (GET, HEAD)", method);
                 ret->allow = "GET, HEAD";
+                return 1;
+        }
+        /* The key is a segment of the routing path, still percent-encoded (a release may hold
+         * a '/'): decoded here. */
+        if (which != OVERVIEW && farm_segment_decode(key, strlen(key), key, sizeof(key)) < 0) {
+                fail_page(&x, 404, "no such page: a bad escape in the path");
                 return 1;
         }
         switch (which) {

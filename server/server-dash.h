@@ -17,3 +17,7 @@
 int farm_dash_route(farm_db *db, const struct farm_rule *rule, struct farm_counters *counters,
                     const char *url, const char *method, const struct farm_args *args,
                     int64_t now_ns, struct farm_answer *ret);
+
+/* The Content-Security-Policy of every answer: nothing from outside, no framing, and in the
+ * pages only their own inline style and script (by their SHA-256). */
+const char *farm_dash_csp(void);

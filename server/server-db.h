@@ -11,6 +11,8 @@
 #include "sha256.h"
 #include "summary.h"
 
+#define FARM_DB_FILE_MODE 0600
+
 #define FARM_ERROR_MAX 1024
 #define FARM_MACHINE_ID_LEN 32
 #define FARM_DEFAULT_THRESHOLD_NS UINT64_C(100000)

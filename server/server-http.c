@@ -7,27 +7,34 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "macro.h"
+#include "server-access.h"
 #include "server-auth.h"
+#include "server-connlimit.h"
 #include "server-dash.h"
 #include "server-http.h"
 #include "server-maintenance.h"
 #include "server-notify.h"
 #include "server-params.h"
+#include "server-path.h"
 #include "server-query.h"
+#include "server-trace.h"
 #include "server-ratelimit.h"
 #include "server-settings.h"
 #include "server-stable.h"
 #include "server-verdict.h"
 #include "server-waivers.h"
 #include "summary.h"
+#include "text-safe.h"
 #include "timeutil.h"
 
 #define API_SUMMARIES "/api/v1/summaries"
@@ -45,6 +52,8 @@ struct farm_http {
         struct MHD_Daemon *mhd;
         farm_db *db;
         farm_ratelimit *rl;
+        farm_connlimit *limits;
+        farm_access *access;
         size_t max_body_bytes;
         const struct farm_rule *rule;
         struct farm_counters counters; /* for /metrics */
@@ -63,8 +72,12 @@ enum body_action {
 /* One request, from its first call to the access handler to the completion notice. */
 struct request {
         int64_t start_ns, start_mono_ns;
+        bool started; /* the head was read and the request routed */
+        char *target; /* as the client sent it, path and query */
+        char *route;  /* the path for routing (server-path.h), NULL when the target is bad */
         char method[16];
-        char path[PATH_LOG_MAX]; /* escaped for the log */
+        char path[PATH_LOG_MAX];            /* escaped for the log */
+        char who[FARM_READER_NAME_MAX + 8]; /* a reader or staff member, for reads */
         char remote[FARM_ADDRESS_MAX];
         char machine[FARM_MACHINE_ID_LEN + 1]; /* once authenticated */
         char admin[FARM_ADMIN_NAME_MAX + 1];   /* a staff member, once authenticated */
@@ -143,6 +156,18 @@ int farm_listen(const char *address, int *ret_fd, char ret_bound[static FARM_ADD
         return 0;
 }
 
+/* The headers of every answer: never cached (answers change with every upload), never
+ * sniffed as another type, never framed, and pages may run nothing but their own inline
+ * style and script. */
+static void add_headers(struct MHD_Response *resp, const char *content_type) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+        MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+        MHD_add_response_header(resp, "Content-Security-Policy", farm_dash_csp());
+}
+
 /* Queues body (taken over, may be NULL) as the JSON response. */
 static enum MHD_Result respond(struct request *rq, struct MHD_Connection *c, unsigned status,
                                json_t *body, const char *header, const char *value) {
@@ -155,8 +180,7 @@ static enum MHD_Result respond(struct request *rq, struct MHD_Connection *c, uns
                 free(text);
                 return MHD_NO;
         }
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+        add_headers(resp, "application/json");
         if (header)
                 MHD_add_response_header(resp, header, value);
         answered(rq, status);
@@ -334,9 +358,7 @@ static enum MHD_Result send_answer(struct request *rq, struct MHD_Connection *c,
                                                                             MHD_RESPMEM_MUST_FREE);
                 if (resp) {
                         a->text = NULL;
-                        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                                                a->content_type);
-                        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+                        add_headers(resp, a->content_type);
                         if (a->allow)
                                 MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, a->allow);
                         if (a->status == 503)
@@ -379,6 +401,19 @@ static bool route_dash(farm_http *h, struct MHD_Connection *c, struct request *r
         MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
         if (farm_dash_route(h->db, h->rule, &h->counters, url, method, &args,
                             now_ns(CLOCK_REALTIME), &a) == 0)
+                return false;
+        *ret = send_answer(rq, c, &a);
+        return true;
+}
+
+/* The flight recorder's captures (server-trace.c). */
+static bool route_trace(farm_http *h, struct MHD_Connection *c, struct request *rq, const char *url,
+                        const char *method, enum MHD_Result *ret) {
+        struct farm_args args = {};
+        struct farm_answer a;
+
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+        if (farm_trace_route(h->db, url, method, &args, now_ns(CLOCK_REALTIME), &a) == 0)
                 return false;
         *ret = send_answer(rq, c, &a);
         return true;
@@ -450,7 +485,7 @@ static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struc
         if (r < 0)
                 return respond_internal(rq, c, r, err);
         int64_t total = json_integer_value(json_object_get(j, "total"));
-        if ((int64_t) (page.offset + page.limit) < total) {
+        if (total > 0 && page.offset + page.limit < (uint64_t) total) {
                 char next[160];
                 snprintf(next, sizeof(next), API_KERNELS "?at=%lld&limit=%llu&offset=%llu",
                          (long long) q.at_ns, (unsigned long long) page.limit,
@@ -522,8 +557,8 @@ static enum MHD_Result get_waivers(farm_http *h, struct MHD_Connection *c, struc
                 return respond_internal(rq, c, r, err);
         int64_t total = json_integer_value(json_object_get(j, "total"));
         json_object_set_new(j, "next",
-                            (int64_t) (page.offset + page.limit) < total
-                                    ? json_sprintf("%s?limit=%llu&offset=%llu", rq->path,
+                            total > 0 && page.offset + page.limit < (uint64_t) total
+                                    ? json_sprintf("%s?limit=%llu&offset=%llu", rq->route,
                                                    (unsigned long long) page.limit,
                                                    (unsigned long long) (page.offset + page.limit))
                                     : json_null());
@@ -591,8 +626,15 @@ static int admin_body(struct request *rq, const char *const *fields, const char 
                         json_decref(j);
                         return -EINVAL;
                 }
+                char why[TEXT_WHY_MAX];
                 if (!json_is_string(val)) {
                         snprintf(err, errlen, "%s: expected a string", key);
+                        json_decref(j);
+                        return -EINVAL;
+                }
+                /* A reason is shown in pages, logs and terminals: one line of plain text. */
+                if (!text_ok(json_string_value(val), false, why)) {
+                        snprintf(err, errlen, "%s: %s", key, why);
                         json_decref(j);
                         return -EINVAL;
                 }
@@ -903,10 +945,10 @@ static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, str
         if (strncmp(url, API_SERIES "/", strlen(API_SERIES) + 1) == 0) {
                 const char *name = url + strlen(API_SERIES) + 1, *slash = strchr(name, '/');
                 char series[FARM_SERIES_NAME_MAX];
-                if (!slash || slash == name || (size_t) (slash - name) >= sizeof(series) ||
-                    strcmp(slash, "/latest-stable") != 0)
+                /* Still percent-encoded in the routing path. */
+                if (!slash || slash == name || strcmp(slash, "/latest-stable") != 0 ||
+                    farm_segment_decode(name, (size_t) (slash - name), series, sizeof(series)) < 0)
                         return respond_error(rq, c, 404, "no such resource", NULL, NULL);
-                snprintf(series, sizeof(series), "%.*s", (int) (slash - name), name);
                 return get ? get_series(h, c, rq, series) : method_not_allowed(rq, c, "GET, HEAD");
         }
         if (strncmp(url, API_WAIVERS "/", strlen(API_WAIVERS) + 1) == 0) {
@@ -922,11 +964,13 @@ static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, str
         if (strncmp(url, API_KERNELS "/", strlen(API_KERNELS) + 1) == 0) {
                 const char *rel = url + strlen(API_KERNELS) + 1, *slash = strchr(rel, '/');
                 char release[RELEASE_MAX];
-                if (!slash || slash == rel || (size_t) (slash - rel) >= sizeof(release)) {
+                if (!slash || slash == rel) {
                         *handled = false;
                         return MHD_NO;
                 }
-                snprintf(release, sizeof(release), "%.*s", (int) (slash - rel), rel);
+                /* The segment is still percent-encoded: a release may hold a '/'. */
+                if (farm_segment_decode(rel, (size_t) (slash - rel), release, sizeof(release)) < 0)
+                        return respond_error(rq, c, 404, "no such kernel release", NULL, NULL);
                 if (strcmp(slash, "/verdict") == 0)
                         return get ? get_verdict(h, c, rq, release)
                                    : method_not_allowed(rq, c, "GET, HEAD");
@@ -956,7 +1000,8 @@ static enum MHD_Result route(farm_http *h, struct MHD_Connection *c, struct requ
         ret = route_staff(h, c, rq, url, method, &handled);
         if (handled)
                 return ret;
-        if (route_query(h, c, rq, url, method, &ret) || route_dash(h, c, rq, url, method, &ret))
+        if (route_query(h, c, rq, url, method, &ret) || route_dash(h, c, rq, url, method, &ret) ||
+            route_trace(h, c, rq, url, method, &ret))
                 return ret;
         if (strcmp(url, API_MACHINES) == 0 || strncmp(url, API_MACHINES "/", 17) == 0) {
                 if (!is_get(method))
@@ -983,27 +1028,99 @@ static void escape_path(const char *url, char *buf, size_t size) {
         buf[o] = '\0';
 }
 
+/* libmicrohttpd's URI log callback: the target as it came, before anything decoded it.  What
+ * it returns is the request's context from then on (the completion notice frees it). */
+static void *request_new(void *cls, const char *uri, struct MHD_Connection *c) {
+        farm_http *h = cls;
+        struct request *rq = calloc(1, sizeof(*rq));
+        if (!rq)
+                return NULL;
+        rq->counters = &h->counters;
+        rq->start_ns = now_ns(CLOCK_REALTIME);
+        rq->start_mono_ns = now_ns(CLOCK_MONOTONIC);
+        rq->target = strdup(uri);
+        char *path = strndup(uri, strcspn(uri, "?"));
+        escape_path(path ?: "", rq->path, sizeof(rq->path));
+        free(path);
+        if (rq->target && farm_route_path(rq->target, &rq->route) == -ENOMEM)
+                rq->route = NULL;
+        return rq;
+}
+
+/* Header fields that a request may carry only once: two different Content-Length values are
+ * how requests are smuggled past a proxy that reads the other one. */
+struct header_count {
+        unsigned content_length, transfer_encoding;
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value) {
+        struct header_count *n = cls;
+        (void) kind;
+        (void) value;
+        n->content_length += strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0;
+        n->transfer_encoding += strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0;
+        return MHD_YES;
+}
+
+/* The head arrived: the checks every request passes before its route, then the route. */
+static enum MHD_Result begin(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                             const char *method) {
+        char err[MAX(FARM_PATH_ERROR_MAX, FARM_ERROR_MAX)];
+        const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        format_address(ci ? ci->client_addr : NULL, sizeof(struct sockaddr_in6), rq->remote,
+                       sizeof(rq->remote));
+        escape_path(method, rq->method, sizeof(rq->method));
+        if (!rq->target)
+                return respond_internal(rq, c, -ENOMEM, "request target");
+        if (farm_target_check(rq->target, err) < 0)
+                return respond_error(rq, c, 400, err, MHD_HTTP_HEADER_CONNECTION, "close");
+        if (!rq->route)
+                return respond_internal(rq, c, -ENOMEM, "request path");
+        struct header_count n = {};
+        MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &n);
+        if (n.content_length > 1 || (n.content_length && n.transfer_encoding))
+                return respond_error(rq, c, 400,
+                                     n.content_length > 1
+                                             ? "Content-Length: given more than once"
+                                             : "Content-Length and Transfer-Encoding together",
+                                     MHD_HTTP_HEADER_CONNECTION, "close");
+
+        struct farm_denial d;
+        enum farm_route_class cls = farm_route_class_of(rq->route, method);
+        int r = farm_access_check(
+                h->access, h->db, cls,
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), &d,
+                rq->who, err);
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        if (r > 0)
+                return respond_error(rq, c, d.status, d.message,
+                                     d.www_authenticate ? MHD_HTTP_HEADER_WWW_AUTHENTICATE : NULL,
+                                     d.www_authenticate);
+        return route(h, c, rq, rq->route, method);
+}
+
+static struct farm_conn *conn_of(struct MHD_Connection *c) {
+        const union MHD_ConnectionInfo *ci =
+                MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload_data,
                               size_t *upload_data_size, void **con_cls) {
         farm_http *h = cls;
         struct request *rq = *con_cls;
 
-        if (!rq) {
-                rq = calloc(1, sizeof(*rq));
-                if (!rq)
-                        return MHD_NO;
-                *con_cls = rq;
-                rq->counters = &h->counters;
-                rq->start_ns = now_ns(CLOCK_REALTIME);
-                rq->start_mono_ns = now_ns(CLOCK_MONOTONIC);
-                escape_path(method, rq->method, sizeof(rq->method));
-                escape_path(url, rq->path, sizeof(rq->path));
-                const union MHD_ConnectionInfo *ci =
-                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-                format_address(ci ? ci->client_addr : NULL, sizeof(struct sockaddr_in6), rq->remote,
-                               sizeof(rq->remote));
-                return route(h, c, rq, url, method);
+        if (!rq)
+                return MHD_NO; /* no memory for it in request_new() */
+        if (!rq->started) {
+                rq->started = true;
+                farm_connlimit_head(h->limits, conn_of(c));
+                return begin(h, c, rq, method);
         }
         if (rq->status != 0) {
                 /* Answered already: whatever else arrives is dropped. */
@@ -1047,27 +1164,81 @@ static const char *termination(enum MHD_RequestTerminationCode toe) {
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe) {
+        farm_http *h = cls;
         struct request *rq = *con_cls;
         char when[TIMESTAMP_MAX_LEN];
+        struct farm_conn *conn = conn_of(c);
+        farm_connlimit_done(h->limits, conn);
         if (!rq)
                 return;
-        const char *end = termination(toe);
-        log_info("request time=%s remote=%s method=%s path=%s status=%u in=%llu out=%llu "
-                 "duration_us=%lld machine=%s%s%s",
-                 format_timestamp_utc(when, rq->start_ns), rq->remote, rq->method, rq->path,
-                 rq->status, (unsigned long long) rq->bytes_in, (unsigned long long) rq->bytes_out,
-                 (long long) ((now_ns(CLOCK_MONOTONIC) - rq->start_mono_ns) / 1000),
-                 rq->machine[0] ? rq->machine : "-", end ? " end=" : "", end ?: "");
+        /* A head that never arrived whole is not a request; the connection limits say so. */
+        if (rq->started) {
+                const char *end = farm_connlimit_cut(h->limits, conn) ?: termination(toe);
+                log_info("request time=%s remote=%s method=%s path=%s status=%u in=%llu "
+                         "out=%llu duration_us=%lld machine=%s%s%s%s%s",
+                         format_timestamp_utc(when, rq->start_ns), rq->remote, rq->method, rq->path,
+                         rq->status, (unsigned long long) rq->bytes_in,
+                         (unsigned long long) rq->bytes_out,
+                         (long long) ((now_ns(CLOCK_MONOTONIC) - rq->start_mono_ns) / 1000),
+                         rq->machine[0] ? rq->machine : "-", rq->who[0] ? " user=" : "", rq->who,
+                         end ? " end=" : "", end ?: "");
+        }
         free(rq->body);
+        free(rq->target);
+        free(rq->route);
         free(rq);
         *con_cls = NULL;
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap) {
+/* libmicrohttpd's notices of connections opened and closed, for the connection limits. */
+static void connection_notice(void *cls, struct MHD_Connection *c, void **socket_context,
+                              enum MHD_ConnectionNotificationCode code) {
+        farm_http *h = cls;
+        if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+                const union MHD_ConnectionInfo *fd =
+                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+                const union MHD_ConnectionInfo *addr =
+                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+                *socket_context = fd && addr ? farm_connlimit_opened(h->limits, fd->connect_fd,
+                                                                     addr->client_addr,
+                                                                     sizeof(struct sockaddr_in6))
+                                             : NULL;
+        } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+                farm_connlimit_closed(h->limits, *socket_context);
+                *socket_context = NULL;
+        }
+}
+
+static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, socklen_t len) {
+        farm_http *h = cls;
+        return farm_connlimit_admit(h->limits, addr, len) ? MHD_YES : MHD_NO;
+}
+
+/* libmicrohttpd's messages: one per connection a client breaks off, so a client that opens and
+ * drops connections would flood the log.  At most MHD_LOG_BURST lines per ten seconds; the
+ * next line says how many were left out. */
+#define MHD_LOG_BURST 5
+__attribute__((format(printf, 2, 0))) static void mhd_log(void *cls, const char *fmt, va_list ap) {
+        static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        static int64_t window_ns;
+        static unsigned shown, dropped;
         char msg[1024];
         vsnprintf(msg, sizeof(msg), fmt, ap);
         msg[strcspn(msg, "\n")] = '\0';
-        log_warning("libmicrohttpd: %s", msg);
+        int64_t now = now_ns(CLOCK_MONOTONIC);
+        pthread_mutex_lock(&lock);
+        if (now - window_ns >= 10 * (int64_t) NSEC_PER_SEC) {
+                if (dropped)
+                        log_warning("libmicrohttpd: %u more message(s) left out", dropped);
+                window_ns = now;
+                shown = dropped = 0;
+        }
+        bool show = shown < MHD_LOG_BURST;
+        shown += show;
+        dropped += !show;
+        pthread_mutex_unlock(&lock);
+        if (show)
+                log_warning("libmicrohttpd: %s", msg);
 }
 
 void farm_http_stop(farm_http *h) {
@@ -1076,6 +1247,8 @@ void farm_http_stop(farm_http *h) {
         if (h->mhd)
                 MHD_stop_daemon(h->mhd);
         farm_ratelimit_free(h->rl);
+        farm_connlimit_free(h->limits);
+        farm_access_free(h->access);
         free(h);
 }
 
@@ -1098,13 +1271,30 @@ int farm_http_start(const struct farm_http_config *c, farm_db *db, farm_http **r
                 return log_error_errno(r, "Invalid rate limit: %m");
         }
         farm_ratelimit_share(h->rl, db);
+        char err[FARM_ACCESS_ERROR_MAX];
+        r = farm_access_new(&c->access, &h->access, err);
+        if (r < 0) {
+                farm_http_stop(h);
+                return log_error_errno(r, "Invalid [Access] settings: %s", err);
+        }
+        r = farm_connlimit_new(&c->limits, &h->limits);
+        if (r < 0) {
+                farm_http_stop(h);
+                return log_error_errno(r, "Cannot start the connection deadlines: %m");
+        }
+        farm_access_describe(h->access, err, sizeof(err));
+        log_info("Read access: %s", err);
 
         struct MHD_OptionItem opts[] = {
                 { MHD_OPTION_LISTEN_SOCKET, c->listen_fd, NULL },
                 { MHD_OPTION_THREAD_POOL_SIZE, c->threads, NULL },
-                { MHD_OPTION_CONNECTION_LIMIT, c->connection_limit, NULL },
+                /* The limits of server-connlimit.c refuse first and log it; this one is a
+                 * backstop for the connections accepted at once by several threads. */
+                { MHD_OPTION_CONNECTION_LIMIT, c->limits.max_total + c->threads, NULL },
                 { MHD_OPTION_CONNECTION_TIMEOUT, c->connection_timeout_s, NULL },
                 { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t) completed, h },
+                { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t) connection_notice, h },
+                { MHD_OPTION_URI_LOG_CALLBACK, (intptr_t) request_new, h },
                 { tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, (void *) c->tls_cert_pem },
                 { tls ? MHD_OPTION_HTTPS_MEM_KEY : MHD_OPTION_END, 0, (void *) c->tls_key_pem },
                 { MHD_OPTION_END, 0, NULL },
@@ -1113,7 +1303,7 @@ int farm_http_start(const struct farm_http_config *c, farm_db *db, farm_http **r
         if (tls)
                 flags |= MHD_USE_TLS;
         /* The logger goes first, so that it sees the messages about the other options. */
-        h->mhd = MHD_start_daemon(flags, 0, NULL, NULL, handle, h, MHD_OPTION_EXTERNAL_LOGGER,
+        h->mhd = MHD_start_daemon(flags, 0, accept_policy, h, handle, h, MHD_OPTION_EXTERNAL_LOGGER,
                                   mhd_log, h, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
         if (!h->mhd) {
                 farm_http_stop(h);

@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "server-access.h"
+#include "server-connlimit.h"
 #include "server-db.h"
 #include "server-verdict.h"
 
@@ -14,15 +16,15 @@
 /* A worker waits for the commit of the upload it stored, so the workers bound how many uploads
  * can share one commit (and its fsync): 8 store 2-4 per commit under load. */
 #define FARM_THREADS_DEFAULT 8
-#define FARM_CONNECTION_LIMIT_DEFAULT 256
 #define FARM_CONNECTION_TIMEOUT_S_DEFAULT 30
 
 struct farm_http_config {
         int listen_fd;                          /* bound and listening; the daemon takes it over */
         const char *tls_cert_pem, *tls_key_pem; /* both (HTTPS) or neither */
         unsigned threads;
-        unsigned connection_limit;
-        unsigned connection_timeout_s;
+        struct farm_connlimit_config limits;
+        struct farm_access_config access;
+        unsigned connection_timeout_s; /* idle, reset by every byte */
         size_t max_body_bytes;
         double rate_per_s;
         unsigned burst;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "server-db-internal.h"
+#include "server-trace.h"
 #include "server-measure.h"
 
 /* For messages that go back to the machine: no file path in them. */
@@ -807,7 +808,9 @@ static int update_machine(struct ingest *g) {
                 g->c,
                 "UPDATE machines SET last_report_ns = greatest(coalesce(last_report_ns, 0), ?2), "
                 "hostname = ?3, cpu_model = ?4, cpus = ?5, "
-                "violations_total = violations_total + ?6, "
+                /* Saturating at 2^63-1 (an addition past it fails on PostgreSQL). */
+                "violations_total = CASE WHEN ?6 > 9223372036854775807 - violations_total "
+                "THEN 9223372036854775807 ELSE violations_total + ?6 END, "
                 "last_worst_ns = CASE WHEN ?7 >= coalesce(last_interval_start_ns, ?7) "
                 "THEN ?8 ELSE last_worst_ns END, "
                 "last_interval_start_ns = CASE WHEN ?7 IS NULL THEN last_interval_start_ns "
@@ -885,6 +888,9 @@ int farm_ingest_summary(sql_conn *c, const struct summary *s, int64_t now_ns,
                 if ((r = store_interval(&g, &s->intervals[i])) < 0)
                         goto out;
                 ret->intervals += (uint64_t) r;
+                /* The flight recorder's captures it carries (server-trace.c). */
+                if ((r = farm_store_traces(c, g.run.row, &s->intervals[i], err)) < 0)
+                        goto out;
         }
         if ((r = store_events(&g, ret)) < 0)
                 goto out;

@@ -105,7 +105,7 @@ int farm_cpu_list_parse(const char *text, uint32_t **ret, size_t *ret_n) {
                                 goto bad;
                         p = end;
                 }
-                if (b < a || b >= SUMMARY_MAX_CPUS || (n > 0 && a <= v[n - 1]))
+                if (b < a || b > SUMMARY_MAX_CPU_ID || (n > 0 && a <= v[n - 1]))
                         goto bad;
                 for (unsigned long c = a; c <= b; c++) {
                         if (n == cap) {

@@ -9,9 +9,10 @@
 int farm_param_time(const char *name, const char *value, int64_t now_ns, int64_t *ret,
                     char err[static FARM_PARAM_ERROR_MAX]) {
         const char *why = NULL;
+        int64_t t;
         if (!value)
                 return 0;
-        int r = parse_timestamp(value, now_ns, ret, &why);
+        int r = parse_timestamp(value, now_ns, &t, &why);
         if (r < 0) {
                 snprintf(err, FARM_PARAM_ERROR_MAX,
                          "%s=%.64s: %s (expected RFC 3339 such as 2026-12-03T08:00:00Z, or Unix "
@@ -19,6 +20,12 @@ int farm_param_time(const char *name, const char *value, int64_t now_ns, int64_t
                          name, value, why ?: "not a point in time");
                 return -EINVAL;
         }
+        if (t < FARM_TIME_MIN_NS || t >= FARM_TIME_MAX_NS) {
+                snprintf(err, FARM_PARAM_ERROR_MAX,
+                         "%s=%.64s: out of range (from 1970-01-01 to 2200-01-01)", name, value);
+                return -ERANGE;
+        }
+        *ret = t;
         return 0;
 }
 
@@ -32,6 +39,9 @@ int farm_param_span(const char *name, const char *value, uint64_t *ret,
         if (r >= 0 && ns == 0) {
                 r = -EINVAL;
                 why = "must be longer than 0";
+        } else if (r >= 0 && ns > FARM_SPAN_MAX_NS) {
+                r = -ERANGE;
+                why = "longer than ten years";
         }
         if (r < 0) {
                 snprintf(err, FARM_PARAM_ERROR_MAX,
@@ -73,7 +83,7 @@ int farm_param_page_up_to(const char *limit, const char *offset, uint64_t max,
         struct farm_page p = { .limit = FARM_PAGE_LIMIT_DEFAULT, .offset = 0 };
         int r = farm_param_uint("limit", limit, 1, max, &p.limit, err);
         if (r >= 0)
-                r = farm_param_uint("offset", offset, 0, INT64_MAX, &p.offset, err);
+                r = farm_param_uint("offset", offset, 0, FARM_PAGE_OFFSET_MAX, &p.offset, err);
         if (r < 0)
                 return r;
         *ret = p;

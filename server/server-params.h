@@ -9,13 +9,20 @@
 #define FARM_PARAM_ERROR_MAX 256
 #define FARM_PAGE_LIMIT_DEFAULT 100
 #define FARM_PAGE_LIMIT_MAX 1000
+/* Points in time from a request lie in [1970-01-01, 2200-01-01) and spans are at most ten
+ * years, so that a time plus a span, a window's length or a day more never leaves int64. */
+#define FARM_TIME_MIN_NS INT64_C(0)
+#define FARM_TIME_MAX_NS INT64_C(7258118400000000000)
+#define FARM_SPAN_MAX_NS (UINT64_C(3650) * 86400 * 1000000000)
+/* The largest ?offset=: a page beyond it could not be counted anyway. */
+#define FARM_PAGE_OFFSET_MAX (UINT64_C(1) << 53)
 
 /* A point in time: RFC 3339 ("2026-12-03T08:00:00Z"), Unix nanoseconds, "now" or a span in the
  * past ("2h ago"); now_ns anchors the relative forms.  value NULL leaves *ret untouched (the
- * caller's default) and returns 0. */
+ * caller's default) and returns 0.  -ERANGE outside [FARM_TIME_MIN_NS, FARM_TIME_MAX_NS). */
 int farm_param_time(const char *name, const char *value, int64_t now_ns, int64_t *ret,
                     char err[static FARM_PARAM_ERROR_MAX]);
-/* A positive span ("5min", "1h"); NULL keeps *ret. */
+/* A positive span ("5min", "1h") of at most FARM_SPAN_MAX_NS; NULL keeps *ret. */
 int farm_param_span(const char *name, const char *value, uint64_t *ret,
                     char err[static FARM_PARAM_ERROR_MAX]);
 /* A whole number in [min, max]; NULL keeps *ret. */

@@ -16,6 +16,8 @@
 #include "macro.h"
 #include "server-db-internal.h"
 #include "server-params.h"
+#include "server-merge.h"
+#include "server-path.h"
 #include "server-query.h"
 #include "server-notify-store.h"
 #include "timeutil.h"
@@ -28,6 +30,12 @@
 #define DEFAULT_STEP_NS (60 * (int64_t) NSEC_PER_SEC)
 #define NAMES_MAX FARM_STEP_NAMES_MAX /* different scenarios or kernels in one intervals answer */
 #define CPU_MAX 8192
+/* What the histogram cache holds in memory: the rows of one day (a day above it is not cached),
+ * and of the days merged before they are written. */
+#define CACHE_DAY_BYTES_MAX ((size_t) 24 << 20)
+#define CACHE_BATCH_BYTES_MAX ((size_t) 8 << 20)
+/* A page of the histogram query holds fewer CPUs than asked for rather than more text. */
+#define HIST_TEXT_MAX ((size_t) 16 << 20)
 #define TOLERANCE_PERCENT_DEFAULT 10
 #define MIN_DIFFERENCE_NS_DEFAULT (5 * NSEC_PER_USEC)
 
@@ -39,6 +47,11 @@ void farm_answer_done(struct farm_answer *a) {
 }
 
 /* ---- small helpers ---------------------------------------------------------------------- */
+
+static void sat_add(uint64_t *a, uint64_t b) {
+        if (__builtin_add_overflow(*a, b, a) || *a > INT64_MAX)
+                *a = INT64_MAX;
+}
 
 int64_t farm_step_floor(int64_t t, uint64_t step_ns) {
         int64_t s = (int64_t) step_ns, q = t / s;
@@ -363,6 +376,22 @@ void farm_steps_done(struct farm_steps *s) {
         s->n = 0;
 }
 
+/* The index of s, or with lump the last one renamed "(others)" once NAMES_MAX are taken: a
+ * machine's day with hundreds of scenarios still has a page (for the API it is a 400). */
+static int name_or_lump(struct farm_names *n, const char *s, bool lump) {
+        int i = name_id(n, s);
+        if (i != -ENOSPC || !lump)
+                return i;
+        if (strcmp(n->s[NAMES_MAX - 1], "(others)") != 0) {
+                char *o = strdup("(others)");
+                if (!o)
+                        return -ENOMEM;
+                free(n->s[NAMES_MAX - 1]);
+                n->s[NAMES_MAX - 1] = o;
+        }
+        return NAMES_MAX - 1;
+}
+
 static const char *const sql_steps_cpu[] =
         SQL_BY_CPUS("SELECT i.start_ns, i.length_ns, coalesce(i.scenario, ''), c.max_ns, "
                     "c.cpu, c.max_time_ns, c.samples, c.violations, r.kernel_release "
@@ -370,10 +399,11 @@ static const char *const sql_steps_cpu[] =
                     " AND c.cpu = ?5 WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND "
                     "i.start_ns < ?3 AND (i.scenario = ?4 OR ?4 IS NULL)");
 
-/* The steps of [from, to) that hold intervals, in time order; reader lock held.  -ENOSPC past
- * NAMES_MAX scenarios or kernels, other errors with err. */
+/* The steps of [from, to) that hold intervals, in time order.  -ENOSPC past NAMES_MAX
+ * scenarios or kernels (unless lump), other errors with err. */
 static int collect_steps(sql_conn *c, const char *id, int64_t from, int64_t to, uint64_t step_ns,
-                         int64_t cpu, const char *scenario, struct farm_steps *ret, char *err) {
+                         int64_t cpu, const char *scenario, bool lump, struct farm_steps *ret,
+                         char *err) {
         struct farm_names scen = {}, kern = {};
         _cleanup_free_ uint32_t *slot = NULL;
         struct farm_step *steps = NULL;
@@ -442,12 +472,14 @@ static int collect_steps(sql_conn *c, const char *id, int64_t from, int64_t to, 
                         s->max_cpu = sql_column_int64(st, 4);
                         s->max_time_ns = max_time;
                 }
+                /* Saturating at 2^63-1: a step of intervals that overlap (a machine may send
+                 * them) must not wrap its totals. */
                 s->intervals++;
-                s->covered_ns += (uint64_t) sql_column_int64(st, 1);
-                s->samples += (uint64_t) sql_column_int64(st, 6);
-                s->violations += (uint64_t) sql_column_int64(st, 7);
-                int si = name_id(&scen, sql_column_text(st, 2) ?: "");
-                int ki = name_id(&kern, sql_column_text(st, 8) ?: "");
+                sat_add(&s->covered_ns, (uint64_t) sql_column_int64(st, 1));
+                sat_add(&s->samples, (uint64_t) sql_column_int64(st, 6));
+                sat_add(&s->violations, (uint64_t) sql_column_int64(st, 7));
+                int si = name_or_lump(&scen, sql_column_text(st, 2) ?: "", lump);
+                int ki = name_or_lump(&kern, sql_column_text(st, 8) ?: "", lump);
                 if (si < 0 || ki < 0) {
                         r = si < 0 ? si : ki;
                         break;
@@ -490,7 +522,7 @@ int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_
                 return -E2BIG;
         }
         _cleanup_release_ sql_conn *c = farm_reader(db);
-        return collect_steps(c, machine_id, from, to, step_ns, -1, NULL, ret, err);
+        return collect_steps(c, machine_id, from, to, step_ns, -1, NULL, true, ret, err);
 }
 
 static int get_intervals(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
@@ -536,7 +568,7 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                 return 0;
         }
         struct farm_steps fs;
-        r = collect_steps(c, id, from, to, step_ns, cpu, scenario, &fs, a->err);
+        r = collect_steps(c, id, from, to, step_ns, cpu, scenario, false, &fs, a->err);
         if (r == -ENOSPC) {
                 answer_error(a, 400,
                              "the window holds more than %d different scenarios or kernels; "
@@ -641,118 +673,55 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
 
 /* ---- merged histograms and their per-day cache ------------------------------------------ */
 
-/* The samples of one CPU (or of several merged) over a window. */
-struct cpu_acc {
-        bool used;
-        struct hist h;
-        uint64_t samples, min_ns, max_ns, violations;
-        int64_t max_time_ns;
-};
-
-static void acc_done(struct cpu_acc *c) {
-        hist_done(&c->h);
-        *c = (struct cpu_acc){};
-}
-
-/* Makes room for histograms of limit_us: a larger limit takes the buckets over (hist_merge
- * counts each at its highest value above the old limit, never lower). */
-static int acc_limit(struct cpu_acc *c, uint32_t limit_us) {
-        if (c->h.counts && limit_us <= c->h.limit_us)
-                return 0;
-        struct hist n;
-        int r = hist_init(&n, limit_us);
-        if (r < 0)
-                return r;
-        if (c->h.counts && (r = hist_merge(&n, &c->h)) < 0) {
-                hist_done(&n);
-                return r;
-        }
-        hist_done(&c->h);
-        c->h = n;
-        return 0;
-}
-
-static void acc_stats(struct cpu_acc *c, uint64_t samples, uint64_t min_ns, uint64_t max_ns,
-                      int64_t max_time_ns, uint64_t violations) {
-        if (samples > 0 && (!c->samples || min_ns < c->min_ns))
-                c->min_ns = min_ns;
-        if (samples > 0 && (!c->samples || max_ns > c->max_ns ||
-                            (max_ns == c->max_ns && max_time_ns < c->max_time_ns))) {
-                c->max_ns = max_ns;
-                c->max_time_ns = max_time_ns;
-        }
-        c->samples += samples;
-        c->violations += violations;
-        c->used = true;
-}
-
-/* Adds one stored histogram (hist_encode() form; empty when it holds no sample). */
-static int acc_add(struct cpu_acc *c, uint32_t limit_us, const void *blob, size_t len,
-                   uint64_t samples, uint64_t min_ns, uint64_t max_ns, int64_t max_time_ns,
-                   uint64_t violations, const char **why) {
-        uint64_t total = 0;
-        if (limit_us == 0 || limit_us > HIST_LIMIT_US_MAX) {
-                *why = "histogram limit out of range";
-                return -EBADMSG;
-        }
-        int r = acc_limit(c, limit_us);
-        if (r < 0)
-                return r;
-        if (len > 0 && (r = hist_decode_merge(&c->h, blob, len, &total, why)) < 0)
-                return r;
-        if (total != samples) {
-                *why = "histogram does not hold the stored number of samples";
-                return -EBADMSG;
-        }
-        acc_stats(c, samples, min_ns, max_ns, max_time_ns, violations);
-        return 0;
-}
-
-static int acc_merge(struct cpu_acc *dst, const struct cpu_acc *src) {
-        if (!src->used)
-                return 0;
-        int r = acc_limit(dst, src->h.limit_us);
-        if (r >= 0)
-                r = hist_merge(&dst->h, &src->h);
-        if (r >= 0)
-                acc_stats(dst, src->samples, src->min_ns, src->max_ns, src->max_time_ns,
-                          src->violations);
-        return r;
-}
-
 /* {"samples", "min_ns", "max_ns", ..., "buckets": [[us, count], ...], "overflow": N,
- * "percentiles": {...}}.  Buckets are the exact 1 us ones below limit_us; samples at or above
- * it are counted in "overflow" (their logarithmic buckets, 12.5 % wide, still take part in the
- * percentiles). */
-static json_t *acc_json(const struct cpu_acc *c) {
+ * "percentiles": {...}} (with "cpu" first when cpu >= 0), as text: the buckets of a 100 ms range
+ * are 100,000 pairs, which as JSON objects took 20 MB per CPU.  Buckets are the exact 1 us ones
+ * below limit_us; samples at or above it are counted in "overflow" (their logarithmic buckets,
+ * 12.5 % wide, still take part in the percentiles). */
+static void acc_text(FILE *f, const struct farm_acc *c, int64_t cpu) {
         struct farm_percentiles p = {};
-        json_t *buckets = json_array();
+        char t[TIMESTAMP_MAX_LEN];
         uint64_t overflow = 0;
         uint32_t limit = c->h.counts ? c->h.limit_us : 0;
-        for (uint32_t i = 0; buckets && c->h.counts && i < c->h.nbuckets; i++) {
+        bool any = c->samples > 0;
+        if (cpu >= 0)
+                fprintf(f, "{\"cpu\":%" PRId64 ",", cpu);
+        else
+                fputc('{', f);
+        fprintf(f, "\"samples\":%" PRIu64 ",\"violations\":%" PRIu64 ",\"limit_us\":%" PRIu32,
+                c->samples, c->violations, limit);
+        if (any)
+                fprintf(f,
+                        ",\"min_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",\"max_time_ns\":%" PRId64
+                        ",\"max_time\":\"%s\"",
+                        c->min_ns, c->max_ns, c->max_time_ns,
+                        format_timestamp_utc(t, c->max_time_ns));
+        else
+                fputs(",\"min_ns\":null,\"max_ns\":null,\"max_time_ns\":null,\"max_time\":null", f);
+        fputs(",\"buckets\":[", f);
+        bool first = true;
+        for (uint32_t i = 0; c->h.counts && i < c->h.nbuckets; i++) {
                 if (!c->h.counts[i])
                         continue;
-                if (i >= limit)
-                        overflow += c->h.counts[i];
-                else
-                        json_array_append_new(buckets, json_pack("[I, I]", (json_int_t) i,
-                                                                 (json_int_t) c->h.counts[i]));
+                if (i >= limit) {
+                        sat_add(&overflow, c->h.counts[i]);
+                        continue;
+                }
+                /* At most 2^63-1, what JSON readers take (merges saturate at 2^64-1). */
+                fprintf(f, "%s[%" PRIu32 ",%" PRIu64 "]", first ? "" : ",", i,
+                        MIN(c->h.counts[i], (uint64_t) INT64_MAX));
+                first = false;
         }
+        fprintf(f, "],\"overflow\":%" PRIu64 ",\"percentiles\":", overflow);
         if (c->h.counts)
                 farm_percentiles(&c->h, c->min_ns, c->max_ns, &p);
-        bool any = c->samples > 0;
-        return json_pack("{s:I, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:o, s:{s:o, s:o, s:o, s:o}}",
-                         "samples", (json_int_t) c->samples, "min_ns",
-                         any ? json_integer((json_int_t) c->min_ns) : json_null(), "max_ns",
-                         any ? json_integer((json_int_t) c->max_ns) : json_null(), "max_time_ns",
-                         any ? json_integer(c->max_time_ns) : json_null(), "max_time",
-                         any ? json_time(c->max_time_ns) : json_null(), "violations",
-                         (json_int_t) c->violations, "limit_us", (json_int_t) limit, "overflow",
-                         (json_int_t) overflow, "buckets", buckets, "percentiles", "p50_ns",
-                         any ? json_integer((json_int_t) p.p50_ns) : json_null(), "p99_ns",
-                         any ? json_integer((json_int_t) p.p99_ns) : json_null(), "p99_9_ns",
-                         any ? json_integer((json_int_t) p.p99_9_ns) : json_null(), "p99_99_ns",
-                         any ? json_integer((json_int_t) p.p99_99_ns) : json_null());
+        if (any)
+                fprintf(f,
+                        "{\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64 ",\"p99_9_ns\":%" PRIu64
+                        ",\"p99_99_ns\":%" PRIu64 "}}",
+                        p.p50_ns, p.p99_ns, p.p99_9_ns, p.p99_99_ns);
+        else
+                fputs("{\"p50_ns\":null,\"p99_ns\":null,\"p99_9_ns\":null,\"p99_99_ns\":null}}", f);
 }
 
 /* A run's UTC day of data in a window.  cached: its merged histograms are in hist_days. */
@@ -782,12 +751,6 @@ static int refs_add(struct day_refs *d, const struct day_ref *x) {
         return 0;
 }
 
-/* One merged histogram per scenario and CPU of one run and day, as it is cached. */
-struct day_group {
-        char scenario[64];
-        struct cpu_acc *cpu; /* CPU_MAX of them */
-};
-
 /* A cache row ready to be written. */
 struct cache_row {
         int64_t run, day;
@@ -803,7 +766,7 @@ struct cache_row {
 /* The merged days waiting to be written, with the interval count each was merged from. */
 struct fill_batch {
         struct cache_row *rows;
-        size_t nrows, arows;
+        size_t nrows, arows, bytes; /* bytes: of the rows' histograms */
         struct {
                 int64_t run, day, intervals;
                 size_t first_row, nrows;
@@ -815,6 +778,7 @@ static void batch_clear(struct fill_batch *b) {
         for (size_t i = 0; i < b->nrows; i++)
                 free(b->rows[i].hist);
         b->nrows = 0;
+        b->bytes = 0;
         b->ndays = 0;
 }
 
@@ -841,12 +805,71 @@ static const char *const sql_day_cpus[] =
  * that stores each interval), and written under the writer's lock only if that count is still
  * the same, so a cached day never misses an interval stored meanwhile; it is merged again by a
  * later query otherwise.  Intervals are never removed, so an equal count is the same set. */
-static int merge_day(farm_db *db, const struct day_ref *ref, struct fill_batch *b, char *err) {
+/* The merge of one run and day: its scenarios (a key is the scenario's index and the CPU) and
+ * the rows made of the merged keys so far. */
+struct day_merge {
+        const struct day_ref *ref;
+        struct fill_batch *b;
+        char **scenarios;
+        size_t nscenarios, first_row, first_bytes;
+};
+
+static int day_scenario(struct day_merge *m, const char *scenario) {
+        for (size_t i = 0; i < m->nscenarios; i++)
+                if (strcmp(m->scenarios[i], scenario) == 0)
+                        return (int) i;
+        char **v = realloc(m->scenarios, (m->nscenarios + 1) * sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        m->scenarios = v;
+        if (!(v[m->nscenarios] = strdup(scenario)))
+                return -ENOMEM;
+        return (int) m->nscenarios++;
+}
+
+/* A merged (scenario, CPU) of the day becomes a cache row; a day whose rows would take more
+ * than CACHE_DAY_BYTES_MAX is not cached (its queries read its intervals). */
+static int day_key_done(void *userdata, uint64_t key, struct farm_acc *c) {
+        struct day_merge *m = userdata;
+        struct fill_batch *b = m->b;
+        /* Counts that saturated (stored before the schema bounded them) would not read back
+         * as a valid histogram: such a day is merged from its intervals each time. */
+        if (c->samples >= INT64_MAX)
+                return -E2BIG;
+        if (b->nrows == b->arows) {
+                size_t na = b->arows ? b->arows * 2 : 256;
+                struct cache_row *v = realloc(b->rows, na * sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                b->rows = v;
+                b->arows = na;
+        }
+        struct cache_row *x = &b->rows[b->nrows];
+        *x = (struct cache_row){ .run = m->ref->run,
+                                 .day = m->ref->day,
+                                 .cpu = (int) (key % CPU_MAX),
+                                 .samples = c->samples,
+                                 .min_ns = c->min_ns,
+                                 .max_ns = c->max_ns,
+                                 .violations = c->violations,
+                                 .max_time_ns = c->max_time_ns,
+                                 .limit_us = c->h.limit_us };
+        snprintf(x->scenario, sizeof(x->scenario), "%s", m->scenarios[key / CPU_MAX]);
+        int r = hist_encode(c->h.limit_us, c->h.counts, &x->hist, &x->len);
+        if (r < 0)
+                return r;
+        b->nrows++;
+        b->bytes += x->len;
+        return b->bytes - m->first_bytes > CACHE_DAY_BYTES_MAX ? -E2BIG : 0;
+}
+
+/* One pass over the day's rows in a read transaction of its own; -ESTALE when an interval was
+ * stored since the first pass (the day is merged again by a later query). */
+static int merge_day_pass(farm_db *db, struct day_merge *m, struct farm_merge_set *set,
+                          int64_t *intervals, char *err) {
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *cnt = NULL, *sel = NULL;
-        struct day_group *g = NULL;
-        size_t ng = 0, blob_len;
-        int64_t intervals = -1;
+        const struct day_ref *ref = m->ref;
         int r, rc;
 
         if ((r = farm_prepare(c, "SELECT intervals FROM run_days WHERE run = ? AND day = ?", &cnt,
@@ -857,94 +880,74 @@ static int merge_day(farm_db *db, const struct day_ref *ref, struct fill_batch *
                 return farm_fail(c, r, "cannot begin reading", err);
         sql_bind_int64(cnt, 1, ref->run);
         sql_bind_int64(cnt, 2, ref->day);
-        if ((rc = sql_step(cnt)) == SQL_ROW)
-                intervals = sql_column_int64(cnt, 0);
+        int64_t n = (rc = sql_step(cnt)) == SQL_ROW ? sql_column_int64(cnt, 0) : -1;
+        if (n < 0 || (*intervals >= 0 && n != *intervals))
+                r = -ESTALE;
+        *intervals = n;
         sql_bind_int64(sel, 1, ref->run);
         sql_bind_int64(sel, 2, ref->day * DAY_NS);
         sql_bind_int64(sel, 3, (ref->day + 1) * DAY_NS);
-        while (intervals >= 0 && (rc = sql_step(sel)) == SQL_ROW) {
-                const char *scen = sql_column_text(sel, 0) ?: "";
+        while (r >= 0 && (rc = sql_step(sel)) == SQL_ROW) {
                 int64_t cpu = sql_column_int64(sel, 1);
                 const char *why = NULL;
-                size_t k = 0;
-                while (k < ng && strcmp(g[k].scenario, scen) != 0)
-                        k++;
-                if (k == ng) {
-                        struct day_group *ng2 = realloc(g, (ng + 1) * sizeof(*g));
-                        if (!ng2) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        g = ng2;
-                        snprintf(g[ng].scenario, sizeof(g[ng].scenario), "%s", scen);
-                        g[ng].cpu = calloc(CPU_MAX, sizeof(struct cpu_acc));
-                        if (!g[ng++].cpu) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                }
                 if (cpu < 0 || cpu >= CPU_MAX) {
                         r = farm_failf(farm_of(c), -EBADMSG, err, "interval CPU %lld out of range",
                                        (long long) cpu);
                         break;
                 }
+                int si = day_scenario(m, sql_column_text(sel, 0) ?: "");
+                size_t blob_len;
                 const void *blob = sql_column_blob(sel, 3, &blob_len);
-                r = acc_add(&g[k].cpu[cpu], (uint32_t) sql_column_int64(sel, 2), blob, blob_len,
-                            (uint64_t) sql_column_int64(sel, 4),
-                            (uint64_t) sql_column_int64(sel, 5),
-                            (uint64_t) sql_column_int64(sel, 6), sql_column_int64(sel, 7),
-                            (uint64_t) sql_column_int64(sel, 8), &why);
-                if (r < 0) {
-                        r = farm_failf(farm_of(c), r, err,
-                                       "stored histogram of run %lld, CPU %lld: %s",
-                                       (long long) ref->run, (long long) cpu, why ?: "no memory");
-                        break;
-                }
+                r = si < 0 ? si
+                           : farm_merge_set_add(set, (uint64_t) si * CPU_MAX + (uint64_t) cpu,
+                                                (uint32_t) sql_column_int64(sel, 2), blob, blob_len,
+                                                (uint64_t) sql_column_int64(sel, 4),
+                                                (uint64_t) sql_column_int64(sel, 5),
+                                                (uint64_t) sql_column_int64(sel, 6),
+                                                sql_column_int64(sel, 7),
+                                                (uint64_t) sql_column_int64(sel, 8), &why);
+                if (r < 0 && r != -ENOMEM)
+                        r = farm_failf(db, r, err, "stored histogram of run %lld, CPU %lld: %s",
+                                       (long long) ref->run, (long long) cpu, why ?: "bad");
         }
-        if (r >= 0 && intervals >= 0 && rc != SQL_DONE)
+        if (r >= 0 && rc != SQL_DONE)
                 r = farm_fail(c, rc, "cannot read the intervals of a day", err);
         sql_rollback(c);
+        return r < 0 ? r : 0;
+}
 
-        size_t first = b->nrows;
-        for (size_t k = 0; k < ng; k++) {
-                for (int cpu = 0; cpu < CPU_MAX; cpu++) {
-                        struct cpu_acc *acc = &g[k].cpu[cpu];
-                        if (acc->used && r >= 0 && b->nrows == b->arows) {
-                                size_t na = b->arows ? b->arows * 2 : 256;
-                                struct cache_row *v = realloc(b->rows, na * sizeof(*v));
-                                if (v) {
-                                        b->rows = v;
-                                        b->arows = na;
-                                } else
-                                        r = -ENOMEM;
-                        }
-                        if (acc->used && r >= 0) {
-                                struct cache_row *x = &b->rows[b->nrows];
-                                *x = (struct cache_row){ .run = ref->run,
-                                                         .day = ref->day,
-                                                         .cpu = cpu,
-                                                         .samples = acc->samples,
-                                                         .min_ns = acc->min_ns,
-                                                         .max_ns = acc->max_ns,
-                                                         .violations = acc->violations,
-                                                         .max_time_ns = acc->max_time_ns,
-                                                         .limit_us = acc->h.limit_us };
-                                snprintf(x->scenario, sizeof(x->scenario), "%s", g[k].scenario);
-                                r = hist_encode(acc->h.limit_us, acc->h.counts, &x->hist, &x->len);
-                                if (r >= 0)
-                                        b->nrows++;
-                        }
-                        acc_done(acc);
-                }
-                free(g[k].cpu);
+static int merge_day(farm_db *db, const struct day_ref *ref, struct fill_batch *b, char *err) {
+        struct day_merge m = { .ref = ref, .b = b, .first_row = b->nrows, .first_bytes = b->bytes };
+        struct farm_merge_set *set = NULL;
+        int64_t intervals = -1;
+        int r = farm_merge_set_new(FARM_MERGE_BUDGET_BYTES, false, &set);
+        /* Passes until every (scenario, CPU) is merged: one, unless the day's histograms do
+         * not fit the budget at once. */
+        while (r >= 0) {
+                r = merge_day_pass(db, &m, set, &intervals, err);
+                if (r >= 0)
+                        r = farm_merge_set_finish(set, day_key_done, &m);
+                if (r <= 0)
+                        break;
         }
-        free(g);
-        if (r >= 0 && intervals >= 0) {
+        farm_merge_set_free(set);
+        for (size_t i = 0; i < m.nscenarios; i++)
+                free(m.scenarios[i]);
+        free(m.scenarios);
+        if (r == -ESTALE || r == -E2BIG || (r >= 0 && intervals < 0)) {
+                /* Stored meanwhile, too large to cache, or gone: not cached now. */
+                for (size_t i = m.first_row; i < b->nrows; i++)
+                        free(b->rows[i].hist);
+                b->nrows = m.first_row;
+                b->bytes = m.first_bytes;
+                return 0;
+        }
+        if (r >= 0) {
                 b->days[b->ndays].run = ref->run;
                 b->days[b->ndays].day = ref->day;
                 b->days[b->ndays].intervals = intervals;
-                b->days[b->ndays].first_row = first;
-                b->days[b->ndays++].nrows = b->nrows - first;
+                b->days[b->ndays].first_row = m.first_row;
+                b->days[b->ndays++].nrows = b->nrows - m.first_row;
         }
         if (r == -ENOMEM)
                 snprintf(err, FARM_ERROR_MAX, "out of memory merging a day");
@@ -1031,7 +1034,7 @@ static int fill_days(farm_db *db, const struct day_refs *refs, char *err) {
                 if (!refs->v[i].whole || refs->v[i].cached)
                         continue;
                 r = merge_day(db, &refs->v[i], &b, err);
-                if (r >= 0 && b.ndays == ELEMENTSOF(b.days)) {
+                if (r >= 0 && (b.ndays == ELEMENTSOF(b.days) || b.bytes > CACHE_BATCH_BYTES_MAX)) {
                         r = write_batch(db, &b, err);
                         batch_clear(&b);
                 }
@@ -1152,12 +1155,14 @@ static const char *const sql_window_cpus[] =
                     "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations FROM intervals i ",
                     " WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
                     "AND (i.scenario = ?4 OR ?4 IS NULL) AND (c.cpu = ?5 OR ?5 IS NULL) "
-                    "AND (coalesce(i.received_ns, 0) <= ?6 OR ?6 IS NULL)");
+                    "AND (coalesce(i.received_ns, 0) <= ?6 OR ?6 IS NULL) "
+                    "AND (c.cpu >= ?7 OR ?7 IS NULL) AND (c.cpu <= ?8 OR ?8 IS NULL)");
 
 /* Reads one run and day of the window [from, to): from the cache when the day is whole and
  * cached (still, in this read transaction), from its intervals otherwise.  Reader lock held. */
 static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_t to,
-                    const char *scenario, int64_t cpu, hist_row_fn fn, void *userdata, char *err) {
+                    const char *scenario, int64_t cpu, const int64_t cpu_range[2], hist_row_fn fn,
+                    void *userdata, char *err) {
         _cleanup_reset_ sql_stmt *chk = NULL, *st = NULL;
         bool cached = false;
         size_t blob_len;
@@ -1179,7 +1184,8 @@ static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_
                                  "SELECT scenario, cpu, hist_limit_us, hist, samples, min_ns, "
                                  "max_ns, max_time_ns, violations FROM hist_days "
                                  "WHERE run = ?1 AND day = ?2 AND (scenario = ?4 OR ?4 IS NULL) "
-                                 "AND (cpu = ?5 OR ?5 IS NULL)",
+                                 "AND (cpu = ?5 OR ?5 IS NULL) AND (cpu >= ?7 OR ?7 IS NULL) "
+                                 "AND (cpu <= ?8 OR ?8 IS NULL)",
                                  &st, err);
         else
                 r = farm_prepare(c, sql_window_cpus[sql_dialect(c)], &st, err);
@@ -1198,6 +1204,10 @@ static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_
                 sql_bind_int64(st, 5, cpu);
         if (!cached && ref->known_ns != INT64_MAX && ref->known_ns != 0)
                 sql_bind_int64(st, 6, ref->known_ns);
+        if (cpu_range && cpu_range[0] > 0)
+                sql_bind_int64(st, 7, cpu_range[0]);
+        if (cpu_range && cpu_range[1] < CPU_MAX)
+                sql_bind_int64(st, 8, cpu_range[1]);
         while ((rc = sql_step(st)) == SQL_ROW) {
                 const char *why = NULL;
                 int64_t cpu_of = sql_column_int64(st, 1);
@@ -1222,13 +1232,14 @@ static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_
 /* Reads every ref, each in its own read transaction (a consistent snapshot of its day), taking
  * the reader's lock for one day at a time: the token checks of uploads share that connection. */
 static int read_days(farm_db *db, const struct day_refs *refs, int64_t from, int64_t to,
-                     const char *scenario, int64_t cpu, hist_row_fn fn, void *userdata, char *err) {
+                     const char *scenario, int64_t cpu, const int64_t cpu_range[2], hist_row_fn fn,
+                     void *userdata, char *err) {
         int r = 0;
         for (size_t i = 0; r >= 0 && i < refs->n; i++) {
                 _cleanup_release_ sql_conn *c = farm_reader(db);
                 if ((r = sql_begin(c, SQL_TXN_SNAPSHOT)) < 0)
                         return farm_fail(c, r, "cannot begin reading", err);
-                r = read_day(c, &refs->v[i], from, to, scenario, cpu, fn, userdata, err);
+                r = read_day(c, &refs->v[i], from, to, scenario, cpu, cpu_range, fn, userdata, err);
                 sql_rollback(c);
         }
         return r;
@@ -1236,21 +1247,171 @@ static int read_days(farm_db *db, const struct day_refs *refs, int64_t from, int
 
 /* ---- GET /api/v1/machines/{id}/histogram ------------------------------------------------ */
 
-struct hist_window {
-        struct cpu_acc *cpu; /* CPU_MAX */
+/* The runs and days of the machine that hold data in [from, to), and which of them are
+ * cached; reader lock held. */
+static int window_refs(sql_conn *c, const char *id, int64_t from, int64_t to, int64_t now,
+                       struct day_refs *refs, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c,
+                             "SELECT d.run, d.day, EXISTS (SELECT 1 FROM hist_days h "
+                             "WHERE h.run = d.run AND h.day = d.day) "
+                             "FROM runs r JOIN run_days d ON d.run = r.id "
+                             "WHERE r.machine_id = ?1 AND d.day >= ?2 AND d.day <= ?3",
+                             &st, err);
+        if (r < 0)
+                return r;
+        int64_t today = farm_step_floor(now, DAY_NS) / DAY_NS;
+        sql_bind_text(st, 1, id);
+        sql_bind_int64(st, 2, farm_step_floor(from, DAY_NS) / DAY_NS);
+        sql_bind_int64(st, 3, farm_step_floor(to - 1, DAY_NS) / DAY_NS);
+        while ((r = sql_step(st)) == SQL_ROW) {
+                struct day_ref x = { .run = sql_column_int64(st, 0),
+                                     .day = sql_column_int64(st, 1),
+                                     .cached = sql_column_int(st, 2) };
+                x.whole = x.day < today && x.day * DAY_NS >= from && (x.day + 1) * DAY_NS <= to;
+                if (refs_add(refs, &x) < 0) {
+                        snprintf(err, FARM_ERROR_MAX, "out of memory");
+                        return -ENOMEM;
+                }
+        }
+        if (r != SQL_DONE)
+                return farm_fail(c, r, "cannot list the days", err);
+        return 0;
+}
+
+/* The merge of a window's histograms CPU by CPU: the first pass merges every row into all as
+ * well, and as many CPUs as the budget holds, the smallest first; later passes read only the
+ * CPUs left. */
+struct window_merge {
+        struct farm_merge_set *set;
+        struct farm_acc all;
+        bool first_pass;
+        bool enough; /* fn needs no more CPUs */
+        farm_cpu_hist_fn fn;
+        void *userdata;
 };
 
-static int hist_window_row(void *userdata, const struct day_ref *ref, const char *scenario,
-                           int64_t cpu, uint32_t limit_us, const void *blob, size_t len,
-                           uint64_t samples, uint64_t min_ns, uint64_t max_ns, int64_t max_time_ns,
-                           uint64_t violations, const char **why) {
-        struct hist_window *w = userdata;
+static int window_row(void *userdata, const struct day_ref *ref, const char *scenario, int64_t cpu,
+                      uint32_t limit_us, const void *blob, size_t len, uint64_t samples,
+                      uint64_t min_ns, uint64_t max_ns, int64_t max_time_ns, uint64_t violations,
+                      const char **why) {
+        struct window_merge *w = userdata;
         if (cpu < 0 || cpu >= CPU_MAX) {
                 *why = "CPU out of range";
                 return -EBADMSG;
         }
-        return acc_add(&w->cpu[cpu], limit_us, blob, len, samples, min_ns, max_ns, max_time_ns,
-                       violations, why);
+        int r = 0;
+        if (w->first_pass)
+                r = farm_acc_add(&w->all, limit_us, blob, len, samples, min_ns, max_ns, max_time_ns,
+                                 violations, why);
+        if (r >= 0)
+                r = farm_merge_set_add(w->set, (uint64_t) cpu, limit_us, blob, len, samples, min_ns,
+                                       max_ns, max_time_ns, violations, why);
+        return r < 0 ? r : 0;
+}
+
+static int window_cpu_done(void *userdata, uint64_t key, struct farm_acc *acc) {
+        struct window_merge *w = userdata;
+        if (w->enough)
+                return 0;
+        int r = w->fn(w->userdata, (int64_t) key, acc, &w->all);
+        w->enough = r > 0;
+        return MIN(r, 0);
+}
+
+/* Merges refs' histograms of [from, to) (of one scenario and CPU when given), calling fn for each
+ * CPU in ascending order, with all complete, until fn returns 1 (it needs no more); *ret_ncpus:
+ * how many CPUs hold data. */
+static int window_hists(farm_db *db, const struct day_refs *refs, int64_t from, int64_t to,
+                        const char *scenario, int64_t cpu, farm_cpu_hist_fn fn, void *userdata,
+                        uint64_t *ret_ncpus, char *err) {
+        struct window_merge w = { .first_pass = true, .fn = fn, .userdata = userdata };
+        int r = fill_days(db, refs, err);
+        if (r >= 0 && (r = farm_merge_set_new(FARM_MERGE_BUDGET_BYTES, true, &w.set)) < 0)
+                snprintf(err, FARM_ERROR_MAX, "out of memory");
+        /* After the first pass, each reads only the CPUs that the next pass can take (twice
+         * as many as the last one merged), not every row left. */
+        int64_t range[2] = { 0, CPU_MAX };
+        while (r >= 0) {
+                r = read_days(db, refs, from, to, scenario, cpu, range, window_row, &w, err);
+                if (r >= 0 && w.first_pass && !w.all.used)
+                        r = fn(userdata, -1, NULL, &w.all); /* no data at all */
+                w.first_pass = false;
+                if (r >= 0)
+                        r = farm_merge_set_finish(w.set, window_cpu_done, &w);
+                /* Every CPU was seen by the first pass (their count is known): once fn has
+                 * what it needs, the others are not merged. */
+                if (r > 0 && w.enough)
+                        r = 0;
+                if (r <= 0)
+                        break;
+                range[0] = (int64_t) farm_merge_set_first_waiting(w.set);
+                uint64_t last = farm_merge_set_nth_waiting(
+                        w.set, 2 * MAX(farm_merge_set_last_pass(w.set), (size_t) 1));
+                range[1] = last == UINT64_MAX ? CPU_MAX : (int64_t) last - 1;
+        }
+        if (r >= 0 && ret_ncpus)
+                *ret_ncpus = farm_merge_set_keys(w.set);
+        farm_merge_set_free(w.set);
+        farm_acc_done(&w.all);
+        if (r == -ENOMEM)
+                snprintf(err, FARM_ERROR_MAX, "out of memory merging histograms");
+        return r;
+}
+
+int farm_machine_hists(farm_db *db, const char *machine_id, int64_t from, int64_t to, int64_t now,
+                       farm_cpu_hist_fn fn, void *userdata, char err[static FARM_ERROR_MAX]) {
+        struct day_refs refs = {};
+        int r;
+        {
+                _cleanup_release_ sql_conn *c = farm_reader(db);
+                r = window_refs(c, machine_id, from, to, now, &refs, err);
+        }
+        if (r >= 0)
+                r = window_hists(db, &refs, from, to, NULL, -1, fn, userdata, NULL, err);
+        free(refs.v);
+        return r;
+}
+
+/* The answer of the histogram query, written as its CPUs are merged. */
+struct hist_answer {
+        FILE *f;
+        const struct farm_page *page;
+        uint64_t rank, shown;
+        bool cut;   /* the page ended early: the text reached HIST_TEXT_MAX */
+        char *all;  /* the text of all, once known */
+        size_t len; /* of what f holds */
+};
+
+static int hist_answer_cpu(void *userdata, int64_t cpu, const struct farm_acc *acc,
+                           const struct farm_acc *all) {
+        struct hist_answer *h = userdata;
+        if (!h->all) {
+                size_t n = 0;
+                FILE *f = open_memstream(&h->all, &n);
+                if (!f)
+                        return -ENOMEM;
+                acc_text(f, all, -1);
+                if (fclose(f) != 0)
+                        return -ENOMEM;
+        }
+        if (cpu < 0)
+                return 0;
+        uint64_t rank = h->rank++;
+        if (h->cut || rank < h->page->offset || rank >= h->page->offset + h->page->limit)
+                return 0;
+        if (h->shown > 0)
+                fputc(',', h->f);
+        acc_text(h->f, acc, cpu);
+        h->shown++;
+        fflush(h->f);
+        /* A page ends early rather than grow past HIST_TEXT_MAX ("next" goes on from there). */
+        if (h->len >= HIST_TEXT_MAX)
+                h->cut = true;
+        if (ferror(h->f))
+                return -ENOMEM;
+        /* 1 once the page is full: the CPUs after it need not be merged. */
+        return h->cut || h->rank >= h->page->offset + h->page->limit;
 }
 
 static int get_histogram(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
@@ -1263,9 +1424,7 @@ static int get_histogram(farm_db *db, const char *id, const struct farm_args *ar
         int64_t from, to, cpu;
         const char *scenario = arg(args, "scenario");
         struct day_refs refs = {};
-        struct hist_window w = {};
-        struct cpu_acc all = {};
-        int r, rc;
+        int r;
 
         if (!check_args(args, allowed, a) || !parse_cpu(args, &cpu, a) ||
             (scenario && !scenario_ok(scenario, a)) ||
@@ -1274,180 +1433,195 @@ static int get_histogram(farm_db *db, const char *id, const struct farm_args *ar
                 return 0;
         if (args->unpaged && !arg(args, "limit"))
                 page.limit = CPU_MAX;
-
-        /* Which runs and days hold data in the window, and which of them are cached. */
         {
                 _cleanup_release_ sql_conn *c = farm_reader(db);
-                _cleanup_reset_ sql_stmt *st = NULL;
                 if ((r = machine_lookup(c, id, &m, a)) <= 0 ||
                     !parse_window(args, now, &m, &from, &to, a))
                         return r;
-                r = farm_prepare(c,
-                                 "SELECT d.run, d.day, EXISTS (SELECT 1 FROM hist_days h "
-                                 "WHERE h.run = d.run AND h.day = d.day) "
-                                 "FROM runs r JOIN run_days d ON d.run = r.id "
-                                 "WHERE r.machine_id = ?1 AND d.day >= ?2 AND d.day <= ?3",
-                                 &st, a->err);
-                if (r < 0)
-                        return answer_internal(a, r);
-                int64_t today = farm_step_floor(now, DAY_NS) / DAY_NS;
-                sql_bind_text(st, 1, id);
-                sql_bind_int64(st, 2, farm_step_floor(from, DAY_NS) / DAY_NS);
-                sql_bind_int64(st, 3, farm_step_floor(to - 1, DAY_NS) / DAY_NS);
-                while ((rc = sql_step(st)) == SQL_ROW) {
-                        struct day_ref x = { .run = sql_column_int64(st, 0),
-                                             .day = sql_column_int64(st, 1),
-                                             .cached = sql_column_int(st, 2) };
-                        x.whole = x.day < today && x.day * DAY_NS >= from &&
-                                  (x.day + 1) * DAY_NS <= to;
-                        if (refs_add(&refs, &x) < 0) {
-                                free(refs.v);
-                                snprintf(a->err, sizeof(a->err), "out of memory");
-                                return answer_internal(a, -ENOMEM);
-                        }
-                }
-                if (rc != SQL_DONE) {
-                        free(refs.v);
-                        return answer_internal(a, farm_fail(c, rc, "cannot list the days", a->err));
-                }
+                r = window_refs(c, id, from, to, now, &refs, a->err);
         }
 
-        w.cpu = calloc(CPU_MAX, sizeof(*w.cpu));
-        r = w.cpu ? 0 : -ENOMEM;
-        if (r >= 0)
-                r = fill_days(db, &refs, a->err);
-        if (r >= 0)
-                r = read_days(db, &refs, from, to, scenario, cpu, hist_window_row, &w, a->err);
-        free(refs.v);
+        /* The CPUs as text straight away, the object around them afterwards (as the steps of
+         * the intervals query). */
+        struct hist_answer h = { .page = &page };
+        char *cpus_text = NULL;
         uint64_t ncpus = 0;
-        for (int c = 0; r >= 0 && c < CPU_MAX; c++)
-                if (w.cpu[c].used) {
-                        r = acc_merge(&all, &w.cpu[c]);
-                        ncpus++;
-                }
-        json_t *o = NULL, *list = NULL;
-        if (r >= 0) {
-                o = json_object();
-                list = json_array();
-                uint64_t seen = 0;
-                for (int c = 0; o && list && c < CPU_MAX; c++) {
-                        if (!w.cpu[c].used)
-                                continue;
-                        if (seen++ < page.offset || seen > page.offset + page.limit)
-                                continue;
-                        json_t *j = acc_json(&w.cpu[c]);
-                        if (j)
-                                json_object_set_new(j, "cpu", json_integer(c));
-                        json_array_append_new(list, j);
-                }
-        }
-        for (int c = 0; w.cpu && c < CPU_MAX; c++)
-                acc_done(&w.cpu[c]);
-        free(w.cpu);
+        h.f = r >= 0 ? open_memstream(&cpus_text, &h.len) : NULL;
+        if (r >= 0 && !h.f)
+                r = -ENOMEM;
+        if (r >= 0)
+                r = window_hists(db, &refs, from, to, scenario, cpu, hist_answer_cpu, &h, &ncpus,
+                                 a->err);
+        free(refs.v);
+        if (h.f && fclose(h.f) != 0 && r >= 0)
+                r = -ENOMEM;
         if (r < 0) {
-                json_decref(list);
-                acc_done(&all);
+                free(cpus_text);
+                free(h.all);
                 if (r == -ENOMEM)
                         snprintf(a->err, sizeof(a->err), "out of memory merging histograms");
                 return answer_internal(a, r);
         }
-        json_t *allj = acc_json(&all);
-        acc_done(&all);
-        if (!o || !list || window_fields(o, id, from, to, cpu, scenario) < 0 ||
-            json_object_set_new(o, "all", allj) < 0 || json_object_set_new(o, "cpus", list) < 0 ||
-            add_page(o, path, args, &page, ncpus) < 0) {
+        if (h.cut)
+                page.limit = h.shown;
+        json_t *o = json_object();
+        char *head = NULL, *text = NULL;
+        const char *marker = "\"cpus\":[]";
+        if (!o || window_fields(o, id, from, to, cpu, scenario) < 0 ||
+            json_object_set_new(o, "all", json_null()) < 0 ||
+            json_object_set_new(o, "cpus", json_array()) < 0 ||
+            add_page(o, path, args, &page, ncpus) < 0 ||
+            !(head = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER)) || !strstr(head, marker) ||
+            !strstr(head, "\"all\":null")) {
                 json_decref(o);
+                free(head);
+                free(cpus_text);
+                free(h.all);
                 answer_json(a, NULL);
                 return 0;
         }
-        answer_json(a, o);
+        json_decref(o);
+        /* Strings in the head are escaped, so the markers can only be the places of the lists. */
+        char *at_all = strstr(head, "\"all\":null"), *at_cpus = strstr(head, marker);
+        if (asprintf(&text, "%.*s\"all\":%s%.*s\"cpus\":[%s]%s", (int) (at_all - head), head,
+                     h.all ?: "null", (int) (at_cpus - at_all - strlen("\"all\":null")),
+                     at_all + strlen("\"all\":null"), cpus_text ?: "",
+                     at_cpus + strlen(marker)) < 0)
+                text = NULL;
+        free(head);
+        free(cpus_text);
+        free(h.all);
+        if (!text) {
+                answer_json(a, NULL);
+                return 0;
+        }
+        a->status = 200;
+        a->text = text;
+        a->content_type = "application/json";
         return 0;
 }
 
 /* ---- GET /api/v1/kernels/{release}/compare ---------------------------------------------- */
 
-/* The samples of one machine and scenario under each of the two kernels. */
+/* One side of a comparison entry: the figures of the merged histogram, which is not kept. */
+struct cmp_side {
+        bool used;
+        uint64_t worst_ns, p99_9_ns, samples, violations;
+};
+
+/* One machine and scenario under each of the two kernels. */
 struct cmp_entry {
         char machine[FARM_MACHINE_ID_LEN + 1];
-        char scenario[64];
-        struct cpu_acc side[2];
+        char *scenario;
+        struct cmp_side side[2];
 };
 
-/* Open addressing on (machine, scenario). */
-struct cmp_table {
-        struct cmp_entry **slot;
-        size_t size, n;
+struct cmp_list {
+        struct cmp_entry *v;
+        size_t n, alloc;
 };
 
-static uint64_t cmp_hash(const char *machine, const char *scenario) {
-        uint64_t h = UINT64_C(1469598103934665603);
-        for (const char *p = machine; *p; p++)
-                h = (h ^ (uint8_t) *p) * UINT64_C(1099511628211);
-        h = (h ^ 0xff) * UINT64_C(1099511628211);
-        for (const char *p = scenario; *p; p++)
-                h = (h ^ (uint8_t) *p) * UINT64_C(1099511628211);
-        return h;
-}
+/* The merge of one machine's days: a key is its scenario's index and the side. */
+struct cmp_machine {
+        struct farm_merge_set *set;
+        struct cmp_list *list;
+        size_t first; /* the machine's first entry in list: one per scenario, in index order */
+        const char *machine;
+};
 
-static struct cmp_entry *cmp_get(struct cmp_table *t, const char *machine, const char *scenario) {
-        if (2 * (t->n + 1) > t->size) {
-                size_t ns = t->size ? t->size * 2 : 256;
-                struct cmp_entry **s = calloc(ns, sizeof(*s));
-                if (!s)
-                        return NULL;
-                for (size_t i = 0; i < t->size; i++) {
-                        struct cmp_entry *e = t->slot[i];
-                        if (!e)
-                                continue;
-                        size_t j = cmp_hash(e->machine, e->scenario) & (ns - 1);
-                        while (s[j])
-                                j = (j + 1) & (ns - 1);
-                        s[j] = e;
-                }
-                free(t->slot);
-                t->slot = s;
-                t->size = ns;
+static int cmp_scenario(struct cmp_machine *m, const char *scenario) {
+        struct cmp_list *l = m->list;
+        for (size_t i = m->first; i < l->n; i++)
+                if (strcmp(l->v[i].scenario, scenario) == 0)
+                        return (int) (i - m->first);
+        if (l->n == l->alloc) {
+                size_t na = l->alloc ? l->alloc * 2 : 64;
+                struct cmp_entry *v = realloc(l->v, na * sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                l->v = v;
+                l->alloc = na;
         }
-        size_t j = cmp_hash(machine, scenario) & (t->size - 1);
-        for (; t->slot[j]; j = (j + 1) & (t->size - 1))
-                if (strcmp(t->slot[j]->machine, machine) == 0 &&
-                    strcmp(t->slot[j]->scenario, scenario) == 0)
-                        return t->slot[j];
-        struct cmp_entry *e = calloc(1, sizeof(*e));
-        if (!e)
-                return NULL;
-        snprintf(e->machine, sizeof(e->machine), "%s", machine);
-        snprintf(e->scenario, sizeof(e->scenario), "%s", scenario);
-        t->slot[j] = e;
-        t->n++;
-        return e;
+        struct cmp_entry *e = &l->v[l->n];
+        *e = (struct cmp_entry){ .scenario = strdup(scenario) };
+        if (!e->scenario)
+                return -ENOMEM;
+        snprintf(e->machine, sizeof(e->machine), "%s", m->machine);
+        return (int) (l->n++ - m->first);
 }
 
 static int cmp_row(void *userdata, const struct day_ref *ref, const char *scenario, int64_t cpu,
                    uint32_t limit_us, const void *blob, size_t len, uint64_t samples,
                    uint64_t min_ns, uint64_t max_ns, int64_t max_time_ns, uint64_t violations,
                    const char **why) {
-        struct cmp_entry *e = cmp_get(userdata, ref->machine, scenario);
+        struct cmp_machine *m = userdata;
         (void) cpu;
-        if (!e)
-                return -ENOMEM;
-        return acc_add(&e->side[ref->side], limit_us, blob, len, samples, min_ns, max_ns,
-                       max_time_ns, violations, why);
+        int si = cmp_scenario(m, scenario);
+        if (si < 0)
+                return si;
+        int r = farm_merge_set_add(m->set, (uint64_t) si * 2 + (uint64_t) ref->side, limit_us, blob,
+                                   len, samples, min_ns, max_ns, max_time_ns, violations, why);
+        return r < 0 ? r : 0;
 }
 
-static int cmp_order(const void *x, const void *y) {
-        const struct cmp_entry *a = *(struct cmp_entry *const *) x,
-                               *b = *(struct cmp_entry *const *) y;
+static int cmp_key_done(void *userdata, uint64_t key, struct farm_acc *c) {
+        struct cmp_machine *m = userdata;
+        struct cmp_side *x = &m->list->v[m->first + key / 2].side[key % 2];
+        struct farm_percentiles p;
+        farm_percentiles(&c->h, c->min_ns, c->max_ns, &p);
+        *x = (struct cmp_side){ .used = c->used,
+                                .worst_ns = c->max_ns,
+                                .p99_9_ns = p.p99_9_ns,
+                                .samples = c->samples,
+                                .violations = c->violations };
+        return 0;
+}
+
+static int ref_by_machine(const void *x, const void *y) {
+        const struct day_ref *a = x, *b = y;
+        return strcmp(a->machine, b->machine);
+}
+
+static int entry_order(const void *x, const void *y) {
+        const struct cmp_entry *a = x, *b = y;
         int c = strcmp(a->machine, b->machine);
         return c ? c : strcmp(a->scenario, b->scenario);
 }
 
-static json_t *cmp_side_json(const struct cpu_acc *c, struct farm_percentiles *p) {
+/* The entries of refs (sorted by machine here): one machine at a time, in as many passes over
+ * its days as its scenarios' histograms take within the merge budget. */
+static int cmp_merge(farm_db *db, struct day_refs *refs, int64_t to, struct cmp_list *list,
+                     char *err) {
+        if (refs->n > 1)
+                qsort(refs->v, refs->n, sizeof(*refs->v), ref_by_machine);
+        int r = 0;
+        for (size_t i = 0, j; r >= 0 && i < refs->n; i = j) {
+                for (j = i; j < refs->n && strcmp(refs->v[j].machine, refs->v[i].machine) == 0;)
+                        j++;
+                struct day_refs mine = { .v = refs->v + i, .n = j - i };
+                struct cmp_machine m = { .list = list,
+                                         .first = list->n,
+                                         .machine = refs->v[i].machine };
+                r = farm_merge_set_new(FARM_MERGE_BUDGET_BYTES, false, &m.set);
+                while (r >= 0) {
+                        r = read_days(db, &mine, INT64_MIN, to, NULL, -1, NULL, cmp_row, &m, err);
+                        if (r >= 0)
+                                r = farm_merge_set_finish(m.set, cmp_key_done, &m);
+                        if (r <= 0)
+                                break;
+                }
+                farm_merge_set_free(m.set);
+        }
+        if (r >= 0 && list->n > 1)
+                qsort(list->v, list->n, sizeof(*list->v), entry_order);
+        return r;
+}
+
+static json_t *cmp_side_json(const struct cmp_side *c) {
         if (!c->used)
                 return json_null();
-        farm_percentiles(&c->h, c->min_ns, c->max_ns, p);
-        return json_pack("{s:I, s:I, s:I, s:I}", "worst_ns", (json_int_t) c->max_ns, "p99_9_ns",
-                         (json_int_t) p->p99_9_ns, "samples", (json_int_t) c->samples, "violations",
+        return json_pack("{s:I, s:I, s:I, s:I}", "worst_ns", (json_int_t) c->worst_ns, "p99_9_ns",
+                         (json_int_t) c->p99_9_ns, "samples", (json_int_t) c->samples, "violations",
                          (json_int_t) c->violations);
 }
 
@@ -1473,7 +1647,7 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
         uint64_t tolerance = TOLERANCE_PERCENT_DEFAULT, min_diff = MIN_DIFFERENCE_NS_DEFAULT;
         const char *with = arg(args, "with"), *t = arg(args, "tolerance");
         struct day_refs refs = {};
-        struct cmp_table table = {};
+        struct cmp_list list = {};
         int r, rc;
 
         if (!check_args(args, allowed, a) ||
@@ -1560,51 +1734,34 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
 
         r = fill_days(db, &refs, a->err);
         if (r >= 0)
-                r = read_days(db, &refs, INT64_MIN, INT64_MAX, NULL, -1, cmp_row, &table, a->err);
+                r = cmp_merge(db, &refs, INT64_MAX, &list, a->err);
         free(refs.v);
 
-        struct cmp_entry **list = NULL;
-        size_t n = 0;
-        if (r >= 0 && table.n) {
-                list = calloc(table.n, sizeof(*list));
-                if (!list)
-                        r = -ENOMEM;
-                for (size_t i = 0; list && i < table.size; i++)
-                        if (table.slot[i])
-                                list[n++] = table.slot[i];
-                if (list)
-                        qsort(list, n, sizeof(*list), cmp_order);
-        }
+        size_t n = list.n;
         json_t *o = NULL, *items = NULL;
         uint64_t both = 0, only[2] = {}, regressions = 0;
         if (r >= 0) {
                 o = json_object();
                 items = json_array();
                 for (size_t i = 0; o && items && i < n; i++) {
-                        struct cmp_entry *e = list[i];
-                        struct farm_percentiles p[2] = {};
-                        json_t *s0 = cmp_side_json(&e->side[0], &p[0]),
-                               *s1 = cmp_side_json(&e->side[1], &p[1]);
+                        const struct cmp_entry *e = &list.v[i];
+                        const struct cmp_side *k = &e->side[0], *w = &e->side[1];
                         json_t *diff = json_null(), *reg = json_null();
-                        if (e->side[0].used && e->side[1].used) {
-                                bool worse = farm_worse(p[0].p99_9_ns, p[1].p99_9_ns, tolerance,
-                                                        min_diff) ||
-                                             farm_worse(e->side[0].max_ns, e->side[1].max_ns,
-                                                        tolerance, min_diff);
+                        if (k->used && w->used) {
+                                bool worse =
+                                        farm_worse(k->p99_9_ns, w->p99_9_ns, tolerance, min_diff) ||
+                                        farm_worse(k->worst_ns, w->worst_ns, tolerance, min_diff);
                                 both++;
                                 regressions += worse;
-                                diff = json_pack("{s:I, s:I}", "worst_ns",
-                                                 (json_int_t) e->side[0].max_ns -
-                                                         (json_int_t) e->side[1].max_ns,
-                                                 "p99_9_ns",
-                                                 (json_int_t) p[0].p99_9_ns -
-                                                         (json_int_t) p[1].p99_9_ns);
+                                diff = json_pack(
+                                        "{s:I, s:I}", "worst_ns",
+                                        (json_int_t) k->worst_ns - (json_int_t) w->worst_ns,
+                                        "p99_9_ns",
+                                        (json_int_t) k->p99_9_ns - (json_int_t) w->p99_9_ns);
                                 reg = json_boolean(worse);
                         } else
-                                only[e->side[0].used ? 0 : 1]++;
+                                only[k->used ? 0 : 1]++;
                         if (i < page.offset || i >= page.offset + page.limit) {
-                                json_decref(s0);
-                                json_decref(s1);
                                 json_decref(diff);
                                 json_decref(reg);
                                 continue;
@@ -1615,21 +1772,16 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
                                           e->machine, "scenario",
                                           e->scenario[0] ? json_string(e->scenario) : json_null(),
                                           "in",
-                                          e->side[0].used && e->side[1].used ? "both"
-                                          : e->side[0].used                  ? "kernel"
-                                                                             : "with",
-                                          "kernel", s0, "with", s1, "difference", diff,
-                                          "regression", reg));
+                                          k->used && w->used ? "both"
+                                          : k->used          ? "kernel"
+                                                             : "with",
+                                          "kernel", cmp_side_json(k), "with", cmp_side_json(w),
+                                          "difference", diff, "regression", reg));
                 }
         }
-        for (size_t i = 0; i < table.size; i++)
-                if (table.slot[i]) {
-                        acc_done(&table.slot[i]->side[0]);
-                        acc_done(&table.slot[i]->side[1]);
-                        free(table.slot[i]);
-                }
-        free(table.slot);
-        free(list);
+        for (size_t i = 0; i < list.n; i++)
+                free(list.v[i].scenario);
+        free(list.v);
         if (r < 0) {
                 json_decref(o);
                 json_decref(items);
@@ -1665,7 +1817,7 @@ int farm_release_stats(farm_db *db, const char *release, const char *const *mach
                        size_t nmachines, int64_t to_ns, int64_t known_ns,
                        struct farm_release_stat **ret, size_t *ret_n, char *err) {
         struct day_refs refs = {};
-        struct cmp_table table = {};
+        struct cmp_list list = {};
         int r = 0, rc;
         {
                 _cleanup_release_ sql_conn *c = farm_reader(db);
@@ -1705,31 +1857,25 @@ int farm_release_stats(farm_db *db, const char *release, const char *const *mach
         if (r >= 0)
                 r = fill_days(db, &refs, err);
         if (r >= 0)
-                r = read_days(db, &refs, INT64_MIN, to_ns, NULL, -1, cmp_row, &table, err);
+                r = cmp_merge(db, &refs, to_ns, &list, err);
         free(refs.v);
         struct farm_release_stat *out = NULL;
         size_t n = 0;
-        if (r >= 0 && table.n && !(out = calloc(table.n, sizeof(*out))))
+        if (r >= 0 && list.n && !(out = calloc(list.n, sizeof(*out))))
                 r = -ENOMEM;
-        for (size_t i = 0; i < table.size; i++) {
-                struct cmp_entry *e = table.slot[i];
-                if (!e)
-                        continue;
+        for (size_t i = 0; i < list.n; i++) {
+                const struct cmp_entry *e = &list.v[i];
                 if (r >= 0 && e->side[0].used) {
-                        struct farm_percentiles p = {};
-                        farm_percentiles(&e->side[0].h, e->side[0].min_ns, e->side[0].max_ns, &p);
                         struct farm_release_stat *o = &out[n++];
                         snprintf(o->machine, sizeof(o->machine), "%s", e->machine);
                         snprintf(o->scenario, sizeof(o->scenario), "%s", e->scenario);
-                        o->worst_ns = e->side[0].max_ns;
-                        o->p99_9_ns = p.p99_9_ns;
+                        o->worst_ns = e->side[0].worst_ns;
+                        o->p99_9_ns = e->side[0].p99_9_ns;
                         o->samples = e->side[0].samples;
                 }
-                acc_done(&e->side[0]);
-                acc_done(&e->side[1]);
-                free(e);
+                free(e->scenario);
         }
-        free(table.slot);
+        free(list.v);
         if (r < 0) {
                 free(out);
                 return r;
@@ -2411,7 +2557,12 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                         answer_error(ret, 404, "no such kernel");
                         return 1;
                 }
-                snprintf(key, sizeof(key), "%.*s", (int) (slash - rel), rel);
+                /* Still percent-encoded in the routing path: a release may hold a '/'. */
+                if (farm_segment_decode(rel, (size_t) (slash - rel), key, sizeof(key)) < 0) {
+                        *ret = (struct farm_answer){};
+                        answer_error(ret, 404, "no such kernel");
+                        return 1;
+                }
         } else
                 return 0;
 

@@ -10,6 +10,7 @@
 
 #include "hist.h"
 #include "server-db.h"
+#include "server-merge.h"
 #include "server-verdict.h"
 #include "summary.h"
 
@@ -91,11 +92,19 @@ struct farm_steps {
         struct farm_names scenarios, kernels;
 };
 /* The steps of step_ns of [from, to) of the machine's intervals (aligned as in the intervals
- * query).  -E2BIG for more than FARM_STEPS_MAX steps, -ENOSPC for more than
- * FARM_STEP_NAMES_MAX scenarios or kernels. */
+ * query).  -E2BIG for more than FARM_STEPS_MAX steps; beyond FARM_STEP_NAMES_MAX scenarios or
+ * kernels, the last name is "(others)" and stands for the rest. */
 int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_t to,
                        uint64_t step_ns, struct farm_steps *ret, char err[static FARM_ERROR_MAX]);
 void farm_steps_done(struct farm_steps *s);
+
+/* The merged histograms of a machine's window [from, to), CPU by CPU in ascending order and
+ * within the memory budget of server-merge.h: fn(cpu, that CPU's, all CPUs merged) for each
+ * CPU with data, or once fn(-1, NULL, all) for a window without any. */
+typedef int (*farm_cpu_hist_fn)(void *userdata, int64_t cpu, const struct farm_acc *acc,
+                                const struct farm_acc *all);
+int farm_machine_hists(farm_db *db, const char *machine_id, int64_t from, int64_t to, int64_t now,
+                       farm_cpu_hist_fn fn, void *userdata, char err[static FARM_ERROR_MAX]);
 
 /* The histogram cache filled in the background, so that a first look at a machine's month
  * does not wait for it: a thread that merges a few past days at a time (the most recent

@@ -2,7 +2,8 @@
 /* Retention: the raw intervals (with their CPUs, loads and load metrics) of whole UTC months
  * older than a horizon are dropped: on PostgreSQL their partitions, on SQLite their rows in
  * batches.  What the verdict and the long views read stays: the day rollups, the runs, events,
- * load downs, overlaps and the merged histograms already cached. */
+ * load downs, overlaps and the merged histograms already cached, and the trace captures'
+ * analyses (the culprits of the verdict's violations), whose raw events go with the months. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -94,11 +95,27 @@ static int delete_batch(sql_conn *c, int64_t cutoff, char *err) {
         return r;
 }
 
+/* The raw events of the trace captures due before cutoff: the bulk of a capture (up to a
+ * MiB each, a capture per CPU every few seconds on a machine that keeps violating), of no use
+ * without the intervals around them; the analysis, a few hundred bytes, stays. */
+static int drop_trace_raw(sql_conn *c, int64_t cutoff, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(
+                c, "UPDATE traces SET raw = NULL WHERE time_ns < ?1 AND raw IS NOT NULL", &st, err);
+        if (r < 0)
+                return r;
+        sql_bind_int64(st, 1, cutoff);
+        return farm_step_done(st, "cannot drop old trace captures' raw events", err);
+}
+
 int farm_retention_pass(farm_db *db, int64_t before_ns, uint64_t *ret_intervals,
                         char err[static FARM_ERROR_MAX]) {
         /* Whole months only, the same on both stores: the month that holds before_ns stays. */
         int64_t cutoff = farm_month_start(farm_month_of(before_ns));
         *ret_intervals = 0;
+        int q = FARM_WRITE_TRANSACTION(db, w, err, drop_trace_raw(w, cutoff, err));
+        if (q < 0)
+                return q;
         if (farm_is_pg(db)) {
                 int months = 0;
                 int r = FARM_WRITE_TRANSACTION(db, w, err,

@@ -383,13 +383,15 @@ static int pass_lock(sql_conn *c, bool take, char *err) {
 }
 
 static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                    struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks, char *err) {
+                    struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
+                    struct worker *worker, char *err) {
         static const struct farm_verdict_hooks none = {};
         const struct farm_verdict_hooks *h = hooks ?: &none;
         struct farm_problem_sink sink = { h->problem, h->userdata };
         json_t *list = NULL, *rel;
         size_t i;
         int changed = 0;
+        bool stopped = false;
         struct farm_log_mark mark = *seen;
         int r = releases_to_judge(db, rule, now_ns, &mark, &list, err);
         json_array_foreach (list, i, rel) {
@@ -398,7 +400,7 @@ static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
                 char prev[16] = "";
                 int64_t prev_id = 0;
                 json_t *v = NULL;
-                if (r < 0)
+                if (r < 0 || (stopped = worker && !worker_wait(worker, 0)))
                         break;
                 r = farm_verdict_ask(db, rule, &q, &v, err);
                 if (r == -ENOENT) {
@@ -419,6 +421,8 @@ static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
         json_decref(list);
         if (r < 0)
                 return r;
+        if (stopped)
+                return changed;
         *seen = mark; /* only once every release of the pass was judged */
         if (h->pass_done)
                 h->pass_done(h->userdata, now_ns);
@@ -427,15 +431,15 @@ static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
 
 int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
                           struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
-                          char err[static FARM_ERROR_MAX]) {
+                          struct worker *worker, char err[static FARM_ERROR_MAX]) {
         if (!farm_is_pg(db))
-                return log_pass(db, rule, now_ns, seen, hooks, err);
+                return log_pass(db, rule, now_ns, seen, hooks, worker, err);
         /* The lock is the session's: held on a connection kept for the pass. */
         _cleanup_release_ sql_conn *c = farm_writer(db);
         int r = pass_lock(c, true, err);
         if (r <= 0)
                 return r;
-        r = log_pass(db, rule, now_ns, seen, hooks, err);
+        r = log_pass(db, rule, now_ns, seen, hooks, worker, err);
         char ignored[FARM_ERROR_MAX];
         pass_lock(c, false, ignored);
         return r;
@@ -455,7 +459,7 @@ static void watcher_main(void *arg, struct worker *worker) {
         do {
                 char err[FARM_ERROR_MAX] = "";
                 int r = farm_verdict_log_pass(w->db, w->rule, now_ns(CLOCK_REALTIME), &seen,
-                                              w->hooks, err);
+                                              w->hooks, worker, err);
                 if (r < 0 && !failing)
                         log_warning("Verdict log: %s; trying again", err);
                 failing = r < 0;

@@ -45,10 +45,12 @@ struct farm_log_mark {
 
 /* Judges every release whose verdict may have changed since the pass that left *seen (every
  * release for the first), records each change of verdict in the verdict log, telling hooks (or
- * NULL), and moves *seen on; returns how many changed. */
+ * NULL), and moves *seen on; returns how many changed.  Ends early, between two releases, once
+ * the worker (NULL: none) is stopping, and then leaves *seen as it was (and tells no pass_done). */
+struct worker;
 int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
                           struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
-                          char err[static FARM_ERROR_MAX]);
+                          struct worker *worker, char err[static FARM_ERROR_MAX]);
 
 struct farm_watcher;
 /* A thread running farm_verdict_log_pass() every rule->watch_ns (none when it is 0), telling

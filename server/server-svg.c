@@ -399,8 +399,8 @@ static double hist_y(const struct hist_geom *g, uint64_t count) {
 
 /* The largest count of the buckets of column c: with more buckets than columns the curve
  * shows each column's peak, so a narrow spike never disappears. */
-static uint64_t column_count(const struct hist_geom *g, const struct svg_hist_cpu *c, size_t col,
-                             uint32_t *ret_lo, uint32_t *ret_hi) {
+static uint64_t column_max(const struct hist_geom *g, const uint64_t *counts, uint32_t nbuckets,
+                           size_t col, uint32_t *ret_lo, uint32_t *ret_hi) {
         uint32_t lo = (uint32_t) ((double) col * g->xmax_us / (double) g->ncols),
                  hi = (uint32_t) ((double) (col + 1) * g->xmax_us / (double) g->ncols);
         if (hi <= lo)
@@ -408,9 +408,62 @@ static uint64_t column_count(const struct hist_geom *g, const struct svg_hist_cp
         *ret_lo = lo;
         *ret_hi = hi;
         uint64_t m = 0;
-        for (uint32_t i = lo; i < hi && i < c->nbuckets; i++)
-                m = MAX(m, c->counts[i]);
+        for (uint32_t i = lo; counts && i < hi && i < nbuckets; i++)
+                m = MAX(m, counts[i]);
         return m;
+}
+
+static uint64_t column_count(const struct hist_geom *g, const struct svg_hist_cpu *c, size_t col,
+                             uint32_t *ret_lo, uint32_t *ret_hi) {
+        uint64_t m = column_max(g, c->counts, c->nbuckets, col, ret_lo, ret_hi);
+        return c->cols ? c->cols->col[col] : m;
+}
+
+/* The axis for an end: the given one, or the bound and the last bucket rounded up to a tick. */
+static void hist_axis(uint64_t x_limit_us, uint64_t bound_us, uint32_t last_bucket,
+                      struct hist_geom *g, double *ret_step) {
+        double xmax = x_limit_us ? (double) x_limit_us
+                                 : (double) MAX(bound_us + bound_us / 10, (uint64_t) last_bucket);
+        if (!x_limit_us && xmax < 10)
+                xmax = 10;
+        double xstep = nice_step(xmax, 8);
+        if (!x_limit_us)
+                xmax = ceil(xmax / xstep) * xstep;
+        *g = (struct hist_geom){ .xmax_us = xmax, .ncols = (size_t) MIN(xmax, H_X1 - H_X0) };
+        *ret_step = xstep;
+}
+
+uint64_t svg_hist_axis_end(uint64_t bound_us, uint32_t last_bucket) {
+        struct hist_geom g;
+        double step;
+        hist_axis(0, bound_us, last_bucket, &g, &step);
+        return (uint64_t) g.xmax_us;
+}
+
+void svg_hist_reduce(uint64_t x_limit_us, uint64_t bound_us, const uint64_t *counts,
+                     uint32_t nbuckets, uint64_t overflow, struct svg_hist_columns *ret) {
+        struct hist_geom g;
+        double step;
+        uint32_t lo, hi;
+        hist_axis(MAX(x_limit_us, (uint64_t) 1), bound_us, 0, &g, &step);
+        *ret = (struct svg_hist_columns){
+                .total = overflow, .beyond = overflow, .above_bound = overflow, .maxcount = overflow
+        };
+        for (size_t col = 0; col < g.ncols && col < SVG_HIST_COLS_MAX; col++) {
+                ret->col[col] = column_max(&g, counts, nbuckets, col, &lo, &hi);
+                ret->maxcount = MAX(ret->maxcount, ret->col[col]);
+        }
+        for (uint32_t i = 0; counts && i < nbuckets; i++) {
+                if (!counts[i])
+                        continue;
+                ret->total += counts[i];
+                ret->last_bucket = i + 1;
+                if (i >= (uint32_t) g.xmax_us)
+                        ret->beyond += counts[i];
+                if (bound_us && i >= bound_us)
+                        ret->above_bound += counts[i];
+        }
+        ret->maxcount = MAX(ret->maxcount, ret->beyond);
 }
 
 static void hist_curve(struct svg_buf *b, const struct hist_geom *g, const struct svg_hist_cpu *c,
@@ -488,12 +541,16 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
                 if (c->nbuckets > HIST_LIMIT_US_MAX)
                         return fail(out, -EINVAL, "CPU %u: %" PRIu32 " buckets, more than %u",
                                     c->cpu, c->nbuckets, HIST_LIMIT_US_MAX);
-                if (c->nbuckets > 0 && !c->counts)
+                if (c->nbuckets > 0 && !c->counts && !c->cols)
                         return fail(out, -EINVAL, "CPU %u: %" PRIu32 " buckets but no counts",
                                     c->cpu, c->nbuckets);
+                if (c->cols && !p->x_limit_us)
+                        return fail(out, -EINVAL, "CPU %u: columns without the axis' end", c->cpu);
                 s->index = k;
-                s->total = c->overflow;
-                for (uint32_t i = 0; i < c->nbuckets; i++) {
+                s->total = c->cols ? c->cols->total : c->overflow;
+                if (c->cols)
+                        s->last_bucket = c->cols->last_bucket;
+                for (uint32_t i = 0; c->counts && i < c->nbuckets; i++) {
                         if (!c->counts[i])
                                 continue;
                         if (__builtin_add_overflow(s->total, c->counts[i], &s->total))
@@ -523,21 +580,20 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
 
         /* The x axis: a given limit, or the bound and the last non-empty exact bucket (the
          * overflow column holds the rest), rounded up to a tick. */
-        struct hist_geom g = { 0 };
-        double xmax = p->x_limit_us ? (double) p->x_limit_us
-                                    : (double) MAX(p->bound_us + p->bound_us / 10,
-                                                   (uint64_t) last_bucket);
-        if (!p->x_limit_us && xmax < 10)
-                xmax = 10;
-        double xstep = nice_step(xmax, 8);
-        if (!p->x_limit_us)
-                xmax = ceil(xmax / xstep) * xstep;
-        g.xmax_us = xmax;
-        g.ncols = (size_t) MIN(xmax, H_X1 - H_X0);
+        struct hist_geom g;
+        double xstep;
+        hist_axis(p->x_limit_us, p->bound_us, last_bucket, &g, &xstep);
+        double xmax = g.xmax_us;
 
         uint64_t maxcount = 1;
         for (size_t k = 0; k < p->ncpus; k++) {
                 const struct svg_hist_cpu *c = &p->cpus[k];
+                if (c->cols) {
+                        sum[k].beyond = c->cols->beyond;
+                        sum[k].above_bound = c->cols->above_bound;
+                        maxcount = MAX(maxcount, c->cols->maxcount);
+                        continue;
+                }
                 sum[k].beyond = c->overflow;
                 sum[k].above_bound = c->overflow;
                 for (uint32_t i = 0; i < c->nbuckets; i++) {
@@ -741,6 +797,11 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
 /* Kernel releases run down from the top of the plot: long ones would cross the data. */
 #define KERNEL_LABEL_MAX 28
 
+#define LT_STEP_MAX_NS (INT64_C(3653) * (int64_t) NSEC_PER_DAY)
+/* Times up to twenty years before the end of int64 (in 2262): room for the arithmetic of the
+ * axis, and still beyond what the farm stores (up to 2200). */
+#define LT_TIME_MAX_NS (INT64_MAX - 2 * LT_STEP_MAX_NS)
+
 struct lt_geom {
         int64_t t0, t1;
         double ymin, ymax; /* µs; logarithmic: powers of ten */
@@ -785,7 +846,9 @@ static void lt_time_axis(struct svg_buf *b, const struct lt_geom *g) {
         char label[32];
 
         putf(b, "<g class=\"x-axis\" font-size=\"%d\" text-anchor=\"middle\">\n", FS_SMALL);
-        for (bool first = true; t <= g->t1; t += step, first = false) {
+        /* t + step is checked: a time axis that ends near the largest time must end the
+         * loop, not wrap around to the smallest. */
+        for (bool first = true; t <= g->t1; first = false) {
                 double x = lt_x(g, t);
                 /* Within a day only the first tick and midnights carry the date. */
                 if (by_day || first || t % (int64_t) NSEC_PER_DAY == 0)
@@ -798,6 +861,8 @@ static void lt_time_axis(struct svg_buf *b, const struct lt_geom *g) {
                      "<text class=\"time\" data-t-ns=\"%" PRId64 "\" x=\"%.1f\" y=\"%.0f\">%s"
                      "</text>\n",
                      x, L_TOP, x, L_BOTTOM, t, x, L_BOTTOM + L_STRIP + 16, label);
+                if (__builtin_add_overflow(t, step, &t))
+                        break;
         }
         putf(b, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"%d\">time (UTC)</text>\n</g>\n",
              (L_X0 + L_X1) / 2, L_BOTTOM + L_STRIP + 34, FS_TEXT);
@@ -850,7 +915,12 @@ static int lt_check(struct svg_buf *b, const struct svg_lt_plot *p) {
                 return fail(b, -EINVAL, "long-term plot: a count without its array");
         if (p->step_ns < 0 || p->bound_ns < 0)
                 return fail(b, -EINVAL, "long-term plot: negative step or bound");
-        if (p->start_ns < 0 || p->end_ns < 0 || (p->end_ns && p->end_ns <= p->start_ns))
+        /* Steps of up to ten years, so that 1.5 steps and a time plus a step stay in range. */
+        if (p->step_ns > LT_STEP_MAX_NS)
+                return fail(b, -EINVAL, "long-term plot: step %" PRId64 " ns is over ten years",
+                            p->step_ns);
+        if (p->start_ns < 0 || p->end_ns < 0 || (p->end_ns && p->end_ns <= p->start_ns) ||
+            p->start_ns > LT_TIME_MAX_NS || p->end_ns > LT_TIME_MAX_NS)
                 return fail(b, -EINVAL,
                             "long-term plot: time range %" PRId64 "..%" PRId64 " is not valid",
                             p->start_ns, p->end_ns);
@@ -858,6 +928,9 @@ static int lt_check(struct svg_buf *b, const struct svg_lt_plot *p) {
                 const struct svg_lt_point *pt = &p->points[i];
                 if (pt->t_ns < 0)
                         return fail(b, -EINVAL, "point %zu: negative time %" PRId64, i, pt->t_ns);
+                if (pt->t_ns > LT_TIME_MAX_NS)
+                        return fail(b, -EINVAL, "point %zu: time %" PRId64 " out of range", i,
+                                    pt->t_ns);
                 if (pt->max_ns < 0)
                         return fail(b, -EINVAL, "point %zu: negative latency %" PRId64 " ns", i,
                                     pt->max_ns);
@@ -918,7 +991,9 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
         int64_t step = p->step_ns;
         if (!g.t0 && !g.t1) {
                 g.t0 = p->points[0].t_ns;
-                g.t1 = p->points[p->npoints - 1].t_ns + MAX(step, (int64_t) 1);
+                if (__builtin_add_overflow(p->points[p->npoints - 1].t_ns, MAX(step, (int64_t) 1),
+                                           &g.t1))
+                        g.t1 = INT64_MAX;
         }
         /* A time axis from the data spans at least an hour, the data in its middle: one
          * sample is a point in a readable plot, not a line at the edge. */

@@ -30,13 +30,32 @@ struct svg_buf {
 void svg_buf_done(struct svg_buf *b);
 
 /* 1. Latency histogram, one step curve per CPU, sample counts on a logarithmic axis. */
+
+/* A CPU reduced to the columns of a plot's x axis: what the plot of many CPUs keeps of each
+ * (6 KiB), instead of its up to 100,000 buckets. */
+#define SVG_HIST_COLS_MAX 770
+struct svg_hist_columns {
+        uint64_t col[SVG_HIST_COLS_MAX]; /* the largest count of each column's buckets */
+        uint32_t last_bucket;            /* the highest non-empty exact bucket + 1, or 0 */
+        uint64_t total, beyond, above_bound, maxcount; /* beyond: at or past the axis' end */
+};
+
 struct svg_hist_cpu {
         unsigned cpu;           /* the CPU's number, as shown */
-        const uint64_t *counts; /* counts[i]: samples in [i, i+1) µs */
+        const uint64_t *counts; /* counts[i]: samples in [i, i+1) µs; or NULL and cols */
         uint32_t nbuckets;      /* the histogram's limit in µs: counts has this many */
         uint64_t overflow;      /* samples at or above the limit */
         uint64_t max_ns;        /* exact maximum; raised to what the buckets show if lower */
+        const struct svg_hist_columns *cols; /* from svg_hist_reduce(), for x_limit_us */
 };
+
+/* The end of the x axis (µs) of a plot whose CPUs' last non-empty exact bucket + 1 is at most
+ * last_bucket: what svg_hist_render() chooses without x_limit_us. */
+uint64_t svg_hist_axis_end(uint64_t bound_us, uint32_t last_bucket);
+/* Reduces a CPU's exact buckets (counts[0..nbuckets), overflow samples above them) to the
+ * columns of an axis ending at x_limit_us. */
+void svg_hist_reduce(uint64_t x_limit_us, uint64_t bound_us, const uint64_t *counts,
+                     uint32_t nbuckets, uint64_t overflow, struct svg_hist_columns *ret);
 
 /* Fills c from a decoded histogram (common/hist.h): its exact buckets, and everything in its
  * logarithmic buckets as overflow.  c points into h, which must outlive the render. */
@@ -49,7 +68,8 @@ struct svg_hist_plot {
         size_t ncpus;        /* up to thousands: above 16 the legend summarises */
         uint64_t bound_us;   /* latency bound, a dashed vertical line; 0 for none */
         uint64_t x_limit_us; /* right end of the x axis; 0: the larger of 1.1 x the bound and
-                              * the last non-empty bucket, rounded up to a tick */
+                              * the last non-empty bucket, rounded up to a tick.  Needed (and
+                              * the one they were reduced for) when CPUs come as columns. */
 };
 int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p);
 

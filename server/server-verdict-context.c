@@ -150,16 +150,24 @@ bool vsetting_in_group(const struct vsetting *s, const char *group) {
         return false;
 }
 
+bool vgrow(void **v, size_t n, size_t size) {
+        if (n != 0 && (n < 16 || (n & (n - 1)) != 0))
+                return true;
+        void *x = realloc(*v, (n ? 2 * n : 16) * size);
+        if (!x)
+                return false;
+        *v = x;
+        return true;
+}
+
 int vspan_append(struct vspan **v, size_t *n, int64_t start, int64_t end) {
         if (*n > 0 && (*v)[*n - 1].end == start) {
                 (*v)[*n - 1].end = end;
                 return 0;
         }
-        struct vspan *x = realloc(*v, (*n + 1) * sizeof(*x));
-        if (!x)
+        if (!vgrow((void **) v, *n, sizeof(**v)))
                 return -ENOMEM;
-        *v = x;
-        x[(*n)++] = (struct vspan){ start, end };
+        (*v)[(*n)++] = (struct vspan){ start, end };
         return 0;
 }
 
@@ -258,9 +266,12 @@ void vmachine_done(struct vmachine *m) {
         free(m->gate);
         free(m->hostname);
         free(m->scen);
+        json_decref(m->scen_index);
         free(m->entries);
         free(m->segs);
         free(m->downs);
+        free(m->open);
+        free(m->open_next);
         free(m->clocks);
         free(m->windows);
         json_decref(m->builds);
@@ -329,17 +340,20 @@ json_t *vinterval_json(int64_t seq, int64_t start, int64_t length, const char *s
 }
 
 int vadd_scenario(struct vmachine *m, const char *name, int64_t ns) {
-        for (size_t i = 0; i < m->nscen; i++)
-                if (strcmp(m->scen[i].name, name) == 0) {
-                        m->scen[i].covered_ns += ns;
-                        return 0;
-                }
-        struct vscen *s = realloc(m->scen, (m->nscen + 1) * sizeof(*s));
-        if (!s)
+        /* Found by name in an index: a hostile history may name a new scenario in each of
+         * hundreds of thousands of intervals. */
+        if (!m->scen_index && !(m->scen_index = json_object()))
                 return -ENOMEM;
-        m->scen = s;
-        snprintf(s[m->nscen].name, sizeof(s[m->nscen].name), "%s", name);
-        s[m->nscen++].covered_ns = ns;
+        json_t *at = json_object_get(m->scen_index, name);
+        if (at) {
+                m->scen[json_integer_value(at)].covered_ns += ns;
+                return 0;
+        }
+        if (!vgrow((void **) &m->scen, m->nscen, sizeof(*m->scen)) ||
+            json_object_set_new(m->scen_index, name, json_integer((json_int_t) m->nscen)) < 0)
+                return -ENOMEM;
+        snprintf(m->scen[m->nscen].name, sizeof(m->scen[m->nscen].name), "%s", name);
+        m->scen[m->nscen++].covered_ns = ns;
         return 0;
 }
 

@@ -22,11 +22,9 @@ static int cmp_span(const void *a, const void *b) {
 }
 
 static int add_span(struct vspan **v, size_t *n, int64_t start, int64_t end) {
-        struct vspan *x = realloc(*v, (*n + 1) * sizeof(*x));
-        if (!x)
+        if (!vgrow((void **) v, *n, sizeof(**v)))
                 return -ENOMEM;
-        *v = x;
-        x[(*n)++] = (struct vspan){ start, end };
+        (*v)[(*n)++] = (struct vspan){ start, end };
         return 0;
 }
 

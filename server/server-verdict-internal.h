@@ -60,10 +60,11 @@ struct vseg {
         bool fast;
 };
 
-/* A stretch of intervals in which a probe (cpu >= 0) or a generator (name) did not measure or
- * run: one record per interval, merged when flushed. */
+/* Intervals in which a probe (cpu >= 0) or a generator (name) did not measure or run: a
+ * generator's one interval, or a probe's consecutive intervals as they were read (seq to
+ * last_seq, start to end, missing summed); stretches are merged when flushed. */
 struct vdown {
-        int64_t run, run_id, seq, start, len, missing_ns;
+        int64_t run, run_id, seq, last_seq, start, len, end, missing_ns;
         uint64_t missing_wakeups;
         int cpu;
         char name[FARM_GENERATOR_NAME_MAX];
@@ -88,12 +89,17 @@ struct vmachine {
         int64_t covered_ns, first_ns, last_ns;
         struct vscen *scen;
         size_t nscen;
+        json_t *scen_index; /* name: index in scen */
         struct ventry *entries;
         size_t nentries;
         struct vseg *segs;
         size_t nsegs;
         struct vdown *downs;
         size_t ndowns;
+        /* The probes' downs that end at interval open_seq of run open_run, by CPU (indices in
+         * downs): the next interval's extend them rather than add one each. */
+        size_t *open, *open_next, nopen;
+        int64_t open_run, open_seq;
         struct vclock *clocks;
         size_t nclocks;
         struct vspan *windows; /* maintenance in force */
@@ -155,6 +161,9 @@ const char *vspan_text(char buf[static VTEXT_MAX], int64_t ns);
 json_t *vinterval_json(int64_t seq, int64_t start, int64_t length, const char *scenario);
 int vadd_scenario(struct vmachine *m, const char *name, int64_t ns);
 int vspan_append(struct vspan **v, size_t *n, int64_t start, int64_t end);
+/* Room for element n of the array *v of n elements (of size bytes), which grows by doubling
+ * from 16 (16, 32, 64...): a machine's history may hold hundreds of thousands of them. */
+bool vgrow(void **v, size_t n, size_t size);
 
 /* ---- one machine (server-verdict-machine.c, server-verdict-gaps.c) ---- */
 int vjudge_data(struct vctx *v, struct vmachine *m);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "server-measure.h"
+#include "server-trace.h"
 #include "server-verdict-internal.h"
 
 /* A run of the release on the machine. */
@@ -42,11 +43,9 @@ static int add_entry(struct vmachine *m, int64_t run, int64_t start, int64_t end
                         goto out;
                 }
         }
-        struct ventry *x = realloc(m->entries, (m->nentries + 1) * sizeof(*x));
-        if (!x)
+        if (!vgrow((void **) &m->entries, m->nentries, sizeof(*m->entries)))
                 return -ENOMEM;
-        m->entries = x;
-        x[m->nentries++] = (struct ventry){ run, start, end };
+        m->entries[m->nentries++] = (struct ventry){ run, start, end };
 out:
         m->first_ns = m->nentries == 1 && m->first_ns == 0 ? start : MIN(m->first_ns, start);
         m->last_ns = MAX(m->last_ns, end);
@@ -54,20 +53,41 @@ out:
 }
 
 static int add_seg(struct vmachine *m, const struct vseg *s) {
-        struct vseg *x = realloc(m->segs, (m->nsegs + 1) * sizeof(*x));
-        if (!x)
+        if (!vgrow((void **) &m->segs, m->nsegs, sizeof(*m->segs)))
                 return -ENOMEM;
-        m->segs = x;
-        x[m->nsegs++] = *s;
+        m->segs[m->nsegs++] = *s;
         return 0;
 }
 
 static int add_down(struct vmachine *m, const struct vdown *d) {
-        struct vdown *x = realloc(m->downs, (m->ndowns + 1) * sizeof(*x));
-        if (!x)
+        if (!vgrow((void **) &m->downs, m->ndowns, sizeof(*m->downs)))
                 return -ENOMEM;
-        m->downs = x;
-        x[m->ndowns++] = *d;
+        struct vdown *x = &m->downs[m->ndowns++];
+        *x = *d;
+        x->last_seq = d->seq;
+        x->end = d->start + d->len;
+        return 0;
+}
+
+/* A probe's down in interval d->seq: it extends the CPU's down of the interval before (in
+ * m->open, from *at on, by CPU) or is one of its own; either way it is open for the next.  A
+ * CPU absent from a day of intervals is one entry, not 1,440. */
+static int add_probe_down(struct vmachine *m, const struct vdown *d, size_t *at, size_t *nnext) {
+        while (*at < m->nopen && m->downs[m->open[*at]].cpu < d->cpu)
+                (*at)++;
+        size_t i = m->ndowns;
+        if (*at < m->nopen && m->downs[m->open[*at]].cpu == d->cpu) {
+                struct vdown *x = &m->downs[i = m->open[*at]];
+                x->last_seq = d->seq;
+                x->end = d->start + d->len;
+                x->missing_ns += d->missing_ns;
+                x->missing_wakeups += d->missing_wakeups;
+        } else {
+                int r = add_down(m, d);
+                if (r < 0)
+                        return r;
+        }
+        m->open_next[(*nnext)++] = i;
         return 0;
 }
 
@@ -169,6 +189,15 @@ static int interval_probes(struct vctx *v, const struct vrun *run, int64_t id, i
                 .run = run->row, .run_id = run->id, .seq = seq, .start = start, .len = len
         };
         snprintf(d.scenario, sizeof(d.scenario), "%s", scen);
+        /* Room for this interval's open downs; the interval before's go on only if it is
+         * seq - 1 of the same run. */
+        size_t at = 0, nnext = 0;
+        size_t *next = realloc(m->open_next, MAX(run->nprobed, (size_t) 1) * sizeof(*next));
+        if (!next)
+                return -ENOMEM;
+        m->open_next = next;
+        if (m->open_run != run->row || m->open_seq != seq - 1)
+                m->nopen = 0;
         for (size_t k = 0; k < run->nprobed && r >= 0; k++) {
                 uint32_t cpu = run->probed[k];
                 while (rc == SQL_ROW && sql_column_int64(st, 0) < cpu)
@@ -185,9 +214,15 @@ static int interval_probes(struct vctx *v, const struct vrun *run, int64_t id, i
                 d.cpu = (int) cpu;
                 d.missing_ns = missing;
                 d.missing_wakeups = (uint64_t) missing / run->probe_ns;
-                r = add_down(m, &d);
+                r = add_probe_down(m, &d, &at, &nnext);
         }
         sql_reset(st);
+        /* This interval's downs are the open ones now. */
+        m->open_next = m->open;
+        m->open = next;
+        m->nopen = nnext;
+        m->open_run = run->row;
+        m->open_seq = seq;
         if (rc != SQL_DONE && rc != SQL_ROW)
                 return vfail(v, rc, "cannot read an interval's CPUs");
         return r;
@@ -512,15 +547,20 @@ static int violation(struct vctx *v, struct vmachine *m, const struct vrun *run,
                  ", interval %" PRId64 ")",
                  vhost(m), cpu, vspan_text(a, value), vspan_text(b, bound), vts(t, when),
                  scen ?: "none", run->id, seq);
-        return vproblem(v, m, K_VIOLATION, start, start + len,
-                        json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:i, s:I, s:I, s:s?, s:I, s:o, "
-                                  "s:s}",
-                                  "id", id, "kind", "violation", "machine", m->id, "hostname",
-                                  m->hostname, "time_ns", (json_int_t) when, "time", t, "cpu", cpu,
-                                  "value_ns", (json_int_t) value, "threshold_ns",
-                                  (json_int_t) bound, "scenario", scen, "run", (json_int_t) run->id,
-                                  "interval", vinterval_json(seq, start, len, scen), "message",
-                                  msg));
+        json_t *p = json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:i, s:I, s:I, s:s?, s:I, s:o, "
+                              "s:s}",
+                              "id", id, "kind", "violation", "machine", m->id, "hostname",
+                              m->hostname, "time_ns", (json_int_t) when, "time", t, "cpu", cpu,
+                              "value_ns", (json_int_t) value, "threshold_ns", (json_int_t) bound,
+                              "scenario", scen, "run", (json_int_t) run->id, "interval",
+                              vinterval_json(seq, start, len, scen), "message", msg);
+        /* What the machine's flight recorder says ran instead: the culprit line (only for
+         * a problem that will be listed). */
+        sql_stmt *find = NULL;
+        if (json_array_size(v->problems) < FARM_VERDICT_PROBLEMS_LISTED &&
+            vprep(v, FARM_TRACE_FIND_SQL, &find) >= 0)
+                farm_trace_annotate_problem(find, p, run->row, cpu, start, start + len, when);
+        return vproblem(v, m, K_VIOLATION, start, start + len, p);
 }
 
 static int run_violations(struct vctx *v, const struct vrun *run, struct vmachine *m) {
@@ -814,7 +854,7 @@ static int flush_stretch(struct vctx *v, struct vmachine *m, const struct vdown 
                          const struct vdown *last, int64_t missing_ns, uint64_t wakeups) {
         bool probe = first->cpu >= 0;
         int64_t allowed = (int64_t) (probe ? v->rule.probe_down_max_ns : v->rule.load_down_max_ns);
-        int64_t end = last->start + last->len;
+        int64_t end = last->end;
         char id[FARM_PROBLEM_ID_MAX], msg[512], t[VTEXT_MAX], t2[VTEXT_MAX], a[VTEXT_MAX],
                 b[VTEXT_MAX];
         if (missing_ns <= allowed)
@@ -827,8 +867,8 @@ static int flush_stretch(struct vctx *v, struct vmachine *m, const struct vdown 
                          "between %s and %s (run %" PRId64 ", intervals %" PRId64 "-%" PRId64
                          "; allowed %s)",
                          vhost(m), first->cpu, wakeups, vspan_text(a, missing_ns),
-                         vts(t, first->start), vts(t2, end), first->run_id, first->seq, last->seq,
-                         vspan_text(b, allowed));
+                         vts(t, first->start), vts(t2, end), first->run_id, first->seq,
+                         last->last_seq, vspan_text(b, allowed));
         } else {
                 snprintf(id, sizeof(id), "load_down:%s:%" PRId64 ":%" PRId64 ":%s", m->id,
                          first->run_id, first->seq, first->name);
@@ -854,37 +894,73 @@ static int flush_stretch(struct vctx *v, struct vmachine *m, const struct vdown 
         return vproblem(v, m, probe ? K_PROBE_DOWN : K_LOAD_DOWN, first->start, end, p);
 }
 
-/* A generator down longer in total than allowed, over all the release's data on m. */
+/* The generators' downs (cpu < 0) of m, by name and then in m's order (run, seq). */
+static int cmp_down_name(const void *a, const void *b) {
+        const struct vdown *const *x = a, *const *y = b;
+        int c = strcmp((*x)->name, (*y)->name);
+        return c ? c : (*x < *y ? -1 : *x > *y);
+}
+
+static int cmp_down_first(const void *a, const void *b) {
+        const struct vdown *const *x = a, *const *y = b;
+        return *x < *y ? -1 : *x > *y;
+}
+
+/* One generator's downs in total over all the release's data on m: a problem when longer than
+ * allowed, at the end of the down that went over. */
+static int flush_total(struct vctx *v, struct vmachine *m, struct vdown *const *downs, size_t n) {
+        int64_t allowed = (int64_t) v->rule.load_down_total_ns, total = 0, when = 0;
+        const struct vdown *d = downs[0];
+        for (size_t k = 0; k < n; k++)
+                if (vmachine_gates_at(m, downs[k]->start)) {
+                        total = (int64_t) MIN((uint64_t) total + (uint64_t) downs[k]->missing_ns,
+                                              (uint64_t) INT64_MAX);
+                        if (total > allowed && !when)
+                                when = downs[k]->start + downs[k]->len;
+                }
+        if (total <= allowed)
+                return 0;
+        char id[FARM_PROBLEM_ID_MAX], msg[512], t[VTEXT_MAX], a[VTEXT_MAX], b[VTEXT_MAX];
+        snprintf(id, sizeof(id), "load_down:%s:total:%s", m->id, d->name);
+        snprintf(msg, sizeof(msg),
+                 "%s: generator %s did not run its load for %s in total (allowed %s)", vhost(m),
+                 d->name, vspan_text(a, total), vspan_text(b, allowed));
+        return vproblem(v, m, K_LOAD_DOWN, when - 1, when,
+                        json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:s, s:I, s:b, s:s}", "id", id,
+                                  "kind", "load_down", "machine", m->id, "hostname", m->hostname,
+                                  "time_ns", (json_int_t) when, "time", vts(t, when), "generator",
+                                  d->name, "value_ns", (json_int_t) total, "total", true, "message",
+                                  msg));
+}
+
+/* Each generator's total, in the order of its first down: grouped by a sort, as a machine's
+ * downs may be hundreds of thousands (a CPU absent from every interval of a day). */
 static int flush_totals(struct vctx *v, struct vmachine *m) {
-        int64_t allowed = (int64_t) v->rule.load_down_total_ns;
-        for (size_t i = 0; i < m->ndowns; i++) {
-                const struct vdown *d = &m->downs[i];
-                bool seen = false;
-                for (size_t k = 0; k < i && !seen; k++)
-                        seen = m->downs[k].cpu < 0 && strcmp(m->downs[k].name, d->name) == 0;
-                if (d->cpu >= 0 || seen)
-                        continue;
-                int64_t total = 0, when = 0;
-                for (size_t k = i; k < m->ndowns; k++)
-                        if (m->downs[k].cpu < 0 && strcmp(m->downs[k].name, d->name) == 0 &&
-                            vmachine_gates_at(m, m->downs[k].start)) {
-                                total += m->downs[k].missing_ns;
-                                if (total > allowed && !when)
-                                        when = m->downs[k].start + m->downs[k].len;
-                        }
-                if (total <= allowed)
-                        continue;
-                char id[FARM_PROBLEM_ID_MAX], msg[512], t[VTEXT_MAX], a[VTEXT_MAX], b[VTEXT_MAX];
-                snprintf(id, sizeof(id), "load_down:%s:total:%s", m->id, d->name);
-                snprintf(msg, sizeof(msg),
-                         "%s: generator %s did not run its load for %s in total (allowed %s)",
-                         vhost(m), d->name, vspan_text(a, total), vspan_text(b, allowed));
-                int r = vproblem(v, m, K_LOAD_DOWN, when - 1, when,
-                                 json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:s, s:I, s:b, s:s}",
-                                           "id", id, "kind", "load_down", "machine", m->id,
-                                           "hostname", m->hostname, "time_ns", (json_int_t) when,
-                                           "time", vts(t, when), "generator", d->name, "value_ns",
-                                           (json_int_t) total, "total", true, "message", msg));
+        size_t n = 0, ngroups = 0;
+        for (size_t i = 0; i < m->ndowns; i++)
+                n += m->downs[i].cpu < 0;
+        if (n == 0)
+                return 0;
+        _cleanup_free_ struct vdown **by = malloc(n * sizeof(*by));
+        _cleanup_free_ struct vdown **first = malloc(n * sizeof(*first));
+        if (!by || !first)
+                return -ENOMEM;
+        n = 0;
+        for (size_t i = 0; i < m->ndowns; i++)
+                if (m->downs[i].cpu < 0)
+                        by[n++] = &m->downs[i];
+        qsort(by, n, sizeof(*by), cmp_down_name);
+        for (size_t i = 0; i < n; i++)
+                if (i == 0 || strcmp(by[i]->name, by[i - 1]->name) != 0)
+                        first[ngroups++] = by[i];
+        qsort(first, ngroups, sizeof(*first), cmp_down_first);
+        for (size_t g = 0; g < ngroups; g++) {
+                /* The group of first[g] in by: found by its name. */
+                struct vdown *const *lo = bsearch(&first[g], by, n, sizeof(*by), cmp_down_name);
+                size_t i = (size_t) (lo - by), k = i;
+                while (k < n && strcmp(by[k]->name, first[g]->name) == 0)
+                        k++;
+                int r = flush_total(v, m, by + i, k - i);
                 if (r < 0)
                         return r;
         }
@@ -902,7 +978,7 @@ static int flush_downs(struct vctx *v, struct vmachine *m) {
                 while (k + 1 < m->ndowns && m->downs[k + 1].run == m->downs[i].run &&
                        m->downs[k + 1].cpu == m->downs[i].cpu &&
                        strcmp(m->downs[k + 1].name, m->downs[i].name) == 0 &&
-                       m->downs[k + 1].seq == m->downs[k].seq + 1) {
+                       m->downs[k + 1].seq == m->downs[k].last_seq + 1) {
                         k++;
                         missing += m->downs[k].missing_ns;
                         wakeups += m->downs[k].missing_wakeups;

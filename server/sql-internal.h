@@ -26,6 +26,11 @@ struct sql_backend {
         void (*bind_null)(sql_stmt *st, int i);
         /* Sets st->changes when the statement is done. */
         int (*step)(sql_stmt *st);
+        /* NULL: sql_step() and sql_reset(), and no row.  A backend's own may send the statement
+         * without waiting for its answer (SQL_TXN_PIPELINE). */
+        int (*step_done)(sql_stmt *st);
+        /* NULL: st->changes. */
+        int64_t (*changes)(sql_stmt *st);
         bool (*column_null)(sql_stmt *st, int i);
         int64_t (*column_int64)(sql_stmt *st, int i);
         double (*column_double)(sql_stmt *st, int i);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The statement API on PostgreSQL (libpq): ? parameters turned into $N, statements prepared
  * on the server once per connection, values sent as text (blobs as bytea), results read as
- * text, SQLSTATEs as -errno, and a lost connection re-opened between transactions. */
+ * text, SQLSTATEs as -errno, a lost connection re-opened between transactions, and pipelined
+ * transactions (statements without rows sent without waiting for their answers). */
 #include <errno.h>
 #include <libpq-fe.h>
 #include <stdio.h>
@@ -9,13 +10,7 @@
 #include <string.h>
 
 #include "sql-internal.h"
-
-/* Type OIDs of pg_type that are sent or read here. */
-#define OID_BOOL 16
-#define OID_BYTEA 17
-#define OID_INT8 20
-#define OID_TEXT 25
-#define OID_FLOAT8 701
+#include "sql-pg-binary.h"
 
 /* How long a statement waits for a row lock before it fails with -EBUSY, like SQLite's busy
  * timeout. */
@@ -30,6 +25,15 @@ struct pg_conn {
         bool in_txn;   /* a transaction was begun and not ended */
         bool txn_lost; /* ... and the connection was lost meanwhile */
         bool readonly;
+        /* A transaction begun with SQL_TXN_PIPELINE, in libpq's pipeline mode: what was sent
+         * whose answers are still to be read (in the order sent), and the first failure among
+         * those read. */
+        struct {
+                bool on;
+                struct pending *v;
+                size_t n, cap;
+                int error;
+        } pipe;
         /* COPY ... FROM STDIN in progress: rows in text format, sent in large pieces. */
         struct {
                 char *buf;
@@ -38,6 +42,25 @@ struct pg_conn {
                 int error;
         } copy;
 };
+
+/* What was sent in a pipeline: BEGIN, a statement's preparation, its execution, COMMIT. */
+enum pending_kind {
+        PEND_SQL, /* without parameters: BEGIN, sql_exec()'s */
+        PEND_PREPARE,
+        PEND_DESCRIBE,
+        PEND_EXEC,
+        PEND_COMMIT,
+};
+
+struct pending {
+        enum pending_kind kind;
+        struct pg_stmt *s; /* of PEND_PREPARE, PEND_DESCRIBE and PEND_EXEC */
+};
+
+/* Answers that a pipeline may owe before they are read: a few statements per interval of an
+ * upload are sent between two reads; the bound keeps both sides' socket buffers far from full
+ * (in blocking mode a full one would stop both). */
+#define PIPE_MAX 64
 
 enum pg_kind {
         P_NULL,
@@ -58,6 +81,10 @@ struct pg_stmt {
         int nparams;
         bool *uses; /* uses[N]: the text has ?N (one may be skipped: ?1, ?2, ?4) */
         bool persistent;
+        unsigned pending; /* executions sent in a pipeline whose answers are not read yet */
+        /* Its results are asked for in binary: every column is of a type that sql-pg-binary.c
+         * reads (as described when it was prepared; until then in text). */
+        bool binary;
         char name[16];
         unsigned prepared; /* the session generation it was prepared in; 0: not yet */
         struct pg_param *params;
@@ -167,6 +194,7 @@ static void pg_close(sql_conn *base) {
         struct pg_conn *c = pc(base);
         if (c->pg)
                 PQfinish(c->pg);
+        free(c->pipe.v);
         free(c->copy.buf);
         free(c);
 }
@@ -226,9 +254,17 @@ static int usable(struct pg_conn *c) {
         return session_setup(c);
 }
 
+static int pipe_leave(struct pg_conn *c);
+
+static int pipe_exec(struct pg_conn *c, const char *sql);
+
 static int pg_exec(sql_conn *base, const char *sql) {
         struct pg_conn *c = pc(base);
-        int r = usable(c);
+        /* One statement is sent ahead in a pipeline; several in one string cannot be: the
+         * transaction goes on without one. */
+        if (c->pipe.on && !strchr(sql, ';'))
+                return pipe_exec(c, sql);
+        int r = pipe_leave(c) ?: usable(c);
         if (r < 0)
                 return r;
         PGresult *res = PQexec(c->pg, sql);
@@ -238,14 +274,55 @@ static int pg_exec(sql_conn *base, const char *sql) {
         return r;
 }
 
+static int pipe_push(struct pg_conn *c, int sent, enum pending_kind kind, struct pg_stmt *s);
+static int pipe_read(struct pg_conn *c, PGresult **last);
+static int pipe_room(struct pg_conn *c, size_t k);
+
+/* BEGIN in pipeline mode, sent with the transaction's first statement. */
+static int pipe_begin(struct pg_conn *c) {
+        int r = usable(c);
+        if (r < 0)
+                return r;
+        if (!c->pipe.v) {
+                c->pipe.v = calloc(PIPE_MAX + 4, sizeof(*c->pipe.v));
+                if (!c->pipe.v)
+                        return -ENOMEM;
+                c->pipe.cap = PIPE_MAX + 4;
+        }
+        if (!PQenterPipelineMode(c->pg))
+                return fail_result(c, NULL, "cannot enter pipeline mode");
+        c->pipe.on = true;
+        c->pipe.error = 0;
+        c->in_txn = true;
+        r = pipe_push(c, PQsendQueryParams(c->pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0), PEND_SQL,
+                      /* without parameters: BEGIN, sql_exec()'s */ NULL);
+        if (r < 0) {
+                pipe_leave(c);
+                c->in_txn = c->txn_lost = false;
+        }
+        return r;
+}
+
 static int pg_begin(sql_conn *base, enum sql_txn kind) {
         struct pg_conn *c = pc(base);
+        if (kind == SQL_TXN_PIPELINE)
+                return pipe_begin(c);
         int r = pg_exec(base, kind == SQL_TXN_SNAPSHOT
                                       ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
                                       : "BEGIN");
         if (r >= 0)
                 c->in_txn = true;
         return r;
+}
+
+/* COMMIT sent after what the pipeline holds; rolled back when anything in it failed. */
+static int pipe_commit(struct pg_conn *c) {
+        int r = pipe_room(c, 1);
+        if (r >= 0)
+                r = pipe_push(c, PQsendQueryParams(c->pg, "COMMIT", 0, NULL, NULL, NULL, NULL, 0),
+                              PEND_COMMIT, NULL);
+        int q = pipe_leave(c);
+        return r < 0 ? r : q;
 }
 
 /* COMMIT, which answers ROLLBACK for a transaction that failed earlier. */
@@ -267,6 +344,10 @@ static int commit(struct pg_conn *c) {
 static int pg_end(sql_conn *base, bool do_commit) {
         struct pg_conn *c = pc(base);
         int r = 0;
+        if (c->pipe.on) {
+                r = do_commit ? pipe_commit(c) : (pipe_leave(c), 0);
+                do_commit = false; /* what remains: the rollback of a failed transaction */
+        }
         if (c->txn_lost) {
                 if (do_commit) {
                         sql_set_error(base, "the connection to the database was lost in a "
@@ -451,22 +532,33 @@ static void pg_bind_null(sql_stmt *st, int i) {
  * gives it, or text for a number the statement skips (PostgreSQL wants a type for each). */
 static Oid param_type(const struct pg_stmt *s, int i) {
         if (!s->uses[i + 1])
-                return OID_TEXT;
+                return PG_OID_TEXT;
         switch (s->params[i].kind) {
         case P_INT:
-                return OID_INT8;
+                return PG_OID_INT8;
         case P_DOUBLE:
-                return OID_FLOAT8;
+                return PG_OID_FLOAT8;
         case P_TEXT:
-                return OID_TEXT;
+                return PG_OID_TEXT;
         case P_BLOB:
-                return OID_BYTEA;
+                return PG_OID_BYTEA;
         default:
                 return 0; /* NULL: the type the statement gives it */
         }
 }
 
-/* Prepares the statement on the server (in this session), typed by its first parameters. */
+/* Whether the results of the statement described by res may come in binary: numbers then
+ * cost neither PostgreSQL nor us their text (a month of intervals is 300,000 of them). */
+static bool binary_columns(const PGresult *res) {
+        int n = PQnfields(res);
+        for (int i = 0; i < n; i++)
+                if (!pg_binary_type(PQftype(res, i)))
+                        return false;
+        return n > 0;
+}
+
+/* Prepares the statement on the server (in this session), typed by its first parameters, and
+ * learns the types of its columns. */
 static int server_prepare(struct pg_conn *c, struct pg_stmt *s) {
         Oid types[s->nparams + 1];
         for (int i = 0; i < s->nparams; i++)
@@ -476,20 +568,24 @@ static int server_prepare(struct pg_conn *c, struct pg_stmt *s) {
                         ? 0
                         : fail_result(c, res, "cannot prepare query");
         PQclear(res);
-        if (r >= 0)
-                s->prepared = c->generation;
+        if (r < 0)
+                return r;
+        s->prepared = c->generation;
+        res = PQdescribePrepared(c->pg, s->name);
+        if (PQresultStatus(res) == PGRES_COMMAND_OK)
+                s->binary = binary_columns(res);
+        else
+                r = fail_result(c, res, "cannot describe query");
+        PQclear(res);
         return r;
 }
 
-static int execute(struct pg_conn *c, struct pg_stmt *s) {
-        int r = usable(c);
-        if (r < 0)
-                return r;
+/* The parameters' values, lengths, formats and types for an execution of s. */
+static int bind_values(struct pg_conn *c, struct pg_stmt *s, Oid *types) {
         if (s->bind_err < 0) {
                 sql_set_error(&c->base, "cannot bind a parameter: %s", strerror(-s->bind_err));
                 return s->bind_err;
         }
-        Oid types[s->nparams + 1];
         for (int i = 0; i < s->nparams; i++) {
                 const struct pg_param *p = &s->params[i];
                 s->values[i] = p->kind == P_NULL ? NULL : s->buf + p->off;
@@ -497,10 +593,38 @@ static int execute(struct pg_conn *c, struct pg_stmt *s) {
                 s->formats[i] = p->kind == P_BLOB; /* bytea goes as binary, the rest as text */
                 types[i] = param_type(s, i);
         }
+        return 0;
+}
+
+static int64_t changes_of(PGresult *res) {
+        const char *changed = PQcmdTuples(res);
+        return changed && *changed ? strtoll(changed, NULL, 10) : 0;
+}
+
+/* Keeps res as the statement's answer: its rows and the rows it changed. */
+static void take_result(struct pg_stmt *s, PGresult *res) {
+        s->res = res;
+        s->nrows = PQntuples(res);
+        s->row = -1;
+        s->base.changes = changes_of(res);
+}
+
+static int pipe_execute(struct pg_conn *c, struct pg_stmt *s);
+static int pg_step(sql_stmt *st);
+
+static int execute(struct pg_conn *c, struct pg_stmt *s) {
+        if (c->pipe.on)
+                return pipe_execute(c, s);
+        int r = usable(c);
+        if (r < 0)
+                return r;
+        Oid types[s->nparams + 1];
+        if ((r = bind_values(c, s, types)) < 0)
+                return r;
         if (s->persistent && s->prepared != c->generation && (r = server_prepare(c, s)) < 0)
                 return r;
         PGresult *res = s->persistent ? PQexecPrepared(c->pg, s->name, s->nparams, s->values,
-                                                       s->lengths, s->formats, 0)
+                                                       s->lengths, s->formats, s->binary)
                                       : PQexecParams(c->pg, s->text, s->nparams, types, s->values,
                                                      s->lengths, s->formats, 0);
         ExecStatusType status = PQresultStatus(res);
@@ -509,12 +633,190 @@ static int execute(struct pg_conn *c, struct pg_stmt *s) {
                 PQclear(res);
                 return r;
         }
-        s->res = res;
-        s->nrows = PQntuples(res);
-        s->row = -1;
-        const char *changed = PQcmdTuples(res);
-        s->base.changes = changed && *changed ? strtoll(changed, NULL, 10) : 0;
+        take_result(s, res);
         return 0;
+}
+
+/* ---- pipelines ------------------------------------------------------------------------------ */
+
+/* Room for k more things sent: what was sent before is read first when there is not. */
+static int pipe_room(struct pg_conn *c, size_t k) {
+        return c->pipe.n + k > c->pipe.cap ? pipe_read(c, NULL) : c->pipe.error;
+}
+
+/* Notes what was sent (sent: libpq took it) for the next read of the pipeline's answers;
+ * pipe_room() made room for it. */
+static int pipe_push(struct pg_conn *c, int sent, enum pending_kind kind, struct pg_stmt *s) {
+        if (!sent)
+                return fail_result(c, NULL, "cannot send");
+        c->pipe.v[c->pipe.n++] = (struct pending){ kind, s };
+        if (s && kind == PEND_EXEC)
+                s->pending++;
+        return 0;
+}
+
+/* Sends an execution of s (prepared first if it is not in this session) without waiting. */
+static int pipe_send(struct pg_conn *c, struct pg_stmt *s) {
+        Oid types[s->nparams + 1];
+        int r = pipe_room(c, 3) ?: bind_values(c, s, types);
+        if (r < 0)
+                return r;
+        if (!s->persistent)
+                return pipe_push(c,
+                                 PQsendQueryParams(c->pg, s->text, s->nparams, types, s->values,
+                                                   s->lengths, s->formats, 0),
+                                 PEND_EXEC, s);
+        if (s->prepared != c->generation) {
+                r = pipe_push(c, PQsendPrepare(c->pg, s->name, s->text, s->nparams, types),
+                              PEND_PREPARE, s);
+                if (r >= 0)
+                        r = pipe_push(c, PQsendDescribePrepared(c->pg, s->name), PEND_DESCRIBE, s);
+                if (r < 0)
+                        return r;
+                s->prepared = c->generation; /* undone if the answer is a failure */
+        }
+        return pipe_push(c,
+                         PQsendQueryPrepared(c->pg, s->name, s->nparams, s->values, s->lengths,
+                                             s->formats, s->binary),
+                         PEND_EXEC, s);
+}
+
+/* The failure of one answer of the pipeline, or 0; the first is kept. */
+static int pipe_check(struct pg_conn *c, const struct pending *p, PGresult *res) {
+        ExecStatusType st = PQresultStatus(res);
+        int r = 0;
+        if (st == PGRES_PIPELINE_ABORTED)
+                r = c->pipe.error ?: -EIO; /* skipped after the failure of an earlier one */
+        else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+                r = fail_result(c, res, p->kind == PEND_PREPARE ? "cannot prepare query" : NULL);
+        else if (p->kind == PEND_COMMIT && strcmp(PQcmdStatus(res), "COMMIT") != 0) {
+                sql_set_error(&c->base, "the transaction failed earlier and was rolled back");
+                r = -EIO;
+        }
+        if (r < 0 && p->kind == PEND_PREPARE)
+                p->s->prepared = 0;
+        if (r >= 0 && p->kind == PEND_DESCRIBE)
+                p->s->binary = binary_columns(res);
+        if (r < 0 && !c->pipe.error)
+                c->pipe.error = r;
+        return r;
+}
+
+/* What was sent from the i-th on will never be answered (the connection is lost). */
+static int pipe_forget(struct pg_conn *c, size_t i, int error) {
+        for (; i < c->pipe.n; i++)
+                if (c->pipe.v[i].kind == PEND_EXEC)
+                        c->pipe.v[i].s->pending--;
+        c->pipe.n = 0;
+        if (!c->pipe.error)
+                c->pipe.error = error;
+        return c->pipe.error;
+}
+
+/* Reads the answers of what was sent; with last, the answer of the last thing sent is kept
+ * there (when it is not a failure) instead of being dropped.  The first failure, or 0. */
+static int pipe_read(struct pg_conn *c, PGresult **last) {
+        if (c->pipe.n == 0)
+                return c->pipe.error;
+        if (!PQpipelineSync(c->pg))
+                return pipe_forget(c, 0, fail_result(c, NULL, "cannot send"));
+        for (size_t i = 0; i < c->pipe.n; i++) {
+                struct pending *p = &c->pipe.v[i];
+                PGresult *res = PQgetResult(c->pg);
+                if (!res)
+                        return pipe_forget(c, i, fail_result(c, NULL, NULL));
+                int r = pipe_check(c, p, res);
+                if (p->kind == PEND_EXEC) {
+                        p->s->pending--;
+                        if (r >= 0 && !(last && i + 1 == c->pipe.n) && PQntuples(res) > 0) {
+                                sql_set_error(&c->base, "a statement without rows returned one");
+                                c->pipe.error = c->pipe.error ?: -EINVAL;
+                        }
+                        if (r >= 0)
+                                p->s->base.changes = changes_of(res);
+                }
+                if (r >= 0 && last && i + 1 == c->pipe.n)
+                        *last = res;
+                else
+                        PQclear(res);
+                while ((res = PQgetResult(c->pg))) /* the end of this one's answers */
+                        PQclear(res);
+        }
+        c->pipe.n = 0;
+        PGresult *sync = PQgetResult(c->pg);
+        int r = PQresultStatus(sync) == PGRES_PIPELINE_SYNC ? 0 : fail_result(c, sync, NULL);
+        PQclear(sync);
+        if (r < 0 && !c->pipe.error)
+                c->pipe.error = r;
+        if (c->pipe.error && last && *last) {
+                PQclear(*last);
+                *last = NULL;
+        }
+        return c->pipe.error;
+}
+
+/* A statement with rows in a pipeline: sent after the others, read with their answers. */
+static int pipe_execute(struct pg_conn *c, struct pg_stmt *s) {
+        PGresult *res = NULL;
+        int r = pipe_send(c, s);
+        if (r < 0) {
+                pipe_read(c, NULL);
+                return r;
+        }
+        if ((r = pipe_read(c, &res)) < 0)
+                return r;
+        take_result(s, res);
+        return 0;
+}
+
+/* Leaves pipeline mode, after reading what was sent; the first failure, or 0. */
+static int pipe_leave(struct pg_conn *c) {
+        if (!c->pipe.on)
+                return 0;
+        int r = pipe_read(c, NULL);
+        if (PQstatus(c->pg) == CONNECTION_OK && !PQexitPipelineMode(c->pg) && r >= 0)
+                r = fail_result(c, NULL, "cannot leave pipeline mode");
+        c->pipe.on = false;
+        c->pipe.error = 0;
+        return r;
+}
+
+/* A statement of sql_exec() in a pipelined transaction is sent, not waited for. */
+static int pipe_exec(struct pg_conn *c, const char *sql) {
+        int r = pipe_room(c, 1);
+        if (r >= 0)
+                r = pipe_push(c, PQsendQueryParams(c->pg, sql, 0, NULL, NULL, NULL, NULL, 0),
+                              PEND_SQL, NULL);
+        return r;
+}
+
+/* A statement without rows in a pipelined transaction is sent, not waited for. */
+static int pg_step_done(sql_stmt *st) {
+        struct pg_stmt *s = ps(st);
+        struct pg_conn *c = pc(st->conn);
+        int r;
+        if (!c->pipe.on || !s->persistent || s->res) {
+                r = pg_step(st);
+                pg_reset(st);
+                if (r == SQL_ROW) {
+                        sql_set_error(&c->base, "a statement without rows returned one");
+                        return -EINVAL;
+                }
+                return r;
+        }
+        r = pipe_send(c, s);
+        pg_reset(st);
+        if (r >= 0 && c->pipe.n >= PIPE_MAX)
+                r = pipe_read(c, NULL);
+        return r < 0 ? r : SQL_DONE;
+}
+
+/* The rows changed by the last execution, once its answer is read. */
+static int64_t pg_changes(sql_stmt *st) {
+        struct pg_stmt *s = ps(st);
+        if (s->pending > 0)
+                pipe_read(pc(st->conn), NULL); /* a failure shows at the next statement */
+        return s->base.changes;
 }
 
 static int pg_step(sql_stmt *st) {
@@ -544,55 +846,8 @@ static bool pg_column_null(sql_stmt *st, int i) {
         return PQgetisnull(s->res, s->row, i);
 }
 
-static const char *raw(sql_stmt *st, int i) {
-        struct pg_stmt *s = ps(st);
-        if (pg_column_null(st, i))
-                return NULL;
-        const char *v = PQgetvalue(s->res, s->row, i);
-        if (PQftype(s->res, i) == OID_BOOL)
-                return *v == 't' ? "1" : "0";
-        return v;
-}
-
-static int64_t pg_column_int64(sql_stmt *st, int i) {
-        const char *v = raw(st, i);
-        if (!v)
-                return 0;
-        if (strpbrk(v, ".eEIN")) {
-                /* A numeric or a float: truncated toward zero, clamped, like SQLite. */
-                double d = strtod(v, NULL);
-                if (d != d)
-                        return 0;
-                if (d >= 9223372036854775807.0)
-                        return INT64_MAX;
-                if (d <= -9223372036854775808.0)
-                        return INT64_MIN;
-                return (int64_t) d;
-        }
-        return strtoll(v, NULL, 10);
-}
-
-static double pg_column_double(sql_stmt *st, int i) {
-        const char *v = raw(st, i);
-        return v ? strtod(v, NULL) : 0.0;
-}
-
-static const char *pg_column_text(sql_stmt *st, int i) {
-        return raw(st, i);
-}
-
-static int hexval(char ch) {
-        if (ch >= '0' && ch <= '9')
-                return ch - '0';
-        if (ch >= 'a' && ch <= 'f')
-                return ch - 'a' + 10;
-        if (ch >= 'A' && ch <= 'F')
-                return ch - 'A' + 10;
-        return -1;
-}
-
-/* Room for the decoded blob of column i. */
-static unsigned char *blob_room(struct pg_stmt *s, int i, size_t len) {
+/* Room for column i's decoded blob or text, until the next row. */
+static unsigned char *column_room(struct pg_stmt *s, int i, size_t len) {
         if (i >= s->nblob) {
                 int n = i + 1;
                 unsigned char **b = realloc(s->blob, (size_t) n * sizeof(*b));
@@ -619,18 +874,127 @@ static unsigned char *blob_room(struct pg_stmt *s, int i, size_t len) {
         return s->blob[i];
 }
 
+/* Column i of the current row in binary: its bytes, their number and its type; NULL for NULL
+ * or a column in text. */
+static const unsigned char *binary(sql_stmt *st, int i, size_t *ret_len, unsigned *ret_type) {
+        struct pg_stmt *s = ps(st);
+        if (pg_column_null(st, i) || PQfformat(s->res, i) != 1)
+                return NULL;
+        *ret_len = (size_t) PQgetlength(s->res, s->row, i);
+        *ret_type = PQftype(s->res, i);
+        return (const unsigned char *) PQgetvalue(s->res, s->row, i);
+}
+
+/* A binary value as the text format gives it. */
+static const char *binary_as_text(struct pg_stmt *s, int i, const unsigned char *p, size_t len,
+                                  unsigned type) {
+        static const char hex[] = "0123456789abcdef";
+        if (type == PG_OID_TEXT || type == PG_OID_VARCHAR)
+                return (const char *) p; /* libpq ends every value with a NUL */
+        if (type == PG_OID_BYTEA) {
+                char *out = (char *) column_room(s, i, 2 + 2 * len);
+                if (!out)
+                        return NULL;
+                out[0] = '\\';
+                out[1] = 'x';
+                for (size_t k = 0; k < len; k++) {
+                        out[2 + 2 * k] = hex[p[k] >> 4];
+                        out[3 + 2 * k] = hex[p[k] & 15];
+                }
+                out[2 + 2 * len] = '\0';
+                return out;
+        }
+        size_t size = type == PG_OID_NUMERIC ? pg_binary_numeric_text_len(p, len)
+                                             : PG_BINARY_TEXT_MAX;
+        char *out = (char *) column_room(s, i, size);
+        return out && pg_binary_text(p, len, type, out, size + 1) >= 0 ? out : NULL;
+}
+
+/* Column i as text (a truth value as 1 or 0), whichever format it came in. */
+static const char *raw(sql_stmt *st, int i) {
+        struct pg_stmt *s = ps(st);
+        size_t len;
+        unsigned type;
+        const unsigned char *p = binary(st, i, &len, &type);
+        if (p)
+                return binary_as_text(s, i, p, len, type);
+        if (pg_column_null(st, i))
+                return NULL;
+        const char *v = PQgetvalue(s->res, s->row, i);
+        if (PQftype(s->res, i) == PG_OID_BOOL)
+                return *v == 't' ? "1" : "0";
+        return v;
+}
+
+/* Column i's number when it came in binary (a bytea's is 0, as its text \x... reads). */
+static bool binary_number(sql_stmt *st, int i, int64_t *ret_int, double *ret_double) {
+        size_t len;
+        unsigned type;
+        const unsigned char *p = binary(st, i, &len, &type);
+        if (!p)
+                return false;
+        if (type == PG_OID_BYTEA) {
+                *ret_int = 0;
+                *ret_double = 0.0;
+                return true;
+        }
+        return pg_binary_number(p, len, type, ret_int, ret_double);
+}
+
+static int64_t pg_column_int64(sql_stmt *st, int i) {
+        int64_t n;
+        double d;
+        if (binary_number(st, i, &n, &d))
+                return n;
+        const char *v = raw(st, i);
+        if (!v)
+                return 0;
+        /* A numeric or a float: truncated toward zero, clamped, like SQLite. */
+        return strpbrk(v, ".eEIN") ? pg_binary_truncated(strtod(v, NULL)) : strtoll(v, NULL, 10);
+}
+
+static double pg_column_double(sql_stmt *st, int i) {
+        int64_t n;
+        double d;
+        if (binary_number(st, i, &n, &d))
+                return d;
+        const char *v = raw(st, i);
+        return v ? strtod(v, NULL) : 0.0;
+}
+
+static const char *pg_column_text(sql_stmt *st, int i) {
+        return raw(st, i);
+}
+
+static int hexval(char ch) {
+        if (ch >= '0' && ch <= '9')
+                return ch - '0';
+        if (ch >= 'a' && ch <= 'f')
+                return ch - 'a' + 10;
+        if (ch >= 'A' && ch <= 'F')
+                return ch - 'A' + 10;
+        return -1;
+}
+
 static const void *pg_column_blob(sql_stmt *st, int i, size_t *ret_len) {
         struct pg_stmt *s = ps(st);
-        const char *v = raw(st, i);
+        size_t len;
+        unsigned type;
+        const unsigned char *p = binary(st, i, &len, &type);
         *ret_len = 0;
+        if (p && type == PG_OID_BYTEA) {
+                *ret_len = len;
+                return p;
+        }
+        const char *v = raw(st, i);
         if (!v)
                 return NULL;
-        if (PQftype(s->res, i) != OID_BYTEA || strncmp(v, "\\x", 2) != 0) {
+        if (PQftype(s->res, i) != PG_OID_BYTEA || strncmp(v, "\\x", 2) != 0) {
                 *ret_len = strlen(v);
                 return v;
         }
         size_t n = (strlen(v) - 2) / 2;
-        unsigned char *out = blob_room(s, i, n);
+        unsigned char *out = column_room(s, i, n);
         if (!out)
                 return NULL;
         for (size_t k = 0; k < n; k++) {
@@ -665,7 +1029,7 @@ static int copy_begin(sql_conn *base, const char *table, const char *const *colu
                 len += (size_t) snprintf(sql + len, size - len, "%s\"%s\"", i ? ", " : "",
                                          columns[i]);
         snprintf(sql + len, size - len, ") FROM STDIN");
-        int r = usable(c);
+        int r = pipe_leave(c) ?: usable(c); /* COPY is not sent in a pipeline */
         PGresult *res = r < 0 ? NULL : PQexec(c->pg, sql);
         free(sql);
         if (r >= 0 && PQresultStatus(res) != PGRES_COPY_IN)
@@ -812,6 +1176,8 @@ const struct sql_backend sql_pg_backend = {
         .bind_blob = pg_bind_blob,
         .bind_null = pg_bind_null,
         .step = pg_step,
+        .step_done = pg_step_done,
+        .changes = pg_changes,
         .column_null = pg_column_null,
         .column_int64 = pg_column_int64,
         .column_double = pg_column_double,

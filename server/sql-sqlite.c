@@ -182,7 +182,7 @@ static int lite_exec(sql_conn *base, const char *sql) {
 static int lite_begin(sql_conn *c, enum sql_txn kind) {
         /* A deferred BEGIN takes its snapshot at the first read; IMMEDIATE takes the write
          * lock now, so that a transaction never fails half-way for want of it. */
-        return lite_exec(c, kind == SQL_TXN_WRITE ? "BEGIN IMMEDIATE" : "BEGIN");
+        return lite_exec(c, kind != SQL_TXN_SNAPSHOT ? "BEGIN IMMEDIATE" : "BEGIN");
 }
 
 static int lite_end(sql_conn *c, bool commit) {

@@ -205,11 +205,13 @@ int sql_step(sql_stmt *st) {
         return st->conn->be->step(st);
 }
 
-int64_t sql_changes(const sql_stmt *st) {
-        return st->changes;
+int64_t sql_changes(sql_stmt *st) {
+        return st->conn->be->changes ? st->conn->be->changes(st) : st->changes;
 }
 
 int sql_step_done(sql_stmt *st) {
+        if (st->conn->be->step_done)
+                return st->conn->be->step_done(st);
         int r = sql_step(st);
         sql_reset(st);
         if (r == SQL_ROW) {

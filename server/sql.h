@@ -49,6 +49,13 @@ enum sql_open_flags {
 enum sql_txn {
         SQL_TXN_WRITE,    /* SQLite: BEGIN IMMEDIATE (the write lock now); PostgreSQL: BEGIN */
         SQL_TXN_SNAPSHOT, /* one read-only snapshot for every statement until the end */
+        /* SQL_TXN_WRITE whose statements without rows, stepped with sql_step_done(), may be
+         * sent without waiting for their answers (PostgreSQL: BEGIN too, in libpq's pipeline
+         * mode); those are read at the next statement that returns rows, sql_changes() of the
+         * statement, or the commit.  A failure of one shows there, with its own message, and the
+         * transaction can only be rolled back.  sql_exec() of one statement is sent ahead too;
+         * of several, and copies, end the pipelining. */
+        SQL_TXN_PIPELINE,
 };
 
 /* Whether target names a PostgreSQL database (postgresql:// or postgres://) rather than an
@@ -103,7 +110,7 @@ void sql_bind_null(sql_stmt *st, int i);
  * for a full disk. */
 int sql_step(sql_stmt *st);
 /* Rows changed by the statement's last execution. */
-int64_t sql_changes(const sql_stmt *st);
+int64_t sql_changes(sql_stmt *st);
 
 /* Columns of the current row, from 0.  Text and blobs stay valid until the next step or
  * reset.  A truth value reads as 0 or 1, NULL as 0 (or NULL text). */
@@ -129,7 +136,8 @@ int sql_copy_row(sql_conn *c);
 /* Ends the copy; fails (and the rows are not stored) when any value or row failed. */
 int sql_copy_end(sql_conn *c);
 
-/* Steps a statement that returns no row and resets it: 0 or -errno. */
+/* Steps a statement that returns no row and resets it: 0 or -errno.  In an SQL_TXN_PIPELINE
+ * transaction the failure may show at a later statement instead. */
 int sql_step_done(sql_stmt *st);
 
 static inline void sql_resetp(sql_stmt **st) {

@@ -41,3 +41,11 @@ int store_unclean_details(store *s, const struct store_run_info *now, const stru
 /* For the writer at open: bounds the WAL file, and turns a database made before schema 4
  * (auto_vacuum off) into one with incremental vacuum if it is small enough to rewrite now. */
 int store_setup_vacuum(store *s);
+
+/* Stores an interval's trace captures (store-trace.c), inside the caller's transaction. */
+int store_insert_traces(store *s, int64_t run_id, int64_t interval_id,
+                        const struct store_trace *traces, size_t n);
+struct summary;
+/* Adds the captures carried by the interval to the last interval of sum, with their raw
+ * events while the summary stays within its budget for them. */
+int store_load_traces(store *s, int64_t interval_id, struct summary *sum);

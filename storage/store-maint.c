@@ -103,6 +103,7 @@ int store_prune(store *s, int64_t before_ns, size_t batch, unsigned vacuum_pages
                 "temp.prune_intervals)",
                 "DELETE FROM interval_cpus WHERE interval_id IN (SELECT id FROM "
                 "temp.prune_intervals)",
+                "DELETE FROM traces WHERE interval_id IN (SELECT id FROM temp.prune_intervals)",
         };
         r = store_exec(s,
                        "CREATE TEMP TABLE IF NOT EXISTS prune_intervals (id INTEGER PRIMARY KEY);"

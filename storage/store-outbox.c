@@ -224,7 +224,9 @@ static int load_interval(store *s, int64_t id, struct summary *ret) {
                 if (r < 0)
                         return r;
         }
-        return rc == SQLITE_DONE ? 0 : store_fail(s, rc, "cannot read an interval's events");
+        if (rc != SQLITE_DONE)
+                return store_fail(s, rc, "cannot read an interval's events");
+        return store_load_traces(s, id, ret);
 }
 
 static int load_event(store *s, int64_t id, struct summary *ret) {

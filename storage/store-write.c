@@ -393,6 +393,9 @@ int store_write_interval(store *s, const struct store_interval *iv) {
                 if (r < 0)
                         goto fail;
         }
+        r = store_insert_traces(s, iv->run_id, interval_id, iv->traces, iv->ntraces);
+        if (r < 0)
+                goto fail;
 
         if (s->outbox) {
                 r = insert_outbox(s, iv->run_id, interval_id, 0,

@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "file-mode.h"
 #include "macro.h"
 #include "sqlite-errno.h"
 #include "store-internal.h"
@@ -99,6 +100,23 @@ static const char *const migrations[] = {
         /* 4 -> 5: the name a run is judged under by the farm ([Upload] Release=, else the
          * kernel's release); NULL for the runs before, which the farm judges by their kernel. */
         "ALTER TABLE runs ADD COLUMN release TEXT;",
+        /* 5 -> 6: captures of the trace flight recorder, each stored with the interval that
+         * carries it to the farm (its analysis as JSON, the culprit in columns for listing,
+         * the raw events compressed), and what each run's flight recorder was. */
+        "ALTER TABLE runs ADD COLUMN trace TEXT CHECK (trace IS NULL OR json_valid(trace));"
+        "CREATE TABLE traces ("
+        "  id INTEGER PRIMARY KEY,"
+        "  run_id INTEGER NOT NULL REFERENCES runs(id),"
+        "  interval_id INTEGER REFERENCES intervals(id),"
+        "  cpu INTEGER NOT NULL CHECK (cpu >= 0),"
+        "  time_ns INTEGER NOT NULL, latency_ns INTEGER NOT NULL CHECK (latency_ns >= 0),"
+        "  analysis TEXT NOT NULL CHECK (json_valid(analysis)),"
+        "  summary TEXT NOT NULL, culprit_kind TEXT NOT NULL, culprit_name TEXT NOT NULL,"
+        "  culprit_pid INTEGER, culprit_ns INTEGER NOT NULL CHECK (culprit_ns >= 0),"
+        "  raw BLOB, raw_events INTEGER NOT NULL DEFAULT 0, raw_dropped INTEGER NOT NULL "
+        "  DEFAULT 0);"
+        "CREATE INDEX traces_time ON traces(time_ns);"
+        "CREATE INDEX traces_interval ON traces(interval_id) WHERE interval_id IS NOT NULL;",
 };
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per version");
 
@@ -225,7 +243,10 @@ static int take_lock(store *s) {
         _cleanup_free_ char *lp = lock_path(s->path);
         if (!lp)
                 return -ENOMEM;
-        s->lock_fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        int r = file_create_mode(lp, STORE_FILE_MODE, NULL);
+        s->lock_fd = r < 0 ? -1 : open(lp, O_RDWR | O_CLOEXEC);
+        if (r < 0)
+                errno = -r;
         if (s->lock_fd < 0)
                 return store_failf(s, -errno, "cannot create lock file '%s': %s", lp,
                                    strerror(errno));
@@ -269,6 +290,11 @@ int store_open(const char *path, unsigned flags, store **ret, char err[static ST
                 goto fail;
         }
 
+        /* Created 0640 (readable by the group of rtsoak's readers), whatever the umask. */
+        if (s->writer && (r = file_create_mode(path, STORE_FILE_MODE, NULL)) < 0) {
+                r = store_failf(s, r, "cannot create the database: %s", strerror(-r));
+                goto fail;
+        }
         rc = sqlite3_open_v2(path, &s->db,
                              s->writer     ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
                              : s->uploader ? SQLITE_OPEN_READWRITE

@@ -9,10 +9,13 @@
 
 #include "hist.h"
 
+/* The database and its lock file: the owner writes, its group (rtsoak's readers) reads. */
+#define STORE_FILE_MODE 0640
+
 typedef struct store store;
 
 #define STORE_ERROR_MAX 512
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 enum {
         STORE_READONLY = 1 << 0, /* for the CLI: never creates or migrates */
@@ -109,6 +112,17 @@ struct store_interval_load {
         size_t nmetrics;
 };
 
+/* A capture of the trace flight recorder (storage/store-trace.c). */
+struct store_trace {
+        int cpu;
+        int64_t time_ns; /* when the late wake-up was due */
+        uint64_t latency_ns;
+        const char *analysis; /* the analysis, a JSON object (common/trace-analysis.h) */
+        const uint8_t *raw;   /* the events' text compressed with zlib, or NULL */
+        size_t raw_len;
+        uint64_t raw_events, raw_dropped; /* events kept in raw, and left out to fit its cap */
+};
+
 struct store_interval {
         int64_t run_id;
         uint64_t seq;
@@ -121,9 +135,11 @@ struct store_interval {
         size_t ncpus;
         const struct store_event *events;
         size_t nevents;
+        const struct store_trace *traces; /* captures of violations due before its end */
+        size_t ntraces;
 };
 
-/* Stores one interval, its per-CPU rows and its events in one transaction. */
+/* Stores one interval, its per-CPU rows, events and traces in one transaction. */
 int store_write_interval(store *s, const struct store_interval *iv);
 /* Stores one event outside an interval. */
 int store_add_event(store *s, int64_t run_id, const struct store_event *ev);
@@ -267,3 +283,37 @@ int store_prune(store *s, int64_t before_ns, size_t batch, unsigned vacuum_pages
 /* A passive WAL checkpoint: copies what it can into the database without waiting for
  * readers; the WAL file is cut back to a bound when it restarts. */
 int store_checkpoint(store *s);
+
+/* ---- trace captures (store-trace.c) ---- */
+
+/* What a run's flight recorder was (a JSON object: state, notice, timerlat, ...). */
+int store_set_run_trace(store *s, int64_t run_id, const char *json);
+
+struct store_trace_row {
+        int64_t id, run_id, seq; /* seq: the interval that carried it, -1 when none */
+        int cpu;
+        int64_t time_ns;
+        uint64_t latency_ns;
+        char *analysis, *summary, *culprit_kind, *culprit_name;
+        int64_t culprit_pid; /* -1: not a thread */
+        uint64_t culprit_ns;
+        uint8_t *raw; /* only from store_get_trace() with raw */
+        size_t raw_len;
+        uint64_t raw_events, raw_dropped;
+};
+void store_traces_free(struct store_trace_row *t, size_t n);
+void store_trace_row_done(struct store_trace_row *t);
+/* Captures in [since, until) (f->cpu and f->run_id narrow), oldest first; the newest limit
+ * when limit > 0. */
+int store_list_traces(store *s, const struct store_filter *f, size_t limit,
+                      struct store_trace_row **ret, size_t *ret_n);
+/* One capture, with its raw events when raw is set; -ENOENT when there is none. */
+int store_get_trace(store *s, int64_t id, bool raw, struct store_trace_row *ret);
+/* The run's flight recorder as recorded (JSON text, malloc'ed), NULL when none was. */
+int store_get_run_trace(store *s, int64_t run_id, char **ret);
+
+struct store_trace_totals {
+        uint64_t captures;
+        uint64_t skipped; /* violations not captured, as the captures count them */
+};
+int store_trace_totals(store *s, int64_t run_id, struct store_trace_totals *ret);

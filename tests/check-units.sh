@@ -14,7 +14,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 units=("$src"/systemd/*.service)
-echo "1..$((2 * ${#units[@]} + 1))"
+echo "1..$((2 * ${#units[@]} + 3))"
 n=0
 failed=0
 ok() {
@@ -68,7 +68,8 @@ for line in "Type=notify" "NotifyAccess=main" "WatchdogSec=" "ExecReload=" \
             "DeviceAllow=/dev/cpu_dma_latency rw" "DeviceAllow=/dev/pmsg0 w" \
             "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK" \
             "LimitRTPRIO=" "LimitMEMLOCK=infinity" \
-            "RestartPreventExitStatus=78" "StartLimitBurst=" "StartLimitIntervalSec="; do
+            "RestartPreventExitStatus=78" "StartLimitBurst=" "StartLimitIntervalSec=" \
+            "ProtectKernelTunables=yes" "ReadWritePaths=-/sys/kernel/tracing/instances"; do
         grep -q "^$line" "$u" || missing+=" $line"
 done
 # SCHED_FIFO, /dev/cpu_dma_latency, the load generators under [Load] User= (found in /proc)
@@ -85,5 +86,39 @@ if [ -z "$missing" ]; then
         ok "rtsoakd.service keeps what the probes and the loads need"
 else
         not_ok "rtsoakd.service:$missing"
+fi
+
+# The trace flight recorder gets its tracefs instances and nothing more: no other writable
+# path under /sys, no capability that would open the rest of tracefs (or the kernel's tracing
+# by other means) to it.
+extra=""
+while read -r path; do
+        [ "$path" = "-/sys/kernel/tracing/instances" ] || extra+=" ReadWritePaths=$path"
+done < <(sed -n 's/^ReadWritePaths=//p' "$u" | tr ' ' '\n' | grep '/sys\|^-\?/proc')
+for cap in CAP_SYS_ADMIN CAP_DAC_OVERRIDE CAP_DAC_READ_SEARCH CAP_PERFMON CAP_BPF CAP_SYS_RAWIO; do
+        [[ " $caps " == *" $cap "* ]] && extra+=" $cap"
+done
+grep -q '^ProtectKernelTunables=yes' "$u" || extra+=" (ProtectKernelTunables=yes is missing)"
+if [ -z "$extra" ]; then
+        ok "rtsoakd.service may write only its tracefs instances in /sys"
+else
+        not_ok "rtsoakd.service grants more than the flight recorder needs:$extra"
+fi
+
+# Memory limits in both units, and the TLS key through a credential (by name: a missing one
+# does not fail the unit, a server without TLS speaks HTTP).
+missing=""
+for u in "$src"/systemd/rtsoakd.service "$src"/systemd/rtsoak-server.service; do
+        for line in "MemoryHigh=" "MemoryMax="; do
+                grep -q "^$line" "$u" || missing+=" $(basename "$u"): $line"
+        done
+done
+for line in "LoadCredential=rtsoak-server.crt" "LoadCredential=rtsoak-server.key"; do
+        grep -qx "$line" "$src/systemd/rtsoak-server.service" || missing+=" $line"
+done
+if [ -z "$missing" ]; then
+        ok "memory limits in both units, the server's TLS key as a credential"
+else
+        not_ok "missing:$missing"
 fi
 exit $failed

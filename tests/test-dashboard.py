@@ -45,6 +45,7 @@ OTHER = "e0000000000000000000000000000005"
 UNKNOWN = "f0000000000000000000000000000006"
 K1, K2, K3 = "6.6.1-rt1", "6.6.2-rt2", "6.9.0-rt0"
 BAD_HOST = 'lab<&">fail'
+CULPRIT = "thread kworker/1:2 (pid 4242, SCHED_FIFO 50) ran 475 µs of the 500 µs"
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 results = []
@@ -99,7 +100,7 @@ class Farm:
             [CLEAN, K1, "--days", "2", "--cpus", "4", "--hostname", "lab-clean", "--to", "now",
              "--gap", "20h ago,19h ago"],
             [FAIL, K2, "--days", "2", "--cpus", "2", "--hostname", BAD_HOST, "--to", "now",
-             "--spike", "6h ago,1,500us"],
+             "--spike", "6h ago,1,500us,kworker/1:2"],
             [SILENT, K1, "--days", "2", "--cpus", "2", "--hostname", "lab-silent",
              "--to", "2d ago"],
             [OTHER, K3, "--days", "1", "--cpus", "2", "--hostname", "lab-other", "--to", "now"],
@@ -274,6 +275,42 @@ def test_http(farm):
               "the overview: the failed machine is clean only since its violation",
               rows.get(FAIL))
 
+    # The flight recorder's capture of the failed machine's violation: listed with its
+    # culprit, explained, its raw events downloadable, and named in the violation's row.
+    status, ctype, body = farm.get(f"/api/v1/traces?machine={FAIL}")
+    traces = json.loads(body).get("traces", []) if status == 200 else []
+    check(len(traces) == 1 and traces[0]["summary"] == CULPRIT and
+          traces[0]["culprit"] == {"kind": "thread", "name": "kworker/1:2", "pid": 4242,
+                                   "duration_ns": 475000} and traces[0]["cpu"] == 1,
+          "the API lists the failed machine's capture with its culprit", body[:600])
+    tid = traces[0]["id"] if traces else 0
+    status, ctype, body = farm.get(f"/api/v1/traces/{tid}")
+    check(status == 200 and json.loads(body).get("analysis", {}).get("sched_ns") == 497000,
+          "the API answers one capture with its analysis", body[:400])
+    status, ctype, body = farm.get(f"/api/v1/traces/{tid}/raw")
+    check(status == 200 and ctype.startswith("text/plain") and "kworker/1:2" in body and
+          "sched_switch" in body, "the capture's raw events download as text",
+          f"{status} {ctype} {body[:300]}")
+    page = farm.get(f"/traces/{tid}.txt")
+    check(page[0] == 200 and page[2] == body, "the same raw events at the dashboard's path",
+          f"{page[0]} {page[2][:300]}")
+    for bad, code in (("/api/v1/traces/999999", 404), ("/api/v1/traces/abc", 404),
+                      (f"/api/v1/traces/{tid}/cooked", 404), (f"/traces/{tid}", 404),
+                      (f"/traces/{tid}.txt/", 404), ("/traces/0.txt", 404),
+                      (f"/traces/{tid}.txt?x=1", 400), ("/api/v1/traces?machine=zz", 400),
+                      (f"/api/v1/traces?machine={FAIL}&colour=red", 400),
+                      (f"/api/v1/traces?machine={FAIL}&from=yesterday-ish", 400)):
+        status, _, body = farm.get(bad)
+        check(status == code and "error" in json.loads(body), f"GET {bad}: {code} with why",
+              f"{status} {body[:200]}")
+    check(farm.get(f"/api/v1/traces/{tid}", method="DELETE")[0] == 405,
+          "a capture cannot be deleted over the API (405)")
+    body = farm.get(f"/machines/{FAIL}")[2]
+    m = re.search(r'<table class="violations">(.*?)</table>', body, re.S)
+    check(m and "culprit: " + CULPRIT in m.group(1) and f'href="/traces/{tid}.txt"' in m.group(1),
+          "the machine page's violation row names the culprit and links its raw trace",
+          m.group(1)[:800] if m else body[:300])
+
     # The machine without data: a page that says so.
     text, _ = visible(farm.get(f"/machines/{EMPTY}")[2])
     check("No run reported yet" in text and "no data yet" in text,
@@ -387,6 +424,8 @@ def test_browser(farm):
     check("FAILED" in text, "the failed kernel's page says FAILED", text[:300])
     check(re.search(r"CPU 1: latency 500us over the bound of 100us", text),
           "the failed kernel's reason is visible", text[:1500])
+    check("culprit: " + CULPRIT in text, "the failed kernel's problem names the culprit",
+          text[:2000])
     check("regression" in text, "the comparison is on the kernel's page", text[-500:])
     ev = [a["href"] for a in links if a.get("class") == "evidence"]
     check(len(ev) >= 1, "the problem has an evidence link", links)
@@ -407,6 +446,14 @@ def test_browser(farm):
               "the machine page highlights the interval (note and plot)")
         check(re.search(r'<tr class="hl">.*?500 µs', page, re.S),
               "the violation's row is highlighted")
+        row = re.search(r'<tr class="hl">(.*?)</tr>', page, re.S)
+        row_text = visible(row.group(1))[0] if row else ""
+        check(CULPRIT in row_text, "the violation's row names the culprit", row_text)
+        raw = re.search(r'<a class="trace" href="([^"]+)"', row.group(1) if row else "")
+        status, ctype, body = farm.get(raw.group(1)) if raw else (0, "", "")
+        check(status == 200 and ctype.startswith("text/plain") and "sched_switch" in body,
+              "the violation's raw trace downloads from the machine page",
+              f"{status} {ctype} {body[:200]}")
 
     # The machine page: one curve per CPU on a log axis, and the long-term plot.
     page = machine

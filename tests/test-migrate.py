@@ -73,13 +73,13 @@ def make_farm(d, db):
             p = subprocess.run([REPLAY, "--server", srv.url, "--token", tokens[m], "--machine", m,
                                 "--kernel", RELEASE, "--days", "2", "--to", "1h ago", "--cpus",
                                 "2", "--batch", "1000", "--quiet", "--spike",
-                                f"{30 - 10 * i}h ago,1,400us", "--gap", "20h ago,19h ago",
+                                f"{30 - 10 * i}h ago,1,400us,kworker/1:{i}", "--gap", "20h ago,19h ago",
                                 "--unclean", "10h ago"], capture_output=True, text=True,
                                timeout=300)
             if p.returncode != 0:
                 raise RuntimeError("rtsoak-replay: " + p.stderr)
-        # The histogram cache, a waiver, a window, settings, a notification: every table but
-        # the notifier's state has rows.
+        # The histogram cache, a waiver, a window, settings, the spikes' trace captures, a
+        # notification: every table but the notifier's state has rows.
         srv.get(f"/api/v1/machines/{MACHINES[0]}/histogram?from=2d%20ago&to=now")
     finally:
         srv.stop()
@@ -127,6 +127,9 @@ def test_interrupted_copy(db, target):
     third = run("migrate", "--from", db, "--to", target)
     check("a third run copies nothing and verifies", third.returncode == 0 and
           "rows copied" not in third.stderr and "Verified:" in third.stderr, third.stderr[-2000:])
+    check("the trace captures copied with their raw events", count(
+        target, "traces WHERE raw IS NOT NULL AND culprit_name LIKE 'kworker/1:_'") == 2,
+          str(count(target, "traces")))
 
 
 def strip(v, drop=("asked_at", "asked_at_ns")):
@@ -151,7 +154,7 @@ def test_same_answers(d, db, target):
         paths += [f"/api/v1/machines/{m}/intervals?from={now - 2 * 86400 * 10**9}&to={now}"
                   "&step=1h", f"/api/v1/machines/{m}/histogram?from={now - 2 * 86400 * 10**9}"
                   f"&to={now}", f"/api/v1/machines/{m}/events", f"/api/v1/machines/{m}/runs",
-                  f"/api/v1/machines/{m}/settings"]
+                  f"/api/v1/machines/{m}/settings", f"/api/v1/traces?machine={m}"]
     try:
         for path in paths:
             # Each server fails the delivery to the channel it does not have, at its start.

@@ -379,23 +379,23 @@ static void test_leases(void **state) {
         (void) state;
 }
 
-/* Schema 6 -> 7 on either store: a farm taken back to 6 gets the notifications' tables again
+/* Schema 8 -> 9 on either store: a farm taken back to 8 gets the notifications' tables again
  * when it is opened, and they work. */
-static void test_migration_7(void **state) {
+static void test_migration_9(void **state) {
         char path[600], err[FARM_ERROR_MAX];
         farm_db *db = NULL;
         tu_farm_target(dir, "notify_migration", path, sizeof(path));
         if (farm_db_open(path, &db, err) < 0)
                 fail_msg("%s", err);
         farm_db_close(db);
-        tu_farm_exec(path, tu_pg() ? TU_FARM_SCHEMA_7_DOWN_PG : TU_FARM_SCHEMA_7_DOWN);
+        tu_farm_exec(path, tu_pg() ? TU_FARM_PG_SCHEMA_9_DOWN : TU_FARM_SCHEMA_9_DOWN);
         const char *version = tu_pg() ? "SELECT CAST(value AS BIGINT) FROM farm_meta WHERE key = "
                                         "'schema_version'"
                                       : "PRAGMA user_version";
-        assert_int_equal(tu_farm_int(path, version), 6);
+        assert_int_equal(tu_farm_int(path, version), 8);
         if (farm_db_open(path, &db, err) < 0)
                 fail_msg("%s: %s", tu_backend_name(), err);
-        assert_int_equal(tu_farm_int(path, version), 7);
+        assert_int_equal(tu_farm_int(path, version), 9);
         const char *channels[] = { "hook" };
         json_auto_t *detail = json_object();
         struct notify_new n = { .key = "after-migration",
@@ -419,7 +419,7 @@ int main(void) {
                 cmocka_unit_test(test_channel_keys), cmocka_unit_test(test_channel_check),
                 cmocka_unit_test(test_routing),      cmocka_unit_test(test_render),
                 cmocka_unit_test(test_mail),         cmocka_unit_test(test_url_escape),
-                cmocka_unit_test(test_leases),       cmocka_unit_test(test_migration_7),
+                cmocka_unit_test(test_leases),       cmocka_unit_test(test_migration_9),
         };
         return RUN_TESTS_IN_TMPDIR(tests, dir);
 }

@@ -318,6 +318,24 @@ def violating(run, start, count, step=10 * SEC):
     return history(run, start, count, step, per_cpu={0: {"max_ns": 500 * US}})
 
 
+CULPRIT = "thread stall-x (pid 4242, SCHED_FIFO 50) ran 480 µs of the 500 µs"
+
+
+def with_capture(iv, cpu=0):
+    """The interval with the flight recorder's capture of its CPU's worst wake-up, as rtsoakd
+    sends it: the analysis blames a SCHED_FIFO thread (the raw events stayed on the machine)."""
+    c = next(x for x in iv["cpus"] if x["cpu"] == cpu)
+    thread = {"kind": "thread", "name": "stall-x", "pid": 4242, "irq": None,
+              "policy": "SCHED_FIFO", "priority": 50, "duration_ns": 480 * US}
+    iv["traces"] = [{"raw": None, "analysis": {
+        "cpu": cpu, "time_ns": c["max_time_ns"], "latency_ns": c["max_ns"],
+        "timer_ns": 5 * US, "sched_ns": c["max_ns"] - 10 * US, "return_ns": 5 * US,
+        "timer_seen": True, "switch_seen": True, "marker_seen": True,
+        "lookback_ns": 20 * 1000 * US, "events": 120, "skipped": 0, "culprit": thread,
+        "summary": CULPRIT, "contributors": [dict(thread, count=1)], "others_ns": 0}}]
+    return iv
+
+
 def listing(farm, *args):
     p = farm.cli("notifications", "--json", "--limit", "1000", *args)
     return json.loads(p.stdout)["notifications"]
@@ -410,8 +428,9 @@ def post_problems(f, machines, start):
     """violation (3), unclean_end, load_down and probe_down, one machine each."""
     viol, unc, load, probe = machines
     r = viol.run(1, R1, start_ns=start)
-    r.post(history(r, start, 3) + violating(r, start + 30 * SEC, 3) +
-           history(r, start + 60 * SEC, 4))
+    ivs = history(r, start, 3) + violating(r, start + 30 * SEC, 3)
+    with_capture(ivs[3])
+    r.post(ivs + history(r, start + 60 * SEC, 4))
     r = unc.run(1, R1, start_ns=start)
     r.post(history(r, start, 5), [{"id": 1, "time_ns": start + 60 * SEC, "type": "unclean_end",
                                    "cpu": None, "value": None,
@@ -430,7 +449,8 @@ def post_problems(f, machines, start):
 def test_each_kind_of_problem_is_one_message(c):
     """Violations, an unclean end, a load that did not run and a probe that measured nothing,
     each on its own gating machine, and the verdict that turns failed: exactly one message of
-    each per channel, grouped per machine with the count the verdict has."""
+    each per channel, grouped per machine with the count the verdict has.  The violation the
+    flight recorder captured carries its culprit line into the message and the mail."""
     hook, mb = c.receiver(), Mailbox(c.root)
     f = problem_farm(c, [("lab-hook", hook)], mb)
     ms = [f.enroll(h) for h in ("viol", "unc", "load", "probe")]
@@ -453,6 +473,14 @@ def test_each_kind_of_problem_is_one_message(c):
                f"{k}: machine {p['machine']}, count {p['count']} (the verdict has {counts[k]})")
         expect(len(p["detail"]["items"]) == counts[k] and p["release"] == R1, f"{k}: {p}")
         expect(f"hl_from=" in p["url"] and m.id in p["url"], f"{k}: url {p['url']}")
+    p = hook.got("violation")[0]
+    blamed = [it for it in p["detail"]["items"] if it.get("culprit")]
+    expect(len(blamed) == 1 and blamed[0]["culprit"] == CULPRIT,
+           f"one violation names its culprit: {p['detail']['items']}")
+    expect(f"culprit: {CULPRIT}" in p["text"], f"the culprit line in the text: {p['text']}")
+    mail = mb.mails("violation")[0]
+    expect(f"culprit: {CULPRIT}" in mail.get_body(("plain",)).get_content(),
+           "the culprit line in the mail")
     p = hook.got("verdict")[0]
     expect(p["title"] == f"{R1}: new -> failed" and p["detail"]["to"] == "failed", p["title"])
     expect(p["url"] == f"https://farm.example:8470/kernels/{R1}", p["url"])

@@ -1057,7 +1057,10 @@ static void test_migration_from_3(void **state) {
         kill(server_pid, SIGTERM);
         assert_int_equal(tu_wait(server_pid, 10000), 0);
         server_pid = 0;
-        db_exec(TU_FARM_SCHEMA_7_DOWN TU_FARM_SCHEMA_6_DOWN);
+        db_exec(TU_FARM_SCHEMA_9_DOWN);
+        db_exec(TU_FARM_SCHEMA_8_DOWN);
+        db_exec(TU_FARM_SCHEMA_7_DOWN);
+        db_exec(TU_FARM_SCHEMA_6_DOWN);
         db_exec("DROP INDEX intervals_query; DROP TABLE hist_days;"
                 "ALTER TABLE intervals DROP COLUMN samples;"
                 "ALTER TABLE intervals DROP COLUMN violations;"
@@ -1071,7 +1074,8 @@ static void test_migration_from_3(void **state) {
                                              "--cache-warming", "no",      NULL };
         server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", extra, base_url,
                                      sizeof(base_url));
-        assert_int_equal(db_int("PRAGMA user_version"), 7);
+        db_exec(TU_FARM_SCHEMA_9_DOWN);
+        assert_int_equal(db_int("PRAGMA user_version"), 8);
         struct tu_reply after = http("GET", path, NULL, NULL);
         assert_int_equal(after.status, 200);
         json_t *a = tu_json(before.body), *b = tu_json(after.body);

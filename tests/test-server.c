@@ -576,7 +576,9 @@ static void test_group_commit(void **state) {
         tu_farm_target(dir, "group", db2, sizeof(db2));
         snprintf(log2, sizeof(log2), "%s/group.log", dir);
         enroll(db2, ID_A, NULL, NULL, tok);
-        const char *extra[] = { "--rate=100000", "--burst=100000", NULL };
+        /* All N at once from one address: more than the default per address. */
+        const char *extra[] = { "--rate=100000", "--burst=100000",
+                                "--set=Server.ConnectionsPerAddress=100", NULL };
         pid_t pid = start_server(db2, log2, extra, url, sizeof(url));
         snprintf(auth, sizeof(auth), "Bearer %s", tok);
         snprintf(target, sizeof(target), "%s/api/v1/summaries", url);
@@ -957,10 +959,29 @@ static void test_tls(void **state) {
         assert_int_equal(stop_server(pid), 0);
 }
 
-/* SIGTERM stops the server cleanly, after one log line for every request it answered. */
+/* A trace capture of the run run_id due at t, with raw events. */
+static void add_trace(sql_conn *d, int64_t run_id, int64_t t) {
+        sql_stmt *st = NULL;
+        assert_int_equal(sql_prepare_once(d,
+                                          "INSERT INTO traces (run, seq, cpu, time_ns, latency_ns, "
+                                          "summary, culprit_kind, culprit_name, culprit_pid, "
+                                          "culprit_ns, analysis, raw) SELECT id, 0, 0, ?2, "
+                                          "500000, 'thread x (pid 1) ran 400 µs of the 500 µs', "
+                                          "'thread', 'x', 1, 400000, '{}', ?3 FROM runs WHERE "
+                                          "run_id = ?1",
+                                          &st),
+                         0);
+        sql_bind_int64(st, 1, run_id);
+        sql_bind_int64(st, 2, t);
+        sql_bind_blob(st, 3, "raw", 3);
+        assert_int_equal(sql_step_done(st), 0);
+        assert_int_equal(sql_changes(st), 1);
+        sql_finalize(st);
+}
+
 /* Retention: prune drops the intervals of whole months before the one given (on PostgreSQL
- * their partitions), keeps the day rollups and the runs, and data of a dropped month that
- * arrives afterwards is stored again. */
+ * their partitions), keeps the day rollups and the runs, and the trace captures of those months
+ * without their raw events; data of a dropped month that arrives afterwards is stored again. */
 static void test_retention(void **state) {
         char db2[600], log2[600], url[128], tok[80], auth[128], before[64], dbarg[700];
         tu_farm_target(dir, "retention", db2, sizeof(db2));
@@ -986,6 +1007,8 @@ static void test_retention(void **state) {
         sql_conn *d = tu_farm_open(db2);
         assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 6);
         assert_int_equal(db_int(d, "SELECT count(*) FROM run_days"), 3);
+        add_trace(d, 10, sep15 + 1000);
+        add_trace(d, 12, sep15 + 60 * day + 1000);
         sql_close(d);
 
         /* Before 2026-11-20: September and October go, November stays. */
@@ -999,6 +1022,11 @@ static void test_retention(void **state) {
         assert_int_equal(db_int(d, "SELECT count(*) FROM interval_loads"), 2);
         assert_int_equal(db_int(d, "SELECT count(*) FROM run_days"), 3);
         assert_int_equal(db_int(d, "SELECT count(*) FROM runs"), 3);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM traces"), 2);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM traces WHERE raw IS NOT NULL AND "
+                                   "time_ns > 1793491200000000000"),
+                         1);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM traces WHERE raw IS NOT NULL"), 1);
         if (tu_pg())
                 assert_int_equal(db_int(d, "SELECT count(*) FROM pg_tables WHERE tablename IN "
                                            "('intervals_p202609', 'intervals_p202610', "
@@ -1028,6 +1056,7 @@ static void test_retention(void **state) {
         run_server(none, "prune needs --before TIME", 64);
 }
 
+/* SIGTERM stops the server cleanly, after one log line for every request it answered. */
 static void test_stop_and_request_log(void **state) {
         assert_int_equal(stop_server(server_pid), 0);
         server_pid = 0;

@@ -2,6 +2,7 @@
 /* Unit tests of the farm store's statement API (server/sql.h) on a real database: SQLite, or
  * the PostgreSQL server of pg-run.sh.  The same SQL must give the same answers on both. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -248,6 +249,226 @@ static void test_transactions_and_errors(void **state) {
         sql_finalize(st);
 }
 
+/* Every reader gives the same from a cached statement (on PostgreSQL: results in binary once
+ * its columns are known) as from a statement of its own (results in text). */
+static void assert_same_columns(const char *sql) {
+        sql_stmt *cachedst, *once;
+        assert_int_equal(sql_prepare_text(c, sql, &cachedst), 0);
+        assert_int_equal(sql_prepare_once(c, sql, &once), 0);
+        for (int pass = 0; pass < 2; pass++) {
+                int rows = 0, r;
+                while ((r = sql_step(cachedst)) == SQL_ROW) {
+                        assert_int_equal(sql_step(once), SQL_ROW);
+                        int n = sql_column_count(once);
+                        assert_int_equal(sql_column_count(cachedst), n);
+                        for (int i = 0; i < n; i++) {
+                                bool null = sql_column_null(once, i);
+                                assert_int_equal(sql_column_null(cachedst, i), null);
+                                assert_int_equal(sql_column_int64(cachedst, i),
+                                                 sql_column_int64(once, i));
+                                double a = sql_column_double(cachedst, i),
+                                       b = sql_column_double(once, i);
+                                assert_true(a == b || (a != a && b != b));
+                                const char *ta = sql_column_text(cachedst, i),
+                                           *tb = sql_column_text(once, i);
+                                if (!tb)
+                                        assert_null(ta);
+                                else if (!ta || strcmp(ta, tb) != 0)
+                                        fail_msg("%s: column %d row %d: \"%s\" in one format, "
+                                                 "\"%s\" in the other",
+                                                 sql, i, rows, ta ?: "(null)", tb);
+                                size_t la, lb;
+                                const void *ba = sql_column_blob(cachedst, i, &la),
+                                           *bb = sql_column_blob(once, i, &lb);
+                                assert_int_equal(la, lb);
+                                assert_int_equal(ba == NULL, bb == NULL);
+                                if (la)
+                                        assert_memory_equal(ba, bb, la);
+                        }
+                        rows++;
+                }
+                if (r != SQL_DONE)
+                        fail_msg("%s: %d: %s", sql, r, sql_errmsg(c));
+                assert_int_equal(sql_step(once), SQL_DONE);
+                assert_true(rows > 0);
+                sql_reset(cachedst);
+                sql_reset(once);
+        }
+        sql_finalize(once);
+}
+
+static void test_result_formats(void **state) {
+        static const unsigned char bin[] = { 0, 1, 0xff, 0x5c, 'x', 0 };
+        static const double xs[] = { 0.1,
+                                     1e20,
+                                     100.0,
+                                     -0.0,
+                                     1.5e-5,
+                                     123456789012345.0,
+                                     1234567890123456.0,
+                                     1.0 / 3,
+                                     1e-5,
+                                     0.0001,
+                                     -2.5e-300,
+                                     1.7976931348623157e308 };
+        sql_stmt *st;
+        assert_int_equal(sql_exec(c, "DELETE FROM t"), 0);
+        insert("max", INT64_MAX, bin, sizeof(bin));
+        insert("min", INT64_MIN, "", 0);
+        insert("null", 0, NULL, 0);
+        assert_int_equal(sql_prepare(c, "INSERT INTO t (k, n, x) VALUES (?, ?, ?)", &st), 0);
+        for (size_t i = 0; i < ELEMENTSOF(xs); i++) {
+                char k[16];
+                snprintf(k, sizeof(k), "x%zu", i);
+                sql_bind_text(st, 1, k);
+                sql_bind_int64(st, 2, (int64_t) i * -7);
+                sql_bind_double(st, 3, xs[i]);
+                assert_int_equal(sql_step_done(st), 0);
+        }
+        assert_same_columns("SELECT id, k, n, x, b, n > 0, b IS NULL, x / 4 FROM t ORDER BY id");
+        /* Numeric (PostgreSQL's sums and averages of bigints), integers of other widths. */
+        assert_same_columns(
+                "SELECT sum(n), avg(n), sum(n) / 3, count(*), min(x), max(x), "
+                "sum(CASE WHEN n > 0 THEN 1 ELSE 0 END) FROM t WHERE k <> 'max' AND k <> 'min'");
+        assert_same_columns("SELECT sum(n), avg(x), CAST(7 AS SMALLINT), CAST(-8 AS INTEGER), "
+                            "k FROM t WHERE k = 'x1' OR k = 'x2' GROUP BY k ORDER BY k");
+        /* A column of a type not read in binary (PostgreSQL: real, float4) keeps the statement
+         * in text: never raw binary. */
+        assert_int_equal(sql_prepare(c, "SELECT CAST(x AS REAL), n FROM t WHERE k = 'x0'", &st), 0);
+        assert_int_equal(sql_step(st), SQL_ROW);
+        assert_string_equal(sql_column_text(st, 0), "0.1");
+        assert_true(fabs(sql_column_double(st, 0) - 0.1) < 1e-7);
+        assert_int_equal(sql_column_int64(st, 1), 0);
+        sql_reset(st);
+        assert_same_columns("SELECT CAST(x AS REAL), n FROM t WHERE k IN ('x0', 'x1', 'x2', 'x4') "
+                            "ORDER BY id");
+}
+
+/* In a pipelined transaction: a new key, then one stored already, whose failure shows at its
+ * step or at the next step of then (the commit when NULL). */
+static void pipeline_failure(sql_stmt *ins, sql_stmt *then, const char *fresh) {
+        char sql[128];
+        assert_int_equal(sql_begin(c, SQL_TXN_PIPELINE), 0);
+        sql_bind_text(ins, 1, fresh);
+        assert_int_equal(sql_step_done(ins), 0);
+        sql_bind_text(ins, 1, "p1");
+        int r = sql_step_done(ins);
+        if (r == 0)
+                r = then ? sql_step(then) : sql_commit(c);
+        assert_int_equal(r, -EEXIST);
+        assert_non_null(strstr(sql_errmsg(c), "t_k_key") ?: strstr(sql_errmsg(c), "t.k"));
+        if (then)
+                sql_reset(then);
+        sql_rollback(c);
+        assert_false(sql_in_txn(c));
+        snprintf(sql, sizeof(sql), "SELECT count(*) FROM t WHERE k = '%s'", fresh);
+        assert_int_equal(tu_farm_int(target, sql), 0);
+}
+
+/* A pipelined transaction: statements without rows may be answered later, at the next
+ * statement with rows or the commit; what it did is committed whole or not at all. */
+static void test_pipeline(void **state) {
+        sql_stmt *ins, *up, *cnt;
+        assert_int_equal(sql_exec(c, "DELETE FROM t"), 0);
+        assert_int_equal(sql_prepare(c, "INSERT INTO t (k, n) VALUES (?, ?)", &ins), 0);
+        assert_int_equal(sql_prepare(c, "UPDATE t SET n = n + 1 WHERE n >= ?", &up), 0);
+        assert_int_equal(sql_prepare(c, "SELECT count(*), sum(n) FROM t", &cnt), 0);
+
+        /* More statements than are ever left unanswered at once. */
+        assert_int_equal(sql_begin(c, SQL_TXN_PIPELINE), 0);
+        assert_true(sql_in_txn(c));
+        for (int i = 0; i < 300; i++) {
+                char k[16];
+                snprintf(k, sizeof(k), "p%d", i);
+                sql_bind_text(ins, 1, k);
+                sql_bind_int64(ins, 2, i);
+                assert_int_equal(sql_step_done(ins), 0);
+        }
+        sql_bind_int64(up, 1, 100);
+        assert_int_equal(sql_step_done(up), 0);
+        assert_int_equal(sql_changes(up), 200);
+        assert_int_equal(sql_step(cnt), SQL_ROW);
+        assert_int_equal(sql_column_int64(cnt, 0), 300);
+        assert_int_equal(sql_column_int64(cnt, 1), 299 * 300 / 2 + 200);
+        sql_reset(cnt);
+        /* One statement of sql_exec() is sent ahead too; several in one string end the
+         * pipelining, not the transaction. */
+        assert_int_equal(sql_exec(c, "SAVEPOINT s1"), 0);
+        sql_bind_text(ins, 1, "in s1");
+        assert_int_equal(sql_step_done(ins), 0);
+        assert_int_equal(sql_exec(c, "RELEASE s1"), 0);
+        assert_int_equal(sql_exec(c, "SAVEPOINT s; RELEASE s"), 0);
+        sql_bind_text(ins, 1, "after");
+        assert_int_equal(sql_step_done(ins), 0);
+        assert_int_equal(sql_commit(c), 0);
+        assert_false(sql_in_txn(c));
+        assert_int_equal(tu_farm_int(target, "SELECT count(*) FROM t"), 302);
+
+        /* A constraint that fails: -EEXIST at its step, or at the next statement with rows
+         * or the commit, with its message; rolled back, nothing of the transaction stored. */
+        pipeline_failure(ins, cnt, "new");
+        pipeline_failure(ins, NULL, "new2");
+
+        /* And the connection is as good as before. */
+        assert_int_equal(sql_step(cnt), SQL_ROW);
+        assert_int_equal(sql_column_int64(cnt, 0), 302);
+        sql_reset(cnt);
+        assert_int_equal(sql_begin(c, SQL_TXN_PIPELINE), 0);
+        sql_bind_text(ins, 1, "last");
+        assert_int_equal(sql_step_done(ins), 0);
+        assert_int_equal(sql_commit(c), 0);
+        assert_int_equal(tu_farm_int(target, "SELECT count(*) FROM t"), 303);
+}
+
+/* PostgreSQL: the connection lost in the middle of a pipelined transaction (its server process
+ * ended): -EBUSY where the loss shows, nothing of it stored, and the next transaction on the same
+ * connection works again. */
+static void test_pipeline_lost_connection(void **state) {
+        sql_stmt *ins, *pid, *kill;
+        if (sql_dialect(c) != SQL_PG)
+                skip();
+        assert_int_equal(sql_exec(c, "DELETE FROM t"), 0);
+        assert_int_equal(sql_prepare(c, "INSERT INTO t (k, n) VALUES (?, ?)", &ins), 0);
+        assert_int_equal(sql_prepare(c, "SELECT pg_backend_pid()", &pid), 0);
+        assert_int_equal(sql_step(pid), SQL_ROW);
+        int64_t backend = sql_column_int64(pid, 0);
+        sql_reset(pid);
+
+        assert_int_equal(sql_begin(c, SQL_TXN_PIPELINE), 0);
+        sql_bind_text(ins, 1, "lost1");
+        assert_int_equal(sql_step_done(ins), 0);
+        sql_conn *other = tu_farm_open(target);
+        assert_int_equal(
+                sql_prepare(other, "SELECT pg_terminate_backend(CAST(? AS INTEGER))", &kill), 0);
+        sql_bind_int64(kill, 1, backend);
+        assert_int_equal(sql_step(kill), SQL_ROW);
+        sql_reset(kill);
+        sql_close(other);
+        char gone[128];
+        snprintf(gone, sizeof(gone), "SELECT count(*) FROM pg_stat_activity WHERE pid = %lld",
+                 (long long) backend);
+        for (int i = 0; i < 600 && tu_farm_int(target, gone) > 0; i++)
+                usleep(50 * 1000); /* until its server process has ended */
+        sql_bind_text(ins, 1, "lost2");
+        int r = sql_step_done(ins);
+        if (r == 0)
+                r = sql_commit(c);
+        assert_int_equal(r, -EBUSY);
+        sql_rollback(c);
+        assert_false(sql_in_txn(c));
+        assert_int_equal(tu_farm_int(target, "SELECT count(*) FROM t"), 0);
+
+        /* Opened again between transactions, statements prepared again. */
+        assert_int_equal(sql_begin(c, SQL_TXN_PIPELINE), 0);
+        sql_bind_text(ins, 1, "again");
+        assert_int_equal(sql_step_done(ins), 0);
+        assert_int_equal(sql_commit(c), 0);
+        assert_int_equal(sql_step(pid), SQL_ROW);
+        assert_true(sql_column_int64(pid, 0) != backend);
+        sql_reset(pid);
+        assert_int_equal(tu_farm_int(target, "SELECT count(*) FROM t"), 1);
+}
+
 /* A bulk copy stores every value as given (text with the copy's separators in it, blobs with
  * zeros and backslashes, NULLs); one that fails stores nothing. */
 static void test_copy(void **state) {
@@ -319,6 +540,9 @@ int main(void) {
                 cmocka_unit_test(test_dialect_functions),
                 cmocka_unit_test(test_upsert_changes_and_rerun),
                 cmocka_unit_test(test_transactions_and_errors),
+                cmocka_unit_test(test_result_formats),
+                cmocka_unit_test(test_pipeline),
+                cmocka_unit_test(test_pipeline_lost_connection),
                 cmocka_unit_test(test_copy),
                 cmocka_unit_test(test_target_shown),
         };

@@ -11,6 +11,7 @@
 #include "macro.h"
 #include "store.h"
 #include "summary.h"
+#include "trace-analysis.h"
 
 static char dir[] = "/tmp/test-store-XXXXXX";
 
@@ -486,7 +487,8 @@ static void test_migration_from_v1(void **state) {
                "DROP TABLE interval_load_metrics; DROP TABLE interval_loads; "
                "DROP INDEX intervals_scenario; DROP INDEX events_interval; "
                "ALTER TABLE runs DROP COLUMN boot_ns; ALTER TABLE runs DROP COLUMN release; "
-               "ALTER TABLE events DROP COLUMN details; PRAGMA user_version = 1;");
+               "ALTER TABLE events DROP COLUMN details; DROP TABLE traces; "
+               "ALTER TABLE runs DROP COLUMN trace; PRAGMA user_version = 1;");
         assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
         store_close(s);
         sqlite3 *db;
@@ -611,9 +613,10 @@ static void test_release_and_cpu_spans(void **state) {
         assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
         assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
         store_close(s);
-        sql(p, "ALTER TABLE runs DROP COLUMN release; PRAGMA user_version = 4;");
+        sql(p, "ALTER TABLE runs DROP COLUMN release; DROP TABLE traces; "
+               "ALTER TABLE runs DROP COLUMN trace; PRAGMA user_version = 4;");
         assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
-        assert_int_equal(query1(p, "PRAGMA user_version"), 5);
+        assert_int_equal(query1(p, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
         assert_int_equal(store_get_run(s, run, &r), 0);
         assert_null(r.release);
         store_run_done(&r);
@@ -711,6 +714,157 @@ static long long query1(const char *path, const char *statement) {
         sqlite3_finalize(st);
         sqlite3_close(db);
         return v;
+}
+
+/* A capture's analysis as rtsoakd makes it (common/trace-json.c). */
+static char *analysis_text(int cpu, int64_t t, uint64_t lat_ns, const char *culprit) {
+        struct trace_analysis a = { .cpu = cpu,
+                                    .time_ns = t,
+                                    .latency_ns = lat_ns,
+                                    .timer_ns = 1000,
+                                    .sched_ns = lat_ns - 2000,
+                                    .return_ns = 1000,
+                                    .timer_seen = true,
+                                    .switch_seen = true,
+                                    .marker_seen = true,
+                                    .nevents = 3,
+                                    .ncontribs = 1 };
+        a.contribs[0] = (struct trace_contrib){ .kind = TRACE_CULPRIT_THREAD,
+                                                .pid = 211,
+                                                .irq = -1,
+                                                .priority = 50,
+                                                .duration_ns = lat_ns - 3000,
+                                                .count = 1 };
+        snprintf(a.contribs[0].name, sizeof(a.contribs[0].name), "%s", culprit);
+        snprintf(a.contribs[0].policy, sizeof(a.contribs[0].policy), "SCHED_FIFO");
+        trace_analysis_summarize(&a);
+        json_t *j = trace_analysis_to_json(&a);
+        char *text = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        return text;
+}
+
+/* Trace captures: stored with their interval, listed and read back (the raw events too),
+ * counted, uploaded with the interval within the summary's budget for raw events, refused
+ * when damaged, and deleted with their interval by retention. */
+static void test_traces(void **state) {
+        store *s = NULL, *up = NULL;
+        char err[STORE_ERROR_MAX];
+        int64_t run;
+        uint64_t *c0 = calloc(hist_nbuckets(1000), sizeof(uint64_t));
+        const int64_t minute = 60000000000LL, t0 = 1796300000000000000LL;
+        const char *p = db_path("traces.db");
+        static uint8_t raw[2][700 << 10]; /* two raw blobs of 700 KiB: 1.4 MiB */
+        (void) state;
+
+        assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
+        assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
+        assert_int_equal(store_set_run_trace(s, run, "{\"state\":\"on\",\"timerlat\":false}"), 0);
+        store_set_outbox(s, true);
+        memset(raw[0], 'a', sizeof(raw[0]));
+        memset(raw[1], 'b', sizeof(raw[1]));
+        for (int i = 0; i < 6; i++) {
+                struct store_cpu_interval row;
+                make_row(&row, c0, 1, t0 + i * minute, 1000, 7000);
+                _cleanup_free_ char *a0 = analysis_text(1, t0 + i * minute + 5, 480000,
+                                                        "kworker/1:2");
+                _cleanup_free_ char *a1 = analysis_text(1, t0 + i * minute + 9, 900000, "dd");
+                struct store_trace tr[2] = {
+                        { 1, t0 + i * minute + 5, 480000, a0, raw[0], sizeof(raw[0]), 1000, 0 },
+                        { 1, t0 + i * minute + 9, 900000, a1, raw[1], sizeof(raw[1]), 2000, 5 },
+                };
+                struct store_interval iv = { .run_id = run,
+                                             .seq = (uint64_t) i,
+                                             .start_ns = t0 + i * minute,
+                                             .length_ns = minute,
+                                             .cpus = &row,
+                                             .ncpus = 1,
+                                             .traces = tr,
+                                             .ntraces = 2 };
+                assert_int_equal(store_write_interval(s, &iv), 0);
+        }
+        /* A damaged analysis is refused, with the interval: nothing half-stored. */
+        struct store_cpu_interval row;
+        make_row(&row, c0, 1, t0 + 6 * minute, 1000, 7000);
+        struct store_trace bad = { 1, t0 + 6 * minute, 5, "{\"cpu\":1}", NULL, 0, 0, 0 };
+        struct store_interval biv = { .run_id = run,
+                                      .seq = 6,
+                                      .start_ns = t0 + 6 * minute,
+                                      .length_ns = minute,
+                                      .cpus = &row,
+                                      .ncpus = 1,
+                                      .traces = &bad,
+                                      .ntraces = 1 };
+        assert_int_equal(store_write_interval(s, &biv), -EBADMSG);
+        assert_non_null(strstr(store_error(s), "a trace analysis is damaged: time_ns: missing"));
+        assert_int_equal(query1(p, "SELECT count(*) FROM intervals"), 6);
+
+        /* Listed (the newest limit, oldest first), read back. */
+        struct store_filter f = STORE_FILTER_ALL;
+        struct store_trace_row *rows;
+        size_t n;
+        assert_int_equal(store_list_traces(s, &f, 3, &rows, &n), 0);
+        assert_int_equal(n, 3);
+        assert_int_equal(rows[0].time_ns, t0 + 4 * minute + 9);
+        assert_int_equal(rows[2].time_ns, t0 + 5 * minute + 9);
+        assert_int_equal(rows[2].seq, 5);
+        assert_string_equal(rows[2].culprit_kind, "thread");
+        assert_string_equal(rows[2].culprit_name, "dd");
+        assert_int_equal(rows[2].culprit_pid, 211);
+        assert_string_equal(rows[2].summary,
+                            "thread dd (pid 211, SCHED_FIFO 50) ran 897 µs of the 900 µs");
+        assert_null(rows[2].raw);
+        int64_t id = rows[2].id;
+        store_traces_free(rows, n);
+        f.cpu = 0;
+        assert_int_equal(store_list_traces(s, &f, 0, &rows, &n), 0);
+        assert_int_equal(n, 0);
+        store_traces_free(rows, n);
+        struct store_trace_row one;
+        assert_int_equal(store_get_trace(s, id, true, &one), 0);
+        assert_int_equal(one.raw_len, sizeof(raw[1]));
+        assert_int_equal(one.raw[0], 'b');
+        assert_int_equal(one.raw_events, 2000);
+        assert_int_equal(one.raw_dropped, 5);
+        store_trace_row_done(&one);
+        assert_int_equal(store_get_trace(s, 999, false, &one), -ENOENT);
+        struct store_trace_totals tt;
+        assert_int_equal(store_trace_totals(s, run, &tt), 0);
+        assert_int_equal(tt.captures, 12);
+        _cleanup_free_ char *rt = NULL;
+        assert_int_equal(store_get_run_trace(s, run, &rt), 0);
+        assert_string_equal(rt, "{\"state\":\"on\",\"timerlat\":false}");
+
+        /* The upload: every capture with its interval, the raw events while the summary's
+         * budget (3 MiB) lasts: 4 of the 12 blobs of 700 KiB. */
+        assert_int_equal(store_open(p, STORE_UPLOADER, &up, err), 0);
+        struct store_outbox_row *ob;
+        assert_int_equal(store_outbox_next(up, 10, &ob, &n), 0);
+        assert_int_equal(n, 6);
+        struct summary sum = {};
+        assert_int_equal(store_outbox_summary(up, ob, n, &sum), 0);
+        size_t with_raw = 0;
+        for (size_t i = 0; i < sum.nintervals; i++) {
+                assert_int_equal(sum.intervals[i].ntraces, 2);
+                for (size_t k = 0; k < 2; k++)
+                        with_raw += sum.intervals[i].traces[k].raw != NULL;
+                assert_string_equal(sum.intervals[i].traces[1].analysis->culprit.name, "dd");
+        }
+        assert_int_equal(with_raw, 4);
+        summary_done(&sum);
+        free(ob);
+        store_close(up);
+
+        /* Retention takes them with their interval. */
+        sql(p, "UPDATE outbox SET state = 'sent'");
+        struct store_prune_result res = {};
+        while (store_prune(s, t0 + 3 * minute, 100, 0, &res) > 0)
+                ;
+        assert_int_equal(res.intervals, 3);
+        assert_int_equal(query1(p, "SELECT count(*) FROM traces"), 6);
+        assert_int_equal(query1(p, "SELECT min(time_ns) FROM traces") - t0, 3 * minute + 5);
+        store_close(s);
+        free(c0);
 }
 
 /* Retention deletes old intervals with everything that hangs on them, and old events, in
@@ -825,6 +979,7 @@ int main(void) {
                 cmocka_unit_test(test_migration_from_v1),
                 cmocka_unit_test(test_outbox),
                 cmocka_unit_test(test_release_and_cpu_spans),
+                cmocka_unit_test(test_traces),
                 cmocka_unit_test(test_retention),
                 cmocka_unit_test(test_vacuum_conversion),
         };

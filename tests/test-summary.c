@@ -24,7 +24,7 @@ static void make(struct summary *s) {
         s->run.boot_id = strdup("fedcba9876543210fedcba9876543210");
         s->run.kernel_release = strdup("6.6.15-rt22");
         s->run.kernel_version = strdup("#1 SMP PREEMPT_RT Tue");
-        s->run.kernel_cmdline = strdup("isolcpus=2-3 quiet\tnohz_full=2-3");
+        s->run.kernel_cmdline = strdup("isolcpus=2-3 quiet nohz_full=2-3 \"x=\\\"q\\\"\"");
         s->run.preempt_model = strdup("PREEMPT_RT");
         s->run.daemon_version = strdup("0.1.0");
         s->run.config_digest =
@@ -278,7 +278,7 @@ static void test_refusals_name_the_field(void **state) {
                 "schema: unsupported version (this side understands rtsoak.summary/1)");
         refused("{\"schema\"", "{\"extra\":1,\"schema\"", "extra: unknown field");
         refused("\"cpus\":8", "\"cpus\":\"8\"", "machine.cpus: not an integer");
-        refused("\"cpus\":8", "\"cpus\":0", "machine.cpus: 0 is out of range (1 to 8192)");
+        refused("\"cpus\":8", "\"cpus\":0", "machine.cpus: 0 is out of range (1 to 1024)");
         refused("\"id\":\"0123456789abcdef0123456789abcdef\"",
                 "\"id\":\"0123456789ABCDEF0123456789abcdef\"",
                 "machine.id: not lowercase hexadecimal");
@@ -312,7 +312,7 @@ static void test_refusals_name_the_field(void **state) {
                 "intervals[0].start_ns: 5 is out of range");
         refused("\"message\":\"\"", "\"message\":\"a\\u0000b\"", "\\u0000 is not allowed");
         refused("\"message\":\"\"", "\"message\":\"\\u0007\"",
-                "events[0].message: contains a control character");
+                "events[0].message: a control character U+0007 at byte 0");
         refused("\"details\":{\"boot_id\":\"ab\",\"last_interval\":{\"seq\":3,\"cpus\":[{"
                 "\"cpu\":0,\"max_ns\":9000}]},\"kernel\":{\"pstore\":\"empty\"}}",
                 "\"details\":\"text\"", "events[1].details: not an object");
@@ -391,6 +391,157 @@ static void test_documented_example(void **state) {
         assert_int_equal(s.intervals[0].cpus[1].span_length_ns, 10000000000);
         summary_done(&s);
         refused("\"events\":[", "\"events\":{", "malformed JSON");
+}
+
+/* Text that would forge a terminal line, colour it or reorder it is refused where it enters:
+ * escape sequences, carriage returns, C1 controls, bidirectional overrides. */
+static void test_control_and_bidi_refused(void **state) {
+        refused("\"hostname\":\"rt-lab-07\"", "\"hostname\":\"lab\\u001b[31mred\"",
+                "machine.hostname: a control character U+001B at byte 3");
+        refused("\"hostname\":\"rt-lab-07\"", "\"hostname\":\"lab\\r\\nqualified\"",
+                "machine.hostname: a control character U+000D at byte 3");
+        refused("\"hostname\":\"rt-lab-07\"", "\"hostname\":\"lab\\nx\"",
+                "machine.hostname: a control character U+000A");
+        refused("\"kernel_release\":\"6.6.15-rt22\"", "\"kernel_release\":\"6.6\\u202e22tr\"",
+                "run.kernel_release: a bidirectional formatting character U+202E at byte 3");
+        refused("\"kernel_release\":\"6.6.15-rt22\"", "\"kernel_release\":\"6.6\\u2066x\"",
+                "run.kernel_release: a bidirectional formatting character U+2066");
+        refused("\"kernel_version\":\"", "\"kernel_version\":\"\\u0085", /* C1 NEL */
+                "run.kernel_version: a control character U+0085 at byte 0");
+        refused("\"preempt_model\":\"PREEMPT_RT\"", "\"preempt_model\":\"PREEMPT\\u007f\"",
+                "run.preempt_model: a control character U+007F");
+        refused("\"kernel_cmdline\":\"", "\"kernel_cmdline\":\"\\t",
+                "run.kernel_cmdline: a control character U+0009");
+        refused("\"message\":\"\"", "\"message\":\"ok\\u200fko\"",
+                "events[0].message: a bidirectional formatting character U+200F at byte 2");
+        refused("\"unit\":\"MiB/s\"", "\"unit\":\"MiB\\u0007\"",
+                "intervals[0].loads[0].metrics[0].unit: a control character U+0007");
+}
+
+/* The limits: CPUs, scenarios, and samples consistent with the interval and the probe period
+ * (an upload of INT64_MAX samples made every merge after it overflow). */
+static void test_limits(void **state) {
+        refused("\"cpus\":8", "\"cpus\":1025", "machine.cpus: 1025 is out of range (1 to 1024)");
+        refused("\"cpu\":5", "\"cpu\":8192", "intervals[0].cpus[1].cpu: 8192 is out of range");
+        /* 60 s at 1 ms is 60,000 periods: 240,016 samples may be, not more. */
+        refused("\"probe_interval_ns\":200000", "\"probe_interval_ns\":1000000",
+                "intervals[0].cpus[0].samples: 299003 is more than 4 per probe period (1000000 "
+                "ns) of the interval's 60000000000 ns");
+        refused("\"missed\":1", "\"missed\":864000001",
+                "intervals[0].cpus[0].missed: more periods than two days hold");
+
+        /* 1025 CPUs in an interval, and 65 scenarios in a summary. */
+        struct summary a;
+        char *text, err[SUMMARY_ERROR_MAX];
+        make(&a);
+        struct summary_interval *iv = &a.intervals[0];
+        iv->cpus = realloc(iv->cpus, (SUMMARY_MAX_CPUS + 1) * sizeof(*iv->cpus));
+        for (size_t c = 2; c <= SUMMARY_MAX_CPUS; c++) {
+                iv->cpus[c] = iv->cpus[1];
+                iv->cpus[c].cpu = (uint32_t) (c * 5);
+                iv->cpus[c].hist = malloc(iv->cpus[1].hist_len);
+                memcpy(iv->cpus[c].hist, iv->cpus[1].hist, iv->cpus[1].hist_len);
+        }
+        iv->ncpus = SUMMARY_MAX_CPUS + 1;
+        assert_int_equal(summary_encode(&a, &text, NULL), 0);
+        struct summary b;
+        assert_int_equal(summary_decode(text, strlen(text), &b, err), -EBADMSG);
+        assert_string_equal(err, "intervals[0].cpus: 1025 entries, at most 1024 allowed");
+        free(text);
+        summary_done(&a);
+
+        make(&a);
+        a.intervals = realloc(a.intervals, (SUMMARY_MAX_SCENARIOS + 1) * sizeof(*a.intervals));
+        for (size_t i = 1; i <= SUMMARY_MAX_SCENARIOS; i++) {
+                struct summary_interval *x = &a.intervals[i];
+                if (i > 1)
+                        *x = (struct summary_interval){ .ncpus = 1 };
+                free(x->scenario);
+                assert_true(asprintf(&x->scenario, "s%zu", i) > 0);
+                x->seq = 17 + i;
+                x->start_ns = T0 + (int64_t) i * 60000000000;
+                x->length_ns = 60000000000;
+                if (i > 1) {
+                        x->cpus = calloc(1, sizeof(*x->cpus));
+                        x->cpus[0] = a.intervals[0].cpus[0];
+                        x->cpus[0].hist = malloc(x->cpus[0].hist_len);
+                        memcpy(x->cpus[0].hist, a.intervals[0].cpus[0].hist, x->cpus[0].hist_len);
+                        x->cpus[0].max_time_ns = x->start_ns;
+                }
+        }
+        a.nintervals = SUMMARY_MAX_SCENARIOS + 1;
+        assert_int_equal(summary_encode(&a, &text, NULL), 0);
+        assert_int_equal(summary_decode(text, strlen(text), &b, err), -EBADMSG);
+        assert_string_equal(err, "intervals[64].scenario: more than 64 different scenarios in "
+                                 "the summary");
+        free(text);
+        summary_done(&a);
+}
+
+/* What a big real machine sends passes: 256 CPUs probed at 1 kHz for a day-long interval, with
+ * HistogramLimit=100ms and a wide spread of latencies (a kernel that is not real-time under
+ * load), within the server's default body limit. */
+static void test_big_real_machine_passes(void **state) {
+        enum { CPUS = 256 };
+        const uint32_t limit = 100000;
+        const uint64_t samples = 86400 * 1000;
+        struct summary a, b;
+        char *text, err[SUMMARY_ERROR_MAX];
+        struct hist h;
+        make(&a);
+        a.machine.cpus = CPUS;
+        a.run.probe_interval_ns = 1000000;
+        a.run.interval_ns = 86400 * NSEC_PER_SEC;
+        for (size_t c = 0; c < a.intervals[1].ncpus; c++)
+                free(a.intervals[1].cpus[c].hist);
+        free(a.intervals[1].cpus);
+        a.nintervals = 1;
+        struct summary_interval *iv = &a.intervals[0];
+        iv->length_ns = 86400 * NSEC_PER_SEC;
+        for (size_t c = 0; c < iv->ncpus; c++)
+                free(iv->cpus[c].hist);
+        iv->cpus = realloc(iv->cpus, CPUS * sizeof(*iv->cpus));
+        iv->ncpus = CPUS;
+        assert_int_equal(hist_init(&h, limit), 0);
+        for (size_t c = 0; c < CPUS; c++) {
+                /* Most samples at 3-80 us, a tail of one sample per bucket up to 20 ms, and a
+                 * few beyond the exact range; different per CPU. */
+                hist_reset(&h);
+                uint64_t left = samples, n;
+                for (uint32_t us = 80; us < 20000; us += 1 + (uint32_t) (c % 3)) {
+                        h.counts[us]++;
+                        left--;
+                }
+                h.counts[hist_index(limit, 150 * NSEC_PER_MSEC + c)] += 2;
+                left -= 2;
+                for (uint32_t us = 3; us < 80; us++) {
+                        n = us == 79 ? left : left / 10;
+                        h.counts[us] += n;
+                        left -= n;
+                }
+                struct summary_cpu *x = &iv->cpus[c];
+                *x = (struct summary_cpu){ .cpu = (uint32_t) c,
+                                           .samples = samples,
+                                           .min_ns = 3000,
+                                           .avg_ns = 9000,
+                                           .max_ns = 150 * NSEC_PER_MSEC + c,
+                                           .max_time_ns = iv->start_ns + 1000,
+                                           .violations = 40000,
+                                           .missed = 300,
+                                           .hist_limit_us = limit };
+                assert_int_equal(hist_encode(limit, h.counts, &x->hist, &x->hist_len), 0);
+        }
+        hist_done(&h);
+        size_t len;
+        assert_int_equal(summary_encode(&a, &text, &len), 0);
+        assert_true(len < 16 << 20);
+        if (summary_decode(text, len, &b, err) != 0)
+                fail_msg("%s", err);
+        assert_int_equal(b.intervals[0].ncpus, CPUS);
+        print_message("# a day of 256 CPUs at 1 kHz, 100 ms limit: %zu bytes\n", len);
+        summary_done(&b);
+        free(text);
+        summary_done(&a);
 }
 
 /* Details up to the limit pass; one byte more is refused, naming the size. */
@@ -477,6 +628,9 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_roundtrip_every_field),
                 cmocka_unit_test(test_refusals_name_the_field),
+                cmocka_unit_test(test_control_and_bidi_refused),
+                cmocka_unit_test(test_limits),
+                cmocka_unit_test(test_big_real_machine_passes),
                 cmocka_unit_test(test_optional_fields_absent),
                 cmocka_unit_test(test_release_names),
                 cmocka_unit_test(test_refusals_of_optional_fields),

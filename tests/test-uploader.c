@@ -43,6 +43,13 @@ static void test_retry_after(void **state) {
         /* An HTTP date 90 s after now, and one in the past. */
         assert_int_equal(http_parse_retry_after("Thu, 03 Dec 2026 12:14:50 GMT", now), 90 * S);
         assert_int_equal(http_parse_retry_after("Thu, 03 Dec 2026 12:00:00 GMT", now), 0);
+        /* A date in year 9999 (its nanoseconds do not fit 64 bits) is "a day", without a
+         * signed overflow (UBSan stops this test on the code before the fix); and a clock
+         * far off in either direction does not wrap the difference. */
+        assert_int_equal(http_parse_retry_after("Fri, 31 Dec 9999 23:59:59 GMT", now), 86400 * S);
+        assert_int_equal(http_parse_retry_after("Thu, 03 Dec 2026 12:14:50 GMT", INT64_MIN),
+                         86400 * S);
+        assert_int_equal(http_parse_retry_after("Thu, 03 Dec 2026 12:14:50 GMT", INT64_MAX), 0);
 }
 
 /* The reply as libcurl hands it over in pieces: the body cut at its size, the header, the
@@ -65,12 +72,18 @@ static void test_reply(void **state) {
         char json[] = "{\"error\": \"intervals[2].cpus: \\u0007 no\"}";
         http_reply_on_body(json, 1, strlen(json), &r);
         http_reply_message(&r, 400, msg, sizeof(msg));
-        assert_string_equal(msg, "HTTP 400: intervals[2].cpus:   no");
+        assert_string_equal(msg, "HTTP 400: intervals[2].cpus: \\x07 no");
         http_reply_reset(&r);
-        char text[] = "Bad Gateway\n";
+        char text[] = "Bad Gateway\r\n";
         http_reply_on_body(text, 1, strlen(text), &r);
         http_reply_message(&r, 502, msg, sizeof(msg));
-        assert_string_equal(msg, "HTTP 502: Bad Gateway ");
+        assert_string_equal(msg, "HTTP 502: Bad Gateway");
+        /* What would colour a terminal, forge a line or turn words around shows as escapes. */
+        http_reply_reset(&r);
+        char evil[] = "{\"error\": \"\\u001b[31mok\\nHTTP 200: \\u202edelrots\"}";
+        http_reply_on_body(evil, 1, strlen(evil), &r);
+        http_reply_message(&r, 400, msg, sizeof(msg));
+        assert_string_equal(msg, "HTTP 400: \\e[31mok\\nHTTP 200: \\u202edelrots");
         http_reply_reset(&r);
         http_reply_message(&r, 503, msg, sizeof(msg));
         assert_string_equal(msg, "HTTP 503: (no message)");

@@ -63,6 +63,9 @@ void tu_daemon_argv(char **argv, char *set_db, const char *const *extra) {
         /* Not the machine's own pstore flight record (a test that wants one sets its own). */
         argv[n++] = "--set";
         argv[n++] = "Forensics.FlightRecorder=\"\"";
+        /* No trace flight recorder either: tests/test-trace.c turns it on. */
+        argv[n++] = "--set";
+        argv[n++] = "Trace.Enabled=no";
         static char helper[4200];
         const char *load = getenv("RTSOAK_LOAD");
         if (load) {

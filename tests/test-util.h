@@ -32,7 +32,8 @@ pid_t tu_spawn(char *const argv[], const char *out_path, const char *err_path);
 int tu_wait(pid_t pid, int timeout_ms);
 
 /* argv for rtsoakd with no configuration file, the given "Storage.Path=..." assignment,
- * 1 s intervals, no load (Schedule.Rotation=idle 1h) run by the build's rtsoak-load, the
+ * 1 s intervals, no load (Schedule.Rotation=idle 1h) run by the build's rtsoak-load, no trace
+ * flight recorder, the
  * sanitizer build's extra setting (RTSOAKD_TEST_SET) and then extra (NULL-terminated).
  * argv must hold 48 entries. */
 void tu_daemon_argv(char **argv, char *set_db, const char *const *extra);
@@ -92,15 +93,20 @@ double tu_load_rate(json_t *j, const char *metric);
 /* The "count" of the named metric. */
 uint64_t tu_load_count(json_t *j, const char *metric);
 
-/* Takes a farm database of schema 7 back to schema 6 (no notifications), and one of schema 6
- * back to schema 5, as the releases before left them: for the migration tests.  _PG: the
- * same on PostgreSQL, whose schema begins at 6. */
-#define TU_FARM_SCHEMA_7_DROPS                                                                  \
+/* Take a farm database of schema 9 back to 8 (before the notifications), 8 back to 7 (before
+ * the trace captures), 7 back to 6 (before the read tokens) and 6 back to 5, as the releases
+ * before left them: for the migration tests, applied in turn. */
+#define TU_FARM_SCHEMA_9_DROPS                                                                  \
         "DROP TABLE notification_deliveries; DROP TABLE notifications; DROP TABLE notify_seen;" \
         "DROP TABLE notify_state;"
-#define TU_FARM_SCHEMA_7_DOWN TU_FARM_SCHEMA_7_DROPS "PRAGMA user_version = 6;"
-#define TU_FARM_SCHEMA_7_DOWN_PG \
-        TU_FARM_SCHEMA_7_DROPS "UPDATE farm_meta SET value = '6' WHERE key = 'schema_version';"
+#define TU_FARM_SCHEMA_9_DOWN TU_FARM_SCHEMA_9_DROPS "PRAGMA user_version = 8;"
+#define TU_FARM_SCHEMA_8_DOWN "DROP TABLE traces; PRAGMA user_version = 7;"
+/* The same on PostgreSQL, whose schema began at version 6. */
+#define TU_FARM_PG_SCHEMA_9_DOWN \
+        TU_FARM_SCHEMA_9_DROPS "UPDATE farm_meta SET value = '8' WHERE key = 'schema_version';"
+#define TU_FARM_PG_SCHEMA_8_DOWN \
+        "DROP TABLE traces; UPDATE farm_meta SET value = '7' WHERE key = 'schema_version';"
+#define TU_FARM_SCHEMA_7_DOWN "DROP TABLE readers; PRAGMA user_version = 6;"
 #define TU_FARM_SCHEMA_6_DOWN                                                                    \
         "DROP INDEX runs_release; DROP INDEX runs_machine_end; DROP INDEX events_run_received;"  \
         "DROP TABLE overlaps; DROP TABLE machine_settings; DROP TABLE maintenance;"              \

@@ -2,7 +2,7 @@
 /* The verdict engine against a farm database of its own, without HTTP: histories stored
  * through the real ingest path (farm_store_summary), then judged; one or more hostile
  * histories per invariant of docs/verdict.md, with controls that must not fail, the rollups
- * against the intervals read one by one, and the migration of a farm of schema 5. */
+ * against the intervals read one by one, and the migrations of farms of schema 5 and 6. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +20,7 @@
 #include "test-farmdb.h"
 #include "test-util.h"
 #include "tests.h"
+#include "trace-analysis.h"
 
 #define SEC INT64_C(1000000000)
 #define MIN_NS (60 * SEC)
@@ -48,7 +49,30 @@ struct hist_spec {
         bool zero_loads;   /* present, up, no throughput */
         uint64_t probe_ns; /* 0: PROBE_NS */
         bool no_probed;    /* leave run.cpus out */
+        bool trace;        /* a capture of CPU 0's worst wake-up in the first interval */
 };
+
+#define CULPRIT "thread kworker/0:1 (pid 211, SCHED_FIFO 50) ran 412 µs of the 480 µs"
+
+/* A capture of the flight recorder naming a kworker, for a violation due at when. */
+static void fill_trace(struct summary_trace *t, struct trace_analysis *a, int64_t when,
+                       uint64_t latency_ns) {
+        *a = (struct trace_analysis){ .cpu = 0,
+                                      .time_ns = when,
+                                      .latency_ns = latency_ns,
+                                      .culprit = { .kind = TRACE_CULPRIT_THREAD,
+                                                   .name = "kworker/0:1",
+                                                   .pid = 211,
+                                                   .policy = "SCHED_FIFO",
+                                                   .priority = 50,
+                                                   .duration_ns = 412000,
+                                                   .count = 1 } };
+        snprintf(a->summary, sizeof(a->summary), "%s", CULPRIT);
+        json_t *j = trace_analysis_to_json(a);
+        *t = (struct summary_trace){ .analysis = a, .json = json_dumps(j, JSON_COMPACT) };
+        assert_non_null(t->json);
+        json_decref(j);
+}
 
 static const char *const gens_of_io[] = { "fileio" };
 
@@ -84,6 +108,8 @@ static void store(const struct hist_spec *h) {
                 struct summary_metric *metric = calloc((size_t) n, sizeof(*metric));
                 assert_non_null(iv);
                 int64_t last_end = 0;
+                struct summary_trace trace = {};
+                struct trace_analysis analysis;
                 for (int i = 0; i < n; i++) {
                         int k = done + i;
                         int64_t start = h->start + k * h->len;
@@ -114,6 +140,11 @@ static void store(const struct hist_spec *h) {
                                                                .nmetrics = 1 };
                                 iv[i].loads = &loads[i];
                                 iv[i].nloads = 1;
+                        }
+                        if (h->trace && k == 0) {
+                                fill_trace(&trace, &analysis, start + 1000, h->max_ns);
+                                iv[i].traces = &trace;
+                                iv[i].ntraces = 1;
                         }
                         last_end = start + h->len;
                 }
@@ -146,6 +177,7 @@ static void store(const struct hist_spec *h) {
                                 free(iv[i].cpus[c].hist);
                         free(iv[i].cpus);
                 }
+                free(trace.json);
                 free(iv);
                 free(loads);
                 free(metric);
@@ -334,6 +366,10 @@ static void test_cpu_absent(void **state) {
         assert_int_equal(json_integer_value(json_object_get(p, "cpu")), 1);
         assert_int_equal(json_integer_value(json_object_get(p, "value_ns")), 2 * HOUR);
         assert_int_equal(json_integer_value(json_object_get(p, "time_ns")), T0 + DAY);
+        /* The twelve intervals' downs are one stretch, to the end of the last. */
+        assert_int_equal(json_integer_value(json_object_get(p, "end_ns")), T0 + DAY + 2 * HOUR);
+        assert_non_null(
+                strstr(json_string_value(json_object_get(p, "message")), "intervals 144-155"));
         assert_int_equal(count_kind(v, "problems", "probe_down"), 1);
         json_decref(v);
 }
@@ -680,7 +716,10 @@ static void test_migration_from_5(void **state) {
         } else {
                 farm_db_close(db);
                 db = NULL;
-                sql(TU_FARM_SCHEMA_7_DOWN TU_FARM_SCHEMA_6_DOWN);
+                sql(TU_FARM_SCHEMA_9_DOWN);
+                sql(TU_FARM_SCHEMA_8_DOWN);
+                sql(TU_FARM_SCHEMA_7_DOWN);
+                sql(TU_FARM_SCHEMA_6_DOWN);
                 if (farm_db_open(path, &db, err) < 0)
                         fail_msg("%s", err);
         }
@@ -690,6 +729,59 @@ static void test_migration_from_5(void **state) {
         assert_int_equal(json_integer_value(json_object_get(after, "problems_total")), 0);
         json_decref(before);
         json_decref(after);
+}
+
+static long long schema_version(void) {
+        return tu_farm_int(path, tu_pg() ? "SELECT CAST(value AS BIGINT) FROM farm_meta WHERE "
+                                           "key = 'schema_version'"
+                                         : "PRAGMA user_version");
+}
+
+/* A farm of schema 7 (before the trace captures, and the notifications after them) migrated
+ * at open on either store, nothing lost; a capture stored afterwards is named under its violation
+ * by the verdict. */
+static void test_migration_to_8(void **state) {
+        char err[FARM_ERROR_MAX];
+        store(&base);
+        json_t *before = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(before, "qualified");
+        farm_db_close(db);
+        db = NULL;
+        sql(tu_pg() ? TU_FARM_PG_SCHEMA_9_DOWN : TU_FARM_SCHEMA_9_DOWN);
+        sql(tu_pg() ? TU_FARM_PG_SCHEMA_8_DOWN : TU_FARM_SCHEMA_8_DOWN);
+        assert_int_equal(schema_version(), 7);
+        if (farm_db_open(path, &db, err) < 0)
+                fail_msg("%s", err);
+        assert_int_equal(schema_version(), 9);
+        assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM traces"), 0);
+        json_t *after = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(after, "qualified");
+        assert_int_equal(covered(after, M_A), covered(before, M_A));
+        json_decref(before);
+        json_decref(after);
+
+        /* A violation with its capture, on the migrated farm: the problem names the culprit. */
+        struct hist_spec h = base;
+        h.seq0 = 1000, h.start = T0 + 2 * DAY, h.n = 6, h.max_ns = 480000, h.trace = true;
+        store(&h);
+        assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM traces WHERE culprit_pid = 211 "
+                                           "AND culprit_kind = 'thread' AND raw IS NULL"),
+                         1);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + 2 * HOUR), *p;
+        expect(v, "failed");
+        size_t i, named = 0;
+        json_array_foreach (json_object_get(v, "problems"), i, p) {
+                const char *kind = json_string_value(json_object_get(p, "kind"));
+                if (!kind || strcmp(kind, "violation") != 0)
+                        continue;
+                const char *c = json_string_value(json_object_get(p, "culprit"));
+                if (!c || strcmp(c, CULPRIT) != 0)
+                        fail_msg("the violation's culprit is %s", c ?: "null");
+                assert_true(json_integer_value(json_object_get(p, "trace")) > 0);
+                named++;
+        }
+        assert_int_equal(named, 1);
+        json_decref(v);
 }
 
 int main(void) {
@@ -712,6 +804,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_regression_and_latest, setup, teardown),
                 cmocka_unit_test(test_version_order),
                 cmocka_unit_test_setup_teardown(test_migration_from_5, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_migration_to_8, setup, teardown),
         };
         return RUN_TESTS(tests);
 }

@@ -889,6 +889,8 @@ def test_inv5_settings_changed_afterwards(c):
     for word in ("widened after the fact", "alice", "out of the gating group"):
         c.check(word in text, f"the settings history of lab-a holds {word!r}", text[:600])
     st, text, _ = f.http("GET", "/api/v1/audit?limit=1000")
+    c.eq(st, 401, "the audit trail names staff: not read without a staff token")
+    st, text, _ = f.http("GET", "/api/v1/audit?limit=1000", token=f.staff)
     c.check("widened after the fact" in text and "narrowed later" in text,
             "the audit trail holds the settings changes", text[:600])
 

@@ -241,7 +241,8 @@ static void test_violation_and_at(void **state) {
         const int64_t T = t_end(2);
         char spike[96], when[32];
         ns_arg(when, T - 12 * HOUR + 5 * MINUTE);
-        snprintf(spike, sizeof(spike), "%s,1,500us", when);
+        /* With a trace capture that names the thread that ran instead of the probe. */
+        snprintf(spike, sizeof(spike), "%s,1,500us,kworker/1:2", when);
         const char *const extra[] = { "--spike", spike, NULL };
         history(0, "k-spike", 4, T, extra);
         history(1, "k-spike", 4, T, NULL);
@@ -262,6 +263,11 @@ static void test_violation_and_at(void **state) {
         /* 12:00 UTC: hour 12 of the six-hour rotation is idle. */
         assert_string_equal(str(p, "scenario"), "idle");
         assert_non_null(strstr(str(p, "message"), "CPU 1"));
+        /* The problem says what the machine's flight recorder found, with the capture. */
+        assert_string_equal(
+                str(p, "culprit"),
+                "thread kworker/1:2 (pid 4242, SCHED_FIFO 50) ran 475 µs of the 500 µs");
+        assert_true(tu_jint(p, "trace") > 0);
         /* Clean coverage starts again after the spike's interval; the other machine's is all
          * of its coverage. */
         json_t *ma = machine_of(v, ID_A), *mb = machine_of(v, ID_B);
@@ -487,8 +493,13 @@ static void test_waiver(void **state) {
         expect_status(v, "failed");
         json_decref(v);
         char url[512];
+        /* The audit trail names staff: only staff read it. */
         snprintf(url, sizeof(url), "%s/api/v1/audit", base_url);
-        json_t *audit = tu_get_json(url, 200);
+        json_decref(tu_get_json(url, 401));
+        tu_http("GET", url, admin_token, NULL, &r);
+        assert_int_equal(r.status, 200);
+        json_t *audit = json_incref(r.json);
+        tu_reply_done(&r);
         json_t *entries = json_object_get(audit, "audit");
         assert_true(json_array_size(entries) >= 2);
         assert_string_equal(str(json_array_get(entries, 0), "action"), "unwaive");
@@ -652,6 +663,21 @@ static void test_cli(void **state) {
                                  r.out, r.err);
                 tu_result_done(&r);
         }
+        /* Under the violation's line, its culprit. */
+        char *culprit_cmd[] = { (char *) tu_bin("RTSOAK"),
+                                "verdict",
+                                "--server",
+                                base_url,
+                                "--at",
+                                at,
+                                "k-spike",
+                                NULL };
+        tu_run(culprit_cmd, 30000, NULL, NULL, &r);
+        const char *line = strstr(r.out, "CPU 1: latency 500us over the bound of 100us");
+        if (!line || !strstr(line, "\n    culprit: thread kworker/1:2 (pid 4242, SCHED_FIFO 50) "
+                                   "ran 475 µs of the 500 µs\n"))
+                fail_msg("rtsoak verdict k-spike: no culprit under the violation: %s", r.out);
+        tu_result_done(&r);
         /* --json: the server's answer, with the same exit status. */
         char *json_cmd[] = { (char *) tu_bin("RTSOAK"),
                              "verdict",

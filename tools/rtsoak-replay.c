@@ -24,6 +24,8 @@
 #include "macro.h"
 #include "sha256.h"
 #include "summary.h"
+#include "trace-analysis.h"
+#include "trace-raw.h"
 #include "timeutil.h"
 
 #define EXIT_USAGE 2
@@ -103,6 +105,7 @@ struct spike {
         int64_t time_ns;
         uint32_t cpu;
         uint64_t latency_ns;
+        char culprit[16]; /* "": no trace capture */
 };
 
 struct span {
@@ -446,7 +449,10 @@ static void help(void) {
                "  --latency SPAN           typical per-interval maximum (default 30us)\n"
                "  --threshold SPAN         the run's threshold (default 100us)\n"
                "  --probe-interval SPAN    probe period (default 1ms)\n"
-               "  --spike TIME,CPU,SPAN    the interval holding TIME has maximum SPAN on CPU\n"
+               "  --spike TIME,CPU,SPAN[,THREAD]\n"
+               "                           the interval holding TIME has maximum SPAN on CPU;\n"
+               "                           with THREAD, a trace capture of it that names that\n"
+               "                           thread (pid 4242, SCHED_FIFO 50) as the culprit\n"
                "  --gap FROM,TO            no intervals starting in [FROM, TO)\n"
                "  --unclean TIME           the run ends uncleanly at TIME; a new run follows\n"
                "  --restart TIME           the run ends cleanly at TIME; a new run follows\n"
@@ -610,17 +616,26 @@ static int parse_history(const struct raw_list *spikes, const struct raw_list *g
         uint64_t v;
         int r;
 
-        char buf[256], *f[3], t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
+        char buf[256], *f[4], t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
         for (size_t i = 0; i < spikes->n; i++) {
                 struct spike *s = APPEND("--spike", opt.spikes, opt.nspikes);
-                if ((r = split_fields("--spike", spikes->v[i], buf, sizeof(buf), f, 3,
-                                      "TIME,CPU,SPAN")) < 0 ||
+                /* A fourth field names the thread a synthetic trace capture blames. */
+                size_t commas = 0;
+                for (const char *ch = spikes->v[i]; *ch; ch++)
+                        commas += *ch == ',';
+                size_t nf = commas == 3 ? 4 : 3;
+                if ((r = split_fields("--spike", spikes->v[i], buf, sizeof(buf), f, nf,
+                                      nf == 4 ? "TIME,CPU,SPAN,THREAD" : "TIME,CPU,SPAN")) < 0 ||
                     (r = parse_time("--spike", f[0], now, &s->time_ns)) < 0 ||
                     (r = parse_u64("--spike CPU", f[1], 0, opt.cpus - 1, &v)) < 0 ||
                     (r = parse_span("--spike", f[2], NSEC_PER_USEC, (uint64_t) DAY_NS,
                                     &s->latency_ns)) < 0)
                         return r;
                 s->cpu = (uint32_t) v;
+                if (nf == 4 && strlen(f[3]) >= sizeof(s->culprit))
+                        return usage_error("--spike", "'%s': a thread name has at most %zu bytes",
+                                           spikes->v[i], sizeof(s->culprit) - 1);
+                snprintf(s->culprit, sizeof(s->culprit), "%s", nf == 4 ? f[3] : "");
                 if (s->time_ns < opt.from_ns || s->time_ns >= opt.to_ns) {
                         r = usage_error("--spike", "'%s' is outside the history [%s, %s)",
                                         spikes->v[i], fmt_time(t1, opt.from_ns),
@@ -1275,6 +1290,77 @@ struct sample {
         uint64_t ns, count;
 };
 
+/* A trace capture of a spike as rtsoakd's flight recorder would make it: the named thread
+ * held the CPU for 95 % of the latency, the timer interrupt for a little of the rest. */
+static int make_trace(const struct spike *sp, struct summary_trace *t) {
+        struct trace_analysis *a = calloc(1, sizeof(*a));
+        char line[512], text[2048];
+        t->analysis = a;
+        if (!a)
+                return -ENOMEM;
+        uint64_t lat = sp->latency_ns;
+        *a = (struct trace_analysis){
+                .cpu = (int) sp->cpu,
+                .time_ns = sp->time_ns,
+                .latency_ns = lat,
+                .timer_ns = MIN(lat / 100, 2000),
+                .return_ns = MIN(lat / 100, 1000),
+                .timer_seen = true,
+                .switch_seen = true,
+                .marker_seen = true,
+                .lookback_ns = 20 * NSEC_PER_MSEC,
+                .nevents = 4,
+                .ncontribs = 2,
+        };
+        a->sched_ns = lat - a->timer_ns - a->return_ns;
+        a->contribs[0] = (struct trace_contrib){ .kind = TRACE_CULPRIT_THREAD,
+                                                 .pid = 4242,
+                                                 .irq = -1,
+                                                 .priority = 50,
+                                                 .duration_ns = lat / 100 * 95,
+                                                 .count = 1 };
+        snprintf(a->contribs[0].name, sizeof(a->contribs[0].name), "%s", sp->culprit);
+        snprintf(a->contribs[0].policy, sizeof(a->contribs[0].policy), "SCHED_FIFO");
+        a->contribs[1] = (struct trace_contrib){ .kind = TRACE_CULPRIT_IRQ,
+                                                 .pid = -1,
+                                                 .irq = -1,
+                                                 .duration_ns = lat / 100 * 3,
+                                                 .count = 1 };
+        snprintf(a->contribs[1].name, sizeof(a->contribs[1].name), "local_timer");
+        trace_analysis_summarize(a);
+        json_t *j = trace_analysis_to_json(a);
+        t->json = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        if (!t->json)
+                return -ENOMEM;
+        /* Raw events of the same story, as the machine would send them. */
+        size_t len = 0;
+        struct trace_event ev[3] = {
+                { .ts_ns = -1000, .pid = 4242, .kind = TRACE_SWITCH },
+                { .ts_ns = (int64_t) a->timer_ns, .pid = 4242, .kind = TRACE_WAKEUP },
+                { .ts_ns = (int64_t) (lat - a->return_ns), .pid = 4242, .kind = TRACE_SWITCH },
+        };
+        snprintf(ev[0].u.sw.next_comm, TRACE_COMM_MAX, "%s", sp->culprit);
+        snprintf(ev[0].u.sw.prev_comm, TRACE_COMM_MAX, "swapper/%u", sp->cpu);
+        ev[0].u.sw.next_pid = 4242;
+        ev[0].u.sw.next_prio = 49;
+        snprintf(ev[1].u.wake.comm, TRACE_COMM_MAX, "rtsoak-cpu%u", sp->cpu);
+        ev[1].u.wake.pid = 4000;
+        ev[1].u.wake.target_cpu = (int32_t) sp->cpu;
+        snprintf(ev[2].u.sw.prev_comm, TRACE_COMM_MAX, "%s", sp->culprit);
+        snprintf(ev[2].u.sw.next_comm, TRACE_COMM_MAX, "rtsoak-cpu%u", sp->cpu);
+        ev[2].u.sw.prev_pid = 4242;
+        ev[2].u.sw.prev_prio = 49;
+        ev[2].u.sw.next_pid = 4000;
+        for (size_t i = 0; i < ELEMENTSOF(ev); i++) {
+                trace_event_format(&ev[i], (int) sp->cpu, 0, sp->culprit, line, sizeof(line));
+                len += (size_t) snprintf(text + len, sizeof(text) - len, "%s\n", line);
+        }
+        size_t dropped;
+        return trace_raw_compress(text, MIN(len, sizeof(text) - 1), 64 * 1024, &t->raw, &t->raw_len,
+                                  &dropped);
+}
+
 /* One CPU of one interval: a plausible distribution around --latency (one sample at the
  * minimum, one at the maximum, most near the average, a thin tail between), plus the spikes,
  * put into a real histogram whose count is exactly the sample count. */
@@ -1451,6 +1537,15 @@ static int make_interval_cpus(struct worker *w, struct mstate *ms, struct summar
                         if (r < 0)
                                 return r;
                 }
+                /* The synthetic captures of the spikes that name a thread. */
+                for (size_t i = 0; i < nsp; i++)
+                        if (sp[i]->culprit[0] && iv->ntraces < SUMMARY_MAX_TRACES) {
+                                if (!iv->traces &&
+                                    !(iv->traces = calloc(SUMMARY_MAX_TRACES, sizeof(*iv->traces))))
+                                        return -ENOMEM;
+                                if ((r = make_trace(sp[i], &iv->traces[iv->ntraces++])) < 0)
+                                        return r;
+                        }
                 /* The violations, in time order as rtsoakd records them. */
                 for (size_t i = 0; i < nsp; i++)
                         if (sp[i]->latency_ns > opt.threshold_ns &&
@@ -1659,11 +1754,13 @@ static int post(struct worker *w, struct mstate *ms, const char *body, size_t le
 }
 
 static void batch_clear(struct worker *w) {
-        for (size_t i = 0; i < w->nivs; i++)
+        for (size_t i = 0; i < w->nivs; i++) {
                 for (size_t c = 0; c < w->ivs[i].ncpus; c++) {
                         free(w->ivs[i].cpus[c].hist);
                         w->ivs[i].cpus[c].hist = NULL;
                 }
+                summary_traces_free(&w->ivs[i]);
+        }
         for (size_t i = 0; i < w->nevents; i++)
                 free(w->events[i].message);
         w->nivs = 0;

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* Text from outside (a machine's upload, a server's answer, a staff member's reason) that may
+ * reach a terminal or a log: control characters and Unicode's bidirectional overrides are
+ * what forge lines, colours and reordered words there.  Checked at the schema, escaped on
+ * output. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define TEXT_WHY_MAX 96
+
+/* Refuses C0 controls (but tab and newline when multiline), DEL, C1 controls (U+0080-U+009F),
+ * the bidirectional formatting characters (U+061C, U+200E, U+200F, U+202A-U+202E,
+ * U+2066-U+2069) and bytes that are not UTF-8: false with why ("a control character U+001B
+ * at byte 4"). */
+bool text_ok(const char *s, bool multiline, char why[static TEXT_WHY_MAX]);
+
+/* Writes s into buf (size > 0, always terminated, cut to fit) with every character that
+ * text_ok(s, false) refuses escaped: "\n", "\t", "\r", "\e", "\x7f", "\u202e", and invalid
+ * bytes as "\xNN"; a backslash stays one backslash.  Returns buf. */
+char *text_escape(const char *s, char *buf, size_t size);
+/* The same, allocated (NULL without memory). */
+char *text_escape_dup(const char *s);
+/* The same, to a stream. */
+void text_fputs(const char *s, FILE *f);

@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT */
+/* Setting up, reading and removing rtsoakd's tracefs instance.  Everything is done through the
+ * instance's own files: the top-level buffer, its tracer and its events stay as other tools
+ * left them. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "trace-recorder.h"
+
+#define TRACEFS_MAGIC 0x74726163
+#define READ_MAX (1u << 20)
+
+/* The whole of a tracefs file (they report size 0), NUL-terminated. */
+static int read_text(const char *path, char **ret) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        size_t cap = 4096, len = 0;
+        char *buf = malloc(cap);
+        int r = 0;
+        while (buf) {
+                if (cap - len < 2) {
+                        char *n = cap < READ_MAX ? realloc(buf, cap * 2) : NULL;
+                        if (!n) {
+                                r = -E2BIG;
+                                break;
+                        }
+                        buf = n;
+                        cap *= 2;
+                }
+                ssize_t k = read(fd, buf + len, cap - len - 1);
+                if (k < 0) {
+                        r = -errno;
+                        break;
+                }
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+        }
+        close(fd);
+        if (!buf)
+                return -ENOMEM;
+        if (r < 0) {
+                free(buf);
+                return r;
+        }
+        buf[len] = 0;
+        *ret = buf;
+        return 0;
+}
+
+static int write_at(const char *dir, const char *file, const char *value) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s", dir, file);
+        int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t k = write(fd, value, strlen(value));
+        int r = k < 0 ? -errno : (size_t) k == strlen(value) ? 0 : -EIO;
+        close(fd);
+        return r;
+}
+
+static int read_at(const char *dir, const char *file, char **ret) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s", dir, file);
+        return read_text(path, ret);
+}
+
+bool trace_kernel_has_timerlat(const char *path) {
+        _cleanup_free_ char *t = NULL;
+        if (read_at(path, "available_tracers", &t) < 0)
+                return false;
+        for (char *w = strtok(t, " \n"); w; w = strtok(NULL, " \n"))
+                if (strcmp(w, "timerlat") == 0)
+                        return true;
+        return false;
+}
+
+/* tracing_cpumask text for a list of CPUs: 32-bit groups, most significant first. */
+static void cpumask_text(const int *cpus, size_t n, char *buf, size_t size) {
+        int top = 0;
+        for (size_t i = 0; i < n; i++)
+                top = MAX(top, cpus[i]);
+        size_t used = 0;
+        for (int w = top / 32; w >= 0 && used < size; w--) {
+                uint32_t bits = 0;
+                for (size_t i = 0; i < n; i++)
+                        if (cpus[i] / 32 == w)
+                                bits |= 1u << (cpus[i] % 32);
+                used += (size_t) snprintf(buf + used, size - used, w == top / 32 ? "%x" : ",%08x",
+                                          bits);
+        }
+}
+
+/* Is path a tracefs?  Fills why when it is not. */
+static int check_mount(const char *path, char *why) {
+        struct statfs sf;
+        if (statfs(path, &sf) < 0) {
+                int r = -errno;
+                snprintf(why, TRACE_WHY_MAX,
+                         "%s: %s; tracefs is not there (mount it with \"mount -t tracefs nodev "
+                         "%s\", or set [Trace] Path=)",
+                         path, strerror(-r), path);
+                return r;
+        }
+        if ((uint32_t) sf.f_type != TRACEFS_MAGIC) {
+                snprintf(why, TRACE_WHY_MAX,
+                         "%s is not a tracefs (mount it with \"mount -t tracefs nodev %s\", or "
+                         "set [Trace] Path=)",
+                         path, path);
+                return -ENODEV;
+        }
+        return 0;
+}
+
+/* mkdir of the instance; a leftover of an rtsoakd that was killed is removed first. */
+static int make_instance(const char *path, const char *dir, const char *name, char *why) {
+        for (int attempt = 0; attempt < 2; attempt++) {
+                if (mkdir(dir, 0750) == 0)
+                        return 0;
+                int r = -errno;
+                if (r == -EEXIST && attempt == 0) {
+                        if (rmdir(dir) == 0)
+                                continue;
+                        r = -errno;
+                        snprintf(why, TRACE_WHY_MAX,
+                                 "the tracefs instance %s is in use by another process (another "
+                                 "rtsoakd? set [Trace] Instance= to a name of its own): %s",
+                                 dir, strerror(-r));
+                        return -EBUSY;
+                }
+                if (r == -ENOENT)
+                        snprintf(why, TRACE_WHY_MAX,
+                                 "%s/instances does not exist: this kernel's tracefs has no "
+                                 "instances",
+                                 path);
+                else if (r == -EROFS)
+                        snprintf(why, TRACE_WHY_MAX,
+                                 "tracefs at %s is read-only here (under systemd: "
+                                 "ReadWritePaths=%s/instances)",
+                                 path, path);
+                else
+                        snprintf(why, TRACE_WHY_MAX, "cannot create the tracefs instance %s: %s",
+                                 dir, strerror(-r));
+                (void) name;
+                return r;
+        }
+        return -EBUSY;
+}
+
+/* Enables one "system:event" and learns its format; a missing one is noted, not fatal. */
+static int enable_event(struct trace_recorder *r, const char *path, const char *spec) {
+        char sys[64], ev[64], rel[160];
+        _cleanup_free_ char *fmt = NULL;
+        /* "?system:event": only some architectures have it; no notice where missing. */
+        bool optional = spec[0] == '?';
+        if (sscanf(spec + optional, "%63[^:]:%63s", sys, ev) != 2)
+                return -EINVAL;
+        snprintf(rel, sizeof(rel), "events/%s/%s/format", sys, ev);
+        int k = read_at(r->dir, rel, &fmt);
+        if (k >= 0)
+                k = trace_formats_add(&r->formats, sys, ev, fmt);
+        if (k >= 0) {
+                snprintf(rel, sizeof(rel), "events/%s/%s/enable", sys, ev);
+                k = write_at(r->dir, rel, "1");
+        }
+        if (k < 0 && !optional) {
+                size_t l = strlen(r->missing);
+                snprintf(r->missing + l, sizeof(r->missing) - l, "%s%s", l ? " " : "", spec);
+        }
+        (void) path;
+        return k;
+}
+
+static int setup_events(struct trace_recorder *r, const struct trace_params *p, char *why) {
+        _cleanup_free_ char *list = strdup(p->events), *hp = NULL, *he = NULL, *pf = NULL;
+        const char *reason = NULL;
+        size_t enabled = 0;
+        if (!list)
+                return -ENOMEM;
+        int k = read_at(p->path, "events/header_page", &hp);
+        if (k >= 0)
+                k = read_at(p->path, "events/header_event", &he);
+        if (k < 0) {
+                snprintf(why, TRACE_WHY_MAX, "cannot read %s/events/header_page: %s", p->path,
+                         strerror(-k));
+                return k;
+        }
+        k = trace_formats_header(&r->formats, hp, he, &reason);
+        if (k < 0) {
+                snprintf(why, TRACE_WHY_MAX, "%s", reason);
+                return k;
+        }
+        for (char *s = strtok(list, " ,\t"); s; s = strtok(NULL, " ,\t"))
+                if (enable_event(r, p->path, s) >= 0)
+                        enabled++;
+        /* The marker: its format, and the trigger that freezes the buffers when it is hit. */
+        k = read_at(r->dir, "events/ftrace/print/format", &pf);
+        if (k >= 0)
+                k = trace_formats_add(&r->formats, "ftrace", "print", pf);
+        if (k < 0 || enabled == 0) {
+                snprintf(why, TRACE_WHY_MAX,
+                         k < 0 ? "the trace marker's format (events/ftrace/print) is not readable"
+                               : "none of the [Trace] Events= exists in this kernel (%s)",
+                         r->missing);
+                return k < 0 ? k : -ENOENT;
+        }
+        r->trigger = write_at(r->dir, "events/ftrace/print/trigger", "traceoff") >= 0;
+        return 0;
+}
+
+static int64_t read_kib(const char *dir, const char *file) {
+        _cleanup_free_ char *t = NULL;
+        if (read_at(dir, file, &t) < 0)
+                return -1;
+        return strtoll(t, NULL, 10);
+}
+
+static int set_cpu_buffer(struct trace_recorder *r, int cpu, uint64_t kib) {
+        char rel[64], val[32];
+        snprintf(rel, sizeof(rel), "per_cpu/cpu%d/buffer_size_kb", cpu);
+        snprintf(val, sizeof(val), "%" PRIu64, kib);
+        return write_at(r->dir, rel, val);
+}
+
+static int setup_buffers(struct trace_recorder *r, const struct trace_params *p, char *why) {
+        char mask[1100];
+        int k;
+        r->buffer_kib = p->buffer_kib;
+        if (r->buffer_kib == 0) {
+                uint64_t bytes = p->lookback_ns * TRACE_AUTO_BYTES_PER_S / 1000000000ull;
+                r->buffer_kib = MAX((bytes + 1023) / 1024, (uint64_t) TRACE_AUTO_MIN_KIB);
+                r->buffer_kib = MIN(r->buffer_kib, (uint64_t) TRACE_BUFFER_MAX_KIB);
+        }
+        cpumask_text(r->cpus, r->ncpus, mask, sizeof(mask));
+        /* CPUs not probed get the smallest buffer and record nothing. */
+        if ((k = write_at(r->dir, "trace_clock", "mono")) < 0 ||
+            (k = write_at(r->dir, "buffer_size_kb", "4")) < 0 ||
+            (k = write_at(r->dir, "tracing_cpumask", mask)) < 0) {
+                snprintf(why, TRACE_WHY_MAX, "cannot set up the tracefs instance %s: %s", r->dir,
+                         strerror(-k));
+                return k;
+        }
+        (void) write_at(r->dir, "options/overwrite", "1");
+        for (size_t i = 0; i < r->ncpus; i++) {
+                k = set_cpu_buffer(r, r->cpus[i], r->buffer_kib);
+                if (k < 0) {
+                        snprintf(why, TRACE_WHY_MAX,
+                                 "cannot give CPU %d a trace buffer of %" PRIu64 " KiB: %s",
+                                 r->cpus[i], r->buffer_kib, strerror(-k));
+                        return k;
+                }
+        }
+        int64_t sub = read_kib(r->dir, "buffer_subbuf_size_kb");
+        r->page_size = sub > 0 ? (size_t) sub * 1024 : (size_t) sysconf(_SC_PAGESIZE);
+        return 0;
+}
+
+static int open_files(struct trace_recorder *r, char *why) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/tracing_on", r->dir);
+        r->on_fd = open(path, O_WRONLY | O_CLOEXEC);
+        snprintf(path, sizeof(path), "%s/trace_marker", r->dir);
+        r->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (r->on_fd < 0 || r->marker_fd < 0) {
+                snprintf(why, TRACE_WHY_MAX, "cannot open %s: %m", path);
+                return -EIO;
+        }
+        for (size_t i = 0; i < r->ncpus; i++) {
+                snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/trace_pipe_raw", r->dir, r->cpus[i]);
+                r->pipe_fds[i] = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                if (r->pipe_fds[i] < 0) {
+                        int e = errno;
+                        snprintf(why, TRACE_WHY_MAX, "cannot open %s: %s", path, strerror(e));
+                        return -e;
+                }
+        }
+        return 0;
+}
+
+int trace_recorder_open(const struct trace_params *p, struct trace_recorder **ret,
+                        char why[static TRACE_WHY_MAX]) {
+        struct trace_recorder *r = calloc(1, sizeof(*r));
+        int k;
+        if (!r)
+                return -ENOMEM;
+        r->on_fd = r->marker_fd = -1;
+        r->cpus = calloc(p->ncpus, sizeof(int));
+        r->pipe_fds = calloc(p->ncpus, sizeof(int));
+        if (!r->cpus || !r->pipe_fds ||
+            asprintf(&r->dir, "%s/instances/%s", p->path, p->instance) < 0) {
+                r->dir = NULL;
+                trace_recorder_close(r);
+                return -ENOMEM;
+        }
+        r->ncpus = p->ncpus;
+        for (size_t i = 0; i < p->ncpus; i++) {
+                r->cpus[i] = p->cpus[i];
+                r->pipe_fds[i] = -1;
+        }
+        k = check_mount(p->path, why);
+        if (k >= 0)
+                k = make_instance(p->path, r->dir, p->instance, why);
+        if (k < 0) {
+                free(r->dir);
+                r->dir = NULL; /* not ours to remove */
+                trace_recorder_close(r);
+                return k;
+        }
+        /* Nothing is recorded until everything is in place. */
+        if ((k = write_at(r->dir, "tracing_on", "0")) < 0)
+                snprintf(why, TRACE_WHY_MAX, "cannot write %s/tracing_on: %s", r->dir,
+                         strerror(-k));
+        if (k >= 0)
+                k = setup_buffers(r, p, why);
+        if (k >= 0)
+                k = setup_events(r, p, why);
+        if (k >= 0)
+                k = open_files(r, why);
+        if (k >= 0 && (k = trace_recorder_set_on(r, true)) < 0)
+                snprintf(why, TRACE_WHY_MAX, "cannot start recording: %s", strerror(-k));
+        if (k < 0) {
+                trace_recorder_close(r);
+                return k;
+        }
+        r->total_kib = (uint64_t) MAX(read_kib(r->dir, "buffer_total_size_kb"), 0);
+        *ret = r;
+        return 0;
+}
+
+void trace_recorder_close(struct trace_recorder *r) {
+        if (!r)
+                return;
+        if (r->on_fd >= 0)
+                (void) write(r->on_fd, "0", 1);
+        for (size_t i = 0; r->pipe_fds && i < r->ncpus; i++)
+                if (r->pipe_fds[i] >= 0)
+                        close(r->pipe_fds[i]);
+        if (r->on_fd >= 0)
+                close(r->on_fd);
+        if (r->marker_fd >= 0)
+                close(r->marker_fd);
+        /* Removing the instance frees its buffers and turns its events off. */
+        if (r->dir)
+                (void) rmdir(r->dir);
+        trace_formats_done(&r->formats);
+        free(r->dir);
+        free(r->cpus);
+        free(r->pipe_fds);
+        free(r);
+}
+
+int trace_recorder_set_on(struct trace_recorder *r, bool on) {
+        if (write(r->on_fd, on ? "1" : "0", 1) != 1)
+                return -errno;
+        return 0;
+}
+
+int trace_recorder_drain(struct trace_recorder *r, size_t idx, int64_t min_ts,
+                         struct trace_event **ret, size_t *ret_n, bool *ret_lost,
+                         int64_t *ret_oldest) {
+        uint8_t *page = malloc(r->page_size);
+        struct trace_event *ev = NULL;
+        size_t n = 0, cap = 0;
+        int k = 0;
+        *ret_lost = false;
+        *ret_oldest = INT64_MAX;
+        if (!page)
+                return -ENOMEM;
+        /* A buffer holds at most its size: a bound on the reads, should the kernel keep
+         * handing out pages. */
+        for (uint64_t pages = 0; pages <= r->buffer_kib * 1024 / r->page_size + 4; pages++) {
+                ssize_t got = read(r->pipe_fds[idx], page, r->page_size);
+                if (got < 0 && errno == EINTR)
+                        continue;
+                if (got < 0 && errno != EAGAIN) {
+                        k = -errno;
+                        break;
+                }
+                if (got <= 0)
+                        break;
+                bool lost = false;
+                int64_t first;
+                k = trace_page_decode(&r->formats, page, (size_t) got, min_ts, &ev, &n, &cap, &lost,
+                                      &first);
+                if (k < 0)
+                        break;
+                /* Only a loss before the first page means the look-back was cut short. */
+                if (pages == 0)
+                        *ret_lost = lost;
+                *ret_oldest = MIN(*ret_oldest, first);
+        }
+        free(page);
+        if (k < 0) {
+                free(ev);
+                return k;
+        }
+        *ret = ev;
+        *ret_n = n;
+        return 0;
+}
+
+int64_t trace_recorder_grow(struct trace_recorder *r, size_t idx) {
+        if (r->buffer_kib >= TRACE_BUFFER_MAX_KIB)
+                return 0;
+        uint64_t kib = MIN(r->buffer_kib * 2, (uint64_t) TRACE_BUFFER_MAX_KIB);
+        int k = set_cpu_buffer(r, r->cpus[idx], kib);
+        if (k < 0)
+                return k;
+        /* All probed CPUs alike: they see the same loads. */
+        for (size_t i = 0; i < r->ncpus; i++)
+                if (i != idx)
+                        (void) set_cpu_buffer(r, r->cpus[i], kib);
+        r->buffer_kib = kib;
+        r->total_kib = (uint64_t) MAX(read_kib(r->dir, "buffer_total_size_kb"), 0);
+        return (int64_t) kib;
+}

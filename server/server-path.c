@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* Checks and decodes the raw request target.  libmicrohttpd hands the access handler a path in
+ * which "%00" has cut the string and "%2F" has become a separator; the routes read this one. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server-path.h"
+
+static int hex(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+static bool control(unsigned char c) {
+        return c < 0x20 || c == 0x7f;
+}
+
+static bool unreserved(unsigned char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+int farm_target_check(const char *target, char err[static FARM_PATH_ERROR_MAX]) {
+        bool query = false;
+        for (const unsigned char *p = (const unsigned char *) target; *p; p++) {
+                const char *part = query ? "query" : "path";
+                if (*p == '?')
+                        query = true;
+                if (control(*p)) {
+                        snprintf(err, FARM_PATH_ERROR_MAX,
+                                 "%s: a control character (0x%02X) is not allowed", part, *p);
+                        return -EINVAL;
+                }
+                if (*p != '%')
+                        continue;
+                int hi = hex((char) p[1]), lo = hi >= 0 ? hex((char) p[2]) : -1;
+                if (hi < 0 || lo < 0) {
+                        snprintf(err, FARM_PATH_ERROR_MAX,
+                                 "%s: '%%' not followed by two hexadecimal digits", part);
+                        return -EINVAL;
+                }
+                if (control((unsigned char) (hi * 16 + lo))) {
+                        snprintf(err, FARM_PATH_ERROR_MAX,
+                                 "%s: %%%c%c (an encoded control character) is not allowed", part,
+                                 p[1], p[2]);
+                        return -EINVAL;
+                }
+                p += 2;
+        }
+        return 0;
+}
+
+int farm_route_path(const char *target, char **ret) {
+        char err[FARM_PATH_ERROR_MAX];
+        if (farm_target_check(target, err) < 0)
+                return -EINVAL;
+        size_t n = strcspn(target, "?");
+        char *out = malloc(n + 1), *o = out;
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (target[i] != '%') {
+                        *o++ = target[i];
+                        continue;
+                }
+                unsigned char c = (unsigned char) (hex(target[i + 1]) * 16 + hex(target[i + 2]));
+                if (unreserved(c))
+                        *o++ = (char) c;
+                else
+                        o += sprintf(o, "%%%02X", c);
+                i += 2;
+        }
+        *o = '\0';
+        *ret = out;
+        return 0;
+}
+
+int farm_segment_decode(const char *seg, size_t len, char *buf, size_t size) {
+        size_t o = 0;
+        for (size_t i = 0; i < len; i++) {
+                char c = seg[i];
+                if (c == '%') {
+                        int hi = i + 2 < len ? hex(seg[i + 1]) : -1,
+                            lo = hi >= 0 ? hex(seg[i + 2]) : -1;
+                        if (hi < 0 || lo < 0)
+                                return -EINVAL;
+                        c = (char) (hi * 16 + lo);
+                        i += 2;
+                }
+                if (c == '\0')
+                        return -EINVAL;
+                if (o + 1 >= size)
+                        return -ENOBUFS;
+                buf[o++] = c;
+        }
+        if (o >= size)
+                return -ENOBUFS;
+        buf[o] = '\0';
+        return 0;
+}
+
+int farm_segment_encode(const char *s, char *buf, size_t size) {
+        size_t o = 0;
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                int n = unreserved(*p) ? 1 : 3;
+                if (o + (size_t) n >= size)
+                        return -ENOBUFS;
+                if (n == 1)
+                        buf[o] = (char) *p;
+                else
+                        snprintf(buf + o, 4, "%%%02X", *p);
+                o += (size_t) n;
+        }
+        if (o >= size)
+                return -ENOBUFS;
+        buf[o] = '\0';
+        return 0;
+}

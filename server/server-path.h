@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/* The request target as the client sent it, before libmicrohttpd decodes it: encoded control
+ * characters refused, and a path for routing in which a '/' inside a segment stays encoded. */
+#pragma once
+
+#include <stddef.h>
+
+#define FARM_PATH_ERROR_MAX 256
+
+/* 0 when target (path and query) holds no control character, raw or percent-encoded (%00 would
+ * cut a value short once decoded), and every '%' starts an escape; -EINVAL with err naming the
+ * part otherwise. */
+int farm_target_check(const char *target, char err[static FARM_PATH_ERROR_MAX]);
+
+/* The path of target for routing (allocated): escapes of unreserved characters decoded, every
+ * other escape kept (uppercase), so that "/api/v1/kernels/5.10%2Frt1/verdict" keeps the release's
+ * '/' inside its segment and the path can be written into links as it is.  -EINVAL for a target
+ * that farm_target_check refuses. */
+int farm_route_path(const char *target, char **ret);
+
+/* Decodes one segment of a routing path (len bytes) into buf: 0, -ENOBUFS when it does not fit
+ * (with its NUL), -EINVAL for a bad escape or a decoded NUL. */
+int farm_segment_decode(const char *seg, size_t len, char *buf, size_t size);
+
+/* Writes s percent-encoded as one path segment (every byte but unreserved ones): 0, or
+ * -ENOBUFS. */
+int farm_segment_encode(const char *s, char *buf, size_t size);

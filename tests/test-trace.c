@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: MIT */
+/* The trace flight recorder in the real rtsoakd: a SCHED_FIFO thread above the probe's priority
+ * spins for 20 ms on a probed CPU, ten times; every stall's capture must name that thread (its
+ * name and pid) with a duration within 10 % of the injected one, while intervals keep being
+ * stored, and the farm server that receives them must name it under the violations of its
+ * verdict.  Without tracefs (a tmpfs mounted over it in a mount namespace of rtsoakd's own),
+ * read-only or with the instance held by someone else, the soak runs as before and says why
+ * there are no captures.
+ *
+ * rtsoakd runs in a mount namespace of its own (unshare -m) where tracefs is mounted as the
+ * case needs, so that the machine's own mounts are left alone. */
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "tests.h"
+#include "test-util.h"
+#include "test-farmdb.h"
+#include "cpuset.h"
+#include "macro.h"
+
+#define STALL_US 20000
+#define STALLS 10
+#define UNSHARE "/usr/bin/unshare"
+
+/* What to mount at /sys/kernel/tracing in rtsoakd's namespace. */
+enum mount_as { TRACEFS, TRACEFS_RO, TMPFS };
+
+static const char *const scripts[] = {
+        [TRACEFS] = "mount -t tracefs nodev /sys/kernel/tracing || exit 125; exec \"$@\"",
+        [TRACEFS_RO] = "mount -t tracefs -o ro nodev /sys/kernel/tracing || exit 125; exec \"$@\"",
+        [TMPFS] = "mount -t tmpfs none /sys/kernel/tracing || exit 125; exec \"$@\"",
+};
+
+struct soak {
+        char *dir;
+        char db[512], set_db[600], dbarg[600], err[600];
+        pid_t pid;
+};
+
+/* The cases without a farm server run on the SQLite pass alone. */
+static void skip_on_pg(void) {
+        if (tu_pg()) {
+                fprintf(stderr, "# no farm in this case: run by the SQLite pass\n");
+                skip();
+        }
+}
+
+static void need_root(void) {
+        if (geteuid() != 0 || access(UNSHARE, X_OK) != 0) {
+                fprintf(stderr, "# needs root and %s (SCHED_FIFO, a mount namespace)\n", UNSHARE);
+                skip();
+        }
+}
+
+/* rtsoakd in a mount namespace of its own, with the flight recorder on and extra settings. */
+static void start(struct soak *s, const char *name, enum mount_as how, const char *const *extra) {
+        s->dir = tu_mkdtemp(name);
+        snprintf(s->db, sizeof(s->db), "%s/rtsoak.db", s->dir);
+        snprintf(s->set_db, sizeof(s->set_db), "Storage.Path=%s", s->db);
+        snprintf(s->dbarg, sizeof(s->dbarg), "--db=%s", s->db);
+        snprintf(s->err, sizeof(s->err), "%s/rtsoakd.err", s->dir);
+        char *daemon[48], *argv[56];
+        const char *more[24] = { "--set", "Trace.Enabled=yes" };
+        size_t n = 2;
+        for (; extra && *extra && n < ELEMENTSOF(more) - 1; extra++)
+                more[n++] = *extra;
+        more[n] = NULL;
+        tu_daemon_argv(daemon, s->set_db, more);
+        size_t k = 0;
+        argv[k++] = UNSHARE;
+        argv[k++] = "-m";
+        argv[k++] = "sh";
+        argv[k++] = "-c";
+        argv[k++] = (char *) scripts[how];
+        argv[k++] = "sh";
+        for (size_t i = 0; daemon[i] && k < ELEMENTSOF(argv) - 1; i++)
+                argv[k++] = daemon[i];
+        argv[k] = NULL;
+        s->pid = tu_spawn(argv, NULL, s->err);
+        if (!tu_wait_for_text(s->err, "probing CPUs", 30000)) {
+                int st = tu_wait(s->pid, 1000);
+                if (st == 125) {
+                        fprintf(stderr, "# cannot mount in a mount namespace here\n");
+                        skip();
+                }
+                fail_msg("rtsoakd did not start probing within 30 s (%d):\n%s", st,
+                         tu_read_file(s->err));
+        }
+}
+
+static char *finish(struct soak *s) {
+        int st = tu_wait(s->pid, 30000);
+        char *err = tu_read_file(s->err);
+        if (st != 0)
+                fail_msg("rtsoakd exited with %d:\n%s", st, err);
+        return err;
+}
+
+static json_t *rtsoak_json(struct soak *s, const char *cmd, const char *arg) {
+        char *argv[] = {
+                (char *) tu_bin("RTSOAK"), s->dbarg, (char *) cmd, "--json", (char *) arg, NULL
+        };
+        struct tu_result r;
+        if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
+                fail_msg("rtsoak %s failed: %s", cmd, r.err);
+        json_t *j = tu_json(r.out);
+        tu_result_done(&r);
+        return j;
+}
+
+static char *rtsoak_text(struct soak *s, const char *cmd, const char *arg, const char *arg2) {
+        char *argv[] = {
+                (char *) tu_bin("RTSOAK"), s->dbarg, (char *) cmd, (char *) arg, (char *) arg2, NULL
+        };
+        struct tu_result r;
+        if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
+                fail_msg("rtsoak %s %s failed: %s", cmd, arg ?: "", r.err);
+        char *out = strdup(r.out);
+        tu_result_done(&r);
+        return out;
+}
+
+/* The intervals stored for the first CPU. */
+static size_t intervals_stored(struct soak *s) {
+        json_t *j = rtsoak_json(s, "report", NULL);
+        size_t n = (size_t) tu_jint(json_array_get(json_object_get(j, "cpus"), 0), "intervals");
+        json_decref(j);
+        return n;
+}
+
+struct stall {
+        long long r0, r1;
+};
+
+static void test_injected_stalls_named(void **state) {
+        struct cpuset online;
+        struct soak s;
+        need_root();
+        assert_int_equal(cpuset_online(&online, NULL), 0);
+        int target = online.cpus[online.n - 1];
+        cpuset_done(&online);
+
+        /* The farm server the captures go to, on loopback, with this machine enrolled; its
+         * database on the store the test runs on. */
+        char *fdir = tu_mkdtemp("trace-farm");
+        char farm[600], token[600], slog[600], url[256], set_srv[300], set_tok[700];
+        tu_farm_target(fdir, "trace_farm", farm, sizeof(farm));
+        snprintf(token, sizeof(token), "%s/token", fdir);
+        snprintf(slog, sizeof(slog), "%s/server.log", fdir);
+        tu_enroll_this_machine(farm, token);
+        pid_t srv = tu_server_start(farm, slog, "127.0.0.1:0", NULL, url, sizeof(url));
+        snprintf(set_srv, sizeof(set_srv), "Upload.Server=%s", url);
+        snprintf(set_tok, sizeof(set_tok), "Upload.TokenFile=%s", token);
+
+        /* Threshold far above this VM's own stalls; a capture per stall (they come 270 ms
+         * apart); probes below the injector's priority. */
+        const char *extra[] = { "--set",      "Probe.Interval=100us",
+                                "--set",      "Probe.Priority=80",
+                                "--set",      "Probe.Threshold=10ms",
+                                "--set",      "Trace.RateLimitInterval=100ms",
+                                "--set",      set_srv,
+                                "--set",      set_tok,
+                                "--duration", "6s",
+                                NULL };
+        start(&s, "trace-stall", TRACEFS, extra);
+        char out[600], cpu[24], stall[32], count[24];
+        snprintf(out, sizeof(out), "%s/inject.out", s.dir);
+        snprintf(cpu, sizeof(cpu), "--cpu=%d", target);
+        snprintf(stall, sizeof(stall), "--stall-us=%d", STALL_US);
+        snprintf(count, sizeof(count), "--count=%d", STALLS);
+        char *inj[] = { (char *) tu_bin("STALL_INJECT"),
+                        cpu,
+                        "--priority=90",
+                        stall,
+                        count,
+                        "--gap-ms=250",
+                        "--delay-ms=300",
+                        NULL };
+        pid_t ipid = tu_spawn(inj, out, NULL);
+        assert_int_equal(tu_wait(ipid, 30000), 0);
+        char *err = finish(&s);
+        if (!strstr(err, "Trace flight recorder on:"))
+                fail_msg("the flight recorder did not start:\n%s", err);
+
+        struct stall st[STALLS];
+        int n = 0;
+        char *text = tu_read_file(out);
+        for (char *line = text; line && *line && n < STALLS; line = strchr(line, '\n')) {
+                if (*line == '\n')
+                        line++;
+                if (sscanf(line, "stall %lld %lld", &st[n].r0, &st[n].r1) == 2)
+                        n++;
+        }
+        free(text);
+        assert_int_equal(n, STALLS);
+
+        /* Every stall: a capture on the target CPU that names the injector. */
+        json_t *tr = rtsoak_json(&s, "traces", NULL), *t;
+        size_t i;
+        int named[STALLS] = {};
+        assert_true(json_is_array(tr));
+        json_array_foreach (tr, i, t) {
+                long long when = tu_jint(t, "time_ns"), lat = tu_jint(t, "latency_ns");
+                json_t *c = json_object_get(t, "culprit");
+                for (int k = 0; k < STALLS; k++) {
+                        if (tu_jint(t, "cpu") != target || when < st[k].r0 - 2000000 ||
+                            when > st[k].r1)
+                                continue;
+                        const char *kind = json_string_value(json_object_get(c, "kind"));
+                        const char *name = json_string_value(json_object_get(c, "name"));
+                        long long pid = json_integer_value(json_object_get(c, "pid"));
+                        long long dur = json_integer_value(json_object_get(c, "duration_ns"));
+                        fprintf(stderr, "# stall %d: %lld us late, %s\n", k, lat / 1000,
+                                json_string_value(json_object_get(t, "summary")));
+                        if (strcmp(kind ?: "", "thread") != 0 ||
+                            strcmp(name ?: "", "stall-inject") != 0 || pid != ipid)
+                                fail_msg("stall %d: the culprit is %s %s pid %lld, not "
+                                         "stall-inject pid %d",
+                                         k, kind, name, pid, ipid);
+                        if (dur < STALL_US * 900LL || dur > STALL_US * 1100LL)
+                                fail_msg("stall %d: the culprit ran %lld us, injected %d us", k,
+                                         dur / 1000, STALL_US);
+                        named[k]++;
+                }
+        }
+        for (int k = 0; k < STALLS; k++)
+                if (named[k] != 1)
+                        fail_msg("stall %d has %d captures (want one)", k, named[k]);
+
+        /* One capture explained, and its raw events. */
+        char id[24];
+        snprintf(id, sizeof(id), "%lld", tu_jint(json_array_get(tr, 0), "id"));
+        char *one = rtsoak_text(&s, "trace", id, NULL);
+        if (!strstr(one, "timer/IRQ latency") || !strstr(one, "scheduling latency") ||
+            !strstr(one, "culprit: thread stall-inject (pid"))
+                fail_msg("rtsoak trace %s:\n%s", id, one);
+        char *raw = rtsoak_text(&s, "trace", id, "--raw");
+        if (!strstr(raw, "tracing_mark_write: rtsoak late") ||
+            !strstr(raw, "prev_comm=stall-inject"))
+                fail_msg("rtsoak trace %s --raw:\n%.2000s", id, raw);
+        free(one);
+        free(raw);
+        json_decref(tr);
+
+        /* The soak went on: an interval per second of the run, the status counts the
+         * captures. */
+        size_t iv = intervals_stored(&s);
+        fprintf(stderr, "# %zu intervals stored\n", iv);
+        assert_true(iv >= 5 && iv <= 8);
+        json_t *status = rtsoak_json(&s, "status", NULL);
+        json_t *trace = json_object_get(status, "trace");
+        assert_string_equal(json_string_value(json_object_get(trace, "state")), "on");
+        assert_true(tu_jint(trace, "captures") >= STALLS);
+        assert_true(json_is_boolean(json_object_get(trace, "timerlat")));
+        json_decref(status);
+
+        /* On the farm: the verdict of this kernel names the injector under each of the
+         * stalls' violations (captures uploaded with their intervals). */
+        struct utsname un;
+        uname(&un);
+        char *vargv[] = {
+                (char *) tu_bin("RTSOAK"), "verdict", "--json", "--server", url, un.release, NULL
+        };
+        struct tu_result vr;
+        tu_run(vargv, 60000, NULL, NULL, &vr);
+        json_t *v = tu_json(vr.out), *p;
+        size_t stalled = 0;
+        json_array_foreach (json_object_get(v, "problems"), i, p) {
+                if (tu_jint(p, "cpu") != target || tu_jint(p, "value_ns") < STALL_US * 900LL)
+                        continue;
+                const char *c = json_string_value(json_object_get(p, "culprit"));
+                char want[64];
+                snprintf(want, sizeof(want), "thread stall-inject (pid %d, SCHED_FIFO 90)", ipid);
+                if (!c || strncmp(c, want, strlen(want)) != 0)
+                        fail_msg("the farm's problem %s has the culprit %s, not %s",
+                                 json_string_value(json_object_get(p, "id")), c ?: "(none)", want);
+                stalled++;
+        }
+        fprintf(stderr, "# %zu problems of the farm's verdict name the injector\n", stalled);
+        assert_true(stalled >= 3);
+        json_decref(v);
+        tu_result_done(&vr);
+        /* Stored as they came: the farm's captures of the target CPU name the injector. */
+        char q[200];
+        snprintf(q, sizeof(q),
+                 "SELECT count(*) FROM traces WHERE cpu = %d AND culprit_name = 'stall-inject' "
+                 "AND culprit_pid = %d AND raw IS NOT NULL",
+                 target, ipid);
+        long long stored = tu_farm_int(farm, q);
+        fprintf(stderr, "# %lld captures naming the injector in the farm database (%s)\n", stored,
+                tu_backend_name());
+        assert_true(stored >= STALLS);
+        tu_server_stop(srv);
+        tu_farm_drop(farm);
+        tu_rmdir(fdir);
+        free(err);
+        tu_rmdir(s.dir);
+}
+
+/* A run where the recorder cannot work: intervals as before, and the reason, said once. */
+static void unavailable(const char *name, enum mount_as how, const char *const *extra,
+                        const char *why) {
+        struct soak s;
+        const char *base[12] = { "--set", "Probe.Threshold=1us", "--duration", "3s" };
+        size_t n = 4;
+        for (; extra && *extra; extra++)
+                base[n++] = *extra;
+        base[n] = NULL;
+        start(&s, name, how, base);
+        char *err = finish(&s);
+        if (tu_count_lines(err, "rtsoakd: Trace flight recorder unavailable: ") != 1 ||
+            !strstr(err, why))
+                fail_msg("expected one notice saying \"%s\":\n%s", why, err);
+        assert_true(intervals_stored(&s) >= 2);
+        char *status = rtsoak_text(&s, "status", NULL, NULL);
+        if (!strstr(status, "Trace:    unavailable: ") || !strstr(status, why) ||
+            !strstr(status, "violations are recorded without traces"))
+                fail_msg("rtsoak status does not say why there are no captures:\n%s", status);
+        json_t *st = rtsoak_json(&s, "status", NULL);
+        json_t *trace = json_object_get(st, "trace");
+        assert_string_equal(json_string_value(json_object_get(trace, "state")), "unavailable");
+        assert_int_equal(tu_jint(trace, "captures"), 0);
+        /* Every violation (1 us: all of them) was left without a capture. */
+        assert_true(tu_jint(trace, "skipped") > 1000);
+        json_decref(st);
+        char *traces = rtsoak_text(&s, "traces", NULL, NULL);
+        assert_non_null(strstr(traces, "No trace captures"));
+        free(traces);
+        free(status);
+        free(err);
+        tu_rmdir(s.dir);
+}
+
+static void test_no_tracefs(void **state) {
+        need_root();
+        skip_on_pg();
+        unavailable("trace-none", TMPFS, NULL, "/sys/kernel/tracing is not a tracefs");
+}
+
+static void test_read_only(void **state) {
+        need_root();
+        skip_on_pg();
+        unavailable("trace-ro", TRACEFS_RO, NULL, "is read-only here");
+}
+
+/* Someone else holds an instance of that name: rtsoakd leaves it alone. */
+static void test_instance_busy(void **state) {
+        need_root();
+        skip_on_pg();
+        const char *extra[] = { "--set", "Trace.Instance=rtsoak-test-busy", NULL };
+        /* The holder: a shell in the same kind of namespace with a file of the instance open,
+         * alive for as long as the run. */
+        char *holder[] = { UNSHARE,
+                           "-m",
+                           "sh",
+                           "-c",
+                           "mount -t tracefs nodev /sys/kernel/tracing || exit 125; "
+                           "d=/sys/kernel/tracing/instances/rtsoak-test-busy; mkdir $d; "
+                           "exec 3<$d/trace; sleep 6; exec 3<&-; rmdir $d",
+                           NULL };
+        pid_t h = tu_spawn(holder, NULL, NULL);
+        tu_sleep_ms(500);
+        unavailable("trace-busy", TRACEFS, extra, "is in use by another process");
+        assert_int_equal(tu_wait(h, 20000), 0);
+}
+
+/* An instance left by an rtsoakd that was killed is taken over. */
+static void test_stale_instance(void **state) {
+        need_root();
+        skip_on_pg();
+        struct soak s;
+        char *leftover[] = { UNSHARE,
+                             "-m",
+                             "sh",
+                             "-c",
+                             "mount -t tracefs nodev /sys/kernel/tracing || exit 125; "
+                             "mkdir /sys/kernel/tracing/instances/rtsoak-test-stale",
+                             NULL };
+        struct tu_result r;
+        tu_run(leftover, 20000, NULL, NULL, &r);
+        if (r.status == 125)
+                skip();
+        assert_int_equal(r.status, 0);
+        tu_result_done(&r);
+        const char *extra[] = { "--set", "Trace.Instance=rtsoak-test-stale", "--duration", "2s",
+                                NULL };
+        start(&s, "trace-stale", TRACEFS, extra);
+        char *err = finish(&s);
+        if (!strstr(err, "Trace flight recorder on: tracefs instance "
+                         "/sys/kernel/tracing/instances/rtsoak-test-stale"))
+                fail_msg("the stale instance was not taken over:\n%s", err);
+        /* And removed at the end. */
+        char *gone[] = { UNSHARE,
+                         "-m",
+                         "sh",
+                         "-c",
+                         "mount -t tracefs nodev /sys/kernel/tracing || exit 125; "
+                         "test ! -e /sys/kernel/tracing/instances/rtsoak-test-stale",
+                         NULL };
+        tu_run(gone, 20000, NULL, NULL, &r);
+        assert_int_equal(r.status, 0);
+        tu_result_done(&r);
+        free(err);
+        tu_rmdir(s.dir);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_injected_stalls_named),
+                cmocka_unit_test(test_no_tracefs),
+                cmocka_unit_test(test_read_only),
+                cmocka_unit_test(test_instance_busy),
+                cmocka_unit_test(test_stale_instance),
+        };
+        return RUN_TESTS(tests);
+}
