@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli-farm.h"
+#include "cli-junit.h"
 #include "cli-verdict.h"
 #include "log.h"
 #include "macro.h"
@@ -23,6 +24,8 @@ static void verdict_usage(FILE *f) {
                    "                         \"2d ago\"), with all the data received since\n"
                    "  --known-at TIME        the verdict the server gave (or would have) at TIME\n"
                    "  --json                 the server's whole answer as JSON\n"
+                   "  --junit FILE           also write the verdict as JUnit XML to FILE (a test\n"
+                   "                         case per gating machine), for CI systems\n"
                    "  --ca FILE              CA certificate(s) to verify an https server with\n"
                    "  --token-file FILE      a read token (rtsoak-server read-token) in the\n"
                    "                         file's first line, for a server that wants one\n"
@@ -82,7 +85,17 @@ static bool time_arg(const char *opt, const char *text, int64_t *ret) {
         return true;
 }
 
-static int ask(const struct cli_farm *f, const char *release, const char *query, bool json) {
+/* The verdict for a CI system, when --junit asks for it; a file that cannot be written
+ * makes the verdict unknown to the job. */
+static int junit(const char *path, const struct cli_farm *f, const char *release, json_t *v,
+                 const char *error, int ret) {
+        if (!path)
+                return ret;
+        return cli_junit_write(path, release, f->server, v, error) < 0 ? VERDICT_EXIT_UNKNOWN : ret;
+}
+
+static int ask(const struct cli_farm *f, const char *release, const char *query, bool json,
+               const char *junit_path) {
         _cleanup_free_ char *escaped = cli_farm_escape(release), *path = NULL;
         json_t *j = NULL;
         long status = 0;
@@ -91,16 +104,22 @@ static int ask(const struct cli_farm *f, const char *release, const char *query,
                 return VERDICT_EXIT_UNKNOWN;
         }
         if (cli_farm_get(f, path, &status, &j) < 0)
-                return VERDICT_EXIT_UNKNOWN;
+                return junit(junit_path, f, release, NULL, "the server could not be asked",
+                             VERDICT_EXIT_UNKNOWN);
         const char *err = json_string_value(json_object_get(j, "error"));
         const char *v = json_string_value(json_object_get(j, "verdict"));
         int ret = VERDICT_EXIT_UNKNOWN;
-        if (status != 200)
-                log_error("%s: the server answered %ld%s%s; the verdict cannot be told", release,
-                          status, err ? ": " : "", err ?: "");
-        else if (!v)
+        char why[512];
+        if (status != 200) {
+                snprintf(why, sizeof(why), "the server answered %ld%s%s", status, err ? ": " : "",
+                         err ?: "");
+                log_error("%s: %s; the verdict cannot be told", release, why);
+                ret = junit(junit_path, f, release, NULL, why, ret);
+        } else if (!v) {
                 log_error("%s: the server's answer is not a verdict", release);
-        else {
+                ret = junit(junit_path, f, release, NULL, "the server's answer is not a verdict",
+                            ret);
+        } else {
                 ret = strcmp(v, "qualified") == 0 ? VERDICT_EXIT_QUALIFIED
                       : strcmp(v, "failed") == 0  ? VERDICT_EXIT_FAILED
                       : strcmp(v, "pending") == 0 ? VERDICT_EXIT_PENDING
@@ -115,6 +134,7 @@ static int ask(const struct cli_farm *f, const char *release, const char *query,
                         log_error_errno(errno, "Cannot print the verdict: %m");
                         ret = VERDICT_EXIT_UNKNOWN;
                 }
+                ret = junit(junit_path, f, release, j, NULL, ret);
         }
         json_decref(j);
         return ret;
@@ -128,6 +148,7 @@ int cli_verdict(int argc, char **argv) {
                 ARG_JSON,
                 ARG_CA,
                 ARG_TIMEOUT,
+                ARG_JUNIT,
                 ARG_TOKEN_FILE
         };
         static const struct option options[] = {
@@ -137,6 +158,7 @@ int cli_verdict(int argc, char **argv) {
                 { "json", no_argument, NULL, ARG_JSON },
                 { "ca", required_argument, NULL, ARG_CA },
                 { "timeout", required_argument, NULL, ARG_TIMEOUT },
+                { "junit", required_argument, NULL, ARG_JUNIT },
                 { "token-file", required_argument, NULL, ARG_TOKEN_FILE },
                 { "help", no_argument, NULL, 'h' },
                 {},
@@ -144,6 +166,7 @@ int cli_verdict(int argc, char **argv) {
         struct cli_farm f = { .timeout_s = 60 };
         int64_t at = 0, known = 0;
         bool json = false, have_at = false, have_known = false;
+        const char *junit_path = NULL;
         int c;
 
         optind = 1;
@@ -167,6 +190,9 @@ int cli_verdict(int argc, char **argv) {
                         break;
                 case ARG_CA:
                         f.ca = optarg;
+                        break;
+                case ARG_JUNIT:
+                        junit_path = optarg;
                         break;
                 case ARG_TOKEN_FILE:
                         f.token_file = optarg;
@@ -195,5 +221,5 @@ int cli_verdict(int argc, char **argv) {
         if (have_known)
                 snprintf(query + n, sizeof(query) - n, "%sknown_at=%lld", n ? "&" : "?",
                          (long long) known);
-        return ask(&f, argv[optind], query, json);
+        return ask(&f, argv[optind], query, json, junit_path);
 }

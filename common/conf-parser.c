@@ -339,11 +339,28 @@ void conf_free(const struct conf_table *t, void *obj) {
                 t->items[i].type->done(field_of(&t->items[i], obj));
 }
 
-static const char *dynamic_name(const struct conf_table *t, const char *section) {
-        size_t l = t->dynamic_prefix ? strlen(t->dynamic_prefix) : 0;
-        if (l == 0 || strncmp(section, t->dynamic_prefix, l) != 0)
+static const char *after_prefix(const char *prefix, const char *section) {
+        size_t l = prefix ? strlen(prefix) : 0;
+        if (l == 0 || strncmp(section, prefix, l) != 0)
                 return NULL;
         return section + l;
+}
+
+/* The NAME of a "<prefix>NAME" section, and (ret_dyn) which of the further kinds it is (NULL:
+ * the table's own dynamic_prefix). */
+static const char *dynamic_name_of(const struct conf_table *t, const char *section,
+                                   const struct conf_dynamic **ret_dyn) {
+        const char *name = after_prefix(t->dynamic_prefix, section);
+        *ret_dyn = NULL;
+        for (size_t i = 0; !name && i < t->ndynamics; i++)
+                if ((name = after_prefix(t->dynamics[i].prefix, section)))
+                        *ret_dyn = &t->dynamics[i];
+        return name;
+}
+
+static const char *dynamic_name(const struct conf_table *t, const char *section) {
+        const struct conf_dynamic *d;
+        return dynamic_name_of(t, section, &d);
 }
 
 static bool section_known(const struct conf_table *t, const char *section) {
@@ -420,10 +437,12 @@ static int assign(const struct conf_table *t, const char *where, const char *sec
                 return seterr(err, "%s: unknown section [%s]%s%s%s", where, section,
                               hint ? " (did you mean [" : "", hint ?: "", hint ? "]?)" : "");
         }
-        const char *dyn = dynamic_name(t, section);
+        const struct conf_dynamic *kind;
+        const char *dyn = dynamic_name_of(t, section, &kind);
         if (dyn) {
                 char msg[CONF_ERROR_MAX];
-                r = t->dynamic_assign(obj, where, dyn, key, value, msg);
+                r = kind ? kind->assign(obj, where, dyn, key, value, msg)
+                         : t->dynamic_assign(obj, where, dyn, key, value, msg);
                 if (r < 0)
                         return seterr(err, "%s: [%s] %s=: %s", where, section, key, msg);
                 return 0;
@@ -635,6 +654,9 @@ void conf_print(const struct conf_table *t, const void *obj, FILE *f) {
         }
         if (t->dynamic_print)
                 t->dynamic_print(obj, f);
+        for (size_t i = 0; i < t->ndynamics; i++)
+                if (t->dynamics[i].print)
+                        t->dynamics[i].print(obj, f);
 }
 
 const char *conf_origin(const struct conf_table *t, char *const *origins, size_t offset) {

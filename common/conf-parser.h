@@ -43,6 +43,14 @@ extern const struct conf_type conf_type_size;         /* uint64_t bytes; "auto" 
 
 #define CONF_ERROR_MAX 1024
 
+/* Sections named "<prefix>NAME" whose keys the owner handles (see conf_table). */
+struct conf_dynamic {
+        const char *prefix;
+        int (*assign)(void *obj, const char *where, const char *name, const char *key,
+                      const char *value, char err[static CONF_ERROR_MAX]);
+        void (*print)(const void *obj, FILE *f);
+};
+
 struct conf_table {
         const struct conf_item *items;
         size_t n;
@@ -52,6 +60,9 @@ struct conf_table {
         int (*dynamic_assign)(void *obj, const char *where, const char *name, const char *key,
                               const char *value, char err[static CONF_ERROR_MAX]);
         void (*dynamic_print)(const void *obj, FILE *f);
+        /* Optional: further kinds of such sections, each with its own prefix. */
+        const struct conf_dynamic *dynamics;
+        size_t ndynamics;
 };
 
 /* Sets every field to its default. */

@@ -95,18 +95,51 @@ void sha256_final(struct sha256_ctx *c, uint8_t out[static SHA256_DIGEST_SIZE]) 
         }
 }
 
-char *sha256_hex(const void *data, size_t len, char out[static 2 * SHA256_DIGEST_SIZE + 1]) {
+char *sha256_digest_hex(const uint8_t d[static SHA256_DIGEST_SIZE],
+                        char out[static 2 * SHA256_DIGEST_SIZE + 1]) {
         static const char hex[] = "0123456789abcdef";
-        struct sha256_ctx c;
-        uint8_t d[SHA256_DIGEST_SIZE];
-
-        sha256_init(&c);
-        sha256_update(&c, data, len);
-        sha256_final(&c, d);
         for (int i = 0; i < SHA256_DIGEST_SIZE; i++) {
                 out[2 * i] = hex[d[i] >> 4];
                 out[2 * i + 1] = hex[d[i] & 15];
         }
         out[2 * SHA256_DIGEST_SIZE] = '\0';
         return out;
+}
+
+char *sha256_hex(const void *data, size_t len, char out[static 2 * SHA256_DIGEST_SIZE + 1]) {
+        struct sha256_ctx c;
+        uint8_t d[SHA256_DIGEST_SIZE];
+
+        sha256_init(&c);
+        sha256_update(&c, data, len);
+        sha256_final(&c, d);
+        return sha256_digest_hex(d, out);
+}
+
+/* The key padded to a block (hashed first when longer), XORed with the inner and the outer
+ * pad: H((K ^ opad) || H((K ^ ipad) || message)). */
+void hmac_sha256(const void *key, size_t key_len, const void *const *parts, const size_t *lens,
+                 size_t nparts, uint8_t out[static SHA256_DIGEST_SIZE]) {
+        uint8_t k[64] = { 0 }, pad[64], inner[SHA256_DIGEST_SIZE];
+        struct sha256_ctx c;
+
+        if (key_len > sizeof(k)) {
+                sha256_init(&c);
+                sha256_update(&c, key, key_len);
+                sha256_final(&c, k);
+        } else if (key_len > 0)
+                memcpy(k, key, key_len);
+        for (size_t i = 0; i < sizeof(pad); i++)
+                pad[i] = k[i] ^ 0x36;
+        sha256_init(&c);
+        sha256_update(&c, pad, sizeof(pad));
+        for (size_t i = 0; i < nparts; i++)
+                sha256_update(&c, parts[i], lens[i]);
+        sha256_final(&c, inner);
+        for (size_t i = 0; i < sizeof(pad); i++)
+                pad[i] = k[i] ^ 0x5c;
+        sha256_init(&c);
+        sha256_update(&c, pad, sizeof(pad));
+        sha256_update(&c, inner, sizeof(inner));
+        sha256_final(&c, out);
 }

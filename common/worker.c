@@ -14,6 +14,7 @@ struct worker {
         pthread_mutex_t lock;
         pthread_cond_t cond;
         bool stop;
+        bool woken; /* worker_wake() since the last worker_wait() */
         void (*fn)(void *userdata, struct worker *w);
         void *userdata;
 };
@@ -56,11 +57,21 @@ bool worker_wait(struct worker *w, uint64_t ns) {
         ts.tv_sec = (time_t) (t / NSEC_PER_SEC);
         ts.tv_nsec = (long) (t % NSEC_PER_SEC);
         pthread_mutex_lock(&w->lock);
-        while (!w->stop && pthread_cond_timedwait(&w->cond, &w->lock, &ts) == 0)
+        while (!w->stop && !w->woken && pthread_cond_timedwait(&w->cond, &w->lock, &ts) == 0)
                 ;
+        w->woken = false;
         bool go_on = !w->stop;
         pthread_mutex_unlock(&w->lock);
         return go_on;
+}
+
+void worker_wake(struct worker *w) {
+        if (!w)
+                return;
+        pthread_mutex_lock(&w->lock);
+        w->woken = true;
+        pthread_cond_signal(&w->cond);
+        pthread_mutex_unlock(&w->lock);
 }
 
 void worker_stop(struct worker *w) {

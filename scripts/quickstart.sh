@@ -21,10 +21,12 @@ build_packages=(meson ninja-build gcc pkg-config libsqlite3-dev libsystemd-dev l
 # forensics test reads; build-essential (which dpkg-buildpackage requires), dpkg-dev, debhelper
 # and lintian build and check the Debian packages, systemd-container boots them under a real
 # systemd, with openssl, iproute2 and curl for the farm set-up of the README; postgresql the
-# farm server's second store (the tests start servers of their own).
+# farm server's second store (the tests start servers of their own); promtool (prometheus)
+# checks and unit-tests the alert rules and the metrics, xmllint (libxml2-utils) validates the
+# JUnit XML of rtsoak verdict.
 test_packages=(systemd systemd-journal-remote clang-format python3 chromium build-essential
                dpkg-dev debhelper lintian systemd-container openssl iproute2 curl procps util-linux
-               postgresql)
+               postgresql prometheus libxml2-utils)
 
 install_missing() {
         local missing=()

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* rtsoak-server: the farm server.  Serves the upload and query API; its commands enrol, revoke
  * and set up machines, judge releases and give waivers in its farm database. */
+#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -20,9 +21,11 @@
 #include "server-access.h"
 #include "server-auth.h"
 #include "server-cli-machines.h"
+#include "server-cli-notify.h"
+#include "server-copy.h"
 #include "server-db.h"
 #include "server-http.h"
-#include "server-copy.h"
+#include "server-notify.h"
 #include "server-query.h"
 #include "server-ratelimit.h"
 #include "server-retention.h"
@@ -47,7 +50,8 @@ struct server_config {
         uint64_t max_probe_interval, clock_tolerance, regression_min_diff, watch;
         bool regression;
         char *scenarios, *scenario_loads, *min_samples, *regression_tolerance;
-        struct farm_rule series; /* only its [Series.NAME] sections */
+        struct farm_rule series;     /* only its [Series.NAME] sections */
+        struct notify_config notify; /* [Notifications] and [Notify.NAME] */
 };
 
 #define STR_(x) #x
@@ -129,6 +133,22 @@ static const struct conf_item config_items[] = {
           FARM_RULE_REGRESSION_MIN_DIFF_DEFAULT },
         { "Verdict", "Watch", &conf_type_timespan, offsetof(struct server_config, watch), 0,
           86400 * NSEC_PER_SEC, FARM_RULE_WATCH_DEFAULT },
+        { "Notifications", "Enabled", &conf_type_bool,
+          offsetof(struct server_config, notify.enabled), 0, 0, "yes" },
+        { "Notifications", "DashboardURL", &conf_type_string,
+          offsetof(struct server_config, notify.dashboard_url), 0, 1000, "" },
+        { "Notifications", "Check", &conf_type_timespan,
+          offsetof(struct server_config, notify.check_ns), NSEC_PER_SEC / 10, 3600 * NSEC_PER_SEC,
+          NOTIFY_CHECK_DEFAULT },
+        { "Notifications", "GroupWait", &conf_type_timespan,
+          offsetof(struct server_config, notify.group_wait_ns), 0, 3600 * NSEC_PER_SEC,
+          NOTIFY_GROUP_WAIT_DEFAULT },
+        { "Notifications", "GroupInterval", &conf_type_timespan,
+          offsetof(struct server_config, notify.group_interval_ns), 0, 86400 * NSEC_PER_SEC,
+          NOTIFY_GROUP_INTERVAL_DEFAULT },
+        { "Notifications", "Keep", &conf_type_timespan,
+          offsetof(struct server_config, notify.keep_ns), 0, 3650 * 86400 * NSEC_PER_SEC,
+          NOTIFY_KEEP_DEFAULT },
 };
 
 /* [Series.NAME] sections: Releases= and Group=. */
@@ -145,11 +165,29 @@ static void series_print(const void *obj, FILE *f) {
                         sc->series.series[i].globs, sc->series.series[i].group);
 }
 
+/* [Notify.NAME] sections: the channels of notifications. */
+static int channel_assign(void *obj, const char *where, const char *name, const char *key,
+                          const char *value, char err[static CONF_ERROR_MAX]) {
+        struct server_config *sc = obj;
+        return notify_channel_assign(&sc->notify, where, name, key, value, err);
+}
+
+static void channel_print(const void *obj, FILE *f) {
+        const struct server_config *sc = obj;
+        notify_channels_print(&sc->notify, f);
+}
+
+static const struct conf_dynamic config_dynamics[] = {
+        { "Notify.", channel_assign, channel_print },
+};
+
 static const struct conf_table config_table = { .items = config_items,
                                                 .n = ELEMENTSOF(config_items),
                                                 .dynamic_prefix = "Series.",
                                                 .dynamic_assign = series_assign,
-                                                .dynamic_print = series_print };
+                                                .dynamic_print = series_print,
+                                                .dynamics = config_dynamics,
+                                                .ndynamics = ELEMENTSOF(config_dynamics) };
 _Static_assert(FARM_RATE_DEFAULT == 10.0 && FARM_MAX_BODY_DEFAULT == 16777216,
                "the configuration's defaults are the options' defaults");
 
@@ -224,6 +262,8 @@ struct options {
         uint64_t given;   /* the options given, as OPT() bits */
         bool usage_error; /* one of them was wrong (already logged) */
         struct farm_rule rule;
+        struct notify_config *notify;
+        struct cli_notify_filter notify_filter; /* notifications: --state, --kind ... */
 };
 
 static void help(void) {
@@ -251,6 +291,12 @@ static void help(void) {
                "  admin-token NAME | admin-revoke NAME\n"
                "  read-token NAME | read-revoke NAME\n"
                "  check\n"
+               "  notifications [--state pending|sent|failed] [--kind KIND] [--machine ID]\n"
+               "                [--release RELEASE] [--limit N] [--json]   what was told, "
+               "where\n"
+               "  notifications retry DELIVERY_ID|failed             send failed ones again\n"
+               "  notifications test CHANNEL                         queue a test "
+               "notification\n"
                "  migrate --from PATH|URI --to URI [--chunk N]       copy the farm into another "
                "store\n"
                "                       (postgresql://...) and compare every row\n"
@@ -332,6 +378,11 @@ enum {
         ARG_FROM,
         ARG_TO,
         ARG_JSON,
+        ARG_STATE,
+        ARG_KIND,
+        ARG_MACHINE,
+        ARG_RELEASE,
+        ARG_LIMIT,
         ARG_CHUNK,
         ARG_BEFORE,
         ARG_VERSION,
@@ -368,6 +419,11 @@ static const struct option options[] = {
         { "from", required_argument, NULL, ARG_FROM },
         { "to", required_argument, NULL, ARG_TO },
         { "json", no_argument, NULL, ARG_JSON },
+        { "state", required_argument, NULL, ARG_STATE },
+        { "kind", required_argument, NULL, ARG_KIND },
+        { "machine", required_argument, NULL, ARG_MACHINE },
+        { "release", required_argument, NULL, ARG_RELEASE },
+        { "limit", required_argument, NULL, ARG_LIMIT },
         { "chunk", required_argument, NULL, ARG_CHUNK },
         { "before", required_argument, NULL, ARG_BEFORE },
         { "help", no_argument, NULL, 'h' },
@@ -447,6 +503,21 @@ static int parse_command_option(int c, const char *name, struct options *o) {
                 break;
         case ARG_JSON:
                 o->json = true;
+                break;
+        case ARG_STATE:
+                o->notify_filter.state = optarg;
+                break;
+        case ARG_KIND:
+                o->notify_filter.kind = optarg;
+                break;
+        case ARG_MACHINE:
+                o->notify_filter.machine = optarg;
+                break;
+        case ARG_RELEASE:
+                o->notify_filter.release = optarg;
+                break;
+        case ARG_LIMIT:
+                o->notify_filter.limit = optarg;
                 break;
         case ARG_BEFORE:
                 o->before = optarg;
@@ -641,6 +712,22 @@ static int serve(const struct options *o) {
         if (o->cert && (read_pem("certificate", o->cert, &cert) < 0 ||
                         read_pem("private key", o->key, &key) < 0))
                 return EXIT_CONFIG;
+        char cerr[CONF_ERROR_MAX];
+        if (notify_config_load_secrets(o->notify, cerr) < 0) {
+                log_error("%s", cerr);
+                return EXIT_CONFIG;
+        }
+        for (size_t i = 0; i < o->notify->nchannels; i++)
+                if (o->notify->channels[i].secret_shared)
+                        log_warning("%s: [Notify.%s] SecretFile=%s can be read by others than "
+                                    "its owner (chmod 600 it)",
+                                    o->notify->channels[i].secret_where,
+                                    o->notify->channels[i].name,
+                                    o->notify->channels[i].secret_file);
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                log_error("Cannot initialise libcurl (for the webhooks)");
+                return EXIT_FAILURE;
+        }
 
         /* Retention keeps what the verdict's period needs, and a month more. */
         if (o->retention_ns && o->retention_ns < o->rule.period_ns + 31 * 86400 * NSEC_PER_SEC) {
@@ -728,8 +815,12 @@ static int serve(const struct options *o) {
         if (o->cache_warming && (r = farm_warmer_start(db, &warmer)) < 0)
                 log_warning_errno(r, "Cannot merge histograms in the background, the queries "
                                      "will: %m");
+        struct farm_notifier *notifier = NULL;
+        if (o->notify->enabled &&
+            (r = farm_notifier_start(db, &o->rule, o->notify, bound, cert != NULL, &notifier)) < 0)
+                log_warning_errno(r, "Cannot start the notifications: %m");
         struct farm_watcher *watcher = NULL;
-        if ((r = farm_watcher_start(db, &o->rule, &watcher)) < 0)
+        if ((r = farm_watcher_start(db, &o->rule, farm_notifier_hooks(notifier), &watcher)) < 0)
                 log_warning_errno(r, "Cannot keep the verdict log: %m");
         struct farm_pruner *pruner = NULL;
         if ((r = farm_pruner_start(db, o->retention_ns, &pruner)) < 0)
@@ -741,7 +832,9 @@ static int serve(const struct options *o) {
         farm_http_stop(http);
         farm_pruner_stop(pruner);
         farm_watcher_stop(watcher);
+        farm_notifier_stop(notifier);
         farm_warmer_stop(warmer);
+        curl_global_cleanup();
         uint64_t commits, uploads;
         farm_db_commit_stats(db, &commits, &uploads);
         log_info("Stored %llu uploads in %llu commits", (unsigned long long) uploads,
@@ -1121,6 +1214,21 @@ static int run_check(const struct options *o, char **args, int n) {
         return check_cmd(o);
 }
 
+static int run_notifications(const struct options *o, char **args, int n) {
+        (void) args, (void) n;
+        return cli_notifications_list(o->db_path, &o->notify_filter, o->json);
+}
+
+static int run_notifications_retry(const struct options *o, char **args, int n) {
+        (void) n;
+        return cli_notifications_retry(o->db_path, args[0]);
+}
+
+static int run_notifications_test(const struct options *o, char **args, int n) {
+        (void) n;
+        return cli_notifications_test(o->db_path, o->notify, args[0], who(o));
+}
+
 /* prune --before TIME: one pass of retention now, with that horizon. */
 static int run_prune(const struct options *o, char **args, int n) {
         char err[FARM_ERROR_MAX];
@@ -1208,6 +1316,12 @@ static const struct command {
         { "read-token", NULL, 1, 1, "NAME", 0, run_read_token },
         { "read-revoke", NULL, 1, 1, "NAME", 0, run_read_revoke },
         { "check", NULL, 0, 0, "no argument", 0, run_check },
+        { "notifications", "retry", 1, 1, "DELIVERY_ID or \"failed\"", 0, run_notifications_retry },
+        { "notifications", "test", 1, 1, "CHANNEL", OPT(ARG_BY), run_notifications_test },
+        { "notifications", NULL, 0, 0, "no argument but retry or test",
+          OPT(ARG_STATE) | OPT(ARG_KIND) | OPT(ARG_MACHINE) | OPT(ARG_RELEASE) | OPT(ARG_LIMIT) |
+                  OPT(ARG_JSON),
+          run_notifications },
         { "migrate", NULL, 0, 0, "no argument", OPT(ARG_FROM) | OPT(ARG_TO) | OPT(ARG_CHUNK),
           run_migrate },
         { "prune", NULL, 0, 0, "no argument", OPT(ARG_BEFORE), run_prune },
@@ -1229,7 +1343,8 @@ static const struct command *find_command(char **words, int n) {
         else
                 log_error("Unknown command '%s' (expected enroll, revoke, machine, maintenance, "
                           "verdict, waive, unwaive, waivers, admin-token, admin-revoke, "
-                          "read-token, read-revoke, check, migrate or prune; see --help)",
+                          "read-token, read-revoke, check, notifications, migrate or prune; see "
+                          "--help)",
                           words[0]);
         return NULL;
 }
@@ -1276,10 +1391,11 @@ int main(int argc, char **argv) {
         char err[CONF_ERROR_MAX];
         bool explicit_config;
         const char *path = config_path(argc, argv, &explicit_config);
+        static char *origins[ELEMENTSOF(config_items)];
         _cleanup_free_ char **sets = config_sets(argc, argv);
         if (!sets)
                 return log_oom(), EXIT_FAILURE;
-        if (conf_load(&config_table, path, explicit_config, sets, &sc, NULL, NULL, err) < 0) {
+        if (conf_load(&config_table, path, explicit_config, sets, &sc, origins, NULL, err) < 0) {
                 log_error("%s", err);
                 return EXIT_CONFIG;
         }
@@ -1297,6 +1413,14 @@ int main(int argc, char **argv) {
         o.retention_ns = sc.retention;
         if (rule_from_config(&sc, path, &o.rule) < 0)
                 return EXIT_CONFIG;
+        if (notify_config_check(&sc.notify,
+                                conf_origin(&config_table, origins,
+                                            offsetof(struct server_config, notify.dashboard_url)),
+                                err) < 0) {
+                log_error("%s", err);
+                return EXIT_CONFIG;
+        }
+        o.notify = &sc.notify;
 
         if (parse_options(argc, argv, &o) > 0)
                 return EXIT_SUCCESS;

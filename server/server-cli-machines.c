@@ -36,7 +36,7 @@ static bool machine_id_ok(const char *machine_id) {
         return false;
 }
 
-static int print_json(json_t *j) {
+int cli_print_json(json_t *j) {
         int r = json_dumpf(j, stdout, JSON_INDENT(2));
         putchar('\n');
         if (r < 0 || fflush(stdout) != 0)
@@ -206,7 +206,7 @@ int cli_machine_show(const struct cli_machine_args *a, const char *machine_id) {
                 return EXIT_FAILURE;
         }
         if (a->json)
-                r = print_json(j);
+                r = cli_print_json(j);
         else {
                 print_settings(j);
                 r = fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
@@ -280,7 +280,7 @@ int cli_maintenance_list(const struct cli_machine_args *a, const char *machine_i
                 return EXIT_FAILURE;
         }
         if (a->json)
-                r = print_json(j);
+                r = cli_print_json(j);
         else {
                 print_windows(j);
                 r = fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -17,6 +17,8 @@ struct cli_machine_args {
 
 /* Opens the farm database, logging why it cannot. */
 int cli_open_db(const char *path, farm_db **ret);
+/* Prints j indented on stdout: the exit status. */
+int cli_print_json(json_t *j);
 
 int cli_enroll(const struct cli_machine_args *a, const char *machine_id);
 int cli_revoke(const struct cli_machine_args *a, const char *machine_id);

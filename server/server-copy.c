@@ -51,6 +51,10 @@ static const struct table {
         { "audit", "id" },
         { "rule_versions", "id" },
         { "verdict_log", "id" },
+        { "notifications", "id" },
+        { "notification_deliveries", "id" },
+        { "notify_seen", "problem" },
+        { "notify_state", "key" },
 };
 
 enum ctype { C_INT, C_DOUBLE, C_TEXT, C_BLOB };

@@ -23,6 +23,7 @@
 #include "server-dash.h"
 #include "server-http.h"
 #include "server-maintenance.h"
+#include "server-notify.h"
 #include "server-params.h"
 #include "server-path.h"
 #include "server-query.h"
@@ -43,6 +44,7 @@
 #define API_AUDIT "/api/v1/audit"
 #define API_MAINTENANCE "/api/v1/maintenance"
 #define API_SERIES "/api/v1/series"
+#define API_NOTIFICATIONS "/api/v1/notifications"
 #define RELEASE_MAX 256
 #define PATH_LOG_MAX 256
 
@@ -564,8 +566,10 @@ static enum MHD_Result get_waivers(farm_http *h, struct MHD_Connection *c, struc
 }
 
 /* Staff requests carry a staff token (rtsoak-server admin-token NAME). */
-static enum MHD_Result begin_admin(farm_http *h, struct MHD_Connection *c, struct request *rq,
-                                   enum body_action action, const char *arg) {
+/* Whether the request carries a staff token: true, or false with the answer (401, 500)
+ * queued in *ret. */
+static bool staff_only(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                       enum MHD_Result *ret) {
         uint8_t hash[SHA256_DIGEST_SIZE];
         int r = farm_token_from_header(
                 MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
@@ -574,11 +578,22 @@ static enum MHD_Result begin_admin(farm_http *h, struct MHD_Connection *c, struc
                 r = farm_admin_authenticate(h->db, hash, rq->admin);
         if (r == -EINVAL || r == -EACCES) {
                 rq->admin[0] = '\0';
-                return respond_error(rq, c, 401, "missing, invalid or revoked staff token",
+                *ret = respond_error(rq, c, 401, "missing, invalid or revoked staff token",
                                      MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+                return false;
         }
-        if (r < 0)
-                return respond_internal(rq, c, r, "cannot check the staff token");
+        if (r < 0) {
+                *ret = respond_internal(rq, c, r, "cannot check the staff token");
+                return false;
+        }
+        return true;
+}
+
+static enum MHD_Result begin_admin(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                   enum body_action action, const char *arg) {
+        enum MHD_Result ret;
+        if (!staff_only(h, c, rq, &ret))
+                return ret;
         rq->action = action;
         snprintf(rq->arg, sizeof(rq->arg), "%s", arg);
         return prepare_body(h, c, rq);
@@ -696,6 +711,46 @@ static void add_next(json_t *j, struct request *rq, const struct farm_page *page
                                        (unsigned long long) page->limit,
                                        (unsigned long long) (page->offset + page->limit))
                         : json_null());
+}
+
+/* ---- notifications ---------------------------------------------------------------------- */
+
+/* GET /api/v1/notifications: staff only (they name the channels and what failed there). */
+static enum MHD_Result get_notifications(farm_http *h, struct MHD_Connection *c,
+                                         struct request *rq) {
+        static const char *const allowed[] = { "state", "kind",   "machine", "release",
+                                               "limit", "offset", NULL };
+        char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
+        struct farm_page page;
+        enum MHD_Result ret;
+        json_t *j = NULL;
+        if (!staff_only(h, c, rq, &ret))
+                return ret;
+        if (params_allowed(c, allowed, perr) < 0 ||
+            farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
+                return respond_error(rq, c, 400, perr, NULL, NULL);
+        int r = farm_notifications_json(h->db, param(c, "state"), param(c, "kind"),
+                                        param(c, "machine"), param(c, "release"), &page, &j, err);
+        if (r == -EINVAL)
+                return respond_error(rq, c, 400, err, NULL, NULL);
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        /* The next page keeps the filters. */
+        int64_t total = json_integer_value(json_object_get(j, "total"));
+        char query[512] = "";
+        for (const char *const *p = allowed; *p && strcmp(*p, "limit") != 0; p++)
+                if (param(c, *p)) {
+                        _cleanup_free_ char *v = notify_url_escape("", param(c, *p));
+                        snprintf(query + strlen(query), sizeof(query) - strlen(query), "%s=%s&", *p,
+                                 v ?: "");
+                }
+        json_object_set_new(j, "next",
+                            (int64_t) (page.offset + page.limit) < total
+                                    ? json_sprintf("%s?%slimit=%llu&offset=%llu", rq->path, query,
+                                                   (unsigned long long) page.limit,
+                                                   (unsigned long long) (page.offset + page.limit))
+                                    : json_null());
+        return respond(rq, c, 200, j, NULL, NULL);
 }
 
 static enum MHD_Result get_settings(farm_http *h, struct MHD_Connection *c, struct request *rq,
@@ -883,6 +938,8 @@ static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, str
         if (strcmp(url, API_AUDIT) == 0)
                 return get ? get_waivers(h, c, rq, NULL, true)
                            : method_not_allowed(rq, c, "GET, HEAD");
+        if (strcmp(url, API_NOTIFICATIONS) == 0)
+                return get ? get_notifications(h, c, rq) : method_not_allowed(rq, c, "GET, HEAD");
         if (strcmp(url, API_SERIES) == 0)
                 return get ? get_series(h, c, rq, NULL) : method_not_allowed(rq, c, "GET, HEAD");
         if (strncmp(url, API_SERIES "/", strlen(API_SERIES) + 1) == 0) {

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "config.h"
 #include "hist.h"
 #include "json-time.h"
 #include "log.h"
@@ -19,6 +20,7 @@
 #include "server-merge.h"
 #include "server-path.h"
 #include "server-query.h"
+#include "server-notify-store.h"
 #include "timeutil.h"
 #include "worker.h"
 
@@ -2136,12 +2138,19 @@ static void put_seconds(FILE *f, int64_t ns) {
         fprintf(f, "%s%" PRIu64 ".%09" PRIu64, sign, u / NSEC_PER_SEC, u % NSEC_PER_SEC);
 }
 
-/* The labels of a machine: machine="ID",hostname="...". */
-static void put_machine_labels(FILE *f, sql_stmt *st) {
+/* The labels of a machine: machine="ID",hostname="..." (columns 0 and 1 of st), without the
+ * braces. */
+static void put_machine_label_pairs(FILE *f, sql_stmt *st) {
         char host[3 * 256 + 1];
         if (farm_prom_escape(sql_column_text(st, 1) ?: "", host, sizeof(host)) < 0)
                 host[0] = '\0';
-        fprintf(f, "{machine=\"%s\",hostname=\"%s\"}", sql_column_text(st, 0) ?: "", host);
+        fprintf(f, "machine=\"%s\",hostname=\"%s\"", sql_column_text(st, 0) ?: "", host);
+}
+
+static void put_machine_labels(FILE *f, sql_stmt *st) {
+        fputc('{', f);
+        put_machine_label_pairs(f, st);
+        fputc('}', f);
 }
 
 /* One sample per machine from sql, whose columns are id, hostname and the value (NULL: no
@@ -2250,7 +2259,11 @@ static int verdict_lines(const struct metric_ctx *c, const char *name, char **re
         json_t *list = NULL;
         char *text = NULL;
         size_t len = 0;
-        int r = farm_kernel_list(c->db, &list, err);
+        /* Bounded: the releases with data in the last qualification period and day, those
+         * whose verdict can still change (docs/api.md). */
+        int64_t now = now_ns(CLOCK_REALTIME);
+        int r = farm_kernel_list_since(
+                c->db, now - (int64_t) c->counters->rule->period_ns - FARM_DAY_NS, &list, err);
         if (r < 0)
                 return r;
         FILE *f = open_memstream(&text, &len);
@@ -2258,7 +2271,6 @@ static int verdict_lines(const struct metric_ctx *c, const char *name, char **re
                 json_decref(list);
                 return -ENOMEM;
         }
-        int64_t now = now_ns(CLOCK_REALTIME);
         size_t i;
         json_t *rel;
         json_array_foreach (list, i, rel) {
@@ -2312,6 +2324,94 @@ static int m_verdicts(const struct metric_ctx *c, FILE *f, const char *name, cha
         return r;
 }
 
+static int m_build_info(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        (void) c, (void) err;
+        fprintf(f, "%s{version=\"%s\"} 1\n", name, PROJECT_VERSION);
+        return 0;
+}
+
+static int m_max_gap(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        (void) err;
+        if (c->counters->rule) {
+                fputs(name, f);
+                fputc(' ', f);
+                put_seconds(f, (int64_t) c->counters->rule->max_gap_ns);
+                fputc('\n', f);
+        }
+        return 0;
+}
+
+static int m_bound(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        return machine_family(c->db, f, name,
+                              "SELECT id, hostname, threshold_ns FROM machines ORDER BY id", true,
+                              err);
+}
+
+static int m_maintenance(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        /* A window is in force from its start to the earlier of its end and its cancel. */
+        _cleanup_release_ sql_conn *conn = farm_reader(c->db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(conn,
+                             "SELECT m.id, m.hostname, EXISTS (SELECT 1 FROM maintenance w WHERE "
+                             "w.machine_id = m.id AND w.from_ns <= ?1 AND least(w.to_ns, "
+                             "coalesce(w.cancelled_ns, w.to_ns)) > ?1) FROM machines m ORDER BY "
+                             "m.id",
+                             &st, err),
+            rc;
+        if (r < 0)
+                return r;
+        sql_bind_int64(st, 1, now_ns(CLOCK_REALTIME));
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                fputs(name, f);
+                put_machine_labels(f, st);
+                fprintf(f, " %d\n", sql_column_int(st, 2));
+        }
+        if (rc != SQL_DONE)
+                return farm_fail(conn, rc, "cannot read the machines' metrics", err);
+        return 0;
+}
+
+/* One sample of 1 per machine whose labels say what it is: the release of its latest run,
+ * whether it gates (and is not revoked), and its gating groups (sorted, comma-separated). */
+static int m_machine_info(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        _cleanup_release_ sql_conn *conn = farm_reader(c->db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(conn,
+                             "SELECT m.id, m.hostname, (SELECT r.release FROM runs r WHERE "
+                             "r.machine_id = m.id ORDER BY r.start_ns DESC, r.id DESC LIMIT 1), "
+                             "m.gating = 1 AND m.revoked_ns IS NULL, (SELECT s.groups FROM "
+                             "machine_settings s WHERE s.machine_id = m.id ORDER BY s.from_ns "
+                             "DESC, s.id DESC LIMIT 1) FROM machines m ORDER BY m.id",
+                             &st, err),
+            rc;
+        if (r < 0)
+                return r;
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                char kernel[3 * 256 + 1], groups[3 * 2100 + 1];
+                if (farm_prom_escape(sql_column_text(st, 2) ?: "", kernel, sizeof(kernel)) < 0)
+                        kernel[0] = '\0';
+                if (farm_prom_escape(sql_column_text(st, 4) ?: "", groups, sizeof(groups)) < 0)
+                        groups[0] = '\0';
+                fprintf(f, "%s{", name);
+                put_machine_label_pairs(f, st);
+                fprintf(f, ",kernel=\"%s\",gating=\"%d\",groups=\"%s\"} 1\n", kernel,
+                        sql_column_int(st, 3), groups);
+        }
+        if (rc != SQL_DONE)
+                return farm_fail(conn, rc, "cannot read the machines' metrics", err);
+        return 0;
+}
+
+static int m_deliveries(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        (void) name;
+        return notify_store_metric_deliveries(c->db, f, err);
+}
+
+static int m_oldest_pending(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        (void) name;
+        return notify_store_metric_oldest(c->db, f, now_ns(CLOCK_REALTIME), err);
+}
+
 /* One entry per metric family: its HELP and TYPE lines are written before its samples. */
 static const struct metric_family {
         const char *name, *type, *help;
@@ -2336,8 +2436,29 @@ static const struct metric_family {
           "HTTP requests answered since the server started, by status code.", m_http },
         { "rtsoak_kernel_verdict", "gauge",
           "Whether a kernel release qualifies as latest stable: 1 for its current verdict "
-          "(computed at most once a minute).",
+          "(computed at most once a minute), for the releases with data in the last "
+          "qualification period and day.",
           m_verdicts },
+        { "rtsoak_build_info", "gauge", "The rtsoak-server that answers: 1, with its version.",
+          m_build_info },
+        { "rtsoak_verdict_max_gap_seconds", "gauge",
+          "The verdict's MaxGap=: the longest silence of a machine that is not a problem.",
+          m_max_gap },
+        { "rtsoak_machine_bound_seconds", "gauge",
+          "The machine's latency bound in force: a latency above it is a violation.", m_bound },
+        { "rtsoak_machine_info", "gauge",
+          "1 per machine: the release of its latest run, whether it gates releases, its gating "
+          "groups.",
+          m_machine_info },
+        { "rtsoak_machine_in_maintenance", "gauge",
+          "1 while a maintenance window of the machine is in force, else 0.", m_maintenance },
+        { "rtsoak_notification_deliveries", "gauge",
+          "Deliveries of notifications kept in the farm database, by channel and state (failed: "
+          "the dead-letter list).",
+          m_deliveries },
+        { "rtsoak_notification_oldest_pending_seconds", "gauge",
+          "Age of the oldest notification not yet delivered to every channel (0: none).",
+          m_oldest_pending },
 };
 
 static int get_metrics(farm_db *db, struct farm_counters *counters, const struct farm_args *args,

@@ -258,7 +258,7 @@ static bool series_name_ok(const char *s) {
         return true;
 }
 
-static bool group_name_ok(const char *s) {
+bool farm_rule_group_name_ok(const char *s) {
         size_t n = strlen(s);
         if (n == 0 || n >= FARM_GROUP_NAME_MAX)
                 return false;
@@ -311,7 +311,7 @@ int farm_rule_series_set(struct farm_rule *rule, const char *name, const char *k
                 trim_end(s->globs);
         } else if (strcmp(key, "Group") == 0) {
                 const char *v = skip_blank(value);
-                if (*v && !group_name_ok(v)) {
+                if (*v && !farm_rule_group_name_ok(v)) {
                         snprintf(err, errlen,
                                  "Group=%s: a group name is 1-64 of a-z, 0-9 and . _ -", v);
                         return -EINVAL;

@@ -104,6 +104,8 @@ void farm_rule_series_of(const struct farm_rule *rule, const char *release,
                          char ret_series[static FARM_SERIES_NAME_MAX],
                          char ret_group[static FARM_GROUP_NAME_MAX]);
 
+/* A gating group's name: 1-64 of a-z, 0-9 and . _ -. */
+bool farm_rule_group_name_ok(const char *s);
 /* Kernel version order: <0, 0, >0 like strcmp; numbers compare as numbers, "-rcN" comes
  * before the release it leads to, ties are broken by the text so that the order is total. */
 int farm_version_cmp(const char *a, const char *b);

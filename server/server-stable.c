@@ -324,17 +324,19 @@ static int releases_to_judge(farm_db *db, const struct farm_rule *rule, int64_t 
         return 0;
 }
 
-/* Records v's status unless it is the last one logged for the release: 1 if recorded.  In a
- * write transaction: on PostgreSQL under the farm's lock of changes, so that two servers never
- * both log the same change. */
-static int log_change_locked(sql_conn *c, json_t *v, int64_t now, char *err) {
+/* Records v's status unless it is the last one logged for the release: 1 if recorded.  The
+ * status logged before (or "" for none) and its row go to prev and prev_id.  In a write
+ * transaction: on PostgreSQL under the farm's lock of changes, so that two servers never both
+ * log the same change. */
+static int log_change_locked(sql_conn *c, json_t *v, int64_t now, char prev[static 16],
+                             int64_t *prev_id, char *err) {
         _cleanup_reset_ sql_stmt *sel = NULL, *ins = NULL;
         const char *release = json_string_value(json_object_get(v, "release")),
                    *status = farm_verdict_status(v);
         int r;
         if ((r = farm_prepare(c,
-                              "SELECT status FROM verdict_log WHERE release = ? ORDER BY at_ns "
-                              "DESC, id DESC LIMIT 1",
+                              "SELECT status, id FROM verdict_log WHERE release = ? ORDER BY "
+                              "at_ns DESC, id DESC LIMIT 1",
                               &sel, err)) < 0 ||
             (r = farm_prepare(c,
                               "INSERT INTO verdict_log (release, series, status, at_ns, "
@@ -343,6 +345,8 @@ static int log_change_locked(sql_conn *c, json_t *v, int64_t now, char *err) {
                 return r;
         sql_bind_text(sel, 1, release);
         int rc = sql_step(sel);
+        snprintf(prev, 16, "%s", rc == SQL_ROW ? sql_column_text(sel, 0) ?: "" : "");
+        *prev_id = rc == SQL_ROW ? sql_column_int64(sel, 1) : 0;
         if (rc == SQL_ROW && strcmp(sql_column_text(sel, 0) ?: "", status) == 0)
                 return 0;
         if (rc != SQL_ROW && rc != SQL_DONE)
@@ -357,8 +361,9 @@ static int log_change_locked(sql_conn *c, json_t *v, int64_t now, char *err) {
         return r < 0 ? r : 1;
 }
 
-static int log_change(farm_db *db, json_t *v, int64_t now, char *err) {
-        return FARM_WRITE_TRANSACTION(db, w, err, log_change_locked(w, v, now, err));
+static int log_change(farm_db *db, json_t *v, int64_t now, char prev[static 16], int64_t *prev_id,
+                      char *err) {
+        return FARM_WRITE_TRANSACTION(db, w, err, log_change_locked(w, v, now, prev, prev_id, err));
 }
 
 /* On PostgreSQL the servers of a farm take turns: the one that holds the verdict log's lock
@@ -378,7 +383,11 @@ static int pass_lock(sql_conn *c, bool take, char *err) {
 }
 
 static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                    struct farm_log_mark *seen, struct worker *worker, char *err) {
+                    struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
+                    struct worker *worker, char *err) {
+        static const struct farm_verdict_hooks none = {};
+        const struct farm_verdict_hooks *h = hooks ?: &none;
+        struct farm_problem_sink sink = { h->problem, h->userdata };
         json_t *list = NULL, *rel;
         size_t i;
         int changed = 0;
@@ -386,42 +395,51 @@ static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
         struct farm_log_mark mark = *seen;
         int r = releases_to_judge(db, rule, now_ns, &mark, &list, err);
         json_array_foreach (list, i, rel) {
+                struct farm_question q = { json_string_value(rel), now_ns, now_ns, now_ns,
+                                           h->problem ? &sink : NULL };
+                char prev[16] = "";
+                int64_t prev_id = 0;
                 json_t *v = NULL;
                 if (r < 0 || (stopped = worker && !worker_wait(worker, 0)))
                         break;
-                r = farm_verdict(db, rule, json_string_value(rel), now_ns, &v, err);
+                r = farm_verdict_ask(db, rule, &q, &v, err);
                 if (r == -ENOENT) {
                         r = 0;
                         continue;
                 }
                 if (r >= 0)
-                        r = log_change(db, v, now_ns, err);
+                        r = log_change(db, v, now_ns, prev, &prev_id, err);
                 if (r > 0) {
                         log_info("Release %s is now %s", json_string_value(rel),
                                  farm_verdict_status(v));
                         changed++;
                 }
+                if (r >= 0 && h->judged)
+                        h->judged(h->userdata, v, *prev ? prev : NULL, prev_id, r > 0, now_ns);
                 json_decref(v);
         }
         json_decref(list);
         if (r < 0)
                 return r;
-        if (!stopped)
-                *seen = mark; /* only once every release of the pass was judged */
+        if (stopped)
+                return changed;
+        *seen = mark; /* only once every release of the pass was judged */
+        if (h->pass_done)
+                h->pass_done(h->userdata, now_ns);
         return changed;
 }
 
 int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                          struct farm_log_mark *seen, struct worker *worker,
-                          char err[static FARM_ERROR_MAX]) {
+                          struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
+                          struct worker *worker, char err[static FARM_ERROR_MAX]) {
         if (!farm_is_pg(db))
-                return log_pass(db, rule, now_ns, seen, worker, err);
+                return log_pass(db, rule, now_ns, seen, hooks, worker, err);
         /* The lock is the session's: held on a connection kept for the pass. */
         _cleanup_release_ sql_conn *c = farm_writer(db);
         int r = pass_lock(c, true, err);
         if (r <= 0)
                 return r;
-        r = log_pass(db, rule, now_ns, seen, worker, err);
+        r = log_pass(db, rule, now_ns, seen, hooks, worker, err);
         char ignored[FARM_ERROR_MAX];
         pass_lock(c, false, ignored);
         return r;
@@ -430,6 +448,7 @@ int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now
 struct farm_watcher {
         farm_db *db;
         const struct farm_rule *rule;
+        const struct farm_verdict_hooks *hooks;
         struct worker *worker;
 };
 
@@ -439,22 +458,23 @@ static void watcher_main(void *arg, struct worker *worker) {
         struct farm_log_mark seen = {};
         do {
                 char err[FARM_ERROR_MAX] = "";
-                int r = farm_verdict_log_pass(w->db, w->rule, now_ns(CLOCK_REALTIME), &seen, worker,
-                                              err);
+                int r = farm_verdict_log_pass(w->db, w->rule, now_ns(CLOCK_REALTIME), &seen,
+                                              w->hooks, worker, err);
                 if (r < 0 && !failing)
                         log_warning("Verdict log: %s; trying again", err);
                 failing = r < 0;
         } while (worker_wait(worker, w->rule->watch_ns));
 }
 
-int farm_watcher_start(farm_db *db, const struct farm_rule *rule, struct farm_watcher **ret) {
+int farm_watcher_start(farm_db *db, const struct farm_rule *rule,
+                       const struct farm_verdict_hooks *hooks, struct farm_watcher **ret) {
         *ret = NULL;
         if (rule->watch_ns == 0)
                 return 0;
         struct farm_watcher *w = calloc(1, sizeof(*w));
         if (!w)
                 return -ENOMEM;
-        *w = (struct farm_watcher){ .db = db, .rule = rule };
+        *w = (struct farm_watcher){ .db = db, .rule = rule, .hooks = hooks };
         int r = worker_start("verdict-log", watcher_main, w, &w->worker);
         if (r < 0) {
                 free(w);

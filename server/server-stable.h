@@ -21,6 +21,20 @@ int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const cha
                             const struct farm_question *q, json_t **ret,
                             char err[static FARM_ERROR_MAX]);
 
+/* What a verdict log pass tells whoever watches it (the notifications); every member but
+ * userdata may be NULL. */
+struct farm_verdict_hooks {
+        void *userdata;
+        /* Every counted, unwaived problem of each verdict the pass makes (borrowed). */
+        void (*problem)(void *userdata, const char *release, const json_t *problem);
+        /* A release judged: its verdict, the status logged for it before the pass (NULL:
+         * none) and that log row's id, and whether the pass logged a change. */
+        void (*judged)(void *userdata, json_t *verdict, const char *prev_status, int64_t prev_id,
+                       bool changed, int64_t now_ns);
+        /* The pass judged every release it had to. */
+        void (*pass_done)(void *userdata, int64_t now_ns);
+};
+
 /* What a pass of the verdict log had seen: the last interval, event and audit row ({} before
  * the first pass). */
 struct farm_log_mark {
@@ -30,15 +44,17 @@ struct farm_log_mark {
 };
 
 /* Judges every release whose verdict may have changed since the pass that left *seen (every
- * release for the first), records each change of verdict in the verdict log, and moves *seen
- * on; returns how many changed.  Ends early, between two releases, once the worker (NULL:
- * none) is stopping, and then leaves *seen as it was. */
+ * release for the first), records each change of verdict in the verdict log, telling hooks (or
+ * NULL), and moves *seen on; returns how many changed.  Ends early, between two releases, once
+ * the worker (NULL: none) is stopping, and then leaves *seen as it was (and tells no pass_done). */
 struct worker;
 int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
-                          struct farm_log_mark *seen, struct worker *worker,
-                          char err[static FARM_ERROR_MAX]);
+                          struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
+                          struct worker *worker, char err[static FARM_ERROR_MAX]);
 
 struct farm_watcher;
-/* A thread running farm_verdict_log_pass() every rule->watch_ns (none when it is 0). */
-int farm_watcher_start(farm_db *db, const struct farm_rule *rule, struct farm_watcher **ret);
+/* A thread running farm_verdict_log_pass() every rule->watch_ns (none when it is 0), telling
+ * hooks (or NULL; they must outlive the watcher). */
+int farm_watcher_start(farm_db *db, const struct farm_rule *rule,
+                       const struct farm_verdict_hooks *hooks, struct farm_watcher **ret);
 void farm_watcher_stop(struct farm_watcher *w);

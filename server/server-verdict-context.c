@@ -411,6 +411,8 @@ int vproblem(struct vctx *v, struct vmachine *m, enum vkind kind, int64_t t, int
                         return file_waived(v, m, &v->waivers[i], p);
         if (v->find && strcmp(v->find, id) == 0)
                 v->found = true;
+        if (v->sink)
+                v->sink->problem(v->sink->userdata, v->release, p);
         m->last_problem_ns = MAX(m->last_problem_ns, end);
         m->problems++;
         v->nproblems++;

@@ -121,7 +121,8 @@ struct vctx {
         int64_t at, known, asked; /* known: INT64_MAX when not bounded */
         struct vwaiver *waivers;
         size_t nwaivers;
-        const char *find; /* a problem id looked for (waive), or NULL */
+        const char *find;                     /* a problem id looked for (waive), or NULL */
+        const struct farm_problem_sink *sink; /* told every counted problem, or NULL */
         bool found;
         json_t *problems, *not_counted, *waived, *missing, *reasons, *builds;
         uint64_t nproblems, nnot_counted, kind_counts[K_NKINDS];

@@ -506,7 +506,8 @@ int farm_verdict_depth(farm_db *db, const struct farm_rule *rule, const struct f
                           .at = q->at_ns,
                           .known = q->known_ns,
                           .asked = q->asked_ns,
-                          .depth = depth };
+                          .depth = depth,
+                          .sink = depth == 0 ? q->sink : NULL };
         int r = verdict_run(&v, rule, ret);
         vctx_done(&v);
         return r;
@@ -580,15 +581,18 @@ int farm_rule_record(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
 
 /* ---- kernels ------------------------------------------------------------------------------- */
 
-int farm_kernel_list(farm_db *db, json_t **ret, char err[static FARM_ERROR_MAX]) {
+/* The releases that sql selects (with since_ns as its parameter, if it has one). */
+static int release_list(farm_db *db, const char *sql, int64_t since_ns, json_t **ret, char *err) {
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *st = NULL;
         json_auto_t *list = json_array();
-        int r = farm_prepare(c, "SELECT DISTINCT release FROM runs ORDER BY 1", &st, err);
+        int r = farm_prepare(c, sql, &st, err);
         if (r < 0)
                 return r;
         if (!list)
                 return -ENOMEM;
+        if (strchr(sql, '?'))
+                sql_bind_int64(st, 1, since_ns);
         int rc;
         while ((rc = sql_step(st)) == SQL_ROW)
                 if (json_array_append_new(list, farm_json_col_text(st, 0)) < 0)
@@ -597,6 +601,18 @@ int farm_kernel_list(farm_db *db, json_t **ret, char err[static FARM_ERROR_MAX])
                 return farm_fail(c, rc, "cannot list the releases", err);
         *ret = json_incref(list);
         return 0;
+}
+
+int farm_kernel_list(farm_db *db, json_t **ret, char err[static FARM_ERROR_MAX]) {
+        return release_list(db, "SELECT DISTINCT release FROM runs ORDER BY 1", 0, ret, err);
+}
+
+int farm_kernel_list_since(farm_db *db, int64_t since_ns, json_t **ret,
+                           char err[static FARM_ERROR_MAX]) {
+        return release_list(db,
+                            "SELECT release FROM runs GROUP BY release HAVING "
+                            "max(coalesce(last_end_ns, start_ns)) >= ? ORDER BY 1",
+                            since_ns, ret, err);
 }
 
 struct krow {

@@ -18,11 +18,20 @@
 /* Data received up to this far ahead of the server's clock is not "in the future" for ?at=. */
 #define FARM_AT_FUTURE_SLACK_NS INT64_C(1000000000)
 
+/* Told every counted, unwaived problem a verdict finds, all of them (the answer lists the
+ * first FARM_VERDICT_PROBLEMS_LISTED): the notifications' view.  problem is borrowed. */
+struct farm_problem_sink {
+        void (*problem)(void *userdata, const char *release, const json_t *problem);
+        void *userdata;
+};
+
 /* A question: the verdict of release about moment at_ns, from the data received by known_ns
- * (INT64_MAX: whatever has been received), asked at asked_ns. */
+ * (INT64_MAX: whatever has been received), asked at asked_ns; sink (or NULL) is told its
+ * problems. */
 struct farm_question {
         const char *release;
         int64_t at_ns, known_ns, asked_ns;
+        const struct farm_problem_sink *sink;
 };
 
 /* rule is the rule configured now; the verdict judges with the version recorded for at_ns
@@ -59,3 +68,6 @@ int farm_kernels_json(farm_db *db, const struct farm_rule *rule, const struct fa
                       const struct farm_page *page, json_t **ret, char err[static FARM_ERROR_MAX]);
 /* Every release with a run, for the metrics: a JSON array of strings. */
 int farm_kernel_list(farm_db *db, json_t **ret, char err[static FARM_ERROR_MAX]);
+/* The releases with data stamped since since_ns (those the verdict log re-judges). */
+int farm_kernel_list_since(farm_db *db, int64_t since_ns, json_t **ret,
+                           char err[static FARM_ERROR_MAX]);

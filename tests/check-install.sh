@@ -42,7 +42,8 @@ mandir=$(abs "$(opt mandir)")
 if out=$(meson install -C "$build" --no-rebuild --destdir "$tmp/root" 2>&1); then
         missing=""
         want=("$sbindir/rtsoakd" "$sbindir/rtsoak-server" "$bindir/rtsoak" "$bindir/rtsoak-load"
-              "$sysconfdir/rtsoak/rtsoakd.conf" "$sysconfdir/rtsoak/rtsoak-server.conf")
+              "$sysconfdir/rtsoak/rtsoakd.conf" "$sysconfdir/rtsoak/rtsoak-server.conf"
+              "$sysconfdir/rtsoak/rtsoak-alerts.yml")
         # The unit directory comes from systemd.pc (or its fallback): find it in the log.
         unit=$(printf '%s\n' "$out" | sed -n 's|.*Installing .*rtsoakd.service to ||p' | head -1)
         [ -n "$unit" ] || missing+=" (no rtsoakd.service in the install log)"
@@ -83,7 +84,7 @@ fi
 if out=$(meson setup "$tmp/deb" "$src" --prefix=/usr -Dtests=false 2>&1) &&
         installed=$(meson introspect --installed "$tmp/deb" 2>&1); then
         want=(/usr/sbin/rtsoakd /usr/sbin/rtsoak-server /usr/bin/rtsoak /usr/bin/rtsoak-load
-              /etc/rtsoak/rtsoakd.conf /etc/rtsoak/rtsoak-server.conf
+              /etc/rtsoak/rtsoakd.conf /etc/rtsoak/rtsoak-server.conf /etc/rtsoak/rtsoak-alerts.yml
               /lib/systemd/system/rtsoakd.service /lib/systemd/system/rtsoak-server.service)
         if [ "$man" = yes ]; then
                 want+=(/usr/share/man/man8/rtsoakd.8 /usr/share/man/man5/rtsoakd.conf.5

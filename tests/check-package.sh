@@ -62,8 +62,8 @@ want_rtsoak="./usr/sbin/rtsoakd ./usr/bin/rtsoak ./usr/bin/rtsoak-load ./etc/rts
 ./usr/share/man/man8/rtsoakd.8.gz ./usr/share/man/man5/rtsoakd.conf.5.gz
 ./usr/share/man/man1/rtsoak.1.gz ./usr/share/man/man1/rtsoak-load.1.gz"
 want_server="./usr/sbin/rtsoak-server ./usr/bin/rtsoak-replay ./etc/rtsoak/rtsoak-server.conf
-./lib/systemd/system/rtsoak-server.service ./usr/share/man/man8/rtsoak-server.8.gz
-./usr/share/man/man1/rtsoak-replay.1.gz"
+./etc/rtsoak/rtsoak-alerts.yml ./lib/systemd/system/rtsoak-server.service
+./usr/share/man/man8/rtsoak-server.8.gz ./usr/share/man/man1/rtsoak-replay.1.gz"
 missing=""
 for pair in "$deb:$want_rtsoak" "$sdeb:$want_server"; do
         d=${pair%%:*}
@@ -134,8 +134,9 @@ fi
 # Configuration files are conffiles: an upgrade keeps what the administrator changed.
 dpkg-deb -e "$sdeb" "$tmp/sctl"
 if grep -qx /etc/rtsoak/rtsoakd.conf "$tmp/ctl/conffiles" &&
-        grep -qx /etc/rtsoak/rtsoak-server.conf "$tmp/sctl/conffiles"; then
-        ok "both configuration files are conffiles"
+        grep -qx /etc/rtsoak/rtsoak-server.conf "$tmp/sctl/conffiles" &&
+        grep -qx /etc/rtsoak/rtsoak-alerts.yml "$tmp/sctl/conffiles"; then
+        ok "the configuration files and the alert rules are conffiles"
 else
         not_ok "conffiles" "$(cat "$tmp/ctl/conffiles" "$tmp/sctl/conffiles")"
 fi

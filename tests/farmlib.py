@@ -274,7 +274,9 @@ class FarmError(Exception):
 # ---- the server ----------------------------------------------------------------------------
 
 
-def config_text(verdict=None, series=None):
+def config_text(verdict=None, series=None, extra=""):
+    """The server's configuration: [Verdict] keys, [Series.NAME] sections, and extra text
+    (other sections) at the end."""
     lines = ["[Verdict]"]
     for k, v in (verdict or {}).items():
         lines.append(f"{k}={v}")
@@ -283,7 +285,7 @@ def config_text(verdict=None, series=None):
         lines.append(f"[Series.{name}]")
         for k, v in keys.items():
             lines.append(f"{k}={v}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + (f"\n{extra}\n" if extra else "")
 
 
 def _psql(sql):
@@ -315,8 +317,9 @@ def drop_farm_database(target):
 class Farm:
     """A real rtsoak-server on 127.0.0.1:0 with a temporary farm database."""
 
-    def __init__(self, name, verdict=None, series=None):
+    def __init__(self, name, verdict=None, series=None, extra=""):
         self.name = name
+        self.extra = extra
         self.dir = tempfile.mkdtemp(prefix=f"rtsoak-{name}-")
         self.db = farm_database(self.dir)
         self.conf = os.path.join(self.dir, "rtsoak-server.conf")
@@ -328,7 +331,7 @@ class Farm:
 
     def write_config(self, verdict=None, series=None):
         with open(self.conf, "w") as f:
-            f.write(config_text(verdict, series))
+            f.write(config_text(verdict, series, self.extra))
 
     def cli(self, *args, check=True, timeout=60):
         """rtsoak-server --db DB --config CONF ARGS..."""

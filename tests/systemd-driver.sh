@@ -386,7 +386,8 @@ for e in json.load(sys.stdin)["events"]:
         check "dpkg --purge rtsoak rtsoak-server" dpkg --purge rtsoak rtsoak-server
         local left=""
         for f in /var/lib/rtsoak /var/lib/private/rtsoak-server /var/lib/rtsoak-server \
-                 /etc/rtsoak/rtsoakd.conf /etc/rtsoak/rtsoak-server.conf /usr/sbin/rtsoakd \
+                 /etc/rtsoak/rtsoakd.conf /etc/rtsoak/rtsoak-server.conf /etc/rtsoak/rtsoak-alerts.yml \
+                 /usr/sbin/rtsoakd \
                  /lib/systemd/system/rtsoakd.service; do
                 [ -e "$f" ] || [ -L "$f" ] && left+=" $f"
         done

@@ -648,6 +648,16 @@ static void test_5_read_access(void **state) {
         assert_int_equal(status_of(u, bearer, NULL, msg, sizeof(msg)), 403);
         assert_non_null(strstr(msg, "a staff token is needed"));
         assert_int_equal(status_of(u, staff, NULL, NULL, 0), 200);
+        /* What was told to whom is for staff too. */
+        snprintf(u, sizeof(u), "%s/api/v1/notifications", base);
+        assert_int_equal(status_of(u, NULL, NULL, NULL, 0), 401);
+        assert_int_equal(status_of(u, bearer, NULL, msg, sizeof(msg)), 403);
+        assert_non_null(strstr(msg, "a staff token is needed"));
+        assert_int_equal(status_of(u, staff, NULL, NULL, 0), 200);
+        /* A violation's evidence is read like the rest of the API. */
+        snprintf(u, sizeof(u), "%s/api/v1/traces/1", base);
+        assert_int_equal(status_of(u, NULL, NULL, NULL, 0), 401);
+        assert_int_equal(status_of(u, bearer, NULL, NULL, 0), 404); /* let in; none here */
         /* A page a browser was sent to by another site's name (DNS rebinding) is refused. */
         snprintf(u, sizeof(u), "%s/api/v1/machines", base);
         assert_int_equal(status_of(u, bearer, "attacker.example:8470", msg, sizeof(msg)), 421);
@@ -674,6 +684,13 @@ static void test_5_read_access(void **state) {
         assert_int_equal(status_of(u, staff, "127.0.0.1", NULL, 0), 421);
         snprintf(u, sizeof(u), "%s/", url);
         assert_int_equal(status_of(u, NULL, "FARM.LAB.", NULL, 0), 200);
+        /* The raw trace a page links to is read with the pages' access, its API twin with
+         * the API's (no such capture here: 404 once let in). */
+        snprintf(u, sizeof(u), "%s/traces/1.txt", url);
+        assert_int_equal(status_of(u, NULL, "farm.lab", NULL, 0), 404);
+        snprintf(u, sizeof(u), "%s/api/v1/traces/1/raw", url);
+        assert_int_equal(status_of(u, NULL, "farm.lab", NULL, 0), 401);
+        assert_int_equal(status_of(u, staff, "farm.lab", NULL, 0), 404);
         stop(pid);
         port = saved;
 

@@ -1057,6 +1057,7 @@ static void test_migration_from_3(void **state) {
         kill(server_pid, SIGTERM);
         assert_int_equal(tu_wait(server_pid, 10000), 0);
         server_pid = 0;
+        db_exec(TU_FARM_SCHEMA_9_DOWN);
         db_exec(TU_FARM_SCHEMA_8_DOWN);
         db_exec(TU_FARM_SCHEMA_7_DOWN);
         db_exec(TU_FARM_SCHEMA_6_DOWN);
@@ -1073,6 +1074,7 @@ static void test_migration_from_3(void **state) {
                                              "--cache-warming", "no",      NULL };
         server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", extra, base_url,
                                      sizeof(base_url));
+        db_exec(TU_FARM_SCHEMA_9_DOWN);
         assert_int_equal(db_int("PRAGMA user_version"), 8);
         struct tu_reply after = http("GET", path, NULL, NULL);
         assert_int_equal(after.status, 200);

@@ -93,11 +93,17 @@ double tu_load_rate(json_t *j, const char *metric);
 /* The "count" of the named metric. */
 uint64_t tu_load_count(json_t *j, const char *metric);
 
-/* Take a farm database of schema 8 back to 7 (before the trace captures), 7 back to 6 (before
- * the read tokens) and 6 back to 5, as the releases before left them: for the migration tests,
- * applied in turn. */
+/* Take a farm database of schema 9 back to 8 (before the notifications), 8 back to 7 (before
+ * the trace captures), 7 back to 6 (before the read tokens) and 6 back to 5, as the releases
+ * before left them: for the migration tests, applied in turn. */
+#define TU_FARM_SCHEMA_9_DROPS                                                                  \
+        "DROP TABLE notification_deliveries; DROP TABLE notifications; DROP TABLE notify_seen;" \
+        "DROP TABLE notify_state;"
+#define TU_FARM_SCHEMA_9_DOWN TU_FARM_SCHEMA_9_DROPS "PRAGMA user_version = 8;"
 #define TU_FARM_SCHEMA_8_DOWN "DROP TABLE traces; PRAGMA user_version = 7;"
 /* The same on PostgreSQL, whose schema began at version 6. */
+#define TU_FARM_PG_SCHEMA_9_DOWN \
+        TU_FARM_SCHEMA_9_DROPS "UPDATE farm_meta SET value = '8' WHERE key = 'schema_version';"
 #define TU_FARM_PG_SCHEMA_8_DOWN \
         "DROP TABLE traces; UPDATE farm_meta SET value = '7' WHERE key = 'schema_version';"
 #define TU_FARM_SCHEMA_7_DOWN "DROP TABLE readers; PRAGMA user_version = 6;"

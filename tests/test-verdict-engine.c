@@ -716,6 +716,7 @@ static void test_migration_from_5(void **state) {
         } else {
                 farm_db_close(db);
                 db = NULL;
+                sql(TU_FARM_SCHEMA_9_DOWN);
                 sql(TU_FARM_SCHEMA_8_DOWN);
                 sql(TU_FARM_SCHEMA_7_DOWN);
                 sql(TU_FARM_SCHEMA_6_DOWN);
@@ -736,8 +737,9 @@ static long long schema_version(void) {
                                          : "PRAGMA user_version");
 }
 
-/* A farm of schema 7 (before the trace captures) migrated at open on either store, nothing
- * lost; a capture stored afterwards is named under its violation by the verdict. */
+/* A farm of schema 7 (before the trace captures, and the notifications after them) migrated
+ * at open on either store, nothing lost; a capture stored afterwards is named under its violation
+ * by the verdict. */
 static void test_migration_to_8(void **state) {
         char err[FARM_ERROR_MAX];
         store(&base);
@@ -745,11 +747,12 @@ static void test_migration_to_8(void **state) {
         expect(before, "qualified");
         farm_db_close(db);
         db = NULL;
+        sql(tu_pg() ? TU_FARM_PG_SCHEMA_9_DOWN : TU_FARM_SCHEMA_9_DOWN);
         sql(tu_pg() ? TU_FARM_PG_SCHEMA_8_DOWN : TU_FARM_SCHEMA_8_DOWN);
         assert_int_equal(schema_version(), 7);
         if (farm_db_open(path, &db, err) < 0)
                 fail_msg("%s", err);
-        assert_int_equal(schema_version(), 8);
+        assert_int_equal(schema_version(), 9);
         assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM traces"), 0);
         json_t *after = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
         expect(after, "qualified");

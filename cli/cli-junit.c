@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: MIT */
+/* The verdict as JUnit XML: a test suite for the release, a test case per gating machine
+ * (failed with its problem lines, skipped with what is still missing while pending, passed
+ * when complete), the verdict's reasons as the suite's output. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli-junit.h"
+#include "log.h"
+#include "macro.h"
+
+/* Text for an attribute or an element: the five XML specials escaped, and the control
+ * characters XML 1.0 does not allow dropped (tabs and line ends kept). */
+static void put_xml(FILE *f, const char *s) {
+        for (const unsigned char *p = (const unsigned char *) (s ?: ""); *p; p++)
+                switch (*p) {
+                case '&':
+                        fputs("&amp;", f);
+                        break;
+                case '<':
+                        fputs("&lt;", f);
+                        break;
+                case '>':
+                        fputs("&gt;", f);
+                        break;
+                case '"':
+                        fputs("&quot;", f);
+                        break;
+                case '\'':
+                        fputs("&apos;", f);
+                        break;
+                default:
+                        if (*p >= 0x20 || *p == '\t' || *p == '\n' || *p == '\r')
+                                fputc(*p, f);
+                }
+}
+
+static const char *str(const json_t *o, const char *key) {
+        return json_string_value(json_object_get(o, key));
+}
+
+static void property(FILE *f, const char *name, const char *value) {
+        fprintf(f, "      <property name=\"%s\" value=\"", name);
+        put_xml(f, value);
+        fputs("\"/>\n", f);
+}
+
+/* The lines of machine id in a list of the verdict ("problems", "missing"), how many. */
+static size_t lines_of(FILE *f, const json_t *verdict, const char *list, const char *id) {
+        size_t n = 0, i;
+        json_t *p;
+        json_array_foreach (json_object_get(verdict, list), i, p)
+                if (strcmp(str(p, "machine") ?: "", id) == 0) {
+                        put_xml(f, str(p, "message"));
+                        fputc('\n', f);
+                        n++;
+                }
+        return n;
+}
+
+static void testcase(FILE *f, const char *release, const json_t *verdict, const json_t *m) {
+        const char *id = str(m, "id") ?: "", *host = str(m, "hostname"),
+                   *status = str(m, "status") ?: "";
+        json_int_t problems = json_integer_value(json_object_get(m, "problems"));
+        fputs("    <testcase classname=\"rtsoak.", f);
+        put_xml(f, release);
+        fputs("\" name=\"", f);
+        put_xml(f, host && *host ? host : id);
+        fprintf(f, " (%s)\" time=\"%.3f\">\n", id,
+                (double) json_integer_value(json_object_get(m, "covered_ns")) / 1e9);
+        if (strcmp(status, "failed") == 0) {
+                fprintf(f, "      <failure type=\"rtsoak.problem\" message=\"%lld problem(s)\">",
+                        (long long) problems);
+                size_t listed = lines_of(f, verdict, "problems", id);
+                if ((json_int_t) listed < problems)
+                        fprintf(f, "... and %lld more (the verdict lists the first ones)\n",
+                                (long long) (problems - (json_int_t) listed));
+                fputs("</failure>\n", f);
+        } else if (strcmp(status, "complete") != 0) {
+                fputs("      <skipped message=\"pending\">", f);
+                if (lines_of(f, verdict, "missing", id) == 0)
+                        fputs("still pending\n", f);
+                fputs("</skipped>\n", f);
+        }
+        fputs("    </testcase>\n", f);
+}
+
+static void count_cases(const json_t *verdict, size_t *tests, size_t *failures, size_t *skipped) {
+        size_t i;
+        json_t *m;
+        *tests = *failures = *skipped = 0;
+        json_array_foreach (json_object_get(verdict, "machines"), i, m) {
+                const char *s = str(m, "status") ?: "";
+                ++*tests;
+                *failures += strcmp(s, "failed") == 0;
+                *skipped += strcmp(s, "failed") != 0 && strcmp(s, "complete") != 0;
+        }
+}
+
+/* A release without a gating machine: one case that says so (pending, or failed on problems
+ * of no machine). */
+static void no_machine_case(FILE *f, const char *release, const json_t *verdict) {
+        fputs("    <testcase classname=\"rtsoak.", f);
+        put_xml(f, release);
+        fputs("\" name=\"gating machines\" time=\"0\">\n      <skipped message=\"pending\">", f);
+        size_t i;
+        json_t *r;
+        json_array_foreach (json_object_get(verdict, "reasons"), i, r) {
+                put_xml(f, json_string_value(r));
+                fputc('\n', f);
+        }
+        fputs("</skipped>\n    </testcase>\n", f);
+}
+
+static void write_suite(FILE *f, const char *release, const char *server, const json_t *verdict,
+                        const char *error) {
+        size_t tests = 1, failures = 0, skipped = 0, errors = error ? 1 : 0, i;
+        json_t *m;
+        if (verdict)
+                count_cases(verdict, &tests, &failures, &skipped);
+        bool none = verdict && tests == 0;
+        if (none)
+                tests = skipped = 1;
+        fprintf(f,
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                "<testsuites name=\"rtsoak verdict\" tests=\"%zu\" failures=\"%zu\" "
+                "errors=\"%zu\" skipped=\"%zu\">\n  <testsuite name=\"",
+                tests, failures, errors, skipped);
+        put_xml(f, release);
+        fprintf(f,
+                "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" "
+                "time=\"0\">\n    <properties>\n",
+                tests, failures, errors, skipped);
+        property(f, "release", release);
+        property(f, "server", server);
+        if (verdict) {
+                property(f, "verdict", str(verdict, "verdict"));
+                property(f, "series", str(verdict, "series"));
+                property(f, "group", str(verdict, "group"));
+                property(f, "at", str(verdict, "at"));
+        }
+        fputs("    </properties>\n", f);
+        if (error) {
+                fputs("    <testcase classname=\"rtsoak.", f);
+                put_xml(f, release);
+                fputs("\" name=\"verdict\" time=\"0\">\n      <error type=\"rtsoak.unknown\" "
+                      "message=\"the verdict cannot be told\">",
+                      f);
+                put_xml(f, error);
+                fputs("</error>\n    </testcase>\n", f);
+        }
+        json_array_foreach (json_object_get(verdict, "machines"), i, m)
+                testcase(f, release, verdict, m);
+        if (none)
+                no_machine_case(f, release, verdict);
+        fputs("    <system-out>", f);
+        json_array_foreach (json_object_get(verdict, "reasons"), i, m) {
+                put_xml(f, json_string_value(m));
+                fputc('\n', f);
+        }
+        fputs("</system-out>\n  </testsuite>\n</testsuites>\n", f);
+}
+
+int cli_junit_write(const char *path, const char *release, const char *server,
+                    const json_t *verdict, const char *error) {
+        _cleanup_free_ char *tmp = NULL;
+        if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
+                return log_oom();
+        int fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return log_error_errno(errno, "Cannot write %s: %m", path);
+        FILE *f = fdopen(fd, "w");
+        if (!f) {
+                int r = log_error_errno(errno, "Cannot write %s: %m", path);
+                close(fd);
+                unlink(tmp);
+                return r;
+        }
+        write_suite(f, release, server, verdict, error);
+        /* Readable like any report (mkostemp makes it 0600). */
+        if (fchmod(fd, 0644) < 0 || fflush(f) != 0 || ferror(f)) {
+                int r = log_error_errno(errno ?: EIO, "Cannot write %s: %m", path);
+                fclose(f);
+                unlink(tmp);
+                return r;
+        }
+        if (fclose(f) != 0 || rename(tmp, path) < 0) {
+                int r = log_error_errno(errno, "Cannot write %s: %m", path);
+                unlink(tmp);
+                return r;
+        }
+        return 0;
+}
