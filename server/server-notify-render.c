@@ -210,7 +210,9 @@ int notify_render(const json_t *row, const char *base_url, struct notify_text *r
                 render_into(row, title, text);
                 fprintf(text, "\nDashboard: %s%s\n", base_url, s_of(row, "path") ?: "/");
         }
-        int r = (title && fclose(title) == 0) & (text && fclose(text) == 0) ? 0 : -ENOMEM;
+        /* Both streams closed, whichever failed. */
+        int title_rc = title ? fclose(title) : EOF, text_rc = text ? fclose(text) : EOF;
+        int r = title_rc == 0 && text_rc == 0 ? 0 : -ENOMEM;
         if (r >= 0 && asprintf(&ret->url, "%s%s", base_url, s_of(row, "path") ?: "/") < 0) {
                 ret->url = NULL;
                 r = -ENOMEM;
