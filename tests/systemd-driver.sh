@@ -92,6 +92,96 @@ trace_setup() {
 }
 trace_left() { [ "$trace" = on ] && [ -d "/sys/kernel/tracing/instances/$(trace_instance)" ]; }
 
+# Notifications, where the packaged server has them: a webhook channel whose SecretFile= is a
+# file only root reads.  Named directly, the server's dynamic user cannot open it: exit 78 at
+# start, not restarted, the error naming the file and the way out.  Passed as a credential
+# (LoadCredential= in a drop-in, docs/notifications.md), `rtsoak-server notifications test`
+# reaches a receiver on loopback, signed with that secret.
+notify_check() {
+        grep -q '^\[Notifications\]' /etc/rtsoak/rtsoak-server.conf || return 0
+        local dir=/run/rtsoak-hook
+        rm -rf "$dir"
+        mkdir -p "$dir"
+        /usr/bin/python3 - "$dir" <<'PY' &
+import http.server, os, sys
+d = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    n = 0
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        H.n += 1
+        with open(f"{d}/headers-{H.n}", "w") as f:
+            f.write("".join(f"{k}: {v}\n" for k, v in self.headers.items()))
+        with open(f"{d}/body-{H.n}", "wb") as f:
+            f.write(body)
+        self.send_response(200)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+with open(d + "/port.tmp", "w") as f:
+    f.write(str(s.server_address[1]))
+os.rename(d + "/port.tmp", d + "/port")
+s.serve_forever()
+PY
+        local hook=$! status direct port
+        wait_for 10 test -s "$dir/port"
+        port=$(cat "$dir/port")
+        install -m 0600 -o root -g root /dev/null /etc/rtsoak/webhook.secret
+        openssl rand -hex 32 >/etc/rtsoak/webhook.secret
+        mkdir -p /etc/rtsoak/rtsoak-server.conf.d /etc/systemd/system/rtsoak-server.service.d
+        printf '[Notify.hook]\nWebhook=http://127.0.0.1:%s/hook\nSecretFile=/etc/rtsoak/webhook.secret\n' \
+                "$port" >/etc/rtsoak/rtsoak-server.conf.d/50-hook.conf
+        local restarts
+        systemctl restart rtsoak-server
+        restarts=$(prop rtsoak-server NRestarts)
+        wait_for 20 test "$(prop rtsoak-server ActiveState)" = failed
+        sleep 6 # longer than RestartSec=
+        status=$(prop rtsoak-server ExecMainStatus)
+        direct=$(journalctl -b -u rtsoak-server -o cat --no-pager | grep -F '50-hook.conf:3: [Notify.hook] SecretFile=/etc/rtsoak/webhook.secret: Permission denied' | tail -1)
+        [ "$(prop rtsoak-server ActiveState)" = failed ] && [ "$(prop rtsoak-server NRestarts)" = "$restarts" ] ||
+                status="$status (restarted)"
+        # The way docs/notifications.md gives: the secret as a credential.
+        printf '[Service]\nLoadCredential=webhook.secret:/etc/rtsoak/webhook.secret\n' \
+                >/etc/systemd/system/rtsoak-server.service.d/webhook.conf
+        sed -i 's|^SecretFile=.*|SecretFile=/run/credentials/rtsoak-server.service/webhook.secret|' \
+                /etc/rtsoak/rtsoak-server.conf.d/50-hook.conf
+        systemctl daemon-reload
+        systemctl reset-failed rtsoak-server
+        systemctl restart rtsoak-server
+        wait_for 20 curl -sf http://127.0.0.1:8470/api/v1/machines
+        rtsoak-server notifications test hook
+        # Signed as docs/notifications.md tells a receiver to check it, with the secret.
+        local signed=""
+        hook_signed() {
+                /usr/bin/python3 - "$dir" /etc/rtsoak/webhook.secret <<'PY'
+import glob, hashlib, hmac, json, sys
+d, secret = sys.argv[1], open(sys.argv[2], "rb").read().split(b"\n")[0]
+for hf in sorted(glob.glob(d + "/headers-*")):
+    h = dict(l.split(": ", 1) for l in open(hf).read().splitlines() if ": " in l)
+    h = {k.lower(): v for k, v in h.items()}
+    body = open(hf.replace("headers-", "body-"), "rb").read()
+    ts = h.get("x-rtsoak-timestamp", "")
+    mac = "sha256=" + hmac.new(secret, ts.encode() + b"." + body, hashlib.sha256).hexdigest()
+    if json.loads(body).get("kind") == "test":
+        print("valid" if hmac.compare_digest(mac, h.get("x-rtsoak-signature", "")) else "invalid")
+        sys.exit(0)
+sys.exit(1)
+PY
+        }
+        wait_for 60 hook_signed && signed=$(hook_signed)
+        if [ "$status" = 78 ] && [ -n "$direct" ] && [ "$signed" = valid ] && active rtsoak-server; then
+                ok "a webhook's SecretFile= of root's: named directly exit 78, not restarted, the error names the file; as a credential the test notification arrives, signed"
+        else
+                not_ok "notifications under the unit: named directly exit '$status', error '${direct:-none}', signature '${signed:-none}'" \
+                        "$(journalctl -b -u rtsoak-server -o cat --no-pager | tail -8; cat "$dir"/headers-* 2>/dev/null | head -20)"
+        fi
+        kill "$hook" 2>/dev/null
+        rm -f /etc/rtsoak/rtsoak-server.conf.d/50-hook.conf
+        systemctl restart rtsoak-server
+        wait_for 20 curl -sf http://127.0.0.1:8470/api/v1/machines
+}
+
 phase1() {
         # Configuration that an administrator may put in place before installing: a light
         # load scenario with two generators and 2-second intervals, so that this test is
@@ -194,6 +284,7 @@ EOF
                 not_ok "uploads reach rtsoak-server after a reload" \
                         "$(journalctl -b -u rtsoakd -n 20 --no-pager)"
         fi
+        notify_check
 
         # The watchdog: the collector made to hang; systemd kills and restarts rtsoakd, and the
         # next run records the unclean end and the stall.
