@@ -32,7 +32,7 @@ static void stable_usage(FILE *f) {
                    "  -h, --help             show this help\n\n"
                    "Exit status: 0 with the release printed, 2 when the series has no qualified\n"
                    "release yet, 3 cannot tell (server unreachable, unknown series), 64 usage\n"
-                   "error.\n");
+                   "error (also a --ca or --token-file that cannot be read).\n");
 }
 
 static int ask(const struct cli_farm *f, const char *series, const char *query, bool json) {

@@ -32,7 +32,8 @@ static void verdict_usage(FILE *f) {
                    "  --timeout SECONDS      give up after this long (default 60)\n"
                    "  -h, --help             show this help\n\n"
                    "Exit status: 0 qualified, 1 failed, 2 pending, 3 cannot tell (server\n"
-                   "unreachable, unknown release, unexpected answer), 64 usage error.\n");
+                   "unreachable, unknown release, unexpected answer, --junit FILE not\n"
+                   "written), 64 usage error (also a --ca or --token-file that cannot be read).\n");
 }
 
 static void print_verdict(const char *release, json_t *j) {

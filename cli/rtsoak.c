@@ -1084,5 +1084,9 @@ int main(int argc, char *argv[]) {
         if (r < 0)
                 return r == -ENOENT ? EXIT_USAGE : EXIT_FAILURE;
         r = cmd->run(s, &a);
+        /* A capture ID the database does not know is a usage error, as a --run it does not
+         * know is. */
+        if (r == -ENOENT && cmd->run == cmd_trace)
+                return EXIT_USAGE;
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

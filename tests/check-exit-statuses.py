@@ -28,6 +28,7 @@ BIN = {
 }
 MACHINE = "c1000000000000000000000000000031"
 rows, results = [], []
+shown_as = []  # (directory, how the table shows it)
 
 
 def case(prog, kind, args, want, needle, preexec=None, env=None):
@@ -35,18 +36,20 @@ def case(prog, kind, args, want, needle, preexec=None, env=None):
     p = subprocess.run([BIN[prog], *args], capture_output=True, text=True, timeout=120,
                        preexec_fn=preexec, env=env)
     lines = [l for l in p.stderr.splitlines() if l.strip()]
-    hit = [l for l in lines if needle in l]
+    # The message is on standard error; a verdict told (the exception's 0/1/2) on output.
+    hit = [l for l in lines + p.stdout.splitlines() if needle in l]
     message = (hit or lines or [""])[0]
     message = re.sub(r"^<\d>", "", message)
     ok = p.returncode == want and bool(hit)
     shown = " ".join(a if " " not in a else f"'{a}'" for a in args)
     rows.append((prog, kind, shown, p.returncode, message))
     results.append((ok, f"{prog} {shown}: exit {p.returncode} (want {want}), '{needle}'",
-                    "" if ok else f"stderr: {p.stderr[-1500:]}"))
+                    "" if ok else f"stderr: {p.stderr[-1500:]}\nstdout: {p.stdout[-500:]}"))
 
 
 def main():
     tmp = tempfile.mkdtemp(prefix="rtsoak-exit-")
+    shown_as.append((tmp, "$TMP"))
     os.chmod(tmp, 0o777)
     server = None
     try:
@@ -120,6 +123,8 @@ def main():
              "known: ")
         case("rtsoak", "unknown format", [*r, "histogram", "--format", "svg"], 64,
              "--format svg")
+        case("rtsoak", "unknown trace capture", [*r, "trace", "99"], 64,
+             "trace 99: no such capture")
         case("rtsoak", "runtime failure (no database)",
              ["--db", f"{tmp}/missing.db", "report"], 1, "missing.db")
         case("rtsoak", "runtime failure (not a database)", ["--db", junk, "report"], 1,
@@ -131,6 +136,22 @@ def main():
         case("rtsoak", "verdict: server unreachable (the exception: 3)",
              ["verdict", "--server", "http://127.0.0.1:9", "--timeout", "5", "6.6-rt"], 3,
              "127.0.0.1:9")
+        # The files the command reads are part of its command line: found before the server
+        # is asked (a gating job that names a wrong file must not "retry later").
+        case("rtsoak", "verdict: --ca missing",
+             ["verdict", "--server", "https://127.0.0.1:9", "--ca", "/nonexistent/ca.pem",
+              "6.6-rt"], 64, "--ca /nonexistent/ca.pem: cannot read")
+        not_pem = os.path.join(tmp, "not-a-ca.pem")
+        open(not_pem, "w").write("not a certificate\n")
+        case("rtsoak", "verdict: --ca not PEM certificates",
+             ["verdict", "--server", "https://127.0.0.1:9", "--ca", not_pem, "6.6-rt"], 64,
+             "not a file of PEM certificates")
+        case("rtsoak", "verdict: --token-file missing",
+             ["verdict", "--server", "http://127.0.0.1:9", "--token-file",
+              "/nonexistent/token", "6.6-rt"], 64, "--token-file")
+        case("rtsoak", "latest-stable: --ca missing",
+             ["latest-stable", "--server", "https://127.0.0.1:9", "--ca",
+              "/nonexistent/ca.pem", "6.6-rt"], 64, "--ca /nonexistent/ca.pem")
 
         # rtsoak-server, and a server for rtsoak-replay
         farm = os.path.join(tmp, "farm.db")
@@ -150,6 +171,7 @@ def main():
              [f"--db={farm}", "--listen=127.0.0.1:0", "--cert=/nonexistent/c.pem",
               "--key=/nonexistent/k.pem"], 78, "/nonexistent/c.pem")
         f = farmlib.Farm("exit-statuses")
+        shown_as.append((f.dir, "$FARM"))
         f.cli("enroll", MACHINE)
         server = f.start()
         url = f.url
@@ -158,6 +180,53 @@ def main():
              "Address already in use")
         case("rtsoak-server", "runtime failure (not a database)",
              ["--db=" + junk, "enroll", MACHINE], 1, "farm database")
+
+        # Notifications: the commands, and the channels' configuration at start.
+        fc = [f"--db={f.db}", f"--config={f.conf}"]
+        case("rtsoak-server", "notifications: malformed value",
+             [*fc, "notifications", "--state", "bogus"], 64, "Invalid --state 'bogus'")
+        case("rtsoak-server", "notifications: unknown subcommand",
+             [*fc, "notifications", "frobnicate"], 64, "notifications")
+        case("rtsoak-server", "notifications retry: malformed id",
+             [*fc, "notifications", "retry", "abc"], 64, "Invalid delivery 'abc'")
+        case("rtsoak-server", "notifications test: unknown channel",
+             [*fc, "notifications", "test", "nosuch"], 64, "nosuch")
+        case("rtsoak-server", "notifications retry: not a failed delivery",
+             [*fc, "notifications", "retry", "999"], 1, "Delivery 999 is not a failed one")
+        nconf = os.path.join(tmp, "notify.conf")
+        open(nconf, "w").write("[Notify.hook]\nWebhook=ftp://127.0.0.1/hook\n")
+        case("rtsoak-server", "bad channel configuration",
+             [f"--config={nconf}", f"--db={tmp}/notify.db", "--listen=127.0.0.1:0"], 78,
+             "notify.conf:2")
+        # A secret the server's user may not read (the packaged unit's dynamic user and a file
+        # of root's): named, with the way out.
+        secret = os.path.join(tmp, "webhook.secret")
+        with open(secret, "w") as sf:
+            sf.write("0123456789abcdef0123456789abcdef\n")
+        sconf2 = os.path.join(tmp, "secret.conf")
+        open(sconf2, "w").write("[Notify.hook]\nWebhook=http://127.0.0.1:9/hook\n"
+                                f"SecretFile={secret}\n")
+        if os.geteuid() == 0:
+            os.chmod(secret, 0o600)
+            as_other = as_nobody
+        else:
+            os.chmod(secret, 0o000)
+            as_other = None
+        case("rtsoak-server", "webhook secret it may not read",
+             [f"--config={sconf2}", f"--db={tmp}/secret.db", "--listen=127.0.0.1:0"], 78,
+             "secret.conf:3: [Notify.hook] SecretFile=", preexec=as_other)
+        os.chmod(secret, 0o600)
+
+        # rtsoak verdict --junit: a file that cannot be written once the verdict is known.
+        lab = f.enroll("lab")
+        now = farmlib.now_ns()
+        run = lab.run(1, "6.6.30-rt31")
+        run.post(run.history(now - 3600 * 10**9, now))
+        case("rtsoak", "verdict: pending (the exception: 2)",
+             ["verdict", "--server", url, "6.6.30-rt31"], 2, "still")
+        case("rtsoak", "verdict: --junit file cannot be written (the exception: 3)",
+             ["verdict", "--server", url, "--junit", "/nonexistent/dir/verdict.xml",
+              "6.6.30-rt31"], 3, "/nonexistent/dir/verdict.xml")
 
         # rtsoak-replay
         case("rtsoak-replay", "unknown option", ["--bogus"], 64, "--bogus: unknown option")
@@ -181,7 +250,10 @@ def main():
     table = ["| program | bad usage or failure | arguments | exit | message |",
              "|---|---|---|---:|---|"]
     for prog, kind, shown, status, message in rows:
-        esc = lambda t: t.replace("|", "\\|").replace(tmp, "$TMP")
+        def esc(t):
+            for d, name in shown_as:
+                t = t.replace(d, name)
+            return t.replace("|", "\\|")
         table.append(f"| {prog} | {kind} | `{esc(shown)}` | {status} | {esc(message)[:200]} |")
     path = os.environ.get("EXIT_TABLE")
     if path:
