@@ -159,7 +159,7 @@ for h in "${hosts[@]}"; do
         # made for image builds); a Debian installation has none.
         [ -n "${init_pid[$h]:-}" ] && in_machine "$h" "rm -f /usr/sbin/policy-rc.d"
 done
-echo "1..22"
+echo "1..23"
 if [ $booted = 1 ]; then
         ok "three containers booted with systemd in network namespaces of their own ($(($(date +%s) - t0)) s)"
 else
@@ -325,14 +325,32 @@ fi
 # those problems with a reason, and the same release is "pending".
 release=$(uname -r)
 step ci >"$tmp/l2/work/gate-kernel.sh"
+# The gate's JUnit file (--junit in the README's script): valid against the schema the CI
+# systems read (when xmllint is here), with what the verdict said.
+junit_says() { # WHAT (a test case per gating machine failed or skipped, or an error)
+        local f=$tmp/l2/work/verdict.xml
+        [ -s "$f" ] || return 1
+        if command -v xmllint >/dev/null; then
+                xmllint --noout --schema "$src/tests/junit.xsd" "$f" 2>/dev/null || return 1
+        fi
+        case $1 in
+        failed | pending)
+                [ "$(grep -c '<testcase classname="rtsoak\.[^"]*" name="[^"]* ([0-9a-f]\{32\})"' "$f")" -eq 2 ] &&
+                        grep -q "$([ "$1" = failed ] && echo '<failure ' || echo '<skipped ')" "$f" ;;
+        error) grep -q '<error type="rtsoak.unknown"' "$f" ;;
+        esac
+}
+rm -f "$tmp/l2/work/verdict.xml"
 out=$(in_machine l2 "sh gate-kernel.sh '$release'" 2>&1)
 status=$?
 if { [ $status -eq 1 ] && printf '%s\n' "$out" | grep -q "GATE: $release failed" &&
-        printf '%s\n' "$out" | grep -q 'over the bound'; } ||
-        { [ $status -eq 0 ] && printf '%s\n' "$out" | grep -q "GATE: $release pending"; }; then
-        ok "the CI gate on $release with the VM's stalls: $(printf '%s\n' "$out" | grep GATE:)"
+        printf '%s\n' "$out" | grep -q 'over the bound' && junit_says failed; } ||
+        { [ $status -eq 0 ] && printf '%s\n' "$out" | grep -q "GATE: $release pending" &&
+                junit_says pending; }; then
+        ok "the CI gate on $release with the VM's stalls: $(printf '%s\n' "$out" | grep GATE:); verdict.xml has both machines"
 else
-        not_ok "the CI gate on $release (exit $status)" "$out"
+        not_ok "the CI gate on $release (exit $status)" "$out
+$(head -c 3000 "$tmp/l2/work/verdict.xml" 2>&1)"
 fi
 for l in l1 l2; do in_machine "$l" "systemctl stop rtsoakd"; done
 waived=0
@@ -355,10 +373,20 @@ else
 fi
 out=$(in_machine l2 "sh gate-kernel.sh 0.0.0-no-such-release" 2>&1)
 status=$?
-if [ $status -eq 75 ] && printf '%s\n' "$out" | grep -q "cannot tell"; then
-        ok "the CI gate on an unknown release: cannot tell, retry (exit 75)"
+if [ $status -eq 75 ] && printf '%s\n' "$out" | grep -q "cannot tell" && junit_says error; then
+        ok "the CI gate on an unknown release: cannot tell, retry (exit 75); verdict.xml holds the error"
 else
-        not_ok "the CI gate on an unknown release (exit $status)" "$out"
+        not_ok "the CI gate on an unknown release (exit $status)" "$out
+$(head -c 3000 "$tmp/l2/work/verdict.xml" 2>&1)"
+fi
+# The job's own mistake (its token file gone) is not "retry later": the script fails the job.
+out=$(in_machine l2 "mv ci-gate.token ci-gate.token.away; st=0; sh gate-kernel.sh '$release' || st=\$?; mv ci-gate.token.away ci-gate.token; exit \$st" 2>&1)
+status=$?
+if [ $status -eq 1 ] && printf '%s\n' "$out" | grep -q "could not ask (exit 64): fix this job" &&
+        printf '%s\n' "$out" | grep -q -- "--token-file"; then
+        ok "the CI gate without its token file: rtsoak verdict exits 64 before asking, the job fails"
+else
+        not_ok "the CI gate without its token file (exit $status)" "$out"
 fi
 # The dashboard lists both lab machines.
 page=$(in_machine l1 "curl -sf $auth --cacert /etc/rtsoak/farm-ca.pem https://farm.lab.example:8470/")
