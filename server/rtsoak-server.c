@@ -801,6 +801,7 @@ static int serve(const struct options *o) {
                 .burst = o->burst,
                 .rule = &o->rule,
         };
+        int64_t listening_ns = now_ns(CLOCK_REALTIME);
         r = farm_http_start(&hc, db, &http);
         if (r < 0) {
                 close(fd);
@@ -817,7 +818,8 @@ static int serve(const struct options *o) {
                                      "will: %m");
         struct farm_notifier *notifier = NULL;
         if (o->notify->enabled &&
-            (r = farm_notifier_start(db, &o->rule, o->notify, bound, cert != NULL, &notifier)) < 0)
+            (r = farm_notifier_start(db, &o->rule, o->notify, bound, cert != NULL, listening_ns,
+                                     &notifier)) < 0)
                 log_warning_errno(r, "Cannot start the notifications: %m");
         struct farm_watcher *watcher = NULL;
         if ((r = farm_watcher_start(db, &o->rule, farm_notifier_hooks(notifier), &watcher)) < 0)
