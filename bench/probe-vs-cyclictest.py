@@ -95,7 +95,7 @@ def rtsoakd_run(args, tmp, variant):
                           "--format", "json"], check=True, capture_output=True).stdout
     counts, overflow = {}, []
     for c in json.loads(out)["cpus"]:
-        for b in c["buckets"]:
+        for b in c["all_buckets"]:
             lo = b["lower_ns"] // 1000
             if b["upper_ns"] is not None and b["upper_ns"] - b["lower_ns"] == 1000:
                 counts[lo] = counts.get(lo, 0) + b["count"]

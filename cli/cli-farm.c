@@ -2,9 +2,12 @@
 /* One GET of a farm server's JSON API with libcurl, for the commands that ask the farm. */
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli-farm.h"
 #include "log.h"
@@ -28,6 +31,28 @@ bool cli_farm_timeout(const char *text, long *ret) {
         return true;
 }
 
+/* --ca names a file of PEM certificates that can be read: a wrong one is the command line's
+ * mistake (64), found before the server is asked, not an answer that cannot be told (3). */
+static bool ca_ok(const char *path) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        struct stat st;
+        char head[65536];
+        ssize_t n = -1;
+        if (fd >= 0 && fstat(fd, &st) == 0)
+                n = S_ISREG(st.st_mode) ? read(fd, head, sizeof(head) - 1) : 0;
+        if (n < 0) {
+                log_error_errno(errno, "--ca %s: cannot read: %m", path);
+                return false;
+        }
+        head[n] = '\0';
+        if (!strstr(head, "-----BEGIN CERTIFICATE-----")) {
+                log_error("--ca %s: not a file of PEM certificates (-----BEGIN CERTIFICATE-----)",
+                          path);
+                return false;
+        }
+        return true;
+}
+
 bool cli_farm_server_ok(const struct cli_farm *f, const char *command) {
         if (!f->server) {
                 log_error("%s needs --server URL (the farm server)", command);
@@ -37,6 +62,8 @@ bool cli_farm_server_ok(const struct cli_farm *f, const char *command) {
                 log_error("--server %s: expected an http:// or https:// URL", f->server);
                 return false;
         }
+        if (f->ca && !ca_ok(f->ca))
+                return false;
         if (!f->token_file)
                 return true;
         char err[TOKEN_MESSAGE_MAX], warning[TOKEN_MESSAGE_MAX];

@@ -15,9 +15,10 @@ struct cli_farm {
 
 /* Parses the value of --timeout (whole seconds, 1-3600): false (logged) when it is bad. */
 bool cli_farm_timeout(const char *text, long *ret);
-/* Checks --server (false, logged, when missing or not an http(s) URL) and reads the token of
- * --token-file (false when it cannot be read), warning about a file every user can read and
- * about a token that would go to another host over plain HTTP. */
+/* Checks --server (false, logged, when missing or not an http(s) URL), that --ca is a file of
+ * PEM certificates that can be read, and reads the token of --token-file (false when it cannot
+ * be read), warning about a file every user can read and about a token that would go to
+ * another host over plain HTTP.  false is a usage error (64) of the command. */
 bool cli_farm_server_ok(const struct cli_farm *f, const char *command);
 
 /* GETs path (already escaped, with its query) from the server: 0 with the status and the

@@ -25,11 +25,6 @@ int print_json(json_t *doc) {
         return 0;
 }
 
-json_t *json_time(int64_t ns) {
-        char buf[TIMESTAMP_MAX_LEN];
-        return json_string(format_timestamp_utc(buf, ns));
-}
-
 json_t *json_u64(uint64_t v) {
         /* JSON integers in jansson are signed 64-bit; our counters never reach 2^63. */
         return json_integer((json_int_t) (v > INT64_MAX ? INT64_MAX : v));

@@ -6,12 +6,12 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "json-time.h" /* json_time(), json_set_time() */
+
 /* Nanoseconds as microseconds with one decimal ("812.3"); "-" for none. */
 char *fmt_us(char buf[static 32], uint64_t ns);
 /* Writes the JSON document to stdout, indented, followed by a newline. */
 int print_json(json_t *doc);
-/* An RFC 3339 UTC string, as a JSON string. */
-json_t *json_time(int64_t ns);
 json_t *json_u64(uint64_t v);
 /* s with control and bidirectional formatting characters escaped (text-safe.h), for a
  * terminal: what the server answered or a journal line must not colour it or forge lines.

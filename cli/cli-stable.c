@@ -32,7 +32,7 @@ static void stable_usage(FILE *f) {
                    "  -h, --help             show this help\n\n"
                    "Exit status: 0 with the release printed, 2 when the series has no qualified\n"
                    "release yet, 3 cannot tell (server unreachable, unknown series), 64 usage\n"
-                   "error.\n");
+                   "error (also a --ca or --token-file that cannot be read).\n");
 }
 
 static int ask(const struct cli_farm *f, const char *series, const char *query, bool json) {
@@ -95,7 +95,7 @@ int cli_latest_stable(int argc, char **argv) {
         int c;
 
         optind = 1;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_SERVER:
                         f.server = optarg;
@@ -105,7 +105,7 @@ int cli_latest_stable(int argc, char **argv) {
                         int64_t at;
                         if (parse_timestamp(optarg, now_ns(CLOCK_REALTIME), &at, &reason) < 0) {
                                 log_error("--at %s: %s", optarg, reason ?: "not a point in time");
-                                return 64;
+                                return EXIT_USAGE;
                         }
                         snprintf(query, sizeof(query), "?at=%lld", (long long) at);
                         break;
@@ -121,21 +121,21 @@ int cli_latest_stable(int argc, char **argv) {
                         break;
                 case ARG_TIMEOUT:
                         if (!cli_farm_timeout(optarg, &f.timeout_s))
-                                return 64;
+                                return EXIT_USAGE;
                         break;
                 case 'h':
                         stable_usage(stdout);
                         return 0;
                 default:
-                        stable_usage(stderr);
-                        return 64;
+                        log_getopt_error(c, argv);
+                        return EXIT_USAGE;
                 }
         if (!cli_farm_server_ok(&f, "latest-stable"))
-                return 64;
+                return EXIT_USAGE;
         if (argc - optind != 1) {
                 log_error("latest-stable takes exactly one SERIES (see rtsoak latest-stable "
                           "--help)");
-                return 64;
+                return EXIT_USAGE;
         }
         return ask(&f, argv[optind], query, json);
 }

@@ -142,6 +142,10 @@ int cli_trace(store *s, int64_t id, bool raw, bool json) {
         struct store_trace_row t = {};
         struct trace_analysis a;
         int r = store_get_trace(s, id, raw, &t);
+        if (r == -ENOENT) {
+                log_error("trace %" PRId64 ": no such capture (rtsoak traces lists them)", id);
+                return r;
+        }
         if (r < 0) {
                 log_error("%s", store_error(s));
                 return r;
@@ -149,8 +153,8 @@ int cli_trace(store *s, int64_t id, bool raw, bool json) {
         if (raw) {
                 char *text = NULL;
                 r = t.raw ? trace_raw_inflate(t.raw, t.raw_len, TRACE_RAW_TEXT_MAX, &text, NULL)
-                          : -ENOENT;
-                if (r == -ENOENT)
+                          : -ENODATA;
+                if (r == -ENODATA)
                         log_error("Trace capture %" PRId64 " has no raw events", id);
                 else if (r < 0)
                         log_error("Trace capture %" PRId64 ": its raw events are damaged", id);

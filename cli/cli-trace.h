@@ -12,6 +12,8 @@
 #include "store.h"
 
 int cli_traces(store *s, const struct store_filter *f, size_t limit, bool json);
+/* One capture, analysed or (raw) its events as text: -ENOENT (logged) when the database has no
+ * capture of that ID, which the command line named. */
 int cli_trace(store *s, int64_t id, bool raw, bool json);
 /* The run's flight recorder (state, why not, captures so far, and how many of the run's
  * violations were not captured): printed, or as JSON. */

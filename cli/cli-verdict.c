@@ -32,7 +32,8 @@ static void verdict_usage(FILE *f) {
                    "  --timeout SECONDS      give up after this long (default 60)\n"
                    "  -h, --help             show this help\n\n"
                    "Exit status: 0 qualified, 1 failed, 2 pending, 3 cannot tell (server\n"
-                   "unreachable, unknown release, unexpected answer), 64 usage error.\n");
+                   "unreachable, unknown release, unexpected answer, --junit FILE not\n"
+                   "written), 64 usage error (also a --ca or --token-file that cannot be read).\n");
 }
 
 static void print_verdict(const char *release, json_t *j) {
@@ -170,19 +171,19 @@ int cli_verdict(int argc, char **argv) {
         int c;
 
         optind = 1;
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_SERVER:
                         f.server = optarg;
                         break;
                 case ARG_AT:
                         if (!time_arg("--at", optarg, &at))
-                                return 64;
+                                return EXIT_USAGE;
                         have_at = true;
                         break;
                 case ARG_KNOWN_AT:
                         if (!time_arg("--known-at", optarg, &known))
-                                return 64;
+                                return EXIT_USAGE;
                         have_known = true;
                         break;
                 case ARG_JSON:
@@ -199,20 +200,20 @@ int cli_verdict(int argc, char **argv) {
                         break;
                 case ARG_TIMEOUT:
                         if (!cli_farm_timeout(optarg, &f.timeout_s))
-                                return 64;
+                                return EXIT_USAGE;
                         break;
                 case 'h':
                         verdict_usage(stdout);
                         return 0;
                 default:
-                        verdict_usage(stderr);
-                        return 64;
+                        log_getopt_error(c, argv);
+                        return EXIT_USAGE;
                 }
         if (!cli_farm_server_ok(&f, "verdict"))
-                return 64;
+                return EXIT_USAGE;
         if (argc - optind != 1) {
                 log_error("verdict takes exactly one RELEASE (see rtsoak verdict --help)");
-                return 64;
+                return EXIT_USAGE;
         }
         char query[96] = "";
         size_t n = 0;

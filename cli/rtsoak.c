@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli-filters.h"
 #include "cli-output.h"
 #include "cli-stable.h"
 #include "cli-trace.h"
@@ -22,7 +23,6 @@
 #include "timeutil.h"
 
 #define DEFAULT_DB "/var/lib/rtsoak/rtsoak.db"
-#define EXIT_USAGE 2
 
 struct args {
         const char *db;
@@ -99,7 +99,11 @@ static void usage(FILE *f) {
                 "                         of each load generator\n"
                 "  --raw                  trace: the captured events as text\n"
                 "  -h, --help             show this help\n"
-                "      --version          show the version\n");
+                "      --version          show the version\n"
+                "\n"
+                "Exit status: 0 done, 1 failed (no or damaged database), 64 usage error (also a\n"
+                "--run, --cpu, --scenario or --type that the database does not know).\n"
+                "verdict and latest-stable answer 0/1/2/3 (see rtsoak verdict --help).\n");
 }
 
 static int resolve_run(store *s, const struct args *a, struct store_filter *f) {
@@ -167,16 +171,16 @@ static json_t *report_json_row(const struct store_cpu_report *c) {
                             json_u64(hist_quantile_ns(&c->hist, 1, 2, c->min_ns, c->max_ns)));
         json_object_set_new(o, "p99_ns",
                             json_u64(hist_quantile_ns(&c->hist, 99, 100, c->min_ns, c->max_ns)));
-        json_object_set_new(o, "p999_ns",
-                            json_u64(hist_quantile_ns(&c->hist, 999, 1000, c->min_ns, c->max_ns)));
+        /* The server's name, p99_9_ns; p999_ns is kept for the scripts written before. */
+        uint64_t p999 = hist_quantile_ns(&c->hist, 999, 1000, c->min_ns, c->max_ns);
+        json_object_set_new(o, "p99_9_ns", json_u64(p999));
+        json_object_set_new(o, "p999_ns", json_u64(p999));
         json_object_set_new(o, "violations", json_u64(c->violations));
         json_object_set_new(o, "missed", json_u64(c->missed));
-        json_object_set_new(o, "max_time", c->samples ? json_time(c->max_time_ns) : json_null());
-        json_object_set_new(o, "max_time_ns",
-                            c->samples ? json_integer(c->max_time_ns) : json_null());
+        json_set_time(o, "max_time_ns", c->samples ? c->max_time_ns : JSON_TIME_NONE);
         json_object_set_new(o, "intervals", json_u64(c->intervals));
-        json_object_set_new(o, "first_ns", c->intervals ? json_integer(c->first_ns) : json_null());
-        json_object_set_new(o, "last_ns", c->intervals ? json_integer(c->last_ns) : json_null());
+        json_set_time(o, "first_ns", c->intervals ? c->first_ns : JSON_TIME_NONE);
+        json_set_time(o, "last_ns", c->intervals ? c->last_ns : JSON_TIME_NONE);
         return o;
 }
 
@@ -555,11 +559,6 @@ static int cmd_histogram(store *s, const struct args *a) {
         size_t n = 0;
         int r;
 
-        if (strcmp(format, "cyclictest") != 0 && strcmp(format, "json") != 0 &&
-            strcmp(format, "csv") != 0) {
-                log_error("--format %s: unknown format (use cyclictest, json or csv)", format);
-                return -EINVAL;
-        }
         if (a->json && strcmp(format, "json") != 0) {
                 log_error("--json and --format %s contradict each other", format);
                 return -EINVAL;
@@ -635,27 +634,36 @@ static int cmd_histogram(store *s, const struct args *a) {
         } else {
                 json_t *doc = json_object(), *cpus = json_array();
                 for (size_t i = 0; i < n; i++) {
-                        json_t *o = report_json_row(&rows[i]), *buckets = json_array();
-                        json_object_set_new(o, "limit_ns",
-                                            json_u64((uint64_t) rows[i].hist.limit_us * 1000));
-                        json_object_set_new(
-                                o, "overflows",
-                                json_u64(hist_overflows(&rows[i].hist, rows[i].hist.limit_us)));
+                        json_t *o = report_json_row(&rows[i]), *buckets = json_array(),
+                               *all = json_array();
+                        uint32_t limit = rows[i].hist.limit_us;
+                        uint64_t overflow = hist_overflows(&rows[i].hist, limit);
+                        /* As the server names them: limit_us, overflow (samples at or above
+                         * it), buckets ([us, count] of the exact 1 us buckets below it); and
+                         * every bucket with its edges, the logarithmic ones too. */
+                        json_object_set_new(o, "limit_us", json_integer(limit));
+                        json_object_set_new(o, "limit_ns", json_u64((uint64_t) limit * 1000));
+                        json_object_set_new(o, "overflow", json_u64(overflow));
+                        json_object_set_new(o, "overflows", json_u64(overflow));
                         for (uint32_t b = 0; b < rows[i].hist.nbuckets; b++) {
                                 uint64_t c = rows[i].hist.counts[b];
                                 if (!c)
                                         continue;
-                                uint64_t up = hist_bucket_upper_ns(rows[i].hist.limit_us, b);
+                                uint64_t up = hist_bucket_upper_ns(limit, b);
+                                if (b < limit)
+                                        json_array_append_new(buckets,
+                                                              json_pack("[I, I]", (json_int_t) b,
+                                                                        (json_int_t) c));
                                 json_t *e = json_object();
-                                json_object_set_new(
-                                        e, "lower_ns",
-                                        json_u64(hist_bucket_lower_ns(rows[i].hist.limit_us, b)));
+                                json_object_set_new(e, "lower_ns",
+                                                    json_u64(hist_bucket_lower_ns(limit, b)));
                                 json_object_set_new(e, "upper_ns",
                                                     up == UINT64_MAX ? json_null() : json_u64(up));
                                 json_object_set_new(e, "count", json_u64(c));
-                                json_array_append_new(buckets, e);
+                                json_array_append_new(all, e);
                         }
                         json_object_set_new(o, "buckets", buckets);
+                        json_object_set_new(o, "all_buckets", all);
                         json_array_append_new(cpus, o);
                 }
                 json_object_set_new(doc, "cpus", cpus);
@@ -812,7 +820,7 @@ static int cmd_events(store *s, const struct args *a) {
         } else if (n == 0) {
                 printf("No events in this window.\n");
         } else {
-                printf("%-19s %5s %-22s %4s %12s  %s\n", "TIME", "RUN", "TYPE", "CPU", "VALUE",
+                printf("%-23s %5s %-22s %4s %12s  %s\n", "TIME", "RUN", "TYPE", "CPU", "VALUE",
                        "MESSAGE");
                 for (size_t i = 0; i < n; i++) {
                         char t[TIMESTAMP_MAX_LEN], v[32] = "-", c[16] = "-";
@@ -823,7 +831,7 @@ static int cmd_events(store *s, const struct args *a) {
                                 snprintf(v, sizeof(v), "%" PRId64, ev[i].value_ns);
                         if (ev[i].cpu >= 0)
                                 snprintf(c, sizeof(c), "%d", ev[i].cpu);
-                        printf("%-19s %5" PRId64 " %-22s %4s %12s  %s\n",
+                        printf("%-23s %5" PRId64 " %-22s %4s %12s  %s\n",
                                format_timestamp_local(t, ev[i].time_ns), ev[i].run_id, ev[i].type,
                                c, v, cli_text(ev[i].message));
                         if (ev[i].details)
@@ -931,7 +939,7 @@ int main(int argc, char *argv[]) {
                 return cli_verdict(argc - 1, argv + 1);
         if (argc > 1 && strcmp(argv[1], "latest-stable") == 0)
                 return cli_latest_stable(argc - 1, argv + 1);
-        while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_DB:
                         a.db = optarg;
@@ -1009,7 +1017,7 @@ int main(int argc, char *argv[]) {
                         printf("rtsoak %s\n", PROJECT_VERSION);
                         return EXIT_SUCCESS;
                 default:
-                        usage(stderr);
+                        log_getopt_error(c, argv);
                         return EXIT_USAGE;
                 }
 
@@ -1060,11 +1068,25 @@ int main(int argc, char *argv[]) {
                 return EXIT_USAGE;
         }
 
+        if (a.format && strcmp(a.format, "cyclictest") != 0 && strcmp(a.format, "json") != 0 &&
+            strcmp(a.format, "csv") != 0) {
+                log_error("--format %s: unknown format (use cyclictest, json or csv)", a.format);
+                return EXIT_USAGE;
+        }
+
         r = store_open(a.db, STORE_READONLY, &s, err);
         if (r < 0) {
                 log_error("%s", err);
                 return EXIT_FAILURE;
         }
+        /* A filter that names nothing the database knows is a mistake, not an empty answer. */
+        r = cli_check_filters(s, &a.filter, a.type);
+        if (r < 0)
+                return r == -ENOENT ? EXIT_USAGE : EXIT_FAILURE;
         r = cmd->run(s, &a);
+        /* A capture ID the database does not know is a usage error, as a --run it does not
+         * know is. */
+        if (r == -ENOENT && cmd->run == cmd_trace)
+                return EXIT_USAGE;
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

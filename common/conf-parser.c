@@ -210,6 +210,20 @@ static void done_string(void *field) {
         *(char **) field = NULL;
 }
 
+/* A path, or "off" (kept as ""): for a key whose default is a path, where an empty
+ * assignment means the default like everywhere else. */
+static int parse_path_off(const struct conf_item *item, const char *value, void *field,
+                          const char **ret_reason) {
+        return parse_string(item, strcmp(value, "off") == 0 ? "" : value, field, ret_reason);
+}
+
+static void format_path_off(const struct conf_item *item, const void *field, char *buf,
+                            size_t len) {
+        const char *v = *(char *const *) field;
+        (void) item;
+        snprintf(buf, len, "%s", v && *v ? v : "off");
+}
+
 static int parse_cpus(const struct conf_item *item, const char *value, void *field,
                       const char **ret_reason) {
         struct cpuset s;
@@ -296,6 +310,8 @@ const struct conf_type conf_type_timespan_off = { "a time span or \"off\"", pars
 const struct conf_type conf_type_uint = { "a number", parse_uint, format_uint, done_nothing };
 const struct conf_type conf_type_bool = { "a boolean", parse_bool, format_bool, done_nothing };
 const struct conf_type conf_type_string = { "a string", parse_string, format_string, done_string };
+const struct conf_type conf_type_path_off = { "a path or \"off\"", parse_path_off, format_path_off,
+                                              done_string };
 const struct conf_type conf_type_cpuset = { "a CPU list", parse_cpus, format_cpus, done_cpus };
 const struct conf_type conf_type_size = { "a size", parse_size, format_size, done_nothing };
 

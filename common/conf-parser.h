@@ -37,6 +37,7 @@ extern const struct conf_type conf_type_timespan_off; /* int64_t ns (whole us), 
 extern const struct conf_type conf_type_uint;         /* uint64_t */
 extern const struct conf_type conf_type_bool;         /* bool */
 extern const struct conf_type conf_type_string;       /* char * (owned) */
+extern const struct conf_type conf_type_path_off;     /* char * (owned), "" for "off" */
 extern const struct conf_type conf_type_cpuset;       /* struct cpuset */
 extern const struct conf_type conf_type_size;         /* uint64_t bytes; "auto" (0) if min is 0 */
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Implementation of the stderr logger: level filter, optional journald level prefix,
  * program name, and %m expansion for an explicit error number. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,19 @@ void log_set_prefix_level(bool on) {
 
 void log_set_program(const char *name) {
         program = name;
+}
+
+void log_getopt_error(int c, char *const argv[]) {
+        char shortopt[3] = { '-', (char) optopt, '\0' };
+        const char *last = optind > 0 ? argv[optind - 1] : NULL;
+        /* A long option as it was written; a short one by its letter. */
+        const char *opt = last && strncmp(last, "--", 2) == 0 ? last : optopt ? shortopt : "?";
+        /* "--opt=value" given to an option that takes none: name the option alone. */
+        size_t len = strcspn(opt, "=");
+        if (c == ':')
+                log_error("%.*s: requires an argument (see --help)", (int) len, opt);
+        else
+                log_error("%.*s: unknown option (see --help)", (int) len, opt);
 }
 
 int log_internal(int level, int error, const char *file, int line_no, const char *fmt, ...) {

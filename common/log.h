@@ -40,3 +40,8 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 #define log_debug(...) (void) log_full_errno(LOG_LEVEL_DEBUG, 0, __VA_ARGS__)
 
 #define log_oom() log_error_errno(ENOMEM, "Out of memory")
+
+/* The message of a getopt_long() error in the words every rtsoak program uses ("--bogus:
+ * unknown option (see --help)", "--duration: requires an argument (see --help)"): c is the ':'
+ * or '?' it returned, with an option string that starts with ':' (or "+:"). */
+void log_getopt_error(int c, char *const argv[]);

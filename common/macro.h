@@ -24,9 +24,15 @@
 #define NSEC_PER_SEC UINT64_C(1000000000)
 #define USEC_PER_SEC UINT64_C(1000000)
 
-/* Exit status for configuration errors (sysexits.h EX_CONFIG); systemd units list it in
- * RestartPreventExitStatus= so a broken configuration does not restart-loop. */
-#define EXIT_CONFIG 78
+/* The exit statuses every rtsoak program shares (sysexits.h's numbers): 0 success, 1
+ * (EXIT_FAILURE) a failure at run time, and these.  systemd units list the last three in
+ * RestartPreventExitStatus=: restarting does not fix them.  "rtsoak verdict" and "rtsoak
+ * latest-stable" answer with 0/1/2/3 instead, for gating scripts (docs/exit-status.md). */
+#define EXIT_USAGE 64 /* bad command line: unknown option, missing or malformed value */
+#define EXIT_UNAVAILABLE                                                                  \
+        69             /* cannot run here: real-time scheduling refused, a generator that \
+                        * cannot work on this machine, an address that cannot be bound */
+#define EXIT_CONFIG 78 /* bad configuration: a file, a drop-in or a --set assignment */
 
 static inline void freep(void *p) {
         free(*(void **) p);

@@ -400,6 +400,7 @@ char *format_timestamp_local(char buf[static TIMESTAMP_MAX_LEN], int64_t ns) {
 
         split_ns(ns, &sec, &frac);
         localtime_r(&sec, &tm);
-        strftime(buf, TIMESTAMP_MAX_LEN, "%Y-%m-%d %H:%M:%S", &tm);
+        /* With the zone: a time read off a terminal in one place is compared with another's. */
+        strftime(buf, TIMESTAMP_MAX_LEN, "%Y-%m-%d %H:%M:%S %Z", &tm);
         return buf;
 }

@@ -27,7 +27,7 @@ int parse_timestamp(const char *s, int64_t now_ns, int64_t *ret_ns, const char *
 
 /* "2026-12-03T08:00:00.123456789Z" with as many fraction digits as needed (0, 3, 6 or 9). */
 char *format_timestamp_utc(char buf[static TIMESTAMP_MAX_LEN], int64_t ns);
-/* "2026-12-03 09:00:00" in the local time zone, for tables read by people. */
+/* "2026-12-03 09:00:00 CET": the local time zone, named, for tables read by people. */
 char *format_timestamp_local(char buf[static TIMESTAMP_MAX_LEN], int64_t ns);
 
 int64_t now_ns(clockid_t clock);

@@ -3,6 +3,7 @@
  * involve more than one key. */
 #include <ctype.h>
 #include <errno.h>
+#include <pwd.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,12 +61,12 @@ static const struct conf_item items[] = {
           offsetof(struct daemon_config, journal_dir), 0, 4000, "" },
         { "Forensics", "JournalLines", &conf_type_uint,
           offsetof(struct daemon_config, journal_lines), 0, 1000, "100" },
-        { "Forensics", "FlightRecorder", &conf_type_string,
+        { "Forensics", "FlightRecorder", &conf_type_path_off,
           offsetof(struct daemon_config, flight_recorder), 0, 4000, "/dev/pmsg0" },
         { "Load", "Helper", &conf_type_string, offsetof(struct daemon_config, load_helper), 1, 4000,
           RTSOAK_LOAD_PATH },
-        { "Load", "User", &conf_type_string, offsetof(struct daemon_config, load_user), 0, 256,
-          "" },
+        { "Load", "User", &conf_type_string, offsetof(struct daemon_config, load_user), 1, 256,
+          DAEMON_LOAD_USER },
         { "Load", "Nice", &conf_type_uint, offsetof(struct daemon_config, load_nice), 0, 19, "0" },
         { "Load", "RestartDelay", &conf_type_timespan,
           offsetof(struct daemon_config, restart_delay_ns), 100 * MS, 3600 * S, "1s" },
@@ -521,4 +522,29 @@ char *daemon_config_text(const struct daemon_config *c) {
                 return NULL;
         }
         return buf;
+}
+
+int daemon_config_check_load_user(const struct daemon_config *c, const char *user,
+                                  char err[static CONF_ERROR_MAX]) {
+        bool loads = false;
+        for (size_t i = 0; i < c->nsteps && !loads; i++)
+                loads = c->steps[i].scenario->nloads > 0;
+        if (!loads || !user || !*user)
+                return 0;
+        errno = 0;
+        if (getpwnam(user))
+                return 0;
+        int e = errno ?: ENOENT;
+        if (e != ENOENT && e != ESRCH && e != EBADF && e != EPERM)
+                snprintf(err, CONF_ERROR_MAX, "[Load] User=%s: cannot look the user up: %s", user,
+                         strerror(e));
+        else
+                snprintf(err, CONF_ERROR_MAX,
+                         "[Load] User=%s: no such user, and the rotation runs load generators as "
+                         "it. The rtsoak package creates the user %s (systemd-sysusers); from a "
+                         "source tree run systemd-sysusers with the full path of "
+                         "systemd/rtsoak.sysusers, or set [Load] User=root to run the loads as "
+                         "root",
+                         user, DAEMON_LOAD_USER);
+        return -ENOENT;
 }

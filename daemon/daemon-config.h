@@ -12,6 +12,8 @@
 #include "loadgen.h"
 
 #define DAEMON_CONFIG_PATH "/etc/rtsoak/rtsoakd.conf"
+/* The unprivileged system user the load generators run as by default (sysusers.d). */
+#define DAEMON_LOAD_USER "rtsoak"
 
 struct daemon_config {
         struct cpuset cpus;
@@ -31,7 +33,7 @@ struct daemon_config {
         uint64_t journal_lines;
 
         char *load_helper; /* path of rtsoak-load */
-        char *load_user;   /* "" : the daemon's own user */
+        char *load_user;   /* the generators' user (setuid by rtsoak-load) */
         uint64_t load_nice;
         uint64_t restart_delay_ns, restart_delay_max_ns;
 
@@ -87,3 +89,7 @@ int daemon_config_load(struct daemon_config *c, const char *path, bool explicit_
 void daemon_config_free(struct daemon_config *c);
 /* The effective configuration as INI text (allocated). */
 char *daemon_config_text(const struct daemon_config *c);
+/* -ENOENT (with err) when the rotation runs load generators and user does not exist: refused
+ * at start and at a reload, rather than at the first scenario with loads. */
+int daemon_config_check_load_user(const struct daemon_config *c, const char *user,
+                                  char err[static CONF_ERROR_MAX]);

@@ -128,32 +128,20 @@ static json_t *pstore_records(const struct forensics_params *p) {
         return arr;
 }
 
-/* The last lines (at most p->journal_lines and p->journal_max bytes) the journal holds of
- * boot, up to until_us (0: its end); or a string saying why there are none. */
-static json_t *journal_tail(const struct forensics_params *p, const char *boot, uint64_t until_us) {
-        sd_journal *j = NULL;
-        char match[64], msg[512];
-        int r;
-
-        if (p->journal_lines == 0)
-                return json_string("not read ([Forensics] JournalLines=0)");
-        r = *p->journal_dir ? sd_journal_open_directory(&j, p->journal_dir, 0)
-                            : sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM);
-        if (r < 0) {
-                snprintf(msg, sizeof(msg), "cannot open the journal: %s", strerror(-r));
-                return json_string(msg);
-        }
+/* The last lines (at most p->journal_lines and p->journal_max bytes) of boot in the open
+ * journal, up to until_us (0: its end), oldest first; NULL when there are none. */
+static json_t *journal_lines(const struct forensics_params *p, sd_journal *j, const char *boot,
+                             uint64_t until_us, bool *ret_truncated, int *ret_error) {
+        char match[64];
+        sd_journal_flush_matches(j);
         snprintf(match, sizeof(match), "_BOOT_ID=%s", boot);
-        r = sd_journal_add_match(j, match, 0);
+        int r = sd_journal_add_match(j, match, 0);
         if (r >= 0)
                 r = until_us ? sd_journal_seek_realtime_usec(j, until_us) : sd_journal_seek_tail(j);
         if (r < 0) {
-                sd_journal_close(j);
-                snprintf(msg, sizeof(msg), "cannot read the journal: %s", strerror(-r));
-                return json_string(msg);
+                *ret_error = r;
+                return NULL;
         }
-        sd_journal_set_data_threshold(j, 1024);
-
         /* Newest first, then reversed. */
         json_t *lines = json_array();
         size_t bytes = 0;
@@ -190,24 +178,76 @@ static json_t *journal_tail(const struct forensics_params *p, const char *boot, 
                 bytes += strlen(line);
                 json_array_append_new(lines, text_json(line, strlen(line)));
         }
-        sd_journal_close(j);
-        if (json_array_size(lines) == 0) {
+        size_t n = json_array_size(lines);
+        if (n == 0) {
                 json_decref(lines);
+                return NULL;
+        }
+        json_t *ordered = json_array();
+        for (size_t i = n; i > 0; i--)
+                json_array_append(ordered, json_array_get(lines, i - 1));
+        json_decref(lines);
+        *ret_truncated = cut || n >= p->journal_lines || r > 0;
+        return ordered;
+}
+
+/* The journal's own boot ID of its last entry at or before t_us ("" when none). */
+static void journal_boot_at(sd_journal *j, uint64_t t_us, char ret[static 33]) {
+        const void *data;
+        size_t len;
+        ret[0] = '\0';
+        sd_journal_flush_matches(j);
+        if (sd_journal_seek_realtime_usec(j, t_us) < 0 || sd_journal_previous(j) <= 0 ||
+            sd_journal_get_data(j, "_BOOT_ID", &data, &len) < 0 || len != strlen("_BOOT_ID=") + 32)
+                return;
+        snprintf(ret, 33, "%.32s", (const char *) data + strlen("_BOOT_ID="));
+}
+
+/* The last lines the journal holds of the dead run's boot, up to until_us (0: its end); or a
+ * string saying why there are none.  Where the journal knows the boot by another ID than the
+ * kernel's (in a container, journald stamps the container's boot), the journal boot that holds
+ * the run's last data (last_us) is read instead, and said so. */
+static json_t *journal_tail(const struct forensics_params *p, const char *boot, uint64_t until_us,
+                            uint64_t last_us) {
+        sd_journal *j = NULL;
+        char msg[512], jboot[33] = "";
+        bool truncated = false;
+        int r, err = 0;
+
+        if (p->journal_lines == 0)
+                return json_string("not read ([Forensics] JournalLines=0)");
+        r = *p->journal_dir ? sd_journal_open_directory(&j, p->journal_dir, 0)
+                            : sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY | SD_JOURNAL_SYSTEM);
+        if (r < 0) {
+                snprintf(msg, sizeof(msg), "cannot open the journal: %s", strerror(-r));
+                return json_string(msg);
+        }
+        sd_journal_set_data_threshold(j, 1024);
+        json_t *lines = journal_lines(p, j, boot, until_us, &truncated, &err);
+        if (!lines && !err && last_us > 0) {
+                journal_boot_at(j, last_us, jboot);
+                if (*jboot && strcmp(jboot, boot) != 0)
+                        lines = journal_lines(p, j, jboot, until_us, &truncated, &err);
+        }
+        sd_journal_close(j);
+        if (err < 0) {
+                snprintf(msg, sizeof(msg), "cannot read the journal: %s", strerror(-err));
+                return json_string(msg);
+        }
+        if (!lines) {
                 snprintf(msg, sizeof(msg),
                          "no journal entries of boot %s (journald not running, or its journal "
                          "not persistent: mkdir /var/log/journal)",
                          boot);
                 return json_string(msg);
         }
-        size_t n = json_array_size(lines);
-        json_t *ordered = json_array();
-        for (size_t i = n; i > 0; i--)
-                json_array_append(ordered, json_array_get(lines, i - 1));
-        json_decref(lines);
         json_t *o = json_object();
         json_object_set_new(o, "boot_id", json_string(boot));
-        json_object_set_new(o, "truncated", json_boolean(cut || n >= p->journal_lines || r > 0));
-        json_object_set_new(o, "lines", ordered);
+        if (*jboot && lines)
+                /* The kernel's boot ID is not in the journal: it names boots its own way. */
+                json_object_set_new(o, "journal_boot_id", json_string(jboot));
+        json_object_set_new(o, "truncated", json_boolean(truncated));
+        json_object_set_new(o, "lines", lines);
         return o;
 }
 
@@ -231,7 +271,9 @@ char *forensics_kernel_leftovers(void *userdata, const struct store_unclean *u) 
                                                 1000
                                       : 0;
         if (strlen(u->boot_id) == 32)
-                json_object_set_new(o, "journal", journal_tail(p, u->boot_id, until));
+                json_object_set_new(o, "journal",
+                                    journal_tail(p, u->boot_id, until,
+                                                 (uint64_t) MAX(u->last_seen_ns, 0) / 1000));
         else
                 json_object_set_new(o, "journal", json_string("the run's boot ID is unknown"));
         char *text = json_dumps(o, JSON_COMPACT);

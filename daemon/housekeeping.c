@@ -35,6 +35,7 @@ struct housekeeping {
         int64_t offset_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC as last seen */
         bool *offline;     /* per probe: its CPU was found offline */
         bool *unpinned;    /* per probe: could not be pinned back; not tried again */
+        bool stopping;     /* the probes are stopping: no more CPU checks */
         uint64_t unprobed_told[CPU_SETSIZE / 64]; /* CPUs said to be online without a probe */
         struct store_prune_result pruned;
 };
@@ -101,19 +102,38 @@ static void maintain(struct housekeeping *h) {
 
 /* ---- CPU hotplug ---- */
 
+/* Only a probe thread that is still measuring has an affinity worth reading. */
+static bool probe_alive(const struct probe *p) {
+        int st = probe_state(p);
+        return p->thread_started && (st == PROBE_READY || st == PROBE_RUNNING);
+}
+
 /* A probe whose CPU went offline has been moved elsewhere by the kernel (its affinity
  * broken): what it measures is no longer that CPU.  Say so, and pin it back when the CPU
  * returns. */
 static bool pinned_to(const struct probe *p) {
         cpu_set_t set;
-        if (!p->thread_started || pthread_getaffinity_np(p->thread, sizeof(set), &set) != 0)
+        if (!probe_alive(p) || pthread_getaffinity_np(p->thread, sizeof(set), &set) != 0)
                 return true; /* nothing to say about it */
+        /* A thread that has exited but is not joined yet has no kernel task any more:
+         * glibc then asks about thread id 0, which is the caller, and gets the main thread's
+         * affinity (every CPU).  The state is set before the thread exits, so reading it
+         * again after the affinity tells whether the answer was the probe's. */
+        if (!probe_alive(p))
+                return true;
         return CPU_COUNT(&set) == 1 && CPU_ISSET(p->cpu, &set);
+}
+
+void housekeeping_stop_cpu_checks(struct housekeeping *h) {
+        if (h)
+                h->stopping = true;
 }
 
 void housekeeping_check_cpus(struct housekeeping *h) {
         struct cpuset online;
-        if (!h || h->p.nprobes == 0 || cpuset_online(&online, NULL) < 0)
+        /* Once the probes are told to stop, they exit one by one: nothing said about their
+         * CPUs from then on would be true. */
+        if (!h || h->stopping || h->p.nprobes == 0 || cpuset_online(&online, NULL) < 0)
                 return;
         for (size_t i = 0; i < h->p.nprobes; i++) {
                 struct probe *p = h->p.probes[i];
@@ -198,12 +218,16 @@ static int on_uevent(sd_event_source *s, int fd, uint32_t revents, void *userdat
 
 static void watch_uevents(sd_event *e, struct housekeeping *h) {
         struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = 1 /* the kernel's */ };
+        int r = 0;
         h->uevent_fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
                               NETLINK_KOBJECT_UEVENT);
-        if (h->uevent_fd < 0 || bind(h->uevent_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0 ||
-            sd_event_add_io(e, &h->uevent, h->uevent_fd, EPOLLIN, on_uevent, h) < 0)
-                log_debug("No kernel uevents (%m): CPU hotplug is seen every %u s",
-                          (unsigned) (TICK_NS / NSEC_PER_SEC));
+        if (h->uevent_fd < 0 || bind(h->uevent_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                r = negative_errno();
+        else
+                r = sd_event_add_io(e, &h->uevent, h->uevent_fd, EPOLLIN, on_uevent, h);
+        if (r < 0)
+                log_debug_errno(r, "No kernel uevents (%m): CPU hotplug is seen every %u s",
+                                (unsigned) (TICK_NS / NSEC_PER_SEC));
 }
 
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -237,8 +261,9 @@ static int on_clock(sd_event_source *s, int fd, uint32_t revents, void *userdata
                 return 0;
         /* Armed again before the offset is read: a step from here on cancels the new timer,
          * one before is in the offset; none goes unseen while the event is being stored. */
-        if (arm_clock_timer(h) < 0)
-                log_warning("Cannot watch the wall clock any more: %m");
+        int r = arm_clock_timer(h);
+        if (r < 0)
+                log_warning_errno(r, "Cannot watch the wall clock any more: %m");
         int64_t off = real_minus_mono(), step = off - h->offset_ns;
         uint64_t mag = (uint64_t) (step < 0 ? -step : step);
         h->offset_ns = off;
@@ -283,9 +308,11 @@ int housekeeping_start(sd_event *e, const struct housekeeping_params *p,
                 return r;
         }
         h->timer_fd = timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
-        if (h->timer_fd < 0 || arm_clock_timer(h) < 0 ||
-            sd_event_add_io(e, &h->clock, h->timer_fd, EPOLLIN, on_clock, h) < 0)
-                log_warning("Cannot watch the wall clock for steps, ignoring: %m");
+        r = h->timer_fd < 0 ? negative_errno() : arm_clock_timer(h);
+        if (r >= 0)
+                r = sd_event_add_io(e, &h->clock, h->timer_fd, EPOLLIN, on_clock, h);
+        if (r < 0)
+                log_warning_errno(r, "Cannot watch the wall clock for steps, ignoring: %m");
         if (p->nprobes > 0)
                 watch_uevents(e, h);
         *ret = h;

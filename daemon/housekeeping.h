@@ -26,3 +26,6 @@ void housekeeping_free(struct housekeeping *h);
 /* Records probed CPUs gone offline (and back, pinning their probes again); runs on every tick
  * and may be called at any other moment of the main loop. */
 void housekeeping_check_cpus(struct housekeeping *h);
+/* The probes are being stopped: CPU checks end here (an exiting probe's affinity says nothing
+ * about its CPU). */
+void housekeeping_stop_cpu_checks(struct housekeeping *h);

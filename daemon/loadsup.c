@@ -32,7 +32,6 @@ extern char **environ;
 /* Events a child may report in a burst, and how fast that allowance comes back. */
 #define EVENT_BURST 10
 #define EVENT_REFILL_NS (6 * (int64_t) NSEC_PER_SEC)
-#define EXIT_UNSUPPORTED 69
 
 enum slot_state { SLOT_NEW, SLOT_RUNNING, SLOT_BACKOFF, SLOT_STOPPING, SLOT_DONE };
 
@@ -274,7 +273,7 @@ static void slot_reap(struct slot *sl) {
 
         (void) kill(-sl->pid, SIGKILL);
         if (waitid(P_PID, (id_t) sl->pid, &si, WEXITED) < 0)
-                log_warning("waitid(%d): %m", (int) sl->pid);
+                log_warning_errno(negative_errno(), "waitid(%d): %m", (int) sl->pid);
         drain_events(sl);
         close_child_fds(sl);
         sl->timer = sd_event_source_disable_unref(sl->timer);
@@ -298,7 +297,7 @@ static void slot_reap(struct slot *sl) {
         describe_status(&si, how, sizeof(how));
         slot_name(sl, name, sizeof(name));
         char ranbuf[TIMESPAN_MAX_LEN], delay[TIMESPAN_MAX_LEN];
-        bool unsupported = si.si_code == CLD_EXITED && si.si_status == EXIT_UNSUPPORTED;
+        bool unsupported = si.si_code == CLD_EXITED && si.si_status == EXIT_UNAVAILABLE;
         /* "Cannot run here" may be passing (a port still held by the loads of the scenario
          * that just ended): the usual backoff, which grows if it persists. */
         uint64_t wait = sl->backoff_ns;
@@ -501,8 +500,9 @@ int loadsup_new(sd_event *e, const struct loadsup_params *p, int64_t now_mono,
          * process group, workers of a generator that was killed) becomes our child instead of
          * init's, and loadsup_sweep() ends it. */
         if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-                log_warning("Cannot become a child subreaper (%m): processes that generators "
-                            "orphan would not be cleaned up");
+                log_warning_errno(negative_errno(),
+                                  "Cannot become a child subreaper (%m): processes that "
+                                  "generators orphan would not be cleaned up");
         s->event = sd_event_ref(e);
         s->p = *p;
         *ret = s;

@@ -56,6 +56,7 @@ struct daemon {
         bool stopping;
         int64_t stop_deadline_mono; /* give up waiting for probes to finish after this */
         bool failed;
+        bool unavailable; /* what failed was this machine refusing to let it measure */
         char fail_message[512];
         int dma_fd;
 
@@ -114,7 +115,10 @@ static void usage(FILE *f) {
                 "      --check-config       print the effective configuration and exit\n"
                 "  -v, --verbose            log debug messages\n"
                 "  -h, --help               show this help\n"
-                "      --version            show the version\n");
+                "      --version            show the version\n"
+                "\n"
+                "Exit status: 0 after a clean stop, 1 failed, 64 usage error, 69 real-time\n"
+                "scheduling or locked memory refused here, 78 configuration error.\n");
 }
 
 static void add_event(struct daemon *d, const char *type, int64_t value, const char *message) {
@@ -274,6 +278,7 @@ static void stop(struct daemon *d, const char *why) {
         watchdog_stop(d->watchdog);
         d->watchdog = NULL;
         atomic_store(&d->hb_uploader.test_hang, false);
+        housekeeping_stop_cpu_checks(d->housekeeping);
         atomic_store_explicit(&d->ctl.stop, true, memory_order_release);
         sd_notify(0, "STOPPING=1");
         /* Probes finish within one period; look again soon. */
@@ -602,8 +607,10 @@ static int start_flight_recorder(struct daemon *d) {
                                d->cfg.flight_recorder);
                 return 0;
         }
-        if (r == 0)
+        if (r == 0) {
+                log_info("Flight record off ([Forensics] FlightRecorder=off)");
                 return 0;
+        }
         log_info("Flight record: a line per second into %s", d->cfg.flight_recorder);
         return sd_event_add_time_relative(d->event, &d->flight_source, CLOCK_MONOTONIC, 1000 * 1000,
                                           10 * 1000, on_flight, d);
@@ -698,6 +705,13 @@ static void reload(struct daemon *d) {
         if (r < 0) {
                 log_error("Configuration reload refused, the running configuration stays: %s", err);
                 add_event(d, "config_reload_failed", -1, err);
+                goto done;
+        }
+        /* [Load] User= needs a restart: the running one must exist for the new rotation. */
+        if (daemon_config_check_load_user(&rr.cfg, d->cfg.load_user, err) < 0) {
+                log_error("Configuration reload refused, the running configuration stays: %s", err);
+                add_event(d, "config_reload_failed", -1, err);
+                reload_result_done(&rr);
                 goto done;
         }
         /* The token file is read again at every reload: a new token needs no restart. */
@@ -840,6 +854,10 @@ static int start_probes(struct daemon *d, const struct probe_params *pp) {
                         struct probe *p = d->probes[i];
                         int s = probe_state(p);
                         if (s == PROBE_FAILED) {
+                                /* Refused real-time scheduling: this machine does not let it
+                                 * measure (exit 69, not restarted).  A failed pinning may be a
+                                 * CPU going offline for a moment: 1, restarted. */
+                                d->unavailable = strcmp(p->stage, "scheduler") == 0;
                                 if (strcmp(p->stage, "scheduler") == 0) {
                                         char why[2048];
                                         rt_explain_sched_failure(p->error, pp->priority, NULL, why,
@@ -889,6 +907,11 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         r = resolve_cpus(d);
         if (r < 0)
                 return EXIT_CONFIG;
+        char uerr[CONF_ERROR_MAX];
+        if (daemon_config_check_load_user(&d->cfg, d->cfg.load_user, uerr) < 0) {
+                log_error("%s", uerr);
+                return EXIT_CONFIG;
+        }
         if (parse_test_hang(d) < 0)
                 return EXIT_CONFIG;
         d->db_path = strdup(d->cfg.storage_path);
@@ -930,7 +953,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 r = rt_lock_memory(why, sizeof(why));
                 if (r < 0) {
                         log_error("%s", why);
-                        return EXIT_FAILURE;
+                        return EXIT_UNAVAILABLE;
                 }
         } else
                 log_warning("[Probe] LockMemory=no: page faults may be measured as latency");
@@ -974,7 +997,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         r = start_probes(d, &pp);
         if (r < 0) {
                 stop_probes(d);
-                return EXIT_FAILURE;
+                return d->unavailable ? EXIT_UNAVAILABLE : EXIT_FAILURE;
         }
 
         struct store_run_info info = {
@@ -1162,7 +1185,9 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         log_info("Run %" PRId64 " ended %s: %" PRIu64 " intervals stored, %" PRIu64 " violations",
                  d->run_id, d->failed ? "with an error" : "cleanly", st.intervals_written,
                  st.total_violations);
-        return d->failed ? EXIT_FAILURE : EXIT_SUCCESS;
+        if (d->failed)
+                return d->unavailable ? EXIT_UNAVAILABLE : EXIT_FAILURE;
+        return EXIT_SUCCESS;
 }
 
 static void daemon_done(struct daemon *d) {
@@ -1218,7 +1243,7 @@ int main(int argc, char *argv[]) {
         int c, r;
 
         log_set_program("rtsoakd");
-        while ((c = getopt_long(argc, argv, "c:s:d:vh", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, ":c:s:d:vh", options, NULL)) >= 0)
                 switch (c) {
                 case 'c':
                         config = optarg;
@@ -1239,7 +1264,7 @@ int main(int argc, char *argv[]) {
                                 log_error("--duration %s: %s", optarg,
                                           duration == 0 && !reason ? "must be longer than 0"
                                                                    : reason);
-                                return EXIT_CONFIG;
+                                return EXIT_USAGE;
                         }
                         break;
                 }
@@ -1256,12 +1281,12 @@ int main(int argc, char *argv[]) {
                         printf("rtsoakd %s\n", PROJECT_VERSION);
                         return EXIT_SUCCESS;
                 default:
-                        usage(stderr);
-                        return EXIT_CONFIG;
+                        log_getopt_error(c, argv);
+                        return EXIT_USAGE;
                 }
         if (optind < argc) {
                 log_error("Unexpected argument '%s' (see --help)", argv[optind]);
-                return EXIT_CONFIG;
+                return EXIT_USAGE;
         }
 
         r = daemon_config_load(&d.cfg, config, explicit_config, sets, &sources, err);

@@ -26,9 +26,6 @@
 #include "macro.h"
 #include "timeutil.h"
 
-/* Exit status when a generator cannot run here (sysexits.h EX_UNAVAILABLE). */
-#define EXIT_UNSUPPORTED 69
-
 struct runner {
         struct loadgen_ctx ctx;
         atomic_bool finished;
@@ -50,6 +47,8 @@ static void usage(FILE *f) {
                    "Generators:\n");
         for (size_t i = 0; i < loadgen_registry_size; i++)
                 fprintf(f, "  %-10s %s\n", loadgen_registry[i]->name, loadgen_registry[i]->summary);
+        fprintf(f, "\nExit status: 0 done, 1 failed, 64 usage error (also a generator's option\n"
+                   "out of its bounds), 69 the generator cannot run here.\n");
 }
 
 static void *gen_thread(void *arg) {
@@ -103,7 +102,7 @@ static int become_child(const char *user, pid_t parent, int nice_level) {
         if (parent > 0 && getppid() != parent)
                 return -ESRCH; /* the supervisor died before we got here */
         if (setpriority(PRIO_PROCESS, 0, nice_level) < 0)
-                log_warning("Cannot set nice level %d: %m", nice_level);
+                log_warning_errno(negative_errno(), "Cannot set nice level %d: %m", nice_level);
         /* If memory runs out, a load generator should go before rtsoakd does. */
         FILE *f = fopen("/proc/self/oom_score_adj", "we");
         if (f) {
@@ -147,7 +146,7 @@ int main(int argc, char *argv[]) {
         char err[LOADGEN_ERROR_MAX];
 
         log_set_program("rtsoak-load");
-        while ((c = getopt_long(argc, argv, "+d:r:jlh", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, "+:d:r:jlh", options, NULL)) >= 0)
                 switch (c) {
                 case 'd':
                 case 'r': {
@@ -156,7 +155,7 @@ int main(int argc, char *argv[]) {
                                 log_error("--%s %s: %s", c == 'd' ? "duration" : "report-every",
                                           optarg,
                                           *v == 0 && !reason ? "must be longer than 0" : reason);
-                                return EXIT_CONFIG;
+                                return EXIT_USAGE;
                         }
                         break;
                 }
@@ -186,7 +185,7 @@ int main(int argc, char *argv[]) {
                         long v = strtol(optarg, &end, 10);
                         if (errno || *end || *optarg == 0 || v < -20 || v > INT32_MAX) {
                                 log_error("%s: not a valid number: %s", argv[optind - 1], optarg);
-                                return EXIT_CONFIG;
+                                return EXIT_USAGE;
                         }
                         if (c == ARG_STATS_FD)
                                 stats_fd = (int) v;
@@ -202,19 +201,19 @@ int main(int argc, char *argv[]) {
                         user = optarg;
                         break;
                 default:
-                        usage(stderr);
-                        return EXIT_CONFIG;
+                        log_getopt_error(c, argv);
+                        return EXIT_USAGE;
                 }
         if (optind >= argc) {
                 log_error("No load generator given (see --list)");
-                return EXIT_CONFIG;
+                return EXIT_USAGE;
         }
         for (int i = optind + 1; i < argc && strcmp(argv[i], "--") != 0; i++)
                 if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
                         const struct loadgen_info *info = loadgen_find(argv[optind]);
                         if (!info) {
                                 log_error("Unknown load generator '%s' (see --list)", argv[optind]);
-                                return EXIT_CONFIG;
+                                return EXIT_USAGE;
                         }
                         loadgen_print_help(info, stdout);
                         return EXIT_SUCCESS;
@@ -224,7 +223,7 @@ int main(int argc, char *argv[]) {
         r = loadgen_parse_argv(argc - optind, argv + optind, &spec, err);
         if (r < 0) {
                 log_error("%s", err);
-                return EXIT_CONFIG;
+                return EXIT_USAGE;
         }
 
         if (supervised) {
@@ -236,7 +235,7 @@ int main(int argc, char *argv[]) {
         } else if (user) {
                 log_error("--user is only for supervised mode; run rtsoak-load as that user");
                 loadgen_spec_done(&spec);
-                return EXIT_CONFIG;
+                return EXIT_USAGE;
         }
 
         struct loadgen_shm *shm;
@@ -277,7 +276,7 @@ int main(int argc, char *argv[]) {
                         loadgen_event(&rn.ctx, "unsupported", -1, "%s", err);
                 log_error("%s: cannot run here: %s", spec.info->name, err);
                 loadgen_spec_done(&spec);
-                return EXIT_UNSUPPORTED;
+                return EXIT_UNAVAILABLE;
         }
 
         sigset_t mask;

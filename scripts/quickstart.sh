@@ -9,7 +9,7 @@
 #                                           with AddressSanitizer+UBSan), print the counts
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
 src=$PWD
 
 # scdoc builds the man pages.
@@ -18,11 +18,15 @@ build_packages=(meson ninja-build gcc pkg-config libsqlite3-dev libsystemd-dev l
                 scdoc)
 # systemd-analyze checks the unit files, clang-format the formatting, chromium (headless) the
 # dashboard as a browser shows it, systemd-journal-remote writes the journal files that the
-# forensics test reads, postgresql the farm server's second store (the tests start servers of
-# their own), promtool (prometheus) checks and unit-tests the alert rules and the metrics,
-# xmllint (libxml2-utils) validates the JUnit XML of rtsoak verdict.
-test_packages=(systemd systemd-journal-remote clang-format python3 chromium postgresql prometheus
-               libxml2-utils)
+# forensics test reads; build-essential (which dpkg-buildpackage requires), dpkg-dev, debhelper
+# and lintian build and check the Debian packages, systemd-container boots them under a real
+# systemd, with openssl, iproute2 and curl for the farm set-up of the README; postgresql the
+# farm server's second store (the tests start servers of their own); promtool (prometheus)
+# checks and unit-tests the alert rules and the metrics, xmllint (libxml2-utils) validates the
+# JUnit XML of rtsoak verdict.
+test_packages=(systemd systemd-journal-remote clang-format python3 chromium build-essential
+               dpkg-dev debhelper lintian systemd-container openssl iproute2 curl procps util-linux
+               postgresql prometheus libxml2-utils)
 
 install_missing() {
         local missing=()
@@ -42,25 +46,42 @@ install_missing() {
         fi
 }
 
-build() { # dir [meson options...]
-        local dir=$1
-        shift
-        if [ ! -f "$dir/build.ninja" ]; then
-                meson setup "$dir" "$@" >/dev/null
-        fi
-        ninja -C "$dir" >/dev/null
+# The unprivileged system user the load generators run as by default ([Load] User=rtsoak), as
+# the package's postinst creates it.
+ensure_load_user() {
+        getent passwd rtsoak >/dev/null && return 0
+        echo "Creating the system user rtsoak (systemd-sysusers systemd/rtsoak.sysusers)"
+        systemd-sysusers "$src/systemd/rtsoak.sysusers"
 }
 
-# The last line of a test run: "N passed, N failed[, N skipped]", from meson's own logs.
+# Configures DIR with the given options (also a directory configured before with other ones:
+# "soak" makes build/ without tests, "test" needs them) and builds it.
+build() { # dir [meson options...]
+        local dir=$1 out
+        shift
+        if [ ! -f "$dir/build.ninja" ]; then
+                out=$(meson setup "$dir" "$@" 2>&1) || { printf '%s\n' "$out" >&2; return 1; }
+        elif [ $# -gt 0 ]; then
+                out=$(meson setup --reconfigure "$dir" "$@" 2>&1) || { printf '%s\n' "$out" >&2; return 1; }
+        fi
+        out=$(ninja -C "$dir" 2>&1) || { printf '%s\n' "$out" >&2; return 1; }
+}
+
+# The last line of a test run: "N passed, N failed[, N skipped]", from meson's own logs.  A
+# build whose log is missing or holds no test counts as a failure: it ran nothing.
 summarize() {
         python3 - "$@" <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for log in sys.argv[1:]:
     try:
-        lines = open(log).read().splitlines()
-    except OSError:
-        continue
+        lines = [l for l in open(log).read().splitlines() if l.strip()]
+    except OSError as e:
+        print(f"error: no test log {log}: {e.strerror}", file=sys.stderr)
+        lines = []
+    if not lines:
+        print(f"error: {log} holds no test: that build ran none", file=sys.stderr)
+        failed += 1
     for line in lines:
         if not line.strip():
             continue
@@ -79,11 +100,22 @@ sys.exit(1 if failed or passed + failed == 0 else 0)
 PY
 }
 
+# Sourced (by the test of this script), only the functions above are defined.
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then
+        return 0
+fi
+
 case "${1:-}" in
 soak)
         duration=${2:-60s}
         install_missing "${build_packages[@]}"
-        build build -Dtests=false
+        ensure_load_user
+        # A build/ made by "test" is used as it is; a new one is made without the tests.
+        if [ -f build/build.ninja ]; then
+                build build
+        else
+                build build -Dtests=false
+        fi
         db=$src/build/quickstart/rtsoak.db
         mkdir -p "$(dirname "$db")"
         rm -f "$db" "$db-wal" "$db-shm"
@@ -129,8 +161,9 @@ PY
         ;;
 test)
         install_missing "${build_packages[@]}" "${test_packages[@]}"
-        build build
-        build build-asan -Db_sanitize=address,undefined -Db_lundef=false
+        ensure_load_user
+        build build -Dtests=true
+        build build-asan -Dtests=true -Db_sanitize=address,undefined -Db_lundef=false
         rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
         # The faults test takes CPU 1 offline for moments (it runs alone); a plain
         # `meson test` leaves the CPUs alone.

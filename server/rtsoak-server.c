@@ -586,7 +586,7 @@ static int parse_serve_option(int c, struct options *o) {
 static int parse_options(int argc, char **argv, struct options *o) {
         int c, index;
 
-        while ((c = getopt_long(argc, argv, "h", options, &index)) >= 0) {
+        while ((c = getopt_long(argc, argv, ":h", options, &index)) >= 0) {
                 if (c >= ARG_CONFIG && c < ARG_VERSION)
                         o->given |= OPT(c);
                 if (c == 'h') {
@@ -605,8 +605,11 @@ static int parse_options(int argc, char **argv, struct options *o) {
                 } else if (c > ARG_DB && c < ARG_BOUND) {
                         if (parse_serve_option(c, o) < 0)
                                 o->usage_error = true;
+                } else if (c == '?' || c == ':') {
+                        log_getopt_error(c, argv);
+                        o->usage_error = true;
                 } else if (c != ARG_CONFIG && c != ARG_SET)
-                        o->usage_error = true; /* getopt said what */
+                        o->usage_error = true;
         }
         return 0;
 }
@@ -770,7 +773,7 @@ static int serve(const struct options *o) {
                                 r == -EADDRINUSE ? " (is another server running on this port?)"
                                                  : "");
                 farm_db_close(db);
-                return EXIT_FAILURE;
+                return EXIT_UNAVAILABLE; /* address in use or not ours: cannot run here */
         }
 
         raise_fd_limit(o->limits.max_total);
@@ -798,6 +801,7 @@ static int serve(const struct options *o) {
                 .burst = o->burst,
                 .rule = &o->rule,
         };
+        int64_t listening_ns = now_ns(CLOCK_REALTIME);
         r = farm_http_start(&hc, db, &http);
         if (r < 0) {
                 close(fd);
@@ -814,7 +818,8 @@ static int serve(const struct options *o) {
                                      "will: %m");
         struct farm_notifier *notifier = NULL;
         if (o->notify->enabled &&
-            (r = farm_notifier_start(db, &o->rule, o->notify, bound, cert != NULL, &notifier)) < 0)
+            (r = farm_notifier_start(db, &o->rule, o->notify, bound, cert != NULL, listening_ns,
+                                     &notifier)) < 0)
                 log_warning_errno(r, "Cannot start the notifications: %m");
         struct farm_watcher *watcher = NULL;
         if ((r = farm_watcher_start(db, &o->rule, farm_notifier_hooks(notifier), &watcher)) < 0)
@@ -1421,11 +1426,14 @@ int main(int argc, char **argv) {
 
         if (parse_options(argc, argv, &o) > 0)
                 return EXIT_SUCCESS;
-        /* Serving exits with 78 for what keeps it from starting (systemd does not restart
-         * into the same error); a command with 64 for a usage error. */
+        /* Options override the file; say so where the file chose another database. */
+        if (o.db_path != sc.db && strcmp(o.db_path, sc.db) != 0 && strcmp(sc.db, DB_DEFAULT) != 0)
+                log_notice("--db %s overrides [Server] Database=%s of %s", o.db_path, sc.db, path);
+        /* A usage error is 64, serving or not: the unit does not restart on it (nor on 69 or
+         * 78). */
         int nargs = argc - optind;
         if (o.usage_error)
-                return nargs > 0 ? EXIT_USAGE : EXIT_CONFIG;
+                return EXIT_USAGE;
         if (nargs > 0)
                 return run_command(&o, argv + optind, nargs);
         uint64_t wrong = o.given & ~(SERVE_OPTS | OPT(ARG_DB) | OPT(ARG_CONFIG) | OPT(ARG_SET));
@@ -1435,7 +1443,7 @@ int main(int argc, char **argv) {
                         arg++;
                 log_error("--%s belongs to a command, not to serving (see --help)",
                           option_name(arg));
-                return EXIT_CONFIG;
+                return EXIT_USAGE;
         }
         return serve(&o);
 }

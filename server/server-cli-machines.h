@@ -8,8 +8,6 @@
 #include "server-db.h"
 #include "server-settings.h"
 
-#define EXIT_USAGE 64 /* sysexits.h EX_USAGE */
-
 struct cli_machine_args {
         const char *db_path;
         const struct farm_settings_change *change;

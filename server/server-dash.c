@@ -499,7 +499,10 @@ static int machine_load(struct dash *x, const char *id, struct machine *m) {
                 if (i == 0)
                         m->interval_ns = ji(run, "interval_ns", 0);
         }
-        m->silent = m->has_data && x->now - m->last_data_ns > (int64_t) x->rule->max_gap_ns &&
+        /* The next interval is due when it ends: a machine with hour-long intervals reports
+         * once an hour and is only late an allowed gap after that. */
+        m->silent = m->has_data &&
+                    x->now - m->last_data_ns > m->interval_ns + (int64_t) x->rule->max_gap_ns &&
                     !json_is_true(json_object_get(m->info, "revoked"));
         m->bound_ns = ji(m->info, "threshold_ns", (int64_t) FARM_DEFAULT_THRESHOLD_NS);
         return 1;
@@ -665,10 +668,27 @@ static void window_query(char *buf, size_t size, const struct window *w, bool ht
                          amp, time_arg(t2, w->hl_to));
 }
 
-/* The long-term plot's step: 5 minutes (or the machine's interval when longer); one point
- * per interval in a short window; longer steps when the window would hold too many. */
+/* The longest interval of the machine's runs with data in the window (0: none). */
+static int64_t window_interval(const struct machine *m, const struct window *w) {
+        json_t *run;
+        size_t i;
+        int64_t iv = 0;
+        json_array_foreach (json_object_get(m->runs, "runs"), i, run) {
+                int64_t first = ji(run, "first_data_ns", INT64_MIN),
+                        last = ji(run, "last_data_ns", INT64_MIN);
+                if (first != INT64_MIN && last != INT64_MIN && first < w->to && last > w->from)
+                        iv = MAX(iv, ji(run, "interval_ns", 0));
+        }
+        return iv;
+}
+
+/* The long-term plot's step: 5 minutes (or the longest interval of the window when longer,
+ * so that no step falls between two intervals); one point per interval in a short window;
+ * longer steps when the window would hold too many. */
 static int64_t lt_step(const struct machine *m, const struct window *w) {
-        int64_t iv = m->interval_ns > 0 ? m->interval_ns : 60 * (int64_t) NSEC_PER_SEC;
+        int64_t iv = MAX(window_interval(m, w), m->interval_ns);
+        if (iv <= 0)
+                iv = 60 * (int64_t) NSEC_PER_SEC;
         int64_t step = w->to - w->from <= LT_FINE_WINDOW_NS ? iv : MAX(LT_STEP_NS, iv);
         int64_t n = (w->to - w->from) / step;
         if (n > LT_POINTS_MAX)
@@ -761,6 +781,11 @@ struct steps {
         int64_t step_ns;
 };
 
+/* Where the data of a step ends: its end, or later when an interval in it is longer. */
+static int64_t step_end(const struct steps *s, const struct farm_step *st) {
+        return MAX(st->start_ns + s->step_ns, st->data_end_ns);
+}
+
 static int machine_steps(struct dash *x, const struct machine *m, const struct window *w,
                          struct steps *s) {
         char err[FARM_ERROR_MAX];
@@ -824,11 +849,13 @@ static int machine_lt(struct dash *x, const struct machine *m, const struct wind
                 prev_kernel = kern;
                 if (nb > 0 && strcmp(bands[nb - 1].scenario, scen) == 0 &&
                     bands[nb - 1].end_ns >= t - s->step_ns / 2)
-                        bands[nb - 1].end_ns = t + s->step_ns;
+                        bands[nb - 1].end_ns = MAX(bands[nb - 1].end_ns, step_end(s, st));
                 else
-                        bands[nb++] = (struct svg_lt_band){ .start_ns = t,
-                                                            .end_ns = t + s->step_ns,
-                                                            .scenario = scen };
+                        bands[nb++] = (struct svg_lt_band){
+                                .start_ns = nb ? MAX(t, bands[nb - 1].end_ns) : t,
+                                .end_ns = step_end(s, st),
+                                .scenario = scen
+                        };
         }
         if (r >= 0) {
                 char sp[TIMESPAN_MAX_LEN];
@@ -973,7 +1000,7 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
         for (i = 0; i < s->fs.n; i++) {
                 int64_t t = s->fs.v[i].start_ns;
                 nsil += prev_end != INT64_MIN && t - prev_end > (int64_t) x->rule->max_gap_ns;
-                prev_end = t + s->step_ns;
+                prev_end = MAX(prev_end, step_end(s, &s->fs.v[i]));
         }
         if (nsil)
                 fputs("<div class=\"scroll\"><table class=\"silences\"><tr><th>from</th>"
@@ -995,7 +1022,7 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
                         zoom_href(f, m->id, prev_end, t);
                         fputs("\">zoom</a></td></tr>\n", f);
                 }
-                prev_end = t + s->step_ns;
+                prev_end = MAX(prev_end, step_end(s, &s->fs.v[i]));
         }
         if (m->silent) {
                 fputs("<tr class=\"silent\"><td>", f);
@@ -1582,15 +1609,130 @@ static void evidence_href(FILE *f, const json_t *p, int64_t now) {
         zoom_href(f, id, start, MAX(end, start + 1));
 }
 
+/* Time spans of one status, sorted and merged, for a coverage bar. */
+struct spans {
+        struct svg_cov_segment *v;
+        size_t n, alloc;
+};
+
+static int spans_add(struct spans *sp, int64_t a, int64_t e, enum svg_cov_status status) {
+        if (e <= a)
+                return 0;
+        if (sp->n && sp->v[sp->n - 1].status == status && a <= sp->v[sp->n - 1].end_ns) {
+                sp->v[sp->n - 1].end_ns = MAX(sp->v[sp->n - 1].end_ns, e);
+                return 0;
+        }
+        if (sp->n == sp->alloc) {
+                size_t na = sp->alloc ? 2 * sp->alloc : 64;
+                struct svg_cov_segment *nv = realloc(sp->v, na * sizeof(*nv));
+                if (!nv)
+                        return -ENOMEM;
+                sp->v = nv;
+                sp->alloc = na;
+        }
+        sp->v[sp->n++] = (struct svg_cov_segment){ a, e, status, NULL };
+        return 0;
+}
+
+/* Where the machine ran the release in [from, to): the steps of the window that hold its
+ * intervals, each from its start to the end of its last interval (an interval longer than a
+ * step is covered over its whole length). */
+static int covered_spans(struct dash *x, const char *id, const char *release, int64_t from,
+                         int64_t to, int64_t step, struct spans *ret) {
+        char err[FARM_ERROR_MAX];
+        struct farm_steps fs;
+        int r = farm_machine_steps(x->db, id, from, to, (uint64_t) step, &fs, err);
+        if (r < 0) {
+                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
+                return r;
+        }
+        int ki = -1;
+        for (unsigned k = 0; k < fs.kernels.n; k++)
+                if (strcmp(fs.kernels.s[k], release) == 0)
+                        ki = (int) k;
+        for (size_t i = 0; ki >= 0 && r >= 0 && i < fs.n; i++)
+                if (fs.v[i].kernels & (UINT64_C(1) << ki))
+                        r = spans_add(ret, fs.v[i].start_ns, MIN(fs.v[i].data_end_ns, to),
+                                      SVG_COV_COVERED);
+        farm_steps_done(&fs);
+        return r;
+}
+
+static int cmp_segment(const void *a, const void *b) {
+        const struct svg_cov_segment *x = a, *y = b;
+        return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+/* One machine's bar: problems over covered time over missing time, each at its exact times
+ * (up to now; what is later is missing). */
+static int machine_bar(struct dash *x, const char *release, json_t *v, json_t *m, int64_t start,
+                       int64_t end, int64_t step, struct spans *bar) {
+        int64_t known = MAX(MIN(end, x->now), start); /* what is later has not happened */
+        const char *id = js(m, "id") ?: "";
+        struct spans cov = {}, prob = {};
+        json_t *p;
+        size_t j;
+        int r = 0;
+
+        if (json_is_true(json_object_get(m, "ran")))
+                r = covered_spans(x, id, release, start, known, step, &cov);
+        json_array_foreach (json_object_get(v, "problems"), j, p) {
+                if (r < 0)
+                        break;
+                if (strcmp(js(p, "machine") ?: "", id) != 0)
+                        continue;
+                int64_t a = ji(p, "time_ns", 0), e = MAX(ji(p, "end_ns", a), a + 1);
+                r = spans_add(&prob, MAX(a, start), MIN(e, known), SVG_COV_PROBLEM);
+        }
+        if (r >= 0 && prob.n > 1) { /* merge problems that overlap */
+                qsort(prob.v, prob.n, sizeof(*prob.v), cmp_segment);
+                size_t k = 0;
+                for (size_t i = 1; i < prob.n; i++)
+                        if (prob.v[i].start_ns <= prob.v[k].end_ns)
+                                prob.v[k].end_ns = MAX(prob.v[k].end_ns, prob.v[i].end_ns);
+                        else
+                                prob.v[++k] = prob.v[i];
+                prob.n = k + 1;
+        }
+        /* Walk the bar: at each point, a problem wins over coverage, coverage over nothing. */
+        size_t ci = 0, pi = 0;
+        for (int64_t t = start; r >= 0 && t < end;) {
+                while (ci < cov.n && cov.v[ci].end_ns <= t)
+                        ci++;
+                while (pi < prob.n && prob.v[pi].end_ns <= t)
+                        pi++;
+                int64_t next = end;
+                enum svg_cov_status st = SVG_COV_MISSING;
+                if (pi < prob.n && prob.v[pi].start_ns <= t) {
+                        st = SVG_COV_PROBLEM;
+                        next = prob.v[pi].end_ns;
+                } else {
+                        if (pi < prob.n)
+                                next = prob.v[pi].start_ns;
+                        if (ci < cov.n && cov.v[ci].start_ns <= t) {
+                                st = SVG_COV_COVERED;
+                                next = MIN(next, cov.v[ci].end_ns);
+                        } else if (ci < cov.n)
+                                next = MIN(next, cov.v[ci].start_ns);
+                }
+                next = MIN(next, end);
+                r = spans_add(bar, t, next, st);
+                t = next;
+        }
+        free(cov.v);
+        free(prob.v);
+        return r;
+}
+
 static int coverage_plot(struct dash *x, const char *release, json_t *v, struct svg_buf *out) {
-        json_t *ms = json_object_get(v, "machines"), *m, *p;
-        size_t n = json_array_size(ms), i, j;
+        json_t *ms = json_object_get(v, "machines"), *m;
+        size_t n = json_array_size(ms), i;
         int64_t period = (int64_t) x->rule->period_ns, start = INT64_MAX;
         int64_t step = MAX(period / COV_BINS / (int64_t) NSEC_PER_SEC, 1) * (int64_t) NSEC_PER_SEC;
         struct svg_cov_machine *cm = calloc(MAX(n, 1), sizeof(*cm));
-        struct svg_cov_segment *segs = calloc(MAX(n, 1) * (COV_BINS + 2), sizeof(*segs));
+        struct spans *bars = calloc(MAX(n, 1), sizeof(*bars));
         char(*hrefs)[64] = calloc(MAX(n, 1), 64), (*names)[64] = calloc(MAX(n, 1), 64);
-        int r = cm && segs && hrefs && names ? 0 : -ENOMEM;
+        int r = cm && bars && hrefs && names ? 0 : -ENOMEM;
         json_array_foreach (ms, i, m) {
                 int64_t t = parse_utc(x, js(m, "first"));
                 if (t != INT64_MIN)
@@ -1598,67 +1740,24 @@ static int coverage_plot(struct dash *x, const char *release, json_t *v, struct 
         }
         if (start == INT64_MAX)
                 start = MAX(x->now - period, 0);
-        int64_t first_bin = start - (start % step + step) % step;
-        size_t nbins = (size_t) ((start + period - first_bin + step - 1) / step);
-        enum svg_cov_status *bins = calloc(nbins + 1, sizeof(*bins));
-        if (!bins)
-                r = -ENOMEM;
         json_array_foreach (ms, i, m) {
                 if (r < 0)
                         break;
-                const char *id = js(m, "id") ?: "";
-                struct svg_cov_segment *sg = segs + i * (COV_BINS + 2);
-                size_t ns = 0;
-                snprintf(hrefs[i], 64, "/machines/%.32s", id);
                 char nb[16];
-                const char *name = machine_name(m, nb);
-                snprintf(names[i], 64, "%s", name);
-                cm[i] = (struct svg_cov_machine){ .name = names[i], .href = hrefs[i], .segs = sg };
-                for (size_t b = 0; b < nbins; b++)
-                        bins[b] = SVG_COV_MISSING;
-                if (json_is_true(json_object_get(m, "ran"))) {
-                        /* The steps as C structs: a machine with more scenarios than the JSON
-                         * answer lists still has its coverage. */
-                        struct farm_steps fs;
-                        char err[FARM_ERROR_MAX];
-                        r = farm_machine_steps(x->db, id, start, start + period, (uint64_t) step,
-                                               &fs, err);
-                        if (r < 0) {
-                                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
-                                r = fail_internal(x, r, NULL);
-                                break;
-                        }
-                        int k = -1;
-                        for (unsigned q = 0; q < fs.kernels.n; q++)
-                                if (strcmp(fs.kernels.s[q], release) == 0)
-                                        k = (int) q;
-                        for (size_t z = 0; k >= 0 && z < fs.n; z++) {
-                                int64_t b = (fs.v[z].start_ns - first_bin) / step;
-                                if (b >= 0 && (size_t) b < nbins &&
-                                    (fs.v[z].kernels & (UINT64_C(1) << k)))
-                                        bins[b] = SVG_COV_COVERED;
-                        }
-                        farm_steps_done(&fs);
+                snprintf(hrefs[i], 64, "/machines/%.32s", js(m, "id") ?: "");
+                snprintf(names[i], 64, "%s", machine_name(m, nb));
+                r = machine_bar(x, release, v, m, start, start + period, step, &bars[i]);
+                if (r < 0) {
+                        r = fail_internal(x, r, NULL);
+                        break;
                 }
-                json_array_foreach (json_object_get(v, "problems"), j, p) {
-                        if (strcmp(js(p, "machine") ?: "", id) != 0)
-                                continue;
-                        int64_t a = ji(p, "time_ns", 0), e = MAX(ji(p, "end_ns", a), a + 1);
-                        for (int64_t b = MAX((a - first_bin) / step, 0);
-                             b < (int64_t) nbins && first_bin + b * step < e; b++)
-                                bins[b] = SVG_COV_PROBLEM;
-                }
-                for (size_t b = 0; b < nbins; b++) {
-                        int64_t s0 = MAX(first_bin + (int64_t) b * step, start),
-                                s1 = MIN(first_bin + (int64_t) (b + 1) * step, start + period);
-                        if (s1 <= s0)
-                                continue;
-                        if (ns && sg[ns - 1].status == bins[b] && sg[ns - 1].end_ns == s0)
-                                sg[ns - 1].end_ns = s1;
-                        else if (ns < COV_BINS + 2)
-                                sg[ns++] = (struct svg_cov_segment){ s0, s1, bins[b], NULL };
-                }
-                cm[i].nsegs = ns;
+                /* The figure beside the bar is the verdict's, as in the table. */
+                cm[i] = (struct svg_cov_machine){ .name = names[i],
+                                                  .href = hrefs[i],
+                                                  .segs = bars[i].v,
+                                                  .nsegs = bars[i].n,
+                                                  .covered_ns = ji(m, "covered_ns", 0),
+                                                  .covered_given = true };
         }
         if (r >= 0) {
                 char title[400], d[32];
@@ -1675,9 +1774,10 @@ static int coverage_plot(struct dash *x, const char *release, json_t *v, struct 
                         r = fail_internal(x, r, NULL);
                 }
         }
-        free(bins);
+        for (size_t k = 0; bars && k < n; k++)
+                free(bars[k].v);
+        free(bars);
         free(cm);
-        free(segs);
         free(hrefs);
         free(names);
         return r < 0 ? r : 1;

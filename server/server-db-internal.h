@@ -4,6 +4,8 @@
  * includes this. */
 #pragma once
 
+#include "json-time.h"
+
 #include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -163,6 +165,8 @@ int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA
                       char *ret_name, size_t size);
 json_t *farm_json_col_int(sql_stmt *st, int col);
 json_t *farm_json_col_text(sql_stmt *st, int col);
+/* Sets key_ns from an integer column (NULL: null) with its RFC 3339 twin (json_set_time()). */
+int farm_json_set_col_time(json_t *o, const char *key_ns, sql_stmt *st, int col);
 
 /* Writes a row of the audit trail about a machine, in c's write transaction
  * (server-settings.c). */

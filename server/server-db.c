@@ -507,6 +507,11 @@ json_t *farm_json_col_int(sql_stmt *st, int col) {
         return json_integer(sql_column_int64(st, col));
 }
 
+int farm_json_set_col_time(json_t *o, const char *key_ns, sql_stmt *st, int col) {
+        return json_set_time(o, key_ns,
+                             sql_column_null(st, col) ? JSON_TIME_NONE : sql_column_int64(st, col));
+}
+
 json_t *farm_json_col_text(sql_stmt *st, int col) {
         const char *t = sql_column_text(st, col);
         return t ? json_string(t) : json_null();
@@ -532,11 +537,13 @@ static int latest_run_json(sql_conn *c, const char *machine_id, json_t **ret, ch
         }
         if (rc != SQL_ROW)
                 return farm_fail(c, rc, "cannot read the latest run", err);
-        *ret = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id", farm_json_col_int(st, 0),
+        *ret = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "id", farm_json_col_int(st, 0),
                          "boot_id", farm_json_col_text(st, 1), "kernel_release",
                          farm_json_col_text(st, 2), "kernel_version", farm_json_col_text(st, 3),
-                         "preempt_model", farm_json_col_text(st, 4), "start_ns",
-                         farm_json_col_int(st, 5), "worst_latency_ns", farm_json_col_int(st, 6));
+                         "preempt_model", farm_json_col_text(st, 4), "worst_latency_ns",
+                         farm_json_col_int(st, 6));
+        if (*ret && farm_json_set_col_time(*ret, "start_ns", st, 5) < 0)
+                json_decref(*ret), *ret = NULL;
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -593,7 +600,14 @@ int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
                         json_decref(m);
                         m = NULL;
                 }
-                if (!m || json_array_append_new(list, m) < 0)
+                /* "revoked" is the flag: the time of the revocation is "revoked_at". */
+                if (!m || farm_json_set_col_time(m, "enrolled_ns", st, 6) < 0 ||
+                    farm_json_set_col_time(m, "last_report_ns", st, 8) < 0 ||
+                    json_object_set_new(m, "revoked_at",
+                                        sql_column_null(st, 7)
+                                                ? json_null()
+                                                : json_time(sql_column_int64(st, 7))) < 0 ||
+                    json_array_append_new(list, m) < 0)
                         return -ENOMEM;
         }
         if (rc != SQL_DONE)

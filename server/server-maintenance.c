@@ -172,12 +172,12 @@ static json_t *window_json(sql_stmt *st, int64_t now_ns) {
                          "s:o, s:o, s:s}",
                          "id", (json_int_t) sql_column_int64(st, 0), "machine",
                          farm_json_col_text(st, 1), "hostname", farm_json_col_text(st, 2), "from",
-                         farm_json_time(from), "from_ns", (json_int_t) from, "to",
-                         farm_json_time(to), "to_ns", (json_int_t) to, "effective_to",
-                         farm_json_time(until), "effective_to_ns", (json_int_t) until, "reason",
-                         farm_json_col_text(st, 5), "by", farm_json_col_text(st, 6), "created",
-                         farm_json_time(created), "created_ns", (json_int_t) created, "cancelled",
-                         cancelled ? farm_json_time(cancelled_ns) : json_null(), "cancelled_ns",
+                         json_time(from), "from_ns", (json_int_t) from, "to", json_time(to),
+                         "to_ns", (json_int_t) to, "effective_to", json_time(until),
+                         "effective_to_ns", (json_int_t) until, "reason", farm_json_col_text(st, 5),
+                         "by", farm_json_col_text(st, 6), "created", json_time(created),
+                         "created_ns", (json_int_t) created, "cancelled",
+                         cancelled ? json_time(cancelled_ns) : json_null(), "cancelled_ns",
                          farm_json_col_int(st, 8), "cancelled_by", farm_json_col_text(st, 9),
                          "state", state);
 }

@@ -401,6 +401,14 @@ static int read_secret(struct notify_channel *ch, char *err) {
         _cleanup_close_ int fd = open(ch->secret_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         char buf[NOTIFY_SECRET_MAX + 2];
         struct stat st;
+        if (fd < 0 && errno == EACCES)
+                /* Typically the packaged unit's dynamic user and a file only root reads. */
+                return bad(err,
+                           "%s: [Notify.%s] SecretFile=%s: %s (under rtsoak-server.service, pass "
+                           "it with LoadCredential=NAME:%s and name "
+                           "/run/credentials/rtsoak-server.service/NAME here)",
+                           ch->secret_where, ch->name, ch->secret_file, strerror(errno),
+                           ch->secret_file);
         if (fd < 0 || fstat(fd, &st) < 0)
                 return bad(err, "%s: [Notify.%s] SecretFile=%s: %s", ch->secret_where, ch->name,
                            ch->secret_file, strerror(errno));

@@ -52,8 +52,10 @@ struct farm_notifier {
         char *release; /* the verdict whose new problems are held */
         struct pitem *items;
         size_t nitems;
-        int baseline; /* -1 not known yet, 0 the first pass is still to come, 1 done */
-        bool failing; /* the last write failed (logged once) */
+        int baseline;       /* -1 not known yet, 0 the first pass is still to come, 1 done */
+        int64_t started_ns; /* when the server began to take uploads: the first pass learns
+                             * what was received before it, and tells what came after */
+        bool failing;       /* the last write failed (logged once) */
         /* Used only by the checker's thread: */
         int64_t pruned_ns;
         bool check_failing;
@@ -75,7 +77,7 @@ char *notify_kernel_path(const char *release);
 void notify_failed(bool *failing, int r, const char *what, const char *err);
 
 /* ---- server-notify-watch.c ---- */
-void notify_watch_init(struct farm_notifier *n);
+void notify_watch_init(struct farm_notifier *n, int64_t listening_ns);
 void notify_watch_done(struct farm_notifier *n);
 /* One pass of the checker: silences, waivers granted or withdrawn, old notifications. */
 void notify_check(struct farm_notifier *n, int64_t now_ns);

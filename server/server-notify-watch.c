@@ -608,9 +608,19 @@ void notify_check(struct farm_notifier *n, int64_t now) {
         }
 }
 
-void notify_watch_init(struct farm_notifier *n) {
+/* The first pass on a farm learns the problems of what was received before the notifier
+ * started, so that enabling notifications does not send the history; an upload that arrives
+ * while that pass runs (a first pass over a large farm takes a while) is told by the next. */
+static int64_t hook_problems_known(void *userdata, int64_t now) {
+        struct farm_notifier *n = userdata;
+        return baseline_done(n) == 0 ? MIN(n->started_ns, now) : now;
+}
+
+void notify_watch_init(struct farm_notifier *n, int64_t listening_ns) {
         n->baseline = -1;
+        n->started_ns = listening_ns;
         n->hooks = (struct farm_verdict_hooks){ .userdata = n,
+                                                .problems_known = hook_problems_known,
                                                 .problem = hook_problem,
                                                 .judged = hook_judged,
                                                 .pass_done = hook_pass_done };

@@ -243,7 +243,8 @@ void farm_notifier_stop(struct farm_notifier *n) {
 }
 
 int farm_notifier_start(farm_db *db, const struct farm_rule *rule, const struct notify_config *cfg,
-                        const char *bound, bool tls, struct farm_notifier **ret) {
+                        const char *bound, bool tls, int64_t listening_ns,
+                        struct farm_notifier **ret) {
         char err[FARM_ERROR_MAX] = "";
         struct farm_notifier *n = calloc(1, sizeof(*n));
         if (!n)
@@ -256,7 +257,7 @@ int farm_notifier_start(farm_db *db, const struct farm_rule *rule, const struct 
         snprintf(n->owner, sizeof(n->owner), "%.40s:%d:%08" PRIx32, n->host, (int) getpid(),
                  (uint32_t) random64());
         base_url(n, bound, tls);
-        notify_watch_init(n);
+        notify_watch_init(n, listening_ns);
         int r = notify_store_orphans(db, cfg, now_ns(CLOCK_REALTIME), err);
         if (r < 0)
                 log_warning_errno(r, "Notifications: %s", err);

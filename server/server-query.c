@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "hist.h"
+#include "json-time.h"
 #include "log.h"
 #include "macro.h"
 #include "server-db-internal.h"
@@ -104,11 +105,6 @@ int farm_prom_escape(const char *value, char *buf, size_t size) {
                 return -ENOBUFS;
         buf[o] = '\0';
         return 0;
-}
-
-static json_t *json_time(int64_t ns) {
-        char buf[TIMESTAMP_MAX_LEN];
-        return json_string(format_timestamp_utc(buf, ns));
 }
 
 static void answer_error(struct farm_answer *a, unsigned status, const char *fmt, ...)
@@ -476,6 +472,10 @@ static int collect_steps(sql_conn *c, const char *id, int64_t from, int64_t to, 
                  * them) must not wrap its totals. */
                 s->intervals++;
                 sat_add(&s->covered_ns, (uint64_t) sql_column_int64(st, 1));
+                int64_t data_end;
+                if (__builtin_add_overflow(start, sql_column_int64(st, 1), &data_end))
+                        data_end = INT64_MAX;
+                s->data_end_ns = MAX(s->data_end_ns, data_end);
                 sat_add(&s->samples, (uint64_t) sql_column_int64(st, 6));
                 sat_add(&s->violations, (uint64_t) sql_column_int64(st, 7));
                 int si = name_or_lump(&scen, sql_column_text(st, 2) ?: "", lump);

@@ -82,6 +82,8 @@ struct farm_names { /* different scenarios or kernels; "" for none */
 };
 struct farm_step {
         int64_t start_ns, max_time_ns;
+        int64_t data_end_ns; /* the latest end of its intervals (after the step's end when
+                              * intervals are longer than the step) */
         uint64_t max_ns, samples, violations, intervals, covered_ns;
         uint64_t scenarios, kernels; /* bits of the names: 1 << index */
         int64_t max_cpu;

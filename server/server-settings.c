@@ -13,11 +13,6 @@
 #include "server-settings.h"
 #include "timeutil.h"
 
-json_t *farm_json_time(int64_t ns) {
-        char buf[TIMESTAMP_MAX_LEN];
-        return json_string(format_timestamp_utc(buf, ns));
-}
-
 /* ---- checks -------------------------------------------------------------------------------- */
 
 _printf_(2, 3) static int invalid(char *err, const char *fmt, ...) {
@@ -729,7 +724,7 @@ static json_t *version_json(sql_stmt *st, int64_t version) {
         settings_from_row(st, 0, &s);
         int64_t from = sql_column_int64(st, 5);
         json_t *o = json_pack("{s:I, s:o, s:I}", "version", (json_int_t) version, "from",
-                              farm_json_time(from), "from_ns", (json_int_t) from);
+                              json_time(from), "from_ns", (json_int_t) from);
         if (o && (json_object_update_new(o, settings_json(&s)) < 0 ||
                   json_object_set_new(o, "by", farm_json_col_text(st, 6)) < 0 ||
                   json_object_set_new(o, "reason", farm_json_col_text(st, 7)) < 0)) {
@@ -777,11 +772,11 @@ static int machine_head_json(sql_conn *c, const char *machine_id, json_t **ret, 
                 return farm_fail(c, rc, "cannot read the machine", err);
         int64_t enrolled = sql_column_int64(st, 1);
         *ret = json_pack("{s:s, s:o, s:o, s:I, s:o, s:o}", "machine", machine_id, "hostname",
-                         farm_json_col_text(st, 0), "enrolled", farm_json_time(enrolled),
-                         "enrolled_ns", (json_int_t) enrolled, "rekeyed_ns",
-                         farm_json_col_int(st, 2), "revoked_ns", farm_json_col_int(st, 5));
+                         farm_json_col_text(st, 0), "enrolled", json_time(enrolled), "enrolled_ns",
+                         (json_int_t) enrolled, "rekeyed_ns", farm_json_col_int(st, 2),
+                         "revoked_ns", farm_json_col_int(st, 5));
         if (*ret && !sql_column_null(st, 2))
-                json_object_set_new(*ret, "rekeyed", farm_json_time(sql_column_int64(st, 2)));
+                json_object_set_new(*ret, "rekeyed", json_time(sql_column_int64(st, 2)));
         return *ret ? 0 : -ENOMEM;
 }
 

@@ -3,6 +3,8 @@
  * revocation, each change a new version with who, when and why, in the audit trail. */
 #pragma once
 
+#include "json-time.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -119,7 +121,3 @@ int farm_settings_json(farm_db *db, const char *machine_id, const struct farm_pa
 /* {"groups": [...], "labels": {...}} of the columns groups and labels of a version, joined
  * by a newline (NULL: the defaults), for the machine list. */
 json_t *farm_settings_brief_json(const char *groups_nl_labels);
-
-/* "2026-12-03T08:00:00Z" as a JSON string, for the "_ns" twins of the settings' and windows'
- * times. */
-json_t *farm_json_time(int64_t ns);

@@ -382,12 +382,25 @@ static int pass_lock(sql_conn *c, bool take, char *err) {
         return sql_column_int(st, 0);
 }
 
+/* The problems of release's verdict from the data received by known_ns, told to sink. */
+static int tell_known(farm_db *db, const struct farm_rule *rule, const char *release,
+                      int64_t now_ns, int64_t known_ns, const struct farm_problem_sink *sink,
+                      char *err) {
+        struct farm_question q = { release, now_ns, known_ns, now_ns, sink };
+        json_t *v = NULL;
+        int r = farm_verdict_ask(db, rule, &q, &v, err);
+        json_decref(v);
+        return r == -ENOENT ? 0 : r;
+}
+
 static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
                     struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
                     struct worker *worker, char *err) {
         static const struct farm_verdict_hooks none = {};
         const struct farm_verdict_hooks *h = hooks ?: &none;
         struct farm_problem_sink sink = { h->problem, h->userdata };
+        int64_t told_by = h->problems_known ? h->problems_known(h->userdata, now_ns) : now_ns;
+        bool partial = h->problem && told_by < now_ns; /* see problems_known */
         json_t *list = NULL, *rel;
         size_t i;
         int changed = 0;
@@ -396,11 +409,14 @@ static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
         int r = releases_to_judge(db, rule, now_ns, &mark, &list, err);
         json_array_foreach (list, i, rel) {
                 struct farm_question q = { json_string_value(rel), now_ns, now_ns, now_ns,
-                                           h->problem ? &sink : NULL };
+                                           h->problem && !partial ? &sink : NULL };
                 char prev[16] = "";
                 int64_t prev_id = 0;
                 json_t *v = NULL;
                 if (r < 0 || (stopped = worker && !worker_wait(worker, 0)))
+                        break;
+                if (partial &&
+                    (r = tell_known(db, rule, q.release, now_ns, told_by, &sink, err)) < 0)
                         break;
                 r = farm_verdict_ask(db, rule, &q, &v, err);
                 if (r == -ENOENT) {
@@ -423,7 +439,8 @@ static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
                 return r;
         if (stopped)
                 return changed;
-        *seen = mark; /* only once every release of the pass was judged */
+        if (!partial)
+                *seen = mark; /* only once every release of the pass was judged */
         if (h->pass_done)
                 h->pass_done(h->userdata, now_ns);
         return changed;

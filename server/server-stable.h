@@ -27,6 +27,11 @@ struct farm_verdict_hooks {
         void *userdata;
         /* Every counted, unwaived problem of each verdict the pass makes (borrowed). */
         void (*problem)(void *userdata, const char *release, const json_t *problem);
+        /* The moment by which the data whose problems go to problem was received (NULL: the
+         * pass's).  Earlier than the pass: problem is told those of a verdict from the data
+         * received by then, and the pass leaves its mark, so that the next one judges every
+         * release again with all the data. */
+        int64_t (*problems_known)(void *userdata, int64_t now_ns);
         /* A release judged: its verdict, the status logged for it before the pass (NULL:
          * none) and that log row's id, and whether the pass logged a change. */
         void (*judged)(void *userdata, json_t *verdict, const char *prev_status, int64_t prev_id,

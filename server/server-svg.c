@@ -30,10 +30,29 @@ static const char *const dashes[] = { NULL, "8 3", "2 2", "8 3 2 3" };
 /* Above this many CPUs the histogram legend summarises and highlights the worst ones. */
 #define HIST_LEGEND_ALL 16
 #define HIST_HIGHLIGHT 7
-/* Paul Tol's light palette for scenario bands. */
-static const char *const band_palette[] = { "#77AADD", "#EE8866", "#EEDD88", "#FFAABB",
-                                            "#99DDFF", "#44BB99", "#BBCC33", "#DDDDDD" };
-#define BANDS_NAMED 8
+/* Scenario bands: Paul Tol's light palette, one colour per scenario name, the same on every
+ * plot and page (never by order of appearance).  The built-in scenarios have their own; any
+ * other name gets one of the rest, chosen by a hash of the name. */
+static const struct {
+        const char *name, *colour;
+} band_builtin[] = {
+        { "idle", "#DDDDDD" }, { "cpu", "#EE8866" },       { "io", "#EEDD88" },
+        { "net", "#99DDFF" },  { "hackbench", "#FFAABB" }, { "mixed", "#77AADD" },
+};
+static const char *const band_other[] = { "#44BB99", "#BBCC33", "#AAAA00" };
+#define BANDS_NAMED 12 /* scenarios named in the legend */
+
+const char *svg_scenario_colour(const char *name) {
+        uint32_t h = 2166136261u; /* FNV-1a */
+        if (!name || !*name)
+                return "#FFFFFF";
+        for (size_t i = 0; i < ELEMENTSOF(band_builtin); i++)
+                if (strcmp(band_builtin[i].name, name) == 0)
+                        return band_builtin[i].colour;
+        for (const unsigned char *c = (const unsigned char *) name; *c; c++)
+                h = (h ^ *c) * 16777619u;
+        return band_other[h % ELEMENTSOF(band_other)];
+}
 
 #define NSEC_PER_MIN (60 * NSEC_PER_SEC)
 #define NSEC_PER_HOUR (60 * NSEC_PER_MIN)
@@ -1094,16 +1113,12 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 if (e <= s)
                         continue;
                 const char *name = bd->scenario ? bd->scenario : "";
-                size_t k;
-                for (k = 0; k < nbands_named && strcmp(names[k], name) != 0; k++)
-                        ;
                 double x0 = lt_x(&g, s), x1 = lt_x(&g, e);
                 putf(out,
                      "<rect class=\"band\" data-start-ns=\"%" PRId64 "\" data-end-ns=\"%" PRId64
                      "\" x=\"%.1f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" "
                      "fill=\"%s\"><title>",
-                     s, e, x0, L_BOTTOM, MAX(x1 - x0, 0.3), L_STRIP,
-                     k < nbands_named ? band_palette[k] : "#FFFFFF");
+                     s, e, x0, L_BOTTOM, MAX(x1 - x0, 0.3), L_STRIP, svg_scenario_colour(name));
                 put_text(out, name, SVG_LABEL_MAX);
                 fmt_time(t1, sizeof(t1), s, false, false);
                 fmt_time(t2, sizeof(t2), e, false, false);
@@ -1234,7 +1249,7 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 putf(out,
                      "<rect x=\"%.0f\" y=\"%.0f\" width=\"22\" height=\"12\" fill=\"%s\" "
                      "stroke=\"#444\" stroke-width=\"0.5\"/><text x=\"%.0f\" y=\"%.0f\">",
-                     x, y - 10, band_palette[k], x + 28, y);
+                     x, y - 10, svg_scenario_colour(names[k]), x + 28, y);
                 put_text(out, names[k], 24);
                 puts_(out, "</text>\n");
         }
@@ -1354,6 +1369,8 @@ int svg_cov_render(struct svg_buf *out, const struct svg_cov_plot *p) {
                         }
                         puts_(out, "</title></rect>\n");
                 }
+                if (mc->covered_given)
+                        covered = MAX(mc->covered_ns, 0);
                 fmt_span(t1, sizeof(t1), covered);
                 fmt_span(t2, sizeof(t2), p->target_ns);
                 putf(out,

@@ -91,8 +91,8 @@ struct svg_lt_mark { /* a kernel change: a vertical line with the release */
         const char *label;
 };
 
-struct svg_lt_band { /* a scenario's time span, shaded along the time axis; the first 8
-                      * distinct scenario names get a colour and a legend entry, others white */
+struct svg_lt_band { /* a scenario's time span, shaded along the time axis in the scenario's
+                      * colour (svg_scenario_colour); the first 12 names get a legend entry */
         int64_t start_ns, end_ns;
         const char *scenario;
 };
@@ -118,6 +118,8 @@ struct svg_lt_plot {
  * steps above the bound is a violation marker whose data-count says how many it holds, so no
  * violation is ever dropped. */
 int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p);
+/* The colour of a scenario's band, by its name: the same on every plot ("" or NULL: white). */
+const char *svg_scenario_colour(const char *name);
 
 /* 3. Coverage: per machine a bar of covered time against a target. */
 enum svg_cov_status {
@@ -137,6 +139,10 @@ struct svg_cov_machine {
         const char *href; /* the machine's page, or NULL */
         const struct svg_cov_segment *segs;
         size_t nsegs;
+        /* The covered time stated beside the bar (e.g. the verdict's own figure, so that it
+         * reads as the tables do); without it, the covered segments' length. */
+        int64_t covered_ns;
+        bool covered_given;
 };
 
 struct svg_cov_plot {

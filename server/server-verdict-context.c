@@ -387,6 +387,13 @@ int vproblem(struct vctx *v, struct vmachine *m, enum vkind kind, int64_t t, int
              json_t *p) {
         if (!p)
                 return -ENOMEM;
+        /* The end's RFC 3339 twin, from the end the problem states. */
+        json_t *end_ns = json_object_get(p, "end_ns");
+        if (json_is_integer(end_ns) &&
+            json_set_time(p, "end_ns", (int64_t) json_integer_value(end_ns)) < 0) {
+                json_decref(p);
+                return -ENOMEM;
+        }
         const char *id = json_string_value(json_object_get(p, "id"));
         if (!vmachine_gates_at(m, t)) {
                 char why[160];

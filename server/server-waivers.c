@@ -173,11 +173,14 @@ static int page_json(farm_db *db, const char *count_sql, const char *sql, const 
 }
 
 static json_t *waiver_row(sql_stmt *st) {
-        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id", farm_json_col_int(st, 0),
-                         "release", farm_json_col_text(st, 1), "problem", farm_json_col_text(st, 2),
-                         "reason", farm_json_col_text(st, 3), "by", farm_json_col_text(st, 4),
-                         "created_ns", farm_json_col_int(st, 5), "withdrawn_ns",
-                         farm_json_col_int(st, 6), "withdrawn_by", farm_json_col_text(st, 7));
+        json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "id", farm_json_col_int(st, 0),
+                              "release", farm_json_col_text(st, 1), "problem",
+                              farm_json_col_text(st, 2), "reason", farm_json_col_text(st, 3), "by",
+                              farm_json_col_text(st, 4), "withdrawn_by", farm_json_col_text(st, 7));
+        if (o && (farm_json_set_col_time(o, "created_ns", st, 5) < 0 ||
+                  farm_json_set_col_time(o, "withdrawn_ns", st, 6) < 0))
+                json_decref(o), o = NULL;
+        return o;
 }
 
 int farm_waivers_json(farm_db *db, const char *release, const struct farm_page *page, json_t **ret,
@@ -191,12 +194,15 @@ int farm_waivers_json(farm_db *db, const char *release, const struct farm_page *
 }
 
 static json_t *audit_row(sql_stmt *st) {
-        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id",
-                         farm_json_col_int(st, 0), "time_ns", farm_json_col_int(st, 1), "who",
-                         farm_json_col_text(st, 2), "action", farm_json_col_text(st, 3), "machine",
-                         farm_json_col_text(st, 8), "release", farm_json_col_text(st, 4), "problem",
-                         farm_json_col_text(st, 5), "waiver", farm_json_col_int(st, 6), "detail",
-                         farm_json_col_text(st, 7));
+        json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id",
+                              farm_json_col_int(st, 0), "who", farm_json_col_text(st, 2), "action",
+                              farm_json_col_text(st, 3), "machine", farm_json_col_text(st, 8),
+                              "release", farm_json_col_text(st, 4), "problem",
+                              farm_json_col_text(st, 5), "waiver", farm_json_col_int(st, 6),
+                              "detail", farm_json_col_text(st, 7));
+        if (o && farm_json_set_col_time(o, "time_ns", st, 1) < 0)
+                json_decref(o), o = NULL;
+        return o;
 }
 
 int farm_audit_json(farm_db *db, const struct farm_page *page, json_t **ret,

@@ -5,11 +5,13 @@
 # FILE.args next to a case holds extra arguments, one per line.  Also checks that
 # etc/rtsoakd.conf documents every key with its true default.
 #
-# Usage: check-config-golden.sh RTSOAKD SRCDIR [--update]
+# Usage: check-config-golden.sh RTSOAKD SRCDIR ETC_CONF [--update]
+# (ETC_CONF: etc/rtsoakd.conf as the build installs it, with the build's paths filled in)
 set -u
 rtsoakd=$1
 src=$2
-update=${3:-}
+etc_conf=$3
+update=${4:-}
 dir=$src/tests/config
 n=0
 failed=0
@@ -69,7 +71,7 @@ done
 # etc/rtsoakd.conf: with every "#Key=Value" line uncommented, the effective configuration is
 # the built-in default one...
 tmp=$(mktemp -d)
-sed 's/^#\([A-Za-z]\+=\)/\1/' "$src/etc/rtsoakd.conf" > "$tmp/uncommented.conf"
+sed 's/^#\([A-Za-z]\+=\)/\1/' "$etc_conf" > "$tmp/uncommented.conf"
 defaults=$("$rtsoakd" --config /dev/null --check-config | grep -v '^# ')
 documented=$("$rtsoakd" --config "$tmp/uncommented.conf" --check-config 2>&1 | grep -v '^# ')
 if [ "$defaults" = "$documented" ]; then

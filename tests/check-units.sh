@@ -14,7 +14,7 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 units=("$src"/systemd/*.service)
-echo "1..$((2 * ${#units[@]} + 3))"
+echo "1..$((2 * ${#units[@]} + 4))"
 n=0
 failed=0
 ok() {
@@ -68,14 +68,17 @@ for line in "Type=notify" "NotifyAccess=main" "WatchdogSec=" "ExecReload=" \
             "DeviceAllow=/dev/cpu_dma_latency rw" "DeviceAllow=/dev/pmsg0 w" \
             "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK" \
             "LimitRTPRIO=" "LimitMEMLOCK=infinity" \
-            "RestartPreventExitStatus=78" "StartLimitBurst=" "StartLimitIntervalSec=" \
+            "RestartPreventExitStatus=64 69 78" "StartLimitBurst=" "StartLimitIntervalSec=" \
             "ProtectKernelTunables=yes" "ReadWritePaths=-/sys/kernel/tracing/instances"; do
         grep -q "^$line" "$u" || missing+=" $line"
 done
 # SCHED_FIFO, /dev/cpu_dma_latency, the load generators under [Load] User= (found in /proc)
 # and stopped by signal.
+# CPU accounting or weights would put rtsoakd in a cpu cgroup of its own, which under
+# CONFIG_RT_GROUP_SCHED (cgroup v1) starts with no real-time budget: SCHED_FIFO refused.
 for line in "PrivateDevices=yes" "RestrictRealtime=yes" "ProtectProc=invisible" \
-            "ProcSubset=pid" "PrivateUsers=yes" "DynamicUser=yes"; do
+            "ProcSubset=pid" "PrivateUsers=yes" "DynamicUser=yes" "CPUAccounting=yes" \
+            "CPUWeight=" "StartupCPUWeight=" "CPUQuota=" "CPUShares="; do
         grep -q "^$line" "$u" && missing+=" (must not have $line)"
 done
 caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$u")
@@ -103,6 +106,22 @@ if [ -z "$extra" ]; then
         ok "rtsoakd.service may write only its tracefs instances in /sys"
 else
         not_ok "rtsoakd.service grants more than the flight recorder needs:$extra"
+fi
+
+# The configuration file is the place for settings: an option in ExecStart= would override
+# it silently (the server's --db once hid Database=).
+over=""
+for u in "${units[@]}"; do
+        exec_line=$(sed -n 's/^ExecStart=//p' "$u")
+        for opt in --db --listen --cert --key --threads --rate --burst --max-body --cache-warming \
+                   --config --set; do
+                [[ " $exec_line " == *" $opt"[\ =]* ]] && over+=" $(basename "$u"): $opt"
+        done
+done
+if [ -z "$over" ]; then
+        ok "ExecStart= passes no option that overrides the configuration file"
+else
+        not_ok "ExecStart= overrides the configuration file:$over"
 fi
 
 # Memory limits in both units, and the TLS key through a credential (by name: a missing one

@@ -64,6 +64,28 @@ static void test_values(void **state) {
         daemon_config_free(&c);
 }
 
+/* [Forensics] FlightRecorder= is documented to be turned off with "off"; an empty assignment
+ * means the default, /dev/pmsg0, as for every key. */
+static void test_flight_recorder_off(void **state) {
+        struct daemon_config c;
+        char err[CONF_ERROR_MAX];
+        (void) state;
+        write_file("fr.conf", "[Forensics]\nFlightRecorder=off\n");
+        assert_int_equal(load("fr.conf", NULL, &c, err), 0);
+        assert_string_equal(c.flight_recorder, "");
+        _cleanup_free_ char *text = daemon_config_text(&c);
+        assert_non_null(strstr(text, "\nFlightRecorder=off\n"));
+        daemon_config_free(&c);
+        write_file("fr2.conf", "[Forensics]\nFlightRecorder=off\nFlightRecorder=\n");
+        assert_int_equal(load("fr2.conf", NULL, &c, err), 0);
+        assert_string_equal(c.flight_recorder, "/dev/pmsg0");
+        daemon_config_free(&c);
+        write_file("fr3.conf", "[Forensics]\nFlightRecorder=/run/fr\n");
+        assert_int_equal(load("fr3.conf", NULL, &c, err), 0);
+        assert_string_equal(c.flight_recorder, "/run/fr");
+        daemon_config_free(&c);
+}
+
 static void test_errors(void **state) {
         static const struct {
                 const char *text, *error; /* error after "<dir>/e.conf:" */
@@ -198,9 +220,13 @@ static void test_long_line(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_defaults),        cmocka_unit_test(test_values),
-                cmocka_unit_test(test_errors),          cmocka_unit_test(test_dropins_and_sets),
-                cmocka_unit_test(test_print_roundtrip), cmocka_unit_test(test_long_line),
+                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_values),
+                cmocka_unit_test(test_flight_recorder_off),
+                cmocka_unit_test(test_errors),
+                cmocka_unit_test(test_dropins_and_sets),
+                cmocka_unit_test(test_print_roundtrip),
+                cmocka_unit_test(test_long_line),
         };
         return RUN_TESTS_IN_TMPDIR(tests, dir);
 }

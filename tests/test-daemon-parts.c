@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of the daemon's smaller parts: SHA-256 vectors, the preemption model, and the
- * explanation of refused real-time scheduling, fed with known files. */
+/* Unit tests of the daemon's smaller parts: SHA-256 vectors, the preemption model, the
+ * explanation of refused real-time scheduling fed with known files, and hotplug checks. */
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests.h"
+#include "cpuset.h"
+#include "housekeeping.h"
 #include "macro.h"
+#include "probe.h"
 #include "rt-setup.h"
 #include "sha256.h"
 #include "sysinfo.h"
@@ -141,11 +146,94 @@ static void test_explain_sched_failure(void **state) {
         assert_int_equal(setrlimit(RLIMIT_RTPRIO, &old), 0);
 }
 
+/* A probe thread pinned to its CPU that has finished (as at a stop) but is not joined yet. */
+static void *pinned_then_exit(void *arg) {
+        struct probe *p = arg;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(p->cpu, &set);
+        if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+                return (void *) 1;
+        atomic_store_explicit(&p->state, PROBE_DONE, memory_order_release);
+        return NULL;
+}
+
+/* Every stop of rtsoakd once recorded cpu_offline and cpu_online for every CPU: a check of the
+ * CPUs that ran while the probe threads had exited but were not joined read each thread's
+ * affinity as the main thread's (every CPU). */
+static void test_hotplug_exited_probe(void **state) {
+        (void) state;
+        struct cpuset online;
+        assert_int_equal(cpuset_online(&online, NULL), 0);
+        size_t ncpus = online.n;
+        int cpu0 = online.cpus[0];
+        cpuset_done(&online);
+        if (ncpus < 2) {
+                skip(); /* with one CPU every affinity is "pinned" */
+                return;
+        }
+        /* The main thread may run anywhere, as rtsoakd's does. */
+        cpu_set_t all;
+        CPU_ZERO(&all);
+        for (int c = 0; c < CPU_SETSIZE; c++)
+                CPU_SET(c, &all);
+        sched_setaffinity(0, sizeof(all), &all);
+
+        char err[STORE_ERROR_MAX];
+        store *s = NULL;
+        int64_t run = 0;
+        assert_int_equal(store_open(file("hotplug.db", NULL), STORE_WRITER, &s, err), 0);
+        struct store_run_info info = { .machine_id = "m",
+                                       .boot_id = "b",
+                                       .start_ns = 1,
+                                       .hist_limit_us = 1000,
+                                       .priority = 95 };
+        assert_int_equal(store_begin_run(s, &info, &run, NULL), 0);
+
+        struct probe_params pp = { .interval_ns = 200000,
+                                   .threshold_ns = 100000,
+                                   .hist_limit_us = 1000,
+                                   .period_ns = 1000000000,
+                                   .priority = 95 };
+        struct probe_control ctl = {};
+        struct probe *p = NULL;
+        assert_int_equal(probe_new(cpu0, &pp, &ctl, &p), 0);
+        assert_int_equal(pthread_create(&p->thread, NULL, pinned_then_exit, p), 0);
+        p->thread_started = true;
+        /* Until the kernel has let the thread go (its tid cleared). */
+        for (int i = 0; i < 200 && probe_state(p) != PROBE_DONE; i++)
+                usleep(1000);
+        usleep(50 * 1000);
+
+        sd_event *e = NULL;
+        struct housekeeping *h = NULL;
+        assert_int_equal(sd_event_new(&e), 0);
+        struct housekeeping_params hp = { .store = s, .run_id = run, .probes = &p, .nprobes = 1 };
+        assert_int_equal(housekeeping_start(e, &hp, &h), 0);
+        housekeeping_check_cpus(h);
+
+        struct store_event_row *ev = NULL;
+        size_t n = 0;
+        struct store_filter f = STORE_FILTER_ALL;
+        assert_int_equal(store_list_events(s, &f, NULL, 0, &ev, &n), 0);
+        for (size_t i = 0; i < n; i++)
+                fprintf(stderr, "# unexpected event: %s %s\n", ev[i].type, ev[i].message);
+        assert_int_equal(n, 0);
+        store_events_free(ev, n);
+
+        housekeeping_free(h);
+        sd_event_unref(e);
+        probe_join(p);
+        probe_free(p);
+        store_close(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sha256),
                 cmocka_unit_test(test_preempt_model),
                 cmocka_unit_test(test_explain_sched_failure),
+                cmocka_unit_test(test_hotplug_exited_probe),
         };
         return RUN_TESTS_IN_TMPDIR(tests, dir);
 }

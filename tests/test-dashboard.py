@@ -4,6 +4,8 @@
 
   test-dashboard.py http     every page and plot over HTTP: status, content type, SVG that
                              parses as XML, HTML escaping, the 400/404/405 answers
+  test-dashboard.py intervals  intervals longer than the plot's step and than the coverage
+                             bars' bins (no false silences, no holes), colours by scenario
   test-dashboard.py browser  the pages in headless Chromium: what a person sees (the silent
                              machine flagged, the failed kernel's reason, one curve per CPU on
                              a log axis, the evidence link zoomed on the interval); screenshots
@@ -16,6 +18,7 @@ without data, and a machine outside the gating set that alone ran kernel K3.  TA
 """
 import concurrent.futures
 import html.parser
+import json
 import os
 import re
 import shutil
@@ -472,6 +475,138 @@ def test_browser(farm):
           "the long-term plot shows the worst case and the bound")
 
 
+# ---- intervals longer than the plot's step, scenario colours --------------------------------
+
+HOURLY = "a1000000000000000000000000000011"   # hour-long intervals, then one-minute ones
+SLOW = "a2000000000000000000000000000012"     # 90-minute intervals, reporting
+ORDER_A = "a3000000000000000000000000000013"  # rotation idle, cpu
+ORDER_B = "a4000000000000000000000000000014"  # rotation cpu, idle
+KH, KS = "6.6.7-rt7", "6.6.8-rt8"
+
+
+class IntervalFarm(Farm):
+    """A farm whose verdict period is one day (coverage bars of 4.8-minute bins) with machines
+    whose intervals are longer than that, and two machines that ran the same scenarios in
+    opposite orders."""
+
+    def start(self):
+        conf = os.path.join(self.dir, "server.conf")
+        with open(conf, "w") as f:
+            f.write("[Verdict]\nPeriod=1d\nScenarios=none\n")
+        tokens = {m: self.enroll(m) for m in (HOURLY, SLOW, ORDER_A, ORDER_B)}
+        self.proc = subprocess.Popen([SERVER, f"--config={conf}", f"--db={self.db}",
+                                      "--listen", "127.0.0.1:0", "--rate", "1000000",
+                                      "--burst", "1000000"],
+                                     stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
+        for _ in range(500):
+            m = re.search(r"Listening on (http://\S+)", open(self.log).read())
+            if m:
+                self.url = m.group(1)
+                break
+            time.sleep(0.02)
+        if not self.url:
+            raise RuntimeError("the server did not start: " + open(self.log).read())
+        common = ["--server", self.url, "--quiet", "--batch", "1000", "--cpus", "2"]
+        # The hour-long run ends where the one-minute run begins: an hour boundary a day ago
+        # (with "1d ago" for both, the two replays' moments would leave a hole between them).
+        switch = (int(time.time()) // 3600 - 24) * 3600
+        switch_text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(switch))
+        jobs = [
+            [HOURLY, "--kernel", KH, "--from", "3d ago", "--to", switch_text, "--interval", "1h",
+             "--run-id", "1"],
+            [SLOW, "--kernel", KS, "--days", "2", "--interval", "90min", "--to", "now"],
+            [ORDER_A, "--days", "1", "--interval", "1min", "--to", "now",
+             "--rotation", "idle 1h, cpu 1h"],
+            [ORDER_B, "--days", "1", "--interval", "1min", "--to", "now",
+             "--rotation", "cpu 1h, idle 1h"],
+        ]
+        later = [HOURLY, "--kernel", KH, "--from", switch_text, "--to", "now", "--interval",
+                 "1min", "--run-id", "2"]
+        procs = [subprocess.Popen([REPLAY, *common, "--machine", j[0], "--token", tokens[j[0]],
+                                   *j[1:]], stderr=subprocess.PIPE, text=True) for j in jobs]
+        for p in procs:
+            _, err = p.communicate(timeout=240)
+            if p.returncode != 0:
+                raise RuntimeError("rtsoak-replay failed: " + err)
+        p = subprocess.run([REPLAY, *common, "--machine", HOURLY, "--token", tokens[HOURLY],
+                            *later[1:]], capture_output=True, text=True, timeout=240)
+        if p.returncode != 0:
+            raise RuntimeError("rtsoak-replay failed: " + p.stderr)
+
+
+def band_colours(root):
+    colours = {}
+    for r in root.iter(SVG_NS + "rect"):
+        if r.get("class") == "band":
+            name = r.find(SVG_NS + "title").text.split(":")[0]
+            colours.setdefault(name, set()).add(r.get("fill"))
+    return colours
+
+
+def test_intervals(farm):
+    # Scenario colours by name, the same on every machine's page.
+    seen = {}
+    for mid in (ORDER_A, ORDER_B):
+        status, _, body = farm.get(f"/plots/machines/{mid}/longterm.svg")
+        root = svg_root(body, f"long-term plot of {mid}") if status == 200 else None
+        seen[mid] = band_colours(root) if root is not None else {}
+    a, b = seen[ORDER_A], seen[ORDER_B]
+    check(a.get("idle") and a.get("idle") == b.get("idle") and a.get("cpu") == b.get("cpu")
+          and len(a.get("idle", ())) == 1 and a.get("idle") != a.get("cpu"),
+          "each scenario has one colour, the same on two machines that ran them in other orders",
+          f"{a} / {b}")
+
+    # Hour-long intervals, then one-minute ones: no hour of the window is a silence.
+    for window in ("?window=30d", "?window=1d", ""):
+        status, _, body = farm.get(f"/machines/{HOURLY}{window}")
+        text, _ = visible(body)
+        sil = text[text.find("Silences"):text.find("Events (")]
+        check(status == 200 and "None in this window" in sil and "SILENT" not in text,
+              f"/machines/{HOURLY}{window}: hour-long intervals leave no silence", sil[:600])
+    # A machine reporting every 90 minutes is not silent between its reports.
+    status, _, body = farm.get(f"/machines/{SLOW}")
+    text, _ = visible(body)
+    sil = text[text.find("Silences"):text.find("Events (")]
+    check(status == 200 and "None in this window" in sil and "SILENT" not in text,
+          "a machine with 90-minute intervals is not silent between two reports", sil[:600])
+
+    # The coverage bars say what the table says: covered wherever the intervals are, with the
+    # verdict's figure beside each bar.
+    for release, mid in ((KH, HOURLY), (KS, SLOW)):
+        coverage_bar(farm, release, mid)
+
+
+def coverage_bar(farm, release, machine):
+    _, _, vj = farm.get(f"/api/v1/kernels/{release}/verdict")
+    verdict = {m["id"]: m for m in json.loads(vj)["machines"]}
+    status, _, body = farm.get(f"/plots/kernels/{release}/coverage.svg")
+    root = svg_root(body, f"coverage plot of {release}") if status == 200 else None
+    if root is None:
+        check(False, f"the coverage plot of {release}", f"{status}")
+        return
+    for g in root.iter(SVG_NS + "g"):
+        if g.get("class") != "machine":
+            continue
+        rects = [r for r in g.iter(SVG_NS + "rect") if r.get("class") in
+                 ("covered", "missing", "problem")]
+        label = [t for t in g.iter(SVG_NS + "text") if t.get("class") == "coverage"]
+        href = [a.get("href") for a in g.iter(SVG_NS + "a")]
+        mid = href[0].rsplit("/", 1)[-1] if href else "?"
+        if mid != machine:
+            continue
+        covered = [(int(r.get("data-start-ns")), int(r.get("data-end-ns"))) for r in rects
+                   if r.get("class") == "covered"]
+        holes = [r for r in rects if r.get("class") != "covered" and covered
+                 and covered[0][0] < int(r.get("data-start-ns")) < covered[-1][1]]
+        check(covered and not holes,
+              f"coverage bar of {mid}: covered from its first to its last interval, no hole",
+              [(r.get("class"), r.get("data-start-ns"), r.get("data-end-ns")) for r in holes][:5])
+        want = verdict.get(mid, {}).get("covered_ns")
+        got = int(label[0].get("data-covered-ns")) if label else None
+        check(want is not None and got == want,
+              f"coverage bar of {mid} states the verdict's covered time", f"{got} != {want}")
+
+
 def main():
     global CHROMIUM, PROFILE
     mode = sys.argv[1] if len(sys.argv) > 1 else "http"
@@ -481,10 +616,11 @@ def main():
             print("1..0 # SKIP the chromium binary is missing (apt-get install chromium)")
             return 77
         PROFILE = tempfile.mkdtemp(prefix="rtsoak-chromium-")
-    farm = Farm()
+    farm = IntervalFarm() if mode == "intervals" else Farm()
+    tests = {"browser": test_browser, "intervals": test_intervals}
     try:
         farm.start()
-        (test_browser if mode == "browser" else test_http)(farm)
+        tests.get(mode, test_http)(farm)
     except Exception as e:  # a failure of the set-up is a failure, never a pass
         check(False, f"{mode} test ran to its end", repr(e))
     finally:

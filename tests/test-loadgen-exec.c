@@ -236,9 +236,9 @@ static void expect_exit(const char *const *gen_argv, int status, const char *msg
 }
 
 static void test_bad_commands(void **state) {
-        expect_exit((const char *const[]){ "exec", NULL }, 78,
+        expect_exit((const char *const[]){ "exec", NULL }, 64,
                     "exec: a command is required after --");
-        expect_exit((const char *const[]){ "exec", "--", NULL }, 78,
+        expect_exit((const char *const[]){ "exec", "--", NULL }, 64,
                     "exec: a command is required after --");
         expect_exit((const char *const[]){ "exec", "--", "no-such-command-rtsoak", NULL }, 69,
                     "exec: cannot run here: command 'no-such-command-rtsoak' not found in PATH");
@@ -258,7 +258,7 @@ static void test_bad_commands(void **state) {
         expect_exit((const char *const[]){ "exec", "--", path, NULL }, 69, msg);
         tu_rmdir(dir);
 
-        expect_exit((const char *const[]){ "exec", "--restart-delay", "5", "--", "true", NULL }, 78,
+        expect_exit((const char *const[]){ "exec", "--restart-delay", "5", "--", "true", NULL }, 64,
                     "exec: --restart-delay=5:");
 }
 

@@ -295,26 +295,26 @@ static void expect_status(int status, const char *const *gen_argv, const char *m
 }
 
 static void test_bad_options(void **state) {
-        expect_status(78, (const char *const[]){ "fileio", "--block-size", "256", NULL },
+        expect_status(64, (const char *const[]){ "fileio", "--block-size", "256", NULL },
                       "fileio: --block-size=256: out of range, must be between 512 and 64M");
-        expect_status(78, (const char *const[]){ "fileio", "--block-size", "128M", NULL },
+        expect_status(64, (const char *const[]){ "fileio", "--block-size", "128M", NULL },
                       "fileio: --block-size=128M: out of range, must be between 512 and 64M");
-        expect_status(78, (const char *const[]){ "fileio", "--workers", "0", NULL },
+        expect_status(64, (const char *const[]){ "fileio", "--workers", "0", NULL },
                       "fileio: --workers=0: out of range, must be between 1 and 64");
-        expect_status(78, (const char *const[]){ "fileio", "--file-size", "1K", NULL },
+        expect_status(64, (const char *const[]){ "fileio", "--file-size", "1K", NULL },
                       "fileio: --file-size=1K: out of range, must be between 4K and 1T");
         expect_status(
-                78,
+                64,
                 (const char *const[]){ "fileio", "--block-size", "1M", "--file-size", "64K", NULL },
                 "fileio: --block-size=1048576 is larger than --file-size=65536");
-        expect_status(78, (const char *const[]){ "fileio", "--direct", "--block-size", "6K", NULL },
+        expect_status(64, (const char *const[]){ "fileio", "--direct", "--block-size", "6K", NULL },
                       "fileio: --direct needs --block-size and --file-size to be multiples of "
                       "4096 bytes");
-        expect_status(78, (const char *const[]){ "fileio", "--rate", "1", "--workers", "2", NULL },
+        expect_status(64, (const char *const[]){ "fileio", "--rate", "1", "--workers", "2", NULL },
                       "fileio: --rate=1 is less than one byte per second");
-        expect_status(78, (const char *const[]){ "fileio", "--fsync=maybe", NULL },
+        expect_status(64, (const char *const[]){ "fileio", "--fsync=maybe", NULL },
                       "fileio: --fsync=maybe: not a boolean");
-        expect_status(78, (const char *const[]){ "fileio", "--dir", "", NULL },
+        expect_status(64, (const char *const[]){ "fileio", "--dir", "", NULL },
                       "fileio: --dir must not be empty");
 }
 

@@ -3,6 +3,7 @@
  * generator restarted and its exit stored, and no generator process outliving the daemon. */
 #include <dirent.h>
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -446,6 +447,55 @@ static void test_loads_run_as_user(void **state) {
         assert_int_equal(tu_wait(d, 10000), 0);
 }
 
+/* By default the generators run as the unprivileged system user rtsoak (sysusers.d); a
+ * rotation with loads and no such user is refused at start, naming the fix. */
+static void test_default_load_user(void **state) {
+        (void) state;
+        if (geteuid() != 0)
+                skip();
+        struct passwd *pw = getpwnam("rtsoak");
+        if (!pw) {
+                fprintf(stderr, "# the system user rtsoak is missing (scripts/quickstart.sh "
+                                "creates it with systemd-sysusers)\n");
+                fail();
+        }
+        unsigned want = (unsigned) pw->pw_uid;
+        const char *extra[] = { "--set", "Schedule.Rotation=w 1h", "--set",
+                                "Scenario.w.Load=cpu --workers 1 --load 5%", NULL };
+        pid_t d = start_daemon(extra, NULL);
+        pid_t kids[64];
+        assert_int_equal(wait_children(d, 1, kids, 10000), 1);
+        unsigned uid = 0;
+        for (int i = 0; i < 100 && uid == 0; i++) {
+                tu_sleep_ms(20);
+                uid = uid_of(kids[0]);
+        }
+        assert_int_equal(uid, want);
+        kill(d, SIGTERM);
+        assert_int_equal(tu_wait(d, 10000), 0);
+
+        char *argv[48];
+        const char *missing[] = { "--set", "Schedule.Rotation=w 1h",
+                                  "--set", "Scenario.w.Load=cpu --workers 1 --load 5%",
+                                  "--set", "Load.User=rtsoak-no-such-user",
+                                  NULL };
+        struct tu_result r;
+        fresh_db();
+        tu_daemon_argv(argv, set_db, missing);
+        assert_int_equal(tu_run(argv, 20000, NULL, NULL, &r), 78);
+        assert_non_null(strstr(r.err, "[Load] User=rtsoak-no-such-user: no such user"));
+        tu_result_done(&r);
+        /* Without loads in the rotation, the user is never needed. */
+        const char *idle[] = { "--set",      "Schedule.Rotation=idle 1h",
+                               "--set",      "Load.User=rtsoak-no-such-user",
+                               "--duration", "1s",
+                               NULL };
+        fresh_db();
+        tu_daemon_argv(argv, set_db, idle);
+        assert_int_equal(tu_run(argv, 20000, NULL, NULL, &r), 0);
+        tu_result_done(&r);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_scenarios_recorded_with_throughput),
@@ -455,6 +505,7 @@ int main(void) {
                 cmocka_unit_test(test_scenario_change_stops_old_loads),
                 cmocka_unit_test(test_missing_helper_is_an_event),
                 cmocka_unit_test(test_loads_run_as_user),
+                cmocka_unit_test(test_default_load_user),
                 cmocka_unit_test(test_escaped_processes_ended),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);

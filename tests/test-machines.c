@@ -287,7 +287,7 @@ static void test_cli_usage_errors(void **state) {
                 { { "frobnicate" }, 64, "Unknown command 'frobnicate'" },
                 { { "waive", "k", "p" }, 64, "waive needs --reason TEXT" },
                 { { "verdict", "k", "--at", "never" }, 64, "Invalid --at=never" },
-                { { "--gating", "yes" }, 78, "--gating belongs to a command, not to serving" },
+                { { "--gating", "yes" }, 64, "--gating belongs to a command, not to serving" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 const char *const *a = cases[i].args;

@@ -891,6 +891,10 @@ def test_the_list_and_the_metrics(c):
     f.start()
     ms = [f.enroll(f"lab{i}", "--groups", "rack-a,default") for i in range(3)]
     wait_for(lambda: len(hook.got("silence")) == 3, "three silences")
+    # The receiver has them a moment before the server records them as sent.
+    wait_for(lambda: all(d["state"] == "sent" for n in f.http(
+        "GET", "/api/v1/notifications?kind=silence", token=f.staff)[2]["notifications"]
+        for d in n["deliveries"]), "three silences recorded as sent")
     st, text, obj = f.http("GET", "/api/v1/notifications?kind=silence&limit=2", token=f.staff)
     expect(st == 200 and obj["total"] == 3 and len(obj["notifications"]) == 2, f"{st} {text}")
     expect(obj["next"] == "/api/v1/notifications?kind=silence&limit=2&offset=2", obj["next"])

@@ -603,7 +603,7 @@ static void test_retries(void **state) {
         tu_result_done(&r);
 }
 
-/* Bad options: exit 2 and a message that names the option. */
+/* Bad options: exit 64 (EX_USAGE) and a message that names the option. */
 static void test_usage_errors(void **state) {
         char path[600];
         snprintf(path, sizeof(path), "%s/bad-tokens", dir);
@@ -683,8 +683,8 @@ static void test_usage_errors(void **state) {
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 struct tu_result r;
                 replay(cases[i].args, &r);
-                if (r.status != 2 || !strstr(r.err, cases[i].expect))
-                        fail_msg("case %zu: expected exit 2 and '%s', got %d: %s", i,
+                if (r.status != 64 || !strstr(r.err, cases[i].expect))
+                        fail_msg("case %zu: expected exit 64 and '%s', got %d: %s", i,
                                  cases[i].expect, r.status, r.err);
                 tu_result_done(&r);
         }
@@ -696,7 +696,7 @@ static void test_usage_errors(void **state) {
                 NULL
         };
         replay(args, &r);
-        assert_int_equal(r.status, 2);
+        assert_int_equal(r.status, 64);
         if (!strstr(r.err, "--load-down") || !strstr(r.err, "idle, runs no cpu generator"))
                 fail_msg("unexpected message: %s", r.err);
         tu_result_done(&r);

@@ -889,7 +889,7 @@ static void test_command_line_errors(void **state) {
         snprintf(dbarg, sizeof(dbarg), "--db=%s", other);
         snprintf(listen, sizeof(listen), "--listen=%s", base_url + strlen("http://"));
         char *in_use[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, listen, NULL };
-        run_server(in_use, "Address already in use", 1);
+        run_server(in_use, "Address already in use", 69);
         char *no_cert[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg,
                             "--listen=127.0.0.1:0",           "--cert=/nonexistent/cert.pem",
                             "--key=/nonexistent/key.pem",     NULL };

@@ -188,7 +188,7 @@ static enum outcome attempt(int target, int control) {
         assert_int_equal(tu_run(hist_argv, 20000, NULL, NULL, &hr), 0);
         json_t *hist = tu_json(hr.out);
         json_t *buckets = json_object_get(json_array_get(json_object_get(hist, "cpus"), 0),
-                                          "buckets");
+                                          "all_buckets");
         long long long_samples = 0;
         json_array_foreach (buckets, i, e) {
                 if (json_integer_value(json_object_get(e, "lower_ns")) >= 16000000)

@@ -489,6 +489,60 @@ static void test_known_at(void **state) {
         json_decref(late);
 }
 
+/* What a verdict log pass told its problem hook: the violations' ids. */
+static struct {
+        char *ids[8];
+        int n;
+        int64_t known_ns; /* 0: problems_known left NULL */
+} told;
+
+static void told_problem(void *userdata, const char *release, const json_t *p) {
+        if (strcmp(json_string_value(json_object_get(p, "kind")), "violation") == 0 &&
+            told.n < (int) ELEMENTSOF(told.ids))
+                told.ids[told.n++] = strdup(json_string_value(json_object_get(p, "id")));
+}
+
+static int64_t told_known(void *userdata, int64_t now_ns) {
+        return told.known_ns;
+}
+
+static int log_pass_telling(int64_t now, int64_t known, struct farm_log_mark *seen) {
+        char err[FARM_ERROR_MAX];
+        for (int i = 0; i < told.n; i++)
+                free(told.ids[i]);
+        told.n = 0;
+        told.known_ns = known;
+        struct farm_verdict_hooks hooks = { .problem = told_problem,
+                                            .problems_known = known ? told_known : NULL };
+        if (farm_verdict_log_pass(db, &rule, now, seen, &hooks, NULL, err) < 0)
+                fail_msg("%s", err);
+        return told.n;
+}
+
+/* A pass whose problems are told from the data received by an earlier moment (the
+ * notifications' first pass, which learns what was there when the server started) tells
+ * only those, leaves its mark, and the next pass, with all the data, tells the rest: an
+ * upload that arrived meanwhile is not lost. */
+static void test_log_pass_problems_known(void **state) {
+        struct hist_spec h = base;
+        h.n = 6 * 24, h.max_ns = 500000; /* day one, a violation, received during it */
+        store(&h);
+        h.seq0 = 144, h.start = T0 + DAY; /* day two, another, received after k */
+        store(&h);
+        int64_t k = T0 + DAY + 5 * MIN_NS, now = T0 + 2 * DAY + MIN_NS;
+        struct farm_log_mark seen = {};
+        assert_int_equal(log_pass_telling(now, k, &seen), 1);
+        assert_false(seen.started); /* the mark stays: the next pass judges every release */
+        char *first = strdup(told.ids[0]);
+        assert_int_equal(log_pass_telling(now + MIN_NS, 0, &seen), 2);
+        assert_true(strcmp(told.ids[0], first) == 0 || strcmp(told.ids[1], first) == 0);
+        assert_true(seen.started);
+        free(first);
+        for (int i = 0; i < told.n; i++)
+                free(told.ids[i]);
+        told.n = 0;
+}
+
 /* ---- invariant 5: settings have a history ---- */
 
 /* A violation under a bound of 100 us stays one when the bound is widened afterwards, and
@@ -805,6 +859,7 @@ int main(void) {
                 cmocka_unit_test(test_version_order),
                 cmocka_unit_test_setup_teardown(test_migration_from_5, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_migration_to_8, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_log_pass_problems_known, setup, teardown),
         };
         return RUN_TESTS(tests);
 }

@@ -28,7 +28,6 @@
 #include "trace-raw.h"
 #include "timeutil.h"
 
-#define EXIT_USAGE 2
 #define DAY_NS ((int64_t) 86400 * (int64_t) NSEC_PER_SEC)
 #define REPLAY_HIST_LIMIT_US 1000 /* rtsoakd's default [Probe] HistogramLimit= */
 #define REPLAY_MAX_ITEMS 4096     /* of each repeatable option */
@@ -489,7 +488,7 @@ static void help(void) {
                "\"1h30min\".\n"
                "--spike, --gap, --unclean, --restart, --load-down, --probe-down and --load-zero\n"
                "may be repeated.\n"
-               "Exit status: 0 posted, 1 refused by the server or failed, 2 usage error.\n",
+               "Exit status: 0 posted, 1 refused by the server or failed, 64 usage error.\n",
                DEFAULT_ROTATION, SUMMARY_MAX_INTERVALS);
 }
 
