@@ -20,6 +20,10 @@ request to the last answer.  The server's CPU time is utime+stime from /proc/PID
 ingest-load right before the first request and right after the last answer.  The target is
 1,000 summaries/s: 10,000 machines reporting every minute (167/s) with 6x headroom.
 
+With --sync every run begins with sync(2), after its database was copied: what the run before it
+wrote is then on the disk, and its commits do not wait for that writeback (on one file system
+the store measured after SQLite's run otherwise pays for SQLite's dirty pages).
+
 With --compare PATH (another rtsoak-server binary, e.g. a build of the previous commit) one server
 of it on PostgreSQL is run too, in turn with the others, so that a change is measured against
 the same load of a shared machine.
@@ -158,6 +162,10 @@ def farm_for_run(a, tmp, store, template, n):
 
 def one_run(a, tmp, store, template, tokens, n):
     db = farm_for_run(a, tmp, store, template, n)
+    if a.sync:
+        # What the run before wrote (and the copy of the template) reaches the disk now, not
+        # during this run, where a commit's flush would wait for it.
+        os.sync()
     servers = []
     server = a.compare if store == "pg1ref" else a.server
     for k in range(2 if store == "pg2" else 1):
@@ -270,6 +278,8 @@ def main():
                    "servers), e.g. postgresql://postgres@/?host=/var/tmp/rtsoak-pgbench")
     p.add_argument("--pg-log", default="", help="that server's log file (lock waits)")
     p.add_argument("--pg-pid", type=int, default=0, help="its postmaster's pid")
+    p.add_argument("--sync", action="store_true", help="sync(2) before each run, so that no "
+                   "run's commits wait for the writeback of the run before it")
     p.add_argument("--compare", default="", help="another rtsoak-server binary (an earlier "
                    "build): also runs one server of it on PostgreSQL, in turn with the others")
     a = p.parse_args()
@@ -298,6 +308,8 @@ def main():
         f"with just the machines enrolled")
     say("rate:    summaries answered 200 \"stored\" / seconds from the first request to the "
         "last answer")
+    if a.sync:
+        say("sync:    sync(2) before each run (after its database was copied)")
     say("CPU:     the server's utime+stime (/proc/PID/stat) over the same window, per summary")
     say()
 
