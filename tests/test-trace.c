@@ -133,6 +133,17 @@ struct stall {
         long long r0, r1;
 };
 
+/* The farm server of test_injected_stalls_named, stopped by its teardown when a check fails
+ * first (so that a failing run leaves no server behind). */
+static pid_t farm_server;
+
+static int stop_farm_server(void **state) {
+        if (farm_server > 0)
+                tu_server_stop(farm_server);
+        farm_server = 0;
+        return 0;
+}
+
 static void test_injected_stalls_named(void **state) {
         struct cpuset online;
         struct soak s;
@@ -149,7 +160,8 @@ static void test_injected_stalls_named(void **state) {
         snprintf(token, sizeof(token), "%s/token", fdir);
         snprintf(slog, sizeof(slog), "%s/server.log", fdir);
         tu_enroll_this_machine(farm, token);
-        pid_t srv = tu_server_start(farm, slog, "127.0.0.1:0", NULL, url, sizeof(url));
+        pid_t srv = farm_server = tu_server_start(farm, slog, "127.0.0.1:0", NULL, url,
+                                                  sizeof(url));
         snprintf(set_srv, sizeof(set_srv), "Upload.Server=%s", url);
         snprintf(set_tok, sizeof(set_tok), "Upload.TokenFile=%s", token);
 
@@ -296,6 +308,7 @@ static void test_injected_stalls_named(void **state) {
                 tu_backend_name());
         assert_true(stored >= STALLS);
         tu_server_stop(srv);
+        farm_server = 0;
         tu_farm_drop(farm);
         tu_rmdir(fdir);
         free(err);
@@ -411,7 +424,7 @@ static void test_stale_instance(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_injected_stalls_named),
+                cmocka_unit_test_teardown(test_injected_stalls_named, stop_farm_server),
                 cmocka_unit_test(test_no_tracefs),
                 cmocka_unit_test(test_read_only),
                 cmocka_unit_test(test_instance_busy),
