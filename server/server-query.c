@@ -15,22 +15,17 @@
 #include "json-time.h"
 #include "log.h"
 #include "macro.h"
-#include "server-db-internal.h"
-#include "server-params.h"
 #include "server-merge.h"
 #include "server-path.h"
-#include "server-query.h"
+#include "server-query-internal.h"
 #include "server-notify-store.h"
 #include "timeutil.h"
 #include "worker.h"
 
 #define STEPS_PAGE_MAX 10000
 #define API "/api/v1"
-#define DAY_NS FARM_DAY_NS
-#define DEFAULT_WINDOW_NS DAY_NS
 #define DEFAULT_STEP_NS (60 * (int64_t) NSEC_PER_SEC)
 #define NAMES_MAX FARM_STEP_NAMES_MAX /* different scenarios or kernels in one intervals answer */
-#define CPU_MAX 8192
 /* What the histogram cache holds in memory: the rows of one day (a day above it is not cached),
  * and of the days merged before they are written. */
 #define CACHE_DAY_BYTES_MAX ((size_t) 24 << 20)
@@ -39,20 +34,6 @@
 #define HIST_TEXT_MAX ((size_t) 16 << 20)
 #define TOLERANCE_PERCENT_DEFAULT 10
 #define MIN_DIFFERENCE_NS_DEFAULT (5 * NSEC_PER_USEC)
-
-void farm_answer_done(struct farm_answer *a) {
-        json_decref(a->json);
-        free(a->text);
-        a->json = NULL;
-        a->text = NULL;
-}
-
-/* ---- small helpers ---------------------------------------------------------------------- */
-
-static void sat_add(uint64_t *a, uint64_t b) {
-        if (__builtin_add_overflow(*a, b, a) || *a > INT64_MAX)
-                *a = INT64_MAX;
-}
 
 int64_t farm_step_floor(int64_t t, uint64_t step_ns) {
         int64_t s = (int64_t) step_ns, q = t / s;
@@ -105,244 +86,6 @@ int farm_prom_escape(const char *value, char *buf, size_t size) {
                 return -ENOBUFS;
         buf[o] = '\0';
         return 0;
-}
-
-static void answer_error(struct farm_answer *a, unsigned status, const char *fmt, ...)
-        _printf_(3, 4);
-static void answer_error(struct farm_answer *a, unsigned status, const char *fmt, ...) {
-        char msg[FARM_ERROR_MAX];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        json_decref(a->json);
-        a->status = status;
-        a->json = json_pack("{s:s}", "error", msg);
-}
-
-/* A failure of ours (500, or 503 for a busy database); err already says why. */
-static int answer_internal(struct farm_answer *a, int error) {
-        a->error = error;
-        a->status = error == -EBUSY ? 503 : 500;
-        return error;
-}
-
-static void answer_json(struct farm_answer *a, json_t *j) {
-        if (!j) {
-                snprintf(a->err, sizeof(a->err), "out of memory building the answer");
-                answer_internal(a, -ENOMEM);
-                return;
-        }
-        a->status = 200;
-        a->json = j;
-}
-
-/* The value of parameter name, or NULL. */
-static const char *arg(const struct farm_args *args, const char *name) {
-        for (unsigned i = 0; i < args->n; i++)
-                if (strcmp(args->a[i].name, name) == 0)
-                        return args->a[i].value ?: "";
-        return NULL;
-}
-
-/* Refuses unknown and repeated parameters: a typo such as ?form= must not quietly answer
- * for everything.  allowed is NULL-terminated. */
-static bool check_args(const struct farm_args *args, const char *const *allowed,
-                       struct farm_answer *a) {
-        char list[256] = "";
-        size_t o = 0;
-        for (const char *const *p = allowed; *p && o < sizeof(list); p++)
-                o += (size_t) snprintf(list + o, sizeof(list) - o, "%s%s", o ? ", " : "", *p);
-        if (args->too_many) {
-                answer_error(a, 400, "too many query parameters (at most %d)", FARM_ARGS_MAX);
-                return false;
-        }
-        for (unsigned i = 0; i < args->n; i++) {
-                const char *name = args->a[i].name;
-                bool known = false;
-                for (const char *const *p = allowed; *p; p++)
-                        known = known || strcmp(*p, name) == 0;
-                if (!known) {
-                        answer_error(a, 400, "unknown parameter %.64s (this query takes: %s)", name,
-                                     o ? list : "none");
-                        return false;
-                }
-                for (unsigned j = 0; j < i; j++)
-                        if (strcmp(args->a[j].name, name) == 0) {
-                                answer_error(a, 400, "%.64s: given more than once", name);
-                                return false;
-                        }
-        }
-        return true;
-}
-
-static bool param_ok(int r, const char *perr, struct farm_answer *a) {
-        if (r >= 0)
-                return true;
-        answer_error(a, 400, "%s", perr);
-        return false;
-}
-
-/* Scenario names as the summary schema allows them: 1-32 letters, digits, '-' and '_'. */
-static bool scenario_ok(const char *s, struct farm_answer *a) {
-        size_t n = strlen(s);
-        bool ok = n >= 1 && n <= 32;
-        for (size_t i = 0; ok && i < n; i++)
-                ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-                     (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_';
-        if (!ok)
-                answer_error(a, 400,
-                             "scenario=%.64s: not a scenario name (1-32 letters, digits, - and _)",
-                             s);
-        return ok;
-}
-
-/* A growing string: on failure it becomes NULL and stays so. */
-struct sbuf {
-        char *s;
-        size_t len, size;
-};
-
-static void sb_put(struct sbuf *b, const char *s, bool encode) {
-        for (const unsigned char *p = (const unsigned char *) s; b->s && *p; p++) {
-                if (b->len + 4 >= b->size) {
-                        size_t n = b->size * 2 + 64;
-                        char *t = realloc(b->s, n);
-                        if (!t) {
-                                free(b->s);
-                                b->s = NULL;
-                                return;
-                        }
-                        b->s = t;
-                        b->size = n;
-                }
-                if (!encode || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~')
-                        b->s[b->len++] = (char) *p;
-                else
-                        b->len += (size_t) snprintf(b->s + b->len, b->size - b->len, "%%%02X", *p);
-                b->s[b->len] = '\0';
-        }
-}
-
-/* Adds "total", "limit", "offset" and "next" to o: next is the path and query of the next
- * page (the same parameters, percent-encoded, with the offset moved on), or null on the last
- * page. */
-static int add_page(json_t *o, const char *path, const struct farm_args *args,
-                    const struct farm_page *page, uint64_t total) {
-        json_t *next;
-        if (page->offset + page->limit < total) {
-                struct sbuf b = { .s = calloc(1, 64), .size = 64 };
-                char num[96];
-                sb_put(&b, path, false);
-                sb_put(&b, "?", false);
-                for (unsigned i = 0; i < args->n; i++) {
-                        if (strcmp(args->a[i].name, "limit") == 0 ||
-                            strcmp(args->a[i].name, "offset") == 0)
-                                continue;
-                        sb_put(&b, args->a[i].name, true);
-                        sb_put(&b, "=", false);
-                        sb_put(&b, args->a[i].value ?: "", true);
-                        sb_put(&b, "&", false);
-                }
-                snprintf(num, sizeof(num), "limit=%" PRIu64 "&offset=%" PRIu64, page->limit,
-                         page->offset + page->limit);
-                sb_put(&b, num, false);
-                if (!b.s)
-                        return -ENOMEM;
-                next = json_string(b.s);
-                free(b.s);
-        } else
-                next = json_null();
-        if (json_object_set_new(o, "total", json_integer((json_int_t) total)) < 0 ||
-            json_object_set_new(o, "limit", json_integer((json_int_t) page->limit)) < 0 ||
-            json_object_set_new(o, "offset", json_integer((json_int_t) page->offset)) < 0 ||
-            json_object_set_new(o, "next", next) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
-/* ---- the machine and the window --------------------------------------------------------- */
-
-struct machine_ctx {
-        const char *id;
-        bool has_data;
-        int64_t last_start_ns; /* of its latest interval */
-        uint64_t interval_ns;  /* of its latest run */
-};
-
-/* 1 when the machine is enrolled, 0 when not (answered 404).  With the reader lock held. */
-static int machine_lookup(sql_conn *c, const char *id, struct machine_ctx *m,
-                          struct farm_answer *a) {
-        _cleanup_reset_ sql_stmt *st = NULL;
-        int r = farm_prepare(c,
-                             "SELECT m.last_interval_start_ns, (SELECT interval_ns FROM runs "
-                             "WHERE machine_id = m.id ORDER BY start_ns DESC, run_id DESC "
-                             "LIMIT 1) FROM machines m WHERE m.id = ?",
-                             &st, a->err);
-        if (r < 0)
-                return answer_internal(a, r);
-        sql_bind_text(st, 1, id);
-        int rc = sql_step(st);
-        if (rc == SQL_DONE) {
-                answer_error(a, 404, "no such machine");
-                return 0;
-        }
-        if (rc != SQL_ROW)
-                return answer_internal(a, farm_fail(c, rc, "cannot look up the machine", a->err));
-        *m = (struct machine_ctx){ .id = id };
-        m->has_data = !sql_column_null(st, 0);
-        m->last_start_ns = sql_column_int64(st, 0);
-        m->interval_ns = (uint64_t) sql_column_int64(st, 1);
-        return 1;
-}
-
-/* ?from= and ?to= of a window [from, to): by default the 24 hours up to the machine's latest
- * interval (included); with one of them given, 24 hours from or up to it. */
-static bool parse_window(const struct farm_args *args, int64_t now, const struct machine_ctx *m,
-                         int64_t *ret_from, int64_t *ret_to, struct farm_answer *a) {
-        char perr[FARM_PARAM_ERROR_MAX];
-        const char *f = arg(args, "from"), *t = arg(args, "to");
-        int64_t from = 0, to = 0;
-        if (!param_ok(farm_param_time("from", f, now, &from, perr), perr, a) ||
-            !param_ok(farm_param_time("to", t, now, &to, perr), perr, a))
-                return false;
-        if (!f && !t) {
-                to = m->has_data ? m->last_start_ns + 1 : now;
-                from = to - DEFAULT_WINDOW_NS;
-        } else if (!t)
-                to = from > INT64_MAX - DEFAULT_WINDOW_NS ? INT64_MAX : from + DEFAULT_WINDOW_NS;
-        else if (!f)
-                from = to < INT64_MIN + DEFAULT_WINDOW_NS ? INT64_MIN : to - DEFAULT_WINDOW_NS;
-        if (from >= to) {
-                answer_error(a, 400, "from=%.64s: not before to=%.64s", f ?: "(default)",
-                             t ?: "(default)");
-                return false;
-        }
-        *ret_from = from;
-        *ret_to = to;
-        return true;
-}
-
-static bool parse_cpu(const struct farm_args *args, int64_t *ret, struct farm_answer *a) {
-        char perr[FARM_PARAM_ERROR_MAX];
-        uint64_t cpu = 0;
-        const char *v = arg(args, "cpu");
-        *ret = -1;
-        if (!param_ok(farm_param_uint("cpu", v, 0, CPU_MAX - 1, &cpu, perr), perr, a))
-                return false;
-        if (v)
-                *ret = (int64_t) cpu;
-        return true;
-}
-
-static int window_fields(json_t *o, const char *machine, int64_t from, int64_t to, int64_t cpu,
-                         const char *scenario) {
-        return json_object_update_new(
-                o, json_pack("{s:s, s:I, s:o, s:I, s:o, s:o, s:o}", "machine", machine, "from_ns",
-                             (json_int_t) from, "from", json_time(from), "to_ns", (json_int_t) to,
-                             "to", json_time(to), "cpu", cpu >= 0 ? json_integer(cpu) : json_null(),
-                             "scenario", scenario ? json_string(scenario) : json_null()));
 }
 
 /* ---- GET /api/v1/machines/{id}/intervals ------------------------------------------------ */
@@ -530,54 +273,57 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
         static const char *const allowed[] = { "from",     "to",    "cpu",    "step",
                                                "scenario", "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX];
-        struct machine_ctx m;
+        struct query_machine m;
         struct farm_page page;
         int64_t from, to, cpu;
         uint64_t step_ns = 0;
-        const char *scenario = arg(args, "scenario");
+        const char *scenario = query_arg(args, "scenario");
         int r;
 
-        if (!check_args(args, allowed, a) || !parse_cpu(args, &cpu, a) ||
-            (scenario && !scenario_ok(scenario, a)) ||
+        if (!query_check_args(args, allowed, a) || !query_parse_cpu(args, &cpu, a) ||
+            (scenario && !query_scenario_ok(scenario, a)) ||
             /* Steps are small, and every page costs a scan of the window: a month at
              * 5-minute steps (8,640) fits one page. */
-            !param_ok(farm_param_page_up_to(arg(args, "limit"), arg(args, "offset"), STEPS_PAGE_MAX,
-                                            &page, perr),
-                      perr, a) ||
-            !param_ok(farm_param_span("step", arg(args, "step"), &step_ns, perr), perr, a))
+            !query_param_ok(farm_param_page_up_to(query_arg(args, "limit"),
+                                                  query_arg(args, "offset"), STEPS_PAGE_MAX, &page,
+                                                  perr),
+                            perr, a) ||
+            !query_param_ok(farm_param_span("step", query_arg(args, "step"), &step_ns, perr), perr,
+                            a))
                 return 0;
-        if (args->unpaged && !arg(args, "limit"))
+        if (args->unpaged && !query_arg(args, "limit"))
                 page.limit = FARM_STEPS_MAX;
         if (step_ns > (uint64_t) INT64_MAX) {
-                answer_error(a, 400, "step=%.64s: too long", arg(args, "step"));
+                query_error(a, 400, "step=%.64s: too long", query_arg(args, "step"));
                 return 0;
         }
 
         _cleanup_release_ sql_conn *c = farm_reader(db);
-        if ((r = machine_lookup(c, id, &m, a)) <= 0 || !parse_window(args, now, &m, &from, &to, a))
+        if ((r = query_machine_lookup(c, id, &m, a)) <= 0 ||
+            !query_parse_window(args, now, &m, &from, &to, a))
                 return r;
         if (step_ns == 0)
                 step_ns = m.interval_ns ?: (uint64_t) DEFAULT_STEP_NS;
         uint64_t nsteps = farm_steps_in(from, to, step_ns);
         if (nsteps > FARM_STEPS_MAX) {
                 char span[TIMESPAN_MAX_LEN];
-                answer_error(a, 400,
-                             "step=%s: the window holds %" PRIu64 " steps, more than %d; ask for "
-                             "a larger step or a shorter window",
-                             format_timespan(span, step_ns), nsteps, FARM_STEPS_MAX);
+                query_error(a, 400,
+                            "step=%s: the window holds %" PRIu64 " steps, more than %d; ask for "
+                            "a larger step or a shorter window",
+                            format_timespan(span, step_ns), nsteps, FARM_STEPS_MAX);
                 return 0;
         }
         struct farm_steps fs;
         r = collect_steps(c, id, from, to, step_ns, cpu, scenario, false, &fs, a->err);
         if (r == -ENOSPC) {
-                answer_error(a, 400,
-                             "the window holds more than %d different scenarios or kernels; "
-                             "narrow it (from=, to=) or choose a scenario=",
-                             NAMES_MAX);
+                query_error(a, 400,
+                            "the window holds more than %d different scenarios or kernels; "
+                            "narrow it (from=, to=) or choose a scenario=",
+                            NAMES_MAX);
                 return 0;
         }
         if (r < 0)
-                return answer_internal(a, r);
+                return query_internal(a, r);
 
         /* A month at 5-minute steps is 8,640 steps: written as text straight away, since a
          * JSON object per step made allocating and freeing them most of the query's time. */
@@ -641,14 +387,14 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
         /* The rest of the answer is an object as usual, its "steps" put in as text. */
         json_t *o = json_object();
         char *head = NULL;
-        if (oom || !o || window_fields(o, id, from, to, cpu, scenario) < 0 ||
+        if (oom || !o || query_window_fields(o, id, from, to, cpu, scenario) < 0 ||
             json_object_set_new(o, "step_ns", json_integer((json_int_t) step_ns)) < 0 ||
             json_object_set_new(o, "steps", json_array()) < 0 ||
-            add_page(o, path, args, &page, n) < 0 ||
+            query_add_page(o, path, args, &page, n) < 0 ||
             !(head = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER))) {
                 json_decref(o);
                 free(steps_text);
-                answer_json(a, NULL);
+                query_json(a, NULL);
                 return 0;
         }
         json_decref(o);
@@ -660,7 +406,7 @@ static int get_intervals(farm_db *db, const char *id, const struct farm_args *ar
                             steps_text ?: "", at + strlen(marker)) < 0) {
                 free(head);
                 free(steps_text);
-                answer_json(a, NULL);
+                query_json(a, NULL);
                 return 0;
         }
         free(head);
@@ -1419,24 +1165,25 @@ static int get_histogram(farm_db *db, const char *id, const struct farm_args *ar
         static const char *const allowed[] = { "from",  "to",     "cpu", "scenario",
                                                "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX];
-        struct machine_ctx m;
+        struct query_machine m;
         struct farm_page page;
         int64_t from, to, cpu;
-        const char *scenario = arg(args, "scenario");
+        const char *scenario = query_arg(args, "scenario");
         struct day_refs refs = {};
         int r;
 
-        if (!check_args(args, allowed, a) || !parse_cpu(args, &cpu, a) ||
-            (scenario && !scenario_ok(scenario, a)) ||
-            !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
-                      a))
+        if (!query_check_args(args, allowed, a) || !query_parse_cpu(args, &cpu, a) ||
+            (scenario && !query_scenario_ok(scenario, a)) ||
+            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
+                                            &page, perr),
+                            perr, a))
                 return 0;
-        if (args->unpaged && !arg(args, "limit"))
+        if (args->unpaged && !query_arg(args, "limit"))
                 page.limit = CPU_MAX;
         {
                 _cleanup_release_ sql_conn *c = farm_reader(db);
-                if ((r = machine_lookup(c, id, &m, a)) <= 0 ||
-                    !parse_window(args, now, &m, &from, &to, a))
+                if ((r = query_machine_lookup(c, id, &m, a)) <= 0 ||
+                    !query_parse_window(args, now, &m, &from, &to, a))
                         return r;
                 r = window_refs(c, id, from, to, now, &refs, a->err);
         }
@@ -1460,24 +1207,24 @@ static int get_histogram(farm_db *db, const char *id, const struct farm_args *ar
                 free(h.all);
                 if (r == -ENOMEM)
                         snprintf(a->err, sizeof(a->err), "out of memory merging histograms");
-                return answer_internal(a, r);
+                return query_internal(a, r);
         }
         if (h.cut)
                 page.limit = h.shown;
         json_t *o = json_object();
         char *head = NULL, *text = NULL;
         const char *marker = "\"cpus\":[]";
-        if (!o || window_fields(o, id, from, to, cpu, scenario) < 0 ||
+        if (!o || query_window_fields(o, id, from, to, cpu, scenario) < 0 ||
             json_object_set_new(o, "all", json_null()) < 0 ||
             json_object_set_new(o, "cpus", json_array()) < 0 ||
-            add_page(o, path, args, &page, ncpus) < 0 ||
+            query_add_page(o, path, args, &page, ncpus) < 0 ||
             !(head = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER)) || !strstr(head, marker) ||
             !strstr(head, "\"all\":null")) {
                 json_decref(o);
                 free(head);
                 free(cpus_text);
                 free(h.all);
-                answer_json(a, NULL);
+                query_json(a, NULL);
                 return 0;
         }
         json_decref(o);
@@ -1492,7 +1239,7 @@ static int get_histogram(farm_db *db, const char *id, const struct farm_args *ar
         free(cpus_text);
         free(h.all);
         if (!text) {
-                answer_json(a, NULL);
+                query_json(a, NULL);
                 return 0;
         }
         a->status = 200;
@@ -1645,17 +1392,18 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
         char perr[FARM_PARAM_ERROR_MAX], tol[32];
         struct farm_page page;
         uint64_t tolerance = TOLERANCE_PERCENT_DEFAULT, min_diff = MIN_DIFFERENCE_NS_DEFAULT;
-        const char *with = arg(args, "with"), *t = arg(args, "tolerance");
+        const char *with = query_arg(args, "with"), *t = query_arg(args, "tolerance");
         struct day_refs refs = {};
         struct cmp_list list = {};
         int r, rc;
 
-        if (!check_args(args, allowed, a) ||
-            !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
-                      a) ||
-            !param_ok(
-                    farm_param_span("min_difference", arg(args, "min_difference"), &min_diff, perr),
-                    perr, a))
+        if (!query_check_args(args, allowed, a) ||
+            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
+                                            &page, perr),
+                            perr, a) ||
+            !query_param_ok(farm_param_span("min_difference", query_arg(args, "min_difference"),
+                                            &min_diff, perr),
+                            perr, a))
                 return 0;
         if (t) {
                 /* A percentage, with or without its sign. */
@@ -1665,14 +1413,14 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
                         tol[n - 1] = '\0';
                 if (strlen(t) >= sizeof(tol) ||
                     farm_param_uint("tolerance", tol, 0, 1000, &tolerance, perr) < 0) {
-                        answer_error(a, 400,
-                                     "tolerance=%.64s: expected a percentage 0-1000 (10 or 10%%)",
-                                     t);
+                        query_error(a, 400,
+                                    "tolerance=%.64s: expected a percentage 0-1000 (10 or 10%%)",
+                                    t);
                         return 0;
                 }
         }
         if (!with || !with[0]) {
-                answer_error(a, 400, "with: required, the kernel release to compare with");
+                query_error(a, 400, "with: required, the kernel release to compare with");
                 return 0;
         }
 
@@ -1682,12 +1430,12 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
                 for (int side = 0; side < 2; side++) {
                         const char *k = side ? with : release;
                         if ((r = kernel_known(c, k, a->err)) < 0)
-                                return answer_internal(a, r);
+                                return query_internal(a, r);
                         if (r == 0) {
                                 if (side)
-                                        answer_error(a, 404, "with=%.256s: no such kernel", k);
+                                        query_error(a, 404, "with=%.256s: no such kernel", k);
                                 else
-                                        answer_error(a, 404, "no such kernel: %.256s", k);
+                                        query_error(a, 404, "no such kernel: %.256s", k);
                                 return 0;
                         }
                 }
@@ -1698,7 +1446,7 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
                                  "WHERE r.release = ?",
                                  &st, a->err);
                 if (r < 0)
-                        return answer_internal(a, r);
+                        return query_internal(a, r);
                 int64_t today = farm_step_floor(now, DAY_NS) / DAY_NS;
                 for (int side = 0; side < 2; side++) {
                         sql_reset(st);
@@ -1714,12 +1462,12 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
                                 if (refs_add(&refs, &x) < 0) {
                                         free(refs.v);
                                         snprintf(a->err, sizeof(a->err), "out of memory");
-                                        return answer_internal(a, -ENOMEM);
+                                        return query_internal(a, -ENOMEM);
                                 }
                         }
                         if (rc != SQL_DONE) {
                                 free(refs.v);
-                                return answer_internal(
+                                return query_internal(
                                         a, farm_fail(c, rc, "cannot list the days", a->err));
                         }
                         if (strcmp(release, with) == 0) {
@@ -1787,7 +1535,7 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
                 json_decref(items);
                 if (r == -ENOMEM)
                         snprintf(a->err, sizeof(a->err), "out of memory comparing kernels");
-                return answer_internal(a, r);
+                return query_internal(a, r);
         }
         char rule[256];
         snprintf(rule, sizeof(rule),
@@ -1802,12 +1550,12 @@ static int get_compare(farm_db *db, const char *release, const struct farm_args 
                                  "regressions", (json_int_t) regressions, "in_both",
                                  (json_int_t) both, "only_kernel", (json_int_t) only[0],
                                  "only_with", (json_int_t) only[1], "comparisons", items)) < 0 ||
-            add_page(o, path, args, &page, n) < 0) {
+            query_add_page(o, path, args, &page, n) < 0) {
                 json_decref(o);
-                answer_json(a, NULL);
+                query_json(a, NULL);
                 return 0;
         }
-        answer_json(a, o);
+        query_json(a, o);
         return 0;
 }
 
@@ -1893,7 +1641,7 @@ static bool event_type_ok(const char *s, struct farm_answer *a) {
         for (size_t i = 0; ok && i < n; i++)
                 ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_';
         if (!ok)
-                answer_error(a, 400, "type=%.64s: not an event type (1-64 of a-z, 0-9 and _)", s);
+                query_error(a, 400, "type=%.64s: not an event type (1-64 of a-z, 0-9 and _)", s);
         return ok;
 }
 
@@ -1901,26 +1649,28 @@ static int get_events(farm_db *db, const char *id, const struct farm_args *args,
                       const char *path, struct farm_answer *a) {
         static const char *const allowed[] = { "from", "to", "type", "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX];
-        struct machine_ctx m;
+        struct query_machine m;
         struct farm_page page;
         int64_t from = INT64_MIN, to = INT64_MAX;
-        const char *type = arg(args, "type");
+        const char *type = query_arg(args, "type");
         int r, rc;
 
-        if (!check_args(args, allowed, a) || (type && !event_type_ok(type, a)) ||
-            !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
-                      a) ||
-            !param_ok(farm_param_time("from", arg(args, "from"), now, &from, perr), perr, a) ||
-            !param_ok(farm_param_time("to", arg(args, "to"), now, &to, perr), perr, a))
+        if (!query_check_args(args, allowed, a) || (type && !event_type_ok(type, a)) ||
+            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
+                                            &page, perr),
+                            perr, a) ||
+            !query_param_ok(farm_param_time("from", query_arg(args, "from"), now, &from, perr),
+                            perr, a) ||
+            !query_param_ok(farm_param_time("to", query_arg(args, "to"), now, &to, perr), perr, a))
                 return 0;
         if (from >= to) {
-                answer_error(a, 400, "from=%.64s: not before to=%.64s", arg(args, "from") ?: "",
-                             arg(args, "to") ?: "");
+                query_error(a, 400, "from=%.64s: not before to=%.64s",
+                            query_arg(args, "from") ?: "", query_arg(args, "to") ?: "");
                 return 0;
         }
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
-        if ((r = machine_lookup(c, id, &m, a)) <= 0)
+        if ((r = query_machine_lookup(c, id, &m, a)) <= 0)
                 return r;
 #define EVENTS_WHERE                                                                             \
         "FROM runs r JOIN events e ON e.run = r.id WHERE r.machine_id = ?1 AND e.time_ns >= ?2 " \
@@ -1932,7 +1682,7 @@ static int get_events(farm_db *db, const char *id, const struct farm_args *args,
                               "ORDER BY e.time_ns DESC, r.run_id DESC, e.event_id DESC "
                               "LIMIT ?5 OFFSET ?6",
                               &st, a->err)) < 0)
-                return answer_internal(a, r);
+                return query_internal(a, r);
 #undef EVENTS_WHERE
         sql_stmt *both[2] = { cnt, st };
         for (int i = 0; i < 2; i++) {
@@ -1945,7 +1695,7 @@ static int get_events(farm_db *db, const char *id, const struct farm_args *args,
         sql_bind_int64(st, 5, (int64_t) page.limit);
         sql_bind_int64(st, 6, (int64_t) MIN(page.offset, (uint64_t) INT64_MAX));
         if ((rc = sql_step(cnt)) != SQL_ROW)
-                return answer_internal(a, farm_fail(c, rc, "cannot count events", a->err));
+                return query_internal(a, farm_fail(c, rc, "cannot count events", a->err));
         uint64_t total = (uint64_t) sql_column_int64(cnt, 0);
         json_t *list = json_array(), *o = json_object();
         while (list && (rc = sql_step(st)) == SQL_ROW)
@@ -1961,16 +1711,16 @@ static int get_events(farm_db *db, const char *id, const struct farm_args *args,
         if (list && rc != SQL_DONE) {
                 json_decref(list);
                 json_decref(o);
-                return answer_internal(a, farm_fail(c, rc, "cannot read events", a->err));
+                return query_internal(a, farm_fail(c, rc, "cannot read events", a->err));
         }
         if (!o || !list || json_object_set_new(o, "machine", json_string(id)) < 0 ||
             json_object_set_new(o, "events", list) < 0 ||
-            add_page(o, path, args, &page, total) < 0) {
+            query_add_page(o, path, args, &page, total) < 0) {
                 json_decref(o);
-                answer_json(a, NULL);
+                query_json(a, NULL);
                 return 0;
         }
-        answer_json(a, o);
+        query_json(a, o);
         return 0;
 }
 
@@ -1978,17 +1728,18 @@ static int get_runs(farm_db *db, const char *id, const struct farm_args *args, c
                     struct farm_answer *a) {
         static const char *const allowed[] = { "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX];
-        struct machine_ctx m;
+        struct query_machine m;
         struct farm_page page;
         int r, rc;
 
-        if (!check_args(args, allowed, a) ||
-            !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
-                      a))
+        if (!query_check_args(args, allowed, a) ||
+            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
+                                            &page, perr),
+                            perr, a))
                 return 0;
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
-        if ((r = machine_lookup(c, id, &m, a)) <= 0)
+        if ((r = query_machine_lookup(c, id, &m, a)) <= 0)
                 return r;
         /* The day rollups give the first and last data, the intervals and the worst case of a
          * run from a few rows per day instead of its intervals. */
@@ -2011,13 +1762,13 @@ static int get_runs(farm_db *db, const char *id, const struct farm_args *args, c
                      "WHERE r.machine_id = ?1 ORDER BY r.start_ns DESC, r.run_id DESC "
                      "LIMIT ?2 OFFSET ?3",
                      &st, a->err)) < 0)
-                return answer_internal(a, r);
+                return query_internal(a, r);
         sql_bind_text(cnt, 1, id);
         sql_bind_text(st, 1, id);
         sql_bind_int64(st, 2, (int64_t) page.limit);
         sql_bind_int64(st, 3, (int64_t) MIN(page.offset, (uint64_t) INT64_MAX));
         if ((rc = sql_step(cnt)) != SQL_ROW)
-                return answer_internal(a, farm_fail(c, rc, "cannot count runs", a->err));
+                return query_internal(a, farm_fail(c, rc, "cannot count runs", a->err));
         uint64_t total = (uint64_t) sql_column_int64(cnt, 0);
         json_t *list = json_array(), *o = json_object();
         while (list && (rc = sql_step(st)) == SQL_ROW) {
@@ -2051,15 +1802,16 @@ static int get_runs(farm_db *db, const char *id, const struct farm_args *args, c
         if (list && rc != SQL_DONE) {
                 json_decref(list);
                 json_decref(o);
-                return answer_internal(a, farm_fail(c, rc, "cannot read runs", a->err));
+                return query_internal(a, farm_fail(c, rc, "cannot read runs", a->err));
         }
         if (!o || !list || json_object_set_new(o, "machine", json_string(id)) < 0 ||
-            json_object_set_new(o, "runs", list) < 0 || add_page(o, path, args, &page, total) < 0) {
+            json_object_set_new(o, "runs", list) < 0 ||
+            query_add_page(o, path, args, &page, total) < 0) {
                 json_decref(o);
-                answer_json(a, NULL);
+                query_json(a, NULL);
                 return 0;
         }
-        answer_json(a, o);
+        query_json(a, o);
         return 0;
 }
 
@@ -2075,13 +1827,14 @@ static int get_machines(farm_db *db, const struct farm_args *args, const char *p
         size_t n = 0;
         int r, rc;
 
-        if (!check_args(args, allowed, a) ||
-            !param_ok(farm_param_page(arg(args, "limit"), arg(args, "offset"), &page, perr), perr,
-                      a))
+        if (!query_check_args(args, allowed, a) ||
+            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
+                                            &page, perr),
+                            perr, a))
                 return 0;
         ids = calloc(page.limit, sizeof(*ids));
         if (!ids)
-                return answer_internal(a, -ENOMEM);
+                return query_internal(a, -ENOMEM);
         {
                 _cleanup_release_ sql_conn *c = farm_reader(db);
                 _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
@@ -2089,7 +1842,7 @@ static int get_machines(farm_db *db, const struct farm_args *args, const char *p
                     (r = farm_prepare(c, "SELECT id FROM machines ORDER BY id LIMIT ?1 OFFSET ?2",
                                       &st, a->err)) < 0) {
                         free(ids);
-                        return answer_internal(a, r);
+                        return query_internal(a, r);
                 }
                 if ((rc = sql_step(cnt)) == SQL_ROW)
                         total = (uint64_t) sql_column_int64(cnt, 0);
@@ -2099,8 +1852,8 @@ static int get_machines(farm_db *db, const struct farm_args *args, const char *p
                         snprintf(ids[n++], sizeof(ids[0]), "%s", sql_column_text(st, 0) ?: "");
                 if (rc != SQL_DONE) {
                         free(ids);
-                        return answer_internal(
-                                a, farm_fail(c, rc, "cannot list the machines", a->err));
+                        return query_internal(a,
+                                              farm_fail(c, rc, "cannot list the machines", a->err));
                 }
         }
         /* Each machine as GET /api/v1/machines/{id} shows it. */
@@ -2114,18 +1867,18 @@ static int get_machines(farm_db *db, const struct farm_args *args, const char *p
                         free(ids);
                         json_decref(list);
                         json_decref(o);
-                        return answer_internal(a, r);
+                        return query_internal(a, r);
                 }
                 json_array_append_new(list, m);
         }
         free(ids);
         if (!o || !list || json_object_set_new(o, "machines", list) < 0 ||
-            add_page(o, path, args, &page, total) < 0) {
+            query_add_page(o, path, args, &page, total) < 0) {
                 json_decref(o);
-                answer_json(a, NULL);
+                query_json(a, NULL);
                 return 0;
         }
-        answer_json(a, o);
+        query_json(a, o);
         return 0;
 }
 
@@ -2469,11 +2222,11 @@ static int get_metrics(farm_db *db, struct farm_counters *counters, const struct
         size_t len = 0;
         int r = 0;
 
-        if (!check_args(args, allowed, a))
+        if (!query_check_args(args, allowed, a))
                 return 0;
         FILE *f = open_memstream(&text, &len);
         if (!f)
-                return answer_internal(a, -ENOMEM);
+                return query_internal(a, -ENOMEM);
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(metric_families); i++) {
                 const struct metric_family *m = &metric_families[i];
                 fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name, m->type);
@@ -2485,7 +2238,7 @@ static int get_metrics(farm_db *db, struct farm_counters *counters, const struct
         }
         if (r < 0) {
                 free(text);
-                return answer_internal(a, r);
+                return query_internal(a, r);
         }
         a->status = 200;
         a->text = text;
@@ -2544,7 +2297,7 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                          (int) MIN((size_t) (slash - id), sizeof(key) - 1), id);
                 if (which != UNKNOWN && !farm_machine_id_valid(key)) {
                         *ret = (struct farm_answer){};
-                        answer_error(ret, 404, "no such machine");
+                        query_error(ret, 404, "no such machine");
                         return 1;
                 }
         } else if (strncmp(url, API "/kernels/", strlen(API "/kernels/")) == 0) {
@@ -2554,13 +2307,13 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                 which = COMPARE;
                 if ((size_t) (slash - rel) >= sizeof(key) || slash == rel) {
                         *ret = (struct farm_answer){};
-                        answer_error(ret, 404, "no such kernel");
+                        query_error(ret, 404, "no such kernel");
                         return 1;
                 }
                 /* Still percent-encoded in the routing path: a release may hold a '/'. */
                 if (farm_segment_decode(rel, (size_t) (slash - rel), key, sizeof(key)) < 0) {
                         *ret = (struct farm_answer){};
-                        answer_error(ret, 404, "no such kernel");
+                        query_error(ret, 404, "no such kernel");
                         return 1;
                 }
         } else
@@ -2568,11 +2321,11 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
 
         *ret = (struct farm_answer){};
         if (which == UNKNOWN) {
-                answer_error(ret, 404, "no such resource");
+                query_error(ret, 404, "no such resource");
                 return 1;
         }
         if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-                answer_error(ret, 405, "method not allowed");
+                query_error(ret, 405, "method not allowed");
                 ret->allow = "GET, HEAD";
                 return 1;
         }
@@ -2603,7 +2356,7 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
         }
         if (ret->status == 0) {
                 snprintf(ret->err, sizeof(ret->err), "%s: no answer", url);
-                answer_internal(ret, -EIO);
+                query_internal(ret, -EIO);
         }
         return 1;
 }
