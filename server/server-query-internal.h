@@ -69,3 +69,9 @@ bool query_parse_window(const struct farm_args *args, int64_t now, const struct 
 /* Adds "machine", "from_ns", "from", "to_ns", "to", "cpu" and "scenario" to o. */
 int query_window_fields(json_t *o, const char *machine, int64_t from, int64_t to, int64_t cpu,
                         const char *scenario);
+
+/* ---- the routes, which farm_query_route() dispatches to ---- */
+
+/* Each answers a (returning 0 once a holds the answer, or what query_internal() returns). */
+int query_intervals(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
+                    const char *path, struct farm_answer *a);

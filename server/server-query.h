@@ -15,8 +15,6 @@
 #include "summary.h"
 
 #define FARM_ARGS_MAX 32
-/* An intervals query answers at most this many steps: a larger window needs a larger step. */
-#define FARM_STEPS_MAX 100000
 
 /* The query parameters of a request, as libmicrohttpd decoded them (value NULL: "?name"). */
 struct farm_args {
@@ -73,33 +71,6 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                      const char *method, const struct farm_args *args, int64_t now_ns,
                      struct farm_answer *ret);
 
-/* The worst case per time step of a machine, as the intervals query computes it, for the
- * dashboard (which would otherwise build and read back the JSON of thousands of steps). */
-#define FARM_STEP_NAMES_MAX 64
-struct farm_names { /* different scenarios or kernels; "" for none */
-        char *s[FARM_STEP_NAMES_MAX];
-        unsigned n;
-};
-struct farm_step {
-        int64_t start_ns, max_time_ns;
-        int64_t data_end_ns; /* the latest end of its intervals (after the step's end when
-                              * intervals are longer than the step) */
-        uint64_t max_ns, samples, violations, intervals, covered_ns;
-        uint64_t scenarios, kernels; /* bits of the names: 1 << index */
-        int64_t max_cpu;
-};
-struct farm_steps {
-        struct farm_step *v; /* the steps that hold intervals, in time order */
-        size_t n;
-        struct farm_names scenarios, kernels;
-};
-/* The steps of step_ns of [from, to) of the machine's intervals (aligned as in the intervals
- * query).  -E2BIG for more than FARM_STEPS_MAX steps; beyond FARM_STEP_NAMES_MAX scenarios or
- * kernels, the last name is "(others)" and stands for the rest. */
-int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_t to,
-                       uint64_t step_ns, struct farm_steps *ret, char err[static FARM_ERROR_MAX]);
-void farm_steps_done(struct farm_steps *s);
-
 /* The merged histograms of a machine's window [from, to), CPU by CPU in ascending order and
  * within the memory budget of server-merge.h: fn(cpu, that CPU's, all CPUs merged) for each
  * CPU with data, or once fn(-1, NULL, all) for a window without any. */
@@ -118,12 +89,6 @@ void farm_warmer_stop(struct farm_warmer *w);
 int farm_query_warm(farm_db *db, int64_t now_ns, unsigned max, char *err);
 
 /* ---- pure helpers, exposed for the unit tests ---- */
-
-/* The start of the step of length step_ns that holds t: steps are aligned to multiples of
- * step_ns since the Unix epoch (floor, also before 1970). */
-int64_t farm_step_floor(int64_t t, uint64_t step_ns);
-/* How many steps of step_ns the window [from, to) touches (to > from). */
-uint64_t farm_steps_in(int64_t from_ns, int64_t to_ns, uint64_t step_ns);
 
 struct farm_percentiles {
         uint64_t p50_ns, p99_ns, p99_9_ns, p99_99_ns;
