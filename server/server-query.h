@@ -79,15 +79,6 @@ typedef int (*farm_cpu_hist_fn)(void *userdata, int64_t cpu, const struct farm_a
 int farm_machine_hists(farm_db *db, const char *machine_id, int64_t from, int64_t to, int64_t now,
                        farm_cpu_hist_fn fn, void *userdata, char err[static FARM_ERROR_MAX]);
 
-/* The histogram cache filled in the background, so that a first look at a machine's month
- * does not wait for it: a thread that merges a few past days at a time (the most recent
- * first), pausing between them for the queries, and looks for new days once a minute. */
-struct farm_warmer;
-int farm_warmer_start(farm_db *db, struct farm_warmer **ret);
-void farm_warmer_stop(struct farm_warmer *w);
-/* One pass of it: up to max past days filled; how many are cached now. */
-int farm_query_warm(farm_db *db, int64_t now_ns, unsigned max, char *err);
-
 /* ---- pure helpers, exposed for the unit tests ---- */
 
 struct farm_percentiles {
