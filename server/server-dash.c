@@ -16,6 +16,7 @@
 #include "server-dash.h"
 #include "server-path.h"
 #include "server-params.h"
+#include "server-query-hist.h"
 #include "server-query-steps.h"
 #include "server-stable.h"
 #include "server-svg.h"

@@ -71,22 +71,7 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                      const char *method, const struct farm_args *args, int64_t now_ns,
                      struct farm_answer *ret);
 
-/* The merged histograms of a machine's window [from, to), CPU by CPU in ascending order and
- * within the memory budget of server-merge.h: fn(cpu, that CPU's, all CPUs merged) for each
- * CPU with data, or once fn(-1, NULL, all) for a window without any. */
-typedef int (*farm_cpu_hist_fn)(void *userdata, int64_t cpu, const struct farm_acc *acc,
-                                const struct farm_acc *all);
-int farm_machine_hists(farm_db *db, const char *machine_id, int64_t from, int64_t to, int64_t now,
-                       farm_cpu_hist_fn fn, void *userdata, char err[static FARM_ERROR_MAX]);
-
 /* ---- pure helpers, exposed for the unit tests ---- */
-
-struct farm_percentiles {
-        uint64_t p50_ns, p99_ns, p99_9_ns, p99_99_ns;
-};
-/* Percentiles of a merged histogram as upper bounds (hist_quantile_ns), never above max_ns. */
-void farm_percentiles(const struct hist *h, uint64_t min_ns, uint64_t max_ns,
-                      struct farm_percentiles *ret);
 
 /* The regression rule of a comparison: value is worse than base when it exceeds it by more
  * than tolerance_percent of base and by more than min_difference_ns. */
