@@ -12,6 +12,7 @@
 #include "server-db.h"
 #include "server-params.h"
 #include "server-query.h"
+#include "server-query-compare.h"
 #include "server-query-hist.h"
 #include "server-query-steps.h"
 #include "server-ratelimit.h"
