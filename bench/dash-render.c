@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "server-dash.h"
+#include "server-metrics.h"
 #include "server-query.h"
 #include "server-db.h"
 #include "server-verdict.h"

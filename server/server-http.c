@@ -26,6 +26,7 @@
 #include "server-notify.h"
 #include "server-params.h"
 #include "server-path.h"
+#include "server-metrics.h"
 #include "server-query.h"
 #include "server-trace.h"
 #include "server-ratelimit.h"

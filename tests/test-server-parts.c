@@ -11,6 +11,7 @@
 #include "server-auth.h"
 #include "server-db.h"
 #include "server-params.h"
+#include "server-metrics.h"
 #include "server-query.h"
 #include "server-query-compare.h"
 #include "server-query-hist.h"
