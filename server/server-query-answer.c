@@ -176,30 +176,43 @@ int query_add_page(json_t *o, const char *path, const struct farm_args *args,
 
 /* ---- the machine and the window --------------------------------------------------------- */
 
-/* 1 when the machine is enrolled, 0 when not (answered 404).  With the reader lock held. */
-int query_machine_lookup(sql_conn *c, const char *id, struct query_machine *m,
-                         struct farm_answer *a) {
+int query_machine_find(sql_conn *c, const char *id, struct query_machine *m,
+                       char err[static FARM_ERROR_MAX]) {
         _cleanup_reset_ sql_stmt *st = NULL;
         int r = farm_prepare(c,
                              "SELECT m.last_interval_start_ns, (SELECT interval_ns FROM runs "
                              "WHERE machine_id = m.id ORDER BY start_ns DESC, run_id DESC "
                              "LIMIT 1) FROM machines m WHERE m.id = ?",
-                             &st, a->err);
+                             &st, err);
         if (r < 0)
-                return query_internal(a, r);
+                return r;
         sql_bind_text(st, 1, id);
         int rc = sql_step(st);
-        if (rc == SQL_DONE) {
-                query_error(a, 404, "no such machine");
+        if (rc == SQL_DONE)
                 return 0;
-        }
         if (rc != SQL_ROW)
-                return query_internal(a, farm_fail(c, rc, "cannot look up the machine", a->err));
+                return farm_fail(c, rc, "cannot look up the machine", err);
         *m = (struct query_machine){ .id = id };
         m->has_data = !sql_column_null(st, 0);
         m->last_start_ns = sql_column_int64(st, 0);
         m->interval_ns = (uint64_t) sql_column_int64(st, 1);
         return 1;
+}
+
+int query_machine_lookup(sql_conn *c, const char *id, struct query_machine *m,
+                         struct farm_answer *a) {
+        int r = query_machine_find(c, id, m, a->err);
+        if (r < 0)
+                return query_internal(a, r);
+        if (r == 0)
+                query_error(a, 404, "no such machine");
+        return r;
+}
+
+void query_default_window(const struct query_machine *m, int64_t now, int64_t *ret_from,
+                          int64_t *ret_to) {
+        *ret_to = m->has_data ? m->last_start_ns + 1 : now;
+        *ret_from = *ret_to - DEFAULT_WINDOW_NS;
 }
 
 /* ?from= and ?to= of a window [from, to): by default the 24 hours up to the machine's latest
@@ -212,10 +225,9 @@ bool query_parse_window(const struct farm_args *args, int64_t now, const struct 
         if (!query_param_ok(farm_param_time("from", f, now, &from, perr), perr, a) ||
             !query_param_ok(farm_param_time("to", t, now, &to, perr), perr, a))
                 return false;
-        if (!f && !t) {
-                to = m->has_data ? m->last_start_ns + 1 : now;
-                from = to - DEFAULT_WINDOW_NS;
-        } else if (!t)
+        if (!f && !t)
+                query_default_window(m, now, &from, &to);
+        else if (!t)
                 to = from > INT64_MAX - DEFAULT_WINDOW_NS ? INT64_MAX : from + DEFAULT_WINDOW_NS;
         else if (!f)
                 from = to < INT64_MIN + DEFAULT_WINDOW_NS ? INT64_MIN : to - DEFAULT_WINDOW_NS;

@@ -60,9 +60,16 @@ struct query_machine {
         uint64_t interval_ns;  /* of its latest run */
 };
 
-/* 1 when the machine is enrolled, 0 when not (answered 404).  With the reader lock held. */
+/* 1 with m filled when the machine is enrolled, 0 when not.  With the reader lock held. */
+int query_machine_find(sql_conn *c, const char *id, struct query_machine *m,
+                       char err[static FARM_ERROR_MAX]);
+/* The same, answering 404 when it is not enrolled. */
 int query_machine_lookup(sql_conn *c, const char *id, struct query_machine *m,
                          struct farm_answer *a);
+/* The window of a machine's query without from= and to=: the 24 hours up to its latest interval
+ * (included), or up to now before it has any. */
+void query_default_window(const struct query_machine *m, int64_t now, int64_t *ret_from,
+                          int64_t *ret_to);
 /* ?from= and ?to= of a window [from, to) of machine m. */
 bool query_parse_window(const struct farm_args *args, int64_t now, const struct query_machine *m,
                         int64_t *ret_from, int64_t *ret_to, struct farm_answer *a);

@@ -10,6 +10,7 @@
 #include "json-time.h"
 #include "macro.h"
 #include "server-query-internal.h"
+#include "server-query-machines.h"
 
 /* ---- GET /api/v1/machines/{id}/events and /runs ----------------------------------------- */
 
@@ -23,15 +24,96 @@ static bool event_type_ok(const char *s, struct farm_answer *a) {
         return ok;
 }
 
+/* The answer of a machine's list: {"machine": id, key: list, and the page}. */
+static int machine_list_answer(struct farm_answer *a, const char *id, const char *key, json_t *list,
+                               const char *path, const struct farm_args *args,
+                               const struct farm_page *page, uint64_t total) {
+        json_t *o = json_object();
+        if (!o || json_object_set_new(o, "machine", json_string(id)) < 0 ||
+            json_object_set_new(o, key, list) < 0 ||
+            query_add_page(o, path, args, page, total) < 0) {
+                if (!o)
+                        json_decref(list);
+                json_decref(o);
+                query_json(a, NULL);
+                return 0;
+        }
+        query_json(a, o);
+        return 0;
+}
+
+static int list_oom(char *err) {
+        snprintf(err, FARM_ERROR_MAX, "out of memory building the answer");
+        return -ENOMEM;
+}
+
+int farm_machine_events_json(farm_db *db, const char *id, int64_t from, int64_t to,
+                             const char *type, const struct farm_page *page, json_t **ret,
+                             uint64_t *ret_total, char err[static FARM_ERROR_MAX]) {
+        struct query_machine m;
+        int r, rc;
+
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
+        if ((r = query_machine_find(c, id, &m, err)) <= 0)
+                return r < 0 ? r : -ENOENT;
+#define EVENTS_WHERE                                                                             \
+        "FROM runs r JOIN events e ON e.run = r.id WHERE r.machine_id = ?1 AND e.time_ns >= ?2 " \
+        "AND e.time_ns < ?3 AND (e.type = ?4 OR ?4 IS NULL) "
+        if ((r = farm_prepare(c, "SELECT count(*) " EVENTS_WHERE, &cnt, err)) < 0 ||
+            (r = farm_prepare(c,
+                              "SELECT r.run_id, e.event_id, e.time_ns, e.type, e.cpu, e.value, "
+                              "e.message, r.kernel_release " EVENTS_WHERE
+                              "ORDER BY e.time_ns DESC, r.run_id DESC, e.event_id DESC "
+                              "LIMIT ?5 OFFSET ?6",
+                              &st, err)) < 0)
+                return r;
+#undef EVENTS_WHERE
+        sql_stmt *both[2] = { cnt, st };
+        for (int i = 0; i < 2; i++) {
+                sql_bind_text(both[i], 1, id);
+                sql_bind_int64(both[i], 2, from);
+                sql_bind_int64(both[i], 3, to);
+                if (type)
+                        sql_bind_text(both[i], 4, type);
+        }
+        sql_bind_int64(st, 5, (int64_t) page->limit);
+        sql_bind_int64(st, 6, (int64_t) MIN(page->offset, (uint64_t) INT64_MAX));
+        if ((rc = sql_step(cnt)) != SQL_ROW)
+                return farm_fail(c, rc, "cannot count events", err);
+        uint64_t total = (uint64_t) sql_column_int64(cnt, 0);
+        json_t *list = json_array();
+        if (!list)
+                return list_oom(err);
+        while ((rc = sql_step(st)) == SQL_ROW)
+                json_array_append_new(
+                        list, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "run",
+                                        farm_json_col_int(st, 0), "id", farm_json_col_int(st, 1),
+                                        "time_ns", farm_json_col_int(st, 2), "time",
+                                        json_time(sql_column_int64(st, 2)), "type",
+                                        farm_json_col_text(st, 3), "cpu", farm_json_col_int(st, 4),
+                                        "value", farm_json_col_int(st, 5), "message",
+                                        farm_json_col_text(st, 6), "kernel_release",
+                                        farm_json_col_text(st, 7)));
+        if (rc != SQL_DONE) {
+                json_decref(list);
+                return farm_fail(c, rc, "cannot read events", err);
+        }
+        *ret = list;
+        if (ret_total)
+                *ret_total = total;
+        return 0;
+}
+
 int query_events(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
                  const char *path, struct farm_answer *a) {
         static const char *const allowed[] = { "from", "to", "type", "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX];
-        struct query_machine m;
         struct farm_page page;
         int64_t from = INT64_MIN, to = INT64_MAX;
         const char *type = query_arg(args, "type");
-        int r, rc;
+        json_t *list = NULL;
+        uint64_t total = 0;
 
         if (!query_check_args(args, allowed, a) || (type && !event_type_ok(type, a)) ||
             !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
@@ -46,82 +128,53 @@ int query_events(farm_db *db, const char *id, const struct farm_args *args, int6
                             query_arg(args, "from") ?: "", query_arg(args, "to") ?: "");
                 return 0;
         }
-        _cleanup_release_ sql_conn *c = farm_reader(db);
-        _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
-        if ((r = query_machine_lookup(c, id, &m, a)) <= 0)
-                return r;
-#define EVENTS_WHERE                                                                             \
-        "FROM runs r JOIN events e ON e.run = r.id WHERE r.machine_id = ?1 AND e.time_ns >= ?2 " \
-        "AND e.time_ns < ?3 AND (e.type = ?4 OR ?4 IS NULL) "
-        if ((r = farm_prepare(c, "SELECT count(*) " EVENTS_WHERE, &cnt, a->err)) < 0 ||
-            (r = farm_prepare(c,
-                              "SELECT r.run_id, e.event_id, e.time_ns, e.type, e.cpu, e.value, "
-                              "e.message, r.kernel_release " EVENTS_WHERE
-                              "ORDER BY e.time_ns DESC, r.run_id DESC, e.event_id DESC "
-                              "LIMIT ?5 OFFSET ?6",
-                              &st, a->err)) < 0)
-                return query_internal(a, r);
-#undef EVENTS_WHERE
-        sql_stmt *both[2] = { cnt, st };
-        for (int i = 0; i < 2; i++) {
-                sql_bind_text(both[i], 1, id);
-                sql_bind_int64(both[i], 2, from);
-                sql_bind_int64(both[i], 3, to);
-                if (type)
-                        sql_bind_text(both[i], 4, type);
-        }
-        sql_bind_int64(st, 5, (int64_t) page.limit);
-        sql_bind_int64(st, 6, (int64_t) MIN(page.offset, (uint64_t) INT64_MAX));
-        if ((rc = sql_step(cnt)) != SQL_ROW)
-                return query_internal(a, farm_fail(c, rc, "cannot count events", a->err));
-        uint64_t total = (uint64_t) sql_column_int64(cnt, 0);
-        json_t *list = json_array(), *o = json_object();
-        while (list && (rc = sql_step(st)) == SQL_ROW)
-                json_array_append_new(
-                        list, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "run",
-                                        farm_json_col_int(st, 0), "id", farm_json_col_int(st, 1),
-                                        "time_ns", farm_json_col_int(st, 2), "time",
-                                        json_time(sql_column_int64(st, 2)), "type",
-                                        farm_json_col_text(st, 3), "cpu", farm_json_col_int(st, 4),
-                                        "value", farm_json_col_int(st, 5), "message",
-                                        farm_json_col_text(st, 6), "kernel_release",
-                                        farm_json_col_text(st, 7)));
-        if (list && rc != SQL_DONE) {
-                json_decref(list);
-                json_decref(o);
-                return query_internal(a, farm_fail(c, rc, "cannot read events", a->err));
-        }
-        if (!o || !list || json_object_set_new(o, "machine", json_string(id)) < 0 ||
-            json_object_set_new(o, "events", list) < 0 ||
-            query_add_page(o, path, args, &page, total) < 0) {
-                json_decref(o);
-                query_json(a, NULL);
+        int r = farm_machine_events_json(db, id, from, to, type, &page, &list, &total, a->err);
+        if (r == -ENOENT) {
+                query_error(a, 404, "no such machine");
                 return 0;
         }
-        query_json(a, o);
-        return 0;
+        if (r < 0)
+                return query_internal(a, r);
+        return machine_list_answer(a, id, "events", list, path, args, &page, total);
 }
 
-int query_runs(farm_db *db, const char *id, const struct farm_args *args, const char *path,
-               struct farm_answer *a) {
-        static const char *const allowed[] = { "limit", "offset", NULL };
-        char perr[FARM_PARAM_ERROR_MAX];
+/* A run as the runs query lists it, from a row of its SELECT. */
+static json_t *run_json(sql_stmt *st) {
+        bool data = !sql_column_null(st, 9);
+        bool unclean = !sql_column_null(st, 13);
+        json_t *end = unclean ? json_pack("{s:s, s:o, s:o, s:o}", "how", "unclean", "time_ns",
+                                          farm_json_col_int(st, 13), "time",
+                                          json_time(sql_column_int64(st, 13)), "message",
+                                          farm_json_col_text(st, 14))
+                              : json_null();
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, "
+                         "s:o, s:o, s:I, s:o, s:o}",
+                         "id", farm_json_col_int(st, 0), "boot_id", farm_json_col_text(st, 1),
+                         "kernel_release", farm_json_col_text(st, 2), "kernel_version",
+                         farm_json_col_text(st, 3), "preempt_model", farm_json_col_text(st, 4),
+                         "daemon_version", farm_json_col_text(st, 5), "start_ns",
+                         farm_json_col_int(st, 6), "start", json_time(sql_column_int64(st, 6)),
+                         "interval_ns", farm_json_col_int(st, 7), "threshold_ns",
+                         farm_json_col_int(st, 8), "first_data_ns", farm_json_col_int(st, 9),
+                         "first_data", data ? json_time(sql_column_int64(st, 9)) : json_null(),
+                         "last_data_ns", farm_json_col_int(st, 10), "last_data",
+                         data ? json_time(sql_column_int64(st, 10)) : json_null(), "intervals",
+                         (json_int_t) sql_column_int64(st, 11), "worst_latency_ns",
+                         farm_json_col_int(st, 12), "end", end);
+}
+
+int farm_machine_runs_json(farm_db *db, const char *id, const struct farm_page *page, json_t **ret,
+                           uint64_t *ret_total, char err[static FARM_ERROR_MAX]) {
         struct query_machine m;
-        struct farm_page page;
         int r, rc;
 
-        if (!query_check_args(args, allowed, a) ||
-            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
-                                            &page, perr),
-                            perr, a))
-                return 0;
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
-        if ((r = query_machine_lookup(c, id, &m, a)) <= 0)
-                return r;
+        if ((r = query_machine_find(c, id, &m, err)) <= 0)
+                return r < 0 ? r : -ENOENT;
         /* The day rollups give the first and last data, the intervals and the worst case of a
          * run from a few rows per day instead of its intervals. */
-        if ((r = farm_prepare(c, "SELECT count(*) FROM runs WHERE machine_id = ?", &cnt, a->err)) <
+        if ((r = farm_prepare(c, "SELECT count(*) FROM runs WHERE machine_id = ?", &cnt, err)) <
                     0 ||
             (r = farm_prepare(
                      c,
@@ -139,58 +192,51 @@ int query_runs(farm_db *db, const char *id, const struct farm_args *args, const 
                      "  LIMIT 1) "
                      "WHERE r.machine_id = ?1 ORDER BY r.start_ns DESC, r.run_id DESC "
                      "LIMIT ?2 OFFSET ?3",
-                     &st, a->err)) < 0)
-                return query_internal(a, r);
+                     &st, err)) < 0)
+                return r;
         sql_bind_text(cnt, 1, id);
         sql_bind_text(st, 1, id);
-        sql_bind_int64(st, 2, (int64_t) page.limit);
-        sql_bind_int64(st, 3, (int64_t) MIN(page.offset, (uint64_t) INT64_MAX));
+        sql_bind_int64(st, 2, (int64_t) page->limit);
+        sql_bind_int64(st, 3, (int64_t) MIN(page->offset, (uint64_t) INT64_MAX));
         if ((rc = sql_step(cnt)) != SQL_ROW)
-                return query_internal(a, farm_fail(c, rc, "cannot count runs", a->err));
+                return farm_fail(c, rc, "cannot count runs", err);
         uint64_t total = (uint64_t) sql_column_int64(cnt, 0);
-        json_t *list = json_array(), *o = json_object();
-        while (list && (rc = sql_step(st)) == SQL_ROW) {
-                bool data = !sql_column_null(st, 9);
-                bool unclean = !sql_column_null(st, 13);
-                json_t *end = unclean ? json_pack("{s:s, s:o, s:o, s:o}", "how", "unclean",
-                                                  "time_ns", farm_json_col_int(st, 13), "time",
-                                                  json_time(sql_column_int64(st, 13)), "message",
-                                                  farm_json_col_text(st, 14))
-                                      : json_null();
-                json_array_append_new(
-                        list,
-                        json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, "
-                                  "s:o, s:o, s:I, s:o, s:o}",
-                                  "id", farm_json_col_int(st, 0), "boot_id",
-                                  farm_json_col_text(st, 1), "kernel_release",
-                                  farm_json_col_text(st, 2), "kernel_version",
-                                  farm_json_col_text(st, 3), "preempt_model",
-                                  farm_json_col_text(st, 4), "daemon_version",
-                                  farm_json_col_text(st, 5), "start_ns", farm_json_col_int(st, 6),
-                                  "start", json_time(sql_column_int64(st, 6)), "interval_ns",
-                                  farm_json_col_int(st, 7), "threshold_ns",
-                                  farm_json_col_int(st, 8), "first_data_ns",
-                                  farm_json_col_int(st, 9), "first_data",
-                                  data ? json_time(sql_column_int64(st, 9)) : json_null(),
-                                  "last_data_ns", farm_json_col_int(st, 10), "last_data",
-                                  data ? json_time(sql_column_int64(st, 10)) : json_null(),
-                                  "intervals", (json_int_t) sql_column_int64(st, 11),
-                                  "worst_latency_ns", farm_json_col_int(st, 12), "end", end));
-        }
-        if (list && rc != SQL_DONE) {
+        json_t *list = json_array();
+        if (!list)
+                return list_oom(err);
+        while ((rc = sql_step(st)) == SQL_ROW)
+                json_array_append_new(list, run_json(st));
+        if (rc != SQL_DONE) {
                 json_decref(list);
-                json_decref(o);
-                return query_internal(a, farm_fail(c, rc, "cannot read runs", a->err));
+                return farm_fail(c, rc, "cannot read runs", err);
         }
-        if (!o || !list || json_object_set_new(o, "machine", json_string(id)) < 0 ||
-            json_object_set_new(o, "runs", list) < 0 ||
-            query_add_page(o, path, args, &page, total) < 0) {
-                json_decref(o);
-                query_json(a, NULL);
+        *ret = list;
+        if (ret_total)
+                *ret_total = total;
+        return 0;
+}
+
+int query_runs(farm_db *db, const char *id, const struct farm_args *args, const char *path,
+               struct farm_answer *a) {
+        static const char *const allowed[] = { "limit", "offset", NULL };
+        char perr[FARM_PARAM_ERROR_MAX];
+        struct farm_page page;
+        json_t *list = NULL;
+        uint64_t total = 0;
+
+        if (!query_check_args(args, allowed, a) ||
+            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
+                                            &page, perr),
+                            perr, a))
+                return 0;
+        int r = farm_machine_runs_json(db, id, &page, &list, &total, a->err);
+        if (r == -ENOENT) {
+                query_error(a, 404, "no such machine");
                 return 0;
         }
-        query_json(a, o);
-        return 0;
+        if (r < 0)
+                return query_internal(a, r);
+        return machine_list_answer(a, id, "runs", list, path, args, &page, total);
 }
 
 /* ---- GET /api/v1/machines, paginated ---------------------------------------------------- */
