@@ -195,8 +195,8 @@ static int collect_steps(sql_conn *c, const char *id, int64_t from, int64_t to, 
         return 0;
 }
 
-int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_t to,
-                       uint64_t step_ns, struct farm_steps *ret, char err[static FARM_ERROR_MAX]) {
+/* What farm_machine_steps() and farm_machine_recent_steps() refuse. */
+static int steps_check(int64_t from, int64_t to, uint64_t step_ns, char *err) {
         if (from >= to || step_ns == 0 || step_ns > (uint64_t) INT64_MAX) {
                 snprintf(err, FARM_ERROR_MAX, "steps: an empty window or a bad step");
                 return -EINVAL;
@@ -205,8 +205,40 @@ int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_
                 snprintf(err, FARM_ERROR_MAX, "steps: more than %d in the window", FARM_STEPS_MAX);
                 return -E2BIG;
         }
+        return 0;
+}
+
+int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_t to,
+                       uint64_t step_ns, struct farm_steps *ret, char err[static FARM_ERROR_MAX]) {
+        int r = steps_check(from, to, step_ns, err);
+        if (r < 0)
+                return r;
         _cleanup_release_ sql_conn *c = farm_reader(db);
         return collect_steps(c, machine_id, from, to, step_ns, -1, NULL, true, ret, err);
+}
+
+int farm_machine_recent_steps(farm_db *db, const char *machine_id, int64_t now, uint64_t step_ns,
+                              struct farm_steps *ret, char err[static FARM_ERROR_MAX]) {
+        struct query_machine m;
+        int64_t from, to;
+        *ret = (struct farm_steps){};
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        int r = query_machine_find(c, machine_id, &m, err);
+        if (r == 0) {
+                snprintf(err, FARM_ERROR_MAX, "no such machine");
+                return -ENOENT;
+        }
+        if (r < 0)
+                return r;
+        query_default_window(&m, now, &from, &to);
+        if ((r = steps_check(from, to, step_ns, err)) < 0)
+                return r;
+        r = collect_steps(c, machine_id, from, to, step_ns, -1, NULL, false, ret, err);
+        if (r == -ENOSPC)
+                snprintf(err, FARM_ERROR_MAX,
+                         "steps: more than %d different scenarios or kernels in the window",
+                         NAMES_MAX);
+        return r;
 }
 
 int query_intervals(farm_db *db, const char *id, const struct farm_args *args, int64_t now,

@@ -35,6 +35,12 @@ struct farm_steps {
  * kernels, the last name is "(others)" and stands for the rest. */
 int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_t to,
                        uint64_t step_ns, struct farm_steps *ret, char err[static FARM_ERROR_MAX]);
+/* The steps of step_ns of the intervals query's window without from= and to= (the 24 hours up
+ * to the machine's latest interval), as that query answers them: -ENOENT for a machine not
+ * enrolled, -ENOSPC (as the query refuses them) beyond FARM_STEP_NAMES_MAX scenarios or
+ * kernels. */
+int farm_machine_recent_steps(farm_db *db, const char *machine_id, int64_t now, uint64_t step_ns,
+                              struct farm_steps *ret, char err[static FARM_ERROR_MAX]);
 void farm_steps_done(struct farm_steps *s);
 
 /* The start of the step of length step_ns that holds t: steps are aligned to multiples of
