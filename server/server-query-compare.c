@@ -17,9 +17,6 @@
 #include "server-query-steps.h"
 #include "timeutil.h"
 
-#define TOLERANCE_PERCENT_DEFAULT 10
-#define MIN_DIFFERENCE_NS_DEFAULT (5 * NSEC_PER_USEC)
-
 bool farm_worse(uint64_t value, uint64_t base, uint64_t tolerance_percent,
                 uint64_t min_difference_ns) {
         if (value <= base)
@@ -32,21 +29,8 @@ bool farm_worse(uint64_t value, uint64_t base, uint64_t tolerance_percent,
 
 /* ---- GET /api/v1/kernels/{release}/compare ---------------------------------------------- */
 
-/* One side of a comparison entry: the figures of the merged histogram, which is not kept. */
-struct cmp_side {
-        bool used;
-        uint64_t worst_ns, p99_9_ns, samples, violations;
-};
-
-/* One machine and scenario under each of the two kernels. */
-struct cmp_entry {
-        char machine[FARM_MACHINE_ID_LEN + 1];
-        char *scenario;
-        struct cmp_side side[2];
-};
-
 struct cmp_list {
-        struct cmp_entry *v;
+        struct farm_cmp_entry *v;
         size_t n, alloc;
 };
 
@@ -65,14 +49,14 @@ static int cmp_scenario(struct cmp_machine *m, const char *scenario) {
                         return (int) (i - m->first);
         if (l->n == l->alloc) {
                 size_t na = l->alloc ? l->alloc * 2 : 64;
-                struct cmp_entry *v = realloc(l->v, na * sizeof(*v));
+                struct farm_cmp_entry *v = realloc(l->v, na * sizeof(*v));
                 if (!v)
                         return -ENOMEM;
                 l->v = v;
                 l->alloc = na;
         }
-        struct cmp_entry *e = &l->v[l->n];
-        *e = (struct cmp_entry){ .scenario = strdup(scenario) };
+        struct farm_cmp_entry *e = &l->v[l->n];
+        *e = (struct farm_cmp_entry){ .scenario = strdup(scenario) };
         if (!e->scenario)
                 return -ENOMEM;
         snprintf(e->machine, sizeof(e->machine), "%s", m->machine);
@@ -95,14 +79,14 @@ static int cmp_row(void *userdata, const struct day_ref *ref, const char *scenar
 
 static int cmp_key_done(void *userdata, uint64_t key, struct farm_acc *c) {
         struct cmp_machine *m = userdata;
-        struct cmp_side *x = &m->list->v[m->first + key / 2].side[key % 2];
+        struct farm_cmp_side *x = &m->list->v[m->first + key / 2].side[key % 2];
         struct farm_percentiles p;
         farm_percentiles(&c->h, c->min_ns, c->max_ns, &p);
-        *x = (struct cmp_side){ .used = c->used,
-                                .worst_ns = c->max_ns,
-                                .p99_9_ns = p.p99_9_ns,
-                                .samples = c->samples,
-                                .violations = c->violations };
+        *x = (struct farm_cmp_side){ .used = c->used,
+                                     .worst_ns = c->max_ns,
+                                     .p99_9_ns = p.p99_9_ns,
+                                     .samples = c->samples,
+                                     .violations = c->violations };
         return 0;
 }
 
@@ -112,7 +96,7 @@ static int ref_by_machine(const void *x, const void *y) {
 }
 
 static int entry_order(const void *x, const void *y) {
-        const struct cmp_entry *a = x, *b = y;
+        const struct farm_cmp_entry *a = x, *b = y;
         int c = strcmp(a->machine, b->machine);
         return c ? c : strcmp(a->scenario, b->scenario);
 }
@@ -147,14 +131,6 @@ static int cmp_merge(farm_db *db, struct day_refs *refs, int64_t to, struct cmp_
         return r;
 }
 
-static json_t *cmp_side_json(const struct cmp_side *c) {
-        if (!c->used)
-                return json_null();
-        return json_pack("{s:I, s:I, s:I, s:I}", "worst_ns", (json_int_t) c->worst_ns, "p99_9_ns",
-                         (json_int_t) c->p99_9_ns, "samples", (json_int_t) c->samples, "violations",
-                         (json_int_t) c->violations);
-}
-
 /* Whether runs of the kernel are stored; reader lock held. */
 static int kernel_known(sql_conn *c, const char *release, char *err) {
         _cleanup_reset_ sql_stmt *st = NULL;
@@ -168,17 +144,152 @@ static int kernel_known(sql_conn *c, const char *release, char *err) {
         return rc == SQL_ROW;
 }
 
+/* The runs and days of both kernels (the same days twice for a kernel compared with itself),
+ * or -ENOENT when one of them has no runs. */
+static int compare_refs(farm_db *db, const char *release, const char *with, int64_t now,
+                        struct day_refs *refs, char *err) {
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r, rc;
+        for (int side = 0; side < 2; side++) {
+                const char *k = side ? with : release;
+                if ((r = kernel_known(c, k, err)) < 0)
+                        return r;
+                if (r == 0) {
+                        if (side)
+                                snprintf(err, FARM_ERROR_MAX, "with=%.256s: no such kernel", k);
+                        else
+                                snprintf(err, FARM_ERROR_MAX, "no such kernel: %.256s", k);
+                        return -ENOENT;
+                }
+        }
+        r = farm_prepare(c,
+                         "SELECT d.run, d.day, r.machine_id, EXISTS (SELECT 1 FROM "
+                         "hist_days h WHERE h.run = d.run AND h.day = d.day) "
+                         "FROM runs r JOIN run_days d ON d.run = r.id "
+                         "WHERE r.release = ?",
+                         &st, err);
+        if (r < 0)
+                return r;
+        int64_t today = farm_step_floor(now, DAY_NS) / DAY_NS;
+        for (int side = 0; side < 2; side++) {
+                sql_reset(st);
+                sql_bind_text(st, 1, side ? with : release);
+                while ((rc = sql_step(st)) == SQL_ROW) {
+                        struct day_ref x = { .run = sql_column_int64(st, 0),
+                                             .day = sql_column_int64(st, 1),
+                                             .cached = sql_column_int(st, 3),
+                                             .side = side };
+                        x.whole = x.day < today;
+                        snprintf(x.machine, sizeof(x.machine), "%s", sql_column_text(st, 2) ?: "");
+                        if (day_refs_add(refs, &x) < 0) {
+                                snprintf(err, FARM_ERROR_MAX, "out of memory");
+                                return -ENOMEM;
+                        }
+                }
+                if (rc != SQL_DONE)
+                        return farm_fail(c, rc, "cannot list the days", err);
+                if (strcmp(release, with) == 0) {
+                        /* A kernel compared with itself: the same days on both sides. */
+                        size_t n = refs->n;
+                        for (size_t i = 0; i < n && day_refs_add(refs, &refs->v[i]) >= 0; i++)
+                                refs->v[refs->n - 1].side = 1;
+                        break;
+                }
+        }
+        return 0;
+}
+
+static void cmp_list_free(struct cmp_list *list) {
+        for (size_t i = 0; i < list->n; i++)
+                free(list->v[i].scenario);
+        free(list->v);
+        *list = (struct cmp_list){};
+}
+
+void farm_comparison_done(struct farm_comparison *c) {
+        struct cmp_list list = { .v = c->v, .n = c->n };
+        cmp_list_free(&list);
+        *c = (struct farm_comparison){};
+}
+
+int farm_kernel_compare(farm_db *db, const char *release, const char *with,
+                        uint64_t tolerance_percent, uint64_t min_difference_ns, int64_t now,
+                        struct farm_comparison *ret, char err[static FARM_ERROR_MAX]) {
+        struct day_refs refs = {};
+        struct cmp_list list = {};
+        *ret = (struct farm_comparison){};
+        int r = compare_refs(db, release, with, now, &refs, err);
+        if (r >= 0) {
+                r = day_refs_fill(db, &refs, err);
+                if (r >= 0)
+                        r = cmp_merge(db, &refs, INT64_MAX, &list, err);
+                if (r == -ENOMEM)
+                        snprintf(err, FARM_ERROR_MAX, "out of memory comparing kernels");
+        }
+        free(refs.v);
+        if (r < 0) {
+                cmp_list_free(&list);
+                return r;
+        }
+        for (size_t i = 0; i < list.n; i++) {
+                struct farm_cmp_entry *e = &list.v[i];
+                const struct farm_cmp_side *k = &e->side[0], *w = &e->side[1];
+                if (k->used && w->used) {
+                        e->regression = farm_worse(k->p99_9_ns, w->p99_9_ns, tolerance_percent,
+                                                   min_difference_ns) ||
+                                        farm_worse(k->worst_ns, w->worst_ns, tolerance_percent,
+                                                   min_difference_ns);
+                        ret->in_both++;
+                        ret->regressions += e->regression;
+                } else
+                        ret->only[k->used ? 0 : 1]++;
+        }
+        ret->v = list.v;
+        ret->n = list.n;
+        snprintf(ret->rule, sizeof(ret->rule),
+                 "regression when the kernel's p99.9 or worst case exceeds the other's by more "
+                 "than %" PRIu64 " %% of it and by more than %" PRIu64 " ns",
+                 tolerance_percent, min_difference_ns);
+        return 0;
+}
+
+static json_t *cmp_side_json(const struct farm_cmp_side *c) {
+        if (!c->used)
+                return json_null();
+        return json_pack("{s:I, s:I, s:I, s:I}", "worst_ns", (json_int_t) c->worst_ns, "p99_9_ns",
+                         (json_int_t) c->p99_9_ns, "samples", (json_int_t) c->samples, "violations",
+                         (json_int_t) c->violations);
+}
+
+static json_t *cmp_entry_json(const struct farm_cmp_entry *e) {
+        const struct farm_cmp_side *k = &e->side[0], *w = &e->side[1];
+        bool both = k->used && w->used;
+        json_t *diff = both ? json_pack("{s:I, s:I}", "worst_ns",
+                                        (json_int_t) k->worst_ns - (json_int_t) w->worst_ns,
+                                        "p99_9_ns",
+                                        (json_int_t) k->p99_9_ns - (json_int_t) w->p99_9_ns)
+                            : json_null();
+        return json_pack("{s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "machine", e->machine, "scenario",
+                         e->scenario[0] ? json_string(e->scenario) : json_null(), "in",
+                         both      ? "both"
+                         : k->used ? "kernel"
+                                   : "with",
+                         "kernel", cmp_side_json(k), "with", cmp_side_json(w), "difference", diff,
+                         "regression", both ? json_boolean(e->regression) : json_null());
+}
+
 int query_compare(farm_db *db, const char *release, const struct farm_args *args, int64_t now,
                   const char *path, struct farm_answer *a) {
         static const char *const allowed[] = { "with",  "tolerance", "min_difference",
                                                "limit", "offset",    NULL };
-        char perr[FARM_PARAM_ERROR_MAX], tol[32];
+        char perr[FARM_PARAM_ERROR_MAX], tol[32], err[FARM_ERROR_MAX];
         struct farm_page page;
-        uint64_t tolerance = TOLERANCE_PERCENT_DEFAULT, min_diff = MIN_DIFFERENCE_NS_DEFAULT;
+        uint64_t tolerance = FARM_COMPARE_TOLERANCE_PERCENT_DEFAULT,
+                 min_diff = FARM_COMPARE_MIN_DIFFERENCE_NS_DEFAULT;
         const char *with = query_arg(args, "with"), *t = query_arg(args, "tolerance");
-        struct day_refs refs = {};
-        struct cmp_list list = {};
-        int r, rc;
+        struct farm_comparison cmp;
+        int r;
 
         if (!query_check_args(args, allowed, a) ||
             !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
@@ -207,138 +318,35 @@ int query_compare(farm_db *db, const char *release, const struct farm_args *args
                 return 0;
         }
 
-        {
-                _cleanup_release_ sql_conn *c = farm_reader(db);
-                _cleanup_reset_ sql_stmt *st = NULL;
-                for (int side = 0; side < 2; side++) {
-                        const char *k = side ? with : release;
-                        if ((r = kernel_known(c, k, a->err)) < 0)
-                                return query_internal(a, r);
-                        if (r == 0) {
-                                if (side)
-                                        query_error(a, 404, "with=%.256s: no such kernel", k);
-                                else
-                                        query_error(a, 404, "no such kernel: %.256s", k);
-                                return 0;
-                        }
-                }
-                r = farm_prepare(c,
-                                 "SELECT d.run, d.day, r.machine_id, EXISTS (SELECT 1 FROM "
-                                 "hist_days h WHERE h.run = d.run AND h.day = d.day) "
-                                 "FROM runs r JOIN run_days d ON d.run = r.id "
-                                 "WHERE r.release = ?",
-                                 &st, a->err);
-                if (r < 0)
-                        return query_internal(a, r);
-                int64_t today = farm_step_floor(now, DAY_NS) / DAY_NS;
-                for (int side = 0; side < 2; side++) {
-                        sql_reset(st);
-                        sql_bind_text(st, 1, side ? with : release);
-                        while ((rc = sql_step(st)) == SQL_ROW) {
-                                struct day_ref x = { .run = sql_column_int64(st, 0),
-                                                     .day = sql_column_int64(st, 1),
-                                                     .cached = sql_column_int(st, 3),
-                                                     .side = side };
-                                x.whole = x.day < today;
-                                snprintf(x.machine, sizeof(x.machine), "%s",
-                                         sql_column_text(st, 2) ?: "");
-                                if (day_refs_add(&refs, &x) < 0) {
-                                        free(refs.v);
-                                        snprintf(a->err, sizeof(a->err), "out of memory");
-                                        return query_internal(a, -ENOMEM);
-                                }
-                        }
-                        if (rc != SQL_DONE) {
-                                free(refs.v);
-                                return query_internal(
-                                        a, farm_fail(c, rc, "cannot list the days", a->err));
-                        }
-                        if (strcmp(release, with) == 0) {
-                                /* A kernel compared with itself: the same days on both sides. */
-                                size_t n = refs.n;
-                                for (size_t i = 0; i < n && day_refs_add(&refs, &refs.v[i]) >= 0;
-                                     i++)
-                                        refs.v[refs.n - 1].side = 1;
-                                break;
-                        }
-                }
+        r = farm_kernel_compare(db, release, with, tolerance, min_diff, now, &cmp, err);
+        if (r == -ENOENT) {
+                query_error(a, 404, "%s", err);
+                return 0;
         }
-
-        r = day_refs_fill(db, &refs, a->err);
-        if (r >= 0)
-                r = cmp_merge(db, &refs, INT64_MAX, &list, a->err);
-        free(refs.v);
-
-        size_t n = list.n;
-        json_t *o = NULL, *items = NULL;
-        uint64_t both = 0, only[2] = {}, regressions = 0;
-        if (r >= 0) {
-                o = json_object();
-                items = json_array();
-                for (size_t i = 0; o && items && i < n; i++) {
-                        const struct cmp_entry *e = &list.v[i];
-                        const struct cmp_side *k = &e->side[0], *w = &e->side[1];
-                        json_t *diff = json_null(), *reg = json_null();
-                        if (k->used && w->used) {
-                                bool worse =
-                                        farm_worse(k->p99_9_ns, w->p99_9_ns, tolerance, min_diff) ||
-                                        farm_worse(k->worst_ns, w->worst_ns, tolerance, min_diff);
-                                both++;
-                                regressions += worse;
-                                diff = json_pack(
-                                        "{s:I, s:I}", "worst_ns",
-                                        (json_int_t) k->worst_ns - (json_int_t) w->worst_ns,
-                                        "p99_9_ns",
-                                        (json_int_t) k->p99_9_ns - (json_int_t) w->p99_9_ns);
-                                reg = json_boolean(worse);
-                        } else
-                                only[k->used ? 0 : 1]++;
-                        if (i < page.offset || i >= page.offset + page.limit) {
-                                json_decref(diff);
-                                json_decref(reg);
-                                continue;
-                        }
-                        json_array_append_new(
-                                items,
-                                json_pack("{s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "machine",
-                                          e->machine, "scenario",
-                                          e->scenario[0] ? json_string(e->scenario) : json_null(),
-                                          "in",
-                                          k->used && w->used ? "both"
-                                          : k->used          ? "kernel"
-                                                             : "with",
-                                          "kernel", cmp_side_json(k), "with", cmp_side_json(w),
-                                          "difference", diff, "regression", reg));
-                }
-        }
-        for (size_t i = 0; i < list.n; i++)
-                free(list.v[i].scenario);
-        free(list.v);
         if (r < 0) {
-                json_decref(o);
-                json_decref(items);
-                if (r == -ENOMEM)
-                        snprintf(a->err, sizeof(a->err), "out of memory comparing kernels");
+                snprintf(a->err, sizeof(a->err), "%s", err);
                 return query_internal(a, r);
         }
-        char rule[256];
-        snprintf(rule, sizeof(rule),
-                 "regression when the kernel's p99.9 or worst case exceeds the other's by more "
-                 "than %" PRIu64 " %% of it and by more than %" PRIu64 " ns",
-                 tolerance, min_diff);
+        json_t *o = json_object(), *items = json_array();
+        for (size_t i = page.offset; o && items && i < cmp.n && i < page.offset + page.limit; i++)
+                json_array_append_new(items, cmp_entry_json(&cmp.v[i]));
+        size_t n = cmp.n;
         if (!o || !items ||
             json_object_update_new(
                     o, json_pack("{s:s, s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:o}", "kernel",
                                  release, "with", with, "tolerance_percent", (json_int_t) tolerance,
-                                 "min_difference_ns", (json_int_t) min_diff, "rule", rule,
-                                 "regressions", (json_int_t) regressions, "in_both",
-                                 (json_int_t) both, "only_kernel", (json_int_t) only[0],
-                                 "only_with", (json_int_t) only[1], "comparisons", items)) < 0 ||
+                                 "min_difference_ns", (json_int_t) min_diff, "rule", cmp.rule,
+                                 "regressions", (json_int_t) cmp.regressions, "in_both",
+                                 (json_int_t) cmp.in_both, "only_kernel", (json_int_t) cmp.only[0],
+                                 "only_with", (json_int_t) cmp.only[1], "comparisons", items)) <
+                    0 ||
             query_add_page(o, path, args, &page, n) < 0) {
+                farm_comparison_done(&cmp);
                 json_decref(o);
                 query_json(a, NULL);
                 return 0;
         }
+        farm_comparison_done(&cmp);
         query_json(a, o);
         return 0;
 }
@@ -396,7 +404,7 @@ int farm_release_stats(farm_db *db, const char *release, const char *const *mach
         if (r >= 0 && list.n && !(out = calloc(list.n, sizeof(*out))))
                 r = -ENOMEM;
         for (size_t i = 0; i < list.n; i++) {
-                const struct cmp_entry *e = &list.v[i];
+                const struct farm_cmp_entry *e = &list.v[i];
                 if (r >= 0 && e->side[0].used) {
                         struct farm_release_stat *o = &out[n++];
                         snprintf(o->machine, sizeof(o->machine), "%s", e->machine);
