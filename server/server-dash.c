@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The farm dashboard: the overview, the machine and kernel pages and their plots, as HTML and
- * SVG rendered here from the answers of the JSON API and of the verdict. */
+ * SVG rendered here from the data of the query API and of the verdict. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -16,7 +16,9 @@
 #include "server-dash.h"
 #include "server-path.h"
 #include "server-params.h"
+#include "server-query-compare.h"
 #include "server-query-hist.h"
+#include "server-query-machines.h"
 #include "server-query-steps.h"
 #include "server-stable.h"
 #include "server-svg.h"
@@ -32,7 +34,9 @@
 #define LT_POINTS_MAX 20000
 #define ZOOM_NS (3 * HOUR_NS) /* an evidence link shows this much either side */
 #define COV_BINS 300
-#define LIST_MAX 200 /* rows of a list on a page; the rest is counted */
+#define LIST_MAX 200          /* rows of a list on a page; the rest is counted */
+#define RUNS_MAX 1000         /* of a machine, the newest */
+#define COMPARE_ROWS_MAX 1000 /* of a comparison, the first */
 #define WAITING_MAX 6
 #define HTML "text/html; charset=utf-8"
 #define SVG "image/svg+xml; charset=utf-8"
@@ -41,7 +45,6 @@
 struct dash {
         farm_db *db;
         const struct farm_rule *rule;
-        struct farm_counters *counters;
         int64_t now;
         const struct farm_args *args;
         struct farm_answer *a;
@@ -374,46 +377,6 @@ static int check_params(struct dash *x, const char *const *allowed) {
         return 0;
 }
 
-/* Runs a query of the JSON API in-process, with name/value pairs (NULL-terminated) as its
- * parameters.  1 and *ret for a 200; 0 when it answered otherwise (the page says why); < 0
- * for an internal error. */
-static int api(struct dash *x, const char *url, json_t **ret, ...) {
-        struct farm_args args = { .unpaged = true };
-        struct farm_answer q;
-        va_list ap;
-        va_start(ap, ret);
-        for (const char *name; (name = va_arg(ap, const char *));) {
-                const char *value = va_arg(ap, const char *);
-                if (args.n < FARM_ARGS_MAX && value) {
-                        args.a[args.n].name = name;
-                        args.a[args.n++].value = value;
-                }
-        }
-        va_end(ap);
-        if (farm_query_route(x->db, x->counters, url, "GET", &args, x->now, &q) == 0)
-                return fail_internal(x, -EIO, "dashboard: a query route is missing");
-        /* A long answer (the intervals' steps) comes as JSON text. */
-        if (q.status == 200 && !q.json && q.text && q.content_type &&
-            strncmp(q.content_type, "application/json", 16) == 0)
-                q.json = json_loads(q.text, 0, NULL);
-        if (q.status == 200 && q.json) {
-                *ret = q.json;
-                q.json = NULL;
-                farm_answer_done(&q);
-                return 1;
-        }
-        if (q.status >= 500) {
-                snprintf(x->a->err, sizeof(x->a->err), "%s", q.err);
-                int e = q.error;
-                farm_answer_done(&q);
-                return fail_internal(x, e, NULL);
-        }
-        const char *msg = js(q.json, "error");
-        fail_page(x, q.status, "%s", msg ?: "the query was refused");
-        farm_answer_done(&q);
-        return 0;
-}
-
 static int finish_page(struct dash *x, const char *content_type) {
         if (fclose(x->f) != 0) {
                 x->f = NULL;
@@ -453,7 +416,7 @@ static int finish_svg(struct dash *x, struct svg_buf *b) {
 struct machine {
         char id[FARM_MACHINE_ID_LEN + 1];
         json_t *info; /* GET /api/v1/machines/{id} */
-        json_t *runs; /* .../runs: newest first */
+        json_t *runs; /* as GET .../runs lists them: newest first */
         bool has_data, silent;
         int64_t last_data_ns; /* end of its latest interval */
         int64_t bound_ns;
@@ -468,7 +431,7 @@ static void machine_done(struct machine *m) {
 
 /* 1 with m filled, 0 answered (404), < 0 internal. */
 static int machine_load(struct dash *x, const char *id, struct machine *m) {
-        char err[FARM_ERROR_MAX], url[128];
+        char err[FARM_ERROR_MAX];
         *m = (struct machine){};
         if (!farm_machine_id_valid(id)) {
                 fail_page(x, 404, "no such machine: %.64s (machine ids are 32 hex digits)", id);
@@ -484,15 +447,21 @@ static int machine_load(struct dash *x, const char *id, struct machine *m) {
                 snprintf(x->a->err, sizeof(x->a->err), "%s", err);
                 return fail_internal(x, r, NULL);
         }
-        snprintf(url, sizeof(url), "/api/v1/machines/%s/runs", id);
-        r = api(x, url, &m->runs, "limit", "1000", NULL);
-        if (r <= 0) {
+        r = farm_machine_runs_json(x->db, id, &(struct farm_page){ RUNS_MAX, 0 }, &m->runs, NULL,
+                                   err);
+        if (r == -ENOENT) { /* removed meanwhile */
                 machine_done(m);
-                return r;
+                fail_page(x, 404, "no such machine");
+                return 0;
+        }
+        if (r < 0) {
+                machine_done(m);
+                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
+                return fail_internal(x, r, NULL);
         }
         json_t *run;
         size_t i;
-        json_array_foreach (json_object_get(m->runs, "runs"), i, run) {
+        json_array_foreach (m->runs, i, run) {
                 int64_t last = ji(run, "last_data_ns", INT64_MIN);
                 if (last != INT64_MIN && (!m->has_data || last > m->last_data_ns)) {
                         m->last_data_ns = last;
@@ -589,7 +558,7 @@ static int parse_window(struct dash *x, const struct machine *m, struct window *
                 json_t *run;
                 size_t i;
                 bool any = false;
-                json_array_foreach (json_object_get(m->runs, "runs"), i, run) {
+                json_array_foreach (m->runs, i, run) {
                         const char *k = js(run, "kernel_release");
                         int64_t a = ji(run, "first_data_ns", INT64_MIN),
                                 b = ji(run, "last_data_ns", INT64_MIN);
@@ -675,7 +644,7 @@ static int64_t window_interval(const struct machine *m, const struct window *w) 
         json_t *run;
         size_t i;
         int64_t iv = 0;
-        json_array_foreach (json_object_get(m->runs, "runs"), i, run) {
+        json_array_foreach (m->runs, i, run) {
                 int64_t first = ji(run, "first_data_ns", INT64_MIN),
                         last = ji(run, "last_data_ns", INT64_MIN);
                 if (first != INT64_MIN && last != INT64_MIN && first < w->to && last > w->from)
@@ -804,11 +773,6 @@ static int machine_steps(struct dash *x, const struct machine *m, const struct w
                 return fail_internal(x, r, NULL);
         }
         return 1;
-}
-
-static const char *first_name(const json_t *list) {
-        const char *s = json_string_value(json_array_get(list, 0));
-        return s ?: "";
 }
 
 /* The first of the names in mask ("" for none). */
@@ -944,7 +908,7 @@ static void culprit_html(FILE *f, const char *summary, int64_t trace_id, bool ra
 }
 
 static void machine_lists(struct dash *x, const struct machine *m, const struct window *w,
-                          const struct steps *s, json_t *events) {
+                          const struct steps *s, json_t *events, uint64_t nevents) {
         FILE *f = x->f;
         char b1[32], b2[32];
         const struct farm_step *st;
@@ -1046,8 +1010,8 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
 
         /* Events of the window: unclean ends, generator failures, the machine's own
          * violation events. */
-        json_t *ev, *list = json_object_get(events, "events");
-        size_t total = (size_t) ji(events, "total", 0);
+        json_t *ev, *list = events;
+        size_t total = (size_t) nevents;
         fprintf(f, "<h2 id=\"events\">Events (%zu)</h2>\n", total);
         if (json_array_size(list)) {
                 fputs("<div class=\"scroll\"><table class=\"events\"><tr><th>time</th>"
@@ -1088,7 +1052,7 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
 static void machine_runs(struct dash *x, const struct machine *m) {
         FILE *f = x->f;
         char b[32];
-        json_t *run, *runs = json_object_get(m->runs, "runs");
+        json_t *run, *runs = m->runs;
         size_t i;
         fprintf(f, "<h2 id=\"runs\">Runs (%zu)</h2>\n", json_array_size(runs));
         if (!json_array_size(runs)) {
@@ -1133,13 +1097,41 @@ static void machine_runs(struct dash *x, const struct machine *m) {
         fputs("</table></div>\n", f);
 }
 
+/* The latest events of the window, and how many it holds: 1, or 0 answered (400), < 0
+ * internal. */
+static int machine_events(struct dash *x, const struct machine *m, const struct window *w,
+                          json_t **ret, uint64_t *ret_total) {
+        char err[FARM_ERROR_MAX], t[40];
+        /* The times the events query takes (those of its from= and to=). */
+        const char *bad = w->from < FARM_TIME_MIN_NS  ? "from"
+                          : w->to >= FARM_TIME_MAX_NS ? "to"
+                                                      : NULL;
+        if (bad) {
+                fail_page(x, 400, "%s=%.64s: out of range (from 1970-01-01 to 2200-01-01)", bad,
+                          time_arg(t, bad[0] == 'f' ? w->from : w->to));
+                return 0;
+        }
+        int r = farm_machine_events_json(x->db, m->id, w->from, w->to, NULL,
+                                         &(struct farm_page){ LIST_MAX, 0 }, ret, ret_total, err);
+        if (r == -ENOENT) { /* removed meanwhile */
+                fail_page(x, 404, "no such machine");
+                return 0;
+        }
+        if (r < 0) {
+                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
+                return fail_internal(x, r, NULL);
+        }
+        return 1;
+}
+
 static int page_machine(struct dash *x, const char *id) {
         struct machine m;
         struct window w;
         struct steps s = {};
         struct svg_buf hist = {}, lt = {};
         json_t *events = NULL;
-        char url[128], from[40], to[40], q[1200], nb[16], b1[32], b2[32];
+        uint64_t nevents = 0;
+        char q[1200], nb[16], b1[32], b2[32];
         int r;
 
         if (check_params(x, machine_params) < 0)
@@ -1150,11 +1142,8 @@ static int page_machine(struct dash *x, const char *id) {
                 machine_done(&m);
                 return 0;
         }
-        snprintf(url, sizeof(url), "/api/v1/machines/%s/events", m.id);
-        time_arg(from, w.from);
-        time_arg(to, w.to);
         if ((r = machine_steps(x, &m, &w, &s)) <= 0 ||
-            (r = api(x, url, &events, "from", from, "to", to, "limit", "200", NULL)) <= 0 ||
+            (r = machine_events(x, &m, &w, &events, &nevents)) <= 0 ||
             (r = machine_hist(x, &m, &w, &hist)) <= 0 || (r = machine_lt(x, &m, &w, &s, &lt)) <= 0)
                 goto done;
         if ((r = open_page(x)) < 0) {
@@ -1209,7 +1198,7 @@ static int page_machine(struct dash *x, const char *id) {
                 "strip under the plot the scenarios. Click a point to zoom. "
                 "<a href=\"/plots/machines/%s/longterm.svg%s\">SVG</a></p>\n",
                 m.id, q);
-        machine_lists(x, &m, &w, &s, events);
+        machine_lists(x, &m, &w, &s, events, nevents);
         machine_runs(x, &m);
         page_end(x);
         r = finish_page(x, HTML);
@@ -1357,14 +1346,14 @@ static void latest_stable_headline(struct dash *x, FILE *f) {
 
 struct overview_row {
         struct machine m;
-        json_t *steps; /* the last day of data, per hour */
+        struct farm_steps steps; /* the last day of data, per hour */
 };
 
 static int64_t parse_utc(struct dash *x, const char *s);
 
 static int page_overview(struct dash *x) {
         static const char *const none[] = { NULL };
-        char err[FARM_ERROR_MAX], b1[32], b2[32], url[128];
+        char err[FARM_ERROR_MAX], b1[32], b2[32];
         json_t *all = NULL, *kernels = NULL;
         struct overview_row *rows = NULL;
         struct verdicts vs = {};
@@ -1398,15 +1387,16 @@ static int page_overview(struct dash *x) {
                 }
                 n++;
                 nsilent += row->m.silent;
-                snprintf(url, sizeof(url), "/api/v1/machines/%s/intervals", row->m.id);
-                if (row->m.has_data && (r = api(x, url, &row->steps, "step", "1h", NULL)) < 0)
+                if (row->m.has_data &&
+                    (r = farm_machine_recent_steps(x->db, row->m.id, x->now, HOUR_NS, &row->steps,
+                                                   err)) < 0 &&
+                    r != -ENOENT && r != -ENOSPC && r != -E2BIG) {
+                        snprintf(x->a->err, sizeof(x->a->err), "%s", err);
+                        r = fail_internal(x, r, NULL);
                         goto done;
-                if (r == 0) {
-                        /* One machine's refused steps (more names than a page lists) leave its
-                         * row without them, not the farm without its overview. */
-                        farm_answer_done(x->a);
-                        row->steps = NULL;
                 }
+                /* One machine's refused steps (more names than a step lists) leave its row
+                 * without them, not the farm without its overview. */
         }
 
         if ((r = open_page(x)) < 0) {
@@ -1450,17 +1440,18 @@ static int page_overview(struct dash *x) {
         for (size_t k = 0; k < n; k++) {
                 struct machine *m = &rows[k].m;
                 const char *kernel = js(m->info, "kernel");
-                json_t *st, *steps = json_object_get(rows[k].steps, "steps");
+                const struct farm_steps *fs = &rows[k].steps;
                 int64_t worst24 = -1, kworst = -1;
                 const char *scen = NULL;
                 size_t j;
-                json_array_foreach (steps, j, st) {
-                        if (ji(st, "start_ns", 0) + HOUR_NS > x->now - DAY_NS)
-                                worst24 = MAX(worst24, ji(st, "max_ns", -1));
-                        scen = first_name(json_object_get(st, "scenarios"));
+                for (j = 0; j < fs->n; j++) {
+                        const struct farm_step *st = &fs->v[j];
+                        if (st->start_ns + HOUR_NS > x->now - DAY_NS)
+                                worst24 = MAX(worst24, (int64_t) st->max_ns);
+                        scen = step_name(&fs->scenarios, st->scenarios);
                 }
                 json_t *run;
-                json_array_foreach (json_object_get(m->runs, "runs"), j, run)
+                json_array_foreach (m->runs, j, run)
                         if (kernel && strcmp(js(run, "kernel_release") ?: "", kernel) == 0)
                                 kworst = MAX(kworst, ji(run, "worst_latency_ns", -1));
                 json_t *v = kernel ? verdict_of(x, &vs, kernel, &r) : NULL;
@@ -1575,7 +1566,7 @@ static int page_overview(struct dash *x) {
 done:
         for (size_t z = 0; rows && z < n; z++) {
                 machine_done(&rows[z].m);
-                json_decref(rows[z].steps);
+                farm_steps_done(&rows[z].steps);
         }
         free(rows);
         verdicts_done(&vs);
@@ -1800,11 +1791,15 @@ static int kernel_verdict(struct dash *x, const char *release, json_t **ret) {
         return 1;
 }
 
-static void kernel_compare(struct dash *x, const char *release, json_t *v, json_t *cmp,
-                           json_t *list) {
+/* A figure of one side of a comparison ("–" when it did not run there). */
+static char *cmp_lat(char buf[static 32], const struct farm_cmp_side *side, bool worst) {
+        return fmt_lat(buf, !side->used ? -1 : (int64_t) (worst ? side->worst_ns : side->p99_9_ns));
+}
+
+static void kernel_compare(struct dash *x, const char *release, json_t *v,
+                           const struct farm_comparison *cmp, const char *with, json_t *list) {
         FILE *f = x->f;
         char b1[32], b2[32], b3[32], b4[32], nb[16];
-        const char *with = cmp ? js(cmp, "with") : NULL;
         json_t *k;
         size_t i;
         fputs("<h2 id=\"compare\">Comparison with an earlier kernel</h2>\n"
@@ -1816,49 +1811,43 @@ static void kernel_compare(struct dash *x, const char *release, json_t *v, json_
                         continue;
                 fputs("<option value=\"", f);
                 esc(f, s);
-                fprintf(f, "\"%s>", with && strcmp(with, s) == 0 ? " selected" : "");
+                fprintf(f, "\"%s>", cmp && strcmp(with, s) == 0 ? " selected" : "");
                 esc(f, s);
                 fputs("</option>", f);
         }
         fputs("</select></label> <button type=\"submit\">Compare</button></form>\n", f);
         if (!cmp)
                 return;
-        json_t *items = json_object_get(cmp, "comparisons"), *it;
-        fprintf(f, "<p id=\"regressions\">%" PRId64 " regression%s against ",
-                ji(cmp, "regressions", 0), ji(cmp, "regressions", 0) == 1 ? "" : "s");
+        fprintf(f, "<p id=\"regressions\">%" PRIu64 " regression%s against ", cmp->regressions,
+                cmp->regressions == 1 ? "" : "s");
         kernel_link(f, with);
         fputs(" (", f);
-        esc(f, js(cmp, "rule"));
+        esc(f, cmp->rule);
         fputs(").</p>\n<div class=\"scroll\"><table class=\"compare\"><tr><th>machine</th>"
               "<th>scenario</th><th class=\"num\">worst, this</th><th class=\"num\">worst, "
               "other</th><th class=\"num\">p99.9, this</th><th class=\"num\">p99.9, other</th>"
               "<th>result</th></tr>\n",
               f);
-        json_array_foreach (items, i, it) {
-                json_t *a = json_object_get(it, "kernel"), *b = json_object_get(it, "with");
-                json_t *vm = verdict_machine(v, js(it, "machine") ?: "");
-                const char *id = js(it, "machine") ?: "";
+        for (i = 0; i < cmp->n && i < COMPARE_ROWS_MAX; i++) {
+                const struct farm_cmp_entry *e = &cmp->v[i];
+                const struct farm_cmp_side *a = &e->side[0], *b = &e->side[1];
+                json_t *vm = verdict_machine(v, e->machine);
                 fputs("<tr><td>", f);
                 if (vm)
                         esc(f, machine_name(vm, nb));
                 else
-                        fprintf(f, "<code>%.8s…</code>", id);
+                        fprintf(f, "<code>%.8s…</code>", e->machine);
                 fputs("</td><td>", f);
-                esc(f, js(it, "scenario") ?: "none");
+                esc(f, e->scenario[0] ? e->scenario : "none");
                 fprintf(f,
                         "</td><td class=\"num\">%s</td><td class=\"num\">%s</td>"
                         "<td class=\"num\">%s</td><td class=\"num\">%s</td><td>",
-                        fmt_lat(b1, json_is_object(a) ? ji(a, "worst_ns", -1) : -1),
-                        fmt_lat(b2, json_is_object(b) ? ji(b, "worst_ns", -1) : -1),
-                        fmt_lat(b3, json_is_object(a) ? ji(a, "p99_9_ns", -1) : -1),
-                        fmt_lat(b4, json_is_object(b) ? ji(b, "p99_9_ns", -1) : -1));
-                if (json_is_true(json_object_get(it, "regression")))
-                        fputs("<span class=\"bad\">✗ REGRESSION</span>", f);
-                else if (json_is_false(json_object_get(it, "regression")))
-                        fputs("ok", f);
+                        cmp_lat(b1, a, true), cmp_lat(b2, b, true), cmp_lat(b3, a, false),
+                        cmp_lat(b4, b, false));
+                if (a->used && b->used)
+                        fputs(e->regression ? "<span class=\"bad\">✗ REGRESSION</span>" : "ok", f);
                 else
-                        fprintf(f, "only in %s",
-                                strcmp(js(it, "in") ?: "", "kernel") == 0 ? "this" : "the other");
+                        fprintf(f, "only in %s", a->used ? "this" : "the other");
                 fputs("</td></tr>\n", f);
         }
         fputs("</table></div>\n", f);
@@ -1866,8 +1855,9 @@ static void kernel_compare(struct dash *x, const char *release, json_t *v, json_
 
 static int page_kernel(struct dash *x, const char *release) {
         static const char *const allowed[] = { "compare", NULL };
-        char err[FARM_ERROR_MAX], b1[32], b2[32], b3[32], nb[16], url[600];
-        json_t *v = NULL, *cmp = NULL, *list = NULL;
+        char err[FARM_ERROR_MAX], b1[32], b2[32], b3[32], nb[16];
+        json_t *v = NULL, *list = NULL;
+        struct farm_comparison cmp = {};
         struct svg_buf cov = {};
         const char *with = arg(x->args, "compare");
         int r;
@@ -1879,22 +1869,19 @@ static int page_kernel(struct dash *x, const char *release) {
         if (with && !*with)
                 with = NULL; /* the form sent without a choice */
         if (with) {
-                FILE *u = fmemopen(url, sizeof(url), "w");
-                if (u) {
-                        fputs("/api/v1/kernels/", u);
-                        urlenc(u, release);
-                        fputs("/compare", u);
-                        fputc('\0', u);
-                        fclose(u);
-                }
-                url[sizeof(url) - 1] = '\0';
-                r = api(x, url, &cmp, "with", with, "limit", "1000", NULL);
-                if (r == 0 && x->a->status == 404) {
+                r = farm_kernel_compare(x->db, release, with,
+                                        FARM_COMPARE_TOLERANCE_PERCENT_DEFAULT,
+                                        FARM_COMPARE_MIN_DIFFERENCE_NS_DEFAULT, x->now, &cmp, err);
+                if (r == -ENOENT) {
                         fail_page(x, 400, "compare=%.256s: no such kernel release", with);
+                        r = 0;
                         goto done;
                 }
-                if (r <= 0)
+                if (r < 0) {
+                        snprintf(x->a->err, sizeof(x->a->err), "%s", err);
+                        r = fail_internal(x, r, NULL);
                         goto done;
+                }
         }
         if ((r = farm_kernel_list(x->db, &list, err)) < 0) {
                 snprintf(x->a->err, sizeof(x->a->err), "%s", err);
@@ -2057,7 +2044,7 @@ static int page_kernel(struct dash *x, const char *release) {
                 }
                 fputs("</p>\n", f);
         }
-        kernel_compare(x, release, v, cmp, list);
+        kernel_compare(x, release, v, with ? &cmp : NULL, with, list);
         page_end(x);
         r = finish_page(x, HTML);
 done:
@@ -2065,7 +2052,7 @@ done:
                 abandon_page(x);
         svg_buf_done(&cov);
         json_decref(v);
-        json_decref(cmp);
+        farm_comparison_done(&cmp);
         json_decref(list);
         return r < 0 ? r : 0;
 }
@@ -2103,9 +2090,8 @@ static bool strip_suffix(const char *s, const char *suffix, char *buf, size_t si
         return true;
 }
 
-int farm_dash_route(farm_db *db, const struct farm_rule *rule, struct farm_counters *counters,
-                    const char *url, const char *method, const struct farm_args *args,
-                    int64_t now_ns, struct farm_answer *ret) {
+int farm_dash_route(farm_db *db, const struct farm_rule *rule, const char *url, const char *method,
+                    const struct farm_args *args, int64_t now_ns, struct farm_answer *ret) {
         enum { OVERVIEW, MACHINE, KERNEL, PLOT_HIST, PLOT_LT, PLOT_COV } which;
         char key[512];
         const char *rest;
@@ -2137,9 +2123,7 @@ int farm_dash_route(farm_db *db, const struct farm_rule *rule, struct farm_count
                 return 0;
 
         *ret = (struct farm_answer){};
-        struct dash x = {
-                .db = db, .rule = rule, .counters = counters, .now = now_ns, .args = args, .a = ret
-        };
+        struct dash x = { .db = db, .rule = rule, .now = now_ns, .args = args, .a = ret };
         if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
                 fail_page(&x, 405, "%.16s: the dashboard is read only (GET, HEAD)", method);
                 ret->allow = "GET, HEAD";
