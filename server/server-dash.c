@@ -907,14 +907,14 @@ static void culprit_html(FILE *f, const char *summary, int64_t trace_id, bool ra
         fputs("</span>", f);
 }
 
-static void machine_lists(struct dash *x, const struct machine *m, const struct window *w,
-                          const struct steps *s, json_t *events, uint64_t nevents) {
+/* The steps whose worst case is over the machine's bound. */
+static void list_violations(struct dash *x, const struct machine *m, const struct window *w,
+                            const struct steps *s) {
         FILE *f = x->f;
-        char b1[32], b2[32];
+        char b1[32];
         const struct farm_step *st;
         size_t i;
 
-        /* Violations: the steps whose worst case is over the machine's bound. */
         size_t nviol = 0;
         for (i = 0; i < s->fs.n; i++)
                 nviol += (int64_t) s->fs.v[i].max_ns > m->bound_ns;
@@ -958,8 +958,15 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
                                 nviol - LIST_MAX);
         } else
                 fputs("<p>None in this window.</p>\n", f);
+}
 
-        /* Silences: holes between the steps longer than the allowed gap, and the ongoing one. */
+/* The holes between the steps longer than the allowed gap, and the ongoing one. */
+static void list_silences(struct dash *x, const struct machine *m, const struct window *w,
+                          const struct steps *s) {
+        FILE *f = x->f;
+        char b1[32];
+        size_t i;
+
         fputs("<h2 id=\"silences\">Silences</h2>\n", f);
         size_t nsil = m->silent;
         int64_t prev_end = INT64_MIN;
@@ -1007,9 +1014,15 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
                 fprintf(f,
                         "<p>None in this window: no hole longer than the allowed gap of %s.</p>\n",
                         fmt_span(b1, (int64_t) x->rule->max_gap_ns));
+}
 
-        /* Events of the window: unclean ends, generator failures, the machine's own
-         * violation events. */
+/* The events of the window: unclean ends, generator failures, the machine's own violation
+ * events. */
+static void list_events(struct dash *x, json_t *events, uint64_t nevents) {
+        FILE *f = x->f;
+        char b2[32];
+        size_t i;
+
         json_t *ev, *list = events;
         size_t total = (size_t) nevents;
         fprintf(f, "<h2 id=\"events\">Events (%zu)</h2>\n", total);
@@ -1047,6 +1060,13 @@ static void machine_lists(struct dash *x, const struct machine *m, const struct 
                                 json_array_size(list));
         } else
                 fputs("<p>None in this window.</p>\n", f);
+}
+
+static void machine_lists(struct dash *x, const struct machine *m, const struct window *w,
+                          const struct steps *s, json_t *events, uint64_t nevents) {
+        list_violations(x, m, w, s);
+        list_silences(x, m, w, s);
+        list_events(x, events, nevents);
 }
 
 static void machine_runs(struct dash *x, const struct machine *m) {
@@ -1351,60 +1371,42 @@ struct overview_row {
 
 static int64_t parse_utc(struct dash *x, const char *s);
 
-static int page_overview(struct dash *x) {
-        static const char *const none[] = { NULL };
-        char err[FARM_ERROR_MAX], b1[32], b2[32];
-        json_t *all = NULL, *kernels = NULL;
-        struct overview_row *rows = NULL;
-        struct verdicts vs = {};
-        size_t n = 0, nsilent = 0;
-        int r;
-
-        if (check_params(x, none) < 0)
-                return 0;
-        if ((r = farm_machines_json(x->db, NULL, &all, err)) < 0 ||
-            (r = farm_kernels_json(x->db, x->rule,
-                                   &(struct farm_question){ NULL, x->now, x->now, x->now },
-                                   &(struct farm_page){ 100, 0 }, &kernels, err)) < 0) {
-                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
-                r = fail_internal(x, r, NULL);
-                goto done;
-        }
-        json_t *machines = json_object_get(all, "machines"), *mi;
+/* Loads the machines' rows: 0, or < 0 internal (answered).  *n counts those loaded (those
+ * removed meanwhile are left out). */
+static int overview_rows(struct dash *x, json_t *machines, struct overview_row *rows, size_t *n) {
+        char err[FARM_ERROR_MAX];
+        json_t *mi;
         size_t i;
-        rows = calloc(MAX(json_array_size(machines), 1), sizeof(*rows));
-        if (!rows) {
-                r = fail_internal(x, -ENOMEM, "dashboard: no memory");
-                goto done;
-        }
+        int r;
         json_array_foreach (machines, i, mi) {
-                struct overview_row *row = &rows[n];
+                struct overview_row *row = &rows[*n];
                 if ((r = machine_load(x, js(mi, "id") ?: "", &row->m)) < 0)
-                        goto done;
+                        return r;
                 if (r == 0) { /* removed meanwhile */
                         farm_answer_done(x->a);
                         continue;
                 }
-                n++;
-                nsilent += row->m.silent;
+                (*n)++;
                 if (row->m.has_data &&
                     (r = farm_machine_recent_steps(x->db, row->m.id, x->now, HOUR_NS, &row->steps,
                                                    err)) < 0 &&
                     r != -ENOENT && r != -ENOSPC && r != -E2BIG) {
                         snprintf(x->a->err, sizeof(x->a->err), "%s", err);
-                        r = fail_internal(x, r, NULL);
-                        goto done;
+                        return fail_internal(x, r, NULL);
                 }
                 /* One machine's refused steps (more names than a step lists) leave its row
                  * without them, not the farm without its overview. */
         }
+        return 0;
+}
 
-        if ((r = open_page(x)) < 0) {
-                r = fail_internal(x, r, "dashboard: no memory for the page");
-                goto done;
-        }
+/* The alert that lists the silent machines, when there are any. */
+static void overview_silent(struct dash *x, const struct overview_row *rows, size_t n) {
         FILE *f = x->f;
-        page_begin(x, "Farm overview", 60);
+        char b1[32];
+        size_t nsilent = 0;
+        for (size_t k = 0; k < n; k++)
+                nsilent += rows[k].m.silent;
         if (nsilent) {
                 fprintf(f,
                         "<div class=\"alert\" id=\"silent\"><strong>⚠ %zu SILENT "
@@ -1422,96 +1424,89 @@ static int page_overview(struct dash *x) {
                 }
                 fputs("</ul></div>\n", f);
         }
+}
 
-        fputs("<h1>Farm overview</h1>\n", f);
-        latest_stable_headline(x, f);
-        fprintf(f, "<h2 id=\"machines\">Machines (%zu)</h2>\n", n);
-        if (!n)
-                fputs("<p>No machine is enrolled yet (<code>rtsoak-server enroll</code>).</p>\n",
-                      f);
-        else
-                fputs("<div class=\"scroll\"><table class=\"machines\"><tr><th>machine</th>"
-                      "<th>state</th><th>kernel</th><th>scenario</th>"
-                      "<th class=\"num\">worst, last 24 h</th>"
-                      "<th class=\"num\">worst on this kernel</th><th class=\"num\">bound</th>"
-                      "<th class=\"num\">violations</th><th>coverage of this kernel, "
-                      "clean</th></tr>\n",
-                      f);
-        for (size_t k = 0; k < n; k++) {
-                struct machine *m = &rows[k].m;
-                const char *kernel = js(m->info, "kernel");
-                const struct farm_steps *fs = &rows[k].steps;
-                int64_t worst24 = -1, kworst = -1;
-                const char *scen = NULL;
-                size_t j;
-                for (j = 0; j < fs->n; j++) {
-                        const struct farm_step *st = &fs->v[j];
-                        if (st->start_ns + HOUR_NS > x->now - DAY_NS)
-                                worst24 = MAX(worst24, (int64_t) st->max_ns);
-                        scen = step_name(&fs->scenarios, st->scenarios);
-                }
-                json_t *run;
-                json_array_foreach (m->runs, j, run)
-                        if (kernel && strcmp(js(run, "kernel_release") ?: "", kernel) == 0)
-                                kworst = MAX(kworst, ji(run, "worst_latency_ns", -1));
-                json_t *v = kernel ? verdict_of(x, &vs, kernel, &r) : NULL;
-                if (kernel && !v && r < 0) {
-                        abandon_page(x);
-                        r = fail_internal(x, r, NULL);
-                        goto done;
-                }
-                json_t *vm = v ? verdict_machine(v, m->id) : NULL;
-                fprintf(f, "<tr%s><td>", m->silent ? " class=\"silent\"" : "");
-                machine_link(f, m->info, NULL);
-                fputs("</td><td>", f);
-                put_state(x, m);
-                fputs("</td><td>", f);
-                kernel_link(f, kernel);
-                fputs("</td><td>", f);
-                if (scen && *scen && !m->silent)
-                        esc(f, scen);
-                else if (scen && *scen) {
-                        fputs("<span class=\"note\">last: ", f);
-                        esc(f, scen);
-                        fputs("</span>", f);
-                } else
-                        fputs("–", f);
-                fprintf(f, "</td><td class=\"num%s\">%s</td><td class=\"num%s\">%s</td>",
-                        worst24 > m->bound_ns ? " bad" : "", fmt_lat(b1, worst24),
-                        kworst > m->bound_ns ? " bad" : "", fmt_lat(b2, kworst));
-                fprintf(f, "<td class=\"num\">%s</td>", fmt_lat(b1, m->bound_ns));
-                if (v) {
-                        size_t viol = count_problems(v, m->id, "violation"),
-                               all_p = count_problems(v, m->id, NULL);
-                        fprintf(f, "<td class=\"num%s\">%zu", viol ? " bad" : "", viol);
-                        if (all_p > viol)
-                                fprintf(f, " <span class=\"bad\">+%zu other problem%s</span>",
-                                        all_p - viol, all_p - viol == 1 ? "" : "s");
-                        fputs("</td><td>", f);
-                        if (vm) {
-                                int64_t cov = ji(vm, "covered_ns", 0);
-                                fprintf(f, "%s of %s", fmt_days(b1, cov),
-                                        fmt_days(b2, (int64_t) x->rule->period_ns));
-                                /* Clean: all of it, or the time covered since the last
-                                 * problem (a streak that starts again at each problem). */
-                                if (!all_p)
-                                        fputs(", all clean", f);
-                                else {
-                                        fprintf(f, "; <span class=\"bad\">%s clean since ",
-                                                fmt_days(b1, ji(vm, "clean_ns", 0)));
-                                        put_time(f, ji(vm, "last_problem_ns", 0));
-                                        fputs("</span>", f);
-                                }
-                        } else
-                                fputs("<span class=\"note\">not gating</span>", f);
-                        fputs("</td></tr>\n", f);
-                } else
-                        fputs("<td class=\"num\">–</td><td>–</td></tr>\n", f);
+/* A machine's row of the table: 0, or < 0 internal (answered). */
+static int overview_machine(struct dash *x, struct verdicts *vs, const struct overview_row *row) {
+        FILE *f = x->f;
+        char b1[32], b2[32];
+        const struct machine *m = &row->m;
+        const char *kernel = js(m->info, "kernel");
+        const struct farm_steps *fs = &row->steps;
+        int64_t worst24 = -1, kworst = -1;
+        const char *scen = NULL;
+        size_t j;
+        for (j = 0; j < fs->n; j++) {
+                const struct farm_step *st = &fs->v[j];
+                if (st->start_ns + HOUR_NS > x->now - DAY_NS)
+                        worst24 = MAX(worst24, (int64_t) st->max_ns);
+                scen = step_name(&fs->scenarios, st->scenarios);
         }
-        if (n)
-                fputs("</table></div>\n", f);
+        json_t *run;
+        json_array_foreach (m->runs, j, run)
+                if (kernel && strcmp(js(run, "kernel_release") ?: "", kernel) == 0)
+                        kworst = MAX(kworst, ji(run, "worst_latency_ns", -1));
+        int r = 0;
+        json_t *v = kernel ? verdict_of(x, vs, kernel, &r) : NULL;
+        if (kernel && !v && r < 0) {
+                abandon_page(x);
+                return fail_internal(x, r, NULL);
+        }
+        json_t *vm = v ? verdict_machine(v, m->id) : NULL;
+        fprintf(f, "<tr%s><td>", m->silent ? " class=\"silent\"" : "");
+        machine_link(f, m->info, NULL);
+        fputs("</td><td>", f);
+        put_state(x, m);
+        fputs("</td><td>", f);
+        kernel_link(f, kernel);
+        fputs("</td><td>", f);
+        if (scen && *scen && !m->silent)
+                esc(f, scen);
+        else if (scen && *scen) {
+                fputs("<span class=\"note\">last: ", f);
+                esc(f, scen);
+                fputs("</span>", f);
+        } else
+                fputs("–", f);
+        fprintf(f, "</td><td class=\"num%s\">%s</td><td class=\"num%s\">%s</td>",
+                worst24 > m->bound_ns ? " bad" : "", fmt_lat(b1, worst24),
+                kworst > m->bound_ns ? " bad" : "", fmt_lat(b2, kworst));
+        fprintf(f, "<td class=\"num\">%s</td>", fmt_lat(b1, m->bound_ns));
+        if (v) {
+                size_t viol = count_problems(v, m->id, "violation"),
+                       all_p = count_problems(v, m->id, NULL);
+                fprintf(f, "<td class=\"num%s\">%zu", viol ? " bad" : "", viol);
+                if (all_p > viol)
+                        fprintf(f, " <span class=\"bad\">+%zu other problem%s</span>", all_p - viol,
+                                all_p - viol == 1 ? "" : "s");
+                fputs("</td><td>", f);
+                if (vm) {
+                        int64_t cov = ji(vm, "covered_ns", 0);
+                        fprintf(f, "%s of %s", fmt_days(b1, cov),
+                                fmt_days(b2, (int64_t) x->rule->period_ns));
+                        /* Clean: all of it, or the time covered since the last
+                         * problem (a streak that starts again at each problem). */
+                        if (!all_p)
+                                fputs(", all clean", f);
+                        else {
+                                fprintf(f, "; <span class=\"bad\">%s clean since ",
+                                        fmt_days(b1, ji(vm, "clean_ns", 0)));
+                                put_time(f, ji(vm, "last_problem_ns", 0));
+                                fputs("</span>", f);
+                        }
+                } else
+                        fputs("<span class=\"note\">not gating</span>", f);
+                fputs("</td></tr>\n", f);
+        } else
+                fputs("<td class=\"num\">–</td><td>–</td></tr>\n", f);
+        return 0;
+}
 
-        /* The kernels under test and what each is still waiting for. */
+/* The kernels under test and what each is still waiting for. */
+static void overview_kernels(struct dash *x, json_t *kernels) {
+        FILE *f = x->f;
+        char b1[32];
+        size_t i;
         json_t *kl = json_object_get(kernels, "kernels"), *k;
         fprintf(f, "<h2 id=\"kernels\">Kernels under test (%" PRId64 ")</h2>\n",
                 ji(kernels, "total", 0));
@@ -1561,6 +1556,62 @@ static int page_overview(struct dash *x) {
                 fputs("</table></div>\n", f);
         } else
                 fputs("<p>No kernel has run yet.</p>\n", f);
+}
+
+static int page_overview(struct dash *x) {
+        static const char *const none[] = { NULL };
+        char err[FARM_ERROR_MAX];
+        json_t *all = NULL, *kernels = NULL;
+        struct overview_row *rows = NULL;
+        struct verdicts vs = {};
+        size_t n = 0;
+        int r;
+
+        if (check_params(x, none) < 0)
+                return 0;
+        if ((r = farm_machines_json(x->db, NULL, &all, err)) < 0 ||
+            (r = farm_kernels_json(x->db, x->rule,
+                                   &(struct farm_question){ NULL, x->now, x->now, x->now },
+                                   &(struct farm_page){ 100, 0 }, &kernels, err)) < 0) {
+                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
+                r = fail_internal(x, r, NULL);
+                goto done;
+        }
+        json_t *machines = json_object_get(all, "machines");
+        rows = calloc(MAX(json_array_size(machines), 1), sizeof(*rows));
+        if (!rows) {
+                r = fail_internal(x, -ENOMEM, "dashboard: no memory");
+                goto done;
+        }
+        if ((r = overview_rows(x, machines, rows, &n)) < 0)
+                goto done;
+        if ((r = open_page(x)) < 0) {
+                r = fail_internal(x, r, "dashboard: no memory for the page");
+                goto done;
+        }
+        FILE *f = x->f;
+        page_begin(x, "Farm overview", 60);
+        overview_silent(x, rows, n);
+        fputs("<h1>Farm overview</h1>\n", f);
+        latest_stable_headline(x, f);
+        fprintf(f, "<h2 id=\"machines\">Machines (%zu)</h2>\n", n);
+        if (!n)
+                fputs("<p>No machine is enrolled yet (<code>rtsoak-server enroll</code>).</p>\n",
+                      f);
+        else
+                fputs("<div class=\"scroll\"><table class=\"machines\"><tr><th>machine</th>"
+                      "<th>state</th><th>kernel</th><th>scenario</th>"
+                      "<th class=\"num\">worst, last 24 h</th>"
+                      "<th class=\"num\">worst on this kernel</th><th class=\"num\">bound</th>"
+                      "<th class=\"num\">violations</th><th>coverage of this kernel, "
+                      "clean</th></tr>\n",
+                      f);
+        for (size_t k = 0; k < n; k++)
+                if ((r = overview_machine(x, &vs, &rows[k])) < 0)
+                        goto done;
+        if (n)
+                fputs("</table></div>\n", f);
+        overview_kernels(x, kernels);
         page_end(x);
         r = finish_page(x, HTML);
 done:
@@ -1853,52 +1904,13 @@ static void kernel_compare(struct dash *x, const char *release, json_t *v,
         fputs("</table></div>\n", f);
 }
 
-static int page_kernel(struct dash *x, const char *release) {
-        static const char *const allowed[] = { "compare", NULL };
-        char err[FARM_ERROR_MAX], b1[32], b2[32], b3[32], nb[16];
-        json_t *v = NULL, *list = NULL;
-        struct farm_comparison cmp = {};
-        struct svg_buf cov = {};
-        const char *with = arg(x->args, "compare");
-        int r;
-
-        if (check_params(x, allowed) < 0)
-                return 0;
-        if ((r = kernel_verdict(x, release, &v)) <= 0)
-                return r;
-        if (with && !*with)
-                with = NULL; /* the form sent without a choice */
-        if (with) {
-                r = farm_kernel_compare(x->db, release, with,
-                                        FARM_COMPARE_TOLERANCE_PERCENT_DEFAULT,
-                                        FARM_COMPARE_MIN_DIFFERENCE_NS_DEFAULT, x->now, &cmp, err);
-                if (r == -ENOENT) {
-                        fail_page(x, 400, "compare=%.256s: no such kernel release", with);
-                        r = 0;
-                        goto done;
-                }
-                if (r < 0) {
-                        snprintf(x->a->err, sizeof(x->a->err), "%s", err);
-                        r = fail_internal(x, r, NULL);
-                        goto done;
-                }
-        }
-        if ((r = farm_kernel_list(x->db, &list, err)) < 0) {
-                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
-                r = fail_internal(x, r, NULL);
-                goto done;
-        }
-        if ((r = coverage_plot(x, release, v, &cov)) <= 0)
-                goto done;
-        if ((r = open_page(x)) < 0) {
-                r = fail_internal(x, r, "dashboard: no memory for the page");
-                goto done;
-        }
+/* The heading, the rule and why the verdict is what it is. */
+static void kernel_head(struct dash *x, const char *release, json_t *v) {
         FILE *f = x->f;
+        char b1[32], b2[32], b3[32];
         const char *status = farm_verdict_status(v);
-        json_t *p, *reason;
+        json_t *reason;
         size_t i;
-        page_begin(x, release, 300);
         fputs("<h1>Kernel ", f);
         esc(f, release);
         fputs(" ", f);
@@ -1922,7 +1934,14 @@ static int page_kernel(struct dash *x, const char *release) {
         if (!json_array_size(json_object_get(v, "reasons")))
                 fputs("<li>every requirement is met</li>", f);
         fputs("</ul>\n", f);
+}
 
+/* The problems, those waived, and what the verdict still waits for. */
+static void kernel_problems(struct dash *x, json_t *v) {
+        FILE *f = x->f;
+        char nb[16];
+        json_t *p;
+        size_t i;
         json_t *probs = json_object_get(v, "problems");
         fprintf(f, "<h2 id=\"problems\">Problems (%" PRId64 ")</h2>\n", ji(v, "problems_total", 0));
         if (json_array_size(probs)) {
@@ -1992,9 +2011,16 @@ static int page_kernel(struct dash *x, const char *release) {
                 fputs("</ul>\n", f);
         } else
                 fputs("<p>Nothing.</p>\n", f);
+}
 
+/* The coverage plot and table of the gating machines, and the others that ran the release. */
+static void kernel_coverage(struct dash *x, const char *release, json_t *v,
+                            const struct svg_buf *cov) {
+        FILE *f = x->f;
+        char b1[32], b2[32], nb[16];
+        size_t i;
         fputs("<h2 id=\"coverage\">Coverage</h2>\n<div class=\"plot\">", f);
-        fputs(cov.data, f);
+        fputs(cov->data, f);
         fputs("</div><p class=\"note\"><a href=\"/plots/kernels/", f);
         urlenc(f, release);
         fputs("/coverage.svg\">SVG</a></p>\n", f);
@@ -2044,6 +2070,53 @@ static int page_kernel(struct dash *x, const char *release) {
                 }
                 fputs("</p>\n", f);
         }
+}
+
+static int page_kernel(struct dash *x, const char *release) {
+        static const char *const allowed[] = { "compare", NULL };
+        char err[FARM_ERROR_MAX];
+        json_t *v = NULL, *list = NULL;
+        struct farm_comparison cmp = {};
+        struct svg_buf cov = {};
+        const char *with = arg(x->args, "compare");
+        int r;
+
+        if (check_params(x, allowed) < 0)
+                return 0;
+        if ((r = kernel_verdict(x, release, &v)) <= 0)
+                return r;
+        if (with && !*with)
+                with = NULL; /* the form sent without a choice */
+        if (with) {
+                r = farm_kernel_compare(x->db, release, with,
+                                        FARM_COMPARE_TOLERANCE_PERCENT_DEFAULT,
+                                        FARM_COMPARE_MIN_DIFFERENCE_NS_DEFAULT, x->now, &cmp, err);
+                if (r == -ENOENT) {
+                        fail_page(x, 400, "compare=%.256s: no such kernel release", with);
+                        r = 0;
+                        goto done;
+                }
+                if (r < 0) {
+                        snprintf(x->a->err, sizeof(x->a->err), "%s", err);
+                        r = fail_internal(x, r, NULL);
+                        goto done;
+                }
+        }
+        if ((r = farm_kernel_list(x->db, &list, err)) < 0) {
+                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
+                r = fail_internal(x, r, NULL);
+                goto done;
+        }
+        if ((r = coverage_plot(x, release, v, &cov)) <= 0)
+                goto done;
+        if ((r = open_page(x)) < 0) {
+                r = fail_internal(x, r, "dashboard: no memory for the page");
+                goto done;
+        }
+        page_begin(x, release, 300);
+        kernel_head(x, release, v);
+        kernel_problems(x, v);
+        kernel_coverage(x, release, v, &cov);
         kernel_compare(x, release, v, with ? &cmp : NULL, with, list);
         page_end(x);
         r = finish_page(x, HTML);
