@@ -535,28 +535,25 @@ static void hist_legend_entry(struct svg_buf *b, double x, double y, const struc
         puts_(b, "</text></g>\n");
 }
 
-int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
-        _cleanup_free_ struct cpu_summary *sum = NULL;
-        char t1[32], t2[32], t3[32];
+/* What the histogram plot is drawn from: each CPU summed up (sum in the plot's order, ranked
+ * the worst first), the geometry, and what the legend shows. */
+struct hist_render {
+        const struct svg_hist_plot *p;
+        struct cpu_summary *sum, *ranked;
+        struct hist_geom g;
+        double xstep;
+        uint64_t grand_total, max_ns;
+        uint32_t last_bucket;
+        size_t worst, nlegend, lcols;
+        bool summarise;
+};
 
-        buf_reset(out);
-        if (p->ncpus > 0 && !p->cpus)
-                return fail(out, -EINVAL, "histogram plot: %zu CPUs but no CPU data", p->ncpus);
-        if (p->bound_us > HIST_LIMIT_US_MAX * UINT64_C(1000) ||
-            p->x_limit_us > HIST_LIMIT_US_MAX * UINT64_C(1000))
-                return fail(out, -EINVAL, "histogram plot: bound or x limit beyond %" PRIu64 " µs",
-                            HIST_LIMIT_US_MAX * UINT64_C(1000));
-
-        sum = calloc(MAX(p->ncpus, (size_t) 1), sizeof(*sum));
-        if (!sum)
-                return fail(out, -ENOMEM, "out of memory for %zu CPUs", p->ncpus);
-
-        uint64_t grand_total = 0, max_ns = 0;
-        uint32_t last_bucket = 0;
-        size_t worst = 0;
+/* Sums up each CPU, checking what the plot was given. */
+static int hist_sum_cpus(struct svg_buf *out, struct hist_render *h) {
+        const struct svg_hist_plot *p = h->p;
         for (size_t k = 0; k < p->ncpus; k++) {
                 const struct svg_hist_cpu *c = &p->cpus[k];
-                struct cpu_summary *s = &sum[k];
+                struct cpu_summary *s = &h->sum[k];
                 if (c->nbuckets > HIST_LIMIT_US_MAX)
                         return fail(out, -EINVAL, "CPU %u: %" PRIu32 " buckets, more than %u",
                                     c->cpu, c->nbuckets, HIST_LIMIT_US_MAX);
@@ -585,78 +582,58 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
                         s->max_ns = MAX(s->max_ns, (uint64_t) c->nbuckets * 1000);
                 if (s->total == 0)
                         s->max_ns = 0;
-                if (__builtin_add_overflow(grand_total, s->total, &grand_total))
+                if (__builtin_add_overflow(h->grand_total, s->total, &h->grand_total))
                         return fail(out, -EOVERFLOW, "total sample count overflows");
-                last_bucket = MAX(last_bucket, s->last_bucket);
-                if (s->max_ns > max_ns || k == 0) {
-                        max_ns = MAX(max_ns, s->max_ns);
-                        worst = k;
+                h->last_bucket = MAX(h->last_bucket, s->last_bucket);
+                if (s->max_ns > h->max_ns || k == 0) {
+                        h->max_ns = MAX(h->max_ns, s->max_ns);
+                        h->worst = k;
                 }
         }
-        if (grand_total == 0)
-                return doc_no_data(out, p->title, "histogram",
-                                   p->ncpus ? "no samples in any histogram" : "no CPUs");
+        return 0;
+}
 
-        /* The x axis: a given limit, or the bound and the last non-empty exact bucket (the
-         * overflow column holds the rest), rounded up to a tick. */
-        struct hist_geom g;
-        double xstep;
-        hist_axis(p->x_limit_us, p->bound_us, last_bucket, &g, &xstep);
-        double xmax = g.xmax_us;
-
+/* The highest count of an exact bucket in the plotted range or of the overflow column, with
+ * each CPU's samples beyond the range and above the bound. */
+static uint64_t hist_max_count(struct hist_render *h) {
+        const struct svg_hist_plot *p = h->p;
         uint64_t maxcount = 1;
         for (size_t k = 0; k < p->ncpus; k++) {
                 const struct svg_hist_cpu *c = &p->cpus[k];
                 if (c->cols) {
-                        sum[k].beyond = c->cols->beyond;
-                        sum[k].above_bound = c->cols->above_bound;
+                        h->sum[k].beyond = c->cols->beyond;
+                        h->sum[k].above_bound = c->cols->above_bound;
                         maxcount = MAX(maxcount, c->cols->maxcount);
                         continue;
                 }
-                sum[k].beyond = c->overflow;
-                sum[k].above_bound = c->overflow;
+                h->sum[k].beyond = c->overflow;
+                h->sum[k].above_bound = c->overflow;
                 for (uint32_t i = 0; i < c->nbuckets; i++) {
-                        if (i >= (uint32_t) xmax)
-                                sum[k].beyond += c->counts[i];
+                        if (i >= (uint32_t) h->g.xmax_us)
+                                h->sum[k].beyond += c->counts[i];
                         else
                                 maxcount = MAX(maxcount, c->counts[i]);
                         if (p->bound_us && i >= p->bound_us)
-                                sum[k].above_bound += c->counts[i];
+                                h->sum[k].above_bound += c->counts[i];
                 }
-                maxcount = MAX(maxcount, sum[k].beyond);
+                maxcount = MAX(maxcount, h->sum[k].beyond);
         }
-        g.decades = MAX(1u, (unsigned) ceil(log10((double) maxcount) - 1e-9));
-        g.dec_h = (H_BOTTOM - H_TOP) / (g.decades + H_ZERO_GAP);
+        return maxcount;
+}
 
-        /* The legend: every CPU up to HIST_LEGEND_ALL, else a summary and the worst ones. */
-        bool summarise = p->ncpus > HIST_LEGEND_ALL;
-        size_t nlegend = summarise ? MIN((size_t) HIST_HIGHLIGHT, p->ncpus) : p->ncpus;
-        _cleanup_free_ struct cpu_summary *ranked = malloc(p->ncpus * sizeof(*ranked));
-        if (!ranked)
-                return fail(out, -ENOMEM, "out of memory for %zu CPUs", p->ncpus);
-        memcpy(ranked, sum, p->ncpus * sizeof(*ranked));
-        qsort(ranked, p->ncpus, sizeof(*ranked), by_max_desc);
-        uint64_t ranked_cut = ranked[nlegend - 1].max_ns;
-        /* Entries that mention overflow are longer: three columns instead of four. */
-        size_t lcols = 4;
-        for (size_t k = 0; k < p->ncpus; k++)
-                if (sum[k].beyond && (!summarise || sum[k].max_ns >= ranked_cut))
-                        lcols = 3;
-        size_t legend_rows = (nlegend + lcols - 1) / lcols + (summarise ? 2 : 0);
-        int height = (int) (H_BOTTOM + 75 + legend_rows * 20 + 10);
-
-        doc_begin(out, height, p->title, "histogram");
-
-        /* Subtitle: the worst of all CPUs, and the bound. */
+/* The worst of all CPUs, and the bound. */
+static void hist_subtitle(struct svg_buf *out, const struct hist_render *h) {
+        const struct svg_hist_plot *p = h->p;
+        char t1[32], t2[32];
         uint64_t total_above = 0;
         for (size_t k = 0; k < p->ncpus; k++)
-                total_above += sum[k].above_bound;
-        fmt_ns(t1, sizeof(t1), max_ns);
-        fmt_count(t2, sizeof(t2), grand_total);
+                total_above += h->sum[k].above_bound;
+        fmt_ns(t1, sizeof(t1), h->max_ns);
+        fmt_count(t2, sizeof(t2), h->grand_total);
         putf(out,
              "<text class=\"summary\" x=\"20\" y=\"50\">%zu CPU%s, %s sample%s, max %s (CPU %u)",
-             p->ncpus, p->ncpus == 1 ? "" : "s", t2, grand_total == 1 ? "" : "s", t1,
-             p->cpus[worst].cpu);
+             p->ncpus, p->ncpus == 1 ? "" : "s", t2, h->grand_total == 1 ? "" : "s", t1,
+             p->cpus[h->worst].cpu);
         if (p->bound_us) {
                 fmt_ns(t1, sizeof(t1), p->bound_us * 1000);
                 fmt_count(t2, sizeof(t2), total_above);
@@ -664,20 +641,24 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
                      total_above == 1 ? "" : "s");
         }
         puts_(out, "</text>\n");
+}
 
+/* Axes, grid and log labels, the frame and the overflow column. */
+static void hist_frame(struct svg_buf *out, const struct hist_render *h) {
+        char t1[32];
         /* Axes, grid and log labels. */
         putf(out, "<g class=\"y-axis\" font-size=\"%d\" text-anchor=\"end\">\n", FS_SMALL);
         putf(out, "<text class=\"y-label\" x=\"%.0f\" y=\"%.1f\">0</text>\n", H_X0 - 6,
              H_BOTTOM + 4);
-        for (unsigned d = 0; d <= g.decades; d++) {
-                double y = H_BOTTOM - (H_ZERO_GAP + d) * g.dec_h;
+        for (unsigned d = 0; d <= h->g.decades; d++) {
+                double y = H_BOTTOM - (H_ZERO_GAP + d) * h->g.dec_h;
                 fmt_decade(t1, sizeof(t1), d);
                 putf(out,
                      "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
                      "<text class=\"y-label\" x=\"%.0f\" y=\"%.1f\">%s</text>\n",
                      H_X0, y, H_OV1, y, H_X0 - 6, y + 4, t1);
-                for (unsigned m = 2; d < g.decades && m <= 9; m++) {
-                        double ym = y - log10(m) * g.dec_h;
+                for (unsigned m = 2; d < h->g.decades && m <= 9; m++) {
+                        double ym = y - log10(m) * h->g.dec_h;
                         putf(out,
                              "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" "
                              "stroke=\"#888\"/>",
@@ -690,8 +671,8 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
              (H_TOP + H_BOTTOM) / 2, FS_TEXT, (H_TOP + H_BOTTOM) / 2);
 
         putf(out, "<g class=\"x-axis\" font-size=\"%d\" text-anchor=\"middle\">\n", FS_SMALL);
-        for (double v = 0; v <= xmax + 1e-9; v += xstep) {
-                double x = hist_x(&g, v);
+        for (double v = 0; v <= h->g.xmax_us + 1e-9; v += h->xstep) {
+                double x = hist_x(&h->g, v);
                 fmt_ns(t1, sizeof(t1), (uint64_t) llround(v * 1000));
                 putf(out,
                      "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#888\"/>"
@@ -706,7 +687,7 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
              H_X0, H_TOP, H_X1 - H_X0, H_BOTTOM - H_TOP);
 
         /* The overflow column, on the same count axis. */
-        fmt_ns(t1, sizeof(t1), (uint64_t) (xmax * 1000));
+        fmt_ns(t1, sizeof(t1), (uint64_t) (h->g.xmax_us * 1000));
         putf(out,
              "<rect class=\"overflow-column\" x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" "
              "height=\"%.0f\" fill=\"#f4f4f4\" stroke=\"#444\"/>\n"
@@ -717,28 +698,36 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
              "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" font-size=\"%d\">"
              "overflow</text>\n",
              (H_OV0 + H_OV1) / 2, H_BOTTOM + 38, FS_SMALL);
+}
 
+/* The curves, and a right-pointing triangle per CPU at its overflow count. */
+static void hist_data(struct svg_buf *out, const struct hist_render *h) {
+        const struct svg_hist_plot *p = h->p;
+        char t1[32], t2[32], t3[32];
+        fmt_ns(t1, sizeof(t1), (uint64_t) (h->g.xmax_us * 1000));
         /* The curves: the grey ones first, the coloured ones on top. */
         puts_(out, "<g class=\"curves\" stroke-linejoin=\"round\">\n");
-        if (summarise) {
-                for (size_t r = nlegend; r < p->ncpus; r++)
-                        hist_curve(out, &g, &p->cpus[ranked[r].index], &ranked[r], -1, false);
-                for (size_t r = nlegend; r-- > 0;)
-                        hist_curve(out, &g, &p->cpus[ranked[r].index], &ranked[r], (int) r, true);
+        if (h->summarise) {
+                for (size_t r = h->nlegend; r < p->ncpus; r++)
+                        hist_curve(out, &h->g, &p->cpus[h->ranked[r].index], &h->ranked[r], -1,
+                                   false);
+                for (size_t r = h->nlegend; r-- > 0;)
+                        hist_curve(out, &h->g, &p->cpus[h->ranked[r].index], &h->ranked[r], (int) r,
+                                   true);
         } else
                 for (size_t k = p->ncpus; k-- > 0;)
-                        hist_curve(out, &g, &p->cpus[k], &sum[k], (int) (k % NSTYLES), false);
+                        hist_curve(out, &h->g, &p->cpus[k], &h->sum[k], (int) (k % NSTYLES), false);
         puts_(out, "</g>\n");
 
         /* Overflow markers: a right-pointing triangle per CPU, at its count. */
         puts_(out, "<g class=\"overflows\">\n");
         for (size_t r = p->ncpus; r-- > 0;) {
-                size_t k = summarise ? ranked[r].index : r;
-                const struct cpu_summary *s = summarise ? &ranked[r] : &sum[k];
+                size_t k = h->summarise ? h->ranked[r].index : r;
+                const struct cpu_summary *s = h->summarise ? &h->ranked[r] : &h->sum[k];
                 if (!s->beyond)
                         continue;
-                int style = summarise ? (r < nlegend ? (int) r : -1) : (int) (k % NSTYLES);
-                double y = hist_y(&g, s->beyond), x = H_OV0 + 14;
+                int style = h->summarise ? (r < h->nlegend ? (int) r : -1) : (int) (k % NSTYLES);
+                double y = hist_y(&h->g, s->beyond), x = H_OV0 + 14;
                 fmt_count(t2, sizeof(t2), s->beyond);
                 fmt_ns(t3, sizeof(t3), s->max_ns);
                 putf(out,
@@ -754,12 +743,16 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
                 puts_(out, "\n");
         }
         puts_(out, "</g>\n");
+}
 
+static void hist_bound(struct svg_buf *out, const struct hist_render *h) {
+        const struct svg_hist_plot *p = h->p;
+        char t1[32];
         /* The bound. */
         if (p->bound_us) {
                 fmt_ns(t1, sizeof(t1), p->bound_us * 1000);
-                if ((double) p->bound_us <= xmax) {
-                        double x = hist_x(&g, (double) p->bound_us);
+                if ((double) p->bound_us <= h->g.xmax_us) {
+                        double x = hist_x(&h->g, (double) p->bound_us);
                         putf(out,
                              "<line class=\"bound\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" "
                              "y2=\"%.0f\" stroke=\"#000\" stroke-width=\"1.5\" "
@@ -773,36 +766,93 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
                              "bound %s: beyond the plotted range</text>\n",
                              H_X1 - 4, H_TOP + 14, FS_SMALL, t1);
         }
+}
 
-        /* The legend. */
+static void hist_legend(struct svg_buf *out, const struct hist_render *h) {
+        const struct svg_hist_plot *p = h->p;
+        char t1[32];
         double ly = H_BOTTOM + 70;
         puts_(out, "<g class=\"legend\">\n");
-        if (summarise) {
+        if (h->summarise) {
                 unsigned lo = p->cpus[0].cpu, hi = lo;
                 for (size_t k = 0; k < p->ncpus; k++) {
                         lo = MIN(lo, p->cpus[k].cpu);
                         hi = MAX(hi, p->cpus[k].cpu);
                 }
-                fmt_ns(t1, sizeof(t1), max_ns);
+                fmt_ns(t1, sizeof(t1), h->max_ns);
                 putf(out,
                      "<text x=\"20\" y=\"%.0f\">CPUs %u–%u (%zu), worst CPU %u: max %s</text>\n",
-                     ly, lo, hi, p->ncpus, p->cpus[worst].cpu, t1);
-                fmt_ns(t1, sizeof(t1), nlegend < p->ncpus ? ranked[nlegend].max_ns : 0);
+                     ly, lo, hi, p->ncpus, p->cpus[h->worst].cpu, t1);
+                fmt_ns(t1, sizeof(t1), h->nlegend < p->ncpus ? h->ranked[h->nlegend].max_ns : 0);
                 putf(out,
                      "<line x1=\"20\" y1=\"%.0f\" x2=\"48\" y2=\"%.0f\" stroke=\"#BBBBBB\" "
                      "stroke-width=\"2\"/><text x=\"54\" y=\"%.0f\">coloured: the %zu worst CPUs; "
                      "grey: the other %zu, each max %s or less</text>\n",
-                     ly + 16, ly + 16, ly + 20, nlegend, p->ncpus - nlegend, t1);
+                     ly + 16, ly + 16, ly + 20, h->nlegend, p->ncpus - h->nlegend, t1);
                 ly += 40;
         }
-        for (size_t e = 0; e < nlegend; e++) {
-                size_t k = summarise ? ranked[e].index : e;
-                const struct cpu_summary *s = summarise ? &ranked[e] : &sum[k];
-                hist_legend_entry(out, 20 + (double) (e % lcols) * (960.0 / lcols),
-                                  ly + (double) (e / lcols) * 20, &p->cpus[k], s,
-                                  (unsigned) (summarise ? e : k % NSTYLES), xmax);
+        for (size_t e = 0; e < h->nlegend; e++) {
+                size_t k = h->summarise ? h->ranked[e].index : e;
+                const struct cpu_summary *s = h->summarise ? &h->ranked[e] : &h->sum[k];
+                hist_legend_entry(out, 20 + (double) (e % h->lcols) * (960.0 / h->lcols),
+                                  ly + (double) (e / h->lcols) * 20, &p->cpus[k], s,
+                                  (unsigned) (h->summarise ? e : k % NSTYLES), h->g.xmax_us);
         }
         puts_(out, "</g>\n");
+}
+
+int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
+        _cleanup_free_ struct cpu_summary *sum = NULL, *ranked = NULL;
+        struct hist_render h = { .p = p };
+        int r;
+
+        buf_reset(out);
+        if (p->ncpus > 0 && !p->cpus)
+                return fail(out, -EINVAL, "histogram plot: %zu CPUs but no CPU data", p->ncpus);
+        if (p->bound_us > HIST_LIMIT_US_MAX * UINT64_C(1000) ||
+            p->x_limit_us > HIST_LIMIT_US_MAX * UINT64_C(1000))
+                return fail(out, -EINVAL, "histogram plot: bound or x limit beyond %" PRIu64 " µs",
+                            HIST_LIMIT_US_MAX * UINT64_C(1000));
+
+        h.sum = sum = calloc(MAX(p->ncpus, (size_t) 1), sizeof(*sum));
+        if (!sum)
+                return fail(out, -ENOMEM, "out of memory for %zu CPUs", p->ncpus);
+        if ((r = hist_sum_cpus(out, &h)) < 0)
+                return r;
+        if (h.grand_total == 0)
+                return doc_no_data(out, p->title, "histogram",
+                                   p->ncpus ? "no samples in any histogram" : "no CPUs");
+
+        /* The x axis: a given limit, or the bound and the last non-empty exact bucket (the
+         * overflow column holds the rest), rounded up to a tick. */
+        hist_axis(p->x_limit_us, p->bound_us, h.last_bucket, &h.g, &h.xstep);
+        uint64_t maxcount = hist_max_count(&h);
+        h.g.decades = MAX(1u, (unsigned) ceil(log10((double) maxcount) - 1e-9));
+        h.g.dec_h = (H_BOTTOM - H_TOP) / (h.g.decades + H_ZERO_GAP);
+
+        /* The legend: every CPU up to HIST_LEGEND_ALL, else a summary and the worst ones. */
+        h.summarise = p->ncpus > HIST_LEGEND_ALL;
+        h.nlegend = h.summarise ? MIN((size_t) HIST_HIGHLIGHT, p->ncpus) : p->ncpus;
+        h.ranked = ranked = malloc(p->ncpus * sizeof(*ranked));
+        if (!ranked)
+                return fail(out, -ENOMEM, "out of memory for %zu CPUs", p->ncpus);
+        memcpy(ranked, sum, p->ncpus * sizeof(*ranked));
+        qsort(ranked, p->ncpus, sizeof(*ranked), by_max_desc);
+        uint64_t ranked_cut = ranked[h.nlegend - 1].max_ns;
+        /* Entries that mention overflow are longer: three columns instead of four. */
+        h.lcols = 4;
+        for (size_t k = 0; k < p->ncpus; k++)
+                if (sum[k].beyond && (!h.summarise || sum[k].max_ns >= ranked_cut))
+                        h.lcols = 3;
+        size_t legend_rows = (h.nlegend + h.lcols - 1) / h.lcols + (h.summarise ? 2 : 0);
+        int height = (int) (H_BOTTOM + 75 + legend_rows * 20 + 10);
+
+        doc_begin(out, height, p->title, "histogram");
+        hist_subtitle(out, &h);
+        hist_frame(out, &h);
+        hist_data(out, &h);
+        hist_bound(out, &h);
+        hist_legend(out, &h);
         return doc_end(out);
 }
 
