@@ -1043,127 +1043,81 @@ static void lt_point_title(struct svg_buf *b, const struct svg_lt_plot *p,
         puts_(b, "</title>");
 }
 
-int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
-        char t1[48], t2[48];
-        int r;
+/* What the long-term plot is drawn from: the time axis, the points grouped per pixel column
+ * (groups), and the counts and range of the points shown. */
+struct lt_render {
+        const struct svg_lt_plot *p;
+        struct lt_geom g;
+        struct lt_group *groups;
+        size_t ngroups, nviolations, nshown;
+        int64_t vmax, vmin;
+};
 
-        buf_reset(out);
-        r = lt_check(out, p);
-        if (r < 0)
-                return r;
-        if (p->npoints == 0)
-                return doc_no_data(out, p->title, "long-term", "no measured steps");
-
-        struct lt_geom g = { .t0 = p->start_ns,
-                             .t1 = p->end_ns,
-                             .log = p->scale != SVG_SCALE_LINEAR };
+/* Groups the points per pixel column, breaking at gaps. */
+static void lt_group_points(struct lt_render *h) {
+        const struct svg_lt_plot *p = h->p;
         int64_t step = p->step_ns;
-        if (!g.t0 && !g.t1) {
-                g.t0 = p->points[0].t_ns;
-                if (__builtin_add_overflow(p->points[p->npoints - 1].t_ns, MAX(step, (int64_t) 1),
-                                           &g.t1))
-                        g.t1 = INT64_MAX;
-        }
-        /* A time axis from the data spans at least an hour, the data in its middle: one
-         * sample is a point in a readable plot, not a line at the edge. */
-        if (!p->start_ns && !p->end_ns && g.t1 - g.t0 < (int64_t) NSEC_PER_HOUR) {
-                g.t0 -= ((int64_t) NSEC_PER_HOUR - (g.t1 - g.t0)) / 2;
-                g.t1 = g.t0 + (int64_t) NSEC_PER_HOUR;
-        }
-
-        /* Group the points per pixel column, breaking at gaps. */
-        _cleanup_free_ struct lt_group *groups = malloc(p->npoints * sizeof(*groups));
-        if (!groups)
-                return fail(out, -ENOMEM, "out of memory for %zu points", p->npoints);
-        size_t ngroups = 0, nviolations = 0, nshown = 0;
-        int64_t vmax = 0, vmin = INT64_MAX;
         long prev_col = -1;
         for (size_t i = 0; i < p->npoints; i++) {
                 const struct svg_lt_point *pt = &p->points[i];
-                if (pt->t_ns < g.t0 || pt->t_ns >= g.t1)
+                if (pt->t_ns < h->g.t0 || pt->t_ns >= h->g.t1)
                         continue; /* outside the range the caller asked for */
-                nshown++;
-                bool gap = i == 0 || nshown == 1 ||
+                h->nshown++;
+                bool gap = i == 0 || h->nshown == 1 ||
                            (step > 0 && pt->t_ns - p->points[i - 1].t_ns > step + step / 2);
-                long col = (long) floor(lt_x(&g, pt->t_ns));
+                long col = (long) floor(lt_x(&h->g, pt->t_ns));
                 bool violation = p->bound_ns && pt->max_ns > p->bound_ns;
-                nviolations += violation;
-                vmax = MAX(vmax, pt->max_ns);
-                vmin = MIN(vmin, pt->max_ns);
+                h->nviolations += violation;
+                h->vmax = MAX(h->vmax, pt->max_ns);
+                h->vmin = MIN(h->vmin, pt->max_ns);
                 if (!gap && col == prev_col) {
-                        struct lt_group *gr = &groups[ngroups - 1];
+                        struct lt_group *gr = &h->groups[h->ngroups - 1];
                         gr->n++;
                         gr->violations += violation;
                         if (pt->max_ns > p->points[gr->worst].max_ns)
                                 gr->worst = i;
                         continue;
                 }
-                groups[ngroups++] = (struct lt_group){
+                h->groups[h->ngroups++] = (struct lt_group){
                         .first = i, .worst = i, .n = 1, .violations = violation, .gap_before = gap
                 };
                 prev_col = col;
         }
-        if (nshown == 0)
-                return doc_no_data(out, p->title, "long-term", "no steps in the time range");
+}
 
-        /* The value axis: decades around the data and the bound (log), or 0 to a tick above. */
-        double top_us = (double) MAX(vmax, p->bound_ns) / 1000;
-        if (g.log) {
-                double lo_us = MAX((double) vmin / 1000, 1.0);
+/* The value axis: decades around the data and the bound (log), or 0 to a tick above. */
+static void lt_value_range(struct lt_render *h) {
+        const struct svg_lt_plot *p = h->p;
+        double top_us = (double) MAX(h->vmax, p->bound_ns) / 1000;
+        if (h->g.log) {
+                double lo_us = MAX((double) h->vmin / 1000, 1.0);
                 if (p->bound_ns)
                         lo_us = MIN(lo_us, (double) p->bound_ns / 1000);
-                g.ymin = pow(10, floor(log10(lo_us)));
+                h->g.ymin = pow(10, floor(log10(lo_us)));
                 /* A bound on the lowest decade line would hide in the frame. */
-                if (p->bound_ns && (double) p->bound_ns / 1000 < g.ymin * 1.5)
-                        g.ymin /= 10;
-                g.ymax = pow(10, ceil(log10(MAX(top_us, 1.0)) + 1e-9));
-                if (g.ymax <= g.ymin)
-                        g.ymax = g.ymin * 10;
+                if (p->bound_ns && (double) p->bound_ns / 1000 < h->g.ymin * 1.5)
+                        h->g.ymin /= 10;
+                h->g.ymax = pow(10, ceil(log10(MAX(top_us, 1.0)) + 1e-9));
+                if (h->g.ymax <= h->g.ymin)
+                        h->g.ymax = h->g.ymin * 10;
         } else {
-                g.ymin = 0;
+                h->g.ymin = 0;
                 double s = nice_step(MAX(top_us * 1.05, 1.0), 6);
-                g.ymax = MAX(ceil(top_us * 1.05 / s) * s, s); /* all zero: still a range */
+                h->g.ymax = MAX(ceil(top_us * 1.05 / s) * s, s); /* all zero: still a range */
         }
+}
 
-        size_t nbands_named = 0;
-        const char *names[BANDS_NAMED] = { 0 };
-        for (size_t i = 0; i < p->nbands; i++) {
-                const char *s = p->bands[i].scenario ? p->bands[i].scenario : "";
-                size_t k;
-                for (k = 0; k < nbands_named && strcmp(names[k], s) != 0; k++)
-                        ;
-                if (k == nbands_named && nbands_named < BANDS_NAMED)
-                        names[nbands_named++] = s;
-        }
-        int height = (int) (L_BOTTOM + L_STRIP + 60 + ((nbands_named + 5) / 6 + 1) * 20);
-        doc_begin(out, height, p->title, "long-term");
-
-        fmt_ns(t1, sizeof(t1), (uint64_t) vmax);
-        putf(out, "<text class=\"summary\" x=\"20\" y=\"46\">%zu step%s, max %s", nshown,
-             nshown == 1 ? "" : "s", t1);
-        if (p->bound_ns) {
-                fmt_ns(t2, sizeof(t2), (uint64_t) p->bound_ns);
-                putf(out, "; bound %s: %zu step%s above", t2, nviolations,
-                     nviolations == 1 ? "" : "s");
-        }
-        puts_(out, "</text>\n");
-
-        lt_value_axis(out, &g);
-        lt_time_axis(out, &g);
-        putf(out,
-             "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
-             "stroke=\"#444\"/>\n",
-             L_X0, L_TOP, L_X1 - L_X0, L_BOTTOM - L_TOP);
-
-        /* Scenario bands, in a strip under the plot. */
+/* Scenario bands, in a strip under the plot. */
+static void lt_bands(struct svg_buf *out, const struct svg_lt_plot *p, const struct lt_geom *g) {
+        char t1[48], t2[48];
         puts_(out, "<g class=\"bands\">\n");
         for (size_t i = 0; i < p->nbands; i++) {
                 const struct svg_lt_band *bd = &p->bands[i];
-                int64_t s = MAX(bd->start_ns, g.t0), e = MIN(bd->end_ns, g.t1);
+                int64_t s = MAX(bd->start_ns, g->t0), e = MIN(bd->end_ns, g->t1);
                 if (e <= s)
                         continue;
                 const char *name = bd->scenario ? bd->scenario : "";
-                double x0 = lt_x(&g, s), x1 = lt_x(&g, e);
+                double x0 = lt_x(g, s), x1 = lt_x(g, e);
                 putf(out,
                      "<rect class=\"band\" data-start-ns=\"%" PRId64 "\" data-end-ns=\"%" PRId64
                      "\" x=\"%.1f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" "
@@ -1175,11 +1129,14 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 putf(out, ": %s to %s UTC</title></rect>\n", t1, t2);
         }
         puts_(out, "</g>\n");
+}
 
-        /* The highlighted span: at least 4 units wide, so that one step can be seen. */
-        if (p->hl_end_ns > p->hl_start_ns && p->hl_end_ns > g.t0 && p->hl_start_ns < g.t1) {
-                double x0 = lt_x(&g, MAX(p->hl_start_ns, g.t0)),
-                       x1 = lt_x(&g, MIN(p->hl_end_ns, g.t1));
+/* The highlighted span: at least 4 units wide, so that one step can be seen. */
+static void lt_highlight(struct svg_buf *out, const struct svg_lt_plot *p,
+                         const struct lt_geom *g) {
+        if (p->hl_end_ns > p->hl_start_ns && p->hl_end_ns > g->t0 && p->hl_start_ns < g->t1) {
+                double x0 = lt_x(g, MAX(p->hl_start_ns, g->t0)),
+                       x1 = lt_x(g, MIN(p->hl_end_ns, g->t1));
                 if (x1 - x0 < 4) {
                         x0 = (x0 + x1) / 2 - 2;
                         x1 = x0 + 4;
@@ -1194,10 +1151,12 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 put_text(out, p->hl_label ? p->hl_label : "highlighted", SVG_TOOLTIP_MAX);
                 puts_(out, "</title></rect>\n");
         }
+}
 
-        /* The bound. */
+static void lt_bound(struct svg_buf *out, const struct svg_lt_plot *p, const struct lt_geom *g) {
+        char t1[48];
         if (p->bound_ns) {
-                double y = lt_y(&g, (double) p->bound_ns / 1000);
+                double y = lt_y(g, (double) p->bound_ns / 1000);
                 fmt_ns(t1, sizeof(t1), (uint64_t) p->bound_ns);
                 putf(out,
                      "<line class=\"bound\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" "
@@ -1207,14 +1166,17 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                      "fill=\"#D55E00\">bound %s</text>\n",
                      L_X0, y, L_X1, y, t1, L_X1 - 4, y - 4, FS_SMALL, t1);
         }
+}
 
-        /* Kernel changes. */
+/* Kernel changes: a labelled vertical line each. */
+static void lt_kernels(struct svg_buf *out, const struct svg_lt_plot *p, const struct lt_geom *g) {
+        char t1[48];
         puts_(out, "<g class=\"kernels\">\n");
         for (size_t i = 0; i < p->nmarks; i++) {
                 const struct svg_lt_mark *m = &p->marks[i];
-                if (m->t_ns < g.t0 || m->t_ns > g.t1)
+                if (m->t_ns < g->t0 || m->t_ns > g->t1)
                         continue;
-                double x = lt_x(&g, m->t_ns);
+                double x = lt_x(g, m->t_ns);
                 fmt_time(t1, sizeof(t1), m->t_ns, false, false);
                 putf(out, "<g class=\"kernel\" data-t-ns=\"%" PRId64 "\"><title>kernel ", m->t_ns);
                 put_text(out, m->label, SVG_TOOLTIP_MAX);
@@ -1228,20 +1190,26 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 puts_(out, "</text></g>\n");
         }
         puts_(out, "</g>\n");
+}
 
-        /* The line of column maxima, broken at gaps. */
+/* The line of column maxima, broken at gaps, and the points: small circles; violations:
+ * vermillion triangles, on top. */
+static void lt_data(struct svg_buf *out, const struct lt_render *h) {
+        const struct svg_lt_plot *p = h->p;
+        const struct lt_geom *g = &h->g;
+        const struct lt_group *groups = h->groups;
+        size_t ngroups = h->ngroups;
         puts_(out, "<path class=\"worst-line\" fill=\"none\" stroke=\"#0072B2\" "
                    "stroke-width=\"1.2\" stroke-linejoin=\"round\" d=\"");
         for (size_t k = 0; k < ngroups; k++) {
                 const struct lt_group *gr = &groups[k];
                 puts_(out, gr->gap_before ? "M" : "L");
-                put_tenths(out, lt_x(&g, p->points[gr->worst].t_ns));
+                put_tenths(out, lt_x(g, p->points[gr->worst].t_ns));
                 puts_(out, " ");
-                put_tenths(out, lt_y(&g, (double) p->points[gr->worst].max_ns / 1000));
+                put_tenths(out, lt_y(g, (double) p->points[gr->worst].max_ns / 1000));
         }
         puts_(out, "\"/>\n");
 
-        /* The points: small circles; violations: vermillion triangles, on top. */
         for (int pass = 0; pass < 2; pass++) {
                 putf(out, "<g class=\"%s\">\n", pass ? "violations" : "points");
                 for (size_t k = 0; k < ngroups; k++) {
@@ -1249,7 +1217,7 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                         const struct svg_lt_point *w = &p->points[gr->worst];
                         if ((gr->violations > 0) != (pass == 1))
                                 continue;
-                        double x = lt_x(&g, w->t_ns), y = lt_y(&g, (double) w->max_ns / 1000);
+                        double x = lt_x(g, w->t_ns), y = lt_y(g, (double) w->max_ns / 1000);
                         if (w->href) {
                                 puts_(out, "<a href=\"");
                                 put_text(out, w->href, 0);
@@ -1276,8 +1244,11 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 }
                 puts_(out, "</g>\n");
         }
+}
 
-        /* The legend: markers, then the scenarios. */
+/* The legend: markers, then the scenarios. */
+static void lt_legend(struct svg_buf *out, const struct svg_lt_plot *p, const char *const *names,
+                      size_t nbands_named) {
         double ly = L_BOTTOM + L_STRIP + 58;
         putf(out,
              "<g class=\"legend\"><circle cx=\"26\" cy=\"%.0f\" r=\"3\" fill=\"#0072B2\"/>"
@@ -1304,6 +1275,82 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 puts_(out, "</text>\n");
         }
         puts_(out, "</g>\n");
+}
+
+int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
+        char t1[48], t2[48];
+        int r;
+
+        buf_reset(out);
+        r = lt_check(out, p);
+        if (r < 0)
+                return r;
+        if (p->npoints == 0)
+                return doc_no_data(out, p->title, "long-term", "no measured steps");
+
+        struct lt_render h = {
+                .p = p,
+                .g = { .t0 = p->start_ns, .t1 = p->end_ns, .log = p->scale != SVG_SCALE_LINEAR },
+                .vmin = INT64_MAX
+        };
+        int64_t step = p->step_ns;
+        if (!h.g.t0 && !h.g.t1) {
+                h.g.t0 = p->points[0].t_ns;
+                if (__builtin_add_overflow(p->points[p->npoints - 1].t_ns, MAX(step, (int64_t) 1),
+                                           &h.g.t1))
+                        h.g.t1 = INT64_MAX;
+        }
+        /* A time axis from the data spans at least an hour, the data in its middle: one
+         * sample is a point in a readable plot, not a line at the edge. */
+        if (!p->start_ns && !p->end_ns && h.g.t1 - h.g.t0 < (int64_t) NSEC_PER_HOUR) {
+                h.g.t0 -= ((int64_t) NSEC_PER_HOUR - (h.g.t1 - h.g.t0)) / 2;
+                h.g.t1 = h.g.t0 + (int64_t) NSEC_PER_HOUR;
+        }
+
+        _cleanup_free_ struct lt_group *groups = malloc(p->npoints * sizeof(*groups));
+        if (!groups)
+                return fail(out, -ENOMEM, "out of memory for %zu points", p->npoints);
+        h.groups = groups;
+        lt_group_points(&h);
+        if (h.nshown == 0)
+                return doc_no_data(out, p->title, "long-term", "no steps in the time range");
+        lt_value_range(&h);
+
+        size_t nbands_named = 0;
+        const char *names[BANDS_NAMED] = { 0 };
+        for (size_t i = 0; i < p->nbands; i++) {
+                const char *s = p->bands[i].scenario ? p->bands[i].scenario : "";
+                size_t k;
+                for (k = 0; k < nbands_named && strcmp(names[k], s) != 0; k++)
+                        ;
+                if (k == nbands_named && nbands_named < BANDS_NAMED)
+                        names[nbands_named++] = s;
+        }
+        int height = (int) (L_BOTTOM + L_STRIP + 60 + ((nbands_named + 5) / 6 + 1) * 20);
+        doc_begin(out, height, p->title, "long-term");
+
+        fmt_ns(t1, sizeof(t1), (uint64_t) h.vmax);
+        putf(out, "<text class=\"summary\" x=\"20\" y=\"46\">%zu step%s, max %s", h.nshown,
+             h.nshown == 1 ? "" : "s", t1);
+        if (p->bound_ns) {
+                fmt_ns(t2, sizeof(t2), (uint64_t) p->bound_ns);
+                putf(out, "; bound %s: %zu step%s above", t2, h.nviolations,
+                     h.nviolations == 1 ? "" : "s");
+        }
+        puts_(out, "</text>\n");
+
+        lt_value_axis(out, &h.g);
+        lt_time_axis(out, &h.g);
+        putf(out,
+             "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
+             "stroke=\"#444\"/>\n",
+             L_X0, L_TOP, L_X1 - L_X0, L_BOTTOM - L_TOP);
+        lt_bands(out, p, &h.g);
+        lt_highlight(out, p, &h.g);
+        lt_bound(out, p, &h.g);
+        lt_kernels(out, p, &h.g);
+        lt_data(out, &h);
+        lt_legend(out, p, names, nbands_named);
         return doc_end(out);
 }
 
