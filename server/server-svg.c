@@ -1372,16 +1372,13 @@ static const char *const cov_name[] = {
         [SVG_COV_PROBLEM] = "problem",
 };
 
-int svg_cov_render(struct svg_buf *out, const struct svg_cov_plot *p) {
-        char t1[48], t2[48], t3[48];
-
-        buf_reset(out);
+/* Checks what the coverage plot was given. */
+static int cov_check(struct svg_buf *out, const struct svg_cov_plot *p) {
         if (p->nmachines && !p->machines)
                 return fail(out, -EINVAL, "coverage plot: %zu machines but no data", p->nmachines);
         if (p->target_ns <= 0 || p->start_ns < 0)
                 return fail(out, -EINVAL, "coverage plot: target %" PRId64 " ns is not positive",
                             p->target_ns);
-        int64_t end = p->start_ns + p->target_ns;
         for (size_t m = 0; m < p->nmachines; m++) {
                 const struct svg_cov_machine *mc = &p->machines[m];
                 if (mc->nsegs && !mc->segs)
@@ -1403,6 +1400,84 @@ int svg_cov_render(struct svg_buf *out, const struct svg_cov_plot *p) {
                                             i);
                 }
         }
+        return 0;
+}
+
+/* A machine's row: its name, its bar of segments, and its coverage. */
+static void cov_machine(struct svg_buf *out, const struct svg_cov_plot *p, size_t m) {
+        char t1[48], t2[48], t3[48];
+        int64_t end = p->start_ns + p->target_ns;
+        const struct svg_cov_machine *mc = &p->machines[m];
+        double y = C_TOP + (double) m * C_ROW, h = C_ROW - 10;
+        int64_t covered = 0, problem = 0;
+
+        putf(out, "<g class=\"machine\">");
+        if (mc->href) {
+                puts_(out, "<a href=\"");
+                put_text(out, mc->href, 0);
+                puts_(out, "\">");
+        }
+        putf(out, "<text class=\"name\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\"><title>",
+             C_X0 - 8, y + h / 2 + 5);
+        put_text(out, mc->name, SVG_TOOLTIP_MAX);
+        puts_(out, "</title>");
+        put_text(out, mc->name, 28);
+        puts_(out, mc->href ? "</text></a>\n" : "</text>\n");
+        putf(out,
+             "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"#fff\" "
+             "stroke=\"#888\"/>\n",
+             C_X0, y, C_X1 - C_X0, h);
+        for (size_t i = 0; i < mc->nsegs; i++) {
+                const struct svg_cov_segment *s = &mc->segs[i];
+                int64_t a = MAX(s->start_ns, p->start_ns), e = MIN(s->end_ns, end);
+                if (e <= a)
+                        continue;
+                if (s->status == SVG_COV_COVERED)
+                        covered += e - a;
+                else if (s->status == SVG_COV_PROBLEM)
+                        problem += e - a;
+                double x0 = C_X0 +
+                            (C_X1 - C_X0) * (double) (a - p->start_ns) / (double) p->target_ns,
+                       x1 = C_X0 +
+                            (C_X1 - C_X0) * (double) (e - p->start_ns) / (double) p->target_ns;
+                fmt_time(t1, sizeof(t1), a, false, false);
+                fmt_time(t2, sizeof(t2), e, false, false);
+                putf(out,
+                     "<rect class=\"%s\" data-start-ns=\"%" PRId64 "\" "
+                     "data-end-ns=\"%" PRId64 "\" x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" "
+                     "height=\"%.1f\" fill=\"%s\" stroke=\"#444\" stroke-width=\"0.4\">"
+                     "<title>%s: %s to %s UTC",
+                     cov_name[s->status], a, e, x0, y, MAX(x1 - x0, 0.5), h, cov_fill[s->status],
+                     cov_name[s->status], t1, t2);
+                if (s->detail) {
+                        puts_(out, "; ");
+                        put_text(out, s->detail, SVG_TOOLTIP_MAX);
+                }
+                puts_(out, "</title></rect>\n");
+        }
+        if (mc->covered_given)
+                covered = MAX(mc->covered_ns, 0);
+        fmt_span(t1, sizeof(t1), covered);
+        fmt_span(t2, sizeof(t2), p->target_ns);
+        putf(out,
+             "<text class=\"coverage\" data-covered-ns=\"%" PRId64 "\" x=\"%.0f\" "
+             "y=\"%.1f\">%s / %s (%.0f %%)",
+             covered, C_X1 + 8, y + h / 2 + 5, t1, t2,
+             100.0 * (double) covered / (double) p->target_ns);
+        if (problem) {
+                fmt_span(t3, sizeof(t3), problem);
+                putf(out, ", %s problem", t3);
+        }
+        puts_(out, "</text></g>\n");
+}
+
+int svg_cov_render(struct svg_buf *out, const struct svg_cov_plot *p) {
+        char t1[48], t2[48];
+
+        buf_reset(out);
+        int r = cov_check(out, p);
+        if (r < 0)
+                return r;
         if (p->nmachines == 0)
                 return doc_no_data(out, p->title, "coverage", "no machines");
 
@@ -1417,70 +1492,8 @@ int svg_cov_render(struct svg_buf *out, const struct svg_cov_plot *p) {
         putf(out, "<text class=\"summary\" x=\"20\" y=\"46\">target %s from %s UTC</text>\n", t1,
              t2);
 
-        for (size_t m = 0; m < p->nmachines; m++) {
-                const struct svg_cov_machine *mc = &p->machines[m];
-                double y = C_TOP + (double) m * C_ROW, h = C_ROW - 10;
-                int64_t covered = 0, problem = 0;
-
-                putf(out, "<g class=\"machine\">");
-                if (mc->href) {
-                        puts_(out, "<a href=\"");
-                        put_text(out, mc->href, 0);
-                        puts_(out, "\">");
-                }
-                putf(out, "<text class=\"name\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\"><title>",
-                     C_X0 - 8, y + h / 2 + 5);
-                put_text(out, mc->name, SVG_TOOLTIP_MAX);
-                puts_(out, "</title>");
-                put_text(out, mc->name, 28);
-                puts_(out, mc->href ? "</text></a>\n" : "</text>\n");
-                putf(out,
-                     "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"#fff\" "
-                     "stroke=\"#888\"/>\n",
-                     C_X0, y, C_X1 - C_X0, h);
-                for (size_t i = 0; i < mc->nsegs; i++) {
-                        const struct svg_cov_segment *s = &mc->segs[i];
-                        int64_t a = MAX(s->start_ns, p->start_ns), e = MIN(s->end_ns, end);
-                        if (e <= a)
-                                continue;
-                        if (s->status == SVG_COV_COVERED)
-                                covered += e - a;
-                        else if (s->status == SVG_COV_PROBLEM)
-                                problem += e - a;
-                        double x0 = C_X0 + (C_X1 - C_X0) * (double) (a - p->start_ns) /
-                                                   (double) p->target_ns,
-                               x1 = C_X0 + (C_X1 - C_X0) * (double) (e - p->start_ns) /
-                                                   (double) p->target_ns;
-                        fmt_time(t1, sizeof(t1), a, false, false);
-                        fmt_time(t2, sizeof(t2), e, false, false);
-                        putf(out,
-                             "<rect class=\"%s\" data-start-ns=\"%" PRId64 "\" "
-                             "data-end-ns=\"%" PRId64 "\" x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" "
-                             "height=\"%.1f\" fill=\"%s\" stroke=\"#444\" stroke-width=\"0.4\">"
-                             "<title>%s: %s to %s UTC",
-                             cov_name[s->status], a, e, x0, y, MAX(x1 - x0, 0.5), h,
-                             cov_fill[s->status], cov_name[s->status], t1, t2);
-                        if (s->detail) {
-                                puts_(out, "; ");
-                                put_text(out, s->detail, SVG_TOOLTIP_MAX);
-                        }
-                        puts_(out, "</title></rect>\n");
-                }
-                if (mc->covered_given)
-                        covered = MAX(mc->covered_ns, 0);
-                fmt_span(t1, sizeof(t1), covered);
-                fmt_span(t2, sizeof(t2), p->target_ns);
-                putf(out,
-                     "<text class=\"coverage\" data-covered-ns=\"%" PRId64 "\" x=\"%.0f\" "
-                     "y=\"%.1f\">%s / %s (%.0f %%)",
-                     covered, C_X1 + 8, y + h / 2 + 5, t1, t2,
-                     100.0 * (double) covered / (double) p->target_ns);
-                if (problem) {
-                        fmt_span(t3, sizeof(t3), problem);
-                        putf(out, ", %s problem", t3);
-                }
-                puts_(out, "</text></g>\n");
-        }
+        for (size_t m = 0; m < p->nmachines; m++)
+                cov_machine(out, p, m);
 
         double ly = C_TOP + (double) p->nmachines * C_ROW + 30;
         puts_(out, "<g class=\"legend\">");
