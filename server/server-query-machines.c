@@ -24,10 +24,17 @@ static bool event_type_ok(const char *s, struct farm_answer *a) {
         return ok;
 }
 
-/* The answer of a machine's list: {"machine": id, key: list, and the page}. */
-static int machine_list_answer(struct farm_answer *a, const char *id, const char *key, json_t *list,
-                               const char *path, const struct farm_args *args,
+/* The answer of a machine's list: {"machine": id, key: list, and the page}; or of r, what
+ * reading the list returned, when it failed. */
+static int machine_list_answer(struct farm_answer *a, int r, const char *id, const char *key,
+                               json_t *list, const char *path, const struct farm_args *args,
                                const struct farm_page *page, uint64_t total) {
+        if (r == -ENOENT) {
+                query_error(a, 404, "no such machine");
+                return 0;
+        }
+        if (r < 0)
+                return query_internal(a, r);
         json_t *o = json_object();
         if (!o || json_object_set_new(o, "machine", json_string(id)) < 0 ||
             json_object_set_new(o, key, list) < 0 ||
@@ -42,21 +49,60 @@ static int machine_list_answer(struct farm_answer *a, const char *id, const char
         return 0;
 }
 
-static int list_oom(char *err) {
-        snprintf(err, FARM_ERROR_MAX, "out of memory building the answer");
-        return -ENOMEM;
+/* 0 when the machine is enrolled, -ENOENT when not.  With the reader lock held. */
+static int machine_known(sql_conn *c, const char *id, char *err) {
+        struct query_machine m;
+        int r = query_machine_find(c, id, &m, err);
+        return r < 0 ? r : r == 0 ? -ENOENT : 0;
+}
+
+/* Binds the page to st (the parameters limit_at and limit_at + 1), counts what cnt counts,
+ * and lists the rows of st, each the object that row makes of it. */
+static int page_rows(sql_conn *c, sql_stmt *cnt, sql_stmt *st, int limit_at,
+                     const struct farm_page *page, json_t *(*row)(sql_stmt *st),
+                     const char *count_error, const char *read_error, json_t **ret,
+                     uint64_t *ret_total, char *err) {
+        int rc;
+        sql_bind_int64(st, limit_at, (int64_t) page->limit);
+        sql_bind_int64(st, limit_at + 1, (int64_t) MIN(page->offset, (uint64_t) INT64_MAX));
+        if ((rc = sql_step(cnt)) != SQL_ROW)
+                return farm_fail(c, rc, count_error, err);
+        uint64_t total = (uint64_t) sql_column_int64(cnt, 0);
+        json_t *list = json_array();
+        if (!list) {
+                snprintf(err, FARM_ERROR_MAX, "out of memory building the answer");
+                return -ENOMEM;
+        }
+        while ((rc = sql_step(st)) == SQL_ROW)
+                json_array_append_new(list, row(st));
+        if (rc != SQL_DONE) {
+                json_decref(list);
+                return farm_fail(c, rc, read_error, err);
+        }
+        *ret = list;
+        if (ret_total)
+                *ret_total = total;
+        return 0;
+}
+
+/* An event as the events query lists it, from a row of its SELECT. */
+static json_t *event_json(sql_stmt *st) {
+        return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "run",
+                         farm_json_col_int(st, 0), "id", farm_json_col_int(st, 1), "time_ns",
+                         farm_json_col_int(st, 2), "time", json_time(sql_column_int64(st, 2)),
+                         "type", farm_json_col_text(st, 3), "cpu", farm_json_col_int(st, 4),
+                         "value", farm_json_col_int(st, 5), "message", farm_json_col_text(st, 6),
+                         "kernel_release", farm_json_col_text(st, 7));
 }
 
 int farm_machine_events_json(farm_db *db, const char *id, int64_t from, int64_t to,
                              const char *type, const struct farm_page *page, json_t **ret,
                              uint64_t *ret_total, char err[static FARM_ERROR_MAX]) {
-        struct query_machine m;
-        int r, rc;
-
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
-        if ((r = query_machine_find(c, id, &m, err)) <= 0)
-                return r < 0 ? r : -ENOENT;
+        int r = machine_known(c, id, err);
+        if (r < 0)
+                return r;
 #define EVENTS_WHERE                                                                             \
         "FROM runs r JOIN events e ON e.run = r.id WHERE r.machine_id = ?1 AND e.time_ns >= ?2 " \
         "AND e.time_ns < ?3 AND (e.type = ?4 OR ?4 IS NULL) "
@@ -77,32 +123,8 @@ int farm_machine_events_json(farm_db *db, const char *id, int64_t from, int64_t 
                 if (type)
                         sql_bind_text(both[i], 4, type);
         }
-        sql_bind_int64(st, 5, (int64_t) page->limit);
-        sql_bind_int64(st, 6, (int64_t) MIN(page->offset, (uint64_t) INT64_MAX));
-        if ((rc = sql_step(cnt)) != SQL_ROW)
-                return farm_fail(c, rc, "cannot count events", err);
-        uint64_t total = (uint64_t) sql_column_int64(cnt, 0);
-        json_t *list = json_array();
-        if (!list)
-                return list_oom(err);
-        while ((rc = sql_step(st)) == SQL_ROW)
-                json_array_append_new(
-                        list, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "run",
-                                        farm_json_col_int(st, 0), "id", farm_json_col_int(st, 1),
-                                        "time_ns", farm_json_col_int(st, 2), "time",
-                                        json_time(sql_column_int64(st, 2)), "type",
-                                        farm_json_col_text(st, 3), "cpu", farm_json_col_int(st, 4),
-                                        "value", farm_json_col_int(st, 5), "message",
-                                        farm_json_col_text(st, 6), "kernel_release",
-                                        farm_json_col_text(st, 7)));
-        if (rc != SQL_DONE) {
-                json_decref(list);
-                return farm_fail(c, rc, "cannot read events", err);
-        }
-        *ret = list;
-        if (ret_total)
-                *ret_total = total;
-        return 0;
+        return page_rows(c, cnt, st, 5, page, event_json, "cannot count events",
+                         "cannot read events", ret, ret_total, err);
 }
 
 int query_events(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
@@ -129,13 +151,7 @@ int query_events(farm_db *db, const char *id, const struct farm_args *args, int6
                 return 0;
         }
         int r = farm_machine_events_json(db, id, from, to, type, &page, &list, &total, a->err);
-        if (r == -ENOENT) {
-                query_error(a, 404, "no such machine");
-                return 0;
-        }
-        if (r < 0)
-                return query_internal(a, r);
-        return machine_list_answer(a, id, "events", list, path, args, &page, total);
+        return machine_list_answer(a, r, id, "events", list, path, args, &page, total);
 }
 
 /* A run as the runs query lists it, from a row of its SELECT. */
@@ -165,13 +181,11 @@ static json_t *run_json(sql_stmt *st) {
 
 int farm_machine_runs_json(farm_db *db, const char *id, const struct farm_page *page, json_t **ret,
                            uint64_t *ret_total, char err[static FARM_ERROR_MAX]) {
-        struct query_machine m;
-        int r, rc;
-
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
-        if ((r = query_machine_find(c, id, &m, err)) <= 0)
-                return r < 0 ? r : -ENOENT;
+        int r = machine_known(c, id, err);
+        if (r < 0)
+                return r;
         /* The day rollups give the first and last data, the intervals and the worst case of a
          * run from a few rows per day instead of its intervals. */
         if ((r = farm_prepare(c, "SELECT count(*) FROM runs WHERE machine_id = ?", &cnt, err)) <
@@ -196,24 +210,8 @@ int farm_machine_runs_json(farm_db *db, const char *id, const struct farm_page *
                 return r;
         sql_bind_text(cnt, 1, id);
         sql_bind_text(st, 1, id);
-        sql_bind_int64(st, 2, (int64_t) page->limit);
-        sql_bind_int64(st, 3, (int64_t) MIN(page->offset, (uint64_t) INT64_MAX));
-        if ((rc = sql_step(cnt)) != SQL_ROW)
-                return farm_fail(c, rc, "cannot count runs", err);
-        uint64_t total = (uint64_t) sql_column_int64(cnt, 0);
-        json_t *list = json_array();
-        if (!list)
-                return list_oom(err);
-        while ((rc = sql_step(st)) == SQL_ROW)
-                json_array_append_new(list, run_json(st));
-        if (rc != SQL_DONE) {
-                json_decref(list);
-                return farm_fail(c, rc, "cannot read runs", err);
-        }
-        *ret = list;
-        if (ret_total)
-                *ret_total = total;
-        return 0;
+        return page_rows(c, cnt, st, 2, page, run_json, "cannot count runs", "cannot read runs",
+                         ret, ret_total, err);
 }
 
 int query_runs(farm_db *db, const char *id, const struct farm_args *args, const char *path,
@@ -230,13 +228,7 @@ int query_runs(farm_db *db, const char *id, const struct farm_args *args, const 
                             perr, a))
                 return 0;
         int r = farm_machine_runs_json(db, id, &page, &list, &total, a->err);
-        if (r == -ENOENT) {
-                query_error(a, 404, "no such machine");
-                return 0;
-        }
-        if (r < 0)
-                return query_internal(a, r);
-        return machine_list_answer(a, id, "runs", list, path, args, &page, total);
+        return machine_list_answer(a, r, id, "runs", list, path, args, &page, total);
 }
 
 /* ---- GET /api/v1/machines, paginated ---------------------------------------------------- */
