@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "server-dash.h"
+#include "server-metrics.h"
 #include "server-query.h"
 #include "server-db.h"
 #include "server-verdict.h"
@@ -64,7 +65,6 @@ static int time_intervals(farm_db *db, const char *id, int64_t now, unsigned n) 
  * in ms. */
 static int time_page(farm_db *db, const struct farm_rule *rule, const char *url, const char *name,
                      const char *value, int64_t now, unsigned n) {
-        struct farm_counters counters = {};
         struct farm_args args = {};
         int64_t *t = calloc(2 * (n + 1), sizeof(*t)), *cpu = t + n + 1;
         size_t bytes = 0;
@@ -78,8 +78,7 @@ static int time_page(farm_db *db, const struct farm_rule *rule, const char *url,
         for (unsigned i = 0; i <= n; i++) {
                 struct farm_answer a;
                 int64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-                if (farm_dash_route(db, rule, &counters, url, "GET", &args, now, &a) != 1 ||
-                    a.status != 200) {
+                if (farm_dash_route(db, rule, url, "GET", &args, now, &a) != 1 || a.status != 200) {
                         fprintf(stderr, "%s: status %u: %s\n", url, a.status,
                                 a.text ? a.text : a.err);
                         farm_answer_done(&a);

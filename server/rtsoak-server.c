@@ -24,6 +24,7 @@
 #include "server-cli-notify.h"
 #include "server-copy.h"
 #include "server-db.h"
+#include "server-hist-cache.h"
 #include "server-http.h"
 #include "server-notify.h"
 #include "server-query.h"

@@ -26,6 +26,7 @@
 #include "server-notify.h"
 #include "server-params.h"
 #include "server-path.h"
+#include "server-metrics.h"
 #include "server-query.h"
 #include "server-trace.h"
 #include "server-ratelimit.h"
@@ -399,8 +400,7 @@ static bool route_dash(farm_http *h, struct MHD_Connection *c, struct request *r
         struct farm_answer a;
 
         MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
-        if (farm_dash_route(h->db, h->rule, &h->counters, url, method, &args,
-                            now_ns(CLOCK_REALTIME), &a) == 0)
+        if (farm_dash_route(h->db, h->rule, url, method, &args, now_ns(CLOCK_REALTIME), &a) == 0)
                 return false;
         *ret = send_answer(rq, c, &a);
         return true;

@@ -1,22 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* The query side of the JSON API (a machine's intervals, histograms, events and runs, kernel
- * comparisons, the paginated machine list) and the Prometheus /metrics exposition. */
+/* The query routes of the JSON API (a machine's intervals, histograms, events and runs, kernel
+ * comparisons, the paginated machine list) and the Prometheus /metrics exposition: their
+ * parameters, their answers and the dispatch to them.  Each part has a header of its own
+ * (server-query-*.h, server-metrics.h) for the callers of its C functions. */
 #pragma once
 
 #include <jansson.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hist.h"
 #include "server-db.h"
-#include "server-merge.h"
-#include "server-verdict.h"
-#include "summary.h"
 
 #define FARM_ARGS_MAX 32
-/* An intervals query answers at most this many steps: a larger window needs a larger step. */
-#define FARM_STEPS_MAX 100000
 
 /* The query parameters of a request, as libmicrohttpd decoded them (value NULL: "?name"). */
 struct farm_args {
@@ -42,112 +37,10 @@ struct farm_answer {
 };
 void farm_answer_done(struct farm_answer *a);
 
-/* Why an upload was refused, for rtsoak_ingest_errors_total{reason}. */
-enum farm_refusal {
-        FARM_REFUSED_BAD_REQUEST,  /* 400 */
-        FARM_REFUSED_UNAUTHORIZED, /* 401 */
-        FARM_REFUSED_FORBIDDEN,    /* 403 */
-        FARM_REFUSED_CONFLICT,     /* 409 */
-        FARM_REFUSED_TOO_LARGE,    /* 413 */
-        FARM_REFUSED_RATE_LIMITED, /* 429 */
-        FARM_REFUSED_OTHER_CLIENT, /* another 4xx */
-        FARM_REFUSED_SERVER_ERROR, /* 5xx */
-        FARM_REFUSED_MAX,
-};
-
-/* Server-wide counters since the start, for /metrics: updated by every HTTP thread. */
-struct farm_counters {
-        _Atomic uint64_t stored, duplicate;
-        _Atomic uint64_t refused[FARM_REFUSED_MAX];
-        _Atomic uint64_t status[600]; /* HTTP requests by status code */
-        const struct farm_rule *rule; /* of the verdicts, for rtsoak_kernel_verdict */
-};
-
-/* Counts a finished request: upload says it was a POST of a summary, duplicate that it was
- * answered "duplicate". */
-void farm_counters_request(struct farm_counters *c, bool upload, bool duplicate, unsigned status);
+struct farm_counters;
 
 /* Answers url if it is one of the query routes: 1 with ret filled, 0 when it is not one of
  * them (ret untouched). */
 int farm_query_route(farm_db *db, struct farm_counters *counters, const char *url,
                      const char *method, const struct farm_args *args, int64_t now_ns,
                      struct farm_answer *ret);
-
-/* The worst case per time step of a machine, as the intervals query computes it, for the
- * dashboard (which would otherwise build and read back the JSON of thousands of steps). */
-#define FARM_STEP_NAMES_MAX 64
-struct farm_names { /* different scenarios or kernels; "" for none */
-        char *s[FARM_STEP_NAMES_MAX];
-        unsigned n;
-};
-struct farm_step {
-        int64_t start_ns, max_time_ns;
-        int64_t data_end_ns; /* the latest end of its intervals (after the step's end when
-                              * intervals are longer than the step) */
-        uint64_t max_ns, samples, violations, intervals, covered_ns;
-        uint64_t scenarios, kernels; /* bits of the names: 1 << index */
-        int64_t max_cpu;
-};
-struct farm_steps {
-        struct farm_step *v; /* the steps that hold intervals, in time order */
-        size_t n;
-        struct farm_names scenarios, kernels;
-};
-/* The steps of step_ns of [from, to) of the machine's intervals (aligned as in the intervals
- * query).  -E2BIG for more than FARM_STEPS_MAX steps; beyond FARM_STEP_NAMES_MAX scenarios or
- * kernels, the last name is "(others)" and stands for the rest. */
-int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_t to,
-                       uint64_t step_ns, struct farm_steps *ret, char err[static FARM_ERROR_MAX]);
-void farm_steps_done(struct farm_steps *s);
-
-/* The merged histograms of a machine's window [from, to), CPU by CPU in ascending order and
- * within the memory budget of server-merge.h: fn(cpu, that CPU's, all CPUs merged) for each
- * CPU with data, or once fn(-1, NULL, all) for a window without any. */
-typedef int (*farm_cpu_hist_fn)(void *userdata, int64_t cpu, const struct farm_acc *acc,
-                                const struct farm_acc *all);
-int farm_machine_hists(farm_db *db, const char *machine_id, int64_t from, int64_t to, int64_t now,
-                       farm_cpu_hist_fn fn, void *userdata, char err[static FARM_ERROR_MAX]);
-
-/* The histogram cache filled in the background, so that a first look at a machine's month
- * does not wait for it: a thread that merges a few past days at a time (the most recent
- * first), pausing between them for the queries, and looks for new days once a minute. */
-struct farm_warmer;
-int farm_warmer_start(farm_db *db, struct farm_warmer **ret);
-void farm_warmer_stop(struct farm_warmer *w);
-/* One pass of it: up to max past days filled; how many are cached now. */
-int farm_query_warm(farm_db *db, int64_t now_ns, unsigned max, char *err);
-
-/* ---- pure helpers, exposed for the unit tests ---- */
-
-/* The start of the step of length step_ns that holds t: steps are aligned to multiples of
- * step_ns since the Unix epoch (floor, also before 1970). */
-int64_t farm_step_floor(int64_t t, uint64_t step_ns);
-/* How many steps of step_ns the window [from, to) touches (to > from). */
-uint64_t farm_steps_in(int64_t from_ns, int64_t to_ns, uint64_t step_ns);
-
-struct farm_percentiles {
-        uint64_t p50_ns, p99_ns, p99_9_ns, p99_99_ns;
-};
-/* Percentiles of a merged histogram as upper bounds (hist_quantile_ns), never above max_ns. */
-void farm_percentiles(const struct hist *h, uint64_t min_ns, uint64_t max_ns,
-                      struct farm_percentiles *ret);
-
-/* The regression rule of a comparison: value is worse than base when it exceeds it by more
- * than tolerance_percent of base and by more than min_difference_ns. */
-bool farm_worse(uint64_t value, uint64_t base, uint64_t tolerance_percent,
-                uint64_t min_difference_ns);
-
-/* Appends a Prometheus label value to buf (with escapes for \, " and newline). */
-int farm_prom_escape(const char *value, char *buf, size_t size);
-
-/* The worst case and p99.9 of a release per machine and scenario, over its data stamped
- * before to_ns and received by known_ns (INT64_MAX: all), on the machines listed (NULL: on
- * every machine).  An allocated array. */
-struct farm_release_stat {
-        char machine[FARM_MACHINE_ID_LEN + 1];
-        char scenario[64];
-        uint64_t worst_ns, p99_9_ns, samples;
-};
-int farm_release_stats(farm_db *db, const char *release, const char *const *machines,
-                       size_t nmachines, int64_t to_ns, int64_t known_ns,
-                       struct farm_release_stat **ret, size_t *ret_n, char *err);

@@ -535,28 +535,25 @@ static void hist_legend_entry(struct svg_buf *b, double x, double y, const struc
         puts_(b, "</text></g>\n");
 }
 
-int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
-        _cleanup_free_ struct cpu_summary *sum = NULL;
-        char t1[32], t2[32], t3[32];
+/* What the histogram plot is drawn from: each CPU summed up (sum in the plot's order, ranked
+ * the worst first), the geometry, and what the legend shows. */
+struct hist_render {
+        const struct svg_hist_plot *p;
+        struct cpu_summary *sum, *ranked;
+        struct hist_geom g;
+        double xstep;
+        uint64_t grand_total, max_ns;
+        uint32_t last_bucket;
+        size_t worst, nlegend, lcols;
+        bool summarise;
+};
 
-        buf_reset(out);
-        if (p->ncpus > 0 && !p->cpus)
-                return fail(out, -EINVAL, "histogram plot: %zu CPUs but no CPU data", p->ncpus);
-        if (p->bound_us > HIST_LIMIT_US_MAX * UINT64_C(1000) ||
-            p->x_limit_us > HIST_LIMIT_US_MAX * UINT64_C(1000))
-                return fail(out, -EINVAL, "histogram plot: bound or x limit beyond %" PRIu64 " µs",
-                            HIST_LIMIT_US_MAX * UINT64_C(1000));
-
-        sum = calloc(MAX(p->ncpus, (size_t) 1), sizeof(*sum));
-        if (!sum)
-                return fail(out, -ENOMEM, "out of memory for %zu CPUs", p->ncpus);
-
-        uint64_t grand_total = 0, max_ns = 0;
-        uint32_t last_bucket = 0;
-        size_t worst = 0;
+/* Sums up each CPU, checking what the plot was given. */
+static int hist_sum_cpus(struct svg_buf *out, struct hist_render *h) {
+        const struct svg_hist_plot *p = h->p;
         for (size_t k = 0; k < p->ncpus; k++) {
                 const struct svg_hist_cpu *c = &p->cpus[k];
-                struct cpu_summary *s = &sum[k];
+                struct cpu_summary *s = &h->sum[k];
                 if (c->nbuckets > HIST_LIMIT_US_MAX)
                         return fail(out, -EINVAL, "CPU %u: %" PRIu32 " buckets, more than %u",
                                     c->cpu, c->nbuckets, HIST_LIMIT_US_MAX);
@@ -585,78 +582,58 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
                         s->max_ns = MAX(s->max_ns, (uint64_t) c->nbuckets * 1000);
                 if (s->total == 0)
                         s->max_ns = 0;
-                if (__builtin_add_overflow(grand_total, s->total, &grand_total))
+                if (__builtin_add_overflow(h->grand_total, s->total, &h->grand_total))
                         return fail(out, -EOVERFLOW, "total sample count overflows");
-                last_bucket = MAX(last_bucket, s->last_bucket);
-                if (s->max_ns > max_ns || k == 0) {
-                        max_ns = MAX(max_ns, s->max_ns);
-                        worst = k;
+                h->last_bucket = MAX(h->last_bucket, s->last_bucket);
+                if (s->max_ns > h->max_ns || k == 0) {
+                        h->max_ns = MAX(h->max_ns, s->max_ns);
+                        h->worst = k;
                 }
         }
-        if (grand_total == 0)
-                return doc_no_data(out, p->title, "histogram",
-                                   p->ncpus ? "no samples in any histogram" : "no CPUs");
+        return 0;
+}
 
-        /* The x axis: a given limit, or the bound and the last non-empty exact bucket (the
-         * overflow column holds the rest), rounded up to a tick. */
-        struct hist_geom g;
-        double xstep;
-        hist_axis(p->x_limit_us, p->bound_us, last_bucket, &g, &xstep);
-        double xmax = g.xmax_us;
-
+/* The highest count of an exact bucket in the plotted range or of the overflow column, with
+ * each CPU's samples beyond the range and above the bound. */
+static uint64_t hist_max_count(struct hist_render *h) {
+        const struct svg_hist_plot *p = h->p;
         uint64_t maxcount = 1;
         for (size_t k = 0; k < p->ncpus; k++) {
                 const struct svg_hist_cpu *c = &p->cpus[k];
                 if (c->cols) {
-                        sum[k].beyond = c->cols->beyond;
-                        sum[k].above_bound = c->cols->above_bound;
+                        h->sum[k].beyond = c->cols->beyond;
+                        h->sum[k].above_bound = c->cols->above_bound;
                         maxcount = MAX(maxcount, c->cols->maxcount);
                         continue;
                 }
-                sum[k].beyond = c->overflow;
-                sum[k].above_bound = c->overflow;
+                h->sum[k].beyond = c->overflow;
+                h->sum[k].above_bound = c->overflow;
                 for (uint32_t i = 0; i < c->nbuckets; i++) {
-                        if (i >= (uint32_t) xmax)
-                                sum[k].beyond += c->counts[i];
+                        if (i >= (uint32_t) h->g.xmax_us)
+                                h->sum[k].beyond += c->counts[i];
                         else
                                 maxcount = MAX(maxcount, c->counts[i]);
                         if (p->bound_us && i >= p->bound_us)
-                                sum[k].above_bound += c->counts[i];
+                                h->sum[k].above_bound += c->counts[i];
                 }
-                maxcount = MAX(maxcount, sum[k].beyond);
+                maxcount = MAX(maxcount, h->sum[k].beyond);
         }
-        g.decades = MAX(1u, (unsigned) ceil(log10((double) maxcount) - 1e-9));
-        g.dec_h = (H_BOTTOM - H_TOP) / (g.decades + H_ZERO_GAP);
+        return maxcount;
+}
 
-        /* The legend: every CPU up to HIST_LEGEND_ALL, else a summary and the worst ones. */
-        bool summarise = p->ncpus > HIST_LEGEND_ALL;
-        size_t nlegend = summarise ? MIN((size_t) HIST_HIGHLIGHT, p->ncpus) : p->ncpus;
-        _cleanup_free_ struct cpu_summary *ranked = malloc(p->ncpus * sizeof(*ranked));
-        if (!ranked)
-                return fail(out, -ENOMEM, "out of memory for %zu CPUs", p->ncpus);
-        memcpy(ranked, sum, p->ncpus * sizeof(*ranked));
-        qsort(ranked, p->ncpus, sizeof(*ranked), by_max_desc);
-        uint64_t ranked_cut = ranked[nlegend - 1].max_ns;
-        /* Entries that mention overflow are longer: three columns instead of four. */
-        size_t lcols = 4;
-        for (size_t k = 0; k < p->ncpus; k++)
-                if (sum[k].beyond && (!summarise || sum[k].max_ns >= ranked_cut))
-                        lcols = 3;
-        size_t legend_rows = (nlegend + lcols - 1) / lcols + (summarise ? 2 : 0);
-        int height = (int) (H_BOTTOM + 75 + legend_rows * 20 + 10);
-
-        doc_begin(out, height, p->title, "histogram");
-
-        /* Subtitle: the worst of all CPUs, and the bound. */
+/* The worst of all CPUs, and the bound. */
+static void hist_subtitle(struct svg_buf *out, const struct hist_render *h) {
+        const struct svg_hist_plot *p = h->p;
+        char t1[32], t2[32];
         uint64_t total_above = 0;
         for (size_t k = 0; k < p->ncpus; k++)
-                total_above += sum[k].above_bound;
-        fmt_ns(t1, sizeof(t1), max_ns);
-        fmt_count(t2, sizeof(t2), grand_total);
+                total_above += h->sum[k].above_bound;
+        fmt_ns(t1, sizeof(t1), h->max_ns);
+        fmt_count(t2, sizeof(t2), h->grand_total);
         putf(out,
              "<text class=\"summary\" x=\"20\" y=\"50\">%zu CPU%s, %s sample%s, max %s (CPU %u)",
-             p->ncpus, p->ncpus == 1 ? "" : "s", t2, grand_total == 1 ? "" : "s", t1,
-             p->cpus[worst].cpu);
+             p->ncpus, p->ncpus == 1 ? "" : "s", t2, h->grand_total == 1 ? "" : "s", t1,
+             p->cpus[h->worst].cpu);
         if (p->bound_us) {
                 fmt_ns(t1, sizeof(t1), p->bound_us * 1000);
                 fmt_count(t2, sizeof(t2), total_above);
@@ -664,20 +641,24 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
                      total_above == 1 ? "" : "s");
         }
         puts_(out, "</text>\n");
+}
 
+/* Axes, grid and log labels, the frame and the overflow column. */
+static void hist_frame(struct svg_buf *out, const struct hist_render *h) {
+        char t1[32];
         /* Axes, grid and log labels. */
         putf(out, "<g class=\"y-axis\" font-size=\"%d\" text-anchor=\"end\">\n", FS_SMALL);
         putf(out, "<text class=\"y-label\" x=\"%.0f\" y=\"%.1f\">0</text>\n", H_X0 - 6,
              H_BOTTOM + 4);
-        for (unsigned d = 0; d <= g.decades; d++) {
-                double y = H_BOTTOM - (H_ZERO_GAP + d) * g.dec_h;
+        for (unsigned d = 0; d <= h->g.decades; d++) {
+                double y = H_BOTTOM - (H_ZERO_GAP + d) * h->g.dec_h;
                 fmt_decade(t1, sizeof(t1), d);
                 putf(out,
                      "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
                      "<text class=\"y-label\" x=\"%.0f\" y=\"%.1f\">%s</text>\n",
                      H_X0, y, H_OV1, y, H_X0 - 6, y + 4, t1);
-                for (unsigned m = 2; d < g.decades && m <= 9; m++) {
-                        double ym = y - log10(m) * g.dec_h;
+                for (unsigned m = 2; d < h->g.decades && m <= 9; m++) {
+                        double ym = y - log10(m) * h->g.dec_h;
                         putf(out,
                              "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" "
                              "stroke=\"#888\"/>",
@@ -690,8 +671,8 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
              (H_TOP + H_BOTTOM) / 2, FS_TEXT, (H_TOP + H_BOTTOM) / 2);
 
         putf(out, "<g class=\"x-axis\" font-size=\"%d\" text-anchor=\"middle\">\n", FS_SMALL);
-        for (double v = 0; v <= xmax + 1e-9; v += xstep) {
-                double x = hist_x(&g, v);
+        for (double v = 0; v <= h->g.xmax_us + 1e-9; v += h->xstep) {
+                double x = hist_x(&h->g, v);
                 fmt_ns(t1, sizeof(t1), (uint64_t) llround(v * 1000));
                 putf(out,
                      "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#888\"/>"
@@ -706,7 +687,7 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
              H_X0, H_TOP, H_X1 - H_X0, H_BOTTOM - H_TOP);
 
         /* The overflow column, on the same count axis. */
-        fmt_ns(t1, sizeof(t1), (uint64_t) (xmax * 1000));
+        fmt_ns(t1, sizeof(t1), (uint64_t) (h->g.xmax_us * 1000));
         putf(out,
              "<rect class=\"overflow-column\" x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" "
              "height=\"%.0f\" fill=\"#f4f4f4\" stroke=\"#444\"/>\n"
@@ -717,28 +698,36 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
              "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\" font-size=\"%d\">"
              "overflow</text>\n",
              (H_OV0 + H_OV1) / 2, H_BOTTOM + 38, FS_SMALL);
+}
 
+/* The curves, and a right-pointing triangle per CPU at its overflow count. */
+static void hist_data(struct svg_buf *out, const struct hist_render *h) {
+        const struct svg_hist_plot *p = h->p;
+        char t1[32], t2[32], t3[32];
+        fmt_ns(t1, sizeof(t1), (uint64_t) (h->g.xmax_us * 1000));
         /* The curves: the grey ones first, the coloured ones on top. */
         puts_(out, "<g class=\"curves\" stroke-linejoin=\"round\">\n");
-        if (summarise) {
-                for (size_t r = nlegend; r < p->ncpus; r++)
-                        hist_curve(out, &g, &p->cpus[ranked[r].index], &ranked[r], -1, false);
-                for (size_t r = nlegend; r-- > 0;)
-                        hist_curve(out, &g, &p->cpus[ranked[r].index], &ranked[r], (int) r, true);
+        if (h->summarise) {
+                for (size_t r = h->nlegend; r < p->ncpus; r++)
+                        hist_curve(out, &h->g, &p->cpus[h->ranked[r].index], &h->ranked[r], -1,
+                                   false);
+                for (size_t r = h->nlegend; r-- > 0;)
+                        hist_curve(out, &h->g, &p->cpus[h->ranked[r].index], &h->ranked[r], (int) r,
+                                   true);
         } else
                 for (size_t k = p->ncpus; k-- > 0;)
-                        hist_curve(out, &g, &p->cpus[k], &sum[k], (int) (k % NSTYLES), false);
+                        hist_curve(out, &h->g, &p->cpus[k], &h->sum[k], (int) (k % NSTYLES), false);
         puts_(out, "</g>\n");
 
         /* Overflow markers: a right-pointing triangle per CPU, at its count. */
         puts_(out, "<g class=\"overflows\">\n");
         for (size_t r = p->ncpus; r-- > 0;) {
-                size_t k = summarise ? ranked[r].index : r;
-                const struct cpu_summary *s = summarise ? &ranked[r] : &sum[k];
+                size_t k = h->summarise ? h->ranked[r].index : r;
+                const struct cpu_summary *s = h->summarise ? &h->ranked[r] : &h->sum[k];
                 if (!s->beyond)
                         continue;
-                int style = summarise ? (r < nlegend ? (int) r : -1) : (int) (k % NSTYLES);
-                double y = hist_y(&g, s->beyond), x = H_OV0 + 14;
+                int style = h->summarise ? (r < h->nlegend ? (int) r : -1) : (int) (k % NSTYLES);
+                double y = hist_y(&h->g, s->beyond), x = H_OV0 + 14;
                 fmt_count(t2, sizeof(t2), s->beyond);
                 fmt_ns(t3, sizeof(t3), s->max_ns);
                 putf(out,
@@ -754,12 +743,16 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
                 puts_(out, "\n");
         }
         puts_(out, "</g>\n");
+}
 
+static void hist_bound(struct svg_buf *out, const struct hist_render *h) {
+        const struct svg_hist_plot *p = h->p;
+        char t1[32];
         /* The bound. */
         if (p->bound_us) {
                 fmt_ns(t1, sizeof(t1), p->bound_us * 1000);
-                if ((double) p->bound_us <= xmax) {
-                        double x = hist_x(&g, (double) p->bound_us);
+                if ((double) p->bound_us <= h->g.xmax_us) {
+                        double x = hist_x(&h->g, (double) p->bound_us);
                         putf(out,
                              "<line class=\"bound\" x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" "
                              "y2=\"%.0f\" stroke=\"#000\" stroke-width=\"1.5\" "
@@ -773,36 +766,93 @@ int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
                              "bound %s: beyond the plotted range</text>\n",
                              H_X1 - 4, H_TOP + 14, FS_SMALL, t1);
         }
+}
 
-        /* The legend. */
+static void hist_legend(struct svg_buf *out, const struct hist_render *h) {
+        const struct svg_hist_plot *p = h->p;
+        char t1[32];
         double ly = H_BOTTOM + 70;
         puts_(out, "<g class=\"legend\">\n");
-        if (summarise) {
+        if (h->summarise) {
                 unsigned lo = p->cpus[0].cpu, hi = lo;
                 for (size_t k = 0; k < p->ncpus; k++) {
                         lo = MIN(lo, p->cpus[k].cpu);
                         hi = MAX(hi, p->cpus[k].cpu);
                 }
-                fmt_ns(t1, sizeof(t1), max_ns);
+                fmt_ns(t1, sizeof(t1), h->max_ns);
                 putf(out,
                      "<text x=\"20\" y=\"%.0f\">CPUs %u–%u (%zu), worst CPU %u: max %s</text>\n",
-                     ly, lo, hi, p->ncpus, p->cpus[worst].cpu, t1);
-                fmt_ns(t1, sizeof(t1), nlegend < p->ncpus ? ranked[nlegend].max_ns : 0);
+                     ly, lo, hi, p->ncpus, p->cpus[h->worst].cpu, t1);
+                fmt_ns(t1, sizeof(t1), h->nlegend < p->ncpus ? h->ranked[h->nlegend].max_ns : 0);
                 putf(out,
                      "<line x1=\"20\" y1=\"%.0f\" x2=\"48\" y2=\"%.0f\" stroke=\"#BBBBBB\" "
                      "stroke-width=\"2\"/><text x=\"54\" y=\"%.0f\">coloured: the %zu worst CPUs; "
                      "grey: the other %zu, each max %s or less</text>\n",
-                     ly + 16, ly + 16, ly + 20, nlegend, p->ncpus - nlegend, t1);
+                     ly + 16, ly + 16, ly + 20, h->nlegend, p->ncpus - h->nlegend, t1);
                 ly += 40;
         }
-        for (size_t e = 0; e < nlegend; e++) {
-                size_t k = summarise ? ranked[e].index : e;
-                const struct cpu_summary *s = summarise ? &ranked[e] : &sum[k];
-                hist_legend_entry(out, 20 + (double) (e % lcols) * (960.0 / lcols),
-                                  ly + (double) (e / lcols) * 20, &p->cpus[k], s,
-                                  (unsigned) (summarise ? e : k % NSTYLES), xmax);
+        for (size_t e = 0; e < h->nlegend; e++) {
+                size_t k = h->summarise ? h->ranked[e].index : e;
+                const struct cpu_summary *s = h->summarise ? &h->ranked[e] : &h->sum[k];
+                hist_legend_entry(out, 20 + (double) (e % h->lcols) * (960.0 / h->lcols),
+                                  ly + (double) (e / h->lcols) * 20, &p->cpus[k], s,
+                                  (unsigned) (h->summarise ? e : k % NSTYLES), h->g.xmax_us);
         }
         puts_(out, "</g>\n");
+}
+
+int svg_hist_render(struct svg_buf *out, const struct svg_hist_plot *p) {
+        _cleanup_free_ struct cpu_summary *sum = NULL, *ranked = NULL;
+        struct hist_render h = { .p = p };
+        int r;
+
+        buf_reset(out);
+        if (p->ncpus > 0 && !p->cpus)
+                return fail(out, -EINVAL, "histogram plot: %zu CPUs but no CPU data", p->ncpus);
+        if (p->bound_us > HIST_LIMIT_US_MAX * UINT64_C(1000) ||
+            p->x_limit_us > HIST_LIMIT_US_MAX * UINT64_C(1000))
+                return fail(out, -EINVAL, "histogram plot: bound or x limit beyond %" PRIu64 " µs",
+                            HIST_LIMIT_US_MAX * UINT64_C(1000));
+
+        h.sum = sum = calloc(MAX(p->ncpus, (size_t) 1), sizeof(*sum));
+        if (!sum)
+                return fail(out, -ENOMEM, "out of memory for %zu CPUs", p->ncpus);
+        if ((r = hist_sum_cpus(out, &h)) < 0)
+                return r;
+        if (h.grand_total == 0)
+                return doc_no_data(out, p->title, "histogram",
+                                   p->ncpus ? "no samples in any histogram" : "no CPUs");
+
+        /* The x axis: a given limit, or the bound and the last non-empty exact bucket (the
+         * overflow column holds the rest), rounded up to a tick. */
+        hist_axis(p->x_limit_us, p->bound_us, h.last_bucket, &h.g, &h.xstep);
+        uint64_t maxcount = hist_max_count(&h);
+        h.g.decades = MAX(1u, (unsigned) ceil(log10((double) maxcount) - 1e-9));
+        h.g.dec_h = (H_BOTTOM - H_TOP) / (h.g.decades + H_ZERO_GAP);
+
+        /* The legend: every CPU up to HIST_LEGEND_ALL, else a summary and the worst ones. */
+        h.summarise = p->ncpus > HIST_LEGEND_ALL;
+        h.nlegend = h.summarise ? MIN((size_t) HIST_HIGHLIGHT, p->ncpus) : p->ncpus;
+        h.ranked = ranked = malloc(p->ncpus * sizeof(*ranked));
+        if (!ranked)
+                return fail(out, -ENOMEM, "out of memory for %zu CPUs", p->ncpus);
+        memcpy(ranked, sum, p->ncpus * sizeof(*ranked));
+        qsort(ranked, p->ncpus, sizeof(*ranked), by_max_desc);
+        uint64_t ranked_cut = ranked[h.nlegend - 1].max_ns;
+        /* Entries that mention overflow are longer: three columns instead of four. */
+        h.lcols = 4;
+        for (size_t k = 0; k < p->ncpus; k++)
+                if (sum[k].beyond && (!h.summarise || sum[k].max_ns >= ranked_cut))
+                        h.lcols = 3;
+        size_t legend_rows = (h.nlegend + h.lcols - 1) / h.lcols + (h.summarise ? 2 : 0);
+        int height = (int) (H_BOTTOM + 75 + legend_rows * 20 + 10);
+
+        doc_begin(out, height, p->title, "histogram");
+        hist_subtitle(out, &h);
+        hist_frame(out, &h);
+        hist_data(out, &h);
+        hist_bound(out, &h);
+        hist_legend(out, &h);
         return doc_end(out);
 }
 
@@ -993,127 +1043,81 @@ static void lt_point_title(struct svg_buf *b, const struct svg_lt_plot *p,
         puts_(b, "</title>");
 }
 
-int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
-        char t1[48], t2[48];
-        int r;
+/* What the long-term plot is drawn from: the time axis, the points grouped per pixel column
+ * (groups), and the counts and range of the points shown. */
+struct lt_render {
+        const struct svg_lt_plot *p;
+        struct lt_geom g;
+        struct lt_group *groups;
+        size_t ngroups, nviolations, nshown;
+        int64_t vmax, vmin;
+};
 
-        buf_reset(out);
-        r = lt_check(out, p);
-        if (r < 0)
-                return r;
-        if (p->npoints == 0)
-                return doc_no_data(out, p->title, "long-term", "no measured steps");
-
-        struct lt_geom g = { .t0 = p->start_ns,
-                             .t1 = p->end_ns,
-                             .log = p->scale != SVG_SCALE_LINEAR };
+/* Groups the points per pixel column, breaking at gaps. */
+static void lt_group_points(struct lt_render *h) {
+        const struct svg_lt_plot *p = h->p;
         int64_t step = p->step_ns;
-        if (!g.t0 && !g.t1) {
-                g.t0 = p->points[0].t_ns;
-                if (__builtin_add_overflow(p->points[p->npoints - 1].t_ns, MAX(step, (int64_t) 1),
-                                           &g.t1))
-                        g.t1 = INT64_MAX;
-        }
-        /* A time axis from the data spans at least an hour, the data in its middle: one
-         * sample is a point in a readable plot, not a line at the edge. */
-        if (!p->start_ns && !p->end_ns && g.t1 - g.t0 < (int64_t) NSEC_PER_HOUR) {
-                g.t0 -= ((int64_t) NSEC_PER_HOUR - (g.t1 - g.t0)) / 2;
-                g.t1 = g.t0 + (int64_t) NSEC_PER_HOUR;
-        }
-
-        /* Group the points per pixel column, breaking at gaps. */
-        _cleanup_free_ struct lt_group *groups = malloc(p->npoints * sizeof(*groups));
-        if (!groups)
-                return fail(out, -ENOMEM, "out of memory for %zu points", p->npoints);
-        size_t ngroups = 0, nviolations = 0, nshown = 0;
-        int64_t vmax = 0, vmin = INT64_MAX;
         long prev_col = -1;
         for (size_t i = 0; i < p->npoints; i++) {
                 const struct svg_lt_point *pt = &p->points[i];
-                if (pt->t_ns < g.t0 || pt->t_ns >= g.t1)
+                if (pt->t_ns < h->g.t0 || pt->t_ns >= h->g.t1)
                         continue; /* outside the range the caller asked for */
-                nshown++;
-                bool gap = i == 0 || nshown == 1 ||
+                h->nshown++;
+                bool gap = i == 0 || h->nshown == 1 ||
                            (step > 0 && pt->t_ns - p->points[i - 1].t_ns > step + step / 2);
-                long col = (long) floor(lt_x(&g, pt->t_ns));
+                long col = (long) floor(lt_x(&h->g, pt->t_ns));
                 bool violation = p->bound_ns && pt->max_ns > p->bound_ns;
-                nviolations += violation;
-                vmax = MAX(vmax, pt->max_ns);
-                vmin = MIN(vmin, pt->max_ns);
+                h->nviolations += violation;
+                h->vmax = MAX(h->vmax, pt->max_ns);
+                h->vmin = MIN(h->vmin, pt->max_ns);
                 if (!gap && col == prev_col) {
-                        struct lt_group *gr = &groups[ngroups - 1];
+                        struct lt_group *gr = &h->groups[h->ngroups - 1];
                         gr->n++;
                         gr->violations += violation;
                         if (pt->max_ns > p->points[gr->worst].max_ns)
                                 gr->worst = i;
                         continue;
                 }
-                groups[ngroups++] = (struct lt_group){
+                h->groups[h->ngroups++] = (struct lt_group){
                         .first = i, .worst = i, .n = 1, .violations = violation, .gap_before = gap
                 };
                 prev_col = col;
         }
-        if (nshown == 0)
-                return doc_no_data(out, p->title, "long-term", "no steps in the time range");
+}
 
-        /* The value axis: decades around the data and the bound (log), or 0 to a tick above. */
-        double top_us = (double) MAX(vmax, p->bound_ns) / 1000;
-        if (g.log) {
-                double lo_us = MAX((double) vmin / 1000, 1.0);
+/* The value axis: decades around the data and the bound (log), or 0 to a tick above. */
+static void lt_value_range(struct lt_render *h) {
+        const struct svg_lt_plot *p = h->p;
+        double top_us = (double) MAX(h->vmax, p->bound_ns) / 1000;
+        if (h->g.log) {
+                double lo_us = MAX((double) h->vmin / 1000, 1.0);
                 if (p->bound_ns)
                         lo_us = MIN(lo_us, (double) p->bound_ns / 1000);
-                g.ymin = pow(10, floor(log10(lo_us)));
+                h->g.ymin = pow(10, floor(log10(lo_us)));
                 /* A bound on the lowest decade line would hide in the frame. */
-                if (p->bound_ns && (double) p->bound_ns / 1000 < g.ymin * 1.5)
-                        g.ymin /= 10;
-                g.ymax = pow(10, ceil(log10(MAX(top_us, 1.0)) + 1e-9));
-                if (g.ymax <= g.ymin)
-                        g.ymax = g.ymin * 10;
+                if (p->bound_ns && (double) p->bound_ns / 1000 < h->g.ymin * 1.5)
+                        h->g.ymin /= 10;
+                h->g.ymax = pow(10, ceil(log10(MAX(top_us, 1.0)) + 1e-9));
+                if (h->g.ymax <= h->g.ymin)
+                        h->g.ymax = h->g.ymin * 10;
         } else {
-                g.ymin = 0;
+                h->g.ymin = 0;
                 double s = nice_step(MAX(top_us * 1.05, 1.0), 6);
-                g.ymax = MAX(ceil(top_us * 1.05 / s) * s, s); /* all zero: still a range */
+                h->g.ymax = MAX(ceil(top_us * 1.05 / s) * s, s); /* all zero: still a range */
         }
+}
 
-        size_t nbands_named = 0;
-        const char *names[BANDS_NAMED] = { 0 };
-        for (size_t i = 0; i < p->nbands; i++) {
-                const char *s = p->bands[i].scenario ? p->bands[i].scenario : "";
-                size_t k;
-                for (k = 0; k < nbands_named && strcmp(names[k], s) != 0; k++)
-                        ;
-                if (k == nbands_named && nbands_named < BANDS_NAMED)
-                        names[nbands_named++] = s;
-        }
-        int height = (int) (L_BOTTOM + L_STRIP + 60 + ((nbands_named + 5) / 6 + 1) * 20);
-        doc_begin(out, height, p->title, "long-term");
-
-        fmt_ns(t1, sizeof(t1), (uint64_t) vmax);
-        putf(out, "<text class=\"summary\" x=\"20\" y=\"46\">%zu step%s, max %s", nshown,
-             nshown == 1 ? "" : "s", t1);
-        if (p->bound_ns) {
-                fmt_ns(t2, sizeof(t2), (uint64_t) p->bound_ns);
-                putf(out, "; bound %s: %zu step%s above", t2, nviolations,
-                     nviolations == 1 ? "" : "s");
-        }
-        puts_(out, "</text>\n");
-
-        lt_value_axis(out, &g);
-        lt_time_axis(out, &g);
-        putf(out,
-             "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
-             "stroke=\"#444\"/>\n",
-             L_X0, L_TOP, L_X1 - L_X0, L_BOTTOM - L_TOP);
-
-        /* Scenario bands, in a strip under the plot. */
+/* Scenario bands, in a strip under the plot. */
+static void lt_bands(struct svg_buf *out, const struct svg_lt_plot *p, const struct lt_geom *g) {
+        char t1[48], t2[48];
         puts_(out, "<g class=\"bands\">\n");
         for (size_t i = 0; i < p->nbands; i++) {
                 const struct svg_lt_band *bd = &p->bands[i];
-                int64_t s = MAX(bd->start_ns, g.t0), e = MIN(bd->end_ns, g.t1);
+                int64_t s = MAX(bd->start_ns, g->t0), e = MIN(bd->end_ns, g->t1);
                 if (e <= s)
                         continue;
                 const char *name = bd->scenario ? bd->scenario : "";
-                double x0 = lt_x(&g, s), x1 = lt_x(&g, e);
+                double x0 = lt_x(g, s), x1 = lt_x(g, e);
                 putf(out,
                      "<rect class=\"band\" data-start-ns=\"%" PRId64 "\" data-end-ns=\"%" PRId64
                      "\" x=\"%.1f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" "
@@ -1125,11 +1129,14 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 putf(out, ": %s to %s UTC</title></rect>\n", t1, t2);
         }
         puts_(out, "</g>\n");
+}
 
-        /* The highlighted span: at least 4 units wide, so that one step can be seen. */
-        if (p->hl_end_ns > p->hl_start_ns && p->hl_end_ns > g.t0 && p->hl_start_ns < g.t1) {
-                double x0 = lt_x(&g, MAX(p->hl_start_ns, g.t0)),
-                       x1 = lt_x(&g, MIN(p->hl_end_ns, g.t1));
+/* The highlighted span: at least 4 units wide, so that one step can be seen. */
+static void lt_highlight(struct svg_buf *out, const struct svg_lt_plot *p,
+                         const struct lt_geom *g) {
+        if (p->hl_end_ns > p->hl_start_ns && p->hl_end_ns > g->t0 && p->hl_start_ns < g->t1) {
+                double x0 = lt_x(g, MAX(p->hl_start_ns, g->t0)),
+                       x1 = lt_x(g, MIN(p->hl_end_ns, g->t1));
                 if (x1 - x0 < 4) {
                         x0 = (x0 + x1) / 2 - 2;
                         x1 = x0 + 4;
@@ -1144,10 +1151,12 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 put_text(out, p->hl_label ? p->hl_label : "highlighted", SVG_TOOLTIP_MAX);
                 puts_(out, "</title></rect>\n");
         }
+}
 
-        /* The bound. */
+static void lt_bound(struct svg_buf *out, const struct svg_lt_plot *p, const struct lt_geom *g) {
+        char t1[48];
         if (p->bound_ns) {
-                double y = lt_y(&g, (double) p->bound_ns / 1000);
+                double y = lt_y(g, (double) p->bound_ns / 1000);
                 fmt_ns(t1, sizeof(t1), (uint64_t) p->bound_ns);
                 putf(out,
                      "<line class=\"bound\" x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" "
@@ -1157,14 +1166,17 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                      "fill=\"#D55E00\">bound %s</text>\n",
                      L_X0, y, L_X1, y, t1, L_X1 - 4, y - 4, FS_SMALL, t1);
         }
+}
 
-        /* Kernel changes. */
+/* Kernel changes: a labelled vertical line each. */
+static void lt_kernels(struct svg_buf *out, const struct svg_lt_plot *p, const struct lt_geom *g) {
+        char t1[48];
         puts_(out, "<g class=\"kernels\">\n");
         for (size_t i = 0; i < p->nmarks; i++) {
                 const struct svg_lt_mark *m = &p->marks[i];
-                if (m->t_ns < g.t0 || m->t_ns > g.t1)
+                if (m->t_ns < g->t0 || m->t_ns > g->t1)
                         continue;
-                double x = lt_x(&g, m->t_ns);
+                double x = lt_x(g, m->t_ns);
                 fmt_time(t1, sizeof(t1), m->t_ns, false, false);
                 putf(out, "<g class=\"kernel\" data-t-ns=\"%" PRId64 "\"><title>kernel ", m->t_ns);
                 put_text(out, m->label, SVG_TOOLTIP_MAX);
@@ -1178,20 +1190,26 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 puts_(out, "</text></g>\n");
         }
         puts_(out, "</g>\n");
+}
 
-        /* The line of column maxima, broken at gaps. */
+/* The line of column maxima, broken at gaps, and the points: small circles; violations:
+ * vermillion triangles, on top. */
+static void lt_data(struct svg_buf *out, const struct lt_render *h) {
+        const struct svg_lt_plot *p = h->p;
+        const struct lt_geom *g = &h->g;
+        const struct lt_group *groups = h->groups;
+        size_t ngroups = h->ngroups;
         puts_(out, "<path class=\"worst-line\" fill=\"none\" stroke=\"#0072B2\" "
                    "stroke-width=\"1.2\" stroke-linejoin=\"round\" d=\"");
         for (size_t k = 0; k < ngroups; k++) {
                 const struct lt_group *gr = &groups[k];
                 puts_(out, gr->gap_before ? "M" : "L");
-                put_tenths(out, lt_x(&g, p->points[gr->worst].t_ns));
+                put_tenths(out, lt_x(g, p->points[gr->worst].t_ns));
                 puts_(out, " ");
-                put_tenths(out, lt_y(&g, (double) p->points[gr->worst].max_ns / 1000));
+                put_tenths(out, lt_y(g, (double) p->points[gr->worst].max_ns / 1000));
         }
         puts_(out, "\"/>\n");
 
-        /* The points: small circles; violations: vermillion triangles, on top. */
         for (int pass = 0; pass < 2; pass++) {
                 putf(out, "<g class=\"%s\">\n", pass ? "violations" : "points");
                 for (size_t k = 0; k < ngroups; k++) {
@@ -1199,7 +1217,7 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                         const struct svg_lt_point *w = &p->points[gr->worst];
                         if ((gr->violations > 0) != (pass == 1))
                                 continue;
-                        double x = lt_x(&g, w->t_ns), y = lt_y(&g, (double) w->max_ns / 1000);
+                        double x = lt_x(g, w->t_ns), y = lt_y(g, (double) w->max_ns / 1000);
                         if (w->href) {
                                 puts_(out, "<a href=\"");
                                 put_text(out, w->href, 0);
@@ -1226,8 +1244,11 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 }
                 puts_(out, "</g>\n");
         }
+}
 
-        /* The legend: markers, then the scenarios. */
+/* The legend: markers, then the scenarios. */
+static void lt_legend(struct svg_buf *out, const struct svg_lt_plot *p, const char *const *names,
+                      size_t nbands_named) {
         double ly = L_BOTTOM + L_STRIP + 58;
         putf(out,
              "<g class=\"legend\"><circle cx=\"26\" cy=\"%.0f\" r=\"3\" fill=\"#0072B2\"/>"
@@ -1254,6 +1275,82 @@ int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
                 puts_(out, "</text>\n");
         }
         puts_(out, "</g>\n");
+}
+
+int svg_lt_render(struct svg_buf *out, const struct svg_lt_plot *p) {
+        char t1[48], t2[48];
+        int r;
+
+        buf_reset(out);
+        r = lt_check(out, p);
+        if (r < 0)
+                return r;
+        if (p->npoints == 0)
+                return doc_no_data(out, p->title, "long-term", "no measured steps");
+
+        struct lt_render h = {
+                .p = p,
+                .g = { .t0 = p->start_ns, .t1 = p->end_ns, .log = p->scale != SVG_SCALE_LINEAR },
+                .vmin = INT64_MAX
+        };
+        int64_t step = p->step_ns;
+        if (!h.g.t0 && !h.g.t1) {
+                h.g.t0 = p->points[0].t_ns;
+                if (__builtin_add_overflow(p->points[p->npoints - 1].t_ns, MAX(step, (int64_t) 1),
+                                           &h.g.t1))
+                        h.g.t1 = INT64_MAX;
+        }
+        /* A time axis from the data spans at least an hour, the data in its middle: one
+         * sample is a point in a readable plot, not a line at the edge. */
+        if (!p->start_ns && !p->end_ns && h.g.t1 - h.g.t0 < (int64_t) NSEC_PER_HOUR) {
+                h.g.t0 -= ((int64_t) NSEC_PER_HOUR - (h.g.t1 - h.g.t0)) / 2;
+                h.g.t1 = h.g.t0 + (int64_t) NSEC_PER_HOUR;
+        }
+
+        _cleanup_free_ struct lt_group *groups = malloc(p->npoints * sizeof(*groups));
+        if (!groups)
+                return fail(out, -ENOMEM, "out of memory for %zu points", p->npoints);
+        h.groups = groups;
+        lt_group_points(&h);
+        if (h.nshown == 0)
+                return doc_no_data(out, p->title, "long-term", "no steps in the time range");
+        lt_value_range(&h);
+
+        size_t nbands_named = 0;
+        const char *names[BANDS_NAMED] = { 0 };
+        for (size_t i = 0; i < p->nbands; i++) {
+                const char *s = p->bands[i].scenario ? p->bands[i].scenario : "";
+                size_t k;
+                for (k = 0; k < nbands_named && strcmp(names[k], s) != 0; k++)
+                        ;
+                if (k == nbands_named && nbands_named < BANDS_NAMED)
+                        names[nbands_named++] = s;
+        }
+        int height = (int) (L_BOTTOM + L_STRIP + 60 + ((nbands_named + 5) / 6 + 1) * 20);
+        doc_begin(out, height, p->title, "long-term");
+
+        fmt_ns(t1, sizeof(t1), (uint64_t) h.vmax);
+        putf(out, "<text class=\"summary\" x=\"20\" y=\"46\">%zu step%s, max %s", h.nshown,
+             h.nshown == 1 ? "" : "s", t1);
+        if (p->bound_ns) {
+                fmt_ns(t2, sizeof(t2), (uint64_t) p->bound_ns);
+                putf(out, "; bound %s: %zu step%s above", t2, h.nviolations,
+                     h.nviolations == 1 ? "" : "s");
+        }
+        puts_(out, "</text>\n");
+
+        lt_value_axis(out, &h.g);
+        lt_time_axis(out, &h.g);
+        putf(out,
+             "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"none\" "
+             "stroke=\"#444\"/>\n",
+             L_X0, L_TOP, L_X1 - L_X0, L_BOTTOM - L_TOP);
+        lt_bands(out, p, &h.g);
+        lt_highlight(out, p, &h.g);
+        lt_bound(out, p, &h.g);
+        lt_kernels(out, p, &h.g);
+        lt_data(out, &h);
+        lt_legend(out, p, names, nbands_named);
         return doc_end(out);
 }
 
@@ -1275,16 +1372,13 @@ static const char *const cov_name[] = {
         [SVG_COV_PROBLEM] = "problem",
 };
 
-int svg_cov_render(struct svg_buf *out, const struct svg_cov_plot *p) {
-        char t1[48], t2[48], t3[48];
-
-        buf_reset(out);
+/* Checks what the coverage plot was given. */
+static int cov_check(struct svg_buf *out, const struct svg_cov_plot *p) {
         if (p->nmachines && !p->machines)
                 return fail(out, -EINVAL, "coverage plot: %zu machines but no data", p->nmachines);
         if (p->target_ns <= 0 || p->start_ns < 0)
                 return fail(out, -EINVAL, "coverage plot: target %" PRId64 " ns is not positive",
                             p->target_ns);
-        int64_t end = p->start_ns + p->target_ns;
         for (size_t m = 0; m < p->nmachines; m++) {
                 const struct svg_cov_machine *mc = &p->machines[m];
                 if (mc->nsegs && !mc->segs)
@@ -1306,6 +1400,84 @@ int svg_cov_render(struct svg_buf *out, const struct svg_cov_plot *p) {
                                             i);
                 }
         }
+        return 0;
+}
+
+/* A machine's row: its name, its bar of segments, and its coverage. */
+static void cov_machine(struct svg_buf *out, const struct svg_cov_plot *p, size_t m) {
+        char t1[48], t2[48], t3[48];
+        int64_t end = p->start_ns + p->target_ns;
+        const struct svg_cov_machine *mc = &p->machines[m];
+        double y = C_TOP + (double) m * C_ROW, h = C_ROW - 10;
+        int64_t covered = 0, problem = 0;
+
+        putf(out, "<g class=\"machine\">");
+        if (mc->href) {
+                puts_(out, "<a href=\"");
+                put_text(out, mc->href, 0);
+                puts_(out, "\">");
+        }
+        putf(out, "<text class=\"name\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\"><title>",
+             C_X0 - 8, y + h / 2 + 5);
+        put_text(out, mc->name, SVG_TOOLTIP_MAX);
+        puts_(out, "</title>");
+        put_text(out, mc->name, 28);
+        puts_(out, mc->href ? "</text></a>\n" : "</text>\n");
+        putf(out,
+             "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"#fff\" "
+             "stroke=\"#888\"/>\n",
+             C_X0, y, C_X1 - C_X0, h);
+        for (size_t i = 0; i < mc->nsegs; i++) {
+                const struct svg_cov_segment *s = &mc->segs[i];
+                int64_t a = MAX(s->start_ns, p->start_ns), e = MIN(s->end_ns, end);
+                if (e <= a)
+                        continue;
+                if (s->status == SVG_COV_COVERED)
+                        covered += e - a;
+                else if (s->status == SVG_COV_PROBLEM)
+                        problem += e - a;
+                double x0 = C_X0 +
+                            (C_X1 - C_X0) * (double) (a - p->start_ns) / (double) p->target_ns,
+                       x1 = C_X0 +
+                            (C_X1 - C_X0) * (double) (e - p->start_ns) / (double) p->target_ns;
+                fmt_time(t1, sizeof(t1), a, false, false);
+                fmt_time(t2, sizeof(t2), e, false, false);
+                putf(out,
+                     "<rect class=\"%s\" data-start-ns=\"%" PRId64 "\" "
+                     "data-end-ns=\"%" PRId64 "\" x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" "
+                     "height=\"%.1f\" fill=\"%s\" stroke=\"#444\" stroke-width=\"0.4\">"
+                     "<title>%s: %s to %s UTC",
+                     cov_name[s->status], a, e, x0, y, MAX(x1 - x0, 0.5), h, cov_fill[s->status],
+                     cov_name[s->status], t1, t2);
+                if (s->detail) {
+                        puts_(out, "; ");
+                        put_text(out, s->detail, SVG_TOOLTIP_MAX);
+                }
+                puts_(out, "</title></rect>\n");
+        }
+        if (mc->covered_given)
+                covered = MAX(mc->covered_ns, 0);
+        fmt_span(t1, sizeof(t1), covered);
+        fmt_span(t2, sizeof(t2), p->target_ns);
+        putf(out,
+             "<text class=\"coverage\" data-covered-ns=\"%" PRId64 "\" x=\"%.0f\" "
+             "y=\"%.1f\">%s / %s (%.0f %%)",
+             covered, C_X1 + 8, y + h / 2 + 5, t1, t2,
+             100.0 * (double) covered / (double) p->target_ns);
+        if (problem) {
+                fmt_span(t3, sizeof(t3), problem);
+                putf(out, ", %s problem", t3);
+        }
+        puts_(out, "</text></g>\n");
+}
+
+int svg_cov_render(struct svg_buf *out, const struct svg_cov_plot *p) {
+        char t1[48], t2[48];
+
+        buf_reset(out);
+        int r = cov_check(out, p);
+        if (r < 0)
+                return r;
         if (p->nmachines == 0)
                 return doc_no_data(out, p->title, "coverage", "no machines");
 
@@ -1320,70 +1492,8 @@ int svg_cov_render(struct svg_buf *out, const struct svg_cov_plot *p) {
         putf(out, "<text class=\"summary\" x=\"20\" y=\"46\">target %s from %s UTC</text>\n", t1,
              t2);
 
-        for (size_t m = 0; m < p->nmachines; m++) {
-                const struct svg_cov_machine *mc = &p->machines[m];
-                double y = C_TOP + (double) m * C_ROW, h = C_ROW - 10;
-                int64_t covered = 0, problem = 0;
-
-                putf(out, "<g class=\"machine\">");
-                if (mc->href) {
-                        puts_(out, "<a href=\"");
-                        put_text(out, mc->href, 0);
-                        puts_(out, "\">");
-                }
-                putf(out, "<text class=\"name\" x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\"><title>",
-                     C_X0 - 8, y + h / 2 + 5);
-                put_text(out, mc->name, SVG_TOOLTIP_MAX);
-                puts_(out, "</title>");
-                put_text(out, mc->name, 28);
-                puts_(out, mc->href ? "</text></a>\n" : "</text>\n");
-                putf(out,
-                     "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"#fff\" "
-                     "stroke=\"#888\"/>\n",
-                     C_X0, y, C_X1 - C_X0, h);
-                for (size_t i = 0; i < mc->nsegs; i++) {
-                        const struct svg_cov_segment *s = &mc->segs[i];
-                        int64_t a = MAX(s->start_ns, p->start_ns), e = MIN(s->end_ns, end);
-                        if (e <= a)
-                                continue;
-                        if (s->status == SVG_COV_COVERED)
-                                covered += e - a;
-                        else if (s->status == SVG_COV_PROBLEM)
-                                problem += e - a;
-                        double x0 = C_X0 + (C_X1 - C_X0) * (double) (a - p->start_ns) /
-                                                   (double) p->target_ns,
-                               x1 = C_X0 + (C_X1 - C_X0) * (double) (e - p->start_ns) /
-                                                   (double) p->target_ns;
-                        fmt_time(t1, sizeof(t1), a, false, false);
-                        fmt_time(t2, sizeof(t2), e, false, false);
-                        putf(out,
-                             "<rect class=\"%s\" data-start-ns=\"%" PRId64 "\" "
-                             "data-end-ns=\"%" PRId64 "\" x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" "
-                             "height=\"%.1f\" fill=\"%s\" stroke=\"#444\" stroke-width=\"0.4\">"
-                             "<title>%s: %s to %s UTC",
-                             cov_name[s->status], a, e, x0, y, MAX(x1 - x0, 0.5), h,
-                             cov_fill[s->status], cov_name[s->status], t1, t2);
-                        if (s->detail) {
-                                puts_(out, "; ");
-                                put_text(out, s->detail, SVG_TOOLTIP_MAX);
-                        }
-                        puts_(out, "</title></rect>\n");
-                }
-                if (mc->covered_given)
-                        covered = MAX(mc->covered_ns, 0);
-                fmt_span(t1, sizeof(t1), covered);
-                fmt_span(t2, sizeof(t2), p->target_ns);
-                putf(out,
-                     "<text class=\"coverage\" data-covered-ns=\"%" PRId64 "\" x=\"%.0f\" "
-                     "y=\"%.1f\">%s / %s (%.0f %%)",
-                     covered, C_X1 + 8, y + h / 2 + 5, t1, t2,
-                     100.0 * (double) covered / (double) p->target_ns);
-                if (problem) {
-                        fmt_span(t3, sizeof(t3), problem);
-                        putf(out, ", %s problem", t3);
-                }
-                puts_(out, "</text></g>\n");
-        }
+        for (size_t m = 0; m < p->nmachines; m++)
+                cov_machine(out, p, m);
 
         double ly = C_TOP + (double) p->nmachines * C_ROW + 30;
         puts_(out, "<g class=\"legend\">");

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server-query.h"
+#include "server-query-compare.h"
 #include "server-verdict-internal.h"
 
 static int cmp_version_desc(const void *a, const void *b) {

@@ -718,345 +718,325 @@ static int parse_history(const struct raw_list *spikes, const struct raw_list *g
         return 0;
 }
 
+/* The long options of rtsoak-replay. */
+enum {
+        ARG_SERVER = 0x100,
+        ARG_TOKEN,
+        ARG_TOKEN_FILE,
+        ARG_MACHINE,
+        ARG_TOKENS,
+        ARG_JOBS,
+        ARG_KERNEL,
+        ARG_KERNEL_VERSION,
+        ARG_PREEMPT_MODEL,
+        ARG_FROM,
+        ARG_TO,
+        ARG_DAYS,
+        ARG_INTERVAL,
+        ARG_CPUS,
+        ARG_HOSTNAME,
+        ARG_RUN_ID,
+        ARG_ROTATION,
+        ARG_LATENCY,
+        ARG_THRESHOLD,
+        ARG_PROBE_INTERVAL,
+        ARG_SPIKE,
+        ARG_GAP,
+        ARG_UNCLEAN,
+        ARG_RESTART,
+        ARG_REBOOT_TIME,
+        ARG_LOAD_DOWN,
+        ARG_RELEASE,
+        ARG_PROBED_CPUS,
+        ARG_PROBE_DOWN,
+        ARG_SAMPLES_SHARE,
+        ARG_LOAD_ZERO,
+        ARG_CLOCK_AHEAD,
+        ARG_BATCH,
+        ARG_SEED,
+        ARG_CA,
+        ARG_QUIET,
+        ARG_JSON,
+};
+
+static const struct option longopts[] = {
+        { "server", required_argument, NULL, ARG_SERVER },
+        { "token", required_argument, NULL, ARG_TOKEN },
+        { "token-file", required_argument, NULL, ARG_TOKEN_FILE },
+        { "machine", required_argument, NULL, ARG_MACHINE },
+        { "tokens", required_argument, NULL, ARG_TOKENS },
+        { "jobs", required_argument, NULL, ARG_JOBS },
+        { "kernel", required_argument, NULL, ARG_KERNEL },
+        { "kernel-version", required_argument, NULL, ARG_KERNEL_VERSION },
+        { "preempt-model", required_argument, NULL, ARG_PREEMPT_MODEL },
+        { "from", required_argument, NULL, ARG_FROM },
+        { "to", required_argument, NULL, ARG_TO },
+        { "days", required_argument, NULL, ARG_DAYS },
+        { "interval", required_argument, NULL, ARG_INTERVAL },
+        { "cpus", required_argument, NULL, ARG_CPUS },
+        { "hostname", required_argument, NULL, ARG_HOSTNAME },
+        { "run-id", required_argument, NULL, ARG_RUN_ID },
+        { "rotation", required_argument, NULL, ARG_ROTATION },
+        { "latency", required_argument, NULL, ARG_LATENCY },
+        { "threshold", required_argument, NULL, ARG_THRESHOLD },
+        { "probe-interval", required_argument, NULL, ARG_PROBE_INTERVAL },
+        { "spike", required_argument, NULL, ARG_SPIKE },
+        { "gap", required_argument, NULL, ARG_GAP },
+        { "unclean", required_argument, NULL, ARG_UNCLEAN },
+        { "restart", required_argument, NULL, ARG_RESTART },
+        { "reboot-time", required_argument, NULL, ARG_REBOOT_TIME },
+        { "load-down", required_argument, NULL, ARG_LOAD_DOWN },
+        { "release", required_argument, NULL, ARG_RELEASE },
+        { "probed-cpus", required_argument, NULL, ARG_PROBED_CPUS },
+        { "probe-down", required_argument, NULL, ARG_PROBE_DOWN },
+        { "samples-share", required_argument, NULL, ARG_SAMPLES_SHARE },
+        { "load-zero", required_argument, NULL, ARG_LOAD_ZERO },
+        { "clock-ahead", required_argument, NULL, ARG_CLOCK_AHEAD },
+        { "batch", required_argument, NULL, ARG_BATCH },
+        { "seed", required_argument, NULL, ARG_SEED },
+        { "ca", required_argument, NULL, ARG_CA },
+        { "quiet", no_argument, NULL, ARG_QUIET },
+        { "json", no_argument, NULL, ARG_JSON },
+        { "help", no_argument, NULL, 'h' },
+        {},
+};
+
+/* The options whose text is checked once all are read: the lists of events and faults, and
+ * the times and shares that depend on other options. */
+struct raw_options {
+        struct raw_list spikes, gaps, uncleans, restarts, downs, pdowns, zeros;
+        const char *from, *to, *days, *probed, *share, *ahead;
+};
+
+static void raw_options_done(struct raw_options *raw) {
+        free(raw->spikes.v);
+        free(raw->gaps.v);
+        free(raw->uncleans.v);
+        free(raw->restarts.v);
+        free(raw->downs.v);
+        free(raw->pdowns.v);
+        free(raw->zeros.v);
+}
+
+/* The options that are only kept: their argument as given. */
+static const struct {
+        int id;
+        const char **dst;
+} kept_options[] = {
+        { ARG_SERVER, &opt.server },
+        { ARG_TOKEN, &opt.token },
+        { ARG_TOKEN_FILE, &opt.token_file },
+        { ARG_MACHINE, &opt.machine },
+        { ARG_TOKENS, &opt.tokens_file },
+        { ARG_KERNEL, &opt.kernel },
+        { ARG_KERNEL_VERSION, &opt.kernel_version },
+        { ARG_PREEMPT_MODEL, &opt.preempt_model },
+        { ARG_HOSTNAME, &opt.hostname },
+        { ARG_ROTATION, &opt.rotation },
+        { ARG_RELEASE, &opt.release },
+        { ARG_CA, &opt.ca_file },
+};
+
+/* The options that may be given more than once: a list each. */
+static const struct {
+        int id;
+        size_t offset; /* of its list in struct raw_options */
+        const char *name;
+} list_options[] = {
+        { ARG_SPIKE, offsetof(struct raw_options, spikes), "--spike" },
+        { ARG_GAP, offsetof(struct raw_options, gaps), "--gap" },
+        { ARG_UNCLEAN, offsetof(struct raw_options, uncleans), "--unclean" },
+        { ARG_RESTART, offsetof(struct raw_options, restarts), "--restart" },
+        { ARG_LOAD_DOWN, offsetof(struct raw_options, downs), "--load-down" },
+        { ARG_PROBE_DOWN, offsetof(struct raw_options, pdowns), "--probe-down" },
+        { ARG_LOAD_ZERO, offsetof(struct raw_options, zeros), "--load-zero" },
+};
+
+/* One option c with its argument arg: 0, or -EINVAL on a usage error (already printed). */
+static int parse_option(int c, const char *arg, char **argv, struct raw_options *raw) {
+        uint64_t v;
+        int r = 0;
+        for (size_t i = 0; i < ELEMENTSOF(kept_options); i++)
+                if (kept_options[i].id == c) {
+                        *kept_options[i].dst = arg;
+                        return 0;
+                }
+        for (size_t i = 0; i < ELEMENTSOF(list_options); i++)
+                if (list_options[i].id == c)
+                        return raw_add((struct raw_list *) ((char *) raw + list_options[i].offset),
+                                       list_options[i].name, arg);
+        switch (c) {
+        case ARG_JOBS:
+                r = parse_u64("--jobs", arg, 1, 256, &v);
+                opt.jobs = (unsigned) v;
+                break;
+        case ARG_FROM:
+                raw->from = arg;
+                break;
+        case ARG_TO:
+                raw->to = arg;
+                break;
+        case ARG_DAYS:
+                raw->days = arg;
+                break;
+        case ARG_INTERVAL:
+                r = parse_span("--interval", arg, NSEC_PER_MSEC, (uint64_t) DAY_NS,
+                               &opt.interval_ns);
+                break;
+        case ARG_CPUS:
+                r = parse_u64("--cpus", arg, 1, SUMMARY_MAX_CPUS, &v);
+                opt.cpus = (unsigned) v;
+                break;
+        case ARG_RUN_ID:
+                r = parse_u64("--run-id", arg, 1, INT64_MAX / 2, &v);
+                opt.run_id = (int64_t) v;
+                break;
+        case ARG_LATENCY:
+                r = parse_span("--latency", arg, NSEC_PER_USEC, (uint64_t) DAY_NS, &opt.latency_ns);
+                break;
+        case ARG_THRESHOLD:
+                r = parse_span("--threshold", arg, 0, (uint64_t) DAY_NS, &opt.threshold_ns);
+                break;
+        case ARG_PROBE_INTERVAL:
+                r = parse_span("--probe-interval", arg, NSEC_PER_USEC, (uint64_t) DAY_NS,
+                               &opt.probe_interval_ns);
+                break;
+        case ARG_REBOOT_TIME:
+                r = parse_span("--reboot-time", arg, 0, (uint64_t) DAY_NS, &opt.reboot_ns);
+                break;
+        case ARG_PROBED_CPUS:
+                raw->probed = arg;
+                break;
+        case ARG_SAMPLES_SHARE:
+                raw->share = arg;
+                break;
+        case ARG_CLOCK_AHEAD:
+                raw->ahead = arg;
+                break;
+        case ARG_BATCH:
+                r = parse_u64("--batch", arg, 1, SUMMARY_MAX_INTERVALS, &v);
+                opt.batch = (unsigned) v;
+                break;
+        case ARG_SEED:
+                r = parse_u64("--seed", arg, 0, UINT64_MAX, &opt.seed);
+                break;
+        case ARG_QUIET:
+                opt.quiet = true;
+                break;
+        case ARG_JSON:
+                opt.json = true;
+                break;
+        case ':':
+                r = usage_error(argv[optind - 1], "requires an argument");
+                break;
+        default:
+                r = usage_error(optopt ? (char[]){ '-', (char) optopt, 0 } : argv[optind - 1],
+                                "unknown option");
+                break;
+        }
+        return r;
+}
+
+/* Who posts where, and what the machine says about itself. */
+static int check_identity(void) {
+        int r;
+        if (!opt.server)
+                return usage_error("--server", "required (e.g. --server http://127.0.0.1:8470)");
+        if (strncmp(opt.server, "http://", 7) != 0 && strncmp(opt.server, "https://", 8) != 0)
+                return usage_error("--server", "'%s' is not an http:// or https:// URL",
+                                   opt.server);
+        if (strlen(opt.server) > 4000)
+                return usage_error("--server", "the URL is too long");
+        if (opt.tokens_file) {
+                const char *bad = opt.machine      ? "--machine"
+                                  : opt.token      ? "--token"
+                                  : opt.token_file ? "--token-file"
+                                                   : NULL;
+                if (bad)
+                        return usage_error(bad, "cannot be combined with --tokens (its file names "
+                                                "the machines and their tokens)");
+        } else {
+                if (!opt.machine)
+                        return usage_error("--machine", "required (or --tokens FILE)");
+                if (!valid_id(opt.machine))
+                        return usage_error("--machine",
+                                           "'%s' is not a machine id (32 lowercase hex digits)",
+                                           opt.machine);
+                if (!opt.token == !opt.token_file)
+                        return usage_error(opt.token ? "--token" : "--token-file",
+                                           opt.token ? "give either --token or --token-file, not "
+                                                       "both"
+                                                     : "required (or --token TOKEN)");
+        }
+        if (opt.hostname && (!*opt.hostname || strlen(opt.hostname) > 255))
+                return usage_error("--hostname", "must be 1 to 255 bytes");
+        if (!*opt.kernel || strlen(opt.kernel) > 256)
+                return usage_error("--kernel", "must be 1 to 256 bytes");
+        if (strlen(opt.kernel_version) > 512)
+                return usage_error("--kernel-version", "longer than 512 bytes");
+        if (strlen(opt.preempt_model) > 64)
+                return usage_error("--preempt-model", "longer than 64 bytes");
+        if (opt.probe_interval_ns > opt.interval_ns)
+                return usage_error("--probe-interval", "longer than the interval");
+        if (opt.interval_ns / opt.probe_interval_ns > UINT64_C(1) << 40)
+                return usage_error("--probe-interval", "too many samples per interval");
+        r = parse_rotation(opt.rotation == (const char *) DEFAULT_ROTATION ||
+                           strcmp(opt.rotation, DEFAULT_ROTATION) == 0);
+        return r < 0 ? r : 0;
+}
+
+/* The history [from, to) of --from, --to and --days. */
+static int parse_span_of_history(const struct raw_options *raw, int64_t now) {
+        int r;
+        if (raw->days && raw->from)
+                return usage_error("--days", "cannot be combined with --from");
+        uint64_t ndays = 1;
+        if (raw->days && (r = parse_u64("--days", raw->days, 1, 36500, &ndays)) < 0)
+                return r;
+        opt.to_ns = now;
+        if (raw->to && (r = parse_time("--to", raw->to, now, &opt.to_ns)) < 0)
+                return r;
+        opt.from_ns = opt.to_ns - (int64_t) ndays * DAY_NS;
+        if (raw->from && (r = parse_time("--from", raw->from, now, &opt.from_ns)) < 0)
+                return r;
+        if (opt.from_ns >= opt.to_ns)
+                return usage_error(raw->from ? "--from" : "--days",
+                                   "the history is empty: from is not before to");
+        if (align_up(opt.from_ns, opt.interval_ns) + (int64_t) opt.interval_ns > opt.to_ns)
+                return usage_error(raw->to ? "--to" : "--from",
+                                   "the history [from, to) holds no whole interval");
+        if (opt.from_ns < INT64_C(1000000000) * 1000000000 ||
+            opt.to_ns > INT64_C(7258118400) * (int64_t) NSEC_PER_SEC)
+                return usage_error(
+                        opt.from_ns < INT64_C(1000000000) * 1000000000 ? "--from" : "--to",
+                        "outside the times the schema allows (2001-09-09 to 2200-01-01)");
+        return 0;
+}
+
 /* 0 to go on, 1 when done (--help), -EINVAL on a usage error (already printed). */
 static int parse_options(int argc, char **argv) {
-        enum {
-                ARG_SERVER = 0x100,
-                ARG_TOKEN,
-                ARG_TOKEN_FILE,
-                ARG_MACHINE,
-                ARG_TOKENS,
-                ARG_JOBS,
-                ARG_KERNEL,
-                ARG_KERNEL_VERSION,
-                ARG_PREEMPT_MODEL,
-                ARG_FROM,
-                ARG_TO,
-                ARG_DAYS,
-                ARG_INTERVAL,
-                ARG_CPUS,
-                ARG_HOSTNAME,
-                ARG_RUN_ID,
-                ARG_ROTATION,
-                ARG_LATENCY,
-                ARG_THRESHOLD,
-                ARG_PROBE_INTERVAL,
-                ARG_SPIKE,
-                ARG_GAP,
-                ARG_UNCLEAN,
-                ARG_RESTART,
-                ARG_REBOOT_TIME,
-                ARG_LOAD_DOWN,
-                ARG_RELEASE,
-                ARG_PROBED_CPUS,
-                ARG_PROBE_DOWN,
-                ARG_SAMPLES_SHARE,
-                ARG_LOAD_ZERO,
-                ARG_CLOCK_AHEAD,
-                ARG_BATCH,
-                ARG_SEED,
-                ARG_CA,
-                ARG_QUIET,
-                ARG_JSON,
-        };
-        static const struct option longopts[] = {
-                { "server", required_argument, NULL, ARG_SERVER },
-                { "token", required_argument, NULL, ARG_TOKEN },
-                { "token-file", required_argument, NULL, ARG_TOKEN_FILE },
-                { "machine", required_argument, NULL, ARG_MACHINE },
-                { "tokens", required_argument, NULL, ARG_TOKENS },
-                { "jobs", required_argument, NULL, ARG_JOBS },
-                { "kernel", required_argument, NULL, ARG_KERNEL },
-                { "kernel-version", required_argument, NULL, ARG_KERNEL_VERSION },
-                { "preempt-model", required_argument, NULL, ARG_PREEMPT_MODEL },
-                { "from", required_argument, NULL, ARG_FROM },
-                { "to", required_argument, NULL, ARG_TO },
-                { "days", required_argument, NULL, ARG_DAYS },
-                { "interval", required_argument, NULL, ARG_INTERVAL },
-                { "cpus", required_argument, NULL, ARG_CPUS },
-                { "hostname", required_argument, NULL, ARG_HOSTNAME },
-                { "run-id", required_argument, NULL, ARG_RUN_ID },
-                { "rotation", required_argument, NULL, ARG_ROTATION },
-                { "latency", required_argument, NULL, ARG_LATENCY },
-                { "threshold", required_argument, NULL, ARG_THRESHOLD },
-                { "probe-interval", required_argument, NULL, ARG_PROBE_INTERVAL },
-                { "spike", required_argument, NULL, ARG_SPIKE },
-                { "gap", required_argument, NULL, ARG_GAP },
-                { "unclean", required_argument, NULL, ARG_UNCLEAN },
-                { "restart", required_argument, NULL, ARG_RESTART },
-                { "reboot-time", required_argument, NULL, ARG_REBOOT_TIME },
-                { "load-down", required_argument, NULL, ARG_LOAD_DOWN },
-                { "release", required_argument, NULL, ARG_RELEASE },
-                { "probed-cpus", required_argument, NULL, ARG_PROBED_CPUS },
-                { "probe-down", required_argument, NULL, ARG_PROBE_DOWN },
-                { "samples-share", required_argument, NULL, ARG_SAMPLES_SHARE },
-                { "load-zero", required_argument, NULL, ARG_LOAD_ZERO },
-                { "clock-ahead", required_argument, NULL, ARG_CLOCK_AHEAD },
-                { "batch", required_argument, NULL, ARG_BATCH },
-                { "seed", required_argument, NULL, ARG_SEED },
-                { "ca", required_argument, NULL, ARG_CA },
-                { "quiet", no_argument, NULL, ARG_QUIET },
-                { "json", no_argument, NULL, ARG_JSON },
-                { "help", no_argument, NULL, 'h' },
-                {},
-        };
-        struct raw_list spikes = {}, gaps = {}, uncleans = {}, restarts = {}, downs = {};
-        struct raw_list pdowns = {}, zeros = {};
-        const char *from = NULL, *to = NULL, *days = NULL, *probed = NULL, *share = NULL;
-        const char *ahead = NULL;
+        struct raw_options raw = {};
         int64_t now = now_ns(CLOCK_REALTIME);
-        uint64_t v;
         int c, r = 0;
 
         opterr = 0;
         while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) >= 0) {
-                switch (c) {
-                case ARG_SERVER:
-                        opt.server = optarg;
-                        break;
-                case ARG_TOKEN:
-                        opt.token = optarg;
-                        break;
-                case ARG_TOKEN_FILE:
-                        opt.token_file = optarg;
-                        break;
-                case ARG_MACHINE:
-                        opt.machine = optarg;
-                        break;
-                case ARG_TOKENS:
-                        opt.tokens_file = optarg;
-                        break;
-                case ARG_JOBS:
-                        r = parse_u64("--jobs", optarg, 1, 256, &v);
-                        opt.jobs = (unsigned) v;
-                        break;
-                case ARG_KERNEL:
-                        opt.kernel = optarg;
-                        break;
-                case ARG_KERNEL_VERSION:
-                        opt.kernel_version = optarg;
-                        break;
-                case ARG_PREEMPT_MODEL:
-                        opt.preempt_model = optarg;
-                        break;
-                case ARG_FROM:
-                        from = optarg;
-                        break;
-                case ARG_TO:
-                        to = optarg;
-                        break;
-                case ARG_DAYS:
-                        days = optarg;
-                        break;
-                case ARG_INTERVAL:
-                        r = parse_span("--interval", optarg, NSEC_PER_MSEC, (uint64_t) DAY_NS,
-                                       &opt.interval_ns);
-                        break;
-                case ARG_CPUS:
-                        r = parse_u64("--cpus", optarg, 1, SUMMARY_MAX_CPUS, &v);
-                        opt.cpus = (unsigned) v;
-                        break;
-                case ARG_HOSTNAME:
-                        opt.hostname = optarg;
-                        break;
-                case ARG_RUN_ID:
-                        r = parse_u64("--run-id", optarg, 1, INT64_MAX / 2, &v);
-                        opt.run_id = (int64_t) v;
-                        break;
-                case ARG_ROTATION:
-                        opt.rotation = optarg;
-                        break;
-                case ARG_LATENCY:
-                        r = parse_span("--latency", optarg, NSEC_PER_USEC, (uint64_t) DAY_NS,
-                                       &opt.latency_ns);
-                        break;
-                case ARG_THRESHOLD:
-                        r = parse_span("--threshold", optarg, 0, (uint64_t) DAY_NS,
-                                       &opt.threshold_ns);
-                        break;
-                case ARG_PROBE_INTERVAL:
-                        r = parse_span("--probe-interval", optarg, NSEC_PER_USEC, (uint64_t) DAY_NS,
-                                       &opt.probe_interval_ns);
-                        break;
-                case ARG_SPIKE:
-                        r = raw_add(&spikes, "--spike", optarg);
-                        break;
-                case ARG_GAP:
-                        r = raw_add(&gaps, "--gap", optarg);
-                        break;
-                case ARG_UNCLEAN:
-                        r = raw_add(&uncleans, "--unclean", optarg);
-                        break;
-                case ARG_RESTART:
-                        r = raw_add(&restarts, "--restart", optarg);
-                        break;
-                case ARG_REBOOT_TIME:
-                        r = parse_span("--reboot-time", optarg, 0, (uint64_t) DAY_NS,
-                                       &opt.reboot_ns);
-                        break;
-                case ARG_LOAD_DOWN:
-                        r = raw_add(&downs, "--load-down", optarg);
-                        break;
-                case ARG_RELEASE:
-                        opt.release = optarg;
-                        break;
-                case ARG_PROBED_CPUS:
-                        probed = optarg;
-                        break;
-                case ARG_PROBE_DOWN:
-                        r = raw_add(&pdowns, "--probe-down", optarg);
-                        break;
-                case ARG_SAMPLES_SHARE:
-                        share = optarg;
-                        break;
-                case ARG_LOAD_ZERO:
-                        r = raw_add(&zeros, "--load-zero", optarg);
-                        break;
-                case ARG_CLOCK_AHEAD:
-                        ahead = optarg;
-                        break;
-                case ARG_BATCH:
-                        r = parse_u64("--batch", optarg, 1, SUMMARY_MAX_INTERVALS, &v);
-                        opt.batch = (unsigned) v;
-                        break;
-                case ARG_SEED:
-                        r = parse_u64("--seed", optarg, 0, UINT64_MAX, &opt.seed);
-                        break;
-                case ARG_CA:
-                        opt.ca_file = optarg;
-                        break;
-                case ARG_QUIET:
-                        opt.quiet = true;
-                        break;
-                case ARG_JSON:
-                        opt.json = true;
-                        break;
-                case 'h':
+                if (c == 'h') {
                         help();
                         r = 1;
                         goto out;
-                case ':':
-                        r = usage_error(argv[optind - 1], "requires an argument");
-                        break;
-                default:
-                        r = usage_error(optopt ? (char[]){ '-', (char) optopt, 0 }
-                                               : argv[optind - 1],
-                                        "unknown option");
-                        break;
                 }
-                if (r < 0)
+                if ((r = parse_option(c, optarg, argv, &raw)) < 0)
                         goto out;
         }
         if (optind < argc) {
                 r = usage_error(argv[optind], "unexpected argument (all settings are options)");
                 goto out;
         }
-
-        /* Who posts where. */
-        if (!opt.server) {
-                r = usage_error("--server", "required (e.g. --server http://127.0.0.1:8470)");
-                goto out;
-        }
-        if (strncmp(opt.server, "http://", 7) != 0 && strncmp(opt.server, "https://", 8) != 0) {
-                r = usage_error("--server", "'%s' is not an http:// or https:// URL", opt.server);
-                goto out;
-        }
-        if (strlen(opt.server) > 4000) {
-                r = usage_error("--server", "the URL is too long");
-                goto out;
-        }
-        if (opt.tokens_file) {
-                const char *bad = opt.machine      ? "--machine"
-                                  : opt.token      ? "--token"
-                                  : opt.token_file ? "--token-file"
-                                                   : NULL;
-                if (bad) {
-                        r = usage_error(bad, "cannot be combined with --tokens (its file names "
-                                             "the machines and their tokens)");
-                        goto out;
-                }
-        } else {
-                if (!opt.machine) {
-                        r = usage_error("--machine", "required (or --tokens FILE)");
-                        goto out;
-                }
-                if (!valid_id(opt.machine)) {
-                        r = usage_error("--machine",
-                                        "'%s' is not a machine id (32 lowercase hex digits)",
-                                        opt.machine);
-                        goto out;
-                }
-                if (!opt.token == !opt.token_file) {
-                        r = usage_error(opt.token ? "--token" : "--token-file",
-                                        opt.token ? "give either --token or --token-file, not "
-                                                    "both"
-                                                  : "required (or --token TOKEN)");
-                        goto out;
-                }
-        }
-        if (opt.hostname && (!*opt.hostname || strlen(opt.hostname) > 255)) {
-                r = usage_error("--hostname", "must be 1 to 255 bytes");
-                goto out;
-        }
-        if (!*opt.kernel || strlen(opt.kernel) > 256) {
-                r = usage_error("--kernel", "must be 1 to 256 bytes");
-                goto out;
-        }
-        if (strlen(opt.kernel_version) > 512) {
-                r = usage_error("--kernel-version", "longer than 512 bytes");
-                goto out;
-        }
-        if (strlen(opt.preempt_model) > 64) {
-                r = usage_error("--preempt-model", "longer than 64 bytes");
-                goto out;
-        }
-        if (opt.probe_interval_ns > opt.interval_ns) {
-                r = usage_error("--probe-interval", "longer than the interval");
-                goto out;
-        }
-        if (opt.interval_ns / opt.probe_interval_ns > UINT64_C(1) << 40) {
-                r = usage_error("--probe-interval", "too many samples per interval");
-                goto out;
-        }
-        r = parse_rotation(opt.rotation == (const char *) DEFAULT_ROTATION ||
-                           strcmp(opt.rotation, DEFAULT_ROTATION) == 0);
-        if (r < 0)
-                goto out;
-
-        /* The history. */
-        if (days && from) {
-                r = usage_error("--days", "cannot be combined with --from");
-                goto out;
-        }
-        uint64_t ndays = 1;
-        if (days && (r = parse_u64("--days", days, 1, 36500, &ndays)) < 0)
-                goto out;
-        opt.to_ns = now;
-        if (to && (r = parse_time("--to", to, now, &opt.to_ns)) < 0)
-                goto out;
-        opt.from_ns = opt.to_ns - (int64_t) ndays * DAY_NS;
-        if (from && (r = parse_time("--from", from, now, &opt.from_ns)) < 0)
-                goto out;
-        if (opt.from_ns >= opt.to_ns) {
-                r = usage_error(from ? "--from" : "--days", "the history is empty: from is not "
-                                                            "before to");
-                goto out;
-        }
-        if (align_up(opt.from_ns, opt.interval_ns) + (int64_t) opt.interval_ns > opt.to_ns) {
-                r = usage_error(to ? "--to" : "--from",
-                                "the history [from, to) holds no whole interval");
-                goto out;
-        }
-        if (opt.from_ns < INT64_C(1000000000) * 1000000000 ||
-            opt.to_ns > INT64_C(7258118400) * (int64_t) NSEC_PER_SEC) {
-                r = usage_error(opt.from_ns < INT64_C(1000000000) * 1000000000 ? "--from" : "--to",
-                                "outside the times the schema allows (2001-09-09 to 2200-01-01)");
-                goto out;
-        }
-
-        if ((r = parse_history(&spikes, &gaps, &uncleans, &restarts, &downs, now)) < 0)
-                goto out;
-        if ((r = parse_hostile(probed, share, ahead, &pdowns, &zeros, now)) < 0)
+        if ((r = check_identity()) < 0 || (r = parse_span_of_history(&raw, now)) < 0 ||
+            (r = parse_history(&raw.spikes, &raw.gaps, &raw.uncleans, &raw.restarts, &raw.downs,
+                               now)) < 0 ||
+            (r = parse_hostile(raw.probed, raw.share, raw.ahead, &raw.pdowns, &raw.zeros, now)) < 0)
                 goto out;
 
         /* What identifies the configuration, as rtsoakd's digest of its effective one. */
@@ -1069,13 +1049,7 @@ static int parse_options(int argc, char **argv) {
         sha256_hex(cfg, strlen(cfg), opt.config_digest);
         r = 0;
 out:
-        free(spikes.v);
-        free(gaps.v);
-        free(uncleans.v);
-        free(restarts.v);
-        free(downs.v);
-        free(pdowns.v);
-        free(zeros.v);
+        raw_options_done(&raw);
         return r;
 }
 

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* A machine's histograms of a window merged per CPU, as the histogram query merges them: for
+ * its route and the dashboard's histogram plot; and the percentiles of a merged histogram. */
+#pragma once
+
+#include <stdint.h>
+
+#include "hist.h"
+#include "server-db.h"
+#include "server-merge.h"
+
+/* The merged histograms of a machine's window [from, to), CPU by CPU in ascending order and
+ * within the memory budget of server-merge.h: fn(cpu, that CPU's, all CPUs merged) for each
+ * CPU with data, or once fn(-1, NULL, all) for a window without any. */
+typedef int (*farm_cpu_hist_fn)(void *userdata, int64_t cpu, const struct farm_acc *acc,
+                                const struct farm_acc *all);
+int farm_machine_hists(farm_db *db, const char *machine_id, int64_t from, int64_t to, int64_t now,
+                       farm_cpu_hist_fn fn, void *userdata, char err[static FARM_ERROR_MAX]);
+
+struct farm_percentiles {
+        uint64_t p50_ns, p99_ns, p99_9_ns, p99_99_ns;
+};
+/* Percentiles of a merged histogram as upper bounds (hist_quantile_ns), never above max_ns. */
+void farm_percentiles(const struct hist *h, uint64_t min_ns, uint64_t max_ns,
+                      struct farm_percentiles *ret);
