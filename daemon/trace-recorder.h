@@ -42,6 +42,10 @@ struct trace_recorder {
         uint64_t buffer_kib; /* per probed CPU, as set */
         uint64_t total_kib;  /* what the instance holds, all CPUs (buffer_total_size_kb) */
         char missing[256];   /* configured events this kernel does not have */
+        /* The kernel keeps its pid-to-name cache (saved_cmdlines) up to date at every context
+         * switch for an instance created while the top-level option record-cmd was on: false
+         * when the instance was created with it off (see make_instance()). */
+        bool comm_cache;
 };
 
 /* Whether the kernel offers the timerlat tracer (available_tracers); false when unknown. */

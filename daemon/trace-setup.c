@@ -29,6 +29,8 @@ static char *record_json(const struct daemon_config *cfg, const char *state, con
                               (json_int_t) cfg->trace_lookback_ns, "buffer_kib",
                               (json_int_t) (rec ? rec->buffer_kib : 0), "kernel_kib",
                               (json_int_t) (rec ? rec->total_kib : 0));
+        if (o && rec)
+                json_object_set_new(o, "comm_cache", json_boolean(rec->comm_cache));
         if (o && rec && rec->missing[0])
                 json_object_set_new(o, "missing_events", json_string(rec->missing));
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -99,7 +101,7 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
         }
         snprintf(message, TRACE_MESSAGE_MAX,
                  "trace flight recorder on: tracefs instance %s, %zu CPU%s, look-back %s, "
-                 "%" PRIu64 " KiB per CPU (%" PRIu64 " KiB of kernel memory)%s%s%s; %s",
+                 "%" PRIu64 " KiB per CPU (%" PRIu64 " KiB of kernel memory)%s%s%s%s; %s",
                  t->rec->dir, p->nprobes, p->nprobes == 1 ? "" : "s",
                  format_timespan(span, cfg->trace_lookback_ns), t->rec->buffer_kib,
                  t->rec->total_kib, t->rec->missing[0] ? "; not in this kernel: " : "",
@@ -107,6 +109,9 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
                  t->rec->trigger ? ""
                                  : "; no trigger on the marker (the "
                                    "buffers freeze a little later)",
+                 t->rec->comm_cache ? "; the kernel's comm cache upkeep is on at every context "
+                                      "switch (options/record-cmd is not writable here)"
+                                    : "",
                  tl);
         *ret_json = record_json(cfg, "on", "", timerlat, t->rec);
         if (!*ret_json) {

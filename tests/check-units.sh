@@ -91,19 +91,23 @@ else
         not_ok "rtsoakd.service:$missing"
 fi
 
-# The trace flight recorder gets its tracefs instances and nothing more: no other writable
-# path under /sys, no capability that would open the rest of tracefs (or the kernel's tracing
+# The trace flight recorder gets its tracefs instances and the record-cmd option (switched
+# off while it creates its instance) and nothing more: no other writable path under /sys, no
+# capability that would open the rest of tracefs (or the kernel's tracing
 # by other means) to it.
 extra=""
 while read -r path; do
-        [ "$path" = "-/sys/kernel/tracing/instances" ] || extra+=" ReadWritePaths=$path"
+        case "$path" in
+        -/sys/kernel/tracing/instances | -/sys/kernel/tracing/options/record-cmd) ;;
+        *) extra+=" ReadWritePaths=$path" ;;
+        esac
 done < <(sed -n 's/^ReadWritePaths=//p' "$u" | tr ' ' '\n' | grep '/sys\|^-\?/proc')
 for cap in CAP_SYS_ADMIN CAP_DAC_OVERRIDE CAP_DAC_READ_SEARCH CAP_PERFMON CAP_BPF CAP_SYS_RAWIO; do
         [[ " $caps " == *" $cap "* ]] && extra+=" $cap"
 done
 grep -q '^ProtectKernelTunables=yes' "$u" || extra+=" (ProtectKernelTunables=yes is missing)"
 if [ -z "$extra" ]; then
-        ok "rtsoakd.service may write only its tracefs instances in /sys"
+        ok "rtsoakd.service may write only its tracefs instances and options/record-cmd in /sys"
 else
         not_ok "rtsoakd.service grants more than the flight recorder needs:$extra"
 fi

@@ -228,11 +228,14 @@ EOF
         fi
 
         # The trace flight recorder makes its tracefs instance under the unit's sandbox
-        # (ProtectKernelTunables= with ReadWritePaths= for tracefs's instances).
+        # (ProtectKernelTunables= with ReadWritePaths= for tracefs's instances and the
+        # record-cmd option it switches off while it creates the instance).
         if [ "$trace" = on ]; then
                 if wait_for 15 test -d "/sys/kernel/tracing/instances/$(trace_instance)" &&
-                        ! journal_has rtsoakd "Trace flight recorder unavailable"; then
-                        ok "the trace flight recorder runs under the unit's sandbox: its tracefs instance $(trace_instance) is there"
+                        wait_for 15 journal_has rtsoakd "Trace flight recorder on:" &&
+                        ! journal_has rtsoakd "comm cache upkeep is on" &&
+                        [ "$(cat /sys/kernel/tracing/options/record-cmd)" = 1 ]; then
+                        ok "the trace flight recorder runs under the unit's sandbox: its tracefs instance $(trace_instance) is there, made without the kernel's comm cache upkeep"
                 else
                         not_ok "the trace flight recorder under the unit" \
                                 "$(rtsoak status 2>&1 | grep -i trace; journalctl -b -u rtsoakd -o cat --no-pager | grep -i trace | tail -5)"

@@ -382,6 +382,67 @@ static void test_instance_busy(void **state) {
         assert_int_equal(tu_wait(h, 20000), 0);
 }
 
+/* In tracefs at DIR's mount namespace: runs a copy of sleep named NAME and exits 0 when the
+ * kernel's pid-to-name cache (saved_cmdlines) then holds NAME, 1 when not, 125 when tracefs
+ * cannot be mounted. */
+static int name_cached(const char *dir, const char *name, const char *before) {
+        char script[1024];
+        snprintf(script, sizeof(script),
+                 "{ mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || "
+                 "[ \"$(stat -f -c %%T /sys/kernel/tracing)\" = tracefs ]; } || exit 125; "
+                 "t=/sys/kernel/tracing; "
+                 "%s cp /bin/sleep %s/%s && %s/%s 0.3 && grep -qw %s $t/saved_cmdlines",
+                 before ? before : "", dir, name, dir, name, name);
+        char *argv[] = { UNSHARE, "-m", "sh", "-c", script, NULL };
+        struct tu_result r;
+        tu_run(argv, 20000, NULL, NULL, &r);
+        int st = r.status;
+        tu_result_done(&r);
+        return st;
+}
+
+/* The recorder's instance does not make the kernel record task names at every context switch
+ * (it is created with the top-level record-cmd off), and the option is back on afterwards.  A
+ * plain instance, made the usual way, shows that the check sees such recording. */
+static void test_no_comm_cache(void **state) {
+        need_root();
+        skip_on_pg();
+        struct soak s;
+        char ctl[16], chk[16], pos[16];
+        snprintf(ctl, sizeof(ctl), "rsk-ctl-%d", (int) getpid() % 1000000);
+        snprintf(chk, sizeof(chk), "rsk-chk-%d", (int) getpid() % 1000000);
+        snprintf(pos, sizeof(pos), "rsk-pos-%d", (int) getpid() % 1000000);
+        char *tmp = tu_mkdtemp("trace-comm-bin");
+        int st = name_cached(tmp, ctl, "grep -qx 1 $t/options/record-cmd || exit 125;");
+        if (st == 125 || st == 0) {
+                fprintf(stderr, "# %s\n", st == 125 ? "tracefs cannot be mounted here, or "
+                                                      "record-cmd is off"
+                                                    : "another tracer already records task "
+                                                      "names at every switch here");
+                tu_rmdir(tmp);
+                skip();
+        }
+        const char *extra[] = { "--set", "Trace.Instance=rtsoak-test-comm", "--duration", "4s",
+                                NULL };
+        start(&s, "trace-comm", TRACEFS, extra);
+        assert_true(tu_wait_for_text(s.err, "Trace flight recorder on", 10000));
+        assert_int_equal(name_cached(tmp, chk, "grep -qx 1 $t/options/record-cmd || exit 7;"),
+                         1);
+        /* The check can fail: an instance made with record-cmd on records the names. */
+        assert_int_equal(name_cached(tmp, pos,
+                                     "i=$t/instances/rtsoak-test-pos; mkdir $i && "
+                                     "echo 1 > $i/events/sched/sched_switch/enable && "
+                                     "trap 'echo 0 > $i/events/sched/sched_switch/enable; "
+                                     "rmdir $i' EXIT;"),
+                         0);
+        char *err = finish(&s);
+        if (strstr(err, "comm cache upkeep is on"))
+                fail_msg("the instance was made with the comm cache upkeep on:\n%s", err);
+        free(err);
+        tu_rmdir(tmp);
+        tu_rmdir(s.dir);
+}
+
 /* An instance left by an rtsoakd that was killed is taken over. */
 static void test_stale_instance(void **state) {
         need_root();
@@ -429,6 +490,7 @@ int main(void) {
                 cmocka_unit_test(test_read_only),
                 cmocka_unit_test(test_instance_busy),
                 cmocka_unit_test(test_stale_instance),
+                cmocka_unit_test(test_no_comm_cache),
         };
         return RUN_TESTS(tests);
 }
