@@ -689,29 +689,25 @@ static int credentials(char **ret_cert, char **ret_key) {
         return 0;
 }
 
-static int serve(const struct options *o) {
-        _cleanup_free_ char *cert = NULL, *key = NULL;
-        char bound[FARM_ADDRESS_MAX], err[FARM_ERROR_MAX];
-        farm_http *http = NULL;
-        farm_db *db = NULL;
-        int fd = -1, r, sig;
-
-        _cleanup_free_ char *cred_cert = NULL, *cred_key = NULL;
-        if (!o->cert && !o->key && credentials(&cred_cert, &cred_key) < 0)
+/* What serve() needs before it opens anything: the TLS pair (options or systemd credentials),
+ * the notification secrets, libcurl and a retention the verdict can live with.  0, or the exit
+ * status to return. */
+static int serve_prepare(const struct options *o, struct options *with_cred, char **cred_cert,
+                         char **cred_key, char **cert, char **key) {
+        if (!o->cert && !o->key && credentials(cred_cert, cred_key) < 0)
                 return EXIT_CONFIG;
-        struct options with_cred;
-        if (cred_cert) {
-                with_cred = *o;
-                with_cred.cert = cred_cert;
-                with_cred.key = cred_key;
-                o = &with_cred;
+        if (*cred_cert) {
+                *with_cred = *o;
+                with_cred->cert = *cred_cert;
+                with_cred->key = *cred_key;
+                o = with_cred;
         }
         if (!!o->cert != !!o->key) {
                 log_error("--cert and --key go together: HTTPS needs both");
                 return EXIT_CONFIG;
         }
-        if (o->cert && (read_pem("certificate", o->cert, &cert) < 0 ||
-                        read_pem("private key", o->key, &key) < 0))
+        if (o->cert && (read_pem("certificate", o->cert, cert) < 0 ||
+                        read_pem("private key", o->key, key) < 0))
                 return EXIT_CONFIG;
         char cerr[CONF_ERROR_MAX];
         if (notify_config_load_secrets(o->notify, cerr) < 0) {
@@ -725,11 +721,6 @@ static int serve(const struct options *o) {
                                     o->notify->channels[i].secret_where,
                                     o->notify->channels[i].name,
                                     o->notify->channels[i].secret_file);
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-                log_error("Cannot initialise libcurl (for the webhooks)");
-                return EXIT_FAILURE;
-        }
-
         /* Retention keeps what the verdict's period needs, and a month more. */
         if (o->retention_ns && o->retention_ns < o->rule.period_ns + 31 * 86400 * NSEC_PER_SEC) {
                 char a[TIMESPAN_MAX_LEN], b[TIMESPAN_MAX_LEN];
@@ -739,13 +730,22 @@ static int serve(const struct options *o) {
                           format_timespan(b, o->rule.period_ns));
                 return EXIT_CONFIG;
         }
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                log_error("Cannot initialise libcurl (for the webhooks)");
+                return EXIT_FAILURE;
+        }
+        return 0;
+}
 
-        r = farm_db_open_with(o->db_path, o->threads, &db, err);
+/* Opens the farm database and records the rule in force.  0, or the exit status. */
+static int serve_open_db(const struct options *o, farm_db **ret) {
+        char err[FARM_ERROR_MAX];
+        farm_db *db;
+        int r = farm_db_open_with(o->db_path, o->threads, &db, err);
         if (r < 0) {
                 log_error_errno(r, "Cannot open the farm database: %s", err);
                 return EXIT_FAILURE;
         }
-
         /* The rule in force from now on: a verdict about a moment judges with the rule of
          * that moment. */
         r = farm_rule_record(db, &o->rule, now_ns(CLOCK_REALTIME), err);
@@ -754,29 +754,89 @@ static int serve(const struct options *o) {
                 farm_db_close(db);
                 return EXIT_FAILURE;
         }
-
         int64_t size;
         if (farm_db_check_skipped(db, &size))
                 log_info("The farm database is %.1f GiB: its integrity check at start is skipped "
                          "(it reads the whole file); run \"rtsoak-server check\" when convenient",
                          (double) size / (1 << 30));
+        *ret = db;
+        return 0;
+}
 
-        r = farm_listen(o->listen, &fd, bound);
+/* The listening socket.  0, or the exit status. */
+static int serve_listen(const struct options *o, int *fd, char bound[static FARM_ADDRESS_MAX]) {
+        int r = farm_listen(o->listen, fd, bound);
         if (r == -EINVAL) {
                 log_error("Invalid --listen '%s': expected ADDR:PORT with a numeric address "
                           "(127.0.0.1:8470, [::1]:8470)",
                           o->listen);
-                farm_db_close(db);
                 return EXIT_CONFIG;
         }
         if (r < 0) {
                 log_error_errno(r, "Cannot listen on %s: %m%s", o->listen,
                                 r == -EADDRINUSE ? " (is another server running on this port?)"
                                                  : "");
-                farm_db_close(db);
                 return EXIT_UNAVAILABLE; /* address in use or not ours: cannot run here */
         }
+        return 0;
+}
 
+/* What runs beside the HTTP server: the histogram cache warmer, notifications, the verdict
+ * log and retention.  Each that cannot start is logged and left out. */
+struct background {
+        struct farm_warmer *warmer;
+        struct farm_notifier *notifier;
+        struct farm_watcher *watcher;
+        struct farm_pruner *pruner;
+};
+
+static void background_start(const struct options *o, farm_db *db, const char *bound,
+                             bool https, int64_t listening_ns, struct background *b) {
+        int r;
+        *b = (struct background){};
+        if (o->cache_warming && (r = farm_warmer_start(db, &b->warmer)) < 0)
+                log_warning_errno(r, "Cannot merge histograms in the background, the queries "
+                                     "will: %m");
+        if (o->notify->enabled &&
+            (r = farm_notifier_start(db, &o->rule, o->notify, bound, https, listening_ns,
+                                     &b->notifier)) < 0)
+                log_warning_errno(r, "Cannot start the notifications: %m");
+        if ((r = farm_watcher_start(db, &o->rule, farm_notifier_hooks(b->notifier),
+                                    &b->watcher)) < 0)
+                log_warning_errno(r, "Cannot keep the verdict log: %m");
+        if ((r = farm_pruner_start(db, o->retention_ns, &b->pruner)) < 0)
+                log_warning_errno(r, "Cannot drop old intervals (Retention=): %m");
+}
+
+static void background_stop(struct background *b) {
+        farm_pruner_stop(b->pruner);
+        farm_watcher_stop(b->watcher);
+        farm_notifier_stop(b->notifier);
+        farm_warmer_stop(b->warmer);
+        *b = (struct background){};
+}
+
+static int serve(const struct options *o) {
+        _cleanup_free_ char *cert = NULL, *key = NULL, *cred_cert = NULL, *cred_key = NULL;
+        char bound[FARM_ADDRESS_MAX];
+        struct options with_cred;
+        farm_http *http = NULL;
+        farm_db *db = NULL;
+        int fd = -1, r, sig;
+
+        if ((r = serve_prepare(o, &with_cred, &cred_cert, &cred_key, &cert, &key)) != 0)
+                return r;
+        if (cred_cert)
+                o = &with_cred;
+        if ((r = serve_open_db(o, &db)) != 0) {
+                curl_global_cleanup();
+                return r;
+        }
+        if ((r = serve_listen(o, &fd, bound)) != 0) {
+                farm_db_close(db);
+                curl_global_cleanup();
+                return r;
+        }
         raise_fd_limit(o->limits.max_total);
         struct farm_access_config ac = o->access;
         ac.listen = bound;
@@ -803,40 +863,24 @@ static int serve(const struct options *o) {
                 .rule = &o->rule,
         };
         int64_t listening_ns = now_ns(CLOCK_REALTIME);
-        r = farm_http_start(&hc, db, &http);
-        if (r < 0) {
+        if (farm_http_start(&hc, db, &http) < 0) {
                 close(fd);
                 farm_db_close(db);
+                curl_global_cleanup();
                 return EXIT_FAILURE;
         }
         char shown[512];
         sql_target_shown(o->db_path, shown, sizeof(shown));
         log_info("Listening on %s://%s (database %s, %u threads)", cert ? "https" : "http", bound,
                  shown, o->threads);
-        struct farm_warmer *warmer = NULL;
-        if (o->cache_warming && (r = farm_warmer_start(db, &warmer)) < 0)
-                log_warning_errno(r, "Cannot merge histograms in the background, the queries "
-                                     "will: %m");
-        struct farm_notifier *notifier = NULL;
-        if (o->notify->enabled &&
-            (r = farm_notifier_start(db, &o->rule, o->notify, bound, cert != NULL, listening_ns,
-                                     &notifier)) < 0)
-                log_warning_errno(r, "Cannot start the notifications: %m");
-        struct farm_watcher *watcher = NULL;
-        if ((r = farm_watcher_start(db, &o->rule, farm_notifier_hooks(notifier), &watcher)) < 0)
-                log_warning_errno(r, "Cannot keep the verdict log: %m");
-        struct farm_pruner *pruner = NULL;
-        if ((r = farm_pruner_start(db, o->retention_ns, &pruner)) < 0)
-                log_warning_errno(r, "Cannot drop old intervals (Retention=): %m");
+        struct background bg;
+        background_start(o, db, bound, cert != NULL, listening_ns, &bg);
 
         while (sigwait(&mask, &sig) != 0)
                 ;
         log_info("Stopping on %s", strsignal(sig));
         farm_http_stop(http);
-        farm_pruner_stop(pruner);
-        farm_watcher_stop(watcher);
-        farm_notifier_stop(notifier);
-        farm_warmer_stop(warmer);
+        background_stop(&bg);
         curl_global_cleanup();
         uint64_t commits, uploads;
         farm_db_commit_stats(db, &commits, &uploads);
