@@ -14,32 +14,7 @@
 #include "cli-junit.h"
 #include "log.h"
 #include "macro.h"
-
-/* Text for an attribute or an element: the five XML specials escaped, and the control
- * characters XML 1.0 does not allow dropped (tabs and line ends kept). */
-static void put_xml(FILE *f, const char *s) {
-        for (const unsigned char *p = (const unsigned char *) (s ?: ""); *p; p++)
-                switch (*p) {
-                case '&':
-                        fputs("&amp;", f);
-                        break;
-                case '<':
-                        fputs("&lt;", f);
-                        break;
-                case '>':
-                        fputs("&gt;", f);
-                        break;
-                case '"':
-                        fputs("&quot;", f);
-                        break;
-                case '\'':
-                        fputs("&apos;", f);
-                        break;
-                default:
-                        if (*p >= 0x20 || *p == '\t' || *p == '\n' || *p == '\r')
-                                fputc(*p, f);
-                }
-}
+#include "text-safe.h"
 
 static const char *str(const json_t *o, const char *key) {
         return json_string_value(json_object_get(o, key));
@@ -47,7 +22,7 @@ static const char *str(const json_t *o, const char *key) {
 
 static void property(FILE *f, const char *name, const char *value) {
         fprintf(f, "      <property name=\"%s\" value=\"", name);
-        put_xml(f, value);
+        markup_fputs(value, f);
         fputs("\"/>\n", f);
 }
 
@@ -57,7 +32,7 @@ static size_t lines_of(FILE *f, const json_t *verdict, const char *list, const c
         json_t *p;
         json_array_foreach (json_object_get(verdict, list), i, p)
                 if (strcmp(str(p, "machine") ?: "", id) == 0) {
-                        put_xml(f, str(p, "message"));
+                        markup_fputs(str(p, "message"), f);
                         fputc('\n', f);
                         n++;
                 }
@@ -69,9 +44,9 @@ static void testcase(FILE *f, const char *release, const json_t *verdict, const 
                    *status = str(m, "status") ?: "";
         json_int_t problems = json_integer_value(json_object_get(m, "problems"));
         fputs("    <testcase classname=\"rtsoak.", f);
-        put_xml(f, release);
+        markup_fputs(release, f);
         fputs("\" name=\"", f);
-        put_xml(f, host && *host ? host : id);
+        markup_fputs(host && *host ? host : id, f);
         fprintf(f, " (%s)\" time=\"%.3f\">\n", id,
                 (double) json_integer_value(json_object_get(m, "covered_ns")) / 1e9);
         if (strcmp(status, "failed") == 0) {
@@ -107,12 +82,12 @@ static void count_cases(const json_t *verdict, size_t *tests, size_t *failures, 
  * of no machine). */
 static void no_machine_case(FILE *f, const char *release, const json_t *verdict) {
         fputs("    <testcase classname=\"rtsoak.", f);
-        put_xml(f, release);
+        markup_fputs(release, f);
         fputs("\" name=\"gating machines\" time=\"0\">\n      <skipped message=\"pending\">", f);
         size_t i;
         json_t *r;
         json_array_foreach (json_object_get(verdict, "reasons"), i, r) {
-                put_xml(f, json_string_value(r));
+                markup_fputs(json_string_value(r), f);
                 fputc('\n', f);
         }
         fputs("</skipped>\n    </testcase>\n", f);
@@ -132,7 +107,7 @@ static void write_suite(FILE *f, const char *release, const char *server, const 
                 "<testsuites name=\"rtsoak verdict\" tests=\"%zu\" failures=\"%zu\" "
                 "errors=\"%zu\" skipped=\"%zu\">\n  <testsuite name=\"",
                 tests, failures, errors, skipped);
-        put_xml(f, release);
+        markup_fputs(release, f);
         fprintf(f,
                 "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" "
                 "time=\"0\">\n    <properties>\n",
@@ -148,11 +123,11 @@ static void write_suite(FILE *f, const char *release, const char *server, const 
         fputs("    </properties>\n", f);
         if (error) {
                 fputs("    <testcase classname=\"rtsoak.", f);
-                put_xml(f, release);
+                markup_fputs(release, f);
                 fputs("\" name=\"verdict\" time=\"0\">\n      <error type=\"rtsoak.unknown\" "
                       "message=\"the verdict cannot be told\">",
                       f);
-                put_xml(f, error);
+                markup_fputs(error, f);
                 fputs("</error>\n    </testcase>\n", f);
         }
         json_array_foreach (json_object_get(verdict, "machines"), i, m)
@@ -161,7 +136,7 @@ static void write_suite(FILE *f, const char *release, const char *server, const 
                 no_machine_case(f, release, verdict);
         fputs("    <system-out>", f);
         json_array_foreach (json_object_get(verdict, "reasons"), i, m) {
-                put_xml(f, json_string_value(m));
+                markup_fputs(json_string_value(m), f);
                 fputc('\n', f);
         }
         fputs("</system-out>\n  </testsuite>\n</testsuites>\n", f);

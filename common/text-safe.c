@@ -115,3 +115,30 @@ void text_fputs(const char *s, FILE *f) {
         fputs(e ?: "", f);
         free(e);
 }
+
+const char *markup_entity(unsigned char c) {
+        switch (c) {
+        case '&':
+                return "&amp;";
+        case '<':
+                return "&lt;";
+        case '>':
+                return "&gt;";
+        case '"':
+                return "&quot;";
+        case '\'':
+                return "&#39;";
+        default:
+                return NULL;
+        }
+}
+
+void markup_fputs(const char *s, FILE *f) {
+        for (const unsigned char *p = (const unsigned char *) (s ? s : ""); *p; p++) {
+                const char *e = markup_entity(*p);
+                if (e)
+                        fputs(e, f);
+                else if (*p >= 0x20 || *p == '\t' || *p == '\n' || *p == '\r')
+                        fputc(*p, f);
+        }
+}

@@ -25,3 +25,10 @@ char *text_escape(const char *s, char *buf, size_t size);
 char *text_escape_dup(const char *s);
 /* The same, to a stream. */
 void text_fputs(const char *s, FILE *f);
+
+/* The entity that stands for c in XML and HTML, in text and in attribute values alike
+ * ("&amp;", "&lt;", "&gt;", "&quot;", "&#39;"), or NULL for any other character. */
+const char *markup_entity(unsigned char c);
+/* s for XML or HTML to a stream: the five specials as entities, and the control characters
+ * XML 1.0 does not allow dropped (tab, line feed and carriage return kept). */
+void markup_fputs(const char *s, FILE *f);

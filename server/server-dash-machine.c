@@ -613,6 +613,22 @@ static int machine_events(struct dash *x, const struct dash_machine *m, const st
         return 1;
 }
 
+/* The machine of a page or plot and the window its parameters ask for: 1 with both filled, 0
+ * answered (a refusal page), < 0 internal. */
+static int machine_and_window(struct dash *x, const char *id, struct dash_machine *m,
+                              struct window *w) {
+        if (dash_check_params(x, machine_params) < 0)
+                return 0;
+        int r = dash_machine_load(x, id, m);
+        if (r <= 0)
+                return r;
+        if (parse_window(x, m, w) < 0) {
+                dash_machine_done(m);
+                return 0;
+        }
+        return 1;
+}
+
 int dash_page_machine(struct dash *x, const char *id) {
         struct dash_machine m;
         struct window w;
@@ -623,14 +639,8 @@ int dash_page_machine(struct dash *x, const char *id) {
         char q[1200], nb[16], b1[32], b2[32];
         int r;
 
-        if (dash_check_params(x, machine_params) < 0)
-                return 0;
-        if ((r = dash_machine_load(x, id, &m)) <= 0)
+        if ((r = machine_and_window(x, id, &m, &w)) <= 0)
                 return r;
-        if (parse_window(x, &m, &w) < 0) {
-                dash_machine_done(&m);
-                return 0;
-        }
         if ((r = machine_steps(x, &m, &w, &s)) <= 0 ||
             (r = machine_events(x, &m, &w, &events, &nevents)) <= 0 ||
             (r = machine_hist(x, &m, &w, &hist)) <= 0 || (r = machine_lt(x, &m, &w, &s, &lt)) <= 0)
@@ -710,14 +720,8 @@ int dash_plot_machine(struct dash *x, const char *id, bool histogram) {
         struct steps s = {};
         struct svg_buf out = {};
         int r;
-        if (dash_check_params(x, machine_params) < 0)
-                return 0;
-        if ((r = dash_machine_load(x, id, &m)) <= 0)
+        if ((r = machine_and_window(x, id, &m, &w)) <= 0)
                 return r;
-        if (parse_window(x, &m, &w) < 0) {
-                dash_machine_done(&m);
-                return 0;
-        }
         if (histogram)
                 r = machine_hist(x, &m, &w, &out);
         else if ((r = machine_steps(x, &m, &w, &s)) > 0)

@@ -45,26 +45,7 @@ const char *dash_arg(const struct farm_args *args, const char *name) {
  * they cannot reorder what a page says. */
 void dash_esc(FILE *f, const char *text) {
         _cleanup_free_ char *safe = text ? text_escape_dup(text) : NULL;
-        for (const char *s = safe; s && *s; s++)
-                switch (*s) {
-                case '&':
-                        fputs("&amp;", f);
-                        break;
-                case '<':
-                        fputs("&lt;", f);
-                        break;
-                case '>':
-                        fputs("&gt;", f);
-                        break;
-                case '"':
-                        fputs("&quot;", f);
-                        break;
-                case '\'':
-                        fputs("&#39;", f);
-                        break;
-                default:
-                        fputc(*s, f);
-                }
+        markup_fputs(safe, f);
 }
 
 /* A path segment or query value, percent-encoded (and so safe in HTML as well). */

@@ -13,6 +13,7 @@
 
 #include "macro.h"
 #include "server-svg.h"
+#include "text-safe.h"
 
 /* The drawing is 1000 units wide; text sizes are in the same units, so 13 is 13 px on a
  * 1000 px wide window and grows with a wall screen. */
@@ -210,22 +211,13 @@ static void put_text(struct svg_buf *b, const char *s, size_t max) {
                         p++;
                         continue;
                 }
+                const char *entity = markup_entity(*p);
+                if (entity) {
+                        puts_(b, entity);
+                        p += n;
+                        continue;
+                }
                 switch (*p) {
-                case '<':
-                        puts_(b, "&lt;");
-                        break;
-                case '>':
-                        puts_(b, "&gt;");
-                        break;
-                case '&':
-                        puts_(b, "&amp;");
-                        break;
-                case '"':
-                        puts_(b, "&quot;");
-                        break;
-                case '\'':
-                        puts_(b, "&apos;");
-                        break;
                 case '\n':
                 case '\t':
                         puts_(b, " ");
