@@ -127,7 +127,7 @@ static int check_mount(const char *path, char *why) {
  * An instance copies the top-level trace options when it is created, and record-cmd is a
  * top-level option only: with it on (the kernel's default), every context switch on the
  * machine then also records both tasks' names in saved_cmdlines, under one lock shared by all
- * CPUs.  Under hackbench that cost the probe 5-6 % of its CPU time per wake-up.  The recorder
+ * CPUs.  Under hackbench that cost the probe 3-5 % of its CPU time per wake-up.  The recorder
  * needs no such cache (sched_switch and sched_wakeup carry the names), so the option is
  * switched off for the instant of the mkdir and switched back on at once; other tools' traces
  * are not changed.  Where the option cannot be written (a read-only tracefs but for the
