@@ -163,6 +163,10 @@ int farm_commit(sql_conn *c, char *err);
  * (of at most size bytes) of a usable row, -EACCES, or -EIO. */
 int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA256_DIGEST_SIZE],
                       char *ret_name, size_t size);
+/* The same with the rows of st, a statement of that kind run here (its parameters bound);
+ * with ret_more, the fourth column of the usable row found too. */
+int farm_token_rows(sql_stmt *st, const uint8_t token_hash[SHA256_DIGEST_SIZE], char *ret_name,
+                    size_t size, int64_t *ret_more);
 json_t *farm_json_col_int(sql_stmt *st, int col);
 json_t *farm_json_col_text(sql_stmt *st, int col);
 /* Sets key_ns from an integer column (NULL: null) with its RFC 3339 twin (json_set_time()). */

@@ -286,11 +286,8 @@ bool farm_machine_id_valid(const char *s) {
         return n == FARM_MACHINE_ID_LEN;
 }
 
-int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA256_DIGEST_SIZE],
-                      char *ret_name, size_t size) {
-        _cleanup_release_ sql_conn *c = farm_reader(db);
-        _cleanup_reset_ sql_stmt *st = NULL;
-        char err[FARM_ERROR_MAX];
+int farm_token_rows(sql_stmt *st, const uint8_t token_hash[SHA256_DIGEST_SIZE], char *ret_name,
+                    size_t size, int64_t *ret_more) {
         bool found = false;
         int r;
 
@@ -300,9 +297,6 @@ int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA
          * hash of a guess falls among the stored hashes does not help to find a token whose
          * hash is one of them (that takes a SHA-256 preimage of a 256-bit random token).  The
          * row found is still compared in full without an early exit. */
-        if (farm_prepare(c, sql, &st, err) < 0)
-                return -EIO;
-        sql_bind_blob(st, 1, token_hash, SHA256_DIGEST_SIZE);
         while ((r = sql_step(st)) == SQL_ROW) {
                 size_t len;
                 const uint8_t *h = sql_column_blob(st, 1, &len);
@@ -313,12 +307,26 @@ int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA
                         diff |= h[i] ^ token_hash[i];
                 if (diff == 0 && sql_column_int(st, 2)) {
                         snprintf(ret_name, size, "%s", sql_column_text(st, 0));
+                        if (ret_more)
+                                *ret_more = sql_column_int64(st, 3);
                         found = true;
                 }
         }
         if (r != SQL_DONE)
                 return r == -EBUSY ? -EBUSY : -EIO;
         return found ? 0 : -EACCES;
+}
+
+int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA256_DIGEST_SIZE],
+                      char *ret_name, size_t size) {
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        char err[FARM_ERROR_MAX];
+
+        if (farm_prepare(c, sql, &st, err) < 0)
+                return -EIO;
+        sql_bind_blob(st, 1, token_hash, SHA256_DIGEST_SIZE);
+        return farm_token_rows(st, token_hash, ret_name, size, NULL);
 }
 
 int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],

@@ -216,18 +216,14 @@ static enum MHD_Result begin_upload(farm_http *h, struct MHD_Connection *c, stru
                 MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION),
                 hash);
         if (r >= 0)
-                r = farm_authenticate(h->db, hash, rq->machine);
+                r = farm_ratelimit_admit(h->rl, h->db, hash, rq->machine, now_ns(CLOCK_MONOTONIC));
         if (r == -EINVAL || r == -EACCES) {
                 rq->machine[0] = '\0';
                 return respond_error(rq, c, 401, "missing, invalid or revoked token",
                                      MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
         }
         if (r < 0)
-                return respond_internal(rq, c, r, "cannot check the token");
-
-        r = farm_ratelimit_take(h->rl, rq->machine, now_ns(CLOCK_MONOTONIC));
-        if (r < 0)
-                return respond_internal(rq, c, r, "rate limit");
+                return respond_internal(rq, c, r, "cannot check the token or the rate limit");
         if (r > 0) {
                 char after[16];
                 snprintf(after, sizeof(after), "%d", r);

@@ -48,6 +48,8 @@ struct ingest {
         struct run_ctx run;
         sql_stmt *stored, *interval, *day, *day_scenario, *gens, *down, *cand_runs, *cand_ivs,
                 *overlap, *uncache;
+        /* PostgreSQL: the look-up of the first interval's overlaps, sent with the run's. */
+        sql_stmt *scan_first;
         struct span *spans;
         size_t nspans, cap_spans;
         struct overlap *overlaps;
@@ -68,10 +70,9 @@ static int wfail(struct ingest *g, int rc, const char *what) {
 }
 
 static void ingest_done(struct ingest *g) {
-        sql_stmt **st[] = {
-                &g->stored, &g->interval,  &g->day,      &g->day_scenario, &g->gens,
-                &g->down,   &g->cand_runs, &g->cand_ivs, &g->overlap,      &g->uncache
-        };
+        sql_stmt **st[] = { &g->stored,  &g->interval, &g->day,       &g->day_scenario,
+                            &g->gens,    &g->down,     &g->cand_runs, &g->cand_ivs,
+                            &g->overlap, &g->uncache,  &g->scan_first };
         for (size_t i = 0; i < ELEMENTSOF(st); i++)
                 sql_resetp(st[i]);
         free(g->run.probed);
@@ -304,11 +305,46 @@ static int scan_run(struct ingest *g, int64_t run, int64_t max_len, int64_t seq,
         return rc == SQL_DONE ? 0 : wfail(g, rc, "cannot look for overlapping intervals");
 }
 
+/* The same for the summary's first interval, sent before the run is known (with the
+ * machine's lock and the run's look-up, answered with them): the run by its number, and the
+ * longest interval as its row has it, which is what the upload found (the upload's own
+ * intervals change neither before its first one). */
+#define SQL_SCAN_FIRST                                                                         \
+        "SELECT r.id, i.seq, i.start_ns, i.length_ns, i.m_start_ns, i.m_end_ns FROM runs r "   \
+        "CROSS JOIN LATERAL (SELECT seq, start_ns, length_ns, m_start_ns, m_end_ns FROM "      \
+        "intervals WHERE run = r.id AND start_ns > ?2 - r.max_length_ns AND start_ns < ?3) i " \
+        "WHERE r.machine_id = ?1 AND (r.run_id = ?4 OR (r.last_end_ns > ?2 AND "               \
+        "r.first_start_ns < ?3))"
+
+static int send_scan_first(struct ingest *g) {
+        const struct summary_interval *iv = &g->s->intervals[0];
+        int r = farm_prepare(g->c, SQL_SCAN_FIRST, &g->scan_first, g->err);
+        if (r < 0)
+                return r;
+        sql_bind_text(g->scan_first, 1, g->s->machine.id);
+        sql_bind_int64(g->scan_first, 2, iv->start_ns);
+        sql_bind_int64(g->scan_first, 3, iv->start_ns + (int64_t) iv->length_ns);
+        sql_bind_int64(g->scan_first, 4, g->s->run.id);
+        if ((r = sql_send(g->scan_first)) < 0)
+                return farm_fail(g->c, r, "cannot look for overlapping intervals", g->err);
+        return 0;
+}
+
 /* On PostgreSQL in one statement: the intervals of this run and of the machine's other runs
  * whose span meets [start, end) (their ids and longest intervals as cand_runs finds them) that
- * may overlap it. */
+ * may overlap it; for the first interval the answer of send_scan_first(). */
 static int scan_runs_pg(struct ingest *g, int64_t seq, int64_t start, int64_t end) {
         _cleanup_reset_ sql_stmt *st = NULL;
+        if (g->scan_first) {
+                st = g->scan_first;
+                g->scan_first = NULL;
+                int rc, r = 0;
+                while (r >= 0 && (rc = sql_step(st)) == SQL_ROW)
+                        r = scan_row(g, st, 1, sql_column_int64(st, 0), seq, start, end);
+                if (r < 0)
+                        return r;
+                return rc == SQL_DONE ? 0 : wfail(g, rc, "cannot look for overlapping intervals");
+        }
         static const char *const sql =
                 "SELECT r.id, i.seq, i.start_ns, i.length_ns, i.m_start_ns, i.m_end_ns FROM "
                 "(SELECT ?4::bigint AS id, ?5::bigint AS max_length_ns UNION ALL "
@@ -1331,6 +1367,10 @@ static int lock_machine_pg(struct ingest *g) {
                 return r;
         sql_bind_text(sel, 1, g->s->machine.id);
         sql_bind_int64(sel, 2, g->s->run.id);
+        if ((r = sql_send(sel)) < 0)
+                return farm_fail(g->c, r, "cannot look up the machine", g->err);
+        if (g->s->nintervals > 0 && (r = send_scan_first(g)) < 0)
+                return r;
         int rc = sql_step(sel);
         if (rc != SQL_ROW)
                 return farm_fail(g->c, rc == SQL_DONE ? -EIO : rc, "cannot look up the machine",

@@ -23,3 +23,10 @@ void farm_ratelimit_share(farm_ratelimit *rl, farm_db *db);
  * the database's clock).  Returns 0 when the request may go ahead, otherwise how many whole
  * seconds (at least 1) until it may, for Retry-After; -ENOMEM, or the database's error. */
 int farm_ratelimit_take(farm_ratelimit *rl, const char *key, int64_t now_ns);
+/* An upload's token checked (farm_authenticate()) and, for its machine, a token taken from the
+ * bucket (farm_ratelimit_take()): -EACCES for a token of no enrolled, unrevoked machine, else
+ * what farm_ratelimit_take() returns, the machine's id in ret_machine_id.  On PostgreSQL in one
+ * statement. */
+int farm_ratelimit_admit(farm_ratelimit *rl, farm_db *db,
+                         const uint8_t token_hash[SHA256_DIGEST_SIZE],
+                         char ret_machine_id[static FARM_MACHINE_ID_LEN + 1], int64_t now_ns);

@@ -29,6 +29,8 @@ struct sql_backend {
         /* NULL: sql_step() and sql_reset(), and no row.  A backend's own may send the statement
          * without waiting for its answer (SQL_TXN_PIPELINE). */
         int (*step_done)(sql_stmt *st);
+        /* NULL: nothing is sent before sql_step(). */
+        int (*send)(sql_stmt *st);
         /* NULL: st->changes. */
         int64_t (*changes)(sql_stmt *st);
         bool (*column_null)(sql_stmt *st, int i);

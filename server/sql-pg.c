@@ -55,6 +55,7 @@ enum pending_kind {
 struct pending {
         enum pending_kind kind;
         struct pg_stmt *s; /* of PEND_PREPARE, PEND_DESCRIBE and PEND_EXEC */
+        bool keep;         /* PEND_EXEC of sql_send(): its rows are kept for its step */
 };
 
 /* Answers that a pipeline may owe before they are read: a few statements per interval of an
@@ -82,6 +83,7 @@ struct pg_stmt {
         bool *uses; /* uses[N]: the text has ?N (one may be skipped: ?1, ?2, ?4) */
         bool persistent;
         unsigned pending; /* executions sent in a pipeline whose answers are not read yet */
+        bool ahead;       /* one of them sent by sql_send(), its rows to be kept in res */
         /* Its results are asked for in binary: every column is of a type that sql-pg-binary.c
          * reads (as described when it was prepared; until then in text). */
         bool binary;
@@ -275,7 +277,6 @@ static int pg_exec(sql_conn *base, const char *sql) {
 }
 
 static int pipe_push(struct pg_conn *c, int sent, enum pending_kind kind, struct pg_stmt *s);
-static int pipe_read(struct pg_conn *c, PGresult **last);
 static int pipe_room(struct pg_conn *c, size_t k);
 
 /* BEGIN in pipeline mode, sent with the transaction's first statement. */
@@ -456,8 +457,12 @@ static int pg_prepare(sql_conn *base, const char *sql, bool persistent, sql_stmt
         return 0;
 }
 
+static int pipe_read(struct pg_conn *c, PGresult **last);
+
 static void pg_reset(sql_stmt *st) {
         struct pg_stmt *s = ps(st);
+        if (s->ahead)
+                pipe_read(pc(st->conn), NULL); /* a failure shows at the next statement */
         PQclear(s->res);
         s->res = NULL;
         s->row = s->nrows = 0;
@@ -649,7 +654,7 @@ static int pipe_room(struct pg_conn *c, size_t k) {
 static int pipe_push(struct pg_conn *c, int sent, enum pending_kind kind, struct pg_stmt *s) {
         if (!sent)
                 return fail_result(c, NULL, "cannot send");
-        c->pipe.v[c->pipe.n++] = (struct pending){ kind, s };
+        c->pipe.v[c->pipe.n++] = (struct pending){ kind, s, false };
         if (s && kind == PEND_EXEC)
                 s->pending++;
         return 0;
@@ -705,8 +710,11 @@ static int pipe_check(struct pg_conn *c, const struct pending *p, PGresult *res)
 /* What was sent from the i-th on will never be answered (the connection is lost). */
 static int pipe_forget(struct pg_conn *c, size_t i, int error) {
         for (; i < c->pipe.n; i++)
-                if (c->pipe.v[i].kind == PEND_EXEC)
+                if (c->pipe.v[i].kind == PEND_EXEC) {
                         c->pipe.v[i].s->pending--;
+                        if (c->pipe.v[i].keep)
+                                c->pipe.v[i].s->ahead = false;
+                }
         c->pipe.n = 0;
         if (!c->pipe.error)
                 c->pipe.error = error;
@@ -726,7 +734,15 @@ static int pipe_read(struct pg_conn *c, PGresult **last) {
                 if (!res)
                         return pipe_forget(c, i, fail_result(c, NULL, NULL));
                 int r = pipe_check(c, p, res);
-                if (p->kind == PEND_EXEC) {
+                if (p->kind == PEND_EXEC && p->keep) {
+                        p->s->pending--;
+                        p->s->ahead = false;
+                        if (r >= 0) {
+                                PQclear(p->s->res);
+                                take_result(p->s, res);
+                                res = NULL;
+                        }
+                } else if (p->kind == PEND_EXEC) {
                         p->s->pending--;
                         if (r >= 0 && !(last && i + 1 == c->pipe.n) && PQntuples(res) > 0) {
                                 sql_set_error(&c->base, "a statement without rows returned one");
@@ -735,7 +751,7 @@ static int pipe_read(struct pg_conn *c, PGresult **last) {
                         if (r >= 0)
                                 p->s->base.changes = changes_of(res);
                 }
-                if (r >= 0 && last && i + 1 == c->pipe.n)
+                if (r >= 0 && last && i + 1 == c->pipe.n && res)
                         *last = res;
                 else
                         PQclear(res);
@@ -811,6 +827,20 @@ static int pg_step_done(sql_stmt *st) {
         return r < 0 ? r : SQL_DONE;
 }
 
+/* A statement with rows in a pipelined transaction sent now, its answer read at its step. */
+static int pg_send(sql_stmt *st) {
+        struct pg_stmt *s = ps(st);
+        struct pg_conn *c = pc(st->conn);
+        if (!c->pipe.on || !s->persistent || s->res || s->ahead)
+                return 0;
+        int r = pipe_send(c, s);
+        if (r < 0)
+                return r;
+        c->pipe.v[c->pipe.n - 1].keep = true;
+        s->ahead = true;
+        return 0;
+}
+
 /* The rows changed by the last execution, once its answer is read. */
 static int64_t pg_changes(sql_stmt *st) {
         struct pg_stmt *s = ps(st);
@@ -827,6 +857,12 @@ static int pg_step(sql_stmt *st) {
                 PQclear(s->res);
                 s->res = NULL;
                 s->done = false;
+        }
+        if (!s->res && s->ahead) {
+                /* Sent by sql_send(): its answer comes with those sent before it. */
+                int r = pipe_read(c, NULL);
+                if (r < 0)
+                        return r;
         }
         if (!s->res) {
                 int r = execute(c, s);
@@ -1177,6 +1213,7 @@ const struct sql_backend sql_pg_backend = {
         .bind_null = pg_bind_null,
         .step = pg_step,
         .step_done = pg_step_done,
+        .send = pg_send,
         .changes = pg_changes,
         .column_null = pg_column_null,
         .column_int64 = pg_column_int64,

@@ -209,6 +209,10 @@ int64_t sql_changes(sql_stmt *st) {
         return st->conn->be->changes ? st->conn->be->changes(st) : st->changes;
 }
 
+int sql_send(sql_stmt *st) {
+        return st->conn->be->send ? st->conn->be->send(st) : 0;
+}
+
 int sql_step_done(sql_stmt *st) {
         if (st->conn->be->step_done)
                 return st->conn->be->step_done(st);

@@ -139,6 +139,12 @@ int sql_copy_end(sql_conn *c);
 /* Steps a statement that returns no row and resets it: 0 or -errno.  In an SQL_TXN_PIPELINE
  * transaction the failure may show at a later statement instead. */
 int sql_step_done(sql_stmt *st);
+/* In an SQL_TXN_PIPELINE transaction: sends the execution of st (with the parameters bound so
+ * far) now, after what was sent before, without waiting for its answer, so that statements
+ * with rows whose parameters do not depend on each other's rows share one round trip; its rows
+ * are read at its first sql_step(), which fails then if it did.  Elsewhere (SQLite, other
+ * transactions) nothing is done: sql_step() runs it.  0, or -errno when it cannot be sent. */
+int sql_send(sql_stmt *st);
 
 static inline void sql_resetp(sql_stmt **st) {
         if (*st)
