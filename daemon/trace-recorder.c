@@ -2,6 +2,7 @@
 /* Setting up, reading and removing rtsoakd's tracefs instance.  Everything is done through the
  * instance's own files: the top-level buffer, its tracer and its events stay as other tools
  * left them. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -122,6 +123,29 @@ static int check_mount(const char *path, char *why) {
         return 0;
 }
 
+/* Whether any trace event is enabled, at the top level or in any instance (true when that
+ * cannot be read). */
+static bool events_enabled_anywhere(const char *path) {
+        _cleanup_free_ char *top = NULL, *inst = NULL;
+        if (read_at(path, "set_event", &top) < 0 || top[strspn(top, " \n")])
+                return true;
+        if (asprintf(&inst, "%s/instances", path) < 0)
+                return true;
+        DIR *d = opendir(inst);
+        if (!d)
+                return errno != ENOENT;
+        bool any = false;
+        for (struct dirent *e; !any && (e = readdir(d));) {
+                if (e->d_name[0] == '.')
+                        continue;
+                _cleanup_free_ char *rel = NULL, *set = NULL;
+                any = asprintf(&rel, "instances/%s/set_event", e->d_name) < 0 ||
+                      read_at(path, rel, &set) < 0 || set[strspn(set, " \n")];
+        }
+        closedir(d);
+        return any;
+}
+
 /* mkdir of the instance with the kernel's pid-to-name cache upkeep off for it.
  *
  * An instance copies the top-level trace options when it is created, and record-cmd is a
@@ -129,54 +153,55 @@ static int check_mount(const char *path, char *why) {
  * machine then also records both tasks' names in saved_cmdlines, under one lock shared by all
  * CPUs.  Under hackbench that cost the probe 3-5 % of its CPU time per wake-up.  The recorder
  * needs no such cache (sched_switch and sched_wakeup carry the names), so the option is
- * switched off for the instant of the mkdir and switched back on at once; other tools' traces
- * are not changed.  Where the option cannot be written (a read-only tracefs but for the
- * instances), the instance is made as it is and *comm_cache says so. */
+ * switched off for the instant of the mkdir and switched back on at once.
+ *
+ * Only while no event is enabled anywhere: switching record-cmd also starts or stops the
+ * kernel's name recording for every enabled event of every instance, and it stops it for
+ * events that never started it (those of an instance made with record-cmd off, such as
+ * another rtsoakd's), which leaves the kernel's count of users below zero and its name
+ * recording off for every tool until reboot.  When events are enabled elsewhere, or the option
+ * cannot be written (a read-only tracefs but for the instances), the instance is made as it is
+ * and *comm_cache says so. */
 static int mkdir_without_comm_cache(const char *path, const char *dir, bool *comm_cache) {
         _cleanup_free_ char *v = NULL;
-        bool off = read_at(path, "options/record-cmd", &v) >= 0 && v[0] == '1' &&
+        bool on = read_at(path, "options/record-cmd", &v) >= 0 && v[0] == '1';
+        bool off = on && !events_enabled_anywhere(path) &&
                    write_at(path, "options/record-cmd", "0") >= 0;
         int r = mkdir(dir, 0750) < 0 ? -errno : 0;
         if (off)
                 (void) write_at(path, "options/record-cmd", "1");
-        *comm_cache = v && v[0] == '1' && !off;
+        *comm_cache = on && !off;
         return r;
 }
 
-/* mkdir of the instance; a leftover of an rtsoakd that was killed is removed first. */
+/* mkdir of the instance; a leftover of an rtsoakd that was killed is removed first (before
+ * anything else is looked at: its events are still enabled). */
 static int make_instance(const char *path, const char *dir, bool *comm_cache, char *why) {
-        for (int attempt = 0; attempt < 2; attempt++) {
-                int k = mkdir_without_comm_cache(path, dir, comm_cache);
-                if (k == 0)
-                        return 0;
-                errno = -k;
-                int r = -errno;
-                if (r == -EEXIST && attempt == 0) {
-                        if (rmdir(dir) == 0)
-                                continue;
-                        r = -errno;
-                        snprintf(why, TRACE_WHY_MAX,
-                                 "the tracefs instance %s is in use by another process (another "
-                                 "rtsoakd? set [Trace] Instance= to a name of its own): %s",
-                                 dir, strerror(-r));
-                        return -EBUSY;
-                }
-                if (r == -ENOENT)
-                        snprintf(why, TRACE_WHY_MAX,
-                                 "%s/instances does not exist: this kernel's tracefs has no "
-                                 "instances",
-                                 path);
-                else if (r == -EROFS)
-                        snprintf(why, TRACE_WHY_MAX,
-                                 "tracefs at %s is read-only here (under systemd: "
-                                 "ReadWritePaths=%s/instances)",
-                                 path, path);
-                else
-                        snprintf(why, TRACE_WHY_MAX, "cannot create the tracefs instance %s: %s",
-                                 dir, strerror(-r));
-                return r;
+        int r = rmdir(dir) < 0 ? -errno : 0;
+        if (r == 0 || r == -ENOENT || r == -EROFS || r == -EACCES || r == -EPERM)
+                r = mkdir_without_comm_cache(path, dir, comm_cache);
+        if (r == 0)
+                return 0;
+        if (r == -EBUSY || r == -EEXIST) {
+                snprintf(why, TRACE_WHY_MAX,
+                         "the tracefs instance %s is in use by another process (another "
+                         "rtsoakd? set [Trace] Instance= to a name of its own): %s",
+                         dir, strerror(-r));
+                return -EBUSY;
         }
-        return -EBUSY;
+        if (r == -ENOENT)
+                snprintf(why, TRACE_WHY_MAX,
+                         "%s/instances does not exist: this kernel's tracefs has no instances",
+                         path);
+        else if (r == -EROFS)
+                snprintf(why, TRACE_WHY_MAX,
+                         "tracefs at %s is read-only here (under systemd: "
+                         "ReadWritePaths=%s/instances)",
+                         path, path);
+        else
+                snprintf(why, TRACE_WHY_MAX, "cannot create the tracefs instance %s: %s", dir,
+                         strerror(-r));
+        return r;
 }
 
 /* Enables one "system:event" and learns its format; a missing one is noted, not fatal. */

@@ -790,19 +790,18 @@ struct background {
         struct farm_pruner *pruner;
 };
 
-static void background_start(const struct options *o, farm_db *db, const char *bound,
-                             bool https, int64_t listening_ns, struct background *b) {
+static void background_start(const struct options *o, farm_db *db, const char *bound, bool https,
+                             int64_t listening_ns, struct background *b) {
         int r;
         *b = (struct background){};
         if (o->cache_warming && (r = farm_warmer_start(db, &b->warmer)) < 0)
                 log_warning_errno(r, "Cannot merge histograms in the background, the queries "
                                      "will: %m");
-        if (o->notify->enabled &&
-            (r = farm_notifier_start(db, &o->rule, o->notify, bound, https, listening_ns,
-                                     &b->notifier)) < 0)
+        if (o->notify->enabled && (r = farm_notifier_start(db, &o->rule, o->notify, bound, https,
+                                                           listening_ns, &b->notifier)) < 0)
                 log_warning_errno(r, "Cannot start the notifications: %m");
-        if ((r = farm_watcher_start(db, &o->rule, farm_notifier_hooks(b->notifier),
-                                    &b->watcher)) < 0)
+        if ((r = farm_watcher_start(db, &o->rule, farm_notifier_hooks(b->notifier), &b->watcher)) <
+            0)
                 log_warning_errno(r, "Cannot keep the verdict log: %m");
         if ((r = farm_pruner_start(db, o->retention_ns, &b->pruner)) < 0)
                 log_warning_errno(r, "Cannot drop old intervals (Retention=): %m");

@@ -415,19 +415,37 @@ static void test_no_comm_cache(void **state) {
         char *tmp = tu_mkdtemp("trace-comm-bin");
         int st = name_cached(tmp, ctl, "grep -qx 1 $t/options/record-cmd || exit 125;");
         if (st == 125 || st == 0) {
-                fprintf(stderr, "# %s\n", st == 125 ? "tracefs cannot be mounted here, or "
-                                                      "record-cmd is off"
-                                                    : "another tracer already records task "
-                                                      "names at every switch here");
+                fprintf(stderr, "# %s\n",
+                        st == 125 ? "tracefs cannot be mounted here, or "
+                                    "record-cmd is off"
+                                  : "another tracer already records task "
+                                    "names at every switch here");
                 tu_rmdir(tmp);
                 skip();
         }
+        /* What a killed rtsoakd leaves: its instance, made with record-cmd off, events on.
+         * Switching record-cmd while it is there would leave the kernel's count of name
+         * recorders below zero (the plain instance below would then record nothing). */
+        char *stale[] = { UNSHARE,
+                          "-m",
+                          "sh",
+                          "-c",
+                          "mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; "
+                          "t=/sys/kernel/tracing; i=$t/instances/rtsoak-test-comm; "
+                          "echo 0 > $t/options/record-cmd; mkdir $i; r=$?; "
+                          "echo 1 > $t/options/record-cmd; [ $r = 0 ] && "
+                          "echo 1 > $i/events/sched/sched_switch/enable && "
+                          "echo 1 > $i/events/sched/sched_wakeup/enable",
+                          NULL };
+        struct tu_result r;
+        tu_run(stale, 20000, NULL, NULL, &r);
+        assert_int_equal(r.status, 0);
+        tu_result_done(&r);
         const char *extra[] = { "--set", "Trace.Instance=rtsoak-test-comm", "--duration", "4s",
                                 NULL };
         start(&s, "trace-comm", TRACEFS, extra);
         assert_true(tu_wait_for_text(s.err, "Trace flight recorder on", 10000));
-        assert_int_equal(name_cached(tmp, chk, "grep -qx 1 $t/options/record-cmd || exit 7;"),
-                         1);
+        assert_int_equal(name_cached(tmp, chk, "grep -qx 1 $t/options/record-cmd || exit 7;"), 1);
         /* The check can fail: an instance made with record-cmd on records the names. */
         assert_int_equal(name_cached(tmp, pos,
                                      "i=$t/instances/rtsoak-test-pos; mkdir $i && "
@@ -440,6 +458,38 @@ static void test_no_comm_cache(void **state) {
                 fail_msg("the instance was made with the comm cache upkeep on:\n%s", err);
         free(err);
         tu_rmdir(tmp);
+        tu_rmdir(s.dir);
+}
+
+/* With events enabled in another instance, record-cmd is left alone (switching it would
+ * change that instance's name recording) and rtsoakd says that the upkeep is on. */
+static void test_comm_cache_others(void **state) {
+        need_root();
+        skip_on_pg();
+        char *other[] = {
+                UNSHARE,
+                "-m",
+                "sh",
+                "-c",
+                "mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; "
+                "i=/sys/kernel/tracing/instances/rtsoak-test-other; mkdir $i || exit 125; "
+                "echo 1 > $i/events/irq/softirq_entry/enable; sleep 5; "
+                "echo 0 > $i/events/irq/softirq_entry/enable; rmdir $i",
+                NULL
+        };
+        pid_t h = tu_spawn(other, NULL, NULL);
+        tu_sleep_ms(500);
+        struct soak s;
+        const char *extra[] = { "--set", "Trace.Instance=rtsoak-test-comm2", "--duration", "2s",
+                                NULL };
+        start(&s, "trace-comm2", TRACEFS, extra);
+        char *err = finish(&s);
+        if (!strstr(err, "comm cache upkeep is on"))
+                fail_msg("events were enabled elsewhere and rtsoakd did not say that the comm "
+                         "cache upkeep is on:\n%s",
+                         err);
+        assert_int_equal(tu_wait(h, 20000), 0);
+        free(err);
         tu_rmdir(s.dir);
 }
 
@@ -491,6 +541,7 @@ int main(void) {
                 cmocka_unit_test(test_instance_busy),
                 cmocka_unit_test(test_stale_instance),
                 cmocka_unit_test(test_no_comm_cache),
+                cmocka_unit_test(test_comm_cache_others),
         };
         return RUN_TESTS(tests);
 }
