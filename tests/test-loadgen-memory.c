@@ -86,9 +86,15 @@ static void check_rss_follows_hold(const char *method) {
                (double) small_lo / MiB, (double) small_hi / MiB, (double) big_lo / MiB,
                (double) big_hi / MiB);
         /* 60 MiB more held: at least 45 of them resident at all times, never more than 60
-         * plus a little slack for the allocator. */
+         * plus a little slack for the allocator (and, built with AddressSanitizer, for its
+         * runtime's own memory, which grows with the bookkeeping: 68.5 MiB seen). */
+#if defined(__SANITIZE_ADDRESS__)
+        const double slack = 16;
+#else
+        const double slack = 8;
+#endif
         assert_true(extra_lo >= 45);
-        assert_true(extra_hi <= 68);
+        assert_true(extra_hi <= 60 + slack);
 }
 
 static void test_rss_bounded_mmap(void **state) {
