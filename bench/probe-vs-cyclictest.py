@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 """Runs rtsoakd's probe and rt-tests' cyclictest alternately with the same CPUs, priority and
 interval, idle and under hackbench load, and compares median (p50), p99 and p99.9 latency, the
-mean, and the CPU time each process used (all threads).
+mean, and the CPU time each process used (all threads): over the whole run, and in steady
+state (from 3 s after the start to 2 s before the end, so without what starting and stopping
+cost).
 
 Both tools count latencies in 1 us buckets; both are reduced here with the same rule (the upper
 edge of the bucket holding the rank-ceil(q*N) sample), so the comparison is like for like.
@@ -33,24 +35,65 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.join(HERE, "..", "build")
+STEADY_SKIP, STEADY_TAIL = 3.0, 2.0
 VARIANTS = ("cyclictest", "rtsoakd", "rtsoakd-trace", "rtsoakd-defaults")
 
 
-def run_measured(argv):
+def task_runtime_ns(pid):
+    """CPU time of every thread pid has now (the scheduler's own clock, in ns)."""
+    total = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            pass
+    return total
+
+
+def sample_steady(pid, duration, out):
+    """Steady-state CPU use of pid: its threads' CPU time between STEADY_SKIP s after the start
+    and STEADY_TAIL s before the end, per second.  What starting and stopping cost (for
+    rtsoakd with tracing on, mostly the kernel patching its code to enable and disable the trace
+    events: tens of ms on this VM, whatever the length of the run) is left out here and kept
+    in the whole-process figure."""
+    t0 = time.monotonic()
+    end = t0 + duration - STEADY_TAIL
+    if end - (t0 + STEADY_SKIP) < 2:
+        return
+    time.sleep(STEADY_SKIP)
+    a_t, a = time.monotonic(), task_runtime_ns(pid)
+    time.sleep(max(0.0, end - time.monotonic()))
+    b_t, b = time.monotonic(), task_runtime_ns(pid)
+    if a is not None and b is not None and b >= a:
+        out.append((b - a) / 1e6 / (b_t - a_t))
+
+
+def run_measured(argv, duration):
     """Runs argv to completion; returns (CPU seconds of the process and the children it
-    waited for, maximum RSS in KiB, what it wrote on stderr)."""
+    waited for, maximum RSS in KiB, what it wrote on stderr, steady-state CPU ms per s or
+    None)."""
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    steady = []
+    sampler = threading.Thread(target=sample_steady, args=(proc.pid, duration, steady))
+    sampler.start()
     err = proc.stderr.read().decode(errors="replace")
+    sampler.join()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.stderr.close()
     code = os.waitstatus_to_exitcode(status)
     if code != 0:
         sys.exit(f"{argv[0]} failed ({code}): {err}")
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss, err
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss, err, (steady or [None])[0]
 
 
 def quantile_us(counts, overflow_values, q):
@@ -84,7 +127,7 @@ def rtsoakd_run(args, tmp, variant):
         argv += ["--set", "Schedule.Rotation=idle 1h", "--set", "Forensics.FlightRecorder="]
         if args.has_trace:
             argv += ["--set", "Trace.Enabled=" + ("yes" if variant == "rtsoakd-trace" else "no")]
-    cpu, rss, err = run_measured(argv)
+    cpu, rss, err, steady = run_measured(argv, args.duration)
     trace_kib = None
     m = re.search(r"Trace flight recorder on: .*?(\d+) KiB of kernel memory", err)
     if m:
@@ -106,15 +149,15 @@ def rtsoakd_run(args, tmp, variant):
     rep = json.loads(subprocess.run([os.path.join(BUILD, "cli", "rtsoak"), "--db", db, "report",
                                      "--json"], check=True, capture_output=True).stdout)
     mean_us = rep["total"]["avg_ns"] / 1000
-    return counts, overflow, cpu, rss, mean_us, trace_kib
+    return counts, overflow, cpu, rss, mean_us, trace_kib, steady
 
 
 def cyclictest_run(args, tmp):
     js = os.path.join(tmp, "cyclictest.json")
-    cpu, rss, _ = run_measured([
+    cpu, rss, _, steady = run_measured([
         "cyclictest", "-m", f"-Sp{args.priority}", f"-i{args.interval}", "-q",
         f"-D{args.duration}", "-h1000", f"--json={js}",
-    ])
+    ], args.duration)
     with open(js) as f:
         data = json.load(f)
     counts, overflow = {}, []
@@ -129,7 +172,7 @@ def cyclictest_run(args, tmp):
             overflow.append((t["max"] + 1, t["cycles"] - in_hist))
         cycles += t["cycles"]
         weighted += t["avg"] * t["cycles"]
-    return counts, overflow, cpu, rss, weighted / max(cycles, 1), None
+    return counts, overflow, cpu, rss, weighted / max(cycles, 1), None, steady
 
 
 def start_load(kind):
@@ -153,9 +196,11 @@ def loadavg():
 
 def report(results, pools, variants, ref, pairs_of):
     # idx: 0 p50, 1 p99, 2 p999, 3 mean, 4 cpu, 6 cpu per 100k wake-ups (a run that the
-    # machine's load made stop late measured longer)
+    # machine's load made stop late measured longer), 7 steady-state CPU ms per s
     names = ((0, "p50 us", "{:9.0f}"), (1, "p99 us", "{:9.0f}"), (2, "p99.9 us", "{:9.0f}"),
              (3, "mean us", "{:9.2f}"), (4, "CPU s", "{:9.2f}"), (6, "CPU ms/100k", "{:9.1f}"))
+    if all(r[v][7] is not None for rows in results.values() for r in rows for v in variants):
+        names += ((7, "steady ms/s", "{:9.1f}"),)
     print()
     print("Medians over the rounds (range); ratios against " + ref)
     for load, rows in results.items():
@@ -227,7 +272,9 @@ def main():
 
     print(f"# {args.pairs} rounds of {args.duration} s runs of {', '.join(variants)}, interval "
           f"{args.interval} us, SCHED_FIFO {args.priority}, all CPUs ({os.cpu_count()}); "
-          f"latencies in us; CPU = user+system seconds of the whole process; "
+          f"latencies in us; CPU = user+system seconds of the whole process; steady = CPU ms "
+          f"per s of all its threads from {STEADY_SKIP:g} s after the start to {STEADY_TAIL:g} s "
+          f"before the end; "
           f"load average at start {loadavg()}")
     results, pools, trace_kib, rss = {}, {}, [], {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -244,7 +291,7 @@ def main():
                         res = cyclictest_run(args, tmp)
                     else:
                         res = rtsoakd_run(args, tmp, v)
-                    counts, overflow, cpu, maxrss, mean_us, tkib = res
+                    counts, overflow, cpu, maxrss, mean_us, tkib, steady = res
                     if tkib is not None:
                         trace_kib.append(tkib)
                     rss.setdefault(v, []).append(maxrss)
@@ -252,7 +299,7 @@ def main():
                     row[v] = (quantile_us(counts, overflow, 0.5),
                               quantile_us(counts, overflow, 0.99),
                               quantile_us(counts, overflow, 0.999), mean_us, cpu, samples,
-                              cpu * 1e8 / max(samples, 1))
+                              cpu * 1e8 / max(samples, 1), steady)
                     pooled = pools.setdefault((load, v), ({}, []))
                     for b, n in counts.items():
                         pooled[0][b] = pooled[0].get(b, 0) + n
@@ -260,7 +307,9 @@ def main():
                 rows.append(row)
                 print(f"{load:9s} round {i + 1} (load average {loadavg()}): " + " | ".join(
                     f"{v} p50 {row[v][0]} p99 {row[v][1]} p99.9 {row[v][2]} mean "
-                    f"{row[v][3]:.2f} cpu {row[v][4]:.2f}s ({row[v][5]} samples)"
+                    f"{row[v][3]:.2f} cpu {row[v][4]:.2f}s"
+                    + (f" steady {row[v][7]:.1f} ms/s" if row[v][7] is not None else "")
+                    + f" ({row[v][5]} samples)"
                     for v in variants), flush=True)
             stop_load(proc)
             results[load] = rows
