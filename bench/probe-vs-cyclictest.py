@@ -256,7 +256,7 @@ def main():
         sys.exit("rtsoakd-trace: this build of rtsoakd has no [Trace] section")
     ref = "cyclictest" if "cyclictest" in variants else variants[0]
     pairs_of = [(v, ref) for v in variants if v != ref]
-    if "rtsoakd-trace" in variants and "rtsoakd" in variants:
+    if "rtsoakd-trace" in variants and "rtsoakd" in variants and ref != "rtsoakd":
         pairs_of.append(("rtsoakd-trace", "rtsoakd"))
 
     if os.geteuid() != 0:
