@@ -223,7 +223,7 @@ static void test_injected_stalls_named(void **state) {
         json_t *tr = rtsoak_json(&s, "traces", NULL), *t;
         size_t i;
         int named[STALLS] = {};
-        long long named_id = 0; /* a capture of a stall (not one of this VM's own stalls) */
+        long long named_id[STALLS] = {}; /* the stalls' captures (not this VM's own stalls) */
         assert_true(json_is_array(tr));
         json_array_foreach (tr, i, t) {
                 long long when = tu_jint(t, "time_ns"), lat = tu_jint(t, "latency_ns");
@@ -247,27 +247,44 @@ static void test_injected_stalls_named(void **state) {
                                 fail_msg("stall %d: the culprit ran %lld us, injected %d us", k,
                                          dur / 1000, STALL_US);
                         named[k]++;
-                        named_id = tu_jint(t, "id");
+                        named_id[k] = tu_jint(t, "id");
                 }
         }
         for (int k = 0; k < STALLS; k++)
                 if (named[k] != 1)
                         fail_msg("stall %d has %d captures (want one)", k, named[k]);
 
-        /* One stall's capture explained, and its raw events.  (Other captures may be this VM's
-         * own stalls, beyond the threshold on another CPU.) */
-        char id[24];
-        snprintf(id, sizeof(id), "%lld", named_id);
-        char *one = rtsoak_text(&s, "trace", id, NULL);
-        if (!strstr(one, "timer/IRQ latency") || !strstr(one, "scheduling latency") ||
-            !strstr(one, "culprit: thread stall-inject (pid"))
-                fail_msg("rtsoak trace %s:\n%s", id, one);
-        char *raw = rtsoak_text(&s, "trace", id, "--raw");
-        if (!strstr(raw, "tracing_mark_write: rtsoak late") ||
-            !strstr(raw, "prev_comm=stall-inject"))
-                fail_msg("rtsoak trace %s --raw:\n%.2000s", id, raw);
-        free(one);
-        free(raw);
+        /* The stalls' captures explained, and their raw events.  A capture freezes the whole
+         * instance (tracing_on is the instance's) until its CPU's events are read: a stall
+         * whose probe woke while another CPU's capture (this VM's own stall beyond the
+         * threshold) held the freeze has no wake-up in its events, and says so.  One such
+         * coincidence is allowed; each is shown with the end of its raw events. */
+        int split = 0;
+        for (int k = 0; k < STALLS; k++) {
+                char id[24];
+                snprintf(id, sizeof(id), "%lld", named_id[k]);
+                char *one = rtsoak_text(&s, "trace", id, NULL);
+                char *raw = rtsoak_text(&s, "trace", id, "--raw");
+                if (!strstr(one, "culprit: thread stall-inject (pid"))
+                        fail_msg("rtsoak trace %s:\n%s", id, one);
+                if (strstr(one, "timer/IRQ latency") && strstr(one, "scheduling latency")) {
+                        if (!strstr(raw, "tracing_mark_write: rtsoak late") ||
+                            !strstr(raw, "prev_comm=stall-inject"))
+                                fail_msg("rtsoak trace %s --raw:\n%.2000s", id, raw);
+                        split++;
+                } else {
+                        size_t len = strlen(raw);
+                        fprintf(stderr,
+                                "# stall %d: no timer/scheduling split\n%s\n# the end "
+                                "of its raw events:\n%s\n",
+                                k, one, raw + (len > 3000 ? len - 3000 : 0));
+                }
+                free(one);
+                free(raw);
+        }
+        if (split < STALLS - 1)
+                fail_msg("%d of %d stalls' captures have the timer/scheduling split", split,
+                         STALLS);
         json_decref(tr);
 
         /* The soak went on: an interval per second of the run, the status counts the
