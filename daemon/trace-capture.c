@@ -419,10 +419,20 @@ static void capture_one(struct trace_capture *c, size_t i) {
 
         if (!rec->trigger)
                 (void) trace_recorder_set_on(rec, false);
+        /* The marker froze every CPU (tracing_on is the instance's): the other CPUs record
+         * again while this one is read, so that a violation of theirs meanwhile keeps its
+         * wake-up in their events.  Where this CPU cannot be held on its own, all stay frozen
+         * until it is read. */
+        bool held = trace_recorder_hold(rec, (ssize_t) i) >= 0;
+        bool resumed = held && trace_recorder_set_on(rec, true) >= 0;
         /* Only the look-back is kept; what came before it is read past. */
         int k = trace_recorder_drain(rec, i, due - (int64_t) c->p.lookback_ns, &ev, &n, &lost,
                                      &oldest);
-        int kon = trace_recorder_set_on(rec, true);
+        /* This CPU records again.  Once resumed, tracing_on stays as it is: off if another
+         * CPU's marker froze the instance meanwhile, for that CPU's capture. */
+        int kon = held ? trace_recorder_hold(rec, -1) : 0;
+        if (kon >= 0 && !resumed)
+                kon = trace_recorder_set_on(rec, true);
         set_realtime(c, false);
         struct trace_capture_result *r = NULL;
         if (k < 0 || kon < 0)

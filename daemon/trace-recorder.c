@@ -87,6 +87,7 @@ bool trace_kernel_has_timerlat(const char *path) {
 }
 
 /* tracing_cpumask text for a list of CPUs: 32-bit groups, most significant first. */
+#define CPUMASK_TEXT_MAX 1100
 static void cpumask_text(const int *cpus, size_t n, char *buf, size_t size) {
         int top = 0;
         for (size_t i = 0; i < n; i++)
@@ -280,7 +281,7 @@ static int set_cpu_buffer(struct trace_recorder *r, int cpu, uint64_t kib) {
 }
 
 static int setup_buffers(struct trace_recorder *r, const struct trace_params *p, char *why) {
-        char mask[1100];
+        char mask[CPUMASK_TEXT_MAX];
         int k;
         r->buffer_kib = p->buffer_kib;
         if (r->buffer_kib == 0) {
@@ -414,6 +415,22 @@ int trace_recorder_set_on(struct trace_recorder *r, bool on) {
         if (write(r->on_fd, on ? "1" : "0", 1) != 1)
                 return -errno;
         return 0;
+}
+
+int trace_recorder_hold(struct trace_recorder *r, ssize_t idx) {
+        if (idx >= 0 && r->ncpus < 2)
+                return -EOPNOTSUPP;
+        _cleanup_free_ int *cpus = malloc(r->ncpus * sizeof(int));
+        size_t n = 0;
+        if (!cpus)
+                return -ENOMEM;
+        for (size_t i = 0; i < r->ncpus; i++)
+                if ((ssize_t) i != idx)
+                        cpus[n++] = r->cpus[i];
+        char mask[CPUMASK_TEXT_MAX];
+        cpumask_text(cpus, n, mask, sizeof(mask));
+        int k = write_at(r->dir, "tracing_cpumask", mask);
+        return k < 0 ? k : 0;
 }
 
 int trace_recorder_drain(struct trace_recorder *r, size_t idx, int64_t min_ts,

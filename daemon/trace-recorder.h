@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "trace-event.h"
 #include "trace-format.h"
@@ -61,6 +62,10 @@ void trace_recorder_close(struct trace_recorder *r);
 
 /* tracing_on of the instance: 0 freezes every CPU's buffer, 1 resumes. */
 int trace_recorder_set_on(struct trace_recorder *r, bool on);
+/* Keeps probed CPU idx's buffer frozen on its own (tracing_cpumask without it), so that the
+ * others can record again (trace_recorder_set_on(r, true)) while it is read; idx < 0: every
+ * probed CPU records again.  -EOPNOTSUPP with a single probed CPU. */
+int trace_recorder_hold(struct trace_recorder *r, ssize_t idx);
 /* Reads (and so empties) the buffer of probed CPU idx and decodes its events from min_ts on,
  * oldest first, into *ret (malloc'ed).  *ret_lost tells whether events were overwritten before
  * the oldest one, *ret_oldest when that was (INT64_MAX: the buffer was empty). */

@@ -455,6 +455,10 @@ def test_each_kind_of_problem_is_one_message(c):
     f = problem_farm(c, [("lab-hook", hook)], mb)
     ms = [f.enroll(h) for h in ("viol", "unc", "load", "probe")]
     f.start()
+    # After the notifier's first pass: a verdict that changes during that pass is not told
+    # (a gap of the server's, in docs/notifications.md), and this test is about what is.
+    wait_for(lambda: "first pass of the verdict log is done" in f.log_tail(1 << 20),
+             "the notifier's first pass")
     post_problems(f, ms, now_ns() - 10 * MIN)
     kinds = ("violation", "unclean_end", "load_down", "probe_down")
     wait_for(lambda: all(hook.got(k) for k in kinds) and hook.got("verdict"),

@@ -254,11 +254,12 @@ static void test_injected_stalls_named(void **state) {
                 if (named[k] != 1)
                         fail_msg("stall %d has %d captures (want one)", k, named[k]);
 
-        /* The stalls' captures explained, and their raw events.  A capture freezes the whole
-         * instance (tracing_on is the instance's) until its CPU's events are read: a stall
-         * whose probe woke while another CPU's capture (this VM's own stall beyond the
-         * threshold) held the freeze has no wake-up in its events, and says so.  One such
-         * coincidence is allowed; each is shown with the end of its raw events. */
+        /* The stalls' captures explained, and their raw events.  A probe's marker freezes
+         * the whole instance (tracing_on is the instance's) until the capture thread holds
+         * that CPU on its own and lets the others record again: a stall whose probe woke in
+         * that moment (another CPU's capture of this VM's own stall beyond the threshold) has
+         * no wake-up in its events, and says so.  One such coincidence is allowed; each is
+         * shown with the end of its raw events. */
         int split = 0;
         for (int k = 0; k < STALLS; k++) {
                 char id[24];

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/* The flight recorder's instance on the real tracefs (root, a mount namespace of the test's own,
+ * two CPUs): a probe's marker freezes every CPU; holding one CPU on its own lets the others
+ * record again while it is read, and releasing it lets it record again. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests.h"
+#include "macro.h"
+#include "trace-recorder.h"
+
+static int64_t mono_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+struct pinned {
+        int cpu;
+        int fd;        /* >= 0: write a marker there once */
+        int64_t at_ns; /* just after the marker was written */
+};
+
+/* On its CPU: a marker, or a few short sleeps (a context switch each). */
+static void *pinned_main(void *arg) {
+        struct pinned *p = arg;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(p->cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) < 0)
+                return NULL;
+        if (p->fd >= 0) {
+                /* The trigger has frozen the instance when the write returns. */
+                (void) !write(p->fd, "rtsoak late test", 16);
+                p->at_ns = mono_ns();
+                return NULL;
+        }
+        for (int i = 0; i < 20; i++) {
+                struct timespec ms = { 0, 200000 };
+                nanosleep(&ms, NULL);
+        }
+        return NULL;
+}
+
+static void on_cpu(int cpu, int fd, int64_t *at_ns) {
+        struct pinned p = { .cpu = cpu, .fd = fd };
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, pinned_main, &p), 0);
+        assert_int_equal(pthread_join(t, NULL), 0);
+        if (at_ns)
+                *at_ns = p.at_ns;
+}
+
+/* How many events of probed CPU idx are from after t (the buffer is emptied). */
+static size_t events_after(struct trace_recorder *r, size_t idx, int64_t t) {
+        struct trace_event *ev = NULL;
+        size_t n = 0, after = 0;
+        bool lost;
+        int64_t oldest;
+        assert_int_equal(trace_recorder_drain(r, idx, 0, &ev, &n, &lost, &oldest), 0);
+        for (size_t i = 0; i < n; i++)
+                after += ev[i].ts_ns > t;
+        free(ev);
+        return after;
+}
+
+static char tracing_on(const struct trace_recorder *r) {
+        char path[600], c = '?';
+        snprintf(path, sizeof(path), "%s/tracing_on", r->dir);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                (void) !read(fd, &c, 1);
+                close(fd);
+        }
+        return c;
+}
+
+static void test_hold_one_cpu(void **state) {
+        (void) state;
+        if (geteuid() != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2)
+                skip();
+        /* tracefs of our own, whatever the machine has mounted. */
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("nodev", TRACE_DEFAULT_PATH, "tracefs", 0, NULL) < 0)
+                skip();
+        const int cpus[] = { 0, 1 };
+        struct trace_params p = { .path = TRACE_DEFAULT_PATH,
+                                  .instance = "rtsoak-test-hold",
+                                  .lookback_ns = 20000000,
+                                  .buffer_kib = 512,
+                                  .events = "sched:sched_switch",
+                                  .cpus = cpus,
+                                  .ncpus = 2 };
+        char why[TRACE_WHY_MAX];
+        struct trace_recorder *r = NULL;
+        int k = trace_recorder_open(&p, &r, why);
+        if (k < 0)
+                fail_msg("%s", why);
+        assert_true(r->trigger);
+
+        /* A marker on CPU 0 freezes both CPUs. */
+        int64_t t0;
+        on_cpu(0, r->marker_fd, &t0);
+        assert_int_equal(tracing_on(r), '0');
+        on_cpu(1, -1, NULL);
+        assert_int_equal(events_after(r, 1, t0), 0);
+
+        /* CPU 0 held on its own: CPU 1 records again, CPU 0 does not. */
+        assert_int_equal(trace_recorder_hold(r, 0), 0);
+        assert_int_equal(trace_recorder_set_on(r, true), 0);
+        int64_t t1 = mono_ns();
+        on_cpu(1, -1, NULL);
+        on_cpu(0, -1, NULL);
+        assert_true(events_after(r, 1, t1) >= 10);
+        assert_int_equal(events_after(r, 0, t0), 0);
+
+        /* Released: CPU 0 records again. */
+        assert_int_equal(trace_recorder_hold(r, -1), 0);
+        int64_t t2 = mono_ns();
+        on_cpu(0, -1, NULL);
+        assert_true(events_after(r, 0, t2) >= 10);
+
+        /* A single probed CPU is never held on its own. */
+        struct trace_recorder one = *r;
+        one.ncpus = 1;
+        assert_int_equal(trace_recorder_hold(&one, 0), -EOPNOTSUPP);
+        trace_recorder_close(r);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_hold_one_cpu),
+        };
+        return RUN_TESTS(tests);
+}
