@@ -103,6 +103,8 @@ static const struct conf_item items[] = {
           offsetof(struct daemon_config, trace_rate_burst), 1, 16, "1" },
         { "Trace", "RawMax", &conf_type_size, offsetof(struct daemon_config, trace_raw_max), 4096,
           16ULL << 20, "64K" },
+        { "Trace", "AllWakeups", &conf_type_bool, offsetof(struct daemon_config, trace_all_wakeups),
+          0, 0, "no" },
         { "Trace", "Events", &conf_type_string, offsetof(struct daemon_config, trace_events), 1,
           4000, TRACE_DEFAULT_EVENTS },
         { "Schedule", "Rotation", &conf_type_string, offsetof(struct daemon_config, rotation), 1,

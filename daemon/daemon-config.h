@@ -48,6 +48,7 @@ struct daemon_config {
         uint64_t trace_buffer_bytes; /* per probed CPU; 0: from the look-back */
         uint64_t trace_rate_interval_ns, trace_rate_burst;
         uint64_t trace_raw_max;
+        bool trace_all_wakeups; /* false: only real-time tasks' and the probes' wake-ups */
 
         char *rotation; /* "NAME SPAN, NAME SPAN, ..." as written */
         struct schedule_step *steps;

@@ -205,8 +205,21 @@ static int make_instance(const char *path, const char *dir, bool *comm_cache, ch
         return r;
 }
 
+/* The wake-up filter on a scheduler wake-up event; where the kernel refuses it, every wake-up
+ * is recorded, which costs more but loses nothing. */
+static void filter_wakeups(struct trace_recorder *r, const char *sys, const char *ev,
+                           const char *filter) {
+        char rel[160];
+        if (!filter || strcmp(sys, "sched") != 0 ||
+            (strncmp(ev, "sched_wakeup", 12) != 0 && strcmp(ev, "sched_waking") != 0))
+                return;
+        snprintf(rel, sizeof(rel), "events/%s/%s/filter", sys, ev);
+        if (write_at(r->dir, rel, filter) < 0)
+                r->filter_refused = true;
+}
+
 /* Enables one "system:event" and learns its format; a missing one is noted, not fatal. */
-static int enable_event(struct trace_recorder *r, const char *path, const char *spec) {
+static int enable_event(struct trace_recorder *r, const struct trace_params *p, const char *spec) {
         char sys[64], ev[64], rel[160];
         _cleanup_free_ char *fmt = NULL;
         /* "?system:event": only some architectures have it; no notice where missing. */
@@ -218,6 +231,7 @@ static int enable_event(struct trace_recorder *r, const char *path, const char *
         if (k >= 0)
                 k = trace_formats_add(&r->formats, sys, ev, fmt);
         if (k >= 0) {
+                filter_wakeups(r, sys, ev, p->wakeup_filter);
                 snprintf(rel, sizeof(rel), "events/%s/%s/enable", sys, ev);
                 k = write_at(r->dir, rel, "1");
         }
@@ -225,7 +239,6 @@ static int enable_event(struct trace_recorder *r, const char *path, const char *
                 size_t l = strlen(r->missing);
                 snprintf(r->missing + l, sizeof(r->missing) - l, "%s%s", l ? " " : "", spec);
         }
-        (void) path;
         return k;
 }
 
@@ -249,7 +262,7 @@ static int setup_events(struct trace_recorder *r, const struct trace_params *p, 
                 return k;
         }
         for (char *s = strtok(list, " ,\t"); s; s = strtok(NULL, " ,\t"))
-                if (enable_event(r, p->path, s) >= 0)
+                if (enable_event(r, p, s) >= 0)
                         enabled++;
         /* The marker: its format, and the trigger that freezes the buffers when it is hit. */
         k = read_at(r->dir, "events/ftrace/print/format", &pf);
@@ -281,7 +294,6 @@ static int set_cpu_buffer(struct trace_recorder *r, int cpu, uint64_t kib) {
 }
 
 static int setup_buffers(struct trace_recorder *r, const struct trace_params *p, char *why) {
-        char mask[CPUMASK_TEXT_MAX];
         int k;
         r->buffer_kib = p->buffer_kib;
         if (r->buffer_kib == 0) {
@@ -289,11 +301,10 @@ static int setup_buffers(struct trace_recorder *r, const struct trace_params *p,
                 r->buffer_kib = MAX((bytes + 1023) / 1024, (uint64_t) TRACE_AUTO_MIN_KIB);
                 r->buffer_kib = MIN(r->buffer_kib, (uint64_t) TRACE_BUFFER_MAX_KIB);
         }
-        cpumask_text(r->cpus, r->ncpus, mask, sizeof(mask));
         /* CPUs not probed get the smallest buffer and record nothing. */
         if ((k = write_at(r->dir, "trace_clock", "mono")) < 0 ||
             (k = write_at(r->dir, "buffer_size_kb", "4")) < 0 ||
-            (k = write_at(r->dir, "tracing_cpumask", mask)) < 0) {
+            (k = trace_recorder_hold(r, -1)) < 0) {
                 snprintf(why, TRACE_WHY_MAX, "cannot set up the tracefs instance %s: %s", r->dir,
                          strerror(-k));
                 return k;

@@ -68,6 +68,7 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
                 .lookback_ns = cfg->trace_lookback_ns,
                 .buffer_kib = (cfg->trace_buffer_bytes + 1023) / 1024,
                 .events = cfg->trace_events,
+                .wakeup_filter = cfg->trace_all_wakeups ? NULL : TRACE_WAKEUP_FILTER,
                 .cpus = cpus,
                 .ncpus = p->nprobes,
         };
@@ -101,7 +102,7 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
         }
         snprintf(message, TRACE_MESSAGE_MAX,
                  "trace flight recorder on: tracefs instance %s, %zu CPU%s, look-back %s, "
-                 "%" PRIu64 " KiB per CPU (%" PRIu64 " KiB of kernel memory)%s%s%s%s; %s",
+                 "%" PRIu64 " KiB per CPU (%" PRIu64 " KiB of kernel memory)%s%s%s%s%s; %s",
                  t->rec->dir, p->nprobes, p->nprobes == 1 ? "" : "s",
                  format_timespan(span, cfg->trace_lookback_ns), t->rec->buffer_kib,
                  t->rec->total_kib, t->rec->missing[0] ? "; not in this kernel: " : "",
@@ -109,6 +110,9 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
                  t->rec->trigger ? ""
                                  : "; no trigger on the marker (the "
                                    "buffers freeze a little later)",
+                 t->rec->filter_refused ? "; the kernel refused the wake-up filter (every "
+                                          "wake-up is recorded)"
+                                        : "",
                  t->rec->comm_cache ? "; the kernel's comm cache upkeep is on at every context "
                                       "switch (options/record-cmd is not writable here)"
                                     : "",

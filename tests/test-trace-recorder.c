@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The flight recorder's instance on the real tracefs (root, a mount namespace of the test's own,
  * two CPUs): a probe's marker freezes every CPU; holding one CPU on its own lets the others
- * record again while it is read, and releasing it lets it record again. */
+ * record again while it is read, and releasing it lets it record again; the wake-up filter
+ * keeps real-time tasks' and the probes' wake-ups and drops the others'. */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -22,6 +23,9 @@ static int64_t mono_ns(void) {
 
 struct pinned {
         int cpu;
+        int policy;       /* the sleeper's: SCHED_OTHER or SCHED_FIFO (priority 10) */
+        const char *name; /* the sleeper's thread name, or NULL */
+        pid_t tid;
         int fd;        /* >= 0: write a marker there once */
         int64_t at_ns; /* just after the marker was written */
 };
@@ -32,8 +36,16 @@ static void *pinned_main(void *arg) {
         cpu_set_t set;
         CPU_ZERO(&set);
         CPU_SET(p->cpu, &set);
+        p->tid = gettid();
         if (sched_setaffinity(0, sizeof(set), &set) < 0)
                 return NULL;
+        if (p->name)
+                (void) pthread_setname_np(pthread_self(), p->name);
+        if (p->policy == SCHED_FIFO) {
+                struct sched_param sp = { .sched_priority = 10 };
+                if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+                        return NULL;
+        }
         if (p->fd >= 0) {
                 /* The trigger has frozen the instance when the write returns. */
                 (void) !write(p->fd, "rtsoak late test", 16);
@@ -80,13 +92,20 @@ static char tracing_on(const struct trace_recorder *r) {
         return c;
 }
 
+/* tracefs of our own, whatever the machine has mounted; false where that cannot be. */
+static bool own_tracefs(void) {
+        static int done = -1;
+        if (done < 0)
+                done = geteuid() == 0 && sysconf(_SC_NPROCESSORS_ONLN) >= 2 &&
+                       unshare(CLONE_NEWNS) >= 0 &&
+                       mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) >= 0 &&
+                       mount("nodev", TRACE_DEFAULT_PATH, "tracefs", 0, NULL) >= 0;
+        return done;
+}
+
 static void test_hold_one_cpu(void **state) {
         (void) state;
-        if (geteuid() != 0 || sysconf(_SC_NPROCESSORS_ONLN) < 2)
-                skip();
-        /* tracefs of our own, whatever the machine has mounted. */
-        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
-            mount("nodev", TRACE_DEFAULT_PATH, "tracefs", 0, NULL) < 0)
+        if (!own_tracefs())
                 skip();
         const int cpus[] = { 0, 1 };
         struct trace_params p = { .path = TRACE_DEFAULT_PATH,
@@ -132,9 +151,65 @@ static void test_hold_one_cpu(void **state) {
         trace_recorder_close(r);
 }
 
+/* The sched_wakeup events of CPU 1 whose wakee is tid (the buffer is emptied). */
+static size_t wakeups_of(struct trace_recorder *r, pid_t tid) {
+        struct trace_event *ev = NULL;
+        size_t n = 0, found = 0;
+        bool lost;
+        int64_t oldest;
+        assert_int_equal(trace_recorder_drain(r, 1, 0, &ev, &n, &lost, &oldest), 0);
+        for (size_t i = 0; i < n; i++)
+                found += ev[i].kind == TRACE_WAKEUP && ev[i].u.wake.pid == tid;
+        free(ev);
+        return found;
+}
+
+/* 20 sleeps of a thread on CPU 1: how many of its wake-ups were recorded. */
+static size_t sleeper(struct trace_recorder *r, int policy, const char *name) {
+        struct pinned p = { .cpu = 1, .fd = -1, .policy = policy, .name = name };
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, pinned_main, &p), 0);
+        assert_int_equal(pthread_join(t, NULL), 0);
+        return wakeups_of(r, p.tid);
+}
+
+static void test_wakeup_filter(void **state) {
+        (void) state;
+        if (!own_tracefs())
+                skip();
+        const int cpus[] = { 0, 1 };
+        struct trace_params p = { .path = TRACE_DEFAULT_PATH,
+                                  .instance = "rtsoak-test-filter",
+                                  .lookback_ns = 20000000,
+                                  .buffer_kib = 512,
+                                  .events = "sched:sched_wakeup",
+                                  .wakeup_filter = TRACE_WAKEUP_FILTER,
+                                  .cpus = cpus,
+                                  .ncpus = 2 };
+        char why[TRACE_WHY_MAX];
+        struct trace_recorder *r = NULL;
+        if (trace_recorder_open(&p, &r, why) < 0)
+                fail_msg("%s", why);
+        assert_false(r->filter_refused);
+        /* An ordinary task's wake-ups are left out; a real-time task's and a probe's (even at
+         * an ordinary policy) are kept. */
+        assert_int_equal(sleeper(r, SCHED_OTHER, "sleeper"), 0);
+        assert_true(sleeper(r, SCHED_FIFO, "sleeper") >= 15);
+        assert_true(sleeper(r, SCHED_OTHER, "rtsoak-cpu1") >= 15);
+        trace_recorder_close(r);
+
+        /* Without the filter ([Trace] AllWakeups=yes), every one. */
+        p.wakeup_filter = NULL;
+        if (trace_recorder_open(&p, &r, why) < 0)
+                fail_msg("%s", why);
+        assert_true(sleeper(r, SCHED_OTHER, "sleeper") >= 15);
+        trace_recorder_close(r);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_hold_one_cpu),
+                cmocka_unit_test(test_wakeup_filter),
         };
         return RUN_TESTS(tests);
 }
