@@ -304,7 +304,7 @@ static int verdict_in(sql_conn *c, void *userdata, char *err) {
 }
 
 static void hook_judged(void *userdata, json_t *v, const char *prev, int64_t prev_id, bool changed,
-                        int64_t now) {
+                        bool late, int64_t now) {
         struct farm_notifier *n = userdata;
         char err[FARM_ERROR_MAX] = "";
         int base = baseline_done(n);
@@ -314,8 +314,11 @@ static void hook_judged(void *userdata, json_t *v, const char *prev, int64_t pre
         }
         tell_problems(n, v, now, base > 0);
         items_clear(n);
-        /* A release seen for the first time is pending: that is no change to tell. */
-        if (!changed || !base || (!prev && strcmp(str(v, "verdict") ?: "", "pending") == 0))
+        /* A release seen for the first time is pending: that is no change to tell.  The first
+         * pass tells only a change that data received since the notifier started made (the
+         * next pass would find that change logged already). */
+        if (!changed || (!base && !late) ||
+            (!prev && strcmp(str(v, "verdict") ?: "", "pending") == 0))
                 return;
         struct verdict_args a = { n, v, prev, prev_id, now };
         int r = notify_store_write(n->db, verdict_in, &a, err);

@@ -382,13 +382,15 @@ static int pass_lock(sql_conn *c, bool take, char *err) {
         return sql_column_int(st, 0);
 }
 
-/* The problems of release's verdict from the data received by known_ns, told to sink. */
+/* The problems of release's verdict from the data received by known_ns, told to sink; that
+ * verdict's status into status ("" where the release had no data by then). */
 static int tell_known(farm_db *db, const struct farm_rule *rule, const char *release,
                       int64_t now_ns, int64_t known_ns, const struct farm_problem_sink *sink,
-                      char *err) {
+                      char status[static 16], char *err) {
         struct farm_question q = { release, now_ns, known_ns, now_ns, sink };
         json_t *v = NULL;
         int r = farm_verdict_ask(db, rule, &q, &v, err);
+        snprintf(status, 16, "%s", r >= 0 ? farm_verdict_status(v) : "");
         json_decref(v);
         return r == -ENOENT ? 0 : r;
 }
@@ -410,13 +412,13 @@ static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
         json_array_foreach (list, i, rel) {
                 struct farm_question q = { json_string_value(rel), now_ns, now_ns, now_ns,
                                            h->problem && !partial ? &sink : NULL };
-                char prev[16] = "";
+                char prev[16] = "", known[16] = "";
                 int64_t prev_id = 0;
                 json_t *v = NULL;
                 if (r < 0 || (stopped = worker && !worker_wait(worker, 0)))
                         break;
                 if (partial &&
-                    (r = tell_known(db, rule, q.release, now_ns, told_by, &sink, err)) < 0)
+                    (r = tell_known(db, rule, q.release, now_ns, told_by, &sink, known, err)) < 0)
                         break;
                 r = farm_verdict_ask(db, rule, &q, &v, err);
                 if (r == -ENOENT) {
@@ -431,7 +433,8 @@ static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
                         changed++;
                 }
                 if (r >= 0 && h->judged)
-                        h->judged(h->userdata, v, *prev ? prev : NULL, prev_id, r > 0, now_ns);
+                        h->judged(h->userdata, v, *prev ? prev : NULL, prev_id, r > 0,
+                                  partial && strcmp(known, farm_verdict_status(v)) != 0, now_ns);
                 json_decref(v);
         }
         json_decref(list);

@@ -33,9 +33,11 @@ struct farm_verdict_hooks {
          * release again with all the data. */
         int64_t (*problems_known)(void *userdata, int64_t now_ns);
         /* A release judged: its verdict, the status logged for it before the pass (NULL:
-         * none) and that log row's id, and whether the pass logged a change. */
+         * none) and that log row's id, whether the pass logged a change, and (in a pass whose
+         * problems_known is earlier than the pass) whether data received after that moment
+         * changed the verdict: without it the release would have had another status. */
         void (*judged)(void *userdata, json_t *verdict, const char *prev_status, int64_t prev_id,
-                       bool changed, int64_t now_ns);
+                       bool changed, bool late, int64_t now_ns);
         /* The pass judged every release it had to. */
         void (*pass_done)(void *userdata, int64_t now_ns);
 };

@@ -494,7 +494,16 @@ static struct {
         char *ids[8];
         int n;
         int64_t known_ns; /* 0: problems_known left NULL */
+        int judged;       /* releases judged; of the last: */
+        bool changed, late;
 } told;
+
+static void told_judged(void *userdata, json_t *verdict, const char *prev, int64_t prev_id,
+                        bool changed, bool late, int64_t now_ns) {
+        told.judged++;
+        told.changed = changed;
+        told.late = late;
+}
 
 static void told_problem(void *userdata, const char *release, const json_t *p) {
         if (strcmp(json_string_value(json_object_get(p, "kind")), "violation") == 0 &&
@@ -512,8 +521,10 @@ static int log_pass_telling(int64_t now, int64_t known, struct farm_log_mark *se
                 free(told.ids[i]);
         told.n = 0;
         told.known_ns = known;
+        told.judged = 0;
         struct farm_verdict_hooks hooks = { .problem = told_problem,
-                                            .problems_known = known ? told_known : NULL };
+                                            .problems_known = known ? told_known : NULL,
+                                            .judged = told_judged };
         if (farm_verdict_log_pass(db, &rule, now, seen, &hooks, NULL, err) < 0)
                 fail_msg("%s", err);
         return told.n;
@@ -533,6 +544,10 @@ static void test_log_pass_problems_known(void **state) {
         struct farm_log_mark seen = {};
         assert_int_equal(log_pass_telling(now, k, &seen), 1);
         assert_false(seen.started); /* the mark stays: the next pass judges every release */
+        /* Failed already with the data received by k: the change is not the late upload's. */
+        assert_int_equal(told.judged, 1);
+        assert_true(told.changed);
+        assert_false(told.late);
         char *first = strdup(told.ids[0]);
         assert_int_equal(log_pass_telling(now + MIN_NS, 0, &seen), 2);
         assert_true(strcmp(told.ids[0], first) == 0 || strcmp(told.ids[1], first) == 0);
@@ -540,6 +555,30 @@ static void test_log_pass_problems_known(void **state) {
         free(first);
         for (int i = 0; i < told.n; i++)
                 free(told.ids[i]);
+        told.n = 0;
+}
+
+/* The same first pass where the release was clean with the data received by k and the upload
+ * received after it fails it: the change is the late upload's (the notifications tell it,
+ * since the next pass finds it logged already), and only once. */
+static void test_log_pass_late_verdict(void **state) {
+        struct hist_spec h = base;
+        h.n = 6 * 24; /* day one, clean */
+        store(&h);
+        h.seq0 = 144, h.start = T0 + DAY, h.n = 1, h.max_ns = 500000; /* fails it, after k */
+        store(&h);
+        /* k a little before the pass, as when a server starts: no silence from k to now. */
+        int64_t k = T0 + DAY + 5 * MIN_NS, now = T0 + DAY + 15 * MIN_NS;
+        struct farm_log_mark seen = {};
+        assert_int_equal(log_pass_telling(now, k, &seen), 0); /* its problem: the next pass */
+        assert_int_equal(told.judged, 1);
+        assert_true(told.changed);
+        assert_true(told.late);
+        assert_int_equal(log_pass_telling(now + MIN_NS, 0, &seen), 1);
+        assert_int_equal(told.judged, 1);
+        assert_false(told.changed);
+        assert_false(told.late);
+        free(told.ids[0]);
         told.n = 0;
 }
 
@@ -860,6 +899,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_migration_from_5, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_migration_to_8, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_log_pass_problems_known, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_log_pass_late_verdict, setup, teardown),
         };
         return RUN_TESTS(tests);
 }
