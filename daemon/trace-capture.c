@@ -348,6 +348,10 @@ static void finish(const struct trace_capture *c, struct trace_capture_result *r
         r->events = NULL;
 }
 
+/* How far past a late wake-up the events of a capture without its marker reach: the trace
+ * clock and the probe's clock read differ by a few us. */
+#define CAPTURE_SLACK_NS 20000
+
 /* The analysis and raw events of CPU i's wake-up due at due; NULL (with a notice) when the
  * trace does not hold it. */
 static struct trace_capture_result *build(struct trace_capture *c, size_t i,
@@ -359,6 +363,17 @@ static struct trace_capture_result *build(struct trace_capture *c, size_t i,
         for (size_t k = 0; k < n; k++)
                 if (ev[k].kind == TRACE_MARKER && ev[k].pid == tid && ev[k].ts_ns >= due)
                         mark = (ssize_t) k;
+        /* No marker: written while another CPU's marker had frozen the instance, before this
+         * thread held that CPU apart.  The events up to the wake-up still say what ran
+         * before it, and the analysis says the marker is missing. */
+        if (mark < 0) {
+                ssize_t last = -1;
+                for (size_t k = 0; k < n && ev[k].ts_ns <= due + (int64_t) lat + CAPTURE_SLACK_NS;
+                     k++)
+                        last = (ssize_t) k;
+                if (last >= 0 && ev[last].ts_ns >= due - (int64_t) c->p.lookback_ns)
+                        mark = last;
+        }
         if (mark < 0)
                 return NULL;
         size_t from = 0;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Test helper that injects known latency: a SCHED_FIFO thread pinned to one CPU spins for a
  * fixed time, a fixed number of times, and prints each stall's window so that a test can
- * match what rtsoakd recorded against what really happened. */
+ * match what rtsoakd recorded against what really happened.  --at-ns starts the stalls at a
+ * given CLOCK_MONOTONIC time, one every --gap-ms from then, so that two injectors on two CPUs
+ * can stall them a known time apart. */
 #include <errno.h>
 #include <getopt.h>
 #include <sched.h>
@@ -31,10 +33,12 @@ int main(int argc, char *argv[]) {
                 { "count", required_argument, NULL, 'n' },
                 { "gap-ms", required_argument, NULL, 'g' },
                 { "delay-ms", required_argument, NULL, 'd' },
+                { "at-ns", required_argument, NULL, 'a' },
                 {},
         };
         int cpu = 0, prio = 90, count = 10, c;
         long stall_us = 20000, gap_ms = 250, delay_ms = 1000;
+        long long at_ns = 0;
 
         while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0)
                 switch (c) {
@@ -56,9 +60,12 @@ int main(int argc, char *argv[]) {
                 case 'd':
                         delay_ms = atol(optarg);
                         break;
+                case 'a':
+                        at_ns = atoll(optarg);
+                        break;
                 default:
                         fprintf(stderr, "usage: stall-inject --cpu N --priority P --stall-us U "
-                                        "--count K --gap-ms G --delay-ms D\n");
+                                        "--count K --gap-ms G (--delay-ms D | --at-ns T)\n");
                         return 2;
                 }
 
@@ -76,8 +83,13 @@ int main(int argc, char *argv[]) {
         }
         mlockall(MCL_CURRENT | MCL_FUTURE);
 
-        sleep_ms(delay_ms);
+        if (!at_ns)
+                sleep_ms(delay_ms);
         for (int i = 0; i < count; i++) {
+                long long due = at_ns + i * gap_ms * 1000000LL;
+                struct timespec ts = { due / 1000000000LL, due % 1000000000LL };
+                while (at_ns && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                        ;
                 long long m0 = now(CLOCK_MONOTONIC), r0 = now(CLOCK_REALTIME);
                 long long end = m0 + stall_us * 1000LL, m1;
                 while ((m1 = now(CLOCK_MONOTONIC)) < end)
@@ -85,7 +97,8 @@ int main(int argc, char *argv[]) {
                 /* Realtime and monotonic advance together over 20 ms: derive the end. */
                 printf("stall %lld %lld\n", r0, r0 + (m1 - m0));
                 fflush(stdout);
-                sleep_ms(gap_ms);
+                if (!at_ns)
+                        sleep_ms(gap_ms);
         }
         return 0;
 }

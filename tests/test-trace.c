@@ -11,6 +11,7 @@
  * case needs, so that the machine's own mounts are left alone. */
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tests.h"
@@ -133,6 +134,104 @@ struct stall {
         long long r0, r1;
 };
 
+/* The injector, its leak check left out: built with AddressSanitizer, that check at exit
+ * scans its memory in a task of its own at SCHED_FIFO 90 on the stalled CPU, a stall of its
+ * own (tens of ms), rightly captured with that task as the culprit.  Not wanted here. */
+static pid_t spawn_injector(char *const argv[], const char *out) {
+        const char *asan = getenv("ASAN_OPTIONS");
+        char *asan_was = asan ? strdup(asan) : NULL;
+        setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+        pid_t pid = tu_spawn(argv, out, NULL);
+        if (asan_was)
+                setenv("ASAN_OPTIONS", asan_was, 1);
+        else
+                unsetenv("ASAN_OPTIONS");
+        free(asan_was);
+        return pid;
+}
+
+/* The stalls the injector printed: exactly want of them. */
+static void read_stalls(const char *out, struct stall *st, int want) {
+        int n = 0;
+        char *text = tu_read_file(out);
+        for (char *line = text; line && *line && n < want; line = strchr(line, '\n')) {
+                if (*line == '\n')
+                        line++;
+                if (sscanf(line, "stall %lld %lld", &st[n].r0, &st[n].r1) == 2)
+                        n++;
+        }
+        free(text);
+        assert_int_equal(n, want);
+}
+
+/* Every stall has exactly one capture on cpu, naming the injector (thread stall-inject, its
+ * pid) with a duration within 10 % of the stall; their ids into ids. */
+static void captures_name_injector(json_t *tr, int cpu, pid_t ipid, const struct stall *st, int n,
+                                   long long *ids) {
+        json_t *t;
+        size_t i;
+        int named[STALLS] = {};
+        assert_true(json_is_array(tr));
+        json_array_foreach (tr, i, t) {
+                long long when = tu_jint(t, "time_ns"), lat = tu_jint(t, "latency_ns");
+                json_t *c = json_object_get(t, "culprit");
+                for (int k = 0; k < n; k++) {
+                        if (tu_jint(t, "cpu") != cpu || when < st[k].r0 - 2000000 ||
+                            when > st[k].r1)
+                                continue;
+                        const char *kind = json_string_value(json_object_get(c, "kind"));
+                        const char *name = json_string_value(json_object_get(c, "name"));
+                        long long pid = json_integer_value(json_object_get(c, "pid"));
+                        long long dur = json_integer_value(json_object_get(c, "duration_ns"));
+                        fprintf(stderr, "# CPU %d stall %d: %lld us late, %s\n", cpu, k, lat / 1000,
+                                json_string_value(json_object_get(t, "summary")));
+                        if (strcmp(kind ?: "", "thread") != 0 ||
+                            strcmp(name ?: "", "stall-inject") != 0 || pid != ipid)
+                                fail_msg("CPU %d stall %d: the culprit is %s %s pid %lld, not "
+                                         "stall-inject pid %d",
+                                         cpu, k, kind, name, pid, ipid);
+                        if (dur < STALL_US * 900LL || dur > STALL_US * 1100LL)
+                                fail_msg("CPU %d stall %d: the culprit ran %lld us, injected %d us",
+                                         cpu, k, dur / 1000, STALL_US);
+                        named[k]++;
+                        ids[k] = tu_jint(t, "id");
+                }
+        }
+        for (int k = 0; k < n; k++)
+                if (named[k] != 1)
+                        fail_msg("CPU %d stall %d has %d captures (want one)", cpu, k, named[k]);
+}
+
+/* How many of the captures have the timer/scheduling split, with the probe's marker and the
+ * injector's switch in their raw events; each without it is shown with the end of its raw
+ * events. */
+static int captures_split(struct soak *s, const long long *ids, int n) {
+        int split = 0;
+        for (int k = 0; k < n; k++) {
+                char id[24];
+                snprintf(id, sizeof(id), "%lld", ids[k]);
+                char *one = rtsoak_text(s, "trace", id, NULL);
+                char *raw = rtsoak_text(s, "trace", id, "--raw");
+                if (!strstr(one, "culprit: thread stall-inject (pid"))
+                        fail_msg("rtsoak trace %s:\n%s", id, one);
+                if (strstr(one, "timer/IRQ latency") && strstr(one, "scheduling latency")) {
+                        if (!strstr(raw, "tracing_mark_write: rtsoak late") ||
+                            !strstr(raw, "prev_comm=stall-inject"))
+                                fail_msg("rtsoak trace %s --raw:\n%.2000s", id, raw);
+                        split++;
+                } else {
+                        size_t len = strlen(raw);
+                        fprintf(stderr,
+                                "# capture %s: no timer/scheduling split\n%s\n# the end of its "
+                                "raw events:\n%s\n",
+                                id, one, raw + (len > 3000 ? len - 3000 : 0));
+                }
+                free(one);
+                free(raw);
+        }
+        return split;
+}
+
 /* The farm server of test_injected_stalls_named, stopped by its teardown when a check fails
  * first (so that a failing run leaves no server behind). */
 static pid_t farm_server;
@@ -190,69 +289,19 @@ static void test_injected_stalls_named(void **state) {
                         "--gap-ms=400",
                         "--delay-ms=300",
                         NULL };
-        /* Built with AddressSanitizer, the injector's leak check at exit scans its memory in
-         * a task of its own at SCHED_FIFO 90 on the stalled CPU: a stall of its own (tens of
-         * ms), rightly captured with that task as the culprit.  Not wanted here. */
-        const char *asan = getenv("ASAN_OPTIONS");
-        char *asan_was = asan ? strdup(asan) : NULL;
-        setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
-        pid_t ipid = tu_spawn(inj, out, NULL);
-        if (asan_was)
-                setenv("ASAN_OPTIONS", asan_was, 1);
-        else
-                unsetenv("ASAN_OPTIONS");
-        free(asan_was);
+        pid_t ipid = spawn_injector(inj, out);
         assert_int_equal(tu_wait(ipid, 30000), 0);
         char *err = finish(&s);
         if (!strstr(err, "Trace flight recorder on:"))
                 fail_msg("the flight recorder did not start:\n%s", err);
 
         struct stall st[STALLS];
-        int n = 0;
-        char *text = tu_read_file(out);
-        for (char *line = text; line && *line && n < STALLS; line = strchr(line, '\n')) {
-                if (*line == '\n')
-                        line++;
-                if (sscanf(line, "stall %lld %lld", &st[n].r0, &st[n].r1) == 2)
-                        n++;
-        }
-        free(text);
-        assert_int_equal(n, STALLS);
+        read_stalls(out, st, STALLS);
 
         /* Every stall: a capture on the target CPU that names the injector. */
-        json_t *tr = rtsoak_json(&s, "traces", NULL), *t;
-        size_t i;
-        int named[STALLS] = {};
+        json_t *tr = rtsoak_json(&s, "traces", NULL);
         long long named_id[STALLS] = {}; /* the stalls' captures (not this VM's own stalls) */
-        assert_true(json_is_array(tr));
-        json_array_foreach (tr, i, t) {
-                long long when = tu_jint(t, "time_ns"), lat = tu_jint(t, "latency_ns");
-                json_t *c = json_object_get(t, "culprit");
-                for (int k = 0; k < STALLS; k++) {
-                        if (tu_jint(t, "cpu") != target || when < st[k].r0 - 2000000 ||
-                            when > st[k].r1)
-                                continue;
-                        const char *kind = json_string_value(json_object_get(c, "kind"));
-                        const char *name = json_string_value(json_object_get(c, "name"));
-                        long long pid = json_integer_value(json_object_get(c, "pid"));
-                        long long dur = json_integer_value(json_object_get(c, "duration_ns"));
-                        fprintf(stderr, "# stall %d: %lld us late, %s\n", k, lat / 1000,
-                                json_string_value(json_object_get(t, "summary")));
-                        if (strcmp(kind ?: "", "thread") != 0 ||
-                            strcmp(name ?: "", "stall-inject") != 0 || pid != ipid)
-                                fail_msg("stall %d: the culprit is %s %s pid %lld, not "
-                                         "stall-inject pid %d",
-                                         k, kind, name, pid, ipid);
-                        if (dur < STALL_US * 900LL || dur > STALL_US * 1100LL)
-                                fail_msg("stall %d: the culprit ran %lld us, injected %d us", k,
-                                         dur / 1000, STALL_US);
-                        named[k]++;
-                        named_id[k] = tu_jint(t, "id");
-                }
-        }
-        for (int k = 0; k < STALLS; k++)
-                if (named[k] != 1)
-                        fail_msg("stall %d has %d captures (want one)", k, named[k]);
+        captures_name_injector(tr, target, ipid, st, STALLS, named_id);
 
         /* The stalls' captures explained, and their raw events.  A probe's marker freezes
          * the whole instance (tracing_on is the instance's) until the capture thread holds
@@ -260,29 +309,7 @@ static void test_injected_stalls_named(void **state) {
          * that moment (another CPU's capture of this VM's own stall beyond the threshold) has
          * no wake-up in its events, and says so.  One such coincidence is allowed; each is
          * shown with the end of its raw events. */
-        int split = 0;
-        for (int k = 0; k < STALLS; k++) {
-                char id[24];
-                snprintf(id, sizeof(id), "%lld", named_id[k]);
-                char *one = rtsoak_text(&s, "trace", id, NULL);
-                char *raw = rtsoak_text(&s, "trace", id, "--raw");
-                if (!strstr(one, "culprit: thread stall-inject (pid"))
-                        fail_msg("rtsoak trace %s:\n%s", id, one);
-                if (strstr(one, "timer/IRQ latency") && strstr(one, "scheduling latency")) {
-                        if (!strstr(raw, "tracing_mark_write: rtsoak late") ||
-                            !strstr(raw, "prev_comm=stall-inject"))
-                                fail_msg("rtsoak trace %s --raw:\n%.2000s", id, raw);
-                        split++;
-                } else {
-                        size_t len = strlen(raw);
-                        fprintf(stderr,
-                                "# stall %d: no timer/scheduling split\n%s\n# the end "
-                                "of its raw events:\n%s\n",
-                                k, one, raw + (len > 3000 ? len - 3000 : 0));
-                }
-                free(one);
-                free(raw);
-        }
+        int split = captures_split(&s, named_id, STALLS);
         if (split < STALLS - 1)
                 fail_msg("%d of %d stalls' captures have the timer/scheduling split", split,
                          STALLS);
@@ -310,7 +337,7 @@ static void test_injected_stalls_named(void **state) {
         struct tu_result vr;
         tu_run(vargv, 60000, NULL, NULL, &vr);
         json_t *v = tu_json(vr.out), *p;
-        size_t stalled = 0;
+        size_t stalled = 0, i;
         json_array_foreach (json_object_get(v, "problems"), i, p) {
                 if (tu_jint(p, "cpu") != target || tu_jint(p, "value_ns") < STALL_US * 900LL)
                         continue;
@@ -340,6 +367,82 @@ static void test_injected_stalls_named(void **state) {
         farm_server = 0;
         tu_farm_drop(farm);
         tu_rmdir(fdir);
+        free(err);
+        tu_rmdir(s.dir);
+}
+
+/* Two CPUs stalled OVERLAP_US apart, PAIRS times: the first CPU's late probe freezes the
+ * whole instance with its marker, and the second CPU's probe wakes while that capture is being
+ * taken.  The capture thread holds only the first CPU, so the second records again before its
+ * probe runs: both captures name their own injector, and both have the probe's wake-up and
+ * switch-in (the timer/scheduling split).  One capture without the split is allowed, as
+ * above, for this VM's own stalls. */
+#define PAIRS 6
+#define OVERLAP_US 400
+static void test_overlapping_stalls(void **state) {
+        struct cpuset online;
+        struct soak s;
+        need_root();
+        skip_on_pg();
+        assert_int_equal(cpuset_online(&online, NULL), 0);
+        if (online.n < 2) {
+                cpuset_done(&online);
+                skip();
+        }
+        int cpus[2] = { online.cpus[online.n - 2], online.cpus[online.n - 1] };
+        cpuset_done(&online);
+        const char *extra[] = { "--set",      "Probe.Interval=100us",
+                                "--set",      "Probe.Priority=80",
+                                "--set",      "Probe.Threshold=10ms",
+                                "--set",      "Trace.RateLimitInterval=100ms",
+                                "--duration", "5s",
+                                NULL };
+        start(&s, "trace-overlap", TRACEFS, extra);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long long at = (long long) now.tv_sec * 1000000000LL + now.tv_nsec + 500000000LL;
+        pid_t ipid[2];
+        char out[2][600];
+        for (int c = 0; c < 2; c++) {
+                char cpu[24], stall[32], count[24], at_ns[40];
+                snprintf(out[c], sizeof(out[c]), "%s/inject%d.out", s.dir, c);
+                snprintf(cpu, sizeof(cpu), "--cpu=%d", cpus[c]);
+                snprintf(stall, sizeof(stall), "--stall-us=%d", STALL_US);
+                snprintf(count, sizeof(count), "--count=%d", PAIRS);
+                snprintf(at_ns, sizeof(at_ns), "--at-ns=%lld", at + c * OVERLAP_US * 1000LL);
+                char *inj[] = { (char *) tu_bin("STALL_INJECT"),
+                                cpu,
+                                "--priority=90",
+                                stall,
+                                count,
+                                "--gap-ms=500",
+                                at_ns,
+                                NULL };
+                ipid[c] = spawn_injector(inj, out[c]);
+        }
+        for (int c = 0; c < 2; c++)
+                assert_int_equal(tu_wait(ipid[c], 30000), 0);
+        char *err = finish(&s);
+        if (!strstr(err, "Trace flight recorder on:"))
+                fail_msg("the flight recorder did not start:\n%s", err);
+
+        json_t *tr = rtsoak_json(&s, "traces", NULL);
+        struct stall st[2][PAIRS];
+        long long ids[2 * PAIRS] = {};
+        for (int c = 0; c < 2; c++) {
+                read_stalls(out[c], st[c], PAIRS);
+                captures_name_injector(tr, cpus[c], ipid[c], st[c], PAIRS, ids + c * PAIRS);
+        }
+        /* They did overlap: the second began while the first ran. */
+        for (int k = 0; k < PAIRS; k++)
+                if (st[1][k].r0 <= st[0][k].r0 || st[1][k].r0 >= st[0][k].r1)
+                        fail_msg("pair %d: the stalls did not overlap (%lld..%lld, %lld..%lld)", k,
+                                 st[0][k].r0, st[0][k].r1, st[1][k].r0, st[1][k].r1);
+        int split = captures_split(&s, ids, 2 * PAIRS);
+        fprintf(stderr, "# %d of %d captures have the timer/scheduling split\n", split, 2 * PAIRS);
+        if (split < 2 * PAIRS - 1)
+                fail_msg("%d of %d captures have the timer/scheduling split", split, 2 * PAIRS);
+        json_decref(tr);
         free(err);
         tu_rmdir(s.dir);
 }
@@ -461,7 +564,7 @@ static void test_no_comm_cache(void **state) {
                           "-c",
                           "mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; "
                           "t=/sys/kernel/tracing; i=$t/instances/rtsoak-test-comm; "
-                          "echo 0 > $t/options/record-cmd; mkdir $i; r=$?; "
+                          "rmdir $i 2>/dev/null; echo 0 > $t/options/record-cmd; mkdir $i; r=$?; "
                           "echo 1 > $t/options/record-cmd; [ $r = 0 ] && "
                           "echo 1 > $i/events/sched/sched_switch/enable && "
                           "echo 1 > $i/events/sched/sched_wakeup/enable",
@@ -532,7 +635,8 @@ static void test_stale_instance(void **state) {
                              "sh",
                              "-c",
                              "mount -t tracefs nodev /sys/kernel/tracing || exit 125; "
-                             "mkdir /sys/kernel/tracing/instances/rtsoak-test-stale",
+                             "i=/sys/kernel/tracing/instances/rtsoak-test-stale; "
+                             "rmdir $i 2>/dev/null; mkdir $i",
                              NULL };
         struct tu_result r;
         tu_run(leftover, 20000, NULL, NULL, &r);
@@ -565,6 +669,7 @@ static void test_stale_instance(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_teardown(test_injected_stalls_named, stop_farm_server),
+                cmocka_unit_test(test_overlapping_stalls),
                 cmocka_unit_test(test_no_tracefs),
                 cmocka_unit_test(test_read_only),
                 cmocka_unit_test(test_instance_busy),
