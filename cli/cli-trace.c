@@ -114,10 +114,14 @@ static void print_analysis(const struct store_trace_row *t, const struct trace_a
         if (a->timer_seen) {
                 printf("  %-30s %10s us  due time to the timer expiry that woke the probe\n",
                        "timer/IRQ latency", fmt_us(b2, a->timer_ns));
-                printf("  %-30s %10s us  from there to the probe's switch-in\n",
-                       "scheduling latency", fmt_us(b3, a->sched_ns));
-                printf("  %-30s %10s us  the probe's way back to its clock read\n",
-                       "return to user space", fmt_us(b4, a->return_ns));
+                if (a->switch_seen) {
+                        printf("  %-30s %10s us  from there to the probe's switch-in\n",
+                               "scheduling latency", fmt_us(b3, a->sched_ns));
+                        printf("  %-30s %10s us  the probe's way back to its clock read\n",
+                               "return to user space", fmt_us(b4, a->return_ns));
+                } else
+                        printf("  (the probe's switch-in is not in the events: no scheduling "
+                               "part)\n");
         } else
                 printf("  (the probe's wake-up is not in the events: no timer/scheduling "
                        "split)\n");
