@@ -352,8 +352,8 @@ static void finish(const struct trace_capture *c, struct trace_capture_result *r
  * clock and the probe's clock read differ by a few us. */
 #define CAPTURE_SLACK_NS 20000
 
-/* The analysis and raw events of CPU i's wake-up due at due; NULL (with a notice) when the
- * trace does not hold it. */
+/* The analysis and raw events of CPU i's wake-up due at due, from its marker or, without one,
+ * from the events up to the wake-up; NULL when the trace holds nothing of the look-back. */
 static struct trace_capture_result *build(struct trace_capture *c, size_t i,
                                           const struct trace_event *ev, size_t n, bool lost,
                                           int64_t oldest, int64_t due, uint64_t lat) {

@@ -103,23 +103,30 @@ static bool own_tracefs(void) {
         return done;
 }
 
-static void test_hold_one_cpu(void **state) {
-        (void) state;
+/* A recorder of CPUs 0 and 1 on the test's own tracefs (skipped where there is none). */
+static struct trace_recorder *open_recorder(const char *instance, const char *events,
+                                            const char *wakeup_filter) {
+        static const int cpus[] = { 0, 1 };
         if (!own_tracefs())
                 skip();
-        const int cpus[] = { 0, 1 };
         struct trace_params p = { .path = TRACE_DEFAULT_PATH,
-                                  .instance = "rtsoak-test-hold",
+                                  .instance = instance,
                                   .lookback_ns = 20000000,
                                   .buffer_kib = 512,
-                                  .events = "sched:sched_switch",
+                                  .events = events,
+                                  .wakeup_filter = wakeup_filter,
                                   .cpus = cpus,
                                   .ncpus = 2 };
         char why[TRACE_WHY_MAX];
         struct trace_recorder *r = NULL;
-        int k = trace_recorder_open(&p, &r, why);
-        if (k < 0)
+        if (trace_recorder_open(&p, &r, why) < 0)
                 fail_msg("%s", why);
+        return r;
+}
+
+static void test_hold_one_cpu(void **state) {
+        (void) state;
+        struct trace_recorder *r = open_recorder("rtsoak-test-hold", "sched:sched_switch", NULL);
         assert_true(r->trigger);
 
         /* A marker on CPU 0 freezes both CPUs. */
@@ -175,21 +182,8 @@ static size_t sleeper(struct trace_recorder *r, int policy, const char *name) {
 
 static void test_wakeup_filter(void **state) {
         (void) state;
-        if (!own_tracefs())
-                skip();
-        const int cpus[] = { 0, 1 };
-        struct trace_params p = { .path = TRACE_DEFAULT_PATH,
-                                  .instance = "rtsoak-test-filter",
-                                  .lookback_ns = 20000000,
-                                  .buffer_kib = 512,
-                                  .events = "sched:sched_wakeup",
-                                  .wakeup_filter = TRACE_WAKEUP_FILTER,
-                                  .cpus = cpus,
-                                  .ncpus = 2 };
-        char why[TRACE_WHY_MAX];
-        struct trace_recorder *r = NULL;
-        if (trace_recorder_open(&p, &r, why) < 0)
-                fail_msg("%s", why);
+        struct trace_recorder *r = open_recorder("rtsoak-test-filter", "sched:sched_wakeup",
+                                                 TRACE_WAKEUP_FILTER);
         assert_false(r->filter_refused);
         /* An ordinary task's wake-ups are left out; a real-time task's and a probe's (even at
          * an ordinary policy) are kept. */
@@ -199,9 +193,7 @@ static void test_wakeup_filter(void **state) {
         trace_recorder_close(r);
 
         /* Without the filter ([Trace] AllWakeups=yes), every one. */
-        p.wakeup_filter = NULL;
-        if (trace_recorder_open(&p, &r, why) < 0)
-                fail_msg("%s", why);
+        r = open_recorder("rtsoak-test-filter", "sched:sched_wakeup", NULL);
         assert_true(sleeper(r, SCHED_OTHER, "sleeper") >= 15);
         trace_recorder_close(r);
 }

@@ -134,10 +134,25 @@ struct stall {
         long long r0, r1;
 };
 
-/* The injector, its leak check left out: built with AddressSanitizer, that check at exit
- * scans its memory in a task of its own at SCHED_FIFO 90 on the stalled CPU, a stall of its
- * own (tens of ms), rightly captured with that task as the culprit.  Not wanted here. */
-static pid_t spawn_injector(char *const argv[], const char *out) {
+/* The injector: count stalls of STALL_US at SCHED_FIFO 90 on cpu, gap_ms apart, from when
+ * ("--delay-ms=D" or "--at-ns=T"), printed into out.  Its leak check is left out: built with
+ * AddressSanitizer, that check at exit scans its memory in a task of its own at SCHED_FIFO 90
+ * on the stalled CPU, a stall of its own (tens of ms), rightly captured with that task as the
+ * culprit.  Not wanted here. */
+static pid_t spawn_injector(int cpu, int count, int gap_ms, const char *when, const char *out) {
+        char cpu_arg[24], stall[32], count_arg[24], gap[24];
+        snprintf(cpu_arg, sizeof(cpu_arg), "--cpu=%d", cpu);
+        snprintf(stall, sizeof(stall), "--stall-us=%d", STALL_US);
+        snprintf(count_arg, sizeof(count_arg), "--count=%d", count);
+        snprintf(gap, sizeof(gap), "--gap-ms=%d", gap_ms);
+        char *argv[] = { (char *) tu_bin("STALL_INJECT"),
+                         cpu_arg,
+                         "--priority=90",
+                         stall,
+                         count_arg,
+                         gap,
+                         (char *) when,
+                         NULL };
         const char *asan = getenv("ASAN_OPTIONS");
         char *asan_was = asan ? strdup(asan) : NULL;
         setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
@@ -272,20 +287,9 @@ static void test_injected_stalls_named(void **state) {
                                 "--duration", "6s",
                                 NULL };
         start(&s, "trace-stall", TRACEFS, extra);
-        char out[600], cpu[24], stall[32], count[24];
+        char out[600];
         snprintf(out, sizeof(out), "%s/inject.out", s.dir);
-        snprintf(cpu, sizeof(cpu), "--cpu=%d", target);
-        snprintf(stall, sizeof(stall), "--stall-us=%d", STALL_US);
-        snprintf(count, sizeof(count), "--count=%d", STALLS);
-        char *inj[] = { (char *) tu_bin("STALL_INJECT"),
-                        cpu,
-                        "--priority=90",
-                        stall,
-                        count,
-                        "--gap-ms=400",
-                        "--delay-ms=300",
-                        NULL };
-        pid_t ipid = spawn_injector(inj, out);
+        pid_t ipid = spawn_injector(target, STALLS, 400, "--delay-ms=300", out);
         assert_int_equal(tu_wait(ipid, 30000), 0);
         char *err = finish(&s);
         if (!strstr(err, "Trace flight recorder on:"))
@@ -401,21 +405,10 @@ static void test_overlapping_stalls(void **state) {
         pid_t ipid[2];
         char out[2][600];
         for (int c = 0; c < 2; c++) {
-                char cpu[24], stall[32], count[24], at_ns[40];
+                char at_ns[40];
                 snprintf(out[c], sizeof(out[c]), "%s/inject%d.out", s.dir, c);
-                snprintf(cpu, sizeof(cpu), "--cpu=%d", cpus[c]);
-                snprintf(stall, sizeof(stall), "--stall-us=%d", STALL_US);
-                snprintf(count, sizeof(count), "--count=%d", PAIRS);
                 snprintf(at_ns, sizeof(at_ns), "--at-ns=%lld", at + c * OVERLAP_US * 1000LL);
-                char *inj[] = { (char *) tu_bin("STALL_INJECT"),
-                                cpu,
-                                "--priority=90",
-                                stall,
-                                count,
-                                "--gap-ms=500",
-                                at_ns,
-                                NULL };
-                ipid[c] = spawn_injector(inj, out[c]);
+                ipid[c] = spawn_injector(cpus[c], PAIRS, 500, at_ns, out[c]);
         }
         for (int c = 0; c < 2; c++)
                 assert_int_equal(tu_wait(ipid[c], 30000), 0);
