@@ -3,7 +3,7 @@
  * clock_gettime() and writes its own slot: no locks, no allocation, no other system call,
  * so that what it measures is the kernel's latency and not ours.  Only after a wake-up over
  * the threshold, once the sample is taken, may it write twice more: the flight recorder's
- * marker and the capture thread's wake-up. */
+ * marker and its CPU's capture thread's wake-up. */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -156,7 +156,7 @@ static int setup(struct probe *p) {
 
 /* After a violation, outside the measurement: asks the flight recorder for a capture, or
  * counts the violation as not captured.  The marker write stops the trace (its trigger), so
- * the buffers hold what led up to this wake-up; the capture thread reads them. */
+ * the buffers hold what led up to this wake-up; this CPU's capture thread reads them. */
 static void trace_fire(struct probe *p, int64_t due, uint64_t lat) {
         struct probe_trace *t = &p->trace;
         if (!atomic_load_explicit(&t->armed, memory_order_acquire) ||

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The capture thread.  It waits at a low real-time priority (so that a loaded machine cannot
- * keep the buffers frozen for long), copies and resumes at that priority, then analyses at
- * normal priority.  It never logs: notices go to the main thread. */
+/* The capture threads, one per probed CPU and pinned to it: the probe's wake-up of its own
+ * CPU's thread is local, so that thread runs as soon as the probe sleeps (a thread woken on
+ * another CPU that had gone idle has waited milliseconds for this VM to run that CPU again,
+ * with every CPU's recording frozen meanwhile).  A thread waits at a low real-time priority
+ * (so that a loaded machine cannot keep the buffers frozen for long), freezes, copies and
+ * resumes at that priority, one thread at a time, then analyses at normal priority.  They
+ * never log: notices go to the main thread. */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -18,6 +22,7 @@
 #include "timeutil.h"
 #include "trace-capture.h"
 #include "trace-raw.h"
+#include "trace-symbols.h"
 
 #define NOTICES_MAX 8
 #define CAPTURE_STACK (256 * 1024)
@@ -37,28 +42,31 @@ struct cpu_state {
  * the capture thread busy. */
 #define WINDOW_TAKES 4
 
-/* Kernel functions by address (/proc/kallsyms), for the hrtimer callbacks of the analyses. */
-#define SYMBOLS_MAX 64
-struct symbol {
-        uint64_t addr;
-        char name[48]; /* "" when kallsyms does not have it (or hides addresses) */
+/* The capture thread of probe i. */
+struct worker {
+        struct trace_capture *c;
+        size_t i;
+        pthread_t thread;
+        bool started;
+        int efd;      /* the probe's wake-up */
+        int priority; /* 0 once SCHED_FIFO was refused */
 };
 
 struct trace_capture {
         struct trace_capture_params p;
-        struct symbol symbols[SYMBOLS_MAX]; /* the capture thread's own */
-        size_t nsymbols;
-        pthread_t thread;
-        bool started;
-        int efd;
+        struct trace_symbols symbols;
+        struct worker *workers;
         _Atomic bool stop;
-        int priority; /* 0 once SCHED_FIFO was refused */
+        /* The recorder's freeze, hold and copy are one thread's at a time: tracing_on and
+         * tracing_cpumask are the instance's. */
+        pthread_mutex_t rec_lock;
+        bool *held; /* the CPUs being read, under rec_lock */
 
         pthread_mutex_t lock; /* everything below */
         struct cpu_state *cpu;
         struct trace_capture_result **done;
         size_t ndone, capdone;
-        bool working;
+        unsigned working; /* threads between taking a violation and keeping its capture */
         char notices[NOTICES_MAX][TRACE_NOTICE_MAX];
         size_t nnotices;
         uint64_t captures, replaced, discarded, failed;
@@ -98,17 +106,17 @@ bool trace_capture_notice(struct trace_capture *c, char buf[static TRACE_NOTICE_
         return any;
 }
 
-static void set_realtime(struct trace_capture *c, bool on) {
-        if (c->priority <= 0)
+static void set_realtime(struct worker *w, bool on) {
+        if (w->priority <= 0)
                 return;
-        struct sched_param sp = { .sched_priority = on ? c->priority : 0 };
+        struct sched_param sp = { .sched_priority = on ? w->priority : 0 };
         int r = pthread_setschedparam(pthread_self(), on ? SCHED_FIFO : SCHED_OTHER, &sp);
         if (r != 0 && on) {
-                c->priority = 0;
-                notice(c,
-                       "the capture thread cannot run at SCHED_FIFO %d (%s): captures may "
-                       "come late on a loaded machine",
-                       sp.sched_priority, strerror(r));
+                w->priority = 0;
+                notice(w->c,
+                       "CPU %d: the capture thread cannot run at SCHED_FIFO %d (%s): captures "
+                       "may come late on a loaded machine",
+                       w->c->p.probes[w->i]->cpu, sp.sched_priority, strerror(r));
         }
 }
 
@@ -170,27 +178,24 @@ static void hand_over(struct trace_capture *c, size_t i, int64_t before) {
         }
 }
 
-static void expire_windows(struct trace_capture *c, int64_t now) {
-        for (size_t i = 0; i < c->p.nprobes; i++) {
-                struct cpu_state *st = &c->cpu[i];
-                if (!st->window_end || now < st->window_end)
-                        continue;
-                hand_over(c, i, INT64_MAX);
-                if (st->nheld > 0)
-                        continue; /* out of memory: try again later */
-                st->window_end = 0;
-                st->window_floor = 0;
-                st->taken = 0;
-                update_floor(c, i);
-        }
+/* Closes CPU i's window once it has ended. */
+static void expire_window(struct trace_capture *c, size_t i, int64_t now) {
+        struct cpu_state *st = &c->cpu[i];
+        if (!st->window_end || now < st->window_end)
+                return;
+        hand_over(c, i, INT64_MAX);
+        if (st->nheld > 0)
+                return; /* out of memory: try again later */
+        st->window_end = 0;
+        st->window_floor = 0;
+        st->taken = 0;
+        update_floor(c, i);
 }
 
 /* Keeps a finished capture within CPU i's window, or replaces the least bad one there. */
 static void keep(struct trace_capture *c, size_t i, struct trace_capture_result *r) {
         struct cpu_state *st = &c->cpu[i];
-        int64_t now = now_ns(CLOCK_MONOTONIC);
-        if (st->window_end && now >= st->window_end)
-                expire_windows(c, now);
+        expire_window(c, i, now_ns(CLOCK_MONOTONIC));
         if (!st->window_end) {
                 st->window_end = r->due_mono_ns + (int64_t) c->p.rate_interval_ns;
                 st->window_floor = 0;
@@ -247,60 +252,6 @@ static void fill_policy(struct trace_contrib *x) {
                 return;
         snprintf(x->policy, sizeof(x->policy), "%s", names[v[38]]);
         x->priority = (int32_t) (v[38] == 1 || v[38] == 2 ? v[37] : v[16]);
-}
-
-/* Looks up the addresses not known yet in one pass over /proc/kallsyms. */
-static void learn_symbols(struct trace_capture *c, const uint64_t *want, size_t n) {
-        size_t first = c->nsymbols;
-        for (size_t i = 0; i < n && c->nsymbols < SYMBOLS_MAX; i++)
-                c->symbols[c->nsymbols++] = (struct symbol){ .addr = want[i] };
-        if (first == c->nsymbols)
-                return;
-        FILE *f = fopen("/proc/kallsyms", "re");
-        char line[256];
-        size_t left = c->nsymbols - first;
-        /* "ffffffff8142d170 t hrtimer_wakeup": 120,000 lines here, so only the address is
-         * read of each until one matches. */
-        while (f && left > 0 && fgets(line, sizeof(line), f)) {
-                char *end;
-                uint64_t addr = strtoull(line, &end, 16);
-                if (!addr || end[0] != ' ' || !end[1] || end[2] != ' ')
-                        continue;
-                for (size_t i = first; i < c->nsymbols; i++)
-                        if (c->symbols[i].addr == addr && !c->symbols[i].name[0]) {
-                                snprintf(c->symbols[i].name, sizeof(c->symbols[i].name), "%.*s",
-                                         (int) strcspn(end + 3, " \t\n"), end + 3);
-                                left--;
-                        }
-        }
-        if (f)
-                fclose(f);
-}
-
-/* "hrtimer 0xffffffff8142d170" becomes "hrtimer hrtimer_wakeup" where kallsyms tells. */
-static void name_hrtimers(struct trace_capture *c, struct trace_analysis *a) {
-        uint64_t want[TRACE_CONTRIB_MAX];
-        size_t n = 0;
-        for (size_t k = 0; k < a->ncontribs; k++) {
-                unsigned long long addr;
-                if (sscanf(a->contribs[k].name, "hrtimer %llx", &addr) != 1)
-                        continue;
-                bool known = false;
-                for (size_t i = 0; i < c->nsymbols; i++)
-                        known |= c->symbols[i].addr == addr;
-                if (!known)
-                        want[n++] = addr;
-        }
-        learn_symbols(c, want, n);
-        for (size_t k = 0; k < a->ncontribs; k++) {
-                unsigned long long addr;
-                if (sscanf(a->contribs[k].name, "hrtimer %llx", &addr) != 1)
-                        continue;
-                for (size_t i = 0; i < c->nsymbols; i++)
-                        if (c->symbols[i].addr == addr && c->symbols[i].name[0])
-                                snprintf(a->contribs[k].name, sizeof(a->contribs[k].name),
-                                         "hrtimer %s", c->symbols[i].name);
-        }
 }
 
 /* The events' text, one line each, times relative to the due time. */
@@ -400,7 +351,7 @@ static struct trace_capture_result *build(struct trace_capture *c, size_t i,
         a->time_ns = due + c->p.mono_to_real_ns;
         for (size_t k = 0; k < a->ncontribs; k++)
                 fill_policy(&a->contribs[k]);
-        name_hrtimers(c, a);
+        trace_symbols_name_hrtimers(&c->symbols, a);
         trace_analysis_summarize(a);
         uint64_t sk = atomic_load_explicit(&p->trace.skipped, memory_order_relaxed);
         a->skipped = sk - c->cpu[i].skipped_seen;
@@ -422,33 +373,54 @@ static struct trace_capture_result *build(struct trace_capture *c, size_t i,
         return r;
 }
 
-static void capture_one(struct trace_capture *c, size_t i) {
-        struct probe_trace *t = &c->p.probes[i]->trace;
+/* Freezes the instance (where the marker's trigger did not), lets the other CPUs record
+ * again, copies CPU i's look-back and lets CPU i record again; the events into *ev.  Returns
+ * the copy's error, or the resumption's in *kon.
+ *
+ * The marker froze every CPU (tracing_on is the instance's).  CPU i is held apart and the
+ * others record again at once, so that a violation of theirs meanwhile keeps its wake-up in
+ * their events.  The copy is not under rec_lock: another CPU's thread holds its own CPU too
+ * and resumes the rest while this one is read.  Where CPU i cannot be held on its own, every
+ * CPU stays frozen (and rec_lock held) until it is read. */
+static int freeze_and_copy(struct trace_capture *c, size_t i, int64_t due, struct trace_event **ev,
+                           size_t *n, bool *lost, int64_t *oldest, int *kon) {
         struct trace_recorder *rec = c->p.recorder;
+        pthread_mutex_lock(&c->rec_lock);
+        if (!rec->trigger)
+                (void) trace_recorder_set_on(rec, false);
+        c->held[i] = true;
+        bool held = trace_recorder_hold(rec, c->held) >= 0;
+        bool resumed = held && trace_recorder_set_on(rec, true) >= 0;
+        if (held)
+                pthread_mutex_unlock(&c->rec_lock);
+        /* Only the look-back is kept; what came before it is read past. */
+        int k = trace_recorder_drain(rec, i, due - (int64_t) c->p.lookback_ns, ev, n, lost, oldest);
+        if (held)
+                pthread_mutex_lock(&c->rec_lock);
+        /* This CPU records again.  Once resumed, tracing_on stays as it is: off if another
+         * CPU's marker froze the instance meanwhile, for that CPU's capture. */
+        c->held[i] = false;
+        *kon = held ? trace_recorder_hold(rec, c->held) : 0;
+        if (*kon >= 0 && !resumed)
+                *kon = trace_recorder_set_on(rec, true);
+        pthread_mutex_unlock(&c->rec_lock);
+        return k;
+}
+
+static void capture_one(struct worker *w) {
+        struct trace_capture *c = w->c;
+        size_t i = w->i;
+        struct probe_trace *t = &c->p.probes[i]->trace;
         int64_t due = t->due_ns;
         uint64_t lat = t->latency_ns;
         struct trace_event *ev = NULL;
         size_t n = 0;
         bool lost = false;
         int64_t oldest;
+        int kon;
 
-        if (!rec->trigger)
-                (void) trace_recorder_set_on(rec, false);
-        /* The marker froze every CPU (tracing_on is the instance's): the other CPUs record
-         * again while this one is read, so that a violation of theirs meanwhile keeps its
-         * wake-up in their events.  Where this CPU cannot be held on its own, all stay frozen
-         * until it is read. */
-        bool held = trace_recorder_hold(rec, (ssize_t) i) >= 0;
-        bool resumed = held && trace_recorder_set_on(rec, true) >= 0;
-        /* Only the look-back is kept; what came before it is read past. */
-        int k = trace_recorder_drain(rec, i, due - (int64_t) c->p.lookback_ns, &ev, &n, &lost,
-                                     &oldest);
-        /* This CPU records again.  Once resumed, tracing_on stays as it is: off if another
-         * CPU's marker froze the instance meanwhile, for that CPU's capture. */
-        int kon = held ? trace_recorder_hold(rec, -1) : 0;
-        if (kon >= 0 && !resumed)
-                kon = trace_recorder_set_on(rec, true);
-        set_realtime(c, false);
+        int k = freeze_and_copy(c, i, due, &ev, &n, &lost, &oldest, &kon);
+        set_realtime(w, false);
         struct trace_capture_result *r = NULL;
         if (k < 0 || kon < 0)
                 notice(c, "CPU %d: cannot %s the trace: %s", c->p.probes[i]->cpu,
@@ -462,54 +434,84 @@ static void capture_one(struct trace_capture *c, size_t i) {
                 keep(c, i, r);
         else
                 c->failed++;
-        c->working = false;
+        c->working--;
         pthread_mutex_unlock(&c->lock);
         /* Ready for this CPU's next violation. */
         atomic_store_explicit(&t->armed, true, memory_order_release);
-        set_realtime(c, true);
+        set_realtime(w, true);
 }
 
-static int next_timeout_ms(struct trace_capture *c) {
-        int64_t now = now_ns(CLOCK_MONOTONIC), next = INT64_MAX;
+/* Until CPU i's window ends, or -1: none open. */
+static int next_timeout_ms(struct trace_capture *c, size_t i) {
+        int64_t now = now_ns(CLOCK_MONOTONIC);
         pthread_mutex_lock(&c->lock);
-        for (size_t i = 0; i < c->p.nprobes; i++)
-                if (c->cpu[i].window_end)
-                        next = MIN(next, c->cpu[i].window_end);
+        int64_t next = c->cpu[i].window_end;
         pthread_mutex_unlock(&c->lock);
-        if (next == INT64_MAX)
+        if (!next)
                 return -1;
         return next <= now ? 0 : (int) MIN((next - now) / 1000000 + 1, 60000);
 }
 
 static void *capture_main(void *arg) {
-        struct trace_capture *c = arg;
-        set_realtime(c, true);
+        struct worker *w = arg;
+        struct trace_capture *c = w->c;
+        size_t i = w->i;
+        set_realtime(w, true);
         while (!atomic_load(&c->stop)) {
-                struct pollfd pfd = { .fd = c->efd, .events = POLLIN };
-                if (poll(&pfd, 1, next_timeout_ms(c)) > 0) {
+                struct pollfd pfd = { .fd = w->efd, .events = POLLIN };
+                if (poll(&pfd, 1, next_timeout_ms(c, i)) > 0) {
                         uint64_t v;
-                        (void) !read(c->efd, &v, sizeof(v));
+                        (void) !read(w->efd, &v, sizeof(v));
                 }
                 if (atomic_load(&c->stop))
                         break;
-                for (size_t i = 0; i < c->p.nprobes; i++) {
-                        uint64_t fired = atomic_load_explicit(&c->p.probes[i]->trace.fired,
-                                                              memory_order_acquire);
-                        pthread_mutex_lock(&c->lock);
-                        bool pending = fired != c->cpu[i].seen;
-                        if (pending) {
-                                c->cpu[i].seen = fired;
-                                c->working = true;
-                        }
-                        pthread_mutex_unlock(&c->lock);
-                        if (pending)
-                                capture_one(c, i);
-                }
+                uint64_t fired = atomic_load_explicit(&c->p.probes[i]->trace.fired,
+                                                      memory_order_acquire);
                 pthread_mutex_lock(&c->lock);
-                expire_windows(c, now_ns(CLOCK_MONOTONIC));
+                bool pending = fired != c->cpu[i].seen;
+                if (pending) {
+                        c->cpu[i].seen = fired;
+                        c->working++;
+                }
+                pthread_mutex_unlock(&c->lock);
+                if (pending)
+                        capture_one(w);
+                pthread_mutex_lock(&c->lock);
+                expire_window(c, i, now_ns(CLOCK_MONOTONIC));
                 pthread_mutex_unlock(&c->lock);
         }
         return NULL;
+}
+
+/* Probe i's capture thread, on the probe's CPU (anywhere if it cannot be put there), with a
+ * small stack: with mlockall(MCL_FUTURE) every byte of it is resident. */
+static int start_worker(struct worker *w) {
+        int cpu = w->c->p.probes[w->i]->cpu;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (cpu >= 0 && cpu < CPU_SETSIZE)
+                CPU_SET(cpu, &set);
+        int r = 0;
+        for (int pinned = 1; pinned >= 0; pinned--) {
+                pthread_attr_t attr;
+                r = -pthread_attr_init(&attr);
+                if (r == 0)
+                        r = -pthread_attr_setstacksize(&attr, CAPTURE_STACK);
+                if (r == 0 && pinned && CPU_COUNT(&set) == 1)
+                        r = -pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+                if (r == 0)
+                        r = -pthread_create(&w->thread, &attr, capture_main, w);
+                pthread_attr_destroy(&attr);
+                if (r == 0)
+                        break;
+        }
+        if (r < 0)
+                return r;
+        w->started = true;
+        char name[16];
+        snprintf(name, sizeof(name), cpu < 1000 ? "rtsoak-trace%d" : "rtsoak-tr%d", cpu);
+        (void) pthread_setname_np(w->thread, name);
+        return 0;
 }
 
 int trace_capture_start(const struct trace_capture_params *p, struct trace_capture **ret) {
@@ -518,44 +520,34 @@ int trace_capture_start(const struct trace_capture_params *p, struct trace_captu
                 return -ENOMEM;
         c->p = *p;
         c->p.rate_burst = MAX(1u, MIN(p->rate_burst, (uint32_t) TRACE_BURST_MAX));
-        c->priority = p->priority;
         c->cpu = calloc(p->nprobes, sizeof(*c->cpu));
-        c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (!c->cpu || c->efd < 0) {
-                int r = c->cpu ? -errno : -ENOMEM;
-                if (c->efd >= 0)
-                        close(c->efd);
-                free(c->cpu);
-                free(c);
-                return r;
-        }
+        c->workers = calloc(p->nprobes, sizeof(*c->workers));
+        c->held = calloc(p->nprobes, sizeof(*c->held));
+        trace_symbols_init(&c->symbols);
+        pthread_mutex_init(&c->rec_lock, NULL);
         pthread_mutex_init(&c->lock, NULL);
-        for (size_t i = 0; i < p->nprobes; i++) {
+        int r = c->cpu && c->workers && c->held ? 0 : -ENOMEM;
+        for (size_t i = 0; c->workers && i < p->nprobes; i++) {
+                c->workers[i] = (struct worker){ .c = c, .i = i, .priority = p->priority };
+                c->workers[i].efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+                if (c->workers[i].efd < 0 && r == 0)
+                        r = -errno;
+        }
+        for (size_t i = 0; r == 0 && i < p->nprobes; i++) {
                 struct probe_trace *t = &p->probes[i]->trace;
                 t->marker_fd = p->recorder->marker_fd;
-                t->wake_fd = c->efd;
+                t->wake_fd = c->workers[i].efd;
                 atomic_store(&t->floor_ns, 0);
                 atomic_store(&t->armed, true);
                 c->cpu[i].seen = atomic_load(&t->fired);
                 c->cpu[i].skipped_seen = atomic_load(&t->skipped);
         }
-        /* A small stack: with mlockall(MCL_FUTURE) every byte of it is resident. */
-        pthread_attr_t attr;
-        int r = -pthread_attr_init(&attr);
-        if (r == 0)
-                r = -pthread_attr_setstacksize(&attr, CAPTURE_STACK);
-        if (r == 0)
-                r = -pthread_create(&c->thread, &attr, capture_main, c);
-        pthread_attr_destroy(&attr);
+        for (size_t i = 0; r == 0 && i < p->nprobes; i++)
+                r = start_worker(&c->workers[i]);
         if (r < 0) {
-                c->p.nprobes = 0; /* the probes stay armed but nothing reads: disarm */
-                for (size_t i = 0; i < p->nprobes; i++)
-                        atomic_store(&p->probes[i]->trace.armed, false);
                 trace_capture_stop(c);
                 return r;
         }
-        c->started = true;
-        (void) pthread_setname_np(c->thread, "rtsoak-trace");
         *ret = c;
         return 0;
 }
@@ -563,22 +555,32 @@ int trace_capture_start(const struct trace_capture_params *p, struct trace_captu
 void trace_capture_stop(struct trace_capture *c) {
         if (!c)
                 return;
+        /* The probes stay, disarmed: nothing reads their captures any more. */
         for (size_t i = 0; i < c->p.nprobes; i++)
                 atomic_store(&c->p.probes[i]->trace.armed, false);
         atomic_store(&c->stop, true);
-        if (c->started) {
+        for (size_t i = 0; c->workers && i < c->p.nprobes; i++) {
+                struct worker *w = &c->workers[i];
                 uint64_t one = 1;
-                (void) !write(c->efd, &one, sizeof(one));
-                pthread_join(c->thread, NULL);
+                if (w->started) {
+                        (void) !write(w->efd, &one, sizeof(one));
+                        pthread_join(w->thread, NULL);
+                }
         }
-        for (size_t i = 0; i < c->p.nprobes; i++)
+        for (size_t i = 0; c->workers && i < c->p.nprobes; i++)
+                if (c->workers[i].efd >= 0)
+                        close(c->workers[i].efd);
+        for (size_t i = 0; c->cpu && i < c->p.nprobes; i++)
                 for (size_t k = 0; k < c->cpu[i].nheld; k++)
                         trace_capture_result_free(c->cpu[i].held[k]);
         for (size_t i = 0; i < c->ndone; i++)
                 trace_capture_result_free(c->done[i]);
         free(c->done);
         free(c->cpu);
-        close(c->efd);
+        free(c->workers);
+        free(c->held);
+        trace_symbols_done(&c->symbols);
+        pthread_mutex_destroy(&c->rec_lock);
         pthread_mutex_destroy(&c->lock);
         free(c);
 }
@@ -595,7 +597,7 @@ int trace_capture_take(struct trace_capture *c, int64_t before_mono,
         size_t n = 0;
         int r = 0;
         pthread_mutex_lock(&c->lock);
-        bool busy = c->working;
+        bool busy = c->working > 0;
         for (size_t i = 0; i < c->p.nprobes; i++) {
                 if (atomic_load_explicit(&c->p.probes[i]->trace.fired, memory_order_acquire) !=
                     c->cpu[i].seen)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The capture thread: woken by a probe after a violation, it copies that CPU's trace buffer
- * (frozen by the probe's marker), resumes tracing, analyses the window before the wake-up and
- * keeps the result for the collector, which stores it with its interval.  Captures are rate
- * limited per CPU; within a window the worst violations are kept and the others counted. */
+/* The capture threads, one per probed CPU: woken by its probe after a violation, a CPU's thread
+ * copies its trace buffer (frozen by the probe's marker), resumes tracing, analyses the window
+ * before the wake-up and keeps the result for the collector, which stores it with its interval.
+ * Captures are rate limited per CPU; within a window the worst violations are kept and the others
+ * counted. */
 #pragma once
 
 #include <stdbool.h>

@@ -304,7 +304,7 @@ static int setup_buffers(struct trace_recorder *r, const struct trace_params *p,
         /* CPUs not probed get the smallest buffer and record nothing. */
         if ((k = write_at(r->dir, "trace_clock", "mono")) < 0 ||
             (k = write_at(r->dir, "buffer_size_kb", "4")) < 0 ||
-            (k = trace_recorder_hold(r, -1)) < 0) {
+            (k = trace_recorder_hold(r, NULL)) < 0) {
                 snprintf(why, TRACE_WHY_MAX, "cannot set up the tracefs instance %s: %s", r->dir,
                          strerror(-k));
                 return k;
@@ -330,7 +330,10 @@ static int open_files(struct trace_recorder *r, char *why) {
         r->on_fd = open(path, O_WRONLY | O_CLOEXEC);
         snprintf(path, sizeof(path), "%s/trace_marker", r->dir);
         r->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (r->on_fd < 0 || r->marker_fd < 0) {
+        /* Kept open: a capture writes it twice, and opening it costs more than the write. */
+        snprintf(path, sizeof(path), "%s/tracing_cpumask", r->dir);
+        r->cpumask_fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (r->on_fd < 0 || r->marker_fd < 0 || r->cpumask_fd < 0) {
                 snprintf(why, TRACE_WHY_MAX, "cannot open %s: %m", path);
                 return -EIO;
         }
@@ -352,7 +355,7 @@ int trace_recorder_open(const struct trace_params *p, struct trace_recorder **re
         int k;
         if (!r)
                 return -ENOMEM;
-        r->on_fd = r->marker_fd = -1;
+        r->on_fd = r->marker_fd = r->cpumask_fd = -1;
         r->cpus = calloc(p->ncpus, sizeof(int));
         r->pipe_fds = calloc(p->ncpus, sizeof(int));
         if (!r->cpus || !r->pipe_fds ||
@@ -412,6 +415,8 @@ void trace_recorder_close(struct trace_recorder *r) {
                 close(r->on_fd);
         if (r->marker_fd >= 0)
                 close(r->marker_fd);
+        if (r->cpumask_fd >= 0)
+                close(r->cpumask_fd);
         /* Removing the instance frees its buffers and turns its events off. */
         if (r->dir)
                 (void) rmdir(r->dir);
@@ -428,20 +433,22 @@ int trace_recorder_set_on(struct trace_recorder *r, bool on) {
         return 0;
 }
 
-int trace_recorder_hold(struct trace_recorder *r, ssize_t idx) {
-        if (idx >= 0 && r->ncpus < 2)
+int trace_recorder_hold(struct trace_recorder *r, const bool *held) {
+        if (held && r->ncpus < 2)
                 return -EOPNOTSUPP;
         _cleanup_free_ int *cpus = malloc(r->ncpus * sizeof(int));
         size_t n = 0;
         if (!cpus)
                 return -ENOMEM;
         for (size_t i = 0; i < r->ncpus; i++)
-                if ((ssize_t) i != idx)
+                if (!held || !held[i])
                         cpus[n++] = r->cpus[i];
         char mask[CPUMASK_TEXT_MAX];
         cpumask_text(cpus, n, mask, sizeof(mask));
-        int k = write_at(r->dir, "tracing_cpumask", mask);
-        return k < 0 ? k : 0;
+        if (r->cpumask_fd < 0) /* while the instance is set up */
+                return write_at(r->dir, "tracing_cpumask", mask);
+        ssize_t k = write(r->cpumask_fd, mask, strlen(mask));
+        return k < 0 ? -errno : (size_t) k == strlen(mask) ? 0 : -EIO;
 }
 
 int trace_recorder_drain(struct trace_recorder *r, size_t idx, int64_t min_ts,

@@ -42,7 +42,7 @@ struct trace_params {
 
 struct trace_recorder {
         char *dir; /* the instance's directory */
-        int on_fd, marker_fd;
+        int on_fd, marker_fd, cpumask_fd;
         int *pipe_fds; /* per probed CPU: per_cpu/cpuN/trace_pipe_raw, non-blocking */
         int *cpus;
         size_t ncpus;
@@ -72,10 +72,11 @@ void trace_recorder_close(struct trace_recorder *r);
 
 /* tracing_on of the instance: 0 freezes every CPU's buffer, 1 resumes. */
 int trace_recorder_set_on(struct trace_recorder *r, bool on);
-/* Keeps probed CPU idx's buffer frozen on its own (tracing_cpumask without it), so that the
- * others can record again (trace_recorder_set_on(r, true)) while it is read; idx < 0: every
- * probed CPU records again.  -EOPNOTSUPP with a single probed CPU. */
-int trace_recorder_hold(struct trace_recorder *r, ssize_t idx);
+/* Keeps the buffers of the probed CPUs i with held[i] frozen on their own (tracing_cpumask
+ * without them), so that the others can record again (trace_recorder_set_on(r, true)) while
+ * they are read; held NULL: every probed CPU records.  -EOPNOTSUPP with a single probed
+ * CPU. */
+int trace_recorder_hold(struct trace_recorder *r, const bool *held);
 /* Reads (and so empties) the buffer of probed CPU idx and decodes its events from min_ts on,
  * oldest first, into *ret (malloc'ed).  *ret_lost tells whether events were overwritten before
  * the oldest one, *ret_oldest when that was (INT64_MAX: the buffer was empty). */

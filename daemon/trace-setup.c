@@ -12,7 +12,7 @@
 #include "timeutil.h"
 #include "trace-setup.h"
 
-/* The capture thread's SCHED_FIFO priority while it freezes and copies: above every load,
+/* The capture threads' SCHED_FIFO priority while it freezes and copies: above every load,
  * below every probe. */
 #define CAPTURE_PRIORITY 1
 
@@ -88,7 +88,7 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
                 };
                 r = trace_capture_start(&cp, &t->cap);
                 if (r < 0)
-                        snprintf(why, sizeof(why), "cannot start the capture thread: %s",
+                        snprintf(why, sizeof(why), "cannot start the capture threads: %s",
                                  strerror(-r));
         }
         if (r < 0) {

@@ -137,7 +137,8 @@ static void test_hold_one_cpu(void **state) {
         assert_int_equal(events_after(r, 1, t0), 0);
 
         /* CPU 0 held on its own: CPU 1 records again, CPU 0 does not. */
-        assert_int_equal(trace_recorder_hold(r, 0), 0);
+        bool hold0[2] = { true, false }, both[2] = { true, true };
+        assert_int_equal(trace_recorder_hold(r, hold0), 0);
         assert_int_equal(trace_recorder_set_on(r, true), 0);
         int64_t t1 = mono_ns();
         on_cpu(1, -1, NULL);
@@ -145,16 +146,26 @@ static void test_hold_one_cpu(void **state) {
         assert_true(events_after(r, 1, t1) >= 10);
         assert_int_equal(events_after(r, 0, t0), 0);
 
-        /* Released: CPU 0 records again. */
-        assert_int_equal(trace_recorder_hold(r, -1), 0);
+        /* Both held: neither records, though tracing is on. */
+        assert_int_equal(trace_recorder_hold(r, both), 0);
         int64_t t2 = mono_ns();
         on_cpu(0, -1, NULL);
-        assert_true(events_after(r, 0, t2) >= 10);
+        on_cpu(1, -1, NULL);
+        assert_int_equal(events_after(r, 0, t2), 0);
+        assert_int_equal(events_after(r, 1, t2), 0);
+
+        /* Released: both record again. */
+        assert_int_equal(trace_recorder_hold(r, NULL), 0);
+        int64_t t3 = mono_ns();
+        on_cpu(0, -1, NULL);
+        on_cpu(1, -1, NULL);
+        assert_true(events_after(r, 0, t3) >= 10);
+        assert_true(events_after(r, 1, t3) >= 10);
 
         /* A single probed CPU is never held on its own. */
         struct trace_recorder one = *r;
         one.ncpus = 1;
-        assert_int_equal(trace_recorder_hold(&one, 0), -EOPNOTSUPP);
+        assert_int_equal(trace_recorder_hold(&one, hold0), -EOPNOTSUPP);
         trace_recorder_close(r);
 }
 
