@@ -35,6 +35,9 @@ int probe_new(int cpu, const struct probe_params *params, const struct probe_con
         atomic_init(&p->trace.armed, false);
         atomic_init(&p->trace.floor_ns, 0);
         atomic_init(&p->trace.fired, 0);
+        atomic_init(&p->trace.resumed, 0);
+        atomic_init(&p->trace.capture_tid, 0);
+        atomic_init(&p->trace.moved, false);
         atomic_init(&p->trace.skipped, 0);
         atomic_init(&p->tid, 0);
 
@@ -167,6 +170,7 @@ static void trace_fire(struct probe *p, int64_t due, uint64_t lat) {
         atomic_store_explicit(&t->armed, false, memory_order_relaxed);
         t->due_ns = due;
         t->latency_ns = lat;
+        t->asked_ns = due + (int64_t) lat;
         atomic_fetch_add_explicit(&t->fired, 1, memory_order_release);
         char buf[96];
         int n = snprintf(buf, sizeof(buf), "rtsoak late cpu=%d due=%lld latency=%llu", p->cpu,
@@ -175,6 +179,25 @@ static void trace_fire(struct probe *p, int64_t due, uint64_t lat) {
         /* Failures are seen by the capture thread: no marker in the trace. */
         (void) !write(t->marker_fd, buf, (size_t) n);
         (void) !write(t->wake_fd, &one, sizeof(one));
+}
+
+/* While the capture asked for has not resumed the recording: after PROBE_RESCUE_NS, its
+ * thread may run on the other CPUs.  The thread is pinned here and this probe is running, so
+ * it is not running itself: moving it does not wait for it. */
+static void trace_rescue(struct probe *p, int64_t now) {
+        struct probe_trace *t = &p->trace;
+        if (atomic_load_explicit(&t->resumed, memory_order_acquire) ==
+            atomic_load_explicit(&t->fired, memory_order_relaxed)) {
+                t->asked_ns = 0;
+                return;
+        }
+        if (now - t->asked_ns < PROBE_RESCUE_NS)
+                return;
+        t->asked_ns = 0;
+        int tid = atomic_load_explicit(&t->capture_tid, memory_order_relaxed);
+        if (tid > 0 && CPU_COUNT(&t->elsewhere) > 0 &&
+            sched_setaffinity(tid, sizeof(t->elsewhere), &t->elsewhere) == 0)
+                atomic_store_explicit(&t->moved, true, memory_order_release);
 }
 
 static void *probe_thread_main(void *arg) {
@@ -271,6 +294,8 @@ static void *probe_thread_main(void *arg) {
                         if (p->trace.wake_fd >= 0)
                                 trace_fire(p, next, lat);
                 }
+                if (_unlikely_(p->trace.asked_ns))
+                        trace_rescue(p, now);
                 if (_unlikely_(lat >= (uint64_t) interval)) {
                         /* Whole periods slept through: count them and move on, rather than
                          * firing a burst of catch-up wake-ups that would measure nothing. */

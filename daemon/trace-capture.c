@@ -382,9 +382,11 @@ static struct trace_capture_result *build(struct trace_capture *c, size_t i,
  * their events.  The copy is not under rec_lock: another CPU's thread holds its own CPU too
  * and resumes the rest while this one is read.  Where CPU i cannot be held on its own, every
  * CPU stays frozen (and rec_lock held) until it is read. */
-static int freeze_and_copy(struct trace_capture *c, size_t i, int64_t due, struct trace_event **ev,
-                           size_t *n, bool *lost, int64_t *oldest, int *kon) {
+static int freeze_and_copy(struct trace_capture *c, size_t i, uint64_t fired, int64_t due,
+                           struct trace_event **ev, size_t *n, bool *lost, int64_t *oldest,
+                           int *kon) {
         struct trace_recorder *rec = c->p.recorder;
+        struct probe_trace *t = &c->p.probes[i]->trace;
         pthread_mutex_lock(&c->rec_lock);
         if (!rec->trigger)
                 (void) trace_recorder_set_on(rec, false);
@@ -393,6 +395,8 @@ static int freeze_and_copy(struct trace_capture *c, size_t i, int64_t due, struc
         bool resumed = held && trace_recorder_set_on(rec, true) >= 0;
         if (held)
                 pthread_mutex_unlock(&c->rec_lock);
+        if (resumed) /* the probe need not move this thread any more */
+                atomic_store_explicit(&t->resumed, fired, memory_order_release);
         /* Only the look-back is kept; what came before it is read past. */
         int k = trace_recorder_drain(rec, i, due - (int64_t) c->p.lookback_ns, ev, n, lost, oldest);
         if (held)
@@ -404,10 +408,11 @@ static int freeze_and_copy(struct trace_capture *c, size_t i, int64_t due, struc
         if (*kon >= 0 && !resumed)
                 *kon = trace_recorder_set_on(rec, true);
         pthread_mutex_unlock(&c->rec_lock);
+        atomic_store_explicit(&t->resumed, fired, memory_order_release);
         return k;
 }
 
-static void capture_one(struct worker *w) {
+static void capture_one(struct worker *w, uint64_t fired) {
         struct trace_capture *c = w->c;
         size_t i = w->i;
         struct probe_trace *t = &c->p.probes[i]->trace;
@@ -419,7 +424,7 @@ static void capture_one(struct worker *w) {
         int64_t oldest;
         int kon;
 
-        int k = freeze_and_copy(c, i, due, &ev, &n, &lost, &oldest, &kon);
+        int k = freeze_and_copy(c, i, fired, due, &ev, &n, &lost, &oldest, &kon);
         set_realtime(w, false);
         struct trace_capture_result *r = NULL;
         if (k < 0 || kon < 0)
@@ -452,12 +457,29 @@ static int next_timeout_ms(struct trace_capture *c, size_t i) {
         return next <= now ? 0 : (int) MIN((next - now) / 1000000 + 1, 60000);
 }
 
+/* Back on the probe's CPU (it was pinned there at its start). */
+static void pin(struct worker *w) {
+        int cpu = w->c->p.probes[w->i]->cpu;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (cpu < 0 || cpu >= CPU_SETSIZE)
+                return;
+        CPU_SET(cpu, &set);
+        (void) pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
 static void *capture_main(void *arg) {
         struct worker *w = arg;
         struct trace_capture *c = w->c;
         size_t i = w->i;
+        struct probe_trace *t = &c->p.probes[i]->trace;
+        atomic_store_explicit(&t->capture_tid, (int) gettid(), memory_order_relaxed);
         set_realtime(w, true);
         while (!atomic_load(&c->stop)) {
+                /* Moved by the probe while its CPU was kept from this thread: back to it
+                 * before waiting, so that the next wake-up is local again. */
+                if (atomic_exchange_explicit(&t->moved, false, memory_order_acq_rel))
+                        pin(w);
                 struct pollfd pfd = { .fd = w->efd, .events = POLLIN };
                 if (poll(&pfd, 1, next_timeout_ms(c, i)) > 0) {
                         uint64_t v;
@@ -475,11 +497,12 @@ static void *capture_main(void *arg) {
                 }
                 pthread_mutex_unlock(&c->lock);
                 if (pending)
-                        capture_one(w);
+                        capture_one(w, fired);
                 pthread_mutex_lock(&c->lock);
                 expire_window(c, i, now_ns(CLOCK_MONOTONIC));
                 pthread_mutex_unlock(&c->lock);
         }
+        atomic_store_explicit(&t->capture_tid, 0, memory_order_relaxed);
         return NULL;
 }
 
@@ -533,10 +556,19 @@ int trace_capture_start(const struct trace_capture_params *p, struct trace_captu
                 if (c->workers[i].efd < 0 && r == 0)
                         r = -errno;
         }
+        /* Where a capture thread may go when its probe's CPU is kept from it: the CPUs this
+         * process may use but that one. */
+        cpu_set_t allowed;
+        if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
+                CPU_ZERO(&allowed);
         for (size_t i = 0; r == 0 && i < p->nprobes; i++) {
                 struct probe_trace *t = &p->probes[i]->trace;
                 t->marker_fd = p->recorder->marker_fd;
                 t->wake_fd = c->workers[i].efd;
+                t->elsewhere = allowed;
+                if (p->probes[i]->cpu >= 0 && p->probes[i]->cpu < CPU_SETSIZE)
+                        CPU_CLR(p->probes[i]->cpu, &t->elsewhere);
+                atomic_store(&t->resumed, atomic_load(&t->fired));
                 atomic_store(&t->floor_ns, 0);
                 atomic_store(&t->armed, true);
                 c->cpu[i].seen = atomic_load(&t->fired);
@@ -555,9 +587,12 @@ int trace_capture_start(const struct trace_capture_params *p, struct trace_captu
 void trace_capture_stop(struct trace_capture *c) {
         if (!c)
                 return;
-        /* The probes stay, disarmed: nothing reads their captures any more. */
-        for (size_t i = 0; i < c->p.nprobes; i++)
+        /* The probes stay, disarmed: nothing reads their captures any more, nor may they move
+         * a capture thread. */
+        for (size_t i = 0; i < c->p.nprobes; i++) {
                 atomic_store(&c->p.probes[i]->trace.armed, false);
+                atomic_store(&c->p.probes[i]->trace.capture_tid, 0);
+        }
         atomic_store(&c->stop, true);
         for (size_t i = 0; c->workers && i < c->p.nprobes; i++) {
                 struct worker *w = &c->workers[i];

@@ -86,17 +86,20 @@ bool trace_kernel_has_timerlat(const char *path) {
         return false;
 }
 
-/* tracing_cpumask text for a list of CPUs: 32-bit groups, most significant first. */
+/* tracing_cpumask text for a list of CPUs but those i with skip[i] (skip NULL: none): 32-bit
+ * groups, most significant first.  No allocation: a capture thread writes it while every CPU's
+ * recording waits. */
 #define CPUMASK_TEXT_MAX 1100
-static void cpumask_text(const int *cpus, size_t n, char *buf, size_t size) {
+static void cpumask_text(const int *cpus, const bool *skip, size_t n, char *buf, size_t size) {
         int top = 0;
         for (size_t i = 0; i < n; i++)
-                top = MAX(top, cpus[i]);
+                if (!skip || !skip[i])
+                        top = MAX(top, cpus[i]);
         size_t used = 0;
         for (int w = top / 32; w >= 0 && used < size; w--) {
                 uint32_t bits = 0;
                 for (size_t i = 0; i < n; i++)
-                        if (cpus[i] / 32 == w)
+                        if ((!skip || !skip[i]) && cpus[i] / 32 == w)
                                 bits |= 1u << (cpus[i] % 32);
                 used += (size_t) snprintf(buf + used, size - used, w == top / 32 ? "%x" : ",%08x",
                                           bits);
@@ -436,15 +439,8 @@ int trace_recorder_set_on(struct trace_recorder *r, bool on) {
 int trace_recorder_hold(struct trace_recorder *r, const bool *held) {
         if (held && r->ncpus < 2)
                 return -EOPNOTSUPP;
-        _cleanup_free_ int *cpus = malloc(r->ncpus * sizeof(int));
-        size_t n = 0;
-        if (!cpus)
-                return -ENOMEM;
-        for (size_t i = 0; i < r->ncpus; i++)
-                if (!held || !held[i])
-                        cpus[n++] = r->cpus[i];
         char mask[CPUMASK_TEXT_MAX];
-        cpumask_text(cpus, n, mask, sizeof(mask));
+        cpumask_text(r->cpus, held, r->ncpus, mask, sizeof(mask));
         if (r->cpumask_fd < 0) /* while the instance is set up */
                 return write_at(r->dir, "tracing_cpumask", mask);
         ssize_t k = write(r->cpumask_fd, mask, strlen(mask));

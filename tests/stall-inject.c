@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Test helper that injects known latency: a SCHED_FIFO thread pinned to one CPU spins for a
  * fixed time, a fixed number of times, and prints each stall's window so that a test can
- * match what rtsoakd recorded against what really happened.  --at-ns starts the stalls at a
- * given CLOCK_MONOTONIC time, one every --gap-ms from then, so that two injectors on two CPUs
- * can stall them a known time apart. */
+ * match what rtsoakd recorded against what really happened.  The windows are printed at the
+ * end, at SCHED_OTHER: printing one at once would lengthen its stall (the first print most,
+ * by hundreds of microseconds), and a stall must end where its spin does.  --at-ns starts the
+ * stalls at a given CLOCK_MONOTONIC time, one every --gap-ms from then, so that two injectors on
+ * two CPUs can stall them a known time apart. */
 #include <errno.h>
 #include <getopt.h>
 #include <sched.h>
@@ -81,6 +83,11 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "stall-inject: SCHED_FIFO %d: %s\n", prio, strerror(errno));
                 return 1;
         }
+        long long *win = calloc((size_t) (count > 0 ? count : 1) * 2, sizeof(*win));
+        if (!win) {
+                fprintf(stderr, "stall-inject: out of memory\n");
+                return 1;
+        }
         mlockall(MCL_CURRENT | MCL_FUTURE);
 
         if (!at_ns)
@@ -95,8 +102,8 @@ int main(int argc, char *argv[]) {
                 while ((m1 = now(CLOCK_MONOTONIC)) < end)
                         ;
                 /* Realtime and monotonic advance together over 20 ms: derive the end. */
-                printf("stall %lld %lld\n", r0, r0 + (m1 - m0));
-                fflush(stdout);
+                win[2 * i] = r0;
+                win[2 * i + 1] = r0 + (m1 - m0);
                 /* The last stall too: what exiting costs (much, with AddressSanitizer) must
                  * not lengthen it at this priority. */
                 if (!at_ns || i == count - 1)
@@ -104,5 +111,8 @@ int main(int argc, char *argv[]) {
         }
         struct sched_param other = { .sched_priority = 0 };
         sched_setscheduler(0, SCHED_OTHER, &other);
+        for (int i = 0; i < count; i++)
+                printf("stall %lld %lld\n", win[2 * i], win[2 * i + 1]);
+        free(win);
         return 0;
 }
