@@ -57,6 +57,7 @@ struct trace_capture {
         struct trace_symbols symbols;
         struct worker *workers;
         _Atomic bool stop;
+        _Atomic bool told_priority; /* a refused SCHED_FIFO is told once, not per thread */
         /* The recorder's freeze, hold and copy are one thread's at a time: tracing_on and
          * tracing_cpumask are the instance's. */
         pthread_mutex_t rec_lock;
@@ -113,10 +114,11 @@ static void set_realtime(struct worker *w, bool on) {
         int r = pthread_setschedparam(pthread_self(), on ? SCHED_FIFO : SCHED_OTHER, &sp);
         if (r != 0 && on) {
                 w->priority = 0;
-                notice(w->c,
-                       "CPU %d: the capture thread cannot run at SCHED_FIFO %d (%s): captures "
-                       "may come late on a loaded machine",
-                       w->c->p.probes[w->i]->cpu, sp.sched_priority, strerror(r));
+                if (!atomic_exchange(&w->c->told_priority, true))
+                        notice(w->c,
+                               "the capture threads cannot run at SCHED_FIFO %d (%s): captures "
+                               "may come late on a loaded machine",
+                               sp.sched_priority, strerror(r));
         }
 }
 
@@ -408,7 +410,8 @@ static int freeze_and_copy(struct trace_capture *c, size_t i, uint64_t fired, in
         if (*kon >= 0 && !resumed)
                 *kon = trace_recorder_set_on(rec, true);
         pthread_mutex_unlock(&c->rec_lock);
-        atomic_store_explicit(&t->resumed, fired, memory_order_release);
+        if (!resumed)
+                atomic_store_explicit(&t->resumed, fired, memory_order_release);
         return k;
 }
 
@@ -457,15 +460,21 @@ static int next_timeout_ms(struct trace_capture *c, size_t i) {
         return next <= now ? 0 : (int) MIN((next - now) / 1000000 + 1, 60000);
 }
 
+/* The probe's CPU alone; false if it cannot be put in a set. */
+static bool probe_cpu(const struct worker *w, cpu_set_t *set) {
+        int cpu = w->c->p.probes[w->i]->cpu;
+        CPU_ZERO(set);
+        if (cpu < 0 || cpu >= CPU_SETSIZE)
+                return false;
+        CPU_SET(cpu, set);
+        return true;
+}
+
 /* Back on the probe's CPU (it was pinned there at its start). */
 static void pin(struct worker *w) {
-        int cpu = w->c->p.probes[w->i]->cpu;
         cpu_set_t set;
-        CPU_ZERO(&set);
-        if (cpu < 0 || cpu >= CPU_SETSIZE)
-                return;
-        CPU_SET(cpu, &set);
-        (void) pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+        if (probe_cpu(w, &set))
+                (void) pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 static void *capture_main(void *arg) {
@@ -511,16 +520,14 @@ static void *capture_main(void *arg) {
 static int start_worker(struct worker *w) {
         int cpu = w->c->p.probes[w->i]->cpu;
         cpu_set_t set;
-        CPU_ZERO(&set);
-        if (cpu >= 0 && cpu < CPU_SETSIZE)
-                CPU_SET(cpu, &set);
+        bool pinnable = probe_cpu(w, &set);
         int r = 0;
         for (int pinned = 1; pinned >= 0; pinned--) {
                 pthread_attr_t attr;
                 r = -pthread_attr_init(&attr);
                 if (r == 0)
                         r = -pthread_attr_setstacksize(&attr, CAPTURE_STACK);
-                if (r == 0 && pinned && CPU_COUNT(&set) == 1)
+                if (r == 0 && pinned && pinnable)
                         r = -pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
                 if (r == 0)
                         r = -pthread_create(&w->thread, &attr, capture_main, w);

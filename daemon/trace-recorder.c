@@ -327,19 +327,27 @@ static int setup_buffers(struct trace_recorder *r, const struct trace_params *p,
         return 0;
 }
 
+/* Opens file of the instance for writing into *fd; why names it when it cannot be. */
+static int open_w(struct trace_recorder *r, const char *file, int *fd, char *why) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s", r->dir, file);
+        *fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (*fd >= 0)
+                return 0;
+        int e = errno;
+        snprintf(why, TRACE_WHY_MAX, "cannot open %s: %s", path, strerror(e));
+        return -e;
+}
+
 static int open_files(struct trace_recorder *r, char *why) {
         char path[1024];
-        snprintf(path, sizeof(path), "%s/tracing_on", r->dir);
-        r->on_fd = open(path, O_WRONLY | O_CLOEXEC);
-        snprintf(path, sizeof(path), "%s/trace_marker", r->dir);
-        r->marker_fd = open(path, O_WRONLY | O_CLOEXEC);
-        /* Kept open: a capture writes it twice, and opening it costs more than the write. */
-        snprintf(path, sizeof(path), "%s/tracing_cpumask", r->dir);
-        r->cpumask_fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (r->on_fd < 0 || r->marker_fd < 0 || r->cpumask_fd < 0) {
-                snprintf(why, TRACE_WHY_MAX, "cannot open %s: %m", path);
-                return -EIO;
-        }
+        int k;
+        /* tracing_cpumask is kept open: a capture writes it twice, and opening it costs more
+         * than the write. */
+        if ((k = open_w(r, "tracing_on", &r->on_fd, why)) < 0 ||
+            (k = open_w(r, "trace_marker", &r->marker_fd, why)) < 0 ||
+            (k = open_w(r, "tracing_cpumask", &r->cpumask_fd, why)) < 0)
+                return k;
         for (size_t i = 0; i < r->ncpus; i++) {
                 snprintf(path, sizeof(path), "%s/per_cpu/cpu%d/trace_pipe_raw", r->dir, r->cpus[i]);
                 r->pipe_fds[i] = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);

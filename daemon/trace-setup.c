@@ -12,7 +12,7 @@
 #include "timeutil.h"
 #include "trace-setup.h"
 
-/* The capture threads' SCHED_FIFO priority while it freezes and copies: above every load,
+/* The capture threads' SCHED_FIFO priority while they freeze and copy: above every load,
  * below every probe. */
 #define CAPTURE_PRIORITY 1
 
