@@ -227,6 +227,9 @@ static void *probe_thread_main(void *arg) {
         uint64_t head = 0;
         struct probe_slot *slot = &p->slots[0];
         int64_t next = mono_now() + interval;
+        int64_t end = atomic_load_explicit(&p->ctl->end_mono_ns, memory_order_relaxed);
+        if (end <= 0)
+                end = INT64_MAX;
         uint64_t k = interval_index(base, period, next);
         int64_t boundary = interval_start(base, period, k + 1);
         slot_open(slot, k, next - interval);
@@ -300,6 +303,9 @@ static void *probe_thread_main(void *arg) {
                         /* Whole periods slept through: count them and move on, rather than
                          * firing a burst of catch-up wake-ups that would measure nothing. */
                         uint64_t missed = interval_missed(lat, (uint64_t) interval);
+                        /* Not the periods due after the run's end (a stall across it). */
+                        if (_unlikely_(next + (int64_t) missed * interval > end))
+                                missed = (uint64_t) ((end - next) / interval);
                         slot->missed += missed;
                         next += (int64_t) missed * interval;
                 }
@@ -308,6 +314,8 @@ static void *probe_thread_main(void *arg) {
                         atomic_store_explicit(&p->recent_max_ns, lat, memory_order_relaxed);
 
                 if (_unlikely_(atomic_load_explicit(&p->ctl->stop, memory_order_relaxed)))
+                        break;
+                if (_unlikely_(next > end - interval))
                         break;
                 next += interval;
         }

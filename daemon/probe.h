@@ -55,6 +55,10 @@ enum probe_state {
 struct probe_control {
         _Atomic bool go;
         _Atomic bool stop;
+        /* Set before go, read once after it: a probe takes no sample due at or after this
+         * CLOCK_MONOTONIC time (--duration), whenever the main thread gets to stop it.  0: no
+         * end. */
+        _Atomic int64_t end_mono_ns;
         /* Read at each interval boundary: a reloaded threshold applies from the next
          * interval on.  0: the one of the probe's params. */
         _Atomic uint64_t threshold_ns;

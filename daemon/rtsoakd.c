@@ -264,6 +264,9 @@ static void stop(struct daemon *d, const char *why) {
                 return;
         log_info("Stopping (%s)", why);
         d->stopping = true;
+        /* The probes first: what follows writes to the store, and a probe that kept going
+         * meanwhile would measure past the end the run was asked for. */
+        atomic_store_explicit(&d->ctl.stop, true, memory_order_release);
         d->stop_deadline_mono = now_ns(CLOCK_MONOTONIC) + STOP_TIMEOUT_NS;
         if (d->loads) {
                 /* What the loads did up to the last boundary, and in the last, partial
@@ -279,7 +282,6 @@ static void stop(struct daemon *d, const char *why) {
         d->watchdog = NULL;
         atomic_store(&d->hb_uploader.test_hang, false);
         housekeeping_stop_cpu_checks(d->housekeeping);
-        atomic_store_explicit(&d->ctl.stop, true, memory_order_release);
         sd_notify(0, "STOPPING=1");
         /* Probes finish within one period; look again soon. */
         sd_event_source_set_time_relative(d->poll_source, 10 * 1000);
@@ -1097,9 +1099,6 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         if (r >= 0)
                 r = sd_event_add_time_relative(d->event, &d->poll_source, CLOCK_MONOTONIC,
                                                100 * 1000, 1000, on_poll, d);
-        if (r >= 0 && duration_ns > 0)
-                r = sd_event_add_time_relative(d->event, NULL, CLOCK_MONOTONIC, duration_ns / 1000,
-                                               1000, on_duration, d);
         if (r >= 0)
                 r = start_flight_recorder(d);
         if (r >= 0)
@@ -1141,7 +1140,23 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         d->cur_k = (uint64_t) ((now_mono - d->base_mono) / period);
         d->next_boundary_mono = d->base_mono + ((int64_t) d->cur_k + 1) * period;
 
+        /* --duration is measured time: it counts from the probes' start, not from the set-up
+         * before it, and the probes end it themselves, however late the main thread is to stop
+         * them (a busy machine, a slow store write). */
+        if (duration_ns > 0)
+                atomic_store_explicit(&d->ctl.end_mono_ns, now_mono + (int64_t) duration_ns,
+                                      memory_order_relaxed);
         atomic_store_explicit(&d->ctl.go, true, memory_order_release);
+        if (duration_ns > 0) {
+                r = sd_event_add_time(d->event, NULL, CLOCK_MONOTONIC,
+                                      ((uint64_t) now_mono + duration_ns) / 1000, 1000, on_duration,
+                                      d);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to set up the --duration timer: %m");
+                        stop_probes(d);
+                        return EXIT_FAILURE;
+                }
+        }
         start_scenario(d, now_mono + off, now_mono);
         log_info("Run %" PRId64 ": probing CPUs %s at SCHED_FIFO %" PRIu64 " every %s, threshold "
                  "%s, intervals of %s into %s",

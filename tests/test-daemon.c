@@ -83,8 +83,10 @@ static void test_soak_and_report_formats(void **state) {
                           p50 = tu_jint(row, "p50_ns"), p99 = tu_jint(row, "p99_ns"),
                           p999 = tu_jint(row, "p999_ns"), missed = tu_jint(row, "missed");
                 assert_int_equal(tu_jint(row, "cpu"), online.cpus[i]);
-                /* 3.5 s at 200 us: 17500 wake-ups, each a sample or a missed period. */
-                if (samples + missed < 17000 || samples + missed > 17600)
+                /* 3.5 s at 200 us: 17500 wake-ups, each a sample or a missed period.  The
+                 * probes end the run themselves, so never more, however late the main thread
+                 * is to stop them; fewer by the probes' start. */
+                if (samples + missed < 17000 || samples + missed > 17500)
                         fail_msg("CPU %zu: %lld samples + %lld missed", i, samples, missed);
                 assert_true(min > 0 && min <= avg && avg <= max);
                 assert_true(min <= p50 && p50 <= p99 && p99 <= p999 && p999 <= max);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Tests of the probe threads and their ring with real SCHED_FIFO threads: intervals are
  * contiguous, every wake-up is either a sample or a counted missed period, a full ring merges
- * intervals without losing samples, and setup failures say what failed. */
+ * intervals without losing samples, a probe given an end takes no sample and counts no period
+ * after it, and setup failures say what failed. */
+#include <pthread.h>
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -165,6 +167,71 @@ static void test_full_ring_merges_without_loss(void **state) {
         probe_free(p);
 }
 
+/* A SCHED_FIFO thread above the probe, on its CPU, spinning from one time to another. */
+struct spinner {
+        int64_t from, to;
+};
+
+static void *spin_main(void *arg) {
+        const struct spinner *s = arg;
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(0, &set);
+        struct sched_param sp = { .sched_priority = 20 };
+        if (sched_setaffinity(0, sizeof(set), &set) < 0 ||
+            sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+                return (void *) 1;
+        struct timespec at = { s->from / 1000000000, s->from % 1000000000 };
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL);
+        while (now_ns(CLOCK_MONOTONIC) < s->to)
+                ;
+        return NULL;
+}
+
+/* The run's end (--duration) is the probe's own: nothing is sampled or counted as missed
+ * after it, though nobody tells the probe to stop, and though a stall runs across it. */
+static void test_end_is_kept_across_a_stall(void **state) {
+        struct probe_control ctl = {};
+        struct probe *p;
+        struct totals t = {};
+        (void) state;
+        if (!can_rt())
+                skip();
+
+        struct probe_params pp = params(1000000, 50000000); /* 1 ms, 50 ms intervals */
+        assert_int_equal(probe_new(0, &pp, &ctl, &p), 0);
+        assert_int_equal(probe_start(p), 0);
+        for (int i = 0; i < 5000 && probe_state(p) == PROBE_STARTING; i++)
+                sleep_ms(1);
+        assert_int_equal(probe_state(p), PROBE_READY);
+        int64_t go = now_ns(CLOCK_MONOTONIC), end = go + 300 * 1000000LL;
+        /* From 5 ms before the end to 30 ms after it. */
+        struct spinner sp = { end - 5000000, end + 30000000 };
+        pthread_t spin;
+        assert_int_equal(pthread_create(&spin, NULL, spin_main, &sp), 0);
+        atomic_store(&ctl.end_mono_ns, end);
+        atomic_store(&ctl.go, true);
+        for (int i = 0; i < 1000 && probe_state(p) != PROBE_DONE; i++) {
+                consume(p, &t);
+                sleep_ms(1);
+        }
+        void *spun;
+        pthread_join(spin, &spun);
+        assert_null(spun);
+        assert_int_equal(probe_state(p), PROBE_DONE);
+        consume(p, &t);
+        assert_int_equal(probe_join(p), 0);
+
+        /* 300 periods from go to the end at most; a few fewer by the probe's start. */
+        uint64_t seen = t.samples + t.missed;
+        if (seen > 300 || seen < 295)
+                fail_msg("%llu samples + %llu missed, expected at most 300",
+                         (unsigned long long) t.samples, (unsigned long long) t.missed);
+        assert_true(t.missed >= 3);
+        assert_true(t.last_end <= end);
+        probe_free(p);
+}
+
 static void test_setup_failure_is_reported(void **state) {
         struct probe_control ctl = {};
         struct probe *p;
@@ -184,6 +251,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_intervals_contiguous),
                 cmocka_unit_test(test_full_ring_merges_without_loss),
+                cmocka_unit_test(test_end_is_kept_across_a_stall),
                 cmocka_unit_test(test_setup_failure_is_reported),
         };
         return RUN_TESTS(tests);
