@@ -899,17 +899,13 @@ static const char *run_release(const struct daemon_config *c, const struct sysin
         return summary_release_valid(si->kernel_release) ? si->kernel_release : NULL;
 }
 
-static int run(struct daemon *d, uint64_t duration_ns) {
-        _cleanup_free_ char *text = NULL;
-        struct sysinfo_run *si = &d->si;
-        char digest[2 * SHA256_DIGEST_SIZE + 1], cpus[1024], err[STORE_ERROR_MAX],
-                span[TIMESPAN_MAX_LEN], span2[TIMESPAN_MAX_LEN], span3[TIMESPAN_MAX_LEN];
-        int r;
-
-        r = resolve_cpus(d);
+/* What a run needs before anything starts: the CPUs, the load user, the heartbeats, the token,
+ * the store, locked memory and the DMA latency hold.  EXIT_SUCCESS to go on, else how to exit. */
+static int prepare_run(struct daemon *d) {
+        char err[STORE_ERROR_MAX], uerr[CONF_ERROR_MAX];
+        int r = resolve_cpus(d);
         if (r < 0)
                 return EXIT_CONFIG;
-        char uerr[CONF_ERROR_MAX];
         if (daemon_config_check_load_user(&d->cfg, d->cfg.load_user, uerr) < 0) {
                 log_error("%s", uerr);
                 return EXIT_CONFIG;
@@ -936,20 +932,13 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 if (r < 0)
                         return EXIT_CONFIG;
         }
-        cpuset_format(&d->cpus, cpus, sizeof(cpus));
-
-        text = daemon_config_text(&d->cfg);
-        if (!text)
-                return log_oom(), EXIT_FAILURE;
-        sha256_hex(text, strlen(text), digest);
-        sysinfo_read(si);
+        sysinfo_read(&d->si);
 
         r = store_open(d->cfg.storage_path, STORE_WRITER, &d->store, err);
         if (r < 0) {
                 log_error("%s", err);
                 return EXIT_FAILURE;
         }
-
         if (d->cfg.lock_memory) {
                 char why[1024];
                 r = rt_lock_memory(why, sizeof(why));
@@ -959,7 +948,6 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 }
         } else
                 log_warning("[Probe] LockMemory=no: page faults may be measured as latency");
-
         if (d->cfg.dma_latency_ns >= 0) {
                 char why[512];
                 d->dma_fd = rt_hold_dma_latency((uint32_t) (d->cfg.dma_latency_ns / 1000), why,
@@ -977,31 +965,16 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         sigaddset(&mask, SIGHUP);
         sigprocmask(SIG_BLOCK, &mask, NULL);
         signal(SIGPIPE, SIG_IGN);
+        return EXIT_SUCCESS;
+}
 
-        /* Interval k starts at a multiple of the interval length in wall-clock time, so
-         * that every CPU, and every machine of a farm, closes at the same boundary. */
-        int64_t off = mono_to_real_offset();
-        int64_t start_mono = now_ns(CLOCK_MONOTONIC);
-        int64_t start_real = start_mono + off;
-        int64_t period = (int64_t) d->cfg.interval_ns;
-        int64_t base_real = interval_align(start_real, period);
-        struct probe_params pp = {
-                .interval_ns = d->cfg.probe_interval_ns,
-                .threshold_ns = d->cfg.threshold_ns,
-                .hist_limit_us = (uint32_t) (d->cfg.hist_limit_ns / 1000),
-                .period_ns = d->cfg.interval_ns,
-                .base_mono_ns = base_real - off,
-                .priority = (int) d->cfg.priority,
-                .stack_prefault = STACK_PREFAULT,
-        };
-
-        atomic_store_explicit(&d->ctl.threshold_ns, d->cfg.threshold_ns, memory_order_relaxed);
-        r = start_probes(d, &pp);
-        if (r < 0) {
-                stop_probes(d);
-                return d->unavailable ? EXIT_UNAVAILABLE : EXIT_FAILURE;
-        }
-
+/* The run's row: the machine, the kernel, the configuration; earlier runs that did not end
+ * cleanly are recorded as such on the way. */
+static int begin_run_record(struct daemon *d, const struct probe_params *pp, const char *text,
+                            const char *cpus) {
+        const struct sysinfo_run *si = &d->si;
+        char digest[2 * SHA256_DIGEST_SIZE + 1];
+        sha256_hex(text, strlen(text), digest);
         struct store_run_info info = {
                 .machine_id = si->machine_id,
                 .boot_id = si->boot_id,
@@ -1019,7 +992,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 .probe_interval_ns = d->cfg.probe_interval_ns,
                 .interval_ns = d->cfg.interval_ns,
                 .threshold_ns = d->cfg.threshold_ns,
-                .hist_limit_us = pp.hist_limit_us,
+                .hist_limit_us = pp->hist_limit_us,
                 .start_ns = now_ns(CLOCK_REALTIME),
                 .boot_ns = now_ns(CLOCK_REALTIME) - now_ns(CLOCK_BOOTTIME),
                 .kernel_leftovers = forensics_kernel_leftovers,
@@ -1038,11 +1011,10 @@ static int run(struct daemon *d, uint64_t duration_ns) {
          * enters the outbox in the transaction that stores it. */
         if (d->token)
                 store_set_outbox(d->store, true);
-        r = store_begin_run(d->store, &info, &d->run_id, &unclean);
+        int r = store_begin_run(d->store, &info, &d->run_id, &unclean);
         if (r < 0) {
                 log_error("%s", store_error(d->store));
-                stop_probes(d);
-                return EXIT_FAILURE;
+                return r;
         }
         if (unclean > 0)
                 log_warning("%u earlier run(s) did not end cleanly; recorded as unclean_end events",
@@ -1052,44 +1024,12 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                            "vacuum (larger than 256 MiB, or no room for the copy): pages freed by "
                            "retention are reused but the file does not shrink",
                            d->cfg.storage_path);
+        return 0;
+}
 
-        r = start_tracing(d, off);
-        if (r < 0) {
-                stop_probes(d);
-                return log_oom(), EXIT_FAILURE;
-        }
-
-        atomic_store(&d->outbox_on, d->token != NULL);
-        if (d->token) {
-                r = start_uploader(d);
-                if (r < 0) {
-                        stop_probes(d);
-                        return EXIT_FAILURE;
-                }
-        }
-
-        struct collector_params cp = {
-                .period_ns = d->cfg.interval_ns,
-                .base_mono_ns = pp.base_mono_ns,
-                .run_start_mono_ns = now_ns(CLOCK_MONOTONIC),
-                .mono_to_real_ns = off,
-                .threshold_ns = d->cfg.threshold_ns,
-                .probe_interval_ns = d->cfg.probe_interval_ns,
-                .hist_limit_us = pp.hist_limit_us,
-                .grace_ns = 2 * NSEC_PER_SEC + 2 * d->cfg.probe_interval_ns,
-                .max_pending = d->cfg.hold_intervals,
-                .annotate = annotate_interval,
-                .userdata = d,
-                .storage_beat = &d->hb_storage,
-                .traces = tracing_capture(d->tracing),
-        };
-        r = collector_new(&cp, d->store, d->run_id, d->probes, d->nprobes, &d->collector);
-        if (r < 0) {
-                stop_probes(d);
-                return log_oom(), EXIT_FAILURE;
-        }
-
-        r = sd_event_default(&d->event);
+/* The main loop's sources: signals, the poll, the flight record and housekeeping. */
+static int setup_event_loop(struct daemon *d) {
+        int r = sd_event_default(&d->event);
         if (r >= 0)
                 r = sd_event_add_signal(d->event, NULL, SIGTERM, on_signal, d);
         if (r >= 0)
@@ -1112,13 +1052,14 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                                                .all_cpus = d->cfg.cpus.all,
                                        },
                                        &d->housekeeping);
-        if (r < 0) {
+        if (r < 0)
                 log_error_errno(r, "Failed to set up the event loop: %m");
-                stop_probes(d);
-                return EXIT_FAILURE;
-        }
+        return r;
+}
 
-        /* Loads start after the probes run: their first interval is measured under load. */
+/* The probes measure from here on, and the loads start: their first interval is measured
+ * under load. */
+static int go(struct daemon *d, const struct probe_params *pp, int64_t off, uint64_t duration_ns) {
         struct loadsup_params lp = {
                 .helper = d->cfg.load_helper,
                 .user = d->cfg.load_user,
@@ -1129,13 +1070,11 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                 .on_event = on_load_event,
                 .userdata = d,
         };
-        int64_t now_mono = now_ns(CLOCK_MONOTONIC);
-        r = loadsup_new(d->event, &lp, now_mono, &d->loads);
-        if (r < 0) {
-                stop_probes(d);
-                return log_oom(), EXIT_FAILURE;
-        }
-        d->base_mono = pp.base_mono_ns;
+        int64_t now_mono = now_ns(CLOCK_MONOTONIC), period = (int64_t) d->cfg.interval_ns;
+        int r = loadsup_new(d->event, &lp, now_mono, &d->loads);
+        if (r < 0)
+                return log_oom();
+        d->base_mono = pp->base_mono_ns;
         d->mono_to_real = off;
         d->cur_k = (uint64_t) ((now_mono - d->base_mono) / period);
         d->next_boundary_mono = d->base_mono + ((int64_t) d->cur_k + 1) * period;
@@ -1143,47 +1082,32 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         /* --duration is measured time: it counts from the probes' start, not from the set-up
          * before it, and the probes end it themselves, however late the main thread is to stop
          * them (a busy machine, a slow store write). */
+        int64_t end = duration_ns > (uint64_t) (INT64_MAX - now_mono)
+                              ? INT64_MAX /* centuries: never, without overflowing */
+                              : now_mono + (int64_t) duration_ns;
         if (duration_ns > 0)
-                atomic_store_explicit(&d->ctl.end_mono_ns, now_mono + (int64_t) duration_ns,
-                                      memory_order_relaxed);
+                atomic_store_explicit(&d->ctl.end_mono_ns, end, memory_order_relaxed);
         atomic_store_explicit(&d->ctl.go, true, memory_order_release);
         if (duration_ns > 0) {
-                r = sd_event_add_time(d->event, NULL, CLOCK_MONOTONIC,
-                                      ((uint64_t) now_mono + duration_ns) / 1000, 1000, on_duration,
-                                      d);
-                if (r < 0) {
-                        log_error_errno(r, "Failed to set up the --duration timer: %m");
-                        stop_probes(d);
-                        return EXIT_FAILURE;
-                }
+                r = sd_event_add_time(d->event, NULL, CLOCK_MONOTONIC, (uint64_t) end / 1000, 1000,
+                                      on_duration, d);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up the --duration timer: %m");
         }
         start_scenario(d, now_mono + off, now_mono);
-        log_info("Run %" PRId64 ": probing CPUs %s at SCHED_FIFO %" PRIu64 " every %s, threshold "
-                 "%s, intervals of %s into %s",
-                 d->run_id, cpus, d->cfg.priority, format_timespan(span, d->cfg.probe_interval_ns),
-                 format_timespan(span2, d->cfg.threshold_ns),
-                 format_timespan(span3, d->cfg.interval_ns), d->cfg.storage_path);
-        /* READY=1 follows from the main loop once the probes measure (check_ready()). */
-        sd_notifyf(0, "STATUS=Run %" PRId64 ": starting the probes on CPUs %s", d->run_id, cpus);
+        return 0;
+}
 
-        r = sd_event_loop(d->event);
-        if (r < 0) {
-                log_error_errno(r, "Event loop failed: %m");
-                stop_probes(d);
-                d->failed = true;
-                snprintf(d->fail_message, sizeof(d->fail_message), "event loop failed: %s",
-                         strerror(-r));
-        }
-
-        /* Every load process is gone before the run is recorded as ended. */
+/* After the main loop: the loads gone, the run recorded as ended, the last upload tried. */
+static int finish_run(struct daemon *d) {
         loadsup_free(d->loads);
         d->loads = NULL;
         tracing_stop(d->tracing);
         d->tracing = NULL;
 
         int64_t end = now_ns(CLOCK_REALTIME);
-        r = store_end_run(d->store, d->run_id, end, d->failed ? "error" : "clean",
-                          d->failed ? d->fail_message : NULL);
+        int r = store_end_run(d->store, d->run_id, end, d->failed ? "error" : "clean",
+                              d->failed ? d->fail_message : NULL);
         if (r < 0) {
                 log_error("%s", store_error(d->store));
                 return EXIT_FAILURE;
@@ -1203,6 +1127,91 @@ static int run(struct daemon *d, uint64_t duration_ns) {
         if (d->failed)
                 return d->unavailable ? EXIT_UNAVAILABLE : EXIT_FAILURE;
         return EXIT_SUCCESS;
+}
+
+static int run(struct daemon *d, uint64_t duration_ns) {
+        char cpus[1024], span[TIMESPAN_MAX_LEN], span2[TIMESPAN_MAX_LEN], span3[TIMESPAN_MAX_LEN];
+        int r = prepare_run(d);
+        if (r != EXIT_SUCCESS)
+                return r;
+        cpuset_format(&d->cpus, cpus, sizeof(cpus));
+        _cleanup_free_ char *text = daemon_config_text(&d->cfg);
+        if (!text)
+                return log_oom(), EXIT_FAILURE;
+
+        /* Interval k starts at a multiple of the interval length in wall-clock time, so
+         * that every CPU, and every machine of a farm, closes at the same boundary. */
+        int64_t off = mono_to_real_offset();
+        int64_t start_real = now_ns(CLOCK_MONOTONIC) + off;
+        int64_t base_real = interval_align(start_real, (int64_t) d->cfg.interval_ns);
+        struct probe_params pp = {
+                .interval_ns = d->cfg.probe_interval_ns,
+                .threshold_ns = d->cfg.threshold_ns,
+                .hist_limit_us = (uint32_t) (d->cfg.hist_limit_ns / 1000),
+                .period_ns = d->cfg.interval_ns,
+                .base_mono_ns = base_real - off,
+                .priority = (int) d->cfg.priority,
+                .stack_prefault = STACK_PREFAULT,
+        };
+
+        atomic_store_explicit(&d->ctl.threshold_ns, d->cfg.threshold_ns, memory_order_relaxed);
+        r = start_probes(d, &pp);
+        if (r < 0) {
+                stop_probes(d);
+                return d->unavailable ? EXIT_UNAVAILABLE : EXIT_FAILURE;
+        }
+        r = begin_run_record(d, &pp, text, cpus);
+        if (r >= 0 && (r = start_tracing(d, off)) < 0)
+                log_oom();
+        atomic_store(&d->outbox_on, d->token != NULL);
+        if (r >= 0 && d->token)
+                r = start_uploader(d);
+        if (r >= 0) {
+                struct collector_params cp = {
+                        .period_ns = d->cfg.interval_ns,
+                        .base_mono_ns = pp.base_mono_ns,
+                        .run_start_mono_ns = now_ns(CLOCK_MONOTONIC),
+                        .mono_to_real_ns = off,
+                        .threshold_ns = d->cfg.threshold_ns,
+                        .probe_interval_ns = d->cfg.probe_interval_ns,
+                        .hist_limit_us = pp.hist_limit_us,
+                        .grace_ns = 2 * NSEC_PER_SEC + 2 * d->cfg.probe_interval_ns,
+                        .max_pending = d->cfg.hold_intervals,
+                        .annotate = annotate_interval,
+                        .userdata = d,
+                        .storage_beat = &d->hb_storage,
+                        .traces = tracing_capture(d->tracing),
+                };
+                r = collector_new(&cp, d->store, d->run_id, d->probes, d->nprobes, &d->collector);
+                if (r < 0)
+                        log_oom();
+        }
+        if (r >= 0)
+                r = setup_event_loop(d);
+        if (r >= 0)
+                r = go(d, &pp, off, duration_ns);
+        if (r < 0) {
+                stop_probes(d);
+                return EXIT_FAILURE;
+        }
+        log_info("Run %" PRId64 ": probing CPUs %s at SCHED_FIFO %" PRIu64 " every %s, threshold "
+                 "%s, intervals of %s into %s",
+                 d->run_id, cpus, d->cfg.priority, format_timespan(span, d->cfg.probe_interval_ns),
+                 format_timespan(span2, d->cfg.threshold_ns),
+                 format_timespan(span3, d->cfg.interval_ns), d->cfg.storage_path);
+        /* READY=1 follows from the main loop once the probes measure (check_ready()). */
+        sd_notifyf(0, "STATUS=Run %" PRId64 ": starting the probes on CPUs %s", d->run_id, cpus);
+
+        r = sd_event_loop(d->event);
+        if (r < 0) {
+                log_error_errno(r, "Event loop failed: %m");
+                stop_probes(d);
+                d->failed = true;
+                snprintf(d->fail_message, sizeof(d->fail_message), "event loop failed: %s",
+                         strerror(-r));
+        }
+        /* Every load process is gone before the run is recorded as ended. */
+        return finish_run(d);
 }
 
 static void daemon_done(struct daemon *d) {
