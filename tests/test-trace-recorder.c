@@ -8,12 +8,15 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "tests.h"
 #include "macro.h"
 #include "trace-recorder.h"
+
+#define TRACEFS_MAGIC 0x74726163
 
 static int64_t mono_ns(void) {
         struct timespec ts;
@@ -95,11 +98,16 @@ static char tracing_on(const struct trace_recorder *r) {
 /* tracefs of our own, whatever the machine has mounted; false where that cannot be. */
 static bool own_tracefs(void) {
         static int done = -1;
+        struct statfs sf;
+        /* Where tracefs is mounted already (systemd does at boot), a second mount of it there
+         * fails: that one is used. */
         if (done < 0)
                 done = geteuid() == 0 && sysconf(_SC_NPROCESSORS_ONLN) >= 2 &&
                        unshare(CLONE_NEWNS) >= 0 &&
                        mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) >= 0 &&
-                       mount("nodev", TRACE_DEFAULT_PATH, "tracefs", 0, NULL) >= 0;
+                       (mount("nodev", TRACE_DEFAULT_PATH, "tracefs", 0, NULL) >= 0 ||
+                        (statfs(TRACE_DEFAULT_PATH, &sf) == 0 &&
+                         (uint32_t) sf.f_type == TRACEFS_MAGIC));
         return done;
 }
 

@@ -30,9 +30,20 @@
 /* What to mount at /sys/kernel/tracing in rtsoakd's namespace. */
 enum mount_as { TRACEFS, TRACEFS_RO, TMPFS };
 
+/* Shell: tracefs at /sys/kernel/tracing, mounted there unless it already is (systemd mounts
+ * it at boot; a second mount of it there fails). */
+#define IS_TRACEFS "[ \"$(stat -f -c %T /sys/kernel/tracing)\" = tracefs ]"
+#define MOUNT_TRACEFS \
+        "{ mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || " IS_TRACEFS "; }"
+/* The same read-only: where it is mounted already, a read-only bind of it in the namespace. */
+#define MOUNT_TRACEFS_RO                                                                  \
+        "{ mount -t tracefs -o ro nodev /sys/kernel/tracing 2>/dev/null || { " IS_TRACEFS \
+        " && mount --bind /sys/kernel/tracing /sys/kernel/tracing && "                    \
+        "mount -o remount,bind,ro /sys/kernel/tracing; }; }"
+
 static const char *const scripts[] = {
-        [TRACEFS] = "mount -t tracefs nodev /sys/kernel/tracing || exit 125; exec \"$@\"",
-        [TRACEFS_RO] = "mount -t tracefs -o ro nodev /sys/kernel/tracing || exit 125; exec \"$@\"",
+        [TRACEFS] = MOUNT_TRACEFS " || exit 125; exec \"$@\"",
+        [TRACEFS_RO] = MOUNT_TRACEFS_RO " || exit 125; exec \"$@\"",
         [TMPFS] = "mount -t tmpfs none /sys/kernel/tracing || exit 125; exec \"$@\"",
 };
 
@@ -624,7 +635,8 @@ static void test_instance_busy(void **state) {
                            "-m",
                            "sh",
                            "-c",
-                           "mount -t tracefs nodev /sys/kernel/tracing || exit 125; "
+                           MOUNT_TRACEFS
+                           " || exit 125; "
                            "d=/sys/kernel/tracing/instances/rtsoak-test-busy; mkdir $d; "
                            "exec 3<$d/trace; sleep 6; exec 3<&-; rmdir $d",
                            NULL };
@@ -640,11 +652,9 @@ static void test_instance_busy(void **state) {
 static int name_cached(const char *dir, const char *name, const char *before) {
         char script[1024];
         snprintf(script, sizeof(script),
-                 "{ mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || "
-                 "[ \"$(stat -f -c %%T /sys/kernel/tracing)\" = tracefs ]; } || exit 125; "
-                 "t=/sys/kernel/tracing; "
+                 "%s || exit 125; t=/sys/kernel/tracing; "
                  "%s cp /bin/sleep %s/%s && %s/%s 0.3 && grep -qw %s $t/saved_cmdlines",
-                 before ? before : "", dir, name, dir, name, name);
+                 MOUNT_TRACEFS, before ? before : "", dir, name, dir, name, name);
         char *argv[] = { UNSHARE, "-m", "sh", "-c", script, NULL };
         struct tu_result r;
         tu_run(argv, 20000, NULL, NULL, &r);
@@ -682,7 +692,8 @@ static void test_no_comm_cache(void **state) {
                           "-m",
                           "sh",
                           "-c",
-                          "mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; "
+                          MOUNT_TRACEFS
+                          "; "
                           "t=/sys/kernel/tracing; i=$t/instances/rtsoak-test-comm; "
                           "rmdir $i 2>/dev/null; echo 0 > $t/options/record-cmd; mkdir $i; r=$?; "
                           "echo 1 > $t/options/record-cmd; [ $r = 0 ] && "
@@ -723,7 +734,8 @@ static void test_comm_cache_others(void **state) {
                 "-m",
                 "sh",
                 "-c",
-                "mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; "
+                MOUNT_TRACEFS
+                "; "
                 "i=/sys/kernel/tracing/instances/rtsoak-test-other; mkdir $i || exit 125; "
                 "echo 1 > $i/events/irq/softirq_entry/enable; sleep 5; "
                 "echo 0 > $i/events/irq/softirq_entry/enable; rmdir $i",
@@ -754,9 +766,9 @@ static void test_stale_instance(void **state) {
                              "-m",
                              "sh",
                              "-c",
-                             "mount -t tracefs nodev /sys/kernel/tracing || exit 125; "
-                             "i=/sys/kernel/tracing/instances/rtsoak-test-stale; "
-                             "rmdir $i 2>/dev/null; mkdir $i",
+                             MOUNT_TRACEFS " || exit 125; "
+                                           "i=/sys/kernel/tracing/instances/rtsoak-test-stale; "
+                                           "rmdir $i 2>/dev/null; mkdir $i",
                              NULL };
         struct tu_result r;
         tu_run(leftover, 20000, NULL, NULL, &r);
@@ -776,8 +788,8 @@ static void test_stale_instance(void **state) {
                          "-m",
                          "sh",
                          "-c",
-                         "mount -t tracefs nodev /sys/kernel/tracing || exit 125; "
-                         "test ! -e /sys/kernel/tracing/instances/rtsoak-test-stale",
+                         MOUNT_TRACEFS " || exit 125; "
+                                       "test ! -e /sys/kernel/tracing/instances/rtsoak-test-stale",
                          NULL };
         tu_run(gone, 20000, NULL, NULL, &r);
         assert_int_equal(r.status, 0);
