@@ -15,6 +15,10 @@ none of them):
   rtsoakd           rtsoakd with no load scenario ("idle" rotation), the trace flight
                     recorder off
   rtsoakd-trace     the same with the trace flight recorder on (needs a writable tracefs)
+  cyclictest-trace  cyclictest while a tracefs instance of this benchmark records what
+                    rtsoakd-trace records: rtsoakd's default [Trace] Events=, the same
+                    buffer size, trace clock and wake-up filter (with cyclictest's name for the
+                    probes'): what recording those events costs any tool
   rtsoakd-defaults  rtsoakd as this benchmark ran it before 2026-12-04: the built-in rotation,
                     so it starts the load generators of the hour's scenario (or, where
                     rtsoak-load is not installed, retries starting them and stores an event
@@ -23,6 +27,8 @@ none of them):
 Usage (as root, from the source tree after building):
     bench/probe-vs-cyclictest.py [--pairs 5] [--duration 30] [--interval 200] [--priority 95]
                                  [--loads idle,hackbench] [--variants cyclictest,rtsoakd]
+e.g. --variants cyclictest,rtsoakd,rtsoakd-trace,cyclictest-trace: the cost of tracing for the
+probe against its cost for cyclictest, in one run
 """
 import argparse
 import json
@@ -41,7 +47,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.path.join(HERE, "..", "build")
 STEADY_SKIP, STEADY_TAIL = 3.0, 2.0
-VARIANTS = ("cyclictest", "rtsoakd", "rtsoakd-trace", "rtsoakd-defaults")
+VARIANTS = ("cyclictest", "rtsoakd", "rtsoakd-trace", "cyclictest-trace", "rtsoakd-defaults")
+TRACEFS = "/sys/kernel/tracing"
+BENCH_INSTANCE = TRACEFS + "/instances/rtsoak-bench"
 
 
 def task_runtime_ns(pid):
@@ -175,6 +183,45 @@ def cyclictest_run(args, tmp):
     return counts, overflow, cpu, rss, weighted / max(cycles, 1), None, steady
 
 
+def default_events():
+    """rtsoakd's default [Trace] Events=, as its --check-config prints them."""
+    out = subprocess.run([os.path.join(BUILD, "daemon", "rtsoakd"), "--config", "/dev/null",
+                          "--check-config"], check=True, capture_output=True, text=True).stdout
+    line = next(l for l in out.splitlines() if l.startswith("Events="))
+    return line[len("Events="):].split()
+
+
+def instance_write(rel, value, optional=False):
+    try:
+        with open(os.path.join(BENCH_INSTANCE, rel), "w") as f:
+            f.write(value)
+    except OSError:
+        if not optional:
+            raise
+
+
+def cyclictest_traced_run(args, tmp):
+    """cyclictest with an instance recording what rtsoakd's flight recorder records (656 KiB
+    per CPU, as rtsoakd sizes a 20 ms look-back; trace clock mono; overwrite)."""
+    if os.path.isdir(BENCH_INSTANCE):
+        os.rmdir(BENCH_INSTANCE)
+    os.mkdir(BENCH_INSTANCE)
+    try:
+        instance_write("buffer_size_kb", "656")
+        instance_write("trace_clock", "mono")
+        for spec in default_events():
+            optional = spec.startswith("?")
+            system, event = spec.lstrip("?").split(":")
+            if event.startswith("sched_wakeup"):
+                instance_write(f"events/{system}/{event}/filter",
+                               'prio < 100 || comm ~ "cyclictest*"', optional)
+            instance_write(f"events/{system}/{event}/enable", "1", optional)
+        return cyclictest_run(args, tmp)
+    finally:
+        instance_write("tracing_on", "0")
+        os.rmdir(BENCH_INSTANCE)
+
+
 def start_load(kind):
     if kind == "idle":
         return None
@@ -258,10 +305,13 @@ def main():
     pairs_of = [(v, ref) for v in variants if v != ref]
     if "rtsoakd-trace" in variants and "rtsoakd" in variants and ref != "rtsoakd":
         pairs_of.append(("rtsoakd-trace", "rtsoakd"))
+    if "rtsoakd-trace" in variants and "cyclictest-trace" in variants:
+        pairs_of.append(("rtsoakd-trace", "cyclictest-trace"))
 
     if os.geteuid() != 0:
         sys.exit("run as root (SCHED_FIFO, mlockall)")
-    if "rtsoakd-trace" in variants and not os.path.isdir("/sys/kernel/tracing/instances"):
+    traced = "rtsoakd-trace" in variants or "cyclictest-trace" in variants
+    if traced and not os.path.isdir(TRACEFS + "/instances"):
         # tracefs is not mounted here: run in a mount namespace of our own that has it.
         os.execvp("unshare", ["unshare", "-m", "sh", "-c",
                               'mount -t tracefs nodev /sys/kernel/tracing && exec "$@"', "sh",
@@ -289,6 +339,8 @@ def main():
                 for v in order:
                     if v == "cyclictest":
                         res = cyclictest_run(args, tmp)
+                    elif v == "cyclictest-trace":
+                        res = cyclictest_traced_run(args, tmp)
                     else:
                         res = rtsoakd_run(args, tmp, v)
                     counts, overflow, cpu, maxrss, mean_us, tkib, steady = res
