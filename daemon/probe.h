@@ -55,7 +55,7 @@ enum probe_state {
 struct probe_control {
         _Atomic bool go;
         _Atomic bool stop;
-        /* Set before go, read once after it: a probe takes no sample due at or after this
+        /* Set before go, read once after it: a probe takes no sample due after this
          * CLOCK_MONOTONIC time (--duration), whenever the main thread gets to stop it.  0: no
          * end. */
         _Atomic int64_t end_mono_ns;
