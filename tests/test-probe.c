@@ -44,11 +44,16 @@ static struct probe_params params(uint64_t interval_ns, uint64_t period_ns) {
         };
 }
 
-static void start(struct probe *p, struct probe_control *ctl) {
+/* Started, pinned and waiting for go. */
+static void ready(struct probe *p) {
         assert_int_equal(probe_start(p), 0);
         for (int i = 0; i < 5000 && probe_state(p) == PROBE_STARTING; i++)
                 sleep_ms(1);
         assert_int_equal(probe_state(p), PROBE_READY);
+}
+
+static void start(struct probe *p, struct probe_control *ctl) {
+        ready(p);
         atomic_store(&ctl->go, true);
 }
 
@@ -200,10 +205,7 @@ static void test_end_is_kept_across_a_stall(void **state) {
 
         struct probe_params pp = params(1000000, 50000000); /* 1 ms, 50 ms intervals */
         assert_int_equal(probe_new(0, &pp, &ctl, &p), 0);
-        assert_int_equal(probe_start(p), 0);
-        for (int i = 0; i < 5000 && probe_state(p) == PROBE_STARTING; i++)
-                sleep_ms(1);
-        assert_int_equal(probe_state(p), PROBE_READY);
+        ready(p);
         int64_t go = now_ns(CLOCK_MONOTONIC), end = go + 300 * 1000000LL;
         /* From 5 ms before the end to 30 ms after it. */
         struct spinner sp = { end - 5000000, end + 30000000 };
