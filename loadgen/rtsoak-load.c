@@ -112,7 +112,30 @@ static int become_child(const char *user, pid_t parent, int nice_level) {
         return 0;
 }
 
-int main(int argc, char *argv[]) {
+/* What the command line asked for. */
+struct cli {
+        uint64_t duration, every;
+        bool json, supervised;
+        int stats_fd, events_fd, nice_level;
+        pid_t parent;
+        const char *user;
+};
+
+/* A number of --stats-fd, --events-fd, --parent or --nice; false (said) when it is none. */
+static bool parse_number(const char *name, const char *text, long *ret) {
+        char *end;
+        errno = 0;
+        long v = strtol(text, &end, 10);
+        if (errno || *end || *text == 0 || v < -20 || v > INT32_MAX) {
+                log_error("%s: not a valid number: %s", name, text);
+                return false;
+        }
+        *ret = v;
+        return true;
+}
+
+/* The options before the generator's name; -1 to go on, else the exit status. */
+static int parse_options(int argc, char *argv[], struct cli *o) {
         enum {
                 ARG_VERSION = 0x100,
                 ARG_SUPERVISED,
@@ -138,29 +161,24 @@ int main(int argc, char *argv[]) {
                 { "nice", required_argument, NULL, ARG_NICE },
                 {},
         };
-        uint64_t duration = 0, every = 0;
-        bool json = false, supervised = false;
-        int stats_fd = -1, events_fd = -1, nice_level = 0, c, r;
-        pid_t parent = 0;
-        const char *user = NULL, *reason;
-        char err[LOADGEN_ERROR_MAX];
-
-        log_set_program("rtsoak-load");
+        const char *reason;
+        long v;
+        int c;
         while ((c = getopt_long(argc, argv, "+:d:r:jlh", options, NULL)) >= 0)
                 switch (c) {
                 case 'd':
                 case 'r': {
-                        uint64_t *v = c == 'd' ? &duration : &every;
-                        if (parse_timespan(optarg, v, &reason) < 0 || *v == 0) {
+                        uint64_t *t = c == 'd' ? &o->duration : &o->every;
+                        if (parse_timespan(optarg, t, &reason) < 0 || *t == 0) {
                                 log_error("--%s %s: %s", c == 'd' ? "duration" : "report-every",
                                           optarg,
-                                          *v == 0 && !reason ? "must be longer than 0" : reason);
+                                          *t == 0 && !reason ? "must be longer than 0" : reason);
                                 return EXIT_USAGE;
                         }
                         break;
                 }
                 case 'j':
-                        json = true;
+                        o->json = true;
                         break;
                 case 'l':
                         for (size_t i = 0; i < loadgen_registry_size; i++)
@@ -174,31 +192,29 @@ int main(int argc, char *argv[]) {
                         printf("rtsoak-load %s\n", PROJECT_VERSION);
                         return EXIT_SUCCESS;
                 case ARG_SUPERVISED:
-                        supervised = true;
+                        o->supervised = true;
                         break;
                 case ARG_STATS_FD:
                 case ARG_EVENTS_FD:
                 case ARG_PARENT:
-                case ARG_NICE: {
-                        char *end;
-                        errno = 0;
-                        long v = strtol(optarg, &end, 10);
-                        if (errno || *end || *optarg == 0 || v < -20 || v > INT32_MAX) {
-                                log_error("%s: not a valid number: %s", argv[optind - 1], optarg);
+                case ARG_NICE:
+                        if (!parse_number(c == ARG_STATS_FD    ? "--stats-fd"
+                                          : c == ARG_EVENTS_FD ? "--events-fd"
+                                          : c == ARG_PARENT    ? "--parent"
+                                                               : "--nice",
+                                          optarg, &v))
                                 return EXIT_USAGE;
-                        }
                         if (c == ARG_STATS_FD)
-                                stats_fd = (int) v;
+                                o->stats_fd = (int) v;
                         else if (c == ARG_EVENTS_FD)
-                                events_fd = (int) v;
+                                o->events_fd = (int) v;
                         else if (c == ARG_PARENT)
-                                parent = (pid_t) v;
+                                o->parent = (pid_t) v;
                         else
-                                nice_level = (int) v;
+                                o->nice_level = (int) v;
                         break;
-                }
                 case ARG_USER:
-                        user = optarg;
+                        o->user = optarg;
                         break;
                 default:
                         log_getopt_error(c, argv);
@@ -208,6 +224,11 @@ int main(int argc, char *argv[]) {
                 log_error("No load generator given (see --list)");
                 return EXIT_USAGE;
         }
+        return -1;
+}
+
+/* "GENERATOR ... --help" (before any "--"): its help; -1 when not asked for. */
+static int generator_help(int argc, char *argv[]) {
         for (int i = optind + 1; i < argc && strcmp(argv[i], "--") != 0; i++)
                 if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
                         const struct loadgen_info *info = loadgen_find(argv[optind]);
@@ -218,26 +239,12 @@ int main(int argc, char *argv[]) {
                         loadgen_print_help(info, stdout);
                         return EXIT_SUCCESS;
                 }
+        return -1;
+}
 
-        struct loadgen_spec spec = {};
-        r = loadgen_parse_argv(argc - optind, argv + optind, &spec, err);
-        if (r < 0) {
-                log_error("%s", err);
-                return EXIT_USAGE;
-        }
-
-        if (supervised) {
-                r = become_child(user, parent, nice_level);
-                if (r < 0) {
-                        loadgen_spec_done(&spec);
-                        return EXIT_FAILURE;
-                }
-        } else if (user) {
-                log_error("--user is only for supervised mode; run rtsoak-load as that user");
-                loadgen_spec_done(&spec);
-                return EXIT_USAGE;
-        }
-
+/* The statistics area: rtsoakd's (--stats-fd) or one of our own; NULL (said) when it cannot be
+ * mapped or is not one. */
+static struct loadgen_shm *map_stats(int stats_fd) {
         struct loadgen_shm *shm;
         if (stats_fd >= 0)
                 shm = mmap(NULL, sizeof(*shm), PROT_READ | PROT_WRITE, MAP_SHARED, stats_fd, 0);
@@ -246,36 +253,106 @@ int main(int argc, char *argv[]) {
                            -1, 0);
         if (shm == MAP_FAILED) {
                 log_error_errno(negative_errno(), "Cannot map the statistics area: %m");
-                loadgen_spec_done(&spec);
-                return EXIT_FAILURE;
+                return NULL;
         }
         if (stats_fd < 0)
                 shm->magic = LOADGEN_SHM_MAGIC;
         else if (shm->magic != LOADGEN_SHM_MAGIC) {
                 log_error("--stats-fd %d is not a statistics area", stats_fd);
-                return EXIT_FAILURE;
+                munmap(shm, sizeof(*shm));
+                return NULL;
         } else
                 close(stats_fd); /* mapped; a command run by a generator must not get it */
-        if (events_fd >= 0)
-                (void) fcntl(events_fd, F_SETFD, FD_CLOEXEC);
-        shm->nmetrics = (uint32_t) spec.info->nmetrics;
+        return shm;
+}
 
+/* Waits for a signal, the generator's end or the duration, printing the rates every
+ * o->every; returns why it stopped.  first: the counters at start. */
+static const char *wait_for_end(const struct cli *o, struct runner *rn, const sigset_t *mask,
+                                int64_t start, const uint64_t *first) {
+        const struct loadgen_info *info = rn->ctx.info;
+        struct loadgen_shm *shm = rn->ctx.shm;
+        uint64_t last[LOADGEN_MAX_METRICS], cur[LOADGEN_MAX_METRICS];
+        int64_t last_report = start;
+        memcpy(last, first, sizeof(last));
+        for (;;) {
+                struct timespec ts = { 0, 50 * 1000 * 1000 };
+                siginfo_t si;
+                int sig = sigtimedwait(mask, &si, &ts);
+                int64_t now = now_ns(CLOCK_MONOTONIC);
+                atomic_fetch_add(&shm->heartbeat, 1);
+                if (sig > 0)
+                        return sig == SIGINT ? "interrupted" : "terminated";
+                if (atomic_load(&rn->finished))
+                        return rn->result < 0 ? "failed" : "finished";
+                if (o->duration && now - start >= (int64_t) o->duration)
+                        return "duration reached";
+                if (o->every && !o->json && now - last_report >= (int64_t) o->every) {
+                        snapshot(shm, info->nmetrics, cur);
+                        printf("%s: %.1f s\n", info->name, (double) (now - start) / 1e9);
+                        print_rates(info, last, cur, (double) (now - last_report) / 1e9, stdout);
+                        fflush(stdout);
+                        memcpy(last, cur, sizeof(cur));
+                        last_report = now;
+                }
+        }
+}
+
+/* Tells the generator to stop and gives its workers a moment to finish what they do; a
+ * generator stuck in a system call does not keep us: exit takes every thread with it.
+ * Returns whether it ended. */
+static bool stop_generator(struct runner *rn, pthread_t t) {
+        atomic_store(&rn->ctx.stop, true);
+        struct timespec deadline;
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_nsec += 400 * 1000 * 1000;
+        if (deadline.tv_nsec >= 1000000000) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000;
+        }
+        return pthread_timedjoin_np(t, NULL, &deadline) == 0;
+}
+
+static void print_result(const struct loadgen_spec *spec, bool json, const char *why, double secs,
+                         const uint64_t *first, const uint64_t *cur) {
+        const struct loadgen_info *info = spec->info;
+        if (!json) {
+                printf("%s: %s after %.2f s (%s)\n", info->name, why, secs, spec->text);
+                print_rates(info, first, cur, secs, stdout);
+                return;
+        }
+        json_t *o = json_pack("{s:s, s:s, s:f, s:s, s:[]}", "generator", info->name, "options",
+                              spec->text, "seconds", secs, "end", why, "metrics");
+        json_t *arr = json_object_get(o, "metrics");
+        for (size_t i = 0; i < info->nmetrics; i++) {
+                const struct loadgen_metric *m = &info->metrics[i];
+                double rate = secs > 0 ? (double) (cur[i] - first[i]) / secs * m->scale : 0.0;
+                json_array_append_new(arr, json_pack("{s:s, s:s, s:f, s:I, s:s}", "name", m->name,
+                                                     "unit", m->unit, "rate", rate, "count",
+                                                     (json_int_t) (cur[i] - first[i]), "count_unit",
+                                                     m->count_unit));
+        }
+        json_dumpf(o, stdout, JSON_INDENT(2));
+        putchar('\n');
+        json_decref(o);
+}
+
+/* Runs the generator of spec until it ends or is stopped; the exit status. */
+static int run(const struct cli *o, const struct loadgen_spec *spec, struct loadgen_shm *shm) {
         static struct runner rn;
+        char err[LOADGEN_ERROR_MAX];
         rn.ctx = (struct loadgen_ctx){
-                .info = spec.info,
-                .opts = spec.opts,
-                .args = spec.args,
+                .info = spec->info,
+                .opts = spec->opts,
+                .args = spec->args,
                 .shm = shm,
-                .event_fd = events_fd,
+                .event_fd = o->events_fd,
                 .ncpus = online_cpus(),
         };
-
-        r = spec.info->probe(spec.opts, spec.args, err);
-        if (r < 0) {
-                if (supervised)
+        if (spec->info->probe(spec->opts, spec->args, err) < 0) {
+                if (o->supervised)
                         loadgen_event(&rn.ctx, "unsupported", -1, "%s", err);
-                log_error("%s: cannot run here: %s", spec.info->name, err);
-                loadgen_spec_done(&spec);
+                log_error("%s: cannot run here: %s", spec->info->name, err);
                 return EXIT_UNAVAILABLE;
         }
 
@@ -287,95 +364,61 @@ int main(int argc, char *argv[]) {
         pthread_sigmask(SIG_BLOCK, &mask, NULL); /* inherited by every worker thread */
         signal(SIGPIPE, SIG_IGN);
 
-        uint64_t first[LOADGEN_MAX_METRICS], last[LOADGEN_MAX_METRICS], cur[LOADGEN_MAX_METRICS];
-        size_t nm = spec.info->nmetrics;
-        snapshot(shm, nm, first);
-        memcpy(last, first, sizeof(first));
-        int64_t start = now_ns(CLOCK_MONOTONIC), last_report = start;
-
+        uint64_t first[LOADGEN_MAX_METRICS], cur[LOADGEN_MAX_METRICS];
+        snapshot(shm, spec->info->nmetrics, first);
+        int64_t start = now_ns(CLOCK_MONOTONIC);
         pthread_t t;
-        r = -pthread_create(&t, NULL, gen_thread, &rn);
+        int r = -pthread_create(&t, NULL, gen_thread, &rn);
         if (r < 0) {
                 log_error_errno(r, "Cannot start the generator: %m");
                 return EXIT_FAILURE;
         }
-
-        const char *why = "stopped";
-        for (;;) {
-                struct timespec ts = { 0, 50 * 1000 * 1000 };
-                siginfo_t si;
-                int sig = sigtimedwait(&mask, &si, &ts);
-                int64_t now = now_ns(CLOCK_MONOTONIC);
-                atomic_fetch_add(&shm->heartbeat, 1);
-                if (sig > 0) {
-                        why = sig == SIGINT ? "interrupted" : "terminated";
-                        break;
-                }
-                if (atomic_load(&rn.finished)) {
-                        why = rn.result < 0 ? "failed" : "finished";
-                        break;
-                }
-                if (duration && now - start >= (int64_t) duration) {
-                        why = "duration reached";
-                        break;
-                }
-                if (every && !json && now - last_report >= (int64_t) every) {
-                        snapshot(shm, nm, cur);
-                        printf("%s: %.1f s\n", spec.info->name, (double) (now - start) / 1e9);
-                        print_rates(spec.info, last, cur, (double) (now - last_report) / 1e9,
-                                    stdout);
-                        fflush(stdout);
-                        memcpy(last, cur, sizeof(cur));
-                        last_report = now;
-                }
-        }
-        atomic_store(&rn.ctx.stop, true);
-
-        /* Give the workers a moment to finish what they do; a generator stuck in a system
-         * call does not keep us: exit takes every thread with it. */
-        struct timespec deadline;
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_nsec += 400 * 1000 * 1000;
-        if (deadline.tv_nsec >= 1000000000) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000;
-        }
-        bool joined = pthread_timedjoin_np(t, NULL, &deadline) == 0;
+        const char *why = wait_for_end(o, &rn, &mask, start, first);
+        bool joined = stop_generator(&rn, t);
         /* Work finished after the stop request counts, and so does its time. */
         int64_t end = now_ns(CLOCK_MONOTONIC);
-        snapshot(shm, nm, cur);
-        double secs = (double) (end - start) / 1e9;
+        snapshot(shm, spec->info->nmetrics, cur);
         int status = rn.result < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
-
-        if (supervised)
+        if (o->supervised)
                 _exit(status);
-
-        if (json) {
-                json_t *o = json_pack("{s:s, s:s, s:f, s:s, s:[]}", "generator", spec.info->name,
-                                      "options", spec.text, "seconds", secs, "end", why, "metrics");
-                json_t *arr = json_object_get(o, "metrics");
-                for (size_t i = 0; i < nm; i++) {
-                        const struct loadgen_metric *m = &spec.info->metrics[i];
-                        json_array_append_new(
-                                arr,
-                                json_pack("{s:s, s:s, s:f, s:I, s:s}", "name", m->name, "unit",
-                                          m->unit, "rate",
-                                          secs > 0 ? (double) (cur[i] - first[i]) / secs * m->scale
-                                                   : 0.0,
-                                          "count", (json_int_t) (cur[i] - first[i]), "count_unit",
-                                          m->count_unit));
-                }
-                json_dumpf(o, stdout, JSON_INDENT(2));
-                putchar('\n');
-                json_decref(o);
-        } else {
-                printf("%s: %s after %.2f s (%s)\n", spec.info->name, why, secs, spec.text);
-                print_rates(spec.info, first, cur, secs, stdout);
-        }
+        print_result(spec, o->json, why, (double) (end - start) / 1e9, first, cur);
         fflush(stdout);
         if (!joined)
                 _exit(status);
+        return status;
+}
+
+int main(int argc, char *argv[]) {
+        struct cli o = { .stats_fd = -1, .events_fd = -1 };
+        char err[LOADGEN_ERROR_MAX];
+
+        log_set_program("rtsoak-load");
+        int status = parse_options(argc, argv, &o);
+        if (status < 0)
+                status = generator_help(argc, argv);
+        if (status >= 0)
+                return status;
+
+        struct loadgen_spec spec = {};
+        if (loadgen_parse_argv(argc - optind, argv + optind, &spec, err) < 0) {
+                log_error("%s", err);
+                return EXIT_USAGE;
+        }
+        struct loadgen_shm *shm = NULL;
+        if (o.supervised && become_child(o.user, o.parent, o.nice_level) < 0)
+                status = EXIT_FAILURE;
+        else if (!o.supervised && o.user) {
+                log_error("--user is only for supervised mode; run rtsoak-load as that user");
+                status = EXIT_USAGE;
+        } else if (!(shm = map_stats(o.stats_fd)))
+                status = EXIT_FAILURE;
+        if (shm) {
+                if (o.events_fd >= 0)
+                        (void) fcntl(o.events_fd, F_SETFD, FD_CLOEXEC);
+                shm->nmetrics = (uint32_t) spec.info->nmetrics;
+                status = run(&o, &spec, shm);
+                munmap(shm, sizeof(*shm));
+        }
         loadgen_spec_done(&spec);
-        munmap(shm, sizeof(*shm));
         return status;
 }

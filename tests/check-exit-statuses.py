@@ -120,6 +120,10 @@ def main():
         case("rtsoak-load", "no generator", [], 64, "No load generator given")
         case("rtsoak-load", "unknown generator", ["nosuch"], 64, "nosuch")
         case("rtsoak-load", "malformed value", ["--duration", "soon", "cpu"], 64, "--duration")
+        case("rtsoak-load", "malformed number", ["--nice", "x", "cpu"], 64,
+             "--nice: not a valid number: x")
+        case("rtsoak-load", "--user outside supervised mode", ["--user", "nobody", "cpu"], 64,
+             "--user is only for supervised mode")
         case("rtsoak-load", "option out of bounds", ["cpu", "--load", "200%"], 64,
              "--load=200%")
         case("rtsoak-load", "cannot run here (no such directory)",
