@@ -892,7 +892,8 @@ static int parse_uint_arg(const char *opt, const char *v, uint64_t max, uint64_t
         return 0;
 }
 
-int main(int argc, char *argv[]) {
+/* The options before the command into *a; -1 to go on, else the exit status. */
+static int parse_options(int argc, char *argv[], int64_t now, struct args *a) {
         enum {
                 ARG_DB = 0x100,
                 ARG_JSON,
@@ -925,28 +926,18 @@ int main(int argc, char *argv[]) {
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
         };
-        struct args a = { .db = DEFAULT_DB, .filter = STORE_FILTER_ALL };
-        _cleanup_(store_closep) store *s = NULL;
-        char err[STORE_ERROR_MAX];
-        int64_t now = now_ns(CLOCK_REALTIME);
         const char *reason;
         uint64_t v;
-        int c, r;
+        int c;
 
-        log_set_program("rtsoak");
-        /* verdict asks a farm server, not the local database: it has options of its own. */
-        if (argc > 1 && strcmp(argv[1], "verdict") == 0)
-                return cli_verdict(argc - 1, argv + 1);
-        if (argc > 1 && strcmp(argv[1], "latest-stable") == 0)
-                return cli_latest_stable(argc - 1, argv + 1);
         while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_DB:
-                        a.db = optarg;
+                        a->db = optarg;
                         break;
                 case ARG_JSON:
-                        a.json = true;
-                        a.given |= OPT_JSON;
+                        a->json = true;
+                        a->given |= OPT_JSON;
                         break;
                 case ARG_SINCE:
                 case ARG_UNTIL: {
@@ -957,58 +948,59 @@ int main(int argc, char *argv[]) {
                                 return EXIT_USAGE;
                         }
                         if (c == ARG_SINCE) {
-                                a.filter.since_ns = t;
-                                a.given |= OPT_SINCE;
+                                a->filter.since_ns = t;
+                                a->given |= OPT_SINCE;
                         } else {
-                                a.filter.until_ns = t;
-                                a.given |= OPT_UNTIL;
+                                a->filter.until_ns = t;
+                                a->given |= OPT_UNTIL;
                         }
                         break;
                 }
                 case ARG_RUN:
-                        a.given |= OPT_RUN;
+                        a->given |= OPT_RUN;
                         if (strcmp(optarg, "last") == 0) {
-                                a.run_last = true;
+                                a->run_last = true;
                                 break;
                         }
-                        if (parse_uint_arg("--run", optarg, INT64_MAX, &v) < 0 || v == 0) {
-                                if (v == 0)
-                                        log_error("--run %s: run ids start at 1", optarg);
+                        if (parse_uint_arg("--run", optarg, INT64_MAX, &v) < 0)
+                                return EXIT_USAGE;
+                        if (v == 0) {
+                                log_error("--run %s: run ids start at 1", optarg);
                                 return EXIT_USAGE;
                         }
-                        a.filter.run_id = (int64_t) v;
+                        a->filter.run_id = (int64_t) v;
                         break;
                 case ARG_CPU:
-                        a.given |= OPT_CPU;
+                        a->given |= OPT_CPU;
                         if (parse_uint_arg("--cpu", optarg, 8191, &v) < 0)
                                 return EXIT_USAGE;
-                        a.filter.cpu = (int) v;
+                        a->filter.cpu = (int) v;
                         break;
                 case ARG_FORMAT:
-                        a.given |= OPT_FORMAT;
-                        a.format = optarg;
+                        a->given |= OPT_FORMAT;
+                        a->format = optarg;
                         break;
                 case ARG_TYPE:
-                        a.given |= OPT_TYPE;
-                        a.type = optarg;
+                        a->given |= OPT_TYPE;
+                        a->type = optarg;
                         break;
                 case ARG_LIMIT:
-                        a.given |= OPT_LIMIT;
-                        if (parse_uint_arg("--limit", optarg, UINT32_MAX, &a.limit) < 0)
+                        a->given |= OPT_LIMIT;
+                        if (parse_uint_arg("--limit", optarg, UINT32_MAX, &a->limit) < 0)
                                 return EXIT_USAGE;
-                        a.have_limit = true;
+                        a->have_limit = true;
                         break;
                 case ARG_SCENARIO:
-                        a.given |= OPT_SCENARIO;
-                        a.filter.scenario = optarg;
+                        a->given |= OPT_SCENARIO;
+                        a->filter.scenario = optarg;
                         break;
                 case ARG_BY_SCENARIO:
-                        a.given |= OPT_BY_SCENARIO;
-                        a.by_scenario = true;
+                        a->given |= OPT_BY_SCENARIO;
+                        a->by_scenario = true;
                         break;
                 case ARG_RAW:
-                        a.given |= OPT_RAW;
-                        a.raw = true;
+                        a->given |= OPT_RAW;
+                        a->raw = true;
                         break;
                 case 'h':
                         usage(stdout);
@@ -1021,30 +1013,85 @@ int main(int argc, char *argv[]) {
                         return EXIT_USAGE;
                 }
 
+        return -1;
+}
+
+/* The command and its operand (trace's ID) into *a; -1 to go on, else the exit status. */
+static int parse_operands(int argc, char *argv[], struct args *a) {
+        uint64_t v;
+
         if (optind >= argc) {
                 usage(stderr);
                 return EXIT_USAGE;
         }
-        a.command = argv[optind];
+        a->command = argv[optind];
         /* trace takes the capture's ID; the other commands take no argument. */
-        if (strcmp(a.command, "trace") == 0) {
+        if (strcmp(a->command, "trace") == 0) {
                 if (optind + 1 >= argc) {
                         log_error("trace: which capture? (rtsoak trace ID; rtsoak traces lists "
                                   "them)");
                         return EXIT_USAGE;
                 }
-                if (parse_uint_arg("trace", argv[optind + 1], INT64_MAX, &v) < 0 || v == 0) {
-                        if (v == 0)
-                                log_error("trace %s: capture IDs start at 1", argv[optind + 1]);
+                if (parse_uint_arg("trace", argv[optind + 1], INT64_MAX, &v) < 0)
+                        return EXIT_USAGE;
+                if (v == 0) {
+                        log_error("trace %s: capture IDs start at 1", argv[optind + 1]);
                         return EXIT_USAGE;
                 }
-                a.id = (int64_t) v;
+                a->id = (int64_t) v;
                 optind++;
         }
         if (optind + 1 < argc) {
                 log_error("Unexpected argument '%s' (see --help)", argv[optind + 1]);
                 return EXIT_USAGE;
         }
+        return -1;
+}
+
+/* Options that do not fit the command or each other; -1 when they do, else the exit
+ * status. */
+static int check_options(const struct args *a, const struct command *cmd) {
+        for (size_t i = 0; i < ELEMENTSOF(option_names); i++)
+                if ((a->given & (1u << i)) && !(cmd->allowed & (1u << i))) {
+                        log_error("%s does not apply to '%s' (see --help)", option_names[i],
+                                  cmd->name);
+                        return EXIT_USAGE;
+                }
+        if (a->by_scenario && (a->given & OPT_SCENARIO)) {
+                log_error("--by-scenario and --scenario exclude each other");
+                return EXIT_USAGE;
+        }
+        if (a->filter.since_ns != INT64_MIN && a->filter.until_ns != INT64_MAX &&
+            a->filter.since_ns >= a->filter.until_ns) {
+                log_error("--since must be before --until");
+                return EXIT_USAGE;
+        }
+
+        if (a->format && strcmp(a->format, "cyclictest") != 0 && strcmp(a->format, "json") != 0 &&
+            strcmp(a->format, "csv") != 0) {
+                log_error("--format %s: unknown format (use cyclictest, json or csv)", a->format);
+                return EXIT_USAGE;
+        }
+        return -1;
+}
+
+int main(int argc, char *argv[]) {
+        struct args a = { .db = DEFAULT_DB, .filter = STORE_FILTER_ALL };
+        _cleanup_(store_closep) store *s = NULL;
+        char err[STORE_ERROR_MAX];
+        int r;
+
+        log_set_program("rtsoak");
+        /* verdict asks a farm server, not the local database: it has options of its own. */
+        if (argc > 1 && strcmp(argv[1], "verdict") == 0)
+                return cli_verdict(argc - 1, argv + 1);
+        if (argc > 1 && strcmp(argv[1], "latest-stable") == 0)
+                return cli_latest_stable(argc - 1, argv + 1);
+        int status = parse_options(argc, argv, now_ns(CLOCK_REALTIME), &a);
+        if (status < 0)
+                status = parse_operands(argc, argv, &a);
+        if (status >= 0)
+                return status;
         const struct command *cmd = find_command(a.command);
         if (!cmd) {
                 log_error("Unknown command '%s' (use status, report, histogram, events, traces "
@@ -1052,27 +1099,8 @@ int main(int argc, char *argv[]) {
                           a.command);
                 return EXIT_USAGE;
         }
-        for (size_t i = 0; i < ELEMENTSOF(option_names); i++)
-                if ((a.given & (1u << i)) && !(cmd->allowed & (1u << i))) {
-                        log_error("%s does not apply to '%s' (see --help)", option_names[i],
-                                  cmd->name);
-                        return EXIT_USAGE;
-                }
-        if (a.by_scenario && (a.given & OPT_SCENARIO)) {
-                log_error("--by-scenario and --scenario exclude each other");
-                return EXIT_USAGE;
-        }
-        if (a.filter.since_ns != INT64_MIN && a.filter.until_ns != INT64_MAX &&
-            a.filter.since_ns >= a.filter.until_ns) {
-                log_error("--since must be before --until");
-                return EXIT_USAGE;
-        }
-
-        if (a.format && strcmp(a.format, "cyclictest") != 0 && strcmp(a.format, "json") != 0 &&
-            strcmp(a.format, "csv") != 0) {
-                log_error("--format %s: unknown format (use cyclictest, json or csv)", a.format);
-                return EXIT_USAGE;
-        }
+        if ((status = check_options(&a, cmd)) >= 0)
+                return status;
 
         r = store_open(a.db, STORE_READONLY, &s, err);
         if (r < 0) {
