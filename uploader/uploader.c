@@ -262,12 +262,116 @@ static void stats_add(struct uploader *u, enum outcome o, size_t rows) {
         pthread_mutex_unlock(&u->stats_lock);
 }
 
+/* Where the sending stands between rounds. */
+struct sending {
+        unsigned attempt;   /* failed attempts in a row, for the back-off */
+        size_t single_left; /* after a refused batch: one row at a time, to find it */
+        char msg[HTTP_REPLY_BODY_MAX + 64];
+};
+
+#define STOP_SENDING UINT64_MAX
+
+/* The rows could not become a summary (r); how long to wait before the next round. */
+static uint64_t not_built(struct uploader *u, const struct store_outbox_row *rows, size_t n, int r,
+                          struct sending *g) {
+        if (n > 1) {
+                /* Find the row that cannot be sent; the others go on. */
+                log_warning("Uploader: cannot build a summary of %zu rows (%s); trying them one "
+                            "by one",
+                            n, r == -ERANGE ? "a value out of range" : store_error(u->store));
+                g->single_left = n;
+                return 0;
+        }
+        if (r == -EBADMSG || r == -ERANGE) {
+                /* This row's own data cannot become a summary (damaged, out of range): the
+                 * server would refuse it too; keep it out of the way. */
+                snprintf(g->msg, sizeof(g->msg), "cannot build the summary: %s",
+                         r == -ERANGE ? "a value out of range" : store_error(u->store));
+                log_error("Uploader: outbox row %" PRId64 ": %s", rows[0].id, g->msg);
+                r = set_aside(u, rows, g->msg);
+                if (g->single_left)
+                        g->single_left--;
+                return r < 0 ? NSEC_PER_SEC : 0;
+        }
+        /* Memory, a busy or failing database: try again in a moment. */
+        log_error("Uploader: cannot build a summary: %s", store_error(u->store));
+        return 5 * NSEC_PER_SEC;
+}
+
+/* What the server said of the rows (o); how long to wait before the next round. */
+static uint64_t after_upload(struct uploader *u, const struct store_outbox_row *rows, size_t n,
+                             enum outcome o, uint64_t retry_after, struct sending *g) {
+        int64_t now = now_ns(CLOCK_REALTIME);
+        int r;
+        stats_add(u, o, n);
+        if (o == OUT_SENT) {
+                r = store_outbox_mark(u->store, rows, n, STORE_OUTBOX_SENT, now, NULL);
+                g->attempt = 0;
+                if (g->single_left)
+                        g->single_left = g->single_left > n ? g->single_left - n : 0;
+        } else if (o == OUT_REJECTED && n > 1) {
+                /* Which row is it?  Send them one by one. */
+                log_warning("Uploader: a batch of %zu was refused (%s); sending them one by one", n,
+                            g->msg);
+                g->single_left = n;
+                r = 0;
+        } else if (o == OUT_REJECTED) {
+                log_error("Uploader: outbox row %" PRId64 " refused, set aside: %s", rows[0].id,
+                          g->msg);
+                r = set_aside(u, rows, g->msg);
+                if (g->single_left)
+                        g->single_left--;
+        } else {
+                r = store_outbox_mark(u->store, rows, n, STORE_OUTBOX_RETRY, now, g->msg);
+                uint64_t rnd = 0;
+                if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+                        rnd = (uint64_t) now;
+                uint64_t wait = uploader_backoff(u->p.backoff_min_ns, u->p.backoff_max_ns,
+                                                 g->attempt++, retry_after, rnd);
+                char span[TIMESPAN_MAX_LEN];
+                log_warning("Uploader: %s; %zu row(s) pending, retrying in %s", g->msg, n,
+                            format_timespan(span, wait / NSEC_PER_MSEC * NSEC_PER_MSEC));
+                if (r < 0)
+                        log_error("Uploader: %s", store_error(u->store));
+                return wait;
+        }
+        if (r < 0) {
+                /* The server has them but we could not note it (a full disk?): they go again
+                 * later, which the server stores once; do not spin. */
+                log_error("Uploader: %s", store_error(u->store));
+                return 5 * NSEC_PER_SEC;
+        }
+        return 0;
+}
+
+/* Sends rows as one summary; how long to wait before the next round, or STOP_SENDING. */
+static uint64_t send_rows(struct uploader *u, const struct store_outbox_row *rows, size_t n,
+                          struct sending *g) {
+        struct summary s = {};
+        struct store_run run = {};
+        char *body = NULL;
+        size_t len = 0;
+        int r = build_summary(u, rows, n, &s, &run);
+        if (r >= 0)
+                r = summary_encode(&s, &body, &len);
+        summary_release(&s);
+        store_run_done(&run);
+        if (r < 0)
+                return not_built(u, rows, n, r, g);
+
+        uint64_t retry_after = 0;
+        enum outcome o = upload(u, body, len, g->msg, sizeof(g->msg), &retry_after);
+        free(body);
+        if (atomic_load(&u->stop) && o == OUT_RETRY)
+                return STOP_SENDING; /* abandoned by the stop, not a failure of the server */
+        return after_upload(u, rows, n, o, retry_after, g);
+}
+
 static void *uploader_main(void *arg) {
         struct uploader *u = arg;
         struct curl_slist *headers = NULL;
-        char err[STORE_ERROR_MAX], msg[HTTP_REPLY_BODY_MAX + 64];
-        unsigned attempt = 0;
-        size_t single_left = 0; /* after a refused batch: one row at a time, to find it */
+        char err[STORE_ERROR_MAX];
+        struct sending g = {};
         int r;
 
         /* Opening may have to wait for the writer's migration; it keeps trying. */
@@ -286,120 +390,25 @@ static void *uploader_main(void *arg) {
         while (!atomic_load(&u->stop)) {
                 struct store_outbox_row *rows = NULL;
                 size_t n = 0;
+                uint64_t wait;
                 touch(u);
-                r = store_outbox_next(u->store, single_left ? 1 : u->p.batch, &rows, &n);
+                r = store_outbox_next(u->store, g.single_left ? 1 : u->p.batch, &rows, &n);
                 if (r < 0) {
                         log_error("Uploader: %s", store_error(u->store));
-                        free(rows);
-                        if (!sleep_for(u, 5 * NSEC_PER_SEC))
-                                break;
-                        continue;
-                }
-                if (n == 0) {
-                        free(rows);
-                        single_left = 0;
+                        wait = 5 * NSEC_PER_SEC;
+                } else if (n == 0) {
+                        g.single_left = 0;
                         pthread_mutex_lock(&u->lock);
                         if (!u->poked)
                                 atomic_store(&u->drained, true);
                         pthread_mutex_unlock(&u->lock);
                         wait_for(u, alive_slice(u));
-                        continue;
-                }
-
-                struct summary s = {};
-                struct store_run run = {};
-                char *body = NULL;
-                size_t len = 0;
-                r = build_summary(u, rows, n, &s, &run);
-                if (r >= 0)
-                        r = summary_encode(&s, &body, &len);
-                summary_release(&s);
-                store_run_done(&run);
-                if (r < 0 && n > 1) {
-                        /* Find the row that cannot be sent; the others go on. */
-                        log_warning("Uploader: cannot build a summary of %zu rows (%s); trying "
-                                    "them one by one",
-                                    n,
-                                    r == -ERANGE ? "a value out of range" : store_error(u->store));
-                        single_left = n;
-                        free(rows);
-                        continue;
-                }
-                if (r == -EBADMSG || r == -ERANGE) {
-                        /* This row's own data cannot become a summary (damaged, out of range):
-                         * the server would refuse it too; keep it out of the way. */
-                        snprintf(msg, sizeof(msg), "cannot build the summary: %s",
-                                 r == -ERANGE ? "a value out of range" : store_error(u->store));
-                        log_error("Uploader: outbox row %" PRId64 ": %s", rows[0].id, msg);
-                        r = set_aside(u, rows, msg);
-                        if (single_left)
-                                single_left--;
-                        free(rows);
-                        if (r < 0 && !sleep_for(u, NSEC_PER_SEC))
-                                break;
-                        continue;
-                }
-                if (r < 0) {
-                        /* Memory, a busy or failing database: try again in a moment. */
-                        log_error("Uploader: cannot build a summary: %s", store_error(u->store));
-                        free(rows);
-                        if (!sleep_for(u, 5 * NSEC_PER_SEC))
-                                break;
-                        continue;
-                }
-
-                uint64_t retry_after = 0;
-                enum outcome o = upload(u, body, len, msg, sizeof(msg), &retry_after);
-                free(body);
-                if (atomic_load(&u->stop) && o == OUT_RETRY) {
-                        free(rows);
-                        break; /* abandoned by the stop, not a failure of the server */
-                }
-                int64_t now = now_ns(CLOCK_REALTIME);
-                stats_add(u, o, n);
-                if (o == OUT_SENT) {
-                        r = store_outbox_mark(u->store, rows, n, STORE_OUTBOX_SENT, now, NULL);
-                        attempt = 0;
-                        if (single_left)
-                                single_left = single_left > n ? single_left - n : 0;
-                } else if (o == OUT_REJECTED && n > 1) {
-                        /* Which row is it?  Send them one by one. */
-                        log_warning("Uploader: a batch of %zu was refused (%s); sending them "
-                                    "one by one",
-                                    n, msg);
-                        single_left = n;
-                        r = 0;
-                } else if (o == OUT_REJECTED) {
-                        log_error("Uploader: outbox row %" PRId64 " refused, set aside: %s",
-                                  rows[0].id, msg);
-                        r = set_aside(u, rows, msg);
-                        if (single_left)
-                                single_left--;
-                } else {
-                        r = store_outbox_mark(u->store, rows, n, STORE_OUTBOX_RETRY, now, msg);
-                        uint64_t rnd = 0;
-                        if (getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-                                rnd = (uint64_t) now;
-                        uint64_t wait = uploader_backoff(u->p.backoff_min_ns, u->p.backoff_max_ns,
-                                                         attempt++, retry_after, rnd);
-                        char span[TIMESPAN_MAX_LEN];
-                        log_warning("Uploader: %s; %zu row(s) pending, retrying in %s", msg, n,
-                                    format_timespan(span, wait / NSEC_PER_MSEC * NSEC_PER_MSEC));
-                        free(rows);
-                        if (r < 0)
-                                log_error("Uploader: %s", store_error(u->store));
-                        if (!sleep_for(u, wait))
-                                break;
-                        continue;
-                }
+                        wait = 0;
+                } else
+                        wait = send_rows(u, rows, n, &g);
                 free(rows);
-                if (r < 0) {
-                        /* The server has them but we could not note it (a full disk?): they
-                         * go again later, which the server stores once; do not spin. */
-                        log_error("Uploader: %s", store_error(u->store));
-                        if (!sleep_for(u, 5 * NSEC_PER_SEC))
-                                break;
-                }
+                if (wait == STOP_SENDING || (wait > 0 && !sleep_for(u, wait)))
+                        break;
         }
 out:
         curl_easy_cleanup(u->curl);
