@@ -295,7 +295,8 @@ EOF
         restarts=$(prop rtsoakd NRestarts)
         unclean=$(count_events unclean_end)
         mkdir -p /etc/systemd/system/rtsoakd.service.d
-        printf '[Service]\nEnvironment=RTSOAKD_TEST_HANG=collector RTSOAKD_TEST_HANG_AFTER=2s\n' \
+        # A shorter watchdog than the unit's 30 s: the same mechanism, 24 s less waiting.
+        printf '[Service]\nEnvironment=RTSOAKD_TEST_HANG=collector RTSOAKD_TEST_HANG_AFTER=2s\nWatchdogSec=6s\n' \
                 >/etc/systemd/system/rtsoakd.service.d/hang.conf
         systemctl daemon-reload
         systemctl restart rtsoakd
