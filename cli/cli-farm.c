@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli-farm.h"
+#include "cli-output.h"
 #include "log.h"
 #include "macro.h"
 #include "token-file.h"
@@ -60,6 +61,15 @@ bool cli_farm_server_ok(const struct cli_farm *f, const char *command) {
         }
         if (strncmp(f->server, "http://", 7) != 0 && strncmp(f->server, "https://", 8) != 0) {
                 log_error("--server %s: expected an http:// or https:// URL", f->server);
+                return false;
+        }
+        /* The API's paths are appended to it: a query or a fragment would make them part of
+         * it, and the answer one about something else (a path prefix, as behind a reverse
+         * proxy, is fine). */
+        if (strpbrk(f->server, "?#")) {
+                log_error("--server %s: expected the server's URL without a query or fragment "
+                          "(? or #)",
+                          cli_text(f->server));
                 return false;
         }
         if (f->ca && !ca_ok(f->ca))

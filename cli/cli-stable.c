@@ -48,9 +48,16 @@ static int ask(const struct cli_farm *f, const char *series, const char *query, 
         int ret = STABLE_EXIT_UNKNOWN;
         const char *err = json_string_value(json_object_get(j, "error"));
         json_t *stable = json_object_get(j, "latest_stable");
+        const char *about = json_string_value(json_object_get(j, "series"));
         if (status != 200 || !stable)
                 log_error("%s: the server answered %ld%s%s; the latest stable cannot be told",
                           series, status, err ? ": " : "", err ?: "");
+        else if (!about || strcmp(about, series) != 0)
+                /* Another series' answer (a proxy or a --server that rewrote the path) must not
+                 * pass for this one's. */
+                log_error("%s: the server answered about series %s; the latest stable cannot be "
+                          "told",
+                          series, cli_text(about ?: "(none)"));
         else if (json) {
                 json_dumpf(j, stdout, JSON_INDENT(2) | JSON_ENSURE_ASCII);
                 putchar('\n');

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli-farm.h"
+#include "cli-output.h"
 #include "cli-junit.h"
 #include "cli-verdict.h"
 #include "log.h"
@@ -120,6 +121,15 @@ static int ask(const struct cli_farm *f, const char *release, const char *query,
                 log_error("%s: the server's answer is not a verdict", release);
                 ret = junit(junit_path, f, release, NULL, "the server's answer is not a verdict",
                             ret);
+        } else if (!json_is_string(json_object_get(j, "release")) ||
+                   strcmp(json_string_value(json_object_get(j, "release")), release) != 0) {
+                /* A verdict of another release (a proxy or a --server that rewrote the path)
+                 * must not pass for this one's. */
+                log_error("%s: the server answered about release %s; the verdict cannot be told",
+                          release,
+                          cli_text(json_string_value(json_object_get(j, "release")) ?: "(none)"));
+                ret = junit(junit_path, f, release, NULL,
+                            "the server's answer is about another release", ret);
         } else {
                 ret = strcmp(v, "qualified") == 0 ? VERDICT_EXIT_QUALIFIED
                       : strcmp(v, "failed") == 0  ? VERDICT_EXIT_FAILED

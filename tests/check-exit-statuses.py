@@ -9,6 +9,7 @@ cannot run here, 1 runtime failure (rtsoak verdict's 0/1/2/3 are the exception),
 that names the problem.  The table of what each did is written to $EXIT_TABLE (Markdown).
 Binaries from $RTSOAKD, $RTSOAK_LOAD, $RTSOAK, $RTSOAK_SERVER, $RTSOAK_REPLAY.  TAP output.
 """
+import http.server
 import os
 import pwd
 import re
@@ -16,6 +17,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import urllib.error
+import urllib.request
 
 import farmlib
 
@@ -45,6 +49,45 @@ def case(prog, kind, args, want, needle, preexec=None, env=None):
     rows.append((prog, kind, shown, p.returncode, message))
     results.append((ok, f"{prog} {shown}: exit {p.returncode} (want {want}), '{needle}'",
                     "" if ok else f"stderr: {p.stderr[-1500:]}\nstdout: {p.stdout[-500:]}"))
+
+
+class RewritingProxy:
+    """An HTTP proxy on loopback that forwards each GET to target with parts of its path
+    replaced (a misconfigured reverse proxy)."""
+
+    def __init__(self, target, replace):
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                path = self.path
+                for a, b in replace.items():
+                    path = path.replace(a, b)
+                try:
+                    with urllib.request.urlopen(target + path, timeout=30) as r:
+                        status, body = r.status, r.read()
+                except urllib.error.HTTPError as e:
+                    status, body = e.code, e.read()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        proxy.thread.start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 def reachable_by_others(path):
@@ -249,6 +292,23 @@ def main():
         case("rtsoak", "verdict: --junit file cannot be written (the exception: 3)",
              ["verdict", "--server", url, "--junit", "/nonexistent/dir/verdict.xml",
               "6.6.30-rt31"], 3, "/nonexistent/dir/verdict.xml")
+        # A --server that would make the API's path its own query or fragment: the answer
+        # would be another release's.
+        case("rtsoak", "verdict: --server with a fragment",
+             ["verdict", "--server", f"{url}/api/v1/kernels/6.6.30-rt31/verdict#",
+              "6.6.31-rt32"], 64, "without a query or fragment")
+        case("rtsoak", "latest-stable: --server with a query",
+             ["latest-stable", "--server", f"{url}/?x=", "6.6-rt"], 64,
+             "without a query or fragment")
+        # A proxy in front of the farm that sends every question to another release's or
+        # series' page: its answer is not taken for the one asked about.
+        with RewritingProxy(url, {"6.6.31-rt32": "6.6.30-rt31", "/6.7-rt/": "/6.6-rt/"}) as px:
+            case("rtsoak", "verdict: the answer is another release's (the exception: 3)",
+                 ["verdict", "--server", px.url, "6.6.31-rt32"], 3,
+                 "answered about release 6.6.30-rt31")
+            case("rtsoak", "latest-stable: the answer is another series' (the exception: 3)",
+                 ["latest-stable", "--server", px.url, "6.7-rt"], 3,
+                 "answered about series 6.6-rt")
 
         # rtsoak-replay
         case("rtsoak-replay", "unknown option", ["--bogus"], 64, "--bogus: unknown option")
