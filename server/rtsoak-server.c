@@ -803,7 +803,7 @@ static void background_start(const struct options *o, farm_db *db, const char *b
         if ((r = farm_watcher_start(db, &o->rule, farm_notifier_hooks(b->notifier), &b->watcher)) <
             0)
                 log_warning_errno(r, "Cannot keep the verdict log: %m");
-        if ((r = farm_pruner_start(db, o->retention_ns, &b->pruner)) < 0)
+        if ((r = farm_pruner_start(db, &o->rule, o->retention_ns, &b->pruner)) < 0)
                 log_warning_errno(r, "Cannot drop old intervals (Retention=): %m");
 }
 
@@ -1292,9 +1292,20 @@ static int run_prune(const struct options *o, char **args, int n) {
                 log_error("Invalid --before '%s': %s", o->before, reason ?: "not a time");
                 return EXIT_USAGE;
         }
+        /* As [Server] Retention=: what the verdict's period needs, and a month more. */
+        int64_t now = now_ns(CLOCK_REALTIME),
+                keep = (int64_t) o->rule.period_ns + 31 * 86400 * (int64_t) NSEC_PER_SEC;
+        if (before > now - keep) {
+                char p[TIMESPAN_MAX_LEN], t[TIMESTAMP_MAX_LEN];
+                log_error("Invalid --before '%s': inside the verdict's Period=%s and a month "
+                          "(the verdict needs those intervals); give a time before %s",
+                          o->before, format_timespan(p, o->rule.period_ns),
+                          format_timestamp_utc(t, now - keep));
+                return EXIT_USAGE;
+        }
         if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
-        int r = farm_retention_pass(db, before, &intervals, err);
+        int r = farm_retention_pass(db, &o->rule, before, &intervals, err);
         farm_db_close(db);
         if (r < 0) {
                 log_error_errno(r, "Cannot drop the old intervals: %s", err);

@@ -238,14 +238,25 @@ int vmachine_load(struct vctx *v, struct vmachine *m) {
         return m->builds ? 0 : -ENOMEM;
 }
 
+/* The group that judged the release at t (docs/verdict.md, Terms). */
+const char *vgroup_at(const struct vctx *v, int64_t t) {
+        return t < v->group_from ? "default" : v->group;
+}
+
 int vmachine_gate(struct vctx *v, struct vmachine *m) {
         int r;
         for (size_t i = 0; i < m->nset; i++) {
                 const struct vsetting *s = &m->set[i];
                 int64_t end = i + 1 < m->nset ? m->set[i + 1].from_ns : INT64_MAX;
-                if (s->gating && !s->revoked && vsetting_in_group(s, v->group) &&
-                    end > s->from_ns &&
-                    (r = vspan_append(&m->gate, &m->ngate, s->from_ns, end)) < 0)
+                if (!s->gating || s->revoked || end <= s->from_ns)
+                        continue;
+                /* The part of the version before the group judged, under "default". */
+                int64_t split = MAX(MIN(v->group_from, end), s->from_ns);
+                if (split > s->from_ns && vsetting_in_group(s, "default") &&
+                    (r = vspan_append(&m->gate, &m->ngate, s->from_ns, split)) < 0)
+                        return r;
+                if (end > split && vsetting_in_group(s, v->group) &&
+                    (r = vspan_append(&m->gate, &m->ngate, split, end)) < 0)
                         return r;
         }
         m->gating = vmachine_gates_at(m, v->at);
@@ -397,7 +408,8 @@ int vproblem(struct vctx *v, struct vmachine *m, enum vkind kind, int64_t t, int
         const char *id = json_string_value(json_object_get(p, "id"));
         if (!vmachine_gates_at(m, t)) {
                 char why[160];
-                snprintf(why, sizeof(why), "%s did not gate group %s then", vhost(m), v->group);
+                snprintf(why, sizeof(why), "%s did not gate group %s then", vhost(m),
+                         vgroup_at(v, t));
                 json_object_set_new(p, "why", json_string(why));
                 m->not_counted++;
                 v->nnot_counted++;

@@ -118,6 +118,9 @@ struct vctx {
         const char *release;
         char series[FARM_SERIES_NAME_MAX], group[FARM_GROUP_NAME_MAX];
         const char *group_source;
+        /* group judges from group_from on (the first moment a machine was a member of it);
+         * before that, the group "default" did.  INT64_MIN: group judges all along. */
+        int64_t group_from;
         int64_t at, known, asked; /* known: INT64_MAX when not bounded */
         struct vwaiver *waivers;
         size_t nwaivers;
@@ -144,6 +147,7 @@ void vctx_done(struct vctx *v);
  * time) and its maintenance windows; then its gating stretches for v->group. */
 int vmachine_load(struct vctx *v, struct vmachine *m);
 int vmachine_gate(struct vctx *v, struct vmachine *m);
+const char *vgroup_at(const struct vctx *v, int64_t t);
 void vmachine_done(struct vmachine *m);
 bool vmachine_gates_at(const struct vmachine *m, int64_t t);
 int64_t vmachine_bound_at(const struct vmachine *m, int64_t t);

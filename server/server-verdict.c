@@ -34,17 +34,29 @@ static int release_known(struct vctx *v, bool *ret) {
 }
 
 /* The series of the release and the group that judges it: the one configured, else the
- * series' own name, else (no machine in it at `at`) the group "default". */
+ * series' own name; "default" judges the time before any machine was first a member of that
+ * group (all of it when none was by `at`).  Membership is looked up over the whole settings
+ * history, not at `at` alone: moving the group's machines out afterwards must not hand the
+ * time they gated to "default", where their problems would not count. */
 static void resolve_group(struct vctx *v, const struct vmachine *ms, size_t n) {
         farm_rule_series_of(&v->rule, v->release, v->series, v->group);
         v->group_source = v->group[0] ? "configured" : "series";
         if (!v->group[0])
                 snprintf(v->group, sizeof(v->group), "%s", v->series);
+        bool member = false;
+        v->group_from = INT64_MAX;
         for (size_t i = 0; i < n; i++)
-                if (ms[i].nset && vsetting_in_group(&ms[i].set[ms[i].nset - 1], v->group))
-                        return;
+                for (size_t k = 0; k < ms[i].nset; k++)
+                        if (vsetting_in_group(&ms[i].set[k], v->group)) {
+                                member = true;
+                                v->group_from = MIN(v->group_from, ms[i].set[k].from_ns);
+                                break; /* the versions are in time order */
+                        }
+        if (member && strcmp(v->group, "default") != 0)
+                return;
         snprintf(v->group, sizeof(v->group), "default");
-        v->group_source = "default";
+        v->group_source = member ? v->group_source : "default";
+        v->group_from = INT64_MIN;
 }
 
 /* ---- the machines -------------------------------------------------------------------------- */
@@ -225,6 +237,11 @@ static int64_t scen_covered(const struct vmachine *m, const char *name) {
 }
 
 /* The scenarios of a gating machine, and what of them is missing. */
+static int scen_by_name(const void *a, const void *b) {
+        return strcmp((*(const struct vscen *const *) a)->name,
+                      (*(const struct vscen *const *) b)->name);
+}
+
 static int machine_scenarios(struct vctx *v, const struct vmachine *m, json_t *scen,
                              bool *pending) {
         char msg[512], a[VTEXT_MAX], b[VTEXT_MAX], c[VTEXT_MAX];
@@ -255,16 +272,24 @@ static int machine_scenarios(struct vctx *v, const struct vmachine *m, json_t *s
                         return r;
                 *pending = true;
         }
+        /* The others by name: the order they were met in differs between the day rollups and
+         * the intervals read one by one. */
+        _cleanup_free_ const struct vscen **by = malloc(MAX(m->nscen, (size_t) 1) * sizeof(*by));
+        if (!by)
+                return -ENOMEM;
+        for (size_t k = 0; k < m->nscen; k++)
+                by[k] = &m->scen[k];
+        qsort(by, m->nscen, sizeof(*by), scen_by_name);
         for (size_t k = 0; k < m->nscen; k++) {
                 bool required = false;
                 for (size_t i = 0; i < v->rule.nscenarios; i++)
-                        required |= strcmp(m->scen[k].name, v->rule.scenarios[i].name) == 0;
+                        required |= strcmp(by[k]->name, v->rule.scenarios[i].name) == 0;
                 if (!required &&
-                    json_array_append_new(
-                            scen, json_pack("{s:s, s:I, s:n, s:[]}", "name",
-                                            *m->scen[k].name ? m->scen[k].name : "(none)",
-                                            "covered_ns", (json_int_t) m->scen[k].covered_ns,
-                                            "required_ns", "loads")) < 0)
+                    json_array_append_new(scen,
+                                          json_pack("{s:s, s:I, s:n, s:[]}", "name",
+                                                    *by[k]->name ? by[k]->name : "(none)",
+                                                    "covered_ns", (json_int_t) by[k]->covered_ns,
+                                                    "required_ns", "loads")) < 0)
                         return -ENOMEM;
         }
         return 0;

@@ -3,6 +3,7 @@
  * driven with libcurl; what it stores is read back with SQLite, and every refused request is
  * checked to leave the database as it was. */
 #include <curl/curl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -979,9 +980,22 @@ static void add_trace(sql_conn *d, int64_t run_id, int64_t t) {
         sql_finalize(st);
 }
 
+/* Posts p (with run, start and measured as given) to the server at url. */
+static void post_spec(const char *url, const char *auth, struct tu_spec p) {
+        char *text = tu_summary_text(&p);
+        struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth, text,
+                                    strlen(text));
+        if (r.status != 200)
+                fail_msg("POST run %" PRId64 ": %ld %s", p.run, r.status, r.body);
+        tu_reply_done(&r);
+        free(text);
+}
+
 /* Retention: prune drops the intervals of whole months before the one given (on PostgreSQL
  * their partitions), keeps the day rollups and the runs, and the trace captures of those months
- * without their raw events; data of a dropped month that arrives afterwards is stored again. */
+ * without their raw events; data of a dropped month that arrives afterwards is stored again.
+ * What the verdict reads interval by interval stays: a violation, a day whose probes did not
+ * measure.  A --before inside the verdict's period and a month is refused. */
 static void test_retention(void **state) {
         char db2[600], log2[600], url[128], tok[80], auth[128], before[64], dbarg[700];
         tu_farm_target(dir, "retention", db2, sizeof(db2));
@@ -990,67 +1004,77 @@ static void test_retention(void **state) {
         const char *extra[] = { "--rate=100000", "--burst=100000", NULL };
         pid_t pid = start_server(db2, log2, extra, url, sizeof(url));
         snprintf(auth, sizeof(auth), "Bearer %s", tok);
-        /* 2026-09-15, 2026-10-15 and 2026-11-15, two intervals each. */
-        const int64_t day = 86400 * INT64_C(1000000000), sep15 = INT64_C(1789430400) * 1000000000;
+        /* 2026-06-15, 2026-07-15 and 2026-08-14, two measured intervals each (runs 10-12);
+         * in June also run 13 with a latency over the bound and run 14 whose probes delivered
+         * 1000 wake-ups a minute (both kept). */
+        const int64_t day = 86400 * INT64_C(1000000000), jun15 = INT64_C(1781481600) * 1000000000;
         for (int m = 0; m < 3; m++) {
                 struct tu_spec p = run1;
                 p.run = 10 + m;
-                p.start_ns = sep15 + m * 30 * day;
+                p.start_ns = jun15 + m * 30 * day;
                 p.nevents = 0;
-                char *text = tu_summary_text(&p);
-                struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth, text,
-                                            strlen(text));
-                assert_int_equal(r.status, 200);
-                tu_reply_done(&r);
-                free(text);
+                p.measured = true;
+                post_spec(url, auth, p);
         }
+        struct tu_spec over = run1, unmeasured = run1;
+        over.run = 13;
+        over.start_ns = unmeasured.start_ns = jun15 + 3600 * INT64_C(1000000000);
+        over.nevents = unmeasured.nevents = 0;
+        over.measured = true;
+        over.max_ns = 150000;
+        unmeasured.run = 14;
+        unmeasured.start_ns += 7200 * INT64_C(1000000000);
+        post_spec(url, auth, over);
+        post_spec(url, auth, unmeasured);
         sql_conn *d = tu_farm_open(db2);
-        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 6);
-        assert_int_equal(db_int(d, "SELECT count(*) FROM run_days"), 3);
-        add_trace(d, 10, sep15 + 1000);
-        add_trace(d, 12, sep15 + 60 * day + 1000);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 10);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM run_days"), 5);
+        add_trace(d, 10, jun15 + 1000);
+        add_trace(d, 12, jun15 + 60 * day + 1000);
         sql_close(d);
 
-        /* Before 2026-11-20: September and October go, November stays. */
         snprintf(dbarg, sizeof(dbarg), "--db=%s", db2);
-        snprintf(before, sizeof(before), "--before=2026-11-20T00:00:00Z");
+        char *recent[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "prune", "--before=now", NULL };
+        run_server(recent, "inside the verdict's Period=30d and a month", 64);
+        /* Before 2026-08-20: June and July go, August stays; June's runs 13 and 14 stay. */
+        snprintf(before, sizeof(before), "--before=2026-08-20T00:00:00Z");
         char *prune[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "prune", before, NULL };
-        run_server(prune, tu_pg() ? "Dropped 2 month(s)" : "4 intervals", 0);
+        run_server(prune, tu_pg() ? "Dropped 1 month(s)" : "4 intervals", 0);
         d = tu_farm_open(db2);
-        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 2);
-        assert_int_equal(db_int(d, "SELECT count(*) FROM interval_cpus"), 2 * 3);
-        assert_int_equal(db_int(d, "SELECT count(*) FROM interval_loads"), 2);
-        assert_int_equal(db_int(d, "SELECT count(*) FROM run_days"), 3);
-        assert_int_equal(db_int(d, "SELECT count(*) FROM runs"), 3);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 6);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals i JOIN runs r ON r.id = i.run "
+                                   "WHERE r.run_id IN (13, 14)"),
+                         4);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM interval_cpus"), 6 * 3);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM interval_loads"), 6);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM run_days"), 5);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM runs"), 5);
+        /* The days of the months that went have their histograms in the cache (the
+         * regression check reads them there): runs 10, 11, 13 and 14. */
+        assert_int_equal(db_int(d, "SELECT count(DISTINCT run) FROM hist_days"), 4);
         assert_int_equal(db_int(d, "SELECT count(*) FROM traces"), 2);
         assert_int_equal(db_int(d, "SELECT count(*) FROM traces WHERE raw IS NOT NULL AND "
-                                   "time_ns > 1793491200000000000"),
+                                   "time_ns > 1785542400000000000"),
                          1);
         assert_int_equal(db_int(d, "SELECT count(*) FROM traces WHERE raw IS NOT NULL"), 1);
         if (tu_pg())
                 assert_int_equal(db_int(d, "SELECT count(*) FROM pg_tables WHERE tablename IN "
-                                           "('intervals_p202609', 'intervals_p202610', "
-                                           "'interval_cpus_p202610')"),
+                                           "('intervals_p202607', 'interval_cpus_p202607')"),
                                  0);
         sql_close(d);
 
-        /* A late interval of October: its partition is made again by the running server. */
+        /* A late interval of July: its partition is made again by the running server. */
         struct tu_spec p = run1;
         p.run = 11;
-        p.start_ns = sep15 + 30 * day;
+        p.start_ns = jun15 + 30 * day;
         p.seq = p.first_interval = 5;
         p.nintervals = 1;
         p.nevents = 0;
-        char *text = tu_summary_text(&p);
-        struct tu_reply r = http_at(url, NULL, "POST", "/api/v1/summaries", auth, text,
-                                    strlen(text));
-        if (r.status != 200)
-                fail_msg("late interval of a dropped month: %ld %s", r.status, r.body);
-        tu_reply_done(&r);
-        free(text);
+        p.measured = true;
+        post_spec(url, auth, p);
         assert_int_equal(stop_server(pid), 0);
         d = tu_farm_open(db2);
-        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 3);
+        assert_int_equal(db_int(d, "SELECT count(*) FROM intervals"), 7);
         sql_close(d);
         char *none[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, "prune", NULL };
         run_server(none, "prune needs --before TIME", 64);

@@ -44,16 +44,17 @@ char *tu_summary_text(const struct tu_spec *p) {
                 for (size_t c = 0; c < p->ncpus; c++) {
                         struct summary_cpu *x = &iv->cpus[c];
                         uint64_t max = p->max_ns + 1000 * seq + 10 * c;
+                        uint64_t samples = p->measured ? (uint64_t) TU_MIN_NS / 200000 : 1000;
                         memset(counts, 0, sizeof(counts));
-                        counts[hist_index(1000, 5000)] = 999;
+                        counts[hist_index(1000, 5000)] = samples - 1;
                         counts[hist_index(1000, max)] += 1;
                         *x = (struct summary_cpu){ .cpu = (uint32_t) c,
-                                                   .samples = 1000,
+                                                   .samples = samples,
                                                    .min_ns = 5000,
                                                    .avg_ns = 5100,
                                                    .max_ns = max,
                                                    .max_time_ns = iv->start_ns + 777,
-                                                   .violations = 1,
+                                                   .violations = !p->measured || max > 100000,
                                                    .hist_limit_us = 1000 };
                         assert_int_equal(hist_encode(1000, counts, &x->hist, &x->hist_len), 0);
                 }

@@ -3,6 +3,7 @@
  * CPUs with their histograms, a load and events, numbered as a spec says. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define TU_MIN_NS (60 * INT64_C(1000000000))
@@ -13,6 +14,7 @@ struct tu_spec {
         uint64_t seq, first_interval, nintervals, ncpus;
         uint64_t max_ns; /* interval i, CPU c gets max_ns + 1000 i + 10 c */
         uint64_t first_event, nevents;
+        bool measured; /* every CPU with all the wake-ups of the minute, not 1000 */
 };
 
 /* The summary of p as rtsoak.summary/1 JSON (allocated): intervals first_interval... of one
