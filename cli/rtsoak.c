@@ -1061,6 +1061,10 @@ static int check_options(const struct args *a, const struct command *cmd) {
                 log_error("--by-scenario and --scenario exclude each other");
                 return EXIT_USAGE;
         }
+        if (a->raw && a->json) {
+                log_error("--raw and --json exclude each other");
+                return EXIT_USAGE;
+        }
         if (a->filter.since_ns != INT64_MIN && a->filter.until_ns != INT64_MAX &&
             a->filter.since_ns >= a->filter.until_ns) {
                 log_error("--since must be before --until");
@@ -1087,6 +1091,23 @@ int main(int argc, char *argv[]) {
                 return cli_verdict(argc - 1, argv + 1);
         if (argc > 1 && strcmp(argv[1], "latest-stable") == 0)
                 return cli_latest_stable(argc - 1, argv + 1);
+        /* They come first: after --db they would be taken for an unknown command. */
+        static const char *const valued[] = { "--db",   "--since", "--until",
+                                              "--run",  "--cpu",   "--format",
+                                              "--type", "--limit", "--scenario" };
+        for (int i = 2; i < argc; i++) {
+                bool value = false;
+                for (size_t k = 0; k < ELEMENTSOF(valued); k++)
+                        value |= strcmp(argv[i - 1], valued[k]) == 0;
+                if (value || strcmp(argv[i], "--") == 0)
+                        continue;
+                if (strcmp(argv[i], "verdict") == 0 || strcmp(argv[i], "latest-stable") == 0) {
+                        log_error("%s asks a farm server, not a local database: rtsoak %s "
+                                  "--server URL ... (its options after the command, no --db)",
+                                  argv[i], argv[i]);
+                        return EXIT_USAGE;
+                }
+        }
         int status = parse_options(argc, argv, now_ns(CLOCK_REALTIME), &a);
         if (status < 0)
                 status = parse_operands(argc, argv, &a);
@@ -1115,6 +1136,9 @@ int main(int argc, char *argv[]) {
         /* A capture ID the database does not know is a usage error, as a --run it does not
          * know is. */
         if (r == -ENOENT && cmd->run == cmd_trace)
+                return EXIT_USAGE;
+        /* An option that does not fit the data (--limit past the histograms' range). */
+        if (r == -EINVAL)
                 return EXIT_USAGE;
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "conf-parser.h"
+#include "text-safe.h"
 #include "cpuset.h"
 #include "macro.h"
 #include "timeutil.h"
@@ -650,7 +651,10 @@ void conf_print(const struct conf_table *t, const void *obj, FILE *f) {
                         section = it->section;
                 }
                 it->type->format(it, (const char *) obj + it->offset, buf, sizeof(buf));
-                fprintf(f, "%s=%s\n", it->key, buf);
+                /* A control character of a value escaped: this goes to terminals. */
+                fprintf(f, "%s=", it->key);
+                text_fputs(buf, f);
+                fputc('\n', f);
         }
         if (t->dynamic_print)
                 t->dynamic_print(obj, f);

@@ -13,7 +13,9 @@
 #include "hist.h"
 #include "macro.h"
 #include "summary.h"
+#include "text-safe.h"
 #include "timeutil.h"
+#include "uploader.h"
 
 /* What explains a late wake-up: scheduling, hard and soft interrupts with their handlers,
  * hrtimer expiry, IPIs.  "?" marks events only some architectures have (x86's interrupt
@@ -479,13 +481,12 @@ int daemon_config_load(struct daemon_config *c, const char *path, bool explicit_
                 r = -EINVAL;
                 goto out;
         }
-        if (*c->upload_server && strncmp(c->upload_server, "http://", 7) != 0 &&
-            strncmp(c->upload_server, "https://", 8) != 0) {
-                snprintf(err, CONF_ERROR_MAX,
-                         "%s: [Upload] Server=%s: not an http:// or https:// URL",
+        char why[256], shown[512];
+        if (*c->upload_server && !uploader_url_ok(c->upload_server, why, sizeof(why))) {
+                snprintf(err, CONF_ERROR_MAX, "%s: [Upload] Server=%s: %s",
                          conf_origin(&daemon_config_table, origins,
                                      offsetof(struct daemon_config, upload_server)),
-                         c->upload_server);
+                         text_escape(c->upload_server, shown, sizeof(shown)), why);
                 r = -EINVAL;
                 goto out;
         }
@@ -507,6 +508,14 @@ int daemon_config_load(struct daemon_config *c, const char *path, bool explicit_
                            err);
         if (r == -ENOMEM)
                 snprintf(err, CONF_ERROR_MAX, "out of memory");
+        /* The loads' user exists where the rotation runs loads (found here, with its file and
+         * line, rather than at the first scenario). */
+        char uerr[CONF_ERROR_MAX];
+        if (r >= 0 && (r = daemon_config_check_load_user(c, c->load_user, uerr)) < 0)
+                snprintf(err, CONF_ERROR_MAX, "%s: %s",
+                         conf_origin(&daemon_config_table, origins,
+                                     offsetof(struct daemon_config, load_user)),
+                         uerr);
 out:
         conf_origins_free(&daemon_config_table, origins);
         return r;

@@ -330,8 +330,10 @@ const char *vspan_text(char buf[static VTEXT_MAX], int64_t ns) {
                                             : u < NSEC_PER_MSEC
                                                     ? u / 1000 * 1000
                                                     : u / NSEC_PER_MSEC * NSEC_PER_MSEC);
-        /* "29d 23h 59min": whole minutes, the zero parts left out. */
-        uint64_t min = u / (60 * NSEC_PER_SEC), d = min / 1440, h = min / 60 % 24, mi = min % 60;
+        /* "29d 23h 59min": whole minutes, the zero parts left out; under a day the seconds
+         * too ("15min 30s"), so that a span just over an allowance does not read as equal. */
+        uint64_t min = u / (60 * NSEC_PER_SEC), d = min / 1440, h = min / 60 % 24, mi = min % 60,
+                 sec = u / NSEC_PER_SEC % 60;
         int n = 0;
         buf[0] = '\0';
         if (d)
@@ -339,7 +341,10 @@ const char *vspan_text(char buf[static VTEXT_MAX], int64_t ns) {
         if (h)
                 n += snprintf(buf + n, VTEXT_MAX - (size_t) n, "%s%" PRIu64 "h", n ? " " : "", h);
         if (mi || n == 0)
-                snprintf(buf + n, VTEXT_MAX - (size_t) n, "%s%" PRIu64 "min", n ? " " : "", mi);
+                n += snprintf(buf + n, VTEXT_MAX - (size_t) n, "%s%" PRIu64 "min", n ? " " : "",
+                              mi);
+        if (!d && sec)
+                snprintf(buf + n, VTEXT_MAX - (size_t) n, " %" PRIu64 "s", sec);
         return buf;
 }
 

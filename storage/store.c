@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "file-mode.h"
@@ -287,6 +288,11 @@ int store_open(const char *path, unsigned flags, store **ret, char err[static ST
                                 "no database here (%s); is rtsoakd configured to "
                                 "write elsewhere? Use --db PATH",
                                 strerror(errno));
+                goto fail;
+        }
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+                r = store_failf(s, -EISDIR, "a directory, not a database file");
                 goto fail;
         }
 

@@ -137,6 +137,22 @@ def main():
              "unknown key Nope=")
         case("rtsoakd", "configuration file missing", ["--config", "/nonexistent.conf"], 78,
              "/nonexistent.conf")
+        # What --check-config used to pass and the run then failed on (or retried forever).
+        up = os.path.join(tmp, "upload.conf")
+        for bad, why in (("http://[::1", "not a valid URL"),
+                         ("http://127.0.0.1:99999", "not a valid URL"),
+                         ("http://127.0.0.1/\x1b[31mRED", "a control character"),
+                         ("http://127.0.0.1:8470/?x=1", "a query or fragment")):
+            open(up, "w").write(f"[Upload]\nServer={bad}\n")
+            case("rtsoakd", f"[Upload] Server= with {why}", ["--config", up, "--check-config"],
+                 78, "upload.conf:2: [Upload] Server=")
+            results.append((why in rows[-1][4] and "\x1b" not in rows[-1][4],
+                            f"rtsoakd: [Upload] Server={bad!r}: the message says '{why}', "
+                            "escaped", rows[-1][4]))
+        lu = os.path.join(tmp, "user.conf")
+        open(lu, "w").write("[Load]\nUser=nosuchuser-rtsoak\n[Schedule]\nRotation=cpu 1h\n")
+        case("rtsoakd", "[Load] User= that does not exist", ["--config", lu, "--check-config"],
+             78, "user.conf:2: [Load] User=nosuchuser-rtsoak: no such user")
         if os.geteuid() == 0 and not reachable_by_others(BIN["rtsoakd"]):
             results.append((True, "rtsoakd as nobody not tried: a directory above "
                             f"{BIN['rtsoakd']} is closed to other users", ""))
@@ -180,6 +196,14 @@ def main():
              "--since yesterday")
         case("rtsoak", "option of another command", [*r, "status", "--type", "violation"], 64,
              "--type does not apply")
+        case("rtsoak", "verdict after --db", [*r, "verdict", "6.6.30-rt31"], 64,
+             "verdict asks a farm server, not a local database")
+        case("rtsoak", "options that exclude each other", [*r, "trace", "1", "--raw", "--json"],
+             64, "--raw and --json exclude each other")
+        case("rtsoak", "--limit out of the data's range", [*r, "histogram", "--limit", "0"], 64,
+             "--limit 0: must be between 1 and")
+        case("rtsoak", "runtime failure (a directory as --db)", ["--db", tmp, "report"], 1,
+             "a directory, not a database file")
         case("rtsoak", "unknown run", [*r, "report", "--run", "99"], 64, "runs 1 to 1")
         case("rtsoak", "unknown CPU", [*r, "report", "--cpu", "999"], 64, "probed CPUs:")
         case("rtsoak", "unknown scenario", [*r, "report", "--scenario", "nosuch"], 64,

@@ -419,6 +419,39 @@ out:
         return NULL;
 }
 
+bool uploader_url_ok(const char *url, char *why, size_t len) {
+        for (const unsigned char *p = (const unsigned char *) url; *p; p++)
+                if (*p < 0x20 || *p == 0x7f) {
+                        snprintf(why, len, "a control character (0x%02x) in the URL", *p);
+                        return false;
+                }
+        if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0) {
+                snprintf(why, len, "not an http:// or https:// URL");
+                return false;
+        }
+        if (strpbrk(url, "?#")) {
+                snprintf(why, len, "a query or fragment (? or #): the server's URL takes none");
+                return false;
+        }
+        CURLU *h = curl_url();
+        if (!h) {
+                snprintf(why, len, "out of memory");
+                return false;
+        }
+        CURLUcode rc = curl_url_set(h, CURLUPART_URL, url, 0);
+        char *host = NULL;
+        if (rc == CURLUE_OK)
+                rc = curl_url_get(h, CURLUPART_HOST, &host, 0);
+        if (rc != CURLUE_OK)
+                snprintf(why, len, "not a valid URL: %s", curl_url_strerror(rc));
+        else if (!*host)
+                snprintf(why, len, "no host in the URL");
+        bool ok = rc == CURLUE_OK && *host;
+        curl_free(host);
+        curl_url_cleanup(h);
+        return ok;
+}
+
 static void uploader_free(struct uploader *u) {
         /* The token is a secret: do not leave it in freed memory. */
         if (u->token)

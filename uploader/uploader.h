@@ -28,6 +28,11 @@ struct uploader_params {
 
 struct uploader;
 
+/* Whether url is one the uploader can send to: http:// or https://, a host, a port in range,
+ * no control character and no query or fragment (the API's path is appended); why names what
+ * is wrong (len bytes). */
+bool uploader_url_ok(const char *url, char *why, size_t len);
+
 /* Copies what it needs from p and starts the thread. */
 int uploader_start(const struct uploader_params *p, struct uploader **ret);
 /* Something new is in the outbox: look now rather than at the next poll. */
