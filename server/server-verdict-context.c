@@ -21,6 +21,7 @@ const char *const verdict_kind_names[K_NKINDS] = {
         [K_OVERLAP] = "overlap",
         [K_MIXED_BUILDS] = "mixed_builds",
         [K_REGRESSION] = "regression",
+        [K_DROPPED] = "dropped",
 };
 
 int vfail(struct vctx *v, int rc, const char *what) {
@@ -199,8 +200,10 @@ static int load_settings(struct vctx *v, struct vmachine *m) {
                                                   .groups = dup_col(st, 4) };
                 if (!s[m->nset - 1].groups)
                         return -ENOMEM;
-                if (m->nset == 1)
+                if (m->nset == 1) {
+                        m->enrolled_ns = s[0].from_ns;
                         s[0].from_ns = INT64_MIN;
+                }
         }
         sql_reset(st);
         return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the machine's settings");
@@ -250,8 +253,12 @@ int vmachine_gate(struct vctx *v, struct vmachine *m) {
                 int64_t end = i + 1 < m->nset ? m->set[i + 1].from_ns : INT64_MAX;
                 if (!s->gating || s->revoked || end <= s->from_ns)
                         continue;
-                /* The part of the version before the group judged, under "default". */
-                int64_t split = MAX(MIN(v->group_from, end), s->from_ns);
+                /* The part of the version before the group judged, under "default"; but the
+                 * settings a machine was enrolled with apply to all it sent before: enrolled
+                 * into the group, its own earlier data is the group's. */
+                int64_t split = i == 0 && vsetting_in_group(s, v->group)
+                                        ? s->from_ns
+                                        : MAX(MIN(v->group_from, end), s->from_ns);
                 if (split > s->from_ns && vsetting_in_group(s, "default") &&
                     (r = vspan_append(&m->gate, &m->ngate, s->from_ns, split)) < 0)
                         return r;

@@ -25,6 +25,7 @@ enum vkind {
         K_OVERLAP,
         K_MIXED_BUILDS,
         K_REGRESSION,
+        K_DROPPED,
         K_NKINDS
 };
 extern const char *const verdict_kind_names[K_NKINDS];
@@ -79,9 +80,10 @@ struct vclock {
 struct vmachine {
         char id[FARM_MACHINE_ID_LEN + 1];
         char *hostname;
-        struct vsetting *set;
+        struct vsetting *set; /* the first applies from INT64_MIN: to all it sent before */
         size_t nset;
-        struct vspan *gate; /* when it gated the release's group, up to at */
+        int64_t enrolled_ns; /* when the first was recorded */
+        struct vspan *gate;  /* when it gated the release's group, up to at */
         size_t ngate;
         bool gating; /* at `at` */
         const char *why_not;

@@ -232,6 +232,7 @@ static int interval_probes(struct vctx *v, const struct vrun *run, int64_t id, i
 
 struct vday {
         int64_t day, first, last, max_gap, counted, min_ratio, max_skew, max_received, max_missing;
+        int64_t intervals; /* stored: more than are left after retention */
         bool gaps_known;
 };
 
@@ -391,7 +392,8 @@ static int raw_interval(struct vctx *v, struct vrun *run, sql_stmt *st, struct v
         return vadd_scenario(m, scen, MAX(counted - required_down, 0));
 }
 
-static int raw_day(struct vctx *v, struct vrun *run, int64_t day, struct vmachine *m) {
+static int raw_day(struct vctx *v, struct vrun *run, int64_t day, struct vmachine *m,
+                   int64_t *ret_seen) {
         sql_stmt *st;
         int r = vprep(v,
                       "SELECT id, seq, start_ns, length_ns, coalesce(scenario, ''), received_ns, "
@@ -406,13 +408,38 @@ static int raw_day(struct vctx *v, struct vrun *run, int64_t day, struct vmachin
         sql_bind_int64(st, 3, (day + 1) * FARM_DAY_NS);
         /* The rows are read one at a time while other statements run: keep them apart. */
         int rc;
-        while ((rc = sql_step(st)) == SQL_ROW)
+        *ret_seen = 0;
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                (*ret_seen)++;
                 if ((r = raw_interval(v, run, st, m)) < 0)
                         break;
+        }
         sql_reset(st);
         if (r < 0)
                 return r;
         return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the intervals");
+}
+
+/* A day the rule reads interval by interval, some of whose intervals retention dropped (it
+ * keeps those days, but not those that a rule made stricter afterwards, or a required
+ * generator missing, sends here): what they held cannot be judged, and a verdict must not
+ * take that for clean (docs/verdict.md, "dropped"). */
+static int dropped_day(struct vctx *v, const struct vrun *run, struct vmachine *m,
+                       const struct vday *d, int64_t seen) {
+        char id[FARM_PROBLEM_ID_MAX], msg[512], t[VTEXT_MAX];
+        int64_t start = d->day * FARM_DAY_NS;
+        snprintf(id, sizeof(id), "dropped:%s:%" PRId64 ":%" PRId64, m->id, run->id, start);
+        snprintf(msg, sizeof(msg),
+                 "%s: run %" PRId64 ", the day of %s: %" PRId64 " of its %" PRId64
+                 " intervals were dropped by retention, and the rule reads that day interval by "
+                 "interval: what they held cannot be judged",
+                 vhost(m), run->id, vts(t, start), d->intervals - seen, d->intervals);
+        json_t *p = json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:I, s:I, s:I, s:s}", "id", id,
+                              "kind", "dropped", "machine", m->id, "hostname", m->hostname,
+                              "time_ns", (json_int_t) start, "time", t, "end_ns",
+                              (json_int_t) (start + FARM_DAY_NS), "run", (json_int_t) run->id,
+                              "intervals", (json_int_t) (d->intervals - seen), "message", msg);
+        return vproblem(v, m, K_DROPPED, d->first, d->last, p);
 }
 
 static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
@@ -421,8 +448,8 @@ static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
         size_t n = 0;
         int r = vprep(v,
                       "SELECT day, first_start_ns, last_end_ns, max_gap_ns, gaps_known, "
-                      "counted_ns, min_ratio_pm, max_skew_ns, max_received_ns, max_missing_ns "
-                      "FROM run_days "
+                      "counted_ns, min_ratio_pm, max_skew_ns, max_received_ns, max_missing_ns, "
+                      "intervals FROM run_days "
                       "WHERE run = ? AND first_start_ns < ? ORDER BY day",
                       &st);
         if (r < 0)
@@ -448,6 +475,7 @@ static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
                         .max_skew = sql_column_int64(st, 7),
                         .max_received = sql_column_int64(st, 8),
                         .max_missing = sql_column_int64(st, 9),
+                        .intervals = sql_column_int64(st, 10),
                 };
         }
         sql_reset(st);
@@ -459,9 +487,16 @@ static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
         if (n > 0)
                 r = dayscens_load(v, run, &ds);
         for (size_t i = 0; i < n && r >= 0; i++) {
-                r = fast_day(v, run, &ds, &days[i], m);
+                const struct vday *d = &days[i];
+                int64_t seen = 0;
+                r = fast_day(v, run, &ds, d, m);
                 if (r == 0)
-                        r = raw_day(v, run, days[i].day, m);
+                        r = raw_day(v, run, d->day, m, &seen);
+                /* Judged whole (a moment inside the day is judged without the intervals that
+                 * went: less coverage, never a problem less, docs/farm-server.md). */
+                if (r == 0 && seen < d->intervals && d->last <= v->at &&
+                    d->max_received <= v->known)
+                        r = dropped_day(v, run, m, d, seen);
         }
         dayscens_done(&ds);
         free(days);

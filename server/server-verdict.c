@@ -34,10 +34,13 @@ static int release_known(struct vctx *v, bool *ret) {
 }
 
 /* The series of the release and the group that judges it: the one configured, else the
- * series' own name; "default" judges the time before any machine was first a member of that
- * group (all of it when none was by `at`).  Membership is looked up over the whole settings
- * history, not at `at` alone: moving the group's machines out afterwards must not hand the
- * time they gated to "default", where their problems would not count. */
+ * series' own name; "default" judges the time before any machine was first recorded as a
+ * member of that group (all of it when none was by `at`).  Membership is looked up over the
+ * whole settings history, not at `at` alone: moving the group's machines out afterwards must
+ * not hand the time they gated to "default", where their problems would not count.  And a
+ * machine enrolled into the group counts from its enrolment, not from the start of the data
+ * it replays: enrolling one must not take the time before from "default" (whose machines'
+ * problems it would excuse), nor change what was said before it. */
 static void resolve_group(struct vctx *v, const struct vmachine *ms, size_t n) {
         farm_rule_series_of(&v->rule, v->release, v->series, v->group);
         v->group_source = v->group[0] ? "configured" : "series";
@@ -46,12 +49,14 @@ static void resolve_group(struct vctx *v, const struct vmachine *ms, size_t n) {
         bool member = false;
         v->group_from = INT64_MAX;
         for (size_t i = 0; i < n; i++)
-                for (size_t k = 0; k < ms[i].nset; k++)
-                        if (vsetting_in_group(&ms[i].set[k], v->group)) {
+                for (size_t k = 0; k < ms[i].nset; k++) {
+                        int64_t from = k == 0 ? ms[i].enrolled_ns : ms[i].set[k].from_ns;
+                        if (from <= v->at && vsetting_in_group(&ms[i].set[k], v->group)) {
                                 member = true;
-                                v->group_from = MIN(v->group_from, ms[i].set[k].from_ns);
+                                v->group_from = MIN(v->group_from, from);
                                 break; /* the versions are in time order */
                         }
+                }
         if (member && strcmp(v->group, "default") != 0)
                 return;
         snprintf(v->group, sizeof(v->group), "default");

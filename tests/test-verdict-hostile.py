@@ -964,13 +964,43 @@ def test_inv5_series_group_made_afterwards(c):
 
 
 @test
+def test_inv5_series_group_enrolled_afterwards(c):
+    """Invariant 5, 4 and the gating group (Terms).  Attack: lab-a and lab-b (group default) run
+    the release, lab-a measures 150 us; then lab-c is enrolled straight into the series' group
+    6.6-rt and replays a clean history of the release from before.  The group judges from
+    lab-c's enrolment on: lab-a's violation, measured while default judged, stays counted, and
+    ?known_at= a moment before the enrolment still gives the answer given then."""
+    f = c.farm()
+    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    viol = history_with_one_violation(f, a, b, 0)
+    said = f.verdict_raw(R)[1]
+    c.eq((json.loads(said).get("verdict"), json.loads(said).get("group")),
+         ("failed", "default"), "verdict before lab-c")
+    time.sleep(0.05)
+    cm = f.enroll("lab-c", "--groups", "6.6-rt")
+    E = cm.info()["enrolled_ns"]
+    clean(cm, R, E - 25 * HOUR, E)
+    v = f.verdict(R)
+    c.eq((v.get("group"), v.get("group_source")), ("6.6-rt", "series"), "6.6-rt judges now")
+    c.eq(v.get("verdict"), "failed", "verdict after lab-c was enrolled into 6.6-rt")
+    c.problem(v, viol, "violation")
+    c.check(viol not in problems_by_id(v, "not_counted"),
+            "lab-a's violation is not moved to not_counted", c.ids(v, key="not_counted"))
+    st, text, _ = f.verdict_raw(R, known_at=str(json.loads(said)["asked_at_ns"]))
+    a1, a2 = without_asked(said), without_asked(text)
+    c.check(st == 200 and a1 == a2, "?known_at= before lab-c's enrolment repeats the answer "
+            "given then", first_difference(a1, a2))
+
+
+@test
 def test_inv4_retention_keeps_the_evidence(c):
     """Invariants 1 and 4 under retention.  Attack: four months ago lab-a ran release A and
     measured 150 us once, lab-b ran release B with CPU 1 delivering no wake-up for 3 hours, and
     lab-c ran release C (of another series) cleanly; then `rtsoak-server prune` drops those months.  A and B stay
     failed with the same problems (ids and all), now and asked ?known_at= a moment before the
     prune (byte for byte as then); C stays qualified (its coverage from the day rollups).  A
-    --before in the future is refused."""
+    --before in the future is refused.  And a rule made stricter afterwards, which would read a
+    dropped day of C interval by interval, finds a "dropped" problem there, not a clean day."""
     f = c.farm(verdict={"Period": "1d", "Scenarios": "none", "Watch": "0", "MaxGap": "365d"})
     a, b = f.enroll("lab-a", "--groups", "9.1-rt"), f.enroll("lab-b", "--groups", "9.1-rt")
     cm = f.enroll("lab-c", "--groups", "9.2-rt")
@@ -982,7 +1012,10 @@ def test_inv4_retention_keeps_the_evidence(c):
     _, ivs_b = clean(b, "9.1.0-rt2", S, S + 25 * HOUR,
                      tweak=lambda i, t, n: {"per_cpu": {1: {"samples": 0}}}
                      if 60 <= i < 78 else None)
-    clean(cm, "9.2.0-rt3", S, S + 25 * HOUR)
+    # C's CPU 0 missed 0.9 s of one interval's 600,000 wake-ups: clean by MinSamples=90 % and
+    # ProbeDownMax=1s.
+    clean(cm, "9.2.0-rt3", S, S + 25 * HOUR,
+          tweak=lambda i, t, n: {"per_cpu": {0: {"samples": 599100}}} if i == 30 else None)
     viol = f"violation:{a.id}:1:{ivs_a[77]['seq']}:0"
     down = f"probe_down:{b.id}:1:{ivs_b[60]['seq']}:1"
     before = {}
@@ -1015,6 +1048,18 @@ def test_inv4_retention_keeps_the_evidence(c):
         a1, a2 = without_asked(before[rel]), without_asked(text)
         c.check(st == 200 and a1 == a2, f"{rel}: ?known_at= before the prune repeats the answer "
                 "given then", first_difference(a1, a2))
+    # A rule made stricter afterwards would read C's first day interval by interval, and its
+    # intervals are gone: a "dropped" problem, not a day taken for clean.
+    f.restart({"Period": "1d", "Scenarios": "none", "Watch": "0", "MaxGap": "365d",
+               "MinSamples": "99.9%"})
+    v = f.verdict("9.2.0-rt3")
+    dropped = f"dropped:{cm.id}:1:{S // DAY * DAY}"
+    c.eq(v.get("verdict"), "failed", "C under MinSamples=99.9 % after the prune")
+    c.problem(v, dropped, "dropped", run=1)
+    st, text, _ = f.waive("9.2.0-rt3", dropped, "known: retention, and the rule changed")
+    c.eq(st, 201, f"the dropped day can be waived ({text[:200]})")
+    c.eq(f.verdict("9.2.0-rt3").get("verdict"), "pending",
+         "waived, C lacks that day's coverage: pending, not qualified")
 
 
 GATE_RULE = {"Period": "10s", "Scenarios": "none", "MaxGap": "1min"}
