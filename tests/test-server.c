@@ -47,12 +47,25 @@ static void enroll(const char *db, const char *id, const char *extra1, const cha
         tu_server_enroll(db, id, extra1, extra2, token);
 }
 
+/* The servers started and not yet stopped: a case that fails half-way leaves its own, which
+ * the teardown stops. */
+static pid_t servers_up[8];
+
 static pid_t start_server(const char *db, const char *log, const char *const *extra, char *url,
                           size_t url_size) {
-        return tu_server_start(db, log, "127.0.0.1:0", extra, url, url_size);
+        pid_t pid = tu_server_start(db, log, "127.0.0.1:0", extra, url, url_size);
+        for (size_t i = 0; pid > 0 && i < ELEMENTSOF(servers_up); i++)
+                if (servers_up[i] == 0) {
+                        servers_up[i] = pid;
+                        break;
+                }
+        return pid;
 }
 
 static int stop_server(pid_t pid) {
+        for (size_t i = 0; i < ELEMENTSOF(servers_up); i++)
+                if (servers_up[i] == pid)
+                        servers_up[i] = 0;
         kill(pid, SIGTERM);
         return tu_wait(pid, 10000);
 }
@@ -242,6 +255,9 @@ static int setup(void **state) {
 static int teardown(void **state) {
         if (server_pid > 0)
                 stop_server(server_pid);
+        for (size_t i = 0; i < ELEMENTSOF(servers_up); i++)
+                if (servers_up[i] > 0)
+                        stop_server(servers_up[i]);
         tu_farm_drop(db_path);
         tu_rmdir(dir);
         curl_global_cleanup();
