@@ -110,8 +110,8 @@ static inline farm_db *farm_of(const sql_conn *c) {
 /* Writes "target: what: the database's message" into err; returns r (-EIO for r >= 0). */
 int farm_fail(sql_conn *c, int r, const char *what, char *err);
 _printf_(4, 5) int farm_failf(farm_db *db, int error, char *err, const char *fmt, ...);
-/* The cached statement for sql (a string literal) on c; reset it after use (_cleanup_reset_),
- * never finalize it. */
+/* The cached statement for sql (a string literal: cached by address, see sql_prepare()) on c;
+ * reset it after use (_cleanup_reset_), never finalize it. */
 int farm_prepare(sql_conn *c, const char *sql, sql_stmt **ret, char *err);
 /* Steps a statement that returns no row, and resets it. */
 int farm_step_done(sql_stmt *st, const char *what, char *err);

@@ -83,7 +83,9 @@ void sql_rollback(sql_conn *c);
 bool sql_in_txn(const sql_conn *c);
 
 /* The statement for sql, prepared once per connection and kept (sql is a string literal or
- * otherwise lives as long as the connection): reset it after use, never finalize it. */
+ * otherwise lives as long as the connection): reset it after use, never finalize it.  It is
+ * found by sql's address first: text built in a buffer that is reused for other text must go
+ * through sql_prepare_text(), or it gets the statement of the text the buffer held before. */
 int sql_prepare(sql_conn *c, const char *sql, sql_stmt **ret);
 /* The same for SQL built at run time (looked up by its text, which is copied): many executions of
  * a few shapes, like an INSERT of n rows.  Reset it after use, never finalize it. */
