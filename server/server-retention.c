@@ -32,8 +32,9 @@
  * (?7: MaxProbeInterval=), one of a day whose rollup the verdict does not take as it is (a gap
  * over ?3, MaxGap=; a CPU below ?4 per mille of its wake-ups, MinSamples=; more than ?5 missed,
  * ProbeDownMax=; a clock ahead by more than ?6, ClockTolerance=; a latency over that bound,
- * whose time splits the day's coverage; a load generator down; the machine's settings changed
- * that day), and one of a day whose histograms are not cached (the regression check reads
+ * whose time splits the day's coverage; a load generator down; any machine's settings changed
+ * that day or the next, as an interval may reach into it: a group's first member changes who
+ * gates), and one of a day whose histograms are not cached (the regression check reads
  * them).  What this misses (a required generator absent, by a rule made later) the verdict
  * tells as a "dropped" problem: it never passes for clean.  The numbers are the
  * strictest of the rule in force and every rule recorded. */
@@ -51,9 +52,8 @@
         "i.start_ns / " DAY_SQL " AND x.down_ns <> 0) "                                            \
         "OR NOT EXISTS (SELECT 1 FROM hist_days h WHERE h.run = i.run AND h.day = i.start_ns "     \
         "/ " DAY_SQL ") "                                                                          \
-        "OR EXISTS (SELECT 1 FROM machine_settings s JOIN runs r ON r.machine_id = "               \
-        "s.machine_id WHERE r.id = i.run AND s.from_ns >= i.start_ns / " DAY_SQL " * " DAY_SQL     \
-        " AND s.from_ns < (i.start_ns / " DAY_SQL " + 1) * " DAY_SQL "))"
+        "OR EXISTS (SELECT 1 FROM machine_settings s WHERE s.from_ns >= i.start_ns / " DAY_SQL     \
+        " * " DAY_SQL " AND s.from_ns < (i.start_ns / " DAY_SQL " + 2) * " DAY_SQL "))"
 
 /* The rule's numbers for KEEP_SQL. */
 struct keep {
