@@ -33,10 +33,10 @@
  * over ?3, MaxGap=; a CPU below ?4 per mille of its wake-ups, MinSamples=; more than ?5 missed,
  * ProbeDownMax=; a clock ahead by more than ?6, ClockTolerance=; a latency over that bound,
  * whose time splits the day's coverage; a load generator down; any machine's settings changed
- * that day or the next, as an interval may reach into it: a group's first member changes who
- * gates), and one of a day whose histograms are not cached (the regression check reads
- * them).  What this misses (a required generator absent, by a rule made later) the verdict
- * tells as a "dropped" problem: it never passes for clean.  The numbers are the
+ * that day or the two after, which an interval (up to 2 days long) may reach into: a group's
+ * first member changes who gates), and one of a day whose histograms are not cached (the
+ * regression check reads them).  What this misses (a required generator absent, by a rule made
+ * later) the verdict tells as a "dropped" problem: it never passes for clean.  The numbers are the
  * strictest of the rule in force and every rule recorded. */
 #define KEEP_SQL                                                                                   \
         "(i.max_ns > (SELECT min(s.threshold_ns) FROM machine_settings s JOIN runs r ON "          \
@@ -53,7 +53,7 @@
         "OR NOT EXISTS (SELECT 1 FROM hist_days h WHERE h.run = i.run AND h.day = i.start_ns "     \
         "/ " DAY_SQL ") "                                                                          \
         "OR EXISTS (SELECT 1 FROM machine_settings s WHERE s.from_ns >= i.start_ns / " DAY_SQL     \
-        " * " DAY_SQL " AND s.from_ns < (i.start_ns / " DAY_SQL " + 2) * " DAY_SQL "))"
+        " * " DAY_SQL " AND s.from_ns < (i.start_ns / " DAY_SQL " + 3) * " DAY_SQL "))"
 
 /* The rule's numbers for KEEP_SQL. */
 struct keep {

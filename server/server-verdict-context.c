@@ -266,10 +266,14 @@ int vmachine_gate(struct vctx *v, struct vmachine *m) {
                     (r = vspan_append(&m->gate, &m->ngate, split, end)) < 0)
                         return r;
         }
-        m->gating = vmachine_gates_at(m, v->at);
+        /* Required only once known: ?known_at= a moment before a machine's enrolment answers
+         * as the server did then, without it.  (?at= an earlier moment takes it in: the
+         * settings it was enrolled with apply to the history it replays.) */
+        bool enrolled = m->nset && m->enrolled_ns <= v->known;
+        m->gating = enrolled && vmachine_gates_at(m, v->at);
         if (!m->gating) {
                 const struct vsetting *s = m->nset ? &m->set[m->nset - 1] : NULL;
-                m->why_not = !s           ? "not enrolled then"
+                m->why_not = !enrolled    ? "not enrolled then"
                              : s->revoked ? "revoked"
                              : !s->gating ? "not gating"
                                           : "not in the release's gating group";

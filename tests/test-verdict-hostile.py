@@ -969,7 +969,8 @@ def test_inv5_series_group_enrolled_afterwards(c):
     the release, lab-a measures 150 us; then lab-c is enrolled straight into the series' group
     6.6-rt and replays a clean history of the release from before.  The group judges from
     lab-c's enrolment on: lab-a's violation, measured while default judged, stays counted, and
-    ?known_at= a moment before the enrolment still gives the answer given then."""
+    ?known_at= a moment before the enrolments (lab-e's too, of group default, without data)
+    still gives the answer given then."""
     f = c.farm()
     a, b = f.enroll("lab-a"), f.enroll("lab-b")
     viol = history_with_one_violation(f, a, b, 0)
@@ -978,6 +979,7 @@ def test_inv5_series_group_enrolled_afterwards(c):
          ("failed", "default"), "verdict before lab-c")
     time.sleep(0.05)
     cm = f.enroll("lab-c", "--groups", "6.6-rt")
+    f.enroll("lab-e")  # of group default, no data: changes no past answer either
     E = cm.info()["enrolled_ns"]
     clean(cm, R, E - 25 * HOUR, E)
     v = f.verdict(R)
