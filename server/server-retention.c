@@ -38,22 +38,24 @@
  * regression check reads them).  What this misses (a required generator absent, by a rule made
  * later) the verdict tells as a "dropped" problem: it never passes for clean.  The numbers are the
  * strictest of the rule in force and every rule recorded. */
+/* The smallest bound the machine of interval i ever had. */
+#define MIN_BOUND_SQL                                                                        \
+        "(SELECT min(s.threshold_ns) FROM machine_settings s JOIN runs r ON r.machine_id = " \
+        "s.machine_id WHERE r.id = i.run)"
+/* The UTC day of interval i, as the day rollups count it. */
+#define DAY_OF_SQL "i.start_ns / " DAY_SQL
 #define KEEP_SQL                                                                                   \
-        "(i.max_ns > (SELECT min(s.threshold_ns) FROM machine_settings s JOIN runs r ON "          \
-        "r.machine_id = s.machine_id WHERE r.id = i.run) "                                         \
-        "OR EXISTS (SELECT 1 FROM runs r WHERE r.id = i.run AND (r.probe_interval_ns <= 0 "        \
+        "(i.max_ns > " MIN_BOUND_SQL                                                               \
+        " OR EXISTS (SELECT 1 FROM runs r WHERE r.id = i.run AND (r.probe_interval_ns <= 0 "       \
         "OR r.probe_interval_ns > ?7)) "                                                           \
-        "OR NOT EXISTS (SELECT 1 FROM run_days d WHERE d.run = i.run AND d.day = i.start_ns "      \
-        "/ " DAY_SQL " AND d.gaps_known <> 0 AND d.max_gap_ns <= ?3 AND d.min_ratio_pm >= ?4 AND " \
-        "d.max_missing_ns <= ?5 AND d.max_skew_ns <= ?6 AND d.max_ns <= (SELECT "                  \
-        "min(s.threshold_ns) FROM machine_settings s JOIN runs r ON r.machine_id = "               \
-        "s.machine_id WHERE r.id = i.run)) "                                                       \
-        "OR EXISTS (SELECT 1 FROM run_day_scenarios x WHERE x.run = i.run AND x.day = "            \
-        "i.start_ns / " DAY_SQL " AND x.down_ns <> 0) "                                            \
-        "OR NOT EXISTS (SELECT 1 FROM hist_days h WHERE h.run = i.run AND h.day = i.start_ns "     \
-        "/ " DAY_SQL ") "                                                                          \
-        "OR EXISTS (SELECT 1 FROM machine_settings s WHERE s.from_ns >= i.start_ns / " DAY_SQL     \
-        " * " DAY_SQL " AND s.from_ns < (i.start_ns / " DAY_SQL " + 3) * " DAY_SQL "))"
+        "OR NOT EXISTS (SELECT 1 FROM run_days d WHERE d.run = i.run AND d.day = " DAY_OF_SQL      \
+        " AND d.gaps_known <> 0 AND d.max_gap_ns <= ?3 AND d.min_ratio_pm >= ?4 AND "              \
+        "d.max_missing_ns <= ?5 AND d.max_skew_ns <= ?6 AND d.max_ns <= " MIN_BOUND_SQL ") "       \
+        "OR EXISTS (SELECT 1 FROM run_day_scenarios x WHERE x.run = i.run AND x.day = " DAY_OF_SQL \
+        " AND x.down_ns <> 0) "                                                                    \
+        "OR NOT EXISTS (SELECT 1 FROM hist_days h WHERE h.run = i.run AND h.day = " DAY_OF_SQL     \
+        ") OR EXISTS (SELECT 1 FROM machine_settings s WHERE s.from_ns >= (" DAY_OF_SQL            \
+        ") * " DAY_SQL " AND s.from_ns < (" DAY_OF_SQL " + 3) * " DAY_SQL "))"
 
 /* The rule's numbers for KEEP_SQL. */
 struct keep {

@@ -46,17 +46,16 @@ static void resolve_group(struct vctx *v, const struct vmachine *ms, size_t n) {
         v->group_source = v->group[0] ? "configured" : "series";
         if (!v->group[0])
                 snprintf(v->group, sizeof(v->group), "%s", v->series);
-        bool member = false;
-        v->group_from = INT64_MAX;
+        v->group_from = INT64_MAX; /* no member by `at` */
         for (size_t i = 0; i < n; i++)
                 for (size_t k = 0; k < ms[i].nset; k++) {
                         int64_t from = k == 0 ? ms[i].enrolled_ns : ms[i].set[k].from_ns;
                         if (from <= v->at && vsetting_in_group(&ms[i].set[k], v->group)) {
-                                member = true;
                                 v->group_from = MIN(v->group_from, from);
                                 break; /* the versions are in time order */
                         }
                 }
+        bool member = v->group_from != INT64_MAX;
         if (member && strcmp(v->group, "default") != 0)
                 return;
         snprintf(v->group, sizeof(v->group), "default");
