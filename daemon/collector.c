@@ -463,6 +463,12 @@ out:
 
 static bool interval_complete(const struct collector *c, uint64_t k, int64_t now_mono) {
         int64_t end = interval_start(c->p.base_mono_ns, (int64_t) c->p.period_ns, k + 1);
+        /* Not before its end by the caller's clock, even when every probe has delivered it:
+         * the caller recorded what the loads did up to now_mono, and a probe may have passed
+         * the boundary after that (the main thread preempted between its reading of the clock
+         * and this poll).  Written earlier, the interval would go without its loads. */
+        if (now_mono < end)
+                return false;
         if (now_mono >= end + (int64_t) c->p.grace_ns)
                 return true;
         /* A capture being taken may belong to this interval: wait for it (within the grace

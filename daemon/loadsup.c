@@ -759,6 +759,26 @@ void loadsup_snapshot(struct loadsup *s, int64_t at_mono, int64_t now_mono,
         }
 }
 
+bool loadsup_record_carry(const struct load_record *from, struct load_record *to) {
+        bool counts = false;
+        for (size_t i = 0; i < from->nloads; i++)
+                counts |= from->loads[i].starts > 0 || from->loads[i].exits > 0;
+        if (!counts)
+                return true;
+        if (!from->scenario || !to->scenario || strcmp(from->scenario, to->scenario) != 0 ||
+            from->nloads != to->nloads)
+                return false;
+        for (size_t i = 0; i < from->nloads; i++) {
+                if (strcmp(from->loads[i].generator, to->loads[i].generator) != 0)
+                        return false;
+        }
+        for (size_t i = 0; i < from->nloads; i++) {
+                to->loads[i].starts += from->loads[i].starts;
+                to->loads[i].exits += from->loads[i].exits;
+        }
+        return true;
+}
+
 size_t loadsup_pids(const struct loadsup *s, int *pids, size_t max) {
         size_t n = 0;
         for (size_t i = 0; i < s->nslots && n < max; i++)

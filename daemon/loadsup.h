@@ -25,7 +25,8 @@ struct loadsup_params {
 
 /* What the loads of one interval did. */
 struct load_record {
-        uint64_t k; /* interval index */
+        uint64_t k;  /* interval index */
+        bool stored; /* given to its interval as that was stored */
         const char *scenario;
         size_t nloads;
         struct store_interval_load loads[SCENARIO_LOADS_MAX];
@@ -52,6 +53,12 @@ void loadsup_stop(struct loadsup *s);
  * this is called (later than at_mono when the main loop was held up). */
 void loadsup_snapshot(struct loadsup *s, int64_t at_mono, int64_t now_mono,
                       struct load_record *rec);
+
+/* Adds the starts and exits of from (a record whose interval was never stored) to to, the
+ * next record, when both are of the same scenario: a generator's restarts are never lost with
+ * an interval that no CPU measured in.  Its running time is not carried (that interval is not
+ * covered).  Returns false when the counts could not be carried (the scenario changed). */
+bool loadsup_record_carry(const struct load_record *from, struct load_record *to);
 
 /* Ends (SIGKILL) and reaps every child of ours that is not a generator we started: what the
  * generators orphaned (we are their subreaper).  Returns how many were still running.  At

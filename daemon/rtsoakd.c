@@ -198,9 +198,17 @@ static void record_loads(struct daemon *d, uint64_t k, int64_t at_mono, int64_t 
 static void annotate_interval(void *userdata, uint64_t k, struct store_interval *iv) {
         struct daemon *d = userdata;
         size_t drop = 0;
-        /* Intervals are stored in order: records of earlier ones are done with. */
-        while (drop < d->nrecords && d->records[drop].k < k)
+        /* Intervals are stored in order: records of earlier ones are done with.  An earlier
+         * one that was not stored (no CPU measured in it: the probes' first moments, a stall
+         * over a whole interval) passes its starts and exits on. */
+        while (drop < d->nrecords && d->records[drop].k < k) {
+                if (!d->records[drop].stored && drop + 1 < d->nrecords &&
+                    !loadsup_record_carry(&d->records[drop], &d->records[drop + 1]))
+                        log_notice("Interval %" PRIu64 " was not stored: its load starts and "
+                                   "exits are only in the events (the scenario changed after it)",
+                                   d->records[drop].k);
                 drop++;
+        }
         if (drop > 0) {
                 memmove(d->records, d->records + drop, (d->nrecords - drop) * sizeof(*d->records));
                 d->nrecords -= drop;
@@ -210,6 +218,7 @@ static void annotate_interval(void *userdata, uint64_t k, struct store_interval 
                 /* The copy moved: point the loads at their metrics again. */
                 for (size_t i = 0; i < rec->nloads; i++)
                         rec->loads[i].metrics = rec->metrics[i];
+                rec->stored = true;
                 iv->scenario = rec->scenario;
                 iv->loads = rec->loads;
                 iv->nloads = rec->nloads;

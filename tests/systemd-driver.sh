@@ -344,7 +344,14 @@ EOF
         wait_for 30 active rtsoakd
         printf '[Probe]\nPriority=500\n' >/etc/rtsoak/rtsoakd.conf.d/50-bad.conf
         systemctl restart rtsoakd 2>/dev/null
-        restarts=$(prop rtsoakd NRestarts) # a manual restart resets the count
+        # Settled on the configuration's exit status; the count from then on must not move.
+        # (A manual restart resets it: a start before that failed another way was restarted,
+        # which the journal shows.)
+        wait_for 30 failed_with 78
+        restarts=$(prop rtsoakd NRestarts)
+        [ "$restarts" = 0 ] || printf '%s\n' "restarted $restarts time(s) before the exit 78:" \
+                "$(journalctl -b -n 30 --no-pager -o short-precise _SYSTEMD_UNIT=rtsoakd.service + UNIT=rtsoakd.service)" |
+                sed 's/^/# /' | tee -a "$tap"
         sleep 8 # longer than RestartSec=5s
         local status
         status=$(systemctl status rtsoakd --no-pager -n 20 2>&1)
@@ -353,7 +360,8 @@ EOF
                 printf '%s\n' "$status" | grep -q 'rtsoakd.conf.d/50-bad.conf:2: \[Probe\] Priority=500'; then
                 ok "a bad configuration: exit 78, not restarted, systemctl status shows 50-bad.conf:2"
         else
-                not_ok "bad configuration: status $(prop rtsoakd ExecMainStatus), $(prop rtsoakd ActiveState), restarts $(prop rtsoakd NRestarts)" "$status"
+                not_ok "bad configuration: status $(prop rtsoakd ExecMainStatus), $(prop rtsoakd ActiveState), restarts $(prop rtsoakd NRestarts) (was $restarts)" \
+                        "$(journalctl -b -n 25 --no-pager -o short-precise _SYSTEMD_UNIT=rtsoakd.service + UNIT=rtsoakd.service)"
         fi
         rm /etc/rtsoak/rtsoakd.conf.d/50-bad.conf
         systemctl reset-failed rtsoakd
@@ -413,6 +421,10 @@ server_has_intervals() {
 import json, sys
 m = json.load(sys.stdin)
 sys.exit(0 if (m.get("intervals") or 0) > 0 else 1)'
+}
+
+failed_with() {
+        [ "$(prop rtsoakd ActiveState)" = failed ] && [ "$(prop rtsoakd ExecMainStatus)" = "$1" ]
 }
 
 restarted_since() {

@@ -23,7 +23,9 @@ struct rig {
         struct collector *c;
 };
 
-static void rig_up(struct rig *g, const char *name) {
+static void rig_up_annotated(struct rig *g, const char *name,
+                             void (*annotate)(void *, uint64_t, struct store_interval *),
+                             void *userdata) {
         char path[512], err[STORE_ERROR_MAX];
         snprintf(path, sizeof(path), "%s/%s", dir, name);
         assert_int_equal(store_open(path, STORE_WRITER, &g->store, err), 0);
@@ -48,8 +50,14 @@ static void rig_up(struct rig *g, const char *name) {
                                        .probe_interval_ns = 200000,
                                        .hist_limit_us = 1000,
                                        .grace_ns = 2 * SEC,
-                                       .max_pending = 1024 };
+                                       .max_pending = 1024,
+                                       .annotate = annotate,
+                                       .userdata = userdata };
         assert_int_equal(collector_new(&cp, g->store, g->run, g->probes, 2, &g->c), 0);
+}
+
+static void rig_up(struct rig *g, const char *name) {
+        rig_up_annotated(g, name, NULL, NULL);
 }
 
 static void rig_down(struct rig *g) {
@@ -173,10 +181,37 @@ static void test_spanning_slot_and_final_flush(void **state) {
         rig_down(&g);
 }
 
+static void note_annotated(void *userdata, uint64_t k, struct store_interval *iv) {
+        (void) iv;
+        *(uint64_t *) userdata = k + 1;
+}
+
+/* Every probe has delivered interval 0, but the caller's clock (when it recorded what the
+ * loads did) is still before the boundary: the interval waits, so that it is not written
+ * without the loads' record, which the caller makes once its clock has passed the end. */
+static void test_not_before_the_callers_boundary(void **state) {
+        struct rig g = {};
+        uint64_t annotated = 0; /* the last interval annotated, plus one */
+        (void) state;
+        rig_up_annotated(&g, "early.db", note_annotated, &annotated);
+        publish(g.probes[0], 0, 0, 5000, 5000, false);
+        publish(g.probes[1], 0, 0, 5000, 5000, false);
+        assert_int_equal(collector_poll(g.c, SEC - SEC / 1000, false), 0);
+        assert_int_equal(annotated, 0);
+        assert_int_equal(collector_poll(g.c, SEC, false), 1);
+        assert_int_equal(annotated, 1);
+        publish(g.probes[0], 1, 1, 10, 5000, true);
+        publish(g.probes[1], 1, 1, 10, 5000, true);
+        assert_int_equal(collector_poll(g.c, SEC + SEC / 2, true), 1);
+        assert_int_equal(annotated, 2);
+        rig_down(&g);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cpu_late_past_grace),
                 cmocka_unit_test(test_spanning_slot_and_final_flush),
+                cmocka_unit_test(test_not_before_the_callers_boundary),
         };
         return RUN_TESTS_IN_TMPDIR(tests, dir);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the daemon's smaller parts: SHA-256 vectors, the preemption model, the
- * explanation of refused real-time scheduling fed with known files, and hotplug checks. */
+ * explanation of refused real-time scheduling fed with known files, hotplug checks, and the
+ * load counts carried past an interval that was never stored. */
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -10,6 +11,7 @@
 #include "tests.h"
 #include "cpuset.h"
 #include "housekeeping.h"
+#include "loadsup.h"
 #include "macro.h"
 #include "probe.h"
 #include "rt-setup.h"
@@ -228,12 +230,40 @@ static void test_hotplug_exited_probe(void **state) {
         store_close(s);
 }
 
+/* Starts and exits of an interval that was never stored go on to the next record of the same
+ * scenario; not into another scenario's loads. */
+static void test_load_counts_carried(void **state) {
+        (void) state;
+        struct load_record a = { .k = 4, .scenario = "work", .nloads = 2 };
+        struct load_record b = { .k = 5, .scenario = "work", .nloads = 2 };
+        const char *gens[] = { "cpu", "hackbench" };
+        for (int i = 0; i < 2; i++) {
+                a.loads[i] = (struct store_interval_load){ .generator = gens[i], .up_ns = 7 };
+                b.loads[i] = (struct store_interval_load){ .generator = gens[i], .up_ns = 9 };
+        }
+        a.loads[0].starts = 1;
+        a.loads[1].exits = 2;
+        b.loads[1].starts = 1;
+        assert_true(loadsup_record_carry(&a, &b));
+        assert_int_equal(b.loads[0].starts, 1);
+        assert_int_equal(b.loads[1].starts, 1);
+        assert_int_equal(b.loads[1].exits, 2);
+        assert_int_equal(b.loads[0].up_ns, 9); /* the running time is not carried */
+
+        struct load_record other = { .k = 6, .scenario = "idle", .nloads = 0 };
+        assert_false(loadsup_record_carry(&b, &other));
+        struct load_record quiet = { .k = 6, .scenario = "work", .nloads = 1 };
+        quiet.loads[0] = (struct store_interval_load){ .generator = "cpu" };
+        assert_true(loadsup_record_carry(&quiet, &other)); /* nothing to carry */
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sha256),
                 cmocka_unit_test(test_preempt_model),
                 cmocka_unit_test(test_explain_sched_failure),
                 cmocka_unit_test(test_hotplug_exited_probe),
+                cmocka_unit_test(test_load_counts_carried),
         };
         return RUN_TESTS_IN_TMPDIR(tests, dir);
 }

@@ -141,14 +141,27 @@ def strip(v, drop=("asked_at", "asked_at_ns")):
     return v
 
 
+def difference(x, y, at="$"):
+    """Where two answers first differ, and how: the path of the key and both values."""
+    if isinstance(x, dict) and isinstance(y, dict):
+        for k in sorted(set(x) | set(y)):
+            if x.get(k, "<absent>") != y.get(k, "<absent>"):
+                return difference(x.get(k, "<absent>"), y.get(k, "<absent>"), f"{at}.{k}")
+    if isinstance(x, list) and isinstance(y, list) and len(x) == len(y):
+        for i, (a, b) in enumerate(zip(x, y)):
+            if a != b:
+                return difference(a, b, f"{at}[{i}]")
+    return f"{at}: SQLite {json.dumps(x)[:600]}\nPostgreSQL {json.dumps(y)[:600]}"
+
+
 def test_same_answers(d, db, target):
     a = Server(db, os.path.join(d, "a.log"))
     b = Server(target, os.path.join(d, "b.log"))
     now = time.time_ns()
     paths = ["/api/v1/machines", f"/api/v1/kernels/{RELEASE}/verdict?at={now}",
              f"/api/v1/kernels/{RELEASE}/verdict?at={now - 86400 * 10**9}&known_at={now}",
-             f"/api/v1/kernels/{RELEASE}/compare?with={RELEASE}", "/api/v1/kernels",
-             "/api/v1/series", "/api/v1/maintenance", "/api/v1/waivers",
+             f"/api/v1/kernels/{RELEASE}/compare?with={RELEASE}", f"/api/v1/kernels?at={now}",
+             f"/api/v1/series?at={now}", "/api/v1/maintenance", "/api/v1/waivers",
              "/api/v1/notifications?kind=test"]  # (each server tells its own verdict changes)
     for m in MACHINES:
         paths += [f"/api/v1/machines/{m}/intervals?from={now - 2 * 86400 * 10**9}&to={now}"
@@ -161,7 +174,7 @@ def test_same_answers(d, db, target):
             drop = ("asked_at", "asked_at_ns") + (("done",) if "notifications" in path else ())
             x, y = strip(a.get(path), drop), strip(b.get(path), drop)
             check(f"the same answer on both stores: {path.split('?')[0]}", x == y,
-                  f"SQLite: {json.dumps(x)[:1200]}\nPostgreSQL: {json.dumps(y)[:1200]}")
+                  "" if x == y else difference(x, y))
     finally:
         a.stop()
         b.stop()

@@ -16,11 +16,13 @@
 /* Forks; returns in the child, which runs the tests.  See tap-filter.c. */
 void tap_filter_begin(void);
 
-#define RUN_TESTS_WITH(tests, setup, teardown)                  \
-        ({                                                      \
-                tap_filter_begin();                             \
-                cmocka_set_message_output(CM_OUTPUT_TAP);       \
-                cmocka_run_group_tests(tests, setup, teardown); \
+#define RUN_TESTS_WITH(tests, setup, teardown)                         \
+        ({                                                             \
+                tap_filter_begin();                                    \
+                if (getenv("TEST_FILTER"))                             \
+                        cmocka_set_test_filter(getenv("TEST_FILTER")); \
+                cmocka_set_message_output(CM_OUTPUT_TAP);              \
+                cmocka_run_group_tests(tests, setup, teardown);        \
         })
 #define RUN_TESTS(tests) RUN_TESTS_WITH(tests, NULL, NULL)
 
