@@ -133,6 +133,45 @@ static void bind_scenario(sqlite3_stmt *st, const struct store_filter *f) {
 static int report_in_snapshot(store *s, const struct store_filter *f, struct store_cpu_report **ret,
                               size_t *ret_n);
 
+/* A start time stored as text or a number out of 64 bits (a damaged row) falls outside every
+ * window of the report's query without a word: such rows fail the report instead.  They sort
+ * after (text) or beyond (real) every integer, so the index finds them at once. */
+static int check_start_times(store *s) {
+        static const char *const tables[][2] = { { "intervals", "id" },
+                                                 { "interval_cpus", "interval_id" } };
+        for (size_t i = 0; i < ELEMENTSOF(tables); i++) {
+                char sql[220];
+                _cleanup_stmt_ sqlite3_stmt *st = NULL;
+                snprintf(sql, sizeof(sql),
+                         "SELECT count(*), min(%s) FROM %s WHERE start_ns > 9223372036854775807 "
+                         "OR start_ns < -9223372036854775807 OR start_ns IS NULL",
+                         tables[i][1], tables[i][0]);
+                int r = store_prepare(s, sql, &st);
+                if (r < 0)
+                        return r;
+                int rc = sqlite3_step(st);
+                if (rc != SQLITE_ROW)
+                        return store_fail(s, rc, "cannot query intervals");
+                if (sqlite3_column_int64(st, 0) > 0)
+                        return store_failf(s, -EBADMSG,
+                                           "%lld row(s) of %s have a start time that is not a "
+                                           "64-bit integer, the first of interval %lld (database "
+                                           "damaged?)",
+                                           (long long) sqlite3_column_int64(st, 0), tables[i][0],
+                                           (long long) sqlite3_column_int64(st, 1));
+        }
+        return 0;
+}
+
+/* Each of a row's statistics is an integer, as stored (sqlite3_column_int64 reads text as 0). */
+static bool row_integers(sqlite3_stmt *st) {
+        static const int cols[] = { 0, 1, 2, 3, 4, 6, 7, 9, 10 };
+        for (size_t i = 0; i < ELEMENTSOF(cols); i++)
+                if (sqlite3_column_type(st, cols[i]) != SQLITE_INTEGER)
+                        return false;
+        return true;
+}
+
 int store_report(store *s, const struct store_filter *f, struct store_cpu_report **ret,
                  size_t *ret_n) {
         int r;
@@ -141,7 +180,9 @@ int store_report(store *s, const struct store_filter *f, struct store_cpu_report
         r = store_exec(s, "BEGIN");
         if (r < 0)
                 return r;
-        r = report_in_snapshot(s, f, ret, ret_n);
+        r = check_start_times(s);
+        if (r >= 0)
+                r = report_in_snapshot(s, f, ret, ret_n);
         sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
         return r;
 }
@@ -200,8 +241,8 @@ static int report_in_snapshot(store *s, const struct store_filter *f, struct sto
                 const char *reason = NULL;
                 uint64_t decoded;
 
-                if (samples < 0 || min < 0 || max < 0 || sum < 0 || viol < 0 || missed < 0 ||
-                    len < 0 || (samples > 0 && min > max) || viol > samples) {
+                if (!row_integers(st) || samples < 0 || min < 0 || max < 0 || sum < 0 || viol < 0 ||
+                    missed < 0 || len < 0 || (samples > 0 && min > max) || viol > samples) {
                         r = store_failf(s, -EBADMSG,
                                         "interval %lld, CPU %d: inconsistent "
                                         "statistics (database damaged?)",

@@ -156,7 +156,7 @@ static void test_kill9_fifty_times(void **state) {
                  * random moment of its 1 s cycle of probing, storing and uploading. */
                 if (!tu_wait_for_text(errlog, "Run ", 20000))
                         fail_msg("kill %d: rtsoakd did not start: %s", i, tu_read_file(errlog));
-                tu_sleep_ms(rand() % 2400);
+                tu_sleep_ms(rand() % 1200);
                 killed_at[i] = now_ns(CLOCK_REALTIME);
                 assert_int_equal(kill(d, SIGKILL), 0);
                 assert_int_equal(tu_wait(d, 5000), 128 + SIGKILL);
@@ -538,10 +538,10 @@ static void step_clock(int64_t by_ns) {
 /* The wall clock set back and forward again by 50 ms: two clock_step events, and latencies
  * (measured on CLOCK_MONOTONIC) do not move by the step.  Small steps, so that the rest of
  * the machine hardly notices. */
-static void test_machine_clock_step(void **state) {
+/* One run with the wall clock stepped back and forward 50 ms: both steps recorded; returns the
+ * worst latency stored. */
+static long long clock_step_run(void) {
         char errlog[600];
-        if (geteuid() != 0)
-                skip();
         fresh_local();
         snprintf(errlog, sizeof(errlog), "%s/daemon.log", dir);
         char *argv[48];
@@ -568,10 +568,23 @@ static void test_machine_clock_step(void **state) {
         assert_int_equal(query(local_db, "SELECT json_extract(details, '$.step_ns') < 0 FROM "
                                          "events WHERE type = 'clock_step' ORDER BY id LIMIT 1"),
                          1);
-        /* A probe sleeping on the wall clock would have woken 50 ms late after the step back;
-         * on CLOCK_MONOTONIC it does not notice. */
-        long long worst = query(local_db, "SELECT max(max_ns) FROM interval_cpus");
-        printf("# worst latency across the steps: %lld us\n", worst / 1000);
+        return query(local_db, "SELECT max(max_ns) FROM interval_cpus");
+}
+
+static void test_machine_clock_step(void **state) {
+        if (geteuid() != 0)
+                skip();
+        /* A probe sleeping on the wall clock would wake 50 ms late after the step back, in
+         * every run; on CLOCK_MONOTONIC it does not notice.  This VM stalls for tens of ms now
+         * and then: a run with a worst case over 40 ms is taken again, up to three runs. */
+        long long worst = 0;
+        for (int attempt = 1; attempt <= 3; attempt++) {
+                worst = clock_step_run();
+                printf("# run %d: worst latency across the steps: %lld us\n", attempt,
+                       worst / 1000);
+                if (worst < 40 * (long long) NSEC_PER_MSEC)
+                        break;
+        }
         assert_true(worst < 40 * (long long) NSEC_PER_MSEC);
 }
 

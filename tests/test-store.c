@@ -365,8 +365,17 @@ static void test_corrupt_rows_fail_report(void **state) {
         static const struct {
                 const char *sql, *msg;
         } t[] = {
-                { "UPDATE interval_cpus SET samples = 999", "histogram holds 1000 samples but "
-                                                            "the row says 999" },
+                /* Outside every window of the query: caught before it. */
+                { "UPDATE interval_cpus SET start_ns = 'x0'",
+                  "1 row(s) of interval_cpus have a start time that is not a 64-bit integer" },
+                { "UPDATE interval_cpus SET start_ns = 0; UPDATE intervals SET start_ns = 1e300",
+                  "1 row(s) of intervals have a start time that is not a 64-bit integer, the "
+                  "first of interval 1" },
+                /* Text read as 0 would pass every other check. */
+                { "UPDATE intervals SET start_ns = 0; UPDATE interval_cpus SET violations = 'x'",
+                  "inconsistent statistics" },
+                { "UPDATE interval_cpus SET violations = 0, samples = 999",
+                  "histogram holds 1000 samples but the row says 999" },
                 { "UPDATE interval_cpus SET hist = x'01e807ff7f01', samples = 1000",
                   "histogram bucket index out of range" },
                 { "UPDATE interval_cpus SET hist = x'02', samples = 1000", "histogram too short" },
