@@ -169,6 +169,12 @@ int64_t now_ns(clockid_t clock) {
         return (int64_t) ts.tv_sec * (int64_t) NSEC_PER_SEC + ts.tv_nsec;
 }
 
+struct timespec timespec_from_now(clockid_t clock, int64_t ns) {
+        int64_t t = now_ns(clock) + ns;
+        return (struct timespec){ .tv_sec = (time_t) (t / (int64_t) NSEC_PER_SEC),
+                                  .tv_nsec = (long) (t % (int64_t) NSEC_PER_SEC) };
+}
+
 static int parse_fixed_digits(const char **p, int n, int *ret) {
         int v = 0;
         for (int i = 0; i < n; i++) {

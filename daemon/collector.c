@@ -42,6 +42,7 @@ struct collector {
         size_t nq;
         uint64_t write_k;  /* next interval index to write */
         uint64_t next_seq; /* sequence number of the next stored interval */
+        int64_t stored_k;  /* the last interval index a row was stored for, or -1 */
         struct collector_stats stats;
         /* Captures taken from the flight recorder, not yet stored; and whether one is still
          * being taken (the interval it belongs to waits for it, within its grace time). */
@@ -83,6 +84,7 @@ int collector_new(const struct collector_params *params, store *st, int64_t run_
         }
         c->write_k = interval_index(params->base_mono_ns, (int64_t) params->period_ns,
                                     params->run_start_mono_ns);
+        c->stored_k = -1;
         *ret = c;
         return 0;
 }
@@ -418,7 +420,7 @@ static int write_one(struct collector *c, uint64_t k, int64_t now_mono) {
                         .nevents = b.nevents,
                 };
                 if (c->p.annotate)
-                        c->p.annotate(c->p.userdata, k, &iv);
+                        c->p.annotate(c->p.userdata, k, (int64_t) k == c->stored_k, &iv);
                 int64_t end_mono = interval_start(c->p.base_mono_ns, (int64_t) c->p.period_ns,
                                                   k + 1);
                 r = attach_traces(c, &b, end_mono, &iv);
@@ -435,6 +437,7 @@ static int write_one(struct collector *c, uint64_t k, int64_t now_mono) {
                         goto out;
                 }
                 c->next_seq++;
+                c->stored_k = (int64_t) k;
                 c->stats.intervals_written++;
                 forget_traces(c, b.nforget);
                 c->stats.last_max_ns = worst;

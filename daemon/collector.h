@@ -22,8 +22,9 @@ struct collector_params {
         uint64_t grace_ns;  /* how long to wait for a late CPU before writing */
         size_t max_pending; /* slots held per CPU while storage fails */
         /* Optional: fills in what ran during interval k (scenario, loads) just before it is
-         * stored; called again if the write fails and is retried. */
-        void (*annotate)(void *userdata, uint64_t k, struct store_interval *iv);
+         * stored; called again if the write fails and is retried.  again: a row of k was
+         * stored before (a CPU late past its grace time hands over its slot later). */
+        void (*annotate)(void *userdata, uint64_t k, bool again, struct store_interval *iv);
         void *userdata;
         /* Optional: marks the storage calls, so that a watchdog can tell a stuck database
          * from a stuck collector. */

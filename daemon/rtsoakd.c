@@ -68,8 +68,9 @@ struct daemon {
         struct loadsup *loads;
         struct load_record *records;
         size_t nrecords;
-        uint64_t cur_k;             /* the interval now running */
-        int64_t next_boundary_mono; /* when it ends */
+        struct store_interval_load again_loads[SCENARIO_LOADS_MAX]; /* see annotate_interval */
+        uint64_t cur_k;                                             /* the interval now running */
+        int64_t next_boundary_mono;                                 /* when it ends */
         int64_t base_mono, mono_to_real;
 
         /* systemd: readiness, status, the watchdog, reloads. */
@@ -195,7 +196,7 @@ static void record_loads(struct daemon *d, uint64_t k, int64_t at_mono, int64_t 
         d->nrecords++;
 }
 
-static void annotate_interval(void *userdata, uint64_t k, struct store_interval *iv) {
+static void annotate_interval(void *userdata, uint64_t k, bool again, struct store_interval *iv) {
         struct daemon *d = userdata;
         size_t drop = 0;
         /* Intervals are stored in order: records of earlier ones are done with.  An earlier
@@ -222,6 +223,14 @@ static void annotate_interval(void *userdata, uint64_t k, struct store_interval 
                 iv->scenario = rec->scenario;
                 iv->loads = rec->loads;
                 iv->nloads = rec->nloads;
+                if (again) {
+                        /* A late CPU's row of an interval already stored: the loads' starts
+                         * and exits went with the first row. */
+                        memcpy(d->again_loads, rec->loads, rec->nloads * sizeof(*rec->loads));
+                        for (size_t i = 0; i < rec->nloads; i++)
+                                d->again_loads[i].starts = d->again_loads[i].exits = 0;
+                        iv->loads = d->again_loads;
+                }
         }
 }
 
@@ -510,6 +519,11 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
         tracing_log_notices(d->tracing);
         check_probe_failures(d);
         check_ready(d);
+        /* The probes end a --duration themselves: stop here if its timer has not run yet, so
+         * that the loads' last record is made before the last interval is written. */
+        int64_t end = atomic_load_explicit(&d->ctl.end_mono_ns, memory_order_relaxed);
+        if (end > 0 && now >= end)
+                stop(d, "--duration reached");
 
         bool timed_out = d->stopping && !probes_done(d) && now > d->stop_deadline_mono;
         if (timed_out) {
@@ -908,17 +922,14 @@ static const char *run_release(const struct daemon_config *c, const struct sysin
         return summary_release_valid(si->kernel_release) ? si->kernel_release : NULL;
 }
 
-/* What a run needs before anything starts: the CPUs, the load user, the heartbeats, the token,
- * the store, locked memory and the DMA latency hold.  EXIT_SUCCESS to go on, else how to exit. */
+/* What a run needs before anything starts: the CPUs, the heartbeats, the token, the store,
+ * locked memory and the DMA latency hold (the load user was found by daemon_config_load()).
+ * EXIT_SUCCESS to go on, else how to exit. */
 static int prepare_run(struct daemon *d) {
-        char err[STORE_ERROR_MAX], uerr[CONF_ERROR_MAX];
+        char err[STORE_ERROR_MAX];
         int r = resolve_cpus(d);
         if (r < 0)
                 return EXIT_CONFIG;
-        if (daemon_config_check_load_user(&d->cfg, d->cfg.load_user, uerr) < 0) {
-                log_error("%s", uerr);
-                return EXIT_CONFIG;
-        }
         if (parse_test_hang(d) < 0)
                 return EXIT_CONFIG;
         d->db_path = strdup(d->cfg.storage_path);

@@ -417,13 +417,8 @@ static int hb_round_threads(struct hb_round *rd, struct hb_thread *th, pthread_a
         /* Wait for the round to finish, a worker to fail, or a stop request. */
         pthread_mutex_lock(&rd->lock);
         while (r == 0 && rd->running > 0 && !hb_abandoned(rd)) {
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                ts.tv_nsec += 50 * 1000 * 1000;
-                if (ts.tv_nsec >= 1000000000) {
-                        ts.tv_sec++;
-                        ts.tv_nsec -= 1000000000;
-                }
+                struct timespec ts = timespec_from_now(CLOCK_MONOTONIC,
+                                                       (int64_t) (50 * NSEC_PER_MSEC));
                 pthread_cond_timedwait(&rd->cond, &rd->lock, &ts);
         }
         bool finished = rd->running == 0;

@@ -303,13 +303,8 @@ static const char *wait_for_end(const struct cli *o, struct runner *rn, const si
  * Returns whether it ended. */
 static bool stop_generator(struct runner *rn, pthread_t t) {
         atomic_store(&rn->ctx.stop, true);
-        struct timespec deadline;
-        clock_gettime(CLOCK_REALTIME, &deadline);
-        deadline.tv_nsec += 400 * 1000 * 1000;
-        if (deadline.tv_nsec >= 1000000000) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000;
-        }
+        struct timespec deadline = timespec_from_now(CLOCK_REALTIME,
+                                                     (int64_t) (400 * NSEC_PER_MSEC));
         return pthread_timedjoin_np(t, NULL, &deadline) == 0;
 }
 

@@ -144,7 +144,7 @@ static int check_start_times(store *s) {
                 _cleanup_stmt_ sqlite3_stmt *st = NULL;
                 snprintf(sql, sizeof(sql),
                          "SELECT count(*), min(%s) FROM %s WHERE start_ns > 9223372036854775807 "
-                         "OR start_ns < -9223372036854775807 OR start_ns IS NULL",
+                         "OR start_ns < -9223372036854775808.0",
                          tables[i][1], tables[i][0]);
                 int r = store_prepare(s, sql, &st);
                 if (r < 0)
@@ -165,7 +165,7 @@ static int check_start_times(store *s) {
 
 /* Each of a row's statistics is an integer, as stored (sqlite3_column_int64 reads text as 0). */
 static bool row_integers(sqlite3_stmt *st) {
-        static const int cols[] = { 0, 1, 2, 3, 4, 6, 7, 9, 10 };
+        static const int cols[] = { 0, 1, 2, 3, 4, 5, 6, 7, 9, 10 };
         for (size_t i = 0; i < ELEMENTSOF(cols); i++)
                 if (sqlite3_column_type(st, cols[i]) != SQLITE_INTEGER)
                         return false;
@@ -210,7 +210,8 @@ static int report_in_snapshot(store *s, const struct store_filter *f, struct sto
                 return store_fail(s, rc, "cannot query intervals");
         if (sqlite3_column_type(lim, 0) != SQLITE_NULL) {
                 int64_t v = sqlite3_column_int64(lim, 0);
-                if (v <= 0 || v > HIST_LIMIT_US_MAX)
+                if (sqlite3_column_type(lim, 0) != SQLITE_INTEGER || v <= 0 ||
+                    v > HIST_LIMIT_US_MAX)
                         return store_failf(s, -EBADMSG,
                                            "stored histogram limit %lld us is out "
                                            "of range (database damaged?)",

@@ -262,12 +262,116 @@ static int take_lock(store *s) {
         return 0;
 }
 
-int store_open(const char *path, unsigned flags, store **ret, char err[static STORE_ERROR_MAX]) {
-        store *s;
-        int64_t version, appid;
-        int rc, r;
+/* The file: the writer's lock, or that a reader's database is there; never a directory; the
+ * writer creates it with the readers' mode; then SQLite opens it. */
+static int open_file(store *s, const char *path) {
+        int r;
+        if (s->writer) {
+                r = take_lock(s);
+                if (r < 0)
+                        return r;
+        } else if (access(path, F_OK) < 0) {
+                return store_failf(s, -errno,
+                                   "no database here (%s); is rtsoakd configured to "
+                                   "write elsewhere? Use --db PATH",
+                                   strerror(errno));
+        }
+        struct stat st;
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+                return store_failf(s, -EISDIR, "a directory, not a database file");
 
-        s = calloc(1, sizeof(*s));
+        /* Created 0640 (readable by the group of rtsoak's readers), whatever the umask. */
+        if (s->writer && (r = file_create_mode(path, STORE_FILE_MODE, NULL)) < 0)
+                return store_failf(s, r, "cannot create the database: %s", strerror(-r));
+        int rc = sqlite3_open_v2(path, &s->db,
+                                 s->writer     ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+                                 : s->uploader ? SQLITE_OPEN_READWRITE
+                                               : SQLITE_OPEN_READONLY,
+                                 NULL);
+        if (rc != SQLITE_OK)
+                return store_fail(s, rc, "cannot open database");
+        sqlite3_extended_result_codes(s->db, 1);
+        sqlite3_busy_timeout(s->db, 5000);
+        return 0;
+}
+
+/* Whose database it is: ours (its schema version in *ret_version, 0 for a new empty file),
+ * another program's, or a newer rtsoak's. */
+static int check_identity(store *s, int64_t *ret_version) {
+        int64_t version, appid;
+        /* The first read fails with SQLITE_NOTADB for a file that is not SQLite at all. */
+        int r = pragma_int(s, "PRAGMA application_id", &appid);
+        if (r < 0)
+                return r;
+        r = pragma_int(s, "PRAGMA user_version", &version);
+        if (r < 0)
+                return r;
+
+        if (version == 0 && appid == 0) {
+                int64_t tables;
+                r = pragma_int(s, "SELECT count(*) FROM sqlite_schema", &tables);
+                if (r < 0)
+                        return r;
+                if (tables > 0)
+                        return store_failf(s, -EBADMSG,
+                                           "SQLite database of another program "
+                                           "(no rtsoak schema); refusing to touch it");
+                if (!s->writer)
+                        return store_failf(s, -ENODATA,
+                                           "database is empty: rtsoakd has not "
+                                           "written anything yet");
+        } else if (appid != STORE_APPLICATION_ID) {
+                return store_failf(s, -EBADMSG,
+                                   "SQLite database of another program "
+                                   "(application_id %#llx); refusing to touch it",
+                                   (unsigned long long) appid);
+        }
+        if (version > STORE_SCHEMA_VERSION)
+                return store_failf(s, -EPROTONOSUPPORT,
+                                   "database schema version %lld is newer than this rtsoak "
+                                   "understands (%d); upgrade rtsoak",
+                                   (long long) version, STORE_SCHEMA_VERSION);
+        *ret_version = version;
+        return 0;
+}
+
+/* The writer: WAL, full syncs, the integrity check, the schema brought up to date.  The
+ * uploader: full syncs.  A reader: a schema it understands. */
+static int set_up(store *s, int64_t version) {
+        int r = 0;
+        if (s->writer) {
+                /* WAL lets the CLI read while we write; FULL syncs the WAL on every commit, so
+                 * an interval that was committed survives power loss. */
+                r = store_exec(s, "PRAGMA journal_mode = WAL");
+                if (r >= 0)
+                        r = store_exec(s, "PRAGMA synchronous = FULL");
+                if (r >= 0)
+                        r = store_exec(s, "PRAGMA foreign_keys = ON");
+                if (r >= 0)
+                        r = quick_check(s);
+                /* A new file returns the pages that retention frees, step by step. */
+                if (r >= 0 && version == 0)
+                        r = store_exec(s, "PRAGMA auto_vacuum = INCREMENTAL");
+                if (r >= 0)
+                        r = migrate(s, version);
+                if (r >= 0)
+                        r = store_setup_vacuum(s);
+        } else if (s->uploader && version == STORE_SCHEMA_VERSION) {
+                r = store_exec(s, "PRAGMA synchronous = FULL");
+        } else if (version < STORE_SCHEMA_VERSION) {
+                r = store_failf(s, -EPROTONOSUPPORT,
+                                "database schema version %lld is older than this rtsoak "
+                                "expects (%d); start rtsoakd once to migrate it",
+                                (long long) version, STORE_SCHEMA_VERSION);
+        }
+        return r;
+}
+
+int store_open(const char *path, unsigned flags, store **ret, char err[static STORE_ERROR_MAX]) {
+        int64_t version = 0;
+        int r;
+
+        store *s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
         s->lock_fd = -1;
@@ -278,122 +382,16 @@ int store_open(const char *path, unsigned flags, store **ret, char err[static ST
                 free(s);
                 return -ENOMEM;
         }
-
-        if (s->writer) {
-                r = take_lock(s);
-                if (r < 0)
-                        goto fail;
-        } else if (access(path, F_OK) < 0) {
-                r = store_failf(s, -errno,
-                                "no database here (%s); is rtsoakd configured to "
-                                "write elsewhere? Use --db PATH",
-                                strerror(errno));
-                goto fail;
+        r = open_file(s, path);
+        if (r >= 0)
+                r = check_identity(s, &version);
+        if (r >= 0)
+                r = set_up(s, version);
+        if (r < 0) {
+                snprintf(err, STORE_ERROR_MAX, "%s", s->error);
+                store_close(s);
+                return r;
         }
-        struct stat st;
-        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-                r = store_failf(s, -EISDIR, "a directory, not a database file");
-                goto fail;
-        }
-
-        /* Created 0640 (readable by the group of rtsoak's readers), whatever the umask. */
-        if (s->writer && (r = file_create_mode(path, STORE_FILE_MODE, NULL)) < 0) {
-                r = store_failf(s, r, "cannot create the database: %s", strerror(-r));
-                goto fail;
-        }
-        rc = sqlite3_open_v2(path, &s->db,
-                             s->writer     ? SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
-                             : s->uploader ? SQLITE_OPEN_READWRITE
-                                           : SQLITE_OPEN_READONLY,
-                             NULL);
-        if (rc != SQLITE_OK) {
-                r = store_fail(s, rc, "cannot open database");
-                goto fail;
-        }
-        sqlite3_extended_result_codes(s->db, 1);
-        sqlite3_busy_timeout(s->db, 5000);
-
-        /* The first read fails with SQLITE_NOTADB for a file that is not SQLite at all. */
-        r = pragma_int(s, "PRAGMA application_id", &appid);
-        if (r < 0)
-                goto fail;
-        r = pragma_int(s, "PRAGMA user_version", &version);
-        if (r < 0)
-                goto fail;
-
-        if (version == 0 && appid == 0) {
-                int64_t tables;
-                r = pragma_int(s, "SELECT count(*) FROM sqlite_schema", &tables);
-                if (r < 0)
-                        goto fail;
-                if (tables > 0) {
-                        r = store_failf(s, -EBADMSG,
-                                        "SQLite database of another program "
-                                        "(no rtsoak schema); refusing to touch it");
-                        goto fail;
-                }
-                if (!s->writer) {
-                        r = store_failf(s, -ENODATA,
-                                        "database is empty: rtsoakd has not "
-                                        "written anything yet");
-                        goto fail;
-                }
-        } else if (appid != STORE_APPLICATION_ID) {
-                r = store_failf(s, -EBADMSG,
-                                "SQLite database of another program "
-                                "(application_id %#llx); refusing to touch it",
-                                (unsigned long long) appid);
-                goto fail;
-        }
-        if (version > STORE_SCHEMA_VERSION) {
-                r = store_failf(s, -EPROTONOSUPPORT,
-                                "database schema version %lld is newer than this rtsoak "
-                                "understands (%d); upgrade rtsoak",
-                                (long long) version, STORE_SCHEMA_VERSION);
-                goto fail;
-        }
-
-        if (s->writer) {
-                /* WAL lets the CLI read while we write; FULL syncs the WAL on every commit, so
-                 * an interval that was committed survives power loss. */
-                r = store_exec(s, "PRAGMA journal_mode = WAL");
-                if (r >= 0)
-                        r = store_exec(s, "PRAGMA synchronous = FULL");
-                if (r >= 0)
-                        r = store_exec(s, "PRAGMA foreign_keys = ON");
-                if (r < 0)
-                        goto fail;
-                r = quick_check(s);
-                if (r < 0)
-                        goto fail;
-                /* A new file returns the pages that retention frees, step by step. */
-                if (version == 0)
-                        r = store_exec(s, "PRAGMA auto_vacuum = INCREMENTAL");
-                if (r < 0)
-                        goto fail;
-                r = migrate(s, version);
-                if (r < 0)
-                        goto fail;
-                r = store_setup_vacuum(s);
-                if (r < 0)
-                        goto fail;
-        } else if (s->uploader && version == STORE_SCHEMA_VERSION) {
-                r = store_exec(s, "PRAGMA synchronous = FULL");
-                if (r < 0)
-                        goto fail;
-        } else if (version < STORE_SCHEMA_VERSION) {
-                r = store_failf(s, -EPROTONOSUPPORT,
-                                "database schema version %lld is older than this rtsoak "
-                                "expects (%d); start rtsoakd once to migrate it",
-                                (long long) version, STORE_SCHEMA_VERSION);
-                goto fail;
-        }
-
         *ret = s;
         return 0;
-
-fail:
-        snprintf(err, STORE_ERROR_MAX, "%s", s->error);
-        store_close(s);
-        return r;
 }

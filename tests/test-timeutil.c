@@ -180,9 +180,23 @@ static void test_timestamp_format(void **state) {
         assert_string_equal(format_timestamp_utc(buf, v), "2025-12-03T08:00:00.123456789Z");
 }
 
+/* A deadline past a second boundary carries into tv_sec; tv_nsec stays below a second. */
+static void test_timespec_from_now(void **state) {
+        (void) state;
+        for (int i = 0; i < 200; i++) {
+                int64_t before = now_ns(CLOCK_MONOTONIC);
+                struct timespec ts = timespec_from_now(CLOCK_MONOTONIC, 999999999);
+                int64_t after = now_ns(CLOCK_MONOTONIC);
+                int64_t t = (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+                assert_true(ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000);
+                assert_true(t >= before + 999999999 && t <= after + 999999999);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_timespan_valid),
+                cmocka_unit_test(test_timespec_from_now),
                 cmocka_unit_test(test_timespan_invalid),
                 cmocka_unit_test(test_timespan_format_roundtrip),
                 cmocka_unit_test(test_timestamp),
