@@ -535,9 +535,6 @@ static void step_clock(int64_t by_ns) {
         assert_int_equal(clock_settime(CLOCK_REALTIME, &ts), 0);
 }
 
-/* The wall clock set back and forward again by 50 ms: two clock_step events, and latencies
- * (measured on CLOCK_MONOTONIC) do not move by the step.  Small steps, so that the rest of
- * the machine hardly notices. */
 /* One run with the wall clock stepped back and forward 50 ms: both steps recorded; returns the
  * worst latency stored. */
 static long long clock_step_run(void) {
@@ -571,6 +568,9 @@ static long long clock_step_run(void) {
         return query(local_db, "SELECT max(max_ns) FROM interval_cpus");
 }
 
+/* The wall clock set back and forward again by 50 ms: two clock_step events, and latencies
+ * (measured on CLOCK_MONOTONIC) do not move by the step.  Small steps, so that the rest of
+ * the machine hardly notices. */
 static void test_machine_clock_step(void **state) {
         if (geteuid() != 0)
                 skip();
