@@ -176,9 +176,12 @@ static void apply(struct walk *w, const struct trace_event *e) {
         }
 }
 
-/* The kernel priority of a task as a policy guess: -1 deadline, below 100 real-time. */
+/* The kernel priority of a task as a policy guess: -1 deadline, below 100 real-time, 100 to
+ * 139 the others (nice -20 to 19).  Anything else is no kernel priority (a damaged record):
+ * no guess. */
 static void guess_policy(struct trace_contrib *c) {
-        if (c->kind != TRACE_CULPRIT_THREAD || c->idle || c->policy[0] || c->prio == PRIO_UNKNOWN)
+        if (c->kind != TRACE_CULPRIT_THREAD || c->idle || c->policy[0] || c->prio < -1 ||
+            c->prio > 139)
                 return;
         if (c->prio < 0)
                 snprintf(c->policy, sizeof(c->policy), "SCHED_DEADLINE");

@@ -619,7 +619,9 @@ static int sweep_children(struct loadsup *s, size_t *ret) {
                 size_t len = fread(buf, 1, sizeof(buf) - 1, f);
                 fclose(f);
                 buf[len] = 0;
-                for (char *tok = strtok(buf, " \n"); tok; tok = strtok(NULL, " \n")) {
+                char *save = NULL;
+                for (char *tok = strtok_r(buf, " \n", &save); tok;
+                     tok = strtok_r(NULL, " \n", &save)) {
                         pid_t pid = (pid_t) atoi(tok);
                         if (pid > 0 && !pid_is_slot(s->slots, s->nslots, pid) &&
                             !pid_is_slot(s->retired, s->nretired, pid))

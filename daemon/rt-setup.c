@@ -114,7 +114,9 @@ static bool cpu_cgroup_path(const char *cgroup_file, char *buf, size_t len) {
                 *path++ = '\0';
                 path[strcspn(path, "\n")] = '\0';
                 /* The controller list is comma separated: "cpu,cpuacct" or "cpu". */
-                for (char *tok = strtok(ctrl + 1, ","); tok; tok = strtok(NULL, ","))
+                char *save = NULL;
+                for (char *tok = strtok_r(ctrl + 1, ",", &save); tok;
+                     tok = strtok_r(NULL, ",", &save))
                         if (strcmp(tok, "cpu") == 0) {
                                 snprintf(buf, len, "%s", path);
                                 return true;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "proc-sched.h"
 #include "timeutil.h"
 #include "trace-capture.h"
 #include "trace-raw.h"
@@ -223,37 +224,12 @@ static void keep(struct trace_capture *c, size_t i, struct trace_capture_result 
 
 /* ---- one capture ---- */
 
-/* The scheduling policy and priority of a thread from /proc, if it is still the same task. */
+/* The scheduling policy and priority of a thread from /proc, if it is still the same task;
+ * otherwise the analysis's guess from the trace stays. */
 static void fill_policy(struct trace_contrib *x) {
-        static const char *const names[] = { "SCHED_OTHER",   "SCHED_FIFO", "SCHED_RR",
-                                             "SCHED_BATCH",   NULL,         "SCHED_IDLE",
-                                             "SCHED_DEADLINE" };
-        char path[64], buf[1024];
-        if (x->kind != TRACE_CULPRIT_THREAD || x->pid <= 0)
-                return;
-        snprintf(path, sizeof(path), "/proc/%d/stat", x->pid);
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return;
-        size_t len = fread(buf, 1, sizeof(buf) - 1, f);
-        fclose(f);
-        buf[len] = 0;
-        char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-        if (!open || !close || close < open)
-                return;
-        /* A pid used again since is another task. */
-        if ((size_t) (close - open - 1) != strlen(x->name) ||
-            strncmp(open + 1, x->name, strlen(x->name)) != 0)
-                return;
-        long v[40] = {};
-        size_t n = 0;
-        for (char *t = strtok(close + 2, " "); t && n < ELEMENTSOF(v); t = strtok(NULL, " "))
-                v[n++] = strtol(t, NULL, 10);
-        /* After ")": field 3 is index 0; nice is field 19, rt_priority 40, policy 41. */
-        if (n < 39 || v[38] < 0 || v[38] >= (long) ELEMENTSOF(names) || !names[v[38]])
-                return;
-        snprintf(x->policy, sizeof(x->policy), "%s", names[v[38]]);
-        x->priority = (int32_t) (v[38] == 1 || v[38] == 2 ? v[37] : v[16]);
+        if (x->kind == TRACE_CULPRIT_THREAD && x->pid > 0)
+                (void) proc_thread_sched(x->pid, x->name, x->policy, sizeof(x->policy),
+                                         &x->priority);
 }
 
 /* The events' text, one line each, times relative to the due time. */
@@ -633,6 +609,32 @@ static int by_due(const void *a, const void *b) {
         return x->due_mono_ns < y->due_mono_ns ? -1 : x->due_mono_ns > y->due_mono_ns;
 }
 
+/* A capture's analysis as the store reads it back.  One that would not read back (a defect
+ * of this code: the store refuses it) is left out with a notice: held, it would keep its
+ * interval, and every later one, out of the database. */
+static char *analysis_text(struct trace_capture *c, const struct trace_capture_result *r) {
+        char err[TRACE_ERROR_MAX], lat[32];
+        _cleanup_free_ struct trace_analysis *back = malloc(sizeof(*back));
+        json_t *j = trace_analysis_to_json(&r->analysis);
+        if (!j || !back) {
+                json_decref(j);
+                return NULL;
+        }
+        int k = trace_analysis_from_json(j, back, err);
+        char *text = k >= 0 ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        if (k < 0 && k != -ENOMEM) {
+                notice(c,
+                       "CPU %d: the trace capture of a wake-up %s late is left out: its "
+                       "analysis does not read back (%s)",
+                       r->cpu, trace_format_span(lat, r->analysis.latency_ns), err);
+                pthread_mutex_lock(&c->lock);
+                c->failed++;
+                pthread_mutex_unlock(&c->lock);
+        }
+        return text;
+}
+
 int trace_capture_take(struct trace_capture *c, int64_t before_mono,
                        struct trace_capture_result ***ret, size_t *ret_n, bool *ret_busy) {
         struct trace_capture_result **out = NULL;
@@ -664,9 +666,7 @@ int trace_capture_take(struct trace_capture *c, int64_t before_mono,
         /* The JSON now: a capture replaced within its window added to the skipped count. */
         for (size_t k = 0; k < n; k++) {
                 finish(c, out[k]);
-                json_t *j = trace_analysis_to_json(&out[k]->analysis);
-                out[k]->analysis_json = j ? json_dumps(j, JSON_COMPACT) : NULL;
-                json_decref(j);
+                out[k]->analysis_json = analysis_text(c, out[k]);
         }
         *ret = out;
         *ret_n = n;

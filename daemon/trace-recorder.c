@@ -80,7 +80,8 @@ bool trace_kernel_has_timerlat(const char *path) {
         _cleanup_free_ char *t = NULL;
         if (read_at(path, "available_tracers", &t) < 0)
                 return false;
-        for (char *w = strtok(t, " \n"); w; w = strtok(NULL, " \n"))
+        char *save = NULL;
+        for (char *w = strtok_r(t, " \n", &save); w; w = strtok_r(NULL, " \n", &save))
                 if (strcmp(w, "timerlat") == 0)
                         return true;
         return false;
@@ -264,7 +265,8 @@ static int setup_events(struct trace_recorder *r, const struct trace_params *p, 
                 snprintf(why, TRACE_WHY_MAX, "%s", reason);
                 return k;
         }
-        for (char *s = strtok(list, " ,\t"); s; s = strtok(NULL, " ,\t"))
+        char *save = NULL;
+        for (char *s = strtok_r(list, " ,\t", &save); s; s = strtok_r(NULL, " ,\t", &save))
                 if (enable_event(r, p, s) >= 0)
                         enabled++;
         /* The marker: its format, and the trigger that freezes the buffers when it is hit. */

@@ -14,6 +14,7 @@
 #include "loadsup.h"
 #include "macro.h"
 #include "probe.h"
+#include "proc-sched.h"
 #include "rt-setup.h"
 #include "sha256.h"
 #include "sysinfo.h"
@@ -257,6 +258,118 @@ static void test_load_counts_carried(void **state) {
         assert_true(loadsup_record_carry(&quiet, &other)); /* nothing to carry */
 }
 
+/* A thread to read the policy of: named, at a policy, parked until told to go. */
+struct subject {
+        pthread_t t;
+        _Atomic pid_t tid;
+        _Atomic bool quit;
+        const char *name;
+};
+
+static void *subject_main(void *arg) {
+        struct subject *x = arg;
+        pthread_setname_np(pthread_self(), x->name);
+        x->tid = gettid();
+        while (!x->quit)
+                usleep(1000);
+        return NULL;
+}
+
+static void subject_start(struct subject *x, const char *name, int policy, int prio) {
+        pthread_attr_t a;
+        struct sched_param sp = { .sched_priority = prio };
+        *x = (struct subject){ .name = name };
+        assert_int_equal(pthread_attr_init(&a), 0);
+        pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+        pthread_attr_setschedpolicy(&a, policy);
+        pthread_attr_setschedparam(&a, &sp);
+        assert_int_equal(pthread_create(&x->t, &a, subject_main, x), 0);
+        pthread_attr_destroy(&a);
+        while (!x->tid)
+                usleep(1000);
+        usleep(5000); /* the name is set before the tid is told */
+}
+
+static void subject_stop(struct subject *x) {
+        x->quit = true;
+        pthread_join(x->t, NULL);
+}
+
+struct reader {
+        pthread_t t;
+        const struct subject *fifo, *other;
+        long wrong;
+        char what[128];
+};
+
+/* Reads both subjects many times; counts answers that are not theirs. */
+static void *reader_main(void *arg) {
+        struct reader *r = arg;
+        for (int i = 0; i < 4000; i++) {
+                char policy[16];
+                int32_t prio = 0;
+                int k = proc_thread_sched(r->fifo->tid, r->fifo->name, policy, sizeof(policy),
+                                          &prio);
+                if (k != 0 || strcmp(policy, "SCHED_FIFO") != 0 || prio != 37) {
+                        if (!r->wrong++)
+                                snprintf(r->what, sizeof(r->what), "%d %s %d", k, policy, prio);
+                }
+                k = proc_thread_sched(r->other->tid, r->other->name, policy, sizeof(policy), &prio);
+                if (k != 0 || strcmp(policy, "SCHED_OTHER") != 0 || prio != 0) {
+                        if (!r->wrong++)
+                                snprintf(r->what, sizeof(r->what), "%d %s %d", k, policy, prio);
+                }
+        }
+        return NULL;
+}
+
+/* A latency's culprit is named with its policy and priority from /proc: right for names with
+ * spaces and ")", "gone" for a pid now another task's, and right when the capture threads
+ * (one per CPU) read at the same time. */
+static void test_proc_thread_sched(void **state) {
+        (void) state;
+        struct subject fifo, other;
+        char policy[16] = "";
+        int32_t prio = -99;
+        struct sched_param sp = { .sched_priority = 37 };
+        if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+                skip(); /* no real-time scheduling here */
+        sp.sched_priority = 0;
+        sched_setscheduler(0, SCHED_OTHER, &sp);
+        subject_start(&fifo, "a) b (c", SCHED_FIFO, 37);
+        subject_start(&other, "plain", SCHED_OTHER, 0);
+
+        assert_int_equal(proc_thread_sched(fifo.tid, "a) b (c", policy, sizeof(policy), &prio), 0);
+        assert_string_equal(policy, "SCHED_FIFO");
+        assert_int_equal(prio, 37);
+        assert_int_equal(proc_thread_sched(other.tid, "plain", policy, sizeof(policy), &prio), 0);
+        assert_string_equal(policy, "SCHED_OTHER");
+        assert_int_equal(prio, 0);
+        /* Another task's name at that pid, and no task at all: nothing is said. */
+        strcpy(policy, "untouched");
+        assert_int_equal(proc_thread_sched(other.tid, "plai", policy, sizeof(policy), &prio),
+                         -ENOENT);
+        assert_int_equal(proc_thread_sched(0, "plain", policy, sizeof(policy), &prio), -ENOENT);
+        assert_string_equal(policy, "untouched");
+
+        struct reader rd[4];
+        for (size_t i = 0; i < ELEMENTSOF(rd); i++) {
+                rd[i] = (struct reader){ .fifo = &fifo, .other = &other };
+                assert_int_equal(pthread_create(&rd[i].t, NULL, reader_main, &rd[i]), 0);
+        }
+        long wrong = 0;
+        for (size_t i = 0; i < ELEMENTSOF(rd); i++) {
+                pthread_join(rd[i].t, NULL);
+                if (rd[i].wrong)
+                        fprintf(stderr, "# reader %zu: %ld wrong answers, first: %s\n", i,
+                                rd[i].wrong, rd[i].what);
+                wrong += rd[i].wrong;
+        }
+        subject_stop(&fifo);
+        subject_stop(&other);
+        assert_int_equal(wrong, 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sha256),
@@ -264,6 +377,7 @@ int main(void) {
                 cmocka_unit_test(test_explain_sched_failure),
                 cmocka_unit_test(test_hotplug_exited_probe),
                 cmocka_unit_test(test_load_counts_carried),
+                cmocka_unit_test(test_proc_thread_sched),
         };
         return RUN_TESTS_IN_TMPDIR(tests, dir);
 }

@@ -83,6 +83,16 @@ static void marker(struct seq *s, int64_t t) {
         snprintf(add(s, t, TRACE_MARKER)->u.marker.text, TRACE_TEXT_MAX, "rtsoak late");
 }
 
+/* A thread at kernel priority prio spins from before the due time to 20 ms past it; the
+ * probe runs then and writes its marker. */
+static void spinner(struct seq *s, const char *name, int32_t pid, int32_t prio) {
+        sw(s, -5000, "swapper/1", 0, 120, name, pid, prio);
+        timer_fires(s, 4);
+        sw(s, 20000, name, pid, prio, "rtsoak-cpu1", PROBE, 4);
+        s->cur = PROBE;
+        marker(s, 20003);
+}
+
 static struct trace_analysis analyze(struct seq *s, uint64_t lat_us) {
         struct trace_wakeup w = {
                 .cpu = 1, .probe_pid = PROBE, .due_ns = DUE, .latency_ns = lat_us * US
@@ -98,11 +108,7 @@ static struct trace_analysis analyze(struct seq *s, uint64_t lat_us) {
  * waits for the spinner. */
 static void test_higher_priority_thread(void **state) {
         struct seq s = { .cur = 0 };
-        sw(&s, -5000, "swapper/1", 0, 120, "spinner", 77, 9);
-        timer_fires(&s, 4);
-        sw(&s, 20000, "spinner", 77, 9, "rtsoak-cpu1", PROBE, 4);
-        s.cur = PROBE;
-        marker(&s, 20003);
+        spinner(&s, "spinner", 77, 9);
         struct trace_analysis a = analyze(&s, 20002);
         assert_true(a.timer_seen && a.switch_seen && a.marker_seen);
         assert_int_equal(a.timer_ns, 5 * US);           /* the hrtimer expiry */
@@ -129,6 +135,34 @@ static void test_higher_priority_thread(void **state) {
         trace_analysis_summarize(&a);
         assert_string_equal(a.summary,
                             "thread spinner (pid 77, SCHED_FIFO 90) ran 20.00 ms of the 20.00 ms");
+}
+
+/* A switch record whose priority is no kernel priority (a damaged record): no policy is
+ * guessed, and the analysis reads back as JSON (a priority out of range is refused there). */
+static void test_priority_out_of_range(void **state) {
+        static const int32_t bad[] = { 7586538, 140, -2, INT32_MIN + 1 };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                struct seq s = { .cur = 0 };
+                spinner(&s, "spinner", 77, bad[i]);
+                struct trace_analysis a = analyze(&s, 20002), back;
+                assert_string_equal(a.culprit.name, "spinner");
+                assert_string_equal(a.culprit.policy, "");
+                assert_string_equal(a.summary,
+                                    "thread spinner (pid 77) ran 20.00 ms of the 20.00 ms");
+                char err[TRACE_ERROR_MAX];
+                a.time_ns = T0;
+                json_t *j = trace_analysis_to_json(&a);
+                assert_non_null(j);
+                if (trace_analysis_from_json(j, &back, err) < 0)
+                        fail_msg("priority %d: %s", bad[i], err);
+                json_decref(j);
+        }
+        /* The edges that are kernel priorities: deadline, and nice 19. */
+        struct seq s = { .cur = 0 };
+        spinner(&s, "batch", 78, 139);
+        struct trace_analysis a = analyze(&s, 20002);
+        assert_string_equal(a.culprit.policy, "SCHED_OTHER");
+        assert_int_equal(a.culprit.priority, 19);
 }
 
 /* A device interrupt's handler runs across the due time; the timer interrupt waits for it. */
@@ -525,6 +559,7 @@ static void test_summary_traces(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_higher_priority_thread),
+                cmocka_unit_test(test_priority_out_of_range),
                 cmocka_unit_test(test_hard_irq),
                 cmocka_unit_test(test_softirq),
                 cmocka_unit_test(test_idle_late_timer),
