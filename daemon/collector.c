@@ -438,6 +438,8 @@ static int write_one(struct collector *c, uint64_t k, int64_t now_mono) {
                 }
                 c->next_seq++;
                 c->stored_k = (int64_t) k;
+                if (c->p.written)
+                        c->p.written(c->p.userdata, k);
                 c->stats.intervals_written++;
                 forget_traces(c, b.nforget);
                 c->stats.last_max_ns = worst;

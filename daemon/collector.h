@@ -25,6 +25,9 @@ struct collector_params {
          * stored; called again if the write fails and is retried.  again: a row of k was
          * stored before (a CPU late past its grace time hands over its slot later). */
         void (*annotate)(void *userdata, uint64_t k, bool again, struct store_interval *iv);
+        /* Optional: a row of interval k was stored (annotate's data went into the database;
+         * a write that failed and was given up after max_pending is never told). */
+        void (*written)(void *userdata, uint64_t k);
         void *userdata;
         /* Optional: marks the storage calls, so that a watchdog can tell a stuck database
          * from a stuck collector. */

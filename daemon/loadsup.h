@@ -26,7 +26,7 @@ struct loadsup_params {
 /* What the loads of one interval did. */
 struct load_record {
         uint64_t k;  /* interval index */
-        bool stored; /* given to its interval as that was stored */
+        bool stored; /* its interval was stored with it */
         const char *scenario;
         size_t nloads;
         struct store_interval_load loads[SCENARIO_LOADS_MAX];

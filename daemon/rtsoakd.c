@@ -20,6 +20,7 @@
 #include "forensics.h"
 #include "housekeeping.h"
 #include "interval.h"
+#include "load-records.h"
 #include "loadsup.h"
 #include "log.h"
 #include "macro.h"
@@ -66,11 +67,10 @@ struct daemon {
         char *token;
 
         struct loadsup *loads;
-        struct load_record *records;
-        size_t nrecords;
-        struct store_interval_load again_loads[SCENARIO_LOADS_MAX]; /* see annotate_interval */
-        uint64_t cur_k;                                             /* the interval now running */
-        int64_t next_boundary_mono;                                 /* when it ends */
+        struct load_records records;
+        bool loads_recorded_to_end; /* stop() made the last, partial interval's record */
+        uint64_t cur_k;             /* the interval now running */
+        int64_t next_boundary_mono; /* when it ends */
         int64_t base_mono, mono_to_real;
 
         /* systemd: readiness, status, the watchdog, reloads. */
@@ -100,8 +100,6 @@ struct daemon {
         struct housekeeping *housekeeping;
         struct tracing *tracing; /* NULL: no flight recorder */
 };
-
-#define RECORDS_MAX 2048
 
 static void usage(FILE *f) {
         fprintf(f,
@@ -180,58 +178,20 @@ static void on_load_event(void *userdata, const char *type, int64_t value, const
 }
 
 static void record_loads(struct daemon *d, uint64_t k, int64_t at_mono, int64_t now_mono) {
-        if (d->nrecords >= RECORDS_MAX) {
-                /* Storage has failed for thousands of intervals: keep the newest. */
-                memmove(d->records, d->records + 1, (d->nrecords - 1) * sizeof(*d->records));
-                d->nrecords--;
-        }
-        struct load_record *a = realloc(d->records, (d->nrecords + 1) * sizeof(*a));
-        if (!a) {
+        struct load_record *rec = load_records_add(&d->records, k);
+        if (!rec) {
                 log_oom();
                 return;
         }
-        d->records = a;
-        a[d->nrecords] = (struct load_record){ .k = k };
-        loadsup_snapshot(d->loads, at_mono, now_mono, &a[d->nrecords]);
-        d->nrecords++;
+        loadsup_snapshot(d->loads, at_mono, now_mono, rec);
 }
 
 static void annotate_interval(void *userdata, uint64_t k, bool again, struct store_interval *iv) {
-        struct daemon *d = userdata;
-        size_t drop = 0;
-        /* Intervals are stored in order: records of earlier ones are done with.  An earlier
-         * one that was not stored (no CPU measured in it: the probes' first moments, a stall
-         * over a whole interval) passes its starts and exits on. */
-        while (drop < d->nrecords && d->records[drop].k < k) {
-                if (!d->records[drop].stored && drop + 1 < d->nrecords &&
-                    !loadsup_record_carry(&d->records[drop], &d->records[drop + 1]))
-                        log_notice("Interval %" PRIu64 " was not stored: its load starts and "
-                                   "exits are only in the events (the scenario changed after it)",
-                                   d->records[drop].k);
-                drop++;
-        }
-        if (drop > 0) {
-                memmove(d->records, d->records + drop, (d->nrecords - drop) * sizeof(*d->records));
-                d->nrecords -= drop;
-        }
-        if (d->nrecords > 0 && d->records[0].k == k) {
-                struct load_record *rec = &d->records[0];
-                /* The copy moved: point the loads at their metrics again. */
-                for (size_t i = 0; i < rec->nloads; i++)
-                        rec->loads[i].metrics = rec->metrics[i];
-                rec->stored = true;
-                iv->scenario = rec->scenario;
-                iv->loads = rec->loads;
-                iv->nloads = rec->nloads;
-                if (again) {
-                        /* A late CPU's row of an interval already stored: the loads' starts
-                         * and exits went with the first row. */
-                        memcpy(d->again_loads, rec->loads, rec->nloads * sizeof(*rec->loads));
-                        for (size_t i = 0; i < rec->nloads; i++)
-                                d->again_loads[i].starts = d->again_loads[i].exits = 0;
-                        iv->loads = d->again_loads;
-                }
-        }
+        load_records_annotate(&((struct daemon *) userdata)->records, k, again, iv);
+}
+
+static void interval_written(void *userdata, uint64_t k) {
+        load_records_written(&((struct daemon *) userdata)->records, k);
 }
 
 /* After a reload, a scenario with the same name and loads is the one running: it goes on. */
@@ -266,6 +226,9 @@ static void start_scenario(struct daemon *d, int64_t real_ns, int64_t now_mono) 
  * the scenario if the schedule says so. */
 static void advance_intervals(struct daemon *d, int64_t now) {
         int64_t period = (int64_t) d->cfg.interval_ns;
+        /* After stop(): the last interval's record is made, up to the stop. */
+        if (d->loads_recorded_to_end)
+                return;
         if (now >= d->next_boundary_mono)
                 (void) loadsup_sweep(d->loads);
         while (now >= d->next_boundary_mono) {
@@ -292,6 +255,7 @@ static void stop(struct daemon *d, const char *why) {
                 int64_t now = now_ns(CLOCK_MONOTONIC);
                 advance_intervals(d, now);
                 record_loads(d, d->cur_k, now, now);
+                d->loads_recorded_to_end = true;
                 loadsup_stop(d->loads);
         }
         /* The watchdog ends with the service's running state; test faults that can be
@@ -614,8 +578,7 @@ static int on_flight(sd_event_source *s, uint64_t usec, void *userdata) {
         struct daemon *d = userdata;
         const struct scenario *sc = d->loads ? loadsup_scenario(d->loads) : NULL;
         int r = flightrec_write(d->flight, now_ns(CLOCK_REALTIME), d->run_id, sc ? sc->name : NULL,
-                                d->probes, d->nprobes,
-                                d->nrecords ? &d->records[d->nrecords - 1] : NULL);
+                                d->probes, d->nprobes, load_records_last(&d->records));
         if (r < 0)
                 log_debug_errno(r, "Failed to write the flight record, ignoring: %m");
         r = sd_event_source_set_time(s, usec + 1000 * 1000);
@@ -1198,6 +1161,7 @@ static int run(struct daemon *d, uint64_t duration_ns) {
                         .grace_ns = 2 * NSEC_PER_SEC + 2 * d->cfg.probe_interval_ns,
                         .max_pending = d->cfg.hold_intervals,
                         .annotate = annotate_interval,
+                        .written = interval_written,
                         .userdata = d,
                         .storage_beat = &d->hb_storage,
                         .traces = tracing_capture(d->tracing),
@@ -1242,7 +1206,7 @@ static void daemon_done(struct daemon *d) {
                 explicit_bzero(d->token, strlen(d->token));
         free(d->token);
         loadsup_free(d->loads);
-        free(d->records);
+        load_records_free(&d->records);
         collector_free(d->collector);
         for (size_t i = 0; i < d->nprobes; i++)
                 if (!d->probes[i]->thread_started)

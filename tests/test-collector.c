@@ -2,6 +2,7 @@
 /* Tests of the collector on a real SQLite file, with the test playing the probes' part
  * (publishing slots into real rings), so that timing can be exact: a CPU late past its grace
  * time, slots that span several intervals, and the final flush. */
+#include <sqlite3.h>
 #include <stdatomic.h>
 
 #include "tests.h"
@@ -25,7 +26,7 @@ struct rig {
 
 static void rig_up_annotated(struct rig *g, const char *name,
                              void (*annotate)(void *, uint64_t, bool, struct store_interval *),
-                             void *userdata) {
+                             void (*written)(void *, uint64_t), void *userdata) {
         char path[512], err[STORE_ERROR_MAX];
         snprintf(path, sizeof(path), "%s/%s", dir, name);
         assert_int_equal(store_open(path, STORE_WRITER, &g->store, err), 0);
@@ -52,12 +53,13 @@ static void rig_up_annotated(struct rig *g, const char *name,
                                        .grace_ns = 2 * SEC,
                                        .max_pending = 1024,
                                        .annotate = annotate,
+                                       .written = written,
                                        .userdata = userdata };
         assert_int_equal(collector_new(&cp, g->store, g->run, g->probes, 2, &g->c), 0);
 }
 
 static void rig_up(struct rig *g, const char *name) {
-        rig_up_annotated(g, name, NULL, NULL);
+        rig_up_annotated(g, name, NULL, NULL, NULL);
 }
 
 static void rig_down(struct rig *g) {
@@ -130,7 +132,7 @@ static void test_cpu_late_past_grace(void **state) {
         struct probe *a, *b;
         (void) state;
         struct calls calls = {};
-        rig_up_annotated(&g, "late.db", note_calls, &calls);
+        rig_up_annotated(&g, "late.db", note_calls, NULL, &calls);
         a = g.probes[0];
         b = g.probes[1];
 
@@ -216,7 +218,7 @@ static void test_not_before_the_callers_boundary(void **state) {
         struct rig g = {};
         uint64_t annotated = 0; /* the last interval annotated, plus one */
         (void) state;
-        rig_up_annotated(&g, "early.db", note_annotated, &annotated);
+        rig_up_annotated(&g, "early.db", note_annotated, NULL, &annotated);
         publish(g.probes[0], 0, 0, 5000, 5000, false);
         publish(g.probes[1], 0, 0, 5000, 5000, false);
         assert_int_equal(collector_poll(g.c, SEC - SEC / 1000, false), 0);
@@ -230,9 +232,57 @@ static void test_not_before_the_callers_boundary(void **state) {
         rig_down(&g);
 }
 
+/* What annotate was asked for, and what was told written. */
+struct writes {
+        struct calls annotated;
+        size_t nwritten;
+        uint64_t written[16];
+};
+
+static void note_write_annotated(void *userdata, uint64_t k, bool again,
+                                 struct store_interval *iv) {
+        note_calls(&((struct writes *) userdata)->annotated, k, again, iv);
+}
+
+static void note_written(void *userdata, uint64_t k) {
+        struct writes *w = userdata;
+        if (w->nwritten < 16)
+                w->written[w->nwritten++] = k;
+}
+
+/* An interval is told written only once its write succeeded: while another connection holds
+ * the database locked, annotate is asked (the write is tried) but nothing is told written,
+ * and the retry after the lock is gone is.  (rtsoakd passes the loads' starts and exits of
+ * an interval never told written on to the next one.) */
+static void test_written_only_when_stored(void **state) {
+        struct rig g = {};
+        struct writes w = {};
+        sqlite3 *other = NULL;
+        char path[512];
+        (void) state;
+        rig_up_annotated(&g, "locked.db", note_write_annotated, note_written, &w);
+        snprintf(path, sizeof(path), "%s/locked.db", dir);
+        assert_int_equal(sqlite3_open(path, &other), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(other, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+        publish(g.probes[0], 0, 0, 5000, 5000, false);
+        publish(g.probes[1], 0, 0, 5000, 5000, false);
+        assert_true(collector_poll(g.c, SEC, false) < 0);
+        assert_int_equal(w.annotated.n, 1);
+        assert_int_equal(w.nwritten, 0);
+        assert_int_equal(sqlite3_exec(other, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(other);
+        assert_int_equal(collector_poll(g.c, SEC + SEC / 10, false), 1);
+        assert_int_equal(w.annotated.n, 2);
+        assert_int_equal(w.annotated.k[1], 0);
+        assert_int_equal(w.nwritten, 1);
+        assert_int_equal(w.written[0], 0);
+        rig_down(&g);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cpu_late_past_grace),
+                cmocka_unit_test(test_written_only_when_stored),
                 cmocka_unit_test(test_spanning_slot_and_final_flush),
                 cmocka_unit_test(test_not_before_the_callers_boundary),
         };

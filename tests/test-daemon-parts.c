@@ -11,6 +11,7 @@
 #include "tests.h"
 #include "cpuset.h"
 #include "housekeeping.h"
+#include "load-records.h"
 #include "loadsup.h"
 #include "macro.h"
 #include "probe.h"
@@ -258,6 +259,58 @@ static void test_load_counts_carried(void **state) {
         assert_true(loadsup_record_carry(&quiet, &other)); /* nothing to carry */
 }
 
+/* One load "cpu" of scenario "work" that started starts times in interval k. */
+static void add_record(struct load_records *lr, uint64_t k, uint32_t starts) {
+        struct load_record *r = load_records_add(lr, k);
+        assert_non_null(r);
+        r->scenario = "work";
+        r->nloads = 1;
+        r->loads[0] = (struct store_interval_load){ .generator = "cpu", .starts = starts };
+}
+
+/* A record is done with only when its interval's write succeeded: an interval written once
+ * but refused (the write failed until the interval was dropped) passes its starts on to the
+ * next; one stored does not, and a late CPU's second row of it carries none. */
+static void test_load_records(void **state) {
+        (void) state;
+        struct load_records lr = {};
+        struct store_interval iv = {};
+        add_record(&lr, 0, 1);
+        load_records_annotate(&lr, 0, false, &iv); /* its write fails: never told written */
+        assert_string_equal(iv.scenario, "work");
+        assert_int_equal(iv.loads[0].starts, 1);
+        add_record(&lr, 1, 0);
+        iv = (struct store_interval){};
+        load_records_annotate(&lr, 1, false, &iv); /* interval 0 was dropped */
+        assert_int_equal(iv.nloads, 1);
+        assert_int_equal(iv.loads[0].starts, 1);
+        load_records_written(&lr, 1);
+
+        add_record(&lr, 2, 0);
+        iv = (struct store_interval){};
+        load_records_annotate(&lr, 2, false, &iv); /* 1 was stored: nothing passed on */
+        assert_int_equal(iv.loads[0].starts, 0);
+        load_records_written(&lr, 2);
+
+        add_record(&lr, 3, 2);
+        iv = (struct store_interval){};
+        load_records_annotate(&lr, 3, false, &iv);
+        assert_int_equal(iv.loads[0].starts, 2);
+        load_records_written(&lr, 3);
+        iv = (struct store_interval){};
+        load_records_annotate(&lr, 3, true, &iv); /* a late CPU's row of 3 */
+        assert_int_equal(iv.nloads, 1);
+        assert_int_equal(iv.loads[0].starts, 0);
+        assert_int_equal(load_records_last(&lr)->loads[0].starts, 2);
+
+        /* Over the cap, the oldest record goes. */
+        for (uint64_t k = 4; k < 4 + LOAD_RECORDS_MAX + 10; k++)
+                add_record(&lr, k, 0);
+        assert_int_equal(lr.n, LOAD_RECORDS_MAX);
+        assert_int_equal(lr.r[0].k, 14);
+        load_records_free(&lr);
+}
+
 /* A thread to read the policy of: named, at a policy, parked until told to go. */
 struct subject {
         pthread_t t;
@@ -298,6 +351,7 @@ static void subject_stop(struct subject *x) {
 struct reader {
         pthread_t t;
         const struct subject *fifo, *other;
+        int other_nice; /* inherited from whoever started the test */
         long wrong;
         char what[128];
 };
@@ -315,7 +369,7 @@ static void *reader_main(void *arg) {
                                 snprintf(r->what, sizeof(r->what), "%d %s %d", k, policy, prio);
                 }
                 k = proc_thread_sched(r->other->tid, r->other->name, policy, sizeof(policy), &prio);
-                if (k != 0 || strcmp(policy, "SCHED_OTHER") != 0 || prio != 0) {
+                if (k != 0 || strcmp(policy, "SCHED_OTHER") != 0 || prio != r->other_nice) {
                         if (!r->wrong++)
                                 snprintf(r->what, sizeof(r->what), "%d %s %d", k, policy, prio);
                 }
@@ -344,7 +398,10 @@ static void test_proc_thread_sched(void **state) {
         assert_int_equal(prio, 37);
         assert_int_equal(proc_thread_sched(other.tid, "plain", policy, sizeof(policy), &prio), 0);
         assert_string_equal(policy, "SCHED_OTHER");
-        assert_int_equal(prio, 0);
+        errno = 0;
+        int nice = getpriority(PRIO_PROCESS, (id_t) other.tid);
+        assert_int_equal(errno, 0);
+        assert_int_equal(prio, nice);
         /* Another task's name at that pid, and no task at all: nothing is said. */
         strcpy(policy, "untouched");
         assert_int_equal(proc_thread_sched(other.tid, "plai", policy, sizeof(policy), &prio),
@@ -354,7 +411,7 @@ static void test_proc_thread_sched(void **state) {
 
         struct reader rd[4];
         for (size_t i = 0; i < ELEMENTSOF(rd); i++) {
-                rd[i] = (struct reader){ .fifo = &fifo, .other = &other };
+                rd[i] = (struct reader){ .fifo = &fifo, .other = &other, .other_nice = nice };
                 assert_int_equal(pthread_create(&rd[i].t, NULL, reader_main, &rd[i]), 0);
         }
         long wrong = 0;
@@ -377,6 +434,7 @@ int main(void) {
                 cmocka_unit_test(test_explain_sched_failure),
                 cmocka_unit_test(test_hotplug_exited_probe),
                 cmocka_unit_test(test_load_counts_carried),
+                cmocka_unit_test(test_load_records),
                 cmocka_unit_test(test_proc_thread_sched),
         };
         return RUN_TESTS_IN_TMPDIR(tests, dir);
