@@ -62,6 +62,27 @@ bool text_ok(const char *s, bool multiline, char why[static TEXT_WHY_MAX]) {
         return true;
 }
 
+char *text_copy_utf8(const char *s, char *buf, size_t size) {
+        const unsigned char *p = (const unsigned char *) s;
+        size_t out = 0;
+        for (size_t at = 0; p[at];) {
+                uint32_t cp;
+                size_t n = decode(p + at, &cp);
+                bool keep = n > 0 && cp >= 0x20 && cp != 0x7F;
+                size_t w = keep ? n : 1;
+                if (out + w >= size)
+                        break;
+                if (keep)
+                        memcpy(buf + out, p + at, n);
+                else
+                        buf[out] = '?';
+                out += w;
+                at += n ? n : 1;
+        }
+        buf[out] = 0;
+        return buf;
+}
+
 /* The escape of one character, or NULL when it stays as it is. */
 static const char *escape_of(const unsigned char *p, size_t n, uint32_t cp, char tmp[static 16]) {
         if (n == 0) {

@@ -17,6 +17,12 @@
  * at byte 4"). */
 bool text_ok(const char *s, bool multiline, char why[static TEXT_WHY_MAX]);
 
+/* Copies s into buf (size > 0, always terminated) as valid UTF-8 without control characters:
+ * each byte that is not part of a valid sequence, and each C0 control or DEL, becomes '?';
+ * cut to fit only between characters.  For names taken from the kernel (a task's name is any
+ * bytes) before they go into JSON, whose strings must be UTF-8.  Returns buf. */
+char *text_copy_utf8(const char *s, char *buf, size_t size);
+
 /* Writes s into buf (size > 0, always terminated, cut to fit) with every character that
  * text_ok(s, false) refuses escaped: "\n", "\t", "\r", "\e", "\x7f", "\u202e", and invalid
  * bytes as "\xNN"; a backslash stays one backslash.  Returns buf. */

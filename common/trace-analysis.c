@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "text-safe.h"
 #include "trace-analysis.h"
 
 #define STACK_MAX 8
@@ -59,18 +60,21 @@ struct walk {
         struct trace_contrib *last; /* what the previous stretch was charged to */
 };
 
+/* A name as JSON can carry it: a task's name from the kernel is any bytes, even none. */
 static void set_name(char *dst, const char *src) {
-        snprintf(dst, TRACE_CULPRIT_NAME_MAX, "%s", src);
+        text_copy_utf8(*src ? src : "<unnamed>", dst, TRACE_CULPRIT_NAME_MAX);
 }
 
 static struct trace_contrib *contrib(struct walk *w, uint8_t kind, const char *name, int32_t pid,
                                      int32_t irq) {
+        char clean[TRACE_CULPRIT_NAME_MAX];
+        set_name(clean, name);
         for (size_t i = 0; i < w->nacc; i++) {
                 struct trace_contrib *c = &w->acc[i];
                 if (c->kind != kind)
                         continue;
                 if (kind == TRACE_CULPRIT_THREAD ? c->pid == pid
-                                                 : c->irq == irq && strcmp(c->name, name) == 0)
+                                                 : c->irq == irq && strcmp(c->name, clean) == 0)
                         return c;
         }
         if (w->nacc == w->cap) {
@@ -83,7 +87,7 @@ static struct trace_contrib *contrib(struct walk *w, uint8_t kind, const char *n
         }
         struct trace_contrib *c = &w->acc[w->nacc++];
         *c = (struct trace_contrib){ .kind = kind, .pid = pid, .irq = irq, .prio = PRIO_UNKNOWN };
-        set_name(c->name, name);
+        memcpy(c->name, clean, sizeof(clean));
         return c;
 }
 

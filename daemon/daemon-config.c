@@ -3,7 +3,6 @@
  * involve more than one key. */
 #include <ctype.h>
 #include <errno.h>
-#include <pwd.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "text-safe.h"
 #include "timeutil.h"
 #include "uploader.h"
+#include "user-lookup.h"
 
 /* What explains a late wake-up: scheduling, hard and soft interrupts with their handlers,
  * hrtimer expiry, IPIs.  "?" marks events only some architectures have (x86's interrupt
@@ -542,11 +542,11 @@ int daemon_config_check_load_user(const struct daemon_config *c, const char *use
                 loads = c->steps[i].scenario->nloads > 0;
         if (!loads || !user || !*user)
                 return 0;
-        errno = 0;
-        if (getpwnam(user))
+        int r = user_lookup(user, NULL, NULL);
+        if (r == 0)
                 return 0;
-        int e = errno ?: ENOENT;
-        if (e != ENOENT && e != ESRCH && e != EBADF && e != EPERM)
+        int e = -r;
+        if (e != ENOENT)
                 snprintf(err, CONF_ERROR_MAX, "[Load] User=%s: cannot look the user up: %s", user,
                          strerror(e));
         else

@@ -250,7 +250,7 @@ static void describe_status(const siginfo_t *si, char *buf, size_t len) {
                 snprintf(buf, len, "exited with status %d", si->si_status);
         else
                 snprintf(buf, len, "killed by signal %d (%s)%s", si->si_status,
-                         strsignal(si->si_status),
+                         sigdescr_np(si->si_status) ?: "unknown signal",
                          si->si_code == CLD_DUMPED ? ", core dumped" : "");
 }
 

@@ -609,26 +609,24 @@ static int by_due(const void *a, const void *b) {
         return x->due_mono_ns < y->due_mono_ns ? -1 : x->due_mono_ns > y->due_mono_ns;
 }
 
-/* A capture's analysis as the store reads it back.  One that would not read back (a defect
- * of this code: the store refuses it) is left out with a notice: held, it would keep its
- * interval, and every later one, out of the database. */
+/* A capture's analysis as the store reads it back.  One that cannot be written as JSON or
+ * would not read back (a defect of this code: the store refuses it) is left out with a
+ * notice, and counted as failed rather than kept: held, it would keep its interval, and every
+ * later one, out of the database. */
 static char *analysis_text(struct trace_capture *c, const struct trace_capture_result *r) {
-        char err[TRACE_ERROR_MAX], lat[32];
+        char err[TRACE_ERROR_MAX] = "out of memory", lat[32];
         _cleanup_free_ struct trace_analysis *back = malloc(sizeof(*back));
-        json_t *j = trace_analysis_to_json(&r->analysis);
-        if (!j || !back) {
-                json_decref(j);
-                return NULL;
-        }
-        int k = trace_analysis_from_json(j, back, err);
+        json_t *j = back ? trace_analysis_to_json(&r->analysis) : NULL;
+        if (!j && back)
+                snprintf(err, sizeof(err), "it cannot be written as JSON");
+        int k = j ? trace_analysis_from_json(j, back, err) : -ENOMEM;
         char *text = k >= 0 ? json_dumps(j, JSON_COMPACT) : NULL;
         json_decref(j);
-        if (k < 0 && k != -ENOMEM) {
-                notice(c,
-                       "CPU %d: the trace capture of a wake-up %s late is left out: its "
-                       "analysis does not read back (%s)",
-                       r->cpu, trace_format_span(lat, r->analysis.latency_ns), err);
+        if (!text) {
+                notice(c, "CPU %d: the trace capture of a wake-up %s late is left out: %s", r->cpu,
+                       trace_format_span(lat, r->analysis.latency_ns), err);
                 pthread_mutex_lock(&c->lock);
+                c->captures--;
                 c->failed++;
                 pthread_mutex_unlock(&c->lock);
         }

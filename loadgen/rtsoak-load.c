@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include "log.h"
 #include "macro.h"
 #include "timeutil.h"
+#include "user-lookup.h"
 
 struct runner {
         struct loadgen_ctx ctx;
@@ -87,13 +87,16 @@ static void snapshot(struct loadgen_shm *shm, size_t n, uint64_t *out) {
 /* Supervised mode: drop privileges if asked, then die with the parent. */
 static int become_child(const char *user, pid_t parent, int nice_level) {
         if (user) {
-                struct passwd *pw = getpwnam(user);
-                if (!pw) {
+                uid_t uid;
+                gid_t gid;
+                int r = user_lookup(user, &uid, &gid);
+                if (r == -ENOENT) {
                         log_error("--user %s: no such user", user);
                         return -ENOENT;
                 }
-                if (initgroups(pw->pw_name, pw->pw_gid) < 0 || setgid(pw->pw_gid) < 0 ||
-                    setuid(pw->pw_uid) < 0)
+                if (r < 0)
+                        return log_error_errno(r, "--user %s: cannot look the user up: %m", user);
+                if (initgroups(user, gid) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
                         return log_error_errno(negative_errno(), "Cannot become user %s: %m", user);
         }
         /* After the credential change, which clears it. */

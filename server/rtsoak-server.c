@@ -877,7 +877,7 @@ static int serve(const struct options *o) {
 
         while (sigwait(&mask, &sig) != 0)
                 ;
-        log_info("Stopping on %s", strsignal(sig));
+        log_info("Stopping on SIG%s", sigabbrev_np(sig) ?: "?");
         farm_http_stop(http);
         background_stop(&bg);
         curl_global_cleanup();
