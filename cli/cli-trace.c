@@ -11,9 +11,14 @@
 #include "cli-trace.h"
 #include "log.h"
 #include "macro.h"
+#include "text-safe.h"
 #include "timeutil.h"
 #include "trace-analysis.h"
 #include "trace-raw.h"
+
+/* Names and summaries hold task names, which any process chooses (bidirectional overrides,
+ * bytes that are not UTF-8): escaped for the terminal, as every text from outside is. */
+#define SAFE_MAX (4 * TRACE_SUMMARY_MAX)
 
 static json_t *culprit_json(const struct trace_contrib *c) {
         bool thread = c->kind == TRACE_CULPRIT_THREAD;
@@ -73,11 +78,11 @@ int cli_traces(store *s, const struct store_filter *f, size_t limit, bool json) 
                         json_array_append_new(doc, row_json(&t[i], &a));
                         continue;
                 }
-                char ts[TIMESTAMP_MAX_LEN], us[32];
+                char ts[TIMESTAMP_MAX_LEN], us[32], sum[SAFE_MAX];
                 fmt_us(us, t[i].latency_ns);
                 printf("%5" PRId64 " %-19s %5" PRId64 " %4d %9s us  %s\n", t[i].id,
                        format_timestamp_local(ts, t[i].time_ns), t[i].run_id, t[i].cpu, us,
-                       a.summary);
+                       text_escape(a.summary, sum, sizeof(sum)));
         }
         if (json && r >= 0)
                 r = print_json(doc);
@@ -86,17 +91,29 @@ int cli_traces(store *s, const struct store_filter *f, size_t limit, bool json) 
         return r;
 }
 
+/* The raw events' text, a line at a time, each escaped. */
+static void raw_fputs(char *text) {
+        for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+                nl = strchr(line, '\n');
+                if (nl)
+                        *nl = 0;
+                text_fputs(line, stdout);
+                fputc('\n', stdout);
+        }
+}
+
 static void contrib_line(const struct trace_contrib *c) {
-        char who[128], pid[96], us[32];
+        char who[SAFE_MAX + 128], pid[96], us[32], name[SAFE_MAX];
+        text_escape(c->name, name, sizeof(name));
         if (c->kind == TRACE_CULPRIT_THREAD && c->idle)
                 snprintf(who, sizeof(who), "idle (nothing to run)");
         else if (c->kind == TRACE_CULPRIT_THREAD) {
                 trace_contrib_who(c, pid, sizeof(pid));
-                snprintf(who, sizeof(who), "%s (%s)", c->name, pid);
+                snprintf(who, sizeof(who), "%s (%s)", name, pid);
         } else if (c->kind == TRACE_CULPRIT_IRQ && c->irq >= 0)
-                snprintf(who, sizeof(who), "%d (%s)", c->irq, c->name);
+                snprintf(who, sizeof(who), "%d (%s)", c->irq, name);
         else
-                snprintf(who, sizeof(who), "%s", c->name);
+                snprintf(who, sizeof(who), "%s", name);
         printf("    %-8s %-44s %10s us %5ux\n", trace_culprit_kind_name(c->kind), who,
                fmt_us(us, c->duration_ns), c->count);
 }
@@ -125,7 +142,8 @@ static void print_analysis(const struct store_trace_row *t, const struct trace_a
         } else
                 printf("  (the probe's wake-up is not in the events: no timer/scheduling "
                        "split)\n");
-        printf("\n  culprit: %s\n\n", a->summary);
+        char sum[SAFE_MAX];
+        printf("\n  culprit: %s\n\n", text_escape(a->summary, sum, sizeof(sum)));
         printf("  What ran on CPU %d from the due time to the probe's switch-in:\n", t->cpu);
         for (size_t i = 0; i < a->ncontribs; i++)
                 contrib_line(&a->contribs[i]);
@@ -163,7 +181,7 @@ int cli_trace(store *s, int64_t id, bool raw, bool json) {
                 else if (r < 0)
                         log_error("Trace capture %" PRId64 ": its raw events are damaged", id);
                 else
-                        fputs(text, stdout);
+                        raw_fputs(text);
                 free(text);
         } else if ((r = row_analysis(&t, &a)) >= 0) {
                 if (json) {

@@ -5,7 +5,8 @@
  * end, at SCHED_OTHER: printing one at once would lengthen its stall (the first print most,
  * by hundreds of microseconds), and a stall must end where its spin does.  --at-ns starts the
  * stalls at a given CLOCK_MONOTONIC time, one every --gap-ms from then, so that two injectors on
- * two CPUs can stall them a known time apart. */
+ * two CPUs can stall them a known time apart.  --name-hex gives the task a name of any bytes
+ * (hex; "" for none), as any process may choose. */
 #include <errno.h>
 #include <getopt.h>
 #include <sched.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 static long long now(clockid_t c) {
@@ -36,6 +38,7 @@ int main(int argc, char *argv[]) {
                 { "gap-ms", required_argument, NULL, 'g' },
                 { "delay-ms", required_argument, NULL, 'd' },
                 { "at-ns", required_argument, NULL, 'a' },
+                { "name-hex", required_argument, NULL, 'N' },
                 {},
         };
         int cpu = 0, prio = 90, count = 10, c;
@@ -65,9 +68,28 @@ int main(int argc, char *argv[]) {
                 case 'a':
                         at_ns = atoll(optarg);
                         break;
+                case 'N': {
+                        char name[16] = "";
+                        size_t len = strlen(optarg) / 2;
+                        for (size_t i = 0; i < len && i < sizeof(name) - 1; i++) {
+                                unsigned v;
+                                if (sscanf(optarg + 2 * i, "%2x", &v) != 1) {
+                                        fprintf(stderr, "stall-inject: --name-hex=%s: not hex\n",
+                                                optarg);
+                                        return 2;
+                                }
+                                name[i] = (char) v;
+                        }
+                        if (prctl(PR_SET_NAME, name) < 0) {
+                                fprintf(stderr, "stall-inject: PR_SET_NAME: %s\n", strerror(errno));
+                                return 1;
+                        }
+                        break;
+                }
                 default:
-                        fprintf(stderr, "usage: stall-inject --cpu N --priority P --stall-us U "
-                                        "--count K --gap-ms G (--delay-ms D | --at-ns T)\n");
+                        fprintf(stderr,
+                                "usage: stall-inject --cpu N --priority P --stall-us U "
+                                "--count K --gap-ms G (--delay-ms D | --at-ns T) [--name-hex H]\n");
                         return 2;
                 }
 

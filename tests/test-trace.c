@@ -149,12 +149,12 @@ struct stall {
 };
 
 /* The injector: count stalls of stall_us at SCHED_FIFO prio on cpu, gap_ms apart, from when
- * ("--delay-ms=D" or "--at-ns=T"), printed into out.  Its leak check is left out: built with
- * AddressSanitizer, that check at exit scans its memory in a task of its own at its priority
- * on the stalled CPU, a stall of its own (tens of ms), rightly captured with that task as the
- * culprit.  Not wanted here. */
+ * ("--delay-ms=D" or "--at-ns=T"), printed into out; name_arg "--name-hex=H" or NULL.  Its leak
+ * check is left out: built with AddressSanitizer, that check at exit scans its memory in a task of
+ * its own at its priority on the stalled CPU, a stall of its own (tens of ms), rightly captured
+ * with that task as the culprit.  Not wanted here. */
 static pid_t spawn_stall(int cpu, int prio, int stall_us, int count, int gap_ms, const char *when,
-                         const char *out) {
+                         const char *out, const char *name_arg) {
         char cpu_arg[24], prio_arg[24], stall[32], count_arg[24], gap[24];
         snprintf(cpu_arg, sizeof(cpu_arg), "--cpu=%d", cpu);
         snprintf(prio_arg, sizeof(prio_arg), "--priority=%d", prio);
@@ -168,6 +168,7 @@ static pid_t spawn_stall(int cpu, int prio, int stall_us, int count, int gap_ms,
                          count_arg,
                          gap,
                          (char *) when,
+                         (char *) name_arg,
                          NULL };
         const char *asan = getenv("ASAN_OPTIONS");
         char *asan_was = asan ? strdup(asan) : NULL;
@@ -183,7 +184,7 @@ static pid_t spawn_stall(int cpu, int prio, int stall_us, int count, int gap_ms,
 
 /* The stall injector of these cases: STALL_US at SCHED_FIFO 90. */
 static pid_t spawn_injector(int cpu, int count, int gap_ms, const char *when, const char *out) {
-        return spawn_stall(cpu, 90, STALL_US, count, gap_ms, when, out);
+        return spawn_stall(cpu, 90, STALL_US, count, gap_ms, when, out, NULL);
 }
 
 /* The stalls the injector printed: exactly want of them. */
@@ -401,6 +402,77 @@ static void test_injected_stalls_named(void **state) {
         tu_rmdir(s.dir);
 }
 
+/* Task names are any bytes their process chose: none at all, bytes that are not UTF-8, a
+ * bidirectional override.  Injectors so named stall a CPU: every interval is still stored
+ * (the store once refused an analysis with an empty name, and with it every later
+ * interval), each stall's capture names its injector by pid with the name made safe, and
+ * `rtsoak traces` escapes the override instead of printing it. */
+static void test_hostile_task_names(void **state) {
+        static const struct {
+                const char *hex, *name;
+        } names[] = {
+                { "--name-hex=", "<unnamed>" },
+                { "--name-hex=ffe280ae41", "?\xe2\x80\xae"
+                                           "A" },
+        };
+        struct cpuset online;
+        struct soak s;
+        need_root();
+        assert_int_equal(cpuset_online(&online, NULL), 0);
+        int target = online.cpus[online.n - 1];
+        cpuset_done(&online);
+        const char *extra[] = { "--set",      "Probe.Interval=100us",
+                                "--set",      "Probe.Priority=80",
+                                "--set",      "Probe.Threshold=10ms",
+                                "--set",      "Trace.RateLimitInterval=100ms",
+                                "--duration", "5s",
+                                NULL };
+        start(&s, "trace-names", TRACEFS, extra);
+        pid_t ipid[2];
+        struct stall st[2][3];
+        for (int k = 0; k < 2; k++) {
+                char out[600];
+                snprintf(out, sizeof(out), "%s/inject%d.out", s.dir, k);
+                ipid[k] = spawn_stall(target, 90, STALL_US, 3, 400, "--delay-ms=300", out,
+                                      names[k].hex);
+                assert_int_equal(tu_wait(ipid[k], 30000), 0);
+                read_stalls(out, st[k], 3);
+        }
+        char *err = finish(&s);
+        if (strstr(err, "Failed to store"))
+                fail_msg("an interval was refused:\n%s", err);
+        size_t iv = intervals_stored(&s);
+        fprintf(stderr, "# %zu intervals stored\n", iv);
+        assert_true(iv >= 4);
+
+        json_t *tr = rtsoak_json(&s, "traces", NULL), *t;
+        size_t i;
+        int named[2] = {};
+        json_array_foreach (tr, i, t) {
+                json_t *c = json_object_get(t, "culprit");
+                long long pid = json_integer_value(json_object_get(c, "pid"));
+                for (int k = 0; k < 2; k++) {
+                        if (pid != ipid[k])
+                                continue;
+                        const char *name = json_string_value(json_object_get(c, "name"));
+                        if (strcmp(name ?: "", names[k].name) != 0)
+                                fail_msg("injector %d (pid %d) is named \"%s\", not \"%s\"", k,
+                                         ipid[k], name, names[k].name);
+                        named[k]++;
+                }
+        }
+        json_decref(tr);
+        fprintf(stderr, "# captures naming the injectors: %d and %d of 3 stalls each\n", named[0],
+                named[1]);
+        assert_true(named[0] >= 2 && named[1] >= 2);
+        char *list = rtsoak_text(&s, "traces", NULL, NULL);
+        if (strstr(list, "\xe2\x80\xae") || !strstr(list, "?\\u202eA"))
+                fail_msg("the override is not escaped in rtsoak traces:\n%s", list);
+        free(list);
+        free(err);
+        tu_rmdir(s.dir);
+}
+
 /* The last two online CPUs, for the cases that stall two (as root, on the SQLite pass); the
  * case is skipped on a machine with one. */
 static void two_cpus(int cpus[2]) {
@@ -550,7 +622,7 @@ static void test_capture_thread_kept_out(void **state) {
                 snprintf(out[k], sizeof(out[k]), "%s/inject%d.out", s.dir, k);
                 snprintf(when[k], sizeof(when[k]), "--at-ns=%lld", at + offset_ms[k] * 1000000LL);
         }
-        pid_t hog = spawn_stall(a, 50, HOG_MS * 1000, ROUNDS, 1000, when[0], out[0]);
+        pid_t hog = spawn_stall(a, 50, HOG_MS * 1000, ROUNDS, 1000, when[0], out[0], NULL);
         pid_t ia = spawn_injector(a, ROUNDS, 1000, when[1], out[1]);
         pid_t ib = spawn_injector(b, ROUNDS, 1000, when[2], out[2]);
         assert_int_equal(tu_wait(hog, 30000), 0);
@@ -801,6 +873,7 @@ static void test_stale_instance(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_teardown(test_injected_stalls_named, stop_farm_server),
+                cmocka_unit_test(test_hostile_task_names),
                 cmocka_unit_test(test_overlapping_stalls),
                 cmocka_unit_test(test_capture_thread_kept_out),
                 cmocka_unit_test(test_no_tracefs),
