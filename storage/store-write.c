@@ -89,6 +89,10 @@ static int insert_outbox(store *s, int64_t run_id, int64_t interval_id, int64_t 
         return step_done(s, st, "cannot add to the upload outbox");
 }
 
+int store_add_event_local(store *s, int64_t run_id, const struct store_event *ev) {
+        return insert_event(s, run_id, 0, ev);
+}
+
 int store_add_event(store *s, int64_t run_id, const struct store_event *ev) {
         if (!s->outbox || run_id <= 0)
                 return insert_event(s, run_id, 0, ev);

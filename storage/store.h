@@ -141,8 +141,10 @@ struct store_interval {
 
 /* Stores one interval, its per-CPU rows, events and traces in one transaction. */
 int store_write_interval(store *s, const struct store_interval *iv);
-/* Stores one event outside an interval. */
+/* Stores one event outside an interval (queued for upload when the outbox is on). */
 int store_add_event(store *s, int64_t run_id, const struct store_event *ev);
+/* The same, never queued for upload: kept in this database only. */
+int store_add_event_local(store *s, int64_t run_id, const struct store_event *ev);
 
 /* ---- queries ---- */
 

@@ -301,6 +301,44 @@ static void test_refused_row_does_not_block(void **state) {
         tu_server_stop(srv);
 }
 
+/* The local database is replaced (moved aside after damage, say): its run 1 is not the farm's
+ * run 1, and the server refuses every row of it (409).  Each refused interval is set aside
+ * with one upload_rejected event; a refused event (that one too) gets a rejection kept here
+ * only.  Before, every refusal queued another upload_rejected event of the same refused run:
+ * the uploader went round forever and the database grew. */
+static void test_refused_run_does_not_loop(void **state) {
+        if (geteuid() != 0)
+                skip();
+        fresh_local();
+        pid_t srv = start_server_at("127.0.0.1:0");
+        pid_t d = start_daemon("2500ms", NULL);
+        assert_int_equal(tu_wait(d, 30000), 0);
+        assert_true(query(farm_db, "SELECT count(*) FROM intervals") >= 1);
+        tu_remove_db(local_db);
+        d = start_daemon("4s", NULL);
+        assert_int_equal(tu_wait(d, 30000), 0);
+        tu_server_stop(srv);
+
+        long long intervals = query(local_db, "SELECT count(*) FROM outbox WHERE state = "
+                                              "'rejected' AND interval_id IS NOT NULL");
+        long long rejected = query(local_db, "SELECT count(*) FROM outbox WHERE state = "
+                                             "'rejected'");
+        long long events = query(local_db, "SELECT count(*) FROM events WHERE type = "
+                                           "'upload_rejected'");
+        long long queued = query(local_db, "SELECT count(*) FROM outbox o JOIN events e ON "
+                                           "e.id = o.event_id WHERE e.type = 'upload_rejected'");
+        printf("# %lld rows refused (%lld intervals), %lld upload_rejected events, %lld of them "
+               "queued for upload\n",
+               rejected, intervals, events, queued);
+        assert_true(intervals >= 1);
+        assert_int_equal(query(local_db, "SELECT count(*) FROM outbox WHERE state = 'rejected' "
+                                         "AND message NOT LIKE 'HTTP 409: run.%'"),
+                         0);
+        /* Each queued rejection is of a refused interval; one event per refused row. */
+        assert_true(queued <= intervals);
+        assert_true(events <= rejected);
+}
+
 static void test_missing_token_is_a_config_error(void **state) {
         char *argv[48];
         const char *extra[] = { "--set", "Upload.Server=http://127.0.0.1:9", "--set",
@@ -350,6 +388,7 @@ int main(void) {
                 cmocka_unit_test(test_server_outage),
                 cmocka_unit_test(test_kill9_mid_upload),
                 cmocka_unit_test(test_refused_row_does_not_block),
+                cmocka_unit_test(test_refused_run_does_not_loop),
                 cmocka_unit_test(test_missing_token_is_a_config_error),
                 cmocka_unit_test(test_tls),
         };

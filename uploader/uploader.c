@@ -212,8 +212,11 @@ static void summary_release(struct summary *s) {
 
 enum outcome { OUT_SENT, OUT_RETRY, OUT_REJECTED };
 
-/* Marks a row refused with why, and records an upload_rejected event (which itself goes to
- * the server: the farm should know what it did not get). */
+/* Marks a row refused with why, and records an upload_rejected event.  For a refused
+ * interval that event goes to the server too (the farm should know what it did not get).  For
+ * a refused event it stays here: when the server refuses the run itself (its boot id, after
+ * the local database was replaced; a field of the run), it refuses that event as well, and
+ * each refusal would queue another, forever. */
 static int set_aside(struct uploader *u, const struct store_outbox_row *rows, const char *msg) {
         int64_t now = now_ns(CLOCK_REALTIME);
         int r = store_outbox_mark(u->store, rows, 1, STORE_OUTBOX_REJECTED, now, msg);
@@ -222,7 +225,8 @@ static int set_aside(struct uploader *u, const struct store_outbox_row *rows, co
         char text[SUMMARY_MAX_TEXT];
         snprintf(text, sizeof(text), "outbox row %" PRId64 " set aside: %s", rows[0].id, msg);
         struct store_event ev = { now, "upload_rejected", -1, -1, text };
-        return store_add_event(u->store, rows[0].run_id, &ev);
+        return rows[0].event_id > 0 ? store_add_event_local(u->store, rows[0].run_id, &ev)
+                                    : store_add_event(u->store, rows[0].run_id, &ev);
 }
 
 static enum outcome upload(struct uploader *u, const char *body, size_t len, char *msg,
