@@ -86,9 +86,14 @@ int store_load_traces(store *s, int64_t interval_id, struct summary *sum) {
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         struct summary_interval *iv = &sum->intervals[sum->nintervals - 1];
         size_t used = raw_used(sum);
+        /* A capture whose CPU has no row in its interval (that CPU handed its slot over past
+         * its grace time, or its probe had ended) stays here and is not uploaded: the server
+         * refuses an interval with a capture of a CPU it does not hold, every CPU's data
+         * with it. */
         int rc, r = store_prepare(s,
-                                  "SELECT analysis, raw FROM traces WHERE interval_id = ? "
-                                  "ORDER BY time_ns, id LIMIT ?",
+                                  "SELECT analysis, raw FROM traces t WHERE interval_id = ? AND "
+                                  "cpu IN (SELECT cpu FROM interval_cpus c WHERE c.interval_id = "
+                                  "t.interval_id) ORDER BY time_ns, id LIMIT ?",
                                   &st);
         if (r < 0)
                 return r;

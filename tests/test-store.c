@@ -862,6 +862,30 @@ static void test_traces(void **state) {
         assert_int_equal(with_raw, 4);
         summary_done(&sum);
         free(ob);
+
+        /* A capture of a CPU that has no row in its interval (late past its grace time) is
+         * kept here but not uploaded: the server refuses the whole interval with it. */
+        sql(p, "UPDATE outbox SET state = 'sent'");
+        make_row(&row, c0, 1, t0 + 7 * minute, 1000, 7000);
+        _cleanup_free_ char *a2 = analysis_text(0, t0 + 7 * minute + 5, 480000, "late");
+        struct store_trace other = { 0, t0 + 7 * minute + 5, 480000, a2, NULL, 0, 0, 0 };
+        struct store_interval liv = { .run_id = run,
+                                      .seq = 7,
+                                      .start_ns = t0 + 7 * minute,
+                                      .length_ns = minute,
+                                      .cpus = &row,
+                                      .ncpus = 1,
+                                      .traces = &other,
+                                      .ntraces = 1 };
+        assert_int_equal(store_write_interval(s, &liv), 0);
+        assert_int_equal(store_outbox_next(up, 10, &ob, &n), 0);
+        assert_int_equal(n, 1);
+        sum = (struct summary){};
+        assert_int_equal(store_outbox_summary(up, ob, n, &sum), 0);
+        assert_int_equal(sum.nintervals, 1);
+        assert_int_equal(sum.intervals[0].ntraces, 0);
+        summary_done(&sum);
+        free(ob);
         store_close(up);
 
         /* Retention takes them with their interval. */
@@ -870,7 +894,7 @@ static void test_traces(void **state) {
         while (store_prune(s, t0 + 3 * minute, 100, 0, &res) > 0)
                 ;
         assert_int_equal(res.intervals, 3);
-        assert_int_equal(query1(p, "SELECT count(*) FROM traces"), 6);
+        assert_int_equal(query1(p, "SELECT count(*) FROM traces"), 7);
         assert_int_equal(query1(p, "SELECT min(time_ns) FROM traces") - t0, 3 * minute + 5);
         store_close(s);
         free(c0);
