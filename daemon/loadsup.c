@@ -744,12 +744,12 @@ void loadsup_snapshot(struct loadsup *s, int64_t at_mono, int64_t now_mono,
                 for (size_t m = 0; m < l->nmetrics; m++) {
                         uint64_t cur = atomic_load_explicit(&sl->shm->counters[m],
                                                             memory_order_relaxed);
-                        uint64_t delta = cur - sl->last[m];
+                        uint64_t delta = loadsup_counter_delta(cur, &sl->last[m]);
                         double rate = span > 0 ? (double) delta * 1e9 / (double) span : 0;
                         rec->metrics[rec->nloads][m] = (struct store_load_metric){
                                 .name = info->metrics[m].name,
                                 .unit = info->metrics[m].unit,
-                                .value = rate * info->metrics[m].scale,
+                                .value = MIN(rate * info->metrics[m].scale, LOADSUP_METRIC_MAX),
                         };
                         sl->last[m] += (uint64_t) ((double) delta * frac);
                 }
@@ -759,6 +759,12 @@ void loadsup_snapshot(struct loadsup *s, int64_t at_mono, int64_t now_mono,
                 sl->starts = sl->exits = 0;
                 sl->last_mono = MAX(at_mono, sl->last_mono);
         }
+}
+
+uint64_t loadsup_counter_delta(uint64_t cur, uint64_t *last) {
+        if (cur < *last)
+                *last = cur;
+        return cur - *last;
 }
 
 bool loadsup_record_carry(const struct load_record *from, struct load_record *to) {

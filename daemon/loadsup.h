@@ -54,6 +54,14 @@ void loadsup_stop(struct loadsup *s);
 void loadsup_snapshot(struct loadsup *s, int64_t at_mono, int64_t now_mono,
                       struct load_record *rec);
 
+/* A generator's counter's growth since *last.  The counters are in memory the generator
+ * writes (as the load user): one that goes back (a generator that writes them wrong) counts
+ * nothing and is taken as the new start, instead of wrapping into a rate the farm refuses,
+ * and with it the whole interval. */
+uint64_t loadsup_counter_delta(uint64_t cur, uint64_t *last);
+/* The largest metric value stored: the farm's summary refuses more. */
+#define LOADSUP_METRIC_MAX 1e18
+
 /* Adds the starts and exits of from (a record whose interval was never stored) to to, the
  * next record, when both are of the same scenario: a generator's restarts are never lost with
  * an interval that no CPU measured in.  Its running time is not carried (that interval is not

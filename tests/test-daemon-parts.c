@@ -252,6 +252,14 @@ static void test_load_counts_carried(void **state) {
         assert_int_equal(b.loads[1].exits, 2);
         assert_int_equal(b.loads[0].up_ns, 9); /* the running time is not carried */
 
+        /* A counter that goes back counts nothing and starts again from there. */
+        uint64_t last = 100;
+        assert_int_equal(loadsup_counter_delta(150, &last), 50);
+        assert_int_equal(last, 100); /* the caller moves it by the part it used */
+        assert_int_equal(loadsup_counter_delta(7, &last), 0);
+        assert_int_equal(last, 7);
+        assert_int_equal(loadsup_counter_delta(9, &last), 2);
+
         struct load_record other = { .k = 6, .scenario = "idle", .nloads = 0 };
         assert_false(loadsup_record_carry(&b, &other));
         struct load_record quiet = { .k = 6, .scenario = "work", .nloads = 1 };
