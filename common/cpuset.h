@@ -19,6 +19,8 @@ void cpuset_done(struct cpuset *s);
 int cpuset_copy(struct cpuset *dst, const struct cpuset *src);
 /* "all" or a list of CPUs and ranges: "0", "0,2-3", "1-7:2" is not supported. */
 int cpuset_parse(const char *s, struct cpuset *ret, const char **ret_reason);
+/* The longest list cpuset_format() makes: every other CPU up to the largest, "8190," each. */
+#define CPUSET_TEXT_MAX ((CPUSET_MAX_CPU + 1) / 2 * 5 + 8)
 /* Formats as a compact list ("0,2-3") or "all"; returns -ENOBUFS if len is too small. */
 int cpuset_format(const struct cpuset *s, char *buf, size_t len);
 bool cpuset_contains(const struct cpuset *s, int cpu);

@@ -1113,11 +1113,15 @@ static int finish_run(struct daemon *d) {
 }
 
 static int run(struct daemon *d, uint64_t duration_ns) {
-        char cpus[1024], span[TIMESPAN_MAX_LEN], span2[TIMESPAN_MAX_LEN], span3[TIMESPAN_MAX_LEN];
+        char span[TIMESPAN_MAX_LEN], span2[TIMESPAN_MAX_LEN], span3[TIMESPAN_MAX_LEN];
         int r = prepare_run(d);
         if (r != EXIT_SUCCESS)
                 return r;
-        cpuset_format(&d->cpus, cpus, sizeof(cpus));
+        /* The run's CPUs whole, however scattered: the farm learns from this list which CPUs
+         * the run probes. */
+        _cleanup_free_ char *cpus = malloc(CPUSET_TEXT_MAX);
+        if (!cpus || cpuset_format(&d->cpus, cpus, CPUSET_TEXT_MAX) < 0)
+                return log_oom(), EXIT_FAILURE;
         _cleanup_free_ char *text = daemon_config_text(&d->cfg);
         if (!text)
                 return log_oom(), EXIT_FAILURE;

@@ -83,6 +83,18 @@ static void test_format_small_buffer(void **state) {
         assert_int_equal(cpuset_parse("0,2,4,6", &s, NULL), 0);
         assert_int_equal(cpuset_format(&s, buf, sizeof(buf)), -ENOBUFS);
         cpuset_done(&s);
+
+        /* The longest list there is (every other CPU, to the largest) fits CPUSET_TEXT_MAX,
+         * and one longer than 1,023 characters is not cut. */
+        static char text[CPUSET_TEXT_MAX], back[CPUSET_TEXT_MAX];
+        size_t at = 0;
+        for (int c = 0; c <= CPUSET_MAX_CPU; c += 2)
+                at += (size_t) snprintf(text + at, sizeof(text) - at, "%s%d", c ? "," : "", c);
+        assert_true(at > 1023);
+        assert_int_equal(cpuset_parse(text, &s, NULL), 0);
+        assert_int_equal(cpuset_format(&s, back, sizeof(back)), 0);
+        assert_string_equal(back, text);
+        cpuset_done(&s);
 }
 
 int main(void) {
