@@ -2,6 +2,7 @@
 /* Implementation of the stderr logger: level filter, optional journald level prefix,
  * program name, and %m expansion for an explicit error number. */
 #include <getopt.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,20 +10,22 @@
 #include "log.h"
 #include "text-safe.h"
 
-static int max_level = LOG_LEVEL_INFO;
-static int prefix_level = -1; /* -1: decide on first use */
+/* Every thread logs, and a reload changes the level meanwhile: atomics, so that no thread
+ * reads a value half written (relaxed: no other memory hangs on them). */
+static _Atomic int max_level = LOG_LEVEL_INFO;
+static _Atomic int prefix_level = -1; /* -1: decide on first use */
 static const char *program = NULL;
 
 void log_set_max_level(int level) {
-        max_level = level;
+        atomic_store_explicit(&max_level, level, memory_order_relaxed);
 }
 
 int log_get_max_level(void) {
-        return max_level;
+        return atomic_load_explicit(&max_level, memory_order_relaxed);
 }
 
 void log_set_prefix_level(bool on) {
-        prefix_level = on;
+        atomic_store_explicit(&prefix_level, on, memory_order_relaxed);
 }
 
 void log_set_program(const char *name) {
@@ -46,14 +49,17 @@ int log_internal(int level, int error, const char *file, int line_no, const char
         int saved_errno = errno;
         int e = error < 0 ? -error : error;
 
-        if (level <= max_level) {
+        if (level <= log_get_max_level()) {
                 char msg[2048];
                 va_list ap;
 
                 /* systemd sets JOURNAL_STREAM when stderr goes to the journal: only then
                  * are "<N>" prefixes read as levels rather than shown to a person. */
-                if (prefix_level < 0)
-                        prefix_level = getenv("JOURNAL_STREAM") != NULL;
+                int prefix = atomic_load_explicit(&prefix_level, memory_order_relaxed);
+                if (prefix < 0) {
+                        prefix = getenv("JOURNAL_STREAM") != NULL;
+                        atomic_store_explicit(&prefix_level, prefix, memory_order_relaxed);
+                }
 
                 /* glibc's %m reads errno: point it at the error we were given. */
                 errno = e;
@@ -66,15 +72,15 @@ int log_internal(int level, int error, const char *file, int line_no, const char
                 char line[sizeof(msg)];
                 text_escape(msg, line, sizeof(line));
 
-                char prefix[8] = "";
-                if (prefix_level)
-                        snprintf(prefix, sizeof(prefix), "<%d>", level);
+                char tag[8] = "";
+                if (prefix)
+                        snprintf(tag, sizeof(tag), "<%d>", level);
 
                 if (level >= LOG_LEVEL_DEBUG)
-                        fprintf(stderr, "%s%s%s(%s:%d) %s\n", prefix, program ?: "",
+                        fprintf(stderr, "%s%s%s(%s:%d) %s\n", tag, program ?: "",
                                 program ? ": " : "", file, line_no, line);
                 else
-                        fprintf(stderr, "%s%s%s%s\n", prefix, program ?: "", program ? ": " : "",
+                        fprintf(stderr, "%s%s%s%s\n", tag, program ?: "", program ? ": " : "",
                                 line);
         }
 
