@@ -276,6 +276,16 @@ static int captures_split(struct soak *s, const long long *ids, const bool *ran,
 
 /* The farm server of test_injected_stalls_named, stopped by its teardown when a check fails
  * first (so that a failing run leaves no server behind). */
+/* The last online CPU, for the cases that stall one (as root). */
+static int last_cpu(void) {
+        struct cpuset online;
+        need_root();
+        assert_int_equal(cpuset_online(&online, NULL), 0);
+        int cpu = online.cpus[online.n - 1];
+        cpuset_done(&online);
+        return cpu;
+}
+
 static pid_t farm_server;
 
 static int stop_farm_server(void **state) {
@@ -286,12 +296,8 @@ static int stop_farm_server(void **state) {
 }
 
 static void test_injected_stalls_named(void **state) {
-        struct cpuset online;
         struct soak s;
-        need_root();
-        assert_int_equal(cpuset_online(&online, NULL), 0);
-        int target = online.cpus[online.n - 1];
-        cpuset_done(&online);
+        int target = last_cpu();
 
         /* The farm server the captures go to, on loopback, with this machine enrolled; its
          * database on the store the test runs on. */
@@ -415,12 +421,8 @@ static void test_hostile_task_names(void **state) {
                 { "--name-hex=ffe280ae41", "?\xe2\x80\xae"
                                            "A" },
         };
-        struct cpuset online;
         struct soak s;
-        need_root();
-        assert_int_equal(cpuset_online(&online, NULL), 0);
-        int target = online.cpus[online.n - 1];
-        cpuset_done(&online);
+        int target = last_cpu();
         const char *extra[] = { "--set",      "Probe.Interval=100us",
                                 "--set",      "Probe.Priority=80",
                                 "--set",      "Probe.Threshold=10ms",
