@@ -7,12 +7,15 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "conf-parser.h"
 #include "config.h"
@@ -815,6 +818,29 @@ static void background_stop(struct background *b) {
         *b = (struct background){};
 }
 
+/* However long a request or a background pass still runs after a SIGTERM (the reads are
+ * interrupted, farm_db_stop()), the process ends within STOP_DEADLINE_S: what is stored is
+ * stored transactionally, and a client whose request is cut retries. */
+#define STOP_DEADLINE_S 5
+
+static void *stop_deadline_main(void *arg) {
+        (void) arg;
+        struct timespec t = { .tv_sec = STOP_DEADLINE_S };
+        while (nanosleep(&t, &t) < 0 && errno == EINTR)
+                ;
+        log_error("Still stopping after %d s: exiting now", STOP_DEADLINE_S);
+        _exit(EXIT_FAILURE);
+}
+
+static void stop_deadline_start(void) {
+        pthread_t t;
+        int r = -pthread_create(&t, NULL, stop_deadline_main, NULL);
+        if (r < 0)
+                log_warning_errno(r, "Cannot bound the time stopping takes: %m");
+        else
+                pthread_detach(t);
+}
+
 static int serve(const struct options *o) {
         _cleanup_free_ char *cert = NULL, *key = NULL, *cred_cert = NULL, *cred_key = NULL;
         char bound[FARM_ADDRESS_MAX];
@@ -878,6 +904,8 @@ static int serve(const struct options *o) {
         while (sigwait(&mask, &sig) != 0)
                 ;
         log_info("Stopping on SIG%s", sigabbrev_np(sig) ?: "?");
+        stop_deadline_start();
+        farm_db_stop(db);
         farm_http_stop(http);
         background_stop(&bg);
         curl_global_cleanup();
@@ -1135,6 +1163,12 @@ static int rule_from_config(const struct server_config *sc, const char *path,
         else if (farm_rule_parse_percent(sc->regression_tolerance, &rule->regression_tolerance_pct,
                                          err, sizeof(err)) < 0)
                 key = "RegressionTolerance";
+        else if (rule->watch_ns == 0 && rule->regression) {
+                key = "Watch";
+                snprintf(err, sizeof(err),
+                         "0 keeps no verdict log, and the regression check reads each release's "
+                         "baseline from it: give it a period, or set Regression=no as well");
+        }
         if (key) {
                 log_error("%s: [Verdict] %s=: %s", path, key, err);
                 return -EINVAL;

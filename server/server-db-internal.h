@@ -8,12 +8,15 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "macro.h"
 #include "server-db.h"
 #include "sql.h"
+
+#define FARM_SNAPSHOTS_IDLE 8
 
 /* An upload that is stored in the open batch and waits for the commit that makes it durable. */
 struct batch_waiter {
@@ -32,8 +35,9 @@ struct farm_pool {
 };
 
 struct farm_db {
-        char *target;    /* the path, or the postgresql:// URI */
-        char shown[512]; /* the same without a password, for messages */
+        char *target;     /* the path, or the postgresql:// URI */
+        atomic_bool stop; /* farm_db_stop(): reads fail */
+        char shown[512];  /* the same without a password, for messages */
         enum sql_dialect dialect;
         bool check_skipped; /* too large for the integrity check at open */
         int64_t size_bytes; /* of the file at open */
@@ -59,6 +63,14 @@ struct farm_db {
         uint64_t commits, batched;  /* batches committed and uploads in them, for the log */
         pthread_mutex_t rlock;      /* of rc */
         uint64_t generation;        /* of this opening, unique in the process */
+
+        /* SQLite: the snapshots' connections given back, kept to be used again (a connection
+         * opened anew reads the schema and prepares every statement again). */
+        struct {
+                pthread_mutex_t lock;
+                sql_conn *idle[FARM_SNAPSHOTS_IDLE];
+                size_t n;
+        } snaps;
 
         /* PostgreSQL: every connection comes from the pool, and each upload is a transaction
          * of its own; the database serializes what must be (docs/farm-server.md). */

@@ -81,6 +81,14 @@ static int conn_open(farm_db *db, unsigned flags, sql_conn **ret, char *err) {
         return 0;
 }
 
+void farm_db_stop(farm_db *db) {
+        atomic_store(&db->stop, true);
+}
+
+bool farm_db_stopping(farm_db *db) {
+        return atomic_load(&db->stop);
+}
+
 /* Connections of the pool that this thread holds: one that holds some already (a verdict that
  * asks for its baseline's, a query that fills the histogram cache) never waits for another, or
  * the threads could all wait for each other's. */
@@ -149,8 +157,16 @@ sql_conn *farm_snapshot(farm_db *db, char *err) {
         sql_conn *c = NULL;
         if (farm_is_pg(db))
                 c = pool_get(db);
-        else if (conn_open(db, SQL_OPEN_READONLY, &c, err) < 0)
-                return NULL;
+        else {
+                pthread_mutex_lock(&db->snaps.lock);
+                if (db->snaps.n > 0)
+                        c = db->snaps.idle[--db->snaps.n];
+                pthread_mutex_unlock(&db->snaps.lock);
+                if (!c && conn_open(db, SQL_OPEN_READONLY, &c, err) < 0)
+                        return NULL;
+        }
+        /* Only reads are stopped (farm_db_stop()): until it is released. */
+        sql_set_stop(c, &db->stop);
         int r = sql_begin(c, SQL_TXN_SNAPSHOT);
         if (r < 0) {
                 farm_fail(c, r, "cannot begin a snapshot", err);
@@ -162,15 +178,22 @@ sql_conn *farm_snapshot(farm_db *db, char *err) {
 
 void farm_release(sql_conn *c) {
         farm_db *db = farm_of(c);
-        if (farm_is_pg(db))
+        if (farm_is_pg(db)) {
+                sql_set_stop(c, NULL);
                 pool_put(db, c);
-        else if (c == db->rc)
+        } else if (c == db->rc)
                 pthread_mutex_unlock(&db->rlock);
         else if (c == db->wc) {
                 sql_rollback(c);
                 pthread_mutex_unlock(&db->lock);
         } else {
                 sql_rollback(c);
+                pthread_mutex_lock(&db->snaps.lock);
+                if (db->snaps.n < ELEMENTSOF(db->snaps.idle)) {
+                        db->snaps.idle[db->snaps.n++] = c;
+                        c = NULL;
+                }
+                pthread_mutex_unlock(&db->snaps.lock);
                 sql_close(c);
         }
 }
@@ -185,6 +208,7 @@ static int open_reader(farm_db *db, char *err) {
         int r = conn_open(db, 0, &db->rc, err);
         if (r < 0)
                 return r;
+        sql_set_stop(db->rc, &db->stop); /* it only reads */
         /* 64 MiB of page cache: a month of a machine's intervals per step reads some 4 MiB of
          * pages, which the default 2 MiB would read again from the file at every query. */
         return farm_exec(db->rc,
@@ -233,6 +257,7 @@ int farm_db_open_with(const char *target, unsigned threads, farm_db **ret,
         pthread_mutex_init(&db->lock, NULL);
         pthread_cond_init(&db->cond, NULL);
         pthread_mutex_init(&db->rlock, NULL);
+        pthread_mutex_init(&db->snaps.lock, NULL);
         pthread_mutex_init(&db->pool.lock, NULL);
         pthread_cond_init(&db->pool.cond, NULL);
         pthread_mutex_init(&db->months.lock, NULL);
@@ -266,6 +291,9 @@ void farm_db_close(farm_db *db) {
         sql_close(db->wc);
         for (size_t i = 0; i < db->pool.nidle; i++)
                 sql_close(db->pool.idle[i]);
+        for (size_t i = 0; i < db->snaps.n; i++)
+                sql_close(db->snaps.idle[i]);
+        pthread_mutex_destroy(&db->snaps.lock);
         free(db->pool.idle);
         free(db->months.v);
         pthread_mutex_destroy(&db->lock);

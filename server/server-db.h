@@ -28,6 +28,12 @@ int farm_db_open(const char *target, farm_db **ret, char err[static FARM_ERROR_M
 int farm_db_open_with(const char *target, unsigned threads, farm_db **ret,
                       char err[static FARM_ERROR_MAX]);
 void farm_db_close(farm_db *db);
+/* Stopping: the reads of snapshots (verdicts) and of SQLite's reading connection fail from now
+ * on with -EBUSY, one that runs too (on SQLite, within a moment), so that no long verdict or
+ * query holds up the end of the program.  Writes finish: they are short, and a delivery's
+ * state or an upload must be stored whole. */
+void farm_db_stop(farm_db *db);
+bool farm_db_stopping(farm_db *db);
 
 /* SQLite databases up to this size get PRAGMA quick_check at every open; larger ones only on
  * request (farm_db_check), since it reads the whole file. */

@@ -3,7 +3,6 @@
  * the server's request counters, the kernels' verdicts and the notifications' deliveries. */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +13,7 @@
 #include "server-metrics.h"
 #include "server-notify-store.h"
 #include "server-query-internal.h"
-#include "server-verdict.h"
+#include "server-verdict-log.h"
 #include "timeutil.h"
 
 int farm_prom_escape(const char *value, char *buf, size_t size) {
@@ -154,83 +153,28 @@ static int m_http(const struct metric_ctx *c, FILE *f, const char *name, char *e
         return 0;
 }
 
-/* The verdict of every release, as a state set: one sample per possible verdict, 1 for the
- * current one.  A verdict of a big farm costs tens of milliseconds or more, and a scrape
- * every few seconds from several Prometheus servers must not multiply that: the lines are
- * kept for VERDICT_METRIC_TTL_NS and shared. */
-#define VERDICT_METRIC_TTL_NS (60 * (int64_t) NSEC_PER_SEC)
-static pthread_mutex_t verdict_metric_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *verdict_metric_text;
-static int64_t verdict_metric_at = INT64_MIN;
-static const farm_db *verdict_metric_db;
-
-static int verdict_lines(const struct metric_ctx *c, const char *name, char **ret, char *err) {
-        static const char *const states[] = { "qualified", "pending", "failed" };
-        json_t *list = NULL;
-        char *text = NULL;
-        size_t len = 0;
-        /* Bounded: the releases with data in the last qualification period and day, those
-         * whose verdict can still change (docs/api.md). */
-        int64_t now = now_ns(CLOCK_REALTIME);
-        int r = farm_kernel_list_since(
-                c->db, now - (int64_t) c->counters->rule->period_ns - FARM_DAY_NS, &list, err);
-        if (r < 0)
-                return r;
-        FILE *f = open_memstream(&text, &len);
-        if (!f) {
-                json_decref(list);
-                return -ENOMEM;
-        }
-        size_t i;
-        json_t *rel;
-        json_array_foreach (list, i, rel) {
-                const char *release = json_string_value(rel);
-                char esc[3 * 256 + 1];
-                json_t *v = NULL;
-                if (!release || farm_prom_escape(release, esc, sizeof(esc)) < 0)
-                        continue;
-                r = farm_verdict(c->db, c->counters->rule, release, now, &v, err);
-                if (r == -ENOENT)
-                        continue;
-                if (r < 0)
-                        break;
-                const char *st = farm_verdict_status(v);
-                for (size_t k = 0; k < ELEMENTSOF(states); k++)
-                        fprintf(f, "%s{release=\"%s\",verdict=\"%s\"} %d\n", name, esc, states[k],
-                                strcmp(st, states[k]) == 0);
-                json_decref(v);
-        }
-        json_decref(list);
-        if (fclose(f) != 0 && r >= 0)
-                r = -ENOMEM;
-        if (r < 0) {
-                free(text);
-                return r;
-        }
-        *ret = text;
-        return 0;
-}
-
+/* The verdict of every release with data in the last qualification period and day (those
+ * whose verdict can still change, docs/api.md), as a state set: one sample per possible
+ * verdict, 1 for the current one.  The status is the verdict log's (re-judged every Watch=),
+ * read, not judged: a scrape costs the same however many releases the farm holds. */
 static int m_verdicts(const struct metric_ctx *c, FILE *f, const char *name, char *err) {
+        static const char *const states[] = { "qualified", "pending", "failed" };
         if (!c->counters->rule)
                 return 0;
-        pthread_mutex_lock(&verdict_metric_lock);
-        int64_t now = now_ns(CLOCK_MONOTONIC);
-        int r = 0;
-        if (!verdict_metric_text || verdict_metric_db != c->db ||
-            now - verdict_metric_at >= VERDICT_METRIC_TTL_NS) {
-                char *text = NULL;
-                r = verdict_lines(c, name, &text, err);
-                if (r >= 0) {
-                        free(verdict_metric_text);
-                        verdict_metric_text = text;
-                        verdict_metric_at = now;
-                        verdict_metric_db = c->db;
-                }
+        struct farm_logged *v = NULL;
+        size_t n = 0;
+        int64_t since = now_ns(CLOCK_REALTIME) - (int64_t) c->counters->rule->period_ns -
+                        FARM_DAY_NS;
+        int r = farm_log_current(c->db, since, &v, &n, err);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                char esc[3 * 256 + 1];
+                if (!v[i].status[0] || farm_prom_escape(v[i].release, esc, sizeof(esc)) < 0)
+                        continue;
+                for (size_t k = 0; k < ELEMENTSOF(states); k++)
+                        fprintf(f, "%s{release=\"%s\",verdict=\"%s\"} %d\n", name, esc, states[k],
+                                strcmp(v[i].status, states[k]) == 0);
         }
-        if (r >= 0)
-                fputs(verdict_metric_text, f);
-        pthread_mutex_unlock(&verdict_metric_lock);
+        farm_logged_free(v, n);
         return r;
 }
 

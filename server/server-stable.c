@@ -11,6 +11,7 @@
 #include "log.h"
 #include "server-db-internal.h"
 #include "server-stable.h"
+#include "server-verdict-log.h"
 #include "timeutil.h"
 #include "worker.h"
 
@@ -116,31 +117,28 @@ static int since_of(farm_db *db, const char *release, int64_t known, int64_t *re
                        : farm_fail(c, rc, "cannot read the verdict log", err);
 }
 
-/* The entry of the series whose releases are v[from..to): the newest qualified one. */
+/* The entry of the series whose releases are v[from..to), newest first: its newest release
+ * judged, and its latest stable, the newest release qualified (that one, when it is; else the
+ * newest that the verdict log had qualified at the moment asked about, in logged). */
 static int series_entry(farm_db *db, const struct farm_rule *configured,
                         const struct farm_question *q, const struct srel *v, size_t from, size_t to,
-                        json_t **ret, char *err) {
+                        const struct farm_logged *logged, size_t nlogged, json_t **ret, char *err) {
+        struct farm_question k = *q;
         const char *stable = NULL, *newest_status = NULL;
         int64_t since = INT64_MIN;
         json_t *newest = NULL;
-        int r = 0;
-        for (size_t i = from; i < to && !stable && r >= 0; i++) {
-                struct farm_question k = *q;
-                json_t *j = NULL;
-                k.release = v[i].release;
-                r = farm_verdict_ask(db, configured, &k, &j, err);
-                if (r == -ENOENT) {
-                        r = 0;
-                        continue;
-                }
-                if (r >= 0 && !newest) {
-                        newest = json_incref(j);
-                        newest_status = farm_verdict_status(j);
-                }
-                if (r >= 0 && strcmp(farm_verdict_status(j), "qualified") == 0)
-                        stable = v[i].release;
-                json_decref(j);
+        k.release = v[from].release;
+        int r = farm_verdict_ask(db, configured, &k, &newest, err);
+        if (r == -ENOENT)
+                r = 0;
+        else if (r >= 0) {
+                newest_status = farm_verdict_status(newest);
+                if (strcmp(newest_status, "qualified") == 0)
+                        stable = v[from].release;
         }
+        if (r >= 0 && !stable)
+                stable = farm_log_newest_qualified(logged, nlogged, v[from].series,
+                                                   v[from].release);
         if (r >= 0 && stable)
                 r = since_of(db, stable, MIN(q->known_ns, q->asked_ns), &since, err);
         char t[TIMESTAMP_MAX_LEN];
@@ -156,26 +154,36 @@ static int series_entry(farm_db *db, const struct farm_rule *configured,
         return r < 0 ? r : *ret ? 0 : -ENOMEM;
 }
 
+/* What the verdict log had for the releases at q's moment. */
+static int logged_at(farm_db *db, const struct farm_rule *at_rule, const struct farm_question *q,
+                     struct farm_logged **ret, size_t *ret_n, char *err) {
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        return farm_log_statuses(c, at_rule, q->at_ns, q->known_ns, ret, ret_n, err);
+}
+
 int farm_series_json(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
                      json_t **ret, char err[static FARM_ERROR_MAX]) {
         struct farm_rule at_rule;
         struct srel *v = NULL;
-        size_t n = 0;
+        struct farm_logged *logged = NULL;
+        size_t n = 0, nlogged = 0;
         json_auto_t *list = json_array();
         int r = rule_at(db, rule, q->at_ns, &at_rule, err);
         if (r < 0 || (r = releases(db, &at_rule, q, &v, &n, err)) < 0)
                 return r;
+        r = logged_at(db, &at_rule, q, &logged, &nlogged, err);
         for (size_t i = 0; i < n && r >= 0;) {
                 size_t k = i;
                 while (k < n && strcmp(v[k].series, v[i].series) == 0)
                         k++;
                 json_t *e = NULL;
-                r = series_entry(db, rule, q, v, i, k, &e, err);
+                r = series_entry(db, rule, q, v, i, k, logged, nlogged, &e, err);
                 if (r >= 0 && json_array_append_new(list, e) < 0)
                         r = -ENOMEM;
                 i = k;
         }
         srels_free(v, n);
+        farm_logged_free(logged, nlogged);
         if (r < 0)
                 return r;
         *ret = json_pack("{s:O}", "series", list);
@@ -241,10 +249,15 @@ int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const cha
                 from++;
         for (to = from; to < n && strcmp(v[to].series, series) == 0;)
                 to++;
+        struct farm_logged *logged = NULL;
+        size_t nlogged = 0;
         if (from == to)
                 r = farm_failf(db, -ENOENT, err, "no release of series %s has run", series);
         if (r >= 0)
-                r = series_entry(db, rule, q, v, from, to, &entry, err);
+                r = logged_at(db, &at_rule, q, &logged, &nlogged, err);
+        if (r >= 0)
+                r = series_entry(db, rule, q, v, from, to, logged, nlogged, &entry, err);
+        farm_logged_free(logged, nlogged);
         if (r >= 0)
                 r = history(db, &at_rule, series, MIN(q->known_ns, q->asked_ns), &hist, err);
         srels_free(v, n);
@@ -395,6 +408,41 @@ static int tell_known(farm_db *db, const struct farm_rule *rule, const char *rel
         return r == -ENOENT ? 0 : r;
 }
 
+/* Judges release in a pass: logs a change, tells the hooks.  1 when the release went to or
+ * from qualified (the baseline of the newer releases of its series may have changed), else 0. */
+static int judge_one(farm_db *db, const struct farm_rule *rule, const char *release, int64_t now_ns,
+                     int64_t told_by, bool partial, const struct farm_verdict_hooks *h,
+                     struct farm_problem_sink *sink, int *changed, char *err) {
+        struct farm_question q = { release, now_ns, now_ns, now_ns,
+                                   h->problem && !partial ? sink : NULL };
+        char prev[16] = "", known[16] = "";
+        int64_t prev_id = 0;
+        json_t *v = NULL;
+        int r = 0;
+        if (partial && (r = tell_known(db, rule, release, now_ns, told_by, sink, known, err)) < 0)
+                return r;
+        r = farm_verdict_ask(db, rule, &q, &v, err);
+        if (r == -ENOENT)
+                return 0;
+        if (r >= 0)
+                r = log_change(db, v, now_ns, prev, &prev_id, err);
+        const char *status = r >= 0 ? farm_verdict_status(v) : "";
+        bool stable_changed = r > 0 && (strcmp(prev, "qualified") == 0) !=
+                                               (strcmp(status, "qualified") == 0);
+        if (r > 0) {
+                log_info("Release %s is now %s", release, status);
+                (*changed)++;
+        }
+        if (r >= 0 && h->judged)
+                h->judged(h->userdata, v, *prev ? prev : NULL, prev_id, r > 0,
+                          partial && strcmp(known, status) != 0, now_ns);
+        json_decref(v);
+        return r < 0 ? r : stable_changed;
+}
+
+/* Every release to judge, in the order their baselines need: by series, oldest first.  A
+ * release whose data did not change is judged again when an older release of its series went
+ * to or from qualified in the same pass (its baseline comes from the log). */
 static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
                     struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
                     struct worker *worker, char *err) {
@@ -403,41 +451,39 @@ static int log_pass(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
         struct farm_problem_sink sink = { h->problem, h->userdata };
         int64_t told_by = h->problems_known ? h->problems_known(h->userdata, now_ns) : now_ns;
         bool partial = h->problem && told_by < now_ns; /* see problems_known */
-        json_t *list = NULL, *rel;
-        size_t i;
+        struct farm_question all_q = { NULL, now_ns, now_ns, now_ns };
+        struct farm_rule at_rule;
+        json_auto_t *list = NULL, *wanted = json_object();
+        struct srel *all = NULL;
+        size_t nall = 0, i;
+        json_t *rel;
         int changed = 0;
         bool stopped = false;
         struct farm_log_mark mark = *seen;
         int r = releases_to_judge(db, rule, now_ns, &mark, &list, err);
-        json_array_foreach (list, i, rel) {
-                struct farm_question q = { json_string_value(rel), now_ns, now_ns, now_ns,
-                                           h->problem && !partial ? &sink : NULL };
-                char prev[16] = "", known[16] = "";
-                int64_t prev_id = 0;
-                json_t *v = NULL;
-                if (r < 0 || (stopped = worker && !worker_wait(worker, 0)))
-                        break;
-                if (partial &&
-                    (r = tell_known(db, rule, q.release, now_ns, told_by, &sink, known, err)) < 0)
-                        break;
-                r = farm_verdict_ask(db, rule, &q, &v, err);
-                if (r == -ENOENT) {
-                        r = 0;
-                        continue;
+        if (r >= 0 && !wanted)
+                r = -ENOMEM;
+        json_array_foreach (r >= 0 ? list : NULL, i, rel)
+                if (json_object_set(wanted, json_string_value(rel), json_true()) < 0)
+                        r = -ENOMEM;
+        if (r >= 0 && (r = rule_at(db, rule, now_ns, &at_rule, err)) >= 0)
+                r = releases(db, &at_rule, &all_q, &all, &nall, err);
+        /* releases() lists each series newest first: walk each backwards. */
+        for (size_t from = 0, to; r >= 0 && from < nall && !stopped; from = to) {
+                bool dirty = false;
+                for (to = from; to < nall && strcmp(all[to].series, all[from].series) == 0;)
+                        to++;
+                for (size_t k = to; k-- > from && r >= 0;) {
+                        if (!dirty && !json_object_get(wanted, all[k].release))
+                                continue;
+                        if ((stopped = worker && !worker_wait(worker, 0)))
+                                break;
+                        r = judge_one(db, rule, all[k].release, now_ns, told_by, partial, h, &sink,
+                                      &changed, err);
+                        dirty |= r > 0;
                 }
-                if (r >= 0)
-                        r = log_change(db, v, now_ns, prev, &prev_id, err);
-                if (r > 0) {
-                        log_info("Release %s is now %s", json_string_value(rel),
-                                 farm_verdict_status(v));
-                        changed++;
-                }
-                if (r >= 0 && h->judged)
-                        h->judged(h->userdata, v, *prev ? prev : NULL, prev_id, r > 0,
-                                  partial && strcmp(known, farm_verdict_status(v)) != 0, now_ns);
-                json_decref(v);
         }
-        json_decref(list);
+        srels_free(all, nall);
         if (r < 0)
                 return r;
         if (stopped)
@@ -478,11 +524,16 @@ static void watcher_main(void *arg, struct worker *worker) {
         struct farm_log_mark seen = {};
         do {
                 char err[FARM_ERROR_MAX] = "";
+                int64_t t0 = now_ns(CLOCK_MONOTONIC);
+                bool first = !seen.started;
                 int r = farm_verdict_log_pass(w->db, w->rule, now_ns(CLOCK_REALTIME), &seen,
                                               w->hooks, worker, err);
-                if (r < 0 && !failing)
+                if (r < 0 && !failing && !farm_db_stopping(w->db))
                         log_warning("Verdict log: %s; trying again", err);
                 failing = r < 0;
+                if (first && seen.started)
+                        log_info("Verdict log: first pass done in %" PRId64 " ms, %d change(s)",
+                                 (now_ns(CLOCK_MONOTONIC) - t0) / (int64_t) NSEC_PER_MSEC, r);
         } while (worker_wait(worker, w->rule->watch_ns));
 }
 

@@ -246,6 +246,26 @@ const char *vgroup_at(const struct vctx *v, int64_t t) {
         return t < v->group_from ? "default" : v->group;
 }
 
+/* Whether m has a run stamped by `at` (of any release), known by `known`. */
+static int stamped_by_at(struct vctx *v, const struct vmachine *m, bool *ret) {
+        sql_stmt *st;
+        int r = vprep(v,
+                      "SELECT 1 FROM runs WHERE machine_id = ?1 AND start_ns <= ?2 AND "
+                      "first_report_ns <= ?3 LIMIT 1",
+                      &st);
+        if (r < 0)
+                return r;
+        sql_bind_text(st, 1, m->id);
+        sql_bind_int64(st, 2, v->at);
+        sql_bind_int64(st, 3, v->known);
+        int rc = sql_step(st);
+        sql_reset(st);
+        if (rc != SQL_ROW && rc != SQL_DONE)
+                return vfail(v, rc, "cannot read the machine's runs");
+        *ret = rc == SQL_ROW;
+        return 0;
+}
+
 int vmachine_gate(struct vctx *v, struct vmachine *m) {
         int r;
         for (size_t i = 0; i < m->nset; i++) {
@@ -267,9 +287,13 @@ int vmachine_gate(struct vctx *v, struct vmachine *m) {
                         return r;
         }
         /* Required only once known: ?known_at= a moment before a machine's enrolment answers
-         * as the server did then, without it.  (?at= an earlier moment takes it in: the
-         * settings it was enrolled with apply to the history it replays.) */
+         * as the server did then, without it.  ?at= an earlier moment takes it in only when it
+         * had sent data stamped by then (the settings it was enrolled with apply to the
+         * history it replays): one enrolled later with nothing of that time did not gate then,
+         * and enrolling it must not change what ?at= that moment says. */
         bool enrolled = m->nset && m->enrolled_ns <= v->known;
+        if (enrolled && m->enrolled_ns > v->at && (r = stamped_by_at(v, m, &enrolled)) < 0)
+                return r;
         m->gating = enrolled && vmachine_gates_at(m, v->at);
         if (!m->gating) {
                 const struct vsetting *s = m->nset ? &m->set[m->nset - 1] : NULL;
@@ -429,6 +453,7 @@ int vproblem(struct vctx *v, struct vmachine *m, enum vkind kind, int64_t t, int
                 json_object_set_new(p, "why", json_string(why));
                 m->not_counted++;
                 v->nnot_counted++;
+                v->not_counted_kinds[kind]++;
                 if (json_array_size(v->not_counted) < FARM_VERDICT_PROBLEMS_LISTED)
                         return json_array_append_new(v->not_counted, p) < 0 ? -ENOMEM : 0;
                 json_decref(p);

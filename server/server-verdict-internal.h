@@ -12,8 +12,7 @@
 #include "server-rule.h"
 #include "server-verdict.h"
 
-#define VTEXT_MAX 64        /* a timestamp or a span as text */
-#define VERDICT_DEPTH_MAX 8 /* baselines judged for a baseline, at most */
+#define VTEXT_MAX 64 /* a timestamp or a span as text */
 
 enum vkind {
         K_VIOLATION,
@@ -130,12 +129,11 @@ struct vctx {
         const struct farm_problem_sink *sink; /* told every counted problem, or NULL */
         bool found;
         json_t *problems, *not_counted, *waived, *missing, *reasons, *builds;
-        uint64_t nproblems, nnot_counted, kind_counts[K_NKINDS];
+        uint64_t nproblems, nnot_counted, kind_counts[K_NKINDS], not_counted_kinds[K_NKINDS];
         struct {
                 uint64_t intervals, events;
                 int64_t covered_ns;
         } late;
-        int depth;
         bool raw_only; /* RTSOAK_VERDICT_RAW=1: every day from its intervals (cross-checks) */
 };
 
@@ -177,9 +175,4 @@ int vjudge_gaps(struct vctx *v, struct vmachine *m);
 int vjudge_clean(struct vctx *v, struct vmachine *m);
 
 /* ---- regression (server-verdict-regress.c) ---- */
-int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n,
-                       const struct farm_rule *configured, json_t **ret_baseline);
-
-/* A verdict asked for another one's baseline, depth levels down (server-verdict.c). */
-int farm_verdict_depth(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
-                       int depth, json_t **ret, char *err);
+int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n, json_t **ret_baseline);

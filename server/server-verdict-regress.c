@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* No regressions (docs/verdict.md, invariant 9): the baseline of a release is the newest
- * older release of its series that qualifies at the same moment; on every gating machine and
- * scenario that ran both, the release may not be worse in p99.9 or worst case than the rule
- * allows. */
+ * older release of its series that the verdict log had qualified at the moment judged; on
+ * every gating machine and scenario that ran both, the release may not be worse in p99.9 or
+ * worst case than the rule allows. */
 #include <errno.h>
 #include <pthread.h>
 #include <inttypes.h>
@@ -12,84 +12,20 @@
 
 #include "server-query-compare.h"
 #include "server-verdict-internal.h"
+#include "server-verdict-log.h"
 
-static int cmp_version_desc(const void *a, const void *b) {
-        return farm_version_cmp(*(const char *const *) b, *(const char *const *) a);
-}
-
-/* The releases of v's series older than v's, newest first. */
-static int older_releases(struct vctx *v, char ***ret, size_t *ret_n) {
-        sql_stmt *st;
-        char **list = NULL;
+/* The newest older release of the series that the verdict log had qualified at the moment
+ * judged, or "" for none: read, not judged, so that a verdict costs the same however many
+ * releases its series holds. */
+static int find_baseline(struct vctx *v, char *ret, size_t size) {
+        struct farm_logged *list = NULL;
         size_t n = 0;
-        int r = vprep(v,
-                      "SELECT DISTINCT release FROM runs WHERE start_ns <= ?1 AND "
-                      "first_report_ns <= ?2",
-                      &st);
+        int r = farm_log_statuses(v->c, &v->rule, v->at, v->known, &list, &n, v->err);
         if (r < 0)
                 return r;
-        sql_bind_int64(st, 1, v->at);
-        sql_bind_int64(st, 2, v->known);
-        int rc;
-        while ((rc = sql_step(st)) == SQL_ROW) {
-                const char *rel = sql_column_text(st, 0);
-                char series[FARM_SERIES_NAME_MAX], group[FARM_GROUP_NAME_MAX];
-                if (!rel)
-                        continue;
-                farm_rule_series_of(&v->rule, rel, series, group);
-                if (strcmp(series, v->series) != 0 || farm_version_cmp(rel, v->release) >= 0)
-                        continue;
-                char **x = realloc(list, (n + 1) * sizeof(*x));
-                if (!x || !(x[n] = strdup(rel))) {
-                        free(x ?: list);
-                        if (x)
-                                list = x;
-                        r = -ENOMEM;
-                        break;
-                }
-                list = x;
-                n++;
-        }
-        sql_reset(st);
-        if (r >= 0 && rc != SQL_DONE)
-                r = vfail(v, rc, "cannot list the releases");
-        if (r < 0) {
-                for (size_t i = 0; i < n; i++)
-                        free(list[i]);
-                free(list);
-                return r;
-        }
-        if (n > 0)
-                qsort(list, n, sizeof(*list), cmp_version_desc);
-        *ret = list;
-        *ret_n = n;
+        snprintf(ret, size, "%s", farm_log_newest_qualified(list, n, v->series, v->release) ?: "");
+        farm_logged_free(list, n);
         return 0;
-}
-
-/* The newest older release of the series qualified at the same moment, or "" for none. */
-static int find_baseline(struct vctx *v, const struct farm_rule *configured, char *ret,
-                         size_t size) {
-        char **list = NULL;
-        size_t n = 0;
-        int r = older_releases(v, &list, &n);
-        ret[0] = '\0';
-        for (size_t i = 0; r >= 0 && i < n && !ret[0]; i++) {
-                struct farm_question q = { .release = list[i],
-                                           .at_ns = v->at,
-                                           .known_ns = v->known,
-                                           .asked_ns = v->asked };
-                json_t *j = NULL;
-                r = farm_verdict_depth(v->db, configured, &q, v->depth + 1, &j, v->err);
-                if (r == -ENOENT)
-                        r = 0;
-                else if (r >= 0 && strcmp(farm_verdict_status(j), "qualified") == 0)
-                        snprintf(ret, size, "%s", list[i]);
-                json_decref(j);
-        }
-        for (size_t i = 0; i < n; i++)
-                free(list[i]);
-        free(list);
-        return r;
 }
 
 static const struct farm_release_stat *find_stat(const struct farm_release_stat *s, size_t n,
@@ -254,16 +190,15 @@ static int release_stats(struct vctx *v, const char *release, struct farm_releas
         return 0;
 }
 
-int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n,
-                       const struct farm_rule *configured, json_t **ret_baseline) {
+int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n, json_t **ret_baseline) {
         char baseline[512];
         struct farm_release_stat *now = NULL, *base = NULL;
         size_t nnow = 0, nbase = 0;
         int r;
         *ret_baseline = json_null();
-        if (!v->rule.regression || v->depth >= VERDICT_DEPTH_MAX)
+        if (!v->rule.regression)
                 return 0;
-        if ((r = find_baseline(v, configured, baseline, sizeof(baseline))) < 0 || !baseline[0])
+        if ((r = find_baseline(v, baseline, sizeof(baseline))) < 0 || !baseline[0])
                 return r;
         json_decref(*ret_baseline);
         *ret_baseline = json_string(baseline);

@@ -361,17 +361,22 @@ static int reason(struct vctx *v, const char *text) {
         return json_array_append_new(v->reasons, json_string(text)) < 0 ? -ENOMEM : 0;
 }
 
+/* ", 2 violation(s), 1 gap(s)" of counts by kind after line's len characters. */
+static void kinds_text(char *line, size_t size, size_t len, const uint64_t counts[K_NKINDS]) {
+        bool first = true;
+        for (int k = 0; k < K_NKINDS; k++)
+                if (counts[k]) {
+                        len += (size_t) snprintf(line + len, size - MIN(len, size),
+                                                 "%s %" PRIu64 " %s", first ? "" : ",", counts[k],
+                                                 verdict_kind_names[k]);
+                        first = false;
+                }
+}
+
 static int failed_reasons(struct vctx *v) {
         char line[512];
         size_t len = (size_t) snprintf(line, sizeof(line), "%" PRIu64 " problem(s):", v->nproblems);
-        bool first = true;
-        for (int k = 0; k < K_NKINDS; k++)
-                if (v->kind_counts[k]) {
-                        len += (size_t) snprintf(line + len, sizeof(line) - MIN(len, sizeof(line)),
-                                                 "%s %" PRIu64 " %s", first ? "" : ",",
-                                                 v->kind_counts[k], verdict_kind_names[k]);
-                        first = false;
-                }
+        kinds_text(line, sizeof(line), len, v->kind_counts);
         int r = reason(v, line);
         for (size_t i = 0; r >= 0 && i < json_array_size(v->problems); i++)
                 r = reason(v, json_string_value(
@@ -412,6 +417,39 @@ static const char *decide(struct vctx *v, unsigned ngating, unsigned complete, i
                  complete, v->group, v->release, vspan_text(a, (int64_t) v->rule.period_ns));
         *r = reason(v, line);
         return "qualified";
+}
+
+/* Problems of machines that did not gate the release when they happened fail nothing, but a
+ * release manager reading the text must not take "no problem" for "nothing happened". */
+#define NOT_COUNTED_TOLD 10
+
+static int not_counted_reasons(struct vctx *v) {
+        char line[1024];
+        if (v->nnot_counted == 0)
+                return 0;
+        size_t len = (size_t) snprintf(line, sizeof(line),
+                                       "%" PRIu64 " problem(s) of machines that did not gate the "
+                                       "release then, not counted:",
+                                       v->nnot_counted);
+        kinds_text(line, sizeof(line), len, v->not_counted_kinds);
+        len = strlen(line);
+        snprintf(line + len, sizeof(line) - len,
+                 " (all of them under not_counted: rtsoak verdict --json, or the release's page)");
+        int r = reason(v, line);
+        for (size_t i = 0; r >= 0 && i < MIN(json_array_size(v->not_counted), NOT_COUNTED_TOLD);
+             i++) {
+                json_t *p = json_array_get(v->not_counted, i);
+                snprintf(line, sizeof(line), "not counted (%s): %s",
+                         json_string_value(json_object_get(p, "why")),
+                         json_string_value(json_object_get(p, "message")));
+                r = reason(v, line);
+        }
+        if (r >= 0 && v->nnot_counted > NOT_COUNTED_TOLD) {
+                snprintf(line, sizeof(line), "... and %" PRIu64 " more not counted",
+                         v->nnot_counted - NOT_COUNTED_TOLD);
+                r = reason(v, line);
+        }
+        return r;
 }
 
 static int waived_reasons(struct vctx *v) {
@@ -457,8 +495,7 @@ static json_t *answer(struct vctx *v, const char *status, json_t *machines, json
                 v->not_counted, "waived", v->waived, "missing", v->missing, "reasons", v->reasons);
 }
 
-static int judge_all(struct vctx *v, struct vmachine *ms, size_t n,
-                     const struct farm_rule *configured, json_t **ret_baseline) {
+static int judge_all(struct vctx *v, struct vmachine *ms, size_t n, json_t **ret_baseline) {
         int r = 0;
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 r = vjudge_data(v, &ms[i]);
@@ -470,7 +507,7 @@ static int judge_all(struct vctx *v, struct vmachine *ms, size_t n,
         if (r >= 0)
                 r = judge_builds(v, ms, n);
         if (r >= 0)
-                r = vjudge_regressions(v, ms, n, configured, ret_baseline);
+                r = vjudge_regressions(v, ms, n, ret_baseline);
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = vjudge_clean(v, &ms[i]);
         return r;
@@ -489,8 +526,7 @@ static int verdict_run(struct vctx *v, const struct farm_rule *configured, json_
         if (!known)
                 return farm_failf(v->db, -ENOENT, v->err, "no machine has run release %s",
                                   v->release);
-        if ((r = list_machines(v, &ms, &n)) < 0 ||
-            (r = judge_all(v, ms, n, configured, &baseline)) < 0)
+        if ((r = list_machines(v, &ms, &n)) < 0 || (r = judge_all(v, ms, n, &baseline)) < 0)
                 goto out;
         unsigned ngating = 0, ran = 0, complete = 0;
         for (size_t i = 0; i < n && r >= 0; i++) {
@@ -518,6 +554,8 @@ static int verdict_run(struct vctx *v, const struct farm_rule *configured, json_
         const char *status = decide(v, ngating, complete, &r);
         if (r >= 0)
                 r = waived_reasons(v);
+        if (r >= 0)
+                r = not_counted_reasons(v);
         if (r >= 0 && !(*ret = answer(v, status, machines, others, baseline, ngating, ran)))
                 r = -ENOMEM;
 out:
@@ -527,24 +565,18 @@ out:
         return r;
 }
 
-int farm_verdict_depth(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
-                       int depth, json_t **ret, char *err) {
+int farm_verdict_ask(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
+                     json_t **ret, char err[static FARM_ERROR_MAX]) {
         struct vctx v = { .db = db,
                           .err = err,
                           .release = q->release,
                           .at = q->at_ns,
                           .known = q->known_ns,
                           .asked = q->asked_ns,
-                          .depth = depth,
-                          .sink = depth == 0 ? q->sink : NULL };
+                          .sink = q->sink };
         int r = verdict_run(&v, rule, ret);
         vctx_done(&v);
         return r;
-}
-
-int farm_verdict_ask(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
-                     json_t **ret, char err[static FARM_ERROR_MAX]) {
-        return farm_verdict_depth(db, rule, q, 0, ret, err);
 }
 
 int farm_verdict(farm_db *db, const struct farm_rule *rule, const char *release, int64_t now_ns,
@@ -634,14 +666,6 @@ static int release_list(farm_db *db, const char *sql, int64_t since_ns, json_t *
 
 int farm_kernel_list(farm_db *db, json_t **ret, char err[static FARM_ERROR_MAX]) {
         return release_list(db, "SELECT DISTINCT release FROM runs ORDER BY 1", 0, ret, err);
-}
-
-int farm_kernel_list_since(farm_db *db, int64_t since_ns, json_t **ret,
-                           char err[static FARM_ERROR_MAX]) {
-        return release_list(db,
-                            "SELECT release FROM runs GROUP BY release HAVING "
-                            "max(coalesce(last_end_ns, start_ns)) >= ? ORDER BY 1",
-                            since_ns, ret, err);
 }
 
 struct krow {

@@ -68,6 +68,3 @@ int farm_kernels_json(farm_db *db, const struct farm_rule *rule, const struct fa
                       const struct farm_page *page, json_t **ret, char err[static FARM_ERROR_MAX]);
 /* Every release with a run, for the metrics: a JSON array of strings. */
 int farm_kernel_list(farm_db *db, json_t **ret, char err[static FARM_ERROR_MAX]);
-/* The releases with data stamped since since_ns (those the verdict log re-judges). */
-int farm_kernel_list_since(farm_db *db, int64_t since_ns, json_t **ret,
-                           char err[static FARM_ERROR_MAX]);

@@ -48,6 +48,8 @@ struct sql_backend {
         void (*copy_null)(sql_conn *c);
         int (*copy_row)(sql_conn *c);
         int (*copy_end)(sql_conn *c);
+        /* NULL: only the next statement sees the stop (sql.c checks it). */
+        void (*set_stop)(sql_conn *c, const atomic_bool *stop);
 };
 
 extern const struct sql_backend sql_sqlite_backend;
@@ -63,6 +65,7 @@ struct sql_cached {
 struct sql_conn {
         const struct sql_backend *be;
         void *owner;
+        const atomic_bool *stop; /* sql_set_stop(), or NULL */
         /* A copy made of INSERTs: the statement, the next parameter, the first failure. */
         struct {
                 sql_stmt *insert;

@@ -258,7 +258,21 @@ static int lite_step(sql_stmt *st) {
                 st->changes = sqlite3_changes64(c->db);
                 return SQL_DONE;
         }
+        if (rc == SQLITE_INTERRUPT) {
+                sql_set_error(&c->base, "interrupted: the server is stopping");
+                return -EBUSY;
+        }
         return fail(c, rc, NULL);
+}
+
+/* SQLite's progress handler: a non-zero answer interrupts the statement that runs. */
+static int lite_progress(void *stop) {
+        return atomic_load_explicit((const atomic_bool *) stop, memory_order_relaxed);
+}
+
+static void lite_set_stop(sql_conn *c, const atomic_bool *stop) {
+        sqlite3_progress_handler(lc(c)->db, stop ? 1000 : 0, stop ? lite_progress : NULL,
+                                 (void *) stop);
 }
 
 static bool lite_column_null(sql_stmt *st, int i) {
@@ -291,6 +305,7 @@ const struct sql_backend sql_sqlite_backend = {
         .name = "SQLite",
         .dialect = SQL_SQLITE,
         .open = lite_open,
+        .set_stop = lite_set_stop,
         .close = lite_close,
         .exec = lite_exec,
         .begin = lite_begin,

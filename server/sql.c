@@ -79,12 +79,22 @@ void *sql_owner(const sql_conn *c) {
         return c->owner;
 }
 
+/* -EBUSY once the connection's stop is set. */
+static int stopping(sql_conn *c) {
+        if (!c->stop || !atomic_load_explicit(c->stop, memory_order_relaxed))
+                return 0;
+        sql_set_error(c, "interrupted: the server is stopping");
+        return -EBUSY;
+}
+
 int sql_exec(sql_conn *c, const char *sql) {
-        return c->be->exec(c, sql);
+        int r = stopping(c);
+        return r < 0 ? r : c->be->exec(c, sql);
 }
 
 int sql_begin(sql_conn *c, enum sql_txn kind) {
-        return c->be->begin(c, kind);
+        int r = stopping(c);
+        return r < 0 ? r : c->be->begin(c, kind);
 }
 
 int sql_commit(sql_conn *c) {
@@ -201,8 +211,15 @@ void sql_bind_null(sql_stmt *st, int i) {
         st->conn->be->bind_null(st, i);
 }
 
+void sql_set_stop(sql_conn *c, const atomic_bool *stop) {
+        c->stop = stop;
+        if (c->be->set_stop)
+                c->be->set_stop(c, stop);
+}
+
 int sql_step(sql_stmt *st) {
-        return st->conn->be->step(st);
+        int r = stopping(st->conn);
+        return r < 0 ? r : st->conn->be->step(st);
 }
 
 int64_t sql_changes(sql_stmt *st) {
@@ -214,9 +231,14 @@ int sql_send(sql_stmt *st) {
 }
 
 int sql_step_done(sql_stmt *st) {
+        int r = stopping(st->conn);
+        if (r < 0) {
+                sql_reset(st);
+                return r;
+        }
         if (st->conn->be->step_done)
                 return st->conn->be->step_done(st);
-        int r = sql_step(st);
+        r = sql_step(st);
         sql_reset(st);
         if (r == SQL_ROW) {
                 sql_set_error(st->conn, "a statement without rows returned one");

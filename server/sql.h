@@ -3,6 +3,7 @@
  * PostgreSQL (sql-pg.c); the connection, its statements, transactions and errors. */
 #pragma once
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,6 +74,12 @@ const char *sql_errmsg(const sql_conn *c);
 /* Who holds the connection (the farm database that pools it), for its users. */
 void sql_set_owner(sql_conn *c, void *owner);
 void *sql_owner(const sql_conn *c);
+
+/* Once *stop is true, c's statements fail with -EBUSY ("the server is stopping"): the next
+ * one at once, and on SQLite also one that is running (within a thousand steps of its virtual
+ * machine).  A transaction left open by such a failure is rolled back as any other.  stop
+ * outlives c. */
+void sql_set_stop(sql_conn *c, const atomic_bool *stop);
 
 /* Runs statements without parameters or results, separated by ';'. */
 int sql_exec(sql_conn *c, const char *sql);

@@ -382,6 +382,11 @@ class Farm:
         except OSError:
             return ""
 
+    def logged_status(self, release):
+        """The last status of release that the server's verdict log recorded (its log line)."""
+        found = re.findall(rf"Release {re.escape(release)} is now (\w+)", self.log_tail(10 ** 7))
+        return found[-1] if found else None
+
     def stop(self):
         if self.proc and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)

@@ -735,24 +735,117 @@ static void test_groups_and_builds(void **state) {
 
 /* ---- invariants 9 and 10: regressions and the latest stable ---- */
 
-static void test_regression_and_latest(void **state) {
+/* A pass of the verdict log at now, as the server's thread makes one. */
+static void log_pass_at(int64_t now) {
         char err[FARM_ERROR_MAX];
+        struct farm_log_mark seen = {};
+        if (farm_verdict_log_pass(db, &rule, now, &seen, NULL, NULL, err) < 0)
+                fail_msg("%s", err);
+}
+
+static const char *baseline_of(json_t *v) {
+        return json_string_value(json_object_get(v, "baseline"));
+}
+
+static char *latest_stable_at(int64_t at) {
+        char err[FARM_ERROR_MAX];
+        json_t *s = NULL;
+        struct farm_question q = { NULL, at, at, at };
+        assert_int_equal(farm_latest_stable_json(db, &rule, "6.6-rt", &q, &s, err), 0);
+        const char *l = json_string_value(json_object_get(s, "latest_stable"));
+        char *r = l ? strdup(l) : NULL;
+        json_decref(s);
+        return r;
+}
+
+/* The baseline is what the verdict log had qualified at the moment judged: none before the
+ * log judged the older release (and asked about that moment again later, still none), the
+ * older release once it did. */
+static void test_regression_and_latest(void **state) {
         rule.regression = true;
         store(&base); /* 6.6.1-rt1 */
         struct hist_spec h = base;
         h.release = "6.6.10-rt5", h.run = 2, h.start = T0 + 3 * DAY, h.max_ns = 900000;
         store(&h);
         json_t *v = ask("6.6.10-rt5", T0 + 5 * DAY + MIN_NS);
+        assert_null(baseline_of(v));
+        assert_int_equal(count_kind(v, "problems", "regression"), 0);
+        json_decref(v);
+        log_pass_at(T0 + 5 * DAY);
+        v = ask("6.6.10-rt5", T0 + 5 * DAY + MIN_NS);
         expect(v, "failed");
-        assert_string_equal(json_string_value(json_object_get(v, "baseline")), "6.6.1-rt1");
+        assert_string_equal(baseline_of(v), "6.6.1-rt1");
         assert_int_equal(count_kind(v, "problems", "regression"), 1);
         json_decref(v);
+        v = ask_known("6.6.10-rt5", T0 + 5 * DAY - MIN_NS, T0 + 5 * DAY + MIN_NS);
+        assert_null(baseline_of(v));
+        json_decref(v);
         /* The latest stable of 6.6-rt is the newest qualified: 6.6.1-rt1 (6.6.10-rt5 failed). */
+        char *l = latest_stable_at(T0 + 5 * DAY + MIN_NS);
+        assert_string_equal(l, "6.6.1-rt1");
+        free(l);
+}
+
+/* Sixty releases that never qualify below the newest: its verdict and the series' latest
+ * stable read the log, whatever the number of releases (judging each older release for its
+ * baseline, and each of those its own, never ends). */
+static void test_long_series(void **state) {
+        rule.regression = true;
+        store(&base); /* 6.6.1-rt1, qualified from T0 + 2 days */
+        char names[60][32];
+        for (int k = 0; k < 60; k++) {
+                struct hist_spec h = base;
+                snprintf(names[k], sizeof(names[k]), "6.6.%d-rt1", k + 2);
+                h.release = names[k], h.run = k + 2, h.n = 1;
+                h.start = T0 + 2 * DAY + k * 20 * MIN_NS;
+                store(&h);
+        }
+        log_pass_at(T0 + 3 * DAY);
+        json_t *v = ask(names[59], T0 + 3 * DAY + MIN_NS);
+        assert_string_equal(baseline_of(v), "6.6.1-rt1");
+        json_decref(v);
+        char *l = latest_stable_at(T0 + 3 * DAY + MIN_NS);
+        assert_string_equal(l, "6.6.1-rt1");
+        free(l);
+}
+
+/* A release whose data did not change is judged again in a pass in which an older release of
+ * its series became qualified: its baseline changed, and so may its verdict. */
+static void test_newer_release_judged_again(void **state) {
+        rule.regression = true;
+        struct hist_spec older = base, newer = base;
+        newer.release = "6.6.2-rt1", newer.run = 2, newer.max_ns = 60000; /* worse, in bound */
+        store(&newer);                                                    /* T0, two days */
+        older.run = 3, older.start = T0 + 10 * DAY, older.n = 6 * 24;     /* one day of two */
+        store(&older);
+        char err[FARM_ERROR_MAX];
+        struct farm_log_mark seen = {};
+        assert_true(farm_verdict_log_pass(db, &rule, T0 + 11 * DAY + MIN_NS, &seen, NULL, NULL,
+                                          err) >= 0);
+        char *l = latest_stable_at(T0 + 11 * DAY + MIN_NS);
+        assert_string_equal(l, "6.6.2-rt1"); /* no baseline yet: qualified */
+        free(l);
+        older.start = T0 + 11 * DAY, older.seq0 = 6 * 24;
+        store(&older); /* its second day: qualified */
+        assert_true(farm_verdict_log_pass(db, &rule, T0 + 12 * DAY + MIN_NS, &seen, NULL, NULL,
+                                          err) >= 0);
+        json_t *v = ask("6.6.2-rt1", T0 + 12 * DAY + MIN_NS);
+        expect(v, "failed");
+        assert_int_equal(count_kind(v, "problems", "regression"), 1);
+        json_decref(v);
+        l = latest_stable_at(T0 + 12 * DAY + 2 * MIN_NS);
+        assert_string_equal(l, "6.6.1-rt1");
+        free(l);
+        /* The log has it: 6.6.2-rt1 was latest stable, then 6.6.1-rt1 again. */
         json_t *s = NULL;
-        struct farm_question q = { NULL, T0 + 5 * DAY + MIN_NS, T0 + 5 * DAY + MIN_NS,
-                                   T0 + 5 * DAY + MIN_NS };
+        struct farm_question q = { NULL, T0 + 12 * DAY + 2 * MIN_NS, T0 + 12 * DAY + 2 * MIN_NS,
+                                   T0 + 12 * DAY + 2 * MIN_NS };
         assert_int_equal(farm_latest_stable_json(db, &rule, "6.6-rt", &q, &s, err), 0);
-        assert_string_equal(json_string_value(json_object_get(s, "latest_stable")), "6.6.1-rt1");
+        json_t *hist = json_object_get(s, "history");
+        assert_int_equal(json_array_size(hist), 2);
+        assert_string_equal(
+                json_string_value(json_object_get(json_array_get(hist, 0), "latest_stable")),
+                "6.6.1-rt1");
         json_decref(s);
 }
 
@@ -895,6 +988,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_scenario_loads, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_groups_and_builds, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_regression_and_latest, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_long_series, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_newer_release_judged_again, setup, teardown),
                 cmocka_unit_test(test_version_order),
                 cmocka_unit_test_setup_teardown(test_migration_from_5, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_migration_to_8, setup, teardown),
