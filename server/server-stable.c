@@ -158,7 +158,7 @@ static int series_entry(farm_db *db, const struct farm_rule *configured,
 static int logged_at(farm_db *db, const struct farm_rule *at_rule, const struct farm_question *q,
                      struct farm_logged **ret, size_t *ret_n, char *err) {
         _cleanup_release_ sql_conn *c = farm_reader(db);
-        return farm_log_statuses(c, at_rule, q->at_ns, q->known_ns, ret, ret_n, err);
+        return farm_log_qualified(c, at_rule, q->at_ns, q->known_ns, ret, ret_n, err);
 }
 
 int farm_series_json(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,

@@ -52,14 +52,18 @@ static int read_logged(sql_stmt *st, const struct farm_rule *rule, struct farm_l
         return 0;
 }
 
-int farm_log_statuses(sql_conn *c, const struct farm_rule *rule, int64_t at_ns, int64_t known_ns,
-                      struct farm_logged **ret, size_t *ret_n, char err[static FARM_ERROR_MAX]) {
+int farm_log_qualified(sql_conn *c, const struct farm_rule *rule, int64_t at_ns, int64_t known_ns,
+                       struct farm_logged **ret, size_t *ret_n, char err[static FARM_ERROR_MAX]) {
         _cleanup_reset_ sql_stmt *st = NULL;
+        /* Driven by the log's rows, of which only the qualified ones are looked at further:
+         * a farm's many releases that never qualified cost a row each. */
         int r = farm_prepare(c,
-                             "SELECT r.release, (SELECT l.status FROM verdict_log l WHERE "
-                             "l.release = r.release AND l.at_ns <= ?1 ORDER BY l.at_ns DESC, "
-                             "l.id DESC LIMIT 1) FROM (SELECT DISTINCT release FROM runs WHERE "
-                             "start_ns <= ?1 AND first_report_ns <= ?2) r",
+                             "SELECT l.release, l.status FROM verdict_log l WHERE l.at_ns <= ?1 "
+                             "AND l.status = 'qualified' AND l.id = (SELECT x.id FROM verdict_log "
+                             "x WHERE x.release = l.release AND x.at_ns <= ?1 ORDER BY x.at_ns "
+                             "DESC, x.id DESC LIMIT 1) AND EXISTS (SELECT 1 FROM runs r WHERE "
+                             "r.release = l.release AND r.start_ns <= ?1 AND r.first_report_ns "
+                             "<= ?2)",
                              &st, err);
         if (r < 0)
                 return r;

@@ -11,18 +11,18 @@
 #include "server-rule.h"
 #include "sql.h"
 
-/* A release with a run stamped by a moment, and the last status the verdict log had recorded
- * for it by then ("" when none). */
+/* A release and the last status the verdict log had recorded for it by a moment. */
 struct farm_logged {
         char *release;
         char series[FARM_SERIES_NAME_MAX];
         char status[16];
 };
 
-/* Every release with a run started by at_ns and received by known_ns, its series by rule, and
- * its status in the verdict log at at_ns, read on c (the caller's snapshot). */
-int farm_log_statuses(sql_conn *c, const struct farm_rule *rule, int64_t at_ns, int64_t known_ns,
-                      struct farm_logged **ret, size_t *ret_n, char err[static FARM_ERROR_MAX]);
+/* The releases whose last status in the verdict log at at_ns was qualified, that have a run
+ * started by at_ns and received by known_ns, with their series by rule; read on c (the
+ * caller's snapshot). */
+int farm_log_qualified(sql_conn *c, const struct farm_rule *rule, int64_t at_ns, int64_t known_ns,
+                       struct farm_logged **ret, size_t *ret_n, char err[static FARM_ERROR_MAX]);
 void farm_logged_free(struct farm_logged *v, size_t n);
 
 /* The newest release of series in v that the log had qualified, older than below (NULL: any),

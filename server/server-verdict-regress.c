@@ -20,7 +20,7 @@
 static int find_baseline(struct vctx *v, char *ret, size_t size) {
         struct farm_logged *list = NULL;
         size_t n = 0;
-        int r = farm_log_statuses(v->c, &v->rule, v->at, v->known, &list, &n, v->err);
+        int r = farm_log_qualified(v->c, &v->rule, v->at, v->known, &list, &n, v->err);
         if (r < 0)
                 return r;
         snprintf(ret, size, "%s", farm_log_newest_qualified(list, n, v->series, v->release) ?: "");
