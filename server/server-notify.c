@@ -67,7 +67,9 @@ char *notify_kernel_path(const char *release) {
         return notify_url_escape("/kernels/", release);
 }
 
-void notify_failed(bool *failing, int r, const char *what, const char *err) {
+void notify_failed(farm_db *db, bool *failing, int r, const char *what, const char *err) {
+        if (r < 0 && farm_db_stopping(db))
+                return; /* the server is stopping: nothing to try again */
         if (r >= 0) {
                 if (*failing)
                         log_info("Notifications: %s works again", what);
@@ -175,7 +177,7 @@ static int64_t deliver_due(struct sender *s, bool *failing) {
                 struct notify_claim c;
                 r = notify_store_claim(s->n->db, s->ch->name, s->n->owner, now_ns(CLOCK_REALTIME),
                                        lease, &c, err);
-                notify_failed(failing, r, "cannot read the deliveries", err);
+                notify_failed(s->n->db, failing, r, "cannot read the deliveries", err);
                 if (r <= 0)
                         break;
                 send_one(s, &c);
