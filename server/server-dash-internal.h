@@ -66,8 +66,6 @@ int dash_open_page(struct dash *x);
 void dash_fail_page(struct dash *x, unsigned status, const char *fmt, ...) _printf_(3, 4);
 /* A failure of ours: logged by the caller from a->err, answered with a 500 (503 when busy). */
 int dash_fail_internal(struct dash *x, int error, const char *what);
-/* 0, or 400 naming the first parameter that the page does not take or that is repeated. */
-int dash_check_params(struct dash *x, const char *const *allowed);
 int dash_finish_page(struct dash *x, const char *content_type);
 /* Drops a page that is not finished (nothing when there is none). */
 void dash_abandon_page(struct dash *x);

@@ -27,8 +27,6 @@ struct window {
         char kernel[256];
 };
 
-static const char *const machine_params[] = { "window", "from", "to", "hl_from", "hl_to", NULL };
-
 /* ?window=1d|30d|kernel:RELEASE, or ?from=&to= (one of them: a day from or up to it), and
  * ?hl_from=&hl_to= (a span to highlight).  By default the last day up to now, or up to the
  * end of the latest data (and a little after) for a machine that is silent. */
@@ -77,21 +75,9 @@ static int parse_window(struct dash *x, const struct dash_machine *m, struct win
         } else if (win) {
                 dash_fail_page(x, 400, "window=%.64s: expected 1d, 30d or kernel:RELEASE", win);
                 return -EINVAL;
-        } else {
-                if (farm_param_time("from", f, x->now, &w->from, perr) < 0 ||
-                    farm_param_time("to", t, x->now, &w->to, perr) < 0) {
-                        dash_fail_page(x, 400, "%s", perr);
-                        return -EINVAL;
-                }
-                if (!t)
-                        w->to = w->from + DAY_NS;
-                else if (!f)
-                        w->from = w->to - DAY_NS;
-                if (w->from >= w->to) {
-                        dash_fail_page(x, 400, "from=%.64s: not before to=%.64s", f ?: "(default)",
-                                       t ?: "(default)");
-                        return -EINVAL;
-                }
+        } else if (farm_param_window(f, t, x->now, DAY_NS, &w->from, &w->to, perr) < 0) {
+                dash_fail_page(x, 400, "%s", perr);
+                return -EINVAL;
         }
         if (farm_param_time("hl_from", hf, x->now, &w->hl_from, perr) < 0 ||
             farm_param_time("hl_to", ht, x->now, &w->hl_to, perr) < 0) {
@@ -590,16 +576,7 @@ static void machine_runs(struct dash *x, const struct dash_machine *m) {
  * internal. */
 static int machine_events(struct dash *x, const struct dash_machine *m, const struct window *w,
                           json_t **ret, uint64_t *ret_total) {
-        char err[FARM_ERROR_MAX], t[40];
-        /* The times the events query takes (those of its from= and to=). */
-        const char *bad = w->from < FARM_TIME_MIN_NS  ? "from"
-                          : w->to >= FARM_TIME_MAX_NS ? "to"
-                                                      : NULL;
-        if (bad) {
-                dash_fail_page(x, 400, "%s=%.64s: out of range (from 1970-01-01 to 2200-01-01)",
-                               bad, time_arg(t, bad[0] == 'f' ? w->from : w->to));
-                return 0;
-        }
+        char err[FARM_ERROR_MAX];
         int r = farm_machine_events_json(x->db, m->id, w->from, w->to, NULL,
                                          &(struct farm_page){ LIST_MAX, 0 }, ret, ret_total, err);
         if (r == -ENOENT) { /* removed meanwhile */
@@ -617,8 +594,6 @@ static int machine_events(struct dash *x, const struct dash_machine *m, const st
  * answered (a refusal page), < 0 internal. */
 static int machine_and_window(struct dash *x, const char *id, struct dash_machine *m,
                               struct window *w) {
-        if (dash_check_params(x, machine_params) < 0)
-                return 0;
         int r = dash_machine_load(x, id, m);
         if (r <= 0)
                 return r;

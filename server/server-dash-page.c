@@ -247,11 +247,13 @@ int dash_open_page(struct dash *x) {
 }
 
 void dash_fail_page(struct dash *x, unsigned status, const char *fmt, ...) {
-        char msg[FARM_ERROR_MAX];
+        char raw[FARM_ERROR_MAX], msg[FARM_ERROR_MAX];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        vsnprintf(raw, sizeof(raw), fmt, ap);
         va_end(ap);
+        /* It quotes what the client sent: the page is UTF-8 whatever that was. */
+        text_copy_utf8(raw, msg, sizeof(msg));
         struct farm_answer *a = x->a;
         farm_answer_done(a);
         a->status = status;
@@ -291,35 +293,6 @@ int dash_fail_internal(struct dash *x, int error, const char *what) {
                                    : "Internal server error (see the server's log).");
         x->a->error = e;
         return e;
-}
-
-/* 0, or 400 naming the first parameter that the page does not take or that is repeated. */
-int dash_check_params(struct dash *x, const char *const *allowed) {
-        char list[160] = "";
-        size_t o = 0;
-        for (const char *const *p = allowed; *p && o < sizeof(list); p++)
-                o += (size_t) snprintf(list + o, sizeof(list) - o, "%s%s", o ? ", " : "", *p);
-        if (x->args->too_many) {
-                dash_fail_page(x, 400, "too many query parameters (at most %d)", FARM_ARGS_MAX);
-                return -EINVAL;
-        }
-        for (unsigned i = 0; i < x->args->n; i++) {
-                const char *name = x->args->a[i].name;
-                bool known = false;
-                for (const char *const *p = allowed; *p; p++)
-                        known = known || strcmp(*p, name) == 0;
-                if (!known) {
-                        dash_fail_page(x, 400, "%.64s: unknown parameter (this page takes: %s)",
-                                       name, o ? list : "none");
-                        return -EINVAL;
-                }
-                for (unsigned j = 0; j < i; j++)
-                        if (strcmp(x->args->a[j].name, name) == 0) {
-                                dash_fail_page(x, 400, "%.64s: given more than once", name);
-                                return -EINVAL;
-                        }
-        }
-        return 0;
 }
 
 int dash_finish_page(struct dash *x, const char *content_type) {

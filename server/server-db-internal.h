@@ -119,7 +119,8 @@ static inline farm_db *farm_of(const sql_conn *c) {
         return sql_owner(c);
 }
 
-/* Writes "target: what: the database's message" into err; returns r (-EIO for r >= 0). */
+/* Writes "target: what: the database's message" into err; returns r (-EIO for r >= 0, and
+ * for -EINVAL: callers answer that as a bad request). */
 int farm_fail(sql_conn *c, int r, const char *what, char *err);
 _printf_(4, 5) int farm_failf(farm_db *db, int error, char *err, const char *fmt, ...);
 /* The cached statement for sql (a string literal: cached by address, see sql_prepare()) on c;

@@ -26,7 +26,9 @@ int farm_fail(sql_conn *c, int r, const char *what, char *err) {
         farm_db *db = farm_of(c);
         snprintf(err, FARM_ERROR_MAX, "%s: %s: %s", db ? db->shown : "database", what,
                  sql_errmsg(c));
-        return r < 0 ? r : -EIO;
+        /* -EINVAL means a bad request to the callers (400 with err): data the database refuses
+         * (PostgreSQL's data exceptions) is ours to have checked before, a failure of ours. */
+        return r < 0 && r != -EINVAL ? r : -EIO;
 }
 
 _printf_(4, 5) int farm_failf(farm_db *db, int error, char *err, const char *fmt, ...) {

@@ -129,7 +129,6 @@ int farm_machine_events_json(farm_db *db, const char *id, int64_t from, int64_t 
 
 int query_events(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
                  const char *path, struct farm_answer *a) {
-        static const char *const allowed[] = { "from", "to", "type", "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX];
         struct farm_page page;
         int64_t from = INT64_MIN, to = INT64_MAX;
@@ -137,7 +136,7 @@ int query_events(farm_db *db, const char *id, const struct farm_args *args, int6
         json_t *list = NULL;
         uint64_t total = 0;
 
-        if (!query_check_args(args, allowed, a) || (type && !event_type_ok(type, a)) ||
+        if ((type && !event_type_ok(type, a)) ||
             !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
                                             &page, perr),
                             perr, a) ||
@@ -216,14 +215,12 @@ int farm_machine_runs_json(farm_db *db, const char *id, const struct farm_page *
 
 int query_runs(farm_db *db, const char *id, const struct farm_args *args, const char *path,
                struct farm_answer *a) {
-        static const char *const allowed[] = { "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX];
         struct farm_page page;
         json_t *list = NULL;
         uint64_t total = 0;
 
-        if (!query_check_args(args, allowed, a) ||
-            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
+        if (!query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
                                             &page, perr),
                             perr, a))
                 return 0;
@@ -235,7 +232,6 @@ int query_runs(farm_db *db, const char *id, const struct farm_args *args, const 
 
 int query_machines(farm_db *db, const struct farm_args *args, const char *path,
                    struct farm_answer *a) {
-        static const char *const allowed[] = { "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX];
         struct farm_page page;
         uint64_t total = 0;
@@ -243,8 +239,7 @@ int query_machines(farm_db *db, const struct farm_args *args, const char *path,
         size_t n = 0;
         int r, rc;
 
-        if (!query_check_args(args, allowed, a) ||
-            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
+        if (!query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
                                             &page, perr),
                             perr, a))
                 return 0;

@@ -156,11 +156,12 @@ static void test_target(void **state) {
                 const char *target, *err;
         } bad[] = {
                 { "/api/v1/machines/0123%00/runs", "path: %00 (an encoded control character)" },
-                { "/api/v1/machines?limit=1%00abc", "query: %00" },
+                { "/api/v1/machines?limit=1%00abc", "limit: %00" },
+                { "/api/v1/machines?li%00mit=1", "query: %00" },
                 { "/x%1b[31m", "path: %1b" },
                 { "/x%7F", "path: %7F" },
                 { "/x\x01", "path: a control character (0x01)" },
-                { "/x?y=\x7f", "query: a control character (0x7F)" },
+                { "/x?a=1&y=\x7f", "y: a control character (0x7F)" },
                 { "/x%zz", "path: '%' not followed by two hexadecimal digits" },
                 { "/x%4", "path: '%' not followed" },
         };
