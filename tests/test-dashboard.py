@@ -34,7 +34,7 @@ import xml.etree.ElementTree as ET
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from farmlib import drop_farm_database, farm_database  # noqa: E402
+from farmlib import check, drop_farm_database, farm_database, tap  # noqa: E402
 
 SERVER = os.environ.get("RTSOAK_SERVER", "build/server/rtsoak-server")
 REPLAY = os.environ.get("RTSOAK_REPLAY", "build/tools/rtsoak-replay")
@@ -50,25 +50,6 @@ K1, K2, K3 = "6.6.1-rt1", "6.6.2-rt2", "6.9.0-rt0"
 BAD_HOST = 'lab<&">fail'
 CULPRIT = "thread kworker/1:2 (pid 4242, SCHED_FIFO 50) ran 475 µs of the 500 µs"
 SVG_NS = "{http://www.w3.org/2000/svg}"
-
-results = []
-
-
-def check(ok, what, detail=""):
-    results.append((bool(ok), what, detail))
-    if not ok:
-        print(f"# FAILED: {what}: {detail}"[:2000], file=sys.stderr)
-    return ok
-
-
-def tap():
-    print(f"1..{len(results)}")
-    for i, (ok, what, detail) in enumerate(results, 1):
-        print(f"{'ok' if ok else 'not ok'} {i} - {what}")
-        if not ok and detail:
-            for line in str(detail)[:3000].splitlines():
-                print(f"# {line}")
-    return 0 if all(ok for ok, _, _ in results) else 1
 
 
 class Farm:
