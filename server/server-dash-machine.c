@@ -356,8 +356,15 @@ static void window_nav(struct dash *x, const struct dash_machine *m, const struc
         fputs(" · showing ", f);
         dash_put_time(f, w->from);
         fputs(" to ", f);
-        dash_put_time(f, w->to);
         char sp[32];
+        /* A window that reaches past now (its data stamped ahead, or asked so) says so. */
+        if (w->to > x->now + (int64_t) x->rule->clock_tolerance_ns) {
+                fputs("<span class=\"clock-ahead\">", f);
+                dash_put_time(f, w->to);
+                fprintf(f, " <span class=\"bad\">⚠ %s after now</span></span>",
+                        dash_fmt_span(sp, w->to - x->now));
+        } else
+                dash_put_time(f, w->to);
         fprintf(f, " (%s)</nav>\n", dash_fmt_span(sp, w->to - w->from));
 }
 
@@ -547,10 +554,13 @@ static void machine_runs(struct dash *x, const struct dash_machine *m) {
                 fputs("</span></td><td><code title=\"", f);
                 dash_esc(f, boot);
                 fprintf(f, "\">%.8s</code></td><td>", boot);
-                dash_put_time(f, dash_ji(run, "start_ns", 0));
+                /* As stamped, marked where later than their arrival. */
+                dash_put_stamp(x, dash_ji(run, "start_ns", 0),
+                               dash_ji(run, "first_report_ns", INT64_MIN));
                 fputs("</td><td>", f);
                 if (json_is_integer(json_object_get(run, "last_data_ns")))
-                        dash_put_time(f, dash_ji(run, "last_data_ns", 0));
+                        dash_put_stamp(x, dash_ji(run, "last_data_ns", 0),
+                                       dash_ji(run, "last_received_ns", INT64_MIN));
                 else
                         fputs("–", f);
                 fprintf(f, "</td><td class=\"num\">%" PRId64 "</td><td class=\"num\">%s</td><td>",
@@ -604,6 +614,23 @@ static int machine_and_window(struct dash *x, const char *id, struct dash_machin
         return 1;
 }
 
+/* When its last upload arrived, and where its data ends as the server takes it. */
+static void machine_reports(struct dash *x, const struct dash_machine *m) {
+        FILE *f = x->f;
+        int64_t report = dash_ji(m->info, "last_report_ns", INT64_MIN);
+        fputs("<tr><th>last report</th><td id=\"last-report\">", f);
+        if (report != INT64_MIN)
+                dash_put_time(f, report);
+        else
+                fputs("never", f);
+        fputs("</td><th>data until</th><td id=\"last-data\">", f);
+        if (m->has_data)
+                dash_put_time(f, m->last_data_ns);
+        else
+                fputs("–", f);
+        fputs("</td><th></th><td></td></tr></table>\n", f);
+}
+
 int dash_page_machine(struct dash *x, const char *id) {
         struct dash_machine m;
         struct window w;
@@ -647,8 +674,9 @@ int dash_page_machine(struct dash *x, const char *id) {
                 "<td><code>%s</code></td><th>CPUs</th><td>%" PRId64 " · ",
                 dash_fmt_lat(b1, m.bound_ns), m.id, dash_ji(m.info, "cpus", 0));
         dash_esc(f, dash_js(m.info, "cpu_model"));
-        fprintf(f, "</td><th>gating</th><td>%s</td></tr></table>\n",
+        fprintf(f, "</td><th>gating</th><td>%s</td></tr>\n",
                 json_is_true(json_object_get(m.info, "gating")) ? "yes" : "no");
+        machine_reports(x, &m);
         window_nav(x, &m, &w);
         if (w.hl_to > w.hl_from) {
                 fputs("<p class=\"note\" id=\"highlight\">Highlighted (dashed box): ", f);

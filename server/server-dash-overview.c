@@ -307,7 +307,8 @@ int dash_page_overview(struct dash *x) {
         size_t n = 0;
         int r;
 
-        if ((r = farm_machines_json(x->db, NULL, &all, err)) < 0 ||
+        struct farm_clock_view cv = dash_clock_view(x);
+        if ((r = farm_machines_json(x->db, NULL, &cv, &all, err)) < 0 ||
             (r = farm_kernels_json(x->db, x->rule,
                                    &(struct farm_question){ NULL, x->now, x->now, x->now },
                                    &(struct farm_page){ 100, 0 }, &kernels, err)) < 0) {

@@ -320,7 +320,10 @@ static enum MHD_Result get_machines(farm_http *h, struct MHD_Connection *c, stru
 
         if (id && !farm_machine_id_valid(id))
                 return respond_error(rq, c, 404, "no such machine", NULL, NULL);
-        int r = farm_machines_json(h->db, id, &j, err);
+        const struct farm_clock_view cv = { now_ns(CLOCK_REALTIME),
+                                            (int64_t) h->rule->clock_tolerance_ns,
+                                            (int64_t) h->rule->max_gap_ns };
+        int r = farm_machines_json(h->db, id, &cv, &j, err);
         if (r == -ENOENT)
                 return respond_error(rq, c, 404, "no such machine", NULL, NULL);
         if (r < 0)

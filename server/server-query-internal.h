@@ -88,6 +88,6 @@ int query_metrics(farm_db *db, struct farm_counters *counters, const struct farm
 int query_events(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
                  const char *path, struct farm_answer *a);
 int query_runs(farm_db *db, const char *id, const struct farm_args *args, const char *path,
-               struct farm_answer *a);
+               const struct farm_clock_view *cv, struct farm_answer *a);
 int query_machines(farm_db *db, const struct farm_args *args, const char *path,
-                   struct farm_answer *a);
+                   const struct farm_clock_view *cv, struct farm_answer *a);

@@ -678,11 +678,15 @@ struct krow {
 #define SEEN_AT1_KNOWN2 FARM_SQL_RUN_SEEN("", "?1", "?2")
 #define SEEN_Q_AT1_KNOWN4 FARM_SQL_RUN_SEEN("q.", "?1", "?4")
 #define SEEN_R_AT1_KNOWN4 FARM_SQL_RUN_SEEN("r.", "?1", "?4")
+#define KERNEL_RUN_START FARM_SQL_RUN_START("r.", "?5")
 
 /* The releases the question q sees, a page of them, with their figures from the runs and days
- * it sees (days of data stamped by its moment and received by what it knows). */
-static int kernel_rows(farm_db *db, const struct farm_question *q, const struct farm_page *page,
-                       struct krow **ret, size_t *ret_n, int64_t *ret_total, char *err) {
+ * it sees (days of data stamped by its moment and received by what it knows); their runs'
+ * starts as the server takes them (a start stamped beyond tolerance_ns after the run arrived
+ * counts from the arrival). */
+static int kernel_rows(farm_db *db, const struct farm_question *q, int64_t tolerance_ns,
+                       const struct farm_page *page, struct krow **ret, size_t *ret_n,
+                       int64_t *ret_total, char *err) {
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *st = NULL, *cnt = NULL;
         struct krow *rows = NULL;
@@ -698,12 +702,13 @@ static int kernel_rows(farm_db *db, const struct farm_question *q, const struct 
         *ret_total = sql_column_int64(cnt, 0);
         r = farm_prepare(c,
                          "SELECT r.release, count(DISTINCT r.machine_id), count(*), "
-                         "min(r.start_ns), max(r.start_ns), (SELECT coalesce(sum(d.counted_ns), "
+                         "min(" KERNEL_RUN_START "), max(" KERNEL_RUN_START "), "
+                         "(SELECT coalesce(sum(d.counted_ns), "
                          "0) FROM run_days d JOIN runs q ON d.run = q.id "
                          "WHERE q.release = r.release AND d.last_end_ns <= ?1 AND "
                          "d.max_received_ns <= ?4 AND " SEEN_Q_AT1_KNOWN4 ") "
                          "FROM runs r WHERE " SEEN_R_AT1_KNOWN4 " GROUP BY r.release "
-                         "ORDER BY max(r.start_ns) DESC, r.release LIMIT ?2 OFFSET ?3",
+                         "ORDER BY max(" KERNEL_RUN_START ") DESC, r.release LIMIT ?2 OFFSET ?3",
                          &st, err);
         if (r < 0)
                 return r;
@@ -711,6 +716,7 @@ static int kernel_rows(farm_db *db, const struct farm_question *q, const struct 
         sql_bind_int64(st, 2, (int64_t) page->limit);
         sql_bind_int64(st, 3, (int64_t) page->offset);
         sql_bind_int64(st, 4, q->known_ns);
+        sql_bind_int64(st, 5, tolerance_ns);
         while ((rc = sql_step(st)) == SQL_ROW) {
                 struct krow *k = realloc(rows, (n + 1) * sizeof(*k));
                 if (!k)
@@ -736,7 +742,8 @@ int farm_kernels_json(farm_db *db, const struct farm_rule *rule, const struct fa
         size_t n = 0;
         if (!list)
                 return -ENOMEM;
-        int r = kernel_rows(db, q, page, &rows, &n, &total, err);
+        int r = kernel_rows(db, q, (int64_t) rule->clock_tolerance_ns, page, &rows, &n, &total,
+                            err);
         /* The verdicts are computed without the reader's lock: each has its own snapshot. */
         for (size_t i = 0; i < n; i++) {
                 if (r >= 0 && !rows[i].release)
