@@ -49,7 +49,7 @@ static void part_name(const char *target, const char *at, char *buf, size_t size
                 snprintf(buf, size, "%.*s", (int) MIN(eq - name, 64), name);
 }
 
-/* Whether len bytes at p, a part of target (the path, or a name=value of the query) whose
+/* Whether len bytes at p, a part of target (the path, or a name or a value of the query) whose
  * escapes are well formed, decode into text (buf, len + 1 bytes): UTF-8 without control or
  * bidirectional formatting characters.  What the server reads from a target it may write into
  * a database, an answer or a log; PostgreSQL refuses bytes that are not UTF-8, JSON too. */
@@ -66,7 +66,7 @@ static int decodes_to_text(const char *target, const char *p, size_t len, char *
         buf[o] = '\0';
         if (text_ok(buf, false, why))
                 return 0;
-        part_name(target, p == target ? p : p + len, part, sizeof(part));
+        part_name(target, p, part, sizeof(part));
         snprintf(err, FARM_PATH_ERROR_MAX, "%s: not text once decoded: %s", part, why);
         return -EINVAL;
 }
@@ -82,7 +82,11 @@ static int parts_text(const char *target, char err[static FARM_PATH_ERROR_MAX]) 
         for (const char *p = target + len; r >= 0 && *p; p += len) {
                 p++; /* the '?' or '&' */
                 len = strcspn(p, "&");
-                r = decodes_to_text(target, p, len, buf, err);
+                const char *eq = memchr(p, '=', len);
+                size_t name = eq ? (size_t) (eq - p) : len;
+                r = decodes_to_text(target, p, name, buf, err);
+                if (r >= 0 && eq)
+                        r = decodes_to_text(target, eq + 1, len - name - 1, buf, err);
         }
         return r;
 }

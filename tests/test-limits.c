@@ -164,6 +164,11 @@ static void test_target(void **state) {
                 { "/x?a=1&y=\x7f", "y: a control character (0x7F)" },
                 { "/x%zz", "path: '%' not followed by two hexadecimal digits" },
                 { "/x%4", "path: '%' not followed" },
+                /* Bytes that are not UTF-8 text once decoded (PostgreSQL refuses them). */
+                { "/api/v1/kernels?with=%FF", "with: not text once decoded: not UTF-8" },
+                { "/kernels/%C3", "path: not text once decoded: not UTF-8" },
+                { "/x?a=%C3%A9&b=%E2%80%AE", "b: not text once decoded: a bidirectional" },
+                { "/x?%FF=1", "query: not text once decoded" },
         };
         char err[FARM_PATH_ERROR_MAX], *route;
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
