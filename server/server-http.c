@@ -30,6 +30,7 @@
 #include "server-query.h"
 #include "server-trace.h"
 #include "server-ratelimit.h"
+#include "server-routes.h"
 #include "server-settings.h"
 #include "server-stable.h"
 #include "server-verdict.h"
@@ -193,7 +194,7 @@ static enum MHD_Result respond(struct request *rq, struct MHD_Connection *c, uns
 
 static enum MHD_Result respond_error(struct request *rq, struct MHD_Connection *c, unsigned status,
                                      const char *msg, const char *header, const char *value) {
-        return respond(rq, c, status, json_pack("{s:s}", "error", msg), header, value);
+        return respond(rq, c, status, farm_error_json(msg), header, value);
 }
 
 static enum MHD_Result respond_internal(struct request *rq, struct MHD_Connection *c, int error,
@@ -319,7 +320,10 @@ static enum MHD_Result get_machines(farm_http *h, struct MHD_Connection *c, stru
 
         if (id && !farm_machine_id_valid(id))
                 return respond_error(rq, c, 404, "no such machine", NULL, NULL);
-        int r = farm_machines_json(h->db, id, &j, err);
+        const struct farm_clock_view cv = { now_ns(CLOCK_REALTIME),
+                                            (int64_t) h->rule->clock_tolerance_ns,
+                                            (int64_t) h->rule->max_gap_ns };
+        int r = farm_machines_json(h->db, id, &cv, &j, err);
         if (r == -ENOENT)
                 return respond_error(rq, c, 404, "no such machine", NULL, NULL);
         if (r < 0)
@@ -420,39 +424,7 @@ static bool is_get(const char *method) {
                strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
 }
 
-/* ---- query parameters -------------------------------------------------------------------- */
-
-struct param_check {
-        const char *const *allowed;
-        char *err;
-        bool bad;
-};
-
-static enum MHD_Result check_param(void *cls, enum MHD_ValueKind kind, const char *key,
-                                   const char *value) {
-        struct param_check *pc = cls;
-        for (const char *const *a = pc->allowed; *a; a++)
-                if (strcmp(*a, key) == 0)
-                        return MHD_YES;
-        char allowed[160] = "";
-        for (const char *const *a = pc->allowed; *a; a++)
-                snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s",
-                         a == pc->allowed ? "" : ", ", *a);
-        snprintf(pc->err, FARM_PARAM_ERROR_MAX,
-                 "%.64s: unknown parameter (this resource takes: %s)", key,
-                 *allowed ? allowed : "none");
-        pc->bad = true;
-        return MHD_NO;
-}
-
-/* 0, or -EINVAL with err naming a parameter that the resource does not take: a typo must not
- * silently widen what is returned. */
-static int params_allowed(struct MHD_Connection *c, const char *const *allowed,
-                          char err[static FARM_PARAM_ERROR_MAX]) {
-        struct param_check pc = { .allowed = allowed, .err = err };
-        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, check_param, &pc);
-        return pc.bad ? -EINVAL : 0;
-}
+/* ---- query parameters (the route table checked them: server-routes.c) ---------------- */
 
 static const char *param(struct MHD_Connection *c, const char *name) {
         return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
@@ -466,15 +438,13 @@ static enum MHD_Result method_not_allowed(struct request *rq, struct MHD_Connect
 /* ---- kernels, verdicts, waivers ---------------------------------------------------------- */
 
 static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struct request *rq) {
-        static const char *const allowed[] = { "at", "known_at", "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         int64_t now = now_ns(CLOCK_REALTIME);
         struct farm_question q;
         struct farm_page page;
         json_t *j = NULL;
 
-        if (params_allowed(c, allowed, perr) < 0 ||
-            farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now, &q, perr) < 0 ||
+        if (farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now, &q, perr) < 0 ||
             farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         int r = farm_kernels_json(h->db, h->rule, &q, &page, &j, err);
@@ -482,9 +452,12 @@ static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struc
                 return respond_internal(rq, c, r, err);
         int64_t total = json_integer_value(json_object_get(j, "total"));
         if (total > 0 && page.offset + page.limit < (uint64_t) total) {
-                char next[160];
-                snprintf(next, sizeof(next), API_KERNELS "?at=%lld&limit=%llu&offset=%llu",
-                         (long long) q.at_ns, (unsigned long long) page.limit,
+                /* The same question: the moment, and what was known (unless everything is). */
+                char next[192], known[48] = "";
+                if (q.known_ns != INT64_MAX)
+                        snprintf(known, sizeof(known), "&known_at=%lld", (long long) q.known_ns);
+                snprintf(next, sizeof(next), API_KERNELS "?at=%lld%s&limit=%llu&offset=%llu",
+                         (long long) q.at_ns, known, (unsigned long long) page.limit,
                          (unsigned long long) (page.offset + page.limit));
                 json_object_set_new(j, "next", json_string(next));
         } else
@@ -494,13 +467,11 @@ static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struc
 
 static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                    const char *release) {
-        static const char *const allowed[] = { "at", "known_at", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         struct farm_question q;
         json_t *j = NULL;
 
-        if (params_allowed(c, allowed, perr) < 0 ||
-            farm_question_parse(release, param(c, "at"), param(c, "known_at"),
+        if (farm_question_parse(release, param(c, "at"), param(c, "known_at"),
                                 now_ns(CLOCK_REALTIME), &q, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         int r = farm_verdict_ask(h->db, h->rule, &q, &j, err);
@@ -517,13 +488,11 @@ static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struc
 /* GET /api/v1/series and /api/v1/series/{series}/latest-stable. */
 static enum MHD_Result get_series(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                   const char *series) {
-        static const char *const allowed[] = { "at", "known_at", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         struct farm_question q;
         json_t *j = NULL;
 
-        if (params_allowed(c, allowed, perr) < 0 ||
-            farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now_ns(CLOCK_REALTIME),
+        if (farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now_ns(CLOCK_REALTIME),
                                 &q, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         int r = series ? farm_latest_stable_json(h->db, h->rule, series, &q, &j, err)
@@ -539,13 +508,11 @@ static enum MHD_Result get_series(farm_http *h, struct MHD_Connection *c, struct
 
 static enum MHD_Result get_waivers(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                    const char *release, bool audit) {
-        static const char *const allowed[] = { "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         struct farm_page page;
         json_t *j = NULL;
 
-        if (params_allowed(c, allowed, perr) < 0 ||
-            farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
+        if (farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         int r = audit ? farm_audit_json(h->db, &page, &j, err)
                       : farm_waivers_json(h->db, release, &page, &j, err);
@@ -714,16 +681,14 @@ static void add_next(json_t *j, struct request *rq, const struct farm_page *page
 /* GET /api/v1/notifications: staff only (they name the channels and what failed there). */
 static enum MHD_Result get_notifications(farm_http *h, struct MHD_Connection *c,
                                          struct request *rq) {
-        static const char *const allowed[] = { "state", "kind",   "machine", "release",
-                                               "limit", "offset", NULL };
+        static const char *const filters[] = { "state", "kind", "machine", "release", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         struct farm_page page;
         enum MHD_Result ret;
         json_t *j = NULL;
         if (!staff_only(h, c, rq, &ret))
                 return ret;
-        if (params_allowed(c, allowed, perr) < 0 ||
-            farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
+        if (farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         int r = farm_notifications_json(h->db, param(c, "state"), param(c, "kind"),
                                         param(c, "machine"), param(c, "release"), &page, &j, err);
@@ -734,7 +699,7 @@ static enum MHD_Result get_notifications(farm_http *h, struct MHD_Connection *c,
         /* The next page keeps the filters. */
         int64_t total = json_integer_value(json_object_get(j, "total"));
         char query[512] = "";
-        for (const char *const *p = allowed; *p && strcmp(*p, "limit") != 0; p++)
+        for (const char *const *p = filters; *p; p++)
                 if (param(c, *p)) {
                         _cleanup_free_ char *v = notify_url_escape("", param(c, *p));
                         snprintf(query + strlen(query), sizeof(query) - strlen(query), "%s=%s&", *p,
@@ -751,13 +716,11 @@ static enum MHD_Result get_notifications(farm_http *h, struct MHD_Connection *c,
 
 static enum MHD_Result get_settings(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                     const char *id) {
-        static const char *const allowed[] = { "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         struct farm_page page;
         json_t *j = NULL;
 
-        if (params_allowed(c, allowed, perr) < 0 ||
-            farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
+        if (farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         int r = farm_settings_json(h->db, id, &page, &j, err);
         if (r == -ENOENT)
@@ -771,14 +734,12 @@ static enum MHD_Result get_settings(farm_http *h, struct MHD_Connection *c, stru
 /* GET /api/v1/maintenance[?machine=ID], or the windows of the machine in the path (id). */
 static enum MHD_Result get_windows(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                    const char *id) {
-        static const char *const allowed[] = { "machine", "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         const char *machine = id ?: param(c, "machine");
         struct farm_page page;
         json_t *j = NULL;
 
-        if (params_allowed(c, id ? allowed + 1 : allowed, perr) < 0 ||
-            farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
+        if (farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         if (machine && !farm_machine_id_valid(machine))
                 return respond_error(rq, c, 400,
@@ -1037,9 +998,13 @@ static void *request_new(void *cls, const char *uri, struct MHD_Connection *c) {
         rq->target = strdup(uri);
         char *path = strndup(uri, strcspn(uri, "?"));
         escape_path(path ?: "", rq->path, sizeof(rq->path));
+        /* Of the path alone, so that a refusal of the target is answered in the format of its
+         * route; a path that farm_target_check() refuses is kept as it came, for that only (the
+         * request is refused before it is routed). */
+        int r = path ? farm_route_path(path, &rq->route) : -ENOMEM;
+        if (r == -EINVAL)
+                rq->route = TAKE_PTR(path);
         free(path);
-        if (rq->target && farm_route_path(rq->target, &rq->route) == -ENOMEM)
-                rq->route = NULL;
         return rq;
 }
 
@@ -1059,6 +1024,35 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
         return MHD_YES;
 }
 
+/* A refusal of the request before its route answers: an HTML page for the dashboard's routes,
+ * else JSON. */
+static enum MHD_Result refuse_request(struct request *rq, struct MHD_Connection *c,
+                                      const struct farm_route *route, unsigned status,
+                                      const char *msg) {
+        if (!route || route->format != FARM_ROUTE_HTML)
+                return respond_error(rq, c, status, msg, NULL, NULL);
+        struct farm_answer a;
+        farm_dash_refusal(&a, status, msg, now_ns(CLOCK_REALTIME));
+        return send_answer(rq, c, &a);
+}
+
+/* The route table's checks (server-routes.c): a path no route has is unknown, and the query
+ * parameters of a method the route takes are checked once, here, for every route. */
+static enum MHD_Result check_route(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                   const char *method) {
+        char err[FARM_ERROR_MAX];
+        const struct farm_route *rt = farm_route_find(rq->route);
+        if (!rt)
+                return respond_error(rq, c, 404, "no such resource", NULL, NULL);
+        if (farm_route_takes(rt, method)) {
+                struct farm_args args = {};
+                MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+                if (farm_route_check_args(rt, &args, err) < 0)
+                        return refuse_request(rq, c, rt, 400, err);
+        }
+        return route(h, c, rq, rq->route, method);
+}
+
 /* The head arrived: the checks every request passes before its route, then the route. */
 static enum MHD_Result begin(farm_http *h, struct MHD_Connection *c, struct request *rq,
                              const char *method) {
@@ -1070,8 +1064,15 @@ static enum MHD_Result begin(farm_http *h, struct MHD_Connection *c, struct requ
         escape_path(method, rq->method, sizeof(rq->method));
         if (!rq->target)
                 return respond_internal(rq, c, -ENOMEM, "request target");
-        if (farm_target_check(rq->target, err) < 0)
+        int r = farm_target_check(rq->target, err);
+        if (r == -ENOMEM)
+                return respond_internal(rq, c, r, err);
+        if (r < 0) {
+                const struct farm_route *rt = rq->route ? farm_route_find(rq->route) : NULL;
+                if (rt && rt->format == FARM_ROUTE_HTML)
+                        return refuse_request(rq, c, rt, 400, err);
                 return respond_error(rq, c, 400, err, MHD_HTTP_HEADER_CONNECTION, "close");
+        }
         if (!rq->route)
                 return respond_internal(rq, c, -ENOMEM, "request path");
         struct header_count n = {};
@@ -1085,7 +1086,7 @@ static enum MHD_Result begin(farm_http *h, struct MHD_Connection *c, struct requ
 
         struct farm_denial d;
         enum farm_route_class cls = farm_route_class_of(rq->route, method);
-        int r = farm_access_check(
+        r = farm_access_check(
                 h->access, h->db, cls,
                 MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
                 MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), &d,
@@ -1096,7 +1097,7 @@ static enum MHD_Result begin(farm_http *h, struct MHD_Connection *c, struct requ
                 return respond_error(rq, c, d.status, d.message,
                                      d.www_authenticate ? MHD_HTTP_HEADER_WWW_AUTHENTICATE : NULL,
                                      d.www_authenticate);
-        return route(h, c, rq, rq->route, method);
+        return check_route(h, c, rq, method);
 }
 
 static struct farm_conn *conn_of(struct MHD_Connection *c) {

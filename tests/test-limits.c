@@ -156,13 +156,19 @@ static void test_target(void **state) {
                 const char *target, *err;
         } bad[] = {
                 { "/api/v1/machines/0123%00/runs", "path: %00 (an encoded control character)" },
-                { "/api/v1/machines?limit=1%00abc", "query: %00" },
+                { "/api/v1/machines?limit=1%00abc", "limit: %00" },
+                { "/api/v1/machines?li%00mit=1", "query: %00" },
                 { "/x%1b[31m", "path: %1b" },
                 { "/x%7F", "path: %7F" },
                 { "/x\x01", "path: a control character (0x01)" },
-                { "/x?y=\x7f", "query: a control character (0x7F)" },
+                { "/x?a=1&y=\x7f", "y: a control character (0x7F)" },
                 { "/x%zz", "path: '%' not followed by two hexadecimal digits" },
                 { "/x%4", "path: '%' not followed" },
+                /* Bytes that are not UTF-8 text once decoded (PostgreSQL refuses them). */
+                { "/api/v1/kernels?with=%FF", "with: not text once decoded: not UTF-8" },
+                { "/kernels/%C3", "path: not text once decoded: not UTF-8" },
+                { "/x?a=%C3%A9&b=%E2%80%AE", "b: not text once decoded: a bidirectional" },
+                { "/x?%FF=1", "query: not text once decoded" },
         };
         char err[FARM_PATH_ERROR_MAX], *route;
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
