@@ -1104,6 +1104,16 @@ static int connection_settings(const struct server_config *sc, const char *path,
             read_mode(path, "Dashboard", sc->read_dashboard, &o->access.dashboard) < 0 ||
             read_mode(path, "Metrics", sc->read_metrics, &o->access.metrics) < 0)
                 return -EINVAL;
+        /* The Host list is checked here, with the file named, not first when the server
+         * starts to listen. */
+        char err[FARM_ACCESS_ERROR_MAX];
+        farm_access *a = NULL;
+        int r = farm_access_new(&o->access, &a, err);
+        farm_access_free(a);
+        if (r < 0) {
+                log_error("%s: [Access] %s", path, err);
+                return r;
+        }
         return 0;
 }
 

@@ -256,6 +256,9 @@ def main():
              "--gating belongs to a command")
         case("rtsoak-server", "bad configuration file", [f"--config={sconf}"], 78,
              "server.conf:3: unknown key Threds=")
+        case("rtsoak-server", "a Host list that removes what it does not hold",
+             [f"--db={farm}", "--listen=127.0.0.1:0", "--set=Access.Hosts=farm.lab -farm.example"],
+             78, "[Access] Hosts=farm.lab -farm.example: -farm.example removes a name")
         case("rtsoak-server", "unreadable certificate",
              [f"--db={farm}", "--listen=127.0.0.1:0", "--cert=/nonexistent/c.pem",
               "--key=/nonexistent/k.pem"], 78, "/nonexistent/c.pem")
