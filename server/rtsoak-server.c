@@ -797,8 +797,11 @@ static void background_start(const struct options *o, farm_db *db, const char *b
         if (o->cache_warming && (r = farm_warmer_start(db, &b->warmer)) < 0)
                 log_warning_errno(r, "Cannot merge histograms in the background, the queries "
                                      "will: %m");
-        if (o->notify->enabled && (r = farm_notifier_start(db, &o->rule, o->notify, bound, https,
-                                                           listening_ns, &b->notifier)) < 0)
+        char link_host[FARM_ACCESS_LINK_HOST_MAX];
+        bool named = farm_access_link_host(&o->access, link_host, sizeof(link_host)) >= 0;
+        if (o->notify->enabled &&
+            (r = farm_notifier_start(db, &o->rule, o->notify, bound, named ? link_host : NULL,
+                                     https, listening_ns, &b->notifier)) < 0)
                 log_warning_errno(r, "Cannot start the notifications: %m");
         if ((r = farm_watcher_start(db, &o->rule, farm_notifier_hooks(b->notifier), &b->watcher)) <
             0)

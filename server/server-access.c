@@ -192,6 +192,27 @@ int farm_access_new(const struct farm_access_config *c, farm_access **ret,
         return 0;
 }
 
+int farm_access_link_host(const struct farm_access_config *c, char *buf, size_t size) {
+        const char *hosts = c->hosts && *c->hosts ? c->hosts : "auto";
+        if (strcmp(hosts, "auto") == 0 || strcmp(hosts, "*") == 0)
+                return -ENOENT;
+        char err[FARM_ACCESS_ERROR_MAX];
+        farm_access *a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        int r = list_hosts(a, hosts, err);
+        for (unsigned i = 0; r >= 0 && i < a->nhosts; i++) {
+                const char *h = a->hosts[i];
+                if (strcasecmp(h, "localhost") == 0 || is_loopback(h))
+                        continue;
+                snprintf(buf, size, strchr(h, ':') ? "[%s]" : "%s", h);
+                farm_access_free(a);
+                return 0;
+        }
+        farm_access_free(a);
+        return r < 0 ? r : -ENOENT;
+}
+
 void farm_access_free(farm_access *a) {
         if (!a)
                 return;

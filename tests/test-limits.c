@@ -375,6 +375,29 @@ static void test_access(void **state) {
         c.hosts = "farm.lab -";
         assert_int_equal(farm_access_new(&c, &a, err), -EINVAL);
         assert_non_null(strstr(err, "Hosts=farm.lab -: expected"));
+
+        /* The links' name: the first of the list that is not a loopback name. */
+        static const struct {
+                const char *hosts, *want;
+        } links[] = {
+                { "farm.lab.example", "farm.lab.example" },
+                { "localhost 127.0.0.2 [::1] farm:8470 other", "farm" },
+                { "-localhost 2001:db8::1", "[2001:db8::1]" },
+                { "localhost", NULL },
+                { "auto", NULL },
+                { "*", NULL },
+                { NULL, NULL },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(links); i++) {
+                char host[FARM_ACCESS_LINK_HOST_MAX] = "";
+                c.hosts = links[i].hosts;
+                int r = farm_access_link_host(&c, host, sizeof(host));
+                if (links[i].want) {
+                        assert_int_equal(r, 0);
+                        assert_string_equal(host, links[i].want);
+                } else
+                        assert_int_equal(r, -ENOENT);
+        }
         c.hosts = "*.lab";
         assert_int_equal(farm_access_new(&c, &a, err), -EINVAL);
         assert_non_null(strstr(err, "Hosts=*.lab"));

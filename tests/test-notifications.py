@@ -259,13 +259,13 @@ BASE_RULE = {"Period": "1h", "Scenarios": "none", "Watch": "1s", "MaxGap": "1h"}
 
 
 def channels_text(root, hooks=(), mailbox=None, wait="1s", interval="2s", check="500ms",
-                  hook_keys=None, mail_keys=None):
+                  hook_keys=None, mail_keys=None, dashboard="https://farm.example:8470/"):
     """[Notifications] and a [Notify.NAME] per (name, receiver) and the mail channel."""
     secret = os.path.join(root, "secret")
     with open(os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         f.write(SECRET + "\n")
     lines = ["[Notifications]", f"Check={check}", f"GroupWait={wait}",
-             f"GroupInterval={interval}", "DashboardURL=https://farm.example:8470/"]
+             f"GroupInterval={interval}"] + ([f"DashboardURL={dashboard}"] if dashboard else [])
     for name, rcv in hooks:
         lines += ["", f"[Notify.{name}]", f"Webhook={rcv.url}", f"SecretFile={secret}",
                   "RetryDelay=200ms", "Timeout=2s"]
@@ -826,6 +826,26 @@ def test_configuration_errors_name_file_and_line(c):
                             "127.0.0.1:0"], capture_output=True, text=True, timeout=30)
         expect(p.returncode == 78 and re.search(re.escape(path) + want, p.stderr),
                f"case {i}: exit {p.returncode}, {p.stderr.strip()!r} (expected {want!r})")
+
+
+@test
+def test_links_name_the_server_as_clients_do(c):
+    """Without DashboardURL=, the links use the first name of [Access] Hosts= (the name the
+    lab uses, as the README's farm sets it), not the host's own name or a loopback address;
+    with Hosts=auto, the address listened on."""
+    for hosts, want in (("-localhost farm.lab.example 10.0.0.7", "farm.lab.example"),
+                        ("localhost [2001:db8::7]", "[2001:db8::7]"), (None, "127.0.0.1")):
+        hook = c.receiver()
+        extra = f"[Access]\nHosts={hosts}\n" if hosts else ""
+        f = c.farm({"MaxGap": "1s"}, channels_text(c.root, [("lab-hook", hook)],
+                                                   dashboard=None) + extra)
+        f.start()
+        m = f.enroll("lab-never")
+        p = wait_for(lambda: hook.got("silence", "firing"), f"Hosts={hosts}: a silence")[0]
+        port = f.url.rsplit(":", 1)[1]
+        expect(p["url"] == f"http://{want}:{port}/machines/{m.id}",
+               f"Hosts={hosts}: the link is {p['url']}")
+        f.stop()
 
 
 def xmllint(*args):
