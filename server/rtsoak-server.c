@@ -21,6 +21,7 @@
 #include "server-access.h"
 #include "server-auth.h"
 #include "server-cli-machines.h"
+#include "server-cli-token.h"
 #include "server-cli-notify.h"
 #include "server-copy.h"
 #include "server-db.h"
@@ -1032,11 +1033,10 @@ static int admin_cmd(const struct options *o, const char *name, bool revoke) {
                 log_info("Revoked the staff token of %s", name);
                 return EXIT_SUCCESS;
         }
-        printf("%s\n", token);
-        explicit_bzero(token, sizeof(token));
-        if (fflush(stdout) != 0)
-                return log_error_errno(errno, "Cannot print the token: %m"), EXIT_FAILURE;
-        log_info("Staff token of %s created; it is shown only this once", name);
+        char where[CLI_TOKEN_WHERE_MAX];
+        if ((r = cli_token_print(token, where)) < 0)
+                return log_error_errno(r, "Cannot print the token: %m"), EXIT_FAILURE;
+        log_info("Staff token of %s created; %s is shown only this once", name, where);
         return EXIT_SUCCESS;
 }
 
@@ -1069,11 +1069,10 @@ static int reader_cmd(const struct options *o, const char *name, bool revoke) {
                 log_info("Revoked the read token of %s", name);
                 return EXIT_SUCCESS;
         }
-        printf("%s\n", token);
-        explicit_bzero(token, sizeof(token));
-        if (fflush(stdout) != 0)
-                return log_error_errno(errno, "Cannot print the token: %m"), EXIT_FAILURE;
-        log_info("Read token of %s created; it is shown only this once", name);
+        char where[CLI_TOKEN_WHERE_MAX];
+        if ((r = cli_token_print(token, where)) < 0)
+                return log_error_errno(r, "Cannot print the token: %m"), EXIT_FAILURE;
+        log_info("Read token of %s created; %s is shown only this once", name, where);
         return EXIT_SUCCESS;
 }
 
