@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "trace-recorder.h"
 
 #define TRACEFS_MAGIC 0x74726163
+#define SYSFS_MAGIC 0x62656572
 #define READ_MAX (1u << 20)
 
 /* The whole of a tracefs file (they report size 0), NUL-terminated. */
@@ -107,9 +109,31 @@ static void cpumask_text(const int *cpus, const bool *skip, size_t n, char *buf,
         }
 }
 
-/* Is path a tracefs?  Fills why when it is not. */
-static int check_mount(const char *path, char *why) {
+/* Mounts tracefs on path, as trace-cmd and rtla (libtracefs) do when it is not mounted. */
+static int mount_tracefs(const char *path, char *why) {
+        if (mount("nodev", path, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0)
+                return 0;
+        int r = -errno;
+        snprintf(why, TRACE_WHY_MAX,
+                 "tracefs is not mounted at %s and mounting it failed: %s (mount it with "
+                 "\"mount -t tracefs nodev %s\"; under systemd \"systemctl start "
+                 "sys-kernel-tracing.mount\")",
+                 path, strerror(-r), path);
+        return r;
+}
+
+/* Is path a tracefs?  An empty directory of sysfs there is the kernel's mount point with
+ * nothing on it: tracefs is mounted on it (*ret_mounted).  Anything else mounted there was
+ * put there on purpose and is left alone.  Fills why when it is no tracefs. */
+static int check_mount(const char *path, bool *ret_mounted, char *why) {
         struct statfs sf;
+        *ret_mounted = false;
+        if (statfs(path, &sf) == 0 && (uint32_t) sf.f_type == SYSFS_MAGIC) {
+                int r = mount_tracefs(path, why);
+                if (r < 0)
+                        return r;
+                *ret_mounted = true;
+        }
         if (statfs(path, &sf) < 0) {
                 int r = -errno;
                 snprintf(why, TRACE_WHY_MAX,
@@ -382,7 +406,7 @@ int trace_recorder_open(const struct trace_params *p, struct trace_recorder **re
                 r->cpus[i] = p->cpus[i];
                 r->pipe_fds[i] = -1;
         }
-        k = check_mount(p->path, why);
+        k = check_mount(p->path, &r->mounted, why);
         if (k >= 0)
                 k = make_instance(p->path, r->dir, &r->comm_cache, why);
         if (k < 0) {
