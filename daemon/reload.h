@@ -12,7 +12,6 @@ enum reload_when {
         RELOAD_AT_ONCE,       /* [Upload] but Release=: the uploader restarts with it */
         RELOAD_NEXT_INTERVAL, /* [Schedule], the scenarios, [Probe] Threshold= */
         RELOAD_RESTART,       /* the rest: kept at its running value until a restart */
-        _RELOAD_WHEN_MAX,
 };
 enum reload_when reload_applies(const char *section, const char *key);
 static inline bool reload_needs_restart(const char *section, const char *key) {
