@@ -432,13 +432,16 @@ static void write_file(const char *path, const char *text) {
 }
 
 /* rtsoakd --config conf, with only what the build needs on the command line (so that the
- * file decides the rotation). */
+ * file decides the rotation), and without the flight recorder, which would mount tracefs on
+ * this machine where it is not mounted. */
 static void config_argv(char **argv, const char *conf) {
         static char helper[4200];
         int n = 0;
         argv[n++] = (char *) tu_bin("RTSOAKD");
         argv[n++] = "--config";
         argv[n++] = (char *) conf;
+        argv[n++] = "--set";
+        argv[n++] = "Trace.Enabled=no";
         const char *load = getenv("RTSOAK_LOAD");
         if (load) {
                 snprintf(helper, sizeof(helper), "Load.Helper=%s", load);
