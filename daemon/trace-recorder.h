@@ -57,6 +57,7 @@ struct trace_recorder {
          * switch for an instance created while the top-level option record-cmd was on: false
          * when the instance was created with it off (see make_instance()). */
         bool comm_cache;
+        const char *comm_cache_why; /* why it is on (a static string), "" when off */
         /* tracefs was not mounted at the path (nothing was): the recorder mounted it, and
          * leaves it mounted for other tools. */
         bool mounted;

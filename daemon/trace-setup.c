@@ -111,7 +111,7 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
         }
         snprintf(message, TRACE_MESSAGE_MAX,
                  "trace flight recorder on: %s%s%stracefs instance %s, %zu CPU%s, look-back %s, "
-                 "%" PRIu64 " KiB per CPU (%" PRIu64 " KiB of kernel memory)%s%s%s%s%s; %s",
+                 "%" PRIu64 " KiB per CPU (%" PRIu64 " KiB of kernel memory)%s%s%s%s%s%s%s; %s",
                  t->rec->mounted ? "tracefs was not mounted: mounted it at " : "",
                  t->rec->mounted ? cfg->trace_path : "", t->rec->mounted ? "; " : "", t->rec->dir,
                  p->nprobes, p->nprobes == 1 ? "" : "s",
@@ -125,8 +125,9 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
                                           "wake-up is recorded)"
                                         : "",
                  t->rec->comm_cache ? "; the kernel's comm cache upkeep is on at every context "
-                                      "switch (options/record-cmd is not writable here)"
+                                      "switch ("
                                     : "",
+                 t->rec->comm_cache ? t->rec->comm_cache_why : "", t->rec->comm_cache ? ")" : "",
                  tl);
         *ret_json = record_json(cfg, "on", "", timerlat, t->rec);
         if (!*ret_json) {

@@ -855,9 +855,10 @@ static void test_comm_cache_others(void **state) {
                                 NULL };
         start(&s, "trace-comm2", TRACEFS, extra);
         char *err = finish(&s);
-        if (!strstr(err, "comm cache upkeep is on"))
+        if (!strstr(err, "the kernel's comm cache upkeep is on at every context switch (trace "
+                         "events are enabled elsewhere, so options/record-cmd was left as it is)"))
                 fail_msg("events were enabled elsewhere and rtsoakd did not say that the comm "
-                         "cache upkeep is on:\n%s",
+                         "cache upkeep is on, and why:\n%s",
                          err);
         assert_int_equal(tu_wait(h, 20000), 0);
         free(err);
