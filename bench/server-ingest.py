@@ -58,8 +58,7 @@ import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import cpu_model, start_server  # noqa: E402
-BUILD = os.path.join(HERE, "..", "build")
+from benchlib import BUILD, cpu_model, start_server  # noqa: E402
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 LOAD = os.path.join(BUILD, "bench", "ingest-load")
 RESULTS = os.path.join(HERE, "results-server-ingest.txt")

@@ -765,11 +765,11 @@ static void reload(struct daemon *d) {
                 sha256_hex(text, strlen(text), digest);
         else
                 snprintf(digest, sizeof(digest), "unknown");
-        snprintf(msg, sizeof(msg), "configuration reloaded (digest %.16s): changed: %s%s%s", digest,
-                 *rr.changed ? rr.changed : "nothing", *rr.kept ? "; kept until a restart: " : "",
-                 rr.kept);
-        log_info("%s%s", msg,
-                 *rr.changed ? " (the rotation applies from the next interval boundary)" : "");
+        /* What changed, when it applies, and what waits for a restart. */
+        snprintf(msg, sizeof(msg), "configuration reloaded (digest %.16s): changed: %s%s%s%s%s%s",
+                 digest, *rr.changed ? rr.changed : "nothing", *rr.applies ? " (" : "", rr.applies,
+                 *rr.applies ? ")" : "", *rr.kept ? "; kept until a restart: " : "", rr.kept);
+        log_info("%s", msg);
         add_event(d, "config_reloaded", -1, msg);
         reload_result_done(&rr);
         free(text);

@@ -29,8 +29,10 @@ static char *record_json(const struct daemon_config *cfg, const char *state, con
                               (json_int_t) cfg->trace_lookback_ns, "buffer_kib",
                               (json_int_t) (rec ? rec->buffer_kib : 0), "kernel_kib",
                               (json_int_t) (rec ? rec->total_kib : 0));
-        if (o && rec)
+        if (o && rec) {
                 json_object_set_new(o, "comm_cache", json_boolean(rec->comm_cache));
+                json_object_set_new(o, "mounted", json_boolean(rec->mounted));
+        }
         if (o && rec && rec->missing[0])
                 json_object_set_new(o, "missing_events", json_string(rec->missing));
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -38,13 +40,17 @@ static char *record_json(const struct daemon_config *cfg, const char *state, con
         return text;
 }
 
+static const char *timerlat_text(bool timerlat) {
+        return timerlat ? "the kernel has the timerlat tracer"
+                        : "the kernel has no timerlat tracer";
+}
+
 int tracing_start(const struct tracing_params *p, struct tracing **ret, char **ret_json,
                   char message[static TRACE_MESSAGE_MAX]) {
         const struct daemon_config *cfg = p->cfg;
         char why[TRACE_WHY_MAX] = "", span[TIMESPAN_MAX_LEN];
         bool timerlat = trace_kernel_has_timerlat(cfg->trace_path);
-        const char *tl = timerlat ? "the kernel has the timerlat tracer"
-                                  : "the kernel has no timerlat tracer";
+        const char *tl = timerlat_text(timerlat);
         *ret = NULL;
         if (!cfg->trace) {
                 snprintf(message, TRACE_MESSAGE_MAX,
@@ -74,6 +80,9 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
         };
         int r = trace_recorder_open(&tp, &t->rec, why);
         free(cpus);
+        /* The recorder may have mounted tracefs: what the kernel offers is known now. */
+        timerlat = trace_kernel_has_timerlat(cfg->trace_path);
+        tl = timerlat_text(timerlat);
         if (r >= 0) {
                 struct trace_capture_params cp = {
                         .recorder = t->rec,
@@ -101,9 +110,11 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
                 return *ret_json ? 0 : -ENOMEM;
         }
         snprintf(message, TRACE_MESSAGE_MAX,
-                 "trace flight recorder on: tracefs instance %s, %zu CPU%s, look-back %s, "
-                 "%" PRIu64 " KiB per CPU (%" PRIu64 " KiB of kernel memory)%s%s%s%s%s; %s",
-                 t->rec->dir, p->nprobes, p->nprobes == 1 ? "" : "s",
+                 "trace flight recorder on: %s%s%stracefs instance %s, %zu CPU%s, look-back %s, "
+                 "%" PRIu64 " KiB per CPU (%" PRIu64 " KiB of kernel memory)%s%s%s%s%s%s%s; %s",
+                 t->rec->mounted ? "tracefs was not mounted: mounted it at " : "",
+                 t->rec->mounted ? cfg->trace_path : "", t->rec->mounted ? "; " : "", t->rec->dir,
+                 p->nprobes, p->nprobes == 1 ? "" : "s",
                  format_timespan(span, cfg->trace_lookback_ns), t->rec->buffer_kib,
                  t->rec->total_kib, t->rec->missing[0] ? "; not in this kernel: " : "",
                  t->rec->missing,
@@ -114,8 +125,9 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
                                           "wake-up is recorded)"
                                         : "",
                  t->rec->comm_cache ? "; the kernel's comm cache upkeep is on at every context "
-                                      "switch (options/record-cmd is not writable here)"
+                                      "switch ("
                                     : "",
+                 t->rec->comm_cache ? t->rec->comm_cache_why : "", t->rec->comm_cache ? ")" : "",
                  tl);
         *ret_json = record_json(cfg, "on", "", timerlat, t->rec);
         if (!*ret_json) {

@@ -213,7 +213,7 @@ const struct farm_verdict_hooks *farm_notifier_hooks(struct farm_notifier *n) {
 
 /* ---- start and stop ---- */
 
-static void base_url(struct farm_notifier *n, const char *bound, bool tls) {
+static void base_url(struct farm_notifier *n, const char *bound, const char *link_host, bool tls) {
         const char *u = n->cfg->dashboard_url;
         if (u && *u) {
                 snprintf(n->base_url, sizeof(n->base_url), "%s", u);
@@ -222,12 +222,13 @@ static void base_url(struct farm_notifier *n, const char *bound, bool tls) {
                         n->base_url[--l] = '\0';
                 return;
         }
-        /* Listening on every address: the host's name; else the address listened on. */
+        /* The name clients use ([Access] Hosts=), else, listening on every address, the
+         * host's name; else the address listened on. */
         const char *colon = strrchr(bound, ':');
         bool any = strncmp(bound, "0.0.0.0:", 8) == 0 || strncmp(bound, "[::]:", 5) == 0;
-        if (any && colon)
+        if ((link_host || any) && colon)
                 snprintf(n->base_url, sizeof(n->base_url), "%s://%s%s", tls ? "https" : "http",
-                         n->host, colon);
+                         link_host ?: n->host, colon);
         else
                 snprintf(n->base_url, sizeof(n->base_url), "%s://%s", tls ? "https" : "http",
                          bound);
@@ -245,7 +246,7 @@ void farm_notifier_stop(struct farm_notifier *n) {
 }
 
 int farm_notifier_start(farm_db *db, const struct farm_rule *rule, const struct notify_config *cfg,
-                        const char *bound, bool tls, int64_t listening_ns,
+                        const char *bound, const char *link_host, bool tls, int64_t listening_ns,
                         struct farm_notifier **ret) {
         char err[FARM_ERROR_MAX] = "";
         struct farm_notifier *n = calloc(1, sizeof(*n));
@@ -258,7 +259,7 @@ int farm_notifier_start(farm_db *db, const struct farm_rule *rule, const struct 
                 snprintf(n->host, sizeof(n->host), "localhost");
         snprintf(n->owner, sizeof(n->owner), "%.40s:%d:%08" PRIx32, n->host, (int) getpid(),
                  (uint32_t) random64());
-        base_url(n, bound, tls);
+        base_url(n, bound, link_host, tls);
         notify_watch_init(n, listening_ns);
         int r = notify_store_orphans(db, cfg, now_ns(CLOCK_REALTIME), err);
         if (r < 0)

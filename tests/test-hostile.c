@@ -239,20 +239,23 @@ static void stop(pid_t pid) {
         tu_server_stop(pid);
 }
 
-static void admin_tokens(const char *db, char staff[static 80], char reader[static 80]) {
+/* rtsoak-server --db=DB CMD NAME (admin-token, read-token): the token it prints. */
+static void server_token(const char *db, const char *cmd, const char *name, char ret[static 80]) {
         char dbarg[640];
         snprintf(dbarg, sizeof(dbarg), "--db=%s", db);
-        const char *cmds[2][2] = { { "admin-token", "alice" }, { "read-token", "grafana" } };
-        for (int i = 0; i < 2; i++) {
-                char *argv[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, (char *) cmds[i][0],
-                                 (char *) cmds[i][1], NULL };
-                struct tu_result r;
-                /* A server without read tokens fails test 5 there, not everything here. */
-                if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
-                        print_message("# %s: %s", cmds[i][0], r.err);
-                snprintf(i ? reader : staff, 80, "%.64s", r.out);
-                tu_result_done(&r);
-        }
+        char *argv[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, (char *) cmd, (char *) name,
+                         NULL };
+        struct tu_result r;
+        /* A server without read tokens fails test 5 there, not everything here. */
+        if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
+                print_message("# %s: %s", cmd, r.err);
+        snprintf(ret, 80, "%.64s", r.out);
+        tu_result_done(&r);
+}
+
+static void admin_tokens(const char *db, char staff[static 80], char reader[static 80]) {
+        server_token(db, "admin-token", "alice", staff);
+        server_token(db, "read-token", "grafana", reader);
 }
 
 static int setup(void **state) {
@@ -673,6 +676,31 @@ static void test_5_read_access(void **state) {
         assert_int_equal(status_of(u, bearer, NULL, NULL, 0), 401);
         stop(pid);
 
+        /* The README's farm server: every address, Hosts= the lab's name.  A reader on the
+         * server's own host (a Prometheus scraping 127.0.0.1) names it by a loopback name:
+         * with its read token it is answered, without one it is told that a token is needed
+         * (401), never that the name is wrong (421). */
+        static const char *const lab[] = { "--set=Access.Hosts=farm.lab.example", NULL };
+        char loop_host[64];
+        pid = start(db2, log2, "0.0.0.0:0", lab, url, sizeof(url));
+        snprintf(base, sizeof(base), "http://127.0.0.1:%d", port);
+        snprintf(loop_host, sizeof(loop_host), "127.0.0.1:%d", port);
+        server_token(db2, "read-token", "prometheus", read_token2);
+        assert_int_equal(strlen(read_token2), 64);
+        snprintf(bearer, sizeof(bearer), "Bearer %s", read_token2);
+        for (size_t i = 0; i < ELEMENTSOF(reads); i++) {
+                long ok = strstr(reads[i], "histogram.svg") ? 404 : 200;
+                snprintf(u, sizeof(u), "%s%s", base, reads[i]);
+                assert_int_equal(status_of(u, bearer, loop_host, NULL, 0), ok);
+                assert_int_equal(status_of(u, bearer, "localhost", NULL, 0), ok);
+                assert_int_equal(status_of(u, bearer, "[::1]:8470", NULL, 0), ok);
+                assert_int_equal(status_of(u, bearer, "farm.lab.example:8470", NULL, 0), ok);
+                assert_int_equal(status_of(u, NULL, loop_host, msg, sizeof(msg)), 401);
+                assert_non_null(strstr(msg, "token"));
+                assert_int_equal(status_of(u, bearer, "attacker.example", NULL, 0), 421);
+        }
+        stop(pid);
+
         /* On loopback reads are open by default (what every other test relies on), and closed
          * when configured so; the Host list can be set. */
         static const char *const on[] = { "--set=Access.API=token", "--set=Access.Hosts=farm.lab",
@@ -681,7 +709,8 @@ static void test_5_read_access(void **state) {
         snprintf(u, sizeof(u), "%s/api/v1/machines", url);
         assert_int_equal(status_of(u, NULL, "farm.lab", NULL, 0), 401);
         assert_int_equal(status_of(u, staff, "farm.lab:8470", NULL, 0), 200);
-        assert_int_equal(status_of(u, staff, "127.0.0.1", NULL, 0), 421);
+        assert_int_equal(status_of(u, staff, "127.0.0.1", NULL, 0), 200);
+        assert_int_equal(status_of(u, staff, "other.lab", NULL, 0), 421);
         snprintf(u, sizeof(u), "%s/", url);
         assert_int_equal(status_of(u, NULL, "FARM.LAB.", NULL, 0), 200);
         /* The raw trace a page links to is read with the pages' access, its API twin with
@@ -691,6 +720,17 @@ static void test_5_read_access(void **state) {
         snprintf(u, sizeof(u), "%s/api/v1/traces/1/raw", url);
         assert_int_equal(status_of(u, NULL, "farm.lab", NULL, 0), 401);
         assert_int_equal(status_of(u, staff, "farm.lab", NULL, 0), 404);
+        stop(pid);
+        /* A list that removes the loopback names refuses them. */
+        static const char *const strict[] = {
+                "--set=Access.Hosts=farm.lab -localhost -127.0.0.1 -[::1]", NULL
+        };
+        pid = start(db2, log2, "127.0.0.1:0", strict, url, sizeof(url));
+        snprintf(u, sizeof(u), "%s/api/v1/machines", url);
+        assert_int_equal(status_of(u, NULL, "farm.lab", NULL, 0), 200);
+        assert_int_equal(status_of(u, NULL, "127.0.0.1", NULL, 0), 421);
+        assert_int_equal(status_of(u, NULL, "localhost:8470", NULL, 0), 421);
+        assert_int_equal(status_of(u, NULL, "[::1]", NULL, 0), 421);
         stop(pid);
         port = saved;
 

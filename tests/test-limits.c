@@ -354,11 +354,56 @@ static void test_access(void **state) {
         farm_access_describe(a, desc, sizeof(desc));
         assert_non_null(strstr(desc, "API token, dashboard token, metrics open"));
         farm_access_free(a);
-        c.hosts = "farm.lab, [2001:db8::1] farm:8470";
+        /* A list keeps the loopback names, but for those it removes; an IPv6 address is
+         * taken bracketed or not. */
+        c.hosts = "farm.lab, [2001:db8::1] farm:8470 2001:db8::2";
         assert_int_equal(farm_access_new(&c, &a, err), 0);
         farm_access_describe(a, desc, sizeof(desc));
-        assert_non_null(strstr(desc, "hosts farm.lab 2001:db8::1 farm"));
+        assert_non_null(strstr(desc, "hosts localhost 127.0.0.1 ::1 farm.lab 2001:db8::1 farm "
+                                     "2001:db8::2"));
         farm_access_free(a);
+        c.hosts = "-localhost farm.lab -[::1],-127.0.0.1";
+        assert_int_equal(farm_access_new(&c, &a, err), 0);
+        farm_access_describe(a, desc, sizeof(desc));
+        assert_non_null(strstr(desc, "; hosts farm.lab"));
+        assert_null(strstr(desc, "farm.lab "));
+        farm_access_free(a);
+        c.hosts = "farm.lab -::1";
+        assert_int_equal(farm_access_new(&c, &a, err), 0);
+        farm_access_describe(a, desc, sizeof(desc));
+        assert_non_null(strstr(desc, "; hosts localhost 127.0.0.1 farm.lab"));
+        farm_access_free(a);
+        c.hosts = "farm.lab -farm.example";
+        assert_int_equal(farm_access_new(&c, &a, err), -EINVAL);
+        assert_string_equal(err, "Hosts=farm.lab -farm.example: -farm.example removes a name the "
+                                 "list does not hold (the loopback names localhost, 127.0.0.1 "
+                                 "and ::1, or one listed before it)");
+        c.hosts = "farm.lab -";
+        assert_int_equal(farm_access_new(&c, &a, err), -EINVAL);
+        assert_non_null(strstr(err, "Hosts=farm.lab -: expected"));
+
+        /* The links' name: the first of the list that is not a loopback name. */
+        static const struct {
+                const char *hosts, *want;
+        } links[] = {
+                { "farm.lab.example", "farm.lab.example" },
+                { "localhost 127.0.0.2 [::1] farm:8470 other", "farm" },
+                { "-localhost 2001:db8::1", "[2001:db8::1]" },
+                { "localhost", NULL },
+                { "auto", NULL },
+                { "*", NULL },
+                { NULL, NULL },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(links); i++) {
+                char host[FARM_ACCESS_LINK_HOST_MAX] = "";
+                c.hosts = links[i].hosts;
+                int r = farm_access_link_host(&c, host, sizeof(host));
+                if (links[i].want) {
+                        assert_int_equal(r, 0);
+                        assert_string_equal(host, links[i].want);
+                } else
+                        assert_int_equal(r, -ENOENT);
+        }
         c.hosts = "*.lab";
         assert_int_equal(farm_access_new(&c, &a, err), -EINVAL);
         assert_non_null(strstr(err, "Hosts=*.lab"));
