@@ -99,6 +99,8 @@ int farm_target_check(const char *target, char err[static FARM_PATH_ERROR_MAX]) 
                 if (control(*p))
                         snprintf(why, sizeof(why), "a control character (0x%02X) is not allowed",
                                  *p);
+                else if (*p == ' ')
+                        snprintf(why, sizeof(why), "a space is not allowed (send it as %%20)");
                 else if (hi < 0 || lo < 0)
                         snprintf(why, sizeof(why), "'%%' not followed by two hexadecimal digits");
                 else if (*p == '%' && control((unsigned char) (hi * 16 + lo)))

@@ -164,6 +164,8 @@ static void test_target(void **state) {
                 { "/x?a=1&y=\x7f", "y: a control character (0x7F)" },
                 { "/x%zz", "path: '%' not followed by two hexadecimal digits" },
                 { "/x%4", "path: '%' not followed" },
+                { "/a b", "path: a space is not allowed (send it as %20)" },
+                { "/x?y=a b", "y: a space is not allowed" },
                 /* Bytes that are not UTF-8 text once decoded (PostgreSQL refuses them). */
                 { "/api/v1/kernels?with=%FF", "with: not text once decoded: not UTF-8" },
                 { "/kernels/%C3", "path: not text once decoded: not UTF-8" },
