@@ -170,14 +170,24 @@ static void add_headers(struct MHD_Response *resp, const char *content_type) {
         MHD_add_response_header(resp, "Content-Security-Policy", farm_dash_csp());
 }
 
-/* Queues body (taken over, may be NULL) as the JSON response. */
+/* Queues body (taken over) as the JSON response.  A body that could not be built (NULL: no
+ * memory, or a string that is not UTF-8) is a failure of ours: 500 with its error, never an
+ * empty answer. */
 static enum MHD_Result respond(struct request *rq, struct MHD_Connection *c, unsigned status,
                                json_t *body, const char *header, const char *value) {
+        if (!body) {
+                log_error("%s %s: the answer (%u) could not be built", rq->method, rq->path,
+                          status);
+                status = 500;
+                body = json_pack("{s:s}", "error", "internal server error");
+        }
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         json_decref(body);
-        size_t len = text ? strlen(text) : 0;
-        struct MHD_Response *resp = MHD_create_response_from_buffer(
-                len, text ?: (char *) "", text ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+        if (!text)
+                return MHD_NO;
+        size_t len = strlen(text);
+        struct MHD_Response *resp = MHD_create_response_from_buffer(len, text,
+                                                                    MHD_RESPMEM_MUST_FREE);
         if (!resp) {
                 free(text);
                 return MHD_NO;
