@@ -21,6 +21,7 @@
 #include "server-auth.h"
 #include "server-connlimit.h"
 #include "server-dash.h"
+#include "server-head.h"
 #include "server-http.h"
 #include "server-maintenance.h"
 #include "server-notify.h"
@@ -160,8 +161,12 @@ int farm_listen(const char *address, int *ret_fd, char ret_bound[static FARM_ADD
 
 /* The headers of every answer: never cached (answers change with every upload), never
  * sniffed as another type, never framed, and pages may run nothing but their own inline
- * style and script. */
+ * style and script.  And one request per connection: libmicrohttpd 0.9.75 closes a
+ * connection after an answer given before the body was read (every GET's), and this closes
+ * it after the others, so that nothing left on a connection after a request is ever read as
+ * another request, whatever libmicrohttpd made of the head (docs/security.md, "Framing"). */
 static void add_headers(struct MHD_Response *resp, const char *content_type) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -258,7 +263,7 @@ static enum MHD_Result prepare_body(farm_http *h, struct MHD_Connection *c, stru
                         char msg[128];
                         snprintf(msg, sizeof(msg), "body of %s bytes is over the limit of %zu", cl,
                                  h->max_body_bytes);
-                        return respond_error(rq, c, 413, msg, MHD_HTTP_HEADER_CONNECTION, "close");
+                        return respond_error(rq, c, 413, msg, NULL, NULL);
                 }
                 rq->allocated = (size_t) n + 1;
                 rq->body = malloc(rq->allocated);
@@ -1018,19 +1023,17 @@ static void *request_new(void *cls, const char *uri, struct MHD_Connection *c) {
         return rq;
 }
 
-/* Header fields that a request may carry only once: two different Content-Length values are
- * how requests are smuggled past a proxy that reads the other one. */
-struct header_count {
-        unsigned content_length, transfer_encoding;
+struct field_list {
+        struct farm_field *f;
+        size_t n, size;
 };
 
-static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    const char *value) {
-        struct header_count *n = cls;
+static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value) {
+        struct field_list *l = cls;
         (void) kind;
-        (void) value;
-        n->content_length += strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0;
-        n->transfer_encoding += strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0;
+        if (l->n < l->size)
+                l->f[l->n++] = (struct farm_field){ .name = key, .value = value ?: "" };
         return MHD_YES;
 }
 
@@ -1044,6 +1047,11 @@ static enum MHD_Result refuse_request(struct request *rq, struct MHD_Connection 
         struct farm_answer a;
         farm_dash_refusal(&a, status, msg, now_ns(CLOCK_REALTIME));
         return send_answer(rq, c, &a);
+}
+
+/* The route of the request's path, NULL for a path no route has. */
+static const struct farm_route *route_of(const struct request *rq) {
+        return rq->route ? farm_route_find(rq->route) : NULL;
 }
 
 /* The route table's checks (server-routes.c): a path no route has is unknown, and the query
@@ -1063,36 +1071,45 @@ static enum MHD_Result check_route(farm_http *h, struct MHD_Connection *c, struc
         return route(h, c, rq, rq->route, method);
 }
 
-/* The head arrived: the checks every request passes before its route, then the route. */
+/* The framing of the head (server-head.h): 0, the status of a refusal with err, or -ENOMEM. */
+static int check_head(struct MHD_Connection *c, const char *version,
+                      char err[static FARM_HEAD_ERROR_MAX]) {
+        int n = MHD_get_connection_values(c, MHD_HEADER_KIND, NULL, NULL);
+        struct field_list l = { .size = (size_t) MAX(n, 0) };
+        _cleanup_free_ struct farm_field *f = calloc(MAX(l.size, (size_t) 1), sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        l.f = f;
+        MHD_get_connection_values(c, MHD_HEADER_KIND, collect_field, &l);
+        return (int) farm_head_check(version, l.f, l.n, err);
+}
+
+/* The head arrived: the checks every request passes before its route, then the route.  A
+ * head refused for its framing or its target is answered here, in the format of its route;
+ * what follows it on the connection is neither trusted as its body nor read as another
+ * request (the connection is closed after every answer). */
 static enum MHD_Result begin(farm_http *h, struct MHD_Connection *c, struct request *rq,
-                             const char *method) {
-        char err[MAX(FARM_PATH_ERROR_MAX, FARM_ERROR_MAX)];
+                             const char *method, const char *version) {
+        char err[MAX(MAX(FARM_PATH_ERROR_MAX, FARM_HEAD_ERROR_MAX), FARM_ERROR_MAX)];
         const union MHD_ConnectionInfo *ci =
                 MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         format_address(ci ? ci->client_addr : NULL, sizeof(struct sockaddr_in6), rq->remote,
                        sizeof(rq->remote));
         escape_path(method, rq->method, sizeof(rq->method));
+        int status = check_head(c, version, err);
+        if (status < 0)
+                return respond_internal(rq, c, status, "request head");
+        if (status > 0)
+                return refuse_request(rq, c, route_of(rq), (unsigned) status, err);
         if (!rq->target)
                 return respond_internal(rq, c, -ENOMEM, "request target");
         int r = farm_target_check(rq->target, err);
         if (r == -ENOMEM)
                 return respond_internal(rq, c, r, err);
-        if (r < 0) {
-                const struct farm_route *rt = rq->route ? farm_route_find(rq->route) : NULL;
-                if (rt && rt->format == FARM_ROUTE_HTML)
-                        return refuse_request(rq, c, rt, 400, err);
-                return respond_error(rq, c, 400, err, MHD_HTTP_HEADER_CONNECTION, "close");
-        }
+        if (r < 0)
+                return refuse_request(rq, c, route_of(rq), 400, err);
         if (!rq->route)
                 return respond_internal(rq, c, -ENOMEM, "request path");
-        struct header_count n = {};
-        MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &n);
-        if (n.content_length > 1 || (n.content_length && n.transfer_encoding))
-                return respond_error(rq, c, 400,
-                                     n.content_length > 1
-                                             ? "Content-Length: given more than once"
-                                             : "Content-Length and Transfer-Encoding together",
-                                     MHD_HTTP_HEADER_CONNECTION, "close");
 
         struct farm_denial d;
         enum farm_route_class cls = farm_route_class_of(rq->route, method);
@@ -1127,7 +1144,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!rq->started) {
                 rq->started = true;
                 farm_connlimit_head(h->limits, conn_of(c));
-                return begin(h, c, rq, method);
+                return begin(h, c, rq, method, version);
         }
         if (rq->status != 0) {
                 /* Answered already: whatever else arrives is dropped. */

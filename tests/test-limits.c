@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of what keeps hostile input out of the farm server and its clients: histograms
- * merged within a budget, raw request targets, parameter ranges, text escaping, token files,
- * file modes, read access and connection limits. */
+ * merged within a budget, raw request targets, request heads, parameter ranges, text escaping,
+ * token files, file modes, read access and connection limits. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +18,7 @@
 #include "server-access.h"
 #include "server-auth.h"
 #include "server-connlimit.h"
+#include "server-head.h"
 #include "server-merge.h"
 #include "server-params.h"
 #include "server-path.h"
@@ -196,6 +197,104 @@ static void test_target(void **state) {
         char enc[64];
         assert_int_equal(farm_segment_encode("5.10/rt1 a%", enc, sizeof(enc)), 0);
         assert_string_equal(enc, "5.10%2Frt1%20a%25");
+}
+
+/* ---- a request head's framing ---- */
+
+/* Splits head (a field a line) into fields as libmicrohttpd does: at the first colon, the
+ * value's leading blanks left out.  Returns their number. */
+static size_t split_head(char *head, struct farm_field *f, size_t size) {
+        size_t n = 0;
+        for (char *line = head; *line && n < size;) {
+                char *end = line + strcspn(line, "\n"), *colon = strchr(line, ':');
+                bool last = *end == '\0';
+                *end = '\0';
+                assert_non_null(colon);
+                *colon++ = '\0';
+                f[n++] = (struct farm_field){ .name = line, .value = colon + strspn(colon, " \t") };
+                line = last ? end : end + 1;
+        }
+        return n;
+}
+
+static void test_head(void **state) {
+        static const struct {
+                const char *version, *head;
+                unsigned status;
+                const char *err;
+        } cases[] = {
+                { "HTTP/1.1", "Host: farm.lab\nContent-Length: 12", 0 },
+                { "HTTP/1.1", "host: [::1]:8470\nTransfer-Encoding: CHUNKED", 0 },
+                { "HTTP/1.1", "Host: FARM.LAB.\nX: a\tb", 0 },
+                { "HTTP/1.1", "Host: %66arm:", 0 },
+                { "HTTP/1.1", "Host:", 0 },
+                { "HTTP/1.0", "Content-Length: 0", 0 },
+                { "HTTP/1.1", "Host: h\nContent-Length : 5", 400,
+                  "header \"Content-Length \": whitespace before the colon" },
+                { "HTTP/1.1", "Host: h\nX\t: 1", 400,
+                  "header \"X\\t\": whitespace before the colon" },
+                { "HTTP/1.1", " X: 1\nHost: h", 400,
+                  "header \" X\": a line that starts with whitespace" },
+                { "HTTP/1.1", "Host: h\nX Y: 1", 400,
+                  "header \"X Y\": byte 0x20 at 1 is not allowed in a field name" },
+                { "HTTP/1.1", "Host: h\nX\xc3\xa9: 1", 400,
+                  "header \"X\xc3\xa9\": byte 0xC3 at 1" },
+                { "HTTP/1.1", "Host: h\n: 1", 400, "a header line without a field name" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encodingchunked:", 400,
+                  "read as a folded Transfer-Encoding line" },
+                { "HTTP/1.1", "Host: h\ncontent-length0: 5", 400,
+                  "read as a folded Content-Length line" },
+                { "HTTP/1.1", "Host: h\nX: a\rContent-Length: 5", 400,
+                  "header \"X\": a control character (0x0D) in its value" },
+                { "HTTP/1.1", "Host: h\nX: a\x7f", 400, "(0x7F)" },
+                { "HTTP/1.1", "Host: h\nHOST: h", 400, "Host: given more than once" },
+                { "HTTP/1.1", "Host: h\nAuthorization: a\nauthorization: b", 400,
+                  "Authorization: given more than once" },
+                { "HTTP/1.1", "Host: h\nContent-Length: 5\ncontent-length: 5", 400,
+                  "Content-Length: given more than once" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: chunked\nTransfer-Encoding: chunked",
+                  400, "Transfer-Encoding: given more than once" },
+                { "HTTP/1.1", "Host: h\nContent-Length: 5x", 400,
+                  "Content-Length: \"5x\": not a number of bytes" },
+                { "HTTP/1.1", "Host: h\nContent-Length:", 400, "not a number of bytes" },
+                { "HTTP/1.1", "Host: h\nContent-Length: 5\nTransfer-Encoding: chunked", 400,
+                  "Content-Length and Transfer-Encoding together" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: gzip, chunked", 501,
+                  "\"gzip, chunked\": only chunked is implemented" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: chunked, gzip", 400,
+                  "the last coding must be chunked" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: xchunked", 400,
+                  "the last coding must be chunked" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding:", 400,
+                  "the last coding must be chunked" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: chunked,chunked", 400, "chunked twice" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: , chunked", 400,
+                  "send \"chunked\" alone" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: chunked;x=1", 400,
+                  "send \"chunked\" alone" },
+                { "HTTP/1.0", "Transfer-Encoding: chunked", 400,
+                  "Transfer-Encoding: not allowed in an HTTP/1.0 request" },
+                { "HTTP/1.1", "Content-Length: 0", 400, "Host: missing" },
+                { "HTTP/1.2", "X: 1", 400, "Host: missing" },
+                { "HTTP/1.1", "Host: a b", 400,
+                  "Host: \"a b\": not a host name or address with an optional port" },
+                { "HTTP/1.1", "Host: a/b", 400, "not a host name" },
+                { "HTTP/1.1", "Host: u@h", 400, "not a host name" },
+                { "HTTP/1.1", "Host: [::1", 400, "not a host name" },
+                { "HTTP/1.1", "Host: h:80x", 400, "not a host name" },
+                { "HTTP/1.1", "Host: h%4", 400, "not a host name" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char err[FARM_HEAD_ERROR_MAX] = "", *head = strdup(cases[i].head);
+                struct farm_field f[8];
+                size_t n = split_head(head, f, ELEMENTSOF(f));
+                unsigned status = farm_head_check(cases[i].version, f, n, err);
+                if (status != cases[i].status ||
+                    (cases[i].err ? !strstr(err, cases[i].err) : status != 0))
+                        fail_msg("%s: %u '%s', not %u '%s'", cases[i].head, status, err,
+                                 cases[i].status, cases[i].err ?: "");
+                free(head);
+        }
 }
 
 /* ---- parameter ranges ---- */
@@ -515,15 +614,11 @@ static void test_connection_limits(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_merge_budget),
-                cmocka_unit_test(test_acc_saturates),
-                cmocka_unit_test(test_target),
-                cmocka_unit_test(test_param_ranges),
-                cmocka_unit_test(test_text_safe),
-                cmocka_unit_test(test_token_file),
-                cmocka_unit_test(test_file_mode),
-                cmocka_unit_test(test_access),
-                cmocka_unit_test(test_connection_limits),
+                cmocka_unit_test(test_merge_budget), cmocka_unit_test(test_acc_saturates),
+                cmocka_unit_test(test_target),       cmocka_unit_test(test_head),
+                cmocka_unit_test(test_param_ranges), cmocka_unit_test(test_text_safe),
+                cmocka_unit_test(test_token_file),   cmocka_unit_test(test_file_mode),
+                cmocka_unit_test(test_access),       cmocka_unit_test(test_connection_limits),
         };
         return RUN_TESTS(tests);
 }
