@@ -586,6 +586,13 @@ static void test_connection_limits(void **state) {
         assert_false(farm_connlimit_admit(l, (struct sockaddr *) &b, sizeof(b)));
         farm_connlimit_closed(l, conns[1]);
         assert_true(farm_connlimit_admit(l, (struct sockaddr *) &a, sizeof(a)));
+        conns[5] = farm_connlimit_opened(l, fds[5][0], (struct sockaddr *) &a, sizeof(a));
+        assert_false(farm_connlimit_admit(l, (struct sockaddr *) &a, sizeof(a)));
+        /* A connection whose request ended is being closed: it counts no more, although its
+         * socket is not closed yet (a client reconnecting at once was refused). */
+        farm_connlimit_done(l, conns[5]);
+        assert_true(farm_connlimit_admit(l, (struct sockaddr *) &a, sizeof(a)));
+        farm_connlimit_closed(l, conns[5]);
 
         /* Deadlines: conns[0] sends its head in time and is answered; conns[2] sends its head
          * but no answer comes within the request deadline; the others never finish a head. */
@@ -605,6 +612,13 @@ static void test_connection_limits(void **state) {
         farm_connlimit_closed(l, conns[2]);
         farm_connlimit_closed(l, conns[3]);
         farm_connlimit_closed(l, conns[4]);
+        /* Counted out once each: two from one address again, then no more. */
+        conns[6] = farm_connlimit_opened(l, fds[6][0], (struct sockaddr *) &a, sizeof(a));
+        conns[7] = farm_connlimit_opened(l, fds[7][0], (struct sockaddr *) &a, sizeof(a));
+        assert_false(farm_connlimit_admit(l, (struct sockaddr *) &a, sizeof(a)));
+        assert_true(farm_connlimit_admit(l, (struct sockaddr *) &b, sizeof(b)));
+        farm_connlimit_closed(l, conns[6]);
+        farm_connlimit_closed(l, conns[7]);
         farm_connlimit_free(l);
         for (int i = 0; i < 8; i++) {
                 close(fds[i][0]);
