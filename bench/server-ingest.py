@@ -303,7 +303,7 @@ def main():
     say(f"storage: {tmp_root} on {dev} ({fstype}, mounted on {mnt}); SQLite "
         f"{sqlite3.sqlite_version} (Python's; the server links the system library)")
     say(f"load:    {a.count} summaries per run from {a.machines} machines over "
-        f"{a.connections} keep-alive connections; each run on a fresh copy of a database "
+        f"{a.connections} connections at a time; each run on a fresh copy of a database "
         f"with just the machines enrolled")
     say("rate:    summaries answered 200 \"stored\" / seconds from the first request to the "
         "last answer")
