@@ -65,5 +65,9 @@ void farm_db_commit_stats(farm_db *db, uint64_t *ret_commits, uint64_t *ret_uplo
 int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
                        char err[static FARM_ERROR_MAX]);
 
-/* True for 32 lowercase hex digits, the form of /etc/machine-id. */
+/* True for 32 lowercase hex digits, the form of /etc/machine-id (summary_name_id). */
 bool farm_machine_id_valid(const char *s);
+
+/* The names of people in the audit trail: staff members, readers, who made a change. */
+#define FARM_PERSON_NAME_MAX 64
+extern const struct name_rule farm_name_person;

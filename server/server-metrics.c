@@ -297,7 +297,7 @@ static int m_machine_info(const struct metric_ctx *c, FILE *f, const char *name,
         if (r < 0)
                 return r;
         while ((rc = sql_step(st)) == SQL_ROW) {
-                char kernel[3 * 256 + 1], groups[3 * 2100 + 1];
+                char kernel[3 * SUMMARY_MAX_RELEASE + 1], groups[3 * 2100 + 1];
                 if (farm_prom_escape(sql_column_text(st, 2) ?: "", kernel, sizeof(kernel)) < 0)
                         kernel[0] = '\0';
                 if (farm_prom_escape(sql_column_text(st, 4) ?: "", groups, sizeof(groups)) < 0)

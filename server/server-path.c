@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "server-path.h"
+#include "text-safe.h"
 
 static int hex(char c) {
         if (c >= '0' && c <= '9')
@@ -26,6 +27,50 @@ static bool control(unsigned char c) {
 static bool unreserved(unsigned char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+/* What is wrong with text (a decoded part of the target), in err; -EINVAL, or 0 when it is one
+ * line of free text.  name: the query parameter whose value it is, or NULL. */
+static int check_part(bool query, const char *name, const char *text,
+                      char err[static FARM_PATH_ERROR_MAX]) {
+        char why[TEXT_WHY_MAX], shown[96];
+        if (text_ok(text, false, why))
+                return 0;
+        if (!query)
+                snprintf(err, FARM_PATH_ERROR_MAX, "path: '%s': %s",
+                         text_escape(text, shown, sizeof(shown)), why);
+        else if (name)
+                snprintf(err, FARM_PATH_ERROR_MAX, "query: %s=: %s",
+                         text_escape(name, shown, sizeof(shown)), why);
+        else
+                snprintf(err, FARM_PATH_ERROR_MAX, "query: a parameter's name: %s", why);
+        return -EINVAL;
+}
+
+/* Each segment of the path and each name and value of the query, decoded (its escapes are
+ * valid by now), is one line of free text (text_ok()): what a route reads is text the rest of
+ * the server takes, whatever it names. */
+static int check_parts(const char *target, char err[static FARM_PATH_ERROR_MAX]) {
+        size_t size = strlen(target) + 1;
+        char *text = malloc(size), *name = malloc(size);
+        bool query = false, value = false;
+        int r = text && name ? 0 : -ENOMEM;
+        for (const char *p = target; r >= 0;) {
+                size_t len = strcspn(p, query ? "&=" : "/?");
+                r = farm_segment_decode(p, len, text, size);
+                if (r >= 0)
+                        r = check_part(query, value ? name : NULL, text, err);
+                if (r >= 0 && query && !value)
+                        memcpy(name, text, strlen(text) + 1);
+                if (r < 0 || !p[len])
+                        break;
+                value = query && p[len] == '=';
+                query = query || p[len] == '?';
+                p += len + 1;
+        }
+        free(text);
+        free(name);
+        return r;
 }
 
 int farm_target_check(const char *target, char err[static FARM_PATH_ERROR_MAX]) {
@@ -55,7 +100,10 @@ int farm_target_check(const char *target, char err[static FARM_PATH_ERROR_MAX]) 
                 }
                 p += 2;
         }
-        return 0;
+        int r = check_parts(target, err);
+        if (r == -ENOMEM)
+                snprintf(err, FARM_PATH_ERROR_MAX, "out of memory");
+        return r;
 }
 
 int farm_route_path(const char *target, char **ret) {
@@ -105,6 +153,12 @@ int farm_segment_decode(const char *seg, size_t len, char *buf, size_t size) {
                 return -ENOBUFS;
         buf[o] = '\0';
         return 0;
+}
+
+int farm_release_segment(const char *seg, size_t len, char ret[static SUMMARY_MAX_RELEASE + 1]) {
+        if (len == 0)
+                return -ENOBUFS;
+        return farm_segment_decode(seg, len, ret, SUMMARY_MAX_RELEASE + 1);
 }
 
 int farm_segment_encode(const char *s, char *buf, size_t size) {

@@ -80,9 +80,10 @@ static const struct {
         { "mail", "Mail", "a@b.example, <x>@y", -EINVAL, "not a mail address" },
         { "mail", "Mail", "a@b.example\nBcc: victim@x", -EINVAL, "not a mail address" },
         { "mail", "From", "rtsoak@farm", 0, NULL },
-        { "mail", "SubjectPrefix", "[lab]\r", -EINVAL, "control characters" },
+        { "mail", "SubjectPrefix", "[lab]\r", -EINVAL, "a control character U+000D" },
+        { "mail", "SubjectPrefix", "[lab\xe2\x80\xae]", -EINVAL, "U+202E" },
         { "mail", "SMTP", "http://localhost:25", -EINVAL, "smtp:// or smtps://" },
-        { "BAD", "Mail", "a@b", -EINVAL, "a channel name is" },
+        { "BAD", "Mail", "a@b", -EINVAL, "a channel name may hold only" },
 };
 
 static void test_channel_keys(void **state) {
@@ -269,7 +270,7 @@ static void test_mail(void **state) {
         assert_non_null(strstr(mail, "\nMessage-ID: <rtsoak.42.7@farm  X: y>\n"));
         assert_non_null(strstr(mail, "\nDate: Thu, 03 Dec 2026 12:13:20 +0000\n"));
         assert_non_null(strstr(mail, "\nAuto-Submitted: auto-generated\n"));
-        assert_non_null(strstr(mail, "\n\nline one\nline\ttwo \n"));
+        assert_non_null(strstr(mail, "\n\nline one\nline\ttwo\\x01\n"));
         /* The encoded subject decodes to the title, control characters made spaces. */
         const char *s = strstr(mail, "=?UTF-8?B?") + 10;
         uint8_t *dec = NULL;
