@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "json-path.h"
+#include "macro.h"
 
 #define DEPTH_MAX 32
 #define KEY_MAX 64
@@ -27,9 +28,12 @@ struct scan {
 static void read_string(const char *text, size_t end, size_t *i, char *key) {
         size_t k = 0;
         for ((*i)++; *i < end && text[*i] != '"'; (*i)++) {
-                if (text[*i] == '\\' && *i + 1 < end)
-                        (*i)++;
                 unsigned char c = (unsigned char) text[*i];
+                if (c == '\\' && *i + 1 < end) {
+                        /* An escape is one character, shown as '?'. */
+                        c = '?';
+                        *i += text[*i + 1] == 'u' ? MIN((size_t) 5, end - *i - 1) : 1;
+                }
                 if (key && k + 1 < KEY_MAX)
                         key[k++] = c >= 0x20 && c < 0x7f ? (char) c : '?';
         }

@@ -107,7 +107,9 @@ static const char *escape_of(const unsigned char *p, size_t n, uint32_t cp, bool
         }
 }
 
-static char *escape_into(const char *s, bool multiline, char *buf, size_t size) {
+/* Writes s escaped into buf (size > 0, cut to fit between characters); with buf NULL, only
+ * counts.  Returns the length of the escaped text, written or not. */
+static size_t escape_into(const char *s, bool multiline, char *buf, size_t size) {
         const unsigned char *p = (const unsigned char *) (s ?: "");
         size_t o = 0;
         while (*p) {
@@ -116,24 +118,30 @@ static char *escape_into(const char *s, bool multiline, char *buf, size_t size) 
                 size_t n = decode(p, &cp);
                 const char *e = escape_of(p, n, cp, multiline, tmp);
                 size_t len = e ? strlen(e) : n;
-                if (o + len >= size)
+                if (buf && o + len >= size)
                         break;
-                memcpy(buf + o, e ?: (const char *) p, len);
+                if (buf)
+                        memcpy(buf + o, e ?: (const char *) p, len);
                 o += len;
                 p += n ?: 1;
         }
-        buf[o] = '\0';
-        return buf;
+        if (buf)
+                buf[o] = '\0';
+        return o;
 }
 
 char *text_escape(const char *s, char *buf, size_t size) {
-        return escape_into(s, false, buf, size);
+        escape_into(s, false, buf, size);
+        return buf;
 }
 
+/* Allocated to the size the escapes take (a text may be megabytes of raw trace events). */
 static char *escape_dup(const char *s, bool multiline) {
-        size_t size = 6 * strlen(s ?: "") + 1; /* "\u202e" for 3 bytes, "\x01" for 1 */
+        size_t size = escape_into(s, multiline, NULL, 0) + 1;
         char *buf = malloc(size);
-        return buf ? escape_into(s, multiline, buf, size) : NULL;
+        if (buf)
+                escape_into(s, multiline, buf, size);
+        return buf;
 }
 
 char *text_escape_dup(const char *s) {

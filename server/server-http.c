@@ -741,9 +741,9 @@ static enum MHD_Result get_notifications(farm_http *h, struct MHD_Connection *c,
                 return respond_error(rq, c, 400, err, NULL, NULL);
         if (r < 0)
                 return respond_internal(rq, c, r, err);
-        /* The next page keeps the filters. */
+        /* The next page keeps the filters (a release among them, three bytes a character). */
         int64_t total = json_integer_value(json_object_get(j, "total"));
-        char query[512] = "";
+        char query[3 * SUMMARY_MAX_RELEASE + 256] = "";
         for (const char *const *p = allowed; *p && strcmp(*p, "limit") != 0; p++)
                 if (param(c, *p)) {
                         _cleanup_free_ char *v = notify_url_escape("", param(c, *p));

@@ -185,7 +185,7 @@ static int verdict_lines(const struct metric_ctx *c, const char *name, char **re
         json_t *rel;
         json_array_foreach (list, i, rel) {
                 const char *release = json_string_value(rel);
-                char esc[3 * 256 + 1];
+                char esc[3 * SUMMARY_MAX_RELEASE + 1];
                 json_t *v = NULL;
                 if (!release || farm_prom_escape(release, esc, sizeof(esc)) < 0)
                         continue;

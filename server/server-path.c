@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "macro.h"
 #include "server-path.h"
 #include "text-safe.h"
 
@@ -73,12 +74,31 @@ static int check_parts(const char *target, char err[static FARM_PATH_ERROR_MAX])
         return r;
 }
 
+/* Where p is, for messages: "path", "query", or "query: NAME=" in a parameter's value. */
+static const char *part_of(const char *query, const char *p, char buf[static 96]) {
+        if (!query || p <= query)
+                return "path";
+        const char *start = query + 1;
+        for (const char *q = start; q < p; q++)
+                if (*q == '&')
+                        start = q + 1;
+        const char *eq = memchr(start, '=', (size_t) (p - start));
+        if (!eq)
+                return "query";
+        char name[64], shown[80];
+        snprintf(name, sizeof(name), "%.*s", (int) MIN((size_t) (eq - start), sizeof(name) - 1),
+                 start);
+        snprintf(buf, 96, "query: %s=", text_escape(name, shown, sizeof(shown)));
+        return buf;
+}
+
 int farm_target_check(const char *target, char err[static FARM_PATH_ERROR_MAX]) {
-        bool query = false;
+        const char *query = NULL;
+        char where[96];
         for (const unsigned char *p = (const unsigned char *) target; *p; p++) {
-                const char *part = query ? "query" : "path";
-                if (*p == '?')
-                        query = true;
+                const char *part = part_of(query, (const char *) p, where);
+                if (*p == '?' && !query)
+                        query = (const char *) p;
                 if (control(*p)) {
                         snprintf(err, FARM_PATH_ERROR_MAX,
                                  "%s: a control character (0x%02X) is not allowed", part, *p);

@@ -159,11 +159,12 @@ static void test_target(void **state) {
                 const char *target, *err;
         } bad[] = {
                 { "/api/v1/machines/0123%00/runs", "path: %00 (an encoded control character)" },
-                { "/api/v1/machines?limit=1%00abc", "query: %00" },
+                { "/api/v1/machines?limit=1%00abc", "query: limit=: %00" },
                 { "/x%1b[31m", "path: %1b" },
                 { "/x%7F", "path: %7F" },
                 { "/x\x01", "path: a control character (0x01)" },
-                { "/x?y=\x7f", "query: a control character (0x7F)" },
+                { "/x?y=\x7f", "query: y=: a control character (0x7F)" },
+                { "/x?y\x7f", "query: a control character (0x7F)" },
                 { "/x%zz", "path: '%' not followed by two hexadecimal digits" },
                 { "/x%4", "path: '%' not followed" },
         };
@@ -346,8 +347,8 @@ static void test_text_json(void **state) {
         /* Repaired where this program reads back what it stored: one line, '?' for each. */
         assert_int_equal(text_json_repair(j), 0);
         text = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
-        assert_string_equal(text,
-                            "{\"a\":[\"ok\",\"x?y\"],\"b\":{\"c\":\"?[31m\"},\"k?\":\"two?lines\"}");
+        assert_string_equal(
+                text, "{\"a\":[\"ok\",\"x?y\"],\"b\":{\"c\":\"?[31m\"},\"k?\":\"two?lines\"}");
         assert_true(text_json_ok(j, false, path, why));
         free(text);
         json_decref(j);
@@ -590,18 +591,12 @@ static void test_connection_limits(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_merge_budget),
-                cmocka_unit_test(test_acc_saturates),
-                cmocka_unit_test(test_target),
-                cmocka_unit_test(test_param_ranges),
-                cmocka_unit_test(test_text_safe),
-                cmocka_unit_test(test_names),
-                cmocka_unit_test(test_text_json),
-                cmocka_unit_test(test_json_path),
-                cmocka_unit_test(test_token_file),
-                cmocka_unit_test(test_file_mode),
-                cmocka_unit_test(test_access),
-                cmocka_unit_test(test_connection_limits),
+                cmocka_unit_test(test_merge_budget), cmocka_unit_test(test_acc_saturates),
+                cmocka_unit_test(test_target),       cmocka_unit_test(test_param_ranges),
+                cmocka_unit_test(test_text_safe),    cmocka_unit_test(test_names),
+                cmocka_unit_test(test_text_json),    cmocka_unit_test(test_json_path),
+                cmocka_unit_test(test_token_file),   cmocka_unit_test(test_file_mode),
+                cmocka_unit_test(test_access),       cmocka_unit_test(test_connection_limits),
         };
         return RUN_TESTS(tests);
 }
