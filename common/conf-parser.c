@@ -565,12 +565,14 @@ int conf_parse_file(const struct conf_table *t, const char *path, void *obj, cha
 int conf_parse_assignment(const struct conf_table *t, const char *assignment, const char *origin,
                           void *obj, char **origins, char err[static CONF_ERROR_MAX]) {
         _cleanup_free_ char *copy = strdup(assignment);
-        char where[PATH_MAX_WHERE];
+        char where[PATH_MAX_WHERE], shown[PATH_MAX_WHERE - 64];
         char *dot, *eq;
 
         if (!copy)
                 return -ENOMEM;
-        snprintf(where, sizeof(where), "%s %s", origin, assignment);
+        /* Shown in messages and --check-config as the text rule allows. */
+        snprintf(where, sizeof(where), "%s %s", origin,
+                 text_escape(assignment, shown, sizeof(shown)));
         eq = strchr(copy, '=');
         if (!eq)
                 return seterr(err, "%s: expected Section.Key=Value", where);
