@@ -24,6 +24,7 @@
 #include "macro.h"
 #include "sha256.h"
 #include "summary.h"
+#include "text-safe.h"
 #include "trace-analysis.h"
 #include "trace-raw.h"
 #include "timeutil.h"
@@ -318,12 +319,13 @@ static void *grow(void *array, size_t *n, size_t size) {
         })
 
 static bool valid_id(const char *s) {
-        return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32;
+        char why[NAME_WHY_MAX];
+        return name_ok(&summary_name_id, s, why);
 }
 
 static bool valid_generator(const char *s) {
-        size_t l = strlen(s);
-        return l >= 1 && l <= 32 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == l;
+        char why[NAME_WHY_MAX];
+        return name_ok(&summary_name_generator, s, why);
 }
 
 /* "idle 1h, cpu 30min": every step a built-in scenario and a whole number of intervals (the
@@ -552,11 +554,10 @@ static int parse_hostile(const char *probed, const char *share, const char *ahea
         uint64_t v;
         int r;
 
-        if (opt.release && !summary_release_valid(opt.release))
-                return usage_error("--release",
-                                   "'%s' is not a release name (1-%d letters, digits and . _ + "
-                                   "~ : -)",
-                                   opt.release, SUMMARY_MAX_RELEASE);
+        char why[NAME_WHY_MAX];
+        if (opt.release && !name_ok(&summary_name_release, opt.release, why))
+                return usage_error("--release", "'%s' is not a release name (%s)", opt.release,
+                                   why);
         if (probed && (r = parse_probed(probed)) < 0)
                 return r;
         if (share) {
@@ -968,10 +969,19 @@ static int check_identity(void) {
                                                        "both"
                                                      : "required (or --token TOKEN)");
         }
+        char why[TEXT_WHY_MAX > NAME_WHY_MAX ? TEXT_WHY_MAX : NAME_WHY_MAX];
         if (opt.hostname && (!*opt.hostname || strlen(opt.hostname) > 255))
                 return usage_error("--hostname", "must be 1 to 255 bytes");
-        if (!*opt.kernel || strlen(opt.kernel) > 256)
-                return usage_error("--kernel", "must be 1 to 256 bytes");
+        if (opt.hostname && !text_ok(opt.hostname, false, why))
+                return usage_error("--hostname", "%s", why);
+        if (!*opt.kernel || strlen(opt.kernel) > SUMMARY_MAX_RELEASE)
+                return usage_error("--kernel", "must be 1 to %d bytes", SUMMARY_MAX_RELEASE);
+        if (!text_ok(opt.kernel, false, why))
+                return usage_error("--kernel", "%s", why);
+        /* Without --release, the farm judges the runs under the kernel's release. */
+        if (!opt.release && !name_ok(&summary_name_release, opt.kernel, why))
+                return usage_error("--kernel", "'%s' is not a release name (%s): give --release",
+                                   opt.kernel, why);
         if (strlen(opt.kernel_version) > 512)
                 return usage_error("--kernel-version", "longer than 512 bytes");
         if (strlen(opt.preempt_model) > 64)
