@@ -1546,7 +1546,9 @@ def test_inv8_debian_rt_kernel_is_its_own_series(c):
               tweak=lambda i, t, n: {"cpu": {"max_ns": 3 * US + 1, "min_ns": 2 * US,
                                              "typical_ns": 3 * US}})
         clean(m, "6.1.0-18-rt-amd64", E - 25 * HOUR, E, run_id=2)
-    wait_logged(f, "6.1.0-18-amd64", "qualified")
+    deadline = time.monotonic() + 60  # the log has the non-RT kernel qualified
+    while f.logged_status("6.1.0-18-amd64") != "qualified" and time.monotonic() < deadline:
+        time.sleep(0.2)
     v1, v2 = f.verdict("6.1.0-18-amd64"), f.verdict("6.1.0-18-rt-amd64")
     c.check(v1.get("series") != v2.get("series"), "two series",
             (v1.get("series"), v2.get("series")))
@@ -1581,14 +1583,17 @@ def test_inv8_release_named_explicitly(c):
 # ---- 9. No regressions ---------------------------------------------------------------------
 
 
-def wait_logged(f, release, status, timeout_s=60):
-    """Until the verdict log (Watch=1s) has release's status: the baselines are read from it."""
+def wait_baseline(f, release, baseline, timeout_s=60):
+    """Until release's verdict compares it with baseline: the verdict log (Watch=1s) has judged
+    the older releases (the baselines are read from it), whatever it judged on the way while the
+    history was being posted."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if f.logged_status(release) == status:
+        if (f.verdict(release).get("rule") or {}).get("baseline") == baseline:
             return
         time.sleep(0.2)
-    raise FarmError(f"the verdict log did not have {release} {status} within {timeout_s} s")
+    raise FarmError(f"the verdict log did not give {release} the baseline {baseline} within "
+                    f"{timeout_s} s")
 
 BASE, CAND, NEXT = "6.6.29-rt30", "6.6.30-rt31", "6.6.31-rt32"
 
@@ -1626,7 +1631,8 @@ def test_inv9_regression_against_latest_stable(c):
     rule.  The next release, worse than the baseline by less than the tolerance, qualifies,
     compared with 6.6.29-rt30 (the failed release is no baseline)."""
     f, a, b = regression_farm(c, dict(STD, **LOGGED))
-    wait_logged(f, CAND, "failed")
+    wait_baseline(f, CAND, BASE)
+    wait_baseline(f, NEXT, BASE)
     v = f.verdict(BASE)
     c.eq(v.get("verdict"), "qualified", f"verdict of {BASE}")
     v = f.verdict(CAND)
@@ -1652,7 +1658,7 @@ def test_control_regression_off(c):
     c.eq(v.get("verdict"), "qualified", "verdict with Regression=no")
     c.no_kind(v, "regression")
     f.restart(dict(STD, RegressionTolerance="200%", RegressionMinDifference="60us", **LOGGED))
-    wait_logged(f, CAND, "qualified")
+    wait_baseline(f, CAND, BASE)
     v = f.verdict(CAND)
     c.eq((v.get("rule") or {}).get("baseline"), BASE, f"baseline of {CAND}")
     c.eq(v.get("verdict"), "qualified", "verdict with a 200 % tolerance and 60 us")
@@ -1699,7 +1705,7 @@ def test_inv10_latest_stable_by_version_order(c):
     deadline = time.monotonic() + 30
     while True:
         st, text, obj = f.http("GET", "/api/v1/series/6.6-rt/latest-stable")
-        if (obj or {}).get("since_ns") or time.monotonic() > deadline:
+        if latest(obj) == "6.6.10-rt12" or time.monotonic() > deadline:
             break
         time.sleep(0.5)
     c.eq((st, latest(obj)), (200, "6.6.10-rt12"), f"latest stable of 6.6-rt ({text[:300]})")
@@ -1746,8 +1752,8 @@ def test_sigterm_ends_long_work(c):
             [os.path.join(os.environ.get("RTSOAK_TEST_PG_BIN", "/usr/bin"), "psql"), "-q",
              f.db], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             text=True)
-        holder.stdin.write("BEGIN; LOCK TABLE runs IN ACCESS EXCLUSIVE MODE; "
-                           "SELECT pg_sleep(60);\n")
+        # Left open: the session holds the lock idle in its transaction until psql is killed.
+        holder.stdin.write("BEGIN; LOCK TABLE runs IN ACCESS EXCLUSIVE MODE;\n")
         holder.stdin.flush()
     else:
         import sqlite3
