@@ -11,11 +11,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "server-dash.h"
-#include "server-metrics.h"
-#include "server-query.h"
-#include "server-db.h"
-#include "server-verdict.h"
+#include "dash.h"
+#include "metrics.h"
+#include "query.h"
+#include "db.h"
+#include "verdict.h"
 #include "timeutil.h"
 
 static int cmp_i64(const void *a, const void *b) {

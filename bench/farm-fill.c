@@ -17,9 +17,9 @@
 #include <time.h>
 
 #include "hist.h"
-#include "server-auth.h"
-#include "server-db.h"
-#include "server-settings.h"
+#include "auth.h"
+#include "db.h"
+#include "settings.h"
 #include "timeutil.h"
 
 #define SEC INT64_C(1000000000)

@@ -10,9 +10,9 @@
 
 #include "hist.h"
 #include "macro.h"
-#include "server-db-internal.h"
-#include "server-db.h"
-#include "server-settings.h"
+#include "db-internal.h"
+#include "db.h"
+#include "settings.h"
 #include "timeutil.h"
 
 #define MIN_NS (60 * INT64_C(1000000000))

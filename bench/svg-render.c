@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "macro.h"
-#include "server-svg.h"
+#include "svg.h"
 
 #define NCPUS 8
 #define MANY_CPUS 256

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "server-head.h"
+#include "head.h"
 #include "text-safe.h"
 
 #define FIELDS_MAX 64

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server-params.h"
-#include "server-path.h"
+#include "params.h"
+#include "path.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Every route of the real rtsoak-server against hostile parameters, on a farm with late data.
 
-The routes come from the server's own table (server/server-routes.c: methods, path pattern,
+The routes come from the server's own table (server/api/routes.c: methods, path pattern,
 query parameters, the format of its answers), which is held against docs/api.md both ways: a
 route or a method of one that the other lacks fails, and so does a parameter that the server
 takes but the route's documentation does not name, or that the server's own refusal of an
@@ -57,8 +57,8 @@ def q(s):
 
 
 def server_routes():
-    """The rows of server/server-routes.c: (methods, pattern, params, format)."""
-    text = open(os.path.join(SRC, "server", "server-routes.c")).read()
+    """The rows of server/api/routes.c: (methods, pattern, params, format)."""
+    text = open(os.path.join(SRC, "server", "api", "routes.c")).read()
     macros = dict(re.findall(r'#define (\w+) "([^"]*)"', text))
     body = text[text.index("farm_routes[] = {"):]
     body = body[:body.index("};")]
@@ -497,7 +497,7 @@ def test_late_questions(farm, ctx):
 
 def main():
     table = server_routes()
-    check(len(table) >= 30, "the server's route table is read from server/server-routes.c",
+    check(len(table) >= 30, "the server's route table is read from server/api/routes.c",
           len(table))
     test_table_against_docs(table)
     farm = None

@@ -9,8 +9,8 @@
 
 #include "tests.h"
 #include "macro.h"
-#include "server-maintenance.h"
-#include "server-settings.h"
+#include "maintenance.h"
+#include "settings.h"
 
 #define T0 INT64_C(1796300000000000000)
 #define S_NS INT64_C(1000000000)

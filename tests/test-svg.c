@@ -10,7 +10,7 @@
 #include "tests.h"
 #include "hist.h"
 #include "macro.h"
-#include "server-svg.h"
+#include "svg.h"
 
 #define DAY_NS (86400 * INT64_C(1000000000))
 #define MIN_NS (60 * INT64_C(1000000000))

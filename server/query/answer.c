@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/* What the routes of the query API share: their answers and errors, the checks of their
+ * parameters, the paging of a list, and the machine and window that a machine's query is of. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json-time.h"
+#include "text-safe.h"
+#include "macro.h"
+#include "query-internal.h"
+
+#define DEFAULT_WINDOW_NS DAY_NS
+
+void farm_answer_done(struct farm_answer *a) {
+        json_decref(a->json);
+        free(a->text);
+        a->json = NULL;
+        a->text = NULL;
+}
+
+void query_error(struct farm_answer *a, unsigned status, const char *fmt, ...) {
+        char msg[FARM_ERROR_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        json_decref(a->json);
+        a->status = status;
+        a->json = farm_error_json(msg);
+}
+
+json_t *farm_error_json(const char *msg) {
+        char safe[FARM_ERROR_MAX];
+        return json_pack("{s:s}", "error", text_copy_utf8(msg, safe, sizeof(safe)));
+}
+
+/* A failure of ours (500, or 503 for a busy database); err already says why. */
+int query_internal(struct farm_answer *a, int error) {
+        a->error = error;
+        a->status = error == -EBUSY ? 503 : 500;
+        return error;
+}
+
+void query_json(struct farm_answer *a, json_t *j) {
+        if (!j) {
+                snprintf(a->err, sizeof(a->err), "out of memory building the answer");
+                query_internal(a, -ENOMEM);
+                return;
+        }
+        a->status = 200;
+        a->json = j;
+}
+
+/* The value of parameter name, or NULL. */
+const char *query_arg(const struct farm_args *args, const char *name) {
+        for (unsigned i = 0; i < args->n; i++)
+                if (strcmp(args->a[i].name, name) == 0)
+                        return args->a[i].value ?: "";
+        return NULL;
+}
+
+bool query_param_ok(int r, const char *perr, struct farm_answer *a) {
+        if (r >= 0)
+                return true;
+        query_error(a, 400, "%s", perr);
+        return false;
+}
+
+/* Scenario names as the schema allows them. */
+bool query_scenario_ok(const char *s, struct farm_answer *a) {
+        char why[NAME_WHY_MAX];
+        bool ok = name_ok(&summary_name_scenario, s, why);
+        if (!ok)
+                query_error(a, 400, "scenario=%.64s: %s", s, why);
+        return ok;
+}
+
+/* A growing string: on failure it becomes NULL and stays so. */
+struct sbuf {
+        char *s;
+        size_t len, size;
+};
+
+static void sb_put(struct sbuf *b, const char *s, bool encode) {
+        for (const unsigned char *p = (const unsigned char *) s; b->s && *p; p++) {
+                if (b->len + 4 >= b->size) {
+                        size_t n = b->size * 2 + 64;
+                        char *t = realloc(b->s, n);
+                        if (!t) {
+                                free(b->s);
+                                b->s = NULL;
+                                return;
+                        }
+                        b->s = t;
+                        b->size = n;
+                }
+                if (!encode || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~')
+                        b->s[b->len++] = (char) *p;
+                else
+                        b->len += (size_t) snprintf(b->s + b->len, b->size - b->len, "%%%02X", *p);
+                b->s[b->len] = '\0';
+        }
+}
+
+/* Adds "total", "limit", "offset" and "next" to o: next is the path and query of the next
+ * page (the same parameters, percent-encoded, with the offset moved on), or null on the last
+ * page. */
+int query_add_page(json_t *o, const char *path, const struct farm_args *args,
+                   const struct farm_page *page, uint64_t total) {
+        json_t *next;
+        if (page->offset + page->limit < total) {
+                struct sbuf b = { .s = calloc(1, 64), .size = 64 };
+                char num[96];
+                sb_put(&b, path, false);
+                sb_put(&b, "?", false);
+                for (unsigned i = 0; i < args->n; i++) {
+                        if (strcmp(args->a[i].name, "limit") == 0 ||
+                            strcmp(args->a[i].name, "offset") == 0)
+                                continue;
+                        sb_put(&b, args->a[i].name, true);
+                        sb_put(&b, "=", false);
+                        sb_put(&b, args->a[i].value ?: "", true);
+                        sb_put(&b, "&", false);
+                }
+                snprintf(num, sizeof(num), "limit=%" PRIu64 "&offset=%" PRIu64, page->limit,
+                         page->offset + page->limit);
+                sb_put(&b, num, false);
+                if (!b.s)
+                        return -ENOMEM;
+                next = json_string(b.s);
+                free(b.s);
+        } else
+                next = json_null();
+        if (json_object_set_new(o, "total", json_integer((json_int_t) total)) < 0 ||
+            json_object_set_new(o, "limit", json_integer((json_int_t) page->limit)) < 0 ||
+            json_object_set_new(o, "offset", json_integer((json_int_t) page->offset)) < 0 ||
+            json_object_set_new(o, "next", next) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* ---- the machine and the window --------------------------------------------------------- */
+
+int query_machine_find(sql_conn *c, const char *id, struct query_machine *m,
+                       char err[static FARM_ERROR_MAX]) {
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c,
+                             "SELECT m.last_interval_start_ns, (SELECT interval_ns FROM runs "
+                             "WHERE machine_id = m.id ORDER BY start_ns DESC, run_id DESC "
+                             "LIMIT 1) FROM machines m WHERE m.id = ?",
+                             &st, err);
+        if (r < 0)
+                return r;
+        sql_bind_text(st, 1, id);
+        int rc = sql_step(st);
+        if (rc == SQL_DONE)
+                return 0;
+        if (rc != SQL_ROW)
+                return farm_fail(c, rc, "cannot look up the machine", err);
+        *m = (struct query_machine){ .id = id };
+        m->has_data = !sql_column_null(st, 0);
+        m->last_start_ns = sql_column_int64(st, 0);
+        m->interval_ns = (uint64_t) sql_column_int64(st, 1);
+        return 1;
+}
+
+int query_machine_lookup(sql_conn *c, const char *id, struct query_machine *m,
+                         struct farm_answer *a) {
+        int r = query_machine_find(c, id, m, a->err);
+        if (r < 0)
+                return query_internal(a, r);
+        if (r == 0)
+                query_error(a, 404, "no such machine");
+        return r;
+}
+
+void query_default_window(const struct query_machine *m, int64_t now, int64_t *ret_from,
+                          int64_t *ret_to) {
+        *ret_to = m->has_data ? m->last_start_ns + 1 : now;
+        *ret_from = *ret_to - DEFAULT_WINDOW_NS;
+}
+
+/* ?from= and ?to= of a window [from, to): by default the 24 hours up to the machine's latest
+ * interval (included); with one of them given, 24 hours from or up to it. */
+bool query_parse_window(const struct farm_args *args, int64_t now, const struct query_machine *m,
+                        int64_t *ret_from, int64_t *ret_to, struct farm_answer *a) {
+        char perr[FARM_PARAM_ERROR_MAX];
+        int64_t from = 0, to = 0;
+        int r = farm_param_window(query_arg(args, "from"), query_arg(args, "to"), now,
+                                  DEFAULT_WINDOW_NS, &from, &to, perr);
+        if (!query_param_ok(r, perr, a))
+                return false;
+        if (r > 0)
+                query_default_window(m, now, &from, &to);
+        *ret_from = from;
+        *ret_to = to;
+        return true;
+}
+
+bool query_parse_cpu(const struct farm_args *args, int64_t *ret, struct farm_answer *a) {
+        char perr[FARM_PARAM_ERROR_MAX];
+        uint64_t cpu = 0;
+        const char *v = query_arg(args, "cpu");
+        *ret = -1;
+        if (!query_param_ok(farm_param_uint("cpu", v, 0, CPU_MAX - 1, &cpu, perr), perr, a))
+                return false;
+        if (v)
+                *ret = (int64_t) cpu;
+        return true;
+}
+
+int query_window_fields(json_t *o, const char *machine, int64_t from, int64_t to, int64_t cpu,
+                        const char *scenario) {
+        return json_object_update_new(
+                o, json_pack("{s:s, s:I, s:o, s:I, s:o, s:o, s:o}", "machine", machine, "from_ns",
+                             (json_int_t) from, "from", json_time(from), "to_ns", (json_int_t) to,
+                             "to", json_time(to), "cpu", cpu >= 0 ? json_integer(cpu) : json_null(),
+                             "scenario", scenario ? json_string(scenario) : json_null()));
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/* GET /api/v1/kernels/{release}/compare: a release against another, per machine and scenario
+ * (store/comparison.c compares them). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare.h"
+#include "comparison.h"
+#include "query-internal.h"
+
+static json_t *cmp_side_json(const struct farm_cmp_side *c) {
+        if (!c->used)
+                return json_null();
+        return json_pack("{s:I, s:I, s:I, s:I}", "worst_ns", (json_int_t) c->worst_ns, "p99_9_ns",
+                         (json_int_t) c->p99_9_ns, "samples", (json_int_t) c->samples, "violations",
+                         (json_int_t) c->violations);
+}
+
+static json_t *cmp_entry_json(const struct farm_cmp_entry *e) {
+        const struct farm_cmp_side *k = &e->side[0], *w = &e->side[1];
+        bool both = k->used && w->used;
+        json_t *diff = both ? json_pack("{s:I, s:I}", "worst_ns",
+                                        (json_int_t) k->worst_ns - (json_int_t) w->worst_ns,
+                                        "p99_9_ns",
+                                        (json_int_t) k->p99_9_ns - (json_int_t) w->p99_9_ns)
+                            : json_null();
+        return json_pack("{s:s, s:o, s:s, s:o, s:o, s:o, s:o}", "machine", e->machine, "scenario",
+                         e->scenario[0] ? json_string(e->scenario) : json_null(), "in",
+                         both      ? "both"
+                         : k->used ? "kernel"
+                                   : "with",
+                         "kernel", cmp_side_json(k), "with", cmp_side_json(w), "difference", diff,
+                         "regression", both ? json_boolean(e->regression) : json_null());
+}
+
+int query_compare(farm_db *db, const char *release, const struct farm_args *args, int64_t now,
+                  const char *path, struct farm_answer *a) {
+        char perr[FARM_PARAM_ERROR_MAX], tol[32], err[FARM_ERROR_MAX];
+        struct farm_page page;
+        uint64_t tolerance = FARM_COMPARE_TOLERANCE_PERCENT_DEFAULT,
+                 min_diff = FARM_COMPARE_MIN_DIFFERENCE_NS_DEFAULT;
+        const char *with = query_arg(args, "with"), *t = query_arg(args, "tolerance");
+        struct farm_comparison cmp;
+        int r;
+
+        if (!query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
+                                            &page, perr),
+                            perr, a) ||
+            !query_param_ok(farm_param_span("min_difference", query_arg(args, "min_difference"),
+                                            &min_diff, perr),
+                            perr, a))
+                return 0;
+        if (t) {
+                /* A percentage, with or without its sign. */
+                snprintf(tol, sizeof(tol), "%s", t);
+                size_t n = strlen(tol);
+                if (n > 0 && tol[n - 1] == '%')
+                        tol[n - 1] = '\0';
+                if (strlen(t) >= sizeof(tol) ||
+                    farm_param_uint("tolerance", tol, 0, 1000, &tolerance, perr) < 0) {
+                        query_error(a, 400,
+                                    "tolerance=%.64s: expected a percentage 0-1000 (10 or 10%%)",
+                                    t);
+                        return 0;
+                }
+        }
+        if (!with || !with[0]) {
+                query_error(a, 400, "with: required, the kernel release to compare with");
+                return 0;
+        }
+
+        r = farm_kernel_compare(db, release, with, tolerance, min_diff, now, &cmp, err);
+        if (r == -ENOENT) {
+                query_error(a, 404, "%s", err);
+                return 0;
+        }
+        if (r < 0) {
+                snprintf(a->err, sizeof(a->err), "%s", err);
+                return query_internal(a, r);
+        }
+        json_t *o = json_object(), *items = json_array();
+        for (size_t i = page.offset; o && items && i < cmp.n && i < page.offset + page.limit; i++)
+                json_array_append_new(items, cmp_entry_json(&cmp.v[i]));
+        size_t n = cmp.n;
+        if (!o || !items ||
+            json_object_update_new(
+                    o, json_pack("{s:s, s:s, s:I, s:I, s:s, s:I, s:I, s:I, s:I, s:o}", "kernel",
+                                 release, "with", with, "tolerance_percent", (json_int_t) tolerance,
+                                 "min_difference_ns", (json_int_t) min_diff, "rule", cmp.rule,
+                                 "regressions", (json_int_t) cmp.regressions, "in_both",
+                                 (json_int_t) cmp.in_both, "only_kernel", (json_int_t) cmp.only[0],
+                                 "only_with", (json_int_t) cmp.only[1], "comparisons", items)) <
+                    0 ||
+            query_add_page(o, path, args, &page, n) < 0) {
+                farm_comparison_done(&cmp);
+                json_decref(o);
+                query_json(a, NULL);
+                return 0;
+        }
+        farm_comparison_done(&cmp);
+        query_json(a, o);
+        return 0;
+}

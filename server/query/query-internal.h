@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside the query API: what its routes share (answers, parameter checks, the paging of a
+ * list, the machine and window of a query) and the route handlers of server-query.c. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "macro.h"
+#include "db-internal.h"
+#include "hist-cache.h"
+#include "params.h"
+#include "query.h"
+
+#define DAY_NS FARM_DAY_NS
+#define CPU_MAX FARM_CPU_MAX /* a query's cpu= is below it */
+
+/* Adds b to *a, saturating at 2^63-1: totals of intervals that overlap (a machine may send
+ * them) must not wrap, and JSON readers take no more. */
+static inline void sat_add(uint64_t *a, uint64_t b) {
+        if (__builtin_add_overflow(*a, b, a) || *a > INT64_MAX)
+                *a = INT64_MAX;
+}
+
+/* ---- answers ---- */
+
+/* A refusal: status with {"error": the message}. */
+void query_error(struct farm_answer *a, unsigned status, const char *fmt, ...) _printf_(3, 4);
+/* A failure of ours (500, or 503 for a busy database); a->err already says why.  Returns
+ * error. */
+int query_internal(struct farm_answer *a, int error);
+/* A 200 with j, or a 500 when j is NULL (out of memory building it). */
+void query_json(struct farm_answer *a, json_t *j);
+
+/* ---- parameters ---- */
+
+/* The value of parameter name ("" for "?name"), or NULL. */
+const char *query_arg(const struct farm_args *args, const char *name);
+/* Answers 400 with perr when r < 0. */
+bool query_param_ok(int r, const char *perr, struct farm_answer *a);
+/* Refuses (400) what is not a scenario name of the summary schema. */
+bool query_scenario_ok(const char *s, struct farm_answer *a);
+/* ?cpu=: -1 when not given. */
+bool query_parse_cpu(const struct farm_args *args, int64_t *ret, struct farm_answer *a);
+
+/* Adds "total", "limit", "offset" and "next" (the path and query of the next page, or null)
+ * to o. */
+int query_add_page(json_t *o, const char *path, const struct farm_args *args,
+                   const struct farm_page *page, uint64_t total);
+
+/* ---- the machine and the window of a query ---- */
+
+struct query_machine {
+        const char *id;
+        bool has_data;
+        int64_t last_start_ns; /* of its latest interval */
+        uint64_t interval_ns;  /* of its latest run */
+};
+
+/* 1 with m filled when the machine is enrolled, 0 when not.  With the reader lock held. */
+int query_machine_find(sql_conn *c, const char *id, struct query_machine *m,
+                       char err[static FARM_ERROR_MAX]);
+/* The same, answering 404 when it is not enrolled. */
+int query_machine_lookup(sql_conn *c, const char *id, struct query_machine *m,
+                         struct farm_answer *a);
+/* The window of a machine's query without from= and to=: the 24 hours up to its latest interval
+ * (included), or up to now before it has any. */
+void query_default_window(const struct query_machine *m, int64_t now, int64_t *ret_from,
+                          int64_t *ret_to);
+/* ?from= and ?to= of a window [from, to) of machine m. */
+bool query_parse_window(const struct farm_args *args, int64_t now, const struct query_machine *m,
+                        int64_t *ret_from, int64_t *ret_to, struct farm_answer *a);
+/* Adds "machine", "from_ns", "from", "to_ns", "to", "cpu" and "scenario" to o. */
+int query_window_fields(json_t *o, const char *machine, int64_t from, int64_t to, int64_t cpu,
+                        const char *scenario);
+
+/* ---- the routes, which farm_query_route() dispatches to ---- */
+
+/* Each answers a (returning 0 once a holds the answer, or what query_internal() returns). */
+int query_intervals(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
+                    const char *path, struct farm_answer *a);
+int query_histogram(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
+                    const char *path, struct farm_answer *a);
+int query_compare(farm_db *db, const char *release, const struct farm_args *args, int64_t now,
+                  const char *path, struct farm_answer *a);
+int query_events(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
+                 const char *path, struct farm_answer *a);
+int query_runs(farm_db *db, const char *id, const struct farm_args *args, const char *path,
+               const struct farm_clock_view *cv, struct farm_answer *a);
+int query_machines(farm_db *db, const struct farm_args *args, const char *path,
+                   const struct farm_clock_view *cv, struct farm_answer *a);

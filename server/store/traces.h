@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* The flight recorder's captures on the farm: stored from the summaries, found for a violation
+ * (the culprit line of the verdict's problems and the dashboard's violation rows), and served
+ * by the API with their raw events for download. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "sql.h"
+#include "summary.h"
+#include "trace-analysis.h"
+
+#define FARM_API_TRACES "/api/v1/traces"
+/* The raw events as the dashboard links them, /traces/ID.txt: a page's path, so that they are
+ * read with the pages' access wherever the API's differs. */
+#define FARM_DASH_TRACES "/traces/"
+
+/* Stores the captures an interval carries, inside the upload's transaction on c; one stored
+ * before (the same run, CPU and due time) stays as it was. */
+int farm_store_traces(sql_conn *c, int64_t run, const struct summary_interval *iv, char *err);
+
+struct farm_trace_brief {
+        int64_t id;
+        char summary[TRACE_SUMMARY_MAX];
+        bool raw; /* its raw events are on the server */
+};
+
+/* The capture that explains a violation of a machine (any of its runs) on cpu within
+ * [from, to): the one of the violation's time at if there is one, else the worst.  0 with
+ * *ret, -ENOENT if there is none, or -errno. */
+int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_t from_ns,
+                            int64_t to_ns, int64_t at_ns, struct farm_trace_brief *ret);
+/* The same for one run (its row id), for a caller that keeps its statements prepared. */
+#define FARM_TRACE_FIND_SQL                                                             \
+        "SELECT t.id, t.summary, t.raw IS NOT NULL FROM traces t WHERE t.run = ?1 AND " \
+        "t.cpu = ?2 AND t.time_ns >= ?3 AND t.time_ns < ?4 "                            \
+        "ORDER BY t.time_ns = ?5 DESC, t.latency_ns DESC, t.id LIMIT 1"
+/* Adds "culprit" (the capture's one-line summary) and "trace" (its id) to the JSON of a
+ * violation problem when a capture explains it; null members otherwise.  find is a statement
+ * of FARM_TRACE_FIND_SQL, freshly reset. */
+void farm_trace_annotate_problem(sql_stmt *find, json_t *problem, int64_t run, int cpu,
+                                 int64_t from_ns, int64_t to_ns, int64_t at_ns);

@@ -1,0 +1,477 @@
+/* SPDX-License-Identifier: MIT */
+/* A verdict's context: its own read snapshot of the farm database, the rule, waivers and
+ * machine settings in force at the moment judged, and the filing of problems (counted while
+ * the machine gated the release, waived, or listed as not counted). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verdict-internal.h"
+#include "timeutil.h"
+
+const char *const verdict_kind_names[K_NKINDS] = {
+        [K_VIOLATION] = "violation",
+        [K_UNCLEAN] = "unclean_end",
+        [K_GAP] = "gap",
+        [K_LOAD_DOWN] = "load_down",
+        [K_PROBE_DOWN] = "probe_down",
+        [K_CLOCK] = "clock",
+        [K_OVERLAP] = "overlap",
+        [K_MIXED_BUILDS] = "mixed_builds",
+        [K_REGRESSION] = "regression",
+        [K_DROPPED] = "dropped",
+};
+
+int vfail(struct vctx *v, int rc, const char *what) {
+        return farm_fail(v->c, rc, what, v->err);
+}
+
+int vprep(struct vctx *v, const char *sql, sql_stmt **ret) {
+        int r = farm_prepare(v->c, sql, ret, v->err);
+        if (r >= 0)
+                sql_reset(*ret);
+        return r;
+}
+
+static char *dup_col(sql_stmt *st, int col) {
+        const char *t = sql_column_text(st, col);
+        return strdup(t ?: "");
+}
+
+/* The rule in force at `at`: the version recorded last before it, else the first recorded,
+ * else the configured one (a farm database whose server never recorded one). */
+static int load_rule(struct vctx *v, const struct farm_rule *configured) {
+        static const char *const sql[] = {
+                "SELECT rule FROM rule_versions WHERE from_ns <= ? ORDER BY from_ns DESC, id DESC "
+                "LIMIT 1",
+                "SELECT rule FROM rule_versions WHERE ? IS NOT NULL ORDER BY from_ns, id LIMIT 1",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(sql); i++) {
+                sql_stmt *st;
+                int r = vprep(v, sql[i], &st);
+                if (r < 0)
+                        return r;
+                sql_bind_int64(st, 1, v->at);
+                int rc = sql_step(st);
+                if (rc == SQL_ROW) {
+                        json_error_t je;
+                        const char *text = sql_column_text(st, 0);
+                        json_auto_t *j = json_loads(text ?: "", 0, &je);
+                        sql_reset(st);
+                        char e[FARM_RULE_ERROR_MAX];
+                        if (!j || farm_rule_from_json(j, &v->rule, e, sizeof(e)) < 0)
+                                return farm_failf(v->db, -EBADMSG, v->err, "%s", e);
+                        return 0;
+                }
+                sql_reset(st);
+                if (rc != SQL_DONE)
+                        return vfail(v, rc, "cannot read the rule's versions");
+        }
+        v->rule = *configured;
+        return 0;
+}
+
+static int load_waivers(struct vctx *v) {
+        sql_stmt *st;
+        int r = vprep(v,
+                      "SELECT id, problem, reason, by, created_ns FROM waivers "
+                      "WHERE kernel_release = ?1 AND created_ns <= ?2 "
+                      "AND (withdrawn_ns IS NULL OR withdrawn_ns > ?2) ORDER BY id",
+                      &st);
+        if (r < 0)
+                return r;
+        sql_bind_text(st, 1, v->release);
+        sql_bind_int64(st, 2, v->at);
+        int rc;
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                struct vwaiver *w = realloc(v->waivers, (v->nwaivers + 1) * sizeof(*w));
+                if (!w)
+                        return -ENOMEM;
+                v->waivers = w;
+                w = &v->waivers[v->nwaivers++];
+                *w = (struct vwaiver){ .id = sql_column_int64(st, 0),
+                                       .problem = dup_col(st, 1),
+                                       .reason = dup_col(st, 2),
+                                       .by = dup_col(st, 3),
+                                       .created_ns = sql_column_int64(st, 4) };
+                if (!w->problem || !w->reason || !w->by)
+                        return -ENOMEM;
+        }
+        sql_reset(st);
+        return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the waivers");
+}
+
+int vctx_open(struct vctx *v, const struct farm_rule *configured) {
+        /* One read snapshot: every query of the verdict sees the same farm (on PostgreSQL a
+         * REPEATABLE READ READ ONLY transaction). */
+        v->c = farm_snapshot(v->db, v->err);
+        if (!v->c)
+                return -EBUSY;
+        v->problems = json_array();
+        v->not_counted = json_array();
+        v->waived = json_array();
+        v->missing = json_array();
+        v->reasons = json_array();
+        v->builds = json_object();
+        if (!v->problems || !v->not_counted || !v->waived || !v->missing || !v->reasons ||
+            !v->builds)
+                return -ENOMEM;
+        const char *raw = getenv("RTSOAK_VERDICT_RAW");
+        v->raw_only = raw && strcmp(raw, "1") == 0;
+        int r = load_rule(v, configured);
+        return r < 0 ? r : load_waivers(v);
+}
+
+void vctx_done(struct vctx *v) {
+        if (v->c)
+                farm_release(v->c);
+        for (size_t i = 0; i < v->nwaivers; i++) {
+                free(v->waivers[i].problem);
+                free(v->waivers[i].reason);
+                free(v->waivers[i].by);
+        }
+        free(v->waivers);
+        json_decref(v->problems);
+        json_decref(v->not_counted);
+        json_decref(v->waived);
+        json_decref(v->missing);
+        json_decref(v->reasons);
+        json_decref(v->builds);
+}
+
+/* ---- a machine's settings ------------------------------------------------------------------ */
+
+bool vsetting_in_group(const struct vsetting *s, const char *group) {
+        size_t n = strlen(group);
+        for (const char *p = s->groups; p && (p = strstr(p, group)); p += n)
+                if ((p == s->groups || p[-1] == ',') && (p[n] == ',' || !p[n]))
+                        return true;
+        return false;
+}
+
+bool vgrow(void **v, size_t n, size_t size) {
+        if (n != 0 && (n < 16 || (n & (n - 1)) != 0))
+                return true;
+        void *x = realloc(*v, (n ? 2 * n : 16) * size);
+        if (!x)
+                return false;
+        *v = x;
+        return true;
+}
+
+int vspan_append(struct vspan **v, size_t *n, int64_t start, int64_t end) {
+        if (*n > 0 && (*v)[*n - 1].end == start) {
+                (*v)[*n - 1].end = end;
+                return 0;
+        }
+        if (!vgrow((void **) v, *n, sizeof(**v)))
+                return -ENOMEM;
+        (*v)[(*n)++] = (struct vspan){ start, end };
+        return 0;
+}
+
+static int load_settings(struct vctx *v, struct vmachine *m) {
+        sql_stmt *st;
+        /* The settings a machine was enrolled with apply to all it sent before they first
+         * changed: data stamped before its enrolment comes from a history replayed, or a clock
+         * behind (which the clock rule sees). */
+        int r = vprep(v,
+                      "SELECT from_ns, threshold_ns, gating, revoked, groups FROM machine_settings "
+                      "WHERE machine_id = ?1 AND (from_ns <= ?2 OR id = (SELECT id FROM "
+                      "machine_settings WHERE machine_id = ?1 ORDER BY from_ns, id LIMIT 1)) "
+                      "ORDER BY from_ns, id",
+                      &st);
+        if (r < 0)
+                return r;
+        sql_bind_text(st, 1, m->id);
+        sql_bind_int64(st, 2, v->at);
+        int rc;
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                struct vsetting *s = realloc(m->set, (m->nset + 1) * sizeof(*s));
+                if (!s)
+                        return -ENOMEM;
+                m->set = s;
+                s[m->nset++] = (struct vsetting){ .from_ns = sql_column_int64(st, 0),
+                                                  .bound_ns = sql_column_int64(st, 1),
+                                                  .gating = sql_column_int(st, 2) != 0,
+                                                  .revoked = sql_column_int(st, 3) != 0,
+                                                  .groups = dup_col(st, 4) };
+                if (!s[m->nset - 1].groups)
+                        return -ENOMEM;
+                if (m->nset == 1) {
+                        m->enrolled_ns = s[0].from_ns;
+                        s[0].from_ns = INT64_MIN;
+                }
+        }
+        sql_reset(st);
+        return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the machine's settings");
+}
+
+static int load_windows(struct vctx *v, struct vmachine *m) {
+        sql_stmt *st;
+        int r = vprep(
+                v,
+                "SELECT greatest(from_ns, created_ns), CASE WHEN cancelled_ns IS NOT NULL AND "
+                "cancelled_ns <= ?2 THEN least(to_ns, cancelled_ns) ELSE to_ns END "
+                "FROM maintenance WHERE machine_id = ?1 AND created_ns <= ?2 "
+                "ORDER BY 1",
+                &st);
+        if (r < 0)
+                return r;
+        sql_bind_text(st, 1, m->id);
+        sql_bind_int64(st, 2, v->at);
+        int rc;
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                int64_t s = sql_column_int64(st, 0), e = sql_column_int64(st, 1);
+                if (e > s && (r = vspan_append(&m->windows, &m->nwindows, s, e)) < 0)
+                        return r;
+        }
+        sql_reset(st);
+        return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the maintenance windows");
+}
+
+int vmachine_load(struct vctx *v, struct vmachine *m) {
+        int r;
+        m->last_problem_ns = INT64_MIN;
+        if ((r = load_settings(v, m)) < 0 || (r = load_windows(v, m)) < 0)
+                return r;
+        m->builds = json_array();
+        return m->builds ? 0 : -ENOMEM;
+}
+
+/* The group that judged the release at t (docs/verdict.md, Terms). */
+const char *vgroup_at(const struct vctx *v, int64_t t) {
+        return t < v->group_from ? "default" : v->group;
+}
+
+/* Whether m has a run stamped by `at` (of any release), known by `known`. */
+static int stamped_by_at(struct vctx *v, const struct vmachine *m, bool *ret) {
+        sql_stmt *st;
+        int r = vprep(v,
+                      "SELECT 1 FROM runs WHERE machine_id = ?1 AND start_ns <= ?2 AND "
+                      "first_report_ns <= ?3 LIMIT 1",
+                      &st);
+        if (r < 0)
+                return r;
+        sql_bind_text(st, 1, m->id);
+        sql_bind_int64(st, 2, v->at);
+        sql_bind_int64(st, 3, v->known);
+        int rc = sql_step(st);
+        sql_reset(st);
+        if (rc != SQL_ROW && rc != SQL_DONE)
+                return vfail(v, rc, "cannot read the machine's runs");
+        *ret = rc == SQL_ROW;
+        return 0;
+}
+
+int vmachine_gate(struct vctx *v, struct vmachine *m) {
+        int r;
+        for (size_t i = 0; i < m->nset; i++) {
+                const struct vsetting *s = &m->set[i];
+                int64_t end = i + 1 < m->nset ? m->set[i + 1].from_ns : INT64_MAX;
+                if (!s->gating || s->revoked || end <= s->from_ns)
+                        continue;
+                /* The part of the version before the group judged, under "default"; but the
+                 * settings a machine was enrolled with apply to all it sent before: enrolled
+                 * into the group, its own earlier data is the group's. */
+                int64_t split = i == 0 && vsetting_in_group(s, v->group)
+                                        ? s->from_ns
+                                        : MAX(MIN(v->group_from, end), s->from_ns);
+                if (split > s->from_ns && vsetting_in_group(s, "default") &&
+                    (r = vspan_append(&m->gate, &m->ngate, s->from_ns, split)) < 0)
+                        return r;
+                if (end > split && vsetting_in_group(s, v->group) &&
+                    (r = vspan_append(&m->gate, &m->ngate, split, end)) < 0)
+                        return r;
+        }
+        /* Required only once known: ?known_at= a moment before a machine's enrolment answers
+         * as the server did then, without it.  ?at= an earlier moment takes it in only when it
+         * had sent data stamped by then (the settings it was enrolled with apply to the
+         * history it replays): one enrolled later with nothing of that time did not gate then,
+         * and enrolling it must not change what ?at= that moment says. */
+        bool enrolled = m->nset && m->enrolled_ns <= v->known;
+        if (enrolled && m->enrolled_ns > v->at && (r = stamped_by_at(v, m, &enrolled)) < 0)
+                return r;
+        m->gating = enrolled && vmachine_gates_at(m, v->at);
+        if (!m->gating) {
+                const struct vsetting *s = m->nset ? &m->set[m->nset - 1] : NULL;
+                m->why_not = !enrolled    ? "not enrolled then"
+                             : s->revoked ? "revoked"
+                             : !s->gating ? "not gating"
+                                          : "not in the release's gating group";
+        }
+        return 0;
+}
+
+void vmachine_done(struct vmachine *m) {
+        for (size_t i = 0; i < m->nset; i++)
+                free(m->set[i].groups);
+        free(m->set);
+        free(m->gate);
+        free(m->hostname);
+        free(m->scen);
+        json_decref(m->scen_index);
+        free(m->entries);
+        free(m->segs);
+        free(m->downs);
+        free(m->open);
+        free(m->open_next);
+        free(m->clocks);
+        free(m->windows);
+        json_decref(m->builds);
+}
+
+bool vmachine_gates_at(const struct vmachine *m, int64_t t) {
+        for (size_t i = 0; i < m->ngate; i++)
+                if (m->gate[i].start <= t && t < m->gate[i].end)
+                        return true;
+        return false;
+}
+
+int64_t vmachine_bound_at(const struct vmachine *m, int64_t t) {
+        int64_t b = m->nset ? m->set[0].bound_ns : (int64_t) FARM_DEFAULT_THRESHOLD_NS;
+        for (size_t i = 0; i < m->nset && m->set[i].from_ns <= t; i++)
+                b = m->set[i].bound_ns;
+        return b;
+}
+
+int64_t vmachine_min_bound(const struct vmachine *m) {
+        int64_t b = m->nset ? m->set[0].bound_ns : (int64_t) FARM_DEFAULT_THRESHOLD_NS;
+        for (size_t i = 0; i < m->nset; i++)
+                b = MIN(b, m->set[i].bound_ns);
+        return b;
+}
+
+/* ---- formatting ---------------------------------------------------------------------------- */
+
+const char *vhost(const struct vmachine *m) {
+        return m->hostname && *m->hostname ? m->hostname : m->id;
+}
+
+const char *vts(char buf[static VTEXT_MAX], int64_t ns) {
+        _Static_assert(TIMESTAMP_MAX_LEN <= VTEXT_MAX, "timestamps fit");
+        return format_timestamp_utc(buf, ns);
+}
+
+const char *vspan_text(char buf[static VTEXT_MAX], int64_t ns) {
+        _Static_assert(TIMESPAN_MAX_LEN <= VTEXT_MAX, "spans fit");
+        if (ns <= 0)
+                return "0s";
+        uint64_t u = (uint64_t) ns;
+        if (u < 60 * NSEC_PER_SEC)
+                return format_timespan(buf, u < 1000 ? u
+                                            : u < NSEC_PER_MSEC
+                                                    ? u / 1000 * 1000
+                                                    : u / NSEC_PER_MSEC * NSEC_PER_MSEC);
+        /* "29d 23h 59min": whole minutes, the zero parts left out; under a day the seconds
+         * too ("15min 30s"), so that a span just over an allowance does not read as equal. */
+        uint64_t min = u / (60 * NSEC_PER_SEC), d = min / 1440, h = min / 60 % 24, mi = min % 60,
+                 sec = u / NSEC_PER_SEC % 60;
+        int n = 0;
+        buf[0] = '\0';
+        if (d)
+                n += snprintf(buf + n, VTEXT_MAX - (size_t) n, "%" PRIu64 "d", d);
+        if (h)
+                n += snprintf(buf + n, VTEXT_MAX - (size_t) n, "%s%" PRIu64 "h", n ? " " : "", h);
+        if (mi || n == 0)
+                n += snprintf(buf + n, VTEXT_MAX - (size_t) n, "%s%" PRIu64 "min", n ? " " : "",
+                              mi);
+        if (!d && sec)
+                snprintf(buf + n, VTEXT_MAX - (size_t) n, " %" PRIu64 "s", sec);
+        return buf;
+}
+
+json_t *vinterval_json(int64_t seq, int64_t start, int64_t length, const char *scenario) {
+        char t[VTEXT_MAX];
+        return json_pack("{s:I, s:I, s:s, s:I, s:s?}", "seq", (json_int_t) seq, "start_ns",
+                         (json_int_t) start, "start", vts(t, start), "length_ns",
+                         (json_int_t) length, "scenario", scenario && *scenario ? scenario : NULL);
+}
+
+int vadd_scenario(struct vmachine *m, const char *name, int64_t ns) {
+        /* Found by name in an index: a hostile history may name a new scenario in each of
+         * hundreds of thousands of intervals. */
+        if (!m->scen_index && !(m->scen_index = json_object()))
+                return -ENOMEM;
+        json_t *at = json_object_get(m->scen_index, name);
+        if (at) {
+                m->scen[json_integer_value(at)].covered_ns += ns;
+                return 0;
+        }
+        if (!vgrow((void **) &m->scen, m->nscen, sizeof(*m->scen)) ||
+            json_object_set_new(m->scen_index, name, json_integer((json_int_t) m->nscen)) < 0)
+                return -ENOMEM;
+        snprintf(m->scen[m->nscen].name, sizeof(m->scen[m->nscen].name), "%s", name);
+        m->scen[m->nscen++].covered_ns = ns;
+        return 0;
+}
+
+/* ---- problems ------------------------------------------------------------------------------ */
+
+/* A waiver of a gap given before gap ids named their end ("gap:MACHINE:START") covers that
+ * silence only up to when it was given. */
+static bool waiver_matches(const struct vwaiver *w, const char *id, enum vkind kind, int64_t end) {
+        if (strcmp(w->problem, id) == 0)
+                return true;
+        if (kind != K_GAP)
+                return false;
+        size_t n = strlen(w->problem);
+        return strncmp(w->problem, id, n) == 0 && id[n] == ':' && strchr(w->problem + 4, ':') &&
+               !strchr(strchr(w->problem + 4, ':') + 1, ':') && end <= w->created_ns;
+}
+
+static int file_waived(struct vctx *v, struct vmachine *m, const struct vwaiver *w, json_t *p) {
+        char t[VTEXT_MAX];
+        json_t *wj = json_pack("{s:I, s:s, s:s, s:I, s:s}", "id", (json_int_t) w->id, "reason",
+                               w->reason, "by", w->by, "created_ns", (json_int_t) w->created_ns,
+                               "created", vts(t, w->created_ns));
+        if (!wj || json_object_set_new(p, "waiver", wj) < 0 ||
+            json_array_append_new(v->waived, p) < 0)
+                return -ENOMEM;
+        m->waived++;
+        return 0;
+}
+
+int vproblem(struct vctx *v, struct vmachine *m, enum vkind kind, int64_t t, int64_t end,
+             json_t *p) {
+        if (!p)
+                return -ENOMEM;
+        /* The end's RFC 3339 twin, from the end the problem states. */
+        json_t *end_ns = json_object_get(p, "end_ns");
+        if (json_is_integer(end_ns) &&
+            json_set_time(p, "end_ns", (int64_t) json_integer_value(end_ns)) < 0) {
+                json_decref(p);
+                return -ENOMEM;
+        }
+        const char *id = json_string_value(json_object_get(p, "id"));
+        if (!vmachine_gates_at(m, t)) {
+                char why[160];
+                snprintf(why, sizeof(why), "%s did not gate group %s then", vhost(m),
+                         vgroup_at(v, t));
+                json_object_set_new(p, "why", json_string(why));
+                m->not_counted++;
+                v->nnot_counted++;
+                v->not_counted_kinds[kind]++;
+                if (json_array_size(v->not_counted) < FARM_VERDICT_PROBLEMS_LISTED)
+                        return json_array_append_new(v->not_counted, p) < 0 ? -ENOMEM : 0;
+                json_decref(p);
+                return 0;
+        }
+        for (size_t i = 0; i < v->nwaivers; i++)
+                if (waiver_matches(&v->waivers[i], id, kind, end))
+                        return file_waived(v, m, &v->waivers[i], p);
+        if (v->find && strcmp(v->find, id) == 0)
+                v->found = true;
+        if (v->sink)
+                v->sink->problem(v->sink->userdata, v->release, p);
+        m->last_problem_ns = MAX(m->last_problem_ns, end);
+        m->problems++;
+        v->nproblems++;
+        v->kind_counts[kind]++;
+        if (json_array_size(v->problems) < FARM_VERDICT_PROBLEMS_LISTED)
+                return json_array_append_new(v->problems, p) < 0 ? -ENOMEM : 0;
+        json_decref(p);
+        return 0;
+}

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/* A machine's silences (docs/verdict.md, invariant 6): holes between stretches of the
+ * release's data, and after its last data, less the time the machine reported under another
+ * release and its maintenance windows, judged while it gated the release; and its clean
+ * coverage, after the end of its last problem. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verdict-internal.h"
+
+static int cmp_entry(const void *a, const void *b) {
+        const struct ventry *x = a, *y = b;
+        return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int cmp_span(const void *a, const void *b) {
+        const struct vspan *x = a, *y = b;
+        return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int add_span(struct vspan **v, size_t *n, int64_t start, int64_t end) {
+        if (!vgrow((void **) v, *n, sizeof(**v)))
+                return -ENOMEM;
+        (*v)[(*n)++] = (struct vspan){ start, end };
+        return 0;
+}
+
+/* The intervals of run (of another release) in [a, b), as spans. */
+static int other_intervals(struct vctx *v, int64_t run, int64_t max_len, int64_t a, int64_t b,
+                           struct vspan **spans, size_t *n) {
+        sql_stmt *st;
+        int r = vprep(v,
+                      "SELECT start_ns, start_ns + length_ns, "
+                      "coalesce(received_ns, start_ns + length_ns) FROM intervals "
+                      "WHERE run = ?1 AND start_ns > ?2 AND start_ns < ?3 ORDER BY start_ns",
+                      &st);
+        if (r < 0)
+                return r;
+        sql_bind_int64(st, 1, run);
+        sql_bind_int64(st, 2, a - max_len);
+        sql_bind_int64(st, 3, b);
+        int rc;
+        while (r >= 0 && (rc = sql_step(st)) == SQL_ROW) {
+                int64_t s = sql_column_int64(st, 0), e = sql_column_int64(st, 1),
+                        recv = sql_column_int64(st, 2);
+                if (e <= a || e > v->at || recv > v->known ||
+                    e - recv > (int64_t) v->rule.clock_tolerance_ns)
+                        continue;
+                r = add_span(spans, n, s, e);
+        }
+        sql_reset(st);
+        if (r < 0)
+                return r;
+        return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read another release's intervals");
+}
+
+/* The time in [a, b) in which m reported under another release. */
+static int other_spans(struct vctx *v, struct vmachine *m, int64_t a, int64_t b,
+                       struct vspan **spans, size_t *n) {
+        sql_stmt *st;
+        int r = vprep(v,
+                      "SELECT id, max_length_ns FROM runs WHERE machine_id = ?1 AND release <> ?2 "
+                      "AND first_start_ns < ?4 AND last_end_ns > ?3 AND first_report_ns <= ?5 "
+                      "ORDER BY id",
+                      &st);
+        if (r < 0)
+                return r;
+        sql_bind_text(st, 1, m->id);
+        sql_bind_text(st, 2, v->release);
+        sql_bind_int64(st, 3, a);
+        sql_bind_int64(st, 4, b);
+        sql_bind_int64(st, 5, v->known);
+        struct vspan *runs = NULL; /* (row, max_len) */
+        size_t nruns = 0;
+        int rc;
+        while (r >= 0 && (rc = sql_step(st)) == SQL_ROW)
+                r = add_span(&runs, &nruns, sql_column_int64(st, 0), sql_column_int64(st, 1));
+        sql_reset(st);
+        if (r >= 0 && rc != SQL_DONE)
+                r = vfail(v, rc, "cannot look for other releases");
+        for (size_t i = 0; r >= 0 && i < nruns; i++)
+                r = other_intervals(v, runs[i].start, runs[i].end, a, b, spans, n);
+        free(runs);
+        return r;
+}
+
+static int gap_problem(struct vctx *v, struct vmachine *m, int64_t run, int64_t start, int64_t end,
+                       bool ongoing) {
+        char id[FARM_PROBLEM_ID_MAX], msg[512], t[VTEXT_MAX], t2[VTEXT_MAX], a[VTEXT_MAX],
+                b[VTEXT_MAX];
+        int64_t allowed = (int64_t) v->rule.max_gap_ns;
+        json_t *iv = NULL;
+        sql_stmt *st;
+        int r = vprep(v,
+                      "SELECT seq, start_ns, length_ns, scenario FROM intervals "
+                      "WHERE run = ? AND start_ns < ? ORDER BY start_ns DESC LIMIT 1",
+                      &st);
+        if (r < 0)
+                return r;
+        sql_bind_int64(st, 1, run);
+        sql_bind_int64(st, 2, start);
+        int rc = sql_step(st);
+        iv = rc == SQL_ROW ? vinterval_json(sql_column_int64(st, 0), sql_column_int64(st, 1),
+                                            sql_column_int64(st, 2), sql_column_text(st, 3))
+                           : json_null();
+        sql_reset(st);
+        if (rc != SQL_ROW && rc != SQL_DONE)
+                return vfail(v, rc, "cannot read an interval");
+        if (ongoing) {
+                snprintf(id, sizeof(id), "gap:%s:%" PRId64 ":ongoing", m->id, start);
+                snprintf(msg, sizeof(msg), "%s: silent since %s (%s, allowed %s)", vhost(m),
+                         vts(t, start), vspan_text(a, end - start), vspan_text(b, allowed));
+        } else {
+                snprintf(id, sizeof(id), "gap:%s:%" PRId64 ":%" PRId64, m->id, start, end);
+                snprintf(msg, sizeof(msg), "%s: no report for %s, from %s to %s (allowed %s)",
+                         vhost(m), vspan_text(a, end - start), vts(t, start), vts(t2, end),
+                         vspan_text(b, allowed));
+        }
+        return vproblem(v, m, K_GAP, start, end,
+                        json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:I, s:I, s:b, s:o, s:s}", "id",
+                                  id, "kind", "gap", "machine", m->id, "hostname", m->hostname,
+                                  "time_ns", (json_int_t) start, "time", vts(t, start), "end_ns",
+                                  (json_int_t) end, "value_ns", (json_int_t) (end - start),
+                                  "ongoing", ongoing, "interval", iv, "message", msg));
+}
+
+/* A silent piece [s, e): split where the machine began or stopped gating the release, each
+ * part longer than allowed a problem (counted or not by when it began). */
+static int silent_piece(struct vctx *v, struct vmachine *m, int64_t run, int64_t s, int64_t e,
+                        bool open_end) {
+        int64_t allowed = (int64_t) v->rule.max_gap_ns;
+        int64_t cut[2 * 64 + 2];
+        size_t ncut = 0;
+        int r = 0;
+        cut[ncut++] = s;
+        for (size_t i = 0; i < m->ngate && ncut < ELEMENTSOF(cut) - 2; i++) {
+                if (m->gate[i].start > s && m->gate[i].start < e)
+                        cut[ncut++] = m->gate[i].start;
+                if (m->gate[i].end > s && m->gate[i].end < e)
+                        cut[ncut++] = m->gate[i].end;
+        }
+        cut[ncut++] = e;
+        for (size_t i = 0; i + 1 < ncut && r >= 0; i++)
+                if (cut[i + 1] - cut[i] > allowed)
+                        r = gap_problem(v, m, run, cut[i], cut[i + 1], open_end && cut[i + 1] == e);
+        return r;
+}
+
+/* The hole [a, b) after data of run: its silent pieces, less other releases and windows. */
+static int examine_hole(struct vctx *v, struct vmachine *m, int64_t run, int64_t a, int64_t b,
+                        bool open_end) {
+        struct vspan *busy = NULL;
+        size_t n = 0;
+        int r = other_spans(v, m, a, b, &busy, &n);
+        for (size_t i = 0; r >= 0 && i < m->nwindows; i++)
+                if (m->windows[i].end > a && m->windows[i].start < b)
+                        r = add_span(&busy, &n, m->windows[i].start, m->windows[i].end);
+        if (r < 0) {
+                free(busy);
+                return r;
+        }
+        if (n > 0)
+                qsort(busy, n, sizeof(*busy), cmp_span);
+        int64_t at = a;
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                if (busy[i].end <= at)
+                        continue;
+                if (busy[i].start > at)
+                        r = silent_piece(v, m, run, at, MIN(busy[i].start, b), false);
+                at = MAX(at, busy[i].end);
+                if (at >= b)
+                        break;
+        }
+        if (r >= 0 && at < b)
+                r = silent_piece(v, m, run, at, b, open_end);
+        free(busy);
+        return r;
+}
+
+/* Whether m reported anything after t (by `at`, known by `known`) under another release. */
+static int reported_after(struct vctx *v, struct vmachine *m, int64_t t, bool *ret) {
+        struct vspan *spans = NULL;
+        size_t n = 0;
+        int r = other_spans(v, m, t, v->at, &spans, &n);
+        free(spans);
+        *ret = n > 0;
+        return r;
+}
+
+int vjudge_gaps(struct vctx *v, struct vmachine *m) {
+        int64_t allowed = (int64_t) v->rule.max_gap_ns;
+        int r = 0;
+        if (m->nentries == 0)
+                return 0;
+        qsort(m->entries, m->nentries, sizeof(*m->entries), cmp_entry);
+        int64_t end = INT64_MIN, end_run = 0;
+        for (size_t i = 0; i < m->nentries && r >= 0; i++) {
+                const struct ventry *e = &m->entries[i];
+                if (end != INT64_MIN && e->start - end > allowed)
+                        r = examine_hole(v, m, end_run, end, e->start, false);
+                if (e->end > end) {
+                        end = e->end;
+                        end_run = e->run;
+                }
+        }
+        if (r < 0 || v->at - end <= allowed)
+                return r;
+        /* Silent now: nothing since the release's last data, on this release or another. */
+        bool other = false;
+        if ((r = reported_after(v, m, end, &other)) < 0 || other)
+                return r;
+        return examine_hole(v, m, end_run, end, v->at, true);
+}
+
+/* ---- clean coverage ------------------------------------------------------------------------ */
+
+/* The measured, counted time of run's intervals of day starting at t or later. */
+static int day_since(struct vctx *v, int64_t run, int64_t day, int64_t t, int64_t *sum) {
+        sql_stmt *st;
+        int r = vprep(v,
+                      "SELECT coalesce(sum(counted_ns), 0) FROM intervals WHERE run = ?1 AND "
+                      "start_ns >= ?2 AND start_ns < ?3 AND start_ns + length_ns <= ?4 AND "
+                      "coalesce(received_ns, 0) <= ?5 AND min_ratio_pm >= ?6",
+                      &st);
+        if (r < 0)
+                return r;
+        sql_bind_int64(st, 1, run);
+        sql_bind_int64(st, 2, MAX(t, day * FARM_DAY_NS));
+        sql_bind_int64(st, 3, (day + 1) * FARM_DAY_NS);
+        sql_bind_int64(st, 4, v->at);
+        sql_bind_int64(st, 5, v->known);
+        sql_bind_int64(st, 6, v->rule.min_samples_pm);
+        int rc = sql_step(st);
+        if (rc == SQL_ROW)
+                *sum += sql_column_int64(st, 0);
+        sql_reset(st);
+        return rc == SQL_ROW ? 0 : vfail(v, rc, "cannot sum the intervals");
+}
+
+int vjudge_clean(struct vctx *v, struct vmachine *m) {
+        int r = 0;
+        if (m->problems == 0) {
+                m->clean_ns = m->covered_ns;
+                return 0;
+        }
+        m->clean_ns = 0;
+        for (size_t i = 0; i < m->nsegs && r >= 0; i++) {
+                const struct vseg *s = &m->segs[i];
+                if (s->start >= m->last_problem_ns)
+                        m->clean_ns += s->counted;
+                else if (s->fast && (s->day + 1) * FARM_DAY_NS > m->last_problem_ns)
+                        r = day_since(v, s->run, s->day, m->last_problem_ns, &m->clean_ns);
+        }
+        return r;
+}

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside the verdict engine: one verdict's context (its own snapshot of the farm database,
+ * the rule and settings in force, what has been found so far) and one machine's judgement,
+ * shared by server-verdict*.c. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "db-internal.h"
+#include "rule.h"
+#include "verdict.h"
+
+#define VTEXT_MAX 64 /* a timestamp or a span as text */
+
+enum vkind {
+        K_VIOLATION,
+        K_UNCLEAN,
+        K_GAP,
+        K_LOAD_DOWN,
+        K_PROBE_DOWN,
+        K_CLOCK,
+        K_OVERLAP,
+        K_MIXED_BUILDS,
+        K_REGRESSION,
+        K_DROPPED,
+        K_NKINDS
+};
+extern const char *const verdict_kind_names[K_NKINDS];
+
+struct vspan {
+        int64_t start, end; /* [start, end) */
+};
+
+struct vsetting {
+        int64_t from_ns, bound_ns;
+        bool gating, revoked;
+        char *groups; /* "a,b" */
+};
+
+struct vwaiver {
+        int64_t id, created_ns;
+        char *problem, *reason, *by;
+};
+
+struct vscen {
+        char name[FARM_SCENARIO_NAME_MAX];
+        int64_t covered_ns;
+};
+
+/* A stretch of the release's data on the machine (for its silences). */
+struct ventry {
+        int64_t run, start, end;
+};
+
+/* Coverage counted from a day (fast) or an interval (raw), for the clean coverage. */
+struct vseg {
+        int64_t run, day, start, counted;
+        bool fast;
+};
+
+/* Intervals in which a probe (cpu >= 0) or a generator (name) did not measure or run: a
+ * generator's one interval, or a probe's consecutive intervals as they were read (seq to
+ * last_seq, start to end, missing summed); stretches are merged when flushed. */
+struct vdown {
+        int64_t run, run_id, seq, last_seq, start, len, end, missing_ns;
+        uint64_t missing_wakeups;
+        int cpu;
+        char name[FARM_GENERATOR_NAME_MAX];
+        char scenario[FARM_SCENARIO_NAME_MAX];
+};
+
+struct vclock {
+        int64_t run_id, first_received_ns, max_skew_ns;
+        uint64_t intervals;
+};
+
+struct vmachine {
+        char id[FARM_MACHINE_ID_LEN + 1];
+        char *hostname;
+        struct vsetting *set; /* the first applies from INT64_MIN: to all it sent before */
+        size_t nset;
+        int64_t enrolled_ns; /* when the first was recorded */
+        struct vspan *gate;  /* when it gated the release's group, up to at */
+        size_t ngate;
+        bool gating; /* at `at` */
+        const char *why_not;
+        unsigned runs;
+        int64_t covered_ns, first_ns, last_ns;
+        struct vscen *scen;
+        size_t nscen;
+        json_t *scen_index; /* name: index in scen */
+        struct ventry *entries;
+        size_t nentries;
+        struct vseg *segs;
+        size_t nsegs;
+        struct vdown *downs;
+        size_t ndowns;
+        /* The probes' downs that end at interval open_seq of run open_run, by CPU (indices in
+         * downs): the next interval's extend them rather than add one each. */
+        size_t *open, *open_next, nopen;
+        int64_t open_run, open_seq;
+        struct vclock *clocks;
+        size_t nclocks;
+        struct vspan *windows; /* maintenance in force */
+        size_t nwindows;
+        unsigned problems, waived, not_counted;
+        int64_t last_problem_ns; /* the end of the latest counted, unwaived problem */
+        int64_t clean_ns;
+        json_t *builds; /* kernel versions of its runs while gating: array */
+};
+
+struct vctx {
+        farm_db *db;
+        sql_conn *c; /* in a read-only snapshot for the whole verdict */
+        char *err;
+        struct farm_rule rule;
+        const char *release;
+        char series[FARM_SERIES_NAME_MAX], group[FARM_GROUP_NAME_MAX];
+        const char *group_source;
+        /* group judges from group_from on (the first moment a machine was a member of it);
+         * before that, the group "default" did.  INT64_MIN: group judges all along. */
+        int64_t group_from;
+        int64_t at, known, asked; /* known: INT64_MAX when not bounded */
+        struct vwaiver *waivers;
+        size_t nwaivers;
+        const char *find;                     /* a problem id looked for (waive), or NULL */
+        const struct farm_problem_sink *sink; /* told every counted problem, or NULL */
+        bool found;
+        json_t *problems, *not_counted, *waived, *missing, *reasons, *builds;
+        uint64_t nproblems, nnot_counted, kind_counts[K_NKINDS], not_counted_kinds[K_NKINDS];
+        struct {
+                uint64_t intervals, events;
+                int64_t covered_ns;
+        } late;
+        bool raw_only; /* RTSOAK_VERDICT_RAW=1: every day from its intervals (cross-checks) */
+};
+
+/* ---- context (server-verdict-context.c) ---- */
+int vfail(struct vctx *v, int rc, const char *what);
+/* The statement for sql (a literal) on the verdict's connection, reset and unbound. */
+int vprep(struct vctx *v, const char *sql, sql_stmt **ret);
+int vctx_open(struct vctx *v, const struct farm_rule *configured);
+void vctx_done(struct vctx *v);
+/* The machine's settings in force by `at` (those it was enrolled with from the beginning of
+ * time) and its maintenance windows; then its gating stretches for v->group. */
+int vmachine_load(struct vctx *v, struct vmachine *m);
+int vmachine_gate(struct vctx *v, struct vmachine *m);
+const char *vgroup_at(const struct vctx *v, int64_t t);
+void vmachine_done(struct vmachine *m);
+bool vmachine_gates_at(const struct vmachine *m, int64_t t);
+int64_t vmachine_bound_at(const struct vmachine *m, int64_t t);
+int64_t vmachine_min_bound(const struct vmachine *m);
+/* Whether a machine is in group by the settings in force at t. */
+bool vsetting_in_group(const struct vsetting *s, const char *group);
+/* Files a problem of m at time t (p has its "id", "kind", "message"; taken over): counted
+ * when m gated the release at t, waived, listed up to the limit. */
+int vproblem(struct vctx *v, struct vmachine *m, enum vkind kind, int64_t t, int64_t end,
+             json_t *p);
+const char *vhost(const struct vmachine *m);
+const char *vts(char buf[static VTEXT_MAX], int64_t ns);
+/* A duration for people: "29d 23h 59min", "250us". */
+const char *vspan_text(char buf[static VTEXT_MAX], int64_t ns);
+json_t *vinterval_json(int64_t seq, int64_t start, int64_t length, const char *scenario);
+int vadd_scenario(struct vmachine *m, const char *name, int64_t ns);
+int vspan_append(struct vspan **v, size_t *n, int64_t start, int64_t end);
+/* Room for element n of the array *v of n elements (of size bytes), which grows by doubling
+ * from 16 (16, 32, 64...): a machine's history may hold hundreds of thousands of them. */
+bool vgrow(void **v, size_t n, size_t size);
+
+/* ---- one machine (server-verdict-machine.c, server-verdict-gaps.c) ---- */
+int vjudge_data(struct vctx *v, struct vmachine *m);
+int vjudge_gaps(struct vctx *v, struct vmachine *m);
+int vjudge_clean(struct vctx *v, struct vmachine *m);
+
+/* ---- regression (server-verdict-regress.c) ---- */
+int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n, json_t **ret_baseline);
