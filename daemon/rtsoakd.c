@@ -34,7 +34,7 @@
 #include "sysinfo.h"
 #include "timeutil.h"
 #include "token-file.h"
-#include "trace-setup.h"
+#include "tracing.h"
 #include "uploader.h"
 #include "watchdog.h"
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Starting and stopping the flight recorder, and the record a run keeps of it. */
+/* Starting and stopping the flight recorder (daemon/trace/) for rtsoakd's probes, and the
+ * record a run keeps of it. */
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
@@ -10,7 +11,7 @@
 #include "log.h"
 #include "macro.h"
 #include "timeutil.h"
-#include "trace-setup.h"
+#include "tracing.h"
 
 /* The capture threads' SCHED_FIFO priority while they freeze and copy: above every load,
  * below every probe. */
@@ -54,14 +55,22 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
         }
 
         int *cpus = calloc(p->nprobes, sizeof(int));
+        struct trace_capture_probe *probes = calloc(p->nprobes, sizeof(*probes));
         struct tracing *t = calloc(1, sizeof(*t));
-        if (!cpus || !t) {
+        if (!cpus || !probes || !t) {
                 free(cpus);
+                free(probes);
                 free(t);
                 return -ENOMEM;
         }
-        for (size_t i = 0; i < p->nprobes; i++)
+        for (size_t i = 0; i < p->nprobes; i++) {
                 cpus[i] = p->probes[i]->cpu;
+                probes[i] = (struct trace_capture_probe){
+                        .cpu = p->probes[i]->cpu,
+                        .tid = &p->probes[i]->tid,
+                        .trace = &p->probes[i]->trace,
+                };
+        }
         struct trace_params tp = {
                 .path = cfg->trace_path,
                 .instance = cfg->trace_instance,
@@ -77,7 +86,7 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
         if (r >= 0) {
                 struct trace_capture_params cp = {
                         .recorder = t->rec,
-                        .probes = p->probes,
+                        .probes = probes,
                         .nprobes = p->nprobes,
                         .lookback_ns = cfg->trace_lookback_ns,
                         .rate_interval_ns = cfg->trace_rate_interval_ns,
@@ -91,6 +100,7 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
                         snprintf(why, sizeof(why), "cannot start the capture threads: %s",
                                  strerror(-r));
         }
+        free(probes); /* the capture threads keep a copy */
         if (r < 0) {
                 tracing_stop(t);
                 snprintf(message, TRACE_MESSAGE_MAX,
