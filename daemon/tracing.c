@@ -39,38 +39,12 @@ static char *record_json(const struct daemon_config *cfg, const char *state, con
         return text;
 }
 
-int tracing_start(const struct tracing_params *p, struct tracing **ret, char **ret_json,
-                  char message[static TRACE_MESSAGE_MAX]) {
+/* The instance on the probed CPUs (cpus), and the capture threads (for probes, which they
+ * copy). */
+static int open_recorder(const struct tracing_params *p, const int *cpus,
+                         const struct trace_capture_probe *probes, struct tracing *t,
+                         char why[static TRACE_WHY_MAX]) {
         const struct daemon_config *cfg = p->cfg;
-        char why[TRACE_WHY_MAX] = "", span[TIMESPAN_MAX_LEN];
-        bool timerlat = trace_kernel_has_timerlat(cfg->trace_path);
-        const char *tl = timerlat ? "the kernel has the timerlat tracer"
-                                  : "the kernel has no timerlat tracer";
-        *ret = NULL;
-        if (!cfg->trace) {
-                snprintf(message, TRACE_MESSAGE_MAX,
-                         "trace flight recorder off ([Trace] Enabled=no); %s", tl);
-                *ret_json = record_json(cfg, "off", "[Trace] Enabled=no", timerlat, NULL);
-                return *ret_json ? 0 : -ENOMEM;
-        }
-
-        int *cpus = calloc(p->nprobes, sizeof(int));
-        struct trace_capture_probe *probes = calloc(p->nprobes, sizeof(*probes));
-        struct tracing *t = calloc(1, sizeof(*t));
-        if (!cpus || !probes || !t) {
-                free(cpus);
-                free(probes);
-                free(t);
-                return -ENOMEM;
-        }
-        for (size_t i = 0; i < p->nprobes; i++) {
-                cpus[i] = p->probes[i]->cpu;
-                probes[i] = (struct trace_capture_probe){
-                        .cpu = p->probes[i]->cpu,
-                        .tid = &p->probes[i]->tid,
-                        .trace = &p->probes[i]->trace,
-                };
-        }
         struct trace_params tp = {
                 .path = cfg->trace_path,
                 .instance = cfg->trace_instance,
@@ -82,25 +56,77 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
                 .ncpus = p->nprobes,
         };
         int r = trace_recorder_open(&tp, &t->rec, why);
-        free(cpus);
-        if (r >= 0) {
-                struct trace_capture_params cp = {
-                        .recorder = t->rec,
-                        .probes = probes,
-                        .nprobes = p->nprobes,
-                        .lookback_ns = cfg->trace_lookback_ns,
-                        .rate_interval_ns = cfg->trace_rate_interval_ns,
-                        .rate_burst = (uint32_t) cfg->trace_rate_burst,
-                        .raw_max = cfg->trace_raw_max,
-                        .mono_to_real_ns = p->mono_to_real_ns,
-                        .priority = CAPTURE_PRIORITY,
-                };
-                r = trace_capture_start(&cp, &t->cap);
-                if (r < 0)
-                        snprintf(why, sizeof(why), "cannot start the capture threads: %s",
-                                 strerror(-r));
+        if (r < 0)
+                return r;
+        struct trace_capture_params cp = {
+                .recorder = t->rec,
+                .probes = probes,
+                .nprobes = p->nprobes,
+                .lookback_ns = cfg->trace_lookback_ns,
+                .rate_interval_ns = cfg->trace_rate_interval_ns,
+                .rate_burst = (uint32_t) cfg->trace_rate_burst,
+                .raw_max = cfg->trace_raw_max,
+                .mono_to_real_ns = p->mono_to_real_ns,
+                .priority = CAPTURE_PRIORITY,
+        };
+        r = trace_capture_start(&cp, &t->cap);
+        if (r < 0)
+                snprintf(why, TRACE_WHY_MAX, "cannot start the capture threads: %s", strerror(-r));
+        return r;
+}
+
+static void on_message(const struct tracing_params *p, const struct trace_recorder *rec,
+                       const char *tl, char message[static TRACE_MESSAGE_MAX]) {
+        char span[TIMESPAN_MAX_LEN];
+        snprintf(message, TRACE_MESSAGE_MAX,
+                 "trace flight recorder on: tracefs instance %s, %zu CPU%s, look-back %s, "
+                 "%" PRIu64 " KiB per CPU (%" PRIu64 " KiB of kernel memory)%s%s%s%s%s; %s",
+                 rec->dir, p->nprobes, p->nprobes == 1 ? "" : "s",
+                 format_timespan(span, p->cfg->trace_lookback_ns), rec->buffer_kib, rec->total_kib,
+                 rec->missing[0] ? "; not in this kernel: " : "", rec->missing,
+                 rec->trigger ? ""
+                              : "; no trigger on the marker (the "
+                                "buffers freeze a little later)",
+                 rec->filter_refused ? "; the kernel refused the wake-up filter (every "
+                                       "wake-up is recorded)"
+                                     : "",
+                 rec->comm_cache ? "; the kernel's comm cache upkeep is on at every context "
+                                   "switch (options/record-cmd is not writable here)"
+                                 : "",
+                 tl);
+}
+
+int tracing_start(const struct tracing_params *p, struct tracing **ret, char **ret_json,
+                  char message[static TRACE_MESSAGE_MAX]) {
+        const struct daemon_config *cfg = p->cfg;
+        char why[TRACE_WHY_MAX] = "";
+        bool timerlat = trace_kernel_has_timerlat(cfg->trace_path);
+        const char *tl = timerlat ? "the kernel has the timerlat tracer"
+                                  : "the kernel has no timerlat tracer";
+        *ret = NULL;
+        if (!cfg->trace) {
+                snprintf(message, TRACE_MESSAGE_MAX,
+                         "trace flight recorder off ([Trace] Enabled=no); %s", tl);
+                *ret_json = record_json(cfg, "off", "[Trace] Enabled=no", timerlat, NULL);
+                return *ret_json ? 0 : -ENOMEM;
         }
-        free(probes); /* the capture threads keep a copy */
+
+        _cleanup_free_ int *cpus = calloc(p->nprobes, sizeof(int));
+        _cleanup_free_ struct trace_capture_probe *probes = calloc(p->nprobes, sizeof(*probes));
+        struct tracing *t = calloc(1, sizeof(*t));
+        if (!cpus || !probes || !t) {
+                free(t);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < p->nprobes; i++) {
+                cpus[i] = p->probes[i]->cpu;
+                probes[i] = (struct trace_capture_probe){
+                        .cpu = p->probes[i]->cpu,
+                        .tid = &p->probes[i]->tid,
+                        .trace = &p->probes[i]->trace,
+                };
+        }
+        int r = open_recorder(p, cpus, probes, t, why);
         if (r < 0) {
                 tracing_stop(t);
                 snprintf(message, TRACE_MESSAGE_MAX,
@@ -110,23 +136,7 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
                 *ret_json = record_json(cfg, "unavailable", why, timerlat, NULL);
                 return *ret_json ? 0 : -ENOMEM;
         }
-        snprintf(message, TRACE_MESSAGE_MAX,
-                 "trace flight recorder on: tracefs instance %s, %zu CPU%s, look-back %s, "
-                 "%" PRIu64 " KiB per CPU (%" PRIu64 " KiB of kernel memory)%s%s%s%s%s; %s",
-                 t->rec->dir, p->nprobes, p->nprobes == 1 ? "" : "s",
-                 format_timespan(span, cfg->trace_lookback_ns), t->rec->buffer_kib,
-                 t->rec->total_kib, t->rec->missing[0] ? "; not in this kernel: " : "",
-                 t->rec->missing,
-                 t->rec->trigger ? ""
-                                 : "; no trigger on the marker (the "
-                                   "buffers freeze a little later)",
-                 t->rec->filter_refused ? "; the kernel refused the wake-up filter (every "
-                                          "wake-up is recorded)"
-                                        : "",
-                 t->rec->comm_cache ? "; the kernel's comm cache upkeep is on at every context "
-                                      "switch (options/record-cmd is not writable here)"
-                                    : "",
-                 tl);
+        on_message(p, t->rec, tl, message);
         *ret_json = record_json(cfg, "on", "", timerlat, t->rec);
         if (!*ret_json) {
                 tracing_stop(t);

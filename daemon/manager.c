@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/* The manager's life: made from the configuration main() loaded, it prepares the run, starts
+ * the probes and everything around them, runs the main loop and records how the run ended. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "interval.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "timeutil.h"
+
+#define STACK_PREFAULT (64 * 1024)
+
+struct manager *manager_new(struct daemon_config *cfg, const struct manager_options *o) {
+        struct manager *m = calloc(1, sizeof(*m));
+        if (!m)
+                return NULL;
+        m->cfg = *cfg;
+        *cfg = (struct daemon_config){};
+        m->opts = *o;
+        m->probes.dma_fd = -1;
+        return m;
+}
+
+/* CLOCK_REALTIME - CLOCK_MONOTONIC, read as tightly as we can. */
+static int64_t mono_to_real_offset(void) {
+        int64_t best_gap = INT64_MAX, off = 0;
+        for (int i = 0; i < 5; i++) {
+                int64_t r1 = now_ns(CLOCK_REALTIME), m = now_ns(CLOCK_MONOTONIC),
+                        r2 = now_ns(CLOCK_REALTIME);
+                if (r2 - r1 < best_gap) {
+                        best_gap = r2 - r1;
+                        off = r1 + (r2 - r1) / 2 - m;
+                }
+        }
+        return off;
+}
+
+/* What the probes are told.  Interval k starts at a multiple of the interval length in
+ * wall-clock time, so that every CPU, and every machine of a farm, closes at the same
+ * boundary. */
+static struct probe_params probe_params(const struct daemon_config *c, int64_t mono_to_real) {
+        int64_t start_real = now_ns(CLOCK_MONOTONIC) + mono_to_real;
+        int64_t base_real = interval_align(start_real, (int64_t) c->interval_ns);
+        return (struct probe_params){
+                .interval_ns = c->probe_interval_ns,
+                .threshold_ns = c->threshold_ns,
+                .hist_limit_us = (uint32_t) (c->hist_limit_ns / 1000),
+                .period_ns = c->interval_ns,
+                .base_mono_ns = base_real - mono_to_real,
+                .priority = (int) c->priority,
+                .stack_prefault = STACK_PREFAULT,
+        };
+}
+
+/* Everything around the probes, once they are ready: the run's record, the flight recorder,
+ * the uploader, the collector and the main loop; then the probes measure and the loads
+ * start. */
+static int start_around_probes(struct manager *m, const struct probe_params *pp, int64_t off,
+                               const char *text, const char *cpus) {
+        int r = manager_begin_run_record(m, pp, text, cpus);
+        if (r >= 0 && (r = manager_start_tracing(m, off)) < 0)
+                log_oom();
+        atomic_store(&m->up.outbox_on, m->up.token != NULL);
+        if (r >= 0 && m->up.token)
+                r = manager_start_uploader(m);
+        if (r >= 0)
+                r = manager_start_collector(m, pp, off);
+        if (r >= 0)
+                r = manager_setup_event_loop(m);
+        if (r >= 0)
+                r = manager_go(m, pp, off);
+        return r;
+}
+
+/* The probes, and everything around them; EXIT_SUCCESS once they measure, else how to
+ * exit. */
+static int start(struct manager *m, const char *cpus) {
+        char span[TIMESPAN_MAX_LEN], span2[TIMESPAN_MAX_LEN], span3[TIMESPAN_MAX_LEN];
+        _cleanup_free_ char *text = daemon_config_text(&m->cfg);
+        if (!text)
+                return log_oom(), EXIT_FAILURE;
+
+        int64_t off = mono_to_real_offset();
+        struct probe_params pp = probe_params(&m->cfg, off);
+        atomic_store_explicit(&m->probes.ctl.threshold_ns, m->cfg.threshold_ns,
+                              memory_order_relaxed);
+        int r = manager_start_probes(m, &pp);
+        if (r < 0) {
+                manager_stop_probes(m);
+                return m->end.unavailable ? EXIT_UNAVAILABLE : EXIT_FAILURE;
+        }
+        r = start_around_probes(m, &pp, off, text, cpus);
+        if (r < 0) {
+                manager_stop_probes(m);
+                return EXIT_FAILURE;
+        }
+        log_info("Run %" PRId64 ": probing CPUs %s at SCHED_FIFO %" PRIu64 " every %s, threshold "
+                 "%s, intervals of %s into %s",
+                 m->run.id, cpus, m->cfg.priority, format_timespan(span, m->cfg.probe_interval_ns),
+                 format_timespan(span2, m->cfg.threshold_ns),
+                 format_timespan(span3, m->cfg.interval_ns), m->cfg.storage_path);
+        /* READY=1 follows from the main loop once the probes measure (manager_check_ready()). */
+        sd_notifyf(0, "STATUS=Run %" PRId64 ": starting the probes on CPUs %s", m->run.id, cpus);
+        return EXIT_SUCCESS;
+}
+
+int manager_run(struct manager *m) {
+        int r = manager_prepare_run(m);
+        if (r != EXIT_SUCCESS)
+                return r;
+        /* The run's CPUs whole, however scattered: the farm learns from this list which CPUs
+         * the run probes. */
+        _cleanup_free_ char *cpus = malloc(CPUSET_TEXT_MAX);
+        if (!cpus || cpuset_format(&m->probes.cpus, cpus, CPUSET_TEXT_MAX) < 0)
+                return log_oom(), EXIT_FAILURE;
+        r = start(m, cpus);
+        if (r != EXIT_SUCCESS)
+                return r;
+
+        r = sd_event_loop(m->loop.event);
+        if (r < 0) {
+                log_error_errno(r, "Event loop failed: %m");
+                manager_stop_probes(m);
+                manager_fail(m, "event loop failed: %s", strerror(-r));
+        }
+        /* Every load process is gone before the run is recorded as ended. */
+        return manager_finish_run(m);
+}
+
+void manager_free(struct manager *m) {
+        if (!m)
+                return;
+        watchdog_stop(m->sd.watchdog);
+        tracing_stop(m->tracing);
+        uploader_stop(m->up.uploader);
+        if (m->up.token)
+                explicit_bzero(m->up.token, strlen(m->up.token));
+        free(m->up.token);
+        loadsup_free(m->iv.loads);
+        load_records_free(&m->iv.records);
+        collector_free(m->iv.collector);
+        for (size_t i = 0; i < m->probes.n; i++)
+                if (!m->probes.p[i]->thread_started)
+                        probe_free(m->probes.p[i]);
+        free(m->probes.p);
+        sd_event_source_unref(m->loop.poll_source);
+        sd_event_source_unref(m->loop.flight_source);
+        housekeeping_free(m->loop.housekeeping);
+        flightrec_free(m->loop.flight);
+        sd_event_unref(m->loop.event);
+        store_close(m->run.store);
+        if (m->probes.dma_fd >= 0)
+                close(m->probes.dma_fd);
+        cpuset_done(&m->probes.cpus);
+        daemon_config_free(&m->cfg);
+        for (size_t i = 0; i < m->retired.n; i++)
+                daemon_config_free(&m->retired.cfgs[i]);
+        free(m->retired.cfgs);
+        free(m->run.db_path);
+        free(m);
+}
