@@ -22,6 +22,7 @@
 #include "http-reply.h"
 #include "log.h"
 #include "macro.h"
+#include "rotation.h"
 #include "sha256.h"
 #include "summary.h"
 #include "trace-analysis.h"
@@ -31,7 +32,6 @@
 #define DAY_NS ((int64_t) 86400 * (int64_t) NSEC_PER_SEC)
 #define REPLAY_HIST_LIMIT_US 1000 /* rtsoakd's default [Probe] HistogramLimit= */
 #define REPLAY_MAX_ITEMS 4096     /* of each repeatable option */
-#define REPLAY_MAX_STEPS 256      /* rotation steps, like rtsoakd */
 #define REPLAY_MAX_TRIES 10       /* per upload, on network errors, 408, 429 and 5xx */
 #define REPLAY_RETRY_AFTER_MAX_NS (5 * NSEC_PER_SEC)
 #define DEFAULT_ROTATION "idle 1h, cpu 1h, io 1h, net 1h, hackbench 1h, mixed 1h"
@@ -49,7 +49,7 @@ struct load_def {
         size_t nmetrics;
 };
 
-struct scenario_def {
+struct scenario {
         const char *name;
         struct load_def loads[4];
         size_t nloads;
@@ -57,7 +57,7 @@ struct scenario_def {
 
 /* Rates of the generators' own metrics (loadgen/loadgen-*.c): plausible values for a small
  * x86 machine, or the rate the scenario asks for (mixed: 1 Mbit/s, 1 MB/s, 40 % CPU). */
-static const struct scenario_def scenarios[] = {
+static const struct scenario scenarios[] = {
         { "idle", {}, 0 },
         { "cpu", { { "cpu", { { "ops", "ops/s", 120000 } }, 1 } }, 1 },
         { "io",
@@ -91,7 +91,7 @@ static const struct scenario_def scenarios[] = {
           4 },
 };
 
-static const struct scenario_def *scenario_lookup(const char *name) {
+static const struct scenario *scenario_lookup(const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(scenarios); i++)
                 if (strcmp(scenarios[i].name, name) == 0)
                         return &scenarios[i];
@@ -122,11 +122,6 @@ struct load_down {
         char generator[33];
 };
 
-struct step {
-        const struct scenario_def *scenario;
-        uint64_t duration_ns;
-};
-
 /* A CPU absent from the intervals of [from, to): its probe measured nothing then. */
 struct probe_down {
         uint32_t cpu;
@@ -152,7 +147,7 @@ struct options {
         uint64_t interval_ns, latency_ns, threshold_ns, probe_interval_ns, reboot_ns, seed;
         bool quiet, json;
 
-        struct step steps[REPLAY_MAX_STEPS];
+        struct schedule_step *steps;
         size_t nsteps;
         uint64_t cycle_ns;
         struct spike *spikes;
@@ -326,83 +321,70 @@ static bool valid_generator(const char *s) {
         return l >= 1 && l <= 32 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == l;
 }
 
-/* "idle 1h, cpu 30min": every step a built-in scenario and a whole number of intervals (the
- * default rotation follows any interval, like rtsoakd's). */
-static int parse_rotation(bool is_default) {
-        _cleanup_free_ char *copy = strdup(opt.rotation);
-        char *save = NULL;
-        if (!copy)
-                return log_oom();
-        opt.nsteps = 0;
-        opt.cycle_ns = 0;
-        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                while (isspace((unsigned char) *tok))
-                        tok++;
-                char *sp = tok;
-                while (*sp && !isspace((unsigned char) *sp))
-                        sp++;
-                char *dur = sp;
-                if (*sp)
-                        *sp++ = 0, dur = sp;
-                while (isspace((unsigned char) *dur))
-                        dur++;
-                if (!*tok || !*dur)
-                        return usage_error("--rotation",
-                                           "expected \"SCENARIO DURATION\" items separated by "
-                                           "commas (e.g. \"idle 1h, mixed 2h\"), got \"%s\"",
-                                           tok);
-                const struct scenario_def *sc = scenario_lookup(tok);
-                if (!sc)
-                        return usage_error("--rotation",
-                                           "unknown scenario \"%s\" (built-in: idle, cpu, io, "
-                                           "net, hackbench, mixed)",
-                                           tok);
-                uint64_t d;
-                const char *reason = NULL;
-                if (parse_timespan(dur, &d, &reason) < 0 || d == 0)
-                        return usage_error("--rotation", "%s %s: %s", tok, dur,
-                                           reason ?: "must be longer than 0");
-                if (d % opt.interval_ns) {
-                        char a[TIMESPAN_MAX_LEN];
-                        if (!is_default)
-                                return usage_error("--rotation",
-                                                   "%s %s is not a whole number of intervals "
-                                                   "(--interval %s)",
-                                                   tok, dur, format_timespan(a, opt.interval_ns));
-                        d += opt.interval_ns - d % opt.interval_ns;
-                }
-                if (opt.nsteps >= REPLAY_MAX_STEPS)
-                        return usage_error("--rotation", "more than %d steps", REPLAY_MAX_STEPS);
-                if (d > (uint64_t) 100 * 365 * DAY_NS)
-                        return usage_error("--rotation", "%s %s is too long", tok, dur);
-                opt.steps[opt.nsteps++] = (struct step){ sc, d };
-                opt.cycle_ns += d;
+static const struct scenario *rotation_lookup(void *userdata, const char *name) {
+        return scenario_lookup(name);
+}
+
+static void rotation_problem(void *userdata, enum rotation_problem what, const char *item,
+                             const char *span, const char *reason) {
+        char a[TIMESPAN_MAX_LEN];
+        switch (what) {
+        case ROTATION_SYNTAX:
+                usage_error("--rotation",
+                            "expected \"SCENARIO DURATION\" items separated by commas (e.g. "
+                            "\"idle 1h, mixed 2h\"), got \"%s\"",
+                            item);
+                break;
+        case ROTATION_UNKNOWN:
+                usage_error("--rotation",
+                            "unknown scenario \"%s\" (built-in: idle, cpu, io, net, hackbench, "
+                            "mixed)",
+                            item);
+                break;
+        case ROTATION_BAD_SPAN:
+                usage_error("--rotation", "%s %s: %s", item, span,
+                            reason ?: "must be longer than 0");
+                break;
+        case ROTATION_NOT_WHOLE:
+                usage_error("--rotation",
+                            "%s %s is not a whole number of intervals (--interval %s)", item, span,
+                            format_timespan(a, opt.interval_ns));
+                break;
+        case ROTATION_TOO_MANY:
+                usage_error("--rotation", "more than %d steps", ROTATION_STEPS_MAX);
+                break;
+        case ROTATION_TOO_LONG:
+                usage_error("--rotation", "%s %s is too long", item, span);
+                break;
+        case ROTATION_EMPTY:
+                usage_error("--rotation", "no scenario given");
+                break;
         }
-        if (opt.nsteps == 0)
-                return usage_error("--rotation", "no scenario given");
-        return 0;
+}
+
+/* "idle 1h, cpu 30min": every step a built-in scenario and a whole number of intervals (the
+ * default rotation follows any interval, like rtsoakd's), read as rtsoakd reads its
+ * [Schedule] Rotation=. */
+static int parse_rotation(bool is_default) {
+        struct rotation_params p = {
+                .interval_ns = opt.interval_ns,
+                .round_up = is_default,
+                .max_step_ns = (uint64_t) 100 * 365 * DAY_NS,
+                .lookup = rotation_lookup,
+                .problem = rotation_problem,
+        };
+        int r = rotation_parse(opt.rotation, &p, &opt.steps, &opt.nsteps, &opt.cycle_ns);
+        if (r == -ENOMEM)
+                return log_oom();
+        return r < 0 ? -EINVAL : 0;
 }
 
 /* The rotation step at time t, like rtsoakd's schedule_at(): aligned to the epoch. */
-static const struct step *step_at(int64_t t, int64_t *ret_step_start) {
-        int64_t pos = t % (int64_t) opt.cycle_ns;
-        if (pos < 0)
-                pos += (int64_t) opt.cycle_ns;
-        int64_t base = t - pos, at = 0;
-        for (size_t i = 0; i < opt.nsteps; i++) {
-                if (pos < at + (int64_t) opt.steps[i].duration_ns) {
-                        if (ret_step_start)
-                                *ret_step_start = base + at;
-                        return &opt.steps[i];
-                }
-                at += (int64_t) opt.steps[i].duration_ns;
-        }
-        if (ret_step_start)
-                *ret_step_start = base;
-        return &opt.steps[0]; /* not reached */
+static const struct schedule_step *step_at(int64_t t, int64_t *ret_step_start) {
+        return rotation_at(opt.steps, opt.nsteps, opt.cycle_ns, t, ret_step_start, NULL);
 }
 
-static const struct load_def *scenario_load(const struct scenario_def *sc, const char *gen) {
+static const struct load_def *scenario_load(const struct scenario *sc, const char *gen) {
         for (size_t i = 0; i < sc->nloads; i++)
                 if (strcmp(sc->loads[i].generator, gen) == 0)
                         return &sc->loads[i];
@@ -705,7 +687,7 @@ static int parse_history(const struct raw_list *spikes, const struct raw_list *g
                                         fmt_time(t2, opt.to_ns));
                         return r;
                 }
-                const struct step *st = step_at(d->time_ns, NULL);
+                const struct schedule_step *st = step_at(d->time_ns, NULL);
                 if (!scenario_load(st->scenario, d->generator)) {
                         r = usage_error("--load-down",
                                         "'%s': the scenario at that time, %s, runs no %s "
@@ -1267,7 +1249,6 @@ struct sample {
  * held the CPU for 95 % of the latency, the timer interrupt for a little of the rest. */
 static int make_trace(const struct spike *sp, struct summary_trace *t) {
         struct trace_analysis *a = calloc(1, sizeof(*a));
-        char line[512], text[2048];
         t->analysis = a;
         if (!a)
                 return -ENOMEM;
@@ -1325,13 +1306,10 @@ static int make_trace(const struct spike *sp, struct summary_trace *t) {
         ev[2].u.sw.prev_pid = 4242;
         ev[2].u.sw.prev_prio = 49;
         ev[2].u.sw.next_pid = 4000;
-        for (size_t i = 0; i < ELEMENTSOF(ev); i++) {
-                trace_event_format(&ev[i], (int) sp->cpu, 0, sp->culprit, line, sizeof(line));
-                len += (size_t) snprintf(text + len, sizeof(text) - len, "%s\n", line);
-        }
+        _cleanup_free_ char *text = NULL;
         size_t dropped;
-        return trace_raw_compress(text, MIN(len, sizeof(text) - 1), 64 * 1024, &t->raw, &t->raw_len,
-                                  &dropped);
+        int r = trace_raw_text(ev, ELEMENTSOF(ev), (int) sp->cpu, 0, &text, &len);
+        return r < 0 ? r : trace_raw_compress(text, len, 64 * 1024, &t->raw, &t->raw_len, &dropped);
 }
 
 /* One CPU of one interval: a plausible distribution around --latency (one sample at the
@@ -1540,8 +1518,8 @@ static uint64_t zero_ns(const char *gen, int64_t t, int64_t end) {
 
 /* The load generators of the interval [t, end) of scenario sc, and their exits. */
 static int make_interval_loads(struct worker *w, struct mstate *ms, struct summary_interval *iv,
-                               struct summary_metric *mets, const struct scenario_def *sc,
-                               int64_t t, int64_t step_start) {
+                               struct summary_metric *mets, const struct scenario *sc, int64_t t,
+                               int64_t step_start) {
         int64_t end = t + (int64_t) opt.interval_ns;
         char a[TIMESPAN_MAX_LEN], b[TIMESPAN_MAX_LEN];
         bool fresh = t == step_start || t == ms->run_start_ns;
@@ -1624,8 +1602,8 @@ static void shift_stamps(struct worker *w, struct summary_interval *iv, size_t e
 /* The interval that starts at t: 0 when made, 1 when no CPU measured in it (not sent). */
 static int make_interval(struct worker *w, struct mstate *ms, int64_t t) {
         int64_t end = t + (int64_t) opt.interval_ns, step_start;
-        const struct step *st = step_at(t, &step_start);
-        const struct scenario_def *sc = st->scenario;
+        const struct schedule_step *st = step_at(t, &step_start);
+        const struct scenario *sc = st->scenario;
         struct summary_interval *iv = &w->ivs[w->nivs];
         size_t ev0 = w->nevents;
         int r;
@@ -2066,6 +2044,7 @@ int main(int argc, char **argv) {
         free(opt.pdowns);
         free(opt.zeros);
         free(opt.probed);
+        free(opt.steps);
         curl_global_cleanup();
         return atomic_load(&failed) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

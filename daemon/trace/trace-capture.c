@@ -233,45 +233,13 @@ static void fill_policy(struct trace_contrib *x) {
                                          &x->priority);
 }
 
-/* The events' text, one line each, times relative to the due time. */
-static int raw_text(const struct trace_event *ev, size_t n, int cpu, int64_t due, char **ret,
-                    size_t *ret_len) {
-        size_t len = 0;
-        char line[512];
-        FILE *f = open_memstream(ret, &len);
-        if (!f)
-                return -ENOMEM;
-        int32_t cur = n ? ev[0].pid : -1;
-        const char *comm = n ? trace_comm_of(ev, n, cur, NULL) : NULL;
-        for (size_t i = 0; i < n; i++) {
-                if (ev[i].pid != cur) {
-                        /* The task changed without a switch event (leaving the idle task is
-                         * not traced by every kernel). */
-                        cur = ev[i].pid;
-                        comm = trace_comm_of(ev, n, cur, NULL);
-                }
-                const char *who = comm;
-                trace_event_format(&ev[i], cpu, due, who, line, sizeof(line));
-                fputs(line, f);
-                fputc('\n', f);
-                if (ev[i].kind == TRACE_SWITCH) {
-                        cur = ev[i].u.sw.next_pid;
-                        comm = ev[i].u.sw.next_comm;
-                }
-        }
-        if (fclose(f) != 0)
-                return -ENOMEM;
-        *ret_len = len;
-        return 0;
-}
-
 /* A kept capture's raw events: its text, compressed; the events themselves are let go. */
 static void finish(const struct trace_capture *c, struct trace_capture_result *r) {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         if (!r->events)
                 return;
-        if (raw_text(r->events, r->nevents, r->cpu, r->due_mono_ns, &text, &len) >= 0 &&
+        if (trace_raw_text(r->events, r->nevents, r->cpu, r->due_mono_ns, &text, &len) >= 0 &&
             trace_raw_compress(text, len, c->p.raw_max, &r->raw, &r->raw_len, &r->raw_dropped) >= 0)
                 r->raw_events = r->nevents;
         free(r->events);
