@@ -552,6 +552,109 @@ out:
         return r;
 }
 
+/* The block cyclictest -h prints: one line per microsecond below limit with a column per
+ * thread (here per CPU), then the summary lines. */
+static void histogram_cyclictest(const struct store_cpu_report *rows, size_t n, uint32_t limit) {
+        printf("# Histogram\n");
+        for (uint32_t us = 0; us < limit; us++) {
+                printf("%06u", us);
+                for (size_t i = 0; i < n; i++)
+                        printf("%s%06" PRIu64, i == 0 ? " " : "\t", rows[i].hist.counts[us]);
+                printf("\n");
+        }
+        printf("# Total:");
+        for (size_t i = 0; i < n; i++)
+                printf(" %09" PRIu64, rows[i].samples - hist_overflows(&rows[i].hist, limit));
+        printf("\n# Min Latencies:");
+        for (size_t i = 0; i < n; i++)
+                printf(" %05" PRIu64, rows[i].min_ns / 1000);
+        printf("\n# Avg Latencies:");
+        for (size_t i = 0; i < n; i++)
+                printf(" %05" PRIu64, avg_ns(&rows[i]) / 1000);
+        printf("\n# Max Latencies:");
+        for (size_t i = 0; i < n; i++)
+                printf(" %05" PRIu64, rows[i].max_ns / 1000);
+        printf("\n# Histogram Overflows:");
+        for (size_t i = 0; i < n; i++)
+                printf(" %05" PRIu64, hist_overflows(&rows[i].hist, limit));
+        printf("\n");
+}
+
+/* Every bucket that holds a sample, with its edges. */
+static void histogram_csv(const struct store_cpu_report *rows, size_t n) {
+        printf("cpu,lower_ns,upper_ns,count\n");
+        for (size_t i = 0; i < n; i++)
+                for (uint32_t b = 0; b < rows[i].hist.nbuckets; b++) {
+                        uint64_t c = rows[i].hist.counts[b];
+                        if (!c)
+                                continue;
+                        uint64_t up = hist_bucket_upper_ns(rows[i].hist.limit_us, b);
+                        printf("%d,%" PRIu64 ",", rows[i].cpu,
+                               hist_bucket_lower_ns(rows[i].hist.limit_us, b));
+                        if (up != UINT64_MAX)
+                                printf("%" PRIu64, up);
+                        printf(",%" PRIu64 "\n", c);
+                }
+}
+
+/* A CPU's report with its histogram, as the server names them: limit_us, overflow (samples at
+ * or above it), buckets ([us, count] of the exact 1 us buckets below it); and every bucket
+ * with its edges, the logarithmic ones too. */
+static json_t *histogram_json_cpu(const struct store_cpu_report *row) {
+        json_t *o = report_json_row(row), *buckets = json_array(), *all = json_array();
+        uint32_t limit = row->hist.limit_us;
+        uint64_t overflow = hist_overflows(&row->hist, limit);
+        json_object_set_new(o, "limit_us", json_integer(limit));
+        json_object_set_new(o, "limit_ns", json_u64((uint64_t) limit * 1000));
+        json_object_set_new(o, "overflow", json_u64(overflow));
+        json_object_set_new(o, "overflows", json_u64(overflow));
+        for (uint32_t b = 0; b < row->hist.nbuckets; b++) {
+                uint64_t c = row->hist.counts[b];
+                if (!c)
+                        continue;
+                uint64_t up = hist_bucket_upper_ns(limit, b);
+                if (b < limit)
+                        json_array_append_new(buckets,
+                                              json_pack("[I, I]", (json_int_t) b, (json_int_t) c));
+                json_t *e = json_object();
+                json_object_set_new(e, "lower_ns", json_u64(hist_bucket_lower_ns(limit, b)));
+                json_object_set_new(e, "upper_ns", up == UINT64_MAX ? json_null() : json_u64(up));
+                json_object_set_new(e, "count", json_u64(c));
+                json_array_append_new(all, e);
+        }
+        json_object_set_new(o, "buckets", buckets);
+        json_object_set_new(o, "all_buckets", all);
+        return o;
+}
+
+static int histogram_json(const struct store_cpu_report *rows, size_t n) {
+        json_t *doc = json_object(), *cpus = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(cpus, histogram_json_cpu(&rows[i]));
+        json_object_set_new(doc, "cpus", cpus);
+        int r = print_json(doc);
+        json_decref(doc);
+        return r;
+}
+
+/* The exact range cyclictest's format shows: the stored histograms' (the first CPU's, as
+ * merged), or --limit within it; -EINVAL (logged) for a --limit outside it. */
+static int cyclictest_limit(const struct args *a, const struct store_cpu_report *rows, size_t n,
+                            uint32_t *ret) {
+        uint32_t limit = n > 0 ? rows[0].hist.limit_us : 0;
+        if (a->have_limit) {
+                if (a->limit == 0 || a->limit > limit) {
+                        log_error("--limit %" PRIu64 ": must be between 1 and %u, the "
+                                  "exact range of the stored histograms (us)",
+                                  a->limit, limit);
+                        return -EINVAL;
+                }
+                limit = (uint32_t) a->limit;
+        }
+        *ret = limit;
+        return 0;
+}
+
 static int cmd_histogram(store *s, const struct args *a) {
         struct store_cpu_report *rows = NULL;
         struct store_filter f;
@@ -579,98 +682,14 @@ static int cmd_histogram(store *s, const struct args *a) {
         }
 
         if (strcmp(format, "cyclictest") == 0) {
-                uint32_t limit = n > 0 ? rows[0].hist.limit_us : 0;
-                if (a->have_limit) {
-                        if (a->limit == 0 || a->limit > limit) {
-                                log_error("--limit %" PRIu64 ": must be between 1 and %u, the "
-                                          "exact range of the stored histograms (us)",
-                                          a->limit, limit);
-                                r = -EINVAL;
-                                goto out;
-                        }
-                        limit = (uint32_t) a->limit;
-                }
-                /* The block cyclictest -h prints: one line per microsecond with a column per
-                 * thread (here per CPU), then the summary lines. */
-                printf("# Histogram\n");
-                for (uint32_t us = 0; us < limit; us++) {
-                        printf("%06u", us);
-                        for (size_t i = 0; i < n; i++)
-                                printf("%s%06" PRIu64, i == 0 ? " " : "\t",
-                                       rows[i].hist.counts[us]);
-                        printf("\n");
-                }
-                printf("# Total:");
-                for (size_t i = 0; i < n; i++)
-                        printf(" %09" PRIu64,
-                               rows[i].samples - hist_overflows(&rows[i].hist, limit));
-                printf("\n# Min Latencies:");
-                for (size_t i = 0; i < n; i++)
-                        printf(" %05" PRIu64, rows[i].min_ns / 1000);
-                printf("\n# Avg Latencies:");
-                for (size_t i = 0; i < n; i++)
-                        printf(" %05" PRIu64, avg_ns(&rows[i]) / 1000);
-                printf("\n# Max Latencies:");
-                for (size_t i = 0; i < n; i++)
-                        printf(" %05" PRIu64, rows[i].max_ns / 1000);
-                printf("\n# Histogram Overflows:");
-                for (size_t i = 0; i < n; i++)
-                        printf(" %05" PRIu64, hist_overflows(&rows[i].hist, limit));
-                printf("\n");
-        } else if (strcmp(format, "csv") == 0) {
-                printf("cpu,lower_ns,upper_ns,count\n");
-                for (size_t i = 0; i < n; i++)
-                        for (uint32_t b = 0; b < rows[i].hist.nbuckets; b++) {
-                                uint64_t c = rows[i].hist.counts[b];
-                                if (!c)
-                                        continue;
-                                uint64_t up = hist_bucket_upper_ns(rows[i].hist.limit_us, b);
-                                printf("%d,%" PRIu64 ",", rows[i].cpu,
-                                       hist_bucket_lower_ns(rows[i].hist.limit_us, b));
-                                if (up != UINT64_MAX)
-                                        printf("%" PRIu64, up);
-                                printf(",%" PRIu64 "\n", c);
-                        }
-        } else {
-                json_t *doc = json_object(), *cpus = json_array();
-                for (size_t i = 0; i < n; i++) {
-                        json_t *o = report_json_row(&rows[i]), *buckets = json_array(),
-                               *all = json_array();
-                        uint32_t limit = rows[i].hist.limit_us;
-                        uint64_t overflow = hist_overflows(&rows[i].hist, limit);
-                        /* As the server names them: limit_us, overflow (samples at or above
-                         * it), buckets ([us, count] of the exact 1 us buckets below it); and
-                         * every bucket with its edges, the logarithmic ones too. */
-                        json_object_set_new(o, "limit_us", json_integer(limit));
-                        json_object_set_new(o, "limit_ns", json_u64((uint64_t) limit * 1000));
-                        json_object_set_new(o, "overflow", json_u64(overflow));
-                        json_object_set_new(o, "overflows", json_u64(overflow));
-                        for (uint32_t b = 0; b < rows[i].hist.nbuckets; b++) {
-                                uint64_t c = rows[i].hist.counts[b];
-                                if (!c)
-                                        continue;
-                                uint64_t up = hist_bucket_upper_ns(limit, b);
-                                if (b < limit)
-                                        json_array_append_new(buckets,
-                                                              json_pack("[I, I]", (json_int_t) b,
-                                                                        (json_int_t) c));
-                                json_t *e = json_object();
-                                json_object_set_new(e, "lower_ns",
-                                                    json_u64(hist_bucket_lower_ns(limit, b)));
-                                json_object_set_new(e, "upper_ns",
-                                                    up == UINT64_MAX ? json_null() : json_u64(up));
-                                json_object_set_new(e, "count", json_u64(c));
-                                json_array_append_new(all, e);
-                        }
-                        json_object_set_new(o, "buckets", buckets);
-                        json_object_set_new(o, "all_buckets", all);
-                        json_array_append_new(cpus, o);
-                }
-                json_object_set_new(doc, "cpus", cpus);
-                r = print_json(doc);
-                json_decref(doc);
-        }
-out:
+                uint32_t limit;
+                r = cyclictest_limit(a, rows, n, &limit);
+                if (r >= 0)
+                        histogram_cyclictest(rows, n, limit);
+        } else if (strcmp(format, "csv") == 0)
+                histogram_csv(rows, n);
+        else
+                r = histogram_json(rows, n);
         store_report_free(rows, n);
         return r;
 }
@@ -892,23 +911,106 @@ static int parse_uint_arg(const char *opt, const char *v, uint64_t max, uint64_t
         return 0;
 }
 
+enum {
+        ARG_DB = 0x100,
+        ARG_JSON,
+        ARG_SINCE,
+        ARG_UNTIL,
+        ARG_RUN,
+        ARG_CPU,
+        ARG_FORMAT,
+        ARG_TYPE,
+        ARG_LIMIT,
+        ARG_SCENARIO,
+        ARG_BY_SCENARIO,
+        ARG_RAW,
+        ARG_VERSION
+};
+
+/* --since or --until (c): -1 to go on, else the exit status. */
+static int take_time(int c, const char *arg, int64_t now, struct args *a) {
+        const char *reason;
+        int64_t t;
+        if (parse_timestamp(arg, now, &t, &reason) < 0) {
+                log_error("%s %s: %s", c == ARG_SINCE ? "--since" : "--until", arg, reason);
+                return EXIT_USAGE;
+        }
+        if (c == ARG_SINCE) {
+                a->filter.since_ns = t;
+                a->given |= OPT_SINCE;
+        } else {
+                a->filter.until_ns = t;
+                a->given |= OPT_UNTIL;
+        }
+        return -1;
+}
+
+/* --run: last, or a run's id. */
+static int take_run(const char *arg, struct args *a) {
+        uint64_t v;
+        a->given |= OPT_RUN;
+        if (strcmp(arg, "last") == 0) {
+                a->run_last = true;
+                return -1;
+        }
+        if (parse_uint_arg("--run", arg, INT64_MAX, &v) < 0)
+                return EXIT_USAGE;
+        if (v == 0) {
+                log_error("--run %s: run ids start at 1", arg);
+                return EXIT_USAGE;
+        }
+        a->filter.run_id = (int64_t) v;
+        return -1;
+}
+
+/* One of the options that select or shape what a command shows, with its value (arg) into
+ * *a: -1 to go on, else the exit status. */
+static int take_option(int c, const char *arg, int64_t now, struct args *a) {
+        uint64_t v;
+        switch (c) {
+        case ARG_SINCE:
+        case ARG_UNTIL:
+                return take_time(c, arg, now, a);
+        case ARG_RUN:
+                return take_run(arg, a);
+        case ARG_CPU:
+                a->given |= OPT_CPU;
+                if (parse_uint_arg("--cpu", arg, 8191, &v) < 0)
+                        return EXIT_USAGE;
+                a->filter.cpu = (int) v;
+                break;
+        case ARG_FORMAT:
+                a->given |= OPT_FORMAT;
+                a->format = arg;
+                break;
+        case ARG_TYPE:
+                a->given |= OPT_TYPE;
+                a->type = arg;
+                break;
+        case ARG_LIMIT:
+                a->given |= OPT_LIMIT;
+                if (parse_uint_arg("--limit", arg, UINT32_MAX, &a->limit) < 0)
+                        return EXIT_USAGE;
+                a->have_limit = true;
+                break;
+        case ARG_SCENARIO:
+                a->given |= OPT_SCENARIO;
+                a->filter.scenario = arg;
+                break;
+        case ARG_BY_SCENARIO:
+                a->given |= OPT_BY_SCENARIO;
+                a->by_scenario = true;
+                break;
+        case ARG_RAW:
+                a->given |= OPT_RAW;
+                a->raw = true;
+                break;
+        }
+        return -1;
+}
+
 /* The options before the command into *a; -1 to go on, else the exit status. */
 static int parse_options(int argc, char *argv[], int64_t now, struct args *a) {
-        enum {
-                ARG_DB = 0x100,
-                ARG_JSON,
-                ARG_SINCE,
-                ARG_UNTIL,
-                ARG_RUN,
-                ARG_CPU,
-                ARG_FORMAT,
-                ARG_TYPE,
-                ARG_LIMIT,
-                ARG_SCENARIO,
-                ARG_BY_SCENARIO,
-                ARG_RAW,
-                ARG_VERSION
-        };
         static const struct option options[] = {
                 { "db", required_argument, NULL, ARG_DB },
                 { "json", no_argument, NULL, ARG_JSON },
@@ -926,9 +1028,7 @@ static int parse_options(int argc, char *argv[], int64_t now, struct args *a) {
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
         };
-        const char *reason;
-        uint64_t v;
-        int c;
+        int c, status;
 
         while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
@@ -939,68 +1039,9 @@ static int parse_options(int argc, char *argv[], int64_t now, struct args *a) {
                         a->json = true;
                         a->given |= OPT_JSON;
                         break;
-                case ARG_SINCE:
-                case ARG_UNTIL: {
-                        int64_t t;
-                        const char *opt = c == ARG_SINCE ? "--since" : "--until";
-                        if (parse_timestamp(optarg, now, &t, &reason) < 0) {
-                                log_error("%s %s: %s", opt, optarg, reason);
-                                return EXIT_USAGE;
-                        }
-                        if (c == ARG_SINCE) {
-                                a->filter.since_ns = t;
-                                a->given |= OPT_SINCE;
-                        } else {
-                                a->filter.until_ns = t;
-                                a->given |= OPT_UNTIL;
-                        }
-                        break;
-                }
-                case ARG_RUN:
-                        a->given |= OPT_RUN;
-                        if (strcmp(optarg, "last") == 0) {
-                                a->run_last = true;
-                                break;
-                        }
-                        if (parse_uint_arg("--run", optarg, INT64_MAX, &v) < 0)
-                                return EXIT_USAGE;
-                        if (v == 0) {
-                                log_error("--run %s: run ids start at 1", optarg);
-                                return EXIT_USAGE;
-                        }
-                        a->filter.run_id = (int64_t) v;
-                        break;
-                case ARG_CPU:
-                        a->given |= OPT_CPU;
-                        if (parse_uint_arg("--cpu", optarg, 8191, &v) < 0)
-                                return EXIT_USAGE;
-                        a->filter.cpu = (int) v;
-                        break;
-                case ARG_FORMAT:
-                        a->given |= OPT_FORMAT;
-                        a->format = optarg;
-                        break;
-                case ARG_TYPE:
-                        a->given |= OPT_TYPE;
-                        a->type = optarg;
-                        break;
-                case ARG_LIMIT:
-                        a->given |= OPT_LIMIT;
-                        if (parse_uint_arg("--limit", optarg, UINT32_MAX, &a->limit) < 0)
-                                return EXIT_USAGE;
-                        a->have_limit = true;
-                        break;
-                case ARG_SCENARIO:
-                        a->given |= OPT_SCENARIO;
-                        a->filter.scenario = optarg;
-                        break;
-                case ARG_BY_SCENARIO:
-                        a->given |= OPT_BY_SCENARIO;
-                        a->by_scenario = true;
-                        break;
-                case ARG_RAW:
-                        a->given |= OPT_RAW;
-                        a->raw = true;
+                case ARG_SINCE ... ARG_RAW:
+                        if ((status = take_option(c, optarg, now, a)) >= 0)
+                                return status;
                         break;
                 case 'h':
                         usage(stdout);

@@ -590,14 +590,20 @@ static int parse_hostile(const char *probed, const char *share, const char *ahea
         return 0;
 }
 
-/* The events of the history: spikes, gaps, run ends and generators down, each inside it. */
-static int parse_history(const struct raw_list *spikes, const struct raw_list *gaps,
-                         const struct raw_list *uncleans, const struct raw_list *restarts,
-                         const struct raw_list *downs, int64_t now) {
+/* A time an option gives (raw, as given) must fall inside the history [from, to). */
+static int check_inside(const char *option, const char *raw, int64_t t) {
+        char t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
+        if (t < opt.from_ns || t >= opt.to_ns)
+                return usage_error(option, "'%s' is outside the history [%s, %s)", raw,
+                                   fmt_time(t1, opt.from_ns), fmt_time(t2, opt.to_ns));
+        return 0;
+}
+
+/* --spike TIME,CPU,SPAN[,THREAD], in time order. */
+static int parse_spikes(const struct raw_list *spikes, int64_t now) {
+        char buf[256], *f[4];
         uint64_t v;
         int r;
-
-        char buf[256], *f[4], t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
         for (size_t i = 0; i < spikes->n; i++) {
                 struct spike *s = APPEND("--spike", opt.spikes, opt.nspikes);
                 /* A fourth field names the thread a synthetic trace capture blames. */
@@ -617,15 +623,18 @@ static int parse_history(const struct raw_list *spikes, const struct raw_list *g
                         return usage_error("--spike", "'%s': a thread name has at most %zu bytes",
                                            spikes->v[i], sizeof(s->culprit) - 1);
                 snprintf(s->culprit, sizeof(s->culprit), "%s", nf == 4 ? f[3] : "");
-                if (s->time_ns < opt.from_ns || s->time_ns >= opt.to_ns) {
-                        r = usage_error("--spike", "'%s' is outside the history [%s, %s)",
-                                        spikes->v[i], fmt_time(t1, opt.from_ns),
-                                        fmt_time(t2, opt.to_ns));
+                if ((r = check_inside("--spike", spikes->v[i], s->time_ns)) < 0)
                         return r;
-                }
         }
         if (opt.nspikes)
                 qsort(opt.spikes, opt.nspikes, sizeof(*opt.spikes), cmp_spike);
+        return 0;
+}
+
+/* --gap FROM,TO */
+static int parse_gaps(const struct raw_list *gaps, int64_t now) {
+        char buf[256], *f[2];
+        int r;
         for (size_t i = 0; i < gaps->n; i++) {
                 struct span *g = APPEND("--gap", opt.gaps, opt.ngaps);
                 if ((r = split_fields("--gap", gaps->v[i], buf, sizeof(buf), f, 2, "FROM,TO")) <
@@ -633,40 +642,47 @@ static int parse_history(const struct raw_list *spikes, const struct raw_list *g
                     (r = parse_time("--gap", f[0], now, &g->from_ns)) < 0 ||
                     (r = parse_time("--gap", f[1], now, &g->to_ns)) < 0)
                         return r;
-                if (g->from_ns >= g->to_ns) {
-                        r = usage_error("--gap", "'%s': FROM is not before TO", gaps->v[i]);
-                        return r;
-                }
+                if (g->from_ns >= g->to_ns)
+                        return usage_error("--gap", "'%s': FROM is not before TO", gaps->v[i]);
         }
+        return 0;
+}
+
+/* --unclean and --restart TIME, in time order, each after the run the one before starts. */
+static int parse_ends(const struct raw_list *uncleans, const struct raw_list *restarts,
+                      int64_t now) {
+        char t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN], t3[TIMESTAMP_MAX_LEN];
         const struct raw_list *endlists[2] = { uncleans, restarts };
+        int r;
         for (size_t k = 0; k < 2; k++)
                 for (size_t i = 0; i < endlists[k]->n; i++) {
                         const char *o = k == 0 ? "--unclean" : "--restart";
                         struct run_end *e = APPEND(o, opt.ends, opt.nends);
                         e->unclean = k == 0;
-                        if ((r = parse_time(o, endlists[k]->v[i], now, &e->time_ns)) < 0)
+                        if ((r = parse_time(o, endlists[k]->v[i], now, &e->time_ns)) < 0 ||
+                            (r = check_inside(o, endlists[k]->v[i], e->time_ns)) < 0)
                                 return r;
-                        if (e->time_ns < opt.from_ns || e->time_ns >= opt.to_ns) {
-                                r = usage_error(o, "'%s' is outside the history [%s, %s)",
-                                                endlists[k]->v[i], fmt_time(t1, opt.from_ns),
-                                                fmt_time(t2, opt.to_ns));
-                                return r;
-                        }
                 }
         if (opt.nends)
                 qsort(opt.ends, opt.nends, sizeof(*opt.ends), cmp_end);
         for (size_t i = 1; i < opt.nends; i++) {
                 int64_t next = align_up(opt.ends[i - 1].time_ns + (int64_t) opt.reboot_ns,
                                         opt.interval_ns);
-                if (opt.ends[i].time_ns < next) {
-                        r = usage_error(opt.ends[i].unclean ? "--unclean" : "--restart",
-                                        "%s is before the run that the end at %s starts (at %s, "
-                                        "after --reboot-time)",
-                                        fmt_time(t1, opt.ends[i].time_ns),
-                                        fmt_time(t2, opt.ends[i - 1].time_ns), fmt_time(buf, next));
-                        return r;
-                }
+                if (opt.ends[i].time_ns < next)
+                        return usage_error(opt.ends[i].unclean ? "--unclean" : "--restart",
+                                           "%s is before the run that the end at %s starts (at "
+                                           "%s, after --reboot-time)",
+                                           fmt_time(t1, opt.ends[i].time_ns),
+                                           fmt_time(t2, opt.ends[i - 1].time_ns),
+                                           fmt_time(t3, next));
         }
+        return 0;
+}
+
+/* --load-down TIME,SPAN,GENERATOR: a generator the scenario at that time runs. */
+static int parse_downs(const struct raw_list *downs, int64_t now) {
+        char buf[256], *f[3];
+        int r;
         for (size_t i = 0; i < downs->n; i++) {
                 struct load_down *d = APPEND("--load-down", opt.downs, opt.ndowns);
                 if ((r = split_fields("--load-down", downs->v[i], buf, sizeof(buf), f, 3,
@@ -675,29 +691,31 @@ static int parse_history(const struct raw_list *spikes, const struct raw_list *g
                     (r = parse_span("--load-down", f[1], 1, (uint64_t) DAY_NS * 3650,
                                     &d->span_ns)) < 0)
                         return r;
-                if (!valid_generator(f[2])) {
-                        r = usage_error("--load-down", "'%s': '%s' is not a generator name",
-                                        downs->v[i], f[2]);
-                        return r;
-                }
+                if (!valid_generator(f[2]))
+                        return usage_error("--load-down", "'%s': '%s' is not a generator name",
+                                           downs->v[i], f[2]);
                 snprintf(d->generator, sizeof(d->generator), "%s", f[2]);
-                if (d->time_ns < opt.from_ns || d->time_ns >= opt.to_ns) {
-                        r = usage_error("--load-down", "'%s' is outside the history [%s, %s)",
-                                        downs->v[i], fmt_time(t1, opt.from_ns),
-                                        fmt_time(t2, opt.to_ns));
+                if ((r = check_inside("--load-down", downs->v[i], d->time_ns)) < 0)
                         return r;
-                }
                 const struct schedule_step *st = step_at(d->time_ns, NULL);
-                if (!scenario_load(st->scenario, d->generator)) {
-                        r = usage_error("--load-down",
-                                        "'%s': the scenario at that time, %s, runs no %s "
-                                        "generator",
-                                        downs->v[i], st->scenario->name, d->generator);
-                        return r;
-                }
+                if (!scenario_load(st->scenario, d->generator))
+                        return usage_error("--load-down",
+                                           "'%s': the scenario at that time, %s, runs no %s "
+                                           "generator",
+                                           downs->v[i], st->scenario->name, d->generator);
         }
-
         return 0;
+}
+
+/* The events of the history: spikes, gaps, run ends and generators down, each inside it. */
+static int parse_history(const struct raw_list *spikes, const struct raw_list *gaps,
+                         const struct raw_list *uncleans, const struct raw_list *restarts,
+                         const struct raw_list *downs, int64_t now) {
+        int r;
+        if ((r = parse_spikes(spikes, now)) < 0 || (r = parse_gaps(gaps, now)) < 0 ||
+            (r = parse_ends(uncleans, restarts, now)) < 0)
+                return r;
+        return parse_downs(downs, now);
 }
 
 /* The long options of rtsoak-replay. */
