@@ -203,6 +203,38 @@ static void report_table_header(void) {
                "p50", "p99", "p99.9", "violations", "missed");
 }
 
+/* The table: the header, a row per CPU, and the total when there is more than one CPU. */
+static void report_table(const struct store_cpu_report *rows, size_t n,
+                         const struct store_cpu_report *total) {
+        report_table_header();
+        for (size_t i = 0; i < n; i++)
+                report_table_row(&rows[i]);
+        if (n > 1)
+                report_table_row(total);
+}
+
+/* The rows into doc as "cpus", then the total as "total". */
+static void report_json_cpus(json_t *doc, const struct store_cpu_report *rows, size_t n,
+                             const struct store_cpu_report *total) {
+        json_t *cpus = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(cpus, report_json_row(&rows[i]));
+        json_object_set_new(doc, "cpus", cpus);
+        json_object_set_new(doc, "total", report_json_row(total));
+}
+
+/* The report of f per CPU (*rows, *n) and over every CPU (*total); the caller frees both,
+ * whatever this returns (errors are logged). */
+static int load_report(store *s, const struct store_filter *f, struct store_cpu_report **rows,
+                       size_t *n, struct store_cpu_report *total) {
+        int r = store_report(s, f, rows, n);
+        if (r < 0) {
+                log_error("%s", store_error(s));
+                return r;
+        }
+        return report_total(*rows, *n, total);
+}
+
 static int report_by_scenario(store *s, const struct args *a, struct store_filter *f);
 
 static bool value_is_latency(const char *type) {
@@ -220,26 +252,18 @@ static int cmd_report(store *s, const struct args *a) {
                 return r;
         if (a->by_scenario)
                 return report_by_scenario(s, a, &f);
-        r = store_report(s, &f, &rows, &n);
-        if (r < 0) {
-                log_error("%s", store_error(s));
-                return r;
-        }
-        r = report_total(rows, n, &total);
+        r = load_report(s, &f, &rows, &n, &total);
         if (r < 0)
                 goto out;
 
         if (a->json) {
-                json_t *doc = json_object(), *cpus = json_array();
+                json_t *doc = json_object();
                 json_object_set_new(doc, "since",
                                     f.since_ns == INT64_MIN ? json_null() : json_time(f.since_ns));
                 json_object_set_new(doc, "until",
                                     f.until_ns == INT64_MAX ? json_null() : json_time(f.until_ns));
                 json_object_set_new(doc, "run", f.run_id ? json_integer(f.run_id) : json_null());
-                for (size_t i = 0; i < n; i++)
-                        json_array_append_new(cpus, report_json_row(&rows[i]));
-                json_object_set_new(doc, "cpus", cpus);
-                json_object_set_new(doc, "total", report_json_row(&total));
+                report_json_cpus(doc, rows, n, &total);
                 r = print_json(doc);
                 json_decref(doc);
         } else if (n == 0) {
@@ -253,11 +277,7 @@ static int cmd_report(store *s, const struct args *a) {
                 }
                 printf("Latency from %s to %s, in microseconds:\n",
                        format_timestamp_local(t1, first), format_timestamp_local(t2, last));
-                report_table_header();
-                for (size_t i = 0; i < n; i++)
-                        report_table_row(&rows[i]);
-                if (n > 1)
-                        report_table_row(&total);
+                report_table(rows, n, &total);
                 if (total.samples > 0) {
                         char m[32];
                         for (size_t i = 0; i < n; i++)
@@ -346,23 +366,15 @@ static int report_by_scenario(store *s, const struct args *a, struct store_filte
                 size_t n = 0;
                 struct store_filter g = *f;
                 g.scenario = sc[i].name;
-                r = store_report(s, &g, &rows, &n);
-                if (r < 0) {
-                        log_error("%s", store_error(s));
-                        break;
-                }
-                r = report_total(rows, n, &total);
+                r = load_report(s, &g, &rows, &n, &total);
                 if (r >= 0 && a->json) {
-                        json_t *o = json_object(), *cpus = json_array();
+                        json_t *o = json_object();
                         json_object_set_new(o, "scenario", json_string(sc[i].name));
                         json_object_set_new(o, "intervals", json_u64(sc[i].intervals));
                         json_object_set_new(o, "length_ns", json_u64(sc[i].length_ns));
                         json_object_set_new(o, "first", json_time(sc[i].first_ns));
                         json_object_set_new(o, "last", json_time(sc[i].last_ns));
-                        for (size_t k = 0; k < n; k++)
-                                json_array_append_new(cpus, report_json_row(&rows[k]));
-                        json_object_set_new(o, "cpus", cpus);
-                        json_object_set_new(o, "total", report_json_row(&total));
+                        report_json_cpus(o, rows, n, &total);
                         json_object_set_new(o, "loads", scenario_loads_json(&sc[i]));
                         json_array_append_new(doc, o);
                 } else if (r >= 0) {
@@ -372,11 +384,7 @@ static int report_by_scenario(store *s, const struct args *a, struct store_filte
                                sc[i].intervals == 1 ? "" : "s",
                                format_timespan(span,
                                                sc[i].length_ns / NSEC_PER_SEC * NSEC_PER_SEC));
-                        report_table_header();
-                        for (size_t k = 0; k < n; k++)
-                                report_table_row(&rows[k]);
-                        if (n > 1)
-                                report_table_row(&total);
+                        report_table(rows, n, &total);
                         scenario_loads_table(&sc[i]);
                 }
                 hist_done(&total.hist);
@@ -470,18 +478,13 @@ static int cmd_status(store *s, const struct args *a) {
                 return r;
         }
         f.run_id = run.id;
-        r = store_report(s, &f, &rows, &n);
-        if (r < 0) {
-                log_error("%s", store_error(s));
-                return r;
-        }
-        r = report_total(rows, n, &total);
+        r = load_report(s, &f, &rows, &n, &total);
         if (r < 0)
                 goto out;
         const char *state = state_of(a->db, &run);
 
         if (a->json) {
-                json_t *doc = json_object(), *cpus = json_array();
+                json_t *doc = json_object();
                 json_object_set_new(doc, "run", json_integer(run.id));
                 json_object_set_new(doc, "state", json_string(state));
                 json_object_set_new(doc, "running",
@@ -506,10 +509,7 @@ static int cmd_status(store *s, const struct args *a) {
                                                                   : json_time(run.last_seen_ns));
                 json_object_set_new(doc, "end",
                                     run.end_ns == INT64_MIN ? json_null() : json_time(run.end_ns));
-                for (size_t i = 0; i < n; i++)
-                        json_array_append_new(cpus, report_json_row(&rows[i]));
-                json_object_set_new(doc, "cpus", cpus);
-                json_object_set_new(doc, "total", report_json_row(&total));
+                report_json_cpus(doc, rows, n, &total);
                 json_object_set_new(doc, "upload", upload_json(s));
                 json_object_set_new(doc, "trace",
                                     cli_trace_status_json(s, run.id, total.violations));
@@ -539,11 +539,7 @@ static int cmd_status(store *s, const struct args *a) {
                        "boundary).\n");
         else {
                 printf("\nWorst cases so far, in microseconds:\n");
-                report_table_header();
-                for (size_t i = 0; i < n; i++)
-                        report_table_row(&rows[i]);
-                if (n > 1)
-                        report_table_row(&total);
+                report_table(rows, n, &total);
         }
         upload_table(s);
 out:

@@ -27,20 +27,6 @@ struct manager *manager_new(struct daemon_config *cfg, const struct manager_opti
         return m;
 }
 
-/* CLOCK_REALTIME - CLOCK_MONOTONIC, read as tightly as we can. */
-static int64_t mono_to_real_offset(void) {
-        int64_t best_gap = INT64_MAX, off = 0;
-        for (int i = 0; i < 5; i++) {
-                int64_t r1 = now_ns(CLOCK_REALTIME), m = now_ns(CLOCK_MONOTONIC),
-                        r2 = now_ns(CLOCK_REALTIME);
-                if (r2 - r1 < best_gap) {
-                        best_gap = r2 - r1;
-                        off = r1 + (r2 - r1) / 2 - m;
-                }
-        }
-        return off;
-}
-
 /* What the probes are told.  Interval k starts at a multiple of the interval length in
  * wall-clock time, so that every CPU, and every machine of a farm, closes at the same
  * boundary. */
@@ -86,7 +72,7 @@ static int start(struct manager *m, const char *cpus) {
         if (!text)
                 return log_oom(), EXIT_FAILURE;
 
-        int64_t off = mono_to_real_offset();
+        int64_t off = realtime_offset_ns();
         struct probe_params pp = probe_params(&m->cfg, off);
         atomic_store_explicit(&m->probes.ctl.threshold_ns, m->cfg.threshold_ns,
                               memory_order_relaxed);

@@ -267,6 +267,17 @@ static int parse_bool_value(const char *value, bool *ret) {
         return 0;
 }
 
+/* v in the largest of the n units (each base times the one before) that keeps it whole. */
+static void format_scaled(uint64_t v, uint64_t base, const char *const *units, size_t n, char *buf,
+                          size_t len) {
+        size_t u = 0;
+        while (u + 1 < n && v != 0 && v % base == 0) {
+                v /= base;
+                u++;
+        }
+        snprintf(buf, len, "%" PRIu64 "%s", v, units[u]);
+}
+
 static void format_value(const struct loadgen_opt *o, uint64_t v, char *buf, size_t len) {
         if (v == 0 && (o->type == LOADGEN_OPT_BYTERATE || o->type == LOADGEN_OPT_BITRATE)) {
                 snprintf(buf, len, "0"); /* flat out */
@@ -276,22 +287,12 @@ static void format_value(const struct loadgen_opt *o, uint64_t v, char *buf, siz
         case LOADGEN_OPT_SIZE:
         case LOADGEN_OPT_BYTERATE: {
                 static const char *const units[] = { "", "K", "M", "G", "T" };
-                unsigned u = 0;
-                while (u < 4 && v != 0 && v % 1024 == 0) {
-                        v /= 1024;
-                        u++;
-                }
-                snprintf(buf, len, "%" PRIu64 "%s", v, units[u]);
+                format_scaled(v, 1024, units, ELEMENTSOF(units), buf, len);
                 break;
         }
         case LOADGEN_OPT_BITRATE: {
                 static const char *const units[] = { "bit", "kbit", "Mbit", "Gbit" };
-                unsigned u = 0;
-                while (u < 3 && v != 0 && v % 1000 == 0) {
-                        v /= 1000;
-                        u++;
-                }
-                snprintf(buf, len, "%" PRIu64 "%s", v, units[u]);
+                format_scaled(v, 1000, units, ELEMENTSOF(units), buf, len);
                 break;
         }
         case LOADGEN_OPT_PERCENT:
