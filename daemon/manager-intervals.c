@@ -66,7 +66,7 @@ static bool scenario_same(const struct scenario *a, const struct scenario *b) {
         return true;
 }
 
-static void start_scenario(struct manager *m, int64_t real_ns, int64_t now_mono) {
+void manager_start_scenario(struct manager *m, int64_t real_ns, int64_t now_mono) {
         char when[TIMESTAMP_MAX_LEN], msg[256];
         int64_t end;
         const struct schedule_step *st = schedule_at(&m->cfg, real_ns, NULL, &end);
@@ -82,9 +82,10 @@ static void start_scenario(struct manager *m, int64_t real_ns, int64_t now_mono)
                 log_error_errno(r, "Failed to start scenario %s: %m", st->scenario->name);
 }
 
-/* The probes measure from here on, and the loads start: their first interval is measured
- * under load. */
-int manager_go(struct manager *m, const struct probe_params *pp, int64_t mono_to_real) {
+/* The loads' supervisor and the interval clock from now_mono; the probes are told the run's
+ * end (*ret_end, for --duration) and go. */
+int manager_go(struct manager *m, const struct probe_params *pp, int64_t mono_to_real,
+               int64_t now_mono, int64_t *ret_end) {
         struct loadsup_params lp = {
                 .helper = m->cfg.load_helper,
                 .user = m->cfg.load_user,
@@ -95,7 +96,7 @@ int manager_go(struct manager *m, const struct probe_params *pp, int64_t mono_to
                 .on_event = on_load_event,
                 .userdata = m,
         };
-        int64_t now_mono = now_ns(CLOCK_MONOTONIC), period = (int64_t) m->cfg.interval_ns;
+        int64_t period = (int64_t) m->cfg.interval_ns;
         int r = loadsup_new(m->loop.event, &lp, now_mono, &m->iv.loads);
         if (r < 0)
                 return log_oom();
@@ -113,12 +114,7 @@ int manager_go(struct manager *m, const struct probe_params *pp, int64_t mono_to
         if (duration_ns > 0)
                 atomic_store_explicit(&m->probes.ctl.end_mono_ns, end, memory_order_relaxed);
         atomic_store_explicit(&m->probes.ctl.go, true, memory_order_release);
-        if (duration_ns > 0) {
-                r = manager_arm_duration(m, end);
-                if (r < 0)
-                        return r;
-        }
-        start_scenario(m, now_mono + mono_to_real, now_mono);
+        *ret_end = end;
         return 0;
 }
 
@@ -136,7 +132,7 @@ void manager_advance_intervals(struct manager *m, int64_t now) {
                 record_loads(m, iv->cur_k, iv->next_boundary_mono, now);
                 iv->cur_k++;
                 if (!m->end.stopping)
-                        start_scenario(m, iv->next_boundary_mono + iv->mono_to_real, now);
+                        manager_start_scenario(m, iv->next_boundary_mono + iv->mono_to_real, now);
                 iv->next_boundary_mono += period;
         }
 }

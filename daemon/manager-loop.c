@@ -2,6 +2,7 @@
 /* The manager's main loop: signals, the poll that hands closed intervals to storage and the
  * uploader, the stop and its end, the flight record and housekeeping. */
 #include <signal.h>
+#include <string.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
 
@@ -75,6 +76,16 @@ static uint64_t next_poll_usec(const struct manager *m, int64_t now, int r) {
         return MIN(next_usec, m->loop.poll_cap_usec);
 }
 
+/* A probe that failed fails the run, and stops it. */
+static void check_probe_failures(struct manager *m) {
+        const struct probe *p = m->end.failed ? NULL : manager_failed_probe(m);
+        if (!p)
+                return;
+        manager_fail(m, "probe on CPU %d failed (%s): %s", p->cpu, p->stage, strerror(-p->error));
+        log_error("%s", m->end.message);
+        manager_stop(m, "a probe failed");
+}
+
 static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
         struct manager *m = userdata;
         int64_t now = now_ns(CLOCK_MONOTONIC);
@@ -83,8 +94,9 @@ static int on_poll(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) usec;
         heartbeat_beat(&m->sd.hb_collector);
         tracing_log_notices(m->tracing);
-        manager_check_probe_failures(m);
-        manager_check_ready(m);
+        check_probe_failures(m);
+        if (manager_check_ready(m) < 0)
+                manager_stop(m, "the probes do not run as configured");
         /* The probes end a --duration themselves: stop here if its timer has not run yet, so
          * that the loads' last record is made before the last interval is written. */
         int64_t end = atomic_load_explicit(&m->probes.ctl.end_mono_ns, memory_order_relaxed);

@@ -112,16 +112,11 @@ static bool probes_done(const struct manager *m) {
         return true;
 }
 
-void manager_check_probe_failures(struct manager *m) {
-        for (size_t i = 0; i < m->probes.n; i++) {
-                struct probe *p = m->probes.p[i];
-                if (probe_state(p) == PROBE_FAILED && !m->end.failed) {
-                        manager_fail(m, "probe on CPU %d failed (%s): %s", p->cpu, p->stage,
-                                     strerror(-p->error));
-                        log_error("%s", m->end.message);
-                        manager_stop(m, "a probe failed");
-                }
-        }
+const struct probe *manager_failed_probe(const struct manager *m) {
+        for (size_t i = 0; i < m->probes.n; i++)
+                if (probe_state(m->probes.p[i]) == PROBE_FAILED)
+                        return m->probes.p[i];
+        return NULL;
 }
 
 bool manager_probes_finished(struct manager *m, int64_t now) {

@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The run's record: what a run needs before it starts, its row in the local database (the
- * machine, the kernel, the configuration, the flight recorder), its events, and how it
- * ended. */
+/* The run's record: its row in the local database (the machine, the kernel, the
+ * configuration, the flight recorder), its events, and how it fails. */
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +12,6 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
-#include "rt-setup.h"
 #include "sha256.h"
 #include "summary.h"
 #include "timeutil.h"
@@ -41,73 +38,6 @@ void manager_fail(struct manager *m, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(m->end.message, sizeof(m->end.message), fmt, ap);
         va_end(ap);
-}
-
-/* Locked memory and the DMA latency hold: EXIT_SUCCESS to go on, else how to exit. */
-static int prepare_realtime(struct manager *m) {
-        if (m->cfg.lock_memory) {
-                char why[1024];
-                int r = rt_lock_memory(why, sizeof(why));
-                if (r < 0) {
-                        log_error("%s", why);
-                        return EXIT_UNAVAILABLE;
-                }
-        } else
-                log_warning("[Probe] LockMemory=no: page faults may be measured as latency");
-        if (m->cfg.dma_latency_ns >= 0) {
-                char why[512];
-                m->probes.dma_fd = rt_hold_dma_latency((uint32_t) (m->cfg.dma_latency_ns / 1000),
-                                                       why, sizeof(why));
-                if (m->probes.dma_fd < 0)
-                        log_warning("%s", why);
-        }
-        return EXIT_SUCCESS;
-}
-
-/* Signals are handled by the event loop; block them before any thread exists so that the
- * probe threads never get interrupted by one. */
-static void block_signals(void) {
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        sigprocmask(SIG_BLOCK, &mask, NULL);
-        signal(SIGPIPE, SIG_IGN);
-}
-
-/* What a run needs before anything starts: the CPUs, the heartbeats, the token, the store,
- * locked memory and the DMA latency hold (the load user was found by daemon_config_load()).
- * EXIT_SUCCESS to go on, else how to exit. */
-int manager_prepare_run(struct manager *m) {
-        char err[STORE_ERROR_MAX];
-        int r = manager_resolve_cpus(m);
-        if (r < 0)
-                return EXIT_CONFIG;
-        if (manager_parse_test_hang(m) < 0)
-                return EXIT_CONFIG;
-        m->run.db_path = strdup(m->cfg.storage_path);
-        if (!m->run.db_path)
-                return log_oom(), EXIT_FAILURE;
-        manager_init_heartbeats(m);
-        if (*m->cfg.upload_server) {
-                r = manager_read_token(m->cfg.upload_token_file, m->cfg.upload_server,
-                                       &m->up.token);
-                if (r < 0)
-                        return EXIT_CONFIG;
-        }
-        sysinfo_read(&m->run.si);
-
-        r = store_open(m->cfg.storage_path, STORE_WRITER, &m->run.store, err);
-        if (r < 0) {
-                log_error("%s", err);
-                return EXIT_FAILURE;
-        }
-        r = prepare_realtime(m);
-        if (r != EXIT_SUCCESS)
-                return r;
-        block_signals();
-        return EXIT_SUCCESS;
 }
 
 /* The name the farm judges this run under: [Upload] Release=, else the kernel's release when
@@ -213,35 +143,4 @@ int manager_start_tracing(struct manager *m, int64_t mono_to_real) {
                 log_error("Failed to record the trace flight recorder in the run: %s",
                           store_error(m->run.store));
         return 0;
-}
-
-/* After the main loop: the loads gone, the run recorded as ended, the last upload tried. */
-int manager_finish_run(struct manager *m) {
-        loadsup_free(m->iv.loads);
-        m->iv.loads = NULL;
-        tracing_stop(m->tracing);
-        m->tracing = NULL;
-
-        int64_t end = now_ns(CLOCK_REALTIME);
-        int r = store_end_run(m->run.store, m->run.id, end, m->end.failed ? "error" : "clean",
-                              m->end.failed ? m->end.message : NULL);
-        if (r < 0) {
-                log_error("%s", store_error(m->run.store));
-                return EXIT_FAILURE;
-        }
-        if (m->up.uploader) {
-                /* The last interval leaves now if the server is there; if not, it stays in
-                 * the outbox for the next start. */
-                if (!uploader_flush(m->up.uploader, 2 * NSEC_PER_SEC))
-                        log_info("Upload backlog kept for the next start");
-                manager_stop_uploader(m);
-        }
-        struct collector_stats st;
-        collector_get_stats(m->iv.collector, &st);
-        log_info("Run %" PRId64 " ended %s: %" PRIu64 " intervals stored, %" PRIu64 " violations",
-                 m->run.id, m->end.failed ? "with an error" : "cleanly", st.intervals_written,
-                 st.total_violations);
-        if (m->end.failed)
-                return m->end.unavailable ? EXIT_UNAVAILABLE : EXIT_FAILURE;
-        return EXIT_SUCCESS;
 }

@@ -177,13 +177,14 @@ static void arm_test_hang(struct manager *m) {
 }
 
 /* READY=1 once every probe thread measures, and runs (as the kernel says, not as we asked)
- * at its real-time priority, on its CPU, in locked memory; then the watchdog starts. */
-void manager_check_ready(struct manager *m) {
+ * at its real-time priority, on its CPU, in locked memory; then the watchdog starts.  <0 when
+ * the probes do not run as configured: the run has failed, and is to stop. */
+int manager_check_ready(struct manager *m) {
         char why[1024];
 
         if (m->sd.ready_sent || m->end.stopping ||
             !notify_probes_measuring(m->probes.p, m->probes.n))
-                return;
+                return 0;
         /* A probed CPU that went offline during the start is recorded (and its probe pinned
          * again if it is back) before the probes are judged. */
         housekeeping_check_cpus(m->loop.housekeeping);
@@ -192,8 +193,7 @@ void manager_check_ready(struct manager *m) {
         if (r < 0) {
                 log_error("Not ready: %s", why);
                 manager_fail(m, "%s", why);
-                manager_stop(m, "the probes do not run as configured");
-                return;
+                return r;
         }
         m->sd.ready_sent = true;
         log_info("Ready: %zu probe thread(s) measuring at SCHED_FIFO %" PRIu64 ", pinned%s",
@@ -207,4 +207,5 @@ void manager_check_ready(struct manager *m) {
                 start_watchdog(m);
         if (m->sd.test_hang.part)
                 arm_test_hang(m);
+        return 0;
 }

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The manager's life: made from the configuration main() loaded, it prepares the run, starts
- * the probes and everything around them, runs the main loop and records how the run ended. */
+ * the probes and everything around them, runs the main loop and records how the run ended.
+ * The manager's parts call only parts below them: run and upload at the bottom; probes,
+ * intervals and status above them; reload; the main loop; this file at the top. */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-daemon.h>
@@ -12,6 +15,7 @@
 #include "log.h"
 #include "macro.h"
 #include "manager.h"
+#include "rt-setup.h"
 #include "timeutil.h"
 
 #define STACK_PREFAULT (64 * 1024)
@@ -25,6 +29,104 @@ struct manager *manager_new(struct daemon_config *cfg, const struct manager_opti
         m->opts = *o;
         m->probes.dma_fd = -1;
         return m;
+}
+
+/* Locked memory and the DMA latency hold: EXIT_SUCCESS to go on, else how to exit. */
+static int prepare_realtime(struct manager *m) {
+        if (m->cfg.lock_memory) {
+                char why[1024];
+                int r = rt_lock_memory(why, sizeof(why));
+                if (r < 0) {
+                        log_error("%s", why);
+                        return EXIT_UNAVAILABLE;
+                }
+        } else
+                log_warning("[Probe] LockMemory=no: page faults may be measured as latency");
+        if (m->cfg.dma_latency_ns >= 0) {
+                char why[512];
+                m->probes.dma_fd = rt_hold_dma_latency((uint32_t) (m->cfg.dma_latency_ns / 1000),
+                                                       why, sizeof(why));
+                if (m->probes.dma_fd < 0)
+                        log_warning("%s", why);
+        }
+        return EXIT_SUCCESS;
+}
+
+/* Signals are handled by the event loop; block them before any thread exists so that the
+ * probe threads never get interrupted by one. */
+static void block_signals(void) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigprocmask(SIG_BLOCK, &mask, NULL);
+        signal(SIGPIPE, SIG_IGN);
+}
+
+/* What a run needs before anything starts: the CPUs, the heartbeats, the token, the store,
+ * locked memory and the DMA latency hold (the load user was found by daemon_config_load()).
+ * EXIT_SUCCESS to go on, else how to exit. */
+static int prepare_run(struct manager *m) {
+        char err[STORE_ERROR_MAX];
+        int r = manager_resolve_cpus(m);
+        if (r < 0)
+                return EXIT_CONFIG;
+        if (manager_parse_test_hang(m) < 0)
+                return EXIT_CONFIG;
+        m->run.db_path = strdup(m->cfg.storage_path);
+        if (!m->run.db_path)
+                return log_oom(), EXIT_FAILURE;
+        manager_init_heartbeats(m);
+        if (*m->cfg.upload_server) {
+                r = manager_read_token(m->cfg.upload_token_file, m->cfg.upload_server,
+                                       &m->up.token);
+                if (r < 0)
+                        return EXIT_CONFIG;
+        }
+        sysinfo_read(&m->run.si);
+
+        r = store_open(m->cfg.storage_path, STORE_WRITER, &m->run.store, err);
+        if (r < 0) {
+                log_error("%s", err);
+                return EXIT_FAILURE;
+        }
+        r = prepare_realtime(m);
+        if (r != EXIT_SUCCESS)
+                return r;
+        block_signals();
+        return EXIT_SUCCESS;
+}
+
+/* After the main loop: the loads gone, the run recorded as ended, the last upload tried. */
+static int finish_run(struct manager *m) {
+        loadsup_free(m->iv.loads);
+        m->iv.loads = NULL;
+        tracing_stop(m->tracing);
+        m->tracing = NULL;
+
+        int64_t end = now_ns(CLOCK_REALTIME);
+        int r = store_end_run(m->run.store, m->run.id, end, m->end.failed ? "error" : "clean",
+                              m->end.failed ? m->end.message : NULL);
+        if (r < 0) {
+                log_error("%s", store_error(m->run.store));
+                return EXIT_FAILURE;
+        }
+        if (m->up.uploader) {
+                /* The last interval leaves now if the server is there; if not, it stays in
+                 * the outbox for the next start. */
+                if (!uploader_flush(m->up.uploader, 2 * NSEC_PER_SEC))
+                        log_info("Upload backlog kept for the next start");
+                manager_stop_uploader(m);
+        }
+        struct collector_stats st;
+        collector_get_stats(m->iv.collector, &st);
+        log_info("Run %" PRId64 " ended %s: %" PRIu64 " intervals stored, %" PRIu64 " violations",
+                 m->run.id, m->end.failed ? "with an error" : "cleanly", st.intervals_written,
+                 st.total_violations);
+        if (m->end.failed)
+                return m->end.unavailable ? EXIT_UNAVAILABLE : EXIT_FAILURE;
+        return EXIT_SUCCESS;
 }
 
 /* What the probes are told.  Interval k starts at a multiple of the interval length in
@@ -44,6 +146,18 @@ static struct probe_params probe_params(const struct daemon_config *c, int64_t m
         };
 }
 
+/* The probes measure from here on, and the loads start: their first interval is measured
+ * under load.  --duration is measured time: it counts from the probes' start. */
+static int go(struct manager *m, const struct probe_params *pp, int64_t mono_to_real) {
+        int64_t now_mono = now_ns(CLOCK_MONOTONIC), end;
+        int r = manager_go(m, pp, mono_to_real, now_mono, &end);
+        if (r >= 0 && m->opts.duration_ns > 0)
+                r = manager_arm_duration(m, end);
+        if (r >= 0)
+                manager_start_scenario(m, now_mono + mono_to_real, now_mono);
+        return r;
+}
+
 /* Everything around the probes, once they are ready: the run's record, the flight recorder,
  * the uploader, the collector and the main loop; then the probes measure and the loads
  * start. */
@@ -60,7 +174,7 @@ static int start_around_probes(struct manager *m, const struct probe_params *pp,
         if (r >= 0)
                 r = manager_setup_event_loop(m);
         if (r >= 0)
-                r = manager_go(m, pp, off);
+                r = go(m, pp, off);
         return r;
 }
 
@@ -97,7 +211,7 @@ static int start(struct manager *m, const char *cpus) {
 }
 
 int manager_run(struct manager *m) {
-        int r = manager_prepare_run(m);
+        int r = prepare_run(m);
         if (r != EXIT_SUCCESS)
                 return r;
         /* The run's CPUs whole, however scattered: the farm learns from this list which CPUs
@@ -116,7 +230,7 @@ int manager_run(struct manager *m) {
                 manager_fail(m, "event loop failed: %s", strerror(-r));
         }
         /* Every load process is gone before the run is recorded as ended. */
-        return manager_finish_run(m);
+        return finish_run(m);
 }
 
 void manager_free(struct manager *m) {

@@ -134,23 +134,32 @@ struct manager *manager_new(struct daemon_config *cfg, const struct manager_opti
 int manager_run(struct manager *m);
 void manager_free(struct manager *m);
 
-/* manager-run.c: what a run needs before it starts (EXIT_SUCCESS, else how to exit), its
- * record, its events, and its end (returns the exit status). */
-int manager_prepare_run(struct manager *m);
+/* The parts, from the bottom up: each calls only those above it in this list. */
+
+/* manager-run.c: the run's record, its events, its failure. */
 int manager_begin_run_record(struct manager *m, const struct probe_params *pp, const char *text,
                              const char *cpus);
 int manager_start_tracing(struct manager *m, int64_t mono_to_real);
-int manager_finish_run(struct manager *m);
 /* An event of the run, of no CPU (value -1: none). */
 void manager_add_event(struct manager *m, const char *type, int64_t value, const char *message);
 /* Records the run as failed, with why. */
 _printf_(2, 3) void manager_fail(struct manager *m, const char *fmt, ...);
 
+/* manager-upload.c */
+int manager_read_token(const char *path, const char *server, char **ret);
+int manager_start_uploader(struct manager *m);
+void manager_stop_uploader(struct manager *m);
+void manager_refresh_backlog(struct manager *m);
+/* A reload changed [Upload] or the token: the uploader starts again with token (taken over;
+ * NULL: upload off). */
+void manager_restart_upload(struct manager *m, char *token);
+
 /* manager-probes.c */
 int manager_resolve_cpus(struct manager *m);
 int manager_start_probes(struct manager *m, const struct probe_params *pp);
 void manager_stop_probes(struct manager *m);
-void manager_check_probe_failures(struct manager *m);
+/* The first probe that failed, or NULL. */
+const struct probe *manager_failed_probe(const struct manager *m);
 /* While stopping: true once every probe is done, or when the wait for them timed out (then
  * the run has failed). */
 bool manager_probes_finished(struct manager *m, int64_t now);
@@ -158,28 +167,24 @@ void manager_join_finished_probes(struct manager *m);
 
 /* manager-intervals.c */
 int manager_start_collector(struct manager *m, const struct probe_params *pp, int64_t mono_to_real);
-int manager_go(struct manager *m, const struct probe_params *pp, int64_t mono_to_real);
+int manager_go(struct manager *m, const struct probe_params *pp, int64_t mono_to_real,
+               int64_t now_mono, int64_t *ret_end);
+/* The scenario the rotation prescribes at real_ns, unless it is the one running. */
+void manager_start_scenario(struct manager *m, int64_t real_ns, int64_t now_mono);
 void manager_advance_intervals(struct manager *m, int64_t now);
 void manager_stop_loads(struct manager *m);
-
-/* manager-loop.c */
-int manager_setup_event_loop(struct manager *m);
-int manager_arm_duration(struct manager *m, int64_t end_mono);
-void manager_stop(struct manager *m, const char *why);
-
-/* manager-upload.c */
-int manager_read_token(const char *path, const char *server, char **ret);
-int manager_start_uploader(struct manager *m);
-void manager_stop_uploader(struct manager *m);
-void manager_refresh_backlog(struct manager *m);
-void manager_restart_upload(struct manager *m, char *token);
 
 /* manager-status.c */
 void manager_init_heartbeats(struct manager *m);
 int manager_parse_test_hang(struct manager *m);
-void manager_check_ready(struct manager *m);
+int manager_check_ready(struct manager *m);
 void manager_notify_status(struct manager *m);
 void manager_release_test_hang(struct manager *m);
 
 /* manager-reload.c: SIGHUP */
 void manager_reload(struct manager *m);
+
+/* manager-loop.c */
+int manager_setup_event_loop(struct manager *m);
+int manager_arm_duration(struct manager *m, int64_t end_mono);
+void manager_stop(struct manager *m, const char *why);
