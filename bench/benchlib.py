@@ -9,6 +9,11 @@ import subprocess
 import sys
 import time
 
+# The build directory whose programs the benchmarks run: build/ in the source tree, or
+# RTSOAK_BUILD (the tests run the scripts on the build they test).
+BUILD = os.environ.get("RTSOAK_BUILD") or os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "build")
+
 
 def cpu_model():
     try:

@@ -44,8 +44,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import cpu_model, proc_cpu_s, start_server  # noqa: E402
-BUILD = os.path.join(HERE, "..", "build")
+from benchlib import BUILD, cpu_model, proc_cpu_s, start_server  # noqa: E402
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 FILL = os.path.join(BUILD, "bench", "farm-fill")
 RESULTS = os.path.join(HERE, "results-farm-queries.txt")
@@ -123,7 +122,7 @@ def warming(args):
     ]
     out = "\n".join(lines) + "\n"
     print(out, end="")
-    with open(RESULTS, "a") as f:
+    with open(args.results, "a") as f:
         f.write(out + "\n")
 
 
@@ -147,6 +146,7 @@ def baseline(args):
                         str(END_S), NEWER, "2", "yes"], check=True)
         print("filled in %.0f s" % (time.monotonic() - t))
     size = sum(os.path.getsize(args.db + s) for s in ("", "-wal") if os.path.exists(args.db + s))
+    shape = farm_shape(args.db)
     log = args.db + ".server.log"
     # With the cache warming on, as a farm runs: the verdict is timed once the server has
     # merged the past days in the background (a verdict before that merges what it needs).
@@ -175,9 +175,8 @@ def baseline(args):
     lines = [
         "%s  %s, %d CPUs, %s" % (datetime.datetime.now(datetime.timezone.utc).strftime(
             "%Y-%m-%d %H:%M UTC"), cpu_model(), os.cpu_count(), platform.release()),
-        "farm: %d machines x %d CPUs, a month of %s then a month of %s (%d intervals), "
-        "database %.2f GiB" % (args.machines, args.cpus, BASELINE, NEWER,
-                               2 * args.machines * 30 * 1440, size / 2**30),
+        "farm: %s: %s then %s, database %.2f GiB" % (shape_text(shape), BASELINE, NEWER,
+                                                     size / 2**30),
         "verdict of %s: %s, baseline %s, %d problem(s) (%d regressions)" % (
             NEWER, last["verdict"], last["baseline"], last["problems_total"],
             last["problem_counts"]["regression"]),
@@ -189,8 +188,45 @@ def baseline(args):
     ]
     out = "\n".join(lines) + "\n"
     print(out, end="")
-    with open(RESULTS, "a") as f:
+    with open(args.results, "a") as f:
         f.write(out + "\n")
+
+
+# What a farm holds, read from it: the same SQL on both stores (the day rollups, not the
+# intervals, so that it takes no longer than a query of the benchmark).
+SHAPE_SQL = ("SELECT (SELECT count(*) FROM machines), (SELECT min(cpus) FROM machines), "
+             "(SELECT max(cpus) FROM machines), (SELECT sum(intervals) FROM run_days), "
+             "(SELECT min(first_start_ns) FROM run_days), (SELECT max(last_end_ns) FROM run_days)")
+
+
+def farm_shape(db):
+    """The farm in db as it is (not as --machines, --cpus and --days would have filled it):
+    machines, their CPUs ("8", or "2-8" when they differ), intervals and the days they span."""
+    if db.startswith("postgres"):
+        out = subprocess.run(["psql", "-At", "-F", "|", db, "-c", SHAPE_SQL],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit("%s: cannot read the farm: %s" % (db.split("?")[0],
+                                                                out.stderr.strip()))
+        vals = out.stdout.strip().split("|")
+    else:
+        if not os.path.exists(db):
+            raise SystemExit("%s: no such farm database (--fill makes one)" % db)
+        try:
+            con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+            vals = con.execute(SHAPE_SQL).fetchone()
+            con.close()
+        except sqlite3.Error as e:
+            raise SystemExit("%s: cannot read the farm: %s" % (db, e))
+    machines, cmin, cmax, intervals, first, last = (int(v) if v not in (None, "") else 0
+                                                    for v in vals)
+    return {"machines": machines, "cpus": str(cmin) if cmin == cmax else "%d-%d" % (cmin, cmax),
+            "intervals": intervals, "days": (last - first) / 86400e9 if last > first else 0.0}
+
+
+def shape_text(s):
+    return "%d machines x %s CPUs, %.1f days of data (%d intervals)" % (
+        s["machines"], s["cpus"], s["days"], s["intervals"])
 
 
 def timed_get_text(url):
@@ -210,6 +246,7 @@ def db_size(db):
 
 def measure(args, db, server=SERVER):
     """The lines of one store's measurements (with the rtsoak-server binary server)."""
+    shape = farm_shape(db)
     size = db_size(db)
     shown = db.split("?")[0]
     # The start checks the database (quick_check up to 1 GiB): minutes for a big farm.
@@ -256,10 +293,8 @@ def measure(args, db, server=SERVER):
 
     head = [
         "store: %s" % shown + ("" if server == SERVER else " (server %s)" % server),
-        "farm: %d machines x %d CPUs x %d days of 1-minute intervals (%d intervals), "
-        "database %.2f GiB (%.0f bytes per interval)" % (
-            args.machines, args.cpus, args.days, args.machines * args.days * 1440,
-            size / 2**30, size / (args.machines * args.days * 1440)),
+        "farm: %s, database %.2f GiB (%.0f bytes per interval)" % (
+            shape_text(shape), size / 2**30, size / max(shape["intervals"], 1)),
     ]
     if verdict_times:
         head += [
@@ -292,9 +327,13 @@ def main():
                     choices=["verdict", "series", "intervals", "histogram", "kernels"],
                     help="measure only these queries (repeat; default: all)")
     ap.add_argument("--fill", action="store_true", help="make the farm first (takes long)")
-    ap.add_argument("--machines", type=int, default=200)
-    ap.add_argument("--cpus", type=int, default=8)
-    ap.add_argument("--days", type=int, default=30)
+    # The shape of a farm --fill makes; the results state the farm as it is, read from it.
+    ap.add_argument("--machines", type=int, default=200, help="machines (with --fill)")
+    ap.add_argument("--cpus", type=int, default=8, help="CPUs per machine (with --fill)")
+    ap.add_argument("--days", type=int, default=30,
+                    help="days of intervals (with --fill; the queries ask for this many)")
+    ap.add_argument("--results", default=RESULTS,
+                    help="the file the results are appended to (default: %(default)s)")
     ap.add_argument("--warming", action="store_true",
                     help="measure the background filling of the histogram cache instead")
     ap.add_argument("--baseline", action="store_true",
@@ -320,7 +359,7 @@ def main():
             out += measure(args, db, server)
     text = "\n".join(out) + "\n"
     print(text, end="")
-    with open(RESULTS, "a") as f:
+    with open(args.results, "a") as f:
         f.write(text + "\n")
 
 

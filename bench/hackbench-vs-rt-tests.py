@@ -25,7 +25,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD = os.path.join(HERE, "..", "build")
+sys.path.insert(0, HERE)
+from benchlib import BUILD  # noqa: E402
 RTSOAK_LOAD = os.path.join(BUILD, "loadgen", "rtsoak-load")
 HACKBENCH = "/usr/bin/hackbench"
 RESULTS = os.path.join(HERE, "results-hackbench-vs-rt-tests.txt")

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """The ingest rate of two rtsoak-server builds side by side, run after run alternately on the
 same machine: bench/server-ingest.py's load (ingest-load posting one-minute 8-CPU summaries
-over keep-alive connections) against this build and a reference (e.g. the code before the
+over connections) against this build and a reference (e.g. the code before the
 request checks, limits and escaping), each on a fresh copy of the same enrolled database.
 
 Runs alternate (reference, this, reference, this, ...) so that both see the same background
@@ -52,7 +52,7 @@ def main():
     say(f"kernel:  {platform.release()} ({platform.machine()}), {os.cpu_count()} CPUs "
         f"({ingest.cpu_model()})")
     say(f"load:    {a.count} summaries per run from {a.machines} machines over "
-        f"{a.connections} keep-alive connections, fresh copy of one enrolled database")
+        f"{a.connections} connections at a time, fresh copy of one enrolled database")
     say(f"this:      {a.server}")
     say(f"reference: {a.reference}")
     say()

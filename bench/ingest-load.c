@@ -2,7 +2,7 @@
 /* Load generator for rtsoak-server's ingest: enrolls N machines (or reads their tokens), encodes
  * every summary up front with the shared codec (one one-minute interval of an 8-CPU machine,
  * realistic histograms, loads with metrics, two events; every (machine, run, seq) distinct), then
- * posts them over K keep-alive connections with libcurl's multi interface until all are sent or
+ * posts them over K connections at a time with libcurl's multi interface until all are sent or
  * the time is up.  It prints the summaries per second answered "stored", the answers by status,
  * the latency percentiles and, with --server-pid, the server's CPU time per summary.
  *
@@ -391,7 +391,8 @@ struct feed {
 };
 
 /* Starts the next summary on slot s, if any is left and the time is not up.  The easy handle
- * goes back to the same multi handle, whose connection cache keeps the connection alive. */
+ * goes back to the same multi handle, whose connection cache keeps a connection alive where
+ * the server does (rtsoak-server closes each after its answer). */
 static void launch(struct feed *f, struct slot *s) {
         if (f->next >= f->count || mono_ns() >= f->deadline)
                 return;

@@ -34,6 +34,7 @@ import argparse
 import json
 import math
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -45,11 +46,44 @@ import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD = os.path.join(HERE, "..", "build")
+sys.path.insert(0, HERE)
+from benchlib import BUILD  # noqa: E402
 STEADY_SKIP, STEADY_TAIL = 3.0, 2.0
 VARIANTS = ("cyclictest", "rtsoakd", "rtsoakd-trace", "cyclictest-trace", "rtsoakd-defaults")
 TRACEFS = "/sys/kernel/tracing"
 BENCH_INSTANCE = TRACEFS + "/instances/rtsoak-bench"
+
+
+def setting(check_config, key):
+    """A key's value in rtsoakd's --check-config output (None when it has none)."""
+    return next((l[len(key) + 1:] for l in check_config.splitlines()
+                 if l.startswith(key + "=")), None)
+
+
+def user_exists(name):
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
+
+
+def rtsoakd_argv(*extra):
+    """rtsoakd with no configuration file and no load scenario.  rtsoakd checks at start that
+    the user its load generators run as ([Load] User=rtsoak, which the rtsoak package creates)
+    exists when its rotation runs loads: without loads it needs none, and the benchmark runs
+    where the package is not installed."""
+    return [os.path.join(BUILD, "daemon", "rtsoakd"), "--config", "/dev/null",
+            "--set", "Schedule.Rotation=idle 1h"] + list(extra)
+
+
+def check_output(argv):
+    """argv's standard output; its error and exit status instead of a traceback when it
+    fails."""
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.strip()}")
+    return p.stdout
 
 
 def task_runtime_ns(pid):
@@ -142,8 +176,8 @@ def rtsoakd_run(args, tmp, variant):
         trace_kib = int(m.group(1))
     elif variant == "rtsoakd-trace":
         sys.exit("rtsoakd-trace: the flight recorder did not start:\n" + err)
-    out = subprocess.run([os.path.join(BUILD, "cli", "rtsoak"), "--db", db, "histogram",
-                          "--format", "json"], check=True, capture_output=True).stdout
+    out = check_output([os.path.join(BUILD, "cli", "rtsoak"), "--db", db, "histogram",
+                        "--format", "json"])
     counts, overflow = {}, []
     for c in json.loads(out)["cpus"]:
         for b in c["all_buckets"]:
@@ -154,8 +188,8 @@ def rtsoakd_run(args, tmp, variant):
                 # Above the exact range: count the bucket at the CPU's true maximum at most.
                 hi = (b["upper_ns"] or c["max_ns"] + 1000) // 1000
                 overflow.append((min(hi, c["max_ns"] // 1000 + 1), b["count"]))
-    rep = json.loads(subprocess.run([os.path.join(BUILD, "cli", "rtsoak"), "--db", db, "report",
-                                     "--json"], check=True, capture_output=True).stdout)
+    rep = json.loads(check_output([os.path.join(BUILD, "cli", "rtsoak"), "--db", db, "report",
+                                   "--json"]))
     mean_us = rep["total"]["avg_ns"] / 1000
     return counts, overflow, cpu, rss, mean_us, trace_kib, steady
 
@@ -183,12 +217,9 @@ def cyclictest_run(args, tmp):
     return counts, overflow, cpu, rss, weighted / max(cycles, 1), None, steady
 
 
-def default_events():
+def default_events(args):
     """rtsoakd's default [Trace] Events=, as its --check-config prints them."""
-    out = subprocess.run([os.path.join(BUILD, "daemon", "rtsoakd"), "--config", "/dev/null",
-                          "--check-config"], check=True, capture_output=True, text=True).stdout
-    line = next(l for l in out.splitlines() if l.startswith("Events="))
-    return line[len("Events="):].split()
+    return (setting(args.check_config, "Events") or "").split()
 
 
 def instance_write(rel, value, optional=False):
@@ -209,7 +240,7 @@ def cyclictest_traced_run(args, tmp):
     try:
         instance_write("buffer_size_kb", "656")
         instance_write("trace_clock", "mono")
-        for spec in default_events():
+        for spec in default_events(args):
             optional = spec.startswith("?")
             system, event = spec.lstrip("?").split(":")
             if event.startswith("sched_wakeup"):
@@ -296,9 +327,8 @@ def main():
         if v not in VARIANTS:
             sys.exit(f"--variants: unknown variant {v!r} (known: {', '.join(VARIANTS)})")
     # A build from before the flight recorder has no [Trace] section.
-    args.has_trace = "[Trace]" in subprocess.run(
-        [os.path.join(BUILD, "daemon", "rtsoakd"), "--config", "/dev/null", "--check-config"],
-        check=True, capture_output=True, text=True).stdout
+    args.check_config = check_output(rtsoakd_argv("--check-config"))
+    args.has_trace = "[Trace]" in args.check_config
     if "rtsoakd-trace" in variants and not args.has_trace:
         sys.exit("rtsoakd-trace: this build of rtsoakd has no [Trace] section")
     ref = "cyclictest" if "cyclictest" in variants else variants[0]
@@ -310,6 +340,11 @@ def main():
 
     if os.geteuid() != 0:
         sys.exit("run as root (SCHED_FIFO, mlockall)")
+    user = setting(args.check_config, "User")
+    if "rtsoakd-defaults" in variants and user and not user_exists(user):
+        sys.exit(f"rtsoakd-defaults starts load generators as the user {user} ([Load] User=), "
+                 f"which does not exist here: create it with \"systemd-sysusers "
+                 f"systemd/rtsoak.sysusers\" (or install the rtsoak package)")
     traced = "rtsoakd-trace" in variants or "cyclictest-trace" in variants
     if traced and not os.path.isdir(TRACEFS + "/instances"):
         # tracefs is not mounted here: run in a mount namespace of our own that has it.

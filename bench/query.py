@@ -32,8 +32,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import cpu_model, start_server  # noqa: E402
-BUILD = os.path.join(HERE, "..", "build")
+from benchlib import BUILD, cpu_model, start_server  # noqa: E402
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 FILL = os.path.join(BUILD, "bench", "query-fill")
 DAY_NS = 86400 * 10**9

@@ -30,8 +30,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import cpu_model, proc_cpu_s, start_server  # noqa: E402
-BUILD = os.path.join(HERE, "..", "build")
+from benchlib import BUILD, cpu_model, proc_cpu_s, start_server  # noqa: E402
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 REPLAY = os.path.join(BUILD, "tools", "rtsoak-replay")
 RESULTS = os.path.join(HERE, "results-replay.txt")

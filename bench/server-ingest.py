@@ -58,8 +58,7 @@ import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import cpu_model, start_server  # noqa: E402
-BUILD = os.path.join(HERE, "..", "build")
+from benchlib import BUILD, cpu_model, start_server  # noqa: E402
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 LOAD = os.path.join(BUILD, "bench", "ingest-load")
 RESULTS = os.path.join(HERE, "results-server-ingest.txt")
@@ -304,7 +303,7 @@ def main():
     say(f"storage: {tmp_root} on {dev} ({fstype}, mounted on {mnt}); SQLite "
         f"{sqlite3.sqlite_version} (Python's; the server links the system library)")
     say(f"load:    {a.count} summaries per run from {a.machines} machines over "
-        f"{a.connections} keep-alive connections; each run on a fresh copy of a database "
+        f"{a.connections} connections at a time; each run on a fresh copy of a database "
         f"with just the machines enrolled")
     say("rate:    summaries answered 200 \"stored\" / seconds from the first request to the "
         "last answer")

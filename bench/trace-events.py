@@ -17,7 +17,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD = os.path.join(HERE, "..", "build")
+sys.path.insert(0, HERE)
+from benchlib import BUILD  # noqa: E402
 SETS = {
     "off": None,
     "default": "",  # rtsoakd's own default

@@ -463,8 +463,44 @@ static const char *state_of(const char *db, const struct store_run *run) {
         return "ended with an error";
 }
 
+/* How the run before run_id ended, the first thing to know after a crash: 0 with ret, 1 when
+ * run_id is the first, < 0 (logged) when it cannot be read. */
+static int previous_run(store *s, int64_t run_id, struct store_run_end *ret) {
+        int r = store_get_previous_run_end(s, run_id, ret);
+        if (r == -ENOENT)
+                return 1;
+        if (r < 0)
+                log_error("%s", store_error(s));
+        return r;
+}
+
+static json_t *previous_json(const struct store_run_end *p) {
+        return json_pack("{s:I, s:o, s:o, s:o}", "run", (json_int_t) p->id, "end_reason",
+                         p->end_reason ? json_string(p->end_reason) : json_null(), "end",
+                         p->end_ns == INT64_MIN ? json_null() : json_time(p->end_ns), "end_message",
+                         p->end_message ? json_string(p->end_message) : json_null());
+}
+
+/* One line (two for an unclean end, with where its forensics are).  A run's start records
+ * how the run before it ended, so the previous run always has its end. */
+static void previous_print(const struct store_run_end *p) {
+        char t[TIMESTAMP_MAX_LEN];
+        const char *why = p->end_reason ?: "none recorded";
+        if (strcmp(why, "unclean") == 0)
+                printf("  Previous: %s\n            (found at this run's start; rtsoak events "
+                       "--type unclean_end --run %" PRId64 " shows what the kernel left)\n",
+                       cli_text(p->end_message ?: "it did not end cleanly"), p->id);
+        else if (strcmp(why, "clean") == 0 && p->end_ns != INT64_MIN)
+                printf("  Previous: run %" PRId64 " ended cleanly at %s\n", p->id,
+                       format_timestamp_local(t, p->end_ns));
+        else
+                printf("  Previous: run %" PRId64 ", end: %s%s%s\n", p->id, why,
+                       p->end_message ? ": " : "", cli_text(p->end_message ?: ""));
+}
+
 static int cmd_status(store *s, const struct args *a) {
         _cleanup_(store_run_done) struct store_run run = {};
+        _cleanup_(store_run_end_done) struct store_run_end prev = {};
         struct store_cpu_report *rows = NULL, total = {};
         struct store_filter f = STORE_FILTER_ALL;
         char sp1[TIMESPAN_MAX_LEN], sp2[TIMESPAN_MAX_LEN], sp3[TIMESPAN_MAX_LEN];
@@ -477,6 +513,9 @@ static int cmd_status(store *s, const struct args *a) {
                 log_error("%s", store_error(s));
                 return r;
         }
+        int has_prev = previous_run(s, run.id, &prev);
+        if (has_prev < 0)
+                return has_prev;
         f.run_id = run.id;
         r = load_report(s, &f, &rows, &n, &total);
         if (r < 0)
@@ -491,6 +530,8 @@ static int cmd_status(store *s, const struct args *a) {
                                     json_boolean(!run.end_reason && store_writer_active(a->db)));
                 json_object_set_new(doc, "end_reason",
                                     run.end_reason ? json_string(run.end_reason) : json_null());
+                json_object_set_new(doc, "previous",
+                                    has_prev == 0 ? previous_json(&prev) : json_null());
                 json_object_set_new(doc, "machine_id", json_string(run.machine_id));
                 json_object_set_new(doc, "boot_id", json_string(run.boot_id));
                 json_object_set_new(doc, "hostname", json_string(run.hostname));
@@ -519,6 +560,8 @@ static int cmd_status(store *s, const struct args *a) {
         }
 
         printf("Run %" PRId64 ": %s\n", run.id, state);
+        if (has_prev == 0)
+                previous_print(&prev);
         printf("  Machine:  %s (%s), boot %s\n", cli_text(run.hostname), run.machine_id,
                run.boot_id);
         printf("  Kernel:   %s %s, %s\n", cli_text(run.kernel_release),

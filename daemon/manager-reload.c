@@ -64,11 +64,12 @@ static void log_reloaded(struct manager *m, const struct reload_result *rr) {
                 sha256_hex(text, strlen(text), digest);
         else
                 snprintf(digest, sizeof(digest), "unknown");
-        snprintf(msg, sizeof(msg), "configuration reloaded (digest %.16s): changed: %s%s%s", digest,
-                 *rr->changed ? rr->changed : "nothing",
-                 *rr->kept ? "; kept until a restart: " : "", rr->kept);
-        log_info("%s%s", msg,
-                 *rr->changed ? " (the rotation applies from the next interval boundary)" : "");
+        /* What changed, when it applies, and what waits for a restart. */
+        snprintf(msg, sizeof(msg), "configuration reloaded (digest %.16s): changed: %s%s%s%s%s%s",
+                 digest, *rr->changed ? rr->changed : "nothing", *rr->applies ? " (" : "",
+                 rr->applies, *rr->applies ? ")" : "", *rr->kept ? "; kept until a restart: " : "",
+                 rr->kept);
+        log_info("%s", msg);
         manager_add_event(m, "config_reloaded", -1, msg);
 }
 

@@ -7,14 +7,24 @@
 
 #include "daemon-config.h"
 
-/* Whether Section.Key takes effect only at start ([Probe] except Threshold=, [Storage],
- * [Load]). */
-bool reload_needs_restart(const char *section, const char *key);
+/* When a key changed by a reload takes effect. */
+enum reload_when {
+        RELOAD_AT_ONCE,       /* [Upload] but Release=: the uploader restarts with it */
+        RELOAD_NEXT_INTERVAL, /* [Schedule], the scenarios, [Probe] Threshold= */
+        RELOAD_RESTART,       /* the rest: kept at its running value until a restart */
+};
+enum reload_when reload_applies(const char *section, const char *key);
+static inline bool reload_needs_restart(const char *section, const char *key) {
+        return reload_applies(section, key) == RELOAD_RESTART;
+}
 
 struct reload_result {
         struct daemon_config cfg; /* the new effective configuration */
         char *changed;            /* "Schedule.Rotation, Probe.Threshold" or "" (allocated) */
         char *kept;               /* "Probe.Priority=80 (running: 95), ..." or "" (allocated) */
+        /* When the changed keys apply: "at once: Upload.Server; from the next interval
+         * boundary: Schedule.Rotation" or "" (allocated). */
+        char *applies;
 };
 void reload_result_done(struct reload_result *r);
 

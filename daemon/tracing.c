@@ -30,13 +30,20 @@ static char *record_json(const struct daemon_config *cfg, const char *state, con
                               (json_int_t) cfg->trace_lookback_ns, "buffer_kib",
                               (json_int_t) (rec ? rec->buffer_kib : 0), "kernel_kib",
                               (json_int_t) (rec ? rec->total_kib : 0));
-        if (o && rec)
+        if (o && rec) {
                 json_object_set_new(o, "comm_cache", json_boolean(rec->comm_cache));
+                json_object_set_new(o, "mounted", json_boolean(rec->mounted));
+        }
         if (o && rec && rec->missing[0])
                 json_object_set_new(o, "missing_events", json_string(rec->missing));
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         return text;
+}
+
+static const char *timerlat_text(bool timerlat) {
+        return timerlat ? "the kernel has the timerlat tracer"
+                        : "the kernel has no timerlat tracer";
 }
 
 /* The instance on the probed CPUs (cpus), and the capture threads (for probes, which they
@@ -77,13 +84,16 @@ static int open_recorder(const struct tracing_params *p, const int *cpus,
 
 static void on_message(const struct tracing_params *p, const struct trace_recorder *rec,
                        const char *tl, char message[static TRACE_MESSAGE_MAX]) {
+        const char *path = p->cfg->trace_path;
         char span[TIMESPAN_MAX_LEN];
         snprintf(message, TRACE_MESSAGE_MAX,
-                 "trace flight recorder on: tracefs instance %s, %zu CPU%s, look-back %s, "
-                 "%" PRIu64 " KiB per CPU (%" PRIu64 " KiB of kernel memory)%s%s%s%s%s; %s",
-                 rec->dir, p->nprobes, p->nprobes == 1 ? "" : "s",
-                 format_timespan(span, p->cfg->trace_lookback_ns), rec->buffer_kib, rec->total_kib,
-                 rec->missing[0] ? "; not in this kernel: " : "", rec->missing,
+                 "trace flight recorder on: %s%s%stracefs instance %s, %zu CPU%s, look-back %s, "
+                 "%" PRIu64 " KiB per CPU (%" PRIu64 " KiB of kernel memory)%s%s%s%s%s%s%s; %s",
+                 rec->mounted ? "tracefs was not mounted: mounted it at " : "",
+                 rec->mounted ? path : "", rec->mounted ? "; " : "", rec->dir, p->nprobes,
+                 p->nprobes == 1 ? "" : "s", format_timespan(span, p->cfg->trace_lookback_ns),
+                 rec->buffer_kib, rec->total_kib, rec->missing[0] ? "; not in this kernel: " : "",
+                 rec->missing,
                  rec->trigger ? ""
                               : "; no trigger on the marker (the "
                                 "buffers freeze a little later)",
@@ -91,9 +101,9 @@ static void on_message(const struct tracing_params *p, const struct trace_record
                                        "wake-up is recorded)"
                                      : "",
                  rec->comm_cache ? "; the kernel's comm cache upkeep is on at every context "
-                                   "switch (options/record-cmd is not writable here)"
+                                   "switch ("
                                  : "",
-                 tl);
+                 rec->comm_cache ? rec->comm_cache_why : "", rec->comm_cache ? ")" : "", tl);
 }
 
 int tracing_start(const struct tracing_params *p, struct tracing **ret, char **ret_json,
@@ -101,8 +111,7 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
         const struct daemon_config *cfg = p->cfg;
         char why[TRACE_WHY_MAX] = "";
         bool timerlat = trace_kernel_has_timerlat(cfg->trace_path);
-        const char *tl = timerlat ? "the kernel has the timerlat tracer"
-                                  : "the kernel has no timerlat tracer";
+        const char *tl = timerlat_text(timerlat);
         *ret = NULL;
         if (!cfg->trace) {
                 snprintf(message, TRACE_MESSAGE_MAX,
@@ -127,6 +136,9 @@ int tracing_start(const struct tracing_params *p, struct tracing **ret, char **r
                 };
         }
         int r = open_recorder(p, cpus, probes, t, why);
+        /* The recorder may have mounted tracefs: what the kernel offers is known now. */
+        timerlat = trace_kernel_has_timerlat(cfg->trace_path);
+        tl = timerlat_text(timerlat);
         if (r < 0) {
                 tracing_stop(t);
                 snprintf(message, TRACE_MESSAGE_MAX,

@@ -23,10 +23,12 @@ build_packages=(meson ninja-build gcc pkg-config libsqlite3-dev libsystemd-dev l
 # systemd, with openssl, iproute2 and curl for the farm set-up of the README; postgresql the
 # farm server's second store (the tests start servers of their own); promtool (prometheus)
 # checks and unit-tests the alert rules and the metrics, xmllint (libxml2-utils) validates the
-# JUnit XML of rtsoak verdict.
+# JUnit XML of rtsoak verdict and junitparser (python3-junitparser) reads it back; rt-tests'
+# cyclictest runs in the benchmark scripts' test; faketime holds the server's clock still while
+# the golden corpus (tests/golden.py) is asked.
 test_packages=(systemd systemd-journal-remote clang-format python3 chromium build-essential
                dpkg-dev debhelper lintian systemd-container openssl iproute2 curl procps util-linux
-               postgresql prometheus libxml2-utils)
+               postgresql prometheus libxml2-utils python3-junitparser rt-tests faketime)
 
 install_missing() {
         local missing=()

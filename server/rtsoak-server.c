@@ -24,6 +24,7 @@
 #include "server-access.h"
 #include "server-auth.h"
 #include "server-cli-machines.h"
+#include "server-cli-token.h"
 #include "server-cli-notify.h"
 #include "server-copy.h"
 #include "server-db.h"
@@ -800,8 +801,11 @@ static void background_start(const struct options *o, farm_db *db, const char *b
         if (o->cache_warming && (r = farm_warmer_start(db, &b->warmer)) < 0)
                 log_warning_errno(r, "Cannot merge histograms in the background, the queries "
                                      "will: %m");
-        if (o->notify->enabled && (r = farm_notifier_start(db, &o->rule, o->notify, bound, https,
-                                                           listening_ns, &b->notifier)) < 0)
+        char link_host[FARM_ACCESS_LINK_HOST_MAX];
+        bool named = farm_access_link_host(&o->access, link_host, sizeof(link_host)) >= 0;
+        if (o->notify->enabled &&
+            (r = farm_notifier_start(db, &o->rule, o->notify, bound, named ? link_host : NULL,
+                                     https, listening_ns, &b->notifier)) < 0)
                 log_warning_errno(r, "Cannot start the notifications: %m");
         if ((r = farm_watcher_start(db, &o->rule, farm_notifier_hooks(b->notifier), &b->watcher)) <
             0)
@@ -1057,11 +1061,10 @@ static int admin_cmd(const struct options *o, const char *name, bool revoke) {
                 log_info("Revoked the staff token of %s", name);
                 return EXIT_SUCCESS;
         }
-        printf("%s\n", token);
-        explicit_bzero(token, sizeof(token));
-        if (fflush(stdout) != 0)
-                return log_error_errno(errno, "Cannot print the token: %m"), EXIT_FAILURE;
-        log_info("Staff token of %s created; it is shown only this once", name);
+        char where[CLI_TOKEN_WHERE_MAX];
+        if ((r = cli_token_print(token, where)) < 0)
+                return log_error_errno(r, "Cannot print the token: %m"), EXIT_FAILURE;
+        log_info("Staff token of %s created; %s is shown only this once", name, where);
         return EXIT_SUCCESS;
 }
 
@@ -1094,11 +1097,10 @@ static int reader_cmd(const struct options *o, const char *name, bool revoke) {
                 log_info("Revoked the read token of %s", name);
                 return EXIT_SUCCESS;
         }
-        printf("%s\n", token);
-        explicit_bzero(token, sizeof(token));
-        if (fflush(stdout) != 0)
-                return log_error_errno(errno, "Cannot print the token: %m"), EXIT_FAILURE;
-        log_info("Read token of %s created; it is shown only this once", name);
+        char where[CLI_TOKEN_WHERE_MAX];
+        if ((r = cli_token_print(token, where)) < 0)
+                return log_error_errno(r, "Cannot print the token: %m"), EXIT_FAILURE;
+        log_info("Read token of %s created; %s is shown only this once", name, where);
         return EXIT_SUCCESS;
 }
 
@@ -1132,6 +1134,16 @@ static int connection_settings(const struct server_config *sc, const char *path,
             read_mode(path, "Dashboard", sc->read_dashboard, &o->access.dashboard) < 0 ||
             read_mode(path, "Metrics", sc->read_metrics, &o->access.metrics) < 0)
                 return -EINVAL;
+        /* The Host list is checked here, with the file named, not first when the server
+         * starts to listen. */
+        char err[FARM_ACCESS_ERROR_MAX];
+        farm_access *a = NULL;
+        int r = farm_access_new(&o->access, &a, err);
+        farm_access_free(a);
+        if (r < 0) {
+                log_error("%s: [Access] %s", path, err);
+                return r;
+        }
         return 0;
 }
 

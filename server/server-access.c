@@ -66,12 +66,32 @@ static int add_host(farm_access *a, const char *name, size_t len) {
         return a->hosts[a->nhosts++] ? 0 : -ENOMEM;
 }
 
-/* This host's names and addresses: what clients on the lab network use. */
-static int auto_hosts(farm_access *a, const char *listen_host) {
+/* 1 when name was in the list (and is no longer), 0 when it was not. */
+static int remove_host(farm_access *a, const char *name) {
+        for (unsigned i = 0; i < a->nhosts; i++)
+                if (strcasecmp(a->hosts[i], name) == 0) {
+                        free(a->hosts[i]);
+                        memmove(a->hosts + i, a->hosts + i + 1,
+                                (--a->nhosts - i) * sizeof(a->hosts[0]));
+                        return 1;
+                }
+        return 0;
+}
+
+/* The loopback names, in every list: a client on the server's own host (a Prometheus scraping
+ * 127.0.0.1) names it so, and no other site's page can (DNS rebinding sends the page's own
+ * name).  A list removes them with "-NAME". */
+static int loopback_hosts(farm_access *a) {
         static const char *const local[] = { "localhost", "127.0.0.1", "::1" };
         int r = 0;
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(local); i++)
                 r = add_host(a, local[i], strlen(local[i]));
+        return r;
+}
+
+/* This host's names and addresses: what clients on the lab network use. */
+static int auto_hosts(farm_access *a, const char *listen_host) {
+        int r = loopback_hosts(a);
         if (r >= 0 && strcmp(listen_host, "0.0.0.0") != 0 && strcmp(listen_host, "::") != 0)
                 r = add_host(a, listen_host, strlen(listen_host));
         if (r < 0 || a->loopback)
@@ -101,6 +121,40 @@ static int auto_hosts(farm_access *a, const char *listen_host) {
         return r == -EINVAL ? 0 : r;
 }
 
+/* A list of names, with the loopback names unless it removes them ("-localhost"). */
+static int list_hosts(farm_access *a, const char *hosts, char err[static FARM_ACCESS_ERROR_MAX]) {
+        int r = loopback_hosts(a);
+        for (const char *p = hosts; r >= 0 && *p;) {
+                p += strspn(p, " ,");
+                size_t n = strcspn(p, " ,");
+                bool removal = n > 0 && *p == '-';
+                char h[HOST_NAME_LEN], bare[HOST_NAME_LEN];
+                if (n >= sizeof(h))
+                        return -EINVAL;
+                /* "[::1]" and "name:8470" are taken as the name alone, "::1" as it is. */
+                snprintf(h, sizeof(h), "%.*s", (int) (n - removal), p + removal);
+                struct in6_addr a6;
+                if (inet_pton(AF_INET6, h, &a6) == 1)
+                        snprintf(bare, sizeof(bare), "%s", h);
+                else
+                        host_part(h, bare);
+                if (n > 0 && (!bare[0] || strchr(bare, '*')))
+                        return -EINVAL;
+                if (removal && remove_host(a, bare) == 0) {
+                        snprintf(err, FARM_ACCESS_ERROR_MAX,
+                                 "Hosts=%.200s: -%s removes a name the list does not hold (the "
+                                 "loopback names localhost, 127.0.0.1 and ::1, or one listed "
+                                 "before it)",
+                                 hosts, bare);
+                        return -EINVAL;
+                }
+                if (!removal)
+                        r = add_host(a, bare, strlen(bare));
+                p += n;
+        }
+        return r;
+}
+
 int farm_access_new(const struct farm_access_config *c, farm_access **ret,
                     char err[static FARM_ACCESS_ERROR_MAX]) {
         char listen_host[HOST_NAME_LEN];
@@ -116,41 +170,47 @@ int farm_access_new(const struct farm_access_config *c, farm_access **ret,
                                                         : FARM_READ_TOKEN;
         const char *hosts = c->hosts && *c->hosts ? c->hosts : "auto";
         int r = 0;
+        err[0] = '\0';
         if (strcmp(hosts, "*") == 0)
                 a->any_host = true;
         else if (strcmp(hosts, "auto") == 0)
                 r = auto_hosts(a, listen_host);
         else
-                for (const char *p = hosts; r >= 0 && *p;) {
-                        p += strspn(p, " ,");
-                        size_t n = strcspn(p, " ,");
-                        char h[HOST_NAME_LEN];
-                        if (n >= sizeof(h)) {
-                                r = -EINVAL;
-                                break;
-                        }
-                        /* "[::1]" and "name:8470" are taken as the name alone. */
-                        snprintf(h, sizeof(h), "%.*s", (int) n, p);
-                        char bare[HOST_NAME_LEN];
-                        host_part(h, bare);
-                        if (n > 0 && (!bare[0] || strchr(bare, '*'))) {
-                                r = -EINVAL;
-                                break;
-                        }
-                        r = add_host(a, bare, strlen(bare));
-                        p += n;
-                }
+                r = list_hosts(a, hosts, err);
         if (r < 0) {
-                snprintf(err, FARM_ACCESS_ERROR_MAX,
-                         r == -ENOMEM ? "out of memory"
-                                      : "Hosts=%.200s: expected \"auto\", \"*\" or up to %d host "
-                                        "names or addresses, separated by spaces or commas",
-                         hosts, FARM_HOSTS_MAX);
+                if (r == -ENOMEM)
+                        snprintf(err, FARM_ACCESS_ERROR_MAX, "out of memory");
+                else if (!err[0])
+                        snprintf(err, FARM_ACCESS_ERROR_MAX,
+                                 "Hosts=%.200s: expected \"auto\", \"*\" or up to %d host "
+                                 "names or addresses, separated by spaces or commas",
+                                 hosts, FARM_HOSTS_MAX);
                 farm_access_free(a);
                 return r;
         }
         *ret = a;
         return 0;
+}
+
+int farm_access_link_host(const struct farm_access_config *c, char *buf, size_t size) {
+        const char *hosts = c->hosts && *c->hosts ? c->hosts : "auto";
+        if (strcmp(hosts, "auto") == 0 || strcmp(hosts, "*") == 0)
+                return -ENOENT;
+        char err[FARM_ACCESS_ERROR_MAX];
+        farm_access *a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        int r = list_hosts(a, hosts, err);
+        for (unsigned i = 0; r >= 0 && i < a->nhosts; i++) {
+                const char *h = a->hosts[i];
+                if (strcasecmp(h, "localhost") == 0 || is_loopback(h))
+                        continue;
+                snprintf(buf, size, strchr(h, ':') ? "[%s]" : "%s", h);
+                farm_access_free(a);
+                return 0;
+        }
+        farm_access_free(a);
+        return r < 0 ? r : -ENOENT;
 }
 
 void farm_access_free(farm_access *a) {

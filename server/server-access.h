@@ -14,6 +14,7 @@
 #define FARM_READER_NAME_MAX FARM_ADMIN_NAME_MAX /* and the same characters */
 #define FARM_ACCESS_ERROR_MAX 512
 #define FARM_HOSTS_MAX 64
+#define FARM_ACCESS_LINK_HOST_MAX 260 /* a host name, or an IPv6 address in brackets */
 
 /* How a class of routes is read.  AUTO: OPEN when the server listens on loopback only, TOKEN
  * otherwise. */
@@ -50,6 +51,12 @@ int farm_access_new(const struct farm_access_config *c, farm_access **ret,
 void farm_access_free(farm_access *a);
 /* One line for the start-up log: the effective modes and hosts. */
 void farm_access_describe(const farm_access *a, char *buf, size_t size);
+
+/* The name the dashboard's links use when [Notifications] DashboardURL= is not set: the first
+ * name of a Hosts= list that is not a loopback name ("[ADDR6]" for an IPv6 address).  0, or
+ * -ENOENT for Hosts=auto, Hosts=* or a list of loopback names only (the caller falls back on
+ * the host's name or the address listened on). */
+int farm_access_link_host(const struct farm_access_config *c, char *buf, size_t size);
 
 enum farm_route_class farm_route_class_of(const char *path, const char *method);
 

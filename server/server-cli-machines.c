@@ -11,6 +11,7 @@
 #include "macro.h"
 #include "server-auth.h"
 #include "server-cli-machines.h"
+#include "server-cli-token.h"
 #include "server-maintenance.h"
 #include "timeutil.h"
 
@@ -67,15 +68,15 @@ int cli_enroll(const struct cli_machine_args *a, const char *machine_id) {
                 log_error_errno(r, "Cannot enroll %s: %s", machine_id, err);
                 return status_of(r);
         }
-        printf("%s\n", token);
-        explicit_bzero(token, sizeof(token));
-        if (fflush(stdout) != 0) {
-                log_error_errno(errno, "Cannot print the token: %m");
+        char where[CLI_TOKEN_WHERE_MAX];
+        int rp = cli_token_print(token, where);
+        if (rp < 0) {
+                log_error_errno(rp, "Cannot print the token: %m");
                 return EXIT_FAILURE;
         }
-        log_info("%s machine %s; the token above is shown only this once (see \"rtsoak-server "
-                 "machine show %s\" for its settings)",
-                 r > 0 ? "Enrolled" : "Re-keyed", machine_id, machine_id);
+        log_info("%s machine %s; %s is shown only this once (see \"rtsoak-server machine show "
+                 "%s\" for its settings)",
+                 r > 0 ? "Enrolled" : "Re-keyed", machine_id, where, machine_id);
         return EXIT_SUCCESS;
 }
 

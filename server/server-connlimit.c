@@ -34,6 +34,7 @@ struct farm_conn {
         enum phase phase;
         int64_t deadline_ns; /* CLOCK_MONOTONIC */
         const char *cut;     /* why it was shut down, or NULL */
+        bool counted;        /* in its address's count and the total */
         char address[ADDRESS_TEXT_MAX];
 };
 
@@ -173,6 +174,7 @@ struct farm_conn *farm_connlimit_opened(farm_connlimit *l, int fd, const struct 
         }
         ac->n++;
         l->total++;
+        c->counted = true;
         c->phase = PHASE_HEAD;
         c->deadline_ns = mono_ns() + (int64_t) l->cfg.head_timeout_ns;
         c->next = l->conns;
@@ -183,14 +185,22 @@ struct farm_conn *farm_connlimit_opened(farm_connlimit *l, int fd, const struct 
         return c;
 }
 
-void farm_connlimit_closed(farm_connlimit *l, struct farm_conn *c) {
-        if (!c)
+/* Takes c out of the counts (once).  Lock held. */
+static void uncount(farm_connlimit *l, struct farm_conn *c) {
+        if (!c->counted)
                 return;
-        pthread_mutex_lock(&l->lock);
         struct address_count *ac = count_of(l, c->key);
         if (ac && --ac->n == 0)
                 *ac = l->counts[--l->ncounts];
         l->total--;
+        c->counted = false;
+}
+
+void farm_connlimit_closed(farm_connlimit *l, struct farm_conn *c) {
+        if (!c)
+                return;
+        pthread_mutex_lock(&l->lock);
+        uncount(l, c);
         if (c->prev)
                 c->prev->next = c->next;
         else
@@ -215,6 +225,11 @@ void farm_connlimit_head(farm_connlimit *l, struct farm_conn *c) {
 }
 
 void farm_connlimit_done(farm_connlimit *l, struct farm_conn *c) {
+        if (!c)
+                return;
+        pthread_mutex_lock(&l->lock);
+        uncount(l, c);
+        pthread_mutex_unlock(&l->lock);
         set_phase(l, c, PHASE_HEAD, l->cfg.head_timeout_ns);
 }
 

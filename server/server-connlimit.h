@@ -37,7 +37,10 @@ struct farm_conn *farm_connlimit_opened(farm_connlimit *l, int fd, const struct 
 void farm_connlimit_closed(farm_connlimit *l, struct farm_conn *c);
 /* A request's head arrived: the request deadline starts. */
 void farm_connlimit_head(farm_connlimit *l, struct farm_conn *c);
-/* A request ended (answered or not): the head deadline of the next one starts. */
+/* A request ended (answered or not), and with it the connection: every answer closes it (one
+ * request per connection).  It no longer counts against the limits, so that a client that
+ * connects again at once is not refused for the connection being closed; its socket stays
+ * under the head deadline until it is closed. */
 void farm_connlimit_done(farm_connlimit *l, struct farm_conn *c);
 /* "head-deadline" or "request-deadline" when the connection was closed for that; NULL. */
 const char *farm_connlimit_cut(farm_connlimit *l, const struct farm_conn *c);

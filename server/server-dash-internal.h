@@ -52,6 +52,10 @@ char *dash_fmt_span(char buf[static 32], int64_t ns);
 char *dash_fmt_days(char buf[static 32], int64_t ns);
 /* A time as a <time> element. */
 void dash_put_time(FILE *f, int64_t ns);
+/* A time a machine stamped on data that the server received at received_ns (INT64_MIN:
+ * unknown): as stamped, and when later than the receipt by more than ClockTolerance=, marked
+ * so (class "clock-ahead"), with the receipt. */
+void dash_put_stamp(const struct dash *x, int64_t stamp_ns, int64_t received_ns);
 /* The machine's name as shown: its hostname, or the start of its id. */
 const char *dash_machine_name(const json_t *m, char buf[static 16]);
 /* A time given as a parameter or by the verdict, or INT64_MIN. */
@@ -66,8 +70,6 @@ int dash_open_page(struct dash *x);
 void dash_fail_page(struct dash *x, unsigned status, const char *fmt, ...) _printf_(3, 4);
 /* A failure of ours: logged by the caller from a->err, answered with a 500 (503 when busy). */
 int dash_fail_internal(struct dash *x, int error, const char *what);
-/* 0, or 400 naming the first parameter that the page does not take or that is repeated. */
-int dash_check_params(struct dash *x, const char *const *allowed);
 int dash_finish_page(struct dash *x, const char *content_type);
 /* Drops a page that is not finished (nothing when there is none). */
 void dash_abandon_page(struct dash *x);
@@ -80,11 +82,14 @@ struct dash_machine {
         json_t *info; /* GET /api/v1/machines/{id} */
         json_t *runs; /* as GET .../runs lists them: newest first */
         bool has_data, silent;
-        int64_t last_data_ns; /* end of its latest interval */
+        int64_t last_data_ns;   /* end of its latest data, as the server takes it */
+        int64_t clock_ahead_ns; /* its latest run's data stamped ahead of arrival (0: not) */
         int64_t bound_ns;
         int64_t interval_ns; /* of its latest run */
 };
 void dash_machine_done(struct dash_machine *m);
+/* How the pages take the machines' stamps: the rule's ClockTolerance= and MaxGap=, now. */
+struct farm_clock_view dash_clock_view(const struct dash *x);
 /* 1 with m filled, 0 answered (404), < 0 internal. */
 int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m);
 /* The machine's state as a badge. */

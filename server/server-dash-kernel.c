@@ -457,7 +457,6 @@ static void kernel_coverage(struct dash *x, const char *release, json_t *v,
 }
 
 int dash_page_kernel(struct dash *x, const char *release) {
-        static const char *const allowed[] = { "compare", NULL };
         char err[FARM_ERROR_MAX];
         json_t *v = NULL, *list = NULL;
         struct farm_comparison cmp = {};
@@ -465,8 +464,6 @@ int dash_page_kernel(struct dash *x, const char *release) {
         const char *with = dash_arg(x->args, "compare");
         int r;
 
-        if (dash_check_params(x, allowed) < 0)
-                return 0;
         if ((r = kernel_verdict(x, release, &v)) <= 0)
                 return r;
         if (with && !*with)
@@ -515,12 +512,9 @@ done:
 }
 
 int dash_plot_coverage(struct dash *x, const char *release) {
-        static const char *const none[] = { NULL };
         struct svg_buf out = {};
         json_t *v = NULL;
         int r;
-        if (dash_check_params(x, none) < 0)
-                return 0;
         if ((r = kernel_verdict(x, release, &v)) <= 0)
                 return r;
         if ((r = coverage_plot(x, release, v, &out)) > 0)

@@ -27,8 +27,6 @@ struct window {
         char kernel[256];
 };
 
-static const char *const machine_params[] = { "window", "from", "to", "hl_from", "hl_to", NULL };
-
 /* ?window=1d|30d|kernel:RELEASE, or ?from=&to= (one of them: a day from or up to it), and
  * ?hl_from=&hl_to= (a span to highlight).  By default the last day up to now, or up to the
  * end of the latest data (and a little after) for a machine that is silent. */
@@ -77,21 +75,9 @@ static int parse_window(struct dash *x, const struct dash_machine *m, struct win
         } else if (win) {
                 dash_fail_page(x, 400, "window=%.64s: expected 1d, 30d or kernel:RELEASE", win);
                 return -EINVAL;
-        } else {
-                if (farm_param_time("from", f, x->now, &w->from, perr) < 0 ||
-                    farm_param_time("to", t, x->now, &w->to, perr) < 0) {
-                        dash_fail_page(x, 400, "%s", perr);
-                        return -EINVAL;
-                }
-                if (!t)
-                        w->to = w->from + DAY_NS;
-                else if (!f)
-                        w->from = w->to - DAY_NS;
-                if (w->from >= w->to) {
-                        dash_fail_page(x, 400, "from=%.64s: not before to=%.64s", f ?: "(default)",
-                                       t ?: "(default)");
-                        return -EINVAL;
-                }
+        } else if (farm_param_window(f, t, x->now, DAY_NS, &w->from, &w->to, perr) < 0) {
+                dash_fail_page(x, 400, "%s", perr);
+                return -EINVAL;
         }
         if (farm_param_time("hl_from", hf, x->now, &w->hl_from, perr) < 0 ||
             farm_param_time("hl_to", ht, x->now, &w->hl_to, perr) < 0) {
@@ -370,8 +356,15 @@ static void window_nav(struct dash *x, const struct dash_machine *m, const struc
         fputs(" · showing ", f);
         dash_put_time(f, w->from);
         fputs(" to ", f);
-        dash_put_time(f, w->to);
         char sp[32];
+        /* A window that reaches past now (its data stamped ahead, or asked so) says so. */
+        if (w->to > x->now + (int64_t) x->rule->clock_tolerance_ns) {
+                fputs("<span class=\"clock-ahead\">", f);
+                dash_put_time(f, w->to);
+                fprintf(f, " <span class=\"bad\">⚠ %s after now</span></span>",
+                        dash_fmt_span(sp, w->to - x->now));
+        } else
+                dash_put_time(f, w->to);
         fprintf(f, " (%s)</nav>\n", dash_fmt_span(sp, w->to - w->from));
 }
 
@@ -561,10 +554,13 @@ static void machine_runs(struct dash *x, const struct dash_machine *m) {
                 fputs("</span></td><td><code title=\"", f);
                 dash_esc(f, boot);
                 fprintf(f, "\">%.8s</code></td><td>", boot);
-                dash_put_time(f, dash_ji(run, "start_ns", 0));
+                /* As stamped, marked where later than their arrival. */
+                dash_put_stamp(x, dash_ji(run, "start_ns", 0),
+                               dash_ji(run, "first_report_ns", INT64_MIN));
                 fputs("</td><td>", f);
                 if (json_is_integer(json_object_get(run, "last_data_ns")))
-                        dash_put_time(f, dash_ji(run, "last_data_ns", 0));
+                        dash_put_stamp(x, dash_ji(run, "last_data_ns", 0),
+                                       dash_ji(run, "last_received_ns", INT64_MIN));
                 else
                         fputs("–", f);
                 fprintf(f, "</td><td class=\"num\">%" PRId64 "</td><td class=\"num\">%s</td><td>",
@@ -590,16 +586,7 @@ static void machine_runs(struct dash *x, const struct dash_machine *m) {
  * internal. */
 static int machine_events(struct dash *x, const struct dash_machine *m, const struct window *w,
                           json_t **ret, uint64_t *ret_total) {
-        char err[FARM_ERROR_MAX], t[40];
-        /* The times the events query takes (those of its from= and to=). */
-        const char *bad = w->from < FARM_TIME_MIN_NS  ? "from"
-                          : w->to >= FARM_TIME_MAX_NS ? "to"
-                                                      : NULL;
-        if (bad) {
-                dash_fail_page(x, 400, "%s=%.64s: out of range (from 1970-01-01 to 2200-01-01)",
-                               bad, time_arg(t, bad[0] == 'f' ? w->from : w->to));
-                return 0;
-        }
+        char err[FARM_ERROR_MAX];
         int r = farm_machine_events_json(x->db, m->id, w->from, w->to, NULL,
                                          &(struct farm_page){ LIST_MAX, 0 }, ret, ret_total, err);
         if (r == -ENOENT) { /* removed meanwhile */
@@ -617,8 +604,6 @@ static int machine_events(struct dash *x, const struct dash_machine *m, const st
  * answered (a refusal page), < 0 internal. */
 static int machine_and_window(struct dash *x, const char *id, struct dash_machine *m,
                               struct window *w) {
-        if (dash_check_params(x, machine_params) < 0)
-                return 0;
         int r = dash_machine_load(x, id, m);
         if (r <= 0)
                 return r;
@@ -627,6 +612,23 @@ static int machine_and_window(struct dash *x, const char *id, struct dash_machin
                 return 0;
         }
         return 1;
+}
+
+/* When its last upload arrived, and where its data ends as the server takes it. */
+static void machine_reports(struct dash *x, const struct dash_machine *m) {
+        FILE *f = x->f;
+        int64_t report = dash_ji(m->info, "last_report_ns", INT64_MIN);
+        fputs("<tr><th>last report</th><td id=\"last-report\">", f);
+        if (report != INT64_MIN)
+                dash_put_time(f, report);
+        else
+                fputs("never", f);
+        fputs("</td><th>data until</th><td id=\"last-data\">", f);
+        if (m->has_data)
+                dash_put_time(f, m->last_data_ns);
+        else
+                fputs("–", f);
+        fputs("</td><th></th><td></td></tr></table>\n", f);
 }
 
 int dash_page_machine(struct dash *x, const char *id) {
@@ -672,8 +674,9 @@ int dash_page_machine(struct dash *x, const char *id) {
                 "<td><code>%s</code></td><th>CPUs</th><td>%" PRId64 " · ",
                 dash_fmt_lat(b1, m.bound_ns), m.id, dash_ji(m.info, "cpus", 0));
         dash_esc(f, dash_js(m.info, "cpu_model"));
-        fprintf(f, "</td><th>gating</th><td>%s</td></tr></table>\n",
+        fprintf(f, "</td><th>gating</th><td>%s</td></tr>\n",
                 json_is_true(json_object_get(m.info, "gating")) ? "yes" : "no");
+        machine_reports(x, &m);
         window_nav(x, &m, &w);
         if (w.hl_to > w.hl_from) {
                 fputs("<p class=\"note\" id=\"highlight\">Highlighted (dashed box): ", f);

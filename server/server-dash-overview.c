@@ -300,7 +300,6 @@ static void overview_kernels(struct dash *x, json_t *kernels) {
 }
 
 int dash_page_overview(struct dash *x) {
-        static const char *const none[] = { NULL };
         char err[FARM_ERROR_MAX];
         json_t *all = NULL, *kernels = NULL;
         struct overview_row *rows = NULL;
@@ -308,9 +307,8 @@ int dash_page_overview(struct dash *x) {
         size_t n = 0;
         int r;
 
-        if (dash_check_params(x, none) < 0)
-                return 0;
-        if ((r = farm_machines_json(x->db, NULL, &all, err)) < 0 ||
+        struct farm_clock_view cv = dash_clock_view(x);
+        if ((r = farm_machines_json(x->db, NULL, &cv, &all, err)) < 0 ||
             (r = farm_kernels_json(x->db, x->rule,
                                    &(struct farm_question){ NULL, x->now, x->now, x->now },
                                    &(struct farm_page){ 100, 0 }, &kernels, err)) < 0) {

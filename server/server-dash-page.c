@@ -127,6 +127,21 @@ void dash_put_time(FILE *f, int64_t ns) {
                 ns, iso, shown, shown);
 }
 
+void dash_put_stamp(const struct dash *x, int64_t stamp_ns, int64_t received_ns) {
+        char b[32];
+        if (received_ns == INT64_MIN ||
+            stamp_ns - received_ns <= (int64_t) x->rule->clock_tolerance_ns) {
+                dash_put_time(x->f, stamp_ns);
+                return;
+        }
+        fputs("<span class=\"clock-ahead\">", x->f);
+        dash_put_time(x->f, stamp_ns);
+        fprintf(x->f, " <span class=\"bad\">⚠ stamped %s after it arrived</span> (received ",
+                dash_fmt_span(b, stamp_ns - received_ns));
+        dash_put_time(x->f, received_ns);
+        fputs(")</span>", x->f);
+}
+
 /* The machine's name as shown: its hostname, or the start of its id. */
 const char *dash_machine_name(const json_t *m, char buf[static 16]) {
         const char *h = dash_js(m, "hostname");
@@ -168,6 +183,7 @@ static const char css[] =
         ".state-silent{background:#a33a00;color:#fff}"
         ".state-ok{background:#fff;color:#000;border-color:#009E73}"
         ".state-none{background:#eee;color:#000;border-style:dotted}"
+        ".state-clock{background:#fff;color:#a33a00;border-color:#a33a00;border-style:dashed}"
         ".plot svg{width:100%;height:auto;display:block;border:1px solid #ccc}"
         ".plot{margin:.5rem 0}"
         ".note{color:#444;font-size:.9rem}"
@@ -247,11 +263,13 @@ int dash_open_page(struct dash *x) {
 }
 
 void dash_fail_page(struct dash *x, unsigned status, const char *fmt, ...) {
-        char msg[FARM_ERROR_MAX];
+        char raw[FARM_ERROR_MAX], msg[FARM_ERROR_MAX];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
+        vsnprintf(raw, sizeof(raw), fmt, ap);
         va_end(ap);
+        /* It quotes what the client sent: the page is UTF-8 whatever that was. */
+        text_copy_utf8(raw, msg, sizeof(msg));
         struct farm_answer *a = x->a;
         farm_answer_done(a);
         a->status = status;
@@ -291,35 +309,6 @@ int dash_fail_internal(struct dash *x, int error, const char *what) {
                                    : "Internal server error (see the server's log).");
         x->a->error = e;
         return e;
-}
-
-/* 0, or 400 naming the first parameter that the page does not take or that is repeated. */
-int dash_check_params(struct dash *x, const char *const *allowed) {
-        char list[160] = "";
-        size_t o = 0;
-        for (const char *const *p = allowed; *p && o < sizeof(list); p++)
-                o += (size_t) snprintf(list + o, sizeof(list) - o, "%s%s", o ? ", " : "", *p);
-        if (x->args->too_many) {
-                dash_fail_page(x, 400, "too many query parameters (at most %d)", FARM_ARGS_MAX);
-                return -EINVAL;
-        }
-        for (unsigned i = 0; i < x->args->n; i++) {
-                const char *name = x->args->a[i].name;
-                bool known = false;
-                for (const char *const *p = allowed; *p; p++)
-                        known = known || strcmp(*p, name) == 0;
-                if (!known) {
-                        dash_fail_page(x, 400, "%.64s: unknown parameter (this page takes: %s)",
-                                       name, o ? list : "none");
-                        return -EINVAL;
-                }
-                for (unsigned j = 0; j < i; j++)
-                        if (strcmp(x->args->a[j].name, name) == 0) {
-                                dash_fail_page(x, 400, "%.64s: given more than once", name);
-                                return -EINVAL;
-                        }
-        }
-        return 0;
 }
 
 int dash_finish_page(struct dash *x, const char *content_type) {
@@ -363,6 +352,11 @@ void dash_machine_done(struct dash_machine *m) {
 }
 
 /* 1 with m filled, 0 answered (404), < 0 internal. */
+struct farm_clock_view dash_clock_view(const struct dash *x) {
+        return (struct farm_clock_view){ x->now, (int64_t) x->rule->clock_tolerance_ns,
+                                         (int64_t) x->rule->max_gap_ns };
+}
+
 int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m) {
         char err[FARM_ERROR_MAX];
         *m = (struct dash_machine){};
@@ -372,7 +366,8 @@ int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m) {
                 return 0;
         }
         snprintf(m->id, sizeof(m->id), "%s", id);
-        int r = farm_machines_json(x->db, id, &m->info, err);
+        struct farm_clock_view cv = dash_clock_view(x);
+        int r = farm_machines_json(x->db, id, &cv, &m->info, err);
         if (r == -ENOENT) {
                 dash_fail_page(x, 404, "no such machine: %s is not enrolled", id);
                 return 0;
@@ -381,8 +376,8 @@ int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m) {
                 snprintf(x->a->err, sizeof(x->a->err), "%s", err);
                 return dash_fail_internal(x, r, NULL);
         }
-        r = farm_machine_runs_json(x->db, id, &(struct farm_page){ RUNS_MAX, 0 }, &m->runs, NULL,
-                                   err);
+        r = farm_machine_runs_json(x->db, id, &(struct farm_page){ RUNS_MAX, 0 }, &cv, &m->runs,
+                                   NULL, err);
         if (r == -ENOENT) { /* removed meanwhile */
                 dash_machine_done(m);
                 dash_fail_page(x, 404, "no such machine");
@@ -393,22 +388,13 @@ int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m) {
                 snprintf(x->a->err, sizeof(x->a->err), "%s", err);
                 return dash_fail_internal(x, r, NULL);
         }
-        json_t *run;
-        size_t i;
-        json_array_foreach (m->runs, i, run) {
-                int64_t last = dash_ji(run, "last_data_ns", INT64_MIN);
-                if (last != INT64_MIN && (!m->has_data || last > m->last_data_ns)) {
-                        m->last_data_ns = last;
-                        m->has_data = true;
-                }
-                if (i == 0)
-                        m->interval_ns = dash_ji(run, "interval_ns", 0);
-        }
-        /* The next interval is due when it ends: a machine with hour-long intervals reports
-         * once an hour and is only late an allowed gap after that. */
-        m->silent = m->has_data &&
-                    x->now - m->last_data_ns > m->interval_ns + (int64_t) x->rule->max_gap_ns &&
-                    !json_is_true(json_object_get(m->info, "revoked"));
+        /* Its last data and silence as the server takes them (struct farm_clock_view): data
+         * stamped beyond the tolerance after it arrived counts as arrived, never later. */
+        m->last_data_ns = dash_ji(m->info, "last_data_ns", INT64_MIN);
+        m->has_data = m->last_data_ns != INT64_MIN;
+        m->silent = json_is_true(json_object_get(m->info, "silent"));
+        m->clock_ahead_ns = dash_ji(m->info, "clock_ahead_ns", 0);
+        m->interval_ns = dash_ji(json_array_get(m->runs, 0), "interval_ns", 0);
         m->bound_ns = dash_ji(m->info, "threshold_ns", (int64_t) FARM_DEFAULT_THRESHOLD_NS);
         return 1;
 }
@@ -426,6 +412,12 @@ void dash_put_state(struct dash *x, const struct dash_machine *m) {
                 fprintf(x->f, " (%s)", dash_fmt_span(s, x->now - m->last_data_ns));
         } else
                 fputs("<span class=\"badge state-ok\">✓ reporting</span>", x->f);
+        if (m->clock_ahead_ns > 0)
+                fprintf(x->f,
+                        " <span class=\"badge state-clock\" title=\"its data is stamped up to %s "
+                        "after it arrived: shown as stamped, counted as received\">⚠ clock ahead "
+                        "%s</span>",
+                        dash_fmt_span(s, m->clock_ahead_ns), s);
 }
 
 void dash_machine_link(FILE *f, const json_t *info, const char *query) {

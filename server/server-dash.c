@@ -22,6 +22,12 @@ static bool strip_suffix(const char *s, const char *suffix, char *buf, size_t si
         return true;
 }
 
+void farm_dash_refusal(struct farm_answer *ret, unsigned status, const char *msg, int64_t now_ns) {
+        *ret = (struct farm_answer){};
+        struct dash x = { .now = now_ns, .a = ret };
+        dash_fail_page(&x, status, "%s", msg);
+}
+
 int farm_dash_route(farm_db *db, const struct farm_rule *rule, const char *url, const char *method,
                     const struct farm_args *args, int64_t now_ns, struct farm_answer *ret) {
         enum { OVERVIEW, MACHINE, KERNEL, PLOT_HIST, PLOT_LT, PLOT_COV } which;

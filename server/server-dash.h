@@ -17,6 +17,10 @@
 int farm_dash_route(farm_db *db, const struct farm_rule *rule, const char *url, const char *method,
                     const struct farm_args *args, int64_t now_ns, struct farm_answer *ret);
 
+/* A refusal as the dashboard answers it: an HTML page saying msg, with status (the routes
+ * of the pages and plots answer every error so). */
+void farm_dash_refusal(struct farm_answer *ret, unsigned status, const char *msg, int64_t now_ns);
+
 /* The Content-Security-Policy of every answer: nothing from outside, no framing, and in the
  * pages only their own inline style and script (by their SHA-256). */
 const char *farm_dash_csp(void);

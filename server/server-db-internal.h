@@ -119,7 +119,24 @@ static inline farm_db *farm_of(const sql_conn *c) {
         return sql_owner(c);
 }
 
-/* Writes "target: what: the database's message" into err; returns r (-EIO for r >= 0). */
+/* The clock view's SQL (struct farm_clock_view), over the columns of runs (prefix R, "r.") or
+ * run_days (prefix D) with TOL the SQL of the tolerance: a run's start as the server takes it;
+ * a day rollup's end of data as the server takes it (its latest receipt, when an interval of it
+ * was stamped beyond the tolerance); how far a run's data was stamped after it arrived (its
+ * start against its first upload, its intervals' ends, its events). */
+#define FARM_SQL_RUN_START(R, TOL)                                                            \
+        "CASE WHEN " R "start_ns > " R "first_report_ns + " TOL " THEN " R "first_report_ns " \
+        "ELSE " R "start_ns END"
+#define FARM_SQL_DAY_END(D, TOL)                                                                \
+        "CASE WHEN " D "max_skew_ns > " TOL " THEN " D "max_received_ns ELSE " D "last_end_ns " \
+        "END"
+#define FARM_SQL_RUN_SKEW(R)                                                                     \
+        "greatest(" R "start_ns - " R "first_report_ns, (SELECT max(max_skew_ns) FROM run_days " \
+        "WHERE run = " R "id), (SELECT max(time_ns - received_ns) FROM events WHERE run = " R    \
+        "id))"
+
+/* Writes "target: what: the database's message" into err; returns r (-EIO for r >= 0, and
+ * for -EINVAL: callers answer that as a bad request). */
 int farm_fail(sql_conn *c, int r, const char *what, char *err);
 _printf_(4, 5) int farm_failf(farm_db *db, int error, char *err, const char *fmt, ...);
 /* The cached statement for sql (a string literal: cached by address, see sql_prepare()) on c;

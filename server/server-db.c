@@ -26,7 +26,9 @@ int farm_fail(sql_conn *c, int r, const char *what, char *err) {
         farm_db *db = farm_of(c);
         snprintf(err, FARM_ERROR_MAX, "%s: %s: %s", db ? db->shown : "database", what,
                  sql_errmsg(c));
-        return r < 0 ? r : -EIO;
+        /* -EINVAL means a bad request to the callers (400 with err): data the database refuses
+         * (PostgreSQL's data exceptions) is ours to have checked before, a failure of ours. */
+        return r < 0 && r != -EINVAL ? r : -EIO;
 }
 
 _printf_(4, 5) int farm_failf(farm_db *db, int error, char *err, const char *fmt, ...) {
@@ -553,19 +555,24 @@ json_t *farm_json_col_text(sql_stmt *st, int col) {
         return t ? json_string(t) : json_null();
 }
 
-/* The latest run of a machine (by start time), or null. */
-static int latest_run_json(sql_conn *c, const char *machine_id, json_t **ret, char *err) {
+#define LATEST_RUN_START FARM_SQL_RUN_START("r.", "?2")
+#define LATEST_RUN_SKEW FARM_SQL_RUN_SKEW("r.")
+
+/* The latest run of a machine (by its start as the server takes it), or null. */
+static int latest_run_json(sql_conn *c, const char *machine_id, const struct farm_clock_view *cv,
+                           json_t **ret, char *err) {
         _cleanup_reset_ sql_stmt *st = NULL;
-        int r = farm_prepare(
-                c,
-                "SELECT run_id, boot_id, kernel_release, kernel_version, preempt_model, "
-                "start_ns, (SELECT max(max_ns) FROM intervals WHERE run = runs.id) "
-                "FROM runs WHERE machine_id = ? ORDER BY start_ns DESC, run_id DESC "
-                "LIMIT 1",
-                &st, err);
+        int r = farm_prepare(c,
+                             "SELECT r.run_id, r.boot_id, r.kernel_release, r.kernel_version, "
+                             "r.preempt_model, r.start_ns, (SELECT max(max_ns) FROM intervals "
+                             "WHERE run = r.id), r.first_report_ns, " LATEST_RUN_SKEW ", "
+                             "r.interval_ns FROM runs r WHERE r.machine_id = ?1 "
+                             "ORDER BY " LATEST_RUN_START " DESC, r.run_id DESC LIMIT 1",
+                             &st, err);
         if (r < 0)
                 return r;
         sql_bind_text(st, 1, machine_id);
+        sql_bind_int64(st, 2, cv->clock_tolerance_ns);
         int rc = sql_step(st);
         if (rc == SQL_DONE) {
                 *ret = json_null();
@@ -573,18 +580,40 @@ static int latest_run_json(sql_conn *c, const char *machine_id, json_t **ret, ch
         }
         if (rc != SQL_ROW)
                 return farm_fail(c, rc, "cannot read the latest run", err);
-        *ret = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "id", farm_json_col_int(st, 0),
+        bool ahead = !sql_column_null(st, 8) && sql_column_int64(st, 8) > cv->clock_tolerance_ns;
+        *ret = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id", farm_json_col_int(st, 0),
                          "boot_id", farm_json_col_text(st, 1), "kernel_release",
                          farm_json_col_text(st, 2), "kernel_version", farm_json_col_text(st, 3),
                          "preempt_model", farm_json_col_text(st, 4), "worst_latency_ns",
-                         farm_json_col_int(st, 6));
-        if (*ret && farm_json_set_col_time(*ret, "start_ns", st, 5) < 0)
+                         farm_json_col_int(st, 6), "interval_ns", farm_json_col_int(st, 9),
+                         "clock_ahead_ns", ahead ? farm_json_col_int(st, 8) : json_null());
+        if (*ret && (farm_json_set_col_time(*ret, "start_ns", st, 5) < 0 ||
+                     farm_json_set_col_time(*ret, "first_report_ns", st, 7) < 0))
                 json_decref(*ret), *ret = NULL;
         return *ret ? 0 : -ENOMEM;
 }
 
-int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
-                       char err[static FARM_ERROR_MAX]) {
+/* What the clock view adds to machine m: its last data (col of st, as the server takes it),
+ * whether it is silent, and how far its latest run's data was stamped ahead of its arrival
+ * (null: within the tolerance). */
+static int clock_fields(json_t *m, sql_stmt *st, int col, const json_t *latest,
+                        const struct farm_clock_view *cv) {
+        int64_t last = sql_column_int64(st, col);
+        int64_t interval = json_integer_value(json_object_get(latest, "interval_ns"));
+        bool silent = !sql_column_null(st, col) && !json_is_true(json_object_get(m, "revoked")) &&
+                      cv->now_ns - last > interval + cv->max_gap_ns;
+        json_t *ahead = json_object_get(latest, "clock_ahead_ns");
+        if (farm_json_set_col_time(m, "last_data_ns", st, col) < 0 ||
+            json_object_set_new(m, "silent", json_boolean(silent)) < 0 ||
+            json_object_set_new(m, "clock_ahead_ns", ahead ? json_incref(ahead) : json_null()) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+#define MACHINE_DAY_END FARM_SQL_DAY_END("d.", "?2")
+
+int farm_machines_json(farm_db *db, const char *machine_id, const struct farm_clock_view *cv,
+                       json_t **ret, char err[static FARM_ERROR_MAX]) {
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *st = NULL;
         json_auto_t *list = json_array();
@@ -604,17 +633,20 @@ int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
                          "(SELECT count(*) FROM events e JOIN runs r ON e.run = r.id "
                          " WHERE r.machine_id = m.id), "
                          "(SELECT groups || '\n' || labels FROM machine_settings s "
-                         " WHERE s.machine_id = m.id ORDER BY from_ns DESC, id DESC LIMIT 1) "
+                         " WHERE s.machine_id = m.id ORDER BY from_ns DESC, id DESC LIMIT 1), "
+                         "(SELECT max(" MACHINE_DAY_END ") FROM run_days d JOIN runs r "
+                         " ON d.run = r.id WHERE r.machine_id = m.id) "
                          "FROM machines m WHERE m.id = ?1 OR ?1 IS NULL ORDER BY m.id",
                          &st, err);
         if (r < 0)
                 return r;
         if (machine_id)
                 sql_bind_text(st, 1, machine_id);
+        sql_bind_int64(st, 2, cv->clock_tolerance_ns);
         while ((rc = sql_step(st)) == SQL_ROW) {
                 const char *id = sql_column_text(st, 0);
                 json_t *latest = NULL;
-                if ((r = latest_run_json(c, id, &latest, err)) < 0)
+                if ((r = latest_run_json(c, id, cv, &latest, err)) < 0)
                         return r;
                 json_t *kernel = json_is_object(latest)
                                          ? json_incref(json_object_get(latest, "kernel_release"))
@@ -639,6 +671,7 @@ int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
                 /* "revoked" is the flag: the time of the revocation is "revoked_at". */
                 if (!m || farm_json_set_col_time(m, "enrolled_ns", st, 6) < 0 ||
                     farm_json_set_col_time(m, "last_report_ns", st, 8) < 0 ||
+                    clock_fields(m, st, 13, latest, cv) < 0 ||
                     json_object_set_new(m, "revoked_at",
                                         sql_column_null(st, 7)
                                                 ? json_null()

@@ -66,10 +66,19 @@ int farm_store_summary(farm_db *db, const struct summary *s, int64_t now_ns,
 /* How many group commits stored uploads, and how many uploads they held. */
 void farm_db_commit_stats(farm_db *db, uint64_t *ret_commits, uint64_t *ret_uploads);
 
+/* How the API and the pages take the times a machine stamps, against the server's clock:
+ * data stamped more than clock_tolerance_ns after it was received is shown with its stamp and
+ * flagged, and counts as received (never as later) where a time stands for "now" or "latest": a
+ * machine's last data, its latest run; a machine is silent once its last data is older than its
+ * interval and max_gap_ns. */
+struct farm_clock_view {
+        int64_t now_ns, clock_tolerance_ns, max_gap_ns;
+};
+
 /* JSON of one machine (-ENOENT when not enrolled) or, with machine_id NULL, of all:
  * {"machines": [...]}. */
-int farm_machines_json(farm_db *db, const char *machine_id, json_t **ret,
-                       char err[static FARM_ERROR_MAX]);
+int farm_machines_json(farm_db *db, const char *machine_id, const struct farm_clock_view *cv,
+                       json_t **ret, char err[static FARM_ERROR_MAX]);
 
 /* True for 32 lowercase hex digits, the form of /etc/machine-id. */
 bool farm_machine_id_valid(const char *s);

@@ -391,7 +391,7 @@ static void warmer_main(void *arg, struct worker *worker) {
         do {
                 char err[FARM_ERROR_MAX] = "";
                 int n = farm_query_warm(w->db, now_ns(CLOCK_REALTIME), WARM_DAYS_PER_PASS, err);
-                if (n < 0 && !failing)
+                if (n < 0 && !failing && !farm_db_stopping(w->db))
                         log_warning("Histogram cache: %s; trying again in a minute", err);
                 failing = n < 0;
                 if (n > 0) {

@@ -21,6 +21,7 @@
 #include "server-auth.h"
 #include "server-connlimit.h"
 #include "server-dash.h"
+#include "server-head.h"
 #include "server-http.h"
 #include "server-maintenance.h"
 #include "server-notify.h"
@@ -30,6 +31,7 @@
 #include "server-query.h"
 #include "server-trace.h"
 #include "server-ratelimit.h"
+#include "server-routes.h"
 #include "server-settings.h"
 #include "server-stable.h"
 #include "server-verdict.h"
@@ -159,8 +161,12 @@ int farm_listen(const char *address, int *ret_fd, char ret_bound[static FARM_ADD
 
 /* The headers of every answer: never cached (answers change with every upload), never
  * sniffed as another type, never framed, and pages may run nothing but their own inline
- * style and script. */
+ * style and script.  And one request per connection: libmicrohttpd 0.9.75 closes a
+ * connection after an answer given before the body was read (every GET's), and this closes
+ * it after the others, so that nothing left on a connection after a request is ever read as
+ * another request, whatever libmicrohttpd made of the head (docs/security.md, "Framing"). */
 static void add_headers(struct MHD_Response *resp, const char *content_type) {
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
         MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -169,14 +175,24 @@ static void add_headers(struct MHD_Response *resp, const char *content_type) {
         MHD_add_response_header(resp, "Content-Security-Policy", farm_dash_csp());
 }
 
-/* Queues body (taken over, may be NULL) as the JSON response. */
+/* Queues body (taken over) as the JSON response.  A body that could not be built (NULL: no
+ * memory, or a string that is not UTF-8) is a failure of ours: 500 with its error, never an
+ * empty answer. */
 static enum MHD_Result respond(struct request *rq, struct MHD_Connection *c, unsigned status,
                                json_t *body, const char *header, const char *value) {
+        if (!body) {
+                log_error("%s %s: the answer (%u) could not be built", rq->method, rq->path,
+                          status);
+                status = 500;
+                body = json_pack("{s:s}", "error", "internal server error");
+        }
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         json_decref(body);
-        size_t len = text ? strlen(text) : 0;
-        struct MHD_Response *resp = MHD_create_response_from_buffer(
-                len, text ?: (char *) "", text ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+        if (!text)
+                return MHD_NO;
+        size_t len = strlen(text);
+        struct MHD_Response *resp = MHD_create_response_from_buffer(len, text,
+                                                                    MHD_RESPMEM_MUST_FREE);
         if (!resp) {
                 free(text);
                 return MHD_NO;
@@ -193,7 +209,7 @@ static enum MHD_Result respond(struct request *rq, struct MHD_Connection *c, uns
 
 static enum MHD_Result respond_error(struct request *rq, struct MHD_Connection *c, unsigned status,
                                      const char *msg, const char *header, const char *value) {
-        return respond(rq, c, status, json_pack("{s:s}", "error", msg), header, value);
+        return respond(rq, c, status, farm_error_json(msg), header, value);
 }
 
 static enum MHD_Result respond_internal(struct request *rq, struct MHD_Connection *c, int error,
@@ -247,7 +263,7 @@ static enum MHD_Result prepare_body(farm_http *h, struct MHD_Connection *c, stru
                         char msg[128];
                         snprintf(msg, sizeof(msg), "body of %s bytes is over the limit of %zu", cl,
                                  h->max_body_bytes);
-                        return respond_error(rq, c, 413, msg, MHD_HTTP_HEADER_CONNECTION, "close");
+                        return respond_error(rq, c, 413, msg, NULL, NULL);
                 }
                 rq->allocated = (size_t) n + 1;
                 rq->body = malloc(rq->allocated);
@@ -319,7 +335,10 @@ static enum MHD_Result get_machines(farm_http *h, struct MHD_Connection *c, stru
 
         if (id && !farm_machine_id_valid(id))
                 return respond_error(rq, c, 404, "no such machine", NULL, NULL);
-        int r = farm_machines_json(h->db, id, &j, err);
+        const struct farm_clock_view cv = { now_ns(CLOCK_REALTIME),
+                                            (int64_t) h->rule->clock_tolerance_ns,
+                                            (int64_t) h->rule->max_gap_ns };
+        int r = farm_machines_json(h->db, id, &cv, &j, err);
         if (r == -ENOENT)
                 return respond_error(rq, c, 404, "no such machine", NULL, NULL);
         if (r < 0)
@@ -420,39 +439,7 @@ static bool is_get(const char *method) {
                strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
 }
 
-/* ---- query parameters -------------------------------------------------------------------- */
-
-struct param_check {
-        const char *const *allowed;
-        char *err;
-        bool bad;
-};
-
-static enum MHD_Result check_param(void *cls, enum MHD_ValueKind kind, const char *key,
-                                   const char *value) {
-        struct param_check *pc = cls;
-        for (const char *const *a = pc->allowed; *a; a++)
-                if (strcmp(*a, key) == 0)
-                        return MHD_YES;
-        char allowed[160] = "";
-        for (const char *const *a = pc->allowed; *a; a++)
-                snprintf(allowed + strlen(allowed), sizeof(allowed) - strlen(allowed), "%s%s",
-                         a == pc->allowed ? "" : ", ", *a);
-        snprintf(pc->err, FARM_PARAM_ERROR_MAX,
-                 "%.64s: unknown parameter (this resource takes: %s)", key,
-                 *allowed ? allowed : "none");
-        pc->bad = true;
-        return MHD_NO;
-}
-
-/* 0, or -EINVAL with err naming a parameter that the resource does not take: a typo must not
- * silently widen what is returned. */
-static int params_allowed(struct MHD_Connection *c, const char *const *allowed,
-                          char err[static FARM_PARAM_ERROR_MAX]) {
-        struct param_check pc = { .allowed = allowed, .err = err };
-        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, check_param, &pc);
-        return pc.bad ? -EINVAL : 0;
-}
+/* ---- query parameters (the route table checked them: server-routes.c) ---------------- */
 
 static const char *param(struct MHD_Connection *c, const char *name) {
         return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
@@ -466,15 +453,13 @@ static enum MHD_Result method_not_allowed(struct request *rq, struct MHD_Connect
 /* ---- kernels, verdicts, waivers ---------------------------------------------------------- */
 
 static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struct request *rq) {
-        static const char *const allowed[] = { "at", "known_at", "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         int64_t now = now_ns(CLOCK_REALTIME);
         struct farm_question q;
         struct farm_page page;
         json_t *j = NULL;
 
-        if (params_allowed(c, allowed, perr) < 0 ||
-            farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now, &q, perr) < 0 ||
+        if (farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now, &q, perr) < 0 ||
             farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         int r = farm_kernels_json(h->db, h->rule, &q, &page, &j, err);
@@ -482,9 +467,12 @@ static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struc
                 return respond_internal(rq, c, r, err);
         int64_t total = json_integer_value(json_object_get(j, "total"));
         if (total > 0 && page.offset + page.limit < (uint64_t) total) {
-                char next[160];
-                snprintf(next, sizeof(next), API_KERNELS "?at=%lld&limit=%llu&offset=%llu",
-                         (long long) q.at_ns, (unsigned long long) page.limit,
+                /* The same question: the moment, and what was known (unless everything is). */
+                char next[192], known[48] = "";
+                if (q.known_ns != INT64_MAX)
+                        snprintf(known, sizeof(known), "&known_at=%lld", (long long) q.known_ns);
+                snprintf(next, sizeof(next), API_KERNELS "?at=%lld%s&limit=%llu&offset=%llu",
+                         (long long) q.at_ns, known, (unsigned long long) page.limit,
                          (unsigned long long) (page.offset + page.limit));
                 json_object_set_new(j, "next", json_string(next));
         } else
@@ -494,13 +482,11 @@ static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struc
 
 static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                    const char *release) {
-        static const char *const allowed[] = { "at", "known_at", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         struct farm_question q;
         json_t *j = NULL;
 
-        if (params_allowed(c, allowed, perr) < 0 ||
-            farm_question_parse(release, param(c, "at"), param(c, "known_at"),
+        if (farm_question_parse(release, param(c, "at"), param(c, "known_at"),
                                 now_ns(CLOCK_REALTIME), &q, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         int r = farm_verdict_ask(h->db, h->rule, &q, &j, err);
@@ -517,13 +503,11 @@ static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struc
 /* GET /api/v1/series and /api/v1/series/{series}/latest-stable. */
 static enum MHD_Result get_series(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                   const char *series) {
-        static const char *const allowed[] = { "at", "known_at", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         struct farm_question q;
         json_t *j = NULL;
 
-        if (params_allowed(c, allowed, perr) < 0 ||
-            farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now_ns(CLOCK_REALTIME),
+        if (farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now_ns(CLOCK_REALTIME),
                                 &q, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         int r = series ? farm_latest_stable_json(h->db, h->rule, series, &q, &j, err)
@@ -539,13 +523,11 @@ static enum MHD_Result get_series(farm_http *h, struct MHD_Connection *c, struct
 
 static enum MHD_Result get_waivers(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                    const char *release, bool audit) {
-        static const char *const allowed[] = { "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         struct farm_page page;
         json_t *j = NULL;
 
-        if (params_allowed(c, allowed, perr) < 0 ||
-            farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
+        if (farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         int r = audit ? farm_audit_json(h->db, &page, &j, err)
                       : farm_waivers_json(h->db, release, &page, &j, err);
@@ -714,16 +696,14 @@ static void add_next(json_t *j, struct request *rq, const struct farm_page *page
 /* GET /api/v1/notifications: staff only (they name the channels and what failed there). */
 static enum MHD_Result get_notifications(farm_http *h, struct MHD_Connection *c,
                                          struct request *rq) {
-        static const char *const allowed[] = { "state", "kind",   "machine", "release",
-                                               "limit", "offset", NULL };
+        static const char *const filters[] = { "state", "kind", "machine", "release", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         struct farm_page page;
         enum MHD_Result ret;
         json_t *j = NULL;
         if (!staff_only(h, c, rq, &ret))
                 return ret;
-        if (params_allowed(c, allowed, perr) < 0 ||
-            farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
+        if (farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         int r = farm_notifications_json(h->db, param(c, "state"), param(c, "kind"),
                                         param(c, "machine"), param(c, "release"), &page, &j, err);
@@ -734,7 +714,7 @@ static enum MHD_Result get_notifications(farm_http *h, struct MHD_Connection *c,
         /* The next page keeps the filters. */
         int64_t total = json_integer_value(json_object_get(j, "total"));
         char query[512] = "";
-        for (const char *const *p = allowed; *p && strcmp(*p, "limit") != 0; p++)
+        for (const char *const *p = filters; *p; p++)
                 if (param(c, *p)) {
                         _cleanup_free_ char *v = notify_url_escape("", param(c, *p));
                         snprintf(query + strlen(query), sizeof(query) - strlen(query), "%s=%s&", *p,
@@ -751,13 +731,11 @@ static enum MHD_Result get_notifications(farm_http *h, struct MHD_Connection *c,
 
 static enum MHD_Result get_settings(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                     const char *id) {
-        static const char *const allowed[] = { "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         struct farm_page page;
         json_t *j = NULL;
 
-        if (params_allowed(c, allowed, perr) < 0 ||
-            farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
+        if (farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         int r = farm_settings_json(h->db, id, &page, &j, err);
         if (r == -ENOENT)
@@ -771,14 +749,12 @@ static enum MHD_Result get_settings(farm_http *h, struct MHD_Connection *c, stru
 /* GET /api/v1/maintenance[?machine=ID], or the windows of the machine in the path (id). */
 static enum MHD_Result get_windows(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                    const char *id) {
-        static const char *const allowed[] = { "machine", "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         const char *machine = id ?: param(c, "machine");
         struct farm_page page;
         json_t *j = NULL;
 
-        if (params_allowed(c, id ? allowed + 1 : allowed, perr) < 0 ||
-            farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
+        if (farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         if (machine && !farm_machine_id_valid(machine))
                 return respond_error(rq, c, 400,
@@ -1037,55 +1013,107 @@ static void *request_new(void *cls, const char *uri, struct MHD_Connection *c) {
         rq->target = strdup(uri);
         char *path = strndup(uri, strcspn(uri, "?"));
         escape_path(path ?: "", rq->path, sizeof(rq->path));
+        /* Of the path alone, so that a refusal of the target is answered in the format of its
+         * route; a path that farm_target_check() refuses is kept as it came, for that only (the
+         * request is refused before it is routed). */
+        int r = path ? farm_route_path(path, &rq->route) : -ENOMEM;
+        if (r == -EINVAL)
+                rq->route = TAKE_PTR(path);
         free(path);
-        if (rq->target && farm_route_path(rq->target, &rq->route) == -ENOMEM)
-                rq->route = NULL;
         return rq;
 }
 
-/* Header fields that a request may carry only once: two different Content-Length values are
- * how requests are smuggled past a proxy that reads the other one. */
-struct header_count {
-        unsigned content_length, transfer_encoding;
+struct field_list {
+        struct farm_field *f;
+        size_t n, size;
 };
 
-static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                    const char *value) {
-        struct header_count *n = cls;
+static enum MHD_Result collect_field(void *cls, enum MHD_ValueKind kind, const char *key,
+                                     const char *value) {
+        struct field_list *l = cls;
         (void) kind;
-        (void) value;
-        n->content_length += strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0;
-        n->transfer_encoding += strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0;
+        if (l->n < l->size)
+                l->f[l->n++] = (struct farm_field){ .name = key, .value = value ?: "" };
         return MHD_YES;
 }
 
-/* The head arrived: the checks every request passes before its route, then the route. */
+/* A refusal of the request before its route answers: an HTML page for the dashboard's routes,
+ * else JSON. */
+static enum MHD_Result refuse_request(struct request *rq, struct MHD_Connection *c,
+                                      const struct farm_route *route, unsigned status,
+                                      const char *msg) {
+        if (!route || route->format != FARM_ROUTE_HTML)
+                return respond_error(rq, c, status, msg, NULL, NULL);
+        struct farm_answer a;
+        farm_dash_refusal(&a, status, msg, now_ns(CLOCK_REALTIME));
+        return send_answer(rq, c, &a);
+}
+
+/* The route of the request's path, NULL for a path no route has. */
+static const struct farm_route *route_of(const struct request *rq) {
+        return rq->route ? farm_route_find(rq->route) : NULL;
+}
+
+/* The route table's checks (server-routes.c): a path no route has is unknown, and the query
+ * parameters of a method the route takes are checked once, here, for every route. */
+static enum MHD_Result check_route(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                   const char *method) {
+        char err[FARM_ERROR_MAX];
+        const struct farm_route *rt = farm_route_find(rq->route);
+        if (!rt)
+                return respond_error(rq, c, 404, "no such resource", NULL, NULL);
+        if (farm_route_takes(rt, method)) {
+                struct farm_args args = {};
+                MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+                if (farm_route_check_args(rt, &args, err) < 0)
+                        return refuse_request(rq, c, rt, 400, err);
+        }
+        return route(h, c, rq, rq->route, method);
+}
+
+/* The framing of the head (server-head.h): 0, the status of a refusal with err, or -ENOMEM. */
+static int check_head(struct MHD_Connection *c, const char *version,
+                      char err[static FARM_HEAD_ERROR_MAX]) {
+        int n = MHD_get_connection_values(c, MHD_HEADER_KIND, NULL, NULL);
+        struct field_list l = { .size = (size_t) MAX(n, 0) };
+        _cleanup_free_ struct farm_field *f = calloc(MAX(l.size, (size_t) 1), sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        l.f = f;
+        MHD_get_connection_values(c, MHD_HEADER_KIND, collect_field, &l);
+        return (int) farm_head_check(version, l.f, l.n, err);
+}
+
+/* The head arrived: the checks every request passes before its route, then the route.  A
+ * head refused for its framing or its target is answered here, in the format of its route;
+ * what follows it on the connection is neither trusted as its body nor read as another
+ * request (the connection is closed after every answer). */
 static enum MHD_Result begin(farm_http *h, struct MHD_Connection *c, struct request *rq,
-                             const char *method) {
-        char err[MAX(FARM_PATH_ERROR_MAX, FARM_ERROR_MAX)];
+                             const char *method, const char *version) {
+        char err[MAX(MAX(FARM_PATH_ERROR_MAX, FARM_HEAD_ERROR_MAX), FARM_ERROR_MAX)];
         const union MHD_ConnectionInfo *ci =
                 MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         format_address(ci ? ci->client_addr : NULL, sizeof(struct sockaddr_in6), rq->remote,
                        sizeof(rq->remote));
         escape_path(method, rq->method, sizeof(rq->method));
+        int status = check_head(c, version, err);
+        if (status < 0)
+                return respond_internal(rq, c, status, "request head");
+        if (status > 0)
+                return refuse_request(rq, c, route_of(rq), (unsigned) status, err);
         if (!rq->target)
                 return respond_internal(rq, c, -ENOMEM, "request target");
-        if (farm_target_check(rq->target, err) < 0)
-                return respond_error(rq, c, 400, err, MHD_HTTP_HEADER_CONNECTION, "close");
+        int r = farm_target_check(rq->target, err);
+        if (r == -ENOMEM)
+                return respond_internal(rq, c, r, err);
+        if (r < 0)
+                return refuse_request(rq, c, route_of(rq), 400, err);
         if (!rq->route)
                 return respond_internal(rq, c, -ENOMEM, "request path");
-        struct header_count n = {};
-        MHD_get_connection_values(c, MHD_HEADER_KIND, count_header, &n);
-        if (n.content_length > 1 || (n.content_length && n.transfer_encoding))
-                return respond_error(rq, c, 400,
-                                     n.content_length > 1
-                                             ? "Content-Length: given more than once"
-                                             : "Content-Length and Transfer-Encoding together",
-                                     MHD_HTTP_HEADER_CONNECTION, "close");
 
         struct farm_denial d;
         enum farm_route_class cls = farm_route_class_of(rq->route, method);
-        int r = farm_access_check(
+        r = farm_access_check(
                 h->access, h->db, cls,
                 MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST),
                 MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), &d,
@@ -1096,7 +1124,7 @@ static enum MHD_Result begin(farm_http *h, struct MHD_Connection *c, struct requ
                 return respond_error(rq, c, d.status, d.message,
                                      d.www_authenticate ? MHD_HTTP_HEADER_WWW_AUTHENTICATE : NULL,
                                      d.www_authenticate);
-        return route(h, c, rq, rq->route, method);
+        return check_route(h, c, rq, method);
 }
 
 static struct farm_conn *conn_of(struct MHD_Connection *c) {
@@ -1116,7 +1144,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!rq->started) {
                 rq->started = true;
                 farm_connlimit_head(h->limits, conn_of(c));
-                return begin(h, c, rq, method);
+                return begin(h, c, rq, method, version);
         }
         if (rq->status != 0) {
                 /* Answered already: whatever else arrives is dropped. */

@@ -1150,8 +1150,12 @@ static int store_interval(struct ingest *g, const struct summary_interval *iv) {
                 return r;
         for (size_t c = 0; c < iv->ncpus; c++)
                 sat_add(&g->violations, iv->cpus[c].violations);
-        if (iv->start_ns >= g->latest_start_ns) {
-                g->latest_start_ns = iv->start_ns;
+        /* Which interval is the machine's latest (its worst case is /metrics' "last"): one
+         * stamped to start after it arrived counts as starting when it arrived, so that a clock
+         * ahead does not hold the place of the data that comes after it. */
+        int64_t start = MIN(iv->start_ns, g->now);
+        if (start >= g->latest_start_ns) {
+                g->latest_start_ns = start;
                 g->latest_max_ns = (int64_t) f.max_ns;
         }
         end = iv->start_ns + (int64_t) iv->length_ns;

@@ -28,7 +28,9 @@ struct farm_counters {
         _Atomic uint64_t stored, duplicate;
         _Atomic uint64_t refused[FARM_REFUSED_MAX];
         _Atomic uint64_t status[600]; /* HTTP requests by status code */
-        const struct farm_rule *rule; /* of the verdicts, for rtsoak_kernel_verdict */
+        /* Of the verdicts, for rtsoak_kernel_verdict, and the clock view of the machine
+         * queries (ClockTolerance=, MaxGap=). */
+        const struct farm_rule *rule;
 };
 
 /* Counts a finished request: upload says it was a POST of a summary, duplicate that it was

@@ -74,7 +74,7 @@ void notify_wake(struct farm_notifier *n);
 /* "/kernels/RELEASE" with the release escaped for a URL path. */
 char *notify_kernel_path(const char *release);
 /* Logs a failure of the watching part once per stretch of failures. */
-void notify_failed(bool *failing, int r, const char *what, const char *err);
+void notify_failed(farm_db *db, bool *failing, int r, const char *what, const char *err);
 
 /* ---- server-notify-watch.c ---- */
 void notify_watch_init(struct farm_notifier *n, int64_t listening_ns);

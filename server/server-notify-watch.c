@@ -258,7 +258,7 @@ static void tell_problems(struct farm_notifier *n, const json_t *verdict, int64_
         qsort(n->items, n->nitems, sizeof(*n->items), cmp_items);
         struct problems_args a = { n, verdict, now, announce, 0 };
         int r = notify_store_write(n->db, problems_in, &a, err);
-        notify_failed(&n->failing, r, "cannot record problems", err);
+        notify_failed(n->db, &n->failing, r, "cannot record problems", err);
         if (r >= 0)
                 for (size_t i = 0; i < n->nitems; i++)
                         seen_add(&n->seen, hash_id(n->items[i].id));
@@ -322,7 +322,7 @@ static void hook_judged(void *userdata, json_t *v, const char *prev, int64_t pre
                 return;
         struct verdict_args a = { n, v, prev, prev_id, now };
         int r = notify_store_write(n->db, verdict_in, &a, err);
-        notify_failed(&n->failing, r, "cannot record a verdict's change", err);
+        notify_failed(n->db, &n->failing, r, "cannot record a verdict's change", err);
 }
 
 struct stable_args {
@@ -409,7 +409,7 @@ static void hook_pass_done(void *userdata, int64_t now) {
                 log_info("Notifications: the first pass of the verdict log is done; problems, "
                          "verdicts and latest stable releases are told from now on");
         }
-        notify_failed(&n->failing, r, "cannot record the latest stable releases", err);
+        notify_failed(n->db, &n->failing, r, "cannot record the latest stable releases", err);
         notify_wake(n);
 }
 
@@ -517,7 +517,7 @@ static void check_silences(struct farm_notifier *n, int64_t now) {
         }
         json_decref(told);
         notify_machines_free(ms, nm);
-        notify_failed(&n->check_failing, r, "cannot check for silent machines", err);
+        notify_failed(n->db, &n->check_failing, r, "cannot check for silent machines", err);
 }
 
 /* ---- waivers ---- */
@@ -594,7 +594,7 @@ static void check_waivers(struct farm_notifier *n, int64_t now) {
                 json_decref(verdict);
         }
         notify_audit_free(v, nv);
-        notify_failed(&n->check_failing, r, "cannot read the waivers", err);
+        notify_failed(n->db, &n->check_failing, r, "cannot read the waivers", err);
 }
 
 void notify_check(struct farm_notifier *n, int64_t now) {

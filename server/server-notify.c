@@ -67,7 +67,9 @@ char *notify_kernel_path(const char *release) {
         return notify_url_escape("/kernels/", release);
 }
 
-void notify_failed(bool *failing, int r, const char *what, const char *err) {
+void notify_failed(farm_db *db, bool *failing, int r, const char *what, const char *err) {
+        if (r < 0 && farm_db_stopping(db))
+                return; /* the server is stopping: nothing to try again */
         if (r >= 0) {
                 if (*failing)
                         log_info("Notifications: %s works again", what);
@@ -175,7 +177,7 @@ static int64_t deliver_due(struct sender *s, bool *failing) {
                 struct notify_claim c;
                 r = notify_store_claim(s->n->db, s->ch->name, s->n->owner, now_ns(CLOCK_REALTIME),
                                        lease, &c, err);
-                notify_failed(failing, r, "cannot read the deliveries", err);
+                notify_failed(s->n->db, failing, r, "cannot read the deliveries", err);
                 if (r <= 0)
                         break;
                 send_one(s, &c);
@@ -211,7 +213,7 @@ const struct farm_verdict_hooks *farm_notifier_hooks(struct farm_notifier *n) {
 
 /* ---- start and stop ---- */
 
-static void base_url(struct farm_notifier *n, const char *bound, bool tls) {
+static void base_url(struct farm_notifier *n, const char *bound, const char *link_host, bool tls) {
         const char *u = n->cfg->dashboard_url;
         if (u && *u) {
                 snprintf(n->base_url, sizeof(n->base_url), "%s", u);
@@ -220,12 +222,13 @@ static void base_url(struct farm_notifier *n, const char *bound, bool tls) {
                         n->base_url[--l] = '\0';
                 return;
         }
-        /* Listening on every address: the host's name; else the address listened on. */
+        /* The name clients use ([Access] Hosts=), else, listening on every address, the
+         * host's name; else the address listened on. */
         const char *colon = strrchr(bound, ':');
         bool any = strncmp(bound, "0.0.0.0:", 8) == 0 || strncmp(bound, "[::]:", 5) == 0;
-        if (any && colon)
+        if ((link_host || any) && colon)
                 snprintf(n->base_url, sizeof(n->base_url), "%s://%s%s", tls ? "https" : "http",
-                         n->host, colon);
+                         link_host ?: n->host, colon);
         else
                 snprintf(n->base_url, sizeof(n->base_url), "%s://%s", tls ? "https" : "http",
                          bound);
@@ -243,7 +246,7 @@ void farm_notifier_stop(struct farm_notifier *n) {
 }
 
 int farm_notifier_start(farm_db *db, const struct farm_rule *rule, const struct notify_config *cfg,
-                        const char *bound, bool tls, int64_t listening_ns,
+                        const char *bound, const char *link_host, bool tls, int64_t listening_ns,
                         struct farm_notifier **ret) {
         char err[FARM_ERROR_MAX] = "";
         struct farm_notifier *n = calloc(1, sizeof(*n));
@@ -256,7 +259,7 @@ int farm_notifier_start(farm_db *db, const struct farm_rule *rule, const struct 
                 snprintf(n->host, sizeof(n->host), "localhost");
         snprintf(n->owner, sizeof(n->owner), "%.40s:%d:%08" PRIx32, n->host, (int) getpid(),
                  (uint32_t) random64());
-        base_url(n, bound, tls);
+        base_url(n, bound, link_host, tls);
         notify_watch_init(n, listening_ns);
         int r = notify_store_orphans(db, cfg, now_ns(CLOCK_REALTIME), err);
         if (r < 0)

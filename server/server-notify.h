@@ -17,12 +17,13 @@
 struct farm_notifier;
 
 /* Starts the threads: one that looks for silent machines and waiver actions every
- * cfg->check_ns, one per channel that delivers.  bound ("ADDR:PORT") and tls make the
- * dashboard's address when cfg has none.  listening_ns: when the server began to take
- * uploads; the first pass on a farm learns the problems of what was received before it and
- * tells the rest.  rule and cfg must outlive the notifier. */
+ * cfg->check_ns, one per channel that delivers.  When cfg has no dashboard address, it is
+ * made of tls, link_host (the name clients use, or NULL: this host's name when bound is every
+ * address) and bound ("ADDR:PORT").  listening_ns: when the server began to take uploads;
+ * the first pass on a farm learns the problems of what was received before it and tells the
+ * rest.  rule and cfg must outlive the notifier. */
 int farm_notifier_start(farm_db *db, const struct farm_rule *rule, const struct notify_config *cfg,
-                        const char *bound, bool tls, int64_t listening_ns,
+                        const char *bound, const char *link_host, bool tls, int64_t listening_ns,
                         struct farm_notifier **ret);
 /* Stops the threads; a delivery in flight is given back (webhook) or finished (mail). */
 void farm_notifier_stop(struct farm_notifier *n);

@@ -29,6 +29,37 @@ int farm_param_time(const char *name, const char *value, int64_t now_ns, int64_t
         return 0;
 }
 
+int farm_param_window(const char *from, const char *to, int64_t now_ns, int64_t span_ns,
+                      int64_t *ret_from, int64_t *ret_to, char err[static FARM_PARAM_ERROR_MAX]) {
+        int64_t f = 0, t = 0;
+        if (!from && !to)
+                return 1;
+        if (farm_param_time("from", from, now_ns, &f, err) < 0 ||
+            farm_param_time("to", to, now_ns, &t, err) < 0)
+                return -EINVAL;
+        /* The times are in range, and a span at most ten years: neither sum leaves int64. */
+        if (!to)
+                t = f + span_ns;
+        else if (!from)
+                f = t - span_ns;
+        if (f < FARM_TIME_MIN_NS || t > FARM_TIME_MAX_NS) {
+                snprintf(err, FARM_PARAM_ERROR_MAX,
+                         "%s=%.64s: the window %s it %s (times are taken from 1970-01-01 to "
+                         "2200-01-01); give both from= and to=",
+                         from ? "from" : "to", from ?: to, from ? "from" : "up to",
+                         from ? "ends after 2200-01-01" : "begins before 1970-01-01");
+                return -EINVAL;
+        }
+        if (f >= t) {
+                snprintf(err, FARM_PARAM_ERROR_MAX, "from=%.64s: not before to=%.64s",
+                         from ?: "(default)", to ?: "(default)");
+                return -EINVAL;
+        }
+        *ret_from = f;
+        *ret_to = t;
+        return 0;
+}
+
 int farm_param_span(const char *name, const char *value, uint64_t *ret,
                     char err[static FARM_PARAM_ERROR_MAX]) {
         const char *why = NULL;

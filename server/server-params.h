@@ -22,6 +22,13 @@
  * caller's default) and returns 0.  -ERANGE outside [FARM_TIME_MIN_NS, FARM_TIME_MAX_NS). */
 int farm_param_time(const char *name, const char *value, int64_t now_ns, int64_t *ret,
                     char err[static FARM_PARAM_ERROR_MAX]);
+/* A window [from, to) of ?from= and ?to=, where one given alone means span_ns from it or up to
+ * it: 1 when neither is given (*ret untouched: the caller's default), 0 with both set, or
+ * -EINVAL with err naming the parameter: a time refused by farm_param_time(), from not before
+ * to, or a window that leaves [FARM_TIME_MIN_NS, FARM_TIME_MAX_NS] (a day up to 1970-01-01
+ * begins before what any query takes). */
+int farm_param_window(const char *from, const char *to, int64_t now_ns, int64_t span_ns,
+                      int64_t *ret_from, int64_t *ret_to, char err[static FARM_PARAM_ERROR_MAX]);
 /* A positive span ("5min", "1h") of at most FARM_SPAN_MAX_NS; NULL keeps *ret. */
 int farm_param_span(const char *name, const char *value, uint64_t *ret,
                     char err[static FARM_PARAM_ERROR_MAX]);

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "macro.h"
 #include "server-path.h"
+#include "text-safe.h"
 
 static int hex(char c) {
         if (c >= '0' && c <= '9')
@@ -28,34 +30,92 @@ static bool unreserved(unsigned char c) {
                c == '-' || c == '.' || c == '_' || c == '~';
 }
 
-int farm_target_check(const char *target, char err[static FARM_PATH_ERROR_MAX]) {
-        bool query = false;
-        for (const unsigned char *p = (const unsigned char *) target; *p; p++) {
-                const char *part = query ? "query" : "path";
-                if (*p == '?')
-                        query = true;
-                if (control(*p)) {
-                        snprintf(err, FARM_PATH_ERROR_MAX,
-                                 "%s: a control character (0x%02X) is not allowed", part, *p);
-                        return -EINVAL;
-                }
-                if (*p != '%')
-                        continue;
-                int hi = hex((char) p[1]), lo = hi >= 0 ? hex((char) p[2]) : -1;
-                if (hi < 0 || lo < 0) {
-                        snprintf(err, FARM_PATH_ERROR_MAX,
-                                 "%s: '%%' not followed by two hexadecimal digits", part);
-                        return -EINVAL;
-                }
-                if (control((unsigned char) (hi * 16 + lo))) {
-                        snprintf(err, FARM_PATH_ERROR_MAX,
-                                 "%s: %%%c%c (an encoded control character) is not allowed", part,
-                                 p[1], p[2]);
-                        return -EINVAL;
-                }
-                p += 2;
+/* What the part of the target at a fault is called in an error: "path", the name of the query
+ * parameter whose value holds it (as sent, at most 64 bytes), or "query" (in a name). */
+static void part_name(const char *target, const char *at, char *buf, size_t size) {
+        const char *q = strchr(target, '?');
+        if (!q || at < q) {
+                snprintf(buf, size, "path");
+                return;
         }
-        return 0;
+        const char *name = q + 1;
+        for (const char *p = name; p < at; p++)
+                if (*p == '&')
+                        name = p + 1;
+        const char *eq = memchr(name, '=', (size_t) (at - name));
+        if (!eq || eq == name)
+                snprintf(buf, size, "query");
+        else
+                snprintf(buf, size, "%.*s", (int) MIN(eq - name, 64), name);
+}
+
+/* Whether len bytes at p, a part of target (the path, or a name or a value of the query) whose
+ * escapes are well formed, decode into text (buf, len + 1 bytes): UTF-8 without control or
+ * bidirectional formatting characters.  What the server reads from a target it may write into
+ * a database, an answer or a log; PostgreSQL refuses bytes that are not UTF-8, JSON too. */
+static int decodes_to_text(const char *target, const char *p, size_t len, char *buf,
+                           char err[static FARM_PATH_ERROR_MAX]) {
+        char why[TEXT_WHY_MAX], part[72];
+        size_t o = 0;
+        for (size_t i = 0; i < len; i++)
+                if (p[i] == '%') {
+                        buf[o++] = (char) (hex(p[i + 1]) * 16 + hex(p[i + 2]));
+                        i += 2;
+                } else
+                        buf[o++] = p[i];
+        buf[o] = '\0';
+        if (text_ok(buf, false, why))
+                return 0;
+        part_name(target, p, part, sizeof(part));
+        snprintf(err, FARM_PATH_ERROR_MAX, "%s: not text once decoded: %s", part, why);
+        return -EINVAL;
+}
+
+static int parts_text(const char *target, char err[static FARM_PATH_ERROR_MAX]) {
+        _cleanup_free_ char *buf = malloc(strlen(target) + 1);
+        if (!buf) {
+                snprintf(err, FARM_PATH_ERROR_MAX, "out of memory checking the request target");
+                return -ENOMEM;
+        }
+        size_t len = strcspn(target, "?");
+        int r = decodes_to_text(target, target, len, buf, err);
+        for (const char *p = target + len; r >= 0 && *p; p += len) {
+                p++; /* the '?' or '&' */
+                len = strcspn(p, "&");
+                const char *eq = memchr(p, '=', len);
+                size_t name = eq ? (size_t) (eq - p) : len;
+                r = decodes_to_text(target, p, name, buf, err);
+                if (r >= 0 && eq)
+                        r = decodes_to_text(target, eq + 1, len - name - 1, buf, err);
+        }
+        return r;
+}
+
+int farm_target_check(const char *target, char err[static FARM_PATH_ERROR_MAX]) {
+        for (const unsigned char *p = (const unsigned char *) target; *p; p++) {
+                char why[64] = "", part[72];
+                int hi = *p == '%' ? hex((char) p[1]) : 0,
+                    lo = *p == '%' && hi >= 0 ? hex((char) p[2]) : 0;
+                if (control(*p))
+                        snprintf(why, sizeof(why), "a control character (0x%02X) is not allowed",
+                                 *p);
+                else if (*p == ' ')
+                        snprintf(why, sizeof(why), "a space is not allowed (send it as %%20)");
+                else if (hi < 0 || lo < 0)
+                        snprintf(why, sizeof(why), "'%%' not followed by two hexadecimal digits");
+                else if (*p == '%' && control((unsigned char) (hi * 16 + lo)))
+                        snprintf(why, sizeof(why),
+                                 "%%%c%c (an encoded control character) is not allowed", p[1],
+                                 p[2]);
+                if (why[0]) {
+                        part_name(target, (const char *) p, part, sizeof(part));
+                        snprintf(err, FARM_PATH_ERROR_MAX, "%s: %s", part, why);
+                        return -EINVAL;
+                }
+                if (*p == '%')
+                        p += 2;
+        }
+        return parts_text(target, err);
 }
 
 int farm_route_path(const char *target, char **ret) {

@@ -8,8 +8,10 @@
 #define FARM_PATH_ERROR_MAX 256
 
 /* 0 when target (path and query) holds no control character, raw or percent-encoded (%00 would
- * cut a value short once decoded), and every '%' starts an escape; -EINVAL with err naming the
- * part otherwise. */
+ * cut a value short once decoded), no raw space (libmicrohttpd takes one into the target where
+ * another parser ends the target), every '%' starts an escape, and the path and each part of
+ * the query decode to UTF-8 text (text_ok()); -EINVAL with err naming the part otherwise:
+ * "path", the query parameter whose value holds the fault, or "query".  -ENOMEM. */
 int farm_target_check(const char *target, char err[static FARM_PATH_ERROR_MAX]);
 
 /* The path of target for routing (allocated): escapes of unreserved characters decoded, every

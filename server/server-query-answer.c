@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "json-time.h"
+#include "text-safe.h"
 #include "macro.h"
 #include "server-query-internal.h"
 
@@ -29,7 +30,12 @@ void query_error(struct farm_answer *a, unsigned status, const char *fmt, ...) {
         va_end(ap);
         json_decref(a->json);
         a->status = status;
-        a->json = json_pack("{s:s}", "error", msg);
+        a->json = farm_error_json(msg);
+}
+
+json_t *farm_error_json(const char *msg) {
+        char safe[FARM_ERROR_MAX];
+        return json_pack("{s:s}", "error", text_copy_utf8(msg, safe, sizeof(safe)));
 }
 
 /* A failure of ours (500, or 503 for a busy database); err already says why. */
@@ -55,37 +61,6 @@ const char *query_arg(const struct farm_args *args, const char *name) {
                 if (strcmp(args->a[i].name, name) == 0)
                         return args->a[i].value ?: "";
         return NULL;
-}
-
-/* Refuses unknown and repeated parameters: a typo such as ?form= must not quietly answer
- * for everything.  allowed is NULL-terminated. */
-bool query_check_args(const struct farm_args *args, const char *const *allowed,
-                      struct farm_answer *a) {
-        char list[256] = "";
-        size_t o = 0;
-        for (const char *const *p = allowed; *p && o < sizeof(list); p++)
-                o += (size_t) snprintf(list + o, sizeof(list) - o, "%s%s", o ? ", " : "", *p);
-        if (args->too_many) {
-                query_error(a, 400, "too many query parameters (at most %d)", FARM_ARGS_MAX);
-                return false;
-        }
-        for (unsigned i = 0; i < args->n; i++) {
-                const char *name = args->a[i].name;
-                bool known = false;
-                for (const char *const *p = allowed; *p; p++)
-                        known = known || strcmp(*p, name) == 0;
-                if (!known) {
-                        query_error(a, 400, "unknown parameter %.64s (this query takes: %s)", name,
-                                    o ? list : "none");
-                        return false;
-                }
-                for (unsigned j = 0; j < i; j++)
-                        if (strcmp(args->a[j].name, name) == 0) {
-                                query_error(a, 400, "%.64s: given more than once", name);
-                                return false;
-                        }
-        }
-        return true;
 }
 
 bool query_param_ok(int r, const char *perr, struct farm_answer *a) {
@@ -220,22 +195,13 @@ void query_default_window(const struct query_machine *m, int64_t now, int64_t *r
 bool query_parse_window(const struct farm_args *args, int64_t now, const struct query_machine *m,
                         int64_t *ret_from, int64_t *ret_to, struct farm_answer *a) {
         char perr[FARM_PARAM_ERROR_MAX];
-        const char *f = query_arg(args, "from"), *t = query_arg(args, "to");
         int64_t from = 0, to = 0;
-        if (!query_param_ok(farm_param_time("from", f, now, &from, perr), perr, a) ||
-            !query_param_ok(farm_param_time("to", t, now, &to, perr), perr, a))
+        int r = farm_param_window(query_arg(args, "from"), query_arg(args, "to"), now,
+                                  DEFAULT_WINDOW_NS, &from, &to, perr);
+        if (!query_param_ok(r, perr, a))
                 return false;
-        if (!f && !t)
+        if (r > 0)
                 query_default_window(m, now, &from, &to);
-        else if (!t)
-                to = from > INT64_MAX - DEFAULT_WINDOW_NS ? INT64_MAX : from + DEFAULT_WINDOW_NS;
-        else if (!f)
-                from = to < INT64_MIN + DEFAULT_WINDOW_NS ? INT64_MIN : to - DEFAULT_WINDOW_NS;
-        if (from >= to) {
-                query_error(a, 400, "from=%.64s: not before to=%.64s", f ?: "(default)",
-                            t ?: "(default)");
-                return false;
-        }
         *ret_from = from;
         *ret_to = to;
         return true;

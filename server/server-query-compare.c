@@ -281,8 +281,6 @@ static json_t *cmp_entry_json(const struct farm_cmp_entry *e) {
 
 int query_compare(farm_db *db, const char *release, const struct farm_args *args, int64_t now,
                   const char *path, struct farm_answer *a) {
-        static const char *const allowed[] = { "with",  "tolerance", "min_difference",
-                                               "limit", "offset",    NULL };
         char perr[FARM_PARAM_ERROR_MAX], tol[32], err[FARM_ERROR_MAX];
         struct farm_page page;
         uint64_t tolerance = FARM_COMPARE_TOLERANCE_PERCENT_DEFAULT,
@@ -291,8 +289,7 @@ int query_compare(farm_db *db, const char *release, const struct farm_args *args
         struct farm_comparison cmp;
         int r;
 
-        if (!query_check_args(args, allowed, a) ||
-            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
+        if (!query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
                                             &page, perr),
                             perr, a) ||
             !query_param_ok(farm_param_span("min_difference", query_arg(args, "min_difference"),

@@ -251,8 +251,6 @@ static int hist_answer_cpu(void *userdata, int64_t cpu, const struct farm_acc *a
 
 int query_histogram(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
                     const char *path, struct farm_answer *a) {
-        static const char *const allowed[] = { "from",  "to",     "cpu", "scenario",
-                                               "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX];
         struct query_machine m;
         struct farm_page page;
@@ -261,8 +259,7 @@ int query_histogram(farm_db *db, const char *id, const struct farm_args *args, i
         struct day_refs refs = {};
         int r;
 
-        if (!query_check_args(args, allowed, a) || !query_parse_cpu(args, &cpu, a) ||
-            (scenario && !query_scenario_ok(scenario, a)) ||
+        if (!query_parse_cpu(args, &cpu, a) || (scenario && !query_scenario_ok(scenario, a)) ||
             !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
                                             &page, perr),
                             perr, a))

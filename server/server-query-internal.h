@@ -36,9 +36,6 @@ void query_json(struct farm_answer *a, json_t *j);
 
 /* The value of parameter name ("" for "?name"), or NULL. */
 const char *query_arg(const struct farm_args *args, const char *name);
-/* Refuses (400) unknown and repeated parameters; allowed is NULL-terminated. */
-bool query_check_args(const struct farm_args *args, const char *const *allowed,
-                      struct farm_answer *a);
 /* Answers 400 with perr when r < 0. */
 bool query_param_ok(int r, const char *perr, struct farm_answer *a);
 /* Refuses (400) what is not a scenario name of the summary schema. */
@@ -91,6 +88,6 @@ int query_metrics(farm_db *db, struct farm_counters *counters, const struct farm
 int query_events(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
                  const char *path, struct farm_answer *a);
 int query_runs(farm_db *db, const char *id, const struct farm_args *args, const char *path,
-               struct farm_answer *a);
+               const struct farm_clock_view *cv, struct farm_answer *a);
 int query_machines(farm_db *db, const struct farm_args *args, const char *path,
-                   struct farm_answer *a);
+                   const struct farm_clock_view *cv, struct farm_answer *a);

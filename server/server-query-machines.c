@@ -129,7 +129,6 @@ int farm_machine_events_json(farm_db *db, const char *id, int64_t from, int64_t 
 
 int query_events(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
                  const char *path, struct farm_answer *a) {
-        static const char *const allowed[] = { "from", "to", "type", "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX];
         struct farm_page page;
         int64_t from = INT64_MIN, to = INT64_MAX;
@@ -137,7 +136,7 @@ int query_events(farm_db *db, const char *id, const struct farm_args *args, int6
         json_t *list = NULL;
         uint64_t total = 0;
 
-        if (!query_check_args(args, allowed, a) || (type && !event_type_ok(type, a)) ||
+        if ((type && !event_type_ok(type, a)) ||
             !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
                                             &page, perr),
                             perr, a) ||
@@ -154,9 +153,8 @@ int query_events(farm_db *db, const char *id, const struct farm_args *args, int6
         return machine_list_answer(a, r, id, "events", list, path, args, &page, total);
 }
 
-/* A run as the runs query lists it, from a row of its SELECT. */
-static json_t *run_json(sql_stmt *st) {
-        bool data = !sql_column_null(st, 9);
+/* What the machine stamped of a run, and how it ended. */
+static json_t *run_stamps_json(sql_stmt *st, bool data) {
         bool unclean = !sql_column_null(st, 13);
         json_t *end = unclean ? json_pack("{s:s, s:o, s:o, s:o}", "how", "unclean", "time_ns",
                                           farm_json_col_int(st, 13), "time",
@@ -179,8 +177,24 @@ static json_t *run_json(sql_stmt *st) {
                          farm_json_col_int(st, 12), "end", end);
 }
 
-int farm_machine_runs_json(farm_db *db, const char *id, const struct farm_page *page, json_t **ret,
-                           uint64_t *ret_total, char err[static FARM_ERROR_MAX]) {
+/* A run as the runs query lists it, from a row of its SELECT. */
+static json_t *run_json(sql_stmt *st) {
+        bool data = !sql_column_null(st, 9);
+        json_t *run = run_stamps_json(st, data);
+        /* When the server received it: its first upload, its latest interval. */
+        if (run && (farm_json_set_col_time(run, "first_report_ns", st, 15) < 0 ||
+                    farm_json_set_col_time(run, "last_received_ns", st, 16) < 0 ||
+                    json_object_set_new(run, "clock_ahead_ns", farm_json_col_int(st, 17)) < 0))
+                json_decref(run), run = NULL;
+        return run;
+}
+
+#define RUNS_SKEW FARM_SQL_RUN_SKEW("q.")
+#define RUNS_START FARM_SQL_RUN_START("r.", "?4")
+
+int farm_machine_runs_json(farm_db *db, const char *id, const struct farm_page *page,
+                           const struct farm_clock_view *cv, json_t **ret, uint64_t *ret_total,
+                           char err[static FARM_ERROR_MAX]) {
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *cnt = NULL, *st = NULL;
         int r = machine_known(c, id, err);
@@ -190,52 +204,52 @@ int farm_machine_runs_json(farm_db *db, const char *id, const struct farm_page *
          * run from a few rows per day instead of its intervals. */
         if ((r = farm_prepare(c, "SELECT count(*) FROM runs WHERE machine_id = ?", &cnt, err)) <
                     0 ||
-            (r = farm_prepare(
-                     c,
-                     "SELECT r.run_id, r.boot_id, r.kernel_release, r.kernel_version, "
-                     "r.preempt_model, r.daemon_version, r.start_ns, r.interval_ns, "
-                     "r.threshold_ns, d.first_ns, d.last_ns, d.intervals, d.max_ns, "
-                     "u.time_ns, u.message "
-                     "FROM runs r "
-                     "LEFT JOIN (SELECT run, min(first_start_ns) AS first_ns, "
-                     "  max(last_end_ns) AS last_ns, sum(intervals) AS intervals, "
-                     "  max(max_ns) AS max_ns FROM run_days GROUP BY run) d ON d.run = r.id "
-                     /* The run's first unclean end, if any. */
-                     "LEFT JOIN events u ON u.id = (SELECT e.id FROM events e WHERE "
-                     "  e.run = r.id AND e.type = 'unclean_end' ORDER BY e.time_ns, e.id "
-                     "  LIMIT 1) "
-                     "WHERE r.machine_id = ?1 ORDER BY r.start_ns DESC, r.run_id DESC "
-                     "LIMIT ?2 OFFSET ?3",
-                     &st, err)) < 0)
+            (r = farm_prepare(c,
+                              "SELECT r.run_id, r.boot_id, r.kernel_release, r.kernel_version, "
+                              "r.preempt_model, r.daemon_version, r.start_ns, r.interval_ns, "
+                              "r.threshold_ns, d.first_ns, d.last_ns, d.intervals, d.max_ns, "
+                              "u.time_ns, u.message, r.first_report_ns, d.received_ns, "
+                              "CASE WHEN r.skew_ns > ?4 THEN r.skew_ns END "
+                              /* How far its data was stamped after it arrived, when beyond ?4. */
+                              "FROM (SELECT q.*, " RUNS_SKEW " AS skew_ns FROM runs q "
+                              "  WHERE q.machine_id = ?1) r "
+                              "LEFT JOIN (SELECT run, min(first_start_ns) AS first_ns, "
+                              "  max(last_end_ns) AS last_ns, sum(intervals) AS intervals, "
+                              "  max(max_ns) AS max_ns, max(max_received_ns) AS received_ns "
+                              "  FROM run_days GROUP BY run) d ON d.run = r.id "
+                              /* The run's first unclean end, if any. */
+                              "LEFT JOIN events u ON u.id = (SELECT e.id FROM events e WHERE "
+                              "  e.run = r.id AND e.type = 'unclean_end' ORDER BY e.time_ns, e.id "
+                              "  LIMIT 1) "
+                              "ORDER BY " RUNS_START " DESC, r.run_id DESC LIMIT ?2 OFFSET ?3",
+                              &st, err)) < 0)
                 return r;
         sql_bind_text(cnt, 1, id);
         sql_bind_text(st, 1, id);
+        sql_bind_int64(st, 4, cv->clock_tolerance_ns);
         return page_rows(c, cnt, st, 2, page, run_json, "cannot count runs", "cannot read runs",
                          ret, ret_total, err);
 }
 
 int query_runs(farm_db *db, const char *id, const struct farm_args *args, const char *path,
-               struct farm_answer *a) {
-        static const char *const allowed[] = { "limit", "offset", NULL };
+               const struct farm_clock_view *cv, struct farm_answer *a) {
         char perr[FARM_PARAM_ERROR_MAX];
         struct farm_page page;
         json_t *list = NULL;
         uint64_t total = 0;
 
-        if (!query_check_args(args, allowed, a) ||
-            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
+        if (!query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
                                             &page, perr),
                             perr, a))
                 return 0;
-        int r = farm_machine_runs_json(db, id, &page, &list, &total, a->err);
+        int r = farm_machine_runs_json(db, id, &page, cv, &list, &total, a->err);
         return machine_list_answer(a, r, id, "runs", list, path, args, &page, total);
 }
 
 /* ---- GET /api/v1/machines, paginated ---------------------------------------------------- */
 
 int query_machines(farm_db *db, const struct farm_args *args, const char *path,
-                   struct farm_answer *a) {
-        static const char *const allowed[] = { "limit", "offset", NULL };
+                   const struct farm_clock_view *cv, struct farm_answer *a) {
         char perr[FARM_PARAM_ERROR_MAX];
         struct farm_page page;
         uint64_t total = 0;
@@ -243,8 +257,7 @@ int query_machines(farm_db *db, const struct farm_args *args, const char *path,
         size_t n = 0;
         int r, rc;
 
-        if (!query_check_args(args, allowed, a) ||
-            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
+        if (!query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
                                             &page, perr),
                             perr, a))
                 return 0;
@@ -276,7 +289,7 @@ int query_machines(farm_db *db, const struct farm_args *args, const char *path,
         json_t *list = json_array(), *o = json_object();
         for (size_t i = 0; list && i < n; i++) {
                 json_t *m = NULL;
-                r = farm_machines_json(db, ids[i], &m, a->err);
+                r = farm_machines_json(db, ids[i], cv, &m, a->err);
                 if (r == -ENOENT)
                         continue; /* removed meanwhile */
                 if (r < 0) {

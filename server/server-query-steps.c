@@ -308,8 +308,6 @@ static char *steps_text_of(const struct farm_steps *fs, const struct farm_page *
 
 int query_intervals(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
                     const char *path, struct farm_answer *a) {
-        static const char *const allowed[] = { "from",     "to",    "cpu",    "step",
-                                               "scenario", "limit", "offset", NULL };
         char perr[FARM_PARAM_ERROR_MAX];
         struct query_machine m;
         struct farm_page page;
@@ -318,8 +316,7 @@ int query_intervals(farm_db *db, const char *id, const struct farm_args *args, i
         const char *scenario = query_arg(args, "scenario");
         int r;
 
-        if (!query_check_args(args, allowed, a) || !query_parse_cpu(args, &cpu, a) ||
-            (scenario && !query_scenario_ok(scenario, a)) ||
+        if (!query_parse_cpu(args, &cpu, a) || (scenario && !query_scenario_ok(scenario, a)) ||
             /* Steps are small, and every page costs a scan of the window: a month at
              * 5-minute steps (8,640) fits one page. */
             !query_param_ok(farm_param_page_up_to(query_arg(args, "limit"),

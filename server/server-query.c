@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "macro.h"
+#include "server-metrics.h"
 #include "server-path.h"
 #include "server-query-internal.h"
+#include "server-rule.h"
 
 #define API "/api/v1"
 
@@ -71,12 +73,15 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                 ret->allow = "GET, HEAD";
                 return 1;
         }
+        /* How the machines' stamps are shown (struct farm_clock_view). */
+        const struct farm_clock_view cv = { now_ns, (int64_t) counters->rule->clock_tolerance_ns,
+                                            (int64_t) counters->rule->max_gap_ns };
         switch (which) {
         case METRICS:
                 query_metrics(db, counters, args, ret);
                 break;
         case MACHINES:
-                query_machines(db, args, url, ret);
+                query_machines(db, args, url, &cv, ret);
                 break;
         case INTERVALS:
                 query_intervals(db, key, args, now_ns, url, ret);
@@ -88,7 +93,7 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                 query_events(db, key, args, now_ns, url, ret);
                 break;
         case RUNS:
-                query_runs(db, key, args, url, ret);
+                query_runs(db, key, args, url, &cv, ret);
                 break;
         case COMPARE:
                 query_compare(db, key, args, now_ns, url, ret);

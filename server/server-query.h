@@ -37,6 +37,11 @@ struct farm_answer {
 };
 void farm_answer_done(struct farm_answer *a);
 
+/* {"error": msg} (NULL without memory).  msg often quotes what the client sent, which may be
+ * any bytes and may have been cut inside a character: what is not valid UTF-8 without control
+ * characters becomes '?', since a JSON string must be UTF-8. */
+json_t *farm_error_json(const char *msg);
+
 struct farm_counters;
 
 /* Answers url if it is one of the query routes: 1 with ret filled, 0 when it is not one of

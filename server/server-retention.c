@@ -298,7 +298,7 @@ static void pruner_main(void *arg, struct worker *worker) {
                 int64_t now = now_ns(CLOCK_REALTIME);
                 int r = farm_retention_pass(p->db, p->rule, now - (int64_t) p->retention_ns, &n,
                                             err);
-                if (r < 0)
+                if (r < 0 && !farm_db_stopping(p->db))
                         log_warning("Retention: %s; trying again in an hour", err);
                 else if (r > 0 || n > 0)
                         log_info("Retention: dropped %d month(s) of partitions, %" PRIu64

@@ -58,6 +58,8 @@ static void srels_free(struct srel *v, size_t n) {
         free(v);
 }
 
+#define SEEN_AT1_KNOWN2 FARM_SQL_RUN_SEEN("", "?1", "?2")
+
 /* The releases run by q's moment, with their series, by series and newest first. */
 static int releases(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
                     struct srel **ret, size_t *ret_n, char *err) {
@@ -65,10 +67,8 @@ static int releases(farm_db *db, const struct farm_rule *rule, const struct farm
         _cleanup_reset_ sql_stmt *st = NULL;
         struct srel *v = NULL;
         size_t n = 0;
-        int r = farm_prepare(c,
-                             "SELECT DISTINCT release FROM runs WHERE first_report_ns <= ?2 AND "
-                             "(start_ns <= ?1 OR first_report_ns <= ?1)",
-                             &st, err);
+        int r = farm_prepare(c, "SELECT DISTINCT release FROM runs WHERE " SEEN_AT1_KNOWN2, &st,
+                             err);
         if (r < 0)
                 return r;
         sql_bind_int64(st, 1, q->at_ns);

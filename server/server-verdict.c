@@ -14,11 +14,12 @@
 
 /* ---- the release and its group ------------------------------------------------------------- */
 
+#define SEEN_AT2_KNOWN3 FARM_SQL_RUN_SEEN("", "?2", "?3")
+#define SEEN_R_AT1_KNOWN3 FARM_SQL_RUN_SEEN("r.", "?1", "?3")
+
 static int release_known(struct vctx *v, bool *ret) {
         sql_stmt *st;
-        int r = vprep(v,
-                      "SELECT 1 FROM runs WHERE release = ?1 AND first_report_ns <= ?3 AND "
-                      "(start_ns <= ?2 OR first_report_ns <= ?2) LIMIT 1",
+        int r = vprep(v, "SELECT 1 FROM runs WHERE release = ?1 AND " SEEN_AT2_KNOWN3 " LIMIT 1",
                       &st);
         if (r < 0)
                 return r;
@@ -72,8 +73,8 @@ static int list_machines(struct vctx *v, struct vmachine **ret, size_t *ret_n) {
         size_t n = 0;
         int r = vprep(v,
                       "SELECT m.id, EXISTS (SELECT 1 FROM runs r WHERE r.machine_id = m.id AND "
-                      "r.release = ?2 AND r.first_report_ns <= ?3 AND (r.start_ns <= ?1 OR "
-                      "r.first_report_ns <= ?1)) FROM machines m WHERE EXISTS (SELECT 1 FROM "
+                      "r.release = ?2 AND " SEEN_R_AT1_KNOWN3 ") "
+                      "FROM machines m WHERE EXISTS (SELECT 1 FROM "
                       "machine_settings s WHERE s.machine_id = m.id) ORDER BY m.id",
                       &st);
         if (r < 0)
@@ -674,33 +675,48 @@ struct krow {
         int64_t first, last, covered;
 };
 
-static int kernel_rows(farm_db *db, int64_t at_ns, const struct farm_page *page, struct krow **ret,
-                       size_t *ret_n, int64_t *ret_total, char *err) {
+#define SEEN_AT1_KNOWN2 FARM_SQL_RUN_SEEN("", "?1", "?2")
+#define SEEN_Q_AT1_KNOWN4 FARM_SQL_RUN_SEEN("q.", "?1", "?4")
+#define SEEN_R_AT1_KNOWN4 FARM_SQL_RUN_SEEN("r.", "?1", "?4")
+#define KERNEL_RUN_START FARM_SQL_RUN_START("r.", "?5")
+
+/* The releases the question q sees, a page of them, with their figures from the runs and days
+ * it sees (days of data stamped by its moment and received by what it knows); their runs'
+ * starts as the server takes them (a start stamped beyond tolerance_ns after the run arrived
+ * counts from the arrival). */
+static int kernel_rows(farm_db *db, const struct farm_question *q, int64_t tolerance_ns,
+                       const struct farm_page *page, struct krow **ret, size_t *ret_n,
+                       int64_t *ret_total, char *err) {
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *st = NULL, *cnt = NULL;
         struct krow *rows = NULL;
         size_t n = 0;
         int r, rc;
-        if ((r = farm_prepare(c, "SELECT count(DISTINCT release) FROM runs WHERE start_ns <= ?",
+        if ((r = farm_prepare(c, "SELECT count(DISTINCT release) FROM runs WHERE " SEEN_AT1_KNOWN2,
                               &cnt, err)) < 0)
                 return r;
-        sql_bind_int64(cnt, 1, at_ns);
+        sql_bind_int64(cnt, 1, q->at_ns);
+        sql_bind_int64(cnt, 2, q->known_ns);
         if ((rc = sql_step(cnt)) != SQL_ROW)
                 return farm_fail(c, rc, "cannot count the releases", err);
         *ret_total = sql_column_int64(cnt, 0);
         r = farm_prepare(c,
                          "SELECT r.release, count(DISTINCT r.machine_id), count(*), "
-                         "min(r.start_ns), max(r.start_ns), (SELECT coalesce(sum(d.counted_ns), "
+                         "min(" KERNEL_RUN_START "), max(" KERNEL_RUN_START "), "
+                         "(SELECT coalesce(sum(d.counted_ns), "
                          "0) FROM run_days d JOIN runs q ON d.run = q.id "
-                         "WHERE q.release = r.release AND d.last_end_ns <= ?1) "
-                         "FROM runs r WHERE r.start_ns <= ?1 GROUP BY r.release "
-                         "ORDER BY max(r.start_ns) DESC, r.release LIMIT ?2 OFFSET ?3",
+                         "WHERE q.release = r.release AND d.last_end_ns <= ?1 AND "
+                         "d.max_received_ns <= ?4 AND " SEEN_Q_AT1_KNOWN4 ") "
+                         "FROM runs r WHERE " SEEN_R_AT1_KNOWN4 " GROUP BY r.release "
+                         "ORDER BY max(" KERNEL_RUN_START ") DESC, r.release LIMIT ?2 OFFSET ?3",
                          &st, err);
         if (r < 0)
                 return r;
-        sql_bind_int64(st, 1, at_ns);
+        sql_bind_int64(st, 1, q->at_ns);
         sql_bind_int64(st, 2, (int64_t) page->limit);
         sql_bind_int64(st, 3, (int64_t) page->offset);
+        sql_bind_int64(st, 4, q->known_ns);
+        sql_bind_int64(st, 5, tolerance_ns);
         while ((rc = sql_step(st)) == SQL_ROW) {
                 struct krow *k = realloc(rows, (n + 1) * sizeof(*k));
                 if (!k)
@@ -720,14 +736,14 @@ static int kernel_rows(farm_db *db, int64_t at_ns, const struct farm_page *page,
 
 int farm_kernels_json(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
                       const struct farm_page *page, json_t **ret, char err[static FARM_ERROR_MAX]) {
-        int64_t at_ns = q->at_ns;
         json_auto_t *list = json_array();
         int64_t total = 0;
         struct krow *rows = NULL;
         size_t n = 0;
         if (!list)
                 return -ENOMEM;
-        int r = kernel_rows(db, at_ns, page, &rows, &n, &total, err);
+        int r = kernel_rows(db, q, (int64_t) rule->clock_tolerance_ns, page, &rows, &n, &total,
+                            err);
         /* The verdicts are computed without the reader's lock: each has its own snapshot. */
         for (size_t i = 0; i < n; i++) {
                 if (r >= 0 && !rows[i].release)

@@ -34,6 +34,15 @@ struct farm_question {
         const struct farm_problem_sink *sink;
 };
 
+/* The runs a question sees, as SQL over the columns of runs (prefixed R: "r." or ""), with AT
+ * and KNOWN its moment and what it knows as SQL parameters: received by KNOWN, and started by
+ * AT or received by then (a start stamped after its arrival counts from the arrival).  The
+ * verdict, the kernel list and the series list all see a release by this one rule, so that
+ * none lists a release whose verdict the same question does not have. */
+#define FARM_SQL_RUN_SEEN(R, AT, KNOWN)                                                        \
+        R "first_report_ns <= " KNOWN " AND (" R "start_ns <= " AT " OR " R "first_report_ns " \
+          "<= " AT ")"
+
 /* rule is the rule configured now; the verdict judges with the version recorded for at_ns
  * (farm_rule_record()), or with rule when none is recorded.  -ENOENT when no machine ever ran
  * the release (by then). */

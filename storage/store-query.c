@@ -81,6 +81,40 @@ int store_get_run(store *s, int64_t run_id, struct store_run *ret) {
         return 0;
 }
 
+void store_run_end_done(struct store_run_end *e) {
+        free(e->end_reason);
+        free(e->end_message);
+        *e = (struct store_run_end){};
+}
+
+int store_get_previous_run_end(store *s, int64_t run_id, struct store_run_end *ret) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        int e = store_prepare(s,
+                              "SELECT id, last_seen_ns, end_ns, end_reason, end_message FROM runs "
+                              "WHERE id < ?1 ORDER BY id DESC LIMIT 1",
+                              &st);
+        if (e < 0)
+                return e;
+        sqlite3_bind_int64(st, 1, run_id);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+                return store_failf(s, -ENOENT, "no run before run %lld", (long long) run_id);
+        if (rc != SQLITE_ROW)
+                return store_fail(s, rc, "cannot read runs");
+        struct store_run_end r = { .id = sqlite3_column_int64(st, 0),
+                                   .last_seen_ns = col_i64_or_min(st, 1),
+                                   .end_ns = col_i64_or_min(st, 2),
+                                   .end_reason = col_strdup(st, 3),
+                                   .end_message = col_strdup(st, 4) };
+        if ((!r.end_reason && sqlite3_column_type(st, 3) != SQLITE_NULL) ||
+            (!r.end_message && sqlite3_column_type(st, 4) != SQLITE_NULL)) {
+                store_run_end_done(&r);
+                return -ENOMEM;
+        }
+        *ret = r;
+        return 0;
+}
+
 void store_report_free(struct store_cpu_report *r, size_t n) {
         if (!r)
                 return;

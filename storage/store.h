@@ -173,6 +173,16 @@ void store_run_done(struct store_run *r);
 /* run_id 0 means the latest run.  -ENOENT when there is none. */
 int store_get_run(store *s, int64_t run_id, struct store_run *ret);
 
+/* How a run ended: for the run before another, what "rtsoak status" tells first. */
+struct store_run_end {
+        int64_t id, last_seen_ns, end_ns; /* INT64_MIN when not set */
+        char *end_reason;                 /* NULL: it never ended (or is running) */
+        char *end_message;                /* NULL when none was recorded */
+};
+void store_run_end_done(struct store_run_end *e);
+/* The run just before run_id.  -ENOENT when run_id is the first. */
+int store_get_previous_run_end(store *s, int64_t run_id, struct store_run_end *ret);
+
 struct store_cpu_report {
         int cpu;
         uint64_t intervals, samples, min_ns, max_ns, violations, missed;

@@ -32,11 +32,17 @@ if [ -f "$out/debs/stamp" ] && [ "$(cat "$out/debs/stamp")" = "$hash" ]; then
 fi
 rm -rf "$out/debs"
 mkdir -p "$out/debs"
+# The copy as a git work tree with every file added: what the build leaves that no .gitignore
+# covers is what an in-tree build leaves untracked (listed in debs/untracked).
+have_git=0
+command -v git >/dev/null && (cd "$stage/rtsoak" && git init -q && git add -A) && have_git=1
 if ! (cd "$stage/rtsoak" && dpkg-buildpackage -us -uc -b) >"$out/debs/build.log" 2>&1; then
         tail -40 "$out/debs/build.log" >&2
         echo "dpkg-buildpackage failed; the whole log is $out/debs/build.log" >&2
         exit 1
 fi
+[ $have_git = 0 ] ||
+        (cd "$stage/rtsoak" && git ls-files --others --exclude-standard --directory) >"$out/debs/untracked"
 mv "$stage"/*.deb "$stage"/*.changes "$stage"/*.buildinfo "$out/debs/"
 rm -rf "$stage"
 echo "$hash" >"$out/debs/stamp"

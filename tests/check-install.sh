@@ -43,7 +43,8 @@ if out=$(meson install -C "$build" --no-rebuild --destdir "$tmp/root" 2>&1); the
         missing=""
         want=("$sbindir/rtsoakd" "$sbindir/rtsoak-server" "$bindir/rtsoak" "$bindir/rtsoak-load"
               "$sysconfdir/rtsoak/rtsoakd.conf" "$sysconfdir/rtsoak/rtsoak-server.conf"
-              "$sysconfdir/rtsoak/rtsoak-alerts.yml")
+              "$sysconfdir/rtsoak/rtsoak-alerts.yml"
+              "$sysconfdir/rtsoak/rtsoakd.conf.d/" "$sysconfdir/rtsoak/rtsoak-server.conf.d/")
         # The unit directory comes from systemd.pc (or its fallback): find it in the log.
         unit=$(printf '%s\n' "$out" | sed -n 's|.*Installing .*rtsoakd.service to ||p' | head -1)
         [ -n "$unit" ] || missing+=" (no rtsoakd.service in the install log)"

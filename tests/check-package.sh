@@ -26,7 +26,7 @@ not_ok() {
         echo "not ok $n - $1"
         [ -n "${2:-}" ] && printf '%s\n' "$2" | head -40 | sed 's/^/# /'
 }
-echo "1..11"
+echo "1..12"
 
 start=$(date +%s)
 if ! debs=$(bash "$src/tests/build-debs.sh" "$src" "$build/tests" 2>"$tmp/err"); then
@@ -56,13 +56,25 @@ else
         not_ok "lintian: no error, no warning, no override without a reason" "$bad$unexplained"
 fi
 
+# An in-tree "dpkg-buildpackage -us -uc -b" (the README's) leaves nothing that git shows as
+# untracked: debian/.gitignore and .gitignore cover what debhelper writes.
+untracked=$(cat "$debs/untracked" 2>/dev/null)
+if ! command -v git >/dev/null; then
+        ok "# SKIP the in-tree build's untracked paths: git is missing"
+elif [ -f "$debs/untracked" ] && [ -z "$untracked" ]; then
+        ok "the in-tree build leaves no untracked path"
+else
+        not_ok "the in-tree build leaves untracked paths (add them to debian/.gitignore)" \
+                "${untracked:-no list of untracked paths (tests/build-debs.sh)}"
+fi
+
 # Debian's paths.
 want_rtsoak="./usr/sbin/rtsoakd ./usr/bin/rtsoak ./usr/bin/rtsoak-load ./etc/rtsoak/rtsoakd.conf
-./lib/systemd/system/rtsoakd.service ./usr/lib/sysusers.d/rtsoak.conf
+./etc/rtsoak/rtsoakd.conf.d/ ./lib/systemd/system/rtsoakd.service ./usr/lib/sysusers.d/rtsoak.conf
 ./usr/share/man/man8/rtsoakd.8.gz ./usr/share/man/man5/rtsoakd.conf.5.gz
 ./usr/share/man/man1/rtsoak.1.gz ./usr/share/man/man1/rtsoak-load.1.gz"
 want_server="./usr/sbin/rtsoak-server ./usr/bin/rtsoak-replay ./etc/rtsoak/rtsoak-server.conf
-./etc/rtsoak/rtsoak-alerts.yml ./lib/systemd/system/rtsoak-server.service
+./etc/rtsoak/rtsoak-server.conf.d/ ./etc/rtsoak/rtsoak-alerts.yml ./lib/systemd/system/rtsoak-server.service
 ./usr/share/man/man8/rtsoak-server.8.gz ./usr/share/man/man1/rtsoak-replay.1.gz"
 missing=""
 for pair in "$deb:$want_rtsoak" "$sdeb:$want_server"; do

@@ -15,6 +15,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -503,6 +504,30 @@ class Farm:
     def rtsoak(self, *args, timeout=60):
         """The rtsoak command line against this server."""
         return subprocess.run([RTSOAK, *args], capture_output=True, text=True, timeout=timeout)
+
+
+# ---- TAP -----------------------------------------------------------------------------------
+
+results = []
+
+
+def check(ok, what, detail=""):
+    """One test point; a failure is also told on stderr at once, with its detail."""
+    results.append((bool(ok), what, detail))
+    if not ok:
+        print(f"# FAILED: {what}: {detail}"[:3000], file=sys.stderr)
+    return ok
+
+
+def tap():
+    """Prints the test points as TAP; the exit status (1 when one failed)."""
+    print(f"1..{len(results)}")
+    for i, (ok, what, detail) in enumerate(results, 1):
+        print(f"{'ok' if ok else 'not ok'} {i} - {what}")
+        if not ok and detail:
+            for line in str(detail)[:6000].splitlines():
+                print(f"# {line}")
+    return 0 if all(ok for ok, _, _ in results) else 1
 
 
 # ---- reading answers -----------------------------------------------------------------------

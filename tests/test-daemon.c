@@ -334,7 +334,28 @@ static void test_kill9_during_writes(void **state) {
         json_t *s = cli_json("status", NULL);
         assert_int_equal(tu_jint(s, "run"), KILLS + 1);
         assert_string_equal(json_string_value(json_object_get(s, "end_reason")), "clean");
+        /* status tells first that the run before ended uncleanly, without a look at the
+         * events; the first run had none before it. */
+        json_t *prev = json_object_get(s, "previous");
+        assert_int_equal(tu_jint(prev, "run"), KILLS);
+        assert_string_equal(json_string_value(json_object_get(prev, "end_reason")), "unclean");
+        assert_non_null(strstr(json_string_value(json_object_get(prev, "end_message")),
+                               "did not end cleanly"));
         json_decref(s);
+        s = cli_json("status", "--run=1");
+        assert_true(json_is_null(json_object_get(s, "previous")));
+        json_decref(s);
+        char *argv_text[] = { (char *) tu_bin("RTSOAK"), dbarg, "status", NULL };
+        if (tu_run(argv_text, 20000, NULL, NULL, &r) != 0)
+                fail_msg("rtsoak status: %s", r.err);
+        char want[64];
+        snprintf(want, sizeof(want), "\n  Previous: run %d (boot ", KILLS);
+        const char *line = strstr(r.out, want);
+        if (!line || line != strchr(r.out, '\n') || !strstr(line, "did not end cleanly") ||
+            !strstr(line, "rtsoak events --type unclean_end --run"))
+                fail_msg("rtsoak status does not say first that run %d ended uncleanly:\n%s", KILLS,
+                         r.out);
+        tu_result_done(&r);
         char res[256];
         assert_true(integrity(db, res, sizeof(res)));
 }

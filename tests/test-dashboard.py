@@ -6,6 +6,9 @@
                              parses as XML, HTML escaping, the 400/404/405 answers
   test-dashboard.py intervals  intervals longer than the plot's step and than the coverage
                              bars' bins (no false silences, no holes), colours by scenario
+  test-dashboard.py clock    times a machine stamps ahead of the server's clock: an interval a
+                             year ahead and one just inside ClockTolerance=, on the pages, the
+                             API and /metrics
   test-dashboard.py browser  the pages in headless Chromium: what a person sees (the silent
                              machine flagged, the failed kernel's reason, one curve per CPU on
                              a log axis, the evidence link zoomed on the interval); screenshots
@@ -34,7 +37,8 @@ import xml.etree.ElementTree as ET
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from farmlib import drop_farm_database, farm_database  # noqa: E402
+import farmlib  # noqa: E402
+from farmlib import check, drop_farm_database, farm_database, tap  # noqa: E402
 
 SERVER = os.environ.get("RTSOAK_SERVER", "build/server/rtsoak-server")
 REPLAY = os.environ.get("RTSOAK_REPLAY", "build/tools/rtsoak-replay")
@@ -50,25 +54,6 @@ K1, K2, K3 = "6.6.1-rt1", "6.6.2-rt2", "6.9.0-rt0"
 BAD_HOST = 'lab<&">fail'
 CULPRIT = "thread kworker/1:2 (pid 4242, SCHED_FIFO 50) ran 475 µs of the 500 µs"
 SVG_NS = "{http://www.w3.org/2000/svg}"
-
-results = []
-
-
-def check(ok, what, detail=""):
-    results.append((bool(ok), what, detail))
-    if not ok:
-        print(f"# FAILED: {what}: {detail}"[:2000], file=sys.stderr)
-    return ok
-
-
-def tap():
-    print(f"1..{len(results)}")
-    for i, (ok, what, detail) in enumerate(results, 1):
-        print(f"{'ok' if ok else 'not ok'} {i} - {what}")
-        if not ok and detail:
-            for line in str(detail)[:3000].splitlines():
-                print(f"# {line}")
-    return 0 if all(ok for ok, _, _ in results) else 1
 
 
 class Farm:
@@ -607,6 +592,174 @@ def coverage_bar(farm, release, machine):
               f"coverage bar of {mid} states the verdict's covered time", f"{got} != {want}")
 
 
+# ---- a clock ahead of the server's ------------------------------------------------------------
+
+YEAR = 365 * farmlib.DAY
+TOLERANCE = 2 * farmlib.MIN  # ClockTolerance='s default
+
+
+class ClockFarm:
+    """lab-ahead: a run ending an hour ago, then a run stamped a year ahead whose one
+    interval arrives now, and nothing after (it must be silent a few seconds later: MaxGap=3s,
+    one-second intervals); lab-inside: reporting, its latest interval stamped a minute ahead
+    of its arrival (inside the tolerance: shown as stamped); lab-jump: one interval a year
+    ahead at its worst of 777 us, then a plain one of 33 us that began after it arrived; lab-steady: plain minute-long
+    intervals up to now."""
+
+    def start(self):
+        self.farm = farmlib.Farm("dash-clock", verdict={"MaxGap": "3s"})
+        f = self.farm
+        self.ahead, self.inside = f.enroll("lab-ahead"), f.enroll("lab-inside")
+        self.jump, self.steady = f.enroll("lab-jump"), f.enroll("lab-steady")
+        f.start()
+        self.url = f.url
+        now = farmlib.now_ns()
+        S = farmlib.SEC
+        old = self.ahead.run(1, K1, start_ns=now - farmlib.HOUR - 60 * S, interval_ns=S)
+        old.post(old.history(now - farmlib.HOUR - 30 * S, now - farmlib.HOUR, step_ns=S))
+        new = self.ahead.run(2, K1, start_ns=now + YEAR, interval_ns=S)
+        new.post([new.interval(now + YEAR, S, seq=1)])
+        self.ahead_received = farmlib.now_ns()
+        run = self.inside.run(1, K1, start_ns=now - 10 * farmlib.MIN, interval_ns=S)
+        run.post(run.history(now - 20 * S, now, step_ns=S))
+        self.inside_end = farmlib.now_ns() + farmlib.MIN
+        run.post([run.interval(self.inside_end - S, S)])
+        steady = self.steady.run(1, K1, start_ns=now - farmlib.HOUR, interval_ns=farmlib.MIN)
+        steady.post(steady.history(now - 30 * farmlib.MIN, now, step_ns=farmlib.MIN))
+        jump = self.jump.run(1, K1, start_ns=now - farmlib.HOUR, interval_ns=farmlib.MIN)
+        jump.post(jump.history(now - 30 * farmlib.MIN, now - farmlib.MIN,
+                               step_ns=farmlib.MIN))
+        jump.post([jump.interval(now + YEAR, farmlib.MIN, cpu={"max_ns": 777 * farmlib.US})])
+        # The clock set right: the next interval, a second long, sent once it ended.
+        t = farmlib.now_ns()
+        time.sleep(1.1)
+        jump.post([jump.interval(t, S, cpu={"max_ns": 33 * farmlib.US}, seq=1000)])
+        # lab-ahead's one-second interval and MaxGap=3s: silent from 4 s after its arrival.
+        time.sleep(max(0, (self.ahead_received + 5 * S - farmlib.now_ns()) / S))
+
+    def stop(self):
+        self.farm.cleanup()
+
+    def get(self, path, method="GET"):
+        status, text, _ = self.farm.http(method, path)
+        return status, "", text
+
+
+def future_times_unmarked(page, now):
+    """The times a page shows later than now and the tolerance, outside the marks of data
+    stamped ahead of its arrival."""
+    marked = re.sub(r'<span class="clock-ahead">.*?</span></span>|<span class="clock-ahead">'
+                    r'.*?\)</span>', "", page, flags=re.S)
+    return [int(t) for t in re.findall(r'<time data-ns="(-?\d+)"', marked)
+            if int(t) > now + TOLERANCE]
+
+
+def test_clock(cf):
+    f = cf.farm
+    now = farmlib.now_ns()
+    ahead = f.get_json(f"/api/v1/machines/{cf.ahead.id}")
+    inside = f.get_json(f"/api/v1/machines/{cf.inside.id}")
+    listed = {m["id"]: m for m in f.get_json("/api/v1/machines").get("machines", [])}
+    for name, m in (("GET /api/v1/machines/{id}", ahead),
+                    ("GET /api/v1/machines", listed.get(cf.ahead.id, {}))):
+        check(m.get("last_report_ns") is not None and
+              cf.ahead_received - farmlib.SEC <= m["last_report_ns"] <= now,
+              f"{name}: a year ahead: last_report_ns is when its upload arrived",
+              m.get("last_report_ns"))
+        check(m.get("last_data_ns") is not None and m["last_data_ns"] <= now and
+              m["last_data_ns"] <= m["last_report_ns"],
+              f"{name}: a year ahead: last_data_ns is its arrival, not the stamp a year ahead",
+              {k: m.get(k) for k in ("last_data_ns", "last_data", "last_report_ns")})
+        check(m.get("silent") is True,
+              f"{name}: a year ahead, then silent for longer than MaxGap=: silent",
+              m.get("silent"))
+        check((m.get("clock_ahead_ns") or 0) > YEAR - farmlib.DAY,
+              f"{name}: a year ahead: clock_ahead_ns says by how much", m.get("clock_ahead_ns"))
+    lr = ahead.get("latest_run") or {}
+    check(lr.get("id") == 2 and lr.get("start_ns", 0) > now + YEAR - farmlib.DAY and
+          (lr.get("clock_ahead_ns") or 0) > YEAR - farmlib.DAY and
+          lr.get("first_report_ns", now + 1) <= now,
+          "latest_run: its start as stamped, flagged with clock_ahead_ns, and when it arrived",
+          lr)
+    check(inside.get("last_data_ns") == cf.inside_end and inside.get("clock_ahead_ns") is None
+          and inside.get("silent") is False,
+          "a minute ahead (inside ClockTolerance=): last_data_ns as stamped, not flagged",
+          {k: inside.get(k) for k in ("last_data_ns", "clock_ahead_ns", "silent")})
+    runs = f.get_json(f"/api/v1/machines/{cf.ahead.id}/runs")["runs"]
+    r2, r1 = (runs + [{}, {}])[:2]
+    check([r.get("id") for r in runs] == [2, 1] and
+          (r2.get("clock_ahead_ns") or 0) > YEAR - farmlib.DAY and
+          r2.get("last_data_ns", 0) > now + YEAR - farmlib.DAY and
+          r2.get("last_received_ns", now + 1) <= now and r1.get("clock_ahead_ns", 0) is None and
+          r1.get("last_received_ns", now + 1) <= now and r1.get("first_report_ns", now + 1) <= now,
+          "runs: the stamps as sent, the run a year ahead flagged, each with its arrival", runs)
+    runs = f.get_json(f"/api/v1/machines/{cf.inside.id}/runs")["runs"]
+    check(runs and runs[0].get("clock_ahead_ns", 0) is None and
+          runs[0].get("last_data_ns") == cf.inside_end,
+          "runs: a minute ahead is as stamped, not flagged", runs)
+
+    # The pages: lab-ahead is silent and flagged, no time a year ahead shows unmarked.
+    status, _, page = cf.get(f"/machines/{cf.ahead.id}")
+    text, _ = visible(page)
+    check(status == 200 and 'id="silent"' in page and "SILENT" in text,
+          "the machine page of a clock a year ahead, silent since its upload: SILENT",
+          text[:600])
+    check("clock ahead" in text and "stamped 365 d after it arrived" in text,
+          "the machine page marks the clock ahead, and the run's stamps a year ahead",
+          text[:3000])
+    m = re.search(r'<td id="last-report">(.*?)</td>', page, re.S)
+    t = re.findall(r'data-ns="(\d+)"', m.group(1)) if m else []
+    check(t and cf.ahead_received - farmlib.SEC <= int(t[0]) <= now,
+          "the machine page's last report is when the upload arrived", m.group(0) if m else "")
+    check(not future_times_unmarked(page, now),
+          "the machine page shows no time a year ahead without its mark",
+          future_times_unmarked(page, now))
+    status, _, page = cf.get(f"/machines/{cf.inside.id}")
+    text, _ = visible(page)
+    check(status == 200 and "reporting" in text and "clock ahead" not in text and
+          'class="clock-ahead"' not in page,
+          "a minute ahead: the machine page shows it as stamped, reporting, unmarked",
+          text[:1500])
+    status, _, page = cf.get("/")
+    text, _ = visible(page)
+    banner = re.search(r'<div class="alert" id="silent">(.*?)</div>', page, re.S)
+    check(banner and "lab-ahead" in banner.group(1) and "lab-inside" not in banner.group(1)
+          and "lab-steady" not in banner.group(1) and "lab-jump" not in banner.group(1),
+          "the overview lists the machine a year ahead, and only it, as silent",
+          banner.group(1) if banner else text[:800])
+    rows = {n: r for r in re.findall(r"<tr[^>]*>(.*?)</tr>", page, re.S)
+            for n in ("lab-ahead", "lab-inside", "lab-jump", "lab-steady") if f">{n}<" in r}
+    check("clock ahead" in rows.get("lab-ahead", "") and "clock ahead" in rows.get("lab-jump", "")
+          and "clock ahead" not in rows.get("lab-inside", "x clock ahead")
+          and "clock ahead" not in rows.get("lab-steady", "x clock ahead"),
+          "the overview marks the clocks a year ahead, not the one inside the tolerance",
+          rows)
+    check(not future_times_unmarked(page, now),
+          "the overview shows no time a year ahead without its mark",
+          future_times_unmarked(page, now))
+
+    # The latest interval is the one that arrived last, not the one stamped latest: /metrics'
+    # last worst case, and the 24 hours the intervals query shows by default.
+    status, metrics, _ = f.http("GET", "/metrics")
+
+    def sample(family, mid):
+        m = re.search(rf'^{family}{{machine="{mid}",[^}}]*}} (\S+)$', metrics, re.M)
+        return float(m.group(1)) if m else None
+    worst = sample("rtsoak_machine_last_worst_latency_seconds", cf.jump.id)
+    check(worst is not None and abs(worst - 33e-6) < 1e-9,
+          "/metrics: the last worst case is the interval that arrived last (33 us), not the one "
+          "stamped a year ahead (777 us)", worst)
+    for m in (cf.ahead, cf.jump):
+        seen = sample("rtsoak_machine_last_report_timestamp_seconds", m.id)
+        check(seen is not None and seen <= now / 1e9,
+              f"/metrics: {m.hostname}'s last report is when its upload arrived", seen)
+    iv = f.get_json(f"/api/v1/machines/{cf.jump.id}/intervals")
+    check(iv["to_ns"] <= now + TOLERANCE and any(s["max_ns"] == 33 * farmlib.US
+                                                for s in iv["steps"]),
+          "the intervals query's default window ends at the data that arrived last",
+          {k: iv.get(k) for k in ("from", "to")})
+
+
 def main():
     global CHROMIUM, PROFILE
     mode = sys.argv[1] if len(sys.argv) > 1 else "http"
@@ -616,8 +769,8 @@ def main():
             print("1..0 # SKIP the chromium binary is missing (apt-get install chromium)")
             return 77
         PROFILE = tempfile.mkdtemp(prefix="rtsoak-chromium-")
-    farm = IntervalFarm() if mode == "intervals" else Farm()
-    tests = {"browser": test_browser, "intervals": test_intervals}
+    farm = {"intervals": IntervalFarm, "clock": ClockFarm}.get(mode, Farm)()
+    tests = {"browser": test_browser, "intervals": test_intervals, "clock": test_clock}
     try:
         farm.start()
         tests.get(mode, test_http)(farm)

@@ -159,7 +159,7 @@ for h in "${hosts[@]}"; do
         # made for image builds); a Debian installation has none.
         [ -n "${init_pid[$h]:-}" ] && in_machine "$h" "rm -f /usr/sbin/policy-rc.d"
 done
-echo "1..23"
+echo "1..25"
 if [ $booted = 1 ]; then
         ok "three containers booted with systemd in network namespaces of their own ($(($(date +%s) - t0)) s)"
 else
@@ -209,6 +209,14 @@ for l in l1 l2; do
         run_step "README step 2 on lab machine $l: the package, its machine ID" "$l" lab || exit 1
         id[$l]=$(tail -1 "$tmp/step-lab-$l.log")
 done
+# The drop-in directories the README writes to come with the packages (this test made
+# rtsoakd.conf.d itself before the install, for its own drop-in: dpkg must own it).
+owners=$(in_machine l1 "dpkg -S /etc/rtsoak/rtsoakd.conf.d" 2>&1; in_machine srv "dpkg -S /etc/rtsoak/rtsoak-server.conf.d" 2>&1)
+if [ "$owners" = "rtsoak: /etc/rtsoak/rtsoakd.conf.d"$'\n'"rtsoak-server: /etc/rtsoak/rtsoak-server.conf.d" ]; then
+        ok "the packages install /etc/rtsoak/rtsoakd.conf.d and /etc/rtsoak/rtsoak-server.conf.d"
+else
+        not_ok "the drop-in directories belong to the packages" "$owners"
+fi
 for l in l1 l2; do
         run_step "README step 3 on the server: enroll $l (${id[$l]})" srv server-enroll \
                 MACHINE_ID="${id[$l]}" || exit 1
@@ -256,6 +264,17 @@ if [ "$noauth" = 401 ] && [ "$otherhost" = 421 ]; then
         ok "off loopback a read without a token is refused (401), and one for another name (421)"
 else
         not_ok "reads without a token: $noauth (want 401), for another Host: $otherhost (want 421)"
+fi
+# On the server itself, a reader that names it 127.0.0.1 (a Prometheus there, with the lab CA
+# and the server's name for TLS) is answered with its token, and asked for one without it.
+loop_read() { # extra curl arguments
+        in_machine srv "curl -s -o /dev/null -w '%{http_code}' $1 --cacert /etc/rtsoak/tls/ca.pem -H 'Host: 127.0.0.1:8470' https://farm.lab.example:8470/metrics" 2>&1
+}
+loop="$(loop_read "$auth")_$(loop_read "")"
+if [ "$loop" = 200_401 ]; then
+        ok "on the server, /metrics for Host 127.0.0.1 is answered with the read token (200), and asks for one without (401)"
+else
+        not_ok "reads on the server's loopback: $loop (want 200 with the token, 401 without)"
 fi
 
 # 5. The farm moved into PostgreSQL: a database host set up as docs/farm-server.md says (here

@@ -2,7 +2,8 @@
 /* The farm server against a hostile client and hostile data: one test for each finding of the
  * audit (an endless loop from one GET, slow clients, memory from one machine's data, sample
  * counts, reads open to anyone, %00 and two Content-Lengths, control characters, file modes
- * and tokens, negative windows and releases with '/'), on the real server over loopback. */
+ * and tokens, negative windows and releases with '/', request framing, bad escapes), on the
+ * real server over loopback. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include "test-farmdb.h"
 #include "test-http.h"
 #include "test-util.h"
+#include "text-safe.h"
 
 #define ID_A "a0000000000000000000000000000001"
 #define ID_B "b0000000000000000000000000000002"
@@ -40,8 +42,12 @@ static int port;
 /* ---- raw HTTP, for requests curl would not send and for timing out quickly ---- */
 
 struct raw_reply {
-        int status; /* 0: no answer (closed or timed out) */
-        char *text; /* headers and body */
+        int status;  /* 0: no answer (closed or timed out) */
+        char *text;  /* headers and body */
+        bool closed; /* the server closed the connection (else the wait ended) */
+        /* From the last byte received (or the request) to the close: a connection closed by
+         * one of the server's deadlines (10 s and more) rather than after its answer. */
+        int64_t close_after_ms;
 };
 
 static void raw_done(struct raw_reply *r) {
@@ -64,7 +70,14 @@ static int connect_from(const char *source, int to_port) {
         return fd;
 }
 
-/* Sends request (all of it) from 127.0.0.1 and reads until the server closes or timeout_ms. */
+static int64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Sends request (all of it at once, so that whatever follows its head arrives with it) from
+ * 127.0.0.1 and reads until the server closes or timeout_ms. */
 static void raw(const char *request, size_t len, int timeout_ms, struct raw_reply *ret) {
         *ret = (struct raw_reply){};
         int fd = connect_from("127.0.0.1", port);
@@ -72,18 +85,22 @@ static void raw(const char *request, size_t len, int timeout_ms, struct raw_repl
         assert_int_equal(write(fd, request, len), (ssize_t) len);
         size_t n = 0, cap = 65536;
         char *buf = malloc(cap);
-        int64_t end = (int64_t) time(NULL) * 1000 + timeout_ms;
+        int64_t last = mono_ms(), end = last + timeout_ms;
         for (;;) {
                 struct pollfd p = { .fd = fd, .events = POLLIN };
-                int left = (int) (end - (int64_t) time(NULL) * 1000);
+                int left = (int) (end - mono_ms());
                 if (left <= 0 || poll(&p, 1, left) <= 0)
                         break;
                 if (n + 4096 > cap)
                         buf = realloc(buf, cap *= 2);
                 ssize_t k = read(fd, buf + n, cap - n - 1);
-                if (k <= 0)
+                if (k <= 0) {
+                        ret->closed = true;
+                        ret->close_after_ms = mono_ms() - last;
                         break;
+                }
                 n += (size_t) k;
+                last = mono_ms();
         }
         close(fd);
         buf[n] = '\0';
@@ -239,20 +256,23 @@ static void stop(pid_t pid) {
         tu_server_stop(pid);
 }
 
-static void admin_tokens(const char *db, char staff[static 80], char reader[static 80]) {
+/* rtsoak-server --db=DB CMD NAME (admin-token, read-token): the token it prints. */
+static void server_token(const char *db, const char *cmd, const char *name, char ret[static 80]) {
         char dbarg[640];
         snprintf(dbarg, sizeof(dbarg), "--db=%s", db);
-        const char *cmds[2][2] = { { "admin-token", "alice" }, { "read-token", "grafana" } };
-        for (int i = 0; i < 2; i++) {
-                char *argv[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, (char *) cmds[i][0],
-                                 (char *) cmds[i][1], NULL };
-                struct tu_result r;
-                /* A server without read tokens fails test 5 there, not everything here. */
-                if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
-                        print_message("# %s: %s", cmds[i][0], r.err);
-                snprintf(i ? reader : staff, 80, "%.64s", r.out);
-                tu_result_done(&r);
-        }
+        char *argv[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg, (char *) cmd, (char *) name,
+                         NULL };
+        struct tu_result r;
+        /* A server without read tokens fails test 5 there, not everything here. */
+        if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
+                print_message("# %s: %s", cmd, r.err);
+        snprintf(ret, 80, "%.64s", r.out);
+        tu_result_done(&r);
+}
+
+static void admin_tokens(const char *db, char staff[static 80], char reader[static 80]) {
+        server_token(db, "admin-token", "alice", staff);
+        server_token(db, "read-token", "grafana", reader);
 }
 
 static int setup(void **state) {
@@ -673,6 +693,31 @@ static void test_5_read_access(void **state) {
         assert_int_equal(status_of(u, bearer, NULL, NULL, 0), 401);
         stop(pid);
 
+        /* The README's farm server: every address, Hosts= the lab's name.  A reader on the
+         * server's own host (a Prometheus scraping 127.0.0.1) names it by a loopback name:
+         * with its read token it is answered, without one it is told that a token is needed
+         * (401), never that the name is wrong (421). */
+        static const char *const lab[] = { "--set=Access.Hosts=farm.lab.example", NULL };
+        char loop_host[64];
+        pid = start(db2, log2, "0.0.0.0:0", lab, url, sizeof(url));
+        snprintf(base, sizeof(base), "http://127.0.0.1:%d", port);
+        snprintf(loop_host, sizeof(loop_host), "127.0.0.1:%d", port);
+        server_token(db2, "read-token", "prometheus", read_token2);
+        assert_int_equal(strlen(read_token2), 64);
+        snprintf(bearer, sizeof(bearer), "Bearer %s", read_token2);
+        for (size_t i = 0; i < ELEMENTSOF(reads); i++) {
+                long ok = strstr(reads[i], "histogram.svg") ? 404 : 200;
+                snprintf(u, sizeof(u), "%s%s", base, reads[i]);
+                assert_int_equal(status_of(u, bearer, loop_host, NULL, 0), ok);
+                assert_int_equal(status_of(u, bearer, "localhost", NULL, 0), ok);
+                assert_int_equal(status_of(u, bearer, "[::1]:8470", NULL, 0), ok);
+                assert_int_equal(status_of(u, bearer, "farm.lab.example:8470", NULL, 0), ok);
+                assert_int_equal(status_of(u, NULL, loop_host, msg, sizeof(msg)), 401);
+                assert_non_null(strstr(msg, "token"));
+                assert_int_equal(status_of(u, bearer, "attacker.example", NULL, 0), 421);
+        }
+        stop(pid);
+
         /* On loopback reads are open by default (what every other test relies on), and closed
          * when configured so; the Host list can be set. */
         static const char *const on[] = { "--set=Access.API=token", "--set=Access.Hosts=farm.lab",
@@ -681,7 +726,8 @@ static void test_5_read_access(void **state) {
         snprintf(u, sizeof(u), "%s/api/v1/machines", url);
         assert_int_equal(status_of(u, NULL, "farm.lab", NULL, 0), 401);
         assert_int_equal(status_of(u, staff, "farm.lab:8470", NULL, 0), 200);
-        assert_int_equal(status_of(u, staff, "127.0.0.1", NULL, 0), 421);
+        assert_int_equal(status_of(u, staff, "127.0.0.1", NULL, 0), 200);
+        assert_int_equal(status_of(u, staff, "other.lab", NULL, 0), 421);
         snprintf(u, sizeof(u), "%s/", url);
         assert_int_equal(status_of(u, NULL, "FARM.LAB.", NULL, 0), 200);
         /* The raw trace a page links to is read with the pages' access, its API twin with
@@ -691,6 +737,17 @@ static void test_5_read_access(void **state) {
         snprintf(u, sizeof(u), "%s/api/v1/traces/1/raw", url);
         assert_int_equal(status_of(u, NULL, "farm.lab", NULL, 0), 401);
         assert_int_equal(status_of(u, staff, "farm.lab", NULL, 0), 404);
+        stop(pid);
+        /* A list that removes the loopback names refuses them. */
+        static const char *const strict[] = {
+                "--set=Access.Hosts=farm.lab -localhost -127.0.0.1 -[::1]", NULL
+        };
+        pid = start(db2, log2, "127.0.0.1:0", strict, url, sizeof(url));
+        snprintf(u, sizeof(u), "%s/api/v1/machines", url);
+        assert_int_equal(status_of(u, NULL, "farm.lab", NULL, 0), 200);
+        assert_int_equal(status_of(u, NULL, "127.0.0.1", NULL, 0), 421);
+        assert_int_equal(status_of(u, NULL, "localhost:8470", NULL, 0), 421);
+        assert_int_equal(status_of(u, NULL, "[::1]", NULL, 0), 421);
         stop(pid);
         port = saved;
 
@@ -709,8 +766,8 @@ static void test_5_read_access(void **state) {
 
 static void test_6_nul_and_lengths(void **state) {
         expect_raw("/api/v1/machines/" ID_A "%00/runs", 400, "path: %00");
-        expect_raw("/api/v1/machines?limit=1%00abc", 400, "query: %00");
-        expect_raw("/machines/" ID_A "?from=%1b[31m", 400, "query: %1b");
+        expect_raw("/api/v1/machines?limit=1%00abc", 400, "limit: %00");
+        expect_raw("/machines/" ID_A "?from=%1b[31m", 400, "from: %1b");
         char req[1024];
         const char *body = "{\"schema\":1}";
         snprintf(req, sizeof(req),
@@ -938,6 +995,349 @@ static void test_9_windows_pages_releases(void **state) {
         tu_reply_done(&r);
 }
 
+/* ---- 10. framing ---- */
+
+/* What an attack hides after its head: a whole request.  Answered, its answer would name it
+ * ("no machine ever ran smuggled"); no answer to any attack may. */
+#define SMUGGLED "GET /api/v1/kernels/smuggled/verdict HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+/* In an attack's fields: the length of the body as sent, and a NUL byte. */
+#define LEN "\x1d"
+#define NUL "\x1e"
+
+enum {
+        NO_HOST = 1,  /* no "Host: 127.0.0.1" of the request's own */
+        HTTP_1_0 = 2, /* an HTTP/1.0 request line */
+        BARE_LF = 4,  /* every line of the head ends in LF alone */
+        CHUNKED = 8,  /* the body is the smuggled request in one chunk and the last chunk */
+        FIRST = 16,   /* the fields come right after the request line, before Host */
+};
+
+enum outcome {
+        OURS,    /* refused by the server with its JSON error */
+        LIBRARY, /* refused by libmicrohttpd before the server sees it (docs/security.md) */
+        ROUTE,   /* answered by its route */
+};
+
+struct attack {
+        const char *name, *fields;
+        unsigned flags;
+        enum outcome outcome;
+        int status;        /* OURS, LIBRARY */
+        const char *error; /* OURS: in the error */
+};
+
+static const struct attack attacks[] = {
+        { "whitespace before the colon", "Content-Length : " LEN, 0, OURS, 400,
+          "header \"Content-Length \": whitespace before the colon" },
+        { "whitespace before the colon, another field", "X-Lab : 1\r\nContent-Length: " LEN, 0,
+          OURS, 400, "header \"X-Lab \": whitespace before the colon" },
+        { "a tab before the colon", "Content-Length\t: " LEN, 0, OURS, 400,
+          "header \"Content-Length\\t\": whitespace before the colon" },
+        { "a tab before the colon, another field", "X-Lab\t: 1\r\nContent-Length: " LEN, 0, OURS,
+          400, "whitespace before the colon" },
+        { "whitespace after the request line", " Content-Length: " LEN, FIRST, OURS, 400,
+          "a line that starts with whitespace" },
+        { "obs-fold: Transfer-Encoding folded", "Transfer-Encoding:\r\n chunked", CHUNKED, OURS,
+          400, "read as a folded Transfer-Encoding line" },
+        { "obs-fold: Content-Length folded", "Content-Length:\r\n " LEN, 0, OURS, 400,
+          "read as a folded Content-Length line" },
+        { "obs-fold: a Content-Length line folded into another",
+          "X-Lab: 1\r\n Content-Length: " LEN, 0, OURS, 400, "not allowed in a field name" },
+        { "obs-fold with a tab", "X-Lab: 1\r\n\tContent-Length: " LEN, 0, OURS, 400,
+          "not allowed in a field name" },
+        { "obs-fold of words", "X-Lab: 1\r\n two words\r\nContent-Length: " LEN, 0, OURS, 400,
+          "byte 0x20 at 8 is not allowed in a field name" },
+        { "a field name that is no token", "X@Lab: 1", 0, OURS, 400,
+          "byte 0x40 at 1 is not allowed" },
+        { "a field name with a byte outside ASCII", "X-\xff: 1", 0, OURS, 400,
+          "header \"X-\\xff\": byte 0xFF at 2" },
+        { "two Content-Length, different", "Content-Length: " LEN "\r\nContent-Length: 0", 0, OURS,
+          400, "Content-Length: given more than once" },
+        { "two Content-Length, equal", "Content-Length: " LEN "\r\nContent-Length: " LEN, 0, OURS,
+          400, "Content-Length: given more than once" },
+        { "Transfer-Encoding and Content-Length",
+          "Transfer-Encoding: chunked\r\nContent-Length: " LEN, CHUNKED, OURS, 400,
+          "Content-Length and Transfer-Encoding together" },
+        { "Transfer-Encoding: xchunked", "Transfer-Encoding: xchunked", 0, OURS, 400,
+          "\"xchunked\": the last coding must be chunked" },
+        { "Transfer-Encoding: chunked, identity", "Transfer-Encoding: chunked, identity", CHUNKED,
+          OURS, 400, "\"chunked, identity\": the last coding must be chunked" },
+        { "Transfer-Encoding: identity", "Transfer-Encoding: identity", 0, OURS, 400,
+          "the last coding must be chunked" },
+        { "Transfer-Encoding: gzip, chunked", "Transfer-Encoding: gzip, chunked", CHUNKED, OURS,
+          501, "\"gzip, chunked\": only chunked is implemented" },
+        { "Transfer-Encoding: chunked, chunked", "Transfer-Encoding: chunked, chunked", CHUNKED,
+          OURS, 400, "chunked twice" },
+        { "Transfer-Encoding: chunked and whitespace", "Transfer-Encoding: chunked ", CHUNKED, OURS,
+          400, "send \"chunked\" alone" },
+        { "two Transfer-Encoding", "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked",
+          CHUNKED, OURS, 400, "Transfer-Encoding: given more than once" },
+        { "Transfer-Encoding in HTTP/1.0", "Transfer-Encoding: chunked", CHUNKED | HTTP_1_0, OURS,
+          400, "Transfer-Encoding: not allowed in an HTTP/1.0 request" },
+        { "two Host, different", "Host: farm.example", 0, OURS, 400, "Host: given more than once" },
+        { "two Host, equal", "Host: 127.0.0.1", 0, OURS, 400, "Host: given more than once" },
+        { "no Host in HTTP/1.1", "Content-Length: " LEN, NO_HOST, OURS, 400, "Host: missing" },
+        { "Host folded", "Host:\r\n 127.0.0.1", NO_HOST, OURS, 400, "Host: missing" },
+        { "a Host that is no host", "Host: 127.0.0.1 farm.example", NO_HOST, OURS, 400,
+          "Host: \"127.0.0.1 farm.example\": not a host name" },
+        { "a CR inside a value", "X-Lab: 1\rContent-Length: " LEN, 0, OURS, 400,
+          "header \"X-Lab\": a control character (0x0D) in its value" },
+        { "a control character in a value", "X-Lab: a\x01z", 0, OURS, 400,
+          "a control character (0x01) in its value" },
+        { "DEL in a value", "X-Lab: a\x7fz", 0, OURS, 400,
+          "a control character (0x7F) in its value" },
+        { "two Authorization", "Authorization: Bearer a\r\nAuthorization: Bearer b", 0, OURS, 400,
+          "Authorization: given more than once" },
+        /* What libmicrohttpd 0.9.75 answers itself, before any code of ours runs. */
+        { "Content-Length with a sign", "Content-Length: +" LEN, 0, LIBRARY, 400 },
+        { "Content-Length negative", "Content-Length: -1", 0, LIBRARY, 400 },
+        { "Content-Length with junk after", "Content-Length: " LEN "x", 0, LIBRARY, 400 },
+        { "Content-Length with junk before", "Content-Length: x" LEN, 0, LIBRARY, 400 },
+        { "Content-Length and a space", "Content-Length: " LEN " ", 0, LIBRARY, 400 },
+        { "Content-Length as a list", "Content-Length: " LEN ", " LEN, 0, LIBRARY, 400 },
+        { "Content-Length over 64 bits", "Content-Length: 99999999999999999999999", 0, LIBRARY,
+          413 },
+        { "a NUL in a field name", "X-La" NUL "b: 1", 0, LIBRARY, 400 },
+        { "a line without a colon", "X-Lab 1", 0, LIBRARY, 400 },
+        /* Heads whose framing is clear: the body is read as the body. */
+        { "Content-Length", "Content-Length: " LEN, 0, ROUTE },
+        { "Content-Length after whitespace", "Content-Length: \t " LEN, 0, ROUTE },
+        { "chunked", "Transfer-Encoding: chunked", CHUNKED, ROUTE },
+        { "Chunked", "Transfer-Encoding: Chunked", CHUNKED, ROUTE },
+        { "HTTP/1.0 without Host", "Content-Length: " LEN, NO_HOST | HTTP_1_0, ROUTE },
+        { "bare LF line ends", "X-Lab: 1\r\nContent-Length: " LEN, BARE_LF, ROUTE },
+        { "a NUL in a value (ends it)", "X-Lab: a" NUL "z\r\nContent-Length: " LEN, 0, ROUTE },
+        { "obs-fold of a token into a field not read", "X-Lab: a\r\n z\r\nContent-Length: " LEN, 0,
+          ROUTE },
+        /* libmicrohttpd ends the head at a line with an empty field name (the first 2 bytes
+         * after it are the body), so that the request after it would be the next one. */
+        { "an empty field name", "Content-Length: 2\r\n: 1", 0, ROUTE },
+        /* A request after one without a body: on one connection, only the first is read. */
+        { "a request after one without a body", "", 0, ROUTE },
+};
+
+struct route {
+        const char *name, *method, *target;
+        bool token;       /* the machine's token */
+        int answered;     /* the status of a request of an attack with the smuggled body */
+        const char *type; /* its content type */
+        bool page;        /* its errors are HTML pages, else {"error": ...} */
+        /* A path of the same kind of route with something in place of its last variable
+         * segment (or, without one, after its path): before it and after it. */
+        const char *before, *after;
+};
+
+static const struct route routes[] = {
+        { "API", "GET", "/api/v1/machines", false, 200, "application/json", false,
+          "/api/v1/machines/", "" },
+        { "page", "GET", "/", false, 200, "text/html", true, "/machines/", "" },
+        { "SVG", "GET", "/plots/machines/" ID_A "/longterm.svg", false, 200, "image/svg+xml", true,
+          "/plots/machines/", "/longterm.svg" },
+        { "metrics", "GET", "/metrics", false, 200, "text/plain", false, "/metrics", "" },
+        /* Its answer comes after the body: the route that read what follows a head. */
+        { "ingest", "POST", "/api/v1/summaries", true, 400, "application/json", false,
+          "/api/v1/summaries", "" },
+};
+
+/* Writes text into f as part of a head: LEN and NUL replaced, CRLF as LF when bare_lf. */
+static void put_head(FILE *f, const char *text, size_t body_len, bool bare_lf) {
+        for (const char *p = text; *p; p++) {
+                if (*p == LEN[0])
+                        fprintf(f, "%zu", body_len);
+                else if (*p == NUL[0])
+                        fputc('\0', f);
+                else if (!(bare_lf && p[0] == '\r' && p[1] == '\n'))
+                        fputc(*p, f);
+        }
+}
+
+/* The request of attack a on route rt, with the smuggled request as its body (or after it). */
+static char *attack_request(const struct attack *a, const struct route *rt, size_t *ret_len) {
+        char body[256], line[512];
+        bool lf = a->flags & BARE_LF;
+        int blen = a->flags & CHUNKED ? snprintf(body, sizeof(body), "%zx\r\n%s\r\n0\r\n\r\n",
+                                                 strlen(SMUGGLED), SMUGGLED)
+                                      : snprintf(body, sizeof(body), "%s", SMUGGLED);
+        char *out;
+        FILE *f = open_memstream(&out, ret_len);
+        snprintf(line, sizeof(line), "%s %s HTTP/1.%c\r\n", rt->method, rt->target,
+                 a->flags & HTTP_1_0 ? '0' : '1');
+        put_head(f, line, 0, lf);
+        if (a->fields[0] && (a->flags & FIRST)) {
+                put_head(f, a->fields, (size_t) blen, lf);
+                put_head(f, "\r\n", 0, lf);
+        }
+        if (!(a->flags & NO_HOST))
+                put_head(f, "Host: 127.0.0.1\r\n", 0, lf);
+        if (rt->token) {
+                snprintf(line, sizeof(line), "Authorization: Bearer %s\r\n", token_a);
+                put_head(f, line, 0, lf);
+        }
+        if (a->fields[0] && !(a->flags & FIRST)) {
+                put_head(f, a->fields, (size_t) blen, lf);
+                put_head(f, "\r\n", 0, lf);
+        }
+        put_head(f, "\r\n", 0, lf);
+        fwrite(body, 1, (size_t) blen, f);
+        fclose(f);
+        return out;
+}
+
+/* The error of a JSON answer, or NULL when it is not {"error": "..."}. */
+static char *json_error_of(const char *text) {
+        const char *body = strstr(text, "\r\n\r\n");
+        json_t *j = body ? json_loads(body + 4, 0, NULL) : NULL;
+        const char *e = json_string_value(json_object_get(j, "error"));
+        char *ret = e && json_object_size(j) == 1 ? strdup(e) : NULL;
+        json_decref(j);
+        return ret;
+}
+
+/* Whether r is an error in the format of its route (an HTML page for the dashboard's, else
+ * {"error": ...}) that says want. */
+static bool error_says(const struct raw_reply *r, bool page, const char *want) {
+        if (!page) {
+                _cleanup_free_ char *e = json_error_of(r->text);
+                return strstr(r->text, "\r\nContent-Type: application/json\r\n") && e &&
+                       strstr(e, want);
+        }
+        char html[512];
+        size_t o = 0;
+        for (const char *p = want; *p && o + 8 < sizeof(html); p++) {
+                const char *entity = markup_entity((unsigned char) *p);
+                o += (size_t) snprintf(html + o, sizeof(html) - o, "%s",
+                                       entity ?: (char[]){ *p, 0 });
+        }
+        return strstr(r->text, "\r\nContent-Type: text/html") &&
+               strstr(r->text, " id=\"error\">") && strstr(r->text, html);
+}
+
+/* What is wrong with the reply r to attack a on route rt: NULL when nothing. */
+static const char *judge(const struct attack *a, const struct route *rt, const struct raw_reply *r,
+                         char *why, size_t size) {
+        if (strstr(r->text, "smuggled"))
+                return "the request after the head was answered";
+        if (!r->closed || r->close_after_ms >= 5000)
+                return "the connection was left open";
+        int status = a->outcome == ROUTE ? rt->answered : a->status;
+        if (r->status != status) {
+                snprintf(why, size, "status %d, not %d", r->status, status);
+                return why;
+        }
+        if (a->outcome == ROUTE) {
+                snprintf(why, size, "Content-Type: %s", rt->type);
+                return strstr(r->text, why) ? NULL : "not the route's content type";
+        }
+        if (a->outcome == LIBRARY)
+                return strstr(r->text, "<html><head><title>") ? NULL : "not libmicrohttpd's page";
+        return error_says(r, rt->page, a->error) ? NULL : "not the error in the route's format";
+}
+
+/* Each attack on every kind of route: the API, a page, a plot, /metrics and the ingest.  Each
+ * reply is read until the server closes the connection: a refusal closes it at once after its
+ * answer, and so does every other answer (one request per connection); a connection closed
+ * only by a deadline of the server was left open. */
+static void test_10_framing(void **state) {
+        unsigned failed = 0;
+        /* The smuggled request, sent alone, is answered, and its answer names it. */
+        struct raw_reply alone;
+        raw(SMUGGLED, strlen(SMUGGLED), 5000, &alone);
+        assert_int_equal(alone.status, 404);
+        assert_non_null(strstr(alone.text, "no machine ever ran smuggled"));
+        raw_done(&alone);
+        for (size_t i = 0; i < ELEMENTSOF(attacks); i++) {
+                const struct attack *a = &attacks[i];
+                for (size_t k = 0; k < ELEMENTSOF(routes); k++) {
+                        const struct route *rt = &routes[k];
+                        size_t len;
+                        char *req = attack_request(a, rt, &len), why[512];
+                        struct raw_reply r;
+                        raw(req, len, 60000, &r);
+                        const char *wrong = judge(a, rt, &r, why, sizeof(why));
+                        if (wrong) {
+                                _cleanup_free_ char *shown = text_escape_dup(r.text);
+                                print_message("# %s, %s: %s: %.700s\n", a->name, rt->name, wrong,
+                                              shown);
+                                failed++;
+                        }
+                        free(req);
+                        raw_done(&r);
+                        if (wrong)
+                                break;
+                }
+        }
+        if (failed)
+                fail_msg("%u of %zu attacks not answered as they should be", failed,
+                         ELEMENTSOF(attacks));
+}
+
+/* ---- 11. escapes in the target ---- */
+
+/* A bad escape in the path, in a parameter's name or in its value, on every kind of route: 400
+ * with the error in the route's format naming where it is, and the connection closed. */
+static void test_11_escapes(void **state) {
+        static const struct {
+                const char *escape, *error;
+        } escapes[] = {
+                { "%FF%FE", "not text once decoded: not UTF-8" },
+                { "%C3%28", "not text once decoded: not UTF-8" },
+                { "%G0", "'%' not followed by two hexadecimal digits" },
+                { "%", "'%' not followed by two hexadecimal digits" },
+                { "%00", "%00 (an encoded control character) is not allowed" },
+        };
+        static const char *const where[] = { "path", "query", "x" };
+        unsigned failed = 0;
+        for (size_t k = 0; k < ELEMENTSOF(routes); k++)
+                for (size_t i = 0; i < ELEMENTSOF(escapes); i++)
+                        for (int f = 0; f < 3; f++) {
+                                const struct route *rt = &routes[k];
+                                char target[256], req[512], want[128];
+                                struct raw_reply r;
+                                char path[128];
+                                snprintf(path, sizeof(path), "%s%s%s", rt->before,
+                                         escapes[i].escape, rt->after);
+                                snprintf(target, sizeof(target),
+                                         f == 0   ? "%s"
+                                         : f == 1 ? "%s?%s=1"
+                                                  : "%s?x=%s",
+                                         f == 0 ? path : rt->target, escapes[i].escape);
+                                snprintf(req, sizeof(req),
+                                         "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s%s%s\r\n",
+                                         rt->method, target, rt->token ? "Authorization: " : "",
+                                         rt->token ? token_a : "", rt->token ? "\r\n" : "");
+                                raw(req, strlen(req), 60000, &r);
+                                snprintf(want, sizeof(want), "%s: %s", where[f], escapes[i].error);
+                                if (r.status != 400 || !r.closed || r.close_after_ms >= 5000 ||
+                                    !error_says(&r, rt->page, want)) {
+                                        _cleanup_free_ char *shown = text_escape_dup(r.text);
+                                        print_message("# %s %s: %s: %.600s\n", rt->method, target,
+                                                      want, shown);
+                                        failed++;
+                                }
+                                raw_done(&r);
+                        }
+        /* An unknown parameter's name cut in the middle of a character where the error quotes
+         * it: still an error in the format of its route, never an empty answer. */
+        char name[256] = "a", target[512];
+        for (int i = 0; i < 40; i++)
+                strcat(name, "%C3%A9");
+        for (size_t k = 0; k < ELEMENTSOF(routes); k++) {
+                struct raw_reply r;
+                if (routes[k].token)
+                        continue;
+                snprintf(target, sizeof(target), "%s?%s=1", routes[k].target, name);
+                raw_get(target, 60000, &r);
+                if (r.status != 400 || !error_says(&r, routes[k].page, "unknown parameter")) {
+                        _cleanup_free_ char *shown = text_escape_dup(r.text);
+                        print_message("# GET %s: %.600s\n", target, shown);
+                        failed++;
+                }
+                raw_done(&r);
+        }
+        if (failed)
+                fail_msg("%u requests not answered as they should be", failed);
+}
+
 int main(void) {
         signal(SIGPIPE, SIG_IGN);
         const struct CMUnitTest tests[] = {
@@ -950,6 +1350,8 @@ int main(void) {
                 cmocka_unit_test(test_7_control_characters),
                 cmocka_unit_test(test_8_files_and_tokens),
                 cmocka_unit_test(test_9_windows_pages_releases),
+                cmocka_unit_test(test_10_framing),
+                cmocka_unit_test(test_11_escapes),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }

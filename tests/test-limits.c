@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of what keeps hostile input out of the farm server and its clients: histograms
- * merged within a budget, raw request targets, parameter ranges, text escaping, token files,
- * file modes, read access and connection limits. */
+ * merged within a budget, raw request targets, request heads, parameter ranges, text escaping,
+ * token files, file modes, read access and connection limits. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +18,7 @@
 #include "server-access.h"
 #include "server-auth.h"
 #include "server-connlimit.h"
+#include "server-head.h"
 #include "server-merge.h"
 #include "server-params.h"
 #include "server-path.h"
@@ -156,13 +157,21 @@ static void test_target(void **state) {
                 const char *target, *err;
         } bad[] = {
                 { "/api/v1/machines/0123%00/runs", "path: %00 (an encoded control character)" },
-                { "/api/v1/machines?limit=1%00abc", "query: %00" },
+                { "/api/v1/machines?limit=1%00abc", "limit: %00" },
+                { "/api/v1/machines?li%00mit=1", "query: %00" },
                 { "/x%1b[31m", "path: %1b" },
                 { "/x%7F", "path: %7F" },
                 { "/x\x01", "path: a control character (0x01)" },
-                { "/x?y=\x7f", "query: a control character (0x7F)" },
+                { "/x?a=1&y=\x7f", "y: a control character (0x7F)" },
                 { "/x%zz", "path: '%' not followed by two hexadecimal digits" },
                 { "/x%4", "path: '%' not followed" },
+                { "/a b", "path: a space is not allowed (send it as %20)" },
+                { "/x?y=a b", "y: a space is not allowed" },
+                /* Bytes that are not UTF-8 text once decoded (PostgreSQL refuses them). */
+                { "/api/v1/kernels?with=%FF", "with: not text once decoded: not UTF-8" },
+                { "/kernels/%C3", "path: not text once decoded: not UTF-8" },
+                { "/x?a=%C3%A9&b=%E2%80%AE", "b: not text once decoded: a bidirectional" },
+                { "/x?%FF=1", "query: not text once decoded" },
         };
         char err[FARM_PATH_ERROR_MAX], *route;
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
@@ -188,6 +197,104 @@ static void test_target(void **state) {
         char enc[64];
         assert_int_equal(farm_segment_encode("5.10/rt1 a%", enc, sizeof(enc)), 0);
         assert_string_equal(enc, "5.10%2Frt1%20a%25");
+}
+
+/* ---- a request head's framing ---- */
+
+/* Splits head (a field a line) into fields as libmicrohttpd does: at the first colon, the
+ * value's leading blanks left out.  Returns their number. */
+static size_t split_head(char *head, struct farm_field *f, size_t size) {
+        size_t n = 0;
+        for (char *line = head; *line && n < size;) {
+                char *end = line + strcspn(line, "\n"), *colon = strchr(line, ':');
+                bool last = *end == '\0';
+                *end = '\0';
+                assert_non_null(colon);
+                *colon++ = '\0';
+                f[n++] = (struct farm_field){ .name = line, .value = colon + strspn(colon, " \t") };
+                line = last ? end : end + 1;
+        }
+        return n;
+}
+
+static void test_head(void **state) {
+        static const struct {
+                const char *version, *head;
+                unsigned status;
+                const char *err;
+        } cases[] = {
+                { "HTTP/1.1", "Host: farm.lab\nContent-Length: 12", 0 },
+                { "HTTP/1.1", "host: [::1]:8470\nTransfer-Encoding: CHUNKED", 0 },
+                { "HTTP/1.1", "Host: FARM.LAB.\nX: a\tb", 0 },
+                { "HTTP/1.1", "Host: %66arm:", 0 },
+                { "HTTP/1.1", "Host:", 0 },
+                { "HTTP/1.0", "Content-Length: 0", 0 },
+                { "HTTP/1.1", "Host: h\nContent-Length : 5", 400,
+                  "header \"Content-Length \": whitespace before the colon" },
+                { "HTTP/1.1", "Host: h\nX\t: 1", 400,
+                  "header \"X\\t\": whitespace before the colon" },
+                { "HTTP/1.1", " X: 1\nHost: h", 400,
+                  "header \" X\": a line that starts with whitespace" },
+                { "HTTP/1.1", "Host: h\nX Y: 1", 400,
+                  "header \"X Y\": byte 0x20 at 1 is not allowed in a field name" },
+                { "HTTP/1.1", "Host: h\nX\xc3\xa9: 1", 400,
+                  "header \"X\xc3\xa9\": byte 0xC3 at 1" },
+                { "HTTP/1.1", "Host: h\n: 1", 400, "a header line without a field name" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encodingchunked:", 400,
+                  "read as a folded Transfer-Encoding line" },
+                { "HTTP/1.1", "Host: h\ncontent-length0: 5", 400,
+                  "read as a folded Content-Length line" },
+                { "HTTP/1.1", "Host: h\nX: a\rContent-Length: 5", 400,
+                  "header \"X\": a control character (0x0D) in its value" },
+                { "HTTP/1.1", "Host: h\nX: a\x7f", 400, "(0x7F)" },
+                { "HTTP/1.1", "Host: h\nHOST: h", 400, "Host: given more than once" },
+                { "HTTP/1.1", "Host: h\nAuthorization: a\nauthorization: b", 400,
+                  "Authorization: given more than once" },
+                { "HTTP/1.1", "Host: h\nContent-Length: 5\ncontent-length: 5", 400,
+                  "Content-Length: given more than once" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: chunked\nTransfer-Encoding: chunked",
+                  400, "Transfer-Encoding: given more than once" },
+                { "HTTP/1.1", "Host: h\nContent-Length: 5x", 400,
+                  "Content-Length: \"5x\": not a number of bytes" },
+                { "HTTP/1.1", "Host: h\nContent-Length:", 400, "not a number of bytes" },
+                { "HTTP/1.1", "Host: h\nContent-Length: 5\nTransfer-Encoding: chunked", 400,
+                  "Content-Length and Transfer-Encoding together" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: gzip, chunked", 501,
+                  "\"gzip, chunked\": only chunked is implemented" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: chunked, gzip", 400,
+                  "the last coding must be chunked" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: xchunked", 400,
+                  "the last coding must be chunked" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding:", 400,
+                  "the last coding must be chunked" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: chunked,chunked", 400, "chunked twice" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: , chunked", 400,
+                  "send \"chunked\" alone" },
+                { "HTTP/1.1", "Host: h\nTransfer-Encoding: chunked;x=1", 400,
+                  "send \"chunked\" alone" },
+                { "HTTP/1.0", "Transfer-Encoding: chunked", 400,
+                  "Transfer-Encoding: not allowed in an HTTP/1.0 request" },
+                { "HTTP/1.1", "Content-Length: 0", 400, "Host: missing" },
+                { "HTTP/1.2", "X: 1", 400, "Host: missing" },
+                { "HTTP/1.1", "Host: a b", 400,
+                  "Host: \"a b\": not a host name or address with an optional port" },
+                { "HTTP/1.1", "Host: a/b", 400, "not a host name" },
+                { "HTTP/1.1", "Host: u@h", 400, "not a host name" },
+                { "HTTP/1.1", "Host: [::1", 400, "not a host name" },
+                { "HTTP/1.1", "Host: h:80x", 400, "not a host name" },
+                { "HTTP/1.1", "Host: h%4", 400, "not a host name" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char err[FARM_HEAD_ERROR_MAX] = "", *head = strdup(cases[i].head);
+                struct farm_field f[8];
+                size_t n = split_head(head, f, ELEMENTSOF(f));
+                unsigned status = farm_head_check(cases[i].version, f, n, err);
+                if (status != cases[i].status ||
+                    (cases[i].err ? !strstr(err, cases[i].err) : status != 0))
+                        fail_msg("%s: %u '%s', not %u '%s'", cases[i].head, status, err,
+                                 cases[i].status, cases[i].err ?: "");
+                free(head);
+        }
 }
 
 /* ---- parameter ranges ---- */
@@ -348,11 +455,56 @@ static void test_access(void **state) {
         farm_access_describe(a, desc, sizeof(desc));
         assert_non_null(strstr(desc, "API token, dashboard token, metrics open"));
         farm_access_free(a);
-        c.hosts = "farm.lab, [2001:db8::1] farm:8470";
+        /* A list keeps the loopback names, but for those it removes; an IPv6 address is
+         * taken bracketed or not. */
+        c.hosts = "farm.lab, [2001:db8::1] farm:8470 2001:db8::2";
         assert_int_equal(farm_access_new(&c, &a, err), 0);
         farm_access_describe(a, desc, sizeof(desc));
-        assert_non_null(strstr(desc, "hosts farm.lab 2001:db8::1 farm"));
+        assert_non_null(strstr(desc, "hosts localhost 127.0.0.1 ::1 farm.lab 2001:db8::1 farm "
+                                     "2001:db8::2"));
         farm_access_free(a);
+        c.hosts = "-localhost farm.lab -[::1],-127.0.0.1";
+        assert_int_equal(farm_access_new(&c, &a, err), 0);
+        farm_access_describe(a, desc, sizeof(desc));
+        assert_non_null(strstr(desc, "; hosts farm.lab"));
+        assert_null(strstr(desc, "farm.lab "));
+        farm_access_free(a);
+        c.hosts = "farm.lab -::1";
+        assert_int_equal(farm_access_new(&c, &a, err), 0);
+        farm_access_describe(a, desc, sizeof(desc));
+        assert_non_null(strstr(desc, "; hosts localhost 127.0.0.1 farm.lab"));
+        farm_access_free(a);
+        c.hosts = "farm.lab -farm.example";
+        assert_int_equal(farm_access_new(&c, &a, err), -EINVAL);
+        assert_string_equal(err, "Hosts=farm.lab -farm.example: -farm.example removes a name the "
+                                 "list does not hold (the loopback names localhost, 127.0.0.1 "
+                                 "and ::1, or one listed before it)");
+        c.hosts = "farm.lab -";
+        assert_int_equal(farm_access_new(&c, &a, err), -EINVAL);
+        assert_non_null(strstr(err, "Hosts=farm.lab -: expected"));
+
+        /* The links' name: the first of the list that is not a loopback name. */
+        static const struct {
+                const char *hosts, *want;
+        } links[] = {
+                { "farm.lab.example", "farm.lab.example" },
+                { "localhost 127.0.0.2 [::1] farm:8470 other", "farm" },
+                { "-localhost 2001:db8::1", "[2001:db8::1]" },
+                { "localhost", NULL },
+                { "auto", NULL },
+                { "*", NULL },
+                { NULL, NULL },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(links); i++) {
+                char host[FARM_ACCESS_LINK_HOST_MAX] = "";
+                c.hosts = links[i].hosts;
+                int r = farm_access_link_host(&c, host, sizeof(host));
+                if (links[i].want) {
+                        assert_int_equal(r, 0);
+                        assert_string_equal(host, links[i].want);
+                } else
+                        assert_int_equal(r, -ENOENT);
+        }
         c.hosts = "*.lab";
         assert_int_equal(farm_access_new(&c, &a, err), -EINVAL);
         assert_non_null(strstr(err, "Hosts=*.lab"));
@@ -434,6 +586,13 @@ static void test_connection_limits(void **state) {
         assert_false(farm_connlimit_admit(l, (struct sockaddr *) &b, sizeof(b)));
         farm_connlimit_closed(l, conns[1]);
         assert_true(farm_connlimit_admit(l, (struct sockaddr *) &a, sizeof(a)));
+        conns[5] = farm_connlimit_opened(l, fds[5][0], (struct sockaddr *) &a, sizeof(a));
+        assert_false(farm_connlimit_admit(l, (struct sockaddr *) &a, sizeof(a)));
+        /* A connection whose request ended is being closed: it counts no more, although its
+         * socket is not closed yet (a client reconnecting at once was refused). */
+        farm_connlimit_done(l, conns[5]);
+        assert_true(farm_connlimit_admit(l, (struct sockaddr *) &a, sizeof(a)));
+        farm_connlimit_closed(l, conns[5]);
 
         /* Deadlines: conns[0] sends its head in time and is answered; conns[2] sends its head
          * but no answer comes within the request deadline; the others never finish a head. */
@@ -453,6 +612,13 @@ static void test_connection_limits(void **state) {
         farm_connlimit_closed(l, conns[2]);
         farm_connlimit_closed(l, conns[3]);
         farm_connlimit_closed(l, conns[4]);
+        /* Counted out once each: two from one address again, then no more. */
+        conns[6] = farm_connlimit_opened(l, fds[6][0], (struct sockaddr *) &a, sizeof(a));
+        conns[7] = farm_connlimit_opened(l, fds[7][0], (struct sockaddr *) &a, sizeof(a));
+        assert_false(farm_connlimit_admit(l, (struct sockaddr *) &a, sizeof(a)));
+        assert_true(farm_connlimit_admit(l, (struct sockaddr *) &b, sizeof(b)));
+        farm_connlimit_closed(l, conns[6]);
+        farm_connlimit_closed(l, conns[7]);
         farm_connlimit_free(l);
         for (int i = 0; i < 8; i++) {
                 close(fds[i][0]);
@@ -462,15 +628,11 @@ static void test_connection_limits(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_merge_budget),
-                cmocka_unit_test(test_acc_saturates),
-                cmocka_unit_test(test_target),
-                cmocka_unit_test(test_param_ranges),
-                cmocka_unit_test(test_text_safe),
-                cmocka_unit_test(test_token_file),
-                cmocka_unit_test(test_file_mode),
-                cmocka_unit_test(test_access),
-                cmocka_unit_test(test_connection_limits),
+                cmocka_unit_test(test_merge_budget), cmocka_unit_test(test_acc_saturates),
+                cmocka_unit_test(test_target),       cmocka_unit_test(test_head),
+                cmocka_unit_test(test_param_ranges), cmocka_unit_test(test_text_safe),
+                cmocka_unit_test(test_token_file),   cmocka_unit_test(test_file_mode),
+                cmocka_unit_test(test_access),       cmocka_unit_test(test_connection_limits),
         };
         return RUN_TESTS(tests);
 }

@@ -299,6 +299,67 @@ static void test_cli_usage_errors(void **state) {
         assert_int_equal(db_int("SELECT count(*) FROM maintenance"), windows);
 }
 
+/* rtsoak-server --db=... ARGS run by /bin/sh with its standard output redirected (">FILE", or
+ * through "script" for a terminal): what the shell saw on standard error and output. */
+static char *shell_cli(const char *redirect, const char *const args[]) {
+        char cmd[2048];
+        int o = snprintf(cmd, sizeof(cmd), "'%s' '%s'", tu_bin("RTSOAK_SERVER"), dbarg);
+        for (size_t i = 0; args[i]; i++)
+                o += snprintf(cmd + o, sizeof(cmd) - (size_t) o, " '%s'", args[i]);
+        snprintf(cmd + o, sizeof(cmd) - (size_t) o, " %s", redirect);
+        char *argv[] = { "/bin/sh", "-c", cmd, NULL };
+        struct tu_result r;
+        tu_run(argv, 30000, NULL, NULL, &r);
+        if (r.status != 0)
+                fail_msg("%s: exit %d: %s", cmd, r.status, r.err);
+        char *text = NULL;
+        assert_true(asprintf(&text, "%s%s", r.err, r.out) > 0);
+        tu_result_done(&r);
+        return text;
+}
+
+/* The commands that print a token once say where it went: into the file the administrator
+ * redirected it to (the README's enrolment), down a pipe, or above on a terminal. */
+static void test_token_destination(void **state) {
+        (void) state;
+        static const char *const cmds[][3] = { { "enroll", "c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0",
+                                                 NULL },
+                                               { "admin-token", "bob", NULL },
+                                               { "read-token", "carol", NULL } };
+        for (size_t i = 0; i < ELEMENTSOF(cmds); i++) {
+                char file[600], redirect[640], want[700];
+                snprintf(file, sizeof(file), "%s/%s.token", dir, cmds[i][0]);
+                snprintf(redirect, sizeof(redirect), ">'%s'", file);
+                char *err = shell_cli(redirect, cmds[i]);
+                snprintf(want, sizeof(want), "; the token in %s is shown only this once", file);
+                if (!strstr(err, want) || strstr(err, "above"))
+                        fail_msg("%s >FILE: %s", cmds[i][0], err);
+                free(err);
+                char *token = tu_read_file(file);
+                assert_int_equal(strlen(token), 65);
+                free(token);
+
+                err = shell_cli("| cat >/dev/null", cmds[i]);
+                if (!strstr(err, "; the token on standard output is shown only this once"))
+                        fail_msg("%s | cat: %s", cmds[i][0], err);
+                free(err);
+        }
+        /* On a terminal (script gives the command one). */
+        if (system("command -v script >/dev/null") != 0) {
+                print_message("# no script(1) (util-linux): the terminal case is not run\n");
+                return;
+        }
+        char inner[1400];
+        snprintf(inner, sizeof(inner), "script -qec \"'%s' '%s' read-token dave\" /dev/null",
+                 tu_bin("RTSOAK_SERVER"), dbarg);
+        char *argv[] = { "/bin/sh", "-c", inner, NULL };
+        struct tu_result r;
+        tu_run(argv, 30000, NULL, NULL, &r);
+        if (r.status != 0 || !strstr(r.out, "; the token above is shown only this once"))
+                fail_msg("on a terminal: exit %d: %s %s", r.status, r.out, r.err);
+        tu_result_done(&r);
+}
+
 /* Revocation stops the token at once (the server is running); re-enrolment gives a new one,
  * the old one stays dead; the history keeps every step. */
 static void test_revoke_and_rekey(void **state) {
@@ -513,8 +574,8 @@ static void test_api_maintenance(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cli_settings),     cmocka_unit_test(test_cli_usage_errors),
-                cmocka_unit_test(test_revoke_and_rekey), cmocka_unit_test(test_api_settings),
-                cmocka_unit_test(test_api_maintenance),
+                cmocka_unit_test(test_revoke_and_rekey), cmocka_unit_test(test_token_destination),
+                cmocka_unit_test(test_api_settings),     cmocka_unit_test(test_api_maintenance),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }

@@ -11,7 +11,9 @@ silence is told once when it passes MaxGap= (the delay is measured) and its end 
 (clean, or kill -9) loses and repeats nothing; two servers on one database tell everything
 once; failed deliveries are retried with backoff and end on the dead-letter list; the API and
 the command list them; routing by group and kind; configuration errors name file and line;
-`rtsoak verdict --junit` writes JUnit XML that validates and reads back.  TAP output.
+a real Prometheus scraping the server fires the shipped alert rules; `rtsoak verdict --junit`
+writes JUnit XML that validates against our schema and the Jenkins xunit plugin's and that
+junitparser reads back as the verdict.  TAP output.
 NOTIFY_TESTS=REGEX runs only the tests whose name matches.
 """
 import concurrent.futures
@@ -32,6 +34,7 @@ import tempfile
 import threading
 import time
 import traceback
+import urllib.request
 import xml.etree.ElementTree as ET
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -256,13 +259,13 @@ BASE_RULE = {"Period": "1h", "Scenarios": "none", "Watch": "1s", "MaxGap": "1h"}
 
 
 def channels_text(root, hooks=(), mailbox=None, wait="1s", interval="2s", check="500ms",
-                  hook_keys=None, mail_keys=None):
+                  hook_keys=None, mail_keys=None, dashboard="https://farm.example:8470/"):
     """[Notifications] and a [Notify.NAME] per (name, receiver) and the mail channel."""
     secret = os.path.join(root, "secret")
     with open(os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
         f.write(SECRET + "\n")
     lines = ["[Notifications]", f"Check={check}", f"GroupWait={wait}",
-             f"GroupInterval={interval}", "DashboardURL=https://farm.example:8470/"]
+             f"GroupInterval={interval}"] + ([f"DashboardURL={dashboard}"] if dashboard else [])
     for name, rcv in hooks:
         lines += ["", f"[Notify.{name}]", f"Webhook={rcv.url}", f"SecretFile={secret}",
                   "RetryDelay=200ms", "Timeout=2s"]
@@ -825,9 +828,61 @@ def test_configuration_errors_name_file_and_line(c):
                f"case {i}: exit {p.returncode}, {p.stderr.strip()!r} (expected {want!r})")
 
 
+@test
+def test_links_name_the_server_as_clients_do(c):
+    """Without DashboardURL=, the links use the first name of [Access] Hosts= (the name the
+    lab uses, as the README's farm sets it), not the host's own name or a loopback address;
+    with Hosts=auto, the address listened on."""
+    for hosts, want in (("-localhost farm.lab.example 10.0.0.7", "farm.lab.example"),
+                        ("localhost [2001:db8::7]", "[2001:db8::7]"), (None, "127.0.0.1")):
+        hook = c.receiver()
+        extra = f"[Access]\nHosts={hosts}\n" if hosts else ""
+        f = c.farm({"MaxGap": "1s"}, channels_text(c.root, [("lab-hook", hook)],
+                                                   dashboard=None) + extra)
+        f.start()
+        m = f.enroll("lab-never")
+        p = wait_for(lambda: hook.got("silence", "firing"), f"Hosts={hosts}: a silence")[0]
+        port = f.url.rsplit(":", 1)[1]
+        expect(p["url"] == f"http://{want}:{port}/machines/{m.id}",
+               f"Hosts={hosts}: the link is {p['url']}")
+        f.stop()
+
+
 def xmllint(*args):
     return subprocess.run(["xmllint", "--noout", *args], capture_output=True, text=True,
                           timeout=60)
+
+
+def junitparser_python():
+    """A Python that imports junitparser: this one, or Debian's, where python3-junitparser
+    installs it."""
+    for py in (sys.executable, "/usr/bin/python3"):
+        if os.access(py, os.X_OK) and subprocess.run(
+                [py, "-c", "import junitparser"], capture_output=True).returncode == 0:
+            return py
+    raise Failed("junitparser is missing (Debian package python3-junitparser)")
+
+
+def read_junit(path):
+    """The JUnit file as CI systems take it: valid against our schema and against the one the
+    Jenkins xunit plugin validates with, and read by junitparser (tests/junit-read.py), whose
+    counts and times computed from the cases must be the ones the file declares.  Returns
+    junitparser's reading."""
+    for xsd in ("junit.xsd", "jenkins-xunit-junit-10.xsd"):
+        x = xmllint("--schema", os.path.join(HERE, xsd), path)
+        expect(x.returncode == 0, f"xmllint --schema {xsd}: {x.stderr}")
+    p = subprocess.run([junitparser_python(), os.path.join(HERE, "junit-read.py"), path],
+                       capture_output=True, text=True, timeout=60)
+    expect(p.returncode == 0, f"junitparser: {p.stderr}")
+    j = json.loads(p.stdout)
+    for suite in j["suites"]:
+        expect(suite["declared"] == suite["computed"],
+               f"suite {suite['name']} declares {suite['declared']}, its cases make "
+               f"{suite['computed']}")
+    d, c = j["declared"], j["computed"]
+    expect(all(d[k] == c[k] for k in ("tests", "failures", "errors", "time")),
+           f"<testsuites> declares {d}, its suites make {c}")
+    return j
 
 
 @test
@@ -839,6 +894,7 @@ def test_junit_for_ci_systems(c):
     f = c.farm({"Period": "20min", "Regression": "no"})
     bad, short, good = f.enroll('lab<&>"bad\'', "--bound", "100us"), f.enroll("lab-short"), \
         f.enroll("lab-good")
+    aside = f.enroll("lab-aside", "--gating", "no")
     f.start()
     start = now_ns() - 30 * MIN
     for m, n in ((bad, 170), (short, 60), (good, 170)):
@@ -849,15 +905,24 @@ def test_junit_for_ci_systems(c):
                    history(r, start + 130 * SEC, n - 13))
         else:
             r.post(history(r, start, n))
+    r = aside.run(1, R2, start_ns=start)
+    r.post(history(r, start, 30))
     out = os.path.join(c.root, "verdict.xml")
     p = f.rtsoak("verdict", "--server", f.url, "--junit", out, R1)
     expect(p.returncode == 1, f"exit {p.returncode} (1: failed): {p.stderr}")
-    x = xmllint("--schema", os.path.join(HERE, "junit.xsd"), out)
-    expect(x.returncode == 0, f"xmllint: {x.stderr}")
+    j = read_junit(out)
     v = f.verdict(R1)
     suites = ET.parse(out).getroot()
     expect(suites.tag == "testsuites" and suites.get("tests") == "3" and
-           suites.get("failures") == "1" and suites.get("skipped") == "1", suites.attrib)
+           suites.get("failures") == "1" and j["suites"][0]["declared"]["skipped"] == 1,
+           suites.attrib)
+    # Each machine's case as a reader sees it: its result, and the time it measured the
+    # release, to the millisecond.
+    want = {f"{m['hostname']} ({m['id']})": (
+        {"failed": "failure", "complete": "passed"}.get(m["status"], "skipped"),
+        round(m["covered_ns"] / 1e6) / 1e3) for m in v["machines"]}
+    got = {tc["name"]: (tc["result"], tc["time"]) for tc in j["suites"][0]["cases"]}
+    expect(got == want, f"the cases as junitparser reads them: {got}, the verdict: {want}")
     suite = suites.find("testsuite")
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     expect(props["verdict"] == "failed" and props["release"] == R1 and props["server"] == f.url,
@@ -875,14 +940,51 @@ def test_junit_for_ci_systems(c):
     expect(len(good_case) == 0 and float(good_case.get("time")) >= 20 * 60,
            f"complete: {ET.tostring(good_case)}")
     expect(suite.find("system-out").text.splitlines() == v["reasons"], "the reasons")
+    # A release only a machine that does not gate ran: the gating machines' cases are
+    # skipped, with no time.
+    p = f.rtsoak("verdict", "--server", f.url, "--junit", out, R2)
+    cases = read_junit(out)["suites"][0]["cases"]
+    expect(p.returncode == 2 and [(x["result"], x["time"]) for x in cases] == [
+        ("skipped", 0.0)] * 3, f"pending on every gating machine: exit {p.returncode}, {cases}")
     p = f.rtsoak("verdict", "--server", f.url, "--junit", out, "9.9.9-none")
-    expect(p.returncode == 3 and xmllint("--schema", os.path.join(HERE, "junit.xsd"),
-                                         out).returncode == 0, f"unknown release: {p.returncode}")
-    err = ET.parse(out).getroot().find("testsuite/testcase/error")
-    expect(err is not None and "404" in err.text, f"the error case: {err}")
+    expect(p.returncode == 3, f"unknown release: {p.returncode}")
+    cases = read_junit(out)["suites"][0]["cases"]
+    expect(len(cases) == 1 and cases[0]["result"] == "error" and "404" in cases[0]["text"],
+           f"the error case: {cases}")
     p = f.rtsoak("verdict", "--server", f.url, "--junit", "/nonexistent/dir/v.xml", R1)
     expect(p.returncode == 3 and "/nonexistent/dir/v.xml" in p.stderr,
            f"an unwritable file: {p.returncode} {p.stderr}")
+
+
+def prometheus(c, f):
+    """A real Prometheus on loopback that scrapes f's /metrics every second and evaluates the
+    shipped alert rules (etc/rtsoak-alerts.yml) every second; returns a function that answers
+    its alerts as (name, machine, state) triples."""
+    with socketserver.TCPServer(("127.0.0.1", 0), None) as s:
+        port = s.server_address[1]
+    conf = os.path.join(c.root, "prometheus.yml")
+    with open(conf, "w") as out:
+        out.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                  f"rule_files: [{os.path.join(HERE, '..', 'etc', 'rtsoak-alerts.yml')}]\n"
+                  "scrape_configs:\n  - job_name: rtsoak\n    static_configs:\n"
+                  f"      - targets: ['{f.url.split('//', 1)[1]}']\n")
+    log = open(os.path.join(c.root, "prometheus.log"), "w")
+    proc = subprocess.Popen(["prometheus", f"--config.file={conf}",
+                             f"--storage.tsdb.path={c.root}/prometheus",
+                             f"--web.listen-address=127.0.0.1:{port}"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    c.cleanups.append(lambda: (proc.terminate(), proc.wait(30), log.close()))
+
+    def alerts():
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/alerts",
+                                        timeout=10) as r:
+                got = json.loads(r.read())["data"]["alerts"]
+        except OSError:
+            return None  # not listening yet
+        return sorted((a["labels"]["alertname"], a["labels"].get("machine"), a["state"])
+                      for a in got)
+    return alerts
 
 
 @test
@@ -923,6 +1025,7 @@ def test_the_list_and_the_metrics(c):
                  f'gating="1",groups="default,rack-a"}} 1',
                  f'rtsoak_machine_bound_seconds{{machine="{ms[0].id}",hostname=""}} 0.000100000',
                  f'rtsoak_machine_in_maintenance{{machine="{ms[0].id}",hostname=""}} 0',
+                 f'rtsoak_machine_enrolled_timestamp_seconds{{machine="{ms[0].id}",hostname=""}} ',
                  'rtsoak_notification_deliveries{channel="lab-hook",state="sent"} 3',
                  "rtsoak_notification_oldest_pending_seconds 0.000"):
         expect(want in metrics, f"/metrics lacks {want}")
@@ -932,6 +1035,14 @@ def test_the_list_and_the_metrics(c):
         expect(p.returncode == 0, f"promtool check metrics: {p.stdout} {p.stderr}")
     else:
         raise Failed("promtool is missing (Debian package prometheus)")
+    # The machines gate and never reported: Prometheus, scraping the server and evaluating the
+    # shipped rules, fires for each of them, as the server told their silences.
+    alerts, seen = prometheus(c, f), []
+    want = sorted(("RtsoakMachineNeverReported", m.id, "firing") for m in ms)
+    try:
+        wait_for(lambda: seen.append(alerts()) or seen[-1] == want, "Prometheus", step=0.5)
+    except Failed as e:
+        raise Failed(f"{e}: its alerts are {seen[-1]}, not {want}") from None
 
 
 # ---- running them --------------------------------------------------------------------------

@@ -123,6 +123,18 @@ static void test_reload(void **state) {
         assert_int_equal(reload_config(&cur, path, true, NULL, &rr, err), 0);
         assert_string_equal(rr.changed, "");
         assert_string_equal(rr.kept, "");
+        assert_string_equal(rr.applies, "");
+        reload_result_done(&rr);
+
+        /* The README's step 4: only [Upload] changes, which applies at once (no word of the
+         * rotation); [Forensics] is read at start and waits for a restart. */
+        write_conf("a.conf", "[Storage]\nInterval=2s\n\n[Schedule]\nRotation=idle 1h\n\n"
+                             "[Upload]\nServer=https://farm.lab.example:8470\n"
+                             "CAFile=/etc/rtsoak/farm-ca.pem\n\n[Forensics]\nJournalLines=7\n");
+        assert_int_equal(reload_config(&cur, path, true, NULL, &rr, err), 0);
+        assert_string_equal(rr.changed, "Upload.Server, Upload.CAFile");
+        assert_string_equal(rr.applies, "at once: Upload.Server, Upload.CAFile");
+        assert_string_equal(rr.kept, "Forensics.JournalLines=7 (running: 100)");
         reload_result_done(&rr);
 
         /* Live keys change; restart-only keys keep their running values, with a note. */
@@ -135,6 +147,8 @@ static void test_reload(void **state) {
                 "Probe.Threshold, Upload.Batch, Schedule.Rotation, Scenario definitions");
         assert_string_equal(rr.kept,
                             "Probe.CPUs=0 (running: all), Probe.Priority=80 (running: 95)");
+        assert_string_equal(rr.applies, "at once: Upload.Batch; from the next interval boundary: "
+                                        "Probe.Threshold, Schedule.Rotation, Scenario definitions");
         assert_int_equal(rr.cfg.priority, 95);
         assert_true(rr.cfg.cpus.all);
         assert_int_equal(rr.cfg.threshold_ns, 250 * NSEC_PER_USEC);
@@ -172,6 +186,10 @@ static void test_reload(void **state) {
         assert_false(reload_needs_restart("Upload", "Server"));
         assert_true(reload_needs_restart("Upload", "Release")); /* a run keeps its name */
         assert_false(reload_needs_restart("Schedule", "Rotation"));
+        assert_true(reload_needs_restart("Forensics", "FlightRecorder")); /* opened at start */
+        assert_true(reload_needs_restart("Trace", "Enabled"));
+        assert_int_equal(reload_applies("Upload", "TokenFile"), RELOAD_AT_ONCE);
+        assert_int_equal(reload_applies("Probe", "Threshold"), RELOAD_NEXT_INTERVAL);
         daemon_config_free(&cur);
 }
 

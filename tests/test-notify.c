@@ -432,13 +432,16 @@ static void write_file(const char *path, const char *text) {
 }
 
 /* rtsoakd --config conf, with only what the build needs on the command line (so that the
- * file decides the rotation). */
+ * file decides the rotation), and without the flight recorder, which would mount tracefs on
+ * this machine where it is not mounted. */
 static void config_argv(char **argv, const char *conf) {
         static char helper[4200];
         int n = 0;
         argv[n++] = (char *) tu_bin("RTSOAKD");
         argv[n++] = "--config";
         argv[n++] = (char *) conf;
+        argv[n++] = "--set";
+        argv[n++] = "Trace.Enabled=no";
         const char *load = getenv("RTSOAK_LOAD");
         if (load) {
                 snprintf(helper, sizeof(helper), "Load.Helper=%s", load);
@@ -489,7 +492,9 @@ static void test_sighup_reload(void **state) {
         if (!tu_wait_for_text(log, "configuration reloaded", 5000))
                 fail_msg("no reload logged:\n%s", tu_read_file(log));
         char *out = tu_read_file(log);
-        assert_non_null(strstr(out, "changed: Probe.Threshold, Schedule.Rotation"));
+        assert_non_null(strstr(out, "changed: Probe.Threshold, Schedule.Rotation (from the next "
+                                    "interval boundary: Probe.Threshold, Schedule.Rotation); kept "
+                                    "until a restart: Probe.Priority=80 (running: 95)\n"));
         assert_non_null(strstr(out, "Probe.Priority=80 (running: 95)"));
         free(out);
         /* The next intervals run the new scenario; the probes never stopped (no second
@@ -599,6 +604,14 @@ static void test_sighup_enables_upload(void **state) {
                                       "AND message LIKE '%Upload.Server, Upload.TokenFile%'"),
                          1);
         assert_int_equal(db_count(db, "SELECT count(*) FROM runs"), 1);
+        /* The log says when what changed applies: the upload at once, nothing of a rotation
+         * that did not change. */
+        char *out = tu_read_file(log);
+        if (!strstr(out, "changed: Upload.Server, Upload.TokenFile (at once: Upload.Server, "
+                         "Upload.TokenFile)\n") ||
+            strstr(out, "interval boundary"))
+                fail_msg("the reload's log line:\n%s", out);
+        free(out);
 
         before = l.n;
         kill(pid, SIGTERM);

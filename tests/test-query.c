@@ -555,23 +555,23 @@ static void test_bad_parameters(void **state) {
         expect_error(400, "offset=-1", "%s?offset=-1", iv);
         expect_error(400, "cpu=-1", "%s?cpu=-1", iv);
         expect_error(400, "cpu=8192", "%s?cpu=8192", iv);
-        expect_error(400, "unknown parameter form", "%s?form=%lld", iv, (long long) D0);
+        expect_error(400, "form: unknown parameter", "%s?form=%lld", iv, (long long) D0);
         expect_error(400, "cpu: given more than once", "%s?cpu=0&cpu=1", iv);
         expect_error(400, "scenario=no way", "%s?scenario=no%%20way", iv);
         expect_error(400, "from=", "%s?from=%lld&to=%lld", iv, (long long) D0, (long long) D0);
         /* A year at 1 s: over 100,000 steps. */
         expect_error(400, "step=1s", "%s?from=%lld&to=%lld&step=1s", iv, (long long) D0,
                      (long long) (D0 + 365 * DAY_NS));
-        expect_error(400, "unknown parameter form", "/api/v1/machines/" ID_A "/histogram?form=1");
+        expect_error(400, "form: unknown parameter", "/api/v1/machines/" ID_A "/histogram?form=1");
         expect_error(400, "cpu=x", "/api/v1/machines/" ID_A "/histogram?cpu=x");
         expect_error(400, "type=Bad", "/api/v1/machines/" ID_A "/events?type=Bad");
         expect_error(400, "from=never", "/api/v1/machines/" ID_A "/events?from=never");
-        expect_error(400, "unknown parameter from", "/api/v1/machines/" ID_A "/runs?from=0");
+        expect_error(400, "from: unknown parameter", "/api/v1/machines/" ID_A "/runs?from=0");
         expect_error(400, "limit=0", "/api/v1/machines?limit=0");
         expect_error(400, "with: required", "/api/v1/kernels/6.6-rt1/compare");
         expect_error(400, "tolerance=abc",
                      "/api/v1/kernels/6.6-rt1/compare?with=6.6-rt1&tolerance=abc");
-        expect_error(400, "unknown parameter x", "/metrics?x=1");
+        expect_error(400, "x: unknown parameter", "/metrics?x=1");
 
         const char *subs[] = { "intervals", "histogram", "events", "runs" };
         for (size_t i = 0; i < ELEMENTSOF(subs); i++) {

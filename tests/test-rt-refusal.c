@@ -47,16 +47,10 @@ static void child_setup(void *data) {
 }
 
 static void run_daemon(struct limits *l, const char *extra_set, struct tu_result *r) {
-        char *argv[] = { daemon_copy,
-                         "--config",
-                         "/dev/null",
-                         "--set",
-                         set_db,
-                         "--duration",
-                         "2s",
-                         extra_set ? "--set" : NULL,
-                         (char *) extra_set,
-                         NULL };
+        char *argv[] = { daemon_copy, "--config", "/dev/null", "--set", set_db,
+                         /* As in every test outside a mount namespace: no tracefs mount. */
+                         "--set", "Trace.Enabled=no", "--duration", "2s",
+                         extra_set ? "--set" : NULL, (char *) extra_set, NULL };
         tu_run(argv, 20000, child_setup, l, r);
 }
 

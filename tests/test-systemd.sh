@@ -75,7 +75,7 @@ EOF
         ln -sf ../rtsoak-test.service "$tmp/units/multi-user.target.wants/rtsoak-test.service"
         # CAP_IPC_LOCK: root on a real machine has it (mlockall); nspawn leaves it out by
         # default.  rtsoakd's unit keeps it in its bounding set.
-        timeout 400 systemd-nspawn -q -D / --volatile=yes --capability=CAP_IPC_LOCK \
+        timeout -k 10 400 systemd-nspawn -q -D / --volatile=yes --capability=CAP_IPC_LOCK \
                 --overlay="/usr:$tmp/usr:/usr" --overlay="/etc:$tmp/etc:/etc" \
                 --overlay="/var:$tmp/var:/var" --register=no --keep-unit -M "$machine" \
                 --bind="$tmp/out:/out" --bind="$tmp/units:/etc/systemd/system" $dma \

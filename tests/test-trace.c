@@ -13,6 +13,7 @@
  * case needs, so that the machine's own mounts are left alone. */
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +29,7 @@
 #define UNSHARE "/usr/bin/unshare"
 
 /* What to mount at /sys/kernel/tracing in rtsoakd's namespace. */
-enum mount_as { TRACEFS, TRACEFS_RO, TMPFS };
+enum mount_as { TRACEFS, TRACEFS_RO, TMPFS, UNMOUNTED };
 
 /* Shell: tracefs at /sys/kernel/tracing, mounted there unless it already is (systemd mounts
  * it at boot; a second mount of it there fails). */
@@ -45,6 +46,10 @@ static const char *const scripts[] = {
         [TRACEFS] = MOUNT_TRACEFS " || exit 125; exec \"$@\"",
         [TRACEFS_RO] = MOUNT_TRACEFS_RO " || exit 125; exec \"$@\"",
         [TMPFS] = "mount -t tmpfs none /sys/kernel/tracing || exit 125; exec \"$@\"",
+        /* Nothing on the kernel's mount point, as on a machine where nobody mounted it. */
+        [UNMOUNTED] = "while umount /sys/kernel/tracing 2>/dev/null; do :; done; "
+                      "[ \"$(stat -f -c %T /sys/kernel/tracing)\" = sysfs ] || exit 125; "
+                      "exec \"$@\"",
 };
 
 struct soak {
@@ -692,6 +697,34 @@ static void test_no_tracefs(void **state) {
         unavailable("trace-none", TMPFS, NULL, "/sys/kernel/tracing is not a tracefs");
 }
 
+/* tracefs not mounted at all: rtsoakd mounts it, as trace-cmd and rtla do, says so, and
+ * records; the mount is its namespace's (the test's own stays as it was). */
+static void test_tracefs_not_mounted(void **state) {
+        need_root();
+        skip_on_pg();
+        struct statfs before, after;
+        assert_int_equal(statfs("/sys/kernel/tracing", &before), 0);
+        struct soak s;
+        const char *extra[] = { "--set", "Probe.Threshold=1us", "--duration", "3s", NULL };
+        start(&s, "trace-unmounted", UNMOUNTED, extra);
+        char *err = finish(&s);
+        if (!strstr(err, "rtsoakd: Trace flight recorder on: tracefs was not mounted: mounted it "
+                         "at /sys/kernel/tracing; tracefs instance "))
+                fail_msg("rtsoakd did not mount tracefs, or did not say so:\n%s", err);
+        assert_true(intervals_stored(&s) >= 2);
+        json_t *st = rtsoak_json(&s, "status", NULL);
+        json_t *trace = json_object_get(st, "trace");
+        assert_string_equal(json_string_value(json_object_get(trace, "state")), "on");
+        assert_true(json_is_true(json_object_get(trace, "mounted")));
+        /* Every sample is a violation (1 us): some were captured. */
+        assert_true(tu_jint(trace, "captures") >= 1);
+        json_decref(st);
+        assert_int_equal(statfs("/sys/kernel/tracing", &after), 0);
+        assert_int_equal(after.f_type, before.f_type);
+        free(err);
+        tu_rmdir(s.dir);
+}
+
 static void test_read_only(void **state) {
         need_root();
         skip_on_pg();
@@ -822,9 +855,10 @@ static void test_comm_cache_others(void **state) {
                                 NULL };
         start(&s, "trace-comm2", TRACEFS, extra);
         char *err = finish(&s);
-        if (!strstr(err, "comm cache upkeep is on"))
+        if (!strstr(err, "the kernel's comm cache upkeep is on at every context switch (trace "
+                         "events are enabled elsewhere, so options/record-cmd was left as it is)"))
                 fail_msg("events were enabled elsewhere and rtsoakd did not say that the comm "
-                         "cache upkeep is on:\n%s",
+                         "cache upkeep is on, and why:\n%s",
                          err);
         assert_int_equal(tu_wait(h, 20000), 0);
         free(err);
@@ -879,6 +913,7 @@ int main(void) {
                 cmocka_unit_test(test_overlapping_stalls),
                 cmocka_unit_test(test_capture_thread_kept_out),
                 cmocka_unit_test(test_no_tracefs),
+                cmocka_unit_test(test_tracefs_not_mounted),
                 cmocka_unit_test(test_read_only),
                 cmocka_unit_test(test_instance_busy),
                 cmocka_unit_test(test_stale_instance),

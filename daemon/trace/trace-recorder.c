@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "trace-recorder.h"
 
 #define TRACEFS_MAGIC 0x74726163
+#define SYSFS_MAGIC 0x62656572
 #define READ_MAX (1u << 20)
 
 /* The whole of a tracefs file (they report size 0), NUL-terminated. */
@@ -107,9 +109,31 @@ static void cpumask_text(const int *cpus, const bool *skip, size_t n, char *buf,
         }
 }
 
-/* Is path a tracefs?  Fills why when it is not. */
-static int check_mount(const char *path, char *why) {
+/* Mounts tracefs on path, as trace-cmd and rtla (libtracefs) do when it is not mounted. */
+static int mount_tracefs(const char *path, char *why) {
+        if (mount("nodev", path, "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0)
+                return 0;
+        int r = -errno;
+        snprintf(why, TRACE_WHY_MAX,
+                 "tracefs is not mounted at %s and mounting it failed: %s (mount it with "
+                 "\"mount -t tracefs nodev %s\"; under systemd \"systemctl start "
+                 "sys-kernel-tracing.mount\")",
+                 path, strerror(-r), path);
+        return r;
+}
+
+/* Is path a tracefs?  An empty directory of sysfs there is the kernel's mount point with
+ * nothing on it: tracefs is mounted on it (*ret_mounted).  Anything else mounted there was
+ * put there on purpose and is left alone.  Fills why when it is no tracefs. */
+static int check_mount(const char *path, bool *ret_mounted, char *why) {
         struct statfs sf;
+        *ret_mounted = false;
+        if (statfs(path, &sf) == 0 && (uint32_t) sf.f_type == SYSFS_MAGIC) {
+                int r = mount_tracefs(path, why);
+                if (r < 0)
+                        return r;
+                *ret_mounted = true;
+        }
         if (statfs(path, &sf) < 0) {
                 int r = -errno;
                 snprintf(why, TRACE_WHY_MAX,
@@ -166,25 +190,29 @@ static bool events_enabled_anywhere(const char *path) {
  * another rtsoakd's), which leaves the kernel's count of users below zero and its name
  * recording off for every tool until reboot.  When events are enabled elsewhere, or the option
  * cannot be written (a read-only tracefs but for the instances), the instance is made as it is
- * and *comm_cache says so. */
-static int mkdir_without_comm_cache(const char *path, const char *dir, bool *comm_cache) {
+ * and rec->comm_cache says so, rec->comm_cache_why which of the two it was. */
+static int mkdir_without_comm_cache(const char *path, const char *dir, struct trace_recorder *rec) {
         _cleanup_free_ char *v = NULL;
         bool on = read_at(path, "options/record-cmd", &v) >= 0 && v[0] == '1';
-        bool off = on && !events_enabled_anywhere(path) &&
-                   write_at(path, "options/record-cmd", "0") >= 0;
+        bool others = on && events_enabled_anywhere(path);
+        bool off = on && !others && write_at(path, "options/record-cmd", "0") >= 0;
         int r = mkdir(dir, 0750) < 0 ? -errno : 0;
         if (off)
                 (void) write_at(path, "options/record-cmd", "1");
-        *comm_cache = on && !off;
+        rec->comm_cache = on && !off;
+        rec->comm_cache_why = !rec->comm_cache ? ""
+                              : others         ? "trace events are enabled elsewhere, so "
+                                                 "options/record-cmd was left as it is"
+                                               : "options/record-cmd is not writable here";
         return r;
 }
 
 /* mkdir of the instance; a leftover of an rtsoakd that was killed is removed first (before
  * anything else is looked at: its events are still enabled). */
-static int make_instance(const char *path, const char *dir, bool *comm_cache, char *why) {
+static int make_instance(const char *path, const char *dir, struct trace_recorder *rec, char *why) {
         int r = rmdir(dir) < 0 ? -errno : 0;
         if (r == 0 || r == -ENOENT || r == -EROFS || r == -EACCES || r == -EPERM)
-                r = mkdir_without_comm_cache(path, dir, comm_cache);
+                r = mkdir_without_comm_cache(path, dir, rec);
         if (r == 0)
                 return 0;
         if (r == -EBUSY || r == -EEXIST) {
@@ -382,9 +410,9 @@ int trace_recorder_open(const struct trace_params *p, struct trace_recorder **re
                 r->cpus[i] = p->cpus[i];
                 r->pipe_fds[i] = -1;
         }
-        k = check_mount(p->path, why);
+        k = check_mount(p->path, &r->mounted, why);
         if (k >= 0)
-                k = make_instance(p->path, r->dir, &r->comm_cache, why);
+                k = make_instance(p->path, r->dir, r, why);
         if (k < 0) {
                 free(r->dir);
                 r->dir = NULL; /* not ours to remove */

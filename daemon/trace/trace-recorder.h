@@ -57,14 +57,19 @@ struct trace_recorder {
          * switch for an instance created while the top-level option record-cmd was on: false
          * when the instance was created with it off (see make_instance()). */
         bool comm_cache;
+        const char *comm_cache_why; /* why it is on (a static string), "" when off */
+        /* tracefs was not mounted at the path (nothing was): the recorder mounted it, and
+         * leaves it mounted for other tools. */
+        bool mounted;
 };
 
 /* Whether the kernel offers the timerlat tracer (available_tracers); false when unknown. */
 bool trace_kernel_has_timerlat(const char *path);
 
 /* Creates and sets up the instance (a stale one of an earlier rtsoakd is removed first) and
- * starts recording.  On failure returns -errno with one sentence in why saying what is in the
- * way (tracefs not mounted, read-only, the instance busy, ...). */
+ * starts recording; mounts tracefs at the path first when nothing is mounted there.  On
+ * failure returns -errno with one sentence in why saying what is in the way (tracefs not
+ * mounted and not mountable, read-only, the instance busy, ...). */
 int trace_recorder_open(const struct trace_params *p, struct trace_recorder **ret,
                         char why[static TRACE_WHY_MAX]);
 /* Stops recording and removes the instance. */
