@@ -34,7 +34,7 @@ static json_t *culprit_json(const struct trace_contrib *c) {
 static int row_analysis(const struct store_trace_row *t, struct trace_analysis *ret) {
         char err[TRACE_ERROR_MAX];
         json_t *j = json_loads(t->analysis, 0, NULL);
-        int r = j ? trace_analysis_from_json(j, ret, err) : -EBADMSG;
+        int r = j ? trace_analysis_from_stored_json(j, ret, err) : -EBADMSG;
         json_decref(j);
         if (r < 0)
                 log_error("Trace capture %" PRId64 " is damaged: %s", t->id,

@@ -414,13 +414,33 @@ static char *strip(char *s) {
         return s;
 }
 
+/* Whether s is one line of free text (text_ok(); a tab counts as a blank): what a
+ * configuration says goes into logs, pages and uploads.  why says what is wrong. */
+static bool line_ok(const char *s, char why[static TEXT_WHY_MAX]) {
+        if (!text_ok(s, true, why))
+                return false;
+        const char *nl = strchr(s, '\n');
+        if (nl)
+                snprintf(why, TEXT_WHY_MAX, "a control character U+000A at byte %zu",
+                         (size_t) (nl - s));
+        return !nl;
+}
+
 /* Applies one assignment; where is "file:line" or "--set" for messages. */
 static int assign(const struct conf_table *t, const char *where, const char *section,
                   const char *key, const char *value, void *obj, char **origins,
                   char err[static CONF_ERROR_MAX]) {
         const struct conf_item *it;
         const char *reason = NULL;
+        char why[TEXT_WHY_MAX], shown[CONF_ERROR_MAX / 4];
         int r;
+
+        if (!line_ok(section, why) || !line_ok(key, why))
+                return seterr(err, "%s: [%s] %s=: the section or the key: %s", where,
+                              text_escape(section, shown, sizeof(shown) / 2),
+                              text_escape(key, shown + sizeof(shown) / 2, sizeof(shown) / 2), why);
+        if (!line_ok(value, why))
+                return seterr(err, "%s: [%s] %s=: %s", where, section, key, why);
 
         if (!section_known(t, section)) {
                 const char *hint = closest(t, NULL, section);
@@ -534,12 +554,14 @@ int conf_parse_file(const struct conf_table *t, const char *path, void *obj, cha
 int conf_parse_assignment(const struct conf_table *t, const char *assignment, const char *origin,
                           void *obj, char **origins, char err[static CONF_ERROR_MAX]) {
         _cleanup_free_ char *copy = strdup(assignment);
-        char where[PATH_MAX_WHERE];
+        char where[PATH_MAX_WHERE], shown[PATH_MAX_WHERE - 64];
         char *dot, *eq;
 
         if (!copy)
                 return -ENOMEM;
-        snprintf(where, sizeof(where), "%s %s", origin, assignment);
+        /* Shown in messages and --check-config as the text rule allows. */
+        snprintf(where, sizeof(where), "%s %s", origin,
+                 text_escape(assignment, shown, sizeof(shown)));
         eq = strchr(copy, '=');
         if (!eq)
                 return seterr(err, "%s: expected Section.Key=Value", where);

@@ -12,8 +12,10 @@
 
 #include "base64.h"
 #include "hist.h"
+#include "json-path.h"
 #include "macro.h"
 #include "summary.h"
+#include "text-json.h"
 #include "text-safe.h"
 
 /* Plausible wall-clock times: 2001-09-09 to 2200-01-01. */
@@ -295,67 +297,75 @@ static int get_opt_int(struct dec *d, json_t *o, const char *key, int64_t max, i
         return get_int(d, o, key, 0, max, ret);
 }
 
-/* TEXT_LINE: one line of text; TEXT_ANY: also tabs and newlines.  Neither holds a control or
- * bidirectional formatting character (text-safe.h): they would forge lines and reorder words
- * wherever the text is shown. */
-enum { TEXT_ANY, TEXT_LINE, TEXT_HEX, TEXT_NAME, TEXT_WORD, TEXT_RELEASE };
+/* Names, as the schema gives them (name-rule.h). */
+const struct name_rule summary_name_release = { "a release name",
+                                                NAME_LOWER | NAME_UPPER | NAME_DIGITS, "._+~:-", 1,
+                                                SUMMARY_MAX_RELEASE };
+const struct name_rule summary_name_scenario = { "a scenario name",
+                                                 NAME_LOWER | NAME_UPPER | NAME_DIGITS, "-_", 1,
+                                                 SUMMARY_MAX_SCENARIO };
+const struct name_rule summary_name_generator = { "a load generator's name",
+                                                  NAME_LOWER | NAME_DIGITS, "_", 1, 32 };
+const struct name_rule summary_name_metric = { "a metric's name", NAME_LOWER | NAME_DIGITS, "_", 1,
+                                               32 };
+const struct name_rule summary_name_event_type = { "an event type", NAME_LOWER | NAME_DIGITS, "_",
+                                                   1, 64 };
+const struct name_rule summary_name_id = { "an identifier", NAME_HEX, "", 32, 32 };
+const struct name_rule summary_name_digest = { "a digest", NAME_HEX, "", 64, 64 };
 
-/* What a release name may hold besides ASCII letters and digits. */
-#define RELEASE_PUNCT "._+~:-"
-
-static bool release_char(char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               (c && strchr(RELEASE_PUNCT, c));
+const char *summary_release_of(const struct summary_run *run) {
+        return run->release ?: run->kernel_release;
 }
 
-bool summary_release_valid(const char *s) {
-        size_t n = 0;
-        for (; s[n]; n++)
-                if (!release_char(s[n]))
-                        return false;
-        return n >= 1 && n <= SUMMARY_MAX_RELEASE;
-}
-
-static int get_str(struct dec *d, json_t *o, const char *key, size_t minlen, size_t maxlen,
-                   int kind, bool nullable, char **ret) {
+/* The string member key of o, or null when nullable; NULL with an error otherwise. */
+static json_t *get_string(struct dec *d, json_t *o, const char *key, bool nullable, int *ret_r) {
         json_t *v = json_object_get(o, key);
+        *ret_r = 0;
         if (!v)
-                return bad(d, key, "missing");
-        if (nullable && json_is_null(v)) {
-                *ret = NULL;
-                return 0;
-        }
-        if (!json_is_string(v))
-                return bad(d, key, "not a string");
+                *ret_r = bad(d, key, "missing");
+        else if (nullable && json_is_null(v))
+                return NULL;
+        else if (!json_is_string(v))
+                *ret_r = bad(d, key, "not a string");
+        else if (strlen(json_string_value(v)) != json_string_length(v))
+                *ret_r = bad(d, key, "contains a NUL character");
+        else
+                return v;
+        return NULL;
+}
+
+/* Free text: one line, or lines (tabs and newlines) when multiline; never a control or
+ * bidirectional formatting character (text-safe.h), which would forge lines and reorder words
+ * wherever the text is shown. */
+static int get_text(struct dec *d, json_t *o, const char *key, size_t minlen, size_t maxlen,
+                    bool multiline, char **ret) {
+        int r;
+        json_t *v = get_string(d, o, key, false, &r);
+        if (!v)
+                return r;
         const char *s = json_string_value(v);
         size_t len = json_string_length(v);
+        char why[TEXT_WHY_MAX];
+        if (!text_ok(s, multiline, why))
+                return bad(d, key, "%s", why);
         if (len < minlen || len > maxlen)
                 return bad(d, key, "length %zu is out of range (%zu to %zu)", len, minlen, maxlen);
-        if (strlen(s) != len)
-                return bad(d, key, "contains a NUL character");
-        char why[TEXT_WHY_MAX];
-        if ((kind == TEXT_ANY || kind == TEXT_LINE) && !text_ok(s, kind == TEXT_ANY, why))
-                return bad(d, key, "%s", why);
-        for (const char *p = s; kind != TEXT_ANY && kind != TEXT_LINE && *p; p++) {
-                bool good = true;
-                if (kind == TEXT_HEX)
-                        good = (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f');
-                else if (kind == TEXT_NAME)
-                        good = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                               (*p >= '0' && *p <= '9') || *p == '-' || *p == '_';
-                else if (kind == TEXT_RELEASE)
-                        good = release_char(*p);
-                else
-                        good = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_';
-                if (!good)
-                        return bad(d, key,
-                                   kind == TEXT_HEX    ? "not lowercase hexadecimal"
-                                   : kind == TEXT_NAME ? "may hold only letters, digits, - and _"
-                                   : kind == TEXT_RELEASE
-                                           ? "may hold only letters, digits and . _ + ~ : -"
-                                           : "may hold only a-z, 0-9 and _");
-        }
         *ret = strdup(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+/* A name of the kind rule; null (*ret NULL) when nullable. */
+static int get_name(struct dec *d, json_t *o, const char *key, const struct name_rule *rule,
+                    bool nullable, char **ret) {
+        int r;
+        json_t *v = get_string(d, o, key, nullable, &r);
+        *ret = NULL;
+        if (!v)
+                return r;
+        char why[NAME_WHY_MAX];
+        if (!name_ok(rule, json_string_value(v), why))
+                return bad(d, key, "%s", why);
+        *ret = strdup(json_string_value(v));
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -440,8 +450,7 @@ static int decode_cpu(struct dec *d, json_t *o, const struct summary_interval *i
             (r = get_u64(d, o, "violations", UINT64_MAX, &c->violations)) < 0 ||
             (r = get_u64(d, o, "missed", UINT64_MAX, &c->missed)) < 0 ||
             (r = get_u32(d, o, "hist_limit_us", 1, HIST_LIMIT_US_MAX, &c->hist_limit_us)) < 0 ||
-            (r = get_str(d, o, "hist", 0, SUMMARY_MAX_HIST_BYTES / 3 * 4 + 4, TEXT_ANY, false,
-                         &b64)) < 0)
+            (r = get_text(d, o, "hist", 0, SUMMARY_MAX_HIST_BYTES / 3 * 4 + 4, false, &b64)) < 0)
                 return r;
         c->max_time_ns = t;
         if (c->samples > 0 && !(c->min_ns <= c->avg_ns && c->avg_ns <= c->max_ns))
@@ -509,7 +518,7 @@ static int decode_load(struct dec *d, json_t *o, struct summary_load *l) {
         if (!json_is_object(o))
                 return bad(d, NULL, "not an object");
         if ((r = only_keys(d, o, keys)) < 0 ||
-            (r = get_str(d, o, "generator", 1, 32, TEXT_WORD, false, &l->generator)) < 0 ||
+            (r = get_name(d, o, "generator", &summary_name_generator, false, &l->generator)) < 0 ||
             (r = get_u64(d, o, "up_ns", (uint64_t) DAY_NS * 2, &l->up_ns)) < 0 ||
             (r = get_u32(d, o, "starts", 0, 1000000, &l->starts)) < 0 ||
             (r = get_u32(d, o, "exits", 0, 1000000, &l->exits)) < 0 ||
@@ -524,8 +533,8 @@ static int decode_load(struct dec *d, json_t *o, struct summary_load *l) {
                 if (!json_is_object(m))
                         return bad(d, NULL, "not an object");
                 if ((r = only_keys(d, m, mkeys)) < 0 ||
-                    (r = get_str(d, m, "name", 1, 32, TEXT_WORD, false, &x->name)) < 0 ||
-                    (r = get_str(d, m, "unit", 1, 32, TEXT_LINE, false, &x->unit)) < 0)
+                    (r = get_name(d, m, "name", &summary_name_metric, false, &x->name)) < 0 ||
+                    (r = get_text(d, m, "unit", 1, 32, false, &x->unit)) < 0)
                         return r;
                 json_t *v = json_object_get(m, "value");
                 if (!v)
@@ -554,7 +563,7 @@ static int decode_interval(struct dec *d, json_t *o, struct summary_interval *iv
             (r = get_u64(d, o, "seq", (uint64_t) INT64_MAX, &iv->seq)) < 0 ||
             (r = get_int(d, o, "start_ns", TIME_MIN_NS, TIME_MAX_NS, &start)) < 0 ||
             (r = get_u64(d, o, "length_ns", (uint64_t) DAY_NS * 2, &iv->length_ns)) < 0 ||
-            (r = get_str(d, o, "scenario", 1, 32, TEXT_NAME, true, &iv->scenario)) < 0 ||
+            (r = get_name(d, o, "scenario", &summary_name_scenario, true, &iv->scenario)) < 0 ||
             (r = get_array(d, o, "cpus", SUMMARY_MAX_CPUS, &cpus)) < 0 ||
             (r = get_array(d, o, "loads", SUMMARY_MAX_LOADS, &loads)) < 0)
                 return r;
@@ -623,6 +632,13 @@ static int get_details(struct dec *d, json_t *o, char **ret) {
         /* jansson nests no deeper than its own limit, so this recursion is bounded. */
         if (json_depth(v) > SUMMARY_DETAILS_DEPTH)
                 return bad(d, "details", "nested more than %d levels deep", SUMMARY_DETAILS_DEPTH);
+        /* Its strings and member names are text like any other (multiline: a journal's
+         * lines, a pstore record). */
+        char path[TEXT_JSON_PATH_MAX], why[TEXT_WHY_MAX], at[TEXT_JSON_PATH_MAX + 16];
+        if (!text_json_ok(v, true, path, why)) {
+                snprintf(at, sizeof(at), "details.%s", path);
+                return bad(d, at, "%s", why);
+        }
         char *text = json_dumps(v, JSON_COMPACT);
         if (!text)
                 return -ENOMEM;
@@ -647,10 +663,10 @@ static int decode_event(struct dec *d, json_t *o, struct summary_event *e) {
         if ((r = only_keys(d, o, keys)) < 0 ||
             (r = get_u64(d, o, "id", (uint64_t) INT64_MAX, &e->id)) < 0 ||
             (r = get_int(d, o, "time_ns", TIME_MIN_NS, TIME_MAX_NS, &e->time_ns)) < 0 ||
-            (r = get_str(d, o, "type", 1, 64, TEXT_WORD, false, &e->type)) < 0 ||
+            (r = get_name(d, o, "type", &summary_name_event_type, false, &e->type)) < 0 ||
             (r = get_opt_int(d, o, "cpu", SUMMARY_MAX_CPU_ID, &cpu)) < 0 ||
             (r = get_opt_int(d, o, "value", INT64_MAX, &value)) < 0 ||
-            (r = get_str(d, o, "message", 0, SUMMARY_MAX_TEXT, TEXT_ANY, false, &e->message)) < 0 ||
+            (r = get_text(d, o, "message", 0, SUMMARY_MAX_TEXT, true, &e->message)) < 0 ||
             (r = get_details(d, o, &e->details)) < 0)
                 return r;
         if (e->id == 0)
@@ -665,10 +681,16 @@ static int decode_run_extras(struct dec *d, json_t *run, struct summary_run *r) 
         json_t *cpus = json_object_get(run, "cpus"), *x;
         size_t i;
         int q;
+        char why[NAME_WHY_MAX];
         if (json_object_get(run, "release") &&
-            (q = get_str(d, run, "release", 1, SUMMARY_MAX_RELEASE, TEXT_RELEASE, false,
-                         &r->release)) < 0)
+            (q = get_name(d, run, "release", &summary_name_release, false, &r->release)) < 0)
                 return q;
+        /* Without release, the run is judged under its kernel's: a name all the same. */
+        if (!r->release && !name_ok(&summary_name_release, r->kernel_release, why))
+                return bad(d, "release",
+                           "missing, and kernel_release is not a release name (%s): send release "
+                           "([Upload] Release=)",
+                           why);
         if (!cpus)
                 return 0;
         if ((q = get_array(d, run, "cpus", SUMMARY_MAX_CPUS, &cpus)) < 0)
@@ -699,9 +721,9 @@ static int decode_machine(struct dec *d, json_t *doc, struct summary_machine *m)
                 return r;
         size_t at = enter(d, "machine", -1);
         if ((r = only_keys(d, o, keys)) < 0 ||
-            (r = get_str(d, o, "id", 32, 32, TEXT_HEX, false, &m->id)) < 0 ||
-            (r = get_str(d, o, "hostname", 1, 255, TEXT_LINE, false, &m->hostname)) < 0 ||
-            (r = get_str(d, o, "cpu_model", 0, 256, TEXT_LINE, false, &m->cpu_model)) < 0 ||
+            (r = get_name(d, o, "id", &summary_name_id, false, &m->id)) < 0 ||
+            (r = get_text(d, o, "hostname", 1, 255, false, &m->hostname)) < 0 ||
+            (r = get_text(d, o, "cpu_model", 0, 256, false, &m->cpu_model)) < 0 ||
             (r = get_u32(d, o, "cpus", 1, SUMMARY_MAX_CPUS, &m->cpus)) < 0)
                 return r;
         leave(d, at);
@@ -731,19 +753,16 @@ static int decode_run(struct dec *d, json_t *doc, struct summary_run *x) {
         size_t at = enter(d, "run", -1);
         if ((r = only_keys(d, run, keys)) < 0 ||
             (r = get_int(d, run, "id", 1, INT64_MAX, &x->id)) < 0 ||
-            (r = get_str(d, run, "boot_id", 32, 32, TEXT_HEX, false, &x->boot_id)) < 0 ||
-            (r = get_str(d, run, "kernel_release", 1, 256, TEXT_LINE, false, &x->kernel_release)) <
-                    0 ||
-            (r = get_str(d, run, "kernel_version", 0, 512, TEXT_LINE, false, &x->kernel_version)) <
-                    0 ||
-            (r = get_str(d, run, "kernel_cmdline", 0, SUMMARY_MAX_CMDLINE, TEXT_LINE, false,
-                         &x->kernel_cmdline)) < 0 ||
-            (r = get_str(d, run, "preempt_model", 0, 64, TEXT_LINE, false, &x->preempt_model)) <
-                    0 ||
-            (r = get_str(d, run, "daemon_version", 1, 64, TEXT_LINE, false, &x->daemon_version)) <
-                    0 ||
-            (r = get_str(d, run, "config_digest", 64, 64, TEXT_HEX, false, &x->config_digest)) <
-                    0 ||
+            (r = get_name(d, run, "boot_id", &summary_name_id, false, &x->boot_id)) < 0 ||
+            (r = get_text(d, run, "kernel_release", 1, SUMMARY_MAX_RELEASE, false,
+                          &x->kernel_release)) < 0 ||
+            (r = get_text(d, run, "kernel_version", 0, 512, false, &x->kernel_version)) < 0 ||
+            (r = get_text(d, run, "kernel_cmdline", 0, SUMMARY_MAX_CMDLINE, false,
+                          &x->kernel_cmdline)) < 0 ||
+            (r = get_text(d, run, "preempt_model", 0, 64, false, &x->preempt_model)) < 0 ||
+            (r = get_text(d, run, "daemon_version", 1, 64, false, &x->daemon_version)) < 0 ||
+            (r = get_name(d, run, "config_digest", &summary_name_digest, false,
+                          &x->config_digest)) < 0 ||
             (r = get_int(d, run, "start_ns", TIME_MIN_NS, TIME_MAX_NS, &x->start_ns)) < 0 ||
             (r = get_u64(d, run, "threshold_ns", (uint64_t) DAY_NS, &x->threshold_ns)) < 0 ||
             (r = get_u64(d, run, "probe_interval_ns", (uint64_t) DAY_NS, &x->probe_interval_ns)) <
@@ -817,8 +836,13 @@ int summary_decode(const char *text, size_t len, struct summary *ret,
 
         json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
         if (!doc) {
-                snprintf(err, SUMMARY_ERROR_MAX, "malformed JSON at line %d, column %d: %s",
-                         je.line, je.column, je.text);
+                /* The parser's own words quote the text (a byte that is not UTF-8 among
+                 * them): escaped, and the field named as the decoder would. */
+                char path[JSON_PATH_MAX], what[sizeof(je.text) * 4];
+                json_path_at(text, len, (size_t) MAX(je.position, 0), path);
+                snprintf(err, SUMMARY_ERROR_MAX, "%s%smalformed JSON at line %d, column %d: %s",
+                         path, *path ? ": " : "", je.line, je.column,
+                         text_escape(je.text, what, sizeof(what)));
                 return -EBADMSG;
         }
         int r = decode_doc(&d, doc, &s);

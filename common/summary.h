@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "name-rule.h"
+
 #define SUMMARY_SCHEMA "rtsoak.summary/1"
 #define SUMMARY_ERROR_MAX 512
 
@@ -30,9 +32,12 @@
 #define SUMMARY_MAX_HIST_BYTES (1 << 20)
 #define SUMMARY_MAX_TEXT 4096 /* any string, except the kernel command line: */
 #define SUMMARY_MAX_CMDLINE 16384
-#define SUMMARY_MAX_DETAILS 65536             /* an event's details, as compact JSON text */
-#define SUMMARY_DETAILS_DEPTH 8               /* how deeply its objects and arrays may nest */
-#define SUMMARY_MAX_RELEASE 256               /* run.release */
+#define SUMMARY_MAX_DETAILS 65536 /* an event's details, as compact JSON text */
+#define SUMMARY_DETAILS_DEPTH 8   /* how deeply its objects and arrays may nest */
+/* A release name (run.release, or run.kernel_release when it is absent), stored, routed and
+ * served whole: every buffer and every route that holds one uses this. */
+#define SUMMARY_MAX_RELEASE 256
+#define SUMMARY_MAX_SCENARIO 32
 #define SUMMARY_MAX_TRACES 64                 /* trace captures per interval */
 #define SUMMARY_MAX_TRACE_RAW (1 << 20)       /* a capture's compressed raw events */
 #define SUMMARY_MAX_TRACE_RAW_TOTAL (4 << 20) /* all of them in one interval */
@@ -130,8 +135,15 @@ struct summary {
 
 void summary_done(struct summary *s);
 
-/* Whether s may be a run's release name: 1-256 letters, digits and . _ + ~ : - */
-bool summary_release_valid(const char *s);
+/* The kinds of names the schema holds (name-rule.h; check them with name_ok()): a release
+ * (1-256 letters, digits and . _ + ~ : -), a scenario, a load generator, a metric, an event
+ * type, an identifier (machine.id, run.boot_id) and a digest (run.config_digest). */
+extern const struct name_rule summary_name_release, summary_name_scenario, summary_name_generator,
+        summary_name_metric, summary_name_event_type, summary_name_id, summary_name_digest;
+
+/* The name the run is judged under: release, else kernel_release (the decoder made sure that
+ * it is a release name). */
+const char *summary_release_of(const struct summary_run *run);
 
 /* Encodes s as compact JSON (allocated, NUL-terminated). */
 int summary_encode(const struct summary *s, char **ret, size_t *ret_len);

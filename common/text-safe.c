@@ -68,7 +68,7 @@ char *text_copy_utf8(const char *s, char *buf, size_t size) {
         for (size_t at = 0; p[at];) {
                 uint32_t cp;
                 size_t n = decode(p + at, &cp);
-                bool keep = n > 0 && cp >= 0x20 && cp != 0x7F;
+                bool keep = n > 0 && !unsafe(cp, false);
                 size_t w = keep ? n : 1;
                 if (out + w >= size)
                         break;
@@ -84,12 +84,13 @@ char *text_copy_utf8(const char *s, char *buf, size_t size) {
 }
 
 /* The escape of one character, or NULL when it stays as it is. */
-static const char *escape_of(const unsigned char *p, size_t n, uint32_t cp, char tmp[static 16]) {
+static const char *escape_of(const unsigned char *p, size_t n, uint32_t cp, bool multiline,
+                             char tmp[static 16]) {
         if (n == 0) {
                 snprintf(tmp, 16, "\\x%02x", p[0]);
                 return tmp;
         }
-        if (!unsafe(cp, false))
+        if (!unsafe(cp, multiline))
                 return NULL;
         switch (cp) {
         case '\n':
@@ -106,29 +107,49 @@ static const char *escape_of(const unsigned char *p, size_t n, uint32_t cp, char
         }
 }
 
-char *text_escape(const char *s, char *buf, size_t size) {
+/* Writes s escaped into buf (size > 0, cut to fit between characters); with buf NULL, only
+ * counts.  Returns the length of the escaped text, written or not. */
+static size_t escape_into(const char *s, bool multiline, char *buf, size_t size) {
         const unsigned char *p = (const unsigned char *) (s ?: "");
         size_t o = 0;
         while (*p) {
                 uint32_t cp = 0;
                 char tmp[16];
                 size_t n = decode(p, &cp);
-                const char *e = escape_of(p, n, cp, tmp);
+                const char *e = escape_of(p, n, cp, multiline, tmp);
                 size_t len = e ? strlen(e) : n;
-                if (o + len >= size)
+                if (buf && o + len >= size)
                         break;
-                memcpy(buf + o, e ?: (const char *) p, len);
+                if (buf)
+                        memcpy(buf + o, e ?: (const char *) p, len);
                 o += len;
                 p += n ?: 1;
         }
-        buf[o] = '\0';
+        if (buf)
+                buf[o] = '\0';
+        return o;
+}
+
+char *text_escape(const char *s, char *buf, size_t size) {
+        escape_into(s, false, buf, size);
+        return buf;
+}
+
+/* Allocated to the size the escapes take (a text may be megabytes of raw trace events). */
+static char *escape_dup(const char *s, bool multiline) {
+        size_t size = escape_into(s, multiline, NULL, 0) + 1;
+        char *buf = malloc(size);
+        if (buf)
+                escape_into(s, multiline, buf, size);
         return buf;
 }
 
 char *text_escape_dup(const char *s) {
-        size_t size = 6 * strlen(s ?: "") + 1; /* "\u202e" for 3 bytes, "\x01" for 1 */
-        char *buf = malloc(size);
-        return buf ? text_escape(s, buf, size) : NULL;
+        return escape_dup(s, false);
+}
+
+char *text_escape_lines_dup(const char *s) {
+        return escape_dup(s, true);
 }
 
 void text_fputs(const char *s, FILE *f) {
@@ -155,11 +176,13 @@ const char *markup_entity(unsigned char c) {
 }
 
 void markup_fputs(const char *s, FILE *f) {
-        for (const unsigned char *p = (const unsigned char *) (s ? s : ""); *p; p++) {
+        char *safe = escape_dup(s, true);
+        for (const unsigned char *p = (const unsigned char *) (safe ?: ""); *p; p++) {
                 const char *e = markup_entity(*p);
                 if (e)
                         fputs(e, f);
-                else if (*p >= 0x20 || *p == '\t' || *p == '\n' || *p == '\r')
+                else
                         fputc(*p, f);
         }
+        free(safe);
 }

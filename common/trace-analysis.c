@@ -60,7 +60,8 @@ struct walk {
         struct trace_contrib *last; /* what the previous stretch was charged to */
 };
 
-/* A name as JSON can carry it: a task's name from the kernel is any bytes, even none. */
+/* A name as the schema takes it: a task's name from the kernel is any bytes, even none, and
+ * text_copy_utf8() makes '?' of what the text rule refuses. */
 static void set_name(char *dst, const char *src) {
         text_copy_utf8(*src ? src : "<unnamed>", dst, TRACE_CULPRIT_NAME_MAX);
 }

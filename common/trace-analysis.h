@@ -89,3 +89,7 @@ json_t *trace_analysis_to_json(const struct trace_analysis *a);
  * the offending field in err ("culprit.kind: ...") or -ENOMEM. */
 int trace_analysis_from_json(json_t *o, struct trace_analysis *ret,
                              char err[static TRACE_ERROR_MAX]);
+/* The same for one this program stored (the local database, read back): text an earlier
+ * version let through is first repaired as text_json_repair() does (o is changed). */
+int trace_analysis_from_stored_json(json_t *o, struct trace_analysis *ret,
+                                    char err[static TRACE_ERROR_MAX]);

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "macro.h"
+#include "text-json.h"
+#include "text-safe.h"
 #include "trace-analysis.h"
 
 #define DAY_NS (INT64_C(86400) * INT64_C(1000000000))
@@ -128,9 +130,11 @@ static int flag(struct rd *d, json_t *o, const char *key, bool *ret) {
         return 0;
 }
 
-/* Text into a fixed buffer: printable, at least one byte unless it may be null. */
+/* Text into a fixed buffer: one line of free text (text_ok(), as every text field of the
+ * summary), at least one byte unless it may be null. */
 static int text(struct rd *d, json_t *o, const char *key, char *buf, size_t size, bool nullable) {
         json_t *v = json_object_get(o, key);
+        char why[TEXT_WHY_MAX];
         buf[0] = 0;
         if (!v)
                 return refuse(d, key, "missing");
@@ -140,11 +144,12 @@ static int text(struct rd *d, json_t *o, const char *key, char *buf, size_t size
                 return refuse(d, key, "not a string");
         size_t len = json_string_length(v);
         const char *s = json_string_value(v);
+        if (strlen(s) != len)
+                return refuse(d, key, "contains a NUL character");
+        if (!text_ok(s, false, why))
+                return refuse(d, key, "%s", why);
         if (len == 0 || len >= size)
                 return refuse(d, key, "length %zu is out of range (1 to %zu)", len, size - 1);
-        for (size_t i = 0; i < len; i++)
-                if ((unsigned char) s[i] < 0x20)
-                        return refuse(d, key, "contains a control character");
         memcpy(buf, s, len + 1);
         return 0;
 }
@@ -284,4 +289,16 @@ int trace_analysis_from_json(json_t *o, struct trace_analysis *ret,
         a.others_ns = (uint64_t) oth;
         *ret = a;
         return 0;
+}
+
+int trace_analysis_from_stored_json(json_t *o, struct trace_analysis *ret,
+                                    char err[static TRACE_ERROR_MAX]) {
+        /* An earlier rtsoakd let C1 controls and bidirectional overrides of a task's name
+         * through: such a name becomes what this one makes of it, rather than its capture and
+         * its interval being refused. */
+        if (text_json_repair(o) < 0) {
+                snprintf(err, TRACE_ERROR_MAX, "out of memory");
+                return -ENOMEM;
+        }
+        return trace_analysis_from_json(o, ret, err);
 }

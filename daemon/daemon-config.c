@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "config.h"
 #include "daemon-config.h"
@@ -145,16 +146,6 @@ const struct scenario *scenario_find(const struct daemon_config *c, const char *
         return NULL;
 }
 
-static bool valid_name(const char *name) {
-        size_t l = strlen(name);
-        if (l == 0 || l > SCENARIO_NAME_MAX)
-                return false;
-        for (const char *p = name; *p; p++)
-                if (!isalnum((unsigned char) *p) && *p != '-' && *p != '_')
-                        return false;
-        return true;
-}
-
 static int scenario_get(struct daemon_config *c, const char *name, bool create,
                         struct scenario **ret) {
         struct scenario *sc = (struct scenario *) scenario_find(c, name);
@@ -202,10 +193,9 @@ static int scenario_assign(void *obj, const char *where, const char *name, const
         struct scenario *sc;
         int r;
 
-        if (!valid_name(name)) {
-                snprintf(err, CONF_ERROR_MAX,
-                         "invalid scenario name \"%s\" (1-%d letters, digits, '-' or '_')", name,
-                         SCENARIO_NAME_MAX);
+        char why[NAME_WHY_MAX];
+        if (!name_ok(&summary_name_scenario, name, why)) {
+                snprintf(err, CONF_ERROR_MAX, "invalid scenario name \"%s\": %s", name, why);
                 return -EINVAL;
         }
         if (strcmp(key, "Load") != 0) {
@@ -378,16 +368,17 @@ static int check_trace(const struct daemon_config *c, char **origins,
                        char err[static CONF_ERROR_MAX]) {
         const char *w;
         size_t n = 0;
-        for (const char *p = c->trace_instance; *p; p++)
-                if (!isalnum((unsigned char) *p) && !strchr("-_.", *p)) {
-                        snprintf(err, CONF_ERROR_MAX,
-                                 "%s: [Trace] Instance=%s: only letters, digits, '-', '_' and "
-                                 "'.' are allowed",
-                                 conf_origin(&daemon_config_table, origins,
-                                             offsetof(struct daemon_config, trace_instance)),
-                                 c->trace_instance);
-                        return -EINVAL;
-                }
+        static const struct name_rule instance = { "a tracefs instance's name",
+                                                   NAME_LOWER | NAME_UPPER | NAME_DIGITS, "-_.", 1,
+                                                   64 };
+        char why[NAME_WHY_MAX];
+        if (!name_ok(&instance, c->trace_instance, why)) {
+                snprintf(err, CONF_ERROR_MAX, "%s: [Trace] Instance=%s: %s",
+                         conf_origin(&daemon_config_table, origins,
+                                     offsetof(struct daemon_config, trace_instance)),
+                         c->trace_instance, why);
+                return -EINVAL;
+        }
         if (c->trace_instance[0] == '.') {
                 snprintf(err, CONF_ERROR_MAX, "%s: [Trace] Instance=%s: must not start with '.'",
                          conf_origin(&daemon_config_table, origins,
@@ -424,6 +415,19 @@ static int check_trace(const struct daemon_config *c, char **origins,
                 return -EINVAL;
         }
         return 0;
+}
+
+int daemon_config_check_release(const struct daemon_config *c, const char *kernel_release,
+                                char err[static CONF_ERROR_MAX]) {
+        char why[NAME_WHY_MAX], shown[4 * 65];
+        if (!*c->upload_server || *c->upload_release ||
+            name_ok(&summary_name_release, kernel_release, why))
+                return 0;
+        snprintf(err, CONF_ERROR_MAX,
+                 "[Upload] Release= is not set and this kernel's release \"%s\" (uname -r) is not "
+                 "a release name (%s): the farm would refuse every upload; set [Upload] Release=",
+                 text_escape(kernel_release, shown, sizeof(shown)), why);
+        return -EINVAL;
 }
 
 int daemon_config_load(struct daemon_config *c, const char *path, bool explicit_path,
@@ -465,15 +469,18 @@ int daemon_config_load(struct daemon_config *c, const char *path, bool explicit_
                 r = -EINVAL;
                 goto out;
         }
-        if (*c->upload_release && !summary_release_valid(c->upload_release)) {
-                snprintf(err, CONF_ERROR_MAX,
-                         "%s: [Upload] Release=%s: may hold only letters, digits and . _ + ~ : -",
+        char name_why[NAME_WHY_MAX];
+        if (*c->upload_release && !name_ok(&summary_name_release, c->upload_release, name_why)) {
+                snprintf(err, CONF_ERROR_MAX, "%s: [Upload] Release=%s: %s",
                          conf_origin(&daemon_config_table, origins,
                                      offsetof(struct daemon_config, upload_release)),
-                         c->upload_release);
+                         c->upload_release, name_why);
                 r = -EINVAL;
                 goto out;
         }
+        struct utsname u;
+        if (uname(&u) == 0 && (r = daemon_config_check_release(c, u.release, err)) < 0)
+                goto out;
         r = check_trace(c, origins, err);
         if (r < 0)
                 goto out;

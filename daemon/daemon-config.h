@@ -11,6 +11,7 @@
 #include "cpuset.h"
 #include "loadgen.h"
 #include "rotation.h"
+#include "summary.h"
 
 #define DAEMON_CONFIG_PATH "/etc/rtsoak/rtsoakd.conf"
 /* The unprivileged system user the load generators run as by default (sysusers.d). */
@@ -61,7 +62,7 @@ struct daemon_config {
 };
 
 #define SCENARIO_LOADS_MAX 16
-#define SCENARIO_NAME_MAX 32
+#define SCENARIO_NAME_MAX SUMMARY_MAX_SCENARIO
 
 struct scenario {
         char *name;
@@ -79,8 +80,15 @@ const struct scenario *scenario_find(const struct daemon_config *c, const char *
 
 extern const struct conf_table daemon_config_table;
 
+/* Whether the runs of this configuration on a kernel whose release (uname -r) is kernel_release
+ * get a name the farm takes: with [Upload] Server= and without [Upload] Release=, the kernel's
+ * release is the name, and it must be one (summary_name_release); -EINVAL with err otherwise. */
+int daemon_config_check_release(const struct daemon_config *c, const char *kernel_release,
+                                char err[static CONF_ERROR_MAX]);
+
 /* Loads defaults, path (required if explicit), its drop-ins and the --set assignments, then
- * checks the keys against each other.  On error err holds the message. */
+ * checks the keys against each other and the running kernel's release against the farm's
+ * rule (daemon_config_check_release).  On error err holds the message. */
 int daemon_config_load(struct daemon_config *c, const char *path, bool explicit_path,
                        char *const *sets, char ***ret_sources, char err[static CONF_ERROR_MAX]);
 void daemon_config_free(struct daemon_config *c);

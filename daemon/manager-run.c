@@ -40,13 +40,14 @@ void manager_fail(struct manager *m, const char *fmt, ...) {
         va_end(ap);
 }
 
-/* The name the farm judges this run under: [Upload] Release=, else the kernel's release when
- * it makes a valid name (an odd one is still sent as the kernel's, and the farm judges by
- * that). */
+/* The name the farm judges this run under: [Upload] Release=, else the kernel's release.  One
+ * that is not a release name is not sent: with uploads on, daemon_config_load() refused it
+ * before (the farm would refuse every upload); without, nothing is sent anyway. */
 static const char *run_release(const struct daemon_config *c, const struct sysinfo_run *si) {
+        char why[NAME_WHY_MAX];
         if (*c->upload_release)
                 return c->upload_release;
-        return summary_release_valid(si->kernel_release) ? si->kernel_release : NULL;
+        return name_ok(&summary_name_release, si->kernel_release, why) ? si->kernel_release : NULL;
 }
 
 /* The run's row: the machine, the kernel, the configuration; earlier runs that did not end

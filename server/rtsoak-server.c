@@ -948,10 +948,10 @@ static int verdict_cmd(const struct options *o, const char *release) {
                 log_error_errno(r, "Cannot judge %s: %s", release, err);
                 return r == -ENOENT ? 3 : EXIT_FAILURE;
         }
-        json_dumpf(j, stdout, JSON_INDENT(2));
-        putchar('\n');
         const char *st = farm_verdict_status(j);
         r = strcmp(st, "qualified") == 0 ? 0 : strcmp(st, "failed") == 0 ? 1 : 2;
+        if (cli_print_json(j) != EXIT_SUCCESS)
+                r = EXIT_FAILURE;
         json_decref(j);
         return r;
 }
@@ -1026,10 +1026,9 @@ static int waivers_cmd(const struct options *o, const char *release) {
                 log_error_errno(r, "Cannot list the waivers: %s", err);
                 return EXIT_FAILURE;
         }
-        json_dumpf(j, stdout, JSON_INDENT(2));
-        putchar('\n');
+        r = cli_print_json(j);
         json_decref(j);
-        return EXIT_SUCCESS;
+        return r;
 }
 
 static int admin_cmd(const struct options *o, const char *name, bool revoke) {
@@ -1038,9 +1037,8 @@ static int admin_cmd(const struct options *o, const char *name, bool revoke) {
         farm_db *db = NULL;
         int r;
 
-        if (!farm_admin_name_valid(name)) {
-                log_error("Invalid staff name '%s': 1-%d letters, digits or . _ @ -", name,
-                          FARM_ADMIN_NAME_MAX);
+        if (farm_check_who("staff name", name, err) < 0) {
+                log_error("Invalid %s", err);
                 return EXIT_USAGE;
         }
         if (cli_open_db(o->db_path, &db) < 0)
@@ -1074,9 +1072,8 @@ static int reader_cmd(const struct options *o, const char *name, bool revoke) {
         farm_db *db = NULL;
         int r;
 
-        if (!farm_reader_name_valid(name)) {
-                log_error("Invalid reader name '%s': 1-%d letters, digits or . _ @ -", name,
-                          FARM_READER_NAME_MAX);
+        if (farm_check_who("reader name", name, err) < 0) {
+                log_error("Invalid %s", err);
                 return EXIT_USAGE;
         }
         if (cli_open_db(o->db_path, &db) < 0)

@@ -321,11 +321,6 @@ int farm_access_check(const farm_access *a, farm_db *db, enum farm_route_class c
         return deny(ret, 401, scheme, "missing, invalid or revoked token");
 }
 
-/* A reader's name follows the rules of a staff member's. */
-bool farm_reader_name_valid(const char *name) {
-        return farm_admin_name_valid(name);
-}
-
 /* One statement and its audit row in a write transaction. */
 static int reader_change(farm_db *db, const char *sql, const char *name, const uint8_t *hash,
                          int64_t now_ns, const char *action, const char *what, char *err) {

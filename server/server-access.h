@@ -74,8 +74,8 @@ int farm_access_check(const farm_access *a, farm_db *db, enum farm_route_class c
                       const char *host, const char *authorization, struct farm_denial *ret,
                       char ret_who[static FARM_READER_NAME_MAX + 8], char *err);
 
-/* Read tokens, stored hashed like the staff tokens, each made and revoked in the audit trail. */
-bool farm_reader_name_valid(const char *name);
+/* Read tokens, stored hashed like the staff tokens, each made and revoked in the audit trail;
+ * a reader's name follows farm_name_person, as a staff member's. */
 int farm_reader_add(farm_db *db, const char *name, const uint8_t hash[static SHA256_DIGEST_SIZE],
                     int64_t now_ns, char err[static FARM_ERROR_MAX]);
 int farm_reader_revoke(farm_db *db, const char *name, int64_t now_ns,

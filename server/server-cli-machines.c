@@ -13,6 +13,7 @@
 #include "server-cli-machines.h"
 #include "server-cli-token.h"
 #include "server-maintenance.h"
+#include "text-json.h"
 #include "timeutil.h"
 
 int cli_open_db(const char *path, farm_db **ret) {
@@ -38,7 +39,8 @@ static bool machine_id_ok(const char *machine_id) {
 }
 
 int cli_print_json(json_t *j) {
-        int r = json_dumpf(j, stdout, JSON_INDENT(2));
+        /* What was stored before the text rule reaches the terminal escaped (text-json.h). */
+        int r = text_json_escape(j) < 0 ? -ENOMEM : json_dumpf(j, stdout, JSON_INDENT(2));
         putchar('\n');
         if (r < 0 || fflush(stdout) != 0)
                 return log_error_errno(EIO, "Cannot print the answer"), EXIT_FAILURE;

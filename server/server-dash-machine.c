@@ -24,7 +24,7 @@ struct window {
         int64_t from, to;
         int64_t hl_from, hl_to; /* hl_to <= hl_from: nothing highlighted */
         char name[64];          /* "1d", "30d", "kernel:..." or "" for from/to */
-        char kernel[256];
+        char kernel[SUMMARY_MAX_RELEASE + 1];
 };
 
 /* ?window=1d|30d|kernel:RELEASE, or ?from=&to= (one of them: a day from or up to it), and
@@ -111,7 +111,7 @@ static void window_query(char *buf, size_t size, const struct window *w, bool ht
         if (w->name[0] && strcmp(w->name, "kernel") != 0)
                 o = (size_t) snprintf(buf, size, "?window=%s", w->name);
         else if (w->name[0]) {
-                char k[600];
+                char k[3 * SUMMARY_MAX_RELEASE + 1];
                 dash_urlenc_buf(k, sizeof(k), w->kernel);
                 o = (size_t) snprintf(buf, size, "?window=kernel:%s", k);
         } else
@@ -638,7 +638,7 @@ int dash_page_machine(struct dash *x, const char *id) {
         struct svg_buf hist = {}, lt = {};
         json_t *events = NULL;
         uint64_t nevents = 0;
-        char q[1200], nb[16], b1[32], b2[32];
+        char q[3 * SUMMARY_MAX_RELEASE + 400], nb[16], b1[32], b2[32];
         int r;
 
         if ((r = machine_and_window(x, id, &m, &w)) <= 0)

@@ -31,8 +31,11 @@ void farm_dash_refusal(struct farm_answer *ret, unsigned status, const char *msg
 int farm_dash_route(farm_db *db, const struct farm_rule *rule, const char *url, const char *method,
                     const struct farm_args *args, int64_t now_ns, struct farm_answer *ret) {
         enum { OVERVIEW, MACHINE, KERNEL, PLOT_HIST, PLOT_LT, PLOT_COV } which;
-        char key[512];
+        /* A machine id, or a release percent-encoded (three bytes for each of its characters at
+         * most) and then decoded in place. */
+        char key[3 * SUMMARY_MAX_RELEASE + 1] = "";
         const char *rest;
+        int r;
 
         if (strcmp(url, "/") == 0)
                 which = OVERVIEW;
@@ -52,11 +55,9 @@ int farm_dash_route(farm_db *db, const struct farm_rule *rule, const char *url, 
                 snprintf(key, sizeof(key), "%.64s", rest);
         } else if ((rest = after(url, "/kernels/")) && *rest) {
                 which = KERNEL;
+                if (strlen(rest) >= sizeof(key))
+                        rest = ""; /* longer than any release, even encoded */
                 snprintf(key, sizeof(key), "%s", rest);
-                if (strlen(rest) >= 256) {
-                        which = KERNEL;
-                        key[255] = '\0';
-                }
         } else
                 return 0;
 
@@ -67,10 +68,19 @@ int farm_dash_route(farm_db *db, const struct farm_rule *rule, const char *url, 
                 ret->allow = "GET, HEAD";
                 return 1;
         }
-        /* The key is a segment of the routing path, still percent-encoded (a release may hold
-         * a '/'): decoded here. */
-        if (which != OVERVIEW && farm_segment_decode(key, strlen(key), key, sizeof(key)) < 0) {
+        /* The key is a segment of the routing path, still percent-encoded (a release stored
+         * before the rule may hold a '/'): decoded here.  One longer than any release (or cut
+         * to fit key) names nothing. */
+        bool release = which == KERNEL || which == PLOT_COV;
+        r = which == OVERVIEW ? 0
+            : release         ? farm_release_segment(key, strlen(key), key)
+                              : farm_segment_decode(key, strlen(key), key, sizeof(key));
+        if (r == -EINVAL || (r < 0 && !release)) {
                 dash_fail_page(&x, 404, "no such page: a bad escape in the path");
+                return 1;
+        }
+        if (r < 0) {
+                dash_fail_page(&x, 404, "no such kernel release");
                 return 1;
         }
         switch (which) {

@@ -308,12 +308,13 @@ void farm_db_close(farm_db *db) {
         free(db);
 }
 
+const struct name_rule farm_name_person = { "a person's name",
+                                            NAME_LOWER | NAME_UPPER | NAME_DIGITS, "._@-", 1,
+                                            FARM_PERSON_NAME_MAX };
+
 bool farm_machine_id_valid(const char *s) {
-        size_t n = 0;
-        for (; s[n]; n++)
-                if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
-                        return false;
-        return n == FARM_MACHINE_ID_LEN;
+        char why[NAME_WHY_MAX];
+        return name_ok(&summary_name_id, s, why);
 }
 
 int farm_token_rows(sql_stmt *st, const uint8_t token_hash[SHA256_DIGEST_SIZE], char *ret_name,

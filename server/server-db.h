@@ -80,5 +80,9 @@ struct farm_clock_view {
 int farm_machines_json(farm_db *db, const char *machine_id, const struct farm_clock_view *cv,
                        json_t **ret, char err[static FARM_ERROR_MAX]);
 
-/* True for 32 lowercase hex digits, the form of /etc/machine-id. */
+/* True for 32 lowercase hex digits, the form of /etc/machine-id (summary_name_id). */
 bool farm_machine_id_valid(const char *s);
+
+/* The names of people in the audit trail: staff members, readers, who made a change. */
+#define FARM_PERSON_NAME_MAX 64
+extern const struct name_rule farm_name_person;

@@ -36,7 +36,9 @@
 #include "server-stable.h"
 #include "server-verdict.h"
 #include "server-waivers.h"
+#include "json-path.h"
 #include "summary.h"
+#include "text-json.h"
 #include "text-safe.h"
 #include "timeutil.h"
 
@@ -48,7 +50,6 @@
 #define API_MAINTENANCE "/api/v1/maintenance"
 #define API_SERIES "/api/v1/series"
 #define API_NOTIFICATIONS "/api/v1/notifications"
-#define RELEASE_MAX 256
 #define PATH_LOG_MAX 256
 
 struct farm_http {
@@ -85,7 +86,7 @@ struct request {
         char machine[FARM_MACHINE_ID_LEN + 1]; /* once authenticated */
         char admin[FARM_ADMIN_NAME_MAX + 1];   /* a staff member, once authenticated */
         enum body_action action;
-        char arg[RELEASE_MAX];
+        char arg[SUMMARY_MAX_RELEASE + 1]; /* a release, a waiver or a window id */
         unsigned status;
         uint64_t bytes_in, bytes_out;
         char *body;
@@ -177,9 +178,14 @@ static void add_headers(struct MHD_Response *resp, const char *content_type) {
 
 /* Queues body (taken over) as the JSON response.  A body that could not be built (NULL: no
  * memory, or a string that is not UTF-8) is a failure of ours: 500 with its error, never an
- * empty answer. */
+ * empty answer.  Text stored before the rule (text-safe.h) leaves escaped, whatever route read
+ * it. */
 static enum MHD_Result respond(struct request *rq, struct MHD_Connection *c, unsigned status,
                                json_t *body, const char *header, const char *value) {
+        if (body && text_json_escape(body) < 0) {
+                json_decref(body);
+                body = NULL;
+        }
         if (!body) {
                 log_error("%s %s: the answer (%u) could not be built", rq->method, rq->path,
                           status);
@@ -577,14 +583,22 @@ static enum MHD_Result begin_admin(farm_http *h, struct MHD_Connection *c, struc
         return prepare_body(h, c, rq);
 }
 
+/* What is wrong with a body that is not JSON: where (the field, as the decoders name them) and
+ * the parser's words, escaped (they quote the text). */
+static void not_json(const struct request *rq, const json_error_t *je, char *err, size_t errlen) {
+        char path[JSON_PATH_MAX], what[sizeof(je->text) * 4];
+        json_path_at(rq->body ?: "", rq->len, (size_t) MAX(je->position, 0), path);
+        snprintf(err, errlen, "body%s%s: not JSON: %s (line %d, column %d)", *path ? "." : "", path,
+                 text_escape(je->text, what, sizeof(what)), je->line, je->column);
+}
+
 /* The body of a staff request: a JSON object with string fields from the given list. */
 static int admin_body(struct request *rq, const char *const *fields, const char **values,
                       json_t **ret, char *err, size_t errlen) {
         json_error_t je;
         json_t *j = json_loadb(rq->body ?: "", rq->len, JSON_REJECT_DUPLICATES, &je);
         if (!j) {
-                snprintf(err, errlen, "body: not JSON: %s (line %d, column %d)", je.text, je.line,
-                         je.column);
+                not_json(rq, &je, err, errlen);
                 return -EINVAL;
         }
         if (!json_is_object(j)) {
@@ -711,9 +725,9 @@ static enum MHD_Result get_notifications(farm_http *h, struct MHD_Connection *c,
                 return respond_error(rq, c, 400, err, NULL, NULL);
         if (r < 0)
                 return respond_internal(rq, c, r, err);
-        /* The next page keeps the filters. */
+        /* The next page keeps the filters (a release among them, three bytes a character). */
         int64_t total = json_integer_value(json_object_get(j, "total"));
-        char query[512] = "";
+        char query[3 * SUMMARY_MAX_RELEASE + 256] = "";
         for (const char *const *p = filters; *p; p++)
                 if (param(c, *p)) {
                         _cleanup_free_ char *v = notify_url_escape("", param(c, *p));
@@ -841,14 +855,13 @@ static enum MHD_Result post_window(farm_http *h, struct MHD_Connection *c, struc
 static enum MHD_Result finish_staff(farm_http *h, struct MHD_Connection *c, struct request *rq) {
         json_error_t je;
         json_t *body = json_loadb(rq->body ?: "", rq->len, JSON_REJECT_DUPLICATES, &je);
+        char err[FARM_ERROR_MAX];
+        if (!body)
+                not_json(rq, &je, err, sizeof(err));
         free(rq->body);
         rq->body = NULL;
-        if (!body) {
-                char err[FARM_ERROR_MAX];
-                snprintf(err, sizeof(err), "body: not JSON: %s (line %d, column %d)", je.text,
-                         je.line, je.column);
+        if (!body)
                 return respond_error(rq, c, 400, err, NULL, NULL);
-        }
         if (!json_is_object(body)) {
                 json_decref(body);
                 return respond_error(rq, c, 400, "body: expected a JSON object", NULL, NULL);
@@ -935,13 +948,14 @@ static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, str
         }
         if (strncmp(url, API_KERNELS "/", strlen(API_KERNELS) + 1) == 0) {
                 const char *rel = url + strlen(API_KERNELS) + 1, *slash = strchr(rel, '/');
-                char release[RELEASE_MAX];
+                char release[SUMMARY_MAX_RELEASE + 1];
                 if (!slash || slash == rel) {
                         *handled = false;
                         return MHD_NO;
                 }
-                /* The segment is still percent-encoded: a release may hold a '/'. */
-                if (farm_segment_decode(rel, (size_t) (slash - rel), release, sizeof(release)) < 0)
+                /* The segment is still percent-encoded: a release stored before the rule may
+                 * hold a '/'. */
+                if (farm_release_segment(rel, (size_t) (slash - rel), release) < 0)
                         return respond_error(rq, c, 404, "no such kernel release", NULL, NULL);
                 if (strcmp(slash, "/verdict") == 0)
                         return get ? get_verdict(h, c, rq, release)

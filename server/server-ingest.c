@@ -97,10 +97,6 @@ static int probed_of(const struct summary *s, uint32_t **ret, size_t *ret_n) {
         return 0;
 }
 
-static const char *release_of(const struct summary *s) {
-        return s->run.release ?: s->run.kernel_release;
-}
-
 /* A stored run: its identity never changes (a run is one daemon lifetime); a different one
  * under the same number means the machine's local database was replaced. */
 static int check_run(struct ingest *g, sql_stmt *sel) {
@@ -118,7 +114,7 @@ static int check_run(struct ingest *g, sql_stmt *sel) {
         if (sql_column_int64(sel, 3) != run->start_ns)
                 return conflict(g->err, "run.start_ns: run %lld is stored with start %lld",
                                 (long long) run->id, (long long) sql_column_int64(sel, 3));
-        if (strcmp(release ?: "", release_of(g->s)) != 0)
+        if (strcmp(release ?: "", summary_release_of(&g->s->run)) != 0)
                 return conflict(g->err, "run.release: run %lld is stored as release %s",
                                 (long long) run->id, release);
         int r = farm_cpu_list_parse(probed ?: "", &g->run.probed, &g->run.nprobed);
@@ -180,7 +176,7 @@ static int insert_run(struct ingest *g) {
         sql_bind_int64(ins, 12, (int64_t) run->probe_interval_ns);
         sql_bind_int64(ins, 13, (int64_t) run->interval_ns);
         sql_bind_int64(ins, 14, g->now);
-        sql_bind_text(ins, 15, release_of(s));
+        sql_bind_text(ins, 15, summary_release_of(&s->run));
         sql_bind_text(ins, 16, s->machine.hostname);
         sql_bind_text(ins, 17, probed);
         if ((r = sql_step(ins)) != SQL_ROW)

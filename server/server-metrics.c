@@ -175,7 +175,7 @@ static int m_verdicts(const struct metric_ctx *c, FILE *f, const char *name, cha
                         FARM_DAY_NS;
         int r = farm_log_current(c->db, since, &v, &n, err);
         for (size_t i = 0; r >= 0 && i < n; i++) {
-                char esc[3 * 256 + 1];
+                char esc[3 * SUMMARY_MAX_RELEASE + 1];
                 if (!v[i].status[0] || farm_prom_escape(v[i].release, esc, sizeof(esc)) < 0)
                         continue;
                 for (size_t k = 0; k < ELEMENTSOF(states); k++)
@@ -249,7 +249,7 @@ static int m_machine_info(const struct metric_ctx *c, FILE *f, const char *name,
         if (r < 0)
                 return r;
         while ((rc = sql_step(st)) == SQL_ROW) {
-                char kernel[3 * 256 + 1], groups[3 * 2100 + 1];
+                char kernel[3 * SUMMARY_MAX_RELEASE + 1], groups[3 * 2100 + 1];
                 if (farm_prom_escape(sql_column_text(st, 2) ?: "", kernel, sizeof(kernel)) < 0)
                         kernel[0] = '\0';
                 if (farm_prom_escape(sql_column_text(st, 4) ?: "", groups, sizeof(groups)) < 0)

@@ -14,6 +14,7 @@
 #include "macro.h"
 #include "server-notify-config.h"
 #include "server-rule.h"
+#include "text-safe.h"
 #include "timeutil.h"
 
 const char *const notify_kind_names[NK_COUNT] = {
@@ -54,15 +55,8 @@ _printf_(2, 3) static int bad(char *err, const char *fmt, ...) {
         return -EINVAL;
 }
 
-static bool channel_name_ok(const char *s) {
-        size_t n = strlen(s);
-        if (n == 0 || n >= NOTIFY_CHANNEL_NAME_MAX)
-                return false;
-        for (; *s; s++)
-                if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || strchr("._-", *s)))
-                        return false;
-        return true;
-}
+static const struct name_rule channel_name = { "a channel name", NAME_LOWER | NAME_DIGITS, "._-", 1,
+                                               NOTIFY_CHANNEL_NAME_MAX - 1 };
 
 /* Printable ASCII without spaces: URLs, paths, addresses. */
 static bool plain_token(const char *s) {
@@ -169,8 +163,9 @@ static int set_groups(struct notify_channel *ch, const char *value, char *err) {
         for (char *w; strcmp(value, "*") != 0 && (w = strsep(&rest, ", \t"));) {
                 if (!*w)
                         continue;
-                if (!farm_rule_group_name_ok(w))
-                        return bad(err, "'%.80s' is not a group name (1-64 of a-z 0-9 . _ -)", w);
+                char why[NAME_WHY_MAX];
+                if (!name_ok(&farm_name_group, w, why))
+                        return bad(err, "'%.80s' is not a group name (%s)", w, why);
                 if (n++ == NOTIFY_GROUPS_MAX)
                         return bad(err, "more than %d groups", NOTIFY_GROUPS_MAX);
         }
@@ -218,10 +213,11 @@ static int set_path(char **field, const char *value, char *err) {
         return set_string(field, value);
 }
 
+/* One line of free text (text_ok()), and short: it goes into mail headers. */
 static int set_text(char **field, const char *value, char *err) {
-        for (const char *p = value; *p; p++)
-                if ((unsigned char) *p < 0x20 || *p == 0x7f)
-                        return bad(err, "control characters are not allowed");
+        char why[TEXT_WHY_MAX];
+        if (!text_ok(value, false, why))
+                return bad(err, "%s", why);
         if (strlen(value) > 64)
                 return bad(err, "longer than 64 bytes");
         return set_string(field, value);
@@ -291,9 +287,9 @@ int notify_channel_assign(struct notify_config *c, const char *where, const char
         if (strlen(value) > VALUE_MAX)
                 return bad(err, "longer than %d bytes", VALUE_MAX);
         if (!ch) {
-                if (!channel_name_ok(name))
-                        return bad(err, "\"%.64s\": a channel name is 1-%d of a-z 0-9 . _ -", name,
-                                   NOTIFY_CHANNEL_NAME_MAX - 1);
+                char why[NAME_WHY_MAX];
+                if (!name_ok(&channel_name, name, why))
+                        return bad(err, "\"%.64s\": %s", name, why);
                 if (c->nchannels == NOTIFY_CHANNELS_MAX)
                         return bad(err, "more than %d [Notify.NAME] channels", NOTIFY_CHANNELS_MAX);
                 ch = &c->channels[c->nchannels++];

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "macro.h"
 #include "server-notify-channel.h"
+#include "text-safe.h"
 #include "timeutil.h"
 
 extern char **environ;
@@ -33,20 +34,27 @@ static bool ascii_only(const char *s) {
 }
 
 /* A header's text on one line: control characters become spaces, so nothing can start a
- * header of its own. */
+ * header of its own; the rest that text_ok() refuses (stored before the rule) is escaped. */
 static void put_header_text(FILE *f, const char *s) {
-        for (; *s; s++)
-                fputc((unsigned char) *s < 0x20 || *s == 0x7f ? ' ' : *s, f);
+        _cleanup_free_ char *line = strdup(s), *safe = NULL;
+        for (char *p = line; p && *p; p++)
+                if ((unsigned char) *p < 0x20 || *p == 0x7f)
+                        *p = ' ';
+        safe = line ? text_escape_dup(line) : NULL;
+        fputs(safe ?: "", f);
 }
 
 /* Subject: as it is when ASCII, else as RFC 2047 encoded words of whole characters. */
 static void put_subject(FILE *f, const char *prefix, const char *title) {
-        _cleanup_free_ char *s = NULL;
-        if (asprintf(&s, "%s%s%s", prefix ?: "", prefix && *prefix ? " " : "", title) < 0)
+        _cleanup_free_ char *line = NULL, *s = NULL;
+        if (asprintf(&line, "%s%s%s", prefix ?: "", prefix && *prefix ? " " : "", title) < 0)
                 return;
-        for (char *p = s; *p; p++)
+        for (char *p = line; *p; p++)
                 if ((unsigned char) *p < 0x20 || *p == 0x7f)
                         *p = ' ';
+        s = text_escape_dup(line);
+        if (!s)
+                return;
         fputs("Subject: ", f);
         if (ascii_only(s)) {
                 fprintf(f, "%.*s\n", LINE_MAX_BYTES, s);
@@ -64,10 +72,13 @@ static void put_subject(FILE *f, const char *prefix, const char *title) {
         fputc('\n', f);
 }
 
-/* The body: lines cut at LINE_MAX_BYTES, control characters but tabs made spaces. */
+/* The body: lines cut at LINE_MAX_BYTES, and what text_ok() refuses in text with lines
+ * (control characters but tabs and newlines, bidirectional formatting characters, bytes that
+ * are not UTF-8: what was stored before the rule) escaped. */
 static void put_body(FILE *f, const char *text) {
+        _cleanup_free_ char *safe = text_escape_lines_dup(text);
         size_t col = 0;
-        for (const char *p = text; *p; p++) {
+        for (const char *p = safe ?: ""; *p; p++) {
                 if (*p == '\n') {
                         fputc('\n', f);
                         col = 0;
@@ -77,7 +88,7 @@ static void put_body(FILE *f, const char *text) {
                         fputc('\n', f);
                         col = 0;
                 }
-                fputc((unsigned char) *p < 0x20 && *p != '\t' ? ' ' : *p, f);
+                fputc(*p, f);
                 col++;
         }
         if (col)

@@ -12,6 +12,7 @@
 #include "macro.h"
 #include "server-notify-channel.h"
 #include "sha256.h"
+#include "text-json.h"
 #include "timeutil.h"
 
 json_t *notify_webhook_payload(const struct notify_message *m) {
@@ -109,7 +110,10 @@ static void classify(long status, const struct http_reply *reply, struct notify_
 static void webhook_send(const struct notify_channel *ch, const struct notify_message *m,
                          const atomic_bool *stop, struct notify_result *ret) {
         json_auto_t *payload = notify_webhook_payload(m);
-        _cleanup_free_ char *body = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
+        /* What was stored before the text rule leaves escaped (text-json.h). */
+        _cleanup_free_ char *body = payload && text_json_escape(payload) == 0
+                                            ? json_dumps(payload, JSON_COMPACT)
+                                            : NULL;
         _cleanup_free_ struct http_reply *reply = calloc(1, sizeof(*reply));
         struct curl_slist *h = body ? headers(ch, m, body) : NULL;
         CURL *curl = h && reply ? curl_easy_init() : NULL;

@@ -348,8 +348,8 @@ int farm_notifications_json(farm_db *db, const char *state, const char *kind, co
                 bad = "kind: not a kind of notification";
         else if (machine && !farm_machine_id_valid(machine))
                 bad = "machine: not a machine id (32 lowercase hex digits)";
-        else if (release && (!*release || strlen(release) > 255))
-                bad = "release: 1 to 255 bytes";
+        else if (release && (!*release || strlen(release) > SUMMARY_MAX_RELEASE))
+                bad = "release: empty, or longer than any release name";
         if (bad) {
                 snprintf(err, FARM_ERROR_MAX, "%s", bad);
                 return -EINVAL;

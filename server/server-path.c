@@ -167,6 +167,12 @@ int farm_segment_decode(const char *seg, size_t len, char *buf, size_t size) {
         return 0;
 }
 
+int farm_release_segment(const char *seg, size_t len, char ret[static SUMMARY_MAX_RELEASE + 1]) {
+        if (len == 0)
+                return -ENOBUFS;
+        return farm_segment_decode(seg, len, ret, SUMMARY_MAX_RELEASE + 1);
+}
+
 int farm_segment_encode(const char *s, char *buf, size_t size) {
         size_t o = 0;
         for (const unsigned char *p = (const unsigned char *) s; *p; p++) {

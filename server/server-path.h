@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "summary.h"
+
 #define FARM_PATH_ERROR_MAX 256
 
 /* 0 when target (path and query) holds no control character, raw or percent-encoded (%00 would
@@ -23,6 +25,11 @@ int farm_route_path(const char *target, char **ret);
 /* Decodes one segment of a routing path (len bytes) into buf: 0, -ENOBUFS when it does not fit
  * (with its NUL), -EINVAL for a bad escape or a decoded NUL. */
 int farm_segment_decode(const char *seg, size_t len, char *buf, size_t size);
+
+/* A path segment that names a release, decoded into ret: 0, -ENOBUFS when it is longer than
+ * any release name (SUMMARY_MAX_RELEASE, the schema's limit: every route takes every name the
+ * schema takes), -EINVAL for a bad escape.  An empty segment is -ENOBUFS too. */
+int farm_release_segment(const char *seg, size_t len, char ret[static SUMMARY_MAX_RELEASE + 1]);
 
 /* Writes s percent-encoded as one path segment (every byte but unreserved ones): 0, or
  * -ENOBUFS. */

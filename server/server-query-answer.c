@@ -70,17 +70,12 @@ bool query_param_ok(int r, const char *perr, struct farm_answer *a) {
         return false;
 }
 
-/* Scenario names as the summary schema allows them: 1-32 letters, digits, '-' and '_'. */
+/* Scenario names as the schema allows them. */
 bool query_scenario_ok(const char *s, struct farm_answer *a) {
-        size_t n = strlen(s);
-        bool ok = n >= 1 && n <= 32;
-        for (size_t i = 0; ok && i < n; i++)
-                ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-                     (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_';
+        char why[NAME_WHY_MAX];
+        bool ok = name_ok(&summary_name_scenario, s, why);
         if (!ok)
-                query_error(a, 400,
-                            "scenario=%.64s: not a scenario name (1-32 letters, digits, - and _)",
-                            s);
+                query_error(a, 400, "scenario=%.64s: %s", s, why);
         return ok;
 }
 

@@ -15,12 +15,10 @@
 /* ---- GET /api/v1/machines/{id}/events and /runs ----------------------------------------- */
 
 static bool event_type_ok(const char *s, struct farm_answer *a) {
-        size_t n = strlen(s);
-        bool ok = n >= 1 && n <= 64;
-        for (size_t i = 0; ok && i < n; i++)
-                ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_';
+        char why[NAME_WHY_MAX];
+        bool ok = name_ok(&summary_name_event_type, s, why);
         if (!ok)
-                query_error(a, 400, "type=%.64s: not an event type (1-64 of a-z, 0-9 and _)", s);
+                query_error(a, 400, "type=%.64s: %s", s, why);
         return ok;
 }
 

@@ -10,6 +10,7 @@
 #include "macro.h"
 #include "server-query-internal.h"
 #include "server-query-steps.h"
+#include "text-json.h"
 #include "timeutil.h"
 
 #define STEPS_PAGE_MAX 10000
@@ -256,8 +257,10 @@ static char *steps_text_of(const struct farm_steps *fs, const struct farm_page *
                 json_decref(j);
         }
         for (unsigned i = 0; !oom && i < fs->kernels.n; i++) {
+                /* A kernel's release is free text: escaped as every answer's (text-json.h). */
                 json_t *j = json_string(fs->kernels.s[i]);
-                oom = !j || !(kern_json[i] = json_dumps(j, JSON_ENCODE_ANY));
+                oom = !j || text_json_escape(j) < 0 ||
+                      !(kern_json[i] = json_dumps(j, JSON_ENCODE_ANY));
                 json_decref(j);
         }
         uint64_t seen = 0;

@@ -23,7 +23,7 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                                                     [HISTOGRAM] = "histogram",
                                                     [EVENTS] = "events",
                                                     [RUNS] = "runs" };
-        char key[300] = "";
+        char key[SUMMARY_MAX_RELEASE + 1] = ""; /* a machine id or a release */
 
         if (strcmp(url, "/metrics") == 0)
                 which = METRICS;
@@ -49,13 +49,9 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                 if (!slash || strcmp(slash + 1, "compare") != 0)
                         return 0; /* the verdict's routes */
                 which = COMPARE;
-                if ((size_t) (slash - rel) >= sizeof(key) || slash == rel) {
-                        *ret = (struct farm_answer){};
-                        query_error(ret, 404, "no such kernel");
-                        return 1;
-                }
-                /* Still percent-encoded in the routing path: a release may hold a '/'. */
-                if (farm_segment_decode(rel, (size_t) (slash - rel), key, sizeof(key)) < 0) {
+                /* Still percent-encoded in the routing path: a release stored before the rule
+                 * may hold a '/'. */
+                if (farm_release_segment(rel, (size_t) (slash - rel), key) < 0) {
                         *ret = (struct farm_answer){};
                         query_error(ret, 404, "no such kernel");
                         return 1;

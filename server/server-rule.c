@@ -11,6 +11,7 @@
 
 #include "macro.h"
 #include "server-rule.h"
+#include "summary.h"
 #include "timeutil.h"
 
 static const char *skip_blank(const char *s) {
@@ -27,18 +28,6 @@ static void trim_end(char *s) {
 static bool none_text(const char *text) {
         const char *t = skip_blank(text);
         return !*t || strcmp(t, "none") == 0;
-}
-
-/* Scenario and generator names: what the summary schema allows for them. */
-static bool name_ok(const char *s, size_t max, bool word) {
-        size_t n = strlen(s);
-        if (n == 0 || n >= max)
-                return false;
-        for (; *s; s++)
-                if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' ||
-                      (!word && ((*s >= 'A' && *s <= 'Z') || *s == '-'))))
-                        return false;
-        return true;
 }
 
 int farm_rule_parse_scenarios(const char *text, struct farm_rule *rule, char *err, size_t errlen) {
@@ -64,8 +53,9 @@ int farm_rule_parse_scenarios(const char *text, struct farm_rule *rule, char *er
                 }
                 memcpy(name, item, (size_t) (sp - item));
                 name[sp - item] = '\0';
-                if (!name_ok(name, sizeof(name), false)) {
-                        snprintf(err, errlen, "\"%s\": not a scenario name", name);
+                char bad_name[NAME_WHY_MAX];
+                if (!name_ok(&summary_name_scenario, name, bad_name)) {
+                        snprintf(err, errlen, "\"%s\": not a scenario name (%s)", name, bad_name);
                         return -EINVAL;
                 }
                 sp = (char *) skip_blank(sp);
@@ -110,8 +100,9 @@ static int parse_loads_entry(char *item, struct farm_rule_loads *l, char *err, s
         }
         *colon = '\0';
         trim_end(item);
-        if (!name_ok(item, sizeof(l->scenario), false)) {
-                snprintf(err, errlen, "\"%s\": not a scenario name", item);
+        char why[NAME_WHY_MAX];
+        if (!name_ok(&summary_name_scenario, item, why)) {
+                snprintf(err, errlen, "\"%s\": not a scenario name (%s)", item, why);
                 return -EINVAL;
         }
         snprintf(l->scenario, sizeof(l->scenario), "%s", item);
@@ -120,8 +111,9 @@ static int parse_loads_entry(char *item, struct farm_rule_loads *l, char *err, s
         for (char *g; (g = strsep(&rest, " \t"));) {
                 if (!*g)
                         continue;
-                if (!name_ok(g, FARM_GENERATOR_NAME_MAX, true)) {
-                        snprintf(err, errlen, "%s: \"%s\": not a generator name", l->scenario, g);
+                if (!name_ok(&summary_name_generator, g, why)) {
+                        snprintf(err, errlen, "%s: \"%s\": not a generator name (%s)", l->scenario,
+                                 g, why);
                         return -EINVAL;
                 }
                 for (size_t i = 0; i < l->ngens; i++)
@@ -248,25 +240,10 @@ int farm_rule_parse_percent(const char *text, uint32_t *ret_pct, char *err, size
         return 0;
 }
 
-static bool series_name_ok(const char *s) {
-        size_t n = strlen(s);
-        if (n == 0 || n >= FARM_SERIES_NAME_MAX)
-                return false;
-        for (; *s; s++)
-                if (!isalnum((unsigned char) *s) && !strchr("._+~-", *s))
-                        return false;
-        return true;
-}
-
-bool farm_rule_group_name_ok(const char *s) {
-        size_t n = strlen(s);
-        if (n == 0 || n >= FARM_GROUP_NAME_MAX)
-                return false;
-        for (; *s; s++)
-                if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || strchr("._-", *s)))
-                        return false;
-        return true;
-}
+const struct name_rule farm_name_series = { "a series name", NAME_LOWER | NAME_UPPER | NAME_DIGITS,
+                                            "._+~-", 1, FARM_SERIES_NAME_MAX - 1 };
+const struct name_rule farm_name_group = { "a group name", NAME_LOWER | NAME_DIGITS, "._-", 1,
+                                           FARM_GROUP_NAME_MAX - 1 };
 
 static int cmp_series(const void *a, const void *b) {
         return strcmp(((const struct farm_rule_series *) a)->name,
@@ -275,9 +252,9 @@ static int cmp_series(const void *a, const void *b) {
 
 int farm_rule_series_set(struct farm_rule *rule, const char *name, const char *key,
                          const char *value, char *err, size_t errlen) {
-        if (!series_name_ok(name)) {
-                snprintf(err, errlen, "\"%s\": a series name is 1-63 letters, digits and . _ + ~ -",
-                         name);
+        char why[NAME_WHY_MAX];
+        if (!name_ok(&farm_name_series, name, why)) {
+                snprintf(err, errlen, "\"%s\": %s", name, why);
                 return -EINVAL;
         }
         struct farm_rule_series *s = NULL;
@@ -300,20 +277,17 @@ int farm_rule_series_set(struct farm_rule *rule, const char *name, const char *k
                                  sizeof(s->globs) - 1);
                         return -EINVAL;
                 }
-                for (const char *p = v; *p; p++)
-                        if ((unsigned char) *p < 0x20 || *p == '/') {
-                                snprintf(err, errlen,
-                                         "Releases=: a pattern may not hold '/' or control "
-                                         "characters");
-                                return -EINVAL;
-                        }
+                /* Text as any configuration value (conf-parser.h); a release has no '/'. */
+                if (strchr(v, '/')) {
+                        snprintf(err, errlen, "Releases=: a pattern may not hold '/'");
+                        return -EINVAL;
+                }
                 snprintf(s->globs, sizeof(s->globs), "%s", v);
                 trim_end(s->globs);
         } else if (strcmp(key, "Group") == 0) {
                 const char *v = skip_blank(value);
-                if (*v && !farm_rule_group_name_ok(v)) {
-                        snprintf(err, errlen,
-                                 "Group=%s: a group name is 1-64 of a-z, 0-9 and . _ -", v);
+                if (*v && !name_ok(&farm_name_group, v, why)) {
+                        snprintf(err, errlen, "Group=%s: %s", v, why);
                         return -EINVAL;
                 }
                 snprintf(s->group, sizeof(s->group), "%s", v);

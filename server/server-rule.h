@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "name-rule.h"
+
 #define FARM_RULE_SCENARIOS_MAX 32
 #define FARM_SCENARIO_NAME_MAX 64
 #define FARM_RULE_GENS_MAX 8
@@ -104,8 +106,9 @@ void farm_rule_series_of(const struct farm_rule *rule, const char *release,
                          char ret_series[static FARM_SERIES_NAME_MAX],
                          char ret_group[static FARM_GROUP_NAME_MAX]);
 
-/* A gating group's name: 1-64 of a-z, 0-9 and . _ -. */
-bool farm_rule_group_name_ok(const char *s);
+/* A series' name (1-63 letters, digits and . _ + ~ -) and a gating group's (1-64 of a-z, 0-9
+ * and . _ -), as name_ok() checks them. */
+extern const struct name_rule farm_name_series, farm_name_group;
 /* Kernel version order: <0, 0, >0 like strcmp; numbers compare as numbers, "-rcN" comes
  * before the release it leads to, ties are broken by the text so that the order is total. */
 int farm_version_cmp(const char *a, const char *b);

@@ -10,7 +10,9 @@
 
 #include "macro.h"
 #include "server-db-internal.h"
+#include "server-rule.h"
 #include "server-settings.h"
+#include "text-safe.h"
 #include "timeutil.h"
 
 /* ---- checks -------------------------------------------------------------------------------- */
@@ -32,49 +34,41 @@ int farm_check_bound(const char *what, int64_t bound_ns, char err[static FARM_ER
         return 0;
 }
 
-/* Valid UTF-8 (jansson's own check) without C0 or C1 control characters; the number of
- * characters in ret_chars. */
-static bool plain_text(const char *s, size_t *ret_chars) {
-        json_t *j = json_string(s);
-        if (!j)
+/* One line of free text (text_ok()); the number of its characters in ret_chars. */
+static bool plain_text(const char *s, size_t *ret_chars, char why[static TEXT_WHY_MAX]) {
+        if (!text_ok(s, false, why))
                 return false;
-        json_decref(j);
         size_t n = 0;
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
-                        return false;
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
                 n += (*p & 0xc0) != 0x80;
-        }
         *ret_chars = n;
         return true;
 }
 
 int farm_check_text(const char *what, const char *text, size_t max,
                     char err[static FARM_ERROR_MAX]) {
+        char why[TEXT_WHY_MAX];
         size_t n = 0;
         if (!text || !*text)
                 return invalid(err, "%s: required (1 to %zu characters)", what, max);
-        if (!plain_text(text, &n))
-                return invalid(err, "%s: not plain text (UTF-8 without control characters)", what);
+        if (!plain_text(text, &n, why))
+                return invalid(err, "%s: %s", what, why);
         if (n > max)
                 return invalid(err, "%s: %zu characters, more than %zu", what, n, max);
         return 0;
 }
 
 int farm_check_who(const char *what, const char *who, char err[static FARM_ERROR_MAX]) {
-        size_t n = who ? strlen(who) : 0;
-        if (n == 0 || n > FARM_WHO_MAX ||
-            strspn(who, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._@-") != n)
-                return invalid(err, "%s: '%.80s' is not a name (1-%d letters, digits or . _ @ -)",
-                               what, who ?: "", FARM_WHO_MAX);
+        char why[NAME_WHY_MAX], shown[4 * 80];
+        if (!name_ok(&farm_name_person, who ?: "", why))
+                return invalid(err, "%s: '%s' is not a name (%s)", what,
+                               text_escape(who ?: "", shown, sizeof(shown)), why);
         return 0;
 }
 
-/* Group names and label keys: 1-64 of a-z 0-9 . _ - */
-static bool is_name(const char *s, size_t max) {
-        size_t n = strlen(s);
-        return n >= 1 && n <= max && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
+/* Label keys: as group names (farm_name_group). */
+static const struct name_rule label_key = { "a label key", NAME_LOWER | NAME_DIGITS, "._-", 1,
+                                            FARM_LABEL_KEY_MAX };
 
 static int cmp_str(const void *a, const void *b) {
         return strcmp(a, b);
@@ -92,9 +86,10 @@ bool farm_settings_change_empty(const struct farm_settings_change *c) {
 
 int farm_change_add_group(struct farm_settings_change *c, const char *what, const char *name,
                           char err[static FARM_ERROR_MAX]) {
-        if (!is_name(name, FARM_GROUP_LEN_MAX))
-                return invalid(err, "%s: '%.80s' is not a group name (1-%d of a-z 0-9 . _ -)", what,
-                               name, FARM_GROUP_LEN_MAX);
+        char why[NAME_WHY_MAX], shown[4 * 80];
+        if (!name_ok(&farm_name_group, name, why))
+                return invalid(err, "%s: '%s' is not a group name (%s)", what,
+                               text_escape(name, shown, sizeof(shown)), why);
         if (!c->groups_given)
                 c->ngroups = 0;
         c->groups_given = true;
@@ -132,15 +127,16 @@ int farm_change_groups(struct farm_settings_change *c, const char *what, const c
 
 int farm_change_label(struct farm_settings_change *c, const char *what, const char *key,
                       const char *value, char err[static FARM_ERROR_MAX]) {
+        char why[MAX(NAME_WHY_MAX, TEXT_WHY_MAX)], shown[4 * 80];
         size_t chars = 0;
-        if (!is_name(key, FARM_LABEL_KEY_MAX))
-                return invalid(err, "%s: '%.80s' is not a label key (1-%d of a-z 0-9 _ . -)", what,
-                               key, FARM_LABEL_KEY_MAX);
-        if (value && (strlen(value) > FARM_LABEL_VALUE_MAX || !plain_text(value, &chars)))
-                return invalid(err,
-                               "%s: the value of label %s is not plain text of at most %d bytes "
-                               "(UTF-8 without control characters)",
-                               what, key, FARM_LABEL_VALUE_MAX);
+        if (!name_ok(&label_key, key, why))
+                return invalid(err, "%s: '%s' is not a label key (%s)", what,
+                               text_escape(key, shown, sizeof(shown)), why);
+        if (value && !plain_text(value, &chars, why))
+                return invalid(err, "%s: the value of label %s: %s", what, key, why);
+        if (value && strlen(value) > FARM_LABEL_VALUE_MAX)
+                return invalid(err, "%s: the value of label %s is longer than %d bytes", what, key,
+                               FARM_LABEL_VALUE_MAX);
         if (c->nedits == FARM_LABEL_EDITS_MAX)
                 return invalid(err, "%s: more than %d label changes at once", what,
                                FARM_LABEL_EDITS_MAX);

@@ -12,16 +12,17 @@
 
 #include "server-db.h"
 #include "server-params.h"
+#include "server-rule.h"
 
-#define FARM_BOUND_MAX_NS INT64_C(1000000000) /* a latency bound is at most 1 s */
-#define FARM_GROUP_LEN_MAX 64
+#define FARM_BOUND_MAX_NS INT64_C(1000000000)        /* a latency bound is at most 1 s */
+#define FARM_GROUP_LEN_MAX (FARM_GROUP_NAME_MAX - 1) /* server-rule.h */
 #define FARM_GROUPS_MAX 32
 #define FARM_LABEL_KEY_MAX 64
 #define FARM_LABEL_VALUE_MAX 256 /* bytes */
 #define FARM_LABELS_MAX 32
 #define FARM_LABEL_EDITS_MAX 64 /* label changes in one request */
 #define FARM_REASON_MAX 1000    /* characters */
-#define FARM_WHO_MAX 64
+#define FARM_WHO_MAX FARM_PERSON_NAME_MAX
 #define FARM_DEFAULT_GROUP "default"
 
 struct farm_label {

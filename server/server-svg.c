@@ -189,9 +189,11 @@ static size_t utf8_char(const unsigned char *s) {
 }
 
 /* Writes s escaped for XML text or attributes, at most max characters (0: no limit), ending
- * in "…" when cut.  Invalid bytes become U+FFFD: a label never breaks the document. */
+ * in "…" when cut.  What text_ok() refuses (stored before the rule) is escaped first, and
+ * invalid bytes left would become U+FFFD: a label never breaks the document. */
 static void put_text(struct svg_buf *b, const char *s, size_t max) {
-        const unsigned char *p = (const unsigned char *) (s ? s : "");
+        _cleanup_free_ char *safe = text_escape_lines_dup(s ? s : "");
+        const unsigned char *p = (const unsigned char *) (safe ?: "");
         size_t chars = 0, keep = SIZE_MAX;
 
         if (max) {

@@ -12,6 +12,7 @@
 #include "server-params.h"
 #include "server-trace.h"
 #include "timeutil.h"
+#include "text-safe.h"
 #include "trace-raw.h"
 
 #define LIST_MAX 1000
@@ -246,6 +247,16 @@ static int get_trace(farm_db *db, int64_t id, bool raw, struct farm_answer *a) {
         r = blob ? trace_raw_inflate(blob, len, TRACE_RAW_TEXT_MAX, &text, NULL) : -ENOMEM;
         if (r < 0)
                 return failed(a, r, "a trace's raw events do not inflate");
+        /* The events name tasks as the kernel does (any bytes): text with lines, escaped where
+         * the rule refuses it, as every other text the server sends. */
+        char why[TEXT_WHY_MAX];
+        if (!text_ok(text, true, why)) {
+                char *safe = text_escape_lines_dup(text);
+                free(text);
+                if (!safe)
+                        return failed(a, -ENOMEM, "out of memory");
+                text = safe;
+        }
         a->status = 200;
         a->text = text;
         a->content_type = "text/plain; charset=utf-8";

@@ -215,17 +215,6 @@ int farm_audit_json(farm_db *db, const struct farm_page *page, json_t **ret,
                 NULL, page, "audit", audit_row, ret, err);
 }
 
-bool farm_admin_name_valid(const char *name) {
-        size_t n = strlen(name);
-        if (n == 0 || n > FARM_ADMIN_NAME_MAX)
-                return false;
-        for (const char *p = name; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                      (*p >= '0' && *p <= '9') || strchr("._@-", *p)))
-                        return false;
-        return true;
-}
-
 int farm_admin_add(farm_db *db, const char *name, const uint8_t token_hash[SHA256_DIGEST_SIZE],
                    int64_t now_ns, char err[static FARM_ERROR_MAX]) {
         _cleanup_release_ sql_conn *c = farm_writer(db);

@@ -11,7 +11,7 @@
 #include "server-params.h"
 #include "server-rule.h"
 
-#define FARM_ADMIN_NAME_MAX 64
+#define FARM_ADMIN_NAME_MAX FARM_PERSON_NAME_MAX
 #define FARM_WAIVER_REASON_MAX 1000
 
 /* Waives one problem of release's current verdict (its "id").  -ENOENT when the current
@@ -37,4 +37,3 @@ int farm_admin_revoke(farm_db *db, const char *name, int64_t now_ns,
 /* 0 and the staff member's name, or -EACCES. */
 int farm_admin_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
                             char ret_name[static FARM_ADMIN_NAME_MAX + 1]);
-bool farm_admin_name_valid(const char *name);

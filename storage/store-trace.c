@@ -15,13 +15,17 @@
  * third). */
 #define SUMMARY_RAW_BUDGET (3u << 20)
 
-static int parse_analysis(store *s, const char *text, struct trace_analysis *ret) {
+/* An analysis as stored, checked (text an earlier rtsoakd let through repaired); ret_text
+ * (optional) receives it as it reads back, for the upload. */
+static int parse_analysis(store *s, const char *text, struct trace_analysis *ret, char **ret_text) {
         char err[TRACE_ERROR_MAX];
         json_error_t je;
         json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, &je);
         if (!j)
                 return store_failf(s, -EBADMSG, "a trace analysis is not JSON: %s", je.text);
-        int r = trace_analysis_from_json(j, ret, err);
+        int r = trace_analysis_from_stored_json(j, ret, err);
+        if (r >= 0 && ret_text && !(*ret_text = json_dumps(j, JSON_COMPACT)))
+                r = -ENOMEM;
         json_decref(j);
         if (r == -ENOMEM)
                 return store_failf(s, r, "out of memory");
@@ -46,7 +50,7 @@ int store_insert_traces(store *s, int64_t run_id, int64_t interval_id,
         for (size_t i = 0; i < n; i++) {
                 const struct store_trace *t = &traces[i];
                 struct trace_analysis a;
-                r = parse_analysis(s, t->analysis, &a);
+                r = parse_analysis(s, t->analysis, &a, NULL);
                 if (r < 0)
                         return r;
                 const struct trace_contrib *c = &a.culprit;
@@ -106,12 +110,12 @@ int store_load_traces(store *s, int64_t interval_id, struct summary *sum) {
                 iv->traces = a;
                 struct summary_trace *t = &a[iv->ntraces++];
                 *t = (struct summary_trace){
-                        .json = strdup((const char *) sqlite3_column_text(st, 0)),
                         .analysis = calloc(1, sizeof(struct trace_analysis)),
                 };
-                if (!t->json || !t->analysis)
+                if (!t->analysis)
                         return -ENOMEM;
-                r = parse_analysis(s, t->json, t->analysis);
+                r = parse_analysis(s, (const char *) sqlite3_column_text(st, 0), t->analysis,
+                                   &t->json);
                 if (r < 0)
                         return r;
                 /* Beyond the budget the raw events stay on the machine: rtsoak trace ID --raw. */

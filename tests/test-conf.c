@@ -7,6 +7,7 @@
 #include "tests.h"
 #include "daemon-config.h"
 #include "macro.h"
+#include "text-safe.h"
 
 static char dir[] = "/tmp/test-conf-XXXXXX";
 
@@ -218,6 +219,99 @@ static void test_long_line(void **state) {
         daemon_config_free(&c);
 }
 
+/* Every key of the table, and a scenario's Load=, with each class of character the text rule
+ * refuses in the middle of its value, in a file and with --set: refused, naming where and the
+ * key.  A tab is a blank, as anywhere in a line. */
+static void test_text_rule(void **state) {
+        static const char *const refused[] = {
+                "\x01",         "\x1b[31m", "\r",           "\n",           "\x7f",
+                "\xc2\x85",     "\xc2\x9b", "\xe2\x80\xaa", "\xe2\x80\xae", "\xe2\x81\xa6",
+                "\xe2\x81\xa9", "\xd8\x9c", "\xe2\x80\x8e", "\xe2\x80\x8f", "\xff",
+                "\x80",         "\xe2\x80", "\xc0\xaf",     "\xe0\x80\xaf", "\xed\xa0\x80",
+        };
+        const struct conf_table *t = &daemon_config_table;
+        size_t tried = 0;
+        write_file("empty.conf", "");
+        for (size_t i = 0; i <= t->n; i++) {
+                const char *section = i < t->n ? t->items[i].section : "Scenario.mine";
+                const char *key = i < t->n ? t->items[i].key : "Load";
+                /* Between two copies of the default: in the value, not at its ends (where a
+                 * blank, a CR among them, is stripped as in any line). */
+                const char *def = i < t->n && *t->items[i].def && strlen(t->items[i].def) < 64
+                                          ? t->items[i].def
+                                          : "ab";
+                for (size_t k = 0; k < ELEMENTSOF(refused); k++) {
+                        struct daemon_config c;
+                        char text[1024], set[1024], want[1024], err[CONF_ERROR_MAX];
+                        /* A newline cannot be inside a line of a file, only in a --set. */
+                        if (strcmp(refused[k], "\n") != 0) {
+                                snprintf(text, sizeof(text), "[%s]\n%s=%s%s%s\n", section, key, def,
+                                         refused[k], def);
+                                write_file("t.conf", text);
+                                int r = load("t.conf", NULL, &c, err);
+                                daemon_config_free(&c);
+                                snprintf(want, sizeof(want), "%s/t.conf:2: [%s] %s=: ", dir,
+                                         section, key);
+                                if (r >= 0 || strncmp(err, want, strlen(want)) != 0)
+                                        fail_msg("[%s] %s= with class %zu: %d %s", section, key, k,
+                                                 r, err);
+                        }
+                        snprintf(set, sizeof(set), "%s.%s=%s%s%s", section, key, def, refused[k],
+                                 def);
+                        char *sets[] = { set, NULL };
+                        int r = load("empty.conf", sets, &c, err);
+                        daemon_config_free(&c);
+                        snprintf(want, sizeof(want), ": [%s] %s=: ", section, key);
+                        if (r >= 0 || strncmp(err, "--set ", 6) != 0 || !strstr(err, want) ||
+                            text_ok(err, false, (char[TEXT_WHY_MAX]){}) == false)
+                                fail_msg("--set %s.%s= with class %zu: %d %s", section, key, k, r,
+                                         err);
+                        tried++;
+                }
+        }
+        assert_true(tried > 20 * ELEMENTSOF(refused));
+        /* A tab inside a value is a blank; a bidirectional override in a section's name is not
+         * a name. */
+        struct daemon_config c;
+        char err[CONF_ERROR_MAX];
+        write_file("t.conf", "[Schedule]\nRotation=idle\t1h\n");
+        assert_int_equal(load("t.conf", NULL, &c, err), 0);
+        daemon_config_free(&c);
+        write_file("t.conf", "[Scenario.mi\xe2\x80\xaene]\nLoad=cpu\n");
+        assert_true(load("t.conf", NULL, &c, err) < 0);
+        assert_non_null(strstr(err, "t.conf:2: [Scenario.mi"));
+        daemon_config_free(&c);
+        (void) state;
+}
+
+/* With uploads on and no [Upload] Release=, the kernel's release is the run's name: one that
+ * is not a release name is refused before a run starts, rather than every upload by the farm. */
+static void test_release_of_the_kernel(void **state) {
+        struct daemon_config c;
+        char err[CONF_ERROR_MAX];
+        char *up[] = { "Upload.Server=http://127.0.0.1:9", NULL },
+             *named[] = { "Upload.Server=http://127.0.0.1:9", "Upload.Release=lab-kernel-1", NULL };
+        write_file("empty.conf", "");
+        assert_int_equal(load("empty.conf", up, &c, err), 0);
+        assert_int_equal(daemon_config_check_release(&c, "6.1.0-18-rt-amd64", err), 0);
+        assert_int_equal(daemon_config_check_release(&c, "5.15.0-1034+deb~bpo:1", err), 0);
+        assert_int_equal(daemon_config_check_release(&c, "5.10.0/rt1", err), -EINVAL);
+        assert_string_equal(err, "[Upload] Release= is not set and this kernel's release "
+                                 "\"5.10.0/rt1\" (uname -r) is not a release name ('/' at byte 6: "
+                                 "a release name may hold only letters, digits and . _ + ~ : -): "
+                                 "the farm would refuse every upload; set [Upload] Release=");
+        assert_int_equal(daemon_config_check_release(&c, "6.6 \xe2\x80\xae", err), -EINVAL);
+        assert_non_null(strstr(err, "\"6.6 \\u202e\""));
+        daemon_config_free(&c);
+        assert_int_equal(load("empty.conf", named, &c, err), 0);
+        assert_int_equal(daemon_config_check_release(&c, "5.10.0/rt1", err), 0);
+        daemon_config_free(&c);
+        assert_int_equal(load("empty.conf", NULL, &c, err), 0);
+        assert_int_equal(daemon_config_check_release(&c, "5.10.0/rt1", err), 0);
+        daemon_config_free(&c);
+        (void) state;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults),
@@ -227,6 +321,8 @@ int main(void) {
                 cmocka_unit_test(test_dropins_and_sets),
                 cmocka_unit_test(test_print_roundtrip),
                 cmocka_unit_test(test_long_line),
+                cmocka_unit_test(test_text_rule),
+                cmocka_unit_test(test_release_of_the_kernel),
         };
         return RUN_TESTS_IN_TMPDIR(tests, dir);
 }

@@ -90,6 +90,17 @@ void tu_http(const char *method, const char *url, const char *bearer, const char
                 ret);
 }
 
+struct tu_reply tu_http_at(const char *base, const char *method, const char *path,
+                           const char *bearer, const char *body) {
+        struct tu_reply r;
+        char *url = NULL;
+        if (asprintf(&url, "%s%s", base, path) < 0)
+                fail_msg("out of memory");
+        tu_http(method, url, bearer, body, &r);
+        free(url);
+        return r;
+}
+
 void tu_reply_done(struct tu_reply *r) {
         free(r->body);
         json_decref(r->json);

@@ -29,6 +29,9 @@ void tu_http_request(const struct tu_request *rq, struct tu_reply *ret);
 /* method GET/POST/..., url absolute; bearer (a token) and body (JSON) may be NULL. */
 void tu_http(const char *method, const char *url, const char *bearer, const char *body,
              struct tu_reply *ret);
+/* The same with the URL as base (the server's, "http://127.0.0.1:8470") and path. */
+struct tu_reply tu_http_at(const char *base, const char *method, const char *path,
+                           const char *bearer, const char *body);
 void tu_reply_done(struct tu_reply *r);
 /* GET url: its JSON after checking the status. */
 json_t *tu_get_json(const char *url, long want_status);

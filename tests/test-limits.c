@@ -23,6 +23,9 @@
 #include "server-params.h"
 #include "server-path.h"
 #include "store.h"
+#include "json-path.h"
+#include "summary.h"
+#include "text-json.h"
 #include "text-safe.h"
 #include "token-file.h"
 
@@ -163,6 +166,7 @@ static void test_target(void **state) {
                 { "/x%7F", "path: %7F" },
                 { "/x\x01", "path: a control character (0x01)" },
                 { "/x?a=1&y=\x7f", "y: a control character (0x7F)" },
+                { "/x?y\x7f", "query: a control character (0x7F)" },
                 { "/x%zz", "path: '%' not followed by two hexadecimal digits" },
                 { "/x%4", "path: '%' not followed" },
                 { "/a b", "path: a space is not allowed (send it as %20)" },
@@ -180,6 +184,30 @@ static void test_target(void **state) {
                         fail_msg("%s: '%s', not '%s'", bad[i].target, err, bad[i].err);
                 assert_int_equal(farm_route_path(bad[i].target, &route), -EINVAL);
         }
+        /* Decoded, each path segment and each query name and value is one line of text. */
+        static const struct {
+                const char *target, *err;
+        } text[] = {
+                { "/kernels/6.6%E2%80%AE-rt",
+                  "path: not text once decoded: a bidirectional formatting character U+202E at "
+                  "byte 12" },
+                { "/x?scenario=a%C2%85",
+                  "scenario: not text once decoded: a control character U+0085 at byte 1" },
+                { "/x?a%FF=1", "query: not text once decoded: not UTF-8 (byte 0xFF at byte 1)" },
+                { "/x/%C0%AF", "path: not text once decoded: not UTF-8 (byte 0xC0 at byte 3)" },
+                { "/x?y=1&z=%ED%A0%80",
+                  "z: not text once decoded: not UTF-8 (byte 0xED at byte 0)" },
+                { "/x\xe2\x81\xa6/y", "path: not text once decoded: a bidirectional formatting" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(text); i++) {
+                assert_int_equal(farm_target_check(text[i].target, err), -EINVAL);
+                if (!strstr(err, text[i].err))
+                        fail_msg("%s: '%s', not '%s'", text[i].target, err, text[i].err);
+        }
+        assert_int_equal(farm_target_check("/kernels/6.6.30-rt31%2Blab%3A2/verdict?scenario=a-b&"
+                                           "from=2h%20ago&x=%C3%BC",
+                                           err),
+                         0);
         /* A '/' in a release stays in its segment; unreserved escapes are decoded, the others
          * kept (uppercase), and the query is not part of the path. */
         assert_int_equal(farm_route_path("/api/v1/kernels/5.10%2frt1/verdict?at=%41", &route), 0);
@@ -357,6 +385,110 @@ static void test_text_safe(void **state) {
         char *d = text_escape_dup("\x01\x01\x01");
         assert_string_equal(d, "\\x01\\x01\\x01");
         free(d);
+        d = text_escape_lines_dup("two\nlines\tand \xc2\x85\r");
+        assert_string_equal(d, "two\nlines\tand \\u0085\\r");
+        free(d);
+        /* What rtsoakd makes of a task's name: '?' for each character the rule refuses. */
+        assert_string_equal(text_copy_utf8("a\xe2\x80\xae"
+                                           "b\xc2\x85"
+                                           "c\x7f\xff\xe2\x81\xa6",
+                                           buf, sizeof(buf)),
+                            "a?b?c???");
+        assert_true(text_ok(buf, false, why));
+}
+
+/* ---- names ---- */
+
+static void test_names(void **state) {
+        static const struct name_rule word = { "a word", NAME_LOWER | NAME_DIGITS, "_", 1, 8 };
+        char why[NAME_WHY_MAX];
+        assert_true(name_ok(&word, "ab_9", why));
+        assert_false(name_ok(&word, "", why));
+        assert_string_equal(why, "length 0 is out of range (1 to 8)");
+        assert_false(name_ok(&word, "abcdefghi", why));
+        assert_string_equal(why, "length 9 is out of range (1 to 8)");
+        /* A character is told before the length, and shown only when printable ASCII. */
+        assert_false(name_ok(&word, "abcdefgh/", why));
+        assert_string_equal(why, "'/' at byte 8: a word may hold only a-z, 0-9 and _");
+        assert_false(name_ok(&word, "a b", why));
+        assert_string_equal(why, "a space at byte 1: a word may hold only a-z, 0-9 and _");
+        assert_false(name_ok(&word, "a\xe2\x80\xae", why));
+        assert_string_equal(why, "byte 0xE2 at byte 1: a word may hold only a-z, 0-9 and _");
+        assert_false(name_ok(&word, "\x1b", why));
+        assert_false(name_ok(&summary_name_id, "0123456789ABCDEF0123456789abcdef", why));
+        assert_string_equal(why, "'A' at byte 10: an identifier may hold only lowercase "
+                                 "hexadecimal digits");
+        assert_true(name_ok(&summary_name_release, "6.6.30-rt31+lab~2:x_y", why));
+        assert_false(name_ok(&summary_name_release, "6.6/rt", why));
+        assert_string_equal(why, "'/' at byte 3: a release name may hold only letters, digits "
+                                 "and . _ + ~ : -");
+        assert_false(name_ok(&summary_name_scenario, "a.b", why));
+        assert_string_equal(why, "'.' at byte 1: a scenario name may hold only letters, digits "
+                                 "and - _");
+        (void) state;
+}
+
+/* ---- free text in JSON documents ---- */
+
+static void test_text_json(void **state) {
+        char path[TEXT_JSON_PATH_MAX], why[TEXT_WHY_MAX];
+        const char *doc = "{\"a\":[\"ok\",\"x\\u202ey\"],\"k\\u0085\":\"two\\nlines\","
+                          "\"b\":{\"c\":\"\\u001b[31m\"}}";
+        json_t *j = json_loads(doc, 0, NULL);
+        assert_non_null(j);
+        assert_false(text_json_ok(j, true, path, why));
+        assert_string_equal(path, "a[1]");
+        assert_string_equal(why, "a bidirectional formatting character U+202E at byte 1");
+        json_t *k = json_pack("{s:s}", "k\xc2\x85", "v");
+        assert_false(text_json_ok(k, true, path, why));
+        assert_string_equal(path, "{name}");
+        json_decref(k);
+
+        /* Escaped where it leaves: text with lines keeps them. */
+        json_t *e = json_deep_copy(j);
+        assert_int_equal(text_json_escape(e), 0);
+        char *text = json_dumps(e, JSON_SORT_KEYS | JSON_COMPACT);
+        assert_string_equal(text, "{\"a\":[\"ok\",\"x\\\\u202ey\"],\"b\":{\"c\":\"\\\\e[31m\"},"
+                                  "\"k\\\\u0085\":\"two\\nlines\"}");
+        assert_true(text_json_ok(e, true, path, why));
+        free(text);
+        json_decref(e);
+
+        /* Repaired where this program reads back what it stored: one line, '?' for each. */
+        assert_int_equal(text_json_repair(j), 0);
+        text = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
+        assert_string_equal(
+                text, "{\"a\":[\"ok\",\"x?y\"],\"b\":{\"c\":\"?[31m\"},\"k?\":\"two?lines\"}");
+        assert_true(text_json_ok(j, false, path, why));
+        free(text);
+        json_decref(j);
+        (void) state;
+}
+
+/* ---- where in JSON text a parser stopped ---- */
+
+static void test_json_path(void **state) {
+        static const struct {
+                const char *text, *path;
+        } cases[] = {
+                { "{\"a\":1,\"b\":[{\"c\":\"x\xff\"}]}", "b[0].c" },
+                { "{\"a\":{\"b\":\"\\ud800\"}}", "a.b" },
+                { "{\"a\":1,\"\xff\":2}", "{name}" },
+                { "[1,\"[\",{\"x\":[\"}\",\"\xc0\xaf\"]}]", "[2].x[1]" },
+                { "{\"a\":\"\\\"\",\"b\":\"\x01\"}", "b" },
+                { "\"\xff\"", "" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                json_error_t je;
+                char path[JSON_PATH_MAX];
+                json_t *j = json_loads(cases[i].text, 0, &je);
+                if (j)
+                        fail_msg("case %zu parsed", i);
+                json_path_at(cases[i].text, strlen(cases[i].text), (size_t) je.position, path);
+                if (strcmp(path, cases[i].path) != 0)
+                        fail_msg("case %zu: '%s', not '%s' (%s)", i, path, cases[i].path, je.text);
+        }
+        (void) state;
 }
 
 /* ---- token files and where a token goes ---- */
@@ -628,11 +760,19 @@ static void test_connection_limits(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_merge_budget), cmocka_unit_test(test_acc_saturates),
-                cmocka_unit_test(test_target),       cmocka_unit_test(test_head),
-                cmocka_unit_test(test_param_ranges), cmocka_unit_test(test_text_safe),
-                cmocka_unit_test(test_token_file),   cmocka_unit_test(test_file_mode),
-                cmocka_unit_test(test_access),       cmocka_unit_test(test_connection_limits),
+                cmocka_unit_test(test_merge_budget),
+                cmocka_unit_test(test_acc_saturates),
+                cmocka_unit_test(test_target),
+                cmocka_unit_test(test_head),
+                cmocka_unit_test(test_param_ranges),
+                cmocka_unit_test(test_text_safe),
+                cmocka_unit_test(test_names),
+                cmocka_unit_test(test_text_json),
+                cmocka_unit_test(test_json_path),
+                cmocka_unit_test(test_token_file),
+                cmocka_unit_test(test_file_mode),
+                cmocka_unit_test(test_access),
+                cmocka_unit_test(test_connection_limits),
         };
         return RUN_TESTS(tests);
 }

@@ -283,7 +283,9 @@ static void test_cli_usage_errors(void **state) {
                   64,
                   "--unlabel is not an option of enroll" },
                 { { "revoke", ID_B, "--json" }, 64, "--json is not an option of revoke" },
-                { { "revoke", ID_B, "--reason", "a\tb" }, 64, "--reason: not plain text" },
+                { { "revoke", ID_B, "--reason", "a\tb" },
+                  64,
+                  "--reason: a control character U+0009" },
                 { { "frobnicate" }, 64, "Unknown command 'frobnicate'" },
                 { { "waive", "k", "p" }, 64, "waive needs --reason TEXT" },
                 { { "verdict", "k", "--at", "never" }, 64, "Invalid --at=never" },
@@ -413,10 +415,10 @@ static void test_api_settings(void **state) {
         expect_api_error("POST", path, staff, "{\"gating\":true,\"reason\":\"x\",\"colour\":1}",
                          400, "colour: unknown field");
         expect_api_error("POST", path, staff, "{\"gating\":true,\"reason\":\"x\"", 400,
-                         "body: not JSON");
+                         "body.reason: not JSON");
         expect_api_error("POST", path, staff, "[1]", 400, "body: expected a JSON object");
         expect_api_error("POST", path, staff, "{\"gating\":true,\"gating\":false,\"reason\":\"x\"}",
-                         400, "body: not JSON");
+                         400, "body.gating: not JSON: duplicate object key");
         expect_api_error("POST", path, staff, "{\"bound_ns\":2000000000,\"reason\":\"x\"}", 400,
                          "at most 1s");
         expect_api_error("POST", "/api/v1/machines/" ID_UNKNOWN "/settings", staff,

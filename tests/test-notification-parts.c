@@ -80,9 +80,10 @@ static const struct {
         { "mail", "Mail", "a@b.example, <x>@y", -EINVAL, "not a mail address" },
         { "mail", "Mail", "a@b.example\nBcc: victim@x", -EINVAL, "not a mail address" },
         { "mail", "From", "rtsoak@farm", 0, NULL },
-        { "mail", "SubjectPrefix", "[lab]\r", -EINVAL, "control characters" },
+        { "mail", "SubjectPrefix", "[lab]\r", -EINVAL, "a control character U+000D" },
+        { "mail", "SubjectPrefix", "[lab\xe2\x80\xae]", -EINVAL, "U+202E" },
         { "mail", "SMTP", "http://localhost:25", -EINVAL, "smtp:// or smtps://" },
-        { "BAD", "Mail", "a@b", -EINVAL, "a channel name is" },
+        { "BAD", "Mail", "a@b", -EINVAL, "a channel name may hold only" },
 };
 
 static void test_channel_keys(void **state) {
@@ -251,8 +252,10 @@ static void test_mail(void **state) {
         /* A host name with a line end must not make a header of its own. */
         struct notify_text t = { .title = (char *) "l\xc3\xa4"
                                                    "b7\nBcc: victim@example: 3 "
-                                                   "latency violations",
-                                 .text = (char *) "line one\nline\ttwo\x01\n",
+                                                   "latency violations of le\xe2\x80\xae"
+                                                   "gacy",
+                                 .text = (char *) "line one\nline\ttwo\x01\n"
+                                                  "culprit le\xe2\x80\xaegacy\xc2\x85\n",
                                  .url = (char *) "https://farm/" };
         json_auto_t *r = row("{\"id\":42,\"kind\":\"violation\"}");
         struct notify_message m = { .row = r,
@@ -269,7 +272,11 @@ static void test_mail(void **state) {
         assert_non_null(strstr(mail, "\nMessage-ID: <rtsoak.42.7@farm  X: y>\n"));
         assert_non_null(strstr(mail, "\nDate: Thu, 03 Dec 2026 12:13:20 +0000\n"));
         assert_non_null(strstr(mail, "\nAuto-Submitted: auto-generated\n"));
-        assert_non_null(strstr(mail, "\n\nline one\nline\ttwo \n"));
+        assert_non_null(strstr(mail, "\n\nline one\nline\ttwo\\x01\n"));
+        /* A task's name stored before the text rule is escaped, never raw (headers and body). */
+        assert_non_null(strstr(mail, "\nculprit le\\u202egacy\\u0085\n"));
+        assert_null(strstr(mail, "\xe2\x80\xae"));
+        assert_null(strstr(mail, "\xc2\x85"));
         /* The encoded subject decodes to the title, control characters made spaces. */
         const char *s = strstr(mail, "=?UTF-8?B?") + 10;
         uint8_t *dec = NULL;
@@ -280,6 +287,16 @@ static void test_mail(void **state) {
                             "b7 Bcc: ",
                             16);
         free(dec);
+        /* Every encoded word decoded: the override in the title is escaped there too. */
+        char subject[512] = "";
+        for (const char *w = strstr(mail, "=?UTF-8?B?"); w && w < strstr(mail, "\nDate:");
+             w = strstr(w + 1, "=?UTF-8?B?")) {
+                w += 10;
+                assert_int_equal(base64_decode(w, strcspn(w, "?"), &dec, &n), 0);
+                strncat(subject, (const char *) dec, MIN(n, sizeof(subject) - strlen(subject) - 1));
+                free(dec);
+        }
+        assert_non_null(strstr(subject, "violations of le\\u202egacy"));
         (void) state;
 }
 

@@ -813,7 +813,7 @@ def test_configuration_errors_name_file_and_line(c):
          r":3: \[Notify\.x\] Groups=: 'Rack' is not a group name"),
         ("[Notify.x]\nWebhook=http://h/\nColour=red\n", r":3: \[Notify\.x\] Colour=: unknown"),
         ("[Notify.UPPER]\nWebhook=http://h/\n",
-         r":2: \[Notify\.UPPER\] Webhook=: \"UPPER\": a channel name is"),
+         r":2: \[Notify\.UPPER\] Webhook=: \"UPPER\": 'U' at byte 0: a channel name may hold"),
         ("[Notifications]\nGroupWait=forever\n", r":2: \[Notifications\] GroupWait=forever"),
         ("[Notifications]\nDashboardURL=farm:8470\n", r":2: \[Notifications\] DashboardURL="),
     ]

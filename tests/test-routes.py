@@ -46,7 +46,7 @@ from farmlib import DAY, HOUR, MIN, SEC, check, now_ns, rfc3339, tap  # noqa: E4
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPLAY = os.environ.get("RTSOAK_REPLAY", "build/tools/rtsoak-replay")
-K_LATE, K_AHEAD, K_OTHER = "6.6.1-rt1", "6.6.2-rt2/x+y", "6.9.0-rt0"
+K_LATE, K_AHEAD, K_OTHER = "6.6.1-rt1", "6.6.2-rt2:x+y", "6.9.0-rt0"
 
 
 def q(s):

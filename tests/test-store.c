@@ -999,6 +999,78 @@ static void test_vacuum_conversion(void **state) {
         assert_int_equal(query1(p, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
 }
 
+/* A capture an earlier rtsoakd stored with a task's name the text rule refuses (it let C1
+ * controls and bidirectional overrides through): read back for the upload with '?' for them,
+ * in a summary the farm's decoder takes, rather than refused with its interval. */
+static void test_traces_stored_before_the_rule(void **state) {
+        store *s = NULL, *up = NULL;
+        char err[STORE_ERROR_MAX], derr[SUMMARY_ERROR_MAX];
+        int64_t run;
+        uint64_t *c0 = calloc(hist_nbuckets(1000), sizeof(uint64_t));
+        const int64_t minute = 60000000000LL, t0 = 1796300000000000000LL;
+        const char *p = db_path("traces-legacy.db");
+        (void) state;
+
+        assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
+        assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
+        store_set_outbox(s, true);
+        struct store_cpu_interval row;
+        make_row(&row, c0, 1, t0, 1000, 7000);
+        _cleanup_free_ char *a = analysis_text(1, t0 + 5, 480000, "legacy");
+        struct store_trace tr = { 1, t0 + 5, 480000, a, NULL, 0, 0, 0 };
+        struct store_interval iv = { .run_id = run,
+                                     .start_ns = t0,
+                                     .length_ns = minute,
+                                     .cpus = &row,
+                                     .ncpus = 1,
+                                     .traces = &tr,
+                                     .ntraces = 1 };
+        assert_int_equal(store_write_interval(s, &iv), 0);
+        sql(p, "UPDATE traces SET analysis = replace(analysis, 'legacy', 'leg' || char(8238) || "
+               "'acy' || char(133))");
+
+        assert_int_equal(store_open(p, STORE_UPLOADER, &up, err), 0);
+        struct store_outbox_row *ob;
+        size_t n;
+        assert_int_equal(store_outbox_next(up, 10, &ob, &n), 0);
+        assert_int_equal(n, 1);
+        struct summary sum = {}, back;
+        if (store_outbox_summary(up, ob, n, &sum) < 0)
+                fail_msg("%s", store_error(up));
+        assert_int_equal(sum.intervals[0].ntraces, 1);
+        assert_string_equal(sum.intervals[0].traces[0].analysis->contribs[0].name, "leg?acy?");
+        assert_null(strstr(sum.intervals[0].traces[0].json, "\xe2\x80\xae"));
+        /* What goes to the farm is what its decoder takes. */
+        sum.machine = (struct summary_machine){ (char *) "0123456789abcdef0123456789abcdef",
+                                                (char *) "lab", (char *) "x", 2 };
+        sum.run = (struct summary_run){
+                .id = run,
+                .boot_id = (char *) "fedcba9876543210fedcba9876543210",
+                .kernel_release = (char *) run_info.kernel_release,
+                .kernel_version = (char *) "",
+                .kernel_cmdline = (char *) "",
+                .preempt_model = (char *) "",
+                .daemon_version = (char *) "0.1",
+                .config_digest =
+                        (char *) "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+                .start_ns = t0,
+                .interval_ns = minute,
+        };
+        char *text;
+        assert_int_equal(summary_encode(&sum, &text, NULL), 0);
+        if (summary_decode(text, strlen(text), &back, derr) < 0)
+                fail_msg("the farm would refuse it: %s", derr);
+        summary_done(&back);
+        free(text);
+        sum.machine = (struct summary_machine){};
+        sum.run = (struct summary_run){};
+        summary_done(&sum);
+        free(ob);
+        store_close(up);
+        store_close(s);
+        free(c0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_open_create_and_reopen),
@@ -1013,6 +1085,7 @@ int main(void) {
                 cmocka_unit_test(test_outbox),
                 cmocka_unit_test(test_release_and_cpu_spans),
                 cmocka_unit_test(test_traces),
+                cmocka_unit_test(test_traces_stored_before_the_rule),
                 cmocka_unit_test(test_retention),
                 cmocka_unit_test(test_vacuum_conversion),
         };

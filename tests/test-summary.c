@@ -239,15 +239,20 @@ static void test_release_names(void **state) {
                 { "ä", false },
                 { "6.6-rt\n", false },
         };
+        char why[NAME_WHY_MAX];
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
-                if (summary_release_valid(cases[i].name) != cases[i].ok)
+                if (name_ok(&summary_name_release, cases[i].name, why) != cases[i].ok)
                         fail_msg("'%s': expected %s", cases[i].name, cases[i].ok ? "valid" : "not");
         char name[SUMMARY_MAX_RELEASE + 2];
         memset(name, 'r', sizeof(name) - 1);
         name[SUMMARY_MAX_RELEASE + 1] = '\0';
-        assert_false(summary_release_valid(name));
+        assert_false(name_ok(&summary_name_release, name, why));
+        assert_string_equal(why, "length 257 is out of range (1 to 256)");
         name[SUMMARY_MAX_RELEASE] = '\0';
-        assert_true(summary_release_valid(name));
+        assert_true(name_ok(&summary_name_release, name, why));
+        assert_false(name_ok(&summary_name_release, "6.6/rt", why));
+        assert_string_equal(why, "'/' at byte 3: a release name may hold only letters, digits "
+                                 "and . _ + ~ : -");
 }
 
 /* Encodes the reference summary, replaces the first occurrence of from by to in the text,
@@ -281,7 +286,8 @@ static void test_refusals_name_the_field(void **state) {
         refused("\"cpus\":8", "\"cpus\":0", "machine.cpus: 0 is out of range (1 to 1024)");
         refused("\"id\":\"0123456789abcdef0123456789abcdef\"",
                 "\"id\":\"0123456789ABCDEF0123456789abcdef\"",
-                "machine.id: not lowercase hexadecimal");
+                "machine.id: 'A' at byte 10: an identifier may hold only lowercase "
+                "hexadecimal digits");
         refused("\"id\":\"0123456789abcdef0123456789abcdef\"", "\"id\":\"0123\"",
                 "machine.id: length 4 is out of range (32 to 32)");
         refused("\"hostname\":\"rt-lab-07\",", "", "machine.hostname: missing");
@@ -299,13 +305,14 @@ static void test_refusals_name_the_field(void **state) {
         refused("\"seq\":18", "\"seq\":17",
                 "intervals[1].seq: intervals must be in ascending order of seq");
         refused("\"scenario\":\"mixed\"", "\"scenario\":\"mi xed\"",
-                "intervals[0].scenario: may hold only letters, digits, - and _");
+                "intervals[0].scenario: a space at byte 2: a scenario name may hold only "
+                "letters, digits and - _");
         refused("\"value\":1.25", "\"value\":-1.25",
                 "intervals[0].loads[0].metrics[0].value: out of range (0 to 1e18)");
         refused("\"generator\":\"fileio\"", "\"generator\":7",
                 "intervals[0].loads[0].generator: not a string");
         refused("\"type\":\"violation\"", "\"type\":\"Violation!\"",
-                "events[0].type: may hold only a-z, 0-9 and _");
+                "events[0].type: 'V' at byte 0: an event type may hold only a-z, 0-9 and _");
         refused("\"length_ns\":60000000000", "\"length_ns\":0",
                 "intervals[0].length_ns: must be more than 0");
         refused("\"start_ns\":1796300000000000000,\"length_ns\"", "\"start_ns\":5,\"length_ns\"",
@@ -326,8 +333,10 @@ static void test_refusals_name_the_field(void **state) {
 static void test_refusals_of_optional_fields(void **state) {
         const char *rel = "\"release\":\"6.6.15-rt22+lab~2:x_y\"";
         refused(rel, "\"release\":\"6.6 rt\"",
-                "run.release: may hold only letters, digits and . _ + ~ : -");
-        refused(rel, "\"release\":\"6.6/rt\"", "run.release: may hold only letters");
+                "run.release: a space at byte 3: a release name may hold only letters, "
+                "digits and . _ + ~ : -");
+        refused(rel, "\"release\":\"6.6/rt\"",
+                "run.release: '/' at byte 3: a release name may hold only letters");
         refused(rel, "\"release\":\"\"", "run.release: length 0 is out of range (1 to 256)");
         refused(rel, "\"release\":7", "run.release: not a string");
         refused(rel, "\"release\":null", "run.release: not a string");

@@ -183,9 +183,12 @@ static void test_names_from_the_kernel(void **state) {
         } cases[] = {
                 { "", "<unnamed>" },
                 { "a\xff\xfe b", "a?? b" },
-                { "\xc3", "?" },                      /* a sequence cut short */
-                { "caf\xc3\xa9", "caf\xc3\xa9" },     /* UTF-8 stays */
-                { "\xe2\x80\xae!", "\xe2\x80\xae!" }, /* valid: escaped on output */
+                { "\xc3", "?" },                  /* a sequence cut short */
+                { "caf\xc3\xa9", "caf\xc3\xa9" }, /* UTF-8 stays */
+                { "\xe2\x80\xae!", "?!" },        /* a bidirectional override */
+                { "a\xc2\x85"
+                  "b",
+                  "a?b" }, /* a C1 control */
                 { "x\x7fy", "x?y" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -396,7 +399,7 @@ static void test_json_refused(void **state) {
                 { "latency_ns", "1", "latency_ns: less than timer_ns + sched_ns + return_ns" },
                 { "timer_seen", "1", "timer_seen: not true or false" },
                 { "summary", "\"\"", "summary: length 0 is out of range" },
-                { "summary", "\"a\\u0001b\"", "summary: contains a control character" },
+                { "summary", "\"a\\u0001b\"", "summary: a control character U+0001 at byte 1" },
                 { "summary", NULL, "summary: missing" },
                 { "extra", "1", "extra: unknown field" },
                 { "culprit.kind", "\"demon\"", "culprit.kind: \"demon\" is not thread" },

@@ -264,26 +264,36 @@ bool tu_wait_for_text(const char *path, const char *text, int timeout_ms) {
         }
 }
 
-void tu_server_enroll(const char *db, const char *id, const char *extra1, const char *extra2,
-                      char token[static 80]) {
+/* Runs rtsoak-server --db=db command name [extra1 [extra2]]: the token it printed. */
+static void server_token(const char *db, const char *command, const char *name, const char *extra1,
+                         const char *extra2, char token[static 80]) {
         char dbarg[600];
         snprintf(dbarg, sizeof(dbarg), "--db=%s", db);
         char *argv[] = { (char *) tu_bin("RTSOAK_SERVER"),
                          dbarg,
-                         "enroll",
-                         (char *) id,
+                         (char *) command,
+                         (char *) name,
                          (char *) extra1,
                          (char *) extra2,
                          NULL };
         struct tu_result r;
         if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
-                fail_msg("enroll %s failed (%d): %s", id, r.status, r.err);
+                fail_msg("%s %s failed (%d): %s", command, name, r.status, r.err);
         /* Exactly one line: 64 lowercase hex digits. */
         assert_int_equal(strlen(r.out), 65);
         assert_int_equal(strspn(r.out, "0123456789abcdef"), 64);
         assert_true(r.out[64] == '\n');
         snprintf(token, 80, "%.64s", r.out);
         tu_result_done(&r);
+}
+
+void tu_server_enroll(const char *db, const char *id, const char *extra1, const char *extra2,
+                      char token[static 80]) {
+        server_token(db, "enroll", id, extra1, extra2, token);
+}
+
+void tu_server_admin_token(const char *db, const char *name, char token[static 80]) {
+        server_token(db, "admin-token", name, NULL, NULL, token);
 }
 
 pid_t tu_server_start(const char *db, const char *log, const char *listen, const char *const *extra,

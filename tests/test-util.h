@@ -52,6 +52,8 @@ size_t tu_count_lines(const char *s, const char *prefix);
 /* rtsoak-server --db DB enroll ID [extra1 [extra2]]: the token it printed (64 hex digits). */
 void tu_server_enroll(const char *db, const char *id, const char *extra1, const char *extra2,
                       char token[static 80]);
+/* rtsoak-server --db DB admin-token NAME: the staff token it printed. */
+void tu_server_admin_token(const char *db, const char *name, char token[static 80]);
 /* Enrolls this machine (tu_machine_id()) in the farm database db and writes its token, with
  * a newline, to token_file: what rtsoakd's [Upload] TokenFile= reads. */
 void tu_enroll_this_machine(const char *db, const char *token_file);

@@ -129,8 +129,8 @@ static void *grow(void *array, size_t *n, size_t size) {
         })
 
 static bool valid_generator(const char *s) {
-        size_t l = strlen(s);
-        return l >= 1 && l <= 32 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == l;
+        char why[NAME_WHY_MAX];
+        return name_ok(&summary_name_generator, s, why);
 }
 
 static int cmp_spike(const void *a, const void *b) {
@@ -277,12 +277,10 @@ static int parse_hostile(const char *probed, const char *share, const char *ahea
         uint64_t v;
         int r;
 
-        if (replay_opt.release && !summary_release_valid(replay_opt.release))
-                return replay_usage_error(
-                        "--release",
-                        "'%s' is not a release name (1-%d letters, digits and . _ + "
-                        "~ : -)",
-                        replay_opt.release, SUMMARY_MAX_RELEASE);
+        char why[NAME_WHY_MAX];
+        if (replay_opt.release && !name_ok(&summary_name_release, replay_opt.release, why))
+                return replay_usage_error("--release", "'%s' is not a release name (%s)",
+                                          replay_opt.release, why);
         if (probed && (r = parse_probed(probed)) < 0)
                 return r;
         if (share) {
@@ -728,10 +726,20 @@ static int check_identity(void) {
                                                    "both"
                                                  : "required (or --token TOKEN)");
         }
+        char why[TEXT_WHY_MAX > NAME_WHY_MAX ? TEXT_WHY_MAX : NAME_WHY_MAX];
         if (replay_opt.hostname && (!*replay_opt.hostname || strlen(replay_opt.hostname) > 255))
                 return replay_usage_error("--hostname", "must be 1 to 255 bytes");
-        if (!*replay_opt.kernel || strlen(replay_opt.kernel) > 256)
-                return replay_usage_error("--kernel", "must be 1 to 256 bytes");
+        if (replay_opt.hostname && !text_ok(replay_opt.hostname, false, why))
+                return replay_usage_error("--hostname", "%s", why);
+        if (!*replay_opt.kernel || strlen(replay_opt.kernel) > SUMMARY_MAX_RELEASE)
+                return replay_usage_error("--kernel", "must be 1 to %d bytes", SUMMARY_MAX_RELEASE);
+        if (!text_ok(replay_opt.kernel, false, why))
+                return replay_usage_error("--kernel", "%s", why);
+        /* Without --release, the farm judges the runs under the kernel's release. */
+        if (!replay_opt.release && !name_ok(&summary_name_release, replay_opt.kernel, why))
+                return replay_usage_error("--kernel",
+                                          "'%s' is not a release name (%s): give --release",
+                                          replay_opt.kernel, why);
         if (strlen(replay_opt.kernel_version) > 512)
                 return replay_usage_error("--kernel-version", "longer than 512 bytes");
         if (strlen(replay_opt.preempt_model) > 64)

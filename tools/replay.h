@@ -18,6 +18,7 @@
 #include "rotation.h"
 #include "sha256.h"
 #include "summary.h"
+#include "text-safe.h"
 #include "timeutil.h"
 
 #define DAY_NS ((int64_t) 86400 * (int64_t) NSEC_PER_SEC)
@@ -139,7 +140,8 @@ int replay_parse_options(int argc, char **argv);
 
 /* A machine id: 32 lowercase hex digits. */
 static inline bool valid_id(const char *s) {
-        return strlen(s) == 32 && strspn(s, "0123456789abcdef") == 32;
+        char why[NAME_WHY_MAX];
+        return name_ok(&summary_name_id, s, why);
 }
 
 extern struct machine *replay_machines;

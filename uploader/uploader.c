@@ -171,6 +171,7 @@ static int probed_cpus(const char *text, uint32_t **ret, size_t *ret_n) {
 
 static int build_summary(struct uploader *u, const struct store_outbox_row *rows, size_t n,
                          struct summary *s, struct store_run *run) {
+        char why[NAME_WHY_MAX];
         int r = store_get_run(u->store, rows[0].run_id, run);
         if (r < 0)
                 return r;
@@ -188,7 +189,8 @@ static int build_summary(struct uploader *u, const struct store_outbox_row *rows
                          .threshold_ns = run->threshold_ns,
                          .probe_interval_ns = run->probe_interval_ns,
                          .interval_ns = run->interval_ns,
-                         .release = run->release && summary_release_valid(run->release)
+                         .release = run->release && name_ok(&summary_name_release, run->release,
+                                                            why)
                                             ? run->release
                                             : NULL },
                 .seq = (uint64_t) rows[0].id,
