@@ -20,7 +20,7 @@
 /* The header with --token-file's token, once cli_farm_server_ok() read it. */
 static char authorization[TOKEN_FILE_MAX + 64];
 
-bool cli_farm_timeout(const char *text, long *ret) {
+static bool parse_timeout(const char *text, long *ret) {
         char *end;
         errno = 0;
         long v = strtol(text, &end, 10);
@@ -29,6 +29,23 @@ bool cli_farm_timeout(const char *text, long *ret) {
                 return false;
         }
         *ret = v;
+        return true;
+}
+
+bool cli_farm_option(struct cli_farm *f, int c, const char *value) {
+        switch (c) {
+        case CLI_FARM_ARG_SERVER:
+                f->server = value;
+                break;
+        case CLI_FARM_ARG_CA:
+                f->ca = value;
+                break;
+        case CLI_FARM_ARG_TIMEOUT:
+                return parse_timeout(value, &f->timeout_s);
+        case CLI_FARM_ARG_TOKEN_FILE:
+                f->token_file = value;
+                break;
+        }
         return true;
 }
 

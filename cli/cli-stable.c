@@ -85,14 +85,14 @@ static int ask(const struct cli_farm *f, const char *series, const char *query, 
 }
 
 int cli_latest_stable(int argc, char **argv) {
-        enum { ARG_SERVER = 0x100, ARG_AT, ARG_JSON, ARG_CA, ARG_TIMEOUT, ARG_TOKEN_FILE };
+        enum { ARG_AT = CLI_FARM_ARG_END, ARG_JSON };
         static const struct option options[] = {
-                { "server", required_argument, NULL, ARG_SERVER },
+                CLI_FARM_OPTION_SERVER,
                 { "at", required_argument, NULL, ARG_AT },
                 { "json", no_argument, NULL, ARG_JSON },
-                { "ca", required_argument, NULL, ARG_CA },
-                { "timeout", required_argument, NULL, ARG_TIMEOUT },
-                { "token-file", required_argument, NULL, ARG_TOKEN_FILE },
+                CLI_FARM_OPTION_CA,
+                CLI_FARM_OPTION_TIMEOUT,
+                CLI_FARM_OPTION_TOKEN_FILE,
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -104,8 +104,9 @@ int cli_latest_stable(int argc, char **argv) {
         optind = 1;
         while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
-                case ARG_SERVER:
-                        f.server = optarg;
+                case CLI_FARM_ARG_SERVER ... CLI_FARM_ARG_END - 1:
+                        if (!cli_farm_option(&f, c, optarg))
+                                return EXIT_USAGE;
                         break;
                 case ARG_AT: {
                         const char *reason = NULL;
@@ -119,16 +120,6 @@ int cli_latest_stable(int argc, char **argv) {
                 }
                 case ARG_JSON:
                         json = true;
-                        break;
-                case ARG_CA:
-                        f.ca = optarg;
-                        break;
-                case ARG_TOKEN_FILE:
-                        f.token_file = optarg;
-                        break;
-                case ARG_TIMEOUT:
-                        if (!cli_farm_timeout(optarg, &f.timeout_s))
-                                return EXIT_USAGE;
                         break;
                 case 'h':
                         stable_usage(stdout);

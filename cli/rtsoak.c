@@ -203,6 +203,38 @@ static void report_table_header(void) {
                "p50", "p99", "p99.9", "violations", "missed");
 }
 
+/* The table: the header, a row per CPU, and the total when there is more than one CPU. */
+static void report_table(const struct store_cpu_report *rows, size_t n,
+                         const struct store_cpu_report *total) {
+        report_table_header();
+        for (size_t i = 0; i < n; i++)
+                report_table_row(&rows[i]);
+        if (n > 1)
+                report_table_row(total);
+}
+
+/* The rows into doc as "cpus", then the total as "total". */
+static void report_json_cpus(json_t *doc, const struct store_cpu_report *rows, size_t n,
+                             const struct store_cpu_report *total) {
+        json_t *cpus = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(cpus, report_json_row(&rows[i]));
+        json_object_set_new(doc, "cpus", cpus);
+        json_object_set_new(doc, "total", report_json_row(total));
+}
+
+/* The report of f per CPU (*rows, *n) and over every CPU (*total); the caller frees both,
+ * whatever this returns (errors are logged). */
+static int load_report(store *s, const struct store_filter *f, struct store_cpu_report **rows,
+                       size_t *n, struct store_cpu_report *total) {
+        int r = store_report(s, f, rows, n);
+        if (r < 0) {
+                log_error("%s", store_error(s));
+                return r;
+        }
+        return report_total(*rows, *n, total);
+}
+
 static int report_by_scenario(store *s, const struct args *a, struct store_filter *f);
 
 static bool value_is_latency(const char *type) {
@@ -220,26 +252,18 @@ static int cmd_report(store *s, const struct args *a) {
                 return r;
         if (a->by_scenario)
                 return report_by_scenario(s, a, &f);
-        r = store_report(s, &f, &rows, &n);
-        if (r < 0) {
-                log_error("%s", store_error(s));
-                return r;
-        }
-        r = report_total(rows, n, &total);
+        r = load_report(s, &f, &rows, &n, &total);
         if (r < 0)
                 goto out;
 
         if (a->json) {
-                json_t *doc = json_object(), *cpus = json_array();
+                json_t *doc = json_object();
                 json_object_set_new(doc, "since",
                                     f.since_ns == INT64_MIN ? json_null() : json_time(f.since_ns));
                 json_object_set_new(doc, "until",
                                     f.until_ns == INT64_MAX ? json_null() : json_time(f.until_ns));
                 json_object_set_new(doc, "run", f.run_id ? json_integer(f.run_id) : json_null());
-                for (size_t i = 0; i < n; i++)
-                        json_array_append_new(cpus, report_json_row(&rows[i]));
-                json_object_set_new(doc, "cpus", cpus);
-                json_object_set_new(doc, "total", report_json_row(&total));
+                report_json_cpus(doc, rows, n, &total);
                 r = print_json(doc);
                 json_decref(doc);
         } else if (n == 0) {
@@ -253,11 +277,7 @@ static int cmd_report(store *s, const struct args *a) {
                 }
                 printf("Latency from %s to %s, in microseconds:\n",
                        format_timestamp_local(t1, first), format_timestamp_local(t2, last));
-                report_table_header();
-                for (size_t i = 0; i < n; i++)
-                        report_table_row(&rows[i]);
-                if (n > 1)
-                        report_table_row(&total);
+                report_table(rows, n, &total);
                 if (total.samples > 0) {
                         char m[32];
                         for (size_t i = 0; i < n; i++)
@@ -346,23 +366,15 @@ static int report_by_scenario(store *s, const struct args *a, struct store_filte
                 size_t n = 0;
                 struct store_filter g = *f;
                 g.scenario = sc[i].name;
-                r = store_report(s, &g, &rows, &n);
-                if (r < 0) {
-                        log_error("%s", store_error(s));
-                        break;
-                }
-                r = report_total(rows, n, &total);
+                r = load_report(s, &g, &rows, &n, &total);
                 if (r >= 0 && a->json) {
-                        json_t *o = json_object(), *cpus = json_array();
+                        json_t *o = json_object();
                         json_object_set_new(o, "scenario", json_string(sc[i].name));
                         json_object_set_new(o, "intervals", json_u64(sc[i].intervals));
                         json_object_set_new(o, "length_ns", json_u64(sc[i].length_ns));
                         json_object_set_new(o, "first", json_time(sc[i].first_ns));
                         json_object_set_new(o, "last", json_time(sc[i].last_ns));
-                        for (size_t k = 0; k < n; k++)
-                                json_array_append_new(cpus, report_json_row(&rows[k]));
-                        json_object_set_new(o, "cpus", cpus);
-                        json_object_set_new(o, "total", report_json_row(&total));
+                        report_json_cpus(o, rows, n, &total);
                         json_object_set_new(o, "loads", scenario_loads_json(&sc[i]));
                         json_array_append_new(doc, o);
                 } else if (r >= 0) {
@@ -372,11 +384,7 @@ static int report_by_scenario(store *s, const struct args *a, struct store_filte
                                sc[i].intervals == 1 ? "" : "s",
                                format_timespan(span,
                                                sc[i].length_ns / NSEC_PER_SEC * NSEC_PER_SEC));
-                        report_table_header();
-                        for (size_t k = 0; k < n; k++)
-                                report_table_row(&rows[k]);
-                        if (n > 1)
-                                report_table_row(&total);
+                        report_table(rows, n, &total);
                         scenario_loads_table(&sc[i]);
                 }
                 hist_done(&total.hist);
@@ -509,18 +517,13 @@ static int cmd_status(store *s, const struct args *a) {
         if (has_prev < 0)
                 return has_prev;
         f.run_id = run.id;
-        r = store_report(s, &f, &rows, &n);
-        if (r < 0) {
-                log_error("%s", store_error(s));
-                return r;
-        }
-        r = report_total(rows, n, &total);
+        r = load_report(s, &f, &rows, &n, &total);
         if (r < 0)
                 goto out;
         const char *state = state_of(a->db, &run);
 
         if (a->json) {
-                json_t *doc = json_object(), *cpus = json_array();
+                json_t *doc = json_object();
                 json_object_set_new(doc, "run", json_integer(run.id));
                 json_object_set_new(doc, "state", json_string(state));
                 json_object_set_new(doc, "running",
@@ -547,10 +550,7 @@ static int cmd_status(store *s, const struct args *a) {
                                                                   : json_time(run.last_seen_ns));
                 json_object_set_new(doc, "end",
                                     run.end_ns == INT64_MIN ? json_null() : json_time(run.end_ns));
-                for (size_t i = 0; i < n; i++)
-                        json_array_append_new(cpus, report_json_row(&rows[i]));
-                json_object_set_new(doc, "cpus", cpus);
-                json_object_set_new(doc, "total", report_json_row(&total));
+                report_json_cpus(doc, rows, n, &total);
                 json_object_set_new(doc, "upload", upload_json(s));
                 json_object_set_new(doc, "trace",
                                     cli_trace_status_json(s, run.id, total.violations));
@@ -582,17 +582,116 @@ static int cmd_status(store *s, const struct args *a) {
                        "boundary).\n");
         else {
                 printf("\nWorst cases so far, in microseconds:\n");
-                report_table_header();
-                for (size_t i = 0; i < n; i++)
-                        report_table_row(&rows[i]);
-                if (n > 1)
-                        report_table_row(&total);
+                report_table(rows, n, &total);
         }
         upload_table(s);
 out:
         hist_done(&total.hist);
         store_report_free(rows, n);
         return r;
+}
+
+/* The block cyclictest -h prints: one line per microsecond below limit with a column per
+ * thread (here per CPU), then the summary lines. */
+static void histogram_cyclictest(const struct store_cpu_report *rows, size_t n, uint32_t limit) {
+        printf("# Histogram\n");
+        for (uint32_t us = 0; us < limit; us++) {
+                printf("%06u", us);
+                for (size_t i = 0; i < n; i++)
+                        printf("%s%06" PRIu64, i == 0 ? " " : "\t", rows[i].hist.counts[us]);
+                printf("\n");
+        }
+        printf("# Total:");
+        for (size_t i = 0; i < n; i++)
+                printf(" %09" PRIu64, rows[i].samples - hist_overflows(&rows[i].hist, limit));
+        printf("\n# Min Latencies:");
+        for (size_t i = 0; i < n; i++)
+                printf(" %05" PRIu64, rows[i].min_ns / 1000);
+        printf("\n# Avg Latencies:");
+        for (size_t i = 0; i < n; i++)
+                printf(" %05" PRIu64, avg_ns(&rows[i]) / 1000);
+        printf("\n# Max Latencies:");
+        for (size_t i = 0; i < n; i++)
+                printf(" %05" PRIu64, rows[i].max_ns / 1000);
+        printf("\n# Histogram Overflows:");
+        for (size_t i = 0; i < n; i++)
+                printf(" %05" PRIu64, hist_overflows(&rows[i].hist, limit));
+        printf("\n");
+}
+
+/* Every bucket that holds a sample, with its edges. */
+static void histogram_csv(const struct store_cpu_report *rows, size_t n) {
+        printf("cpu,lower_ns,upper_ns,count\n");
+        for (size_t i = 0; i < n; i++)
+                for (uint32_t b = 0; b < rows[i].hist.nbuckets; b++) {
+                        uint64_t c = rows[i].hist.counts[b];
+                        if (!c)
+                                continue;
+                        uint64_t up = hist_bucket_upper_ns(rows[i].hist.limit_us, b);
+                        printf("%d,%" PRIu64 ",", rows[i].cpu,
+                               hist_bucket_lower_ns(rows[i].hist.limit_us, b));
+                        if (up != UINT64_MAX)
+                                printf("%" PRIu64, up);
+                        printf(",%" PRIu64 "\n", c);
+                }
+}
+
+/* A CPU's report with its histogram, as the server names them: limit_us, overflow (samples at
+ * or above it), buckets ([us, count] of the exact 1 us buckets below it); and every bucket
+ * with its edges, the logarithmic ones too. */
+static json_t *histogram_json_cpu(const struct store_cpu_report *row) {
+        json_t *o = report_json_row(row), *buckets = json_array(), *all = json_array();
+        uint32_t limit = row->hist.limit_us;
+        uint64_t overflow = hist_overflows(&row->hist, limit);
+        json_object_set_new(o, "limit_us", json_integer(limit));
+        json_object_set_new(o, "limit_ns", json_u64((uint64_t) limit * 1000));
+        json_object_set_new(o, "overflow", json_u64(overflow));
+        json_object_set_new(o, "overflows", json_u64(overflow));
+        for (uint32_t b = 0; b < row->hist.nbuckets; b++) {
+                uint64_t c = row->hist.counts[b];
+                if (!c)
+                        continue;
+                uint64_t up = hist_bucket_upper_ns(limit, b);
+                if (b < limit)
+                        json_array_append_new(buckets,
+                                              json_pack("[I, I]", (json_int_t) b, (json_int_t) c));
+                json_t *e = json_object();
+                json_object_set_new(e, "lower_ns", json_u64(hist_bucket_lower_ns(limit, b)));
+                json_object_set_new(e, "upper_ns", up == UINT64_MAX ? json_null() : json_u64(up));
+                json_object_set_new(e, "count", json_u64(c));
+                json_array_append_new(all, e);
+        }
+        json_object_set_new(o, "buckets", buckets);
+        json_object_set_new(o, "all_buckets", all);
+        return o;
+}
+
+static int histogram_json(const struct store_cpu_report *rows, size_t n) {
+        json_t *doc = json_object(), *cpus = json_array();
+        for (size_t i = 0; i < n; i++)
+                json_array_append_new(cpus, histogram_json_cpu(&rows[i]));
+        json_object_set_new(doc, "cpus", cpus);
+        int r = print_json(doc);
+        json_decref(doc);
+        return r;
+}
+
+/* The exact range cyclictest's format shows: the stored histograms' (the first CPU's, as
+ * merged), or --limit within it; -EINVAL (logged) for a --limit outside it. */
+static int cyclictest_limit(const struct args *a, const struct store_cpu_report *rows, size_t n,
+                            uint32_t *ret) {
+        uint32_t limit = n > 0 ? rows[0].hist.limit_us : 0;
+        if (a->have_limit) {
+                if (a->limit == 0 || a->limit > limit) {
+                        log_error("--limit %" PRIu64 ": must be between 1 and %u, the "
+                                  "exact range of the stored histograms (us)",
+                                  a->limit, limit);
+                        return -EINVAL;
+                }
+                limit = (uint32_t) a->limit;
+        }
+        *ret = limit;
+        return 0;
 }
 
 static int cmd_histogram(store *s, const struct args *a) {
@@ -622,98 +721,14 @@ static int cmd_histogram(store *s, const struct args *a) {
         }
 
         if (strcmp(format, "cyclictest") == 0) {
-                uint32_t limit = n > 0 ? rows[0].hist.limit_us : 0;
-                if (a->have_limit) {
-                        if (a->limit == 0 || a->limit > limit) {
-                                log_error("--limit %" PRIu64 ": must be between 1 and %u, the "
-                                          "exact range of the stored histograms (us)",
-                                          a->limit, limit);
-                                r = -EINVAL;
-                                goto out;
-                        }
-                        limit = (uint32_t) a->limit;
-                }
-                /* The block cyclictest -h prints: one line per microsecond with a column per
-                 * thread (here per CPU), then the summary lines. */
-                printf("# Histogram\n");
-                for (uint32_t us = 0; us < limit; us++) {
-                        printf("%06u", us);
-                        for (size_t i = 0; i < n; i++)
-                                printf("%s%06" PRIu64, i == 0 ? " " : "\t",
-                                       rows[i].hist.counts[us]);
-                        printf("\n");
-                }
-                printf("# Total:");
-                for (size_t i = 0; i < n; i++)
-                        printf(" %09" PRIu64,
-                               rows[i].samples - hist_overflows(&rows[i].hist, limit));
-                printf("\n# Min Latencies:");
-                for (size_t i = 0; i < n; i++)
-                        printf(" %05" PRIu64, rows[i].min_ns / 1000);
-                printf("\n# Avg Latencies:");
-                for (size_t i = 0; i < n; i++)
-                        printf(" %05" PRIu64, avg_ns(&rows[i]) / 1000);
-                printf("\n# Max Latencies:");
-                for (size_t i = 0; i < n; i++)
-                        printf(" %05" PRIu64, rows[i].max_ns / 1000);
-                printf("\n# Histogram Overflows:");
-                for (size_t i = 0; i < n; i++)
-                        printf(" %05" PRIu64, hist_overflows(&rows[i].hist, limit));
-                printf("\n");
-        } else if (strcmp(format, "csv") == 0) {
-                printf("cpu,lower_ns,upper_ns,count\n");
-                for (size_t i = 0; i < n; i++)
-                        for (uint32_t b = 0; b < rows[i].hist.nbuckets; b++) {
-                                uint64_t c = rows[i].hist.counts[b];
-                                if (!c)
-                                        continue;
-                                uint64_t up = hist_bucket_upper_ns(rows[i].hist.limit_us, b);
-                                printf("%d,%" PRIu64 ",", rows[i].cpu,
-                                       hist_bucket_lower_ns(rows[i].hist.limit_us, b));
-                                if (up != UINT64_MAX)
-                                        printf("%" PRIu64, up);
-                                printf(",%" PRIu64 "\n", c);
-                        }
-        } else {
-                json_t *doc = json_object(), *cpus = json_array();
-                for (size_t i = 0; i < n; i++) {
-                        json_t *o = report_json_row(&rows[i]), *buckets = json_array(),
-                               *all = json_array();
-                        uint32_t limit = rows[i].hist.limit_us;
-                        uint64_t overflow = hist_overflows(&rows[i].hist, limit);
-                        /* As the server names them: limit_us, overflow (samples at or above
-                         * it), buckets ([us, count] of the exact 1 us buckets below it); and
-                         * every bucket with its edges, the logarithmic ones too. */
-                        json_object_set_new(o, "limit_us", json_integer(limit));
-                        json_object_set_new(o, "limit_ns", json_u64((uint64_t) limit * 1000));
-                        json_object_set_new(o, "overflow", json_u64(overflow));
-                        json_object_set_new(o, "overflows", json_u64(overflow));
-                        for (uint32_t b = 0; b < rows[i].hist.nbuckets; b++) {
-                                uint64_t c = rows[i].hist.counts[b];
-                                if (!c)
-                                        continue;
-                                uint64_t up = hist_bucket_upper_ns(limit, b);
-                                if (b < limit)
-                                        json_array_append_new(buckets,
-                                                              json_pack("[I, I]", (json_int_t) b,
-                                                                        (json_int_t) c));
-                                json_t *e = json_object();
-                                json_object_set_new(e, "lower_ns",
-                                                    json_u64(hist_bucket_lower_ns(limit, b)));
-                                json_object_set_new(e, "upper_ns",
-                                                    up == UINT64_MAX ? json_null() : json_u64(up));
-                                json_object_set_new(e, "count", json_u64(c));
-                                json_array_append_new(all, e);
-                        }
-                        json_object_set_new(o, "buckets", buckets);
-                        json_object_set_new(o, "all_buckets", all);
-                        json_array_append_new(cpus, o);
-                }
-                json_object_set_new(doc, "cpus", cpus);
-                r = print_json(doc);
-                json_decref(doc);
-        }
-out:
+                uint32_t limit;
+                r = cyclictest_limit(a, rows, n, &limit);
+                if (r >= 0)
+                        histogram_cyclictest(rows, n, limit);
+        } else if (strcmp(format, "csv") == 0)
+                histogram_csv(rows, n);
+        else
+                r = histogram_json(rows, n);
         store_report_free(rows, n);
         return r;
 }
@@ -935,23 +950,106 @@ static int parse_uint_arg(const char *opt, const char *v, uint64_t max, uint64_t
         return 0;
 }
 
+enum {
+        ARG_DB = 0x100,
+        ARG_JSON,
+        ARG_SINCE,
+        ARG_UNTIL,
+        ARG_RUN,
+        ARG_CPU,
+        ARG_FORMAT,
+        ARG_TYPE,
+        ARG_LIMIT,
+        ARG_SCENARIO,
+        ARG_BY_SCENARIO,
+        ARG_RAW,
+        ARG_VERSION
+};
+
+/* --since or --until (c): -1 to go on, else the exit status. */
+static int take_time(int c, const char *arg, int64_t now, struct args *a) {
+        const char *reason;
+        int64_t t;
+        if (parse_timestamp(arg, now, &t, &reason) < 0) {
+                log_error("%s %s: %s", c == ARG_SINCE ? "--since" : "--until", arg, reason);
+                return EXIT_USAGE;
+        }
+        if (c == ARG_SINCE) {
+                a->filter.since_ns = t;
+                a->given |= OPT_SINCE;
+        } else {
+                a->filter.until_ns = t;
+                a->given |= OPT_UNTIL;
+        }
+        return -1;
+}
+
+/* --run: last, or a run's id. */
+static int take_run(const char *arg, struct args *a) {
+        uint64_t v;
+        a->given |= OPT_RUN;
+        if (strcmp(arg, "last") == 0) {
+                a->run_last = true;
+                return -1;
+        }
+        if (parse_uint_arg("--run", arg, INT64_MAX, &v) < 0)
+                return EXIT_USAGE;
+        if (v == 0) {
+                log_error("--run %s: run ids start at 1", arg);
+                return EXIT_USAGE;
+        }
+        a->filter.run_id = (int64_t) v;
+        return -1;
+}
+
+/* One of the options that select or shape what a command shows, with its value (arg) into
+ * *a: -1 to go on, else the exit status. */
+static int take_option(int c, const char *arg, int64_t now, struct args *a) {
+        uint64_t v;
+        switch (c) {
+        case ARG_SINCE:
+        case ARG_UNTIL:
+                return take_time(c, arg, now, a);
+        case ARG_RUN:
+                return take_run(arg, a);
+        case ARG_CPU:
+                a->given |= OPT_CPU;
+                if (parse_uint_arg("--cpu", arg, 8191, &v) < 0)
+                        return EXIT_USAGE;
+                a->filter.cpu = (int) v;
+                break;
+        case ARG_FORMAT:
+                a->given |= OPT_FORMAT;
+                a->format = arg;
+                break;
+        case ARG_TYPE:
+                a->given |= OPT_TYPE;
+                a->type = arg;
+                break;
+        case ARG_LIMIT:
+                a->given |= OPT_LIMIT;
+                if (parse_uint_arg("--limit", arg, UINT32_MAX, &a->limit) < 0)
+                        return EXIT_USAGE;
+                a->have_limit = true;
+                break;
+        case ARG_SCENARIO:
+                a->given |= OPT_SCENARIO;
+                a->filter.scenario = arg;
+                break;
+        case ARG_BY_SCENARIO:
+                a->given |= OPT_BY_SCENARIO;
+                a->by_scenario = true;
+                break;
+        case ARG_RAW:
+                a->given |= OPT_RAW;
+                a->raw = true;
+                break;
+        }
+        return -1;
+}
+
 /* The options before the command into *a; -1 to go on, else the exit status. */
 static int parse_options(int argc, char *argv[], int64_t now, struct args *a) {
-        enum {
-                ARG_DB = 0x100,
-                ARG_JSON,
-                ARG_SINCE,
-                ARG_UNTIL,
-                ARG_RUN,
-                ARG_CPU,
-                ARG_FORMAT,
-                ARG_TYPE,
-                ARG_LIMIT,
-                ARG_SCENARIO,
-                ARG_BY_SCENARIO,
-                ARG_RAW,
-                ARG_VERSION
-        };
         static const struct option options[] = {
                 { "db", required_argument, NULL, ARG_DB },
                 { "json", no_argument, NULL, ARG_JSON },
@@ -969,9 +1067,7 @@ static int parse_options(int argc, char *argv[], int64_t now, struct args *a) {
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
         };
-        const char *reason;
-        uint64_t v;
-        int c;
+        int c, status;
 
         while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
@@ -982,68 +1078,9 @@ static int parse_options(int argc, char *argv[], int64_t now, struct args *a) {
                         a->json = true;
                         a->given |= OPT_JSON;
                         break;
-                case ARG_SINCE:
-                case ARG_UNTIL: {
-                        int64_t t;
-                        const char *opt = c == ARG_SINCE ? "--since" : "--until";
-                        if (parse_timestamp(optarg, now, &t, &reason) < 0) {
-                                log_error("%s %s: %s", opt, optarg, reason);
-                                return EXIT_USAGE;
-                        }
-                        if (c == ARG_SINCE) {
-                                a->filter.since_ns = t;
-                                a->given |= OPT_SINCE;
-                        } else {
-                                a->filter.until_ns = t;
-                                a->given |= OPT_UNTIL;
-                        }
-                        break;
-                }
-                case ARG_RUN:
-                        a->given |= OPT_RUN;
-                        if (strcmp(optarg, "last") == 0) {
-                                a->run_last = true;
-                                break;
-                        }
-                        if (parse_uint_arg("--run", optarg, INT64_MAX, &v) < 0)
-                                return EXIT_USAGE;
-                        if (v == 0) {
-                                log_error("--run %s: run ids start at 1", optarg);
-                                return EXIT_USAGE;
-                        }
-                        a->filter.run_id = (int64_t) v;
-                        break;
-                case ARG_CPU:
-                        a->given |= OPT_CPU;
-                        if (parse_uint_arg("--cpu", optarg, 8191, &v) < 0)
-                                return EXIT_USAGE;
-                        a->filter.cpu = (int) v;
-                        break;
-                case ARG_FORMAT:
-                        a->given |= OPT_FORMAT;
-                        a->format = optarg;
-                        break;
-                case ARG_TYPE:
-                        a->given |= OPT_TYPE;
-                        a->type = optarg;
-                        break;
-                case ARG_LIMIT:
-                        a->given |= OPT_LIMIT;
-                        if (parse_uint_arg("--limit", optarg, UINT32_MAX, &a->limit) < 0)
-                                return EXIT_USAGE;
-                        a->have_limit = true;
-                        break;
-                case ARG_SCENARIO:
-                        a->given |= OPT_SCENARIO;
-                        a->filter.scenario = optarg;
-                        break;
-                case ARG_BY_SCENARIO:
-                        a->given |= OPT_BY_SCENARIO;
-                        a->by_scenario = true;
-                        break;
-                case ARG_RAW:
-                        a->given |= OPT_RAW;
-                        a->raw = true;
+                case ARG_SINCE ... ARG_RAW:
+                        if ((status = take_option(c, optarg, now, a)) >= 0)
+                                return status;
                         break;
                 case 'h':
                         usage(stdout);

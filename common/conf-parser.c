@@ -41,51 +41,40 @@ static int check_span_bounds(const struct conf_item *item, uint64_t v, const cha
         return 0;
 }
 
-static int parse_span(const struct conf_item *item, const char *value, void *field,
-                      const char **ret_reason) {
+/* A span that is a whole number of unit (1: any), said as not_whole otherwise, and within the
+ * item's bounds. */
+static int parse_span_of(const struct conf_item *item, const char *value, void *field,
+                         uint64_t unit, const char *not_whole, const char **ret_reason) {
         uint64_t v;
         int r = parse_timespan(value, &v, ret_reason);
         if (r < 0)
                 return r;
+        if (v % unit != 0) {
+                *ret_reason = not_whole;
+                return -EINVAL;
+        }
         r = check_span_bounds(item, v, ret_reason);
         if (r < 0)
                 return r;
         *(uint64_t *) field = v;
         return 0;
+}
+
+static int parse_span(const struct conf_item *item, const char *value, void *field,
+                      const char **ret_reason) {
+        return parse_span_of(item, value, field, 1, NULL, ret_reason);
 }
 
 static int parse_span_us(const struct conf_item *item, const char *value, void *field,
                          const char **ret_reason) {
-        uint64_t v;
-        int r = parse_timespan(value, &v, ret_reason);
-        if (r < 0)
-                return r;
-        if (v % NSEC_PER_USEC != 0) {
-                *ret_reason = "must be a whole number of microseconds";
-                return -EINVAL;
-        }
-        r = check_span_bounds(item, v, ret_reason);
-        if (r < 0)
-                return r;
-        *(uint64_t *) field = v;
-        return 0;
+        return parse_span_of(item, value, field, NSEC_PER_USEC,
+                             "must be a whole number of microseconds", ret_reason);
 }
 
 static int parse_span_s(const struct conf_item *item, const char *value, void *field,
                         const char **ret_reason) {
-        uint64_t v;
-        int r = parse_timespan(value, &v, ret_reason);
-        if (r < 0)
-                return r;
-        if (v % NSEC_PER_SEC != 0) {
-                *ret_reason = "must be a whole number of seconds";
-                return -EINVAL;
-        }
-        r = check_span_bounds(item, v, ret_reason);
-        if (r < 0)
-                return r;
-        *(uint64_t *) field = v;
-        return 0;
+        return parse_span_of(item, value, field, NSEC_PER_SEC, "must be a whole number of seconds",
+                             ret_reason);
 }
 
 static void format_span(const struct conf_item *item, const void *field, char *buf, size_t len) {

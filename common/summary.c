@@ -713,78 +713,74 @@ static int decode_run_extras(struct dec *d, json_t *run, struct summary_run *r) 
         return 0;
 }
 
-static int decode_doc(struct dec *d, json_t *doc, struct summary *s) {
-        static const char *const keys[] = { "schema",    "machine", "run", "seq",
-                                            "intervals", "events",  NULL };
-        static const char *const mkeys[] = { "id", "hostname", "cpu_model", "cpus", NULL };
-        static const char *const rkeys[] = { "id",
-                                             "boot_id",
-                                             "kernel_release",
-                                             "kernel_version",
-                                             "kernel_cmdline",
-                                             "preempt_model",
-                                             "daemon_version",
-                                             "config_digest",
-                                             "start_ns",
-                                             "threshold_ns",
-                                             "probe_interval_ns",
-                                             "interval_ns",
-                                             "release",
-                                             "cpus",
-                                             NULL };
-        json_t *m = NULL, *run = NULL, *ivs = NULL, *evs = NULL, *x;
-        size_t i, at;
+static int decode_machine(struct dec *d, json_t *doc, struct summary_machine *m) {
+        static const char *const keys[] = { "id", "hostname", "cpu_model", "cpus", NULL };
+        json_t *o = NULL;
         int r;
-
-        if (!json_is_object(doc))
-                return bad(d, NULL, "the summary is not a JSON object");
-        json_t *schema = json_object_get(doc, "schema");
-        if (!schema)
-                return bad(d, "schema", "missing");
-        if (!json_is_string(schema) || strcmp(json_string_value(schema), SUMMARY_SCHEMA) != 0)
-                return bad(d, "schema", "unsupported version (this side understands %s)",
-                           SUMMARY_SCHEMA);
-        if ((r = only_keys(d, doc, keys)) < 0)
+        if ((r = get_object(d, doc, "machine", &o)) < 0)
                 return r;
-
-        if ((r = get_object(d, doc, "machine", &m)) < 0)
-                return r;
-        at = enter(d, "machine", -1);
-        if ((r = only_keys(d, m, mkeys)) < 0 ||
-            (r = get_name(d, m, "id", &summary_name_id, false, &s->machine.id)) < 0 ||
-            (r = get_text(d, m, "hostname", 1, 255, false, &s->machine.hostname)) < 0 ||
-            (r = get_text(d, m, "cpu_model", 0, 256, false, &s->machine.cpu_model)) < 0 ||
-            (r = get_u32(d, m, "cpus", 1, SUMMARY_MAX_CPUS, &s->machine.cpus)) < 0)
+        size_t at = enter(d, "machine", -1);
+        if ((r = only_keys(d, o, keys)) < 0 ||
+            (r = get_name(d, o, "id", &summary_name_id, false, &m->id)) < 0 ||
+            (r = get_text(d, o, "hostname", 1, 255, false, &m->hostname)) < 0 ||
+            (r = get_text(d, o, "cpu_model", 0, 256, false, &m->cpu_model)) < 0 ||
+            (r = get_u32(d, o, "cpus", 1, SUMMARY_MAX_CPUS, &m->cpus)) < 0)
                 return r;
         leave(d, at);
+        return 0;
+}
 
+static int decode_run(struct dec *d, json_t *doc, struct summary_run *x) {
+        static const char *const keys[] = { "id",
+                                            "boot_id",
+                                            "kernel_release",
+                                            "kernel_version",
+                                            "kernel_cmdline",
+                                            "preempt_model",
+                                            "daemon_version",
+                                            "config_digest",
+                                            "start_ns",
+                                            "threshold_ns",
+                                            "probe_interval_ns",
+                                            "interval_ns",
+                                            "release",
+                                            "cpus",
+                                            NULL };
+        json_t *run = NULL;
+        int r;
         if ((r = get_object(d, doc, "run", &run)) < 0)
                 return r;
-        at = enter(d, "run", -1);
-        if ((r = only_keys(d, run, rkeys)) < 0 ||
-            (r = get_int(d, run, "id", 1, INT64_MAX, &s->run.id)) < 0 ||
-            (r = get_name(d, run, "boot_id", &summary_name_id, false, &s->run.boot_id)) < 0 ||
+        size_t at = enter(d, "run", -1);
+        if ((r = only_keys(d, run, keys)) < 0 ||
+            (r = get_int(d, run, "id", 1, INT64_MAX, &x->id)) < 0 ||
+            (r = get_name(d, run, "boot_id", &summary_name_id, false, &x->boot_id)) < 0 ||
             (r = get_text(d, run, "kernel_release", 1, SUMMARY_MAX_RELEASE, false,
-                          &s->run.kernel_release)) < 0 ||
-            (r = get_text(d, run, "kernel_version", 0, 512, false, &s->run.kernel_version)) < 0 ||
+                          &x->kernel_release)) < 0 ||
+            (r = get_text(d, run, "kernel_version", 0, 512, false, &x->kernel_version)) < 0 ||
             (r = get_text(d, run, "kernel_cmdline", 0, SUMMARY_MAX_CMDLINE, false,
-                          &s->run.kernel_cmdline)) < 0 ||
-            (r = get_text(d, run, "preempt_model", 0, 64, false, &s->run.preempt_model)) < 0 ||
-            (r = get_text(d, run, "daemon_version", 1, 64, false, &s->run.daemon_version)) < 0 ||
+                          &x->kernel_cmdline)) < 0 ||
+            (r = get_text(d, run, "preempt_model", 0, 64, false, &x->preempt_model)) < 0 ||
+            (r = get_text(d, run, "daemon_version", 1, 64, false, &x->daemon_version)) < 0 ||
             (r = get_name(d, run, "config_digest", &summary_name_digest, false,
-                          &s->run.config_digest)) < 0 ||
-            (r = get_int(d, run, "start_ns", TIME_MIN_NS, TIME_MAX_NS, &s->run.start_ns)) < 0 ||
-            (r = get_u64(d, run, "threshold_ns", (uint64_t) DAY_NS, &s->run.threshold_ns)) < 0 ||
-            (r = get_u64(d, run, "probe_interval_ns", (uint64_t) DAY_NS,
-                         &s->run.probe_interval_ns)) < 0 ||
-            (r = get_u64(d, run, "interval_ns", (uint64_t) DAY_NS, &s->run.interval_ns)) < 0 ||
-            (r = decode_run_extras(d, run, &s->run)) < 0)
+                          &x->config_digest)) < 0 ||
+            (r = get_int(d, run, "start_ns", TIME_MIN_NS, TIME_MAX_NS, &x->start_ns)) < 0 ||
+            (r = get_u64(d, run, "threshold_ns", (uint64_t) DAY_NS, &x->threshold_ns)) < 0 ||
+            (r = get_u64(d, run, "probe_interval_ns", (uint64_t) DAY_NS, &x->probe_interval_ns)) <
+                    0 ||
+            (r = get_u64(d, run, "interval_ns", (uint64_t) DAY_NS, &x->interval_ns)) < 0 ||
+            (r = decode_run_extras(d, run, x)) < 0)
                 return r;
-        d->probe_ns = s->run.probe_interval_ns;
+        d->probe_ns = x->probe_interval_ns;
         leave(d, at);
+        return 0;
+}
 
-        if ((r = get_u64(d, doc, "seq", (uint64_t) INT64_MAX, &s->seq)) < 0 ||
-            (r = get_array(d, doc, "intervals", SUMMARY_MAX_INTERVALS, &ivs)) < 0 ||
+/* The intervals (ascending seq) and the events: at least one of either. */
+static int decode_lists(struct dec *d, json_t *doc, struct summary *s) {
+        json_t *ivs = NULL, *evs = NULL, *x;
+        size_t i, at;
+        int r;
+        if ((r = get_array(d, doc, "intervals", SUMMARY_MAX_INTERVALS, &ivs)) < 0 ||
             (r = get_array(d, doc, "events", SUMMARY_MAX_EVENTS, &evs)) < 0)
                 return r;
         if (json_array_size(ivs) == 0 && json_array_size(evs) == 0)
@@ -810,6 +806,26 @@ static int decode_doc(struct dec *d, json_t *doc, struct summary *s) {
                 leave(d, at);
         }
         return 0;
+}
+
+static int decode_doc(struct dec *d, json_t *doc, struct summary *s) {
+        static const char *const keys[] = { "schema",    "machine", "run", "seq",
+                                            "intervals", "events",  NULL };
+        int r;
+
+        if (!json_is_object(doc))
+                return bad(d, NULL, "the summary is not a JSON object");
+        json_t *schema = json_object_get(doc, "schema");
+        if (!schema)
+                return bad(d, "schema", "missing");
+        if (!json_is_string(schema) || strcmp(json_string_value(schema), SUMMARY_SCHEMA) != 0)
+                return bad(d, "schema", "unsupported version (this side understands %s)",
+                           SUMMARY_SCHEMA);
+        if ((r = only_keys(d, doc, keys)) < 0 || (r = decode_machine(d, doc, &s->machine)) < 0 ||
+            (r = decode_run(d, doc, &s->run)) < 0 ||
+            (r = get_u64(d, doc, "seq", (uint64_t) INT64_MAX, &s->seq)) < 0)
+                return r;
+        return decode_lists(d, doc, s);
 }
 
 int summary_decode(const char *text, size_t len, struct summary *ret,

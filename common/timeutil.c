@@ -169,6 +169,19 @@ int64_t now_ns(clockid_t clock) {
         return (int64_t) ts.tv_sec * (int64_t) NSEC_PER_SEC + ts.tv_nsec;
 }
 
+int64_t realtime_offset_ns(void) {
+        int64_t best_gap = INT64_MAX, off = 0;
+        for (int i = 0; i < 5; i++) {
+                int64_t r1 = now_ns(CLOCK_REALTIME), m = now_ns(CLOCK_MONOTONIC),
+                        r2 = now_ns(CLOCK_REALTIME);
+                if (r2 - r1 < best_gap) {
+                        best_gap = r2 - r1;
+                        off = r1 + (r2 - r1) / 2 - m;
+                }
+        }
+        return off;
+}
+
 struct timespec timespec_from_now(clockid_t clock, int64_t ns) {
         int64_t t = now_ns(clock) + ns;
         return (struct timespec){ .tv_sec = (time_t) (t / (int64_t) NSEC_PER_SEC),

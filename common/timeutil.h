@@ -31,6 +31,9 @@ char *format_timestamp_utc(char buf[static TIMESTAMP_MAX_LEN], int64_t ns);
 char *format_timestamp_local(char buf[static TIMESTAMP_MAX_LEN], int64_t ns);
 
 int64_t now_ns(clockid_t clock);
+/* CLOCK_REALTIME - CLOCK_MONOTONIC, read as tightly as we can: the realtime reads around a
+ * monotonic one that are closest together, of five tries. */
+int64_t realtime_offset_ns(void);
 /* The time on clock ns nanoseconds from now, as the timespec that pthread_timedjoin_np() and
  * pthread_cond_timedwait() take. */
 struct timespec timespec_from_now(clockid_t clock, int64_t ns);

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* zlib around the raw events: compression that keeps the newest lines when the cap is hit, and
- * a bounded inflate for text that came from elsewhere. */
+/* The raw events as text, and zlib around it: compression that keeps the newest lines when the
+ * cap is hit, and a bounded inflate for text that came from elsewhere. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
+#include "trace-event.h"
 #include "trace-raw.h"
 
 static int deflate_all(const char *text, size_t len, uint8_t **ret, size_t *ret_len) {
@@ -112,5 +113,35 @@ int trace_raw_inflate(const uint8_t *data, size_t len, size_t max_out, char **re
         *ret = out;
         if (ret_len)
                 *ret_len = used;
+        return 0;
+}
+
+int trace_raw_text(const struct trace_event *ev, size_t n, int cpu, int64_t due, char **ret,
+                   size_t *ret_len) {
+        size_t len = 0;
+        char line[512];
+        FILE *f = open_memstream(ret, &len);
+        if (!f)
+                return -ENOMEM;
+        int32_t cur = n ? ev[0].pid : -1;
+        const char *comm = n ? trace_comm_of(ev, n, cur, NULL) : NULL;
+        for (size_t i = 0; i < n; i++) {
+                if (ev[i].pid != cur) {
+                        /* The task changed without a switch event (leaving the idle task is
+                         * not traced by every kernel). */
+                        cur = ev[i].pid;
+                        comm = trace_comm_of(ev, n, cur, NULL);
+                }
+                trace_event_format(&ev[i], cpu, due, comm, line, sizeof(line));
+                fputs(line, f);
+                fputc('\n', f);
+                if (ev[i].kind == TRACE_SWITCH) {
+                        cur = ev[i].u.sw.next_pid;
+                        comm = ev[i].u.sw.next_comm;
+                }
+        }
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        *ret_len = len;
         return 0;
 }

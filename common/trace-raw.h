@@ -7,6 +7,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct trace_event;
+
+/* The events of CPU cpu as text (allocated), a line each, with times relative to due and the
+ * name of the task that ran then: what a capture's raw events are before compression. */
+int trace_raw_text(const struct trace_event *ev, size_t n, int cpu, int64_t due, char **ret,
+                   size_t *ret_len);
+
 /* The most text a stored capture inflates to; more is refused as damaged. */
 #define TRACE_RAW_TEXT_MAX (32u << 20)
 

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "macro.h"
+#include "timeutil.h"
 #include "worker.h"
 
 struct worker {
@@ -25,6 +26,14 @@ static void *worker_main(void *arg) {
         return NULL;
 }
 
+void cond_init_monotonic(pthread_cond_t *cond) {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(cond, &ca);
+        pthread_condattr_destroy(&ca);
+}
+
 int worker_start(const char *name, void (*fn)(void *userdata, struct worker *w), void *userdata,
                  struct worker **ret) {
         struct worker *w = calloc(1, sizeof(*w));
@@ -33,11 +42,7 @@ int worker_start(const char *name, void (*fn)(void *userdata, struct worker *w),
         w->fn = fn;
         w->userdata = userdata;
         pthread_mutex_init(&w->lock, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&w->cond, &ca);
-        pthread_condattr_destroy(&ca);
+        cond_init_monotonic(&w->cond);
         int r = -pthread_create(&w->thread, NULL, worker_main, w);
         if (r < 0) {
                 pthread_cond_destroy(&w->cond);
@@ -51,11 +56,7 @@ int worker_start(const char *name, void (*fn)(void *userdata, struct worker *w),
 }
 
 bool worker_wait(struct worker *w, uint64_t ns) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t t = (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec + ns;
-        ts.tv_sec = (time_t) (t / NSEC_PER_SEC);
-        ts.tv_nsec = (long) (t % NSEC_PER_SEC);
+        struct timespec ts = timespec_from_now(CLOCK_MONOTONIC, (int64_t) ns);
         pthread_mutex_lock(&w->lock);
         while (!w->stop && !w->woken && pthread_cond_timedwait(&w->cond, &w->lock, &ts) == 0)
                 ;

@@ -3,8 +3,13 @@
  * implementation for the server's cache warmer, verdict watcher and notifications. */
 #pragma once
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+/* A condition variable whose timed waits run on CLOCK_MONOTONIC: a wall-clock step neither
+ * cuts them short nor stretches them. */
+void cond_init_monotonic(pthread_cond_t *cond);
 
 struct worker;
 

@@ -169,6 +169,9 @@ struct batch {
         size_t nevents, cap_events;
         char **messages; /* owned strings referenced by events */
         size_t nmessages;
+        int64_t start, end; /* the span of the rows, wall clock */
+        uint64_t worst;     /* the worst latency of the rows, and its CPU */
+        int worst_cpu;
 };
 
 static void batch_done(struct batch *b) {
@@ -354,99 +357,94 @@ static bool any_eligible(struct collector *c, uint64_t k) {
         return false;
 }
 
-/* Writes, as one interval, the oldest held slot of every CPU that has one for interval k or
- * earlier: never two rows of one CPU in one interval (a CPU that was late past its grace time
- * may hold two by the time the next interval is due; the second goes into the next write).
- * Also records the CPUs that had nothing for k when its grace ran out.  Returns 1 when
- * something was stored. */
-static int write_one(struct collector *c, uint64_t k, int64_t now_mono) {
-        struct batch b = { .rows = calloc(c->nq, sizeof(*b.rows)) };
-        bool *late = calloc(c->nq, sizeof(bool));
-        int64_t start = INT64_MAX, end = INT64_MIN;
-        uint64_t worst = 0;
-        int worst_cpu = -1, r;
-
-        if (!b.rows || !late) {
-                r = -ENOMEM;
-                goto out;
-        }
+/* Into b, the oldest held slot of every CPU that has one for interval k or earlier, and a
+ * cpu_late event for each CPU that had nothing for k when its grace ran out (late[i]). */
+static int gather(struct collector *c, uint64_t k, int64_t now_mono, struct batch *b, bool *late) {
         for (size_t i = 0; i < c->nq; i++) {
                 struct cpu_queue *q = &c->q[i];
                 struct held_slot *h = eligible(q, k);
+                int r;
                 if (h) {
-                        r = add_slot(c, &b, h, q->probe->cpu);
+                        r = add_slot(c, b, h, q->probe->cpu);
                         if (r < 0)
-                                goto out;
-                        const struct store_cpu_interval *row = &b.rows[b.nrows - 1];
-                        start = MIN(start, row->start_ns);
-                        end = MAX(end, row->start_ns + (int64_t) row->length_ns);
-                        if (h->s.max_ns >= worst) {
-                                worst = h->s.max_ns;
-                                worst_cpu = q->probe->cpu;
+                                return r;
+                        const struct store_cpu_interval *row = &b->rows[b->nrows - 1];
+                        b->start = MIN(b->start, row->start_ns);
+                        b->end = MAX(b->end, row->start_ns + (int64_t) row->length_ns);
+                        if (h->s.max_ns >= b->worst) {
+                                b->worst = h->s.max_ns;
+                                b->worst_cpu = q->probe->cpu;
                         }
                 } else if (!q->finished && q->delivered_k < (int64_t) k &&
                            q->late_reported_k != k) {
-                        r = batch_event(&b, to_real(c, now_mono), "cpu_late", q->probe->cpu, -1,
+                        r = batch_event(b, to_real(c, now_mono), "cpu_late", q->probe->cpu, -1,
                                         "CPU %d had not handed over interval %" PRIu64 " when "
                                         "its grace time ran out; its data follows later",
                                         q->probe->cpu, k);
                         if (r < 0)
-                                goto out;
+                                return r;
                         late[i] = true;
                 }
         }
+        return 0;
+}
 
-        if (b.nrows == 0) {
-                /* Every CPU is late (a stall of the whole machine): there is no interval to
-                 * attach the events to, but they are worth keeping. */
-                for (size_t i = 0; i < b.nevents; i++) {
-                        heartbeat_enter(c->p.storage_beat);
-                        r = store_add_event(c->store, c->run_id, &b.events[i]);
-                        heartbeat_leave(c->p.storage_beat);
-                        if (r < 0) {
-                                log_error("Failed to store an event: %s", store_error(c->store));
-                                goto out;
-                        }
-                }
-        } else {
-                struct store_interval iv = {
-                        .run_id = c->run_id,
-                        .seq = c->next_seq,
-                        .start_ns = start,
-                        .length_ns = (uint64_t) (end - start),
-                        .cpus = b.rows,
-                        .ncpus = b.nrows,
-                        .events = b.events,
-                        .nevents = b.nevents,
-                };
-                if (c->p.annotate)
-                        c->p.annotate(c->p.userdata, k, (int64_t) k == c->stored_k, &iv);
-                int64_t end_mono = interval_start(c->p.base_mono_ns, (int64_t) c->p.period_ns,
-                                                  k + 1);
-                r = attach_traces(c, &b, end_mono, &iv);
-                if (r < 0)
-                        goto out;
+/* Every CPU is late (a stall of the whole machine): there is no interval to attach the events
+ * to, but they are worth keeping. */
+static int store_events_alone(struct collector *c, const struct batch *b) {
+        for (size_t i = 0; i < b->nevents; i++) {
                 heartbeat_enter(c->p.storage_beat);
-                r = store_write_interval(c->store, &iv);
+                int r = store_add_event(c->store, c->run_id, &b->events[i]);
                 heartbeat_leave(c->p.storage_beat);
                 if (r < 0) {
-                        c->stats.write_failures++;
-                        log_error("Failed to store interval %" PRIu64 ": %s (keeping it in "
-                                  "memory, will retry)",
-                                  c->next_seq, store_error(c->store));
-                        goto out;
+                        log_error("Failed to store an event: %s", store_error(c->store));
+                        return r;
                 }
-                c->next_seq++;
-                c->stored_k = (int64_t) k;
-                if (c->p.written)
-                        c->p.written(c->p.userdata, k);
-                c->stats.intervals_written++;
-                forget_traces(c, b.nforget);
-                c->stats.last_max_ns = worst;
-                c->stats.last_max_cpu = worst_cpu;
         }
+        return 0;
+}
 
-        /* Stored: only now forget what was written, so a failed write is retried whole. */
+/* The batch as interval k, with its loads' record and its captures, in one transaction. */
+static int store_batch(struct collector *c, struct batch *b, uint64_t k) {
+        struct store_interval iv = {
+                .run_id = c->run_id,
+                .seq = c->next_seq,
+                .start_ns = b->start,
+                .length_ns = (uint64_t) (b->end - b->start),
+                .cpus = b->rows,
+                .ncpus = b->nrows,
+                .events = b->events,
+                .nevents = b->nevents,
+        };
+        if (c->p.annotate)
+                c->p.annotate(c->p.userdata, k, (int64_t) k == c->stored_k, &iv);
+        int64_t end_mono = interval_start(c->p.base_mono_ns, (int64_t) c->p.period_ns, k + 1);
+        int r = attach_traces(c, b, end_mono, &iv);
+        if (r < 0)
+                return r;
+        heartbeat_enter(c->p.storage_beat);
+        r = store_write_interval(c->store, &iv);
+        heartbeat_leave(c->p.storage_beat);
+        if (r < 0) {
+                c->stats.write_failures++;
+                log_error("Failed to store interval %" PRIu64 ": %s (keeping it in "
+                          "memory, will retry)",
+                          c->next_seq, store_error(c->store));
+                return r;
+        }
+        c->next_seq++;
+        c->stored_k = (int64_t) k;
+        if (c->p.written)
+                c->p.written(c->p.userdata, k);
+        c->stats.intervals_written++;
+        forget_traces(c, b->nforget);
+        c->stats.last_max_ns = b->worst;
+        c->stats.last_max_cpu = b->worst_cpu;
+        return 0;
+}
+
+/* Stored: only now forget what was written, so a failed write is retried whole. */
+static void forget_written(struct collector *c, uint64_t k, const bool *late) {
         for (size_t i = 0; i < c->nq; i++) {
                 struct cpu_queue *q = &c->q[i];
                 if (late[i])
@@ -459,8 +457,31 @@ static int write_one(struct collector *c, uint64_t k, int64_t now_mono) {
                 memmove(q->items, q->items + 1, (q->n - 1) * sizeof(*q->items));
                 q->n--;
         }
-        r = b.nrows > 0;
-out:
+}
+
+/* Writes, as one interval, the oldest held slot of every CPU that has one for interval k or
+ * earlier: never two rows of one CPU in one interval (a CPU that was late past its grace time
+ * may hold two by the time the next interval is due; the second goes into the next write).
+ * Also records the CPUs that had nothing for k when its grace ran out.  Returns 1 when
+ * something was stored. */
+static int write_one(struct collector *c, uint64_t k, int64_t now_mono) {
+        struct batch b = {
+                .rows = calloc(c->nq, sizeof(*b.rows)),
+                .start = INT64_MAX,
+                .end = INT64_MIN,
+                .worst_cpu = -1,
+        };
+        bool *late = calloc(c->nq, sizeof(bool));
+        int r = b.rows && late ? 0 : -ENOMEM;
+
+        if (r >= 0)
+                r = gather(c, k, now_mono, &b, late);
+        if (r >= 0)
+                r = b.nrows == 0 ? store_events_alone(c, &b) : store_batch(c, &b, k);
+        if (r >= 0) {
+                forget_written(c, k, late);
+                r = b.nrows > 0;
+        }
         free(late);
         batch_done(&b);
         return r;

@@ -254,85 +254,76 @@ static int builtin_defaults(struct daemon_config *c, char err[static CONF_ERROR_
         return 0;
 }
 
+struct rotation_context {
+        const struct daemon_config *c;
+        const char *origin; /* where Rotation= was set */
+        char *err;
+};
+
+static const struct scenario *rotation_lookup(void *userdata, const char *name) {
+        const struct rotation_context *x = userdata;
+        return scenario_find(x->c, name);
+}
+
+static void rotation_problem(void *userdata, enum rotation_problem what, const char *item,
+                             const char *span, const char *reason) {
+        const struct rotation_context *x = userdata;
+        char list[512] = "", ispan[TIMESPAN_MAX_LEN];
+        switch (what) {
+        case ROTATION_SYNTAX:
+                snprintf(x->err, CONF_ERROR_MAX,
+                         "%s: [Schedule] Rotation=: expected \"SCENARIO DURATION\" items separated "
+                         "by commas (e.g. \"idle 1h, mixed 2h\"), got \"%s\"",
+                         x->origin, item);
+                break;
+        case ROTATION_UNKNOWN:
+                for (size_t i = 0; i < x->c->nscenarios; i++)
+                        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+                                 i ? ", " : "", x->c->scenarios[i].name);
+                snprintf(x->err, CONF_ERROR_MAX,
+                         "%s: [Schedule] Rotation=: unknown scenario \"%s\" (defined: %s)",
+                         x->origin, item, list);
+                break;
+        case ROTATION_BAD_SPAN:
+                snprintf(x->err, CONF_ERROR_MAX, "%s: [Schedule] Rotation=: %s %s: %s", x->origin,
+                         item, span, reason ?: "must be longer than 0");
+                break;
+        case ROTATION_NOT_WHOLE:
+                snprintf(x->err, CONF_ERROR_MAX,
+                         "%s: [Schedule] Rotation=: %s %s is not a whole number of intervals "
+                         "([Storage] Interval=%s)",
+                         x->origin, item, span, format_timespan(ispan, x->c->interval_ns));
+                break;
+        case ROTATION_TOO_MANY:
+                snprintf(x->err, CONF_ERROR_MAX, "%s: [Schedule] Rotation=: more than %d steps",
+                         x->origin, ROTATION_STEPS_MAX);
+                break;
+        case ROTATION_TOO_LONG: /* no limit asked for */
+        case ROTATION_EMPTY:
+                snprintf(x->err, CONF_ERROR_MAX,
+                         "%s: [Schedule] Rotation=: no scenario given (use \"idle 1h\" for no "
+                         "load)",
+                         x->origin);
+                break;
+        }
+}
+
 /* "idle 1h, cpu 30min" into steps; every scenario must exist and every step must be a whole
  * number of intervals, so that each stored interval ran exactly one scenario. */
 static int parse_rotation(struct daemon_config *c, const char *origin,
                           char err[static CONF_ERROR_MAX]) {
-        _cleanup_free_ char *copy = strdup(c->rotation);
+        struct rotation_context x = { c, origin, err };
+        struct rotation_params p = {
+                .interval_ns = c->interval_ns,
+                .round_up = strcmp(origin, "default") == 0,
+                .lookup = rotation_lookup,
+                .problem = rotation_problem,
+                .userdata = &x,
+        };
         char span[TIMESPAN_MAX_LEN];
-        char *save = NULL;
-
-        if (!copy)
-                return -ENOMEM;
-        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-                while (isspace((unsigned char) *tok))
-                        tok++;
-                char *sp = tok;
-                while (*sp && !isspace((unsigned char) *sp))
-                        sp++;
-                const char *dur = sp;
-                if (*sp)
-                        *sp++ = 0, dur = sp;
-                while (isspace((unsigned char) *dur))
-                        dur++;
-                if (!*tok || !*dur) {
-                        snprintf(err, CONF_ERROR_MAX,
-                                 "%s: [Schedule] Rotation=: expected \"SCENARIO DURATION\" "
-                                 "items separated by commas (e.g. \"idle 1h, mixed 2h\"), got "
-                                 "\"%s\"",
-                                 origin, tok);
-                        return -EINVAL;
-                }
-                const struct scenario *sc = scenario_find(c, tok);
-                if (!sc) {
-                        char list[512] = "";
-                        for (size_t i = 0; i < c->nscenarios; i++)
-                                snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-                                         i ? ", " : "", c->scenarios[i].name);
-                        snprintf(err, CONF_ERROR_MAX,
-                                 "%s: [Schedule] Rotation=: unknown scenario \"%s\" (defined: "
-                                 "%s)",
-                                 origin, tok, list);
-                        return -EINVAL;
-                }
-                uint64_t d;
-                const char *reason = NULL;
-                if (parse_timespan(dur, &d, &reason) < 0 || d == 0) {
-                        snprintf(err, CONF_ERROR_MAX, "%s: [Schedule] Rotation=: %s %s: %s", origin,
-                                 tok, dur, reason ?: "must be longer than 0");
-                        return -EINVAL;
-                }
-                if (d % c->interval_ns != 0) {
-                        /* The built-in rotation follows whatever interval was chosen. */
-                        if (strcmp(origin, "default") == 0)
-                                d += c->interval_ns - d % c->interval_ns;
-                        else {
-                                snprintf(err, CONF_ERROR_MAX,
-                                         "%s: [Schedule] Rotation=: %s %s is not a whole number "
-                                         "of intervals ([Storage] Interval=%s)",
-                                         origin, tok, dur, format_timespan(span, c->interval_ns));
-                                return -EINVAL;
-                        }
-                }
-                if (c->nsteps >= 256) {
-                        snprintf(err, CONF_ERROR_MAX,
-                                 "%s: [Schedule] Rotation=: more than 256 steps", origin);
-                        return -E2BIG;
-                }
-                struct schedule_step *a = realloc(c->steps, (c->nsteps + 1) * sizeof(*a));
-                if (!a)
-                        return -ENOMEM;
-                c->steps = a;
-                a[c->nsteps++] = (struct schedule_step){ sc, d };
-                c->cycle_ns += d;
-        }
-        if (c->nsteps == 0) {
-                snprintf(err, CONF_ERROR_MAX,
-                         "%s: [Schedule] Rotation=: no scenario given (use \"idle 1h\" for no "
-                         "load)",
-                         origin);
-                return -EINVAL;
-        }
+        int r = rotation_parse(c->rotation, &p, &c->steps, &c->nsteps, &c->cycle_ns);
+        if (r < 0)
+                return r;
 
         /* The effective configuration shows the rotation in one canonical spelling. */
         char *text = NULL;
@@ -354,24 +345,8 @@ static int parse_rotation(struct daemon_config *c, const char *origin,
 
 const struct schedule_step *schedule_at(const struct daemon_config *c, int64_t real_ns,
                                         int64_t *ret_step_start_ns, int64_t *ret_step_end_ns) {
-        int64_t cycle = (int64_t) c->cycle_ns;
-        int64_t pos = real_ns % cycle;
-        if (pos < 0)
-                pos += cycle;
-        int64_t base = real_ns - pos;
-        for (size_t i = 0; i < c->nsteps; i++) {
-                int64_t d = (int64_t) c->steps[i].duration_ns;
-                if (pos < d) {
-                        if (ret_step_start_ns)
-                                *ret_step_start_ns = base;
-                        if (ret_step_end_ns)
-                                *ret_step_end_ns = base + d;
-                        return &c->steps[i];
-                }
-                pos -= d;
-                base += d;
-        }
-        return &c->steps[c->nsteps - 1]; /* not reached */
+        return rotation_at(c->steps, c->nsteps, c->cycle_ns, real_ns, ret_step_start_ns,
+                           ret_step_end_ns);
 }
 
 void daemon_config_free(struct daemon_config *c) {

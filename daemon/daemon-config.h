@@ -10,6 +10,7 @@
 #include "conf-parser.h"
 #include "cpuset.h"
 #include "loadgen.h"
+#include "rotation.h"
 #include "summary.h"
 
 #define DAEMON_CONFIG_PATH "/etc/rtsoak/rtsoakd.conf"
@@ -68,11 +69,6 @@ struct scenario {
         struct loadgen_spec *loads;
         size_t nloads;
         bool builtin; /* still the built-in definition (the first Load= replaces it) */
-};
-
-struct schedule_step {
-        const struct scenario *scenario;
-        uint64_t duration_ns;
 };
 
 /* The scenario that runs at wall-clock time real_ns: the rotation is aligned to the epoch

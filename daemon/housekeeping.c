@@ -40,19 +40,6 @@ struct housekeeping {
         struct store_prune_result pruned;
 };
 
-static int64_t real_minus_mono(void) {
-        int64_t best_gap = INT64_MAX, off = 0;
-        for (int i = 0; i < 3; i++) {
-                int64_t m1 = now_ns(CLOCK_MONOTONIC), r = now_ns(CLOCK_REALTIME),
-                        m2 = now_ns(CLOCK_MONOTONIC);
-                if (m2 - m1 < best_gap) {
-                        best_gap = m2 - m1;
-                        off = r - (m1 + (m2 - m1) / 2);
-                }
-        }
-        return off;
-}
-
 static void event(struct housekeeping *h, const char *type, int cpu, int64_t value,
                   const char *details, const char *fmt, ...) _printf_(6, 7);
 static void event(struct housekeeping *h, const char *type, int cpu, int64_t value,
@@ -264,7 +251,7 @@ static int on_clock(sd_event_source *s, int fd, uint32_t revents, void *userdata
         int r = arm_clock_timer(h);
         if (r < 0)
                 log_warning_errno(r, "Cannot watch the wall clock any more: %m");
-        int64_t off = real_minus_mono(), step = off - h->offset_ns;
+        int64_t off = realtime_offset_ns(), step = off - h->offset_ns;
         uint64_t mag = (uint64_t) (step < 0 ? -step : step);
         h->offset_ns = off;
         /* Small steps are frequent on some machines (a hypervisor or a time daemon nudging
@@ -300,7 +287,7 @@ int housekeeping_start(sd_event *e, const struct housekeeping_params *p,
                 housekeeping_free(h);
                 return -ENOMEM;
         }
-        h->offset_ns = real_minus_mono();
+        h->offset_ns = realtime_offset_ns();
         r = sd_event_add_time_relative(e, &h->tick, CLOCK_MONOTONIC, TICK_NS / 1000, 100 * 1000,
                                        on_tick, h);
         if (r < 0) {

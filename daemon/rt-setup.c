@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,16 +15,7 @@
 
 #include "macro.h"
 #include "rt-setup.h"
-
-_printf_(3, 4) static void appendf(char *buf, size_t len, const char *fmt, ...) {
-        size_t used = strnlen(buf, len);
-        va_list ap;
-        if (used + 1 >= len)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(buf + used, len - used, fmt, ap);
-        va_end(ap);
-}
+#include "strbuf.h"
 
 static const char *limit_str(rlim_t v, char *buf, size_t len) {
         if (v == RLIM_INFINITY)
@@ -42,9 +32,10 @@ int rt_lock_memory(char *why, size_t len) {
         char a[32];
         getrlimit(RLIMIT_MEMLOCK, &rl);
         why[0] = '\0';
-        appendf(why, len, "mlockall(MCL_CURRENT|MCL_FUTURE) failed: %s. ", strerror(e));
+        strbuf_appendf(why, len, "mlockall(MCL_CURRENT|MCL_FUTURE) failed: %s. ", strerror(e));
         if (e == ENOMEM || e == EPERM)
-                appendf(why, len,
+                strbuf_appendf(
+                        why, len,
                         "RLIMIT_MEMLOCK is %s bytes, too small to lock the daemon's memory; set "
                         "LimitMEMLOCK=infinity in the service unit (or raise 'memlock' in "
                         "/etc/security/limits.conf, or ulimit -l unlimited), or run as root. "
@@ -138,23 +129,24 @@ void rt_explain_sched_failure(int error, int prio, const struct rt_paths *paths,
         bool cause = false;
 
         why[0] = '\0';
-        appendf(why, len, "SCHED_FIFO priority %d refused: %s.", prio, strerror(-error));
+        strbuf_appendf(why, len, "SCHED_FIFO priority %d refused: %s.", prio, strerror(-error));
 
         getrlimit(RLIMIT_RTPRIO, &rl);
         bool capable = has_cap_sys_nice(status);
         if (!capable && (rl.rlim_cur == RLIM_INFINITY ? false : rl.rlim_cur < (rlim_t) prio)) {
-                appendf(why, len,
-                        " RLIMIT_RTPRIO is %s and the process lacks CAP_SYS_NICE: set "
-                        "LimitRTPRIO=%d (or higher) in the service unit, 'rtprio' in "
-                        "/etc/security/limits.conf or ulimit -r %d, or run as root.",
-                        limit_str(rl.rlim_cur, a, sizeof(a)), prio, prio);
+                strbuf_appendf(why, len,
+                               " RLIMIT_RTPRIO is %s and the process lacks CAP_SYS_NICE: set "
+                               "LimitRTPRIO=%d (or higher) in the service unit, 'rtprio' in "
+                               "/etc/security/limits.conf or ulimit -r %d, or run as root.",
+                               limit_str(rl.rlim_cur, a, sizeof(a)), prio, prio);
                 cause = true;
         }
 
         if (read_line(rtfile, line, sizeof(line))) {
                 long long v = strtoll(line, NULL, 10);
                 if (v == 0) {
-                        appendf(why, len,
+                        strbuf_appendf(
+                                why, len,
                                 " kernel.sched_rt_runtime_us is 0, so real-time tasks get no CPU "
                                 "time at all: set it to -1 or 950000 (sysctl "
                                 "kernel.sched_rt_runtime_us=950000).");
@@ -167,7 +159,8 @@ void rt_explain_sched_failure(int error, int prio, const struct rt_paths *paths,
                 snprintf(path, sizeof(path), "%s/cpu%s/cpu.rt_runtime_us", cgroot,
                          strcmp(cg, "/") == 0 ? "" : cg);
                 if (read_line(path, line, sizeof(line)) && strtoll(line, NULL, 10) == 0) {
-                        appendf(why, len,
+                        strbuf_appendf(
+                                why, len,
                                 " The kernel has CONFIG_RT_GROUP_SCHED and our cgroup %s has no "
                                 "real-time budget (%s is 0): write a budget into it (e.g. "
                                 "echo 950000 > %s, after giving its parents one), or move "
@@ -178,10 +171,12 @@ void rt_explain_sched_failure(int error, int prio, const struct rt_paths *paths,
         }
 
         if (!cause)
-                appendf(why, len,
+                strbuf_appendf(
+                        why, len,
                         " None of the usual causes applies (RLIMIT_RTPRIO %s, CAP_SYS_NICE %s, "
                         "sched_rt_runtime_us and the cgroup RT budget are not 0); check "
                         "security modules and container restrictions.",
                         limit_str(rl.rlim_cur, a, sizeof(a)), capable ? "present" : "absent");
-        appendf(why, len, " Refusing to measure at SCHED_OTHER: the numbers would be worthless.");
+        strbuf_appendf(why, len,
+                       " Refusing to measure at SCHED_OTHER: the numbers would be worthless.");
 }

@@ -2,7 +2,6 @@
 /* The systemd watchdog thread: every half WATCHDOG_USEC it compares each part's progress with
  * what it saw last time and pings systemd only when all of them moved. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,16 +11,14 @@
 #include "log.h"
 #include "timeutil.h"
 #include "watchdog.h"
+#include "worker.h"
 
 #define MARK_UNKNOWN UINT64_MAX
 
 struct watchdog {
         struct watchdog_params p;
         struct watchdog_state st;
-        pthread_t thread;
-        pthread_mutex_t lock;
-        pthread_cond_t cond;
-        bool stop;
+        struct worker *thread;
 };
 
 void heartbeat_hang_point(struct heartbeat *h) {
@@ -116,26 +113,14 @@ bool watchdog_check(const struct watchdog_params *p, struct watchdog_state *st, 
         return ok;
 }
 
-static void *watchdog_main(void *arg) {
-        struct watchdog *w = arg;
+static void watchdog_main(void *userdata, struct worker *thread) {
+        struct watchdog *w = userdata;
         char stalled[512], span[TIMESPAN_MAX_LEN];
         int64_t last_ok = now_ns(CLOCK_MONOTONIC);
         bool stalling = false;
 
         sd_notify(0, "WATCHDOG=1");
-        for (;;) {
-                struct timespec ts;
-                int64_t due = now_ns(CLOCK_MONOTONIC) + (int64_t) w->p.period_ns;
-                ts.tv_sec = (time_t) (due / (int64_t) NSEC_PER_SEC);
-                ts.tv_nsec = (long) (due % (int64_t) NSEC_PER_SEC);
-                pthread_mutex_lock(&w->lock);
-                while (!w->stop && pthread_cond_timedwait(&w->cond, &w->lock, &ts) != ETIMEDOUT)
-                        ;
-                bool stop = w->stop;
-                pthread_mutex_unlock(&w->lock);
-                if (stop)
-                        break;
-
+        while (worker_wait(thread, w->p.period_ns)) {
                 int64_t now = now_ns(CLOCK_MONOTONIC);
                 if (watchdog_check(&w->p, &w->st, now, stalled, sizeof(stalled))) {
                         sd_notify(0, "WATCHDOG=1");
@@ -159,14 +144,11 @@ static void *watchdog_main(void *arg) {
                 if (w->p.on_stall)
                         w->p.on_stall(w->p.userdata, stalled, (uint64_t) (now - last_ok));
         }
-        return NULL;
 }
 
 static void watchdog_free(struct watchdog *w) {
         free(w->st.probe_marks);
         free(w->st.part_marks);
-        pthread_cond_destroy(&w->cond);
-        pthread_mutex_destroy(&w->lock);
         free(w);
 }
 
@@ -180,12 +162,6 @@ int watchdog_start(const struct watchdog_params *p, struct watchdog **ret) {
         w->p = *p;
         w->st.probe_marks = malloc((p->nprobes + 1) * sizeof(uint64_t));
         w->st.part_marks = malloc((nparts + 1) * sizeof(uint64_t));
-        pthread_mutex_init(&w->lock, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&w->cond, &ca);
-        pthread_condattr_destroy(&ca);
         if (!w->st.probe_marks || !w->st.part_marks) {
                 watchdog_free(w);
                 return -ENOMEM;
@@ -194,12 +170,11 @@ int watchdog_start(const struct watchdog_params *p, struct watchdog **ret) {
                 w->st.probe_marks[i] = MARK_UNKNOWN;
         for (size_t i = 0; i < nparts; i++)
                 w->st.part_marks[i] = MARK_UNKNOWN;
-        int r = pthread_create(&w->thread, NULL, watchdog_main, w);
-        if (r != 0) {
+        int r = worker_start("rtsoak-watchdog", watchdog_main, w, &w->thread);
+        if (r < 0) {
                 watchdog_free(w);
-                return -r;
+                return r;
         }
-        (void) pthread_setname_np(w->thread, "rtsoak-watchdog");
         *ret = w;
         return 0;
 }
@@ -207,10 +182,6 @@ int watchdog_start(const struct watchdog_params *p, struct watchdog **ret) {
 void watchdog_stop(struct watchdog *w) {
         if (!w)
                 return;
-        pthread_mutex_lock(&w->lock);
-        w->stop = true;
-        pthread_cond_signal(&w->cond);
-        pthread_mutex_unlock(&w->lock);
-        pthread_join(w->thread, NULL);
+        worker_stop(w->thread);
         watchdog_free(w);
 }

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "macro.h"
 #include "timeutil.h"
+#include "worker.h"
 
 enum { HB_METRIC_MESSAGES, HB_METRIC_ROUNDS };
 
@@ -478,7 +479,6 @@ static int hackbench_run(struct loadgen_ctx *ctx) {
         _cleanup_free_ pid_t *pids = NULL;
         _cleanup_free_ struct hb_thread *th = NULL;
         struct sigaction kick = { .sa_handler = hb_kick_handler }, old_kick;
-        pthread_condattr_t ca;
         pthread_attr_t attr;
         int r = 0;
 
@@ -511,11 +511,8 @@ static int hackbench_run(struct loadgen_ctx *ctx) {
         sigemptyset(&kick.sa_mask);
         if (sigaction(HB_KICK_SIGNAL, &kick, &old_kick) < 0)
                 return log_error_errno(negative_errno(), "hackbench: sigaction: %m");
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_mutex_init(&rd.lock, NULL);
-        pthread_cond_init(&rd.cond, &ca);
-        pthread_condattr_destroy(&ca);
+        cond_init_monotonic(&rd.cond);
         pthread_attr_init(&attr);
         /* Each worker keeps one message on its stack; the default 8 MiB per thread is waste. */
         pthread_attr_setstacksize(&attr, 256 * 1024);

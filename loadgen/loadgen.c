@@ -197,6 +197,17 @@ static int parse_bool_value(const char *value, bool *ret) {
         return 0;
 }
 
+/* v in the largest of the n units (each base times the one before) that keeps it whole. */
+static void format_scaled(uint64_t v, uint64_t base, const char *const *units, size_t n, char *buf,
+                          size_t len) {
+        size_t u = 0;
+        while (u + 1 < n && v != 0 && v % base == 0) {
+                v /= base;
+                u++;
+        }
+        snprintf(buf, len, "%" PRIu64 "%s", v, units[u]);
+}
+
 static void format_value(const struct loadgen_opt *o, uint64_t v, char *buf, size_t len) {
         if (v == 0 && (o->type == LOADGEN_OPT_BYTERATE || o->type == LOADGEN_OPT_BITRATE)) {
                 snprintf(buf, len, "0"); /* flat out */
@@ -206,22 +217,12 @@ static void format_value(const struct loadgen_opt *o, uint64_t v, char *buf, siz
         case LOADGEN_OPT_SIZE:
         case LOADGEN_OPT_BYTERATE: {
                 static const char *const units[] = { "", "K", "M", "G", "T" };
-                unsigned u = 0;
-                while (u < 4 && v != 0 && v % 1024 == 0) {
-                        v /= 1024;
-                        u++;
-                }
-                snprintf(buf, len, "%" PRIu64 "%s", v, units[u]);
+                format_scaled(v, 1024, units, ELEMENTSOF(units), buf, len);
                 break;
         }
         case LOADGEN_OPT_BITRATE: {
                 static const char *const units[] = { "bit", "kbit", "Mbit", "Gbit" };
-                unsigned u = 0;
-                while (u < 3 && v != 0 && v % 1000 == 0) {
-                        v /= 1000;
-                        u++;
-                }
-                snprintf(buf, len, "%" PRIu64 "%s", v, units[u]);
+                format_scaled(v, 1000, units, ELEMENTSOF(units), buf, len);
                 break;
         }
         case LOADGEN_OPT_PERCENT:
@@ -423,6 +424,98 @@ static char *spec_text(const struct loadgen_spec *s) {
         return buf;
 }
 
+/* The generator named, with its options' defaults. */
+static int spec_begin(const char *name, struct loadgen_spec *s,
+                      char err[static LOADGEN_ERROR_MAX]) {
+        s->info = loadgen_find(name);
+        if (!s->info) {
+                char list[200] = "";
+                for (size_t k = 0; k < loadgen_registry_size; k++)
+                        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+                                 k ? ", " : "", loadgen_registry[k]->name);
+                snprintf(err, LOADGEN_ERROR_MAX, "unknown load generator '%s' (known: %s)", name,
+                         list);
+                return -EINVAL;
+        }
+        s->opts = calloc(1, s->info->opts_size);
+        if (!s->opts)
+                return -ENOMEM;
+        for (size_t k = 0; k < s->info->nopts; k++) {
+                const struct loadgen_opt *o = &s->info->opts[k];
+                if (!o->def)
+                        continue;
+                int r = set_option(s->info, o, o->def, s->opts, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The option argv[*i] ("--name VALUE", "--name=VALUE", "--flag", "--no-flag"); *i moves past
+ * its value. */
+static int spec_option(struct loadgen_spec *s, int argc, char *const *argv, int *i,
+                       char err[static LOADGEN_ERROR_MAX]) {
+        const char *a = argv[*i];
+        if (strncmp(a, "--", 2) != 0) {
+                snprintf(err, LOADGEN_ERROR_MAX,
+                         "%s: unexpected argument '%s' (options are given as --name VALUE%s)",
+                         s->info->name, a,
+                         s->info->args_help ? "; a command goes after \"--\"" : "");
+                return -EINVAL;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t nlen = eq ? (size_t) (eq - name) : strlen(name);
+        const struct loadgen_opt *o = find_opt(s->info, name, nlen);
+        const char *value = eq ? eq + 1 : NULL;
+        if (!o && !eq && nlen > 3 && strncmp(name, "no-", 3) == 0) {
+                o = find_opt(s->info, name + 3, nlen - 3);
+                if (o && o->type == LOADGEN_OPT_BOOL)
+                        value = "no";
+                else
+                        o = NULL;
+        }
+        if (!o) {
+                char list[300] = "";
+                for (size_t k = 0; k < s->info->nopts; k++)
+                        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s--%s",
+                                 k ? ", " : "", s->info->opts[k].name);
+                snprintf(err, LOADGEN_ERROR_MAX, "%s: unknown option '--%.*s' (known: %s)",
+                         s->info->name, (int) nlen, name, s->info->nopts ? list : "none");
+                return -EINVAL;
+        }
+        if (!value) {
+                if (o->type == LOADGEN_OPT_BOOL)
+                        value = "yes";
+                else if (*i + 1 < argc)
+                        value = argv[++*i];
+                else {
+                        snprintf(err, LOADGEN_ERROR_MAX, "%s: --%s needs a value", s->info->name,
+                                 o->name);
+                        return -EINVAL;
+                }
+        }
+        return set_option(s->info, o, value, s->opts, err);
+}
+
+/* The arguments from argv[i] on (after "--"): the command of a generator that takes one. */
+static int spec_args(struct loadgen_spec *s, int argc, char *const *argv, int i,
+                     char err[static LOADGEN_ERROR_MAX]) {
+        if (i < argc && !s->info->args_help) {
+                snprintf(err, LOADGEN_ERROR_MAX, "%s: takes no arguments after \"--\"",
+                         s->info->name);
+                return -EINVAL;
+        }
+        s->args = calloc((size_t) (argc - MIN(i, argc)) + 1, sizeof(char *));
+        if (!s->args)
+                return -ENOMEM;
+        for (int k = 0; i + k < argc; k++) {
+                s->args[k] = strdup(argv[i + k]);
+                if (!s->args[k])
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 int loadgen_parse_argv(int argc, char *const *argv, struct loadgen_spec *ret,
                        char err[static LOADGEN_ERROR_MAX]) {
         struct loadgen_spec s = {};
@@ -432,115 +525,30 @@ int loadgen_parse_argv(int argc, char *const *argv, struct loadgen_spec *ret,
                 snprintf(err, LOADGEN_ERROR_MAX, "no load generator named");
                 return -EINVAL;
         }
-        s.info = loadgen_find(argv[0]);
-        if (!s.info) {
-                char list[200] = "";
-                for (size_t k = 0; k < loadgen_registry_size; k++)
-                        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
-                                 k ? ", " : "", loadgen_registry[k]->name);
-                snprintf(err, LOADGEN_ERROR_MAX, "unknown load generator '%s' (known: %s)", argv[0],
-                         list);
-                return -EINVAL;
-        }
-        s.opts = calloc(1, s.info->opts_size);
-        if (!s.opts)
-                return -ENOMEM;
-        for (size_t k = 0; k < s.info->nopts; k++) {
-                const struct loadgen_opt *o = &s.info->opts[k];
-                if (!o->def)
-                        continue;
-                r = set_option(s.info, o, o->def, s.opts, err);
-                if (r < 0)
-                        goto fail;
-        }
-
-        for (i = 1; i < argc; i++) {
-                const char *a = argv[i];
-                if (strcmp(a, "--") == 0) {
+        r = spec_begin(argv[0], &s, err);
+        if (r < 0 && !s.opts)
+                return r; /* no such generator, or no memory for its options */
+        for (i = 1; r >= 0 && i < argc; i++) {
+                if (strcmp(argv[i], "--") == 0) {
                         i++;
                         break;
                 }
-                if (strncmp(a, "--", 2) != 0) {
-                        snprintf(err, LOADGEN_ERROR_MAX,
-                                 "%s: unexpected argument '%s' (options are given as --name "
-                                 "VALUE%s)",
-                                 s.info->name, a,
-                                 s.info->args_help ? "; a command goes after \"--\"" : "");
-                        r = -EINVAL;
-                        goto fail;
-                }
-                const char *name = a + 2, *eq = strchr(name, '=');
-                size_t nlen = eq ? (size_t) (eq - name) : strlen(name);
-                const struct loadgen_opt *o = find_opt(s.info, name, nlen);
-                const char *value = eq ? eq + 1 : NULL;
-                if (!o && !eq && nlen > 3 && strncmp(name, "no-", 3) == 0) {
-                        o = find_opt(s.info, name + 3, nlen - 3);
-                        if (o && o->type == LOADGEN_OPT_BOOL)
-                                value = "no";
-                        else
-                                o = NULL;
-                }
-                if (!o) {
-                        char list[300] = "";
-                        for (size_t k = 0; k < s.info->nopts; k++)
-                                snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s--%s",
-                                         k ? ", " : "", s.info->opts[k].name);
-                        snprintf(err, LOADGEN_ERROR_MAX, "%s: unknown option '--%.*s' (known: %s)",
-                                 s.info->name, (int) nlen, name, s.info->nopts ? list : "none");
-                        r = -EINVAL;
-                        goto fail;
-                }
-                if (!value) {
-                        if (o->type == LOADGEN_OPT_BOOL)
-                                value = "yes";
-                        else if (i + 1 < argc)
-                                value = argv[++i];
-                        else {
-                                snprintf(err, LOADGEN_ERROR_MAX, "%s: --%s needs a value",
-                                         s.info->name, o->name);
-                                r = -EINVAL;
-                                goto fail;
-                        }
-                }
-                r = set_option(s.info, o, value, s.opts, err);
-                if (r < 0)
-                        goto fail;
+                r = spec_option(&s, argc, argv, &i, err);
         }
-
-        if (i < argc && !s.info->args_help) {
-                snprintf(err, LOADGEN_ERROR_MAX, "%s: takes no arguments after \"--\"",
-                         s.info->name);
-                r = -EINVAL;
-                goto fail;
-        }
-        s.args = calloc((size_t) (argc - MIN(i, argc)) + 1, sizeof(char *));
-        if (!s.args) {
+        if (r >= 0)
+                r = spec_args(&s, argc, argv, i, err);
+        if (r >= 0)
+                r = s.info->check(s.opts, s.args, err);
+        if (r >= 0 && !(s.text = spec_text(&s)))
                 r = -ENOMEM;
-                goto fail;
-        }
-        for (int k = 0; i + k < argc; k++) {
-                s.args[k] = strdup(argv[i + k]);
-                if (!s.args[k]) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-        }
-
-        r = s.info->check(s.opts, s.args, err);
-        if (r < 0)
-                goto fail;
-        s.text = spec_text(&s);
-        if (!s.text) {
-                r = -ENOMEM;
-                goto fail;
+        if (r < 0) {
+                if (r == -ENOMEM)
+                        snprintf(err, LOADGEN_ERROR_MAX, "out of memory");
+                loadgen_spec_done(&s);
+                return r;
         }
         *ret = s;
         return 0;
-fail:
-        if (r == -ENOMEM)
-                snprintf(err, LOADGEN_ERROR_MAX, "out of memory");
-        loadgen_spec_done(&s);
-        return r;
 }
 
 int loadgen_split(const char *line, char ***ret, char err[static LOADGEN_ERROR_MAX]) {

@@ -4,13 +4,13 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
 #include "store-internal.h"
+#include "strbuf.h"
 #include "timeutil.h"
 
 /* Many CPUs would not fit the details: the worst ones are listed, the rest counted. */
@@ -161,18 +161,6 @@ static int run_worst(store *s, int64_t run_id, json_t *doc) {
         return rc == SQLITE_DONE ? 0 : store_fail(s, rc, "cannot read the run's worst case");
 }
 
-static void append(char *buf, size_t size, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-static void append(char *buf, size_t size, const char *fmt, ...) {
-        size_t len = strnlen(buf, size);
-        va_list ap;
-        if (len + 1 >= size)
-                return;
-        va_start(ap, fmt);
-        vsnprintf(buf + len, size - len, fmt, ap);
-        va_end(ap);
-}
-
 int store_unclean_details(store *s, const struct store_run_info *now, const struct store_unclean *u,
                           char **ret_details, char *summary, size_t summary_size) {
         _cleanup_stmt_ sqlite3_stmt *run = NULL;
@@ -203,9 +191,9 @@ int store_unclean_details(store *s, const struct store_run_info *now, const stru
                 json_object_set_new(doc, "boot_ns", json_integer(boot));
                 if (u->last_seen_ns > boot) {
                         json_object_set_new(doc, "uptime_ns", json_integer(u->last_seen_ns - boot));
-                        append(summary, summary_size, "; boot up %s at its last data",
-                               format_timespan(span, (uint64_t) (u->last_seen_ns - boot) /
-                                                             NSEC_PER_SEC * NSEC_PER_SEC));
+                        strbuf_appendf(summary, summary_size, "; boot up %s at its last data",
+                                       format_timespan(span, (uint64_t) (u->last_seen_ns - boot) /
+                                                                     NSEC_PER_SEC * NSEC_PER_SEC));
                 }
         } else
                 json_object_set_new(doc, "boot_ns", json_null());
@@ -217,14 +205,15 @@ int store_unclean_details(store *s, const struct store_run_info *now, const stru
                         json_t *p = json_object_get(k, "pstore"),
                                *j = json_object_get(k, "journal");
                         if (json_is_array(p))
-                                append(summary, summary_size, "; pstore: %zu record%s",
-                                       json_array_size(p), json_array_size(p) == 1 ? "" : "s");
+                                strbuf_appendf(summary, summary_size, "; pstore: %zu record%s",
+                                               json_array_size(p),
+                                               json_array_size(p) == 1 ? "" : "s");
                         if (json_is_object(j) && json_is_array(json_object_get(j, "lines")))
-                                append(summary, summary_size, "; journal: %zu lines",
-                                       json_array_size(json_object_get(j, "lines")));
+                                strbuf_appendf(summary, summary_size, "; journal: %zu lines",
+                                               json_array_size(json_object_get(j, "lines")));
                         else if (json_is_string(j))
-                                append(summary, summary_size, "; journal: %s",
-                                       json_string_value(j));
+                                strbuf_appendf(summary, summary_size, "; journal: %s",
+                                               json_string_value(j));
                         json_object_set_new(doc, "kernel", k);
                 } else
                         json_decref(k);

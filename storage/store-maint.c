@@ -115,27 +115,24 @@ int store_prune(store *s, int64_t before_ns, size_t batch, unsigned vacuum_pages
         r = store_exec(s, "BEGIN IMMEDIATE");
         if (r < 0)
                 return r;
+        /* Then the rows that are counted. */
+        const struct {
+                const char *sql;
+                uint64_t *count;
+        } counted[] = {
+                { "DELETE FROM outbox WHERE event_id IN (SELECT id FROM temp.prune_events)",
+                  &got.outbox },
+                { "DELETE FROM outbox WHERE interval_id IN (SELECT id FROM temp.prune_intervals)",
+                  &got.outbox },
+                { "DELETE FROM events WHERE id IN (SELECT id FROM temp.prune_events)",
+                  &got.events },
+                { "DELETE FROM intervals WHERE id IN (SELECT id FROM temp.prune_intervals)",
+                  &got.intervals },
+        };
         for (size_t i = 0; i < ELEMENTSOF(steps) && r >= 0; i++)
                 r = exec_bound(s, steps[i], before_ns, (int64_t) batch, NULL);
-        if (r >= 0)
-                r = exec_bound(s,
-                               "DELETE FROM outbox WHERE event_id IN "
-                               "(SELECT id FROM temp.prune_events)",
-                               0, 0, &got.outbox);
-        if (r >= 0)
-                r = exec_bound(s,
-                               "DELETE FROM outbox WHERE interval_id IN "
-                               "(SELECT id FROM temp.prune_intervals)",
-                               0, 0, &got.outbox);
-        if (r >= 0)
-                r = exec_bound(s,
-                               "DELETE FROM events WHERE id IN (SELECT id FROM temp.prune_events)",
-                               0, 0, &got.events);
-        if (r >= 0)
-                r = exec_bound(s,
-                               "DELETE FROM intervals WHERE id IN "
-                               "(SELECT id FROM temp.prune_intervals)",
-                               0, 0, &got.intervals);
+        for (size_t i = 0; i < ELEMENTSOF(counted) && r >= 0; i++)
+                r = exec_bound(s, counted[i].sql, 0, 0, counted[i].count);
         if (r >= 0)
                 r = store_exec(s, "COMMIT");
         if (r < 0) {

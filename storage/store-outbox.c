@@ -98,16 +98,16 @@ static void cpu_span(const struct summary_interval *iv, int64_t start_ns, int64_
 
 #define EVENT_COLUMNS "id, time_ns, type, cpu, value_ns, message, details"
 
-static int load_interval(store *s, int64_t id, struct summary *ret) {
-        _cleanup_stmt_ sqlite3_stmt *iv = NULL, *cpu = NULL, *ld = NULL, *m = NULL, *ev = NULL;
-        int rc, r;
-
-        r = store_prepare(
+/* The interval's own row, as the next of ret's intervals (*ret_iv). */
+static int load_interval_row(store *s, int64_t id, struct summary *ret,
+                             struct summary_interval **ret_iv) {
+        _cleanup_stmt_ sqlite3_stmt *iv = NULL;
+        int r = store_prepare(
                 s, "SELECT seq, start_ns, length_ns, scenario FROM intervals WHERE id = ?", &iv);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(iv, 1, id);
-        rc = sqlite3_step(iv);
+        int rc = sqlite3_step(iv);
         if (rc != SQLITE_ROW)
                 return rc == SQLITE_DONE ? store_failf(s, -EBADMSG,
                                                        "outbox refers to interval %lld, which "
@@ -125,50 +125,90 @@ static int load_interval(store *s, int64_t id, struct summary *ret) {
                 .length_ns = (uint64_t) sqlite3_column_int64(iv, 2),
                 .scenario = sqlite3_column_type(iv, 3) == SQLITE_NULL ? NULL : col_text(iv, 3, 32),
         };
+        *ret_iv = x;
+        return 0;
+}
 
-        r = store_prepare(s,
-                          "SELECT cpu, samples, min_ns, max_ns, sum_ns, max_time_ns, violations, "
-                          "missed, hist_limit_us, hist, start_ns, length_ns FROM interval_cpus "
-                          "WHERE interval_id = ? ORDER BY cpu",
-                          &cpu);
+/* One row of interval_cpus as the next CPU of x. */
+static int add_cpu(sqlite3_stmt *cpu, struct summary_interval *x) {
+        struct summary_cpu *c = realloc(x->cpus, (x->ncpus + 1) * sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        x->cpus = c;
+        c = &c[x->ncpus++];
+        uint64_t samples = (uint64_t) sqlite3_column_int64(cpu, 1),
+                 sum = (uint64_t) sqlite3_column_int64(cpu, 4);
+        *c = (struct summary_cpu){
+                .cpu = (uint32_t) sqlite3_column_int(cpu, 0),
+                .samples = samples,
+                .min_ns = (uint64_t) sqlite3_column_int64(cpu, 2),
+                .avg_ns = samples ? sum / samples : 0,
+                .max_ns = (uint64_t) sqlite3_column_int64(cpu, 3),
+                .max_time_ns = sqlite3_column_int64(cpu, 5),
+                .violations = (uint64_t) sqlite3_column_int64(cpu, 6),
+                .missed = (uint64_t) sqlite3_column_int64(cpu, 7),
+                .hist_limit_us = (uint32_t) sqlite3_column_int64(cpu, 8),
+        };
+        int len = sqlite3_column_bytes(cpu, 9);
+        c->hist = malloc(len > 0 ? (size_t) len : 1);
+        if (!c->hist)
+                return -ENOMEM;
+        if (len > 0)
+                memcpy(c->hist, sqlite3_column_blob(cpu, 9), (size_t) len);
+        c->hist_len = (size_t) len;
+        cpu_span(x, sqlite3_column_int64(cpu, 10), sqlite3_column_int64(cpu, 11), c);
+        return 0;
+}
+
+static int load_interval_cpus(store *s, int64_t id, struct summary_interval *x) {
+        _cleanup_stmt_ sqlite3_stmt *cpu = NULL;
+        int rc, r = store_prepare(s,
+                                  "SELECT cpu, samples, min_ns, max_ns, sum_ns, max_time_ns, "
+                                  "violations, missed, hist_limit_us, hist, start_ns, length_ns "
+                                  "FROM interval_cpus WHERE interval_id = ? ORDER BY cpu",
+                                  &cpu);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(cpu, 1, id);
-        while ((rc = sqlite3_step(cpu)) == SQLITE_ROW) {
-                struct summary_cpu *c = realloc(x->cpus, (x->ncpus + 1) * sizeof(*c));
-                if (!c)
-                        return -ENOMEM;
-                x->cpus = c;
-                c = &c[x->ncpus++];
-                uint64_t samples = (uint64_t) sqlite3_column_int64(cpu, 1),
-                         sum = (uint64_t) sqlite3_column_int64(cpu, 4);
-                *c = (struct summary_cpu){
-                        .cpu = (uint32_t) sqlite3_column_int(cpu, 0),
-                        .samples = samples,
-                        .min_ns = (uint64_t) sqlite3_column_int64(cpu, 2),
-                        .avg_ns = samples ? sum / samples : 0,
-                        .max_ns = (uint64_t) sqlite3_column_int64(cpu, 3),
-                        .max_time_ns = sqlite3_column_int64(cpu, 5),
-                        .violations = (uint64_t) sqlite3_column_int64(cpu, 6),
-                        .missed = (uint64_t) sqlite3_column_int64(cpu, 7),
-                        .hist_limit_us = (uint32_t) sqlite3_column_int64(cpu, 8),
-                };
-                int len = sqlite3_column_bytes(cpu, 9);
-                c->hist = malloc(len > 0 ? (size_t) len : 1);
-                if (!c->hist)
-                        return -ENOMEM;
-                if (len > 0)
-                        memcpy(c->hist, sqlite3_column_blob(cpu, 9), (size_t) len);
-                c->hist_len = (size_t) len;
-                cpu_span(x, sqlite3_column_int64(cpu, 10), sqlite3_column_int64(cpu, 11), c);
-        }
+        while ((rc = sqlite3_step(cpu)) == SQLITE_ROW)
+                if ((r = add_cpu(cpu, x)) < 0)
+                        return r;
         if (rc != SQLITE_DONE)
                 return store_fail(s, rc, "cannot read an interval's CPUs");
+        return 0;
+}
 
-        r = store_prepare(s,
-                          "SELECT idx, generator, up_ns, starts, exits FROM interval_loads "
-                          "WHERE interval_id = ? ORDER BY idx",
-                          &ld);
+/* The throughput metrics of load l, number idx of interval id (m: the prepared query). */
+static int load_metrics(store *s, sqlite3_stmt *m, int64_t id, int64_t idx,
+                        struct summary_load *l) {
+        int rc;
+        sqlite3_reset(m);
+        sqlite3_bind_int64(m, 1, id);
+        sqlite3_bind_int64(m, 2, idx);
+        while ((rc = sqlite3_step(m)) == SQLITE_ROW) {
+                struct summary_metric *mm = realloc(l->metrics, (l->nmetrics + 1) * sizeof(*mm));
+                if (!mm)
+                        return -ENOMEM;
+                l->metrics = mm;
+                mm[l->nmetrics++] = (struct summary_metric){
+                        .name = col_text(m, 0, 32),
+                        .unit = col_text(m, 1, 32),
+                        .value = sqlite3_column_double(m, 2),
+                };
+                if (!mm[l->nmetrics - 1].name || !mm[l->nmetrics - 1].unit)
+                        return -ENOMEM;
+        }
+        if (rc != SQLITE_DONE)
+                return store_fail(s, rc, "cannot read load throughput");
+        return 0;
+}
+
+static int load_interval_loads(store *s, int64_t id, struct summary_interval *x) {
+        _cleanup_stmt_ sqlite3_stmt *ld = NULL, *m = NULL;
+        int rc, r = store_prepare(s,
+                                  "SELECT idx, generator, up_ns, starts, exits FROM interval_loads "
+                                  "WHERE interval_id = ? ORDER BY idx",
+                                  &ld);
         if (r >= 0)
                 r = store_prepare(s,
                                   "SELECT metric, unit, value FROM interval_load_metrics "
@@ -191,31 +231,20 @@ static int load_interval(store *s, int64_t id, struct summary *ret) {
                 };
                 if (!l->generator)
                         return -ENOMEM;
-                sqlite3_reset(m);
-                sqlite3_bind_int64(m, 1, id);
-                sqlite3_bind_int64(m, 2, sqlite3_column_int64(ld, 0));
-                while ((rc = sqlite3_step(m)) == SQLITE_ROW) {
-                        struct summary_metric *mm = realloc(l->metrics,
-                                                            (l->nmetrics + 1) * sizeof(*mm));
-                        if (!mm)
-                                return -ENOMEM;
-                        l->metrics = mm;
-                        mm[l->nmetrics++] = (struct summary_metric){
-                                .name = col_text(m, 0, 32),
-                                .unit = col_text(m, 1, 32),
-                                .value = sqlite3_column_double(m, 2),
-                        };
-                        if (!mm[l->nmetrics - 1].name || !mm[l->nmetrics - 1].unit)
-                                return -ENOMEM;
-                }
-                if (rc != SQLITE_DONE)
-                        return store_fail(s, rc, "cannot read load throughput");
+                r = load_metrics(s, m, id, sqlite3_column_int64(ld, 0), l);
+                if (r < 0)
+                        return r;
         }
         if (rc != SQLITE_DONE)
                 return store_fail(s, rc, "cannot read an interval's loads");
+        return 0;
+}
 
-        r = store_prepare(
-                s, "SELECT " EVENT_COLUMNS " FROM events WHERE interval_id = ? ORDER BY id", &ev);
+static int load_interval_events(store *s, int64_t id, struct summary *ret) {
+        _cleanup_stmt_ sqlite3_stmt *ev = NULL;
+        int rc, r = store_prepare(
+                        s, "SELECT " EVENT_COLUMNS " FROM events WHERE interval_id = ? ORDER BY id",
+                        &ev);
         if (r < 0)
                 return r;
         sqlite3_bind_int64(ev, 1, id);
@@ -226,7 +255,20 @@ static int load_interval(store *s, int64_t id, struct summary *ret) {
         }
         if (rc != SQLITE_DONE)
                 return store_fail(s, rc, "cannot read an interval's events");
-        return store_load_traces(s, id, ret);
+        return 0;
+}
+
+/* Interval id with its CPUs, loads, events and captures, into ret. */
+static int load_interval(store *s, int64_t id, struct summary *ret) {
+        struct summary_interval *x = NULL;
+        int r = load_interval_row(s, id, ret, &x);
+        if (r >= 0)
+                r = load_interval_cpus(s, id, x);
+        if (r >= 0)
+                r = load_interval_loads(s, id, x);
+        if (r >= 0)
+                r = load_interval_events(s, id, ret);
+        return r < 0 ? r : store_load_traces(s, id, ret);
 }
 
 static int load_event(store *s, int64_t id, struct summary *ret) {

@@ -221,27 +221,22 @@ int store_report(store *s, const struct store_filter *f, struct store_cpu_report
         return r;
 }
 
-static int report_in_snapshot(store *s, const struct store_filter *f, struct store_cpu_report **ret,
-                              size_t *ret_n) {
-        _cleanup_stmt_ sqlite3_stmt *lim = NULL, *st = NULL;
-        struct store_cpu_report *arr = NULL;
-        uint32_t limit_us = 0;
-        size_t n = 0;
-        int rc, r;
-
-        /* Merge every CPU into the widest exact range seen in the window, so that rows of
-         * runs with a smaller HistogramLimit= lose nothing. */
-        r = store_prepare(s,
-                          "SELECT max(c.hist_limit_us) FROM interval_cpus c "
-                          "JOIN intervals i ON i.id = c.interval_id" WINDOW_SQL,
-                          &lim);
+/* The widest exact range of the histograms in the window (0: none): every CPU is merged into
+ * it, so that rows of runs with a smaller HistogramLimit= lose nothing. */
+static int report_limit(store *s, const struct store_filter *f, uint32_t *ret_limit_us) {
+        _cleanup_stmt_ sqlite3_stmt *lim = NULL;
+        int r = store_prepare(s,
+                              "SELECT max(c.hist_limit_us) FROM interval_cpus c "
+                              "JOIN intervals i ON i.id = c.interval_id" WINDOW_SQL,
+                              &lim);
         if (r < 0)
                 return r;
         bind_filter(lim, f);
         bind_scenario(lim, f);
-        rc = sqlite3_step(lim);
+        int rc = sqlite3_step(lim);
         if (rc != SQLITE_ROW)
                 return store_fail(s, rc, "cannot query intervals");
+        *ret_limit_us = 0;
         if (sqlite3_column_type(lim, 0) != SQLITE_NULL) {
                 int64_t v = sqlite3_column_int64(lim, 0);
                 if (sqlite3_column_type(lim, 0) != SQLITE_INTEGER || v <= 0 ||
@@ -250,9 +245,79 @@ static int report_in_snapshot(store *s, const struct store_filter *f, struct sto
                                            "stored histogram limit %lld us is out "
                                            "of range (database damaged?)",
                                            (long long) v);
-                limit_us = (uint32_t) v;
+                *ret_limit_us = (uint32_t) v;
         }
+        return 0;
+}
 
+/* One CPU's row of an interval, checked and merged into that CPU's report. */
+static int report_add_row(store *s, sqlite3_stmt *st, uint32_t limit_us,
+                          struct store_cpu_report **arr, size_t *n) {
+        int cpu = sqlite3_column_int(st, 0);
+        int64_t samples = sqlite3_column_int64(st, 1), min = sqlite3_column_int64(st, 2),
+                max = sqlite3_column_int64(st, 3), sum = sqlite3_column_int64(st, 4),
+                viol = sqlite3_column_int64(st, 6), missed = sqlite3_column_int64(st, 7),
+                start = sqlite3_column_int64(st, 9), len = sqlite3_column_int64(st, 10),
+                interval_id = sqlite3_column_int64(st, 11);
+        const void *blob = sqlite3_column_blob(st, 8);
+        int blob_len = sqlite3_column_bytes(st, 8);
+        const char *reason = NULL;
+        uint64_t decoded;
+
+        if (!row_integers(st) || samples < 0 || min < 0 || max < 0 || sum < 0 || viol < 0 ||
+            missed < 0 || len < 0 || (samples > 0 && min > max) || viol > samples)
+                return store_failf(s, -EBADMSG,
+                                   "interval %lld, CPU %d: inconsistent "
+                                   "statistics (database damaged?)",
+                                   (long long) interval_id, cpu);
+        struct store_cpu_report *c = find_or_add_cpu(arr, n, cpu, limit_us);
+        if (!c)
+                return -ENOMEM;
+        int r = hist_decode_merge(&c->hist, blob, (size_t) blob_len, &decoded, &reason);
+        if (r < 0)
+                return store_failf(s, r, "interval %lld, CPU %d: %s (database damaged?)",
+                                   (long long) interval_id, cpu, reason);
+        if (decoded != (uint64_t) samples)
+                return store_failf(s, -EBADMSG,
+                                   "interval %lld, CPU %d: histogram holds "
+                                   "%llu samples but the row says %lld (database damaged?)",
+                                   (long long) interval_id, cpu, (unsigned long long) decoded,
+                                   (long long) samples);
+
+        int64_t end;
+        if (__builtin_add_overflow(start, len, &end))
+                return store_failf(s, -EBADMSG,
+                                   "interval %lld, CPU %d: start and length "
+                                   "out of range (database damaged?)",
+                                   (long long) interval_id, cpu);
+        if (c->intervals == 0)
+                c->first_ns = start;
+        c->last_ns = MAX(c->last_ns, end);
+        c->intervals++;
+        c->samples += (uint64_t) samples;
+        c->sum_ns += (uint64_t) sum;
+        c->violations += (uint64_t) viol;
+        c->missed += (uint64_t) missed;
+        if (samples > 0 && (uint64_t) min < c->min_ns)
+                c->min_ns = (uint64_t) min;
+        if (samples > 0 && ((uint64_t) max > c->max_ns || c->max_time_ns == INT64_MIN)) {
+                c->max_ns = (uint64_t) max;
+                c->max_time_ns = sqlite3_column_int64(st, 5);
+        }
+        return 0;
+}
+
+static int report_in_snapshot(store *s, const struct store_filter *f, struct store_cpu_report **ret,
+                              size_t *ret_n) {
+        _cleanup_stmt_ sqlite3_stmt *st = NULL;
+        struct store_cpu_report *arr = NULL;
+        uint32_t limit_us = 0;
+        size_t n = 0;
+        int rc, r;
+
+        r = report_limit(s, f, &limit_us);
+        if (r < 0)
+                return r;
         r = store_prepare(s,
                           "SELECT c.cpu, c.samples, c.min_ns, c.max_ns, c.sum_ns, c.max_time_ns, "
                           "c.violations, c.missed, c.hist, c.start_ns, c.length_ns, i.id "
@@ -264,69 +329,9 @@ static int report_in_snapshot(store *s, const struct store_filter *f, struct sto
         bind_filter(st, f);
         bind_scenario(st, f);
 
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                int cpu = sqlite3_column_int(st, 0);
-                int64_t samples = sqlite3_column_int64(st, 1), min = sqlite3_column_int64(st, 2),
-                        max = sqlite3_column_int64(st, 3), sum = sqlite3_column_int64(st, 4),
-                        viol = sqlite3_column_int64(st, 6), missed = sqlite3_column_int64(st, 7),
-                        start = sqlite3_column_int64(st, 9), len = sqlite3_column_int64(st, 10),
-                        interval_id = sqlite3_column_int64(st, 11);
-                const void *blob = sqlite3_column_blob(st, 8);
-                int blob_len = sqlite3_column_bytes(st, 8);
-                const char *reason = NULL;
-                uint64_t decoded;
-
-                if (!row_integers(st) || samples < 0 || min < 0 || max < 0 || sum < 0 || viol < 0 ||
-                    missed < 0 || len < 0 || (samples > 0 && min > max) || viol > samples) {
-                        r = store_failf(s, -EBADMSG,
-                                        "interval %lld, CPU %d: inconsistent "
-                                        "statistics (database damaged?)",
-                                        (long long) interval_id, cpu);
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+                if ((r = report_add_row(s, st, limit_us, &arr, &n)) < 0)
                         goto fail;
-                }
-                struct store_cpu_report *c = find_or_add_cpu(&arr, &n, cpu, limit_us);
-                if (!c) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                r = hist_decode_merge(&c->hist, blob, (size_t) blob_len, &decoded, &reason);
-                if (r < 0) {
-                        r = store_failf(s, r, "interval %lld, CPU %d: %s (database damaged?)",
-                                        (long long) interval_id, cpu, reason);
-                        goto fail;
-                }
-                if (decoded != (uint64_t) samples) {
-                        r = store_failf(s, -EBADMSG,
-                                        "interval %lld, CPU %d: histogram holds "
-                                        "%llu samples but the row says %lld (database damaged?)",
-                                        (long long) interval_id, cpu, (unsigned long long) decoded,
-                                        (long long) samples);
-                        goto fail;
-                }
-
-                int64_t end;
-                if (__builtin_add_overflow(start, len, &end)) {
-                        r = store_failf(s, -EBADMSG,
-                                        "interval %lld, CPU %d: start and length "
-                                        "out of range (database damaged?)",
-                                        (long long) interval_id, cpu);
-                        goto fail;
-                }
-                if (c->intervals == 0)
-                        c->first_ns = start;
-                c->last_ns = MAX(c->last_ns, end);
-                c->intervals++;
-                c->samples += (uint64_t) samples;
-                c->sum_ns += (uint64_t) sum;
-                c->violations += (uint64_t) viol;
-                c->missed += (uint64_t) missed;
-                if (samples > 0 && (uint64_t) min < c->min_ns)
-                        c->min_ns = (uint64_t) min;
-                if (samples > 0 && ((uint64_t) max > c->max_ns || c->max_time_ns == INT64_MIN)) {
-                        c->max_ns = (uint64_t) max;
-                        c->max_time_ns = sqlite3_column_int64(st, 5);
-                }
-        }
         if (rc != SQLITE_DONE) {
                 r = store_fail(s, rc, "cannot query intervals");
                 goto fail;
@@ -463,56 +468,86 @@ int store_list_scenarios(store *s, const struct store_filter *f, struct store_sc
 #define SCENARIO_WINDOW_SQL \
         " WHERE i.start_ns >= ?1 AND i.start_ns < ?2 AND (?3 = 0 OR i.run_id = ?3)"
 
-static int scenarios_in_snapshot(store *s, const struct store_filter *f,
-                                 struct store_scenario **ret, size_t *ret_n) {
-        _cleanup_stmt_ sqlite3_stmt *sc = NULL, *ld = NULL, *m = NULL;
-        struct store_scenario *arr = NULL;
-        size_t n = 0;
-        int rc, r;
-
-        r = store_prepare(s,
-                          "SELECT coalesce(i.scenario, ''), count(*), sum(i.length_ns), "
-                          "min(i.start_ns), max(i.start_ns + i.length_ns) FROM intervals "
-                          "i" SCENARIO_WINDOW_SQL " GROUP BY 1 ORDER BY 1",
-                          &sc);
+/* Each scenario of the window: how often and how long it ran. */
+static int scenario_rows(store *s, const struct store_filter *f, struct store_scenario **arr,
+                         size_t *n) {
+        _cleanup_stmt_ sqlite3_stmt *sc = NULL;
+        int rc, r = store_prepare(s,
+                                  "SELECT coalesce(i.scenario, ''), count(*), sum(i.length_ns), "
+                                  "min(i.start_ns), max(i.start_ns + i.length_ns) FROM intervals "
+                                  "i" SCENARIO_WINDOW_SQL " GROUP BY 1 ORDER BY 1",
+                                  &sc);
         if (r < 0)
                 return r;
         bind_filter(sc, f);
         while ((rc = sqlite3_step(sc)) == SQLITE_ROW) {
-                struct store_scenario *a = realloc(arr, (n + 1) * sizeof(*arr));
-                if (!a) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
-                arr = a;
-                arr[n] = (struct store_scenario){
+                struct store_scenario *a = realloc(*arr, (*n + 1) * sizeof(**arr));
+                if (!a)
+                        return -ENOMEM;
+                *arr = a;
+                a[*n] = (struct store_scenario){
                         .name = col_strdup(sc, 0),
                         .intervals = (uint64_t) sqlite3_column_int64(sc, 1),
                         .length_ns = (uint64_t) sqlite3_column_int64(sc, 2),
                         .first_ns = sqlite3_column_int64(sc, 3),
                         .last_ns = sqlite3_column_int64(sc, 4),
                 };
-                if (!arr[n++].name) {
-                        r = -ENOMEM;
-                        goto fail;
-                }
+                if (!a[(*n)++].name)
+                        return -ENOMEM;
         }
-        if (rc != SQLITE_DONE) {
-                r = store_fail(s, rc, "cannot query scenarios");
-                goto fail;
-        }
+        if (rc != SQLITE_DONE)
+                return store_fail(s, rc, "cannot query scenarios");
+        return 0;
+}
 
-        /* What ran, how long and how often it had to be restarted, per load of each scenario;
-         * then its throughput, averaged over time (intervals weighted by their length). */
-        r = store_prepare(
-                s,
-                "SELECT coalesce(i.scenario, ''), l.idx, l.generator, count(*), "
-                "sum(l.up_ns), sum(l.starts), sum(l.exits), sum(i.length_ns) "
-                "FROM interval_loads l JOIN intervals i ON i.id = l.interval_id" SCENARIO_WINDOW_SQL
-                " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
-                &ld);
+/* A load of scenario x (base, of generator gen) with its throughput metrics, one entry per
+ * metric, or one without figures; m: the prepared, bound query of its metrics. */
+static int add_load_metrics(store *s, sqlite3_stmt *m, struct store_scenario *x,
+                            const struct store_load_summary *base, const char *gen) {
+        bool any = false;
+        int rc;
+        for (;;) {
+                rc = sqlite3_step(m);
+                if (rc != SQLITE_ROW && (rc != SQLITE_DONE || any))
+                        break;
+                struct store_load_summary *a = realloc(x->loads,
+                                                       (x->nloads + 1) * sizeof(*x->loads));
+                if (!a)
+                        return -ENOMEM;
+                x->loads = a;
+                struct store_load_summary *e = &x->loads[x->nloads++];
+                *e = *base;
+                e->generator = strdup(gen);
+                if (!e->generator)
+                        return -ENOMEM;
+                if (rc == SQLITE_DONE)
+                        break; /* a load without figures still shows */
+                e->metric = col_strdup(m, 0);
+                e->unit = col_strdup(m, 1);
+                e->avg = sqlite3_column_double(m, 2);
+                if (!e->metric || !e->unit)
+                        return -ENOMEM;
+                any = true;
+        }
+        if (rc != SQLITE_DONE)
+                return store_fail(s, rc, "cannot query load throughput");
+        return 0;
+}
+
+/* What ran, how long and how often it had to be restarted, per load of each scenario; then its
+ * throughput, averaged over time (intervals weighted by their length). */
+static int scenario_loads(store *s, const struct store_filter *f, struct store_scenario *arr,
+                          size_t n) {
+        _cleanup_stmt_ sqlite3_stmt *ld = NULL, *m = NULL;
+        int rc, r = store_prepare(s,
+                                  "SELECT coalesce(i.scenario, ''), l.idx, l.generator, count(*), "
+                                  "sum(l.up_ns), sum(l.starts), sum(l.exits), sum(i.length_ns) "
+                                  "FROM interval_loads l JOIN intervals i ON i.id = "
+                                  "l.interval_id" SCENARIO_WINDOW_SQL
+                                  " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+                                  &ld);
         if (r < 0)
-                goto fail;
+                return r;
         bind_filter(ld, f);
         r = store_prepare(s,
                           "SELECT m.metric, m.unit, "
@@ -524,7 +559,7 @@ static int scenarios_in_snapshot(store *s, const struct store_filter *f,
                           " GROUP BY 1, 2 ORDER BY min(m.rowid)",
                           &m);
         if (r < 0)
-                goto fail;
+                return r;
         while ((rc = sqlite3_step(ld)) == SQLITE_ROW) {
                 const char *name = (const char *) sqlite3_column_text(ld, 0);
                 struct store_scenario *x = find_scenario(arr, n, name ?: "");
@@ -544,49 +579,27 @@ static int scenarios_in_snapshot(store *s, const struct store_filter *f,
                 sqlite3_bind_text(m, 4, name ?: "", -1, SQLITE_TRANSIENT);
                 sqlite3_bind_int(m, 5, base.idx);
                 sqlite3_bind_text(m, 6, gen ?: "", -1, SQLITE_TRANSIENT);
-                bool any = false;
-                for (;;) {
-                        rc = sqlite3_step(m);
-                        if (rc != SQLITE_ROW && (rc != SQLITE_DONE || any))
-                                break;
-                        struct store_load_summary *a = realloc(x->loads,
-                                                               (x->nloads + 1) * sizeof(*x->loads));
-                        if (!a) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        x->loads = a;
-                        struct store_load_summary *e = &x->loads[x->nloads++];
-                        *e = base;
-                        e->generator = strdup(gen ?: "");
-                        if (!e->generator) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        if (rc == SQLITE_DONE)
-                                break; /* a load without figures still shows */
-                        e->metric = col_strdup(m, 0);
-                        e->unit = col_strdup(m, 1);
-                        e->avg = sqlite3_column_double(m, 2);
-                        if (!e->metric || !e->unit) {
-                                r = -ENOMEM;
-                                goto fail;
-                        }
-                        any = true;
-                }
-                if (rc != SQLITE_DONE) {
-                        r = store_fail(s, rc, "cannot query load throughput");
-                        goto fail;
-                }
+                r = add_load_metrics(s, m, x, &base, gen ?: "");
+                if (r < 0)
+                        return r;
         }
-        if (rc != SQLITE_DONE) {
-                r = store_fail(s, rc, "cannot query loads");
-                goto fail;
+        if (rc != SQLITE_DONE)
+                return store_fail(s, rc, "cannot query loads");
+        return 0;
+}
+
+static int scenarios_in_snapshot(store *s, const struct store_filter *f,
+                                 struct store_scenario **ret, size_t *ret_n) {
+        struct store_scenario *arr = NULL;
+        size_t n = 0;
+        int r = scenario_rows(s, f, &arr, &n);
+        if (r >= 0)
+                r = scenario_loads(s, f, arr, n);
+        if (r < 0) {
+                store_scenarios_free(arr, n);
+                return r;
         }
         *ret = arr;
         *ret_n = n;
         return 0;
-fail:
-        store_scenarios_free(arr, n);
-        return r;
 }

@@ -23,6 +23,7 @@
 #include "summary.h"
 #include "timeutil.h"
 #include "uploader.h"
+#include "worker.h"
 
 struct uploader {
         struct uploader_params p;
@@ -71,11 +72,7 @@ static uint64_t alive_slice(const struct uploader *u) {
 
 /* Waits up to ns or until poked or stopped; returns false when stopping. */
 static bool wait_for(struct uploader *u, uint64_t ns) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t t = (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec + ns;
-        ts.tv_sec = (time_t) (t / NSEC_PER_SEC);
-        ts.tv_nsec = (long) (t % NSEC_PER_SEC);
+        struct timespec ts = timespec_from_now(CLOCK_MONOTONIC, (int64_t) ns);
         pthread_mutex_lock(&u->lock);
         while (!u->poked && !atomic_load(&u->stop))
                 if (pthread_cond_timedwait(&u->cond, &u->lock, &ts) == ETIMEDOUT)
@@ -493,11 +490,7 @@ int uploader_start(const struct uploader_params *p, struct uploader **ret) {
         u->cpu_model = strdup(p->cpu_model);
         pthread_mutex_init(&u->lock, NULL);
         pthread_mutex_init(&u->stats_lock, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&u->cond, &ca);
-        pthread_condattr_destroy(&ca);
+        cond_init_monotonic(&u->cond);
         u->stats.last_progress_mono = now_ns(CLOCK_MONOTONIC);
         int r = 0;
         if (!u->server || !u->token || !u->ca_file || !u->db_path || !u->machine_id ||

@@ -10,16 +10,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "probe.h"
 #include "trace-analysis.h"
+#include "trace-probe.h"
 #include "trace-recorder.h"
 
 #define TRACE_BURST_MAX 16
 #define TRACE_NOTICE_MAX 256
 
+/* A probed CPU, as its capture thread sees the probe. */
+struct trace_capture_probe {
+        int cpu;
+        const _Atomic int *tid;    /* the probe thread's id, as trace events name it */
+        struct probe_trace *trace; /* what the probe and the capture thread share */
+};
+
 struct trace_capture_params {
         struct trace_recorder *recorder; /* its CPUs in the order of probes */
-        struct probe **probes;
+        const struct trace_capture_probe *probes;
         size_t nprobes;
         uint64_t lookback_ns;
         uint64_t rate_interval_ns; /* per CPU, at most rate_burst captures per this window */

@@ -55,6 +55,7 @@ struct worker {
 
 struct trace_capture {
         struct trace_capture_params p;
+        struct trace_capture_probe *probes; /* p.probes: this copy of the caller's */
         struct trace_symbols symbols;
         struct worker *workers;
         _Atomic bool stop;
@@ -150,7 +151,7 @@ static void update_floor(struct trace_capture *c, size_t i) {
                 if (st->taken >= WINDOW_TAKES * c->p.rate_burst)
                         f = UINT64_MAX;
         }
-        atomic_store_explicit(&c->p.probes[i]->trace.floor_ns, f, memory_order_relaxed);
+        atomic_store_explicit(&c->p.probes[i].trace->floor_ns, f, memory_order_relaxed);
 }
 
 static int push_done(struct trace_capture *c, struct trace_capture_result *r) {
@@ -232,45 +233,13 @@ static void fill_policy(struct trace_contrib *x) {
                                          &x->priority);
 }
 
-/* The events' text, one line each, times relative to the due time. */
-static int raw_text(const struct trace_event *ev, size_t n, int cpu, int64_t due, char **ret,
-                    size_t *ret_len) {
-        size_t len = 0;
-        char line[512];
-        FILE *f = open_memstream(ret, &len);
-        if (!f)
-                return -ENOMEM;
-        int32_t cur = n ? ev[0].pid : -1;
-        const char *comm = n ? trace_comm_of(ev, n, cur, NULL) : NULL;
-        for (size_t i = 0; i < n; i++) {
-                if (ev[i].pid != cur) {
-                        /* The task changed without a switch event (leaving the idle task is
-                         * not traced by every kernel). */
-                        cur = ev[i].pid;
-                        comm = trace_comm_of(ev, n, cur, NULL);
-                }
-                const char *who = comm;
-                trace_event_format(&ev[i], cpu, due, who, line, sizeof(line));
-                fputs(line, f);
-                fputc('\n', f);
-                if (ev[i].kind == TRACE_SWITCH) {
-                        cur = ev[i].u.sw.next_pid;
-                        comm = ev[i].u.sw.next_comm;
-                }
-        }
-        if (fclose(f) != 0)
-                return -ENOMEM;
-        *ret_len = len;
-        return 0;
-}
-
 /* A kept capture's raw events: its text, compressed; the events themselves are let go. */
 static void finish(const struct trace_capture *c, struct trace_capture_result *r) {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         if (!r->events)
                 return;
-        if (raw_text(r->events, r->nevents, r->cpu, r->due_mono_ns, &text, &len) >= 0 &&
+        if (trace_raw_text(r->events, r->nevents, r->cpu, r->due_mono_ns, &text, &len) >= 0 &&
             trace_raw_compress(text, len, c->p.raw_max, &r->raw, &r->raw_len, &r->raw_dropped) >= 0)
                 r->raw_events = r->nevents;
         free(r->events);
@@ -286,8 +255,8 @@ static void finish(const struct trace_capture *c, struct trace_capture_result *r
 static struct trace_capture_result *build(struct trace_capture *c, size_t i,
                                           const struct trace_event *ev, size_t n, bool lost,
                                           int64_t oldest, int64_t due, uint64_t lat) {
-        struct probe *p = c->p.probes[i];
-        int32_t tid = atomic_load_explicit(&p->tid, memory_order_relaxed);
+        const struct trace_capture_probe *p = &c->p.probes[i];
+        int32_t tid = atomic_load_explicit(p->tid, memory_order_relaxed);
         ssize_t mark = -1;
         for (size_t k = 0; k < n; k++)
                 if (ev[k].kind == TRACE_MARKER && ev[k].pid == tid && ev[k].ts_ns >= due)
@@ -331,7 +300,7 @@ static struct trace_capture_result *build(struct trace_capture *c, size_t i,
                 fill_policy(&a->contribs[k]);
         trace_symbols_name_hrtimers(&c->symbols, a);
         trace_analysis_summarize(a);
-        uint64_t sk = atomic_load_explicit(&p->trace.skipped, memory_order_relaxed);
+        uint64_t sk = atomic_load_explicit(&p->trace->skipped, memory_order_relaxed);
         a->skipped = sk - c->cpu[i].skipped_seen;
         c->cpu[i].skipped_seen = sk;
 
@@ -364,7 +333,7 @@ static int freeze_and_copy(struct trace_capture *c, size_t i, uint64_t fired, in
                            struct trace_event **ev, size_t *n, bool *lost, int64_t *oldest,
                            int *kon) {
         struct trace_recorder *rec = c->p.recorder;
-        struct probe_trace *t = &c->p.probes[i]->trace;
+        struct probe_trace *t = c->p.probes[i].trace;
         pthread_mutex_lock(&c->rec_lock);
         if (!rec->trigger)
                 (void) trace_recorder_set_on(rec, false);
@@ -394,7 +363,7 @@ static int freeze_and_copy(struct trace_capture *c, size_t i, uint64_t fired, in
 static void capture_one(struct worker *w, uint64_t fired) {
         struct trace_capture *c = w->c;
         size_t i = w->i;
-        struct probe_trace *t = &c->p.probes[i]->trace;
+        struct probe_trace *t = c->p.probes[i].trace;
         int64_t due = t->due_ns;
         uint64_t lat = t->latency_ns;
         struct trace_event *ev = NULL;
@@ -407,7 +376,7 @@ static void capture_one(struct worker *w, uint64_t fired) {
         set_realtime(w, false);
         struct trace_capture_result *r = NULL;
         if (k < 0 || kon < 0)
-                notice(c, "CPU %d: cannot %s the trace: %s", c->p.probes[i]->cpu,
+                notice(c, "CPU %d: cannot %s the trace: %s", c->p.probes[i].cpu,
                        k < 0 ? "read" : "resume", strerror(-(k < 0 ? k : kon)));
         else
                 r = build(c, i, ev, n, lost, oldest, due, lat);
@@ -438,7 +407,7 @@ static int next_timeout_ms(struct trace_capture *c, size_t i) {
 
 /* The probe's CPU alone; false if it cannot be put in a set. */
 static bool probe_cpu(const struct worker *w, cpu_set_t *set) {
-        int cpu = w->c->p.probes[w->i]->cpu;
+        int cpu = w->c->p.probes[w->i].cpu;
         CPU_ZERO(set);
         if (cpu < 0 || cpu >= CPU_SETSIZE)
                 return false;
@@ -457,7 +426,7 @@ static void *capture_main(void *arg) {
         struct worker *w = arg;
         struct trace_capture *c = w->c;
         size_t i = w->i;
-        struct probe_trace *t = &c->p.probes[i]->trace;
+        struct probe_trace *t = c->p.probes[i].trace;
         atomic_store_explicit(&t->capture_tid, (int) gettid(), memory_order_relaxed);
         set_realtime(w, true);
         while (!atomic_load(&c->stop)) {
@@ -472,7 +441,7 @@ static void *capture_main(void *arg) {
                 }
                 if (atomic_load(&c->stop))
                         break;
-                uint64_t fired = atomic_load_explicit(&c->p.probes[i]->trace.fired,
+                uint64_t fired = atomic_load_explicit(&c->p.probes[i].trace->fired,
                                                       memory_order_acquire);
                 pthread_mutex_lock(&c->lock);
                 bool pending = fired != c->cpu[i].seen;
@@ -494,7 +463,7 @@ static void *capture_main(void *arg) {
 /* Probe i's capture thread, on the probe's CPU (anywhere if it cannot be put there), with a
  * small stack: with mlockall(MCL_FUTURE) every byte of it is resident. */
 static int start_worker(struct worker *w) {
-        int cpu = w->c->p.probes[w->i]->cpu;
+        int cpu = w->c->p.probes[w->i].cpu;
         cpu_set_t set;
         bool pinnable = probe_cpu(w, &set);
         int r = 0;
@@ -525,6 +494,10 @@ int trace_capture_start(const struct trace_capture_params *p, struct trace_captu
         if (!c)
                 return -ENOMEM;
         c->p = *p;
+        c->probes = calloc(p->nprobes, sizeof(*c->probes));
+        if (c->probes)
+                memcpy(c->probes, p->probes, p->nprobes * sizeof(*c->probes));
+        c->p.probes = c->probes;
         c->p.rate_burst = MAX(1u, MIN(p->rate_burst, (uint32_t) TRACE_BURST_MAX));
         c->cpu = calloc(p->nprobes, sizeof(*c->cpu));
         c->workers = calloc(p->nprobes, sizeof(*c->workers));
@@ -532,7 +505,7 @@ int trace_capture_start(const struct trace_capture_params *p, struct trace_captu
         trace_symbols_init(&c->symbols);
         pthread_mutex_init(&c->rec_lock, NULL);
         pthread_mutex_init(&c->lock, NULL);
-        int r = c->cpu && c->workers && c->held ? 0 : -ENOMEM;
+        int r = c->probes && c->cpu && c->workers && c->held ? 0 : -ENOMEM;
         for (size_t i = 0; c->workers && i < p->nprobes; i++) {
                 c->workers[i] = (struct worker){ .c = c, .i = i, .priority = p->priority };
                 c->workers[i].efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -545,12 +518,12 @@ int trace_capture_start(const struct trace_capture_params *p, struct trace_captu
         if (sched_getaffinity(0, sizeof(allowed), &allowed) < 0)
                 CPU_ZERO(&allowed);
         for (size_t i = 0; r == 0 && i < p->nprobes; i++) {
-                struct probe_trace *t = &p->probes[i]->trace;
+                struct probe_trace *t = p->probes[i].trace;
                 t->marker_fd = p->recorder->marker_fd;
                 t->wake_fd = c->workers[i].efd;
                 t->elsewhere = allowed;
-                if (p->probes[i]->cpu >= 0 && p->probes[i]->cpu < CPU_SETSIZE)
-                        CPU_CLR(p->probes[i]->cpu, &t->elsewhere);
+                if (p->probes[i].cpu >= 0 && p->probes[i].cpu < CPU_SETSIZE)
+                        CPU_CLR(p->probes[i].cpu, &t->elsewhere);
                 atomic_store(&t->resumed, atomic_load(&t->fired));
                 atomic_store(&t->floor_ns, 0);
                 atomic_store(&t->armed, true);
@@ -572,9 +545,9 @@ void trace_capture_stop(struct trace_capture *c) {
                 return;
         /* The probes stay, disarmed: nothing reads their captures any more, nor may they move
          * a capture thread. */
-        for (size_t i = 0; i < c->p.nprobes; i++) {
-                atomic_store(&c->p.probes[i]->trace.armed, false);
-                atomic_store(&c->p.probes[i]->trace.capture_tid, 0);
+        for (size_t i = 0; c->probes && i < c->p.nprobes; i++) {
+                atomic_store(&c->p.probes[i].trace->armed, false);
+                atomic_store(&c->p.probes[i].trace->capture_tid, 0);
         }
         atomic_store(&c->stop, true);
         for (size_t i = 0; c->workers && i < c->p.nprobes; i++) {
@@ -594,6 +567,7 @@ void trace_capture_stop(struct trace_capture *c) {
         for (size_t i = 0; i < c->ndone; i++)
                 trace_capture_result_free(c->done[i]);
         free(c->done);
+        free(c->probes);
         free(c->cpu);
         free(c->workers);
         free(c->held);
@@ -641,7 +615,7 @@ int trace_capture_take(struct trace_capture *c, int64_t before_mono,
         pthread_mutex_lock(&c->lock);
         bool busy = c->working > 0;
         for (size_t i = 0; i < c->p.nprobes; i++) {
-                if (atomic_load_explicit(&c->p.probes[i]->trace.fired, memory_order_acquire) !=
+                if (atomic_load_explicit(&c->p.probes[i].trace->fired, memory_order_acquire) !=
                     c->cpu[i].seen)
                         busy = true;
                 hand_over(c, i, before_mono);
@@ -675,7 +649,7 @@ int trace_capture_take(struct trace_capture *c, int64_t before_mono,
 void trace_capture_get_stats(struct trace_capture *c, struct trace_capture_stats *ret) {
         uint64_t sk = 0;
         for (size_t i = 0; i < c->p.nprobes; i++)
-                sk += atomic_load_explicit(&c->p.probes[i]->trace.skipped, memory_order_relaxed);
+                sk += atomic_load_explicit(&c->p.probes[i].trace->skipped, memory_order_relaxed);
         pthread_mutex_lock(&c->lock);
         *ret = (struct trace_capture_stats){
                 .captures = c->captures,

@@ -9,6 +9,7 @@
 #include "daemon-config.h"
 #include "probe.h"
 #include "trace-capture.h"
+#include "trace-recorder.h"
 
 #define TRACE_MESSAGE_MAX 768
 
