@@ -50,13 +50,19 @@ def source_of(build, obj):
     return os.path.join(folder, name)
 
 
-def symbols(obj):
-    res = subprocess.run(["nm", "--defined-only", "-g", obj], capture_output=True, text=True,
-                         check=True).stdout
-    defined = {l.split()[-1] for l in res.splitlines() if len(l.split()) == 3}
-    res = subprocess.run(["nm", "-u", obj], capture_output=True, text=True, check=True).stdout
-    used = {l.split()[-1] for l in res.splitlines() if l.strip()}
-    return defined, used
+def symbols(objs):
+    """{object: (defined, used)} from two runs of nm over every object (-A: each line names
+    its object)."""
+    out = {o: (set(), set()) for o in objs}
+    for flags, k in ((["--defined-only", "-g"], 0), (["-u"], 1)):
+        res = subprocess.run(["nm", "-A", *flags, *objs], capture_output=True, text=True,
+                             check=True).stdout
+        for line in res.splitlines():
+            path, _, rest = line.partition(":")
+            fields = rest.split()
+            if path in out and fields and (k == 1 or len(fields) == 3):
+                out[path][k].add(fields[-1])
+    return out
 
 
 def sccs(nodes, edges):
@@ -120,8 +126,9 @@ def main():
     # its own folder.
     defs = collections.defaultdict(list)
     uses = {}
+    table = symbols(objs)
     for o in objs:
-        d, u = symbols(o)
+        d, u = table[o]
         src = source_of(a.build, o)
         uses[src] = u
         for s in d:
