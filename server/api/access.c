@@ -15,6 +15,7 @@
 #include "macro.h"
 #include "access.h"
 #include "auth.h"
+#include "audit.h"
 #include "db-internal.h"
 #include "waivers.h"
 
@@ -325,7 +326,7 @@ int farm_access_check(const farm_access *a, farm_db *db, enum farm_route_class c
 static int reader_change(farm_db *db, const char *sql, const char *name, const uint8_t *hash,
                          int64_t now_ns, const char *action, const char *what, char *err) {
         _cleanup_release_ sql_conn *c = farm_writer(db);
-        _cleanup_reset_ sql_stmt *st = NULL, *au = NULL;
+        _cleanup_reset_ sql_stmt *st = NULL;
         int r = farm_begin_write(c, err);
         if (r < 0)
                 return r;
@@ -340,14 +341,10 @@ static int reader_change(farm_db *db, const char *sql, const char *name, const u
         if (r >= 0 && sql_changes(st) == 0)
                 r = farm_failf(db, -ENOENT, err, "no read token of %s is in force", name);
         if (r >= 0)
-                r = farm_prepare(c, "INSERT INTO audit (time_ns, who, action) VALUES (?1, ?2, ?3)",
-                                 &au, err);
-        if (r >= 0) {
-                sql_bind_int64(au, 1, now_ns);
-                sql_bind_text(au, 2, name);
-                sql_bind_text(au, 3, action);
-                r = farm_step_done(au, "cannot write the audit trail", err);
-        }
+                r = farm_audit_write(c,
+                                     &(struct farm_audit_row){
+                                             .time_ns = now_ns, .who = name, .action = action },
+                                     err);
         if (r >= 0)
                 r = farm_commit(c, err);
         if (r < 0)

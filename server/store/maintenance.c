@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "audit.h"
 #include "db-internal.h"
 #include "maintenance.h"
 #include "settings.h"

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "audit.h"
 #include "db-internal.h"
 #include "rule.h"
 #include "settings.h"
@@ -418,23 +419,6 @@ static void settings_from_row(sql_stmt *st, int col, struct farm_settings *ret) 
         ret->revoked = sql_column_int(st, col + 4) != 0;
         const char *g = sql_column_text(st, col + 2) ?: "";
         settings_parse_columns(ret, g, strlen(g), sql_column_text(st, col + 3));
-}
-
-int farm_audit_machine(sql_conn *c, int64_t now_ns, const char *who, const char *action,
-                       const char *machine_id, const char *detail, char *err) {
-        _cleanup_reset_ sql_stmt *st = NULL;
-        int r = farm_prepare(c,
-                             "INSERT INTO audit (time_ns, who, action, machine_id, detail) "
-                             "VALUES (?, ?, ?, ?, ?)",
-                             &st, err);
-        if (r < 0)
-                return r;
-        sql_bind_int64(st, 1, now_ns);
-        sql_bind_text(st, 2, who);
-        sql_bind_text(st, 3, action);
-        sql_bind_text(st, 4, machine_id);
-        sql_bind_text(st, 5, detail);
-        return farm_step_done(st, "cannot write the audit trail", err);
 }
 
 /* The version in force (the newest) of an enrolled machine, on the writer: 0, or -ENOENT for

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "db-internal.h"
 #include "verdict.h"
 #include "waivers.h"
@@ -17,22 +18,15 @@
 static int audit(sql_conn *c, int64_t now_ns, const char *who, const char *action,
                  const char *release, const char *problem, int64_t waiver, const char *detail,
                  char *err) {
-        _cleanup_reset_ sql_stmt *st = NULL;
-        int r = farm_prepare(c,
-                             "INSERT INTO audit (time_ns, who, action, kernel_release, problem, "
-                             "waiver, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             &st, err);
-        if (r < 0)
-                return r;
-        sql_bind_int64(st, 1, now_ns);
-        sql_bind_text(st, 2, who);
-        sql_bind_text(st, 3, action);
-        sql_bind_text(st, 4, release);
-        sql_bind_text(st, 5, problem);
-        if (waiver > 0)
-                sql_bind_int64(st, 6, waiver);
-        sql_bind_text(st, 7, detail);
-        return farm_step_done(st, "cannot write the audit trail", err);
+        return farm_audit_write(c,
+                                &(struct farm_audit_row){ .time_ns = now_ns,
+                                                          .who = who,
+                                                          .action = action,
+                                                          .release = release,
+                                                          .problem = problem,
+                                                          .waiver = waiver,
+                                                          .detail = detail },
+                                err);
 }
 
 int farm_waive(farm_db *db, const struct farm_rule *rule, const char *release, const char *problem,
