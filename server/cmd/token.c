@@ -10,13 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "access.h"
 #include "auth.h"
 #include "log.h"
 #include "macro.h"
+#include "staff-tokens.h"
 #include "timeutil.h"
 #include "token.h"
-#include "waivers.h"
 
 static void token_where(char ret[static CLI_TOKEN_WHERE_MAX]) {
         struct stat st;
