@@ -207,6 +207,10 @@ json_t *farm_json_col_text(sql_stmt *st, int col);
 /* Sets key_ns from an integer column (NULL: null) with its RFC 3339 twin (json_set_time()). */
 int farm_json_set_col_time(json_t *o, const char *key_ns, sql_stmt *st, int col);
 
+/* 0 when machine_id is enrolled (revoked or not), else -ENOENT with err saying so
+ * (settings.c). */
+int farm_machine_exists(sql_conn *c, const char *machine_id, char *err);
+
 /* The schema (server-schema.c): creates or migrates the farm database on c, the writer. */
 int farm_schema_open(farm_db *db, sql_conn *c, char *err);
 /* Fills what schema 6 adds for the intervals stored before it (server-migrate.c). */

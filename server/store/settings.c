@@ -445,6 +445,26 @@ static int current_version(sql_conn *c, const char *machine_id, struct farm_sett
         return 0;
 }
 
+/* Steps st, which selects machine_id's row from machines: 0 on the row, -ENOENT when no such
+ * machine is enrolled; what names a failure of the database. */
+static int machine_step(sql_conn *c, sql_stmt *st, const char *machine_id, const char *what,
+                        char *err) {
+        sql_bind_text(st, 1, machine_id);
+        int rc = sql_step(st);
+        if (rc == SQL_DONE)
+                return farm_failf(farm_of(c), -ENOENT, err, "no machine %s is enrolled",
+                                  machine_id);
+        if (rc != SQL_ROW)
+                return farm_fail(c, rc, what, err);
+        return 0;
+}
+
+int farm_machine_exists(sql_conn *c, const char *machine_id, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c, "SELECT 1 FROM machines WHERE id = ?", &st, err);
+        return r < 0 ? r : machine_step(c, st, machine_id, "cannot look up the machine", err);
+}
+
 /* The machine's own columns: 0 and whether it is revoked, or -ENOENT. */
 static int machine_row(sql_conn *c, const char *machine_id, struct farm_settings *ret, char *err) {
         _cleanup_reset_ sql_stmt *st = NULL;
@@ -452,15 +472,8 @@ static int machine_row(sql_conn *c, const char *machine_id, struct farm_settings
                              "SELECT threshold_ns, gating, revoked_ns IS NOT NULL FROM machines "
                              "WHERE id = ?",
                              &st, err);
-        if (r < 0)
+        if (r < 0 || (r = machine_step(c, st, machine_id, "cannot look up the machine", err)) < 0)
                 return r;
-        sql_bind_text(st, 1, machine_id);
-        int rc = sql_step(st);
-        if (rc == SQL_DONE)
-                return farm_failf(farm_of(c), -ENOENT, err, "no machine %s is enrolled",
-                                  machine_id);
-        if (rc != SQL_ROW)
-                return farm_fail(c, rc, "cannot look up the machine", err);
         settings_default(ret);
         ret->bound_ns = sql_column_int64(st, 0);
         ret->gating = sql_column_int(st, 1) != 0;
@@ -741,15 +754,8 @@ static int machine_head_json(sql_conn *c, const char *machine_id, json_t **ret, 
                              "SELECT hostname, enrolled_ns, rekeyed_ns, threshold_ns, gating, "
                              "revoked_ns FROM machines WHERE id = ?",
                              &st, err);
-        if (r < 0)
+        if (r < 0 || (r = machine_step(c, st, machine_id, "cannot read the machine", err)) < 0)
                 return r;
-        sql_bind_text(st, 1, machine_id);
-        int rc = sql_step(st);
-        if (rc == SQL_DONE)
-                return farm_failf(farm_of(c), -ENOENT, err, "no machine %s is enrolled",
-                                  machine_id);
-        if (rc != SQL_ROW)
-                return farm_fail(c, rc, "cannot read the machine", err);
         int64_t enrolled = sql_column_int64(st, 1);
         *ret = json_pack("{s:s, s:o, s:o, s:I, s:o, s:o}", "machine", machine_id, "hostname",
                          farm_json_col_text(st, 0), "enrolled", json_time(enrolled), "enrolled_ns",
