@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "copy.h"
+#include "farm-copy.h"
 #include "log.h"
 #include "migrate.h"
 #include "sql.h"
