@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Machine settings with their history: the checks of every value, enrolment, re-keying,
- * revocation and changes as versions in machine_settings, audited, and their JSON. */
+/* Machines and their settings with history (tables machines and machine_settings): the checks
+ * of every value, enrolment, re-keying, revocation and changes as versions, audited, their
+ * JSON, whether a machine is enrolled and which one an upload's token is. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -419,6 +420,13 @@ static void settings_from_row(sql_stmt *st, int col, struct farm_settings *ret) 
         ret->revoked = sql_column_int(st, col + 4) != 0;
         const char *g = sql_column_text(st, col + 2) ?: "";
         settings_parse_columns(ret, g, strlen(g), sql_column_text(st, col + 3));
+}
+
+int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
+                      char ret_machine_id[static FARM_MACHINE_ID_LEN + 1]) {
+        return farm_token_lookup(
+                db, "SELECT id, token_hash, revoked_ns IS NULL FROM machines WHERE token_hash = ?",
+                token_hash, ret_machine_id, FARM_MACHINE_ID_LEN + 1);
 }
 
 /* The version in force (the newest) of an enrolled machine, on the writer: 0, or -ENOENT for
