@@ -390,6 +390,28 @@ json_t *vinterval_json(int64_t seq, int64_t start, int64_t length, const char *s
                          (json_int_t) length, "scenario", scenario && *scenario ? scenario : NULL);
 }
 
+int vinterval_before(struct vctx *v, int64_t run, int64_t t, json_t **ret) {
+        sql_stmt *st;
+        int r = vprep(v,
+                      "SELECT seq, start_ns, length_ns, scenario FROM intervals "
+                      "WHERE run = ? AND start_ns < ? ORDER BY start_ns DESC LIMIT 1",
+                      &st);
+        if (r < 0)
+                return r;
+        sql_bind_int64(st, 1, run);
+        sql_bind_int64(st, 2, t);
+        int rc = sql_step(st);
+        if (rc == SQL_DONE)
+                *ret = json_null();
+        else if (rc == SQL_ROW)
+                *ret = vinterval_json(sql_column_int64(st, 0), sql_column_int64(st, 1),
+                                      sql_column_int64(st, 2), sql_column_text(st, 3));
+        sql_reset(st);
+        if (rc != SQL_ROW && rc != SQL_DONE)
+                return vfail(v, rc, "cannot read an interval");
+        return *ret ? 0 : -ENOMEM;
+}
+
 int vadd_scenario(struct vmachine *m, const char *name, int64_t ns) {
         /* Found by name in an index: a hostile history may name a new scenario in each of
          * hundreds of thousands of intervals. */

@@ -93,22 +93,9 @@ static int gap_problem(struct vctx *v, struct vmachine *m, int64_t run, int64_t 
                 b[VTEXT_MAX];
         int64_t allowed = (int64_t) v->rule.max_gap_ns;
         json_t *iv = NULL;
-        sql_stmt *st;
-        int r = vprep(v,
-                      "SELECT seq, start_ns, length_ns, scenario FROM intervals "
-                      "WHERE run = ? AND start_ns < ? ORDER BY start_ns DESC LIMIT 1",
-                      &st);
+        int r = vinterval_before(v, run, start, &iv);
         if (r < 0)
                 return r;
-        sql_bind_int64(st, 1, run);
-        sql_bind_int64(st, 2, start);
-        int rc = sql_step(st);
-        iv = rc == SQL_ROW ? vinterval_json(sql_column_int64(st, 0), sql_column_int64(st, 1),
-                                            sql_column_int64(st, 2), sql_column_text(st, 3))
-                           : json_null();
-        sql_reset(st);
-        if (rc != SQL_ROW && rc != SQL_DONE)
-                return vfail(v, rc, "cannot read an interval");
         if (ongoing) {
                 snprintf(id, sizeof(id), "gap:%s:%" PRId64 ":ongoing", m->id, start);
                 snprintf(msg, sizeof(msg), "%s: silent since %s (%s, allowed %s)", vhost(m),

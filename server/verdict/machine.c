@@ -643,29 +643,6 @@ static int run_violations(struct vctx *v, const struct vrun *run, struct vmachin
         return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot look for violations");
 }
 
-/* The last interval of run that started before t (evidence of what came before). */
-static int interval_before(struct vctx *v, int64_t run, int64_t t, json_t **ret) {
-        sql_stmt *st;
-        int r = vprep(v,
-                      "SELECT seq, start_ns, length_ns, scenario FROM intervals "
-                      "WHERE run = ? AND start_ns < ? ORDER BY start_ns DESC LIMIT 1",
-                      &st);
-        if (r < 0)
-                return r;
-        sql_bind_int64(st, 1, run);
-        sql_bind_int64(st, 2, t);
-        int rc = sql_step(st);
-        if (rc == SQL_DONE)
-                *ret = json_null();
-        else if (rc == SQL_ROW)
-                *ret = vinterval_json(sql_column_int64(st, 0), sql_column_int64(st, 1),
-                                      sql_column_int64(st, 2), sql_column_text(st, 3));
-        sql_reset(st);
-        if (rc != SQL_ROW && rc != SQL_DONE)
-                return vfail(v, rc, "cannot read an interval");
-        return *ret ? 0 : -ENOMEM;
-}
-
 struct vev {
         int64_t id, time;
         char *message;
@@ -702,7 +679,7 @@ static int run_unclean(struct vctx *v, const struct vrun *run, struct vmachine *
                 char id[FARM_PROBLEM_ID_MAX], msg[512], t[VTEXT_MAX];
                 json_t *iv = NULL;
                 if (r >= 0)
-                        r = interval_before(v, run->row, evs[i].time + 1, &iv);
+                        r = vinterval_before(v, run->row, evs[i].time + 1, &iv);
                 if (r >= 0) {
                         snprintf(id, sizeof(id), "unclean_end:%s:%" PRId64 ":%" PRId64, m->id,
                                  run->id, evs[i].id);

@@ -163,6 +163,9 @@ const char *vts(char buf[static VTEXT_MAX], int64_t ns);
 /* A duration for people: "29d 23h 59min", "250us". */
 const char *vspan_text(char buf[static VTEXT_MAX], int64_t ns);
 json_t *vinterval_json(int64_t seq, int64_t start, int64_t length, const char *scenario);
+/* The last interval of run that started before t (evidence of what came before), as
+ * vinterval_json() has it; JSON null when there is none. */
+int vinterval_before(struct vctx *v, int64_t run, int64_t t, json_t **ret);
 int vadd_scenario(struct vmachine *m, const char *name, int64_t ns);
 int vspan_append(struct vspan **v, size_t *n, int64_t start, int64_t end);
 /* Room for element n of the array *v of n elements (of size bytes), which grows by doubling
