@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "encode-verdict.h"
 #include "log.h"
 #include "macro.h"
 #include "releases.h"
@@ -19,7 +20,7 @@ int cli_verdict(const struct server_options *o, char **args, int n) {
         char err[FARM_ERROR_MAX], perr[FARM_PARAM_ERROR_MAX];
         struct farm_question q;
         farm_db *db = NULL;
-        json_t *j = NULL;
+        _cleanup_verdict_ struct farm_verdict *v = NULL;
 
         (void) n;
         if (farm_question_parse(release, o->at, o->known_at, now_ns(CLOCK_REALTIME), &q, perr) <
@@ -29,14 +30,16 @@ int cli_verdict(const struct server_options *o, char **args, int n) {
         }
         if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
-        int r = farm_verdict_ask(db, &o->rule, &q, &j, err);
+        int r = farm_verdict_ask(db, &o->rule, &q, &v, err);
         farm_db_close(db);
+        json_t *j = r >= 0 ? farm_verdict_to_json(v) : NULL;
+        if (r >= 0 && !j)
+                r = -ENOMEM;
         if (r < 0) {
                 log_error_errno(r, "Cannot judge %s: %s", release, err);
                 return r == -ENOENT ? 3 : EXIT_FAILURE;
         }
-        const char *st = farm_verdict_status(j);
-        r = strcmp(st, "qualified") == 0 ? 0 : strcmp(st, "failed") == 0 ? 1 : 2;
+        r = v->status == FARM_VERDICT_QUALIFIED ? 0 : v->status == FARM_VERDICT_FAILED ? 1 : 2;
         if (cli_print_json(j) != EXIT_SUCCESS)
                 r = EXIT_FAILURE;
         json_decref(j);
