@@ -447,8 +447,6 @@ def before_handlers(route, names, get):
             jobs.append((route, "DELETE", path, None, "#405"))
             if not get:
                 jobs.append((route, "GET", path, None, "#405"))
-            if route["format"] != "json":
-                continue  # the pages still check their values themselves
             for p, d in route["types"].items():
                 if d["type"] in WRONG_TYPE:
                     jobs.append((route, "GET", f"{path}?{p}={WRONG_TYPE[d['type']]}", None,

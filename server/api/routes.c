@@ -236,10 +236,7 @@ int farm_route_check_args(const struct farm_route *route, const struct farm_args
                                 return -EINVAL;
                         }
         }
-        /* The values, in the order of the route's rows.  The pages still read theirs
-         * themselves (a page names the machine it cannot find before its window). */
-        if (route->format == FARM_ROUTE_HTML)
-                return 0;
+        /* The values, in the order of the route's rows. */
         for (const struct farm_route_param *p = route->params; p->name; p++) {
                 const char *v = NULL;
                 for (unsigned i = 0; i < args->n && !v; i++)
