@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The documents against the programs, both ways:
-# - every option that a program's --help shows is described in its man page (man/*.scd);
+# - every option that a program's --help shows is described in its man page (man/*.scd), and
+#   every load generator with each of its options in rtsoak-load(1);
 # - every configuration key that rtsoakd and rtsoak-server take is documented, and every
 #   documented key is one they take.  What a program takes is what it lists itself when it
 #   refuses an unknown section (every section) or an unknown key (every key of the section);
@@ -45,6 +46,27 @@ while [ $# -ge 2 ]; do
         fi
         case $(basename "$bin") in
         rtsoakd | rtsoak-server) config_programs+=("$bin") ;;
+        rtsoak-load)
+                # Each generator of --list has its entry under GENERATORS ("*NAME*", then
+                # tab-indented text) naming every option of "rtsoak-load NAME --help".
+                bad=""
+                for g in $("$bin" --list | awk '{ print $1 }'); do
+                        entry=$(awk -v g="*$g*" '/^# / { in_gen = ($0 == "# GENERATORS") }
+                                in_gen && $0 == g { on = 1; next }
+                                on && !/^(\t|$)/ { exit }
+                                on' "$src/man/$page.scd")
+                        [ -n "$entry" ] || { bad+=" $g (no entry)"; continue; }
+                        for o in $("$bin" "$g" --help 2>&1 | grep -o -- '--[a-z][a-z0-9-]*' | sort -u); do
+                                [ "$o" = --help ] && continue
+                                grep -qF -- "*$o*" <<<"$entry" || bad+=" $g $o"
+                        done
+                done
+                if [ -z "$bad" ]; then
+                        ok "man/$page.scd describes every generator and its options"
+                else
+                        not_ok "man/$page.scd lacks:$bad"
+                fi
+                ;;
         esac
 done
 
@@ -85,8 +107,9 @@ program_keys() { # binary prog
         done <"$tmp/$prog.sections"
 }
 
-# A section as the program names it: "Scenario.mixed" is "Scenario.NAME".
-normalize() { # prog  (stdin: Section.Key lines)
+# A section as the program names it: "Scenario.mixed" is "Scenario.NAME" (in order, one
+# line for each line read).
+normalize_each() { # prog  (stdin: Section.Key lines)
         awk -v list="$tmp/$1.sections" '
                 BEGIN { while ((getline s < list) > 0) if (s ~ /\.NAME$/) dyn[substr(s, 1, length(s) - 4)] = 1 }
                 {
@@ -100,8 +123,9 @@ normalize() { # prog  (stdin: Section.Key lines)
                                         break
                                 }
                         if (!dot) print
-                }' | sort -u
+                }'
 }
+normalize() { normalize_each "$1" | sort -u; }
 
 # The reference page: "# [Section] SECTION(S)" headings, "*Key=*" items at the line start.
 man_keys() { # page
@@ -227,13 +251,14 @@ for bin in "${config_programs[@]}"; do
         done < <(cut -f1,2 "$tmp/tables" | sort -u)
 
         # Every "[Section] Key=" written anywhere, for a section of this program, is a key.
-        bad=""
-        while IFS=$'\t' read -r file key; do
-                norm=$(echo "$key" | normalize "$prog")
-                section=${norm%.*}
-                grep -qx "$section" "$tmp/$prog.sections" || continue
-                grep -qx "$norm" "$tmp/$prog.keys" || bad+="${file#"$src"/}: [${key%.*}] ${key##*.}="$'\n'
-        done <"$tmp/mentions"
+        bad=$(cut -f2 "$tmp/mentions" | normalize_each "$prog" | paste "$tmp/mentions" - |
+                awk -F'\t' -v sections="$tmp/$prog.sections" -v keys="$tmp/$prog.keys" '
+                        BEGIN {
+                                while ((getline l < sections) > 0) known[l] = 1
+                                while ((getline l < keys) > 0) taken[l] = 1
+                        }
+                        { s = $3; sub(/\.[^.]*$/, "", s) }
+                        (s in known) && !($3 in taken) { print $1 ": " $2 }' | sed "s|^$src/||" | sort -u)
         if [ -z "$bad" ]; then
                 ok "every \"[Section] Key=\" of $prog's sections in the documents is a key it takes"
         else
