@@ -1,8 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # The documents against the programs, both ways:
-# - every option that a program's --help shows is described in its man page (man/*.scd), and
-#   every load generator with each of its options in rtsoak-load(1);
+# - every command that a program's --help lists ("Commands:") has its entry in its man page
+#   (man/*.scd), every option of its --help and of each command's own --help is described
+#   there, and every option the page names ("*--name*") is one of those (or of a load
+#   generator's, for rtsoak-load); every load generator with each of its options is in
+#   rtsoak-load(1);
 # - every configuration key that rtsoakd and rtsoak-server take is documented, and every
 #   documented key is one they take.  What a program takes is what it lists itself when it
 #   refuses an unknown section (every section) or an unknown key (every key of the section);
@@ -31,18 +34,69 @@ not_ok() {
 
 # ---- options --------------------------------------------------------------------------------
 
+# The commands of a program's --help: the first word of each entry of its "Commands:" block
+# (indented by two), and a word after " | " ("admin-token NAME | admin-revoke NAME").
+commands() { # binary
+        "$1" --help 2>&1 | awk '/^Commands:/ { on = 1; next }
+                on && /^$/ { exit }
+                on && /^  [a-z]/ { print $1; for (i = 2; i < NF; i++) if ($i == "|") print $(i + 1) }' |
+                sort -u
+}
+
+# Every option a program shows: its --help, each command's --help (a command without one of
+# its own shows the program's), and for rtsoak-load each generator's.
+shown_options() { # binary
+        {
+                "$1" --help 2>&1
+                for c in $(commands "$1"); do "$1" "$c" --help 2>&1; done
+                if [ "$(basename "$1")" = rtsoak-load ]; then
+                        for g in $("$1" --list | awk '{ print $1 }'); do "$1" "$g" --help 2>&1; done
+                fi
+        } | grep -o -- '--[a-z][a-z0-9-]*' | sort -u
+}
+
 config_programs=()
 while [ $# -ge 2 ]; do
         bin=$1 page=$2
         shift 2
+        prog=$(basename "$bin")
+        shown_options "$bin" >"$tmp/$prog.options"
         missing=""
-        for o in $("$bin" --help 2>&1 | grep -o -- '--[a-z][a-z0-9-]*' | sort -u); do
-                grep -qE -- "(\*|, )$o(\*|,)" "$src/man/$page.scd" || missing+=" $o"
+        # An entry: a line that starts with a command in bold (several on one line are
+        # "*admin-token* NAME, *admin-revoke* NAME"), not the synopsis' "*program* ...".
+        for c in $(commands "$bin"); do
+                grep -v -- "^\*$prog\*" "$src/man/$page.scd" |
+                        grep -qE -- "^\*[a-z].*(^|[ ,])\*$c( |\*)|^\*$c( |\*)" || missing+=" $c"
         done
         if [ -z "$missing" ]; then
-                ok "man/$page.scd describes every option of $(basename "$bin") --help"
+                ok "man/$page.scd has an entry for every command of $prog --help"
+        else
+                not_ok "man/$page.scd has no entry for the commands:$missing"
+        fi
+        missing=""
+        while read -r o; do
+                [ "$prog" = rtsoak-load ] && "$bin" --list | awk '{ print "--" $1 }' | grep -qx -- "$o" &&
+                        continue
+                grep -qE -- "(\*|, )$o(\*|,|=)" "$src/man/$page.scd" || missing+=" $o"
+        done <"$tmp/$prog.options"
+        if [ -z "$missing" ]; then
+                ok "man/$page.scd describes every option of $prog --help and its commands' --help"
         else
                 not_ok "man/$page.scd lacks$missing"
+        fi
+        # "--name", "--name=yes" and "--no-name" are the page's notation of a yes/no option;
+        # "--no-X" is option X switched off.
+        unknown=""
+        for o in $(grep -oE -- '\*--[a-z][a-z0-9-]*(\*|=)' "$src/man/$page.scd" | tr -d '*=' | sort -u); do
+                [ "$o" = --name ] || [ "$o" = --no-name ] && continue
+                grep -qx -- "$o" "$tmp/$prog.options" && continue
+                [[ $o == --no-* ]] && grep -qx -- "--${o#--no-}" "$tmp/$prog.options" && continue
+                unknown+=" $o"
+        done
+        if [ -z "$unknown" ]; then
+                ok "every option man/$page.scd names is one $prog shows"
+        else
+                not_ok "man/$page.scd names options $prog does not show:$unknown"
         fi
         case $(basename "$bin") in
         rtsoakd | rtsoak-server) config_programs+=("$bin") ;;
