@@ -128,6 +128,11 @@ def test_qualified_and_stable_ids():
         check(bad.returncode == 64 and "--origin" in bad.stderr,
               "an origin KCIDB does not take is refused, naming --origin",
               (bad.returncode, bad.stderr))
+        api = f.get_json(f"/api/v1/kernels/6.6.30-rt31/kcidb?at={at}")
+        check(api == doc, "GET /api/v1/kernels/RELEASE/kcidb answers the command's report")
+        st, body = f.http("GET", f"/api/v1/kernels/6.6.30-rt31/kcidb?at={at}&origin=a-b")[:2]
+        check(st == 400 and "origin" in str(body), "the API refuses a bad origin, naming it",
+              (st, body))
         none = f.cli("kcidb", "9.9.9", check=False)
         check(none.returncode == 3, "a release no machine ran: exit status 3",
               (none.returncode, none.stderr))

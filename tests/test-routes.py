@@ -229,6 +229,9 @@ def param_values(name, ctx):
     if name == "window":
         return ["1d", "30d", "kernel:", "kernel:" + q(K_LATE), "kernel:" + q(K_AHEAD),
                 "kernel:unknown", "kernel:" + "x" * 300, "7y", "", "%FF", "1d%0A"]
+    if name == "origin":
+        return ["rtsoak", "lab_farm", "", "Lab", "a-b", "a:b", "x" * 64, "x" * 65, "%FF", "%00",
+                "a%0A"]
     if name == "tolerance":
         return ["10", "10%25", "0", "1000", "1001", "-1", "1.5", "nan", "", "%FF",
                 "99999999999999999999", "10%25%25"]

@@ -24,6 +24,7 @@
 #include "dash.h"
 #include "encode-verdict.h"
 #include "head.h"
+#include "kcidb.h"
 #include "http.h"
 #include "maintenance.h"
 #include "notifier.h"
@@ -504,6 +505,34 @@ static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struc
         return respond(rq, c, 200, j, NULL, NULL);
 }
 
+/* GET /api/v1/kernels/{release}/kcidb: the verdict as a KCIDB v5.3 report (docs/kcidb.md). */
+static enum MHD_Result get_kcidb(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                 const char *release) {
+        char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
+        const char *origin = param(c, "origin") ?: FARM_KCIDB_ORIGIN_DEFAULT;
+        struct farm_question q;
+        json_t *j = NULL;
+
+        if (!farm_kcidb_origin_ok(origin)) {
+                snprintf(perr, sizeof(perr),
+                         "origin=%.80s: 1 to %d of a-z, 0-9 and _, as KCIDB takes", origin,
+                         FARM_KCIDB_ORIGIN_MAX);
+                return respond_error(rq, c, 400, perr, NULL, NULL);
+        }
+        if (farm_question_parse(release, param(c, "at"), param(c, "known_at"),
+                                now_ns(CLOCK_REALTIME), &q, perr) < 0)
+                return respond_error(rq, c, 400, perr, NULL, NULL);
+        int r = farm_kcidb_report(h->db, h->rule, &q, origin, &j, err);
+        if (r == -ENOENT) {
+                snprintf(err, sizeof(err), "no such kernel release: no machine ever ran %.200s",
+                         release);
+                return respond_error(rq, c, 404, err, NULL, NULL);
+        }
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        return respond(rq, c, 200, j, NULL, NULL);
+}
+
 /* GET /api/v1/series and /api/v1/series/{series}/latest-stable. */
 static enum MHD_Result get_series(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                   const char *series) {
@@ -950,6 +979,8 @@ static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, str
                         return respond_error(rq, c, 404, "no such kernel release", NULL, NULL);
                 if (strcmp(slash, "/verdict") == 0)
                         return get_verdict(h, c, rq, release);
+                if (strcmp(slash, "/kcidb") == 0)
+                        return get_kcidb(h, c, rq, release);
                 if (strcmp(slash, "/waivers") == 0) {
                         if (get)
                                 return get_waivers(h, c, rq, release, false);

@@ -61,6 +61,7 @@ const struct farm_route farm_routes[] = {
         { "POST", "/api/v1/maintenance/{id}/cancel", API, NONE, J },
         { "GET", "/api/v1/kernels", API, P(QUESTION, PAGE), J },
         { "GET", "/api/v1/kernels/{release}/verdict", API, P(QUESTION), J },
+        { "GET", "/api/v1/kernels/{release}/kcidb", API, P(QUESTION, TEXT("origin")), J },
         { "GET POST", "/api/v1/kernels/{release}/waivers", API, P(PAGE), J },
         { "GET", "/api/v1/kernels/{release}/compare", API,
           P(PAGE, SPAN("min_difference"), PERCENT("tolerance", 0, 1000), TEXT("with")), J },
