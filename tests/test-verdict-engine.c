@@ -849,6 +849,35 @@ static void test_newer_release_judged_again(void **state) {
         json_decref(s);
 }
 
+/* Data that arrives long after a release's own (more than a period and a day), of another
+ * release run by the same machine inside the first one's time: the two runs overlap, so the
+ * first release is failed now.  The pass that stores it judges the first release again (its
+ * own data did not change), and the series' latest stable no longer names it. */
+static void test_late_data_of_another_release(void **state) {
+        char err[FARM_ERROR_MAX];
+        struct farm_log_mark seen = {};
+        struct hist_spec newer = base, late = base;
+        store(&base); /* 6.6.1-rt1, qualified from T0 + 2 days */
+        newer.release = "6.6.2-rt1", newer.run = 2, newer.start = T0 + 3 * DAY;
+        newer.max_ns = 900000; /* a violation: failed */
+        store(&newer);
+        assert_true(farm_verdict_log_pass(db, &rule, T0 + 5 * DAY + MIN_NS, &seen, NULL, NULL,
+                                          err) >= 0);
+        char *l = latest_stable_at(T0 + 5 * DAY + 2 * MIN_NS);
+        assert_string_equal(l, "6.6.1-rt1");
+        free(l);
+        late.release = "5.4.0-rt1", late.run = 3, late.start = T0 + DAY, late.n = 6;
+        store(&late); /* an hour inside 6.6.1-rt1's first day, stored nine days later */
+        json_t *v = ask("6.6.1-rt1", T0 + 10 * DAY);
+        expect(v, "failed");
+        json_decref(v);
+        assert_true(farm_verdict_log_pass(db, &rule, T0 + 10 * DAY + MIN_NS, &seen, NULL, NULL,
+                                          err) >= 0);
+        l = latest_stable_at(T0 + 10 * DAY + 2 * MIN_NS);
+        if (l)
+                fail_msg("latest stable of 6.6-rt: %s, failed since the late data", l);
+}
+
 static void test_version_order(void **state) {
         static const char *const sorted[] = { "6.6.9-rt1", "6.6.10-rc1-rt1", "6.6.10-rc2",
                                               "6.6.10",    "6.6.10-rt2",     "6.6.10-rt10",
@@ -990,6 +1019,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_regression_and_latest, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_long_series, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_newer_release_judged_again, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_late_data_of_another_release, setup, teardown),
                 cmocka_unit_test(test_version_order),
                 cmocka_unit_test_setup_teardown(test_migration_from_5, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_migration_to_8, setup, teardown),

@@ -96,6 +96,12 @@ static int releases(farm_db *db, const struct farm_rule *rule, const struct farm
         return 0;
 }
 
+/* The log as it was at q's moment: what it held by then, as far as what was known (with
+ * ?at=T alone, the log of T; it never changes behind anyone's back). */
+static int64_t log_moment(const struct farm_question *q) {
+        return MIN(q->at_ns, MIN(q->known_ns, q->asked_ns));
+}
+
 /* Since when the log has release qualified without a change (by known), or INT64_MIN. */
 static int since_of(farm_db *db, const char *release, int64_t known, int64_t *ret, char *err) {
         _cleanup_release_ sql_conn *c = farm_reader(db);
@@ -140,7 +146,7 @@ static int series_entry(farm_db *db, const struct farm_rule *configured,
                 stable = farm_log_newest_qualified(logged, nlogged, v[from].series,
                                                    v[from].release);
         if (r >= 0 && stable)
-                r = since_of(db, stable, MIN(q->known_ns, q->asked_ns), &since, err);
+                r = since_of(db, stable, log_moment(q), &since, err);
         char t[TIMESTAMP_MAX_LEN];
         if (r >= 0)
                 *ret = json_pack("{s:s, s:s?, s:o, s:o, s:i, s:s, s:s?}", "series", v[from].series,
@@ -258,7 +264,7 @@ int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const cha
                 r = series_entry(db, rule, q, v, from, to, logged, nlogged, &entry, err);
         farm_logged_free(logged, nlogged);
         if (r >= 0)
-                r = history(db, &at_rule, series, MIN(q->known_ns, q->asked_ns), &hist, err);
+                r = history(db, &at_rule, series, log_moment(q), &hist, err);
         srels_free(v, n);
         if (r >= 0) {
                 char t[TIMESTAMP_MAX_LEN];
@@ -279,8 +285,10 @@ int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const cha
 #define LOG_OVERLAP_NS (120 * (int64_t) NSEC_PER_SEC)
 
 /* The releases whose verdict may have changed since the pass that saw *seen (all zero: every
- * release): those with data in the last period (a silence grows with time), those with
- * intervals or events stored since, those never logged, and all of them when staff changed
+ * release): those with data in the last period (a silence grows with time), those whose
+ * machines stored intervals or events since within a period and a day of their data (the
+ * release's own, or another release's run on the same machine: an overlap, or a silence that
+ * the machine's other work excuses), those never logged, and all of them when staff changed
  * anything since (settings, windows, waivers: the audit trail has it).  "Since" is by row id,
  * read in one snapshot with the ids: on SQLite a row gets its id when it is written by the one
  * writer, so no row committed after the snapshot has a smaller id.  On PostgreSQL several
@@ -300,11 +308,17 @@ static int releases_to_judge(farm_db *db, const struct farm_rule *rule, int64_t 
         if (r < 0 ||
             (r = farm_prepare(c,
                               "SELECT DISTINCT release FROM runs r WHERE ?5 <> 0 OR "
-                              "r.last_end_ns >= ?1 OR r.id IN (SELECT run FROM intervals "
-                              "WHERE id > ?2) OR r.id IN (SELECT run FROM events WHERE id > ?3) "
-                              "OR EXISTS (SELECT 1 FROM uploads u WHERE u.run = r.id AND "
-                              "u.received_ns > ?4) OR NOT EXISTS (SELECT 1 FROM verdict_log l "
-                              "WHERE l.release = r.release) ORDER BY 1",
+                              "r.last_end_ns >= ?1 OR NOT EXISTS (SELECT 1 FROM verdict_log l "
+                              "WHERE l.release = r.release) OR EXISTS (SELECT 1 FROM runs o "
+                              "WHERE o.machine_id = r.machine_id AND "
+                              "coalesce(o.first_start_ns, o.start_ns) < "
+                              "coalesce(r.last_end_ns, r.start_ns) + ?6 AND "
+                              "coalesce(o.last_end_ns, o.start_ns) > "
+                              "coalesce(r.first_start_ns, r.start_ns) - ?6 AND "
+                              "(o.id IN (SELECT run FROM intervals WHERE id > ?2) OR o.id IN "
+                              "(SELECT run FROM events WHERE id > ?3) OR EXISTS (SELECT 1 FROM "
+                              "uploads u WHERE u.run = o.id AND u.received_ns > ?4))) "
+                              "ORDER BY 1",
                               &st, err)) < 0)
                 return r;
         if ((r = sql_begin(c, SQL_TXN_SNAPSHOT)) < 0)
@@ -320,6 +334,7 @@ static int releases_to_judge(farm_db *db, const struct farm_rule *rule, int64_t 
                 sql_bind_int64(st, 3, seen->event_id);
                 sql_bind_int64(st, 4, farm_is_pg(db) ? seen->pass_ns - LOG_OVERLAP_NS : INT64_MAX);
                 sql_bind_int64(st, 5, all);
+                sql_bind_int64(st, 6, (int64_t) rule->period_ns + FARM_DAY_NS);
                 while ((r = sql_step(st)) == SQL_ROW)
                         if (json_array_append_new(list, farm_json_col_text(st, 0)) < 0) {
                                 r = -ENOMEM;
