@@ -666,7 +666,17 @@ static void test_gap_ids(void **state) {
         int64_t wid;
         char *copy = strdup(id);
         json_decref(v);
-        assert_int_equal(farm_waive(db, &rule, "6.6.1-rt1", copy, "power cut", "alice",
+        /* A reason is counted in characters, as every reason is: 1001 "é" are too many, 1000
+         * are not (2000 bytes). */
+        char reason[2 * 1001 + 1] = "";
+        for (int i = 0; i < 1001; i++)
+                strcat(reason, "\xc3\xa9");
+        assert_int_equal(farm_waive(db, &rule, "6.6.1-rt1", copy, reason, "alice",
+                                    T0 + 2 * DAY + MIN_NS, &wid, err),
+                         -EINVAL);
+        assert_non_null(strstr(err, "1001 characters"));
+        reason[2 * 1000] = '\0';
+        assert_int_equal(farm_waive(db, &rule, "6.6.1-rt1", copy, reason, "alice",
                                     T0 + 2 * DAY + MIN_NS, &wid, err),
                          0);
         v = ask("6.6.1-rt1", T0 + 2 * DAY + 2 * MIN_NS);

@@ -9,6 +9,7 @@
 
 #include "audit.h"
 #include "db-internal.h"
+#include "settings.h"
 #include "verdict.h"
 #include "waivers.h"
 
@@ -31,12 +32,13 @@ static int audit(sql_conn *c, int64_t now_ns, const char *who, const char *actio
 int farm_waive(farm_db *db, const struct farm_rule *rule, const char *release, const char *problem,
                const char *reason, const char *who, int64_t now_ns, int64_t *ret_id,
                char err[static FARM_ERROR_MAX]) {
-        size_t rl = strlen(reason);
-        if (rl == 0 || rl > FARM_WAIVER_REASON_MAX) {
-                snprintf(err, FARM_ERROR_MAX, "reason: %s",
-                         rl == 0 ? "a waiver needs a reason" : "longer than 1000 characters");
+        /* Counted in characters, by the rule of every reason (settings, windows). */
+        if (!*reason) {
+                snprintf(err, FARM_ERROR_MAX, "reason: a waiver needs a reason");
                 return -EINVAL;
         }
+        if (farm_check_text("reason", reason, FARM_WAIVER_REASON_MAX, err) < 0)
+                return -EINVAL;
         if (strlen(problem) >= FARM_PROBLEM_ID_MAX) {
                 snprintf(err, FARM_ERROR_MAX, "problem: no such problem id");
                 return -ENOENT;
