@@ -226,6 +226,16 @@ static int history(farm_db *db, const struct farm_rule *rule, const char *series
                         continue;
                 free(current);
                 current = best ? strdup(best) : NULL;
+                /* One pass logs its releases one after the other at one moment: what held
+                 * at that moment is the last of them, not each step on the way. */
+                json_t *last = json_array_get(hist, 0);
+                if (last && json_integer_value(json_object_get(last, "from_ns")) == at) {
+                        json_array_remove(hist, 0);
+                        last = json_array_get(hist, 0);
+                        const char *was = json_string_value(json_object_get(last, "latest_stable"));
+                        if (last && strcmp(was ?: "", best ?: "") == 0)
+                                continue;
+                }
                 char t[TIMESTAMP_MAX_LEN];
                 json_array_insert_new(hist, 0,
                                       json_pack("{s:s?, s:I, s:s}", "latest_stable", best,
