@@ -19,6 +19,8 @@ const struct name_rule inventory_name_field = {
 #define CUT_MARK "..."
 
 void inventory_done(struct inventory *inv) {
+        if (!inv)
+                return;
         for (size_t i = 0; i < inv->n; i++) {
                 free(inv->fields[i].name);
                 free(inv->fields[i].value);
@@ -116,7 +118,12 @@ int inventory_set(struct inventory *inv, const char *name, const char *value) {
         text_copy_utf8(value, v, cut ? INVENTORY_MAX_VALUE - strlen(CUT_MARK) + 1 : len + 1);
         if (cut)
                 strcat(v, CUT_MARK);
-        return put(inv, name, v);
+        int r = put(inv, name, v);
+        if (r == -E2BIG) {
+                inv->dropped++;
+                return 0;
+        }
+        return r;
 }
 
 int inventory_setf(struct inventory *inv, const char *name, const char *fmt, ...) {

@@ -31,7 +31,8 @@ struct inventory_field {
 struct inventory {
         struct inventory_field *fields; /* ascending by name, each once */
         size_t n, cap;
-        size_t bytes; /* the names' and values' lengths, summed */
+        size_t bytes;   /* the names' and values' lengths, summed */
+        size_t dropped; /* fields inventory_set() left out to stay within the bounds */
 };
 
 void inventory_done(struct inventory *inv);
@@ -42,8 +43,8 @@ static inline void inventory_donep(struct inventory *inv) {
 
 /* Sets name (which must follow inventory_name_field) to value taken from the machine: each
  * character the text rule refuses becomes '?', a value longer than INVENTORY_MAX_VALUE is cut
- * (between characters) and ends in "...".  -EINVAL for a bad name, -E2BIG when the inventory
- * would exceed its bounds (the field is left out), -ENOMEM. */
+ * (between characters) and ends in "...".  A field that would take the inventory past its
+ * bounds is left out and counted in dropped.  -EINVAL for a bad name, -ENOMEM. */
 int inventory_set(struct inventory *inv, const char *name, const char *value);
 _printf_(3, 4) int inventory_setf(struct inventory *inv, const char *name, const char *fmt, ...);
 /* Removes name; 0 also when it was not there. */
