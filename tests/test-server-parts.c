@@ -18,6 +18,7 @@
 #include "steps.h"
 #include "ratelimit.h"
 #include "settings.h"
+#include "encode-verdict.h"
 #include "verdict.h"
 
 #define TOKEN "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
@@ -246,6 +247,7 @@ static void test_verdict_out_of_order(void **state) {
         struct farm_rule rule;
         farm_db *db;
         json_t *v;
+        struct farm_question q = { "k1", at, at, at };
 
         assert_non_null(mkdtemp(dir));
         snprintf(path, sizeof(path), "%s/farm.db", dir);
@@ -259,10 +261,10 @@ static void test_verdict_out_of_order(void **state) {
          * the day's in-order tracking cannot see. */
         store_intervals(db, id, (const uint64_t[]){ 5, 6, 7, 8, 9 }, 5);
         store_intervals(db, id, (const uint64_t[]){ 0, 1, 2, 3 }, 4);
-        assert_int_equal(farm_verdict(db, &rule, "k1", at, &v, err), 0);
+        assert_int_equal(farm_verdict_json(db, &rule, &q, &v, err), 0);
         if (getenv("DEBUG_VERDICT"))
                 json_dumpf(v, stderr, JSON_INDENT(1));
-        assert_string_equal(farm_verdict_status(v), "failed");
+        assert_string_equal(json_string_value(json_object_get(v, "verdict")), "failed");
         json_t *p = json_array_get(json_object_get(v, "problems"), 0);
         assert_string_equal(json_string_value(json_object_get(p, "kind")), "gap");
         assert_int_equal(json_integer_value(json_object_get(p, "value_ns")),
@@ -271,16 +273,16 @@ static void test_verdict_out_of_order(void **state) {
 
         /* Seq 4 arrives late: no hole, 200 minutes covered. */
         store_intervals(db, id, (const uint64_t[]){ 4 }, 1);
-        assert_int_equal(farm_verdict(db, &rule, "k1", at, &v, err), 0);
-        assert_string_equal(farm_verdict_status(v), "qualified");
+        assert_int_equal(farm_verdict_json(db, &rule, &q, &v, err), 0);
+        assert_string_equal(json_string_value(json_object_get(v, "verdict")), "qualified");
         json_t *m = json_array_get(json_object_get(v, "machines"), 0);
         assert_int_equal(json_integer_value(json_object_get(m, "covered_ns")),
                          INT64_C(12000) * 1000000000);
         json_decref(v);
         /* The same upload again changes nothing. */
         store_intervals(db, id, (const uint64_t[]){ 4 }, 1);
-        assert_int_equal(farm_verdict(db, &rule, "k1", at, &v, err), 0);
-        assert_string_equal(farm_verdict_status(v), "qualified");
+        assert_int_equal(farm_verdict_json(db, &rule, &q, &v, err), 0);
+        assert_string_equal(json_string_value(json_object_get(v, "verdict")), "qualified");
         json_decref(v);
 
         farm_db_close(db);

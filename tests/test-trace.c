@@ -210,6 +210,18 @@ static void read_stalls(const char *out, struct stall *st, int want) {
  * pid); their ids into ids, and into ran whether the injector's run is at least 90 % of its
  * spin and at most the lateness (this VM can stall inside an interrupt for milliseconds: that
  * time is the interrupt's, rightly, and the caller allows a few such captures). */
+/* Whether a capture of the CPU after time t says that the probe skipped a capture before it
+ * (its capture thread was still busy): a stall the recorder tells it missed. */
+static bool skip_counted(json_t *tr, int cpu, long long t) {
+        json_t *c;
+        size_t i;
+        json_array_foreach (tr, i, c)
+                if (tu_jint(c, "cpu") == cpu && tu_jint(c, "time_ns") > t &&
+                    tu_jint(c, "skipped") > 0)
+                        return true;
+        return false;
+}
+
 static void captures_name_injector(json_t *tr, int cpu, pid_t ipid, const struct stall *st, int n,
                                    long long *ids, bool *ran) {
         json_t *t;
@@ -248,9 +260,16 @@ static void captures_name_injector(json_t *tr, int cpu, pid_t ipid, const struct
                         ids[k] = tu_jint(t, "id");
                 }
         }
-        for (int k = 0; k < n; k++)
+        int untold = 0;
+        for (int k = 0; k < n; k++) {
+                if (named[k] == 0 && skip_counted(tr, cpu, st[k].r0) && ++untold <= 1) {
+                        fprintf(stderr, "# CPU %d stall %d: no capture, counted as skipped by "
+                                        "the next capture of its CPU\n", cpu, k);
+                        continue;
+                }
                 if (named[k] != 1)
                         fail_msg("CPU %d stall %d has %d captures (want one)", cpu, k, named[k]);
+        }
 }
 
 /* How many of the captures are whole: the injector's run as its spin (ran), the
@@ -260,6 +279,8 @@ static int captures_split(struct soak *s, const long long *ids, const bool *ran,
         int split = 0;
         for (int k = 0; k < n; k++) {
                 char id[24];
+                if (!ids[k])
+                        continue; /* no capture, told by captures_name_injector() */
                 snprintf(id, sizeof(id), "%lld", ids[k]);
                 char *one = rtsoak_text(s, "trace", id, NULL);
                 char *raw = rtsoak_text(s, "trace", id, "--raw");
@@ -774,6 +795,10 @@ static int name_cached(const char *dir, const char *name, const char *before) {
 /* The recorder's instance does not make the kernel record task names at every context switch
  * (it is created with the top-level record-cmd off), and the option is back on afterwards.  A
  * plain instance, made the usual way, shows that the check sees such recording. */
+#define PLAIN_INSTANCE                                                                             \
+        "i=$t/instances/rtsoak-test-pos; mkdir $i && "                                             \
+        "echo 1 > $i/events/sched/sched_switch/enable && "                                         \
+        "trap 'echo 0 > $i/events/sched/sched_switch/enable; rmdir $i' EXIT;"
 static void test_no_comm_cache(void **state) {
         need_root();
         skip_on_pg();
@@ -790,6 +815,15 @@ static void test_no_comm_cache(void **state) {
                                     "record-cmd is off"
                                   : "another tracer already records task "
                                     "names at every switch here");
+                tu_rmdir(tmp);
+                skip();
+        }
+        /* A kernel whose count of name recorders was left wrong (by a tracer before this
+         * test) records no names for a plain instance either: nothing to compare with. */
+        char pre[20];
+        snprintf(pre, sizeof(pre), "rsk-pre-%d", (int) getpid() % 1000000);
+        if (name_cached(tmp, pre, PLAIN_INSTANCE) != 0) {
+                fprintf(stderr, "# a plain instance records no task names on this kernel\n");
                 tu_rmdir(tmp);
                 skip();
         }
@@ -818,12 +852,7 @@ static void test_no_comm_cache(void **state) {
         assert_true(tu_wait_for_text(s.err, "Trace flight recorder on", 10000));
         assert_int_equal(name_cached(tmp, chk, "grep -qx 1 $t/options/record-cmd || exit 7;"), 1);
         /* The check can fail: an instance made with record-cmd on records the names. */
-        assert_int_equal(name_cached(tmp, pos,
-                                     "i=$t/instances/rtsoak-test-pos; mkdir $i && "
-                                     "echo 1 > $i/events/sched/sched_switch/enable && "
-                                     "trap 'echo 0 > $i/events/sched/sched_switch/enable; "
-                                     "rmdir $i' EXIT;"),
-                         0);
+        assert_int_equal(name_cached(tmp, pos, PLAIN_INSTANCE), 0);
         char *err = finish(&s);
         if (strstr(err, "comm cache upkeep is on"))
                 fail_msg("the instance was made with the comm cache upkeep on:\n%s", err);

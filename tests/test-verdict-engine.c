@@ -13,6 +13,7 @@
 #include "auth.h"
 #include "db-internal.h"
 #include "db.h"
+#include "encode-verdict.h"
 #include "settings.h"
 #include "verdict-log.h"
 #include "verdict.h"
@@ -211,7 +212,7 @@ static json_t *ask_known(const char *release, int64_t at, int64_t known) {
         char err[FARM_ERROR_MAX];
         json_t *v = NULL;
         struct farm_question q = { release, at, known, known == INT64_MAX ? at : known };
-        if (farm_verdict_ask(db, &rule, &q, &v, err) < 0)
+        if (farm_verdict_json(db, &rule, &q, &v, err) < 0)
                 fail_msg("%s", err);
         return v;
 }
@@ -221,7 +222,7 @@ static json_t *ask(const char *release, int64_t at) {
 }
 
 static const char *status(json_t *v) {
-        return farm_verdict_status(v);
+        return json_string_value(json_object_get(v, "verdict"));
 }
 
 static int64_t count_kind(json_t *v, const char *list, const char *kind) {
@@ -498,17 +499,16 @@ static struct {
         bool changed, late;
 } told;
 
-static void told_judged(void *userdata, json_t *verdict, const char *prev, int64_t prev_id,
-                        bool changed, bool late, int64_t now_ns) {
+static void told_judged(void *userdata, const struct farm_verdict *verdict, const char *prev,
+                        int64_t prev_id, bool changed, bool late, int64_t now_ns) {
         told.judged++;
         told.changed = changed;
         told.late = late;
 }
 
-static void told_problem(void *userdata, const char *release, const json_t *p) {
-        if (strcmp(json_string_value(json_object_get(p, "kind")), "violation") == 0 &&
-            told.n < (int) ELEMENTSOF(told.ids))
-                told.ids[told.n++] = strdup(json_string_value(json_object_get(p, "id")));
+static void told_problem(void *userdata, const char *release, const struct farm_problem *p) {
+        if (p->kind == FARM_PROBLEM_VIOLATION && told.n < (int) ELEMENTSOF(told.ids))
+                told.ids[told.n++] = strdup(p->id);
 }
 
 static int64_t told_known(void *userdata, int64_t now_ns) {

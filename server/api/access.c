@@ -16,7 +16,6 @@
 #include "access.h"
 #include "auth.h"
 #include "db-internal.h"
-#include "waivers.h"
 
 #define HOST_NAME_LEN 256
 
@@ -319,63 +318,4 @@ int farm_access_check(const farm_access *a, farm_db *db, enum farm_route_class c
         if (mode == FARM_READ_STAFF && farm_reader_authenticate(db, hash, name) == 0)
                 return deny(ret, 403, NULL, "a staff token is needed: a read token is not one");
         return deny(ret, 401, scheme, "missing, invalid or revoked token");
-}
-
-/* One statement and its audit row in a write transaction. */
-static int reader_change(farm_db *db, const char *sql, const char *name, const uint8_t *hash,
-                         int64_t now_ns, const char *action, const char *what, char *err) {
-        _cleanup_release_ sql_conn *c = farm_writer(db);
-        _cleanup_reset_ sql_stmt *st = NULL, *au = NULL;
-        int r = farm_begin_write(c, err);
-        if (r < 0)
-                return r;
-        r = farm_prepare(c, sql, &st, err);
-        if (r >= 0) {
-                sql_bind_text(st, 1, name);
-                sql_bind_int64(st, 2, now_ns);
-                if (hash)
-                        sql_bind_blob(st, 3, hash, SHA256_DIGEST_SIZE);
-                r = farm_step_done(st, what, err);
-        }
-        if (r >= 0 && sql_changes(st) == 0)
-                r = farm_failf(db, -ENOENT, err, "no read token of %s is in force", name);
-        if (r >= 0)
-                r = farm_prepare(c, "INSERT INTO audit (time_ns, who, action) VALUES (?1, ?2, ?3)",
-                                 &au, err);
-        if (r >= 0) {
-                sql_bind_int64(au, 1, now_ns);
-                sql_bind_text(au, 2, name);
-                sql_bind_text(au, 3, action);
-                r = farm_step_done(au, "cannot write the audit trail", err);
-        }
-        if (r >= 0)
-                r = farm_commit(c, err);
-        if (r < 0)
-                sql_rollback(c);
-        return r;
-}
-
-int farm_reader_add(farm_db *db, const char *name, const uint8_t hash[static SHA256_DIGEST_SIZE],
-                    int64_t now_ns, char err[static FARM_ERROR_MAX]) {
-        return reader_change(db,
-                             "INSERT INTO readers (name, created_ns, token_hash) "
-                             "VALUES (?1, ?2, ?3) ON CONFLICT (name) DO UPDATE SET "
-                             "token_hash = ?3, created_ns = ?2, revoked_ns = NULL",
-                             name, hash, now_ns, "read_token", "cannot store the read token", err);
-}
-
-int farm_reader_revoke(farm_db *db, const char *name, int64_t now_ns,
-                       char err[static FARM_ERROR_MAX]) {
-        return reader_change(db,
-                             "UPDATE readers SET revoked_ns = ?2 WHERE name = ?1 "
-                             "AND revoked_ns IS NULL",
-                             name, NULL, now_ns, "read_revoke", "cannot revoke the read token",
-                             err);
-}
-
-int farm_reader_authenticate(farm_db *db, const uint8_t hash[static SHA256_DIGEST_SIZE],
-                             char ret_name[static FARM_READER_NAME_MAX + 1]) {
-        return farm_token_lookup(
-                db, "SELECT name, token_hash, revoked_ns IS NULL FROM readers WHERE token_hash = ?",
-                hash, ret_name, FARM_READER_NAME_MAX + 1);
 }

@@ -8,10 +8,9 @@
 #include <stdint.h>
 
 #include "db.h"
-#include "waivers.h"
+#include "staff-tokens.h"
 #include "sha256.h"
 
-#define FARM_READER_NAME_MAX FARM_ADMIN_NAME_MAX /* and the same characters */
 #define FARM_ACCESS_ERROR_MAX 512
 #define FARM_HOSTS_MAX 64
 #define FARM_ACCESS_LINK_HOST_MAX 260 /* a host name, or an IPv6 address in brackets */
@@ -73,13 +72,3 @@ struct farm_denial {
 int farm_access_check(const farm_access *a, farm_db *db, enum farm_route_class cls,
                       const char *host, const char *authorization, struct farm_denial *ret,
                       char ret_who[static FARM_READER_NAME_MAX + 8], char *err);
-
-/* Read tokens, stored hashed like the staff tokens, each made and revoked in the audit trail;
- * a reader's name follows farm_name_person, as a staff member's. */
-int farm_reader_add(farm_db *db, const char *name, const uint8_t hash[static SHA256_DIGEST_SIZE],
-                    int64_t now_ns, char err[static FARM_ERROR_MAX]);
-int farm_reader_revoke(farm_db *db, const char *name, int64_t now_ns,
-                       char err[static FARM_ERROR_MAX]);
-/* 0 with the name, -EACCES for an unknown or revoked token. */
-int farm_reader_authenticate(farm_db *db, const uint8_t hash[static SHA256_DIGEST_SIZE],
-                             char ret_name[static FARM_READER_NAME_MAX + 1]);

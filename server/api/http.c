@@ -22,6 +22,7 @@
 #include "auth.h"
 #include "connlimit.h"
 #include "dash.h"
+#include "encode-verdict.h"
 #include "head.h"
 #include "http.h"
 #include "maintenance.h"
@@ -464,15 +465,17 @@ static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struc
         int64_t now = now_ns(CLOCK_REALTIME);
         struct farm_question q;
         struct farm_page page;
-        json_t *j = NULL;
+        struct farm_kernel_page kp;
 
         if (farm_question_parse(NULL, param(c, "at"), param(c, "known_at"), now, &q, perr) < 0 ||
             farm_param_page(param(c, "limit"), param(c, "offset"), &page, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
-        int r = farm_kernels_json(h->db, h->rule, &q, &page, &j, err);
+        int r = farm_kernels(h->db, h->rule, &q, &page, &kp, err);
         if (r < 0)
                 return respond_internal(rq, c, r, err);
-        int64_t total = json_integer_value(json_object_get(j, "total"));
+        json_t *j = farm_kernel_page_to_json(&kp);
+        int64_t total = kp.total;
+        farm_kernel_page_done(&kp);
         if (total > 0 && page.offset + page.limit < (uint64_t) total) {
                 /* The same question: the moment, and what was known (unless everything is). */
                 char next[192], known[48] = "";
@@ -496,7 +499,7 @@ static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struc
         if (farm_question_parse(release, param(c, "at"), param(c, "known_at"),
                                 now_ns(CLOCK_REALTIME), &q, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
-        int r = farm_verdict_ask(h->db, h->rule, &q, &j, err);
+        int r = farm_verdict_json(h->db, h->rule, &q, &j, err);
         if (r == -ENOENT) {
                 snprintf(err, sizeof(err), "no such kernel release: no machine ever ran %.200s",
                          release);

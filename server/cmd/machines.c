@@ -13,16 +13,7 @@
 #include "machines.h"
 #include "token.h"
 #include "maintenance.h"
-#include "text-json.h"
 #include "timeutil.h"
-
-int cli_open_db(const char *path, farm_db **ret) {
-        char err[FARM_ERROR_MAX];
-        int r = farm_db_open(path, ret, err);
-        if (r < 0)
-                return log_error_errno(r, "Cannot open the farm database: %s", err);
-        return 0;
-}
 
 /* -EINVAL from the database layer is a value of the command line that breaks a rule. */
 static int status_of(int r) {
@@ -38,23 +29,16 @@ static bool machine_id_ok(const char *machine_id) {
         return false;
 }
 
-int cli_print_json(json_t *j) {
-        /* What was stored before the text rule reaches the terminal escaped (text-json.h). */
-        int r = text_json_escape(j) < 0 ? -ENOMEM : json_dumpf(j, stdout, JSON_INDENT(2));
-        putchar('\n');
-        if (r < 0 || fflush(stdout) != 0)
-                return log_error_errno(EIO, "Cannot print the answer"), EXIT_FAILURE;
-        return EXIT_SUCCESS;
-}
-
-int cli_enroll(const struct cli_machine_args *a, const char *machine_id) {
+int cli_enroll(const struct server_options *o, char **args, int n) {
+        const char *machine_id = args[0];
         char token[FARM_TOKEN_LEN + 1], err[FARM_ERROR_MAX];
         uint8_t hash[SHA256_DIGEST_SIZE];
         farm_db *db = NULL;
 
+        (void) n;
         if (!machine_id_ok(machine_id))
                 return EXIT_USAGE;
-        if (cli_open_db(a->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
         int r = farm_token_new(token, hash);
         if (r < 0) {
@@ -62,8 +46,8 @@ int cli_enroll(const struct cli_machine_args *a, const char *machine_id) {
                 log_error_errno(r, "Cannot read random bytes for the token: %m");
                 return EXIT_FAILURE;
         }
-        r = farm_enroll(db, machine_id, hash, a->change, a->who, a->reason, now_ns(CLOCK_REALTIME),
-                        err);
+        r = farm_enroll(db, machine_id, hash, &o->change, cli_who(o), o->reason,
+                        now_ns(CLOCK_REALTIME), err);
         farm_db_close(db);
         if (r < 0) {
                 explicit_bzero(token, sizeof(token));
@@ -82,15 +66,17 @@ int cli_enroll(const struct cli_machine_args *a, const char *machine_id) {
         return EXIT_SUCCESS;
 }
 
-int cli_revoke(const struct cli_machine_args *a, const char *machine_id) {
+int cli_revoke(const struct server_options *o, char **args, int n) {
+        const char *machine_id = args[0];
         char err[FARM_ERROR_MAX];
         farm_db *db = NULL;
 
+        (void) n;
         if (!machine_id_ok(machine_id))
                 return EXIT_USAGE;
-        if (cli_open_db(a->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
-        int r = farm_revoke(db, machine_id, a->who, a->reason, now_ns(CLOCK_REALTIME), err);
+        int r = farm_revoke(db, machine_id, cli_who(o), o->reason, now_ns(CLOCK_REALTIME), err);
         farm_db_close(db);
         if (r < 0) {
                 log_error_errno(r, "Cannot revoke %s: %s", machine_id, err);
@@ -105,16 +91,28 @@ int cli_revoke(const struct cli_machine_args *a, const char *machine_id) {
         return EXIT_SUCCESS;
 }
 
-int cli_machine_set(const struct cli_machine_args *a, const char *machine_id) {
+int cli_machine_set(const struct server_options *o, char **args, int n) {
+        const char *machine_id = args[0];
         char err[FARM_ERROR_MAX];
         farm_db *db = NULL;
         int64_t version = 0;
 
+        (void) n;
+        if (farm_settings_change_empty(&o->change)) {
+                log_error("machine set needs at least one of --bound, --gating, --groups, --label "
+                          "and --unlabel");
+                return EXIT_USAGE;
+        }
+        if (!o->reason) {
+                log_error("machine set needs --reason TEXT: every change of settings is kept "
+                          "with why");
+                return EXIT_USAGE;
+        }
         if (!machine_id_ok(machine_id))
                 return EXIT_USAGE;
-        if (cli_open_db(a->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
-        int r = farm_machine_set(db, machine_id, a->change, a->who, a->reason,
+        int r = farm_machine_set(db, machine_id, &o->change, cli_who(o), o->reason,
                                  now_ns(CLOCK_REALTIME), &version, err);
         farm_db_close(db);
         if (r < 0) {
@@ -192,15 +190,17 @@ static void print_settings(json_t *j) {
         }
 }
 
-int cli_machine_show(const struct cli_machine_args *a, const char *machine_id) {
+int cli_machine_show(const struct server_options *o, char **args, int n) {
+        const char *machine_id = args[0];
         char err[FARM_ERROR_MAX];
         struct farm_page page = { .limit = UINT32_MAX, .offset = 0 };
         farm_db *db = NULL;
         json_t *j = NULL;
 
+        (void) n;
         if (!machine_id_ok(machine_id))
                 return EXIT_USAGE;
-        if (cli_open_db(a->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
         int r = farm_settings_json(db, machine_id, &page, &j, err);
         farm_db_close(db);
@@ -208,7 +208,7 @@ int cli_machine_show(const struct cli_machine_args *a, const char *machine_id) {
                 log_error_errno(r, "Cannot show machine %s: %s", machine_id, err);
                 return EXIT_FAILURE;
         }
-        if (a->json)
+        if (o->json)
                 r = cli_print_json(j);
         else {
                 print_settings(j);
@@ -218,25 +218,35 @@ int cli_machine_show(const struct cli_machine_args *a, const char *machine_id) {
         return r;
 }
 
-int cli_maintenance_add(const struct cli_machine_args *a, const char *machine_id) {
+int cli_maintenance_add(const struct server_options *o, char **args, int n) {
+        const char *machine_id = args[0];
         char err[FARM_ERROR_MAX];
         int64_t now = now_ns(CLOCK_REALTIME), from, to, id;
         const char *why = NULL;
         farm_db *db = NULL;
 
+        (void) n;
+        const char *missing = !o->from ? "--from TIME" : !o->to ? "--to TIME" : NULL;
+        if (!missing && !o->reason)
+                missing = "--reason TEXT";
+        if (missing) {
+                log_error("maintenance add needs %s", missing);
+                return EXIT_USAGE;
+        }
         if (!machine_id_ok(machine_id))
                 return EXIT_USAGE;
-        if (farm_maintenance_parse_time(a->from, now, &from, &why) < 0) {
-                log_error("Invalid --from '%s': %s", a->from, why ?: "not a point in time");
+        if (farm_maintenance_parse_time(o->from, now, &from, &why) < 0) {
+                log_error("Invalid --from '%s': %s", o->from, why ?: "not a point in time");
                 return EXIT_USAGE;
         }
-        if (farm_maintenance_parse_time(a->to, now, &to, &why) < 0) {
-                log_error("Invalid --to '%s': %s", a->to, why ?: "not a point in time");
+        if (farm_maintenance_parse_time(o->to, now, &to, &why) < 0) {
+                log_error("Invalid --to '%s': %s", o->to, why ?: "not a point in time");
                 return EXIT_USAGE;
         }
-        if (cli_open_db(a->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
-        int r = farm_maintenance_add(db, machine_id, from, to, a->reason, a->who, now, &id, err);
+        int r = farm_maintenance_add(db, machine_id, from, to, o->reason, cli_who(o), now, &id,
+                                     err);
         farm_db_close(db);
         if (r < 0) {
                 log_error_errno(r, "Cannot declare the maintenance window: %s%s",
@@ -266,7 +276,8 @@ static void print_windows(json_t *j) {
                        json_string_value(json_object_get(w, "reason")));
 }
 
-int cli_maintenance_list(const struct cli_machine_args *a, const char *machine_id) {
+int cli_maintenance_list(const struct server_options *o, char **args, int n) {
+        const char *machine_id = n > 0 ? args[0] : NULL;
         char err[FARM_ERROR_MAX];
         struct farm_page page = { .limit = UINT32_MAX, .offset = 0 };
         farm_db *db = NULL;
@@ -274,7 +285,7 @@ int cli_maintenance_list(const struct cli_machine_args *a, const char *machine_i
 
         if (machine_id && !machine_id_ok(machine_id))
                 return EXIT_USAGE;
-        if (cli_open_db(a->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
         int r = farm_maintenance_json(db, machine_id, &page, now_ns(CLOCK_REALTIME), &j, err);
         farm_db_close(db);
@@ -282,7 +293,7 @@ int cli_maintenance_list(const struct cli_machine_args *a, const char *machine_i
                 log_error_errno(r, "Cannot list the maintenance windows: %s", err);
                 return EXIT_FAILURE;
         }
-        if (a->json)
+        if (o->json)
                 r = cli_print_json(j);
         else {
                 print_windows(j);
@@ -292,10 +303,16 @@ int cli_maintenance_list(const struct cli_machine_args *a, const char *machine_i
         return r;
 }
 
-int cli_maintenance_cancel(const struct cli_machine_args *a, const char *window_id) {
+int cli_maintenance_cancel(const struct server_options *o, char **args, int n) {
+        const char *window_id = args[0];
         char err[FARM_ERROR_MAX], *end;
         farm_db *db = NULL;
 
+        (void) n;
+        if (!o->reason) {
+                log_error("maintenance cancel needs --reason TEXT (kept in the audit trail)");
+                return EXIT_USAGE;
+        }
         errno = 0;
         long long id = strtoll(window_id, &end, 10);
         if (errno || end == window_id || *end || id <= 0) {
@@ -304,9 +321,9 @@ int cli_maintenance_cancel(const struct cli_machine_args *a, const char *window_
                           window_id);
                 return EXIT_USAGE;
         }
-        if (cli_open_db(a->db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
-        int r = farm_maintenance_cancel(db, id, a->who, a->reason, now_ns(CLOCK_REALTIME), err);
+        int r = farm_maintenance_cancel(db, id, cli_who(o), o->reason, now_ns(CLOCK_REALTIME), err);
         farm_db_close(db);
         if (r < 0) {
                 log_error_errno(r, "Cannot cancel maintenance window %lld: %s%s", id,

@@ -3,27 +3,15 @@
  * declare, list and cancel maintenance windows.  Each returns the program's exit status. */
 #pragma once
 
-#include <stdbool.h>
+#include "command.h"
 
-#include "db.h"
-#include "settings.h"
-
-struct cli_machine_args {
-        const char *db_path;
-        const struct farm_settings_change *change;
-        const char *reason, *who, *from, *to;
-        bool json;
-};
-
-/* Opens the farm database, logging why it cannot. */
-int cli_open_db(const char *path, farm_db **ret);
-/* Prints j indented on stdout: the exit status. */
-int cli_print_json(json_t *j);
-
-int cli_enroll(const struct cli_machine_args *a, const char *machine_id);
-int cli_revoke(const struct cli_machine_args *a, const char *machine_id);
-int cli_machine_set(const struct cli_machine_args *a, const char *machine_id);
-int cli_machine_show(const struct cli_machine_args *a, const char *machine_id);
-int cli_maintenance_add(const struct cli_machine_args *a, const char *machine_id);
-int cli_maintenance_list(const struct cli_machine_args *a, const char *machine_id);
-int cli_maintenance_cancel(const struct cli_machine_args *a, const char *window_id);
+/* enroll MACHINE_ID, revoke MACHINE_ID */
+int cli_enroll(const struct server_options *o, char **args, int n);
+int cli_revoke(const struct server_options *o, char **args, int n);
+/* machine set MACHINE_ID, machine show MACHINE_ID */
+int cli_machine_set(const struct server_options *o, char **args, int n);
+int cli_machine_show(const struct server_options *o, char **args, int n);
+/* maintenance add MACHINE_ID, maintenance list [MACHINE_ID], maintenance cancel WINDOW_ID */
+int cli_maintenance_add(const struct server_options *o, char **args, int n);
+int cli_maintenance_list(const struct server_options *o, char **args, int n);
+int cli_maintenance_cancel(const struct server_options *o, char **args, int n);

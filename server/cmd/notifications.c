@@ -9,7 +9,6 @@
 
 #include "log.h"
 #include "macro.h"
-#include "machines.h"
 #include "notifications.h"
 #include "channel.h"
 #include "notify-store.h"
@@ -66,16 +65,18 @@ static void print_one(json_t *n) {
                 printf("        no channel takes it\n");
 }
 
-int cli_notifications_list(const char *db_path, const struct cli_notify_filter *f, bool json) {
+int cli_notifications_list(const struct server_options *o, char **args, int n) {
+        const struct cli_notify_filter *f = &o->notify_filter;
         char err[FARM_ERROR_MAX];
         struct farm_page page;
         struct notify_filter nf = { f->state, f->kind, f->machine, f->release };
         farm_db *db = NULL;
-        json_t *j = NULL, *n;
+        json_t *j = NULL, *x;
         size_t i;
+        (void) args, (void) n;
         if (!filter_ok(f, &page))
                 return EXIT_USAGE;
-        if (cli_open_db(db_path, &db) < 0)
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
         int r = notify_store_list(db, &nf, &page, &j, err);
         farm_db_close(db);
@@ -83,13 +84,13 @@ int cli_notifications_list(const char *db_path, const struct cli_notify_filter *
                 log_error_errno(r, "Cannot list the notifications: %s", err);
                 return EXIT_FAILURE;
         }
-        if (json) {
+        if (o->json) {
                 r = cli_print_json(j);
                 json_decref(j);
                 return r;
         }
-        json_array_foreach (json_object_get(j, "notifications"), i, n)
-                print_one(n);
+        json_array_foreach (json_object_get(j, "notifications"), i, x)
+                print_one(x);
         long long total = json_integer_value(json_object_get(j, "total"));
         if ((size_t) total > json_array_size(json_object_get(j, "notifications")))
                 printf("(%zu of %lld shown; --limit shows more)\n",
@@ -98,7 +99,8 @@ int cli_notifications_list(const char *db_path, const struct cli_notify_filter *
         return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
-int cli_notifications_retry(const char *db_path, const char *id_text) {
+int cli_notifications_retry(const struct server_options *o, char **args, int n) {
+        const char *id_text = args[0];
         char err[FARM_ERROR_MAX], *end;
         farm_db *db = NULL;
         long long id = 0;
@@ -112,7 +114,8 @@ int cli_notifications_retry(const char *db_path, const char *id_text) {
                         return EXIT_USAGE;
                 }
         }
-        if (cli_open_db(db_path, &db) < 0)
+        (void) n;
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
         int r = notify_store_retry(db, id, now_ns(CLOCK_REALTIME), err);
         farm_db_close(db);
@@ -129,14 +132,16 @@ int cli_notifications_retry(const char *db_path, const char *id_text) {
         return EXIT_SUCCESS;
 }
 
-int cli_notifications_test(const char *db_path, const struct notify_config *cfg,
-                           const char *channel, const char *who) {
+int cli_notifications_test(const struct server_options *o, char **args, int n) {
+        const char *channel = args[0];
         char err[FARM_ERROR_MAX];
         farm_db *db = NULL;
         int64_t id = 0;
-        if (cli_open_db(db_path, &db) < 0)
+        (void) n;
+        if (cli_open_db(o->db_path, &db) < 0)
                 return EXIT_FAILURE;
-        int r = farm_notify_test(db, cfg, channel, who, now_ns(CLOCK_REALTIME), &id, err);
+        int r = farm_notify_test(db, o->notify, channel, cli_who(o), now_ns(CLOCK_REALTIME), &id,
+                                 err);
         farm_db_close(db);
         if (r == -ENOENT) {
                 log_error("%s", err);

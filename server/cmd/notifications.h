@@ -4,17 +4,11 @@
  * the program's exit status. */
 #pragma once
 
-#include <stdbool.h>
+#include "command.h"
 
-#include "channels.h"
-
-struct cli_notify_filter {
-        const char *state, *kind, *machine, *release;
-        const char *limit; /* text of --limit, or NULL */
-};
-
-int cli_notifications_list(const char *db_path, const struct cli_notify_filter *f, bool json);
-/* id: a delivery's id, or "failed" for every failed one. */
-int cli_notifications_retry(const char *db_path, const char *id);
-int cli_notifications_test(const char *db_path, const struct notify_config *cfg,
-                           const char *channel, const char *who);
+/* notifications [--state ...] [--json] */
+int cli_notifications_list(const struct server_options *o, char **args, int n);
+/* notifications retry DELIVERY_ID|failed: a delivery's id, or every failed one. */
+int cli_notifications_retry(const struct server_options *o, char **args, int n);
+/* notifications test CHANNEL */
+int cli_notifications_test(const struct server_options *o, char **args, int n);

@@ -14,6 +14,7 @@
 #include "steps.h"
 #include "svg.h"
 #include "timeutil.h"
+#include "verdict.h"
 
 #define HOUR_NS (3600 * (int64_t) NSEC_PER_SEC)
 #define DAY_NS FARM_DAY_NS
@@ -57,9 +58,13 @@ void dash_put_time(FILE *f, int64_t ns);
  * so (class "clock-ahead"), with the receipt. */
 void dash_put_stamp(const struct dash *x, int64_t stamp_ns, int64_t received_ns);
 /* The machine's name as shown: its hostname, or the start of its id. */
+const char *dash_name(const char *id, const char *hostname, char buf[static 16]);
 const char *dash_machine_name(const json_t *m, char buf[static 16]);
-/* A time given as a parameter or by the verdict, or INT64_MIN. */
+/* A time given as a parameter, or INT64_MIN. */
 int64_t dash_parse_utc(struct dash *x, const char *s);
+/* A time the verdict gives, as the pages show it: ns within the times a parameter may name,
+ * else INT64_MIN. */
+int64_t dash_time_shown(int64_t ns);
 
 /* ---- pages and errors ---- */
 
@@ -94,6 +99,7 @@ struct farm_clock_view dash_clock_view(const struct dash *x);
 int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m);
 /* The machine's state as a badge. */
 void dash_put_state(struct dash *x, const struct dash_machine *m);
+void dash_link_machine(FILE *f, const char *id, const char *hostname, const char *query);
 void dash_machine_link(FILE *f, const json_t *info, const char *query);
 void dash_kernel_link(FILE *f, const char *release);
 void dash_verdict_badge(FILE *f, const char *status);
@@ -103,8 +109,9 @@ void dash_zoom_href(FILE *f, const char *id, int64_t start, int64_t end);
 void dash_culprit_html(FILE *f, const char *summary, int64_t trace_id, bool raw);
 /* The first of the names in mask ("" for none). */
 const char *dash_step_name(const struct farm_names *names, uint64_t mask);
-/* The entry of machine id in a verdict's "machines", or NULL. */
-json_t *dash_verdict_machine(json_t *v, const char *id);
+/* The answer of gating machine id in a verdict, or NULL. */
+const struct farm_verdict_machine *dash_verdict_machine(const struct farm_verdict *v,
+                                                        const char *id);
 
 /* ---- the pages: each answers x->a (returning 0, or < 0 for a failure of ours) ---- */
 

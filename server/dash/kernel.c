@@ -17,20 +17,19 @@
 #define COMPARE_ROWS_MAX 1000 /* of a comparison, the first */
 
 /* The evidence of a problem: the machine page zoomed on its interval (or its silence). */
-static void evidence_href(FILE *f, const json_t *p, int64_t now) {
-        const char *id = dash_js(p, "machine") ?: "";
-        json_t *iv = json_object_get(p, "interval");
-        int64_t start = dash_ji(p, "time_ns", 0), end;
-        if (strcmp(dash_js(p, "kind") ?: "", "gap") == 0)
-                end = MIN(dash_ji(p, "end_ns", start + 1), now);
-        else if (json_is_object(iv)) {
-                start = dash_ji(iv, "start_ns", start);
-                end = start + MAX(dash_ji(iv, "length_ns", 1), 1);
-                if (strcmp(dash_js(p, "kind") ?: "", "load_down") == 0)
-                        end = MAX(end, dash_ji(p, "end_ns", end));
+static void evidence_href(FILE *f, const struct farm_problem *p, int64_t now) {
+        const struct farm_evidence *iv = farm_problem_evidence(p);
+        int64_t start = p->time_ns, end;
+        if (p->kind == FARM_PROBLEM_GAP)
+                end = MIN(p->has_end ? p->end_ns : start + 1, now);
+        else if (iv && iv->given) {
+                start = iv->start_ns;
+                end = start + MAX(iv->length_ns, 1);
+                if (p->kind == FARM_PROBLEM_LOAD_DOWN && p->has_end)
+                        end = MAX(end, p->end_ns);
         } else
                 end = start + 1;
-        dash_zoom_href(f, id, start, MAX(end, start + 1));
+        dash_zoom_href(f, p->machine, start, MAX(end, start + 1));
 }
 
 /* Time spans of one status, sorted and merged, for a coverage bar. */
@@ -89,23 +88,20 @@ static int cmp_segment(const void *a, const void *b) {
 
 /* One machine's bar: problems over covered time over missing time, each at its exact times
  * (up to now; what is later is missing). */
-static int machine_bar(struct dash *x, const char *release, json_t *v, json_t *m, int64_t start,
-                       int64_t end, int64_t step, struct spans *bar) {
+static int machine_bar(struct dash *x, const char *release, const struct farm_verdict *v,
+                       const struct farm_verdict_machine *m, int64_t start, int64_t end,
+                       int64_t step, struct spans *bar) {
         int64_t known = MAX(MIN(end, x->now), start); /* what is later has not happened */
-        const char *id = dash_js(m, "id") ?: "";
         struct spans cov = {}, prob = {};
-        json_t *p;
-        size_t j;
         int r = 0;
 
-        if (json_is_true(json_object_get(m, "ran")))
-                r = covered_spans(x, id, release, start, known, step, &cov);
-        json_array_foreach (json_object_get(v, "problems"), j, p) {
-                if (r < 0)
-                        break;
-                if (strcmp(dash_js(p, "machine") ?: "", id) != 0)
+        if (m->ran)
+                r = covered_spans(x, m->id, release, start, known, step, &cov);
+        for (size_t j = 0; r >= 0 && j < v->nproblems; j++) {
+                const struct farm_problem *p = &v->problems[j];
+                if (strcmp(p->machine, m->id) != 0)
                         continue;
-                int64_t a = dash_ji(p, "time_ns", 0), e = MAX(dash_ji(p, "end_ns", a), a + 1);
+                int64_t a = p->time_ns, e = MAX(p->has_end ? p->end_ns : a, a + 1);
                 r = spans_add(&prob, MAX(a, start), MIN(e, known), SVG_COV_PROBLEM);
         }
         if (r >= 0 && prob.n > 1) { /* merge problems that overlap */
@@ -148,28 +144,28 @@ static int machine_bar(struct dash *x, const char *release, json_t *v, json_t *m
         return r;
 }
 
-static int coverage_plot(struct dash *x, const char *release, json_t *v, struct svg_buf *out) {
-        json_t *ms = json_object_get(v, "machines"), *m;
-        size_t n = json_array_size(ms), i;
+static int coverage_plot(struct dash *x, const char *release, const struct farm_verdict *v,
+                         struct svg_buf *out) {
+        size_t n = v->nmachines;
         int64_t period = (int64_t) x->rule->period_ns, start = INT64_MAX;
         int64_t step = MAX(period / COV_BINS / (int64_t) NSEC_PER_SEC, 1) * (int64_t) NSEC_PER_SEC;
         struct svg_cov_machine *cm = calloc(MAX(n, 1), sizeof(*cm));
         struct spans *bars = calloc(MAX(n, 1), sizeof(*bars));
         char(*hrefs)[64] = calloc(MAX(n, 1), 64), (*names)[64] = calloc(MAX(n, 1), 64);
         int r = cm && bars && hrefs && names ? 0 : -ENOMEM;
-        json_array_foreach (ms, i, m) {
-                int64_t t = dash_parse_utc(x, dash_js(m, "first"));
+        for (size_t i = 0; i < n; i++) {
+                int64_t t = v->machines[i].ran ? dash_time_shown(v->machines[i].first_ns)
+                                               : INT64_MIN;
                 if (t != INT64_MIN)
                         start = MIN(start, t);
         }
         if (start == INT64_MAX)
                 start = MAX(x->now - period, 0);
-        json_array_foreach (ms, i, m) {
-                if (r < 0)
-                        break;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const struct farm_verdict_machine *m = &v->machines[i];
                 char nb[16];
-                snprintf(hrefs[i], 64, "/machines/%.32s", dash_js(m, "id") ?: "");
-                snprintf(names[i], 64, "%s", dash_machine_name(m, nb));
+                snprintf(hrefs[i], 64, "/machines/%.32s", m->id);
+                snprintf(names[i], 64, "%s", dash_name(m->id, m->hostname, nb));
                 r = machine_bar(x, release, v, m, start, start + period, step, &bars[i]);
                 if (r < 0) {
                         r = dash_fail_internal(x, r, NULL);
@@ -180,7 +176,7 @@ static int coverage_plot(struct dash *x, const char *release, json_t *v, struct 
                                                   .href = hrefs[i],
                                                   .segs = bars[i].v,
                                                   .nsegs = bars[i].n,
-                                                  .covered_ns = dash_ji(m, "covered_ns", 0),
+                                                  .covered_ns = m->covered_ns,
                                                   .covered_given = true };
         }
         if (r >= 0) {
@@ -208,7 +204,7 @@ static int coverage_plot(struct dash *x, const char *release, json_t *v, struct 
 }
 
 /* 1 and *ret, 0 answered (404), < 0 internal. */
-static int kernel_verdict(struct dash *x, const char *release, json_t **ret) {
+static int kernel_verdict(struct dash *x, const char *release, struct farm_verdict **ret) {
         char err[FARM_ERROR_MAX];
         int r = farm_verdict(x->db, x->rule, release, x->now, ret, err);
         if (r == -ENOENT) {
@@ -229,18 +225,18 @@ static char *cmp_lat(char buf[static 32], const struct farm_cmp_side *side, bool
                             !side->used ? -1 : (int64_t) (worst ? side->worst_ns : side->p99_9_ns));
 }
 
-static void kernel_compare(struct dash *x, const char *release, json_t *v,
-                           const struct farm_comparison *cmp, const char *with, json_t *list) {
+static void kernel_compare(struct dash *x, const char *release, const struct farm_verdict *v,
+                           const struct farm_comparison *cmp, const char *with, char *const *list,
+                           size_t nlist) {
         FILE *f = x->f;
         char b1[32], b2[32], b3[32], b4[32], nb[16];
-        json_t *k;
         size_t i;
         fputs("<h2 id=\"compare\">Comparison with an earlier kernel</h2>\n"
               "<form method=\"get\" action=\"\"><label>Compare with <select name=\"compare\">",
               f);
-        json_array_foreach (list, i, k) {
-                const char *s = json_string_value(k);
-                if (!s || strcmp(s, release) == 0)
+        for (i = 0; i < nlist; i++) {
+                const char *s = list[i];
+                if (strcmp(s, release) == 0)
                         continue;
                 fputs("<option value=\"", f);
                 dash_esc(f, s);
@@ -264,10 +260,10 @@ static void kernel_compare(struct dash *x, const char *release, json_t *v,
         for (i = 0; i < cmp->n && i < COMPARE_ROWS_MAX; i++) {
                 const struct farm_cmp_entry *e = &cmp->v[i];
                 const struct farm_cmp_side *a = &e->side[0], *b = &e->side[1];
-                json_t *vm = dash_verdict_machine(v, e->machine);
+                const struct farm_verdict_machine *vm = dash_verdict_machine(v, e->machine);
                 fputs("<tr><td>", f);
                 if (vm)
-                        dash_esc(f, dash_machine_name(vm, nb));
+                        dash_esc(f, dash_name(vm->id, vm->hostname, nb));
                 else
                         fprintf(f, "<code>%.8s…</code>", e->machine);
                 fputs("</td><td>", f);
@@ -287,108 +283,107 @@ static void kernel_compare(struct dash *x, const char *release, json_t *v,
 }
 
 /* The heading, the rule and why the verdict is what it is. */
-static void kernel_head(struct dash *x, const char *release, json_t *v) {
+static void kernel_head(struct dash *x, const char *release, const struct farm_verdict *v) {
         FILE *f = x->f;
         char b1[32], b2[32], b3[32];
-        const char *status = farm_verdict_status(v);
-        json_t *reason;
-        size_t i;
         fputs("<h1>Kernel ", f);
         dash_esc(f, release);
         fputs(" ", f);
-        dash_verdict_badge(f, status);
+        dash_verdict_badge(f, farm_verdict_status_name(v->status));
         fputs("</h1>\n<p class=\"note\">The verdict as of ", f);
-        dash_put_time(f, dash_ji(v, "at_ns", x->now));
+        dash_put_time(f, v->at_ns);
         fprintf(f,
                 "; rule: every gating machine (%" PRId64 ") covers %s under every required "
                 "scenario, no violation, no unclean end, no silence over %s, no generator "
                 "down over %s.</p>\n",
-                dash_ji(v, "gating_machines", 0), dash_fmt_days(b1, (int64_t) x->rule->period_ns),
+                (int64_t) v->gating_machines, dash_fmt_days(b1, (int64_t) x->rule->period_ns),
                 dash_fmt_span(b2, (int64_t) x->rule->max_gap_ns),
                 dash_fmt_span(b3, (int64_t) x->rule->load_down_max_ns));
 
         fputs("<h2 id=\"reasons\">Why</h2>\n<ul class=\"reasons\">", f);
-        json_array_foreach (json_object_get(v, "reasons"), i, reason) {
+        for (size_t i = 0; i < v->nreasons; i++) {
                 fputs("<li>", f);
-                dash_esc(f, json_string_value(reason));
+                dash_esc(f, v->reasons[i]);
                 fputs("</li>", f);
         }
-        if (!json_array_size(json_object_get(v, "reasons")))
+        if (!v->nreasons)
                 fputs("<li>every requirement is met</li>", f);
         fputs("</ul>\n", f);
 }
 
-/* The problems, those waived, and what the verdict still waits for. */
-static void kernel_problems(struct dash *x, json_t *v) {
+/* A problem's row: its kind, machine, time, message (with the flight recorder's culprit of a
+ * violation), id and evidence. */
+static void problem_row(struct dash *x, const struct farm_problem *p) {
         FILE *f = x->f;
         char nb[16];
-        json_t *p;
+        fputs("<tr><td class=\"bad\">", f);
+        dash_esc(f, farm_problem_kind_name(p->kind));
+        fputs("</td><td>", f);
+        /* As this page has always named it: the hostname, else the start of the problem's id. */
+        dash_esc(f, dash_name(p->id, p->hostname, nb));
+        fputs("</td><td>", f);
+        dash_put_time(f, p->time_ns);
+        fputs("</td><td class=\"reason\">", f);
+        dash_esc(f, p->message);
+        if (p->kind == FARM_PROBLEM_VIOLATION && p->violation.culprit) {
+                fputs("<br>", f);
+                dash_culprit_html(f, p->violation.culprit, p->violation.trace,
+                                  p->violation.trace > 0);
+        }
+        fputs("<br><span class=\"note\">id <code>", f);
+        dash_esc(f, p->id);
+        fputs("</code></span></td><td><a class=\"evidence\" href=\"", f);
+        evidence_href(f, p, x->now);
+        fputs("\">evidence</a></td></tr>\n", f);
+}
+
+/* The problems, those waived, and what the verdict still waits for. */
+static void kernel_problems(struct dash *x, const struct farm_verdict *v) {
+        FILE *f = x->f;
         size_t i;
-        json_t *probs = json_object_get(v, "problems");
-        fprintf(f, "<h2 id=\"problems\">Problems (%" PRId64 ")</h2>\n",
-                dash_ji(v, "problems_total", 0));
-        if (json_array_size(probs)) {
+        fprintf(f, "<h2 id=\"problems\">Problems (%" PRIu64 ")</h2>\n", v->problems_total);
+        if (v->nproblems) {
                 fputs("<div class=\"scroll\"><table class=\"problems\"><tr><th>kind</th>"
                       "<th>machine</th><th>time</th><th>what</th><th>evidence</th></tr>\n",
                       f);
-                json_array_foreach (probs, i, p) {
-                        fputs("<tr><td class=\"bad\">", f);
-                        dash_esc(f, dash_js(p, "kind"));
-                        fputs("</td><td>", f);
-                        dash_esc(f, dash_machine_name(p, nb));
-                        fputs("</td><td>", f);
-                        dash_put_time(f, dash_ji(p, "time_ns", 0));
-                        fputs("</td><td class=\"reason\">", f);
-                        dash_esc(f, dash_js(p, "message"));
-                        if (dash_js(p, "culprit")) {
-                                fputs("<br>", f);
-                                dash_culprit_html(f, dash_js(p, "culprit"), dash_ji(p, "trace", 0),
-                                                  dash_ji(p, "trace", 0) > 0);
-                        }
-                        fputs("<br><span class=\"note\">id <code>", f);
-                        dash_esc(f, dash_js(p, "id"));
-                        fputs("</code></span></td><td><a class=\"evidence\" href=\"", f);
-                        evidence_href(f, p, x->now);
-                        fputs("\">evidence</a></td></tr>\n", f);
-                }
+                for (i = 0; i < v->nproblems; i++)
+                        problem_row(x, &v->problems[i]);
                 fputs("</table></div>\n", f);
-                if (dash_ji(v, "problems_total", 0) > (int64_t) json_array_size(probs))
+                if (v->problems_total > v->nproblems)
                         fprintf(f, "<p class=\"note\">The first %zu are listed.</p>\n",
-                                json_array_size(probs));
+                                v->nproblems);
         } else
                 fputs("<p>None.</p>\n", f);
 
-        json_t *waived = json_object_get(v, "waived");
-        fprintf(f, "<h2 id=\"waived\">Waived problems (%zu)</h2>\n", json_array_size(waived));
-        if (json_array_size(waived)) {
+        fprintf(f, "<h2 id=\"waived\">Waived problems (%zu)</h2>\n", v->nwaived);
+        if (v->nwaived) {
                 fputs("<div class=\"scroll\"><table class=\"waived\"><tr><th>problem</th>"
                       "<th>waived by</th><th>when</th><th>why</th><th>evidence</th></tr>\n",
                       f);
-                json_array_foreach (waived, i, p) {
-                        json_t *w = json_object_get(p, "waiver");
+                for (i = 0; i < v->nwaived; i++) {
+                        const struct farm_waived_problem *p = &v->waived[i];
                         fputs("<tr><td>", f);
-                        dash_esc(f, dash_js(p, "message"));
+                        dash_esc(f, p->problem.message);
                         fputs("</td><td>", f);
-                        dash_esc(f, dash_js(w, "by"));
+                        dash_esc(f, p->waiver.by);
                         fputs("</td><td>", f);
-                        dash_put_time(f, dash_ji(w, "created_ns", 0));
+                        dash_put_time(f, p->waiver.created_ns);
                         fputs("</td><td>", f);
-                        dash_esc(f, dash_js(w, "reason"));
+                        dash_esc(f, p->waiver.reason);
                         fputs("</td><td><a href=\"", f);
-                        evidence_href(f, p, x->now);
+                        evidence_href(f, &p->problem, x->now);
                         fputs("\">evidence</a></td></tr>\n", f);
                 }
                 fputs("</table></div>\n", f);
         } else
                 fputs("<p>None.</p>\n", f);
 
-        json_t *miss = json_object_get(v, "missing");
-        fprintf(f, "<h2 id=\"missing\">Still waiting for (%zu)</h2>\n", json_array_size(miss));
-        if (json_array_size(miss)) {
+        fprintf(f, "<h2 id=\"missing\">Still waiting for (%zu)</h2>\n", v->nmissing);
+        if (v->nmissing) {
                 fputs("<ul class=\"missing\">", f);
-                json_array_foreach (miss, i, p) {
+                for (i = 0; i < v->nmissing; i++) {
                         fputs("<li>", f);
-                        dash_esc(f, dash_js(p, "message"));
+                        dash_esc(f, v->missing[i].message);
                         fputs("</li>", f);
                 }
                 fputs("</ul>\n", f);
@@ -397,7 +392,7 @@ static void kernel_problems(struct dash *x, json_t *v) {
 }
 
 /* The coverage plot and table of the gating machines, and the others that ran the release. */
-static void kernel_coverage(struct dash *x, const char *release, json_t *v,
+static void kernel_coverage(struct dash *x, const char *release, const struct farm_verdict *v,
                             const struct svg_buf *cov) {
         FILE *f = x->f;
         char b1[32], b2[32], nb[16];
@@ -407,32 +402,29 @@ static void kernel_coverage(struct dash *x, const char *release, json_t *v,
         fputs("</div><p class=\"note\"><a href=\"/plots/kernels/", f);
         dash_urlenc(f, release);
         fputs("/coverage.svg\">SVG</a></p>\n", f);
-        json_t *ms = json_object_get(v, "machines"), *m;
-        if (json_array_size(ms)) {
+        if (v->nmachines) {
                 fputs("<div class=\"scroll\"><table class=\"coverage\"><tr><th>gating machine"
                       "</th><th>status</th><th class=\"num\">covered</th><th class=\"num\">"
                       "still missing</th><th>scenarios</th></tr>\n",
                       f);
-                json_array_foreach (ms, i, m) {
-                        json_t *sc;
-                        size_t j;
+                for (i = 0; i < v->nmachines; i++) {
+                        const struct farm_verdict_machine *m = &v->machines[i];
                         fputs("<tr><td>", f);
-                        fprintf(f,
-                                "<a href=\"/machines/%.32s?window=kernel:", dash_js(m, "id") ?: "");
+                        fprintf(f, "<a href=\"/machines/%.32s?window=kernel:", m->id);
                         dash_urlenc(f, release);
                         fputs("\">", f);
-                        dash_esc(f, dash_machine_name(m, nb));
+                        dash_esc(f, dash_name(m->id, m->hostname, nb));
                         fputs("</a></td><td>", f);
-                        dash_verdict_badge(f, dash_js(m, "status"));
+                        dash_verdict_badge(f, farm_machine_status_name(m->status));
                         fprintf(f, "</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td>",
-                                dash_fmt_days(b1, dash_ji(m, "covered_ns", 0)),
-                                dash_fmt_days(b2, dash_ji(m, "missing_ns", 0)));
-                        json_array_foreach (json_object_get(m, "scenarios"), j, sc) {
-                                int64_t got = dash_ji(sc, "covered_ns", 0),
-                                        need = dash_ji(sc, "required_ns", -1);
+                                dash_fmt_days(b1, m->covered_ns), dash_fmt_days(b2, m->missing_ns));
+                        for (size_t j = 0; j < m->nscenarios; j++) {
+                                const struct farm_scenario_cover *sc = &m->scenarios[j];
+                                int64_t got = sc->covered_ns,
+                                        need = sc->required ? sc->required_ns : -1;
                                 fprintf(f, "%s<span class=\"%s\">", j ? ", " : "",
                                         need >= 0 && got < need ? "bad" : "");
-                                dash_esc(f, dash_js(sc, "name"));
+                                dash_esc(f, sc->name);
                                 fprintf(f, " %s", dash_fmt_span(b1, got));
                                 if (need >= 0)
                                         fprintf(f, " of %s", dash_fmt_span(b2, need));
@@ -445,12 +437,11 @@ static void kernel_coverage(struct dash *x, const char *release, json_t *v,
                 fputs("<p class=\"bad\">No gating machine is enrolled: the release cannot "
                       "qualify.</p>\n",
                       f);
-        json_t *others = json_object_get(v, "other_machines");
-        if (json_array_size(others)) {
+        if (v->nothers) {
                 fputs("<p>Also ran it (not gating): ", f);
-                json_array_foreach (others, i, m) {
+                for (i = 0; i < v->nothers; i++) {
                         fputs(i ? ", " : "", f);
-                        dash_machine_link(f, m, NULL);
+                        dash_link_machine(f, v->others[i].id, v->others[i].hostname, NULL);
                 }
                 fputs("</p>\n", f);
         }
@@ -458,7 +449,9 @@ static void kernel_coverage(struct dash *x, const char *release, json_t *v,
 
 int dash_page_kernel(struct dash *x, const char *release) {
         char err[FARM_ERROR_MAX];
-        json_t *v = NULL, *list = NULL;
+        _cleanup_verdict_ struct farm_verdict *v = NULL;
+        char **list = NULL;
+        size_t nlist = 0;
         struct farm_comparison cmp = {};
         struct svg_buf cov = {};
         const char *with = dash_arg(x->args, "compare");
@@ -483,7 +476,7 @@ int dash_page_kernel(struct dash *x, const char *release) {
                         goto done;
                 }
         }
-        if ((r = farm_kernel_list(x->db, &list, err)) < 0) {
+        if ((r = farm_release_names(x->db, &list, &nlist, err)) < 0) {
                 snprintf(x->a->err, sizeof(x->a->err), "%s", err);
                 r = dash_fail_internal(x, r, NULL);
                 goto done;
@@ -498,28 +491,26 @@ int dash_page_kernel(struct dash *x, const char *release) {
         kernel_head(x, release, v);
         kernel_problems(x, v);
         kernel_coverage(x, release, v, &cov);
-        kernel_compare(x, release, v, with ? &cmp : NULL, with, list);
+        kernel_compare(x, release, v, with ? &cmp : NULL, with, list, nlist);
         dash_page_end(x);
         r = dash_finish_page(x, HTML);
 done:
         if (r <= 0)
                 dash_abandon_page(x);
         svg_buf_done(&cov);
-        json_decref(v);
         farm_comparison_done(&cmp);
-        json_decref(list);
+        farm_strv_free(list, nlist);
         return r < 0 ? r : 0;
 }
 
 int dash_plot_coverage(struct dash *x, const char *release) {
         struct svg_buf out = {};
-        json_t *v = NULL;
+        _cleanup_verdict_ struct farm_verdict *v = NULL;
         int r;
         if ((r = kernel_verdict(x, release, &v)) <= 0)
                 return r;
         if ((r = coverage_plot(x, release, v, &out)) > 0)
                 dash_finish_svg(x, &out);
         svg_buf_done(&out);
-        json_decref(v);
         return r < 0 ? r : 0;
 }

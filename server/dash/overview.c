@@ -16,7 +16,7 @@
 struct verdicts {
         struct {
                 char *release;
-                json_t *v;
+                struct farm_verdict *v; /* NULL: none (no machine has run it) */
         } * e;
         size_t n;
 };
@@ -24,18 +24,19 @@ struct verdicts {
 static void verdicts_done(struct verdicts *vs) {
         for (size_t i = 0; i < vs->n; i++) {
                 free(vs->e[i].release);
-                json_decref(vs->e[i].v);
+                farm_verdict_free(vs->e[i].v);
         }
         free(vs->e);
 }
 
 /* The verdict of release now, computed once per page. */
-static json_t *verdict_of(struct dash *x, struct verdicts *vs, const char *release, int *ret) {
+static const struct farm_verdict *verdict_of(struct dash *x, struct verdicts *vs,
+                                             const char *release, int *ret) {
         char err[FARM_ERROR_MAX];
         for (size_t i = 0; i < vs->n; i++)
                 if (strcmp(vs->e[i].release, release) == 0)
                         return vs->e[i].v;
-        json_t *v = NULL;
+        struct farm_verdict *v = NULL;
         int r = farm_verdict(x->db, x->rule, release, x->now, &v, err);
         if (r < 0 && r != -ENOENT) {
                 snprintf(x->a->err, sizeof(x->a->err), "%s", err);
@@ -44,7 +45,7 @@ static json_t *verdict_of(struct dash *x, struct verdicts *vs, const char *relea
         }
         void *e = realloc(vs->e, (vs->n + 1) * sizeof(*vs->e));
         if (!e) {
-                json_decref(v);
+                farm_verdict_free(v);
                 *ret = -ENOMEM;
                 return NULL;
         }
@@ -54,12 +55,12 @@ static json_t *verdict_of(struct dash *x, struct verdicts *vs, const char *relea
         return v;
 }
 
-static size_t count_problems(json_t *v, const char *id, const char *kind) {
-        json_t *p;
-        size_t i, n = 0;
-        json_array_foreach (json_object_get(v, "problems"), i, p)
-                n += strcmp(dash_js(p, "machine") ?: "", id) == 0 &&
-                     (!kind || strcmp(dash_js(p, "kind") ?: "", kind) == 0);
+/* The machine's problems in v (of one kind, or of all when kind < 0). */
+static size_t count_problems(const struct farm_verdict *v, const char *id, int kind) {
+        size_t n = 0;
+        for (size_t i = 0; i < v->nproblems; i++)
+                n += strcmp(v->problems[i].machine, id) == 0 &&
+                     (kind < 0 || v->problems[i].kind == (enum farm_problem_kind) kind);
         return n;
 }
 
@@ -188,12 +189,12 @@ static int overview_machine(struct dash *x, struct verdicts *vs, const struct ov
                 if (kernel && strcmp(dash_js(run, "kernel_release") ?: "", kernel) == 0)
                         kworst = MAX(kworst, dash_ji(run, "worst_latency_ns", -1));
         int r = 0;
-        json_t *v = kernel ? verdict_of(x, vs, kernel, &r) : NULL;
+        const struct farm_verdict *v = kernel ? verdict_of(x, vs, kernel, &r) : NULL;
         if (kernel && !v && r < 0) {
                 dash_abandon_page(x);
                 return dash_fail_internal(x, r, NULL);
         }
-        json_t *vm = v ? dash_verdict_machine(v, m->id) : NULL;
+        const struct farm_verdict_machine *vm = v ? dash_verdict_machine(v, m->id) : NULL;
         fprintf(f, "<tr%s><td>", m->silent ? " class=\"silent\"" : "");
         dash_machine_link(f, m->info, NULL);
         fputs("</td><td>", f);
@@ -214,15 +215,15 @@ static int overview_machine(struct dash *x, struct verdicts *vs, const struct ov
                 kworst > m->bound_ns ? " bad" : "", dash_fmt_lat(b2, kworst));
         fprintf(f, "<td class=\"num\">%s</td>", dash_fmt_lat(b1, m->bound_ns));
         if (v) {
-                size_t viol = count_problems(v, m->id, "violation"),
-                       all_p = count_problems(v, m->id, NULL);
+                size_t viol = count_problems(v, m->id, FARM_PROBLEM_VIOLATION),
+                       all_p = count_problems(v, m->id, -1);
                 fprintf(f, "<td class=\"num%s\">%zu", viol ? " bad" : "", viol);
                 if (all_p > viol)
                         fprintf(f, " <span class=\"bad\">+%zu other problem%s</span>", all_p - viol,
                                 all_p - viol == 1 ? "" : "s");
                 fputs("</td><td>", f);
                 if (vm) {
-                        int64_t cov = dash_ji(vm, "covered_ns", 0);
+                        int64_t cov = vm->covered_ns;
                         fprintf(f, "%s of %s", dash_fmt_days(b1, cov),
                                 dash_fmt_days(b2, (int64_t) x->rule->period_ns));
                         /* Clean: all of it, or the time covered since the last
@@ -231,8 +232,8 @@ static int overview_machine(struct dash *x, struct verdicts *vs, const struct ov
                                 fputs(", all clean", f);
                         else {
                                 fprintf(f, "; <span class=\"bad\">%s clean since ",
-                                        dash_fmt_days(b1, dash_ji(vm, "clean_ns", 0)));
-                                dash_put_time(f, dash_ji(vm, "last_problem_ns", 0));
+                                        dash_fmt_days(b1, vm->clean_ns));
+                                dash_put_time(f, vm->has_problem ? vm->last_problem_ns : 0);
                                 fputs("</span>", f);
                         }
                 } else
@@ -244,53 +245,48 @@ static int overview_machine(struct dash *x, struct verdicts *vs, const struct ov
 }
 
 /* The kernels under test and what each is still waiting for. */
-static void overview_kernels(struct dash *x, json_t *kernels) {
+static void overview_kernels(struct dash *x, const struct farm_kernel_page *kernels) {
         FILE *f = x->f;
-        char b1[32];
-        size_t i;
-        json_t *kl = json_object_get(kernels, "kernels"), *k;
-        fprintf(f, "<h2 id=\"kernels\">Kernels under test (%" PRId64 ")</h2>\n",
-                dash_ji(kernels, "total", 0));
-        if (json_array_size(kl)) {
+        char b1[32], t[TIMESTAMP_MAX_LEN];
+        fprintf(f, "<h2 id=\"kernels\">Kernels under test (%" PRId64 ")</h2>\n", kernels->total);
+        if (kernels->n) {
                 fputs("<div class=\"scroll\"><table class=\"kernels\"><tr><th>release</th>"
                       "<th>verdict</th><th class=\"num\">machines</th><th>latest run</th>"
                       "<th class=\"num\">covered</th><th class=\"num\">problems</th>"
                       "<th>still waiting for</th></tr>\n",
                       f);
-                json_array_foreach (kl, i, k) {
-                        json_t *miss = json_object_get(k, "missing"), *mm;
-                        size_t j;
+                for (size_t i = 0; i < kernels->n; i++) {
+                        const struct farm_kernel *k = &kernels->v[i];
                         fputs("<tr><td>", f);
-                        dash_kernel_link(f, dash_js(k, "release"));
+                        dash_kernel_link(f, k->release);
                         fputs("</td><td>", f);
-                        dash_verdict_badge(f, dash_js(k, "verdict"));
-                        fprintf(f, "</td><td class=\"num\">%" PRId64 "</td><td>",
-                                dash_ji(k, "machines", 0));
-                        int64_t last = dash_parse_utc(x, dash_js(k, "last_run"));
+                        dash_verdict_badge(f, farm_verdict_status_name(k->status));
+                        fprintf(f, "</td><td class=\"num\">%d</td><td>", k->machines);
+                        int64_t last = dash_time_shown(k->last_run_ns);
                         if (last != INT64_MIN)
                                 dash_put_time(f, last);
                         else
-                                dash_esc(f, dash_js(k, "last_run"));
+                                dash_esc(f, format_timestamp_utc(t, k->last_run_ns));
                         fprintf(f,
-                                "</td><td class=\"num\">%s</td><td class=\"num%s\">%" PRId64
+                                "</td><td class=\"num\">%s</td><td class=\"num%s\">%" PRIu64
                                 "</td><td>",
-                                dash_fmt_days(b1, dash_ji(k, "covered_ns", 0)),
-                                dash_ji(k, "problems", 0) ? " bad" : "", dash_ji(k, "problems", 0));
-                        if (!json_array_size(miss))
+                                dash_fmt_days(b1, k->covered_ns), k->problems ? " bad" : "",
+                                k->problems);
+                        if (!k->nmissing)
                                 fputs("nothing", f);
                         else
                                 fputs("<ul class=\"waiting\">", f);
-                        json_array_foreach (miss, j, mm) {
+                        for (size_t j = 0; j < k->nmissing; j++) {
                                 if (j == WAITING_MAX) {
                                         fprintf(f, "<li>and %zu more</li>",
-                                                json_array_size(miss) - WAITING_MAX);
+                                                k->nmissing - WAITING_MAX);
                                         break;
                                 }
                                 fputs("<li>", f);
-                                dash_esc(f, dash_js(mm, "message"));
+                                dash_esc(f, k->missing[j].message);
                                 fputs("</li>", f);
                         }
-                        if (json_array_size(miss))
+                        if (k->nmissing)
                                 fputs("</ul>", f);
                         fputs("</td></tr>\n", f);
                 }
@@ -301,7 +297,8 @@ static void overview_kernels(struct dash *x, json_t *kernels) {
 
 int dash_page_overview(struct dash *x) {
         char err[FARM_ERROR_MAX];
-        json_t *all = NULL, *kernels = NULL;
+        json_t *all = NULL;
+        struct farm_kernel_page kernels = {};
         struct overview_row *rows = NULL;
         struct verdicts vs = {};
         size_t n = 0;
@@ -309,9 +306,9 @@ int dash_page_overview(struct dash *x) {
 
         struct farm_clock_view cv = dash_clock_view(x);
         if ((r = farm_machines_json(x->db, NULL, &cv, &all, err)) < 0 ||
-            (r = farm_kernels_json(x->db, x->rule,
-                                   &(struct farm_question){ NULL, x->now, x->now, x->now },
-                                   &(struct farm_page){ 100, 0 }, &kernels, err)) < 0) {
+            (r = farm_kernels(x->db, x->rule,
+                              &(struct farm_question){ NULL, x->now, x->now, x->now },
+                              &(struct farm_page){ 100, 0 }, &kernels, err)) < 0) {
                 snprintf(x->a->err, sizeof(x->a->err), "%s", err);
                 r = dash_fail_internal(x, r, NULL);
                 goto done;
@@ -350,7 +347,7 @@ int dash_page_overview(struct dash *x) {
                         goto done;
         if (n)
                 fputs("</table></div>\n", f);
-        overview_kernels(x, kernels);
+        overview_kernels(x, &kernels);
         dash_page_end(x);
         r = dash_finish_page(x, HTML);
 done:
@@ -361,6 +358,6 @@ done:
         free(rows);
         verdicts_done(&vs);
         json_decref(all);
-        json_decref(kernels);
+        farm_kernel_page_done(&kernels);
         return r < 0 ? r : 0;
 }

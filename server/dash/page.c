@@ -142,13 +142,16 @@ void dash_put_stamp(const struct dash *x, int64_t stamp_ns, int64_t received_ns)
         fputs(")</span>", x->f);
 }
 
+const char *dash_name(const char *id, const char *hostname, char buf[static 16]) {
+        if (hostname && *hostname)
+                return hostname;
+        snprintf(buf, 16, "%.8s…", id ?: "?");
+        return buf;
+}
+
 /* The machine's name as shown: its hostname, or the start of its id. */
 const char *dash_machine_name(const json_t *m, char buf[static 16]) {
-        const char *h = dash_js(m, "hostname");
-        if (h && *h)
-                return h;
-        snprintf(buf, 16, "%.8s…", dash_js(m, "id") ?: "?");
-        return buf;
+        return dash_name(dash_js(m, "id"), dash_js(m, "hostname"), buf);
 }
 
 static const char css[] =
@@ -420,11 +423,15 @@ void dash_put_state(struct dash *x, const struct dash_machine *m) {
                         dash_fmt_span(s, m->clock_ahead_ns), s);
 }
 
-void dash_machine_link(FILE *f, const json_t *info, const char *query) {
+void dash_link_machine(FILE *f, const char *id, const char *hostname, const char *query) {
         char nb[16];
-        fprintf(f, "<a href=\"/machines/%s%s\">", dash_js(info, "id") ?: "", query ?: "");
-        dash_esc(f, dash_machine_name(info, nb));
+        fprintf(f, "<a href=\"/machines/%s%s\">", id ?: "", query ?: "");
+        dash_esc(f, dash_name(id, hostname, nb));
         fputs("</a>", f);
+}
+
+void dash_machine_link(FILE *f, const json_t *info, const char *query) {
+        dash_link_machine(f, dash_js(info, "id"), dash_js(info, "hostname"), query);
 }
 
 void dash_kernel_link(FILE *f, const char *release) {
@@ -475,14 +482,16 @@ const char *dash_step_name(const struct farm_names *names, uint64_t mask) {
         return i < names->n ? names->s[i] : "";
 }
 
-/* The entry of machine id in a verdict's "machines", or NULL. */
-json_t *dash_verdict_machine(json_t *v, const char *id) {
-        json_t *m;
-        size_t i;
-        json_array_foreach (json_object_get(v, "machines"), i, m)
-                if (strcmp(dash_js(m, "id") ?: "", id) == 0)
-                        return m;
+const struct farm_verdict_machine *dash_verdict_machine(const struct farm_verdict *v,
+                                                        const char *id) {
+        for (size_t i = 0; i < v->nmachines; i++)
+                if (strcmp(v->machines[i].id, id) == 0)
+                        return &v->machines[i];
         return NULL;
+}
+
+int64_t dash_time_shown(int64_t ns) {
+        return ns >= FARM_TIME_MIN_NS && ns < FARM_TIME_MAX_NS ? ns : INT64_MIN;
 }
 
 int64_t dash_parse_utc(struct dash *x, const char *s) {

@@ -4,7 +4,6 @@
  * canonical JSON, by which its versions are recorded in the farm database. */
 #pragma once
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -113,6 +112,8 @@ extern const struct name_rule farm_name_series, farm_name_group;
  * before the release it leads to, ties are broken by the text so that the order is total. */
 int farm_version_cmp(const char *a, const char *b);
 
-/* The rule as canonical JSON (every field, fixed order), and back. */
+/* The rule as canonical JSON (every field, fixed order), and back (jansson's json_t: the
+ * rule's own codec, for its versions in the farm database). */
+typedef struct json_t json_t;
 json_t *farm_rule_to_json(const struct farm_rule *rule);
 int farm_rule_from_json(json_t *j, struct farm_rule *rule, char *err, size_t errlen);

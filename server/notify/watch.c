@@ -18,10 +18,6 @@
 #define PRUNE_EVERY_NS (3600 * (int64_t) NSEC_PER_SEC)
 #define REASONS_KEPT 12
 
-static const char *str(const json_t *o, const char *key) {
-        return json_string_value(json_object_get(o, key));
-}
-
 /* ---- the problems already seen ---- */
 
 static uint64_t hash_id(const char *s) {
@@ -99,12 +95,12 @@ static char *dup_or_null(const char *s) {
         return s ? strdup(s) : NULL;
 }
 
-static void hook_problem(void *userdata, const char *release, const json_t *p) {
+static void hook_problem(void *userdata, const char *release, const struct farm_problem *p) {
         struct farm_notifier *n = userdata;
         char err[FARM_ERROR_MAX] = "";
-        const char *id = str(p, "id");
-        int kind = notify_kind_from_name(str(p, "kind") ?: "");
-        if (kind < NK_VIOLATION || kind > NK_OVERLAP || !id || !str(p, "machine"))
+        const char *id = p->id;
+        int kind = notify_kind_from_name(farm_problem_kind_name(p->kind));
+        if (kind < NK_VIOLATION || kind > NK_OVERLAP)
                 return; /* silences are told by the checker; release-wide problems by verdicts */
         if (!n->release || strcmp(n->release, release) != 0) {
                 items_clear(n);
@@ -124,17 +120,15 @@ static void hook_problem(void *userdata, const char *release, const json_t *p) {
         if (!x)
                 return;
         n->items = x;
-        int64_t t = json_integer_value(json_object_get(p, "time_ns"));
-        json_t *end = json_object_get(p, "end_ns");
+        const char *culprit = p->kind == FARM_PROBLEM_VIOLATION ? p->violation.culprit : NULL;
         x[n->nitems++] = (struct pitem){ .kind = kind,
                                          .id = strdup(id),
-                                         .machine = strdup(str(p, "machine")),
-                                         .hostname = dup_or_null(str(p, "hostname")),
-                                         .message = dup_or_null(str(p, "message")),
-                                         .culprit = dup_or_null(str(p, "culprit")),
-                                         .time_ns = t,
-                                         .end_ns = json_is_integer(end) ? json_integer_value(end)
-                                                                        : t };
+                                         .machine = strdup(p->machine),
+                                         .hostname = dup_or_null(p->hostname),
+                                         .message = dup_or_null(p->message),
+                                         .culprit = dup_or_null(culprit),
+                                         .time_ns = p->time_ns,
+                                         .end_ns = p->has_end ? p->end_ns : p->time_ns };
 }
 
 static int cmp_items(const void *a, const void *b) {
@@ -149,7 +143,7 @@ static int cmp_items(const void *a, const void *b) {
 
 struct problems_args {
         struct farm_notifier *n;
-        const json_t *verdict;
+        const struct farm_verdict *verdict;
         int64_t now;
         bool announce;
         size_t added; /* problems announced */
@@ -175,7 +169,7 @@ static void machine_path(char *buf, size_t size, const char *machine, int64_t fr
 static int group_add(sql_conn *c, struct problems_args *a, const struct pitem *v, size_t from,
                      size_t to, char *err) {
         struct farm_notifier *n = a->n;
-        const char *release = str(a->verdict, "release");
+        const char *release = a->verdict->release;
         char grp[NOTIFY_KEY_MAX], key[NOTIFY_KEY_MAX], path[256];
         snprintf(grp, sizeof(grp), "%s:%s:%s", notify_kind_names[v[from].kind], v[from].machine,
                  release);
@@ -205,8 +199,8 @@ static int group_add(sql_conn *c, struct problems_args *a, const struct pitem *v
                                          .machine_id = v[from].machine,
                                          .hostname = v[from].hostname,
                                          .release = release,
-                                         .series = str(a->verdict, "series"),
-                                         .groups = str(a->verdict, "group"),
+                                         .series = a->verdict->series,
+                                         .groups = a->verdict->group,
                                          .grp = grp,
                                          .event_ns = first,
                                          .count = count,
@@ -234,8 +228,7 @@ static int problems_in(sql_conn *c, void *userdata, char *err) {
                        strcmp(v[j].machine, v[i].machine) == 0)
                         j++;
                 for (size_t x = i; r >= 0 && x < j; x++) {
-                        r = notify_store_seen_add(c, v[x].id, str(a->verdict, "release"), a->now,
-                                                  err);
+                        r = notify_store_seen_add(c, v[x].id, a->verdict->release, a->now, err);
                         if (r > 0) {
                                 struct pitem t = v[k];
                                 v[k++] = v[x];
@@ -250,10 +243,10 @@ static int problems_in(sql_conn *c, void *userdata, char *err) {
         return r;
 }
 
-static void tell_problems(struct farm_notifier *n, const json_t *verdict, int64_t now,
+static void tell_problems(struct farm_notifier *n, const struct farm_verdict *verdict, int64_t now,
                           bool announce) {
         char err[FARM_ERROR_MAX] = "";
-        if (!n->release || n->nitems == 0 || strcmp(n->release, str(verdict, "release") ?: "") != 0)
+        if (!n->release || n->nitems == 0 || strcmp(n->release, verdict->release) != 0)
                 return;
         qsort(n->items, n->nitems, sizeof(*n->items), cmp_items);
         struct problems_args a = { n, verdict, now, announce, 0 };
@@ -268,25 +261,35 @@ static void tell_problems(struct farm_notifier *n, const json_t *verdict, int64_
 
 struct verdict_args {
         struct farm_notifier *n;
-        const json_t *v;
+        const struct farm_verdict *v;
         const char *prev;
         int64_t prev_id, now;
 };
 
+/* The verdict's counts of problems by kind, as the notification records them. */
+static json_t *counts_json(const struct farm_verdict *v) {
+        json_t *o = json_object();
+        for (int k = 0; o && k < FARM_PROBLEM_NKINDS; k++)
+                if (json_object_set_new(o, farm_problem_kind_name(k),
+                                        json_integer((json_int_t) v->problem_counts[k])) < 0) {
+                        json_decref(o);
+                        return NULL;
+                }
+        return o;
+}
+
 static int verdict_in(sql_conn *c, void *userdata, char *err) {
         struct verdict_args *a = userdata;
-        const char *release = str(a->v, "release"), *status = str(a->v, "verdict");
+        const char *release = a->v->release, *status = farm_verdict_status_name(a->v->status);
         char key[NOTIFY_KEY_MAX];
-        json_t *reasons = json_object_get(a->v, "reasons");
         json_auto_t *kept = json_array();
-        for (size_t i = 0; kept && i < MIN(json_array_size(reasons), (size_t) REASONS_KEPT); i++)
-                json_array_append(kept, json_array_get(reasons, i));
+        for (size_t i = 0; kept && i < MIN(a->v->nreasons, (size_t) REASONS_KEPT); i++)
+                json_array_append_new(kept, json_string(a->v->reasons[i]));
         json_auto_t *detail =
-                json_pack("{s:s?, s:s, s:O?, s:O?, s:I, s:O, s:I}", "from", a->prev, "to", status,
-                          "problems_total", json_object_get(a->v, "problems_total"),
-                          "problem_counts", json_object_get(a->v, "problem_counts"), "missing",
-                          (json_int_t) json_array_size(json_object_get(a->v, "missing")), "reasons",
-                          kept, "reasons_total", (json_int_t) json_array_size(reasons));
+                json_pack("{s:s?, s:s, s:I, s:o, s:I, s:O, s:I}", "from", a->prev, "to", status,
+                          "problems_total", (json_int_t) a->v->problems_total, "problem_counts",
+                          counts_json(a->v), "missing", (json_int_t) a->v->nmissing, "reasons",
+                          kept, "reasons_total", (json_int_t) a->v->nreasons);
         _cleanup_free_ char *path = notify_kernel_path(release);
         if (!detail || !path)
                 return -ENOMEM;
@@ -295,16 +298,16 @@ static int verdict_in(sql_conn *c, void *userdata, char *err) {
                                  .kind = NK_VERDICT,
                                  .status = "changed",
                                  .release = release,
-                                 .series = str(a->v, "series"),
-                                 .groups = str(a->v, "group"),
+                                 .series = a->v->series,
+                                 .groups = a->v->group,
                                  .event_ns = a->now,
                                  .path = path,
                                  .detail = detail };
         return notify_make(a->n, c, &nn, a->now, a->now, err);
 }
 
-static void hook_judged(void *userdata, json_t *v, const char *prev, int64_t prev_id, bool changed,
-                        bool late, int64_t now) {
+static void hook_judged(void *userdata, const struct farm_verdict *v, const char *prev,
+                        int64_t prev_id, bool changed, bool late, int64_t now) {
         struct farm_notifier *n = userdata;
         char err[FARM_ERROR_MAX] = "";
         int base = baseline_done(n);
@@ -317,8 +320,7 @@ static void hook_judged(void *userdata, json_t *v, const char *prev, int64_t pre
         /* A release seen for the first time is pending: that is no change to tell.  The first
          * pass tells only a change that data received since the notifier started made (the
          * next pass would find that change logged already). */
-        if (!changed || (!base && !late) ||
-            (!prev && strcmp(str(v, "verdict") ?: "", "pending") == 0))
+        if (!changed || (!base && !late) || (!prev && v->status == FARM_VERDICT_PENDING))
                 return;
         struct verdict_args a = { n, v, prev, prev_id, now };
         int r = notify_store_write(n->db, verdict_in, &a, err);
@@ -336,12 +338,10 @@ struct stable_args {
 /* The gating group that judges a release's series now (from its verdict). */
 static char *group_of(struct farm_notifier *n, const char *release, int64_t now) {
         char err[FARM_ERROR_MAX];
-        json_t *v = NULL;
+        _cleanup_verdict_ struct farm_verdict *v = NULL;
         if (!release || farm_verdict(n->db, n->rule, release, now, &v, err) < 0)
                 return strdup("");
-        char *g = strdup(str(v, "group") ?: "");
-        json_decref(v);
-        return g;
+        return strdup(v->group);
 }
 
 static int stable_in(sql_conn *c, void *userdata, char *err) {
@@ -525,7 +525,7 @@ static void check_silences(struct farm_notifier *n, int64_t now) {
 struct waiver_args {
         struct farm_notifier *n;
         const struct notify_audit *w;
-        const json_t *verdict; /* of the release now, or NULL */
+        const struct farm_verdict *verdict; /* of the release now, or NULL */
         int64_t now;
 };
 
@@ -540,10 +540,10 @@ static int waiver_in(sql_conn *c, void *userdata, char *err) {
                 return r < 0 ? r : 0;
         bool granted = strcmp(w->action, "waive") == 0;
         _cleanup_free_ char *path = notify_kernel_path(w->release);
-        json_auto_t *detail = json_pack("{s:I, s:s, s:s, s:s, s:s?}", "waiver",
-                                        (json_int_t) w->waiver, "problem", w->problem, "reason",
-                                        w->detail, "by", w->who, "verdict",
-                                        str(a->verdict, "verdict"));
+        json_auto_t *detail =
+                json_pack("{s:I, s:s, s:s, s:s, s:s?}", "waiver", (json_int_t) w->waiver, "problem",
+                          w->problem, "reason", w->detail, "by", w->who, "verdict",
+                          a->verdict ? farm_verdict_status_name(a->verdict->status) : NULL);
         if (!path || !detail)
                 return -ENOMEM;
         snprintf(key, sizeof(key), "waiver:%" PRId64, w->id);
@@ -551,8 +551,8 @@ static int waiver_in(sql_conn *c, void *userdata, char *err) {
                                  .kind = NK_WAIVER,
                                  .status = granted ? "granted" : "withdrawn",
                                  .release = w->release,
-                                 .series = str(a->verdict, "series"),
-                                 .groups = str(a->verdict, "group") ?: "",
+                                 .series = a->verdict ? a->verdict->series : NULL,
+                                 .groups = a->verdict ? a->verdict->group : "",
                                  .event_ns = w->time_ns,
                                  .path = path,
                                  .detail = detail };
@@ -586,12 +586,12 @@ static void check_waivers(struct farm_notifier *n, int64_t now) {
                 r = notify_store_waiver_actions(n->db, strtoll(cur, NULL, 10), &v, &nv, err);
         free(cur);
         for (size_t i = 0; r >= 0 && i < nv; i++) {
-                json_t *verdict = NULL;
+                struct farm_verdict *verdict = NULL;
                 if (farm_verdict(n->db, n->rule, v[i].release, now, &verdict, err) < 0)
                         verdict = NULL;
                 struct waiver_args a = { n, &v[i], verdict, now };
                 r = notify_store_write(n->db, waiver_in, &a, err);
-                json_decref(verdict);
+                farm_verdict_free(verdict);
         }
         notify_audit_free(v, nv);
         notify_failed(n->db, &n->check_failing, r, "cannot read the waivers", err);

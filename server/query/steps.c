@@ -67,6 +67,28 @@ static const char *const sql_steps_cpu[] =
                     " AND c.cpu = ?5 WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND "
                     "i.start_ns < ?3 AND (i.scenario = ?4 OR ?4 IS NULL)");
 
+/* One interval's row (its start, length, worst case and totals) added to its step: the
+ * worst case is the largest, the earliest of equals. */
+static void step_add_row(struct farm_step *s, sql_stmt *st, int64_t start) {
+        uint64_t max = (uint64_t) sql_column_int64(st, 3);
+        int64_t max_time = sql_column_int64(st, 5);
+        if (!s->intervals || max > s->max_ns || (max == s->max_ns && max_time < s->max_time_ns)) {
+                s->max_ns = max;
+                s->max_cpu = sql_column_int64(st, 4);
+                s->max_time_ns = max_time;
+        }
+        /* Saturating at 2^63-1: a step of intervals that overlap (a machine may send them)
+         * must not wrap its totals. */
+        s->intervals++;
+        sat_add(&s->covered_ns, (uint64_t) sql_column_int64(st, 1));
+        int64_t data_end;
+        if (__builtin_add_overflow(start, sql_column_int64(st, 1), &data_end))
+                data_end = INT64_MAX;
+        s->data_end_ns = MAX(s->data_end_ns, data_end);
+        sat_add(&s->samples, (uint64_t) sql_column_int64(st, 6));
+        sat_add(&s->violations, (uint64_t) sql_column_int64(st, 7));
+}
+
 /* The steps of [from, to) that hold intervals, in time order.  -ENOSPC past NAMES_MAX
  * scenarios or kernels (unless lump), other errors with err. */
 static int collect_steps(sql_conn *c, const char *id, int64_t from, int64_t to, uint64_t step_ns,
@@ -132,24 +154,7 @@ static int collect_steps(sql_conn *c, const char *id, int64_t from, int64_t to, 
                         slot[k] = (uint32_t) ++n;
                 }
                 struct farm_step *s = &steps[slot[k] - 1];
-                uint64_t max = (uint64_t) sql_column_int64(st, 3);
-                int64_t max_time = sql_column_int64(st, 5);
-                if (!s->intervals || max > s->max_ns ||
-                    (max == s->max_ns && max_time < s->max_time_ns)) {
-                        s->max_ns = max;
-                        s->max_cpu = sql_column_int64(st, 4);
-                        s->max_time_ns = max_time;
-                }
-                /* Saturating at 2^63-1: a step of intervals that overlap (a machine may send
-                 * them) must not wrap its totals. */
-                s->intervals++;
-                sat_add(&s->covered_ns, (uint64_t) sql_column_int64(st, 1));
-                int64_t data_end;
-                if (__builtin_add_overflow(start, sql_column_int64(st, 1), &data_end))
-                        data_end = INT64_MAX;
-                s->data_end_ns = MAX(s->data_end_ns, data_end);
-                sat_add(&s->samples, (uint64_t) sql_column_int64(st, 6));
-                sat_add(&s->violations, (uint64_t) sql_column_int64(st, 7));
+                step_add_row(s, st, start);
                 int si = name_or_lump(&scen, sql_column_text(st, 2) ?: "", lump);
                 int ki = name_or_lump(&kern, sql_column_text(st, 8) ?: "", lump);
                 if (si < 0 || ki < 0) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Machine tokens: new random ones for enrolment, and the "Authorization: Bearer" header of an
- * upload turned into the hash that the farm database stores. */
+/* Tokens: new random ones (a machine's at enrolment, a staff member's, a reader's), and the
+ * "Authorization" header of a request turned into the hash that the farm database stores. */
 #pragma once
 
 #include <stdint.h>

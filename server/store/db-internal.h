@@ -207,10 +207,9 @@ json_t *farm_json_col_text(sql_stmt *st, int col);
 /* Sets key_ns from an integer column (NULL: null) with its RFC 3339 twin (json_set_time()). */
 int farm_json_set_col_time(json_t *o, const char *key_ns, sql_stmt *st, int col);
 
-/* Writes a row of the audit trail about a machine, in c's write transaction
- * (server-settings.c). */
-int farm_audit_machine(sql_conn *c, int64_t now_ns, const char *who, const char *action,
-                       const char *machine_id, const char *detail, char *err);
+/* 0 when machine_id is enrolled (revoked or not), else -ENOENT with err saying so
+ * (settings.c). */
+int farm_machine_exists(sql_conn *c, const char *machine_id, char *err);
 
 /* The schema (server-schema.c): creates or migrates the farm database on c, the writer. */
 int farm_schema_open(farm_db *db, sql_conn *c, char *err);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The farm database's connections on either store (SQLite's writer and reader, PostgreSQL's
- * pool, the snapshots), the helpers of every part that speaks SQL, and token checks. */
+ * pool, the snapshots), and the helpers of every part that speaks SQL. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -212,56 +212,6 @@ const struct name_rule farm_name_person = { "a person's name",
 bool farm_machine_id_valid(const char *s) {
         char why[NAME_WHY_MAX];
         return name_ok(&summary_name_id, s, why);
-}
-
-int farm_token_rows(sql_stmt *st, const uint8_t token_hash[SHA256_DIGEST_SIZE], char *ret_name,
-                    size_t size, int64_t *ret_more) {
-        bool found = false;
-        int r;
-
-        /* The token is looked up by its SHA-256 in an index, not compared with every stored
-         * hash: a farm of 10,000 machines made that scan cost 3-4 ms of CPU per upload.  The
-         * lookup's time depends only on the hash of what was presented, and knowing where the
-         * hash of a guess falls among the stored hashes does not help to find a token whose
-         * hash is one of them (that takes a SHA-256 preimage of a 256-bit random token).  The
-         * row found is still compared in full without an early exit. */
-        while ((r = sql_step(st)) == SQL_ROW) {
-                size_t len;
-                const uint8_t *h = sql_column_blob(st, 1, &len);
-                if (!h || len != SHA256_DIGEST_SIZE)
-                        continue;
-                uint8_t diff = 0;
-                for (size_t i = 0; i < SHA256_DIGEST_SIZE; i++)
-                        diff |= h[i] ^ token_hash[i];
-                if (diff == 0 && sql_column_int(st, 2)) {
-                        snprintf(ret_name, size, "%s", sql_column_text(st, 0));
-                        if (ret_more)
-                                *ret_more = sql_column_int64(st, 3);
-                        found = true;
-                }
-        }
-        if (r != SQL_DONE)
-                return r == -EBUSY ? -EBUSY : -EIO;
-        return found ? 0 : -EACCES;
-}
-
-int farm_token_lookup(farm_db *db, const char *sql, const uint8_t token_hash[SHA256_DIGEST_SIZE],
-                      char *ret_name, size_t size) {
-        _cleanup_release_ sql_conn *c = farm_reader(db);
-        _cleanup_reset_ sql_stmt *st = NULL;
-        char err[FARM_ERROR_MAX];
-
-        if (farm_prepare(c, sql, &st, err) < 0)
-                return -EIO;
-        sql_bind_blob(st, 1, token_hash, SHA256_DIGEST_SIZE);
-        return farm_token_rows(st, token_hash, ret_name, size, NULL);
-}
-
-int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
-                      char ret_machine_id[static FARM_MACHINE_ID_LEN + 1]) {
-        return farm_token_lookup(
-                db, "SELECT id, token_hash, revoked_ns IS NULL FROM machines WHERE token_hash = ?",
-                token_hash, ret_machine_id, FARM_MACHINE_ID_LEN + 1);
 }
 
 json_t *farm_json_col_int(sql_stmt *st, int col) {

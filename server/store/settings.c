@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Machine settings with their history: the checks of every value, enrolment, re-keying,
- * revocation and changes as versions in machine_settings, audited, and their JSON. */
+/* Machines and their settings with history (tables machines and machine_settings): the checks
+ * of every value, enrolment, re-keying, revocation and changes as versions, audited, their
+ * JSON, whether a machine is enrolled and which one an upload's token is. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "audit.h"
 #include "db-internal.h"
 #include "rule.h"
 #include "settings.h"
@@ -420,21 +422,11 @@ static void settings_from_row(sql_stmt *st, int col, struct farm_settings *ret) 
         settings_parse_columns(ret, g, strlen(g), sql_column_text(st, col + 3));
 }
 
-int farm_audit_machine(sql_conn *c, int64_t now_ns, const char *who, const char *action,
-                       const char *machine_id, const char *detail, char *err) {
-        _cleanup_reset_ sql_stmt *st = NULL;
-        int r = farm_prepare(c,
-                             "INSERT INTO audit (time_ns, who, action, machine_id, detail) "
-                             "VALUES (?, ?, ?, ?, ?)",
-                             &st, err);
-        if (r < 0)
-                return r;
-        sql_bind_int64(st, 1, now_ns);
-        sql_bind_text(st, 2, who);
-        sql_bind_text(st, 3, action);
-        sql_bind_text(st, 4, machine_id);
-        sql_bind_text(st, 5, detail);
-        return farm_step_done(st, "cannot write the audit trail", err);
+int farm_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
+                      char ret_machine_id[static FARM_MACHINE_ID_LEN + 1]) {
+        return farm_token_lookup(
+                db, "SELECT id, token_hash, revoked_ns IS NULL FROM machines WHERE token_hash = ?",
+                token_hash, ret_machine_id, FARM_MACHINE_ID_LEN + 1);
 }
 
 /* The version in force (the newest) of an enrolled machine, on the writer: 0, or -ENOENT for
@@ -461,6 +453,26 @@ static int current_version(sql_conn *c, const char *machine_id, struct farm_sett
         return 0;
 }
 
+/* Steps st, which selects machine_id's row from machines: 0 on the row, -ENOENT when no such
+ * machine is enrolled; what names a failure of the database. */
+static int machine_step(sql_conn *c, sql_stmt *st, const char *machine_id, const char *what,
+                        char *err) {
+        sql_bind_text(st, 1, machine_id);
+        int rc = sql_step(st);
+        if (rc == SQL_DONE)
+                return farm_failf(farm_of(c), -ENOENT, err, "no machine %s is enrolled",
+                                  machine_id);
+        if (rc != SQL_ROW)
+                return farm_fail(c, rc, what, err);
+        return 0;
+}
+
+int farm_machine_exists(sql_conn *c, const char *machine_id, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c, "SELECT 1 FROM machines WHERE id = ?", &st, err);
+        return r < 0 ? r : machine_step(c, st, machine_id, "cannot look up the machine", err);
+}
+
 /* The machine's own columns: 0 and whether it is revoked, or -ENOENT. */
 static int machine_row(sql_conn *c, const char *machine_id, struct farm_settings *ret, char *err) {
         _cleanup_reset_ sql_stmt *st = NULL;
@@ -468,15 +480,8 @@ static int machine_row(sql_conn *c, const char *machine_id, struct farm_settings
                              "SELECT threshold_ns, gating, revoked_ns IS NOT NULL FROM machines "
                              "WHERE id = ?",
                              &st, err);
-        if (r < 0)
+        if (r < 0 || (r = machine_step(c, st, machine_id, "cannot look up the machine", err)) < 0)
                 return r;
-        sql_bind_text(st, 1, machine_id);
-        int rc = sql_step(st);
-        if (rc == SQL_DONE)
-                return farm_failf(farm_of(c), -ENOENT, err, "no machine %s is enrolled",
-                                  machine_id);
-        if (rc != SQL_ROW)
-                return farm_fail(c, rc, "cannot look up the machine", err);
         settings_default(ret);
         ret->bound_ns = sql_column_int64(st, 0);
         ret->gating = sql_column_int(st, 1) != 0;
@@ -757,15 +762,8 @@ static int machine_head_json(sql_conn *c, const char *machine_id, json_t **ret, 
                              "SELECT hostname, enrolled_ns, rekeyed_ns, threshold_ns, gating, "
                              "revoked_ns FROM machines WHERE id = ?",
                              &st, err);
-        if (r < 0)
+        if (r < 0 || (r = machine_step(c, st, machine_id, "cannot read the machine", err)) < 0)
                 return r;
-        sql_bind_text(st, 1, machine_id);
-        int rc = sql_step(st);
-        if (rc == SQL_DONE)
-                return farm_failf(farm_of(c), -ENOENT, err, "no machine %s is enrolled",
-                                  machine_id);
-        if (rc != SQL_ROW)
-                return farm_fail(c, rc, "cannot read the machine", err);
         int64_t enrolled = sql_column_int64(st, 1);
         *ret = json_pack("{s:s, s:o, s:o, s:I, s:o, s:o}", "machine", machine_id, "hostname",
                          farm_json_col_text(st, 0), "enrolled", json_time(enrolled), "enrolled_ns",

@@ -98,13 +98,7 @@ int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_
         return r < 0 ? r : find_with(st, 0, machine_id, cpu, from_ns, to_ns, at_ns, ret);
 }
 
-void farm_trace_annotate_problem(sql_stmt *find, json_t *problem, int64_t run, int cpu,
-                                 int64_t from_ns, int64_t to_ns, int64_t at_ns) {
-        struct farm_trace_brief b;
-        bool found = problem && find &&
-                     find_with(find, run, NULL, cpu, from_ns, to_ns, at_ns, &b) == 0;
-        if (!problem)
-                return;
-        json_object_set_new(problem, "culprit", found ? json_string(b.summary) : json_null());
-        json_object_set_new(problem, "trace", found ? json_integer(b.id) : json_null());
+int farm_trace_find_run(sql_stmt *find, int64_t run, int cpu, int64_t from_ns, int64_t to_ns,
+                        int64_t at_ns, struct farm_trace_brief *ret) {
+        return find_with(find, run, NULL, cpu, from_ns, to_ns, at_ns, ret);
 }

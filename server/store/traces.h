@@ -38,8 +38,8 @@ int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_
         "SELECT t.id, t.summary, t.raw IS NOT NULL FROM traces t WHERE t.run = ?1 AND " \
         "t.cpu = ?2 AND t.time_ns >= ?3 AND t.time_ns < ?4 "                            \
         "ORDER BY t.time_ns = ?5 DESC, t.latency_ns DESC, t.id LIMIT 1"
-/* Adds "culprit" (the capture's one-line summary) and "trace" (its id) to the JSON of a
- * violation problem when a capture explains it; null members otherwise.  find is a statement
+/* The capture that explains a violation of run (its row id) on cpu in [from_ns, to_ns) at at_ns,
+ * as farm_trace_find_machine() picks it: 0 with *ret, -ENOENT without one.  find is a statement
  * of FARM_TRACE_FIND_SQL, freshly reset. */
-void farm_trace_annotate_problem(sql_stmt *find, json_t *problem, int64_t run, int cpu,
-                                 int64_t from_ns, int64_t to_ns, int64_t at_ns);
+int farm_trace_find_run(sql_stmt *find, int64_t run, int cpu, int64_t from_ns, int64_t to_ns,
+                        int64_t at_ns, struct farm_trace_brief *ret);

@@ -11,19 +11,6 @@
 #include "verdict-internal.h"
 #include "timeutil.h"
 
-const char *const verdict_kind_names[K_NKINDS] = {
-        [K_VIOLATION] = "violation",
-        [K_UNCLEAN] = "unclean_end",
-        [K_GAP] = "gap",
-        [K_LOAD_DOWN] = "load_down",
-        [K_PROBE_DOWN] = "probe_down",
-        [K_CLOCK] = "clock",
-        [K_OVERLAP] = "overlap",
-        [K_MIXED_BUILDS] = "mixed_builds",
-        [K_REGRESSION] = "regression",
-        [K_DROPPED] = "dropped",
-};
-
 int vfail(struct vctx *v, int rc, const char *what) {
         return farm_fail(v->c, rc, what, v->err);
 }
@@ -109,14 +96,7 @@ int vctx_open(struct vctx *v, const struct farm_rule *configured) {
         v->c = farm_snapshot(v->db, v->err);
         if (!v->c)
                 return -EBUSY;
-        v->problems = json_array();
-        v->not_counted = json_array();
-        v->waived = json_array();
-        v->missing = json_array();
-        v->reasons = json_array();
-        v->builds = json_object();
-        if (!v->problems || !v->not_counted || !v->waived || !v->missing || !v->reasons ||
-            !v->builds)
+        if (!(v->out = calloc(1, sizeof(*v->out))) || !(v->out->release = strdup(v->release)))
                 return -ENOMEM;
         const char *raw = getenv("RTSOAK_VERDICT_RAW");
         v->raw_only = raw && strcmp(raw, "1") == 0;
@@ -133,12 +113,7 @@ void vctx_done(struct vctx *v) {
                 free(v->waivers[i].by);
         }
         free(v->waivers);
-        json_decref(v->problems);
-        json_decref(v->not_counted);
-        json_decref(v->waived);
-        json_decref(v->missing);
-        json_decref(v->reasons);
-        json_decref(v->builds);
+        farm_verdict_free(v->out);
 }
 
 /* ---- a machine's settings ------------------------------------------------------------------ */
@@ -151,22 +126,12 @@ bool vsetting_in_group(const struct vsetting *s, const char *group) {
         return false;
 }
 
-bool vgrow(void **v, size_t n, size_t size) {
-        if (n != 0 && (n < 16 || (n & (n - 1)) != 0))
-                return true;
-        void *x = realloc(*v, (n ? 2 * n : 16) * size);
-        if (!x)
-                return false;
-        *v = x;
-        return true;
-}
-
 int vspan_append(struct vspan **v, size_t *n, int64_t start, int64_t end) {
         if (*n > 0 && (*v)[*n - 1].end == start) {
                 (*v)[*n - 1].end = end;
                 return 0;
         }
-        if (!vgrow((void **) v, *n, sizeof(**v)))
+        if (!farm_grow((void **) v, *n, sizeof(**v)))
                 return -ENOMEM;
         (*v)[(*n)++] = (struct vspan){ start, end };
         return 0;
@@ -237,8 +202,7 @@ int vmachine_load(struct vctx *v, struct vmachine *m) {
         m->last_problem_ns = INT64_MIN;
         if ((r = load_settings(v, m)) < 0 || (r = load_windows(v, m)) < 0)
                 return r;
-        m->builds = json_array();
-        return m->builds ? 0 : -ENOMEM;
+        return 0;
 }
 
 /* The group that judged the release at t (docs/verdict.md, Terms). */
@@ -320,7 +284,7 @@ void vmachine_done(struct vmachine *m) {
         free(m->open_next);
         free(m->clocks);
         free(m->windows);
-        json_decref(m->builds);
+        farm_strv_free(m->builds, m->nbuilds);
 }
 
 bool vmachine_gates_at(const struct vmachine *m, int64_t t) {
@@ -383,11 +347,35 @@ const char *vspan_text(char buf[static VTEXT_MAX], int64_t ns) {
         return buf;
 }
 
-json_t *vinterval_json(int64_t seq, int64_t start, int64_t length, const char *scenario) {
-        char t[VTEXT_MAX];
-        return json_pack("{s:I, s:I, s:s, s:I, s:s?}", "seq", (json_int_t) seq, "start_ns",
-                         (json_int_t) start, "start", vts(t, start), "length_ns",
-                         (json_int_t) length, "scenario", scenario && *scenario ? scenario : NULL);
+void vevidence(struct farm_evidence *e, int64_t seq, int64_t start, int64_t length,
+               const char *scenario, bool *ok) {
+        *e = (struct farm_evidence){ .given = true,
+                                     .seq = seq,
+                                     .start_ns = start,
+                                     .length_ns = length,
+                                     .scenario = farm_strdup_or_null(
+                                             scenario && *scenario ? scenario : NULL, ok) };
+}
+
+int vinterval_before(struct vctx *v, int64_t run, int64_t t, struct farm_evidence *ret, bool *ok) {
+        sql_stmt *st;
+        *ret = (struct farm_evidence){};
+        int r = vprep(v,
+                      "SELECT seq, start_ns, length_ns, scenario FROM intervals "
+                      "WHERE run = ? AND start_ns < ? ORDER BY start_ns DESC LIMIT 1",
+                      &st);
+        if (r < 0)
+                return r;
+        sql_bind_int64(st, 1, run);
+        sql_bind_int64(st, 2, t);
+        int rc = sql_step(st);
+        if (rc == SQL_ROW)
+                vevidence(ret, sql_column_int64(st, 0), sql_column_int64(st, 1),
+                          sql_column_int64(st, 2), sql_column_text(st, 3), ok);
+        sql_reset(st);
+        if (rc != SQL_ROW && rc != SQL_DONE)
+                return vfail(v, rc, "cannot read an interval");
+        return 0;
 }
 
 int vadd_scenario(struct vmachine *m, const char *name, int64_t ns) {
@@ -400,7 +388,7 @@ int vadd_scenario(struct vmachine *m, const char *name, int64_t ns) {
                 m->scen[json_integer_value(at)].covered_ns += ns;
                 return 0;
         }
-        if (!vgrow((void **) &m->scen, m->nscen, sizeof(*m->scen)) ||
+        if (!farm_grow((void **) &m->scen, m->nscen, sizeof(*m->scen)) ||
             json_object_set_new(m->scen_index, name, json_integer((json_int_t) m->nscen)) < 0)
                 return -ENOMEM;
         snprintf(m->scen[m->nscen].name, sizeof(m->scen[m->nscen].name), "%s", name);
@@ -412,66 +400,101 @@ int vadd_scenario(struct vmachine *m, const char *name, int64_t ns) {
 
 /* A waiver of a gap given before gap ids named their end ("gap:MACHINE:START") covers that
  * silence only up to when it was given. */
-static bool waiver_matches(const struct vwaiver *w, const char *id, enum vkind kind, int64_t end) {
+static bool waiver_matches(const struct vwaiver *w, const char *id, enum farm_problem_kind kind,
+                           int64_t end) {
         if (strcmp(w->problem, id) == 0)
                 return true;
-        if (kind != K_GAP)
+        if (kind != FARM_PROBLEM_GAP)
                 return false;
         size_t n = strlen(w->problem);
         return strncmp(w->problem, id, n) == 0 && id[n] == ':' && strchr(w->problem + 4, ':') &&
                !strchr(strchr(w->problem + 4, ':') + 1, ':') && end <= w->created_ns;
 }
 
-static int file_waived(struct vctx *v, struct vmachine *m, const struct vwaiver *w, json_t *p) {
-        char t[VTEXT_MAX];
-        json_t *wj = json_pack("{s:I, s:s, s:s, s:I, s:s}", "id", (json_int_t) w->id, "reason",
-                               w->reason, "by", w->by, "created_ns", (json_int_t) w->created_ns,
-                               "created", vts(t, w->created_ns));
-        if (!wj || json_object_set_new(p, "waiver", wj) < 0 ||
-            json_array_append_new(v->waived, p) < 0)
+void vproblem_head(struct farm_problem *p, enum farm_problem_kind kind, const struct vmachine *m,
+                   int64_t time_ns, const char *id, const char *msg, bool *ok) {
+        *p = (struct farm_problem){ .kind = kind,
+                                    .id = farm_strdup_or_null(id, ok),
+                                    .machine = farm_strdup_or_null(m->id, ok),
+                                    .hostname = farm_strdup_or_null(m->hostname, ok),
+                                    .message = farm_strdup_or_null(msg, ok),
+                                    .time_ns = time_ns };
+}
+
+/* Moves p to the end of the array *list of *n elements of size bytes (the problem first in
+ * each), unless FARM_VERDICT_PROBLEMS_LISTED are listed: then it is only freed. */
+static int list_problem(void **list, size_t *n, size_t size, struct farm_problem *p) {
+        if (*n >= FARM_VERDICT_PROBLEMS_LISTED) {
+                farm_problem_done(p);
+                return 1;
+        }
+        if (!farm_grow(list, *n, size)) {
+                farm_problem_done(p);
                 return -ENOMEM;
-        m->waived++;
+        }
+        struct farm_problem *at = (struct farm_problem *) ((char *) *list + *n * size);
+        memset(at, 0, size);
+        *at = *p;
+        *p = (struct farm_problem){};
+        (*n)++;
         return 0;
 }
 
-int vproblem(struct vctx *v, struct vmachine *m, enum vkind kind, int64_t t, int64_t end,
-             json_t *p) {
-        if (!p)
-                return -ENOMEM;
-        /* The end's RFC 3339 twin, from the end the problem states. */
-        json_t *end_ns = json_object_get(p, "end_ns");
-        if (json_is_integer(end_ns) &&
-            json_set_time(p, "end_ns", (int64_t) json_integer_value(end_ns)) < 0) {
-                json_decref(p);
+static int file_not_counted(struct vctx *v, struct vmachine *m, enum farm_problem_kind kind,
+                            int64_t t, struct farm_problem *p) {
+        struct farm_verdict *o = v->out;
+        char why[160];
+        snprintf(why, sizeof(why), "%s did not gate group %s then", vhost(m), vgroup_at(v, t));
+        m->not_counted++;
+        o->not_counted_total++;
+        v->not_counted_kinds[kind]++;
+        int r = list_problem((void **) &o->not_counted, &o->nnot_counted, sizeof(*o->not_counted),
+                             p);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        struct farm_uncounted_problem *u = &o->not_counted[o->nnot_counted - 1];
+        return (u->why = strdup(why)) ? 0 : -ENOMEM;
+}
+
+static int file_waived(struct vctx *v, struct vmachine *m, const struct vwaiver *w,
+                       struct farm_problem *p) {
+        struct farm_verdict *o = v->out;
+        if (!farm_grow((void **) &o->waived, o->nwaived, sizeof(*o->waived))) {
+                farm_problem_done(p);
                 return -ENOMEM;
         }
-        const char *id = json_string_value(json_object_get(p, "id"));
-        if (!vmachine_gates_at(m, t)) {
-                char why[160];
-                snprintf(why, sizeof(why), "%s did not gate group %s then", vhost(m),
-                         vgroup_at(v, t));
-                json_object_set_new(p, "why", json_string(why));
-                m->not_counted++;
-                v->nnot_counted++;
-                v->not_counted_kinds[kind]++;
-                if (json_array_size(v->not_counted) < FARM_VERDICT_PROBLEMS_LISTED)
-                        return json_array_append_new(v->not_counted, p) < 0 ? -ENOMEM : 0;
-                json_decref(p);
-                return 0;
+        struct farm_waived_problem *x = &o->waived[o->nwaived++];
+        *x = (struct farm_waived_problem){ .problem = *p,
+                                           .waiver = { .id = w->id,
+                                                       .created_ns = w->created_ns,
+                                                       .reason = strdup(w->reason),
+                                                       .by = strdup(w->by) } };
+        *p = (struct farm_problem){};
+        m->waived++;
+        return x->waiver.reason && x->waiver.by ? 0 : -ENOMEM;
+}
+
+int vproblem(struct vctx *v, struct vmachine *m, int64_t t, int64_t end, struct farm_problem *p,
+             bool ok) {
+        struct farm_verdict *o = v->out;
+        enum farm_problem_kind kind = p->kind;
+        if (!ok) {
+                farm_problem_done(p);
+                return -ENOMEM;
         }
+        if (!vmachine_gates_at(m, t))
+                return file_not_counted(v, m, kind, t, p);
         for (size_t i = 0; i < v->nwaivers; i++)
-                if (waiver_matches(&v->waivers[i], id, kind, end))
+                if (waiver_matches(&v->waivers[i], p->id, kind, end))
                         return file_waived(v, m, &v->waivers[i], p);
-        if (v->find && strcmp(v->find, id) == 0)
+        if (v->find && strcmp(v->find, p->id) == 0)
                 v->found = true;
         if (v->sink)
                 v->sink->problem(v->sink->userdata, v->release, p);
         m->last_problem_ns = MAX(m->last_problem_ns, end);
         m->problems++;
-        v->nproblems++;
-        v->kind_counts[kind]++;
-        if (json_array_size(v->problems) < FARM_VERDICT_PROBLEMS_LISTED)
-                return json_array_append_new(v->problems, p) < 0 ? -ENOMEM : 0;
-        json_decref(p);
-        return 0;
+        o->problems_total++;
+        o->problem_counts[kind]++;
+        int r = list_problem((void **) &o->problems, &o->nproblems, sizeof(*o->problems), p);
+        return r < 0 ? r : 0;
 }

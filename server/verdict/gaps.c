@@ -22,7 +22,7 @@ static int cmp_span(const void *a, const void *b) {
 }
 
 static int add_span(struct vspan **v, size_t *n, int64_t start, int64_t end) {
-        if (!vgrow((void **) v, *n, sizeof(**v)))
+        if (!farm_grow((void **) v, *n, sizeof(**v)))
                 return -ENOMEM;
         (*v)[(*n)++] = (struct vspan){ start, end };
         return 0;
@@ -92,23 +92,12 @@ static int gap_problem(struct vctx *v, struct vmachine *m, int64_t run, int64_t 
         char id[FARM_PROBLEM_ID_MAX], msg[512], t[VTEXT_MAX], t2[VTEXT_MAX], a[VTEXT_MAX],
                 b[VTEXT_MAX];
         int64_t allowed = (int64_t) v->rule.max_gap_ns;
-        json_t *iv = NULL;
-        sql_stmt *st;
-        int r = vprep(v,
-                      "SELECT seq, start_ns, length_ns, scenario FROM intervals "
-                      "WHERE run = ? AND start_ns < ? ORDER BY start_ns DESC LIMIT 1",
-                      &st);
+        struct farm_problem p;
+        bool ok = true;
+        struct farm_evidence iv;
+        int r = vinterval_before(v, run, start, &iv, &ok);
         if (r < 0)
                 return r;
-        sql_bind_int64(st, 1, run);
-        sql_bind_int64(st, 2, start);
-        int rc = sql_step(st);
-        iv = rc == SQL_ROW ? vinterval_json(sql_column_int64(st, 0), sql_column_int64(st, 1),
-                                            sql_column_int64(st, 2), sql_column_text(st, 3))
-                           : json_null();
-        sql_reset(st);
-        if (rc != SQL_ROW && rc != SQL_DONE)
-                return vfail(v, rc, "cannot read an interval");
         if (ongoing) {
                 snprintf(id, sizeof(id), "gap:%s:%" PRId64 ":ongoing", m->id, start);
                 snprintf(msg, sizeof(msg), "%s: silent since %s (%s, allowed %s)", vhost(m),
@@ -119,12 +108,12 @@ static int gap_problem(struct vctx *v, struct vmachine *m, int64_t run, int64_t 
                          vhost(m), vspan_text(a, end - start), vts(t, start), vts(t2, end),
                          vspan_text(b, allowed));
         }
-        return vproblem(v, m, K_GAP, start, end,
-                        json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:I, s:I, s:b, s:o, s:s}", "id",
-                                  id, "kind", "gap", "machine", m->id, "hostname", m->hostname,
-                                  "time_ns", (json_int_t) start, "time", vts(t, start), "end_ns",
-                                  (json_int_t) end, "value_ns", (json_int_t) (end - start),
-                                  "ongoing", ongoing, "interval", iv, "message", msg));
+        vproblem_head(&p, FARM_PROBLEM_GAP, m, start, id, msg, &ok);
+        p.has_end = true;
+        p.end_ns = end;
+        p.gap = (struct farm_gap){ .value_ns = end - start, .ongoing = ongoing };
+        p.gap.interval = iv;
+        return vproblem(v, m, start, end, &p, ok);
 }
 
 /* A silent piece [s, e): split where the machine began or stopped gating the release, each

@@ -43,7 +43,7 @@ static int add_entry(struct vmachine *m, int64_t run, int64_t start, int64_t end
                         goto out;
                 }
         }
-        if (!vgrow((void **) &m->entries, m->nentries, sizeof(*m->entries)))
+        if (!farm_grow((void **) &m->entries, m->nentries, sizeof(*m->entries)))
                 return -ENOMEM;
         m->entries[m->nentries++] = (struct ventry){ run, start, end };
 out:
@@ -53,14 +53,14 @@ out:
 }
 
 static int add_seg(struct vmachine *m, const struct vseg *s) {
-        if (!vgrow((void **) &m->segs, m->nsegs, sizeof(*m->segs)))
+        if (!farm_grow((void **) &m->segs, m->nsegs, sizeof(*m->segs)))
                 return -ENOMEM;
         m->segs[m->nsegs++] = *s;
         return 0;
 }
 
 static int add_down(struct vmachine *m, const struct vdown *d) {
-        if (!vgrow((void **) &m->downs, m->ndowns, sizeof(*m->downs)))
+        if (!farm_grow((void **) &m->downs, m->ndowns, sizeof(*m->downs)))
                 return -ENOMEM;
         struct vdown *x = &m->downs[m->ndowns++];
         *x = *d;
@@ -434,12 +434,13 @@ static int dropped_day(struct vctx *v, const struct vrun *run, struct vmachine *
                  " intervals were dropped by retention, and the rule reads that day interval by "
                  "interval: what they held cannot be judged",
                  vhost(m), run->id, vts(t, start), d->intervals - seen, d->intervals);
-        json_t *p = json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:I, s:I, s:I, s:s}", "id", id,
-                              "kind", "dropped", "machine", m->id, "hostname", m->hostname,
-                              "time_ns", (json_int_t) start, "time", t, "end_ns",
-                              (json_int_t) (start + FARM_DAY_NS), "run", (json_int_t) run->id,
-                              "intervals", (json_int_t) (d->intervals - seen), "message", msg);
-        return vproblem(v, m, K_DROPPED, d->first, d->last, p);
+        struct farm_problem p;
+        bool ok = true;
+        vproblem_head(&p, FARM_PROBLEM_DROPPED, m, start, id, msg, &ok);
+        p.has_end = true;
+        p.end_ns = start + FARM_DAY_NS;
+        p.dropped = (struct farm_dropped){ .run = run->id, .intervals = d->intervals - seen };
+        return vproblem(v, m, d->first, d->last, &p, ok);
 }
 
 static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
@@ -561,12 +562,11 @@ static int run_clock(struct vctx *v, const struct vrun *run, struct vmachine *m)
                  " interval(s) or event(s) stamped after they arrived, first seen %s; allowed "
                  "%s): that data covers nothing",
                  vhost(m), vspan_text(a, skew), run->id, count, vts(t, first), vspan_text(b, tol));
-        return vproblem(v, m, K_CLOCK, first, first,
-                        json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:I, s:I, s:I, s:s}", "id", id,
-                                  "kind", "clock", "machine", m->id, "hostname", m->hostname,
-                                  "time_ns", (json_int_t) first, "time", vts(t, first), "run",
-                                  (json_int_t) run->id, "value_ns", (json_int_t) skew, "intervals",
-                                  (json_int_t) count, "message", msg));
+        struct farm_problem p;
+        bool ok = true;
+        vproblem_head(&p, FARM_PROBLEM_CLOCK, m, first, id, msg, &ok);
+        p.clock = (struct farm_clock_skew){ .run = run->id, .value_ns = skew, .intervals = count };
+        return vproblem(v, m, first, first, &p, ok);
 }
 
 /* ---- violations, unclean ends, overlaps ---------------------------------------------------- */
@@ -582,20 +582,29 @@ static int violation(struct vctx *v, struct vmachine *m, const struct vrun *run,
                  ", interval %" PRId64 ")",
                  vhost(m), cpu, vspan_text(a, value), vspan_text(b, bound), vts(t, when),
                  scen ?: "none", run->id, seq);
-        json_t *p = json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:i, s:I, s:I, s:s?, s:I, s:o, "
-                              "s:s}",
-                              "id", id, "kind", "violation", "machine", m->id, "hostname",
-                              m->hostname, "time_ns", (json_int_t) when, "time", t, "cpu", cpu,
-                              "value_ns", (json_int_t) value, "threshold_ns", (json_int_t) bound,
-                              "scenario", scen, "run", (json_int_t) run->id, "interval",
-                              vinterval_json(seq, start, len, scen), "message", msg);
+        struct farm_problem p;
+        bool ok = true;
+        vproblem_head(&p, FARM_PROBLEM_VIOLATION, m, when, id, msg, &ok);
+        p.violation = (struct farm_violation){ .cpu = cpu,
+                                               .value_ns = value,
+                                               .threshold_ns = bound,
+                                               .run = run->id,
+                                               .scenario = farm_strdup_or_null(scen, &ok) };
+        vevidence(&p.violation.interval, seq, start, len, scen, &ok);
         /* What the machine's flight recorder says ran instead: the culprit line (only for
          * a problem that will be listed). */
         sql_stmt *find = NULL;
-        if (json_array_size(v->problems) < FARM_VERDICT_PROBLEMS_LISTED &&
-            vprep(v, FARM_TRACE_FIND_SQL, &find) >= 0)
-                farm_trace_annotate_problem(find, p, run->row, cpu, start, start + len, when);
-        return vproblem(v, m, K_VIOLATION, start, start + len, p);
+        struct farm_trace_brief brief;
+        if (v->out->nproblems < FARM_VERDICT_PROBLEMS_LISTED &&
+            vprep(v, FARM_TRACE_FIND_SQL, &find) >= 0) {
+                p.violation.traced = true;
+                if (farm_trace_find_run(find, run->row, cpu, start, start + len, when, &brief) ==
+                    0) {
+                        p.violation.culprit = farm_strdup_or_null(brief.summary, &ok);
+                        p.violation.trace = brief.id;
+                }
+        }
+        return vproblem(v, m, start, start + len, &p, ok);
 }
 
 static int run_violations(struct vctx *v, const struct vrun *run, struct vmachine *m) {
@@ -643,29 +652,6 @@ static int run_violations(struct vctx *v, const struct vrun *run, struct vmachin
         return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot look for violations");
 }
 
-/* The last interval of run that started before t (evidence of what came before). */
-static int interval_before(struct vctx *v, int64_t run, int64_t t, json_t **ret) {
-        sql_stmt *st;
-        int r = vprep(v,
-                      "SELECT seq, start_ns, length_ns, scenario FROM intervals "
-                      "WHERE run = ? AND start_ns < ? ORDER BY start_ns DESC LIMIT 1",
-                      &st);
-        if (r < 0)
-                return r;
-        sql_bind_int64(st, 1, run);
-        sql_bind_int64(st, 2, t);
-        int rc = sql_step(st);
-        if (rc == SQL_DONE)
-                *ret = json_null();
-        else if (rc == SQL_ROW)
-                *ret = vinterval_json(sql_column_int64(st, 0), sql_column_int64(st, 1),
-                                      sql_column_int64(st, 2), sql_column_text(st, 3));
-        sql_reset(st);
-        if (rc != SQL_ROW && rc != SQL_DONE)
-                return vfail(v, rc, "cannot read an interval");
-        return *ret ? 0 : -ENOMEM;
-}
-
 struct vev {
         int64_t id, time;
         char *message;
@@ -700,9 +686,10 @@ static int run_unclean(struct vctx *v, const struct vrun *run, struct vmachine *
         r = rc == SQL_DONE ? 0 : rc == SQL_ROW ? -ENOMEM : vfail(v, rc, "cannot read events");
         for (size_t i = 0; i < n; i++) {
                 char id[FARM_PROBLEM_ID_MAX], msg[512], t[VTEXT_MAX];
-                json_t *iv = NULL;
+                struct farm_evidence iv = {};
+                bool ok = true;
                 if (r >= 0)
-                        r = interval_before(v, run->row, evs[i].time + 1, &iv);
+                        r = vinterval_before(v, run->row, evs[i].time + 1, &iv, &ok);
                 if (r >= 0) {
                         snprintf(id, sizeof(id), "unclean_end:%s:%" PRId64 ":%" PRId64, m->id,
                                  run->id, evs[i].id);
@@ -710,15 +697,16 @@ static int run_unclean(struct vctx *v, const struct vrun *run, struct vmachine *
                                  "%s: run %" PRId64 " did not end cleanly (crash, reset or power "
                                  "loss); its last data is from %s",
                                  vhost(m), run->id, vts(t, evs[i].time));
-                        r = vproblem(v, m, K_UNCLEAN, evs[i].time, evs[i].time,
-                                     json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:I, s:o, s:s, "
-                                               "s:s}",
-                                               "id", id, "kind", "unclean_end", "machine", m->id,
-                                               "hostname", m->hostname, "time_ns",
-                                               (json_int_t) evs[i].time, "time", t, "run",
-                                               (json_int_t) run->id, "interval", iv, "message", msg,
-                                               "detail", evs[i].message ?: ""));
+                        struct farm_problem p;
+                        vproblem_head(&p, FARM_PROBLEM_UNCLEAN_END, m, evs[i].time, id, msg, &ok);
+                        p.unclean = (struct farm_unclean_end){ .run = run->id,
+                                                               .interval = iv,
+                                                               .detail = farm_strdup_or_null(
+                                                                       evs[i].message ?: "", &ok) };
+                        iv = (struct farm_evidence){};
+                        r = vproblem(v, m, evs[i].time, evs[i].time, &p, ok);
                 }
+                farm_evidence_done(&iv);
                 free(evs[i].message);
         }
         free(evs);
@@ -760,14 +748,15 @@ static int run_overlaps(struct vctx *v, const struct vrun *run, struct vmachine 
                          "what it claims)",
                          vhost(m), MIN(a, b), MAX(a, b), vspan_text(s, total), vts(t, start),
                          vts(t2, end));
-                r = vproblem(v, m, K_OVERLAP, start, end,
-                             json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:I, s:I, s:I, s:[I, I], "
-                                       "s:s}",
-                                       "id", id, "kind", "overlap", "machine", m->id, "hostname",
-                                       m->hostname, "time_ns", (json_int_t) start, "time", t,
-                                       "end_ns", (json_int_t) end, "value_ns", (json_int_t) total,
-                                       "run", (json_int_t) run->id, "runs", (json_int_t) MIN(a, b),
-                                       (json_int_t) MAX(a, b), "message", msg));
+                struct farm_problem p;
+                bool ok = true;
+                vproblem_head(&p, FARM_PROBLEM_OVERLAP, m, start, id, msg, &ok);
+                p.has_end = true;
+                p.end_ns = end;
+                p.overlap = (struct farm_overlap){ .value_ns = total,
+                                                   .run = run->id,
+                                                   .runs = { MIN(a, b), MAX(a, b) } };
+                r = vproblem(v, m, start, end, &p, ok);
         }
         sql_reset(st);
         if (r < 0)
@@ -777,7 +766,7 @@ static int run_overlaps(struct vctx *v, const struct vrun *run, struct vmachine 
 
 /* A run whose probe period does not measure: one problem, all its time uncovered. */
 static int run_probe_period(struct vctx *v, const struct vrun *run, struct vmachine *m) {
-        char id[FARM_PROBLEM_ID_MAX], msg[512], t[VTEXT_MAX], a[VTEXT_MAX], b[VTEXT_MAX];
+        char id[FARM_PROBLEM_ID_MAX], msg[512], a[VTEXT_MAX], b[VTEXT_MAX];
         if (run->probe_ok || run->first_ns == INT64_MAX)
                 return 0;
         snprintf(id, sizeof(id), "probe_down:%s:%" PRId64 ":%" PRId64 ":all", m->id, run->id,
@@ -793,12 +782,11 @@ static int run_probe_period(struct vctx *v, const struct vrun *run, struct vmach
                          "measures: nothing it sent counts as measured",
                          vhost(m), run->id, vspan_text(a, (int64_t) run->probe_ns),
                          vspan_text(b, (int64_t) v->rule.max_probe_interval_ns));
-        return vproblem(v, m, K_PROBE_DOWN, run->first_ns, run->first_ns,
-                        json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:n, s:I, s:s}", "id", id,
-                                  "kind", "probe_down", "machine", m->id, "hostname", m->hostname,
-                                  "time_ns", (json_int_t) run->first_ns, "time",
-                                  vts(t, run->first_ns), "cpu", "run", (json_int_t) run->id,
-                                  "message", msg));
+        struct farm_problem p;
+        bool ok = true;
+        vproblem_head(&p, FARM_PROBLEM_PROBE_DOWN, m, run->first_ns, id, msg, &ok);
+        p.down = (struct farm_down){ .shape = FARM_DOWN_RUN, .run = run->id };
+        return vproblem(v, m, run->first_ns, run->first_ns, &p, ok);
 }
 
 /* ---- late data ----------------------------------------------------------------------------- */
@@ -824,9 +812,9 @@ static int run_late(struct vctx *v, const struct vrun *run) {
         sql_bind_int64(ev, 2, v->at);
         int rc = sql_step(st), erc = sql_step(ev);
         if (rc == SQL_ROW && erc == SQL_ROW) {
-                v->late.intervals += (uint64_t) sql_column_int64(st, 0);
-                v->late.covered_ns += sql_column_int64(st, 1);
-                v->late.events += (uint64_t) sql_column_int64(ev, 0);
+                v->out->late.intervals += (uint64_t) sql_column_int64(st, 0);
+                v->out->late.covered_ns += sql_column_int64(st, 1);
+                v->out->late.events += (uint64_t) sql_column_int64(ev, 0);
         }
         sql_reset(st);
         sql_reset(ev);
@@ -861,14 +849,15 @@ static int judge_run(struct vctx *v, struct vrun *run, const char *build, struct
                 return r;
         if (v->known == INT64_MAX && (r = run_late(v, run)) < 0)
                 return r;
-        if (run->gating_data) {
-                size_t i;
-                json_t *b;
-                json_array_foreach (m->builds, i, b)
-                        if (strcmp(json_string_value(b), build) == 0)
-                                return 0;
-                return json_array_append_new(m->builds, json_string(build)) < 0 ? -ENOMEM : 0;
-        }
+        if (!run->gating_data)
+                return 0;
+        for (size_t i = 0; i < m->nbuilds; i++)
+                if (strcmp(m->builds[i], build) == 0)
+                        return 0;
+        if (!farm_grow((void **) &m->builds, m->nbuilds, sizeof(*m->builds)) ||
+            !(m->builds[m->nbuilds] = strdup(build)))
+                return -ENOMEM;
+        m->nbuilds++;
         return 0;
 }
 
@@ -914,19 +903,22 @@ static int flush_stretch(struct vctx *v, struct vmachine *m, const struct vdown 
                          vts(t2, end), *first->scenario ? first->scenario : "none",
                          vspan_text(b, allowed));
         }
-        json_t *p = json_pack(
-                "{s:s, s:s, s:s, s:s?, s:I, s:s, s:I, s:I, s:s?, s:I, s:o, s:s}", "id", id, "kind",
-                probe ? "probe_down" : "load_down", "machine", m->id, "hostname", m->hostname,
-                "time_ns", (json_int_t) first->start, "time", vts(t, first->start), "end_ns",
-                (json_int_t) end, "value_ns", (json_int_t) missing_ns, "scenario",
-                *first->scenario ? first->scenario : NULL, "run", (json_int_t) first->run_id,
-                "interval", vinterval_json(first->seq, first->start, first->len, first->scenario),
-                "message", msg);
-        if (p && probe)
-                json_object_set_new(p, "cpu", json_integer(first->cpu));
-        else if (p)
-                json_object_set_new(p, "generator", json_string(first->name));
-        return vproblem(v, m, probe ? K_PROBE_DOWN : K_LOAD_DOWN, first->start, end, p);
+        struct farm_problem p;
+        bool ok = true;
+        vproblem_head(&p, probe ? FARM_PROBLEM_PROBE_DOWN : FARM_PROBLEM_LOAD_DOWN, m, first->start,
+                      id, msg, &ok);
+        p.has_end = true;
+        p.end_ns = end;
+        p.down = (struct farm_down){
+                .shape = FARM_DOWN_STRETCH,
+                .run = first->run_id,
+                .value_ns = missing_ns,
+                .scenario = farm_strdup_or_null(*first->scenario ? first->scenario : NULL, &ok),
+                .cpu = first->cpu,
+                .generator = probe ? NULL : farm_strdup_or_null(first->name, &ok)
+        };
+        vevidence(&p.down.interval, first->seq, first->start, first->len, first->scenario, &ok);
+        return vproblem(v, m, first->start, end, &p, ok);
 }
 
 /* The generators' downs (cpu < 0) of m, by name and then in m's order (run, seq). */
@@ -955,17 +947,18 @@ static int flush_total(struct vctx *v, struct vmachine *m, struct vdown *const *
                 }
         if (total <= allowed)
                 return 0;
-        char id[FARM_PROBLEM_ID_MAX], msg[512], t[VTEXT_MAX], a[VTEXT_MAX], b[VTEXT_MAX];
+        char id[FARM_PROBLEM_ID_MAX], msg[512], a[VTEXT_MAX], b[VTEXT_MAX];
         snprintf(id, sizeof(id), "load_down:%s:total:%s", m->id, d->name);
         snprintf(msg, sizeof(msg),
                  "%s: generator %s did not run its load for %s in total (allowed %s)", vhost(m),
                  d->name, vspan_text(a, total), vspan_text(b, allowed));
-        return vproblem(v, m, K_LOAD_DOWN, when - 1, when,
-                        json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:s, s:I, s:b, s:s}", "id", id,
-                                  "kind", "load_down", "machine", m->id, "hostname", m->hostname,
-                                  "time_ns", (json_int_t) when, "time", vts(t, when), "generator",
-                                  d->name, "value_ns", (json_int_t) total, "total", true, "message",
-                                  msg));
+        struct farm_problem p;
+        bool ok = true;
+        vproblem_head(&p, FARM_PROBLEM_LOAD_DOWN, m, when, id, msg, &ok);
+        p.down = (struct farm_down){ .shape = FARM_DOWN_TOTAL,
+                                     .value_ns = total,
+                                     .generator = farm_strdup_or_null(d->name, &ok) };
+        return vproblem(v, m, when - 1, when, &p, ok);
 }
 
 /* Each generator's total, in the order of its first down: grouped by a sort, as a machine's

@@ -50,16 +50,16 @@ static int regression(struct vctx *v, struct vmachine *m, const char *baseline,
                  vspan_text(d, (int64_t) base->worst_ns), baseline,
                  v->rule.regression_tolerance_pct,
                  vspan_text(t, (int64_t) v->rule.regression_min_diff_ns));
-        return vproblem(v, m, K_REGRESSION, v->at, v->at,
-                        json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:s, s:s, s:{s:I, s:I}, "
-                                  "s:{s:I, s:I}, s:s}",
-                                  "id", id, "kind", "regression", "machine", m->id, "hostname",
-                                  m->hostname, "time_ns", (json_int_t) v->at, "time", vts(t, v->at),
-                                  "scenario", scen, "baseline", baseline, "release_stats",
-                                  "p99_9_ns", (json_int_t) now->p99_9_ns, "worst_ns",
-                                  (json_int_t) now->worst_ns, "baseline_stats", "p99_9_ns",
-                                  (json_int_t) base->p99_9_ns, "worst_ns",
-                                  (json_int_t) base->worst_ns, "message", msg));
+        struct farm_problem p;
+        bool ok = true;
+        vproblem_head(&p, FARM_PROBLEM_REGRESSION, m, v->at, id, msg, &ok);
+        p.regression = (struct farm_regression){
+                .scenario = farm_strdup_or_null(scen, &ok),
+                .baseline = farm_strdup_or_null(baseline, &ok),
+                .release_stats = { (int64_t) now->p99_9_ns, (int64_t) now->worst_ns },
+                .baseline_stats = { (int64_t) base->p99_9_ns, (int64_t) base->worst_ns },
+        };
+        return vproblem(v, m, v->at, v->at, &p, ok);
 }
 
 /* ---- the statistics of a release, whole days only, remembered ----------------------------
@@ -190,18 +190,17 @@ static int release_stats(struct vctx *v, const char *release, struct farm_releas
         return 0;
 }
 
-int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n, json_t **ret_baseline) {
+int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n) {
         char baseline[512];
         struct farm_release_stat *now = NULL, *base = NULL;
         size_t nnow = 0, nbase = 0;
         int r;
-        *ret_baseline = json_null();
         if (!v->rule.regression)
                 return 0;
         if ((r = find_baseline(v, baseline, sizeof(baseline))) < 0 || !baseline[0])
                 return r;
-        json_decref(*ret_baseline);
-        *ret_baseline = json_string(baseline);
+        if (!(v->out->baseline = strdup(baseline)))
+                return -ENOMEM;
         r = release_stats(v, v->release, &now, &nnow);
         if (r >= 0)
                 r = release_stats(v, baseline, &base, &nbase);

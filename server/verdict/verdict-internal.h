@@ -9,25 +9,12 @@
 #include <stdint.h>
 
 #include "db-internal.h"
+#include "grow.h"
 #include "rule.h"
 #include "verdict.h"
+#include "verdict-model.h"
 
 #define VTEXT_MAX 64 /* a timestamp or a span as text */
-
-enum vkind {
-        K_VIOLATION,
-        K_UNCLEAN,
-        K_GAP,
-        K_LOAD_DOWN,
-        K_PROBE_DOWN,
-        K_CLOCK,
-        K_OVERLAP,
-        K_MIXED_BUILDS,
-        K_REGRESSION,
-        K_DROPPED,
-        K_NKINDS
-};
-extern const char *const verdict_kind_names[K_NKINDS];
 
 struct vspan {
         int64_t start, end; /* [start, end) */
@@ -108,7 +95,8 @@ struct vmachine {
         unsigned problems, waived, not_counted;
         int64_t last_problem_ns; /* the end of the latest counted, unwaived problem */
         int64_t clean_ns;
-        json_t *builds; /* kernel versions of its runs while gating: array */
+        char **builds; /* kernel versions of its runs while gating */
+        size_t nbuilds;
 };
 
 struct vctx {
@@ -118,7 +106,7 @@ struct vctx {
         struct farm_rule rule;
         const char *release;
         char series[FARM_SERIES_NAME_MAX], group[FARM_GROUP_NAME_MAX];
-        const char *group_source;
+        enum farm_group_source group_source;
         /* group judges from group_from on (the first moment a machine was a member of it);
          * before that, the group "default" did.  INT64_MIN: group judges all along. */
         int64_t group_from;
@@ -128,12 +116,9 @@ struct vctx {
         const char *find;                     /* a problem id looked for (waive), or NULL */
         const struct farm_problem_sink *sink; /* told every counted problem, or NULL */
         bool found;
-        json_t *problems, *not_counted, *waived, *missing, *reasons, *builds;
-        uint64_t nproblems, nnot_counted, kind_counts[K_NKINDS], not_counted_kinds[K_NKINDS];
-        struct {
-                uint64_t intervals, events;
-                int64_t covered_ns;
-        } late;
+        /* The answer being made: its problems, what is missing, the builds, the late data. */
+        struct farm_verdict *out;
+        uint64_t not_counted_kinds[FARM_PROBLEM_NKINDS];
         bool raw_only; /* RTSOAK_VERDICT_RAW=1: every day from its intervals (cross-checks) */
 };
 
@@ -154,25 +139,38 @@ int64_t vmachine_bound_at(const struct vmachine *m, int64_t t);
 int64_t vmachine_min_bound(const struct vmachine *m);
 /* Whether a machine is in group by the settings in force at t. */
 bool vsetting_in_group(const struct vsetting *s, const char *group);
-/* Files a problem of m at time t (p has its "id", "kind", "message"; taken over): counted
- * when m gated the release at t, waived, listed up to the limit. */
-int vproblem(struct vctx *v, struct vmachine *m, enum vkind kind, int64_t t, int64_t end,
-             json_t *p);
+/* The part every problem has: its kind, id, machine (m's id and hostname), time and message,
+ * copied into p (emptied first); ok is cleared when a copy failed. */
+void vproblem_head(struct farm_problem *p, enum farm_problem_kind kind, const struct vmachine *m,
+                   int64_t time_ns, const char *id, const char *msg, bool *ok);
+/* Files problem p of m over [t, end] (taken over; freed when not ok, as a copy into it failed):
+ * counted when m gated the release at t, waived, listed up to the limit. */
+int vproblem(struct vctx *v, struct vmachine *m, int64_t t, int64_t end, struct farm_problem *p,
+             bool ok);
 const char *vhost(const struct vmachine *m);
 const char *vts(char buf[static VTEXT_MAX], int64_t ns);
 /* A duration for people: "29d 23h 59min", "250us". */
 const char *vspan_text(char buf[static VTEXT_MAX], int64_t ns);
-json_t *vinterval_json(int64_t seq, int64_t start, int64_t length, const char *scenario);
+/* An interval as a problem's evidence (its scenario "" is none); ok cleared without memory. */
+void vevidence(struct farm_evidence *e, int64_t seq, int64_t start, int64_t length,
+               const char *scenario, bool *ok);
+/* The last interval of run that started before t (evidence of what came before), as vevidence()
+ * has it; all zero when there is none. */
+int vinterval_before(struct vctx *v, int64_t run, int64_t t, struct farm_evidence *ret, bool *ok);
 int vadd_scenario(struct vmachine *m, const char *name, int64_t ns);
 int vspan_append(struct vspan **v, size_t *n, int64_t start, int64_t end);
-/* Room for element n of the array *v of n elements (of size bytes), which grows by doubling
- * from 16 (16, 32, 64...): a machine's history may hold hundreds of thousands of them. */
-bool vgrow(void **v, size_t n, size_t size);
 
 /* ---- one machine (server-verdict-machine.c, server-verdict-gaps.c) ---- */
 int vjudge_data(struct vctx *v, struct vmachine *m);
 int vjudge_gaps(struct vctx *v, struct vmachine *m);
 int vjudge_clean(struct vctx *v, struct vmachine *m);
 
+/* ---- the answer (verdict-answer.c): each adds to v->out ---- */
+/* A gating machine's answer and what it misses; a machine that ran the release otherwise. */
+int vanswer_machine(struct vctx *v, const struct vmachine *m);
+int vanswer_other(struct vctx *v, const struct vmachine *m);
+/* The verdict of the release, once every machine is answered, and why. */
+int vanswer_release(struct vctx *v, unsigned ngating, unsigned ran, unsigned complete);
+
 /* ---- regression (server-verdict-regress.c) ---- */
-int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n, json_t **ret_baseline);
+int vjudge_regressions(struct vctx *v, struct vmachine *machines, size_t n);

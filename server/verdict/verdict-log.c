@@ -126,14 +126,14 @@ static int series_entry(farm_db *db, const struct farm_rule *configured,
         struct farm_question k = *q;
         const char *stable = NULL, *newest_status = NULL;
         int64_t since = INT64_MIN;
-        json_t *newest = NULL;
+        _cleanup_verdict_ struct farm_verdict *newest = NULL;
         k.release = v[from].release;
         int r = farm_verdict_ask(db, configured, &k, &newest, err);
         if (r == -ENOENT)
                 r = 0;
         else if (r >= 0) {
-                newest_status = farm_verdict_status(newest);
-                if (strcmp(newest_status, "qualified") == 0)
+                newest_status = farm_verdict_status_name(newest->status);
+                if (newest->status == FARM_VERDICT_QUALIFIED)
                         stable = v[from].release;
         }
         if (r >= 0 && !stable)
@@ -150,7 +150,6 @@ static int series_entry(farm_db *db, const struct farm_rule *configured,
                                  "since_ns", since != INT64_MIN ? json_integer(since) : json_null(),
                                  "releases", (int) (to - from), "newest", v[from].release,
                                  "newest_verdict", newest_status);
-        json_decref(newest);
         return r < 0 ? r : *ret ? 0 : -ENOMEM;
 }
 
@@ -341,11 +340,10 @@ static int releases_to_judge(farm_db *db, const struct farm_rule *rule, int64_t 
  * status logged before (or "" for none) and its row go to prev and prev_id.  In a write
  * transaction: on PostgreSQL under the farm's lock of changes, so that two servers never both
  * log the same change. */
-static int log_change_locked(sql_conn *c, json_t *v, int64_t now, char prev[static 16],
-                             int64_t *prev_id, char *err) {
+static int log_change_locked(sql_conn *c, const struct farm_verdict *v, int64_t now,
+                             char prev[static 16], int64_t *prev_id, char *err) {
         _cleanup_reset_ sql_stmt *sel = NULL, *ins = NULL;
-        const char *release = json_string_value(json_object_get(v, "release")),
-                   *status = farm_verdict_status(v);
+        const char *release = v->release, *status = farm_verdict_status_name(v->status);
         int r;
         if ((r = farm_prepare(c,
                               "SELECT status, id FROM verdict_log WHERE release = ? ORDER BY "
@@ -365,17 +363,17 @@ static int log_change_locked(sql_conn *c, json_t *v, int64_t now, char prev[stat
         if (rc != SQL_ROW && rc != SQL_DONE)
                 return farm_fail(c, rc, "cannot read the verdict log", err);
         sql_bind_text(ins, 1, release);
-        sql_bind_text(ins, 2, json_string_value(json_object_get(v, "series")));
+        sql_bind_text(ins, 2, v->series);
         sql_bind_text(ins, 3, status);
         sql_bind_int64(ins, 4, now);
-        sql_bind_int64(ins, 5, json_integer_value(json_object_get(v, "problems_total")));
-        sql_bind_int64(ins, 6, (json_int_t) json_array_size(json_object_get(v, "missing")));
+        sql_bind_int64(ins, 5, (int64_t) v->problems_total);
+        sql_bind_int64(ins, 6, (int64_t) v->nmissing);
         r = farm_step_done(ins, "cannot write the verdict log", err);
         return r < 0 ? r : 1;
 }
 
-static int log_change(farm_db *db, json_t *v, int64_t now, char prev[static 16], int64_t *prev_id,
-                      char *err) {
+static int log_change(farm_db *db, const struct farm_verdict *v, int64_t now, char prev[static 16],
+                      int64_t *prev_id, char *err) {
         return FARM_WRITE_TRANSACTION(db, w, err, log_change_locked(w, v, now, prev, prev_id, err));
 }
 
@@ -401,10 +399,9 @@ static int tell_known(farm_db *db, const struct farm_rule *rule, const char *rel
                       int64_t now_ns, int64_t known_ns, const struct farm_problem_sink *sink,
                       char status[static 16], char *err) {
         struct farm_question q = { release, now_ns, known_ns, now_ns, sink };
-        json_t *v = NULL;
+        _cleanup_verdict_ struct farm_verdict *v = NULL;
         int r = farm_verdict_ask(db, rule, &q, &v, err);
-        snprintf(status, 16, "%s", r >= 0 ? farm_verdict_status(v) : "");
-        json_decref(v);
+        snprintf(status, 16, "%s", r >= 0 ? farm_verdict_status_name(v->status) : "");
         return r == -ENOENT ? 0 : r;
 }
 
@@ -417,7 +414,7 @@ static int judge_one(farm_db *db, const struct farm_rule *rule, const char *rele
                                    h->problem && !partial ? sink : NULL };
         char prev[16] = "", known[16] = "";
         int64_t prev_id = 0;
-        json_t *v = NULL;
+        _cleanup_verdict_ struct farm_verdict *v = NULL;
         int r = 0;
         if (partial && (r = tell_known(db, rule, release, now_ns, told_by, sink, known, err)) < 0)
                 return r;
@@ -426,7 +423,7 @@ static int judge_one(farm_db *db, const struct farm_rule *rule, const char *rele
                 return 0;
         if (r >= 0)
                 r = log_change(db, v, now_ns, prev, &prev_id, err);
-        const char *status = r >= 0 ? farm_verdict_status(v) : "";
+        const char *status = r >= 0 ? farm_verdict_status_name(v->status) : "";
         bool stable_changed = r > 0 && (strcmp(prev, "qualified") == 0) !=
                                                (strcmp(status, "qualified") == 0);
         if (r > 0) {
@@ -436,7 +433,6 @@ static int judge_one(farm_db *db, const struct farm_rule *rule, const char *rele
         if (r >= 0 && h->judged)
                 h->judged(h->userdata, v, *prev ? prev : NULL, prev_id, r > 0,
                           partial && strcmp(known, status) != 0, now_ns);
-        json_decref(v);
         return r < 0 ? r : stable_changed;
 }
 

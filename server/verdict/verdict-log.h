@@ -26,7 +26,7 @@ int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const cha
 struct farm_verdict_hooks {
         void *userdata;
         /* Every counted, unwaived problem of each verdict the pass makes (borrowed). */
-        void (*problem)(void *userdata, const char *release, const json_t *problem);
+        void (*problem)(void *userdata, const char *release, const struct farm_problem *problem);
         /* The moment by which the data whose problems go to problem was received (NULL: the
          * pass's).  Earlier than the pass: problem is told those of a verdict from the data
          * received by then, and the pass leaves its mark, so that the next one judges every
@@ -36,8 +36,8 @@ struct farm_verdict_hooks {
          * none) and that log row's id, whether the pass logged a change, and (in a pass whose
          * problems_known is earlier than the pass) whether data received after that moment
          * changed the verdict: without it the release would have had another status. */
-        void (*judged)(void *userdata, json_t *verdict, const char *prev_status, int64_t prev_id,
-                       bool changed, bool late, int64_t now_ns);
+        void (*judged)(void *userdata, const struct farm_verdict *verdict, const char *prev_status,
+                       int64_t prev_id, bool changed, bool late, int64_t now_ns);
         /* The pass judged every release it had to. */
         void (*pass_done)(void *userdata, int64_t now_ns);
 };

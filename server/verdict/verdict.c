@@ -44,7 +44,7 @@ static int release_known(struct vctx *v, bool *ret) {
  * problems it would excuse), nor change what was said before it. */
 static void resolve_group(struct vctx *v, const struct vmachine *ms, size_t n) {
         farm_rule_series_of(&v->rule, v->release, v->series, v->group);
-        v->group_source = v->group[0] ? "configured" : "series";
+        v->group_source = v->group[0] ? FARM_GROUP_CONFIGURED : FARM_GROUP_SERIES;
         if (!v->group[0])
                 snprintf(v->group, sizeof(v->group), "%s", v->series);
         v->group_from = INT64_MAX; /* no member by `at` */
@@ -60,7 +60,7 @@ static void resolve_group(struct vctx *v, const struct vmachine *ms, size_t n) {
         if (member && strcmp(v->group, "default") != 0)
                 return;
         snprintf(v->group, sizeof(v->group), "default");
-        v->group_source = member ? v->group_source : "default";
+        v->group_source = member ? v->group_source : FARM_GROUP_DEFAULT;
         v->group_from = INT64_MIN;
 }
 
@@ -146,357 +146,86 @@ static int plain_hostname(struct vctx *v, struct vmachine *m) {
 
 /* ---- builds -------------------------------------------------------------------------------- */
 
-/* The builds as the answer lists them: [{kernel_version, machines}]. */
-static json_t *builds_list(json_t *builds) {
-        json_t *list = json_array(), *machines;
-        const char *key;
-        json_object_foreach (builds, key, machines)
-                if (!list || json_array_append_new(list, json_pack("{s:s, s:O}", "kernel_version",
-                                                                   key, "machines", machines)) < 0)
-                        break;
-        return list;
+/* Adds machine to the build version of the release (a new one at the end). */
+static int build_add(struct farm_builds *b, const char *version, const char *machine) {
+        size_t i = 0;
+        while (i < b->n && strcmp(b->v[i].kernel_version, version) != 0)
+                i++;
+        if (i == b->n) {
+                if (!farm_grow((void **) &b->v, b->n, sizeof(*b->v)))
+                        return -ENOMEM;
+                b->v[b->n] = (struct farm_build){ .kernel_version = strdup(version) };
+                if (!b->v[b->n++].kernel_version)
+                        return -ENOMEM;
+        }
+        struct farm_build *x = &b->v[i];
+        if (!farm_grow((void **) &x->machines, x->nmachines, sizeof(*x->machines)) ||
+            !(x->machines[x->nmachines] = strdup(machine)))
+                return -ENOMEM;
+        x->nmachines++;
+        return 0;
 }
 
-/* Which builds of the release ran on gating machines; more than one is a problem. */
-static int judge_builds(struct vctx *v, struct vmachine *ms, size_t n) {
-        json_t *b;
-        size_t k;
-        int r;
-        for (size_t i = 0; i < n; i++)
-                json_array_foreach (ms[i].builds, k, b) {
-                        json_t *list = json_object_get(v->builds, json_string_value(b));
-                        if (!list) {
-                                list = json_array();
-                                if (!list ||
-                                    json_object_set_new(v->builds, json_string_value(b), list) < 0)
-                                        return -ENOMEM;
-                        }
-                        if (json_array_append_new(list, json_string(ms[i].id)) < 0)
-                                return -ENOMEM;
-                }
-        if (json_object_size(v->builds) < 2)
-                return 0;
-        /* The digest of the set of builds: a further build is a further problem. */
+/* "mixed_builds:RELEASE:DIGEST" (the digest of the set of builds: a further build is a further
+ * problem) and the message, of builds b. */
+static void builds_text(const struct vctx *v, const struct farm_builds *b,
+                        char id[static FARM_PROBLEM_ID_MAX], char *msg, size_t size) {
         struct sha256_ctx h;
         uint8_t digest[SHA256_DIGEST_SIZE];
-        char hex[17], id[FARM_PROBLEM_ID_MAX], msg[1024], t[VTEXT_MAX];
+        char hex[17], list[1024];
         size_t len = 0;
-        const char *key;
-        json_t *val;
         sha256_init(&h);
-        json_object_foreach (v->builds, key, val) {
+        for (size_t i = 0; i < b->n; i++) {
+                const char *key = b->v[i].kernel_version;
                 sha256_update(&h, key, strlen(key) + 1);
-                len += (size_t) snprintf(msg + len, sizeof(msg) - MIN(len, sizeof(msg)),
+                len += (size_t) snprintf(list + len, sizeof(list) - MIN(len, sizeof(list)),
                                          "%s\"%s\" on %zu machine(s)", len ? ", " : "", key,
-                                         json_array_size(val));
-                if (len >= sizeof(msg))
-                        len = sizeof(msg) - 1;
+                                         b->v[i].nmachines);
+                if (len >= sizeof(list))
+                        len = sizeof(list) - 1;
         }
         sha256_final(&h, digest);
         for (int i = 0; i < 8; i++)
                 snprintf(hex + 2 * i, 3, "%02x", digest[i]);
-        snprintf(id, sizeof(id), "mixed_builds:%s:%s", v->release, hex);
-        _cleanup_free_ char *builds = strdup(msg);
-        if (!builds)
-                return -ENOMEM;
-        snprintf(msg, sizeof(msg),
+        snprintf(id, FARM_PROBLEM_ID_MAX, "mixed_builds:%s:%s", v->release, hex);
+        snprintf(msg, size,
                  "%s ran as %zu different kernel builds (uname -v): %s; name each build's "
                  "release on its machines ([Upload] Release=) to judge them apart",
-                 v->release, json_object_size(v->builds), builds);
+                 v->release, b->n, list);
+}
+
+/* Which builds of the release ran on gating machines; more than one is a problem. */
+static int judge_builds(struct vctx *v, struct vmachine *ms, size_t n) {
+        struct farm_builds *b = &v->out->builds;
+        char id[FARM_PROBLEM_ID_MAX], msg[1024];
+        int r;
+        for (size_t i = 0; i < n; i++)
+                for (size_t k = 0; k < ms[i].nbuilds; k++)
+                        if ((r = build_add(b, ms[i].builds[k], ms[i].id)) < 0)
+                                return r;
+        if (b->n < 2)
+                return 0;
+        builds_text(v, b, id, msg, sizeof(msg));
         /* Filed against the first gating machine that ran a build other than the first. */
-        const char *first = json_object_iter_key(json_object_iter(v->builds));
+        const char *first = b->v[0].kernel_version;
         for (size_t i = 0; i < n; i++) {
-                bool other = false;
-                json_array_foreach (ms[i].builds, k, b)
-                        other |= strcmp(json_string_value(b), first) != 0;
+                bool other = false, ok = true;
+                for (size_t k = 0; k < ms[i].nbuilds; k++)
+                        other |= strcmp(ms[i].builds[k], first) != 0;
                 if (!other)
                         continue;
-                r = vproblem(v, &ms[i], K_MIXED_BUILDS, ms[i].first_ns, ms[i].first_ns,
-                             json_pack("{s:s, s:s, s:s, s:s?, s:I, s:s, s:o, s:s}", "id", id,
-                                       "kind", "mixed_builds", "machine", ms[i].id, "hostname",
-                                       ms[i].hostname, "time_ns", (json_int_t) ms[i].first_ns,
-                                       "time", vts(t, ms[i].first_ns), "builds",
-                                       builds_list(v->builds), "message", msg));
-                return r;
+                struct farm_problem p;
+                vproblem_head(&p, FARM_PROBLEM_MIXED_BUILDS, &ms[i], ms[i].first_ns, id, msg, &ok);
+                if (farm_builds_copy(b, &p.builds) < 0)
+                        ok = false;
+                return vproblem(v, &ms[i], ms[i].first_ns, ms[i].first_ns, &p, ok);
         }
         return 0;
 }
 
-/* ---- what is missing, and one machine's answer --------------------------------------------- */
+/* ---- the verdict --------------------------------------------------------------------------- */
 
-static int missing_item(struct vctx *v, const struct vmachine *m, const char *what,
-                        const char *scenario, int64_t covered, int64_t required, const char *msg) {
-        json_t *j = json_pack("{s:s, s:s?, s:s, s:s?, s:I, s:I, s:I, s:s}", "machine", m->id,
-                              "hostname", m->hostname, "what", what, "scenario", scenario,
-                              "covered_ns", (json_int_t) covered, "required_ns",
-                              (json_int_t) required, "missing_ns",
-                              (json_int_t) MAX(required - covered, 0), "message", msg);
-        return j && json_array_append_new(v->missing, j) == 0 ? 0 : -ENOMEM;
-}
-
-static int64_t scen_covered(const struct vmachine *m, const char *name) {
-        for (size_t k = 0; k < m->nscen; k++)
-                if (strcmp(m->scen[k].name, name) == 0)
-                        return m->scen[k].covered_ns;
-        return 0;
-}
-
-/* The scenarios of a gating machine, and what of them is missing. */
-static int scen_by_name(const void *a, const void *b) {
-        return strcmp((*(const struct vscen *const *) a)->name,
-                      (*(const struct vscen *const *) b)->name);
-}
-
-static int machine_scenarios(struct vctx *v, const struct vmachine *m, json_t *scen,
-                             bool *pending) {
-        char msg[512], a[VTEXT_MAX], b[VTEXT_MAX], c[VTEXT_MAX];
-        for (size_t i = 0; i < v->rule.nscenarios; i++) {
-                const char *name = v->rule.scenarios[i].name;
-                int64_t need = (int64_t) v->rule.scenarios[i].min_ns, got = scen_covered(m, name);
-                const struct farm_rule_loads *req = farm_rule_loads_of(&v->rule, name);
-                json_t *gens = json_array();
-                for (size_t k = 0; gens && req && k < req->ngens; k++)
-                        json_array_append_new(gens, json_string(req->gens[k]));
-                if (json_array_append_new(scen,
-                                          json_pack("{s:s, s:I, s:I, s:o}", "name", name,
-                                                    "covered_ns", (json_int_t) got, "required_ns",
-                                                    (json_int_t) need, "loads", gens)) < 0)
-                        return -ENOMEM;
-                if (got >= need || m->nentries == 0)
-                        continue;
-                if (got == 0)
-                        snprintf(msg, sizeof(msg), "%s: scenario %s never ran%s (needs %s)",
-                                 vhost(m), name, req ? " with its load" : "", vspan_text(a, need));
-                else
-                        snprintf(msg, sizeof(msg),
-                                 "%s: scenario %s covered %s of %s, %s still missing", vhost(m),
-                                 name, vspan_text(a, got), vspan_text(b, need),
-                                 vspan_text(c, need - got));
-                int r = missing_item(v, m, "scenario", name, got, need, msg);
-                if (r < 0)
-                        return r;
-                *pending = true;
-        }
-        /* The others by name: the order they were met in differs between the day rollups and
-         * the intervals read one by one. */
-        _cleanup_free_ const struct vscen **by = malloc(MAX(m->nscen, (size_t) 1) * sizeof(*by));
-        if (!by)
-                return -ENOMEM;
-        for (size_t k = 0; k < m->nscen; k++)
-                by[k] = &m->scen[k];
-        qsort(by, m->nscen, sizeof(*by), scen_by_name);
-        for (size_t k = 0; k < m->nscen; k++) {
-                bool required = false;
-                for (size_t i = 0; i < v->rule.nscenarios; i++)
-                        required |= strcmp(by[k]->name, v->rule.scenarios[i].name) == 0;
-                if (!required &&
-                    json_array_append_new(scen,
-                                          json_pack("{s:s, s:I, s:n, s:[]}", "name",
-                                                    *by[k]->name ? by[k]->name : "(none)",
-                                                    "covered_ns", (json_int_t) by[k]->covered_ns,
-                                                    "required_ns", "loads")) < 0)
-                        return -ENOMEM;
-        }
-        return 0;
-}
-
-static json_t *groups_json(const struct vmachine *m) {
-        json_t *g = json_array();
-        const char *s = m->nset ? m->set[m->nset - 1].groups : "";
-        while (g && s && *s) {
-                const char *comma = strchr(s, ',');
-                size_t n = comma ? (size_t) (comma - s) : strlen(s);
-                json_array_append_new(g, json_stringn(s, n));
-                s = comma ? comma + 1 : NULL;
-        }
-        return g;
-}
-
-static int machine_answer(struct vctx *v, struct vmachine *m, json_t **ret) {
-        char msg[512], a[VTEXT_MAX], b[VTEXT_MAX], c[VTEXT_MAX], t1[VTEXT_MAX], t2[VTEXT_MAX],
-                t3[VTEXT_MAX];
-        int64_t period = (int64_t) v->rule.period_ns;
-        bool pending = false, ran = m->nentries > 0;
-        int r = 0;
-        if (!ran) {
-                snprintf(msg, sizeof(msg), "%s has not run %s%s", vhost(m), v->release,
-                         m->runs ? " long enough to report an interval" : "");
-                r = missing_item(v, m, "not_run", NULL, 0, period, msg);
-                pending = true;
-        } else if (m->covered_ns < period) {
-                snprintf(msg, sizeof(msg), "%s: %s of %s covered, %s still missing", vhost(m),
-                         vspan_text(a, m->covered_ns), vspan_text(b, period),
-                         vspan_text(c, period - m->covered_ns));
-                r = missing_item(v, m, "coverage", NULL, m->covered_ns, period, msg);
-                pending = true;
-        }
-        json_t *scen = json_array();
-        if (r < 0 || !scen || (r = machine_scenarios(v, m, scen, &pending)) < 0) {
-                json_decref(scen);
-                return r < 0 ? r : -ENOMEM;
-        }
-        bool problem = m->problems > 0;
-        *ret = json_pack(
-                "{s:s, s:s?, s:I, s:o, s:b, s:i, s:I, s:I, s:o, s:o, s:I, s:o, s:o, s:o, s:i, "
-                "s:i, s:i, s:s}",
-                "id", m->id, "hostname", m->hostname, "threshold_ns",
-                (json_int_t) vmachine_bound_at(m, v->at), "groups", groups_json(m), "ran", ran,
-                "runs", (int) m->runs, "covered_ns", (json_int_t) m->covered_ns, "clean_ns",
-                (json_int_t) m->clean_ns, "last_problem_ns",
-                problem ? json_integer(m->last_problem_ns) : json_null(), "last_problem",
-                problem ? json_string(vts(t3, m->last_problem_ns)) : json_null(), "missing_ns",
-                (json_int_t) MAX(period - m->covered_ns, 0), "first",
-                ran ? json_string(vts(t1, m->first_ns)) : json_null(), "last",
-                ran ? json_string(vts(t2, m->last_ns)) : json_null(), "scenarios", scen, "problems",
-                (int) m->problems, "waived", (int) m->waived, "not_counted", (int) m->not_counted,
-                "status",
-                problem   ? "failed"
-                : pending ? "pending"
-                          : "complete");
-        return *ret ? 0 : -ENOMEM;
-}
-
-/* ---- the release --------------------------------------------------------------------------- */
-
-static int reason(struct vctx *v, const char *text) {
-        return json_array_append_new(v->reasons, json_string(text)) < 0 ? -ENOMEM : 0;
-}
-
-/* ", 2 violation(s), 1 gap(s)" of counts by kind after line's len characters. */
-static void kinds_text(char *line, size_t size, size_t len, const uint64_t counts[K_NKINDS]) {
-        bool first = true;
-        for (int k = 0; k < K_NKINDS; k++)
-                if (counts[k]) {
-                        len += (size_t) snprintf(line + len, size - MIN(len, size),
-                                                 "%s %" PRIu64 " %s", first ? "" : ",", counts[k],
-                                                 verdict_kind_names[k]);
-                        first = false;
-                }
-}
-
-static int failed_reasons(struct vctx *v) {
-        char line[512];
-        size_t len = (size_t) snprintf(line, sizeof(line), "%" PRIu64 " problem(s):", v->nproblems);
-        kinds_text(line, sizeof(line), len, v->kind_counts);
-        int r = reason(v, line);
-        for (size_t i = 0; r >= 0 && i < json_array_size(v->problems); i++)
-                r = reason(v, json_string_value(
-                                      json_object_get(json_array_get(v->problems, i), "message")));
-        if (r >= 0 && v->nproblems > json_array_size(v->problems)) {
-                snprintf(line, sizeof(line), "... and %" PRIu64 " more",
-                         v->nproblems - json_array_size(v->problems));
-                r = reason(v, line);
-        }
-        return r;
-}
-
-static const char *decide(struct vctx *v, unsigned ngating, unsigned complete, int *r) {
-        char line[512], a[VTEXT_MAX];
-        if (v->nproblems > 0) {
-                *r = failed_reasons(v);
-                return "failed";
-        }
-        if (ngating == 0) {
-                snprintf(line, sizeof(line),
-                         "no machine gates group %s: nothing can qualify a release", v->group);
-                *r = reason(v, line);
-                if (*r >= 0 && json_array_append_new(v->missing, json_pack("{s:s, s:s}", "what",
-                                                                           "gating_machines",
-                                                                           "message", line)) < 0)
-                        *r = -ENOMEM;
-                return "pending";
-        }
-        if (json_array_size(v->missing) > 0) {
-                for (size_t i = 0; *r >= 0 && i < json_array_size(v->missing); i++)
-                        *r = reason(v, json_string_value(json_object_get(
-                                               json_array_get(v->missing, i), "message")));
-                return "pending";
-        }
-        snprintf(line, sizeof(line),
-                 "all %u gating machine(s) of group %s ran %s for at least %s with every "
-                 "required scenario and no problem",
-                 complete, v->group, v->release, vspan_text(a, (int64_t) v->rule.period_ns));
-        *r = reason(v, line);
-        return "qualified";
-}
-
-/* Problems of machines that did not gate the release when they happened fail nothing, but a
- * release manager reading the text must not take "no problem" for "nothing happened". */
-#define NOT_COUNTED_TOLD 10
-
-static int not_counted_reasons(struct vctx *v) {
-        char line[1024];
-        if (v->nnot_counted == 0)
-                return 0;
-        size_t len = (size_t) snprintf(line, sizeof(line),
-                                       "%" PRIu64 " problem(s) of machines that did not gate the "
-                                       "release then, not counted:",
-                                       v->nnot_counted);
-        kinds_text(line, sizeof(line), len, v->not_counted_kinds);
-        len = strlen(line);
-        snprintf(line + len, sizeof(line) - len,
-                 " (all of them under not_counted: rtsoak verdict --json, or the release's page)");
-        int r = reason(v, line);
-        for (size_t i = 0; r >= 0 && i < MIN(json_array_size(v->not_counted), NOT_COUNTED_TOLD);
-             i++) {
-                json_t *p = json_array_get(v->not_counted, i);
-                snprintf(line, sizeof(line), "not counted (%s): %s",
-                         json_string_value(json_object_get(p, "why")),
-                         json_string_value(json_object_get(p, "message")));
-                r = reason(v, line);
-        }
-        if (r >= 0 && v->nnot_counted > NOT_COUNTED_TOLD) {
-                snprintf(line, sizeof(line), "... and %" PRIu64 " more not counted",
-                         v->nnot_counted - NOT_COUNTED_TOLD);
-                r = reason(v, line);
-        }
-        return r;
-}
-
-static int waived_reasons(struct vctx *v) {
-        char line[1024];
-        int r = 0;
-        if (json_array_size(v->waived) == 0)
-                return 0;
-        snprintf(line, sizeof(line), "%zu problem(s) waived:", json_array_size(v->waived));
-        r = reason(v, line);
-        for (size_t i = 0; r >= 0 && i < json_array_size(v->waived); i++) {
-                json_t *p = json_array_get(v->waived, i), *w = json_object_get(p, "waiver");
-                snprintf(line, sizeof(line), "waived by %s (%s): %s",
-                         json_string_value(json_object_get(w, "by")),
-                         json_string_value(json_object_get(w, "reason")),
-                         json_string_value(json_object_get(p, "message")));
-                r = reason(v, line);
-        }
-        return r;
-}
-
-static json_t *answer(struct vctx *v, const char *status, json_t *machines, json_t *others,
-                      json_t *baseline, unsigned ngating, unsigned ran) {
-        json_t *counts = json_object(), *rule = farm_rule_to_json(&v->rule);
-        char t[VTEXT_MAX], t2[VTEXT_MAX];
-        for (int k = 0; counts && k < K_NKINDS; k++)
-                json_object_set_new(counts, verdict_kind_names[k],
-                                    json_integer((json_int_t) v->kind_counts[k]));
-        if (rule)
-                json_object_set(rule, "baseline", baseline);
-        return json_pack(
-                "{s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:I, s:s, s:{s:I, s:I, s:I}, s:o, "
-                "s:i, s:i, s:O, s:O, s:o, s:O, s:I, s:o, s:I, s:O, s:I, s:O, s:O, s:O, s:O}",
-                "release", v->release, "series", v->series, "group", v->group, "group_source",
-                v->group_source, "verdict", status, "at_ns", (json_int_t) v->at, "at",
-                vts(t, v->at), "asked_at_ns", (json_int_t) v->asked, "asked_at", vts(t2, v->asked),
-                "late", "intervals", (json_int_t) v->late.intervals, "events",
-                (json_int_t) v->late.events, "covered_ns", (json_int_t) v->late.covered_ns, "rule",
-                rule, "gating_machines", (int) ngating, "machines_ran", (int) ran, "machines",
-                machines, "other_machines", others, "builds", builds_list(v->builds), "baseline",
-                baseline, "problems_total", (json_int_t) v->nproblems, "problem_counts", counts,
-                "problems_listed", (json_int_t) json_array_size(v->problems), "problems",
-                v->problems, "not_counted_total", (json_int_t) v->nnot_counted, "not_counted",
-                v->not_counted, "waived", v->waived, "missing", v->missing, "reasons", v->reasons);
-}
-
-static int judge_all(struct vctx *v, struct vmachine *ms, size_t n, json_t **ret_baseline) {
+static int judge_all(struct vctx *v, struct vmachine *ms, size_t n) {
         int r = 0;
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 r = vjudge_data(v, &ms[i]);
@@ -508,58 +237,44 @@ static int judge_all(struct vctx *v, struct vmachine *ms, size_t n, json_t **ret
         if (r >= 0)
                 r = judge_builds(v, ms, n);
         if (r >= 0)
-                r = vjudge_regressions(v, ms, n, ret_baseline);
+                r = vjudge_regressions(v, ms, n);
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = vjudge_clean(v, &ms[i]);
         return r;
 }
 
-static int verdict_run(struct vctx *v, const struct farm_rule *configured, json_t **ret) {
+static int answer_machines(struct vctx *v, const struct vmachine *ms, size_t n) {
+        unsigned ngating = 0, ran = 0, complete = 0;
+        int r = 0;
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                const struct vmachine *m = &ms[i];
+                if (!m->gating) {
+                        r = vanswer_other(v, m);
+                        continue;
+                }
+                ngating++;
+                ran += m->nentries > 0;
+                if ((r = vanswer_machine(v, m)) >= 0)
+                        complete += v->out->machines[v->out->nmachines - 1].status ==
+                                    FARM_MACHINE_COMPLETE;
+        }
+        return r < 0 ? r : vanswer_release(v, ngating, ran, complete);
+}
+
+static int verdict_run(struct vctx *v, const struct farm_rule *configured,
+                       struct farm_verdict **ret) {
         struct vmachine *ms = NULL;
         size_t n = 0;
         bool known = false;
         int r;
-        json_auto_t *machines = json_array(), *others = json_array(), *baseline = json_null();
-        if (!machines || !others)
-                return -ENOMEM;
         if ((r = vctx_open(v, configured)) < 0 || (r = release_known(v, &known)) < 0)
                 return r;
         if (!known)
                 return farm_failf(v->db, -ENOENT, v->err, "no machine has run release %s",
                                   v->release);
-        if ((r = list_machines(v, &ms, &n)) < 0 || (r = judge_all(v, ms, n, &baseline)) < 0)
-                goto out;
-        unsigned ngating = 0, ran = 0, complete = 0;
-        for (size_t i = 0; i < n && r >= 0; i++) {
-                struct vmachine *m = &ms[i];
-                json_t *mj = NULL;
-                if (!m->gating) {
-                        if (json_array_append_new(others,
-                                                  json_pack("{s:s, s:s?, s:i, s:s}", "id", m->id,
-                                                            "hostname", m->hostname, "runs",
-                                                            (int) m->runs, "why", m->why_not)) < 0)
-                                r = -ENOMEM;
-                        continue;
-                }
-                ngating++;
-                ran += m->nentries > 0;
-                if ((r = machine_answer(v, m, &mj)) < 0)
-                        break;
-                complete += strcmp(json_string_value(json_object_get(mj, "status")), "complete") ==
-                            0;
-                if (json_array_append_new(machines, mj) < 0)
-                        r = -ENOMEM;
-        }
-        if (r < 0)
-                goto out;
-        const char *status = decide(v, ngating, complete, &r);
-        if (r >= 0)
-                r = waived_reasons(v);
-        if (r >= 0)
-                r = not_counted_reasons(v);
-        if (r >= 0 && !(*ret = answer(v, status, machines, others, baseline, ngating, ran)))
-                r = -ENOMEM;
-out:
+        if ((r = list_machines(v, &ms, &n)) >= 0 && (r = judge_all(v, ms, n)) >= 0 &&
+            (r = answer_machines(v, ms, n)) >= 0)
+                *ret = TAKE_PTR(v->out);
         for (size_t i = 0; i < n; i++)
                 vmachine_done(&ms[i]);
         free(ms);
@@ -567,7 +282,7 @@ out:
 }
 
 int farm_verdict_ask(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
-                     json_t **ret, char err[static FARM_ERROR_MAX]) {
+                     struct farm_verdict **ret, char err[static FARM_ERROR_MAX]) {
         struct vctx v = { .db = db,
                           .err = err,
                           .release = q->release,
@@ -581,13 +296,9 @@ int farm_verdict_ask(farm_db *db, const struct farm_rule *rule, const struct far
 }
 
 int farm_verdict(farm_db *db, const struct farm_rule *rule, const char *release, int64_t now_ns,
-                 json_t **ret, char err[static FARM_ERROR_MAX]) {
+                 struct farm_verdict **ret, char err[static FARM_ERROR_MAX]) {
         struct farm_question q = { release, now_ns, now_ns, now_ns };
         return farm_verdict_ask(db, rule, &q, ret, err);
-}
-
-const char *farm_verdict_status(const json_t *verdict) {
-        return json_string_value(json_object_get(verdict, "verdict"));
 }
 
 int farm_verdict_has_problem(farm_db *db, const struct farm_rule *rule, const char *release,
@@ -600,11 +311,10 @@ int farm_verdict_has_problem(farm_db *db, const struct farm_rule *rule, const ch
                           .known = now_ns,
                           .asked = now_ns,
                           .find = problem };
-        json_t *j = NULL;
-        int r = verdict_run(&v, rule, &j);
+        _cleanup_verdict_ struct farm_verdict *verdict = NULL;
+        int r = verdict_run(&v, rule, &verdict);
         *ret = v.found;
         vctx_done(&v);
-        json_decref(j);
         return r;
 }
 
@@ -639,146 +349,6 @@ int farm_rule_record(farm_db *db, const struct farm_rule *rule, int64_t now_ns,
         if (!text)
                 return -ENOMEM;
         return FARM_WRITE_TRANSACTION(db, w, err, rule_record_locked(w, text, now_ns, err));
-}
-
-/* ---- kernels ------------------------------------------------------------------------------- */
-
-/* The releases that sql selects (with since_ns as its parameter, if it has one). */
-static int release_list(farm_db *db, const char *sql, int64_t since_ns, json_t **ret, char *err) {
-        _cleanup_release_ sql_conn *c = farm_reader(db);
-        _cleanup_reset_ sql_stmt *st = NULL;
-        json_auto_t *list = json_array();
-        int r = farm_prepare(c, sql, &st, err);
-        if (r < 0)
-                return r;
-        if (!list)
-                return -ENOMEM;
-        if (strchr(sql, '?'))
-                sql_bind_int64(st, 1, since_ns);
-        int rc;
-        while ((rc = sql_step(st)) == SQL_ROW)
-                if (json_array_append_new(list, farm_json_col_text(st, 0)) < 0)
-                        return -ENOMEM;
-        if (rc != SQL_DONE)
-                return farm_fail(c, rc, "cannot list the releases", err);
-        *ret = json_incref(list);
-        return 0;
-}
-
-int farm_kernel_list(farm_db *db, json_t **ret, char err[static FARM_ERROR_MAX]) {
-        return release_list(db, "SELECT DISTINCT release FROM runs ORDER BY 1", 0, ret, err);
-}
-
-struct krow {
-        char *release;
-        int machines, runs;
-        int64_t first, last, covered;
-};
-
-#define SEEN_AT1_KNOWN2 FARM_SQL_RUN_SEEN("", "?1", "?2")
-#define SEEN_Q_AT1_KNOWN4 FARM_SQL_RUN_SEEN("q.", "?1", "?4")
-#define SEEN_R_AT1_KNOWN4 FARM_SQL_RUN_SEEN("r.", "?1", "?4")
-#define KERNEL_RUN_START FARM_SQL_RUN_START("r.", "?5")
-
-/* The releases the question q sees, a page of them, with their figures from the runs and days
- * it sees (days of data stamped by its moment and received by what it knows); their runs'
- * starts as the server takes them (a start stamped beyond tolerance_ns after the run arrived
- * counts from the arrival). */
-static int kernel_rows(farm_db *db, const struct farm_question *q, int64_t tolerance_ns,
-                       const struct farm_page *page, struct krow **ret, size_t *ret_n,
-                       int64_t *ret_total, char *err) {
-        _cleanup_release_ sql_conn *c = farm_reader(db);
-        _cleanup_reset_ sql_stmt *st = NULL, *cnt = NULL;
-        struct krow *rows = NULL;
-        size_t n = 0;
-        int r, rc;
-        if ((r = farm_prepare(c, "SELECT count(DISTINCT release) FROM runs WHERE " SEEN_AT1_KNOWN2,
-                              &cnt, err)) < 0)
-                return r;
-        sql_bind_int64(cnt, 1, q->at_ns);
-        sql_bind_int64(cnt, 2, q->known_ns);
-        if ((rc = sql_step(cnt)) != SQL_ROW)
-                return farm_fail(c, rc, "cannot count the releases", err);
-        *ret_total = sql_column_int64(cnt, 0);
-        r = farm_prepare(c,
-                         "SELECT r.release, count(DISTINCT r.machine_id), count(*), "
-                         "min(" KERNEL_RUN_START "), max(" KERNEL_RUN_START "), "
-                         "(SELECT coalesce(sum(d.counted_ns), "
-                         "0) FROM run_days d JOIN runs q ON d.run = q.id "
-                         "WHERE q.release = r.release AND d.last_end_ns <= ?1 AND "
-                         "d.max_received_ns <= ?4 AND " SEEN_Q_AT1_KNOWN4 ") "
-                         "FROM runs r WHERE " SEEN_R_AT1_KNOWN4 " GROUP BY r.release "
-                         "ORDER BY max(" KERNEL_RUN_START ") DESC, r.release LIMIT ?2 OFFSET ?3",
-                         &st, err);
-        if (r < 0)
-                return r;
-        sql_bind_int64(st, 1, q->at_ns);
-        sql_bind_int64(st, 2, (int64_t) page->limit);
-        sql_bind_int64(st, 3, (int64_t) page->offset);
-        sql_bind_int64(st, 4, q->known_ns);
-        sql_bind_int64(st, 5, tolerance_ns);
-        while ((rc = sql_step(st)) == SQL_ROW) {
-                struct krow *k = realloc(rows, (n + 1) * sizeof(*k));
-                if (!k)
-                        break;
-                rows = k;
-                const char *rel = sql_column_text(st, 0);
-                rows[n++] = (struct krow){ strdup(rel ?: ""),       sql_column_int(st, 1),
-                                           sql_column_int(st, 2),   sql_column_int64(st, 3),
-                                           sql_column_int64(st, 4), sql_column_int64(st, 5) };
-        }
-        *ret = rows;
-        *ret_n = n;
-        if (rc != SQL_DONE)
-                return rc == SQL_ROW ? -ENOMEM : farm_fail(c, rc, "cannot list the releases", err);
-        return 0;
-}
-
-int farm_kernels_json(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
-                      const struct farm_page *page, json_t **ret, char err[static FARM_ERROR_MAX]) {
-        json_auto_t *list = json_array();
-        int64_t total = 0;
-        struct krow *rows = NULL;
-        size_t n = 0;
-        if (!list)
-                return -ENOMEM;
-        int r = kernel_rows(db, q, (int64_t) rule->clock_tolerance_ns, page, &rows, &n, &total,
-                            err);
-        /* The verdicts are computed without the reader's lock: each has its own snapshot. */
-        for (size_t i = 0; i < n; i++) {
-                if (r >= 0 && !rows[i].release)
-                        r = -ENOMEM;
-                if (r >= 0) {
-                        json_t *verdict = NULL;
-                        char t1[VTEXT_MAX], t2[VTEXT_MAX];
-                        struct farm_question kq = *q;
-                        kq.release = rows[i].release;
-                        r = farm_verdict_ask(db, rule, &kq, &verdict, err);
-                        if (r >= 0) {
-                                json_t *kj = json_pack(
-                                        "{s:s, s:O, s:i, s:i, s:s, s:s, s:I, s:s, s:O, s:O, s:O}",
-                                        "release", rows[i].release, "series",
-                                        json_object_get(verdict, "series"), "machines",
-                                        rows[i].machines, "runs", rows[i].runs, "first_run",
-                                        vts(t1, rows[i].first), "last_run", vts(t2, rows[i].last),
-                                        "covered_ns", (json_int_t) rows[i].covered, "verdict",
-                                        farm_verdict_status(verdict), "problems",
-                                        json_object_get(verdict, "problems_total"), "missing",
-                                        json_object_get(verdict, "missing"), "reasons",
-                                        json_object_get(verdict, "reasons"));
-                                if (!kj || json_array_append_new(list, kj) < 0)
-                                        r = -ENOMEM;
-                                json_decref(verdict);
-                        }
-                }
-                free(rows[i].release);
-        }
-        free(rows);
-        if (r < 0)
-                return r;
-        *ret = json_pack("{s:O, s:I, s:I, s:I}", "kernels", list, "total", (json_int_t) total,
-                         "limit", (json_int_t) page->limit, "offset", (json_int_t) page->offset);
-        return *ret ? 0 : -ENOMEM;
 }
 
 /* ---- the question, from parameters --------------------------------------------------------- */

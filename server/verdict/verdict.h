@@ -4,13 +4,14 @@
  * and of everything still missing. */
 #pragma once
 
-#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "db.h"
+#include "kernel-model.h"
 #include "params.h"
 #include "rule.h"
+#include "verdict-model.h"
 
 #define FARM_PROBLEM_ID_MAX 200
 /* Problems listed in full per verdict; beyond that they are only counted. */
@@ -21,7 +22,7 @@
 /* Told every counted, unwaived problem a verdict finds, all of them (the answer lists the
  * first FARM_VERDICT_PROBLEMS_LISTED): the notifications' view.  problem is borrowed. */
 struct farm_problem_sink {
-        void (*problem)(void *userdata, const char *release, const json_t *problem);
+        void (*problem)(void *userdata, const char *release, const struct farm_problem *problem);
         void *userdata;
 };
 
@@ -44,15 +45,13 @@ struct farm_question {
           "<= " AT ")"
 
 /* rule is the rule configured now; the verdict judges with the version recorded for at_ns
- * (farm_rule_record()), or with rule when none is recorded.  -ENOENT when no machine ever ran
- * the release (by then). */
+ * (farm_rule_record()), or with rule when none is recorded.  *ret is the caller's to free
+ * (farm_verdict_free()).  -ENOENT when no machine ever ran the release (by then). */
 int farm_verdict_ask(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
-                     json_t **ret, char err[static FARM_ERROR_MAX]);
+                     struct farm_verdict **ret, char err[static FARM_ERROR_MAX]);
 /* The verdict as the server gives it at now_ns: about now_ns, from what it has received. */
 int farm_verdict(farm_db *db, const struct farm_rule *rule, const char *release, int64_t now_ns,
-                 json_t **ret, char err[static FARM_ERROR_MAX]);
-/* "qualified", "pending" or "failed" of a verdict made by farm_verdict(). */
-const char *farm_verdict_status(const json_t *verdict);
+                 struct farm_verdict **ret, char err[static FARM_ERROR_MAX]);
 
 /* The question of ?at= and ?known_at= (either may be NULL): without either, the verdict now; with
  * at only, data stamped by then, received whenever; with known_at, what was received by then.
@@ -72,8 +71,9 @@ int farm_verdict_has_problem(farm_db *db, const struct farm_rule *rule, const ch
 
 /* Every release seen by q's moment, newest first (by the latest start of a run of it), a page
  * of them, each with the machines that ran it, its coverage and its verdict as q asks it
- * (q->release is not used). */
-int farm_kernels_json(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
-                      const struct farm_page *page, json_t **ret, char err[static FARM_ERROR_MAX]);
-/* Every release with a run, for the metrics: a JSON array of strings. */
-int farm_kernel_list(farm_db *db, json_t **ret, char err[static FARM_ERROR_MAX]);
+ * (q->release is not used).  *ret is the caller's (farm_kernel_page_done()). */
+int farm_kernels(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
+                 const struct farm_page *page, struct farm_kernel_page *ret,
+                 char err[static FARM_ERROR_MAX]);
+/* Every release with a run, by name: *ret_n names in *ret, the caller's (farm_strv_free()). */
+int farm_release_names(farm_db *db, char ***ret, size_t *ret_n, char err[static FARM_ERROR_MAX]);

@@ -1,38 +1,31 @@
 /* SPDX-License-Identifier: MIT */
-/* Waivers of single problems of a release's verdict, the audit trail, and the staff's
- * tokens. */
+/* Waivers of single problems of a release's verdict (given and withdrawn, audited), and the
+ * waivers and the audit trail as JSON. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "db-internal.h"
 #include "verdict.h"
 #include "waivers.h"
 
-/* ---- waivers, audit, staff --------------------------------------------------------------------
- */
+/* ---- waivers and audit ----------------------------------------------------------------------- */
 
 static int audit(sql_conn *c, int64_t now_ns, const char *who, const char *action,
                  const char *release, const char *problem, int64_t waiver, const char *detail,
                  char *err) {
-        _cleanup_reset_ sql_stmt *st = NULL;
-        int r = farm_prepare(c,
-                             "INSERT INTO audit (time_ns, who, action, kernel_release, problem, "
-                             "waiver, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                             &st, err);
-        if (r < 0)
-                return r;
-        sql_bind_int64(st, 1, now_ns);
-        sql_bind_text(st, 2, who);
-        sql_bind_text(st, 3, action);
-        sql_bind_text(st, 4, release);
-        sql_bind_text(st, 5, problem);
-        if (waiver > 0)
-                sql_bind_int64(st, 6, waiver);
-        sql_bind_text(st, 7, detail);
-        return farm_step_done(st, "cannot write the audit trail", err);
+        return farm_audit_write(c,
+                                &(struct farm_audit_row){ .time_ns = now_ns,
+                                                          .who = who,
+                                                          .action = action,
+                                                          .release = release,
+                                                          .problem = problem,
+                                                          .waiver = waiver,
+                                                          .detail = detail },
+                                err);
 }
 
 int farm_waive(farm_db *db, const struct farm_rule *rule, const char *release, const char *problem,
@@ -213,64 +206,4 @@ int farm_audit_json(farm_db *db, const struct farm_page *page, json_t **ret,
                 "machine_id FROM audit WHERE CAST(?1 AS TEXT) IS NULL ORDER BY id DESC LIMIT ?2 "
                 "OFFSET ?3",
                 NULL, page, "audit", audit_row, ret, err);
-}
-
-int farm_admin_add(farm_db *db, const char *name, const uint8_t token_hash[SHA256_DIGEST_SIZE],
-                   int64_t now_ns, char err[static FARM_ERROR_MAX]) {
-        _cleanup_release_ sql_conn *c = farm_writer(db);
-        _cleanup_reset_ sql_stmt *st = NULL;
-        int r;
-        if ((r = farm_begin_write(c, err)) < 0)
-                return r;
-        r = farm_prepare(c,
-                         "INSERT INTO admins (name, token_hash, created_ns) VALUES (?1, ?2, ?3) "
-                         "ON CONFLICT (name) DO UPDATE SET token_hash = ?2, created_ns = ?3, "
-                         "revoked_ns = NULL",
-                         &st, err);
-        if (r >= 0) {
-                sql_bind_text(st, 1, name);
-                sql_bind_blob(st, 2, token_hash, SHA256_DIGEST_SIZE);
-                sql_bind_int64(st, 3, now_ns);
-                r = farm_step_done(st, "cannot store the staff token", err);
-        }
-        if (r >= 0)
-                r = audit(c, now_ns, name, "admin_token", NULL, NULL, 0, NULL, err);
-        if (r >= 0)
-                r = farm_commit(c, err);
-        if (r < 0)
-                sql_rollback(c);
-        return r;
-}
-
-int farm_admin_revoke(farm_db *db, const char *name, int64_t now_ns,
-                      char err[static FARM_ERROR_MAX]) {
-        _cleanup_release_ sql_conn *c = farm_writer(db);
-        _cleanup_reset_ sql_stmt *st = NULL;
-        int r;
-        if ((r = farm_begin_write(c, err)) < 0)
-                return r;
-        r = farm_prepare(c,
-                         "UPDATE admins SET revoked_ns = ?2 WHERE name = ?1 AND revoked_ns IS NULL",
-                         &st, err);
-        if (r >= 0) {
-                sql_bind_text(st, 1, name);
-                sql_bind_int64(st, 2, now_ns);
-                r = farm_step_done(st, "cannot revoke the staff token", err);
-        }
-        if (r >= 0 && sql_changes(st) == 0)
-                r = farm_failf(db, -ENOENT, err, "no staff token of %s is in force", name);
-        if (r >= 0)
-                r = audit(c, now_ns, name, "admin_revoke", NULL, NULL, 0, NULL, err);
-        if (r >= 0)
-                r = farm_commit(c, err);
-        if (r < 0)
-                sql_rollback(c);
-        return r;
-}
-
-int farm_admin_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
-                            char ret_name[static FARM_ADMIN_NAME_MAX + 1]) {
-        return farm_token_lookup(
-                db, "SELECT name, token_hash, revoked_ns IS NULL FROM admins WHERE token_hash = ?",
-                token_hash, ret_name, FARM_ADMIN_NAME_MAX + 1);
 }

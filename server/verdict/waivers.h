@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Waivers that farm staff give for single problems of a release's verdict, the audit trail of
- * everything staff do, and the staff's tokens. */
+/* Waivers that farm staff give for single problems of a release's verdict, and the audit
+ * trail of everything staff do. */
 #pragma once
 
 #include <jansson.h>
@@ -11,7 +11,6 @@
 #include "params.h"
 #include "rule.h"
 
-#define FARM_ADMIN_NAME_MAX FARM_PERSON_NAME_MAX
 #define FARM_WAIVER_REASON_MAX 1000
 
 /* Waives one problem of release's current verdict (its "id").  -ENOENT when the current
@@ -28,12 +27,3 @@ int farm_waivers_json(farm_db *db, const char *release, const struct farm_page *
                       char err[static FARM_ERROR_MAX]);
 int farm_audit_json(farm_db *db, const struct farm_page *page, json_t **ret,
                     char err[static FARM_ERROR_MAX]);
-
-/* Staff tokens: adding a name again gives it a new token. */
-int farm_admin_add(farm_db *db, const char *name, const uint8_t token_hash[SHA256_DIGEST_SIZE],
-                   int64_t now_ns, char err[static FARM_ERROR_MAX]);
-int farm_admin_revoke(farm_db *db, const char *name, int64_t now_ns,
-                      char err[static FARM_ERROR_MAX]);
-/* 0 and the staff member's name, or -EACCES. */
-int farm_admin_authenticate(farm_db *db, const uint8_t token_hash[SHA256_DIGEST_SIZE],
-                            char ret_name[static FARM_ADMIN_NAME_MAX + 1]);

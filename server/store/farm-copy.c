@@ -11,7 +11,7 @@
 #include <strings.h>
 
 #include "log.h"
-#include "copy.h"
+#include "farm-copy.h"
 #include "db-internal.h"
 #include "partitions.h"
 #include "timeutil.h"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "audit.h"
 #include "db-internal.h"
 #include "maintenance.h"
 #include "settings.h"
@@ -41,27 +42,12 @@ static int check_window(int64_t from_ns, int64_t to_ns, int64_t now_ns, char *er
         return 0;
 }
 
-static int machine_exists(sql_conn *c, const char *machine_id, char *err) {
-        _cleanup_reset_ sql_stmt *st = NULL;
-        int r = farm_prepare(c, "SELECT 1 FROM machines WHERE id = ?", &st, err);
-        if (r < 0)
-                return r;
-        sql_bind_text(st, 1, machine_id);
-        int rc = sql_step(st);
-        if (rc == SQL_DONE)
-                return farm_failf(farm_of(c), -ENOENT, err, "no machine %s is enrolled",
-                                  machine_id);
-        if (rc != SQL_ROW)
-                return farm_fail(c, rc, "cannot look up the machine", err);
-        return 0;
-}
-
 static int add_locked(sql_conn *c, const char *machine_id, int64_t from_ns, int64_t to_ns,
                       const char *reason, const char *who, int64_t now_ns, int64_t *ret_id,
                       char *err) {
         _cleanup_reset_ sql_stmt *st = NULL;
         char detail[128 + 4 * FARM_REASON_MAX], t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
-        int r = machine_exists(c, machine_id, err);
+        int r = farm_machine_exists(c, machine_id, err);
         if (r < 0 ||
             (r = farm_prepare(c,
                               "INSERT INTO maintenance (machine_id, from_ns, to_ns, reason, by, "
