@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* Reading the inventory where the kernel shows it: sysfs, procfs, the kernel's configuration and
- * tuned's profile file.  Every path is fixed; a file that is not there leaves its field out. */
+ * tuned's profile file, under a root ("" for the machine itself, a copy of its tree in tests).
+ * Every path is fixed; a file that is not there or cannot be read leaves its field out. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,16 +40,32 @@ static bool read_line(const char *path, char *buf, size_t size) {
         return true;
 }
 
-/* A field from the first line of path, if it can be read (and, for DMI, is not empty). */
-static int field_from(struct inventory *inv, const char *name, const char *path, bool skip_empty) {
-        char buf[INVENTORY_MAX_VALUE + 1];
-        if (!read_line(path, buf, sizeof(buf)) || (skip_empty && !*buf))
+/* Room for a line one byte longer than a value may be, so that inventory_set() sees a longer one
+ * as such and marks the cut. */
+#define LINE_MAX_READ (INVENTORY_MAX_VALUE + 2)
+
+/* The first line of root/rel into buf (see read_line()). */
+static bool read_line_at(const char *root, const char *rel, char *buf, size_t size) {
+        char path[PATH_MAX];
+        if ((size_t) snprintf(path, sizeof(path), "%s%s", root, rel) >= sizeof(path))
+                return false;
+        return read_line(path, buf, size);
+}
+
+/* A field from the first line of root/rel, if it can be read (and, for DMI, is not empty). */
+static int field_from(struct inventory *inv, const char *root, const char *name, const char *rel,
+                      bool skip_empty) {
+        char buf[LINE_MAX_READ];
+        if (!read_line_at(root, rel, buf, sizeof(buf)) || (skip_empty && !*buf))
                 return 0;
         return inventory_set(inv, name, buf);
 }
 
-/* The whole of a file, at most max bytes (NULL when it cannot be read). */
-static char *read_text(const char *path, size_t max) {
+/* The whole of root/rel, at most max bytes (NULL when it cannot be read). */
+static char *read_text(const char *root, const char *rel, size_t max) {
+        char path[PATH_MAX];
+        if ((size_t) snprintf(path, sizeof(path), "%s%s", root, rel) >= sizeof(path))
+                return NULL;
         _cleanup_fclose_ FILE *f = fopen(path, "re");
         size_t n = 0, cap = 16384;
         char *t = f ? malloc(cap) : NULL;
@@ -72,34 +90,47 @@ static char *read_text(const char *path, size_t max) {
 
 /* ---- what cannot change while the kernel runs ---------------------------------------------- */
 
-static int read_dmi(struct inventory *inv) {
-        static const char *const keys[] = { "sys_vendor",    "product_name", "product_version",
-                                            "board_vendor",  "board_name",   "board_version",
-                                            "bios_vendor",   "bios_version", "bios_date",
+static int read_dmi(struct inventory *inv, const char *root) {
+        static const char *const keys[] = { "sys_vendor",   "product_name", "product_version",
+                                            "board_vendor", "board_name",   "board_version",
+                                            "bios_vendor",  "bios_version", "bios_date",
                                             "bios_release" };
         char path[128], name[64];
         int r = 0;
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(keys); i++) {
                 snprintf(path, sizeof(path), DMI_DIR "/%s", keys[i]);
                 snprintf(name, sizeof(name), "dmi.%s", keys[i]);
-                r = field_from(inv, name, path, true);
+                r = field_from(inv, root, name, path, true);
         }
         if (r >= 0)
-                r = field_from(inv, "dt.model", "/sys/firmware/devicetree/base/model", true);
+                r = field_from(inv, root, "dt.model", "/sys/firmware/devicetree/base/model", true);
         return r;
+}
+
+/* The running kernel's release: the root's /proc/sys/kernel/osrelease, else uname's. */
+static bool kernel_release(const char *root, char *buf, size_t size) {
+        struct utsname u;
+        if (read_line_at(root, "/proc/sys/kernel/osrelease", buf, size) && *buf &&
+            !strchr(buf, '/'))
+                return true;
+        if (*root || uname(&u) < 0)
+                return false;
+        snprintf(buf, size, "%s", u.release);
+        return true;
 }
 
 /* The running kernel's configuration: /proc/config.gz, else /boot/config-RELEASE (zlib reads
  * either, compressed or not): its source, its SHA-256 and its RT-relevant options. */
-static int read_kconfig(struct inventory *inv) {
-        char boot[300];
-        struct utsname u;
+static int read_kconfig(struct inventory *inv, const char *root) {
+        char release[256], rel[300], path[PATH_MAX];
         const char *source = "/proc/config.gz";
-        gzFile f = gzopen(source, "rb");
-        if (!f && uname(&u) == 0) {
-                snprintf(boot, sizeof(boot), "/boot/config-%s", u.release);
-                source = boot;
-                f = gzopen(source, "rb");
+        snprintf(path, sizeof(path), "%s%s", root, source);
+        gzFile f = gzopen(path, "rb");
+        if (!f && kernel_release(root, release, sizeof(release))) {
+                snprintf(rel, sizeof(rel), "/boot/config-%s", release);
+                source = rel;
+                snprintf(path, sizeof(path), "%s%s", root, source);
+                f = gzopen(path, "rb");
         }
         if (!f)
                 return 0;
@@ -127,16 +158,17 @@ static int read_kconfig(struct inventory *inv) {
         return r;
 }
 
-int inventory_read_boot(struct inventory *ret) {
-        _cleanup_free_ char *cpuinfo = read_text("/proc/cpuinfo", PROC_TEXT_MAX);
-        _cleanup_free_ char *cmdline = read_text("/proc/cmdline", PROC_TEXT_MAX);
-        int r = read_dmi(ret);
+int inventory_read_boot(const char *root, struct inventory *ret) {
+        root = root ?: "";
+        _cleanup_free_ char *cpuinfo = read_text(root, "/proc/cpuinfo", PROC_TEXT_MAX);
+        _cleanup_free_ char *cmdline = read_text(root, "/proc/cmdline", PROC_TEXT_MAX);
+        int r = read_dmi(ret, root);
         if (r >= 0 && cpuinfo)
                 r = inventory_parse_cpuinfo(cpuinfo, ret);
         if (r >= 0 && cmdline)
                 r = inventory_parse_cmdline(cmdline, ret);
         if (r >= 0)
-                r = read_kconfig(ret);
+                r = read_kconfig(ret, root);
         return r;
 }
 
@@ -149,14 +181,18 @@ struct cpu_value {
 };
 struct per_cpu {
         struct cpu_value *v;
-        size_t n;
+        size_t n, cap;
 };
 
 static int per_cpu_add(struct per_cpu *p, int cpu, const char *value) {
-        void *a = realloc(p->v, (p->n + 1) * sizeof(*p->v));
-        if (!a)
-                return -ENOMEM;
-        p->v = a;
+        if (p->n == p->cap) {
+                size_t cap = p->cap ? 2 * p->cap : 16;
+                void *a = realloc(p->v, cap * sizeof(*p->v));
+                if (!a)
+                        return -ENOMEM;
+                p->v = a;
+                p->cap = cap;
+        }
         snprintf(p->v[p->n].value, sizeof(p->v[p->n].value), "%s", value);
         p->v[p->n++].cpu = cpu;
         return 0;
@@ -210,7 +246,7 @@ static int cmp_cpu(const void *a, const void *b) {
 /* Topology of the online CPUs: sockets (physical packages), cores (a package's and die's
  * core ids), threads; SMT's control and state; microcode revision per CPU, where the microcode
  * driver shows it (it changes with a late load). */
-static int read_topology(struct inventory *inv, const struct cpuset *online) {
+static int read_topology(struct inventory *inv, const char *root, const struct cpuset *online) {
         char path[160], pkg[32], die[32], core[32], rev[64];
         _cleanup_free_ char *seen = calloc(online->n + 1, 96);
         struct per_cpu microcode = {};
@@ -220,13 +256,13 @@ static int read_topology(struct inventory *inv, const struct cpuset *online) {
                 int cpu = online->cpus[i];
                 char *key = seen + i * 96;
                 snprintf(path, sizeof(path), CPU_DIR "/cpu%d/topology/physical_package_id", cpu);
-                if (!read_line(path, pkg, sizeof(pkg)))
+                if (!read_line_at(root, path, pkg, sizeof(pkg)))
                         continue;
                 snprintf(path, sizeof(path), CPU_DIR "/cpu%d/topology/die_id", cpu);
-                if (!read_line(path, die, sizeof(die)))
+                if (!read_line_at(root, path, die, sizeof(die)))
                         snprintf(die, sizeof(die), "0");
                 snprintf(path, sizeof(path), CPU_DIR "/cpu%d/topology/core_id", cpu);
-                if (!read_line(path, core, sizeof(core)))
+                if (!read_line_at(root, path, core, sizeof(core)))
                         snprintf(core, sizeof(core), "%d", cpu);
                 snprintf(key, 96, "%s/%s/%s", pkg, die, core);
                 bool new_pkg = true, new_core = true;
@@ -239,7 +275,7 @@ static int read_topology(struct inventory *inv, const struct cpuset *online) {
                 sockets += new_pkg;
                 cores += new_core;
                 snprintf(path, sizeof(path), CPU_DIR "/cpu%d/microcode/version", cpu);
-                if (read_line(path, rev, sizeof(rev)))
+                if (read_line_at(root, path, rev, sizeof(rev)))
                         r = per_cpu_add(&microcode, cpu, rev);
         }
         if (r >= 0 && sockets > 0)
@@ -252,14 +288,18 @@ static int read_topology(struct inventory *inv, const struct cpuset *online) {
                 r = per_cpu_field(inv, "cpu.microcode", &microcode);
         free(microcode.v);
         if (r >= 0)
-                r = field_from(inv, "cpu.smt", CPU_DIR "/smt/control", true);
+                r = field_from(inv, root, "cpu.smt", CPU_DIR "/smt/control", true);
         if (r >= 0)
-                r = field_from(inv, "cpu.smt_active", CPU_DIR "/smt/active", true);
+                r = field_from(inv, root, "cpu.smt_active", CPU_DIR "/smt/active", true);
         return r;
 }
 
+static int is_policy(const struct dirent *e) {
+        return strncmp(e->d_name, "policy", 6) == 0;
+}
+
 /* cpufreq's policies: the driver, governor and limits of the CPUs each covers. */
-static int read_cpufreq(struct inventory *inv) {
+static int read_cpufreq(struct inventory *inv, const char *root) {
         static const struct {
                 const char *file, *field;
         } attrs[] = {
@@ -269,30 +309,42 @@ static int read_cpufreq(struct inventory *inv) {
                 { "scaling_max_freq", "cpufreq.max_khz" },
         };
         struct per_cpu v[ELEMENTSOF(attrs)] = {};
-        _cleanup_(closedirp) DIR *d = opendir(CPU_DIR "/cpufreq");
-        char path[512], cpus[4096], value[64];
-        int r = 0;
-        for (struct dirent *e; d && r >= 0 && (e = readdir(d));) {
+        char path[PATH_MAX], cpus[4096], value[64];
+        struct dirent **ents = NULL;
+        snprintf(path, sizeof(path), "%s" CPU_DIR "/cpufreq", root);
+        /* In the policies' order (policyN covers CPU N first), whatever readdir()'s. */
+        int nents = scandir(path, &ents, is_policy, versionsort);
+        /* A CPU counts in the first policy that names it: policies that overlap (the kernel
+         * makes none) must not give one CPU two values. */
+        _cleanup_free_ bool *taken = calloc(CPUSET_MAX_CPU + 1, sizeof(bool));
+        int r = taken ? 0 : -ENOMEM;
+        for (int k = 0; r >= 0 && k < nents; k++) {
                 struct cpuset set = {};
-                if (strncmp(e->d_name, "policy", 6) != 0)
-                        continue;
-                snprintf(path, sizeof(path), CPU_DIR "/cpufreq/%s/affected_cpus", e->d_name);
+                const char *policy = ents[k]->d_name;
+                snprintf(path, sizeof(path), CPU_DIR "/cpufreq/%s/affected_cpus", policy);
                 /* "0 1 2 3": a list of single CPUs, as cpuset_parse() takes them with commas. */
-                if (!read_line(path, cpus, sizeof(cpus)))
+                if (!read_line_at(root, path, cpus, sizeof(cpus)))
                         continue;
                 for (char *c = cpus; *c; c++)
                         *c = *c == ' ' ? ',' : *c;
                 if (cpuset_parse(cpus, &set, NULL) < 0)
                         continue;
                 for (size_t a = 0; r >= 0 && a < ELEMENTSOF(attrs); a++) {
-                        snprintf(path, sizeof(path), CPU_DIR "/cpufreq/%s/%s", e->d_name,
+                        snprintf(path, sizeof(path), CPU_DIR "/cpufreq/%s/%s", policy,
                                  attrs[a].file);
+                        if (!read_line_at(root, path, value, sizeof(value)))
+                                continue;
                         for (size_t i = 0; r >= 0 && i < set.n; i++)
-                                if (read_line(path, value, sizeof(value)))
+                                if (!taken[set.cpus[i]])
                                         r = per_cpu_add(&v[a], set.cpus[i], value);
                 }
+                for (size_t i = 0; i < set.n; i++)
+                        taken[set.cpus[i]] = true;
                 cpuset_done(&set);
         }
+        for (int k = 0; k < nents; k++)
+                free(ents[k]);
+        free(ents);
         for (size_t a = 0; a < ELEMENTSOF(attrs); a++) {
                 if (r >= 0 && v[a].n > 0) {
                         qsort(v[a].v, v[a].n, sizeof(*v[a].v), cmp_cpu);
@@ -301,11 +353,13 @@ static int read_cpufreq(struct inventory *inv) {
                 free(v[a].v);
         }
         if (r >= 0)
-                r = field_from(inv, "cpufreq.boost", CPU_DIR "/cpufreq/boost", true);
+                r = field_from(inv, root, "cpufreq.boost", CPU_DIR "/cpufreq/boost", true);
         if (r >= 0)
-                r = field_from(inv, "cpufreq.intel_pstate", CPU_DIR "/intel_pstate/status", true);
+                r = field_from(inv, root, "cpufreq.intel_pstate", CPU_DIR "/intel_pstate/status",
+                               true);
         if (r >= 0)
-                r = field_from(inv, "cpufreq.no_turbo", CPU_DIR "/intel_pstate/no_turbo", true);
+                r = field_from(inv, root, "cpufreq.no_turbo", CPU_DIR "/intel_pstate/no_turbo",
+                               true);
         return r;
 }
 
@@ -320,7 +374,7 @@ static void state_name(const char *name, char *buf, size_t size) {
 }
 
 /* The idle states of the online CPUs: cpuidle.state.NAME "enabled", "disabled", or per CPU. */
-static int read_cpuidle(struct inventory *inv, const struct cpuset *online) {
+static int read_cpuidle(struct inventory *inv, const char *root, const struct cpuset *online) {
         struct per_cpu v[MAX_IDLE_STATES] = {};
         char names[MAX_IDLE_STATES][48] = {}, path[160], buf[64], name[INVENTORY_MAX_NAME + 1];
         int r = 0;
@@ -328,13 +382,13 @@ static int read_cpuidle(struct inventory *inv, const struct cpuset *online) {
                 for (int k = 0; r >= 0 && k < MAX_IDLE_STATES; k++) {
                         snprintf(path, sizeof(path), CPU_DIR "/cpu%d/cpuidle/state%d/name",
                                  online->cpus[i], k);
-                        if (!read_line(path, buf, sizeof(buf)))
+                        if (!read_line_at(root, path, buf, sizeof(buf)))
                                 break;
                         if (!names[k][0])
                                 state_name(buf, names[k], sizeof(names[k]));
                         snprintf(path, sizeof(path), CPU_DIR "/cpu%d/cpuidle/state%d/disable",
                                  online->cpus[i], k);
-                        if (read_line(path, buf, sizeof(buf)))
+                        if (read_line_at(root, path, buf, sizeof(buf)))
                                 r = per_cpu_add(&v[k], online->cpus[i],
                                                 strcmp(buf, "0") == 0 ? "enabled" : "disabled");
                 }
@@ -345,27 +399,29 @@ static int read_cpuidle(struct inventory *inv, const struct cpuset *online) {
                 free(v[k].v);
         }
         if (r >= 0)
-                r = field_from(inv, "cpuidle.driver", CPU_DIR "/cpuidle/current_driver", true);
-        if (r >= 0)
-                r = field_from(inv, "cpuidle.governor", CPU_DIR "/cpuidle/current_governor_ro",
+                r = field_from(inv, root, "cpuidle.driver", CPU_DIR "/cpuidle/current_driver",
                                true);
+        if (r >= 0)
+                r = field_from(inv, root, "cpuidle.governor",
+                               CPU_DIR "/cpuidle/current_governor_ro", true);
         return r;
 }
 
 /* Whether irqbalance and tuned run: a process of that name in /proc (tuned, a script, has its
  * name as the kernel's name for the process). */
-static int read_services(struct inventory *inv) {
+static int read_services(struct inventory *inv, const char *root) {
         static const char *const services[] = { "irqbalance", "tuned" };
         bool running[ELEMENTSOF(services)] = {};
-        _cleanup_(closedirp) DIR *d = opendir("/proc");
-        char path[300], comm[32], name[64];
+        char path[PATH_MAX], comm[32], name[64];
+        snprintf(path, sizeof(path), "%s/proc", root);
+        _cleanup_(closedirp) DIR *d = opendir(path);
         if (!d)
                 return 0;
         for (struct dirent *e; (e = readdir(d));) {
                 if (e->d_name[0] < '1' || e->d_name[0] > '9')
                         continue;
-                snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
-                if (!read_line(path, comm, sizeof(comm)))
+                snprintf(path, sizeof(path), "/proc/%.32s/comm", e->d_name);
+                if (!read_line_at(root, path, comm, sizeof(comm)))
                         continue;
                 for (size_t i = 0; i < ELEMENTSOF(services); i++)
                         running[i] |= strcmp(comm, services[i]) == 0;
@@ -376,14 +432,14 @@ static int read_services(struct inventory *inv) {
                 r = inventory_set(inv, name, running[i] ? "running" : "not running");
         }
         if (r >= 0)
-                r = field_from(inv, "tuned.profile", "/etc/tuned/active_profile", true);
+                r = field_from(inv, root, "tuned.profile", "/etc/tuned/active_profile", true);
         return r;
 }
 
 /* A field from a text of procfs read by parse. */
-static int parse_file(struct inventory *inv, const char *path,
+static int parse_file(struct inventory *inv, const char *root, const char *rel,
                       int (*parse)(const char *, struct inventory *)) {
-        _cleanup_free_ char *t = read_text(path, PROC_TEXT_MAX);
+        _cleanup_free_ char *t = read_text(root, rel, PROC_TEXT_MAX);
         return t ? parse(t, inv) : 0;
 }
 
@@ -410,31 +466,33 @@ static const struct {
         { "thp.defrag", "/sys/kernel/mm/transparent_hugepage/defrag", true },
 };
 
-int inventory_read_live(struct inventory *ret) {
-        char buf[INVENTORY_MAX_VALUE + 1], word[64];
+int inventory_read_live(const char *root, struct inventory *ret) {
+        char buf[LINE_MAX_READ], word[64], path[PATH_MAX];
         struct cpuset online = {};
         int r = 0;
+        root = root ?: "";
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(live_files); i++) {
-                if (!read_line(live_files[i].path, buf, sizeof(buf)))
+                if (!read_line_at(root, live_files[i].path, buf, sizeof(buf)))
                         continue;
                 if (live_files[i].selected && inventory_selected(buf, word, sizeof(word)))
                         r = inventory_set(ret, live_files[i].field, word);
                 else if (*buf || !live_files[i].selected)
                         r = inventory_set(ret, live_files[i].field, buf);
         }
-        if (r >= 0 && cpuset_online(&online, NULL) >= 0) {
-                r = read_topology(ret, &online);
+        snprintf(path, sizeof(path), "%s" CPU_DIR "/online", root);
+        if (r >= 0 && cpuset_online(&online, path) >= 0) {
+                r = read_topology(ret, root, &online);
                 if (r >= 0)
-                        r = read_cpuidle(ret, &online);
+                        r = read_cpuidle(ret, root, &online);
         }
         cpuset_done(&online);
         if (r >= 0)
-                r = read_cpufreq(ret);
+                r = read_cpufreq(ret, root);
         if (r >= 0)
-                r = parse_file(ret, "/proc/meminfo", inventory_parse_meminfo);
+                r = parse_file(ret, root, "/proc/meminfo", inventory_parse_meminfo);
         if (r >= 0)
-                r = parse_file(ret, "/proc/modules", inventory_parse_modules);
+                r = parse_file(ret, root, "/proc/modules", inventory_parse_modules);
         if (r >= 0)
-                r = read_services(ret);
+                r = read_services(ret, root);
         return r;
 }

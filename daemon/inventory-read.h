@@ -8,16 +8,19 @@
 
 #include "inventory.h"
 
-/* What cannot change while the kernel runs, read once per run, before the probes start:
+/* The readers take the root of the tree they read: NULL or "" for the machine itself, else a
+ * directory holding sys/, proc/, boot/ and etc/ as the machine's (without a trailing '/').
+ *
+ * What cannot change while the kernel runs, read once per run, before the probes start:
  * /proc/cpuinfo (on some kernels reading its "cpu MHz" interrupts every CPU), the kernel's
  * configuration (/proc/config.gz is the largest file read), its command line, DMI and the
  * device tree's model.  Fields the kernel does not show are absent. */
-int inventory_read_boot(struct inventory *ret);
+int inventory_read_boot(const char *root, struct inventory *ret);
 /* What can change while it runs: the CPUs online, topology, SMT, microcode, NUMA nodes, memory,
  * clocksource, cpufreq, cpuidle, RT throttling and other sysctls, transparent hugepages,
  * irqbalance and tuned, the loaded modules.  Reads sysfs, procfs and /etc/tuned only; no
  * file it reads makes the kernel interrupt another CPU. */
-int inventory_read_live(struct inventory *ret);
+int inventory_read_live(const char *root, struct inventory *ret);
 
 /* ---- parsers of the kernel's texts (inventory-parse.c), for the readers and the tests ---- */
 

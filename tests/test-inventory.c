@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the machine's inventory: the field map (bounds, what the kernel's bytes become,
  * comparisons), the parsers of the kernel's texts (command lines, configurations, cpuinfo of
- * x86 and arm64, meminfo, modules) and the readers on this machine, where a field is present
- * exactly when the kernel shows it. */
+ * x86 and arm64, meminfo, modules), the readers on a made-up tree of hostile files, and on this
+ * machine, where a field is present exactly when the kernel shows it. */
 #include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests.h"
@@ -33,7 +34,9 @@ static void test_fields(void **state) {
         /* What the kernel's files hold is made text: each refused character one '?'. */
         assert_int_equal(inventory_set(&a, "dmi.bios_vendor", "Ven\x1b[31mdor\xff\xe2\x80\xae!"),
                          0);
-        expect(&a, "dmi.bios_vendor", "Ven?[31mdor??" "!");
+        expect(&a, "dmi.bios_vendor",
+               "Ven?[31mdor??"
+               "!");
         assert_int_equal(inventory_set(&a, "bad name", "x"), -EINVAL);
         assert_int_equal(inventory_set(&a, "", "x"), -EINVAL);
         /* A value past the bound is cut, between characters, and says so. */
@@ -284,6 +287,152 @@ static void test_meminfo_modules_choices(void **state) {
         assert_false(inventory_selected("[madvise", buf, sizeof(buf)));
 }
 
+static char root[] = "/tmp/rtsoak-inventory-XXXXXX";
+
+/* root/rel holding len bytes of text (its folders made on the way). */
+static void put_file(const char *rel, const char *text, size_t len) {
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        for (char *s = strchr(path + strlen(root) + 1, '/'); s; s = strchr(s + 1, '/')) {
+                *s = '\0';
+                mkdir(path, 0755);
+                *s = '/';
+        }
+        FILE *f = fopen(path, "we");
+        assert_non_null(f);
+        assert_int_equal(fwrite(text, 1, len, f), len);
+        assert_int_equal(fclose(f), 0);
+}
+#define PUT(rel, text) put_file(rel, text, sizeof(text) - 1)
+
+/* A tree whose files hold what a broken firmware, a hostile module or a damaged disk could put
+ * there: control and invalid bytes, a NUL, lines far over the bound, overlapping cpufreq
+ * policies naming CPUs that do not exist, a file that is a folder. */
+static void make_hostile_tree(void) {
+        char *big = malloc(10001), name[128];
+        memset(big, 'A', 10000);
+        put_file("sys/class/dmi/id/product_name", big, 10000);
+        free(big);
+        PUT("sys/class/dmi/id/bios_version", "1.2\x1b[31m\x07 \xff\n2nd line\n");
+        PUT("sys/class/dmi/id/sys_vendor", "Ven\0dor\n");
+        PUT("sys/class/dmi/id/bios_date", "\n");
+        PUT("sys/class/dmi/id/board_name/x", "a folder, not a file\n");
+        PUT("proc/cmdline", "ro isolcpus=2-3 nohz_full=2-3 mitigations=\x1b]0;evil\x07 quiet\n");
+        PUT("proc/cpuinfo", "processor\t: 0\nmodel name\t: Evil\x1b[2J CPU\nmicrocode\t: 0x1\n");
+        PUT("proc/sys/kernel/osrelease", "6.6-test\n");
+        PUT("boot/config-6.6-test", "CONFIG_PREEMPT_RT=y\nCONFIG_HZ=1000\n");
+        PUT("proc/sys/kernel/sched_rt_runtime_us", "-1\n");
+        PUT("sys/kernel/mm/transparent_hugepage/enabled", "always [madvise] never\n");
+        PUT("sys/devices/system/cpu/online", "0-3\n");
+        PUT("sys/devices/system/cpu/smt/control", "off\n");
+        for (int cpu = 0; cpu < 4; cpu++) {
+                snprintf(name, sizeof(name), "sys/devices/system/cpu/cpu%d/topology/core_id", cpu);
+                put_file(name, cpu % 2 ? "1\n" : "0\n", 2);
+                snprintf(name, sizeof(name),
+                         "sys/devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+                put_file(name, "0\n", 2);
+                snprintf(name, sizeof(name), "sys/devices/system/cpu/cpu%d/cpuidle/state0/name",
+                         cpu);
+                PUT(name, "POLL\n");
+                snprintf(name, sizeof(name), "sys/devices/system/cpu/cpu%d/cpuidle/state0/disable",
+                         cpu);
+                PUT(name, "0\n");
+                snprintf(name, sizeof(name), "sys/devices/system/cpu/cpu%d/cpuidle/state1/name",
+                         cpu);
+                PUT(name, "C1\x1b/E\n");
+                snprintf(name, sizeof(name), "sys/devices/system/cpu/cpu%d/cpuidle/state1/disable",
+                         cpu);
+                put_file(name, cpu == 3 ? "1\n" : "0\n", 2);
+        }
+        PUT("sys/devices/system/cpu/cpufreq/policy0/affected_cpus", "0 1\n");
+        PUT("sys/devices/system/cpu/cpufreq/policy0/scaling_governor", "performance\n");
+        PUT("sys/devices/system/cpu/cpufreq/policy2/affected_cpus", "2 3\n");
+        PUT("sys/devices/system/cpu/cpufreq/policy2/scaling_governor", "powersave\n");
+        /* Policies the kernel would never make: each names every possible CPU. */
+        for (int i = 4; i < 9; i++) {
+                snprintf(name, sizeof(name),
+                         "sys/devices/system/cpu/cpufreq/policy%d/"
+                         "affected_cpus",
+                         i);
+                PUT(name, "0-8191\n");
+                snprintf(name, sizeof(name),
+                         "sys/devices/system/cpu/cpufreq/policy%d/"
+                         "scaling_governor",
+                         i);
+                PUT(name, "performance\n");
+        }
+        PUT("proc/123/comm", "irqbalance\n");
+        PUT("proc/124/comm", "tuned\x1b\n");
+        PUT("etc/tuned/active_profile", "realtime-virtual-host\n");
+}
+
+/* Whatever the files hold, the readers make fields the farm takes, or leave them out. */
+static void test_hostile_tree(void **state) {
+        struct inventory boot = {}, live = {}, back = {};
+        char why[INVENTORY_WHY_MAX];
+        (void) state;
+        make_hostile_tree();
+        assert_int_equal(inventory_read_boot(root, &boot), 0);
+        assert_int_equal(inventory_read_live(root, &live), 0);
+        /* A value past the bound is cut and says so; only the first line counts. */
+        const char *product = inventory_get(&boot, "dmi.product_name");
+        assert_non_null(product);
+        assert_int_equal(strlen(product), INVENTORY_MAX_VALUE);
+        assert_string_equal(product + INVENTORY_MAX_VALUE - 4, "A...");
+        expect(&boot, "dmi.bios_version", "1.2?[31m? ?");
+        expect(&boot, "dmi.sys_vendor", "Ven");
+        expect(&boot, "dmi.bios_date", NULL);
+        expect(&boot, "dmi.board_name", NULL);
+        expect(&boot, "cmdline.isolcpus", "2-3");
+        expect(&boot, "cmdline.mitigations", "?]0;evil?");
+        expect(&boot, "cpu.model_name", "Evil?[2J CPU");
+        expect(&boot, "kconfig.source", "/boot/config-6.6-test");
+        expect(&boot, "kconfig.PREEMPT_RT", "y");
+        expect(&boot, "kconfig.HZ", "1000");
+        expect(&live, "thp.enabled", "madvise");
+        expect(&live, "sysctl.kernel.sched_rt_runtime_us", "-1");
+        expect(&live, "cpu.online", "0-3");
+        expect(&live, "cpu.sockets", "1");
+        expect(&live, "cpu.cores", "2");
+        expect(&live, "cpu.threads", "4");
+        expect(&live, "cpu.smt", "off");
+        expect(&live, "cpuidle.state.POLL", "enabled");
+        expect(&live, "cpuidle.state.C1__E", "enabled:0-2 disabled:3");
+        /* A CPU counts once, in the first policy naming it. */
+        expect(&live, "cpufreq.governor", "performance:0-1,4-8191 powersave:2-3");
+        expect(&live, "service.irqbalance", "running");
+        expect(&live, "service.tuned", "not running");
+        expect(&live, "tuned.profile", "realtime-virtual-host");
+        expect(&live, "numa.nodes", NULL);
+        assert_int_equal(boot.dropped + live.dropped, 0);
+        /* Every field is one the farm's check takes. */
+        assert_int_equal(inventory_merge(&live, &boot), 0);
+        char *text = inventory_to_text(&live);
+        assert_non_null(text);
+        if (inventory_from_text(text, &back, why) < 0)
+                fail_msg("the farm would refuse it: %s", why);
+        assert_true(inventory_equal(&live, &back));
+        free(text);
+        inventory_done(&back);
+        inventory_done(&boot);
+        inventory_done(&live);
+}
+
+/* A root with nothing in it: no field at all. */
+static void test_empty_tree(void **state) {
+        struct inventory boot = {}, live = {};
+        char empty[600];
+        (void) state;
+        snprintf(empty, sizeof(empty), "%s/empty", root);
+        assert_int_equal(mkdir(empty, 0755), 0);
+        assert_int_equal(inventory_read_boot(empty, &boot), 0);
+        assert_int_equal(inventory_read_live(empty, &live), 0);
+        assert_int_equal(boot.n, 0);
+        assert_int_equal(live.n, 0);
+        inventory_done(&boot);
+        inventory_done(&live);
+}
+
 /* This machine's inventory: each field whose file the kernel shows is there, each whose file
  * it does not is absent. */
 static void test_this_machine(void **state) {
@@ -307,8 +456,8 @@ static void test_this_machine(void **state) {
         };
         struct inventory boot = {}, live = {};
         (void) state;
-        assert_int_equal(inventory_read_boot(&boot), 0);
-        assert_int_equal(inventory_read_live(&live), 0);
+        assert_int_equal(inventory_read_boot(NULL, &boot), 0);
+        assert_int_equal(inventory_read_live(NULL, &live), 0);
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 bool there = access(cases[i].path, R_OK) == 0;
                 const char *v = inventory_get(cases[i].boot ? &boot : &live, cases[i].field);
@@ -344,7 +493,9 @@ int main(void) {
                 cmocka_unit_test(test_kconfig),
                 cmocka_unit_test(test_cpuinfo),
                 cmocka_unit_test(test_meminfo_modules_choices),
+                cmocka_unit_test(test_hostile_tree),
+                cmocka_unit_test(test_empty_tree),
                 cmocka_unit_test(test_this_machine),
         };
-        return RUN_TESTS(tests);
+        return RUN_TESTS_IN_TMPDIR(tests, root);
 }
