@@ -38,14 +38,13 @@ static int print_inventory_json(const struct store_inventory_row *v, size_t n) {
         json_t *doc = json_object(), *history = json_array();
         json_object_set_new(doc, "run", json_integer(last->run_id));
         json_object_set_new(doc, "version", json_u64(last->version));
-        json_object_set_new(doc, "time", json_time(last->time_ns));
+        json_set_time(doc, "time_ns", last->time_ns);
         json_object_set_new(doc, "fields", inventory_to_json(&last->fields));
         for (size_t i = 0; i < n; i++) {
                 json_t *h = json_object();
                 json_object_set_new(h, "version", json_u64(v[i].version));
-                json_object_set_new(h, "time", json_time(v[i].time_ns));
-                json_object_set_new(h, "after",
-                                    v[i].after_ns ? json_time(v[i].after_ns) : json_null());
+                json_set_time(h, "time_ns", v[i].time_ns);
+                json_set_time(h, "after_ns", v[i].after_ns ?: JSON_TIME_NONE);
                 json_object_set_new(h, "changes",
                                     i ? changes_json(&v[i - 1].fields, &v[i].fields)
                                       : json_array());
@@ -118,7 +117,7 @@ json_t *cli_inventory_status_json(store *s, int64_t run_id) {
                 return json_null();
         json_t *o = json_object();
         json_object_set_new(o, "version", json_u64(cur.version));
-        json_object_set_new(o, "time", json_time(cur.time_ns));
+        json_set_time(o, "time_ns", cur.time_ns);
         json_object_set_new(o, "fields", json_u64(cur.fields.n));
         json_object_set_new(o, "digest", json_string(digest));
         store_inventory_row_done(&cur);
