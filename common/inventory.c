@@ -192,6 +192,61 @@ int inventory_diff(const struct inventory *a, const struct inventory *b,
         return 0;
 }
 
+/* A text being written into a buffer of fixed size. */
+struct bounded {
+        char *buf;
+        size_t size, used;
+        bool cut;
+};
+
+/* Appends text; once it does not fit, cut between characters with "...", and nothing more
+ * after that. */
+static void bounded_add(struct bounded *b, const char *text) {
+        size_t len = strlen(text), mark = strlen(CUT_MARK);
+        if (b->cut)
+                return;
+        if (b->used + len + mark < b->size) {
+                memcpy(b->buf + b->used, text, len + 1);
+                b->used += len;
+                return;
+        }
+        size_t room = b->size - 1 - mark - b->used;
+        while (room > 0 && ((unsigned char) text[room] & 0xc0) == 0x80)
+                room--; /* not inside a UTF-8 character */
+        memcpy(b->buf + b->used, text, room);
+        memcpy(b->buf + b->used + room, CUT_MARK, mark + 1);
+        b->used += room + mark;
+        b->cut = true;
+}
+
+int inventory_describe_changes(const struct inventory *a, const struct inventory *b,
+                               uint64_t version, char *buf, size_t size, size_t *ret_n) {
+        struct bounded t = { buf, size, 0, false };
+        struct inventory_change *ch;
+        size_t n;
+        char head[64];
+        if (size < sizeof(head))
+                return -ENOBUFS;
+        int r = inventory_diff(a, b, &ch, &n);
+        if (r < 0)
+                return r;
+        snprintf(head, sizeof(head),
+                 "version %llu, %zu field(s) changed: ", (unsigned long long) version, n);
+        buf[0] = '\0';
+        bounded_add(&t, head);
+        for (size_t i = 0; i < n; i++) {
+                bounded_add(&t, i ? "; " : "");
+                bounded_add(&t, ch[i].name);
+                bounded_add(&t, ": ");
+                bounded_add(&t, ch[i].old_value ?: "(none)");
+                bounded_add(&t, " -> ");
+                bounded_add(&t, ch[i].new_value ?: "(none)");
+        }
+        free(ch);
+        *ret_n = n;
+        return 0;
+}
+
 json_t *inventory_to_json(const struct inventory *inv) {
         json_t *o = json_object();
         for (size_t i = 0; o && i < inv->n; i++)

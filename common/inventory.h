@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "macro.h"
 #include "name-rule.h"
@@ -62,6 +63,12 @@ struct inventory_change {
 /* The fields that differ from a to b, ascending by name; the strings are a's and b's. */
 int inventory_diff(const struct inventory *a, const struct inventory *b,
                    struct inventory_change **ret, size_t *ret_n);
+
+/* "version 2, 1 field(s) changed: thp.enabled: madvise -> never" ("(none)" for an absent value)
+ * into buf, cut between characters with "..." to fit size (at least 64); ret_n gets how many
+ * changed. */
+int inventory_describe_changes(const struct inventory *a, const struct inventory *b,
+                               uint64_t version, char *buf, size_t size, size_t *ret_n);
 
 /* As a JSON object of name: value, in name order (NULL without memory). */
 json_t *inventory_to_json(const struct inventory *inv);

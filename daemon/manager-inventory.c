@@ -38,49 +38,6 @@ static int read_now(struct manager *m, struct inventory *ret) {
         return r;
 }
 
-/* Appends text to the message, cutting with "..." at its bound. */
-static void message_add(char *msg, const char *text) {
-        size_t used = strlen(msg), len = strlen(text);
-        if (used + len + 4 > CHANGE_MESSAGE_MAX) {
-                if (!strstr(msg, "...")) {
-                        size_t room = CHANGE_MESSAGE_MAX - 4 - used;
-                        /* Not inside a UTF-8 character. */
-                        while (room > 0 && ((unsigned char) text[room] & 0xc0) == 0x80)
-                                room--;
-                        snprintf(msg + used, CHANGE_MESSAGE_MAX - used, "%.*s...", (int) room,
-                                 text);
-                }
-                return;
-        }
-        memcpy(msg + used, text, len + 1);
-}
-
-/* "version 2: thp.enabled: madvise -> never; cpu.online: 0-3 -> 0-2" ("(none)" for an absent
- * value). */
-static int change_message(const struct inventory *a, const struct inventory *b, uint64_t version,
-                          char *msg, size_t *ret_n) {
-        struct inventory_change *ch;
-        size_t n;
-        char head[64];
-        int r = inventory_diff(a, b, &ch, &n);
-        if (r < 0)
-                return r;
-        snprintf(head, sizeof(head), "version %" PRIu64 ", %zu field(s) changed: ", version, n);
-        msg[0] = '\0';
-        message_add(msg, head);
-        for (size_t i = 0; i < n; i++) {
-                message_add(msg, i ? "; " : "");
-                message_add(msg, ch[i].name);
-                message_add(msg, ": ");
-                message_add(msg, ch[i].old_value ?: "(none)");
-                message_add(msg, " -> ");
-                message_add(msg, ch[i].new_value ?: "(none)");
-        }
-        free(ch);
-        *ret_n = n;
-        return 0;
-}
-
 /* Stores inv as the next version, found at now (the check before at after), with its event. */
 static int record(struct manager *m, struct inventory *inv, int64_t now, int64_t after,
                   const char *type, const char *message) {
@@ -160,7 +117,8 @@ void manager_inventory_check(struct manager *m, const char *why) {
                 (void) record(m, &inv, now, 0, "inventory", msg);
                 goto out;
         }
-        r = change_message(&m->inv.current, &inv, m->inv.version + 1, msg, &n);
+        r = inventory_describe_changes(&m->inv.current, &inv, m->inv.version + 1, msg,
+                                       CHANGE_MESSAGE_MAX, &n);
         if (r < 0) {
                 log_oom();
                 goto out;

@@ -100,6 +100,51 @@ static void test_fields(void **state) {
         inventory_done(&a);
 }
 
+/* What a change's event says: every change while it fits, then cut between characters with
+ * its mark, never past the bound, whatever the values hold. */
+static void test_describe_changes(void **state) {
+        struct inventory a = {}, b = {};
+        char msg[4000], why[TEXT_WHY_MAX];
+        size_t n;
+        (void) state;
+        assert_int_equal(inventory_set(&a, "thp.enabled", "madvise"), 0);
+        assert_int_equal(inventory_set(&a, "cpu.online", "0-3"), 0);
+        assert_int_equal(inventory_set(&b, "thp.enabled", "never"), 0);
+        assert_int_equal(inventory_set(&b, "dmi.bios_version", "1.2.5"), 0);
+        assert_int_equal(inventory_describe_changes(&a, &b, 2, msg, sizeof(msg), &n), 0);
+        assert_int_equal(n, 3);
+        assert_string_equal(msg, "version 2, 3 field(s) changed: cpu.online: 0-3 -> (none); "
+                                 "dmi.bios_version: (none) -> 1.2.5; thp.enabled: madvise -> "
+                                 "never");
+        /* 15 fields of 4096 bytes each, "é" throughout: far more than fits. */
+        char *big = malloc(INVENTORY_MAX_VALUE + 1), name[32];
+        for (size_t i = 0; i + 1 < INVENTORY_MAX_VALUE; i += 2)
+                memcpy(big + i, "\xc3\xa9", 2);
+        big[INVENTORY_MAX_VALUE] = '\0';
+        inventory_done(&a);
+        for (int i = 0; i < 15; i++) {
+                snprintf(name, sizeof(name), "f%03d", i);
+                big[0] = (char) ('a' + i % 26); /* each value differs at its start */
+                big[1] = 'x';
+                assert_int_equal(inventory_set(&a, name, big), 0);
+        }
+        for (size_t size = 64; size <= sizeof(msg); size += 1237) {
+                memset(msg, 'Z', sizeof(msg));
+                assert_int_equal(inventory_describe_changes(&a, &b, 7, msg, size, &n), 0);
+                assert_int_equal(n, 17);
+                assert_true(strlen(msg) < size);
+                assert_true(strlen(msg) + 4 >= size); /* cut near the end, not early */
+                assert_string_equal(msg + strlen(msg) - 3, "...");
+                if (!text_ok(msg, false, why))
+                        fail_msg("size %zu: %s", size, why);
+                assert_int_equal(msg[size - 1] == 'Z' || msg[size - 1] == '\0', true);
+        }
+        assert_int_equal(inventory_describe_changes(&a, &b, 7, msg, 10, &n), -ENOBUFS);
+        free(big);
+        inventory_done(&a);
+        inventory_done(&b);
+}
+
 static void test_cmdline(void **state) {
         struct inventory inv = {};
         (void) state;
@@ -488,13 +533,10 @@ static void test_this_machine(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_fields),
-                cmocka_unit_test(test_cmdline),
-                cmocka_unit_test(test_kconfig),
-                cmocka_unit_test(test_cpuinfo),
-                cmocka_unit_test(test_meminfo_modules_choices),
-                cmocka_unit_test(test_hostile_tree),
-                cmocka_unit_test(test_empty_tree),
+                cmocka_unit_test(test_fields),       cmocka_unit_test(test_describe_changes),
+                cmocka_unit_test(test_cmdline),      cmocka_unit_test(test_kconfig),
+                cmocka_unit_test(test_cpuinfo),      cmocka_unit_test(test_meminfo_modules_choices),
+                cmocka_unit_test(test_hostile_tree), cmocka_unit_test(test_empty_tree),
                 cmocka_unit_test(test_this_machine),
         };
         return RUN_TESTS_IN_TMPDIR(tests, root);
