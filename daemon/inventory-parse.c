@@ -336,7 +336,8 @@ int inventory_parse_modules(const char *text, struct inventory *inv) {
                 struct sha256_ctx c;
                 uint8_t d[SHA256_DIGEST_SIZE];
                 char hex[2 * SHA256_DIGEST_SIZE + 1];
-                qsort(names, n, sizeof(*names), cmp_str);
+                if (n > 0)
+                        qsort(names, n, sizeof(*names), cmp_str);
                 sha256_init(&c);
                 for (size_t i = 0; i < n; i++) {
                         sha256_update(&c, names[i], strlen(names[i]));
