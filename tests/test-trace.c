@@ -263,8 +263,10 @@ static void captures_name_injector(json_t *tr, int cpu, pid_t ipid, const struct
         int untold = 0;
         for (int k = 0; k < n; k++) {
                 if (named[k] == 0 && skip_counted(tr, cpu, st[k].r0) && ++untold <= 1) {
-                        fprintf(stderr, "# CPU %d stall %d: no capture, counted as skipped by "
-                                        "the next capture of its CPU\n", cpu, k);
+                        fprintf(stderr,
+                                "# CPU %d stall %d: no capture, counted as skipped by "
+                                "the next capture of its CPU\n",
+                                cpu, k);
                         continue;
                 }
                 if (named[k] != 1)
@@ -795,9 +797,9 @@ static int name_cached(const char *dir, const char *name, const char *before) {
 /* The recorder's instance does not make the kernel record task names at every context switch
  * (it is created with the top-level record-cmd off), and the option is back on afterwards.  A
  * plain instance, made the usual way, shows that the check sees such recording. */
-#define PLAIN_INSTANCE                                                                             \
-        "i=$t/instances/rtsoak-test-pos; mkdir $i && "                                             \
-        "echo 1 > $i/events/sched/sched_switch/enable && "                                         \
+#define PLAIN_INSTANCE                                     \
+        "i=$t/instances/rtsoak-test-pos; mkdir $i && "     \
+        "echo 1 > $i/events/sched/sched_switch/enable && " \
         "trap 'echo 0 > $i/events/sched/sched_switch/enable; rmdir $i' EXIT;"
 static void test_no_comm_cache(void **state) {
         need_root();
