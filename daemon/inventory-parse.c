@@ -355,8 +355,12 @@ int inventory_parse_modules(const char *text, struct inventory *inv) {
 }
 
 bool inventory_selected(const char *text, char *buf, size_t size) {
-        const char *open = strchr(text, '['), *close = open ? strchr(open, ']') : NULL;
-        if (!close)
+        /* The '[' nearest before the first ']': a stray '[' earlier (an escape sequence's) is
+         * not the choice's. */
+        const char *close = strchr(text, ']'), *open = NULL;
+        for (const char *p = text; close && p < close; p++)
+                open = *p == '[' ? p : open;
+        if (!open)
                 return false;
         snprintf(buf, size, "%.*s", (int) (close - open - 1), open + 1);
         return true;

@@ -330,6 +330,10 @@ static void test_meminfo_modules_choices(void **state) {
         assert_string_equal(buf, "always");
         assert_false(inventory_selected("madvise", buf, sizeof(buf)));
         assert_false(inventory_selected("[madvise", buf, sizeof(buf)));
+        assert_false(inventory_selected("madvise] [never", buf, sizeof(buf)));
+        /* A '[' of an escape sequence before the choice is not the choice's. */
+        assert_true(inventory_selected("always \x1b[31m[never]", buf, sizeof(buf)));
+        assert_string_equal(buf, "never");
 }
 
 static char root[] = "/tmp/rtsoak-inventory-XXXXXX";
