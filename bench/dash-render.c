@@ -44,7 +44,7 @@ static int time_intervals(farm_db *db, const char *id, int64_t now, unsigned n) 
         for (unsigned i = 0; i <= n; i++) {
                 struct farm_answer a;
                 int64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-                farm_query_route(db, &counters, url, "GET", &args, now, &a);
+                farm_query_route(db, &counters, url, &args, now, &a);
                 t[i] = now_ns(CLOCK_THREAD_CPUTIME_ID) - t0;
                 if (a.status != 200) {
                         fprintf(stderr, "%s: status %u\n", url, a.status);
@@ -78,7 +78,7 @@ static int time_page(farm_db *db, const struct farm_rule *rule, const char *url,
         for (unsigned i = 0; i <= n; i++) {
                 struct farm_answer a;
                 int64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-                if (farm_dash_route(db, rule, url, "GET", &args, now, &a) != 1 || a.status != 200) {
+                if (farm_dash_route(db, rule, url, &args, now, &a) != 1 || a.status != 200) {
                         fprintf(stderr, "%s: status %u: %s\n", url, a.status,
                                 a.text ? a.text : a.err);
                         farm_answer_done(&a);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Implementation of the INI reader and of the value types.  Unknown sections and keys are
- * errors: a misspelt key silently ignored would leave a farm machine measuring something
- * other than what its owner believes. */
+ * errors that list what the table takes: a misspelt key silently ignored would leave a farm
+ * machine measuring something other than what its owner believes. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -405,6 +405,52 @@ static const char *closest(const struct conf_table *t, const char *section, cons
         return best;
 }
 
+/* Appends ", NAME" (or NAME first) to the list in buf, bounded by len. */
+static void list_add(char *buf, size_t len, const char *before, const char *name,
+                     const char *after) {
+        size_t used = strlen(buf);
+        if (used < len)
+                snprintf(buf + used, len - used, "%s%s%s%s", used ? ", " : "", before, name, after);
+}
+
+/* Whether items[0..i) has a row of section s. */
+static bool section_seen(const struct conf_table *t, size_t i, const char *s) {
+        while (i-- > 0)
+                if (strcmp(t->items[i].section, s) == 0)
+                        return true;
+        return false;
+}
+
+/* An unknown section: the nearest known one, and every section the table takes, those named
+ * by the owner as PREFIX.NAME ("[Scenario.NAME]"). */
+static int unknown_section(const struct conf_table *t, const char *where, const char *section,
+                           char err[static CONF_ERROR_MAX]) {
+        const char *hint = closest(t, NULL, section);
+        char known[CONF_ERROR_MAX / 2] = "";
+        for (size_t i = 0; i < t->n; i++)
+                if (!section_seen(t, i, t->items[i].section))
+                        list_add(known, sizeof(known), "[", t->items[i].section, "]");
+        if (t->dynamic_prefix)
+                list_add(known, sizeof(known), "[", t->dynamic_prefix, "NAME]");
+        for (size_t i = 0; i < t->ndynamics; i++)
+                list_add(known, sizeof(known), "[", t->dynamics[i].prefix, "NAME]");
+        return seterr(err, "%s: unknown section [%s]%s%s%s; the sections: %s", where, section,
+                      hint ? " (did you mean [" : "", hint ?: "", hint ? "]?)" : "", known);
+}
+
+/* An unknown key of a known section: the nearest key, and every key the section takes. */
+static int unknown_key(const struct conf_table *t, const char *where, const char *section,
+                       const char *key, char err[static CONF_ERROR_MAX]) {
+        const char *hint = closest(t, section, key);
+        char known[CONF_ERROR_MAX / 2] = "";
+        for (size_t i = 0; i < t->n; i++)
+                if (strcmp(t->items[i].section, section) == 0)
+                        list_add(known, sizeof(known), "", t->items[i].key, "=");
+        return seterr(err, "%s: unknown key %s= in section [%s]%s%s%s; [%s] takes %s", where, key,
+                      section, hint ? " (did you mean " : "", hint ?: "", hint ? "=?)" : "",
+                      section, known);
+}
+
 static char *strip(char *s) {
         while (isspace((unsigned char) *s))
                 s++;
@@ -442,11 +488,8 @@ static int assign(const struct conf_table *t, const char *where, const char *sec
         if (!line_ok(value, why))
                 return seterr(err, "%s: [%s] %s=: %s", where, section, key, why);
 
-        if (!section_known(t, section)) {
-                const char *hint = closest(t, NULL, section);
-                return seterr(err, "%s: unknown section [%s]%s%s%s", where, section,
-                              hint ? " (did you mean [" : "", hint ?: "", hint ? "]?)" : "");
-        }
+        if (!section_known(t, section))
+                return unknown_section(t, where, section, err);
         const struct conf_dynamic *kind;
         const char *dyn = dynamic_name_of(t, section, &kind);
         if (dyn) {
@@ -458,11 +501,8 @@ static int assign(const struct conf_table *t, const char *where, const char *sec
                 return 0;
         }
         it = find_item(t, section, key);
-        if (!it) {
-                const char *hint = closest(t, section, key);
-                return seterr(err, "%s: unknown key %s= in section [%s]%s%s%s", where, key, section,
-                              hint ? " (did you mean " : "", hint ?: "", hint ? "=?)" : "");
-        }
+        if (!it)
+                return unknown_key(t, where, section, key, err);
 
         /* An empty assignment resets the key to its default, as in systemd units. */
         r = it->type->parse(it, *value ? value : it->def, field_of(it, obj), &reason);
@@ -522,12 +562,8 @@ int conf_parse_file(const struct conf_table *t, const char *path, void *obj, cha
                         s = strip(s + 1);
                         if (*s == '\0' || strlen(s) >= sizeof(section))
                                 return seterr(err, "%s: invalid section name", where);
-                        if (!section_known(t, s)) {
-                                const char *hint = closest(t, NULL, s);
-                                return seterr(err, "%s: unknown section [%s]%s%s%s", where, s,
-                                              hint ? " (did you mean [" : "", hint ?: "",
-                                              hint ? "]?)" : "");
-                        }
+                        if (!section_known(t, s))
+                                return unknown_section(t, where, s, err);
                         snprintf(section, sizeof(section), "%s", s);
                         continue;
                 }

@@ -51,6 +51,8 @@ static void help(void) {
                "  maintenance list [MACHINE_ID] [--json]\n"
                "  maintenance cancel WINDOW_ID --reason TEXT [--by NAME]\n"
                "  verdict RELEASE [--at TIME] [--known-at TIME]\n"
+               "  kcidb RELEASE [--at TIME] [--known-at TIME] [--origin NAME]\n"
+               "                       the verdict as a KCIDB v5.3 report\n"
                "  waive RELEASE PROBLEM_ID --reason TEXT [--by NAME]\n"
                "  unwaive WAIVER_ID [--reason TEXT] [--by NAME]\n"
                "  waivers [RELEASE]\n"
@@ -91,6 +93,7 @@ static void help(void) {
                "  --from TIME, --to TIME  a maintenance window (\"+2h\" or \"in 2h\": from now)\n"
                "  --at TIME            verdict: about TIME (RFC 3339, Unix ns, \"2d ago\")\n"
                "  --known-at TIME      verdict: as the server knew it at TIME\n"
+               "  --origin NAME        kcidb: the CI system's name in KCIDB (default rtsoak)\n"
                "  --reason TEXT        why (kept in the audit trail)\n"
                "  --by NAME            who (default: $SUDO_USER, $USER)\n"
                "  --json               machine show, maintenance list: JSON\n"
@@ -141,6 +144,7 @@ enum {
         ARG_BY,
         ARG_AT,
         ARG_KNOWN_AT,
+        ARG_ORIGIN,
         ARG_FROM,
         ARG_TO,
         ARG_JSON,
@@ -182,6 +186,7 @@ static const struct option options[] = {
         { "by", required_argument, NULL, ARG_BY },
         { "at", required_argument, NULL, ARG_AT },
         { "known-at", required_argument, NULL, ARG_KNOWN_AT },
+        { "origin", required_argument, NULL, ARG_ORIGIN },
         { "from", required_argument, NULL, ARG_FROM },
         { "to", required_argument, NULL, ARG_TO },
         { "json", no_argument, NULL, ARG_JSON },
@@ -260,6 +265,9 @@ static int parse_command_option(int c, const char *name, struct server_options *
                 break;
         case ARG_KNOWN_AT:
                 o->known_at = optarg;
+                break;
+        case ARG_ORIGIN:
+                o->origin = optarg;
                 break;
         case ARG_FROM:
                 o->from = optarg;
@@ -399,6 +407,8 @@ static const struct command {
           cli_maintenance_list },
         { "maintenance", "cancel", 1, 1, "WINDOW_ID", WHY_OPTS, cli_maintenance_cancel },
         { "verdict", NULL, 1, 1, "RELEASE", OPT(ARG_AT) | OPT(ARG_KNOWN_AT), cli_verdict },
+        { "kcidb", NULL, 1, 1, "RELEASE", OPT(ARG_AT) | OPT(ARG_KNOWN_AT) | OPT(ARG_ORIGIN),
+          cli_kcidb },
         { "waive", NULL, 2, 2, "RELEASE and PROBLEM_ID", WHY_OPTS, cli_waive },
         { "unwaive", NULL, 1, 1, "WAIVER_ID", WHY_OPTS, cli_unwaive },
         { "waivers", NULL, 0, 1, "at most one RELEASE", 0, cli_waivers },
@@ -433,7 +443,7 @@ static const struct command *find_command(char **words, int n) {
                           strcmp(words[0], "machine") == 0 ? "set or show" : "add, list or cancel");
         else
                 log_error("Unknown command '%s' (expected enroll, revoke, machine, maintenance, "
-                          "verdict, waive, unwaive, waivers, admin-token, admin-revoke, "
+                          "verdict, kcidb, waive, unwaive, waivers, admin-token, admin-revoke, "
                           "read-token, read-revoke, check, notifications, migrate or prune; see "
                           "--help)",
                           words[0]);

@@ -52,7 +52,7 @@ if out=$(meson install -C "$build" --no-rebuild --destdir "$tmp/root" 2>&1); the
         if [ "$man" = yes ]; then
                 want+=("$mandir/man8/rtsoakd.8" "$mandir/man5/rtsoakd.conf.5" "$mandir/man1/rtsoak.1"
                        "$mandir/man1/rtsoak-load.1" "$mandir/man8/rtsoak-server.8"
-                       "$mandir/man1/rtsoak-replay.1")
+                       "$mandir/man5/rtsoak-server.conf.5" "$mandir/man1/rtsoak-replay.1")
         fi
         for f in "${want[@]}"; do
                 [ -e "$tmp/root$f" ] || missing+=" $f"
@@ -90,7 +90,8 @@ if out=$(meson setup "$tmp/deb" "$src" --prefix=/usr -Dtests=false 2>&1) &&
         if [ "$man" = yes ]; then
                 want+=(/usr/share/man/man8/rtsoakd.8 /usr/share/man/man5/rtsoakd.conf.5
                        /usr/share/man/man1/rtsoak.1 /usr/share/man/man1/rtsoak-load.1
-                       /usr/share/man/man8/rtsoak-server.8 /usr/share/man/man1/rtsoak-replay.1)
+                       /usr/share/man/man8/rtsoak-server.8 /usr/share/man/man5/rtsoak-server.conf.5
+                       /usr/share/man/man1/rtsoak-replay.1)
         fi
         missing=""
         for f in "${want[@]}"; do

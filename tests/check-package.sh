@@ -75,7 +75,8 @@ want_rtsoak="./usr/sbin/rtsoakd ./usr/bin/rtsoak ./usr/bin/rtsoak-load ./etc/rts
 ./usr/share/man/man1/rtsoak.1.gz ./usr/share/man/man1/rtsoak-load.1.gz"
 want_server="./usr/sbin/rtsoak-server ./usr/bin/rtsoak-replay ./etc/rtsoak/rtsoak-server.conf
 ./etc/rtsoak/rtsoak-server.conf.d/ ./etc/rtsoak/rtsoak-alerts.yml ./lib/systemd/system/rtsoak-server.service
-./usr/share/man/man8/rtsoak-server.8.gz ./usr/share/man/man1/rtsoak-replay.1.gz"
+./usr/share/man/man8/rtsoak-server.8.gz ./usr/share/man/man5/rtsoak-server.conf.5.gz
+./usr/share/man/man1/rtsoak-replay.1.gz"
 missing=""
 for pair in "$deb:$want_rtsoak" "$sdeb:$want_server"; do
         d=${pair%%:*}

@@ -3,7 +3,7 @@
 # Checks the systemd unit files: systemd-analyze verify with ExecStart= pointing at the freshly
 # built binaries (and Documentation= at the built man pages), that rtsoakd.service keeps what
 # the daemon needs to measure at all, and that the exposure scores of "systemd-analyze security
-# --offline=true" are the ones README.md states.  Usage: check-units.sh SRCDIR BUILDDIR
+# --offline=true" are the ones docs/systemd.md states.  Usage: check-units.sh SRCDIR BUILDDIR
 set -u
 src=$1
 build=$2
@@ -53,11 +53,11 @@ for u in "${units[@]}"; do
                 sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
         if [ -z "$score" ]; then
                 not_ok "$name: no exposure level from systemd-analyze security"
-        elif grep -q "^| \`$name\` | $score |" "$src/README.md"; then
-                ok "$name: exposure $score, as README.md says"
+        elif grep -q "^| \`$name\` | $score |" "$src/docs/systemd.md"; then
+                ok "$name: exposure $score, as docs/systemd.md says"
         else
-                not_ok "$name: exposure is $score; README.md's table says otherwise" \
-                        "$(grep "^| \`$name\`" "$src/README.md")"
+                not_ok "$name: exposure is $score; docs/systemd.md's table says otherwise" \
+                        "$(grep "^| \`$name\`" "$src/docs/systemd.md")"
         fi
 done
 

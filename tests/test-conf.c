@@ -135,6 +135,58 @@ static void test_errors(void **state) {
         }
 }
 
+/* An unknown section lists every section, an unknown key every key of its section (the
+ * programs' one listing of what they take: tests/check-man-options.sh holds the documents
+ * against it), in a file and in a --set alike. */
+static void test_unknown_lists_what_is_taken(void **state) {
+        const struct conf_table *t = &daemon_config_table;
+        char err[CONF_ERROR_MAX], want[128];
+        struct daemon_config c;
+        (void) state;
+        write_file("u.conf", "[Probe]\n[Nosuch]\n");
+        assert_true(load("u.conf", NULL, &c, err) < 0);
+        daemon_config_free(&c);
+        for (size_t i = 0; i < t->n; i++) {
+                snprintf(want, sizeof(want), "[%s]", t->items[i].section);
+                if (!strstr(err, want))
+                        fail_msg("%s is not in: %s", want, err);
+        }
+        assert_non_null(strstr(err, "u.conf:2: unknown section [Nosuch]; the sections: [Probe], "));
+        assert_non_null(strstr(err, ", [Scenario.NAME]"));
+        for (size_t i = 0; i < t->n; i++) {
+                char set[128], file[128];
+                const char *s = t->items[i].section;
+                snprintf(set, sizeof(set), "%s.Nosuch=1", s);
+                snprintf(file, sizeof(file), "[%s]\nNosuch=1\n", s);
+                for (int how = 0; how < 2; how++) {
+                        char *sets[] = { set, NULL };
+                        write_file("u.conf", how ? file : "");
+                        assert_true(load("u.conf", how ? NULL : sets, &c, err) < 0);
+                        daemon_config_free(&c);
+                        snprintf(want, sizeof(want),
+                                 "unknown key Nosuch= in section [%s]; [%s] takes ", s, s);
+                        if (!strstr(err, want))
+                                fail_msg("want '%s' in: %s", want, err);
+                        /* Each key of the section, and no other: as many '=' as rows. */
+                        const char *list = strstr(err, " takes ") + 6;
+                        size_t rows = 0, listed = 0;
+                        for (size_t j = 0; j < t->n; j++) {
+                                if (strcmp(t->items[j].section, s) != 0)
+                                        continue;
+                                rows++;
+                                snprintf(want, sizeof(want), " %s=", t->items[j].key);
+                                if (!strstr(list, want))
+                                        fail_msg("[%s] %s= is not listed: %s", s, t->items[j].key,
+                                                 err);
+                        }
+                        for (const char *p = list; (p = strchr(p, '=')); p++)
+                                listed++;
+                        if (listed != rows)
+                                fail_msg("[%s] has %zu keys, %zu listed: %s", s, rows, listed, err);
+                }
+        }
+}
+
 static void test_dropins_and_sets(void **state) {
         struct daemon_config c;
         char err[CONF_ERROR_MAX], path[512];
@@ -318,6 +370,7 @@ int main(void) {
                 cmocka_unit_test(test_values),
                 cmocka_unit_test(test_flight_recorder_off),
                 cmocka_unit_test(test_errors),
+                cmocka_unit_test(test_unknown_lists_what_is_taken),
                 cmocka_unit_test(test_dropins_and_sets),
                 cmocka_unit_test(test_print_roundtrip),
                 cmocka_unit_test(test_long_line),

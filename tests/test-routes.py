@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: MIT
 """Every route of the real rtsoak-server against hostile parameters, on a farm with late data.
 
-The routes come from the server's own table (server/api/routes.c: methods, path pattern,
-query parameters, the format of its answers), which is held against docs/api.md both ways: a
-route or a method of one that the other lacks fails, and so does a parameter that the server
-takes but the route's documentation does not name, or that the server's own refusal of an
+The routes come from the server's own table (server/api/routes.c, printed by tests/dump-routes:
+methods, path pattern, access class, typed query parameters, the format of its answers), which
+is held against docs/api.md both ways: a route or a method of one that the other lacks fails,
+and so does a parameter that the server takes but the route's documentation does not name, one
+that the documentation names but the table lacks, or one that the server's own refusal of an
 unknown parameter does not list.
 
 The farm: lab-late's history stamped days ago but posted now (data that arrives after moments
@@ -57,18 +58,14 @@ def q(s):
 
 
 def server_routes():
-    """The rows of server/api/routes.c: (methods, pattern, params, format)."""
-    text = open(os.path.join(SRC, "server", "api", "routes.c")).read()
-    macros = dict(re.findall(r'#define (\w+) "([^"]*)"', text))
-    body = text[text.index("farm_routes[] = {"):]
-    body = body[:body.index("};")]
+    """The server's route table (server/api/routes.c), as tests/dump-routes prints it: methods,
+    pattern, access class, format and typed parameters."""
+    dump = os.environ.get("RTSOAK_DUMP_ROUTES", "build/tests/dump-routes")
     rows = []
-    for m in re.finditer(r'\{\s*"([^"]*)",\s*"([^"]*)",\s*((?:"[^"]*"|\w+)(?:\s*(?:"[^"]*"|\w+))*)'
-                         r',\s*(\w)\s*\}', body):
-        params = "".join(macros.get(p, p.strip('"'))
-                         for p in re.findall(r'"[^"]*"|\w+', m.group(3)))
-        rows.append({"methods": m.group(1).split(), "pattern": m.group(2),
-                     "params": params.split(), "format": "json" if m.group(4) == "J" else "html"})
+    for line in subprocess.run([dump], capture_output=True, text=True, check=True).stdout.splitlines():
+        r = json.loads(line)
+        rows.append(dict(r, methods=r["methods"].split(), params=[p["name"] for p in r["params"]],
+                         types={p["name"]: p for p in r["params"]}))
     return rows
 
 
@@ -122,6 +119,38 @@ def test_table_against_docs(table):
                 undocumented.append(f"{r['pattern']}: {p}")
     check(not undocumented, "every parameter the server takes is named where its route is "
           "documented", undocumented)
+    unknown = []
+    for r in table:
+        if r["pattern"] not in sections:
+            continue
+        for p in sorted(documented_params(r["pattern"], sections[r["pattern"]]) - set(r["params"])):
+            unknown.append(f"{r['pattern']}: {p}")
+    check(not unknown, "every parameter documented for a route is in the server's table",
+          unknown)
+
+
+def documented_params(pattern, parts):
+    """The parameters docs/api.md names for a route: the first column of its sections'
+    parameter tables, and the ?name= of its request lines."""
+    names = set()
+    for part in parts:
+        lines = part.splitlines()
+        head = lines[0] if lines else ""
+        # A section about this route alone: its heading names it.
+        if pattern not in head.split("?")[0].split() and f"`{pattern}" not in head and \
+                f"{pattern}`" not in head and not head.rstrip().endswith(pattern):
+            continue
+        for q in re.findall(r"\b(?:GET|POST) " + re.escape(pattern) + r"\?([^\s`]*)", part):
+            names |= {kv.split("=")[0] for kv in q.split("&") if kv}
+        in_table = False
+        for line in lines:
+            if re.match(r"\| parameter \|", line):
+                in_table = True
+            elif in_table and line.startswith("|"):
+                names |= set(re.findall(r"`(\w+)`", line.split("|")[1]))
+            else:
+                in_table = False
+    return names
 
 
 # ---- the farm ----------------------------------------------------------------------------
@@ -200,6 +229,9 @@ def param_values(name, ctx):
     if name == "window":
         return ["1d", "30d", "kernel:", "kernel:" + q(K_LATE), "kernel:" + q(K_AHEAD),
                 "kernel:unknown", "kernel:" + "x" * 300, "7y", "", "%FF", "1d%0A"]
+    if name == "origin":
+        return ["rtsoak", "lab_farm", "", "Lab", "a-b", "a:b", "x" * 64, "x" * 65, "%FF", "%00",
+                "a%0A"]
     if name == "tolerance":
         return ["10", "10%25", "0", "1000", "1001", "-1", "1.5", "nan", "", "%FF",
                 "99999999999999999999", "10%25%25"]
@@ -316,8 +348,13 @@ def success_ok(route, target, headers, data):
 def judge(route, method, target, answer, param=None):
     """What is wrong with an answer (None: nothing).  param: the parameter the request set to a
     hostile value; "!name" when the request must be refused for it (400 naming it: a parameter
-    the route does not take, or one given twice)."""
+    the route does not take, one given twice, or a value not of its type); "#405" when it must
+    be refused for its method."""
     status, headers, data = answer
+    if param == "#405":
+        if status != 405:
+            return f"{status} (not 405 for {method}): {data[:200]!r}"
+        param = None
     refuse = bool(param) and param.startswith("!")
     param = param.lstrip("!") if param else param
     if refuse and status != 400 and method != "HEAD":
@@ -390,6 +427,33 @@ def plan(table, ctx):
             if route["methods"] == ["POST"] or route["params"] == []:
                 jobs.append((route, "GET" if get else "POST", path + "?x=1",
                              None if get else "{}", "!x"))
+        jobs += before_handlers(route, names, get)
+    return jobs
+
+
+# Placeholder values that route (the path matches the pattern) but name nothing a route could
+# find: malformed ids, a release longer than any, a series name too long.
+MALFORMED = {"id": ["zz", "0" * 33, "abc", "x" * 300], "release": ["x" * 257],
+             "series": ["x" * 300]}
+# A value of the wrong type, for each type of parameter of the table.
+WRONG_TYPE = {"time": "yesterday-ish", "uint": "-1", "span": "0s", "percent": "ten"}
+
+
+def before_handlers(route, names, get):
+    """The refusals the route table makes before any handler runs, whatever the path names: a
+    method the route does not take is 405 (with its Allow), and a parameter of the wrong type
+    is 400 naming it, even where the path names nothing there is."""
+    jobs = []
+    for n in names:
+        for v in MALFORMED.get(n, []):
+            path = fill(route["pattern"], {k: v if k == n else "x" for k in names})
+            jobs.append((route, "DELETE", path, None, "#405"))
+            if not get:
+                jobs.append((route, "GET", path, None, "#405"))
+            for p, d in route["types"].items():
+                if d["type"] in WRONG_TYPE:
+                    jobs.append((route, "GET", f"{path}?{p}={WRONG_TYPE[d['type']]}", None,
+                                 "!" + p))
     return jobs
 
 

@@ -16,6 +16,7 @@
 #include "access.h"
 #include "auth.h"
 #include "db-internal.h"
+#include "routes.h"
 
 #define HOST_NAME_LEN 256
 
@@ -237,6 +238,11 @@ static bool path_under(const char *path, const char *prefix) {
 }
 
 enum farm_route_class farm_route_class_of(const char *path, const char *method) {
+        const struct farm_route *route = farm_route_find(path);
+        if (route)
+                return farm_route_access(route, method);
+        /* A path no route has is answered 404, after this check: by where it lies, so that
+         * a reader without the access of its class learns nothing of which paths exist. */
         /* What names the staff or tells what they were told: the audit trail and the
          * notifications sent (with their recipients). */
         static const char *const staff_reads[] = { "/api/v1/audit", "/api/v1/notifications" };

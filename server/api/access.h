@@ -57,6 +57,8 @@ void farm_access_describe(const farm_access *a, char *buf, size_t size);
  * the host's name or the address listened on). */
 int farm_access_link_host(const struct farm_access_config *c, char *buf, size_t size);
 
+/* The class of method on the routing path: its route's (the route table declares it,
+ * routes.h), or for a path no route has, the class of where it lies. */
 enum farm_route_class farm_route_class_of(const char *path, const char *method);
 
 /* A refusal: status 401 (with the WWW-Authenticate value), 403 or 421, and why. */

@@ -24,6 +24,7 @@
 #include "dash.h"
 #include "encode-verdict.h"
 #include "head.h"
+#include "kcidb.h"
 #include "http.h"
 #include "maintenance.h"
 #include "notifier.h"
@@ -404,13 +405,12 @@ static enum MHD_Result send_answer(struct request *rq, struct MHD_Connection *c,
 
 /* The query API (server-query.c): true when url is one of its routes, answered in *ret. */
 static bool route_query(farm_http *h, struct MHD_Connection *c, struct request *rq, const char *url,
-                        const char *method, enum MHD_Result *ret) {
+                        enum MHD_Result *ret) {
         struct farm_args args = {};
         struct farm_answer a;
 
         MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
-        if (farm_query_route(h->db, &h->counters, url, method, &args, now_ns(CLOCK_REALTIME), &a) ==
-            0)
+        if (farm_query_route(h->db, &h->counters, url, &args, now_ns(CLOCK_REALTIME), &a) == 0)
                 return false;
         *ret = send_answer(rq, c, &a);
         return true;
@@ -418,12 +418,12 @@ static bool route_query(farm_http *h, struct MHD_Connection *c, struct request *
 
 /* The dashboard (server-dash.c): HTML pages and SVG plots. */
 static bool route_dash(farm_http *h, struct MHD_Connection *c, struct request *rq, const char *url,
-                       const char *method, enum MHD_Result *ret) {
+                       enum MHD_Result *ret) {
         struct farm_args args = {};
         struct farm_answer a;
 
         MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
-        if (farm_dash_route(h->db, h->rule, url, method, &args, now_ns(CLOCK_REALTIME), &a) == 0)
+        if (farm_dash_route(h->db, h->rule, url, &args, now_ns(CLOCK_REALTIME), &a) == 0)
                 return false;
         *ret = send_answer(rq, c, &a);
         return true;
@@ -431,12 +431,12 @@ static bool route_dash(farm_http *h, struct MHD_Connection *c, struct request *r
 
 /* The flight recorder's captures (server-trace.c). */
 static bool route_trace(farm_http *h, struct MHD_Connection *c, struct request *rq, const char *url,
-                        const char *method, enum MHD_Result *ret) {
+                        enum MHD_Result *ret) {
         struct farm_args args = {};
         struct farm_answer a;
 
         MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
-        if (farm_trace_route(h->db, url, method, &args, now_ns(CLOCK_REALTIME), &a) == 0)
+        if (farm_trace_route(h->db, url, &args, now_ns(CLOCK_REALTIME), &a) == 0)
                 return false;
         *ret = send_answer(rq, c, &a);
         return true;
@@ -451,11 +451,6 @@ static bool is_get(const char *method) {
 
 static const char *param(struct MHD_Connection *c, const char *name) {
         return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
-}
-
-static enum MHD_Result method_not_allowed(struct request *rq, struct MHD_Connection *c,
-                                          const char *allow) {
-        return respond_error(rq, c, 405, "method not allowed", MHD_HTTP_HEADER_ALLOW, allow);
 }
 
 /* ---- kernels, verdicts, waivers ---------------------------------------------------------- */
@@ -500,6 +495,34 @@ static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struc
                                 now_ns(CLOCK_REALTIME), &q, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         int r = farm_verdict_json(h->db, h->rule, &q, &j, err);
+        if (r == -ENOENT) {
+                snprintf(err, sizeof(err), "no such kernel release: no machine ever ran %.200s",
+                         release);
+                return respond_error(rq, c, 404, err, NULL, NULL);
+        }
+        if (r < 0)
+                return respond_internal(rq, c, r, err);
+        return respond(rq, c, 200, j, NULL, NULL);
+}
+
+/* GET /api/v1/kernels/{release}/kcidb: the verdict as a KCIDB v5.3 report (docs/kcidb.md). */
+static enum MHD_Result get_kcidb(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                 const char *release) {
+        char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
+        const char *origin = param(c, "origin") ?: FARM_KCIDB_ORIGIN_DEFAULT;
+        struct farm_question q;
+        json_t *j = NULL;
+
+        if (!farm_kcidb_origin_ok(origin)) {
+                snprintf(perr, sizeof(perr),
+                         "origin=%.80s: 1 to %d of a-z, 0-9 and _, as KCIDB takes", origin,
+                         FARM_KCIDB_ORIGIN_MAX);
+                return respond_error(rq, c, 400, perr, NULL, NULL);
+        }
+        if (farm_question_parse(release, param(c, "at"), param(c, "known_at"),
+                                now_ns(CLOCK_REALTIME), &q, perr) < 0)
+                return respond_error(rq, c, 400, perr, NULL, NULL);
+        int r = farm_kcidb_report(h->db, h->rule, &q, origin, &j, err);
         if (r == -ENOENT) {
                 snprintf(err, sizeof(err), "no such kernel release: no machine ever ran %.200s",
                          release);
@@ -880,7 +903,7 @@ static enum MHD_Result finish_staff(farm_http *h, struct MHD_Connection *c, stru
  * /api/v1/maintenance/{id}/cancel. */
 static enum MHD_Result route_staff(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                    const char *url, const char *method, bool *handled) {
-        bool get = is_get(method), post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+        bool get = is_get(method);
         char id[FARM_MACHINE_ID_LEN + 1];
         *handled = true;
         if (strncmp(url, API_MACHINES "/", strlen(API_MACHINES) + 1) == 0) {
@@ -893,20 +916,17 @@ static enum MHD_Result route_staff(farm_http *h, struct MHD_Connection *c, struc
                 if (!farm_machine_id_valid(id))
                         return respond_error(rq, c, 404, "no such machine", NULL, NULL);
                 bool settings = strcmp(slash, "/settings") == 0;
+                /* GET, HEAD or POST: the route table let no other method through. */
                 if (get)
                         return settings ? get_settings(h, c, rq, id) : get_windows(h, c, rq, id);
-                if (post)
-                        return begin_admin(h, c, rq, settings ? BODY_SETTINGS : BODY_WINDOW, id);
-                return method_not_allowed(rq, c, "GET, HEAD, POST");
+                return begin_admin(h, c, rq, settings ? BODY_SETTINGS : BODY_WINDOW, id);
         }
         if (strcmp(url, API_MAINTENANCE) == 0)
-                return get ? get_windows(h, c, rq, NULL) : method_not_allowed(rq, c, "GET, HEAD");
+                return get_windows(h, c, rq, NULL);
         if (strncmp(url, API_MAINTENANCE "/", strlen(API_MAINTENANCE) + 1) == 0) {
                 const char *p = url + strlen(API_MAINTENANCE) + 1, *slash = strchr(p, '/');
                 if (!slash || strcmp(slash, "/cancel") != 0 || (size_t) (slash - p) >= 20)
                         return respond_error(rq, c, 404, "no such resource", NULL, NULL);
-                if (!post)
-                        return method_not_allowed(rq, c, "POST");
                 snprintf(id, sizeof(id), "%.*s", (int) (slash - p), p);
                 return begin_admin(h, c, rq, BODY_CANCEL, id);
         }
@@ -917,20 +937,18 @@ static enum MHD_Result route_staff(farm_http *h, struct MHD_Connection *c, struc
 /* /api/v1/kernels[/RELEASE/(verdict|waivers)], /api/v1/waivers[/ID/withdraw], /api/v1/audit. */
 static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                      const char *url, const char *method, bool *handled) {
-        bool get = is_get(method), post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+        bool get = is_get(method);
         *handled = true;
         if (strcmp(url, API_KERNELS) == 0)
-                return get ? get_kernels(h, c, rq) : method_not_allowed(rq, c, "GET, HEAD");
+                return get_kernels(h, c, rq);
         if (strcmp(url, API_WAIVERS) == 0)
-                return get ? get_waivers(h, c, rq, NULL, false)
-                           : method_not_allowed(rq, c, "GET, HEAD");
+                return get_waivers(h, c, rq, NULL, false);
         if (strcmp(url, API_AUDIT) == 0)
-                return get ? get_waivers(h, c, rq, NULL, true)
-                           : method_not_allowed(rq, c, "GET, HEAD");
+                return get_waivers(h, c, rq, NULL, true);
         if (strcmp(url, API_NOTIFICATIONS) == 0)
-                return get ? get_notifications(h, c, rq) : method_not_allowed(rq, c, "GET, HEAD");
+                return get_notifications(h, c, rq);
         if (strcmp(url, API_SERIES) == 0)
-                return get ? get_series(h, c, rq, NULL) : method_not_allowed(rq, c, "GET, HEAD");
+                return get_series(h, c, rq, NULL);
         if (strncmp(url, API_SERIES "/", strlen(API_SERIES) + 1) == 0) {
                 const char *name = url + strlen(API_SERIES) + 1, *slash = strchr(name, '/');
                 char series[FARM_SERIES_NAME_MAX];
@@ -938,14 +956,12 @@ static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, str
                 if (!slash || slash == name || strcmp(slash, "/latest-stable") != 0 ||
                     farm_segment_decode(name, (size_t) (slash - name), series, sizeof(series)) < 0)
                         return respond_error(rq, c, 404, "no such resource", NULL, NULL);
-                return get ? get_series(h, c, rq, series) : method_not_allowed(rq, c, "GET, HEAD");
+                return get_series(h, c, rq, series);
         }
         if (strncmp(url, API_WAIVERS "/", strlen(API_WAIVERS) + 1) == 0) {
                 const char *id = url + strlen(API_WAIVERS) + 1, *slash = strchr(id, '/');
                 if (!slash || strcmp(slash, "/withdraw") != 0 || (size_t) (slash - id) >= 32)
                         return respond_error(rq, c, 404, "no such resource", NULL, NULL);
-                if (!post)
-                        return method_not_allowed(rq, c, "POST");
                 char buf[32];
                 snprintf(buf, sizeof(buf), "%.*s", (int) (slash - id), id);
                 return begin_admin(h, c, rq, BODY_WITHDRAW, buf);
@@ -962,14 +978,13 @@ static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, str
                 if (farm_release_segment(rel, (size_t) (slash - rel), release) < 0)
                         return respond_error(rq, c, 404, "no such kernel release", NULL, NULL);
                 if (strcmp(slash, "/verdict") == 0)
-                        return get ? get_verdict(h, c, rq, release)
-                                   : method_not_allowed(rq, c, "GET, HEAD");
+                        return get_verdict(h, c, rq, release);
+                if (strcmp(slash, "/kcidb") == 0)
+                        return get_kcidb(h, c, rq, release);
                 if (strcmp(slash, "/waivers") == 0) {
                         if (get)
                                 return get_waivers(h, c, rq, release, false);
-                        if (post)
-                                return begin_admin(h, c, rq, BODY_WAIVE, release);
-                        return method_not_allowed(rq, c, "GET, HEAD, POST");
+                        return begin_admin(h, c, rq, BODY_WAIVE, release);
                 }
         }
         *handled = false;
@@ -979,9 +994,6 @@ static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, str
 static enum MHD_Result route(farm_http *h, struct MHD_Connection *c, struct request *rq,
                              const char *url, const char *method) {
         if (strcmp(url, API_SUMMARIES) == 0) {
-                if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
-                        return respond_error(rq, c, 405, "method not allowed",
-                                             MHD_HTTP_HEADER_ALLOW, "POST");
                 rq->upload = true;
                 return begin_upload(h, c, rq);
         }
@@ -990,15 +1002,11 @@ static enum MHD_Result route(farm_http *h, struct MHD_Connection *c, struct requ
         ret = route_staff(h, c, rq, url, method, &handled);
         if (handled)
                 return ret;
-        if (route_query(h, c, rq, url, method, &ret) || route_dash(h, c, rq, url, method, &ret) ||
-            route_trace(h, c, rq, url, method, &ret))
+        if (route_query(h, c, rq, url, &ret) || route_dash(h, c, rq, url, &ret) ||
+            route_trace(h, c, rq, url, &ret))
                 return ret;
-        if (strcmp(url, API_MACHINES) == 0 || strncmp(url, API_MACHINES "/", 17) == 0) {
-                if (!is_get(method))
-                        return respond_error(rq, c, 405, "method not allowed",
-                                             MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+        if (strcmp(url, API_MACHINES) == 0 || strncmp(url, API_MACHINES "/", 17) == 0)
                 return get_machines(h, c, rq, url[16] ? url + 17 : NULL);
-        }
         enum MHD_Result res = route_verdict(h, c, rq, url, method, &handled);
         if (handled)
                 return res;
@@ -1067,6 +1075,22 @@ static enum MHD_Result refuse_request(struct request *rq, struct MHD_Connection 
         return send_answer(rq, c, &a);
 }
 
+/* 405 for a method the route does not take, with the methods it takes in Allow (the route
+ * table's).  The dashboard's pages say it in a page of their own. */
+static enum MHD_Result method_not_allowed(struct request *rq, struct MHD_Connection *c,
+                                          const struct farm_route *route, const char *method) {
+        char allow[64], msg[FARM_ERROR_MAX];
+        farm_route_allow(route, allow, sizeof(allow));
+        if (route->format != FARM_ROUTE_HTML)
+                return respond_error(rq, c, 405, "method not allowed", MHD_HTTP_HEADER_ALLOW,
+                                     allow);
+        struct farm_answer a;
+        snprintf(msg, sizeof(msg), "%.16s: the dashboard is read only (%s)", method, allow);
+        farm_dash_refusal(&a, 405, msg, now_ns(CLOCK_REALTIME));
+        a.allow = allow;
+        return send_answer(rq, c, &a);
+}
+
 /* The route of the request's path, NULL for a path no route has. */
 static const struct farm_route *route_of(const struct request *rq) {
         return rq->route ? farm_route_find(rq->route) : NULL;
@@ -1080,12 +1104,12 @@ static enum MHD_Result check_route(farm_http *h, struct MHD_Connection *c, struc
         const struct farm_route *rt = farm_route_find(rq->route);
         if (!rt)
                 return respond_error(rq, c, 404, "no such resource", NULL, NULL);
-        if (farm_route_takes(rt, method)) {
-                struct farm_args args = {};
-                MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
-                if (farm_route_check_args(rt, &args, err) < 0)
-                        return refuse_request(rq, c, rt, 400, err);
-        }
+        if (!farm_route_takes(rt, method))
+                return method_not_allowed(rq, c, rt, method);
+        struct farm_args args = {};
+        MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
+        if (farm_route_check_args(rt, &args, now_ns(CLOCK_REALTIME), err) < 0)
+                return refuse_request(rq, c, rt, 400, err);
         return route(h, c, rq, rq->route, method);
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The routes of the query API: which of its parts answers a URL, and the checks every route
- * shares (the method, the machine id or kernel release in the path). */
+ * shares (the machine id or kernel release in the path). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,8 +16,7 @@
 /* ---- routes ----------------------------------------------------------------------------- */
 
 int farm_query_route(farm_db *db, struct farm_counters *counters, const char *url,
-                     const char *method, const struct farm_args *args, int64_t now_ns,
-                     struct farm_answer *ret) {
+                     const struct farm_args *args, int64_t now_ns, struct farm_answer *ret) {
         enum { METRICS, MACHINES, INTERVALS, HISTOGRAM, EVENTS, RUNS, COMPARE, UNKNOWN } which;
         static const char *const machine_subs[] = { [INTERVALS] = "intervals",
                                                     [HISTOGRAM] = "histogram",
@@ -62,11 +61,6 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
         *ret = (struct farm_answer){};
         if (which == UNKNOWN) {
                 query_error(ret, 404, "no such resource");
-                return 1;
-        }
-        if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-                query_error(ret, 405, "method not allowed");
-                ret->allow = "GET, HEAD";
                 return 1;
         }
         /* How the machines' stamps are shown (struct farm_clock_view). */

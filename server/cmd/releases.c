@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "encode-verdict.h"
+#include "kcidb.h"
 #include "log.h"
 #include "macro.h"
 #include "releases.h"
@@ -42,6 +43,37 @@ int cli_verdict(const struct server_options *o, char **args, int n) {
         r = v->status == FARM_VERDICT_QUALIFIED ? 0 : v->status == FARM_VERDICT_FAILED ? 1 : 2;
         if (cli_print_json(j) != EXIT_SUCCESS)
                 r = EXIT_FAILURE;
+        json_decref(j);
+        return r;
+}
+
+int cli_kcidb(const struct server_options *o, char **args, int n) {
+        const char *release = args[0], *origin = o->origin ?: FARM_KCIDB_ORIGIN_DEFAULT;
+        char err[FARM_ERROR_MAX], perr[FARM_PARAM_ERROR_MAX];
+        struct farm_question q;
+        farm_db *db = NULL;
+        json_t *j = NULL;
+
+        (void) n;
+        if (!farm_kcidb_origin_ok(origin)) {
+                log_error("Invalid --origin '%s': 1 to %d of a-z, 0-9 and _, as KCIDB takes",
+                          origin, FARM_KCIDB_ORIGIN_MAX);
+                return EXIT_USAGE;
+        }
+        if (farm_question_parse(release, o->at, o->known_at, now_ns(CLOCK_REALTIME), &q, perr) <
+            0) {
+                log_error("Invalid --%s", perr);
+                return EXIT_USAGE;
+        }
+        if (cli_open_db(o->db_path, &db) < 0)
+                return EXIT_FAILURE;
+        int r = farm_kcidb_report(db, &o->rule, &q, origin, &j, err);
+        farm_db_close(db);
+        if (r < 0) {
+                log_error_errno(r, "Cannot report %s: %s", release, err);
+                return r == -ENOENT ? 3 : EXIT_FAILURE;
+        }
+        r = cli_print_json(j);
         json_decref(j);
         return r;
 }

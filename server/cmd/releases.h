@@ -7,6 +7,8 @@
 
 /* verdict RELEASE [--at TIME] [--known-at TIME]: 0 qualified, 1 failed, 2 pending, 3 unknown. */
 int cli_verdict(const struct server_options *o, char **args, int n);
+/* kcidb RELEASE: the verdict as a KCIDB v5.3 report on stdout (docs/kcidb.md). */
+int cli_kcidb(const struct server_options *o, char **args, int n);
 /* waive RELEASE PROBLEM_ID --reason TEXT: prints the waiver's id. */
 int cli_waive(const struct server_options *o, char **args, int n);
 /* unwaive WAIVER_ID */

@@ -40,8 +40,6 @@ struct dash {
 /* An integer member of o (def when it is not one), a string member (or NULL). */
 int64_t dash_ji(const json_t *o, const char *key, int64_t def);
 const char *dash_js(const json_t *o, const char *key);
-/* The value of a query parameter, or NULL. */
-const char *dash_arg(const struct farm_args *args, const char *name);
 /* Text for HTML, in elements and attribute values. */
 void dash_esc(FILE *f, const char *text);
 /* A path segment or query value, percent-encoded (and so safe in HTML as well). */

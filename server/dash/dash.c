@@ -28,7 +28,7 @@ void farm_dash_refusal(struct farm_answer *ret, unsigned status, const char *msg
         dash_fail_page(&x, status, "%s", msg);
 }
 
-int farm_dash_route(farm_db *db, const struct farm_rule *rule, const char *url, const char *method,
+int farm_dash_route(farm_db *db, const struct farm_rule *rule, const char *url,
                     const struct farm_args *args, int64_t now_ns, struct farm_answer *ret) {
         enum { OVERVIEW, MACHINE, KERNEL, PLOT_HIST, PLOT_LT, PLOT_COV } which;
         /* A machine id, or a release percent-encoded (three bytes for each of its characters at
@@ -63,11 +63,6 @@ int farm_dash_route(farm_db *db, const struct farm_rule *rule, const char *url, 
 
         *ret = (struct farm_answer){};
         struct dash x = { .db = db, .rule = rule, .now = now_ns, .args = args, .a = ret };
-        if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-                dash_fail_page(&x, 405, "%.16s: the dashboard is read only (GET, HEAD)", method);
-                ret->allow = "GET, HEAD";
-                return 1;
-        }
         /* The key is a segment of the routing path, still percent-encoded (a release stored
          * before the rule may hold a '/'): decoded here.  One longer than any release (or cut
          * to fit key) names nothing. */

@@ -14,7 +14,7 @@
 /* Answers url if it is one of the dashboard's routes ("/", "/machines/{id}",
  * "/kernels/{release}", "/plots/..."): 1 with ret filled (text/html or image/svg+xml; errors
  * as HTML pages), 0 when it is not one of them (ret untouched). */
-int farm_dash_route(farm_db *db, const struct farm_rule *rule, const char *url, const char *method,
+int farm_dash_route(farm_db *db, const struct farm_rule *rule, const char *url,
                     const struct farm_args *args, int64_t now_ns, struct farm_answer *ret);
 
 /* A refusal as the dashboard answers it: an HTML page saying msg, with status (the routes

@@ -454,7 +454,7 @@ int dash_page_kernel(struct dash *x, const char *release) {
         size_t nlist = 0;
         struct farm_comparison cmp = {};
         struct svg_buf cov = {};
-        const char *with = dash_arg(x->args, "compare");
+        const char *with = farm_args_get(x->args, "compare");
         int r;
 
         if ((r = kernel_verdict(x, release, &v)) <= 0)

@@ -32,9 +32,9 @@ struct window {
  * end of the latest data (and a little after) for a machine that is silent. */
 static int parse_window(struct dash *x, const struct dash_machine *m, struct window *w) {
         char perr[FARM_PARAM_ERROR_MAX];
-        const char *win = dash_arg(x->args, "window"), *f = dash_arg(x->args, "from"),
-                   *t = dash_arg(x->args, "to"), *hf = dash_arg(x->args, "hl_from"),
-                   *ht = dash_arg(x->args, "hl_to");
+        const char *win = farm_args_get(x->args, "window"), *f = farm_args_get(x->args, "from"),
+                   *t = farm_args_get(x->args, "to"), *hf = farm_args_get(x->args, "hl_from"),
+                   *ht = farm_args_get(x->args, "hl_to");
         *w = (struct window){};
         if (win && (f || t)) {
                 dash_fail_page(x, 400, "window=%.64s: give either window= or from=/to=, not both",

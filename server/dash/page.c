@@ -32,14 +32,6 @@ const char *dash_js(const json_t *o, const char *key) {
         return json_string_value(json_object_get(o, key));
 }
 
-/* The value of a query parameter, or NULL. */
-const char *dash_arg(const struct farm_args *args, const char *name) {
-        for (unsigned i = 0; i < args->n; i++)
-                if (strcmp(args->a[i].name, name) == 0)
-                        return args->a[i].value ?: "";
-        return NULL;
-}
-
 /* Text for HTML: both in elements and in attribute values.  Control and bidirectional
  * formatting characters (stored before the schema refused them) show as escapes, so that
  * they cannot reorder what a page says. */

@@ -55,8 +55,7 @@ void query_json(struct farm_answer *a, json_t *j) {
         a->json = j;
 }
 
-/* The value of parameter name, or NULL. */
-const char *query_arg(const struct farm_args *args, const char *name) {
+const char *farm_args_get(const struct farm_args *args, const char *name) {
         for (unsigned i = 0; i < args->n; i++)
                 if (strcmp(args->a[i].name, name) == 0)
                         return args->a[i].value ?: "";
@@ -191,7 +190,7 @@ bool query_parse_window(const struct farm_args *args, int64_t now, const struct 
                         int64_t *ret_from, int64_t *ret_to, struct farm_answer *a) {
         char perr[FARM_PARAM_ERROR_MAX];
         int64_t from = 0, to = 0;
-        int r = farm_param_window(query_arg(args, "from"), query_arg(args, "to"), now,
+        int r = farm_param_window(farm_args_get(args, "from"), farm_args_get(args, "to"), now,
                                   DEFAULT_WINDOW_NS, &from, &to, perr);
         if (!query_param_ok(r, perr, a))
                 return false;
@@ -205,7 +204,7 @@ bool query_parse_window(const struct farm_args *args, int64_t now, const struct 
 bool query_parse_cpu(const struct farm_args *args, int64_t *ret, struct farm_answer *a) {
         char perr[FARM_PARAM_ERROR_MAX];
         uint64_t cpu = 0;
-        const char *v = query_arg(args, "cpu");
+        const char *v = farm_args_get(args, "cpu");
         *ret = -1;
         if (!query_param_ok(farm_param_uint("cpu", v, 0, CPU_MAX - 1, &cpu, perr), perr, a))
                 return false;

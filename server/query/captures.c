@@ -9,40 +9,23 @@
 #include <string.h>
 
 #include "captures.h"
+#include "hist-cache.h"
 #include "db-internal.h"
 #include "params.h"
+#include "query-internal.h"
 #include "text-safe.h"
 #include "timeutil.h"
 #include "trace-raw.h"
 #include "traces.h"
 
-#define LIST_MAX 1000 /* captures in one answer */
-
-_printf_(3, 4) static int refuse(struct farm_answer *a, unsigned status, const char *fmt, ...) {
-        char msg[FARM_ERROR_MAX];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, sizeof(msg), fmt, ap);
-        va_end(ap);
-        a->status = status;
-        a->json = farm_error_json(msg);
-        return 1;
-}
+/* A refusal: the query API's error answer (query_error()), and 1 (answered). */
+#define refuse(a, status, ...) (query_error(a, status, __VA_ARGS__), 1)
 
 static int failed(struct farm_answer *a, int error, const char *what) {
         a->status = error == -EBUSY ? 503 : 500;
         a->error = error;
         snprintf(a->err, sizeof(a->err), "%s", what);
         return 1;
-}
-
-/* The value of parameter name ("" for "?name"), or NULL; the route table checked them
- * (server-routes.c). */
-static const char *param(const struct farm_args *args, const char *name) {
-        for (unsigned i = 0; i < args->n; i++)
-                if (strcmp(args->a[i].name, name) == 0)
-                        return args->a[i].value ?: "";
-        return NULL;
 }
 
 static json_t *row_json(sql_stmt *st, bool with_analysis) {
@@ -79,13 +62,15 @@ static int list_traces(farm_db *db, const struct farm_args *args, int64_t now_ns
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         int64_t from = INT64_MIN, to = INT64_MAX;
         uint64_t cpu = UINT64_MAX, limit = 100;
-        const char *m = param(args, "machine");
+        const char *m = farm_args_get(args, "machine");
         if (!m || !farm_machine_id_valid(m))
                 return refuse(a, 400, "machine: required, a machine id (32 hexadecimal digits)");
-        if (farm_param_time("from", param(args, "from"), now_ns, &from, perr) < 0 ||
-            farm_param_time("to", param(args, "to"), now_ns, &to, perr) < 0 ||
-            farm_param_uint("cpu", param(args, "cpu"), 0, 8191, &cpu, perr) < 0 ||
-            farm_param_uint("limit", param(args, "limit"), 1, LIST_MAX, &limit, perr) < 0)
+        if (farm_param_time("from", farm_args_get(args, "from"), now_ns, &from, perr) < 0 ||
+            farm_param_time("to", farm_args_get(args, "to"), now_ns, &to, perr) < 0 ||
+            farm_param_uint("cpu", farm_args_get(args, "cpu"), 0, FARM_CPU_MAX - 1, &cpu, perr) <
+                    0 ||
+            farm_param_uint("limit", farm_args_get(args, "limit"), 1, FARM_TRACES_LIST_MAX, &limit,
+                            perr) < 0)
                 return refuse(a, 400, "%s", perr);
         if (from >= to)
                 return refuse(a, 400, "from: not before to");
@@ -178,18 +163,14 @@ static int64_t id_at(const char *p, const char *suffix) {
         return id;
 }
 
-int farm_trace_route(farm_db *db, const char *url, const char *method, const struct farm_args *args,
-                     int64_t now_ns, struct farm_answer *ret) {
+int farm_trace_route(farm_db *db, const char *url, const struct farm_args *args, int64_t now_ns,
+                     struct farm_answer *ret) {
         size_t n = strlen(FARM_API_TRACES), d = strlen(FARM_DASH_TRACES);
         bool api = strncmp(url, FARM_API_TRACES, n) == 0 && (url[n] == 0 || url[n] == '/');
         bool page = strncmp(url, FARM_DASH_TRACES, d) == 0;
         if (!api && !page)
                 return 0;
         *ret = (struct farm_answer){};
-        if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
-                ret->allow = "GET, HEAD";
-                return refuse(ret, 405, "method not allowed");
-        }
         if (api && url[n] == 0)
                 return list_traces(db, args, now_ns, ret);
         int64_t id = 0;

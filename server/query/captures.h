@@ -7,8 +7,10 @@
 #include "db.h"
 #include "query.h"
 
+#define FARM_TRACES_LIST_MAX 1000 /* captures in one answer */
+
 /* GET /api/v1/traces?machine=ID[&from=&to=&cpu=], /api/v1/traces/ID, and the raw events
  * (text/plain) at /api/v1/traces/ID/raw and /traces/ID.txt: 1 and *ret when url is one of
  * them, else 0. */
-int farm_trace_route(farm_db *db, const char *url, const char *method, const struct farm_args *args,
-                     int64_t now_ns, struct farm_answer *ret);
+int farm_trace_route(farm_db *db, const char *url, const struct farm_args *args, int64_t now_ns,
+                     struct farm_answer *ret);

@@ -42,14 +42,14 @@ int query_compare(farm_db *db, const char *release, const struct farm_args *args
         struct farm_page page;
         uint64_t tolerance = FARM_COMPARE_TOLERANCE_PERCENT_DEFAULT,
                  min_diff = FARM_COMPARE_MIN_DIFFERENCE_NS_DEFAULT;
-        const char *with = query_arg(args, "with"), *t = query_arg(args, "tolerance");
+        const char *with = farm_args_get(args, "with"), *t = farm_args_get(args, "tolerance");
         struct farm_comparison cmp;
         int r;
 
-        if (!query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
-                                            &page, perr),
+        if (!query_param_ok(farm_param_page(farm_args_get(args, "limit"),
+                                            farm_args_get(args, "offset"), &page, perr),
                             perr, a) ||
-            !query_param_ok(farm_param_span("min_difference", query_arg(args, "min_difference"),
+            !query_param_ok(farm_param_span("min_difference", farm_args_get(args, "min_difference"),
                                             &min_diff, perr),
                             perr, a))
                 return 0;

@@ -247,16 +247,16 @@ int query_histogram(farm_db *db, const char *id, const struct farm_args *args, i
         struct query_machine m;
         struct farm_page page;
         int64_t from, to, cpu;
-        const char *scenario = query_arg(args, "scenario");
+        const char *scenario = farm_args_get(args, "scenario");
         struct day_refs refs = {};
         int r;
 
         if (!query_parse_cpu(args, &cpu, a) || (scenario && !query_scenario_ok(scenario, a)) ||
-            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
-                                            &page, perr),
+            !query_param_ok(farm_param_page(farm_args_get(args, "limit"),
+                                            farm_args_get(args, "offset"), &page, perr),
                             perr, a))
                 return 0;
-        if (args->unpaged && !query_arg(args, "limit"))
+        if (args->unpaged && !farm_args_get(args, "limit"))
                 page.limit = CPU_MAX;
         {
                 _cleanup_release_ sql_conn *c = farm_reader(db);

@@ -131,21 +131,22 @@ int query_events(farm_db *db, const char *id, const struct farm_args *args, int6
         char perr[FARM_PARAM_ERROR_MAX];
         struct farm_page page;
         int64_t from = INT64_MIN, to = INT64_MAX;
-        const char *type = query_arg(args, "type");
+        const char *type = farm_args_get(args, "type");
         json_t *list = NULL;
         uint64_t total = 0;
 
         if ((type && !event_type_ok(type, a)) ||
-            !query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
-                                            &page, perr),
+            !query_param_ok(farm_param_page(farm_args_get(args, "limit"),
+                                            farm_args_get(args, "offset"), &page, perr),
                             perr, a) ||
-            !query_param_ok(farm_param_time("from", query_arg(args, "from"), now, &from, perr),
+            !query_param_ok(farm_param_time("from", farm_args_get(args, "from"), now, &from, perr),
                             perr, a) ||
-            !query_param_ok(farm_param_time("to", query_arg(args, "to"), now, &to, perr), perr, a))
+            !query_param_ok(farm_param_time("to", farm_args_get(args, "to"), now, &to, perr), perr,
+                            a))
                 return 0;
         if (from >= to) {
                 query_error(a, 400, "from=%.64s: not before to=%.64s",
-                            query_arg(args, "from") ?: "", query_arg(args, "to") ?: "");
+                            farm_args_get(args, "from") ?: "", farm_args_get(args, "to") ?: "");
                 return 0;
         }
         int r = farm_machine_events_json(db, id, from, to, type, &page, &list, &total, a->err);
@@ -237,8 +238,8 @@ int query_runs(farm_db *db, const char *id, const struct farm_args *args, const 
         json_t *list = NULL;
         uint64_t total = 0;
 
-        if (!query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
-                                            &page, perr),
+        if (!query_param_ok(farm_param_page(farm_args_get(args, "limit"),
+                                            farm_args_get(args, "offset"), &page, perr),
                             perr, a))
                 return 0;
         int r = farm_machine_runs_json(db, id, &page, cv, &list, &total, a->err);
@@ -256,8 +257,8 @@ int query_machines(farm_db *db, const struct farm_args *args, const char *path,
         size_t n = 0;
         int r, rc;
 
-        if (!query_param_ok(farm_param_page(query_arg(args, "limit"), query_arg(args, "offset"),
-                                            &page, perr),
+        if (!query_param_ok(farm_param_page(farm_args_get(args, "limit"),
+                                            farm_args_get(args, "offset"), &page, perr),
                             perr, a))
                 return 0;
         ids = calloc(page.limit, sizeof(*ids));

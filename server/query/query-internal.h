@@ -35,8 +35,6 @@ void query_json(struct farm_answer *a, json_t *j);
 
 /* ---- parameters ---- */
 
-/* The value of parameter name ("" for "?name"), or NULL. */
-const char *query_arg(const struct farm_args *args, const char *name);
 /* Answers 400 with perr when r < 0. */
 bool query_param_ok(int r, const char *perr, struct farm_answer *a);
 /* Refuses (400) what is not a scenario name of the summary schema. */

@@ -25,6 +25,10 @@ struct farm_args {
         bool unpaged;
 };
 
+/* The value of name in args ("" for "?name"), or NULL when it is not given: how every route
+ * reads its parameters, once the route table checked them (api/routes.c). */
+const char *farm_args_get(const struct farm_args *args, const char *name);
+
 /* What a query route answers: JSON, or text with its content type. */
 struct farm_answer {
         unsigned status;
@@ -47,5 +51,4 @@ struct farm_counters;
 /* Answers url if it is one of the query routes: 1 with ret filled, 0 when it is not one of
  * them (ret untouched). */
 int farm_query_route(farm_db *db, struct farm_counters *counters, const char *url,
-                     const char *method, const struct farm_args *args, int64_t now_ns,
-                     struct farm_answer *ret);
+                     const struct farm_args *args, int64_t now_ns, struct farm_answer *ret);

@@ -13,7 +13,6 @@
 #include "text-json.h"
 #include "timeutil.h"
 
-#define STEPS_PAGE_MAX 10000
 #define DEFAULT_STEP_NS (60 * (int64_t) NSEC_PER_SEC)
 #define NAMES_MAX FARM_STEP_NAMES_MAX /* different scenarios or kernels in one intervals answer */
 
@@ -308,23 +307,23 @@ int query_intervals(farm_db *db, const char *id, const struct farm_args *args, i
         struct farm_page page;
         int64_t from, to, cpu;
         uint64_t step_ns = 0;
-        const char *scenario = query_arg(args, "scenario");
+        const char *scenario = farm_args_get(args, "scenario");
         int r;
 
         if (!query_parse_cpu(args, &cpu, a) || (scenario && !query_scenario_ok(scenario, a)) ||
             /* Steps are small, and every page costs a scan of the window: a month at
              * 5-minute steps (8,640) fits one page. */
-            !query_param_ok(farm_param_page_up_to(query_arg(args, "limit"),
-                                                  query_arg(args, "offset"), STEPS_PAGE_MAX, &page,
-                                                  perr),
+            !query_param_ok(farm_param_page_up_to(farm_args_get(args, "limit"),
+                                                  farm_args_get(args, "offset"),
+                                                  FARM_STEPS_PAGE_MAX, &page, perr),
                             perr, a) ||
-            !query_param_ok(farm_param_span("step", query_arg(args, "step"), &step_ns, perr), perr,
-                            a))
+            !query_param_ok(farm_param_span("step", farm_args_get(args, "step"), &step_ns, perr),
+                            perr, a))
                 return 0;
-        if (args->unpaged && !query_arg(args, "limit"))
+        if (args->unpaged && !farm_args_get(args, "limit"))
                 page.limit = FARM_STEPS_MAX;
         if (step_ns > (uint64_t) INT64_MAX) {
-                query_error(a, 400, "step=%.64s: too long", query_arg(args, "step"));
+                query_error(a, 400, "step=%.64s: too long", farm_args_get(args, "step"));
                 return 0;
         }
 

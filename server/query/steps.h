@@ -10,6 +10,9 @@
 
 /* An intervals query answers at most this many steps: a larger window needs a larger step. */
 #define FARM_STEPS_MAX 100000
+/* The most steps one page of ?limit= holds: steps are small, and every page costs a scan of
+ * the window (a month at 5-minute steps, 8,640, fits one page). */
+#define FARM_STEPS_PAGE_MAX 10000
 
 /* The worst case per time step of a machine. */
 #define FARM_STEP_NAMES_MAX 64

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The farm store's statement API: SQL written once and run on SQLite (sql-sqlite.c) or on
- * PostgreSQL (sql-pg.c); the connection, its statements, transactions and errors. */
+/* The farm store's statement API: SQL written once and run on SQLite (sqlite.c) or on
+ * PostgreSQL (pg.c); the connection, its statements, transactions and errors. */
 #pragma once
 
 #include <stdatomic.h>
