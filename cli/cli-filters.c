@@ -23,6 +23,8 @@ static const char *const event_types[] = {
         "cpu_offline",
         "cpu_online",
         "cpu_unprobed",
+        "inventory",
+        "inventory_changed",
         "load_alloc_failed",
         "load_command_exit",
         "load_connect_failed",

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli-filters.h"
+#include "cli-inventory.h"
 #include "cli-output.h"
 #include "cli-stable.h"
 #include "cli-trace.h"
@@ -73,6 +74,9 @@ static void usage(FILE *f) {
                 "                         each with its culprit\n"
                 "  trace ID               one capture: the timer and scheduling parts of the\n"
                 "                         latency and what ran on the CPU meanwhile\n"
+                "  inventory              what the machine is (DMI, CPUs, kernel command line\n"
+                "                         and configuration, tuning) and how it changed in the "
+                "run\n"
                 "  verdict --server URL RELEASE\n"
                 "                         whether a kernel release qualifies as latest stable\n"
                 "                         (exit 0 qualified, 1 failed, 2 pending, 3 cannot tell;\n"
@@ -554,6 +558,7 @@ static int cmd_status(store *s, const struct args *a) {
                 json_object_set_new(doc, "upload", upload_json(s));
                 json_object_set_new(doc, "trace",
                                     cli_trace_status_json(s, run.id, total.violations));
+                json_object_set_new(doc, "inventory", cli_inventory_status_json(s, run.id));
                 r = print_json(doc);
                 json_decref(doc);
                 goto out;
@@ -577,6 +582,7 @@ static int cmd_status(store *s, const struct args *a) {
                 printf("  Ended:    %s (%s)\n", format_timestamp_local(t2, run.end_ns),
                        run.end_reason);
         cli_trace_status_print(s, run.id, total.violations);
+        cli_inventory_status_print(s, run.id);
         if (n == 0)
                 printf("\nNo interval stored yet (the first closes at the next interval "
                        "boundary).\n");
@@ -912,6 +918,12 @@ static int cmd_trace(store *s, const struct args *a) {
         return cli_trace(s, a->id, a->raw, a->json);
 }
 
+static int cmd_inventory(store *s, const struct args *a) {
+        struct store_filter f;
+        int r = resolve_run(s, a, &f);
+        return r < 0 ? r : cli_inventory(s, f.run_id, a->json);
+}
+
 static const struct command commands[] = {
         { "status", OPT_RUN | OPT_JSON, cmd_status },
         { "report",
@@ -925,6 +937,7 @@ static const struct command commands[] = {
           cmd_events },
         { "traces", OPT_SINCE | OPT_UNTIL | OPT_RUN | OPT_CPU | OPT_LIMIT | OPT_JSON, cmd_traces },
         { "trace", OPT_RAW | OPT_JSON, cmd_trace },
+        { "inventory", OPT_RUN | OPT_JSON, cmd_inventory },
 };
 
 static const struct command *find_command(const char *name) {

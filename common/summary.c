@@ -62,6 +62,7 @@ void summary_done(struct summary *s) {
                 free(s->events[i].details);
         }
         free(s->events);
+        summary_inventory_free(s);
         *s = (struct summary){};
 }
 
@@ -206,6 +207,8 @@ int summary_encode(const struct summary *s, char **ret, size_t *ret_len) {
                         ok = false;
         }
         put(doc, "events", evs, &ok);
+        if (summary_inventory_encode(s, doc) < 0)
+                ok = false;
 
         char *text = ok ? json_dumps(doc, JSON_COMPACT) : NULL;
         json_decref(doc);
@@ -809,8 +812,8 @@ static int decode_lists(struct dec *d, json_t *doc, struct summary *s) {
 }
 
 static int decode_doc(struct dec *d, json_t *doc, struct summary *s) {
-        static const char *const keys[] = { "schema",    "machine", "run", "seq",
-                                            "intervals", "events",  NULL };
+        static const char *const keys[] = { "schema",    "machine", "run",       "seq",
+                                            "intervals", "events",  "inventory", NULL };
         int r;
 
         if (!json_is_object(doc))
@@ -823,7 +826,8 @@ static int decode_doc(struct dec *d, json_t *doc, struct summary *s) {
                            SUMMARY_SCHEMA);
         if ((r = only_keys(d, doc, keys)) < 0 || (r = decode_machine(d, doc, &s->machine)) < 0 ||
             (r = decode_run(d, doc, &s->run)) < 0 ||
-            (r = get_u64(d, doc, "seq", (uint64_t) INT64_MAX, &s->seq)) < 0)
+            (r = get_u64(d, doc, "seq", (uint64_t) INT64_MAX, &s->seq)) < 0 ||
+            (r = summary_inventory_decode(doc, s, d->err)) < 0)
                 return r;
         return decode_lists(d, doc, s);
 }

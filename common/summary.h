@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "inventory.h"
 #include "name-rule.h"
 
 #define SUMMARY_SCHEMA "rtsoak.summary/1"
@@ -41,6 +42,7 @@
 #define SUMMARY_MAX_TRACES 64                 /* trace captures per interval */
 #define SUMMARY_MAX_TRACE_RAW (1 << 20)       /* a capture's compressed raw events */
 #define SUMMARY_MAX_TRACE_RAW_TOTAL (4 << 20) /* all of them in one interval */
+#define SUMMARY_MAX_INVENTORY 64              /* inventory versions in one summary */
 
 struct summary_machine {
         char *id; /* 32 lowercase hex digits (/etc/machine-id) */
@@ -123,6 +125,16 @@ struct summary_event {
         char *details; /* NULL: none; else a JSON object as compact text */
 };
 
+/* A version of the machine's inventory (common/summary-inventory.c): what the machine was from
+ * time_ns on, as rtsoakd found it at the run's start or at a check that saw it change. */
+struct summary_inventory {
+        uint64_t version; /* the run's own number of it, from 1: with machine and run, its identity
+                           */
+        int64_t time_ns;  /* when rtsoakd found it */
+        int64_t after_ns; /* the check before, which found the version before; 0: not sent */
+        struct inventory fields;
+};
+
 struct summary {
         struct summary_machine machine;
         struct summary_run run;
@@ -131,6 +143,8 @@ struct summary {
         size_t nintervals;
         struct summary_event *events;
         size_t nevents;
+        struct summary_inventory *inventory; /* optional: versions, ascending */
+        size_t ninventory;
 };
 
 void summary_done(struct summary *s);
@@ -161,3 +175,10 @@ int summary_traces_encode(const struct summary_interval *iv, struct json_t *inte
 int summary_traces_decode(struct json_t *interval, const char *path, struct summary_interval *iv,
                           char err[static SUMMARY_ERROR_MAX]);
 void summary_traces_free(struct summary_interval *iv);
+
+/* The optional top-level "inventory" member (common/summary-inventory.c): encoding (nothing
+ * when the summary has no version), decoding with the path of a bad field in err, freeing. */
+int summary_inventory_encode(const struct summary *s, struct json_t *doc);
+int summary_inventory_decode(struct json_t *doc, struct summary *s,
+                             char err[static SUMMARY_ERROR_MAX]);
+void summary_inventory_free(struct summary *s);

@@ -110,6 +110,8 @@ static const struct conf_item items[] = {
           0, 0, "no" },
         { "Trace", "Events", &conf_type_string, offsetof(struct daemon_config, trace_events), 1,
           4000, TRACE_DEFAULT_EVENTS },
+        { "Inventory", "Check", &conf_type_timespan_s,
+          offsetof(struct daemon_config, inventory_check_ns), 0, 86400 * S, "5min" },
         { "Schedule", "Rotation", &conf_type_string, offsetof(struct daemon_config, rotation), 1,
           4000, "idle 1h, cpu 1h, io 1h, net 1h, hackbench 1h, mixed 1h" },
 };

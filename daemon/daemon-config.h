@@ -52,6 +52,8 @@ struct daemon_config {
         uint64_t trace_raw_max;
         bool trace_all_wakeups; /* false: only real-time tasks' and the probes' wake-ups */
 
+        uint64_t inventory_check_ns; /* how often the inventory is checked; 0: only at reloads */
+
         char *rotation; /* "NAME SPAN, NAME SPAN, ..." as written */
         struct schedule_step *steps;
         size_t nsteps;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* SIGHUP: the configuration files again.  A bad one is refused and the running one stays; a
  * good one applies what can change live (the rotation and scenarios from the next interval
- * boundary, [Probe] Threshold= from the next interval, [Upload] at once) and keeps the keys
- * that need a restart at their running values.  The probes and the open interval go on. */
+ * boundary, [Probe] Threshold= from the next interval, [Upload] and [Inventory] at once) and
+ * keeps the keys that need a restart at their running values.  The probes and the open
+ * interval go on.  Every reload checks the machine's inventory. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,8 @@ static void apply(struct manager *m, struct reload_result *rr, char *token) {
         if (upload_changed)
                 manager_restart_upload(m, token);
         log_reloaded(m, rr);
+        if (strstr(rr->changed, "Inventory."))
+                (void) manager_inventory_arm(m);
 }
 
 void manager_reload(struct manager *m) {
@@ -126,6 +129,8 @@ void manager_reload(struct manager *m) {
                 apply(m, &rr, token);
                 reload_result_done(&rr);
         }
+        /* A reload is when an operator says the machine was changed: look now. */
+        manager_inventory_check(m, "a reload");
         if (m->sd.ready_sent) {
                 sd_notify(0, "READY=1");
                 manager_notify_status(m);

@@ -85,6 +85,8 @@ static int prepare_run(struct manager *m) {
                         return EXIT_CONFIG;
         }
         sysinfo_read(&m->run.si);
+        if (manager_inventory_read_boot(m) < 0)
+                return EXIT_FAILURE;
 
         r = store_open(m->cfg.storage_path, STORE_WRITER, &m->run.store, err);
         if (r < 0) {
@@ -166,6 +168,8 @@ static int start_around_probes(struct manager *m, const struct probe_params *pp,
         int r = manager_begin_run_record(m, pp, text, cpus);
         if (r >= 0 && (r = manager_start_tracing(m, off)) < 0)
                 log_oom();
+        if (r >= 0)
+                r = manager_inventory_record_first(m);
         atomic_store(&m->up.outbox_on, m->up.token != NULL);
         if (r >= 0 && m->up.token)
                 r = manager_start_uploader(m);
@@ -173,6 +177,8 @@ static int start_around_probes(struct manager *m, const struct probe_params *pp,
                 r = manager_start_collector(m, pp, off);
         if (r >= 0)
                 r = manager_setup_event_loop(m);
+        if (r >= 0)
+                r = manager_inventory_arm(m);
         if (r >= 0)
                 r = go(m, pp, off);
         return r;
@@ -252,6 +258,7 @@ void manager_free(struct manager *m) {
         sd_event_source_unref(m->loop.poll_source);
         sd_event_source_unref(m->loop.flight_source);
         housekeeping_free(m->loop.housekeeping);
+        manager_inventory_free(m);
         flightrec_free(m->loop.flight);
         sd_event_unref(m->loop.event);
         store_close(m->run.store);

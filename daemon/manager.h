@@ -13,6 +13,7 @@
 #include "daemon-config.h"
 #include "forensics.h"
 #include "housekeeping.h"
+#include "inventory-read.h"
 #include "load-records.h"
 #include "loadsup.h"
 #include "macro.h"
@@ -107,6 +108,16 @@ struct manager_loop {
         struct housekeeping *housekeeping;
 };
 
+/* The machine's inventory (manager-inventory.c). */
+struct manager_inventory {
+        struct inventory boot;    /* what cannot change while the kernel runs, read at start */
+        struct inventory current; /* the last version recorded */
+        uint64_t version;         /* its number; 0: none recorded yet */
+        int64_t last_check_ns;    /* the last check that found it */
+        bool told_dropped;        /* that fields were left out was logged */
+        sd_event_source *timer;   /* every [Inventory] Check=; NULL: none */
+};
+
 /* Configurations replaced by a reload: the loads and the interval records may still point at
  * their scenarios, so they live until the end (manager-reload.c). */
 struct manager_retired {
@@ -125,6 +136,7 @@ struct manager {
         struct manager_systemd sd;
         struct manager_loop loop;
         struct manager_retired retired;
+        struct manager_inventory inv;
         struct tracing *tracing; /* NULL: no flight recorder */
 };
 
@@ -180,6 +192,15 @@ int manager_parse_test_hang(struct manager *m);
 int manager_check_ready(struct manager *m);
 void manager_notify_status(struct manager *m);
 void manager_release_test_hang(struct manager *m);
+
+/* manager-inventory.c: before the probes start, what cannot change; once the run is recorded,
+ * version 1 (a failure to store it is logged, and the next check tries again); a check (why
+ * names its cause in the log); the periodic check set from the configuration. */
+int manager_inventory_read_boot(struct manager *m);
+int manager_inventory_record_first(struct manager *m);
+void manager_inventory_check(struct manager *m, const char *why);
+int manager_inventory_arm(struct manager *m);
+void manager_inventory_free(struct manager *m);
 
 /* manager-reload.c: SIGHUP */
 void manager_reload(struct manager *m);

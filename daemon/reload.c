@@ -18,6 +18,9 @@ enum reload_when reload_applies(const char *section, const char *key) {
                 return strcmp(key, "Release") == 0 ? RELOAD_RESTART : RELOAD_AT_ONCE;
         if (strcmp(section, "Schedule") == 0)
                 return RELOAD_NEXT_INTERVAL;
+        /* The check's timer is set again at once. */
+        if (strcmp(section, "Inventory") == 0)
+                return RELOAD_AT_ONCE;
         /* [Storage], [Load], [Trace], and [Forensics], which is read at start (the flight
          * recorder is opened then, the previous run examined then); a section added later
          * needs a restart until rtsoakd applies it live. */

@@ -9,7 +9,7 @@
 
 /* When a key changed by a reload takes effect. */
 enum reload_when {
-        RELOAD_AT_ONCE,       /* [Upload] but Release=: the uploader restarts with it */
+        RELOAD_AT_ONCE,       /* [Upload] but Release= (the uploader restarts), [Inventory] */
         RELOAD_NEXT_INTERVAL, /* [Schedule], the scenarios, [Probe] Threshold= */
         RELOAD_RESTART,       /* the rest: kept at its running value until a restart */
 };

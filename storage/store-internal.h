@@ -23,6 +23,13 @@ struct store {
 int store_fail(store *s, int rc, const char *what);
 int store_failf(store *s, int error, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int store_exec(store *s, const char *sql);
+/* BEGIN IMMEDIATE (ending first a transaction an earlier failure left open), and ROLLBACK of an
+ * open one. */
+int store_begin(store *s);
+void store_rollback(store *s);
+/* Inserts ev, of no interval, inside the caller's transaction, with its outbox row when the
+ * outbox is on; its id in *ret_id. */
+int store_insert_event(store *s, int64_t run_id, const struct store_event *ev, int64_t *ret_id);
 int store_prepare(store *s, const char *sql, sqlite3_stmt **ret);
 
 static inline void sqlite3_finalizep(sqlite3_stmt **st) {
@@ -49,3 +56,5 @@ struct summary;
 /* Adds the captures carried by the interval to the last interval of sum, with their raw
  * events while the summary stays within its budget for them. */
 int store_load_traces(store *s, int64_t interval_id, struct summary *sum);
+/* Adds the inventory versions that the event carries to sum (store-inventory.c). */
+int store_load_inventory(store *s, int64_t event_id, struct summary *sum);

@@ -14,13 +14,15 @@ int store_outbox_next(store *s, size_t max, struct store_outbox_row **ret, size_
         _cleanup_stmt_ sqlite3_stmt *st = NULL;
         struct store_outbox_row *rows = calloc(max ? max : 1, sizeof(*rows));
         size_t n = 0;
+        int64_t versions = 0;
         int rc, r;
 
         if (!rows)
                 return -ENOMEM;
         r = store_prepare(s,
                           "SELECT id, run_id, coalesce(interval_id, 0), coalesce(event_id, 0), "
-                          "created_ns, attempts FROM outbox WHERE state = 'pending' "
+                          "created_ns, attempts, (SELECT count(*) FROM inventory v WHERE "
+                          "v.event_id = o.event_id) FROM outbox o WHERE state = 'pending' "
                           "ORDER BY id LIMIT ?",
                           &st);
         if (r < 0) {
@@ -39,6 +41,10 @@ int store_outbox_next(store *s, size_t max, struct store_outbox_row **ret, size_
                 };
                 if (n > 0 && x.run_id != rows[0].run_id)
                         break; /* one summary carries one run */
+                /* ... and no more inventory versions than the farm takes in one. */
+                versions += sqlite3_column_int64(st, 6);
+                if (n > 0 && versions > SUMMARY_MAX_INVENTORY)
+                        break;
                 rows[n++] = x;
         }
         if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -74,9 +80,10 @@ static int add_event(store *s, sqlite3_stmt *st, struct summary *ret) {
                                    : col_text(st, 6, STORE_DETAILS_MAX),
         };
         ret->nevents++;
-        return e->type && e->message && (e->details || sqlite3_column_type(st, 6) == SQLITE_NULL)
-                       ? 0
-                       : -ENOMEM;
+        if (!e->type || !e->message || (!e->details && sqlite3_column_type(st, 6) != SQLITE_NULL))
+                return -ENOMEM;
+        /* The inventory versions it announces travel with it. */
+        return store_load_inventory(s, (int64_t) e->id, ret);
 }
 
 /* A CPU's own span, sent when it differs from the interval's (the probe started or stopped

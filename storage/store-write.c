@@ -93,16 +93,30 @@ int store_add_event_local(store *s, int64_t run_id, const struct store_event *ev
         return insert_event(s, run_id, 0, ev);
 }
 
+int store_begin(store *s) {
+        return begin(s);
+}
+
+void store_rollback(store *s) {
+        rollback(s);
+}
+
+int store_insert_event(store *s, int64_t run_id, const struct store_event *ev, int64_t *ret_id) {
+        int r = insert_event(s, run_id, 0, ev);
+        if (r < 0)
+                return r;
+        *ret_id = sqlite3_last_insert_rowid(s->db);
+        return s->outbox && run_id > 0 ? insert_outbox(s, run_id, 0, *ret_id, ev->time_ns) : 0;
+}
+
 int store_add_event(store *s, int64_t run_id, const struct store_event *ev) {
+        int64_t id;
         if (!s->outbox || run_id <= 0)
                 return insert_event(s, run_id, 0, ev);
         /* The event and its outbox row, or neither. */
         int r = begin(s);
-        if (r < 0)
-                return r;
-        r = insert_event(s, run_id, 0, ev);
         if (r >= 0)
-                r = insert_outbox(s, run_id, 0, sqlite3_last_insert_rowid(s->db), ev->time_ns);
+                r = store_insert_event(s, run_id, ev, &id);
         if (r >= 0)
                 r = store_exec(s, "COMMIT");
         if (r < 0)

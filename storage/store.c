@@ -118,6 +118,18 @@ static const char *const migrations[] = {
         "  DEFAULT 0);"
         "CREATE INDEX traces_time ON traces(time_ns);"
         "CREATE INDEX traces_interval ON traces(interval_id) WHERE interval_id IS NOT NULL;",
+        /* 6 -> 7: the machine's inventory, in versions per run, each as a JSON object of its
+         * fields.  event_id is the event that carries a version to the farm; not a foreign key:
+         * retention deletes old events, and the versions stay with their run. */
+        "CREATE TABLE inventory ("
+        "  id INTEGER PRIMARY KEY,"
+        "  run_id INTEGER NOT NULL REFERENCES runs(id),"
+        "  version INTEGER NOT NULL CHECK (version >= 1),"
+        "  time_ns INTEGER NOT NULL, after_ns INTEGER,"
+        "  fields TEXT NOT NULL CHECK (json_valid(fields)),"
+        "  event_id INTEGER,"
+        "  UNIQUE (run_id, version));"
+        "CREATE INDEX inventory_event ON inventory(event_id) WHERE event_id IS NOT NULL;",
 };
 _Static_assert(ELEMENTSOF(migrations) == STORE_SCHEMA_VERSION, "one migration per version");
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "hist.h"
+#include "inventory.h"
 
 /* The database and its lock file: the owner writes, its group (rtsoak's readers) reads. */
 #define STORE_FILE_MODE 0640
@@ -15,7 +16,7 @@
 typedef struct store store;
 
 #define STORE_ERROR_MAX 512
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 enum {
         STORE_READONLY = 1 << 0, /* for the CLI: never creates or migrates */
@@ -329,3 +330,25 @@ struct store_trace_totals {
         uint64_t skipped; /* violations not captured, as the captures count them */
 };
 int store_trace_totals(store *s, int64_t run_id, struct store_trace_totals *ret);
+
+/* ---- the machine's inventory (store-inventory.c) ---- */
+
+/* A version of the inventory of a run: what the machine was from time_ns on. */
+struct store_inventory_row {
+        int64_t run_id;
+        uint64_t version; /* from 1 within the run */
+        int64_t time_ns;  /* when rtsoakd found it */
+        int64_t after_ns; /* the check before, which found the version before; 0: none */
+        struct inventory fields;
+};
+void store_inventory_rows_free(struct store_inventory_row *v, size_t n);
+void store_inventory_row_done(struct store_inventory_row *v);
+
+/* Stores a version with the event that announces it (ev, of its run), in one transaction: with
+ * the outbox on, that event's upload carries the version to the farm. */
+int store_add_inventory(store *s, const struct store_inventory_row *v,
+                        const struct store_event *ev);
+/* The versions of run_id (0: of every run), oldest first. */
+int store_list_inventory(store *s, int64_t run_id, struct store_inventory_row **ret, size_t *ret_n);
+/* The newest version of run_id (0: of the newest run that has one); -ENOENT when none. */
+int store_get_inventory(store *s, int64_t run_id, struct store_inventory_row *ret);

@@ -227,6 +227,27 @@ EOF
                 not_ok "rtsoakd runs in cpu cgroup $cg under CONFIG_RT_GROUP_SCHED"
         fi
 
+        # The machine's inventory is read under the unit's sandbox (ProtectKernelTunables=,
+        # ProtectSystem=strict): version 1 of the run, with the fields the kernel shows here.
+        local inv
+        inv=$(rtsoak inventory --json 2>&1 | /usr/bin/python3 -c '
+import json, os, sys
+d = json.load(sys.stdin)
+f = d["fields"]
+want = {"cpu.online": "/sys/devices/system/cpu/online",
+        "thp.enabled": "/sys/kernel/mm/transparent_hugepage/enabled",
+        "sysctl.kernel.sched_rt_runtime_us": "/proc/sys/kernel/sched_rt_runtime_us"}
+bad = [k for k, p in want.items() if os.access(p, os.R_OK) != (k in f)]
+v = d["version"]
+print(f"version {v}, {len(f)} fields" + (f"; wrong: {bad}" if bad else ""))
+sys.exit(1 if bad or v < 1 else 0)' 2>&1)
+        if [ $? -eq 0 ]; then
+                ok "rtsoakd read the machine's inventory under the unit's sandbox: $inv"
+                rtsoak inventory 2>&1 | sed 's/^/# /' >>"$tap"
+        else
+                not_ok "the machine's inventory under the unit" "$inv"
+        fi
+
         # The trace flight recorder makes its tracefs instance under the unit's sandbox
         # (ProtectKernelTunables= with ReadWritePaths= for tracefs's instances and the
         # record-cmd option it switches off while it creates the instance).

@@ -190,6 +190,8 @@ static void test_reload(void **state) {
         assert_true(reload_needs_restart("Trace", "Enabled"));
         assert_int_equal(reload_applies("Upload", "TokenFile"), RELOAD_AT_ONCE);
         assert_int_equal(reload_applies("Probe", "Threshold"), RELOAD_NEXT_INTERVAL);
+        /* The inventory check's timer is set again by the reload. */
+        assert_int_equal(reload_applies("Inventory", "Check"), RELOAD_AT_ONCE);
         daemon_config_free(&cur);
 }
 

@@ -497,7 +497,8 @@ static void test_migration_from_v1(void **state) {
                "DROP INDEX intervals_scenario; DROP INDEX events_interval; "
                "ALTER TABLE runs DROP COLUMN boot_ns; ALTER TABLE runs DROP COLUMN release; "
                "ALTER TABLE events DROP COLUMN details; DROP TABLE traces; "
-               "ALTER TABLE runs DROP COLUMN trace; PRAGMA user_version = 1;");
+               "ALTER TABLE runs DROP COLUMN trace; DROP TABLE inventory; "
+               "PRAGMA user_version = 1;");
         assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
         store_close(s);
         sqlite3 *db;
@@ -623,7 +624,8 @@ static void test_release_and_cpu_spans(void **state) {
         assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
         store_close(s);
         sql(p, "ALTER TABLE runs DROP COLUMN release; DROP TABLE traces; "
-               "ALTER TABLE runs DROP COLUMN trace; PRAGMA user_version = 4;");
+               "ALTER TABLE runs DROP COLUMN trace; DROP TABLE inventory; "
+               "PRAGMA user_version = 4;");
         assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
         assert_int_equal(query1(p, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
         assert_int_equal(store_get_run(s, run, &r), 0);
@@ -1071,6 +1073,127 @@ static void test_traces_stored_before_the_rule(void **state) {
         free(c0);
 }
 
+/* The inventory's versions: stored with their events, read back in order, carried by their
+ * events' uploads (never more in one summary than the farm takes), kept by retention, and a
+ * damaged one named. */
+static void test_inventory(void **state) {
+        store *s = NULL, *up = NULL;
+        char err[STORE_ERROR_MAX], derr[SUMMARY_ERROR_MAX];
+        int64_t run;
+        const int64_t t0 = 1796300000000000000LL, sec = 1000000000LL;
+        const char *p = db_path("inventory.db");
+        (void) state;
+
+        assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
+        assert_int_equal(store_begin_run(s, &run_info, &run, NULL), 0);
+        struct store_inventory_row none;
+        assert_int_equal(store_get_inventory(s, 0, &none), -ENOENT);
+        store_set_outbox(s, true);
+        /* The run's first version and 70 changes of one field. */
+        for (uint64_t v = 1; v <= 71; v++) {
+                struct store_inventory_row row = { .run_id = run,
+                                                   .version = v,
+                                                   .time_ns = t0 + (int64_t) v * sec,
+                                                   .after_ns = v > 1 ? t0 + (int64_t) v * sec - 5
+                                                                     : 0 };
+                assert_int_equal(inventory_set(&row.fields, "cpu.model_name", "AMD EPYC"), 0);
+                assert_int_equal(inventory_setf(&row.fields, "thp.enabled", "%s",
+                                                v % 2 ? "never" : "always"),
+                                 0);
+                struct store_event ev = { row.time_ns, v == 1 ? "inventory" : "inventory_changed",
+                                          -1, (int64_t) v, "changed" };
+                assert_int_equal(store_add_inventory(s, &row, &ev), 0);
+                inventory_done(&row.fields);
+        }
+        /* Its number again is refused, and nothing of it stays (no second event). */
+        struct store_inventory_row again = { .run_id = run, .version = 3, .time_ns = t0 };
+        struct store_event aev = { t0, "inventory_changed", -1, 3, "again" };
+        assert_int_equal(store_add_inventory(s, &again, &aev), -EEXIST);
+        assert_int_equal(query1(p, "SELECT count(*) FROM events"), 71);
+
+        struct store_inventory_row *v;
+        size_t n;
+        assert_int_equal(store_list_inventory(s, run, &v, &n), 0);
+        assert_int_equal(n, 71);
+        assert_int_equal(v[0].version, 1);
+        assert_int_equal(v[0].after_ns, 0);
+        assert_int_equal(v[70].version, 71);
+        assert_int_equal(v[70].after_ns, t0 + 71 * sec - 5);
+        assert_string_equal(inventory_get(&v[1].fields, "thp.enabled"), "always");
+        store_inventory_rows_free(v, n);
+        struct store_inventory_row last;
+        assert_int_equal(store_get_inventory(s, 0, &last), 0);
+        assert_int_equal(last.version, 71);
+        assert_string_equal(inventory_get(&last.fields, "cpu.model_name"), "AMD EPYC");
+        store_inventory_row_done(&last);
+
+        /* The uploads: 64 versions in the first, the 7 others in the next, each taken by the
+         * farm's decoder. */
+        assert_int_equal(store_open(p, STORE_UPLOADER, &up, err), 0);
+        for (size_t round = 0, want[] = { 64, 7 }; round < 2; round++) {
+                struct store_outbox_row *ob;
+                struct summary sum = {}, back;
+                assert_int_equal(store_outbox_next(up, 1000, &ob, &n), 0);
+                assert_int_equal(n, want[round]);
+                assert_int_equal(store_outbox_summary(up, ob, n, &sum), 0);
+                assert_int_equal(sum.ninventory, want[round]);
+                assert_int_equal(sum.nevents, want[round]);
+                assert_int_equal(sum.inventory[0].version, round ? 65 : 1);
+                sum.machine = (struct summary_machine){ (char *) "0123456789abcdef0123456789abcdef",
+                                                        (char *) "lab", (char *) "x", 2 };
+                sum.run = (struct summary_run){
+                        .id = run,
+                        .boot_id = (char *) "fedcba9876543210fedcba9876543210",
+                        .kernel_release = (char *) run_info.kernel_release,
+                        .kernel_version = (char *) "",
+                        .kernel_cmdline = (char *) "",
+                        .preempt_model = (char *) "",
+                        .daemon_version = (char *) "0.1",
+                        .config_digest = (char *) "00112233445566778899aabbccddeeff"
+                                                  "00112233445566778899aabbccddeeff",
+                        .start_ns = t0,
+                };
+                char *text;
+                assert_int_equal(summary_encode(&sum, &text, NULL), 0);
+                if (summary_decode(text, strlen(text), &back, derr) < 0)
+                        fail_msg("the farm would refuse it: %s", derr);
+                assert_int_equal(back.ninventory, want[round]);
+                summary_done(&back);
+                free(text);
+                sum.machine = (struct summary_machine){};
+                sum.run = (struct summary_run){};
+                summary_done(&sum);
+                assert_int_equal(store_outbox_mark(up, ob, n, STORE_OUTBOX_SENT, t0, NULL), 0);
+                free(ob);
+        }
+        store_close(up);
+
+        /* Retention takes the delivered events; the versions stay with their run. */
+        struct store_prune_result res = {};
+        while (store_prune(s, t0 + 1000 * sec, 100, 0, &res) > 0)
+                ;
+        assert_int_equal(res.events, 71);
+        assert_int_equal(query1(p, "SELECT count(*) FROM inventory"), 71);
+        assert_int_equal(query1(p, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+
+        /* A version damaged behind the daemon's back is named, not shown. */
+        store_close(s);
+        sql(p, "UPDATE inventory SET fields = '{\"thp.enabled\":\"a\\u001bb\"}' "
+               "WHERE version = 2");
+        assert_int_equal(store_open(p, STORE_READONLY, &s, err), 0);
+        assert_int_equal(store_list_inventory(s, 0, &v, &n), -EBADMSG);
+        assert_non_null(strstr(store_error(s), "inventory version 2 of run 1 is damaged: "
+                                               "thp.enabled: a control character U+001B"));
+        store_close(s);
+
+        /* A database of schema 6 gets the table. */
+        sql(p, "DROP TABLE inventory; PRAGMA user_version = 6;");
+        assert_int_equal(store_open(p, STORE_WRITER, &s, err), 0);
+        assert_int_equal(query1(p, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+        assert_int_equal(query1(p, "SELECT count(*) FROM inventory"), 0);
+        store_close(s);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_open_create_and_reopen),
@@ -1088,6 +1211,7 @@ int main(void) {
                 cmocka_unit_test(test_traces_stored_before_the_rule),
                 cmocka_unit_test(test_retention),
                 cmocka_unit_test(test_vacuum_conversion),
+                cmocka_unit_test(test_inventory),
         };
         return RUN_TESTS_IN_TMPDIR(tests, dir);
 }

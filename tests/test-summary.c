@@ -98,6 +98,21 @@ static void make(struct summary *s) {
         s->events[1].details = strdup("{\"boot_id\":\"ab\",\"last_interval\":{\"seq\":3,"
                                       "\"cpus\":[{\"cpu\":0,\"max_ns\":9000}]},\"kernel\":"
                                       "{\"pstore\":\"empty\"}}");
+        /* Two versions of the inventory: the run's first, and one after a change. */
+        s->ninventory = 2;
+        s->inventory = calloc(2, sizeof(*s->inventory));
+        s->inventory[0] = (struct summary_inventory){ .version = 1, .time_ns = T0 - 5 };
+        s->inventory[1] =
+                (struct summary_inventory){ .version = 2, .time_ns = T0 + 99, .after_ns = T0 + 50 };
+        for (size_t i = 0; i < 2; i++) {
+                struct inventory *f = &s->inventory[i].fields;
+                assert_int_equal(inventory_set(f, "dmi.bios_version", "1.2.3"), 0);
+                assert_int_equal(inventory_set(f, "kconfig.PREEMPT_RT", "y"), 0);
+                assert_int_equal(inventory_set(f, "cmdline.threadirqs", ""), 0);
+                assert_int_equal(
+                        inventory_set(f, "sysctl.kernel.sched_rt_runtime_us", i ? "-1" : "950000"),
+                        0);
+        }
 }
 
 static void test_roundtrip_every_field(void **state) {
@@ -180,6 +195,15 @@ static void test_roundtrip_every_field(void **state) {
         assert_string_equal(b.events[1].message, a.events[1].message);
         assert_null(b.events[0].details);
         assert_string_equal(b.events[1].details, a.events[1].details);
+        assert_int_equal(b.ninventory, 2);
+        for (size_t i = 0; i < 2; i++) {
+                assert_int_equal(b.inventory[i].version, a.inventory[i].version);
+                assert_int_equal(b.inventory[i].time_ns, a.inventory[i].time_ns);
+                assert_int_equal(b.inventory[i].after_ns, a.inventory[i].after_ns);
+                assert_true(inventory_equal(&b.inventory[i].fields, &a.inventory[i].fields));
+        }
+        assert_string_equal(
+                inventory_get(&b.inventory[1].fields, "sysctl.kernel.sched_rt_runtime_us"), "-1");
 
         /* Encoding the decoded summary gives the same text. */
         char *again;
@@ -204,8 +228,10 @@ static void test_optional_fields_absent(void **state) {
         a.run.nprobed_cpus = 0;
         a.intervals[1].cpus[1].span_start_ns = 0;
         a.intervals[1].cpus[1].span_length_ns = 0;
+        summary_inventory_free(&a);
         assert_int_equal(summary_encode(&a, &text, NULL), 0);
         assert_null(strstr(text, "\"release\""));
+        assert_null(strstr(text, "\"inventory\""));
         assert_null(strstr(text, "\"interval_ns\":60000000000,\"cpus\""));
         /* The intervals' own start_ns and length_ns are the only ones. */
         size_t starts = 0;
@@ -217,6 +243,7 @@ static void test_optional_fields_absent(void **state) {
         assert_null(b.run.probed_cpus);
         assert_int_equal(b.run.nprobed_cpus, 0);
         assert_int_equal(b.intervals[1].cpus[1].span_length_ns, 0);
+        assert_int_equal(b.ninventory, 0);
         free(text);
         summary_done(&a);
         summary_done(&b);
@@ -373,6 +400,116 @@ static void test_refusals_of_optional_fields(void **state) {
                 "intervals[1].cpus[1].length_ns: -5 is out of range");
 }
 
+/* The text of n copies of item joined by sep, between head and tail (allocated). */
+static char *repeat(const char *head, const char *item, const char *sep, size_t n,
+                    const char *tail) {
+        size_t len = strlen(head) + n * (strlen(item) + strlen(sep)) + strlen(tail) + 1;
+        char *t = malloc(len), *p = t;
+        p += sprintf(p, "%s", head);
+        for (size_t i = 0; i < n; i++)
+                p += sprintf(p, "%s%s", i ? sep : "", item);
+        sprintf(p, "%s", tail);
+        return t;
+}
+
+/* The reference summary with its inventory member (the last) replaced by value. */
+static void refused_inventory(const char *value, const char *msg) {
+        struct summary a, b;
+        char *text, err[SUMMARY_ERROR_MAX] = "";
+        make(&a);
+        assert_int_equal(summary_encode(&a, &text, NULL), 0);
+        summary_done(&a);
+        char *at = strstr(text, ",\"inventory\":");
+        assert_non_null(at);
+        *at = '\0';
+        char *bad = malloc(strlen(text) + strlen(value) + 32);
+        sprintf(bad, "%s,\"inventory\":%s}", text, value);
+        int r = summary_decode(bad, strlen(bad), &b, err);
+        if (r != -EBADMSG || !strstr(err, msg))
+                fail_msg("inventory %.60s: expected '%s', got %d '%s'", value, msg, r, err);
+        free(bad);
+        free(text);
+}
+
+/* The inventory: an optional member, refused field by field like the rest, with the path of
+ * the field: too long, control characters, bidirectional overrides, bad names, too many
+ * fields or versions, versions out of order, times out of range. */
+static void test_inventory_refused(void **state) {
+        const char *v = "\"dmi.bios_version\":\"1.2.3\"";
+        refused(v, "\"dmi.bios_version\":\"1.2\\u001b[31m\"",
+                "inventory[0].fields.dmi.bios_version: a control character U+001B at byte 3");
+        refused(v, "\"dmi.bios_version\":\"\\u202e1.2\"",
+                "inventory[0].fields.dmi.bios_version: a bidirectional formatting character "
+                "U+202E at byte 0");
+        refused(v, "\"dmi.bios_version\":\"1\\n2\"",
+                "inventory[0].fields.dmi.bios_version: a control character U+000A at byte 1");
+        refused(v, "\"dmi.bios_version\":\"1\\u0085\"",
+                "inventory[0].fields.dmi.bios_version: a control character U+0085 at byte 1");
+        refused(v, "\"dmi.bios_version\":7", "inventory[0].fields.dmi.bios_version: not a string");
+        refused(v, "\"dmi.bios version\":\"1\"",
+                "inventory[0].fields.{dmi.bios version}: a space at byte 8: an inventory "
+                "field's name may hold only letters, digits and . _ -");
+        refused(v, "\"dmi.bios\\u001bversion\":\"1\"",
+                "inventory[0].fields.{dmi.bios\\eversion}: byte 0x1B at byte 8");
+        char *big = repeat("\"dmi.bios_version\":\"", "x", "", INVENTORY_MAX_VALUE + 1, "\"");
+        refused(v, big, "inventory[0].fields.dmi.bios_version: length 4097 is more than 4096");
+        free(big);
+        char name[INVENTORY_MAX_NAME + 8];
+        snprintf(name, sizeof(name), "\"%065d\":\"1\"", 0);
+        refused(v, name, "length 65 is out of range (1 to 64)");
+        /* 17 values of 4000 bytes: each allowed, more than 64 KiB together. */
+        char *value = repeat("", "y", "", 4000, "");
+        char *many = malloc(17 * 4100 + 100), *p = many;
+        for (int i = 0; i < 17; i++)
+                p += sprintf(p, "%s\"f%02d\":\"%s\"", i ? "," : "", i, value);
+        refused(v, many, "the fields hold more than 65536 bytes of names and values");
+        free(many);
+        free(value);
+        /* 257 fields: 254 and the three others. */
+        many = malloc(257 * 16 + 10);
+        p = many;
+        for (int i = 0; i < 254; i++)
+                p += sprintf(p, "%s\"f%03d\":\"\"", i ? "," : "", i);
+        refused(v, many, "inventory[0].fields: 257 fields, at most 256 allowed");
+        free(many);
+
+        refused("\"version\":1,", "\"version\":0,",
+                "inventory[0].version: not an integer of at least 1");
+        refused("\"version\":1,", "\"version\":\"1\",",
+                "inventory[0].version: not an integer of at least 1");
+        refused("\"version\":2,", "\"version\":1,",
+                "inventory[1].version: versions must be in ascending order");
+        refused("\"time_ns\":1796299999999999995", "\"time_ns\":5",
+                "inventory[0].time_ns: not a time");
+        refused("\"after_ns\":1796300000000000050", "\"after_ns\":1796300000000000100",
+                "inventory[1].after_ns: later than time_ns");
+        refused("\"version\":1,", "\"version\":1,\"extra\":1,",
+                "inventory[0].extra: unknown field");
+        refused(",\"fields\":{\"cmdline", ",\"fieldz\":{\"cmdline",
+                "inventory[0].fieldz: unknown field");
+        refused_inventory("7", "inventory: not an array");
+        refused_inventory("{}", "inventory: not an array");
+        refused("\"fields\":{\"cmdline.threadirqs\"", "\"fields\":[],\"y\":{\"cmdline.threadirqs\"",
+                "inventory[0].y: unknown field");
+
+        /* 65 versions. */
+        char *vs = repeat("[", "{\"version\":1,\"time_ns\":1796300000000000000,\"fields\":{}}", ",",
+                          65, "]");
+        refused_inventory(vs, "inventory: 65 entries, at most 64 allowed");
+        free(vs);
+        /* null, as absent: nothing. */
+        struct summary a, b;
+        char *text, err[SUMMARY_ERROR_MAX];
+        make(&a);
+        assert_int_equal(summary_encode(&a, &text, NULL), 0);
+        strcpy(strstr(text, ",\"inventory\":"), ",\"inventory\":null}");
+        assert_int_equal(summary_decode(text, strlen(text), &b, err), 0);
+        assert_int_equal(b.ninventory, 0);
+        free(text);
+        summary_done(&a);
+        summary_done(&b);
+}
+
 /* The example of docs/summary-schema.md is a valid summary. */
 static void test_documented_example(void **state) {
         const char *src = getenv("RTSOAK_SRCDIR");
@@ -398,6 +535,8 @@ static void test_documented_example(void **state) {
         assert_string_equal(s.run.release, "6.6-rt-lab2");
         assert_int_equal(s.run.nprobed_cpus, 2);
         assert_int_equal(s.intervals[0].cpus[1].span_length_ns, 10000000000);
+        assert_int_equal(s.ninventory, 1);
+        assert_string_equal(inventory_get(&s.inventory[0].fields, "thp.enabled"), "never");
         summary_done(&s);
         refused("\"events\":[", "\"events\":{", "malformed JSON");
 }
@@ -643,6 +782,7 @@ int main(void) {
                 cmocka_unit_test(test_optional_fields_absent),
                 cmocka_unit_test(test_release_names),
                 cmocka_unit_test(test_refusals_of_optional_fields),
+                cmocka_unit_test(test_inventory_refused),
                 cmocka_unit_test(test_documented_example),
                 cmocka_unit_test(test_details_size_cap),
                 cmocka_unit_test(test_not_an_object_and_empty),

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* rtsoakd uploading to the real rtsoak-server on loopback: every interval arrives exactly
- * once and in order, across a server outage and across kill -9 of the daemon, and a row the
- * server refuses does not hold up the rest. */
+ * once and in order, across a server outage and across kill -9 of the daemon, a row the
+ * server refuses does not hold up the rest, and a change of the machine's inventory under a
+ * running daemon is recorded and arrives. */
+#include <errno.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,6 +67,8 @@ static char set_ca[700] = "Upload.CAFile=";
 
 static char set_release[300] = "Upload.Release=";
 
+static char set_check[64] = "Inventory.Check=5min";
+
 static pid_t start_daemon(const char *duration, const char *errlog) {
         char *argv[48];
         snprintf(set_server, sizeof(set_server), "Upload.Server=%s", url);
@@ -80,6 +86,8 @@ static pid_t start_daemon(const char *duration, const char *errlog) {
                                 set_ca,
                                 "--set",
                                 set_release,
+                                "--set",
+                                set_check,
                                 duration ? "--duration" : NULL,
                                 duration,
                                 NULL };
@@ -381,6 +389,102 @@ static void test_tls(void **state) {
         tu_server_stop(srv);
 }
 
+#define THP "/sys/kernel/mm/transparent_hugepage/enabled"
+
+/* Writes text to path (the file standing in for the kernel's). */
+static void write_text(const char *path, const char *text) {
+        FILE *f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(text, f);
+        assert_int_equal(fclose(f), 0);
+}
+
+/* One run that sees the stand-in change: SIGHUP makes the reload check it, else the periodic
+ * check finds it; found names which did. */
+static void run_with_change(const char *stand_in, const char *check, bool reload,
+                            const char *found) {
+        char errlog[600];
+        snprintf(errlog, sizeof(errlog), "%s/inventory-%s.err", dir, reload ? "reload" : "check");
+        snprintf(set_check, sizeof(set_check), "Inventory.Check=%s", check);
+        write_text(stand_in, "always madvise [never]\n");
+        pid_t d = start_daemon(NULL, errlog);
+        if (!tu_wait_for_text(errlog, "Ready", 20000))
+                fail_msg("rtsoakd did not get ready: %s", tu_read_file(errlog));
+        write_text(stand_in, "[always] madvise never\n");
+        if (reload)
+                assert_int_equal(kill(d, SIGHUP), 0);
+        if (!tu_wait_for_text(errlog, found, 20000))
+                fail_msg("the change was not found at %s: %s", reload ? "a reload" : "a check",
+                         tu_read_file(errlog));
+        assert_int_equal(kill(d, SIGTERM), 0);
+        assert_int_equal(tu_wait(d, 20000), 0);
+}
+
+/* The local record of run: its versions, and the one change. */
+static void expect_local_change(int run) {
+        char runarg[32], dbarg[600];
+        snprintf(runarg, sizeof(runarg), "--run=%d", run);
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", local_db);
+        char *argv[] = { (char *) tu_bin("RTSOAK"), dbarg, "inventory", "--json", runarg, NULL };
+        struct tu_result r;
+        if (tu_run(argv, 20000, NULL, NULL, &r) != 0)
+                fail_msg("rtsoak inventory failed (%d): %s", r.status, r.err);
+        json_t *j = tu_json(r.out);
+        tu_result_done(&r);
+        assert_int_equal(tu_jint(j, "version"), 2);
+        json_t *fields = json_object_get(j, "fields");
+        assert_string_equal(json_string_value(json_object_get(fields, "thp.enabled")), "always");
+        json_t *h = json_object_get(j, "history");
+        assert_int_equal(json_array_size(h), 2);
+        json_t *ch = json_object_get(json_array_get(h, 1), "changes");
+        assert_int_equal(json_array_size(ch), 1);
+        json_t *c = json_array_get(ch, 0);
+        assert_string_equal(json_string_value(json_object_get(c, "field")), "thp.enabled");
+        assert_string_equal(json_string_value(json_object_get(c, "old")), "never");
+        assert_string_equal(json_string_value(json_object_get(c, "new")), "always");
+        /* The change took effect after the check before it and by the one that found it. */
+        assert_true(json_is_string(json_object_get(json_array_get(h, 1), "after")));
+        json_decref(j);
+}
+
+/* A file of the kernel's changed under a running rtsoakd (a stand-in bind-mounted over it, in
+ * a mount namespace of this test's own): found at a reload, and by the periodic check, each
+ * recorded as a version with its event, and uploaded to the farm with it. */
+static void test_inventory_change(void **state) {
+        char stand_in[600];
+        (void) state;
+        if (geteuid() != 0)
+                skip();
+        if (access(THP, R_OK) != 0) {
+                printf("# SKIP the kernel has no %s\n", THP);
+                skip();
+        }
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                printf("# SKIP no mount namespace here: %s\n", strerror(errno));
+                skip();
+        }
+        snprintf(stand_in, sizeof(stand_in), "%s/thp", dir);
+        write_text(stand_in, "always madvise [never]\n");
+        assert_int_equal(mount(stand_in, THP, NULL, MS_BIND, NULL), 0);
+        fresh_local();
+        pid_t srv = start_server_at("127.0.0.1:0");
+        run_with_change(stand_in, "1h", true, "found at a reload");
+        run_with_change(stand_in, "1s", false, "found at a periodic check");
+        umount(THP);
+        snprintf(set_check, sizeof(set_check), "Inventory.Check=5min");
+        expect_local_change(1);
+        expect_local_change(2);
+        expect_all_arrived();
+        /* Each run's version 1 and its change reached the farm with their events. */
+        assert_int_equal(query(farm_db, "SELECT count(*) FROM events WHERE type = 'inventory'"), 2);
+        assert_int_equal(query(farm_db, "SELECT count(*) FROM events WHERE type = "
+                                        "'inventory_changed' AND message LIKE "
+                                        "'%thp.enabled: never -> always%'"),
+                         2);
+        assert_int_equal(query(local_db, "SELECT count(*) FROM inventory"), 4);
+        tu_server_stop(srv);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_uploads_in_order),
@@ -391,6 +495,7 @@ int main(void) {
                 cmocka_unit_test(test_refused_run_does_not_loop),
                 cmocka_unit_test(test_missing_token_is_a_config_error),
                 cmocka_unit_test(test_tls),
+                cmocka_unit_test(test_inventory_change),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }
