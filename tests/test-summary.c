@@ -405,6 +405,8 @@ static char *repeat(const char *head, const char *item, const char *sep, size_t 
                     const char *tail) {
         size_t len = strlen(head) + n * (strlen(item) + strlen(sep)) + strlen(tail) + 1;
         char *t = malloc(len), *p = t;
+        if (!t)
+                abort(); /* no memory: nothing to test */
         p += sprintf(p, "%s", head);
         for (size_t i = 0; i < n; i++)
                 p += sprintf(p, "%s%s", i ? sep : "", item);
@@ -423,6 +425,8 @@ static void refused_inventory(const char *value, const char *msg) {
         assert_non_null(at);
         *at = '\0';
         char *bad = malloc(strlen(text) + strlen(value) + 32);
+        if (!bad)
+                abort();
         sprintf(bad, "%s,\"inventory\":%s}", text, value);
         int r = summary_decode(bad, strlen(bad), &b, err);
         if (r != -EBADMSG || !strstr(err, msg))
