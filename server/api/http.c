@@ -25,6 +25,7 @@
 #include "encode-verdict.h"
 #include "head.h"
 #include "kcidb.h"
+#include "machine-routes.h"
 #include "http.h"
 #include "maintenance.h"
 #include "notifier.h"
@@ -347,7 +348,7 @@ static enum MHD_Result get_machines(farm_http *h, struct MHD_Connection *c, stru
         const struct farm_clock_view cv = { now_ns(CLOCK_REALTIME),
                                             (int64_t) h->rule->clock_tolerance_ns,
                                             (int64_t) h->rule->max_gap_ns };
-        int r = farm_machines_json(h->db, id, &cv, &j, err);
+        int r = farm_api_machine_json(h->db, id, &cv, &j, err);
         if (r == -ENOENT)
                 return respond_error(rq, c, 404, "no such machine", NULL, NULL);
         if (r < 0)

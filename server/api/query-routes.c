@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "machine-routes.h"
 #include "metrics.h"
 #include "path.h"
 #include "query-internal.h"
@@ -71,7 +72,7 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                 query_metrics(db, counters, args, ret);
                 break;
         case MACHINES:
-                query_machines(db, args, url, &cv, ret);
+                farm_api_machines(db, args, url, &cv, ret);
                 break;
         case INTERVALS:
                 query_intervals(db, key, args, now_ns, url, ret);
@@ -83,7 +84,7 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                 query_events(db, key, args, now_ns, url, ret);
                 break;
         case RUNS:
-                query_runs(db, key, args, url, &cv, ret);
+                farm_api_runs(db, key, args, url, &cv, ret);
                 break;
         case COMPARE:
                 query_compare(db, key, args, now_ns, url, ret);

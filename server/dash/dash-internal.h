@@ -11,6 +11,7 @@
 
 #include "macro.h"
 #include "dash.h"
+#include "machines.h"
 #include "steps.h"
 #include "svg.h"
 #include "timeutil.h"
@@ -57,7 +58,7 @@ void dash_put_time(FILE *f, int64_t ns);
 void dash_put_stamp(const struct dash *x, int64_t stamp_ns, int64_t received_ns);
 /* The machine's name as shown: its hostname, or the start of its id. */
 const char *dash_name(const char *id, const char *hostname, char buf[static 16]);
-const char *dash_machine_name(const json_t *m, char buf[static 16]);
+const char *dash_machine_name(const struct farm_machine *m, char buf[static 16]);
 /* A time given as a parameter, or INT64_MIN. */
 int64_t dash_parse_utc(struct dash *x, const char *s);
 /* A time the verdict gives, as the pages show it: ns within the times a parameter may name,
@@ -82,8 +83,8 @@ int dash_finish_svg(struct dash *x, struct svg_buf *b);
 
 struct dash_machine {
         char id[FARM_MACHINE_ID_LEN + 1];
-        json_t *info; /* GET /api/v1/machines/{id} */
-        json_t *runs; /* as GET .../runs lists them: newest first */
+        struct farm_machine info;  /* as GET /api/v1/machines/{id} tells it */
+        struct farm_run_page runs; /* as GET .../runs lists them: newest first */
         bool has_data, silent;
         int64_t last_data_ns;   /* end of its latest data, as the server takes it */
         int64_t clock_ahead_ns; /* its latest run's data stamped ahead of arrival (0: not) */
@@ -98,7 +99,9 @@ int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m);
 /* The machine's state as a badge. */
 void dash_put_state(struct dash *x, const struct dash_machine *m);
 void dash_link_machine(FILE *f, const char *id, const char *hostname, const char *query);
-void dash_machine_link(FILE *f, const json_t *info, const char *query);
+/* The kernel of the machine's latest run, or NULL. */
+const char *dash_machine_kernel(const struct dash_machine *m);
+void dash_machine_link(FILE *f, const struct farm_machine *info, const char *query);
 void dash_kernel_link(FILE *f, const char *release);
 void dash_verdict_badge(FILE *f, const char *status);
 /* The machine page zoomed on [start, end), highlighted. */

@@ -50,14 +50,12 @@ static int parse_window(struct dash *x, const struct dash_machine *m, struct win
                 snprintf(w->name, sizeof(w->name), "%s", win);
         } else if (win && strncmp(win, "kernel:", 7) == 0 && win[7]) {
                 const char *rel = win + 7;
-                json_t *run;
-                size_t i;
                 bool any = false;
-                json_array_foreach (m->runs, i, run) {
-                        const char *k = dash_js(run, "kernel_release");
-                        int64_t a = dash_ji(run, "first_data_ns", INT64_MIN),
-                                b = dash_ji(run, "last_data_ns", INT64_MIN);
-                        if (!k || strcmp(k, rel) != 0 || a == INT64_MIN || b == INT64_MIN)
+                for (size_t i = 0; i < m->runs.n; i++) {
+                        const struct farm_run *run = &m->runs.v[i];
+                        const char *k = run->kernel_release;
+                        int64_t a = run->first_data_ns, b = run->last_data_ns;
+                        if (!k || strcmp(k, rel) != 0 || a == FARM_NONE || b == FARM_NONE)
                                 continue;
                         w->from = any ? MIN(w->from, a) : a;
                         w->to = any ? MAX(w->to, b) : b;
@@ -124,14 +122,12 @@ static void window_query(char *buf, size_t size, const struct window *w, bool ht
 
 /* The longest interval of the machine's runs with data in the window (0: none). */
 static int64_t window_interval(const struct dash_machine *m, const struct window *w) {
-        json_t *run;
-        size_t i;
         int64_t iv = 0;
-        json_array_foreach (m->runs, i, run) {
-                int64_t first = dash_ji(run, "first_data_ns", INT64_MIN),
-                        last = dash_ji(run, "last_data_ns", INT64_MIN);
-                if (first != INT64_MIN && last != INT64_MIN && first < w->to && last > w->from)
-                        iv = MAX(iv, dash_ji(run, "interval_ns", 0));
+        for (size_t i = 0; i < m->runs.n; i++) {
+                const struct farm_run *run = &m->runs.v[i];
+                int64_t first = run->first_data_ns, last = run->last_data_ns;
+                if (first != FARM_NONE && last != FARM_NONE && first < w->to && last > w->from)
+                        iv = MAX(iv, run->interval_ns != FARM_NONE ? run->interval_ns : 0);
         }
         return iv;
 }
@@ -209,7 +205,7 @@ static int machine_hist(struct dash *x, const struct dash_machine *m, const stru
         for (size_t i = 0; r >= 0 && i < p.n; i++)
                 p.cpus[i].cols = &p.cols[i];
         snprintf(title, sizeof(title), "%s: latency histogram per CPU",
-                 dash_machine_name(m->info, nb));
+                 dash_machine_name(&m->info, nb));
         if (r >= 0) {
                 struct svg_hist_plot plot = { .title = title,
                                               .cpus = p.cpus,
@@ -301,7 +297,7 @@ static int machine_lt(struct dash *x, const struct dash_machine *m, const struct
         if (r >= 0) {
                 char sp[TIMESPAN_MAX_LEN];
                 snprintf(title, sizeof(title), "%s: worst case per %s step",
-                         dash_machine_name(m->info, namebuf),
+                         dash_machine_name(&m->info, namebuf),
                          format_timespan(sp, (uint64_t) s->step_ns));
                 snprintf(hl, sizeof(hl), "the evidence linked to");
                 struct svg_lt_plot p = { .title = title,
@@ -343,7 +339,7 @@ static void window_nav(struct dash *x, const struct dash_machine *m, const struc
                         fprintf(f, "<a href=\"/machines/%s?window=%s\">%s</a>", m->id, wins[i],
                                 wins[i]);
         }
-        const char *k = dash_js(m->info, "kernel");
+        const char *k = dash_machine_kernel(m);
         if (k) {
                 if (strcmp(w->name, "kernel") == 0 && strcmp(w->kernel, k) == 0)
                         fputs("<strong>current kernel</strong>", f);
@@ -533,10 +529,8 @@ static void machine_lists(struct dash *x, const struct dash_machine *m, const st
 static void machine_runs(struct dash *x, const struct dash_machine *m) {
         FILE *f = x->f;
         char b[32];
-        json_t *run, *runs = m->runs;
-        size_t i;
-        fprintf(f, "<h2 id=\"runs\">Runs (%zu)</h2>\n", json_array_size(runs));
-        if (!json_array_size(runs)) {
+        fprintf(f, "<h2 id=\"runs\">Runs (%zu)</h2>\n", m->runs.n);
+        if (!m->runs.n) {
                 fputs("<p>No run reported yet.</p>\n", f);
                 return;
         }
@@ -544,33 +538,34 @@ static void machine_runs(struct dash *x, const struct dash_machine *m) {
               "<th>kernel</th><th>boot</th><th>started</th><th>last data</th>"
               "<th class=\"num\">intervals</th><th class=\"num\">worst</th><th>end</th></tr>\n",
               f);
-        json_array_foreach (runs, i, run) {
-                json_t *end = json_object_get(run, "end");
-                const char *boot = dash_js(run, "boot_id") ?: "";
-                fprintf(f, "<tr><td class=\"num\">%" PRId64 "</td><td>", dash_ji(run, "id", 0));
-                dash_kernel_link(f, dash_js(run, "kernel_release"));
+        for (size_t i = 0; i < m->runs.n; i++) {
+                const struct farm_run *run = &m->runs.v[i];
+                const char *boot = run->boot_id ?: "";
+                fprintf(f, "<tr><td class=\"num\">%" PRId64 "</td><td>",
+                        run->id != FARM_NONE ? run->id : 0);
+                dash_kernel_link(f, run->kernel_release);
                 fputs("<br><span class=\"note\">", f);
-                dash_esc(f, dash_js(run, "preempt_model"));
+                dash_esc(f, run->preempt_model);
                 fputs("</span></td><td><code title=\"", f);
                 dash_esc(f, boot);
                 fprintf(f, "\">%.8s</code></td><td>", boot);
                 /* As stamped, marked where later than their arrival. */
-                dash_put_stamp(x, dash_ji(run, "start_ns", 0),
-                               dash_ji(run, "first_report_ns", INT64_MIN));
+                dash_put_stamp(x, run->start_ns != FARM_NONE ? run->start_ns : 0,
+                               run->first_report_ns);
                 fputs("</td><td>", f);
-                if (json_is_integer(json_object_get(run, "last_data_ns")))
-                        dash_put_stamp(x, dash_ji(run, "last_data_ns", 0),
-                                       dash_ji(run, "last_received_ns", INT64_MIN));
+                if (run->last_data_ns != FARM_NONE)
+                        dash_put_stamp(x, run->last_data_ns, run->last_received_ns);
                 else
                         fputs("–", f);
                 fprintf(f, "</td><td class=\"num\">%" PRId64 "</td><td class=\"num\">%s</td><td>",
-                        dash_ji(run, "intervals", 0),
-                        dash_fmt_lat(b, dash_ji(run, "worst_latency_ns", -1)));
-                if (json_is_object(end)) {
+                        run->intervals,
+                        dash_fmt_lat(b, run->worst_latency_ns != FARM_NONE ? run->worst_latency_ns
+                                                                           : -1));
+                if (run->end.unclean) {
                         fputs("<span class=\"bad\">✗ unclean end</span> found ", f);
-                        dash_put_time(f, dash_ji(end, "time_ns", 0));
+                        dash_put_time(f, run->end.time_ns != FARM_NONE ? run->end.time_ns : 0);
                         fputs(": ", f);
-                        dash_esc(f, dash_js(end, "message"));
+                        dash_esc(f, run->end.message);
                 } else if (i > 0)
                         fputs("ended cleanly", f);
                 else if (m->silent)
@@ -617,9 +612,9 @@ static int machine_and_window(struct dash *x, const char *id, struct dash_machin
 /* When its last upload arrived, and where its data ends as the server takes it. */
 static void machine_reports(struct dash *x, const struct dash_machine *m) {
         FILE *f = x->f;
-        int64_t report = dash_ji(m->info, "last_report_ns", INT64_MIN);
+        int64_t report = m->info.last_report_ns;
         fputs("<tr><th>last report</th><td id=\"last-report\">", f);
-        if (report != INT64_MIN)
+        if (report != FARM_NONE)
                 dash_put_time(f, report);
         else
                 fputs("never", f);
@@ -652,7 +647,7 @@ int dash_page_machine(struct dash *x, const char *id) {
                 goto done;
         }
         FILE *f = x->f;
-        const char *name = dash_machine_name(m.info, nb);
+        const char *name = dash_machine_name(&m.info, nb);
         dash_page_begin(x, name, 300);
         if (m.silent) {
                 fputs("<div class=\"alert\" id=\"silent\"><strong>⚠ SILENT</strong> — ", f);
@@ -668,14 +663,13 @@ int dash_page_machine(struct dash *x, const char *id) {
         fputs("</h1>\n<table class=\"facts\"><tr><th>state</th><td>", f);
         dash_put_state(x, &m);
         fputs("</td><th>kernel</th><td>", f);
-        dash_kernel_link(f, dash_js(m.info, "kernel"));
+        dash_kernel_link(f, dash_machine_kernel(&m));
         fprintf(f,
                 "</td><th>bound</th><td class=\"num\">%s</td></tr>\n<tr><th>machine id</th>"
                 "<td><code>%s</code></td><th>CPUs</th><td>%" PRId64 " · ",
-                dash_fmt_lat(b1, m.bound_ns), m.id, dash_ji(m.info, "cpus", 0));
-        dash_esc(f, dash_js(m.info, "cpu_model"));
-        fprintf(f, "</td><th>gating</th><td>%s</td></tr>\n",
-                json_is_true(json_object_get(m.info, "gating")) ? "yes" : "no");
+                dash_fmt_lat(b1, m.bound_ns), m.id, m.info.cpus != FARM_NONE ? m.info.cpus : 0);
+        dash_esc(f, m.info.cpu_model);
+        fprintf(f, "</td><th>gating</th><td>%s</td></tr>\n", m.info.gating ? "yes" : "no");
         machine_reports(x, &m);
         window_nav(x, &m, &w);
         if (w.hl_to > w.hl_from) {

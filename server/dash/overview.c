@@ -114,14 +114,13 @@ struct overview_row {
 
 /* Loads the machines' rows: 0, or < 0 internal (answered).  *n counts those loaded (those
  * removed meanwhile are left out). */
-static int overview_rows(struct dash *x, json_t *machines, struct overview_row *rows, size_t *n) {
+static int overview_rows(struct dash *x, const struct farm_machine_list *machines,
+                         struct overview_row *rows, size_t *n) {
         char err[FARM_ERROR_MAX];
-        json_t *mi;
-        size_t i;
         int r;
-        json_array_foreach (machines, i, mi) {
+        for (size_t i = 0; i < machines->n; i++) {
                 struct overview_row *row = &rows[*n];
-                if ((r = dash_machine_load(x, dash_js(mi, "id") ?: "", &row->m)) < 0)
+                if ((r = dash_machine_load(x, machines->v[i].id, &row->m)) < 0)
                         return r;
                 if (r == 0) { /* removed meanwhile */
                         farm_answer_done(x->a);
@@ -158,7 +157,7 @@ static void overview_silent(struct dash *x, const struct overview_row *rows, siz
                         if (!rows[k].m.silent)
                                 continue;
                         fputs("<li>", f);
-                        dash_machine_link(f, rows[k].m.info, NULL);
+                        dash_machine_link(f, &rows[k].m.info, NULL);
                         fputs(" — silent since ", f);
                         dash_put_time(f, rows[k].m.last_data_ns);
                         fprintf(f, " (%s)</li>",
@@ -173,7 +172,7 @@ static int overview_machine(struct dash *x, struct verdicts *vs, const struct ov
         FILE *f = x->f;
         char b1[32], b2[32];
         const struct dash_machine *m = &row->m;
-        const char *kernel = dash_js(m->info, "kernel");
+        const char *kernel = dash_machine_kernel(m);
         const struct farm_steps *fs = &row->steps;
         int64_t worst24 = -1, kworst = -1;
         const char *scen = NULL;
@@ -184,10 +183,13 @@ static int overview_machine(struct dash *x, struct verdicts *vs, const struct ov
                         worst24 = MAX(worst24, (int64_t) st->max_ns);
                 scen = dash_step_name(&fs->scenarios, st->scenarios);
         }
-        json_t *run;
-        json_array_foreach (m->runs, j, run)
-                if (kernel && strcmp(dash_js(run, "kernel_release") ?: "", kernel) == 0)
-                        kworst = MAX(kworst, dash_ji(run, "worst_latency_ns", -1));
+        for (j = 0; j < m->runs.n; j++) {
+                const struct farm_run *run = &m->runs.v[j];
+                if (kernel && strcmp(run->kernel_release ?: "", kernel) == 0)
+                        kworst = MAX(kworst, run->worst_latency_ns != FARM_NONE
+                                                     ? run->worst_latency_ns
+                                                     : -1);
+        }
         int r = 0;
         const struct farm_verdict *v = kernel ? verdict_of(x, vs, kernel, &r) : NULL;
         if (kernel && !v && r < 0) {
@@ -196,7 +198,7 @@ static int overview_machine(struct dash *x, struct verdicts *vs, const struct ov
         }
         const struct farm_verdict_machine *vm = v ? dash_verdict_machine(v, m->id) : NULL;
         fprintf(f, "<tr%s><td>", m->silent ? " class=\"silent\"" : "");
-        dash_machine_link(f, m->info, NULL);
+        dash_machine_link(f, &m->info, NULL);
         fputs("</td><td>", f);
         dash_put_state(x, m);
         fputs("</td><td>", f);
@@ -297,7 +299,7 @@ static void overview_kernels(struct dash *x, const struct farm_kernel_page *kern
 
 int dash_page_overview(struct dash *x) {
         char err[FARM_ERROR_MAX];
-        json_t *all = NULL;
+        struct farm_machine_list all = {};
         struct farm_kernel_page kernels = {};
         struct overview_row *rows = NULL;
         struct verdicts vs = {};
@@ -305,7 +307,7 @@ int dash_page_overview(struct dash *x) {
         int r;
 
         struct farm_clock_view cv = dash_clock_view(x);
-        if ((r = farm_machines_json(x->db, NULL, &cv, &all, err)) < 0 ||
+        if ((r = farm_machines(x->db, NULL, &cv, &all, err)) < 0 ||
             (r = farm_kernels(x->db, x->rule,
                               &(struct farm_question){ NULL, x->now, x->now, x->now },
                               &(struct farm_page){ 100, 0 }, &kernels, err)) < 0) {
@@ -313,13 +315,12 @@ int dash_page_overview(struct dash *x) {
                 r = dash_fail_internal(x, r, NULL);
                 goto done;
         }
-        json_t *machines = json_object_get(all, "machines");
-        rows = calloc(MAX(json_array_size(machines), 1), sizeof(*rows));
+        rows = calloc(MAX(all.n, 1), sizeof(*rows));
         if (!rows) {
                 r = dash_fail_internal(x, -ENOMEM, "dashboard: no memory");
                 goto done;
         }
-        if ((r = overview_rows(x, machines, rows, &n)) < 0)
+        if ((r = overview_rows(x, &all, rows, &n)) < 0)
                 goto done;
         if ((r = dash_open_page(x)) < 0) {
                 r = dash_fail_internal(x, r, "dashboard: no memory for the page");
@@ -357,7 +358,7 @@ done:
         }
         free(rows);
         verdicts_done(&vs);
-        json_decref(all);
+        farm_machine_list_done(&all);
         farm_kernel_page_done(&kernels);
         return r < 0 ? r : 0;
 }

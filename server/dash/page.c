@@ -142,8 +142,8 @@ const char *dash_name(const char *id, const char *hostname, char buf[static 16])
 }
 
 /* The machine's name as shown: its hostname, or the start of its id. */
-const char *dash_machine_name(const json_t *m, char buf[static 16]) {
-        return dash_name(dash_js(m, "id"), dash_js(m, "hostname"), buf);
+const char *dash_machine_name(const struct farm_machine *m, char buf[static 16]) {
+        return dash_name(m->id, m->hostname, buf);
 }
 
 static const char css[] =
@@ -341,8 +341,8 @@ int dash_finish_svg(struct dash *x, struct svg_buf *b) {
 }
 
 void dash_machine_done(struct dash_machine *m) {
-        json_decref(m->info);
-        json_decref(m->runs);
+        farm_machine_done(&m->info);
+        farm_run_page_done(&m->runs);
         *m = (struct dash_machine){};
 }
 
@@ -362,7 +362,7 @@ int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m) {
         }
         snprintf(m->id, sizeof(m->id), "%s", id);
         struct farm_clock_view cv = dash_clock_view(x);
-        int r = farm_machines_json(x->db, id, &cv, &m->info, err);
+        int r = farm_machine_get(x->db, id, &cv, &m->info, err);
         if (r == -ENOENT) {
                 dash_fail_page(x, 404, "no such machine: %s is not enrolled", id);
                 return 0;
@@ -371,8 +371,7 @@ int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m) {
                 snprintf(x->a->err, sizeof(x->a->err), "%s", err);
                 return dash_fail_internal(x, r, NULL);
         }
-        r = farm_machine_runs_json(x->db, id, &(struct farm_page){ RUNS_MAX, 0 }, &cv, &m->runs,
-                                   NULL, err);
+        r = farm_machine_runs(x->db, id, &(struct farm_page){ RUNS_MAX, 0 }, &cv, &m->runs, err);
         if (r == -ENOENT) { /* removed meanwhile */
                 dash_machine_done(m);
                 dash_fail_page(x, 404, "no such machine");
@@ -385,19 +384,23 @@ int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m) {
         }
         /* Its last data and silence as the server takes them (struct farm_clock_view): data
          * stamped beyond the tolerance after it arrived counts as arrived, never later. */
-        m->last_data_ns = dash_ji(m->info, "last_data_ns", INT64_MIN);
-        m->has_data = m->last_data_ns != INT64_MIN;
-        m->silent = json_is_true(json_object_get(m->info, "silent"));
-        m->clock_ahead_ns = dash_ji(m->info, "clock_ahead_ns", 0);
-        m->interval_ns = dash_ji(json_array_get(m->runs, 0), "interval_ns", 0);
-        m->bound_ns = dash_ji(m->info, "threshold_ns", (int64_t) FARM_DEFAULT_THRESHOLD_NS);
+        const struct farm_machine *info = &m->info;
+        m->last_data_ns = info->last_data_ns;
+        m->has_data = m->last_data_ns != FARM_NONE;
+        m->silent = info->silent;
+        m->clock_ahead_ns = info->clock_ahead_ns != FARM_NONE ? info->clock_ahead_ns : 0;
+        m->interval_ns = m->runs.n && m->runs.v[0].interval_ns != FARM_NONE
+                                 ? m->runs.v[0].interval_ns
+                                 : 0;
+        m->bound_ns = info->threshold_ns != FARM_NONE ? info->threshold_ns
+                                                      : (int64_t) FARM_DEFAULT_THRESHOLD_NS;
         return 1;
 }
 
 /* The machine's state as a badge: silence is said in words, not colour alone. */
 void dash_put_state(struct dash *x, const struct dash_machine *m) {
         char s[32];
-        if (json_is_true(json_object_get(m->info, "revoked")))
+        if (m->info.revoked)
                 fputs("<span class=\"badge state-none\">revoked</span>", x->f);
         else if (!m->has_data)
                 fputs("<span class=\"badge state-none\">no data yet</span>", x->f);
@@ -422,8 +425,12 @@ void dash_link_machine(FILE *f, const char *id, const char *hostname, const char
         fputs("</a>", f);
 }
 
-void dash_machine_link(FILE *f, const json_t *info, const char *query) {
-        dash_link_machine(f, dash_js(info, "id"), dash_js(info, "hostname"), query);
+void dash_machine_link(FILE *f, const struct farm_machine *info, const char *query) {
+        dash_link_machine(f, info->id, info->hostname, query);
+}
+
+const char *dash_machine_kernel(const struct dash_machine *m) {
+        return m->info.has_latest ? m->info.latest.kernel_release : NULL;
 }
 
 void dash_kernel_link(FILE *f, const char *release) {

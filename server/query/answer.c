@@ -143,6 +143,20 @@ int query_add_page(json_t *o, const char *path, const struct farm_args *args,
         return 0;
 }
 
+void query_list_answer(struct farm_answer *a, json_t *o, const char *key, json_t *list,
+                       const char *path, const struct farm_args *args, const struct farm_page *page,
+                       uint64_t total) {
+        if (!o || !list || json_object_set_new(o, key, list) < 0 ||
+            query_add_page(o, path, args, page, total) < 0) {
+                if (!o)
+                        json_decref(list);
+                json_decref(o);
+                query_json(a, NULL);
+                return;
+        }
+        query_json(a, o);
+}
+
 /* ---- the machine and the window --------------------------------------------------------- */
 
 int query_machine_find(sql_conn *c, const char *id, struct query_machine *m,
@@ -166,6 +180,12 @@ int query_machine_find(sql_conn *c, const char *id, struct query_machine *m,
         m->last_start_ns = sql_column_int64(st, 0);
         m->interval_ns = (uint64_t) sql_column_int64(st, 1);
         return 1;
+}
+
+int query_machine_known(sql_conn *c, const char *id, char err[static FARM_ERROR_MAX]) {
+        struct query_machine m;
+        int r = query_machine_find(c, id, &m, err);
+        return r < 0 ? r : r == 0 ? -ENOENT : 0;
 }
 
 int query_machine_lookup(sql_conn *c, const char *id, struct query_machine *m,

@@ -10,6 +10,7 @@
 #include "macro.h"
 #include "db-internal.h"
 #include "hist-cache.h"
+#include "machine-model.h"
 #include "params.h"
 #include "query.h"
 
@@ -21,6 +22,11 @@
 static inline void sat_add(uint64_t *a, uint64_t b) {
         if (__builtin_add_overflow(*a, b, a) || *a > INT64_MAX)
                 *a = INT64_MAX;
+}
+
+/* An integer column, FARM_NONE for NULL (machine-model.h). */
+static inline int64_t query_col_int(sql_stmt *st, int col) {
+        return sql_column_null(st, col) ? FARM_NONE : sql_column_int64(st, col);
 }
 
 /* ---- answers ---- */
@@ -47,6 +53,12 @@ bool query_parse_cpu(const struct farm_args *args, int64_t *ret, struct farm_ans
 int query_add_page(json_t *o, const char *path, const struct farm_args *args,
                    const struct farm_page *page, uint64_t total);
 
+/* A 200 with o holding list as key, and the page (both o and list the answer's, or freed);
+ * a 500 when either is NULL (out of memory building them). */
+void query_list_answer(struct farm_answer *a, json_t *o, const char *key, json_t *list,
+                       const char *path, const struct farm_args *args, const struct farm_page *page,
+                       uint64_t total);
+
 /* ---- the machine and the window of a query ---- */
 
 struct query_machine {
@@ -59,6 +71,8 @@ struct query_machine {
 /* 1 with m filled when the machine is enrolled, 0 when not.  With the reader lock held. */
 int query_machine_find(sql_conn *c, const char *id, struct query_machine *m,
                        char err[static FARM_ERROR_MAX]);
+/* 0 when the machine is enrolled, -ENOENT when not.  With the reader lock held. */
+int query_machine_known(sql_conn *c, const char *id, char err[static FARM_ERROR_MAX]);
 /* The same, answering 404 when it is not enrolled. */
 int query_machine_lookup(sql_conn *c, const char *id, struct query_machine *m,
                          struct farm_answer *a);
@@ -84,7 +98,8 @@ int query_compare(farm_db *db, const char *release, const struct farm_args *args
                   const char *path, struct farm_answer *a);
 int query_events(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
                  const char *path, struct farm_answer *a);
-int query_runs(farm_db *db, const char *id, const struct farm_args *args, const char *path,
-               const struct farm_clock_view *cv, struct farm_answer *a);
-int query_machines(farm_db *db, const struct farm_args *args, const char *path,
-                   const struct farm_clock_view *cv, struct farm_answer *a);
+/* The answer of a machine's list: {"machine": id, key: list, and the page}; or of r, what
+ * reading the list returned, when it failed (list the answer's, or freed). */
+int query_machine_list_answer(struct farm_answer *a, int r, const char *id, const char *key,
+                              json_t *list, const char *path, const struct farm_args *args,
+                              const struct farm_page *page, uint64_t total);

@@ -75,11 +75,6 @@ struct farm_clock_view {
         int64_t now_ns, clock_tolerance_ns, max_gap_ns;
 };
 
-/* JSON of one machine (-ENOENT when not enrolled) or, with machine_id NULL, of all:
- * {"machines": [...]}. */
-int farm_machines_json(farm_db *db, const char *machine_id, const struct farm_clock_view *cv,
-                       json_t **ret, char err[static FARM_ERROR_MAX]);
-
 /* True for 32 lowercase hex digits, the form of /etc/machine-id (summary_name_id). */
 bool farm_machine_id_valid(const char *s);
 

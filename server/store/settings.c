@@ -735,16 +735,20 @@ static json_t *version_json(sql_stmt *st, int64_t version) {
         return o;
 }
 
-json_t *farm_settings_brief_json(const char *groups_nl_labels) {
-        struct farm_settings s;
-        settings_default(&s);
+void farm_settings_brief(const char *groups_nl_labels, struct farm_settings *ret) {
+        settings_default(ret);
         if (groups_nl_labels) {
                 const char *nl = strchr(groups_nl_labels, '\n');
-                settings_parse_columns(&s, groups_nl_labels,
+                settings_parse_columns(ret, groups_nl_labels,
                                        nl ? (size_t) (nl - groups_nl_labels)
                                           : strlen(groups_nl_labels),
                                        nl ? nl + 1 : NULL);
         }
+}
+
+json_t *farm_settings_brief_json(const char *groups_nl_labels) {
+        struct farm_settings s;
+        farm_settings_brief(groups_nl_labels, &s);
         json_t *full = settings_json(&s), *o = NULL;
         if (full)
                 o = json_pack("{s:O, s:O}", "groups", json_object_get(full, "groups"), "labels",

@@ -119,6 +119,9 @@ int farm_machine_set(farm_db *db, const char *machine_id, const struct farm_sett
 int farm_settings_json(farm_db *db, const char *machine_id, const struct farm_page *page,
                        json_t **ret, char err[static FARM_ERROR_MAX]);
 
+/* The groups and labels of the columns groups and labels of a version, joined by a newline
+ * (NULL: the defaults), into ret (the rest of it the defaults). */
+void farm_settings_brief(const char *groups_nl_labels, struct farm_settings *ret);
 /* {"groups": [...], "labels": {...}} of the columns groups and labels of a version, joined
  * by a newline (NULL: the defaults), for the machine list. */
 json_t *farm_settings_brief_json(const char *groups_nl_labels);

@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* The routes of the machines: a page of them, one of them, a machine's runs. */
+#pragma once
+
+#include <jansson.h>
+
+#include "db.h"
+#include "query.h"
+
+/* GET /api/v1/machines and GET /api/v1/machines/{id}/runs: each answers a (returning 0 once
+ * a holds the answer, or what query_internal() returns). */
+int farm_api_machines(farm_db *db, const struct farm_args *args, const char *path,
+                      const struct farm_clock_view *cv, struct farm_answer *a);
+int farm_api_runs(farm_db *db, const char *id, const struct farm_args *args, const char *path,
+                  const struct farm_clock_view *cv, struct farm_answer *a);
+/* One machine as JSON (-ENOENT when not enrolled) or, with id NULL, all of them:
+ * {"machines": [...]}. */
+int farm_api_machine_json(farm_db *db, const char *id, const struct farm_clock_view *cv,
+                          json_t **ret, char err[static FARM_ERROR_MAX]);

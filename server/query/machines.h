@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* The machines as the farm lists them and a machine's runs, as typed results
+ * (machine-model.h): for the API's routes, which encode them, and for the dashboard. */
+#pragma once
+
+#include <stdint.h>
+
+#include "db.h"
+#include "machine-model.h"
+#include "params.h"
+
+/* One machine (-ENOENT when not enrolled) or, with machine_id NULL, all of them, by id, as
+ * the clock view cv takes their stamps. */
+int farm_machines(farm_db *db, const char *machine_id, const struct farm_clock_view *cv,
+                  struct farm_machine_list *ret, char err[static FARM_ERROR_MAX]);
+/* One machine into ret (the caller's, farm_machine_done()); -ENOENT when not enrolled. */
+int farm_machine_get(farm_db *db, const char *machine_id, const struct farm_clock_view *cv,
+                     struct farm_machine *ret, char err[static FARM_ERROR_MAX]);
+/* A page of the machines, by id (those removed while it is read left out); *ret_total of
+ * all of them. */
+int farm_machine_page(farm_db *db, const struct farm_page *page, const struct farm_clock_view *cv,
+                      struct farm_machine_list *ret, uint64_t *ret_total,
+                      char err[static FARM_ERROR_MAX]);
+
+/* The page of the machine's runs, newest first (by their start as the server takes it, cv),
+ * with the total of its runs.  -ENOENT for a machine not enrolled. */
+int farm_machine_runs(farm_db *db, const char *id, const struct farm_page *page,
+                      const struct farm_clock_view *cv, struct farm_run_page *ret,
+                      char err[static FARM_ERROR_MAX]);
