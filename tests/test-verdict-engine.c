@@ -13,6 +13,7 @@
 #include "auth.h"
 #include "db-internal.h"
 #include "db.h"
+#include "encode-series.h"
 #include "encode-verdict.h"
 #include "settings.h"
 #include "verdict-log.h"

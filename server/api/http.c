@@ -22,6 +22,7 @@
 #include "auth.h"
 #include "connlimit.h"
 #include "dash.h"
+#include "encode-series.h"
 #include "encode-verdict.h"
 #include "head.h"
 #include "kcidb.h"

@@ -67,44 +67,43 @@ static size_t count_problems(const struct farm_verdict *v, const char *id, int k
 /* "Latest stable" per series: the answer the farm exists for, first. */
 static void latest_stable_headline(struct dash *x, FILE *f) {
         char err[FARM_ERROR_MAX];
-        json_t *series = NULL, *e;
-        size_t i;
+        struct farm_series_list series;
         struct farm_question q = { NULL, x->now, x->now, x->now };
-        if (farm_series_json(x->db, x->rule, &q, &series, err) < 0) {
+        if (farm_series(x->db, x->rule, &q, &series, err) < 0) {
                 fputs("<p class=\"alert\">The latest stable releases cannot be told: ", f);
                 dash_esc(f, err);
                 fputs("</p>\n", f);
                 return;
         }
-        json_t *list = json_object_get(series, "series");
         fputs("<div id=\"latest-stable\" class=\"headline\">", f);
-        if (json_array_size(list) == 0)
+        if (series.n == 0)
                 fputs("<p>No kernel release has run yet.</p>", f);
-        json_array_foreach (list, i, e) {
-                const char *stable = dash_js(e, "latest_stable");
+        for (size_t i = 0; i < series.n; i++) {
+                const struct farm_series_entry *e = &series.v[i];
+                const char *stable = e->latest_stable;
+                char t[TIMESTAMP_MAX_LEN];
                 fputs("<p class=\"series\"><strong>", f);
-                dash_esc(f, dash_js(e, "series") ?: "");
+                dash_esc(f, e->series);
                 fputs("</strong>: latest stable ", f);
                 if (stable) {
                         dash_kernel_link(f, stable);
-                        if (dash_js(e, "since")) {
+                        if (e->since_ns != FARM_NONE) {
                                 fputs(" (since ", f);
-                                dash_esc(f, dash_js(e, "since"));
+                                dash_esc(f, format_timestamp_utc(t, e->since_ns));
                                 fputs(")", f);
                         }
                 } else
                         fputs("<em>none yet</em>", f);
-                if (dash_js(e, "newest") &&
-                    (!stable || strcmp(dash_js(e, "newest"), stable) != 0)) {
+                if (e->newest && (!stable || strcmp(e->newest, stable) != 0)) {
                         fputs("; newest ", f);
-                        dash_kernel_link(f, dash_js(e, "newest"));
+                        dash_kernel_link(f, e->newest);
                         fputs(" is ", f);
-                        dash_esc(f, dash_js(e, "newest_verdict") ?: "?");
+                        dash_esc(f, e->judged ? farm_verdict_status_name(e->newest_status) : "?");
                 }
                 fputs("</p>", f);
         }
         fputs("</div>\n", f);
-        json_decref(series);
+        farm_series_list_done(&series);
 }
 
 struct overview_row {

@@ -8,10 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "grow.h"
 #include "macro.h"
-
-/* An integer the farm does not know (a NULL of the store): encoded as null. */
-#define FARM_NONE INT64_MIN
 
 /* The latest run of a machine, by its start as the server takes it. */
 struct farm_latest_run {

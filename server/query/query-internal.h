@@ -24,7 +24,7 @@ static inline void sat_add(uint64_t *a, uint64_t b) {
                 *a = INT64_MAX;
 }
 
-/* An integer column, FARM_NONE for NULL (machine-model.h). */
+/* An integer column, FARM_NONE for NULL (grow.h). */
 static inline int64_t query_col_int(sql_stmt *st, int col) {
         return sql_column_null(st, col) ? FARM_NONE : sql_column_int64(st, col);
 }

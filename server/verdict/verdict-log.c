@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "log.h"
 #include "db-internal.h"
 #include "verdict-log.h"
@@ -102,7 +103,7 @@ static int64_t log_moment(const struct farm_question *q) {
         return MIN(q->at_ns, MIN(q->known_ns, q->asked_ns));
 }
 
-/* Since when the log has release qualified without a change (by known), or INT64_MIN. */
+/* Since when the log has release qualified without a change (by known), or FARM_NONE. */
 static int since_of(farm_db *db, const char *release, int64_t known, int64_t *ret, char *err) {
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *st = NULL;
@@ -115,7 +116,7 @@ static int since_of(farm_db *db, const char *release, int64_t known, int64_t *re
         sql_bind_text(st, 1, release);
         sql_bind_int64(st, 2, known);
         int rc = sql_step(st);
-        *ret = INT64_MIN;
+        *ret = FARM_NONE;
         if (rc == SQL_ROW && strcmp(sql_column_text(st, 0) ?: "", "qualified") == 0)
                 *ret = sql_column_int64(st, 1);
         return rc == SQL_ROW || rc == SQL_DONE
@@ -128,17 +129,21 @@ static int since_of(farm_db *db, const char *release, int64_t known, int64_t *re
  * newest that the verdict log had qualified at the moment asked about, in logged). */
 static int series_entry(farm_db *db, const struct farm_rule *configured,
                         const struct farm_question *q, const struct srel *v, size_t from, size_t to,
-                        const struct farm_logged *logged, size_t nlogged, json_t **ret, char *err) {
+                        const struct farm_logged *logged, size_t nlogged,
+                        struct farm_series_entry *ret, char *err) {
         struct farm_question k = *q;
-        const char *stable = NULL, *newest_status = NULL;
-        int64_t since = INT64_MIN;
+        const char *stable = NULL;
         _cleanup_verdict_ struct farm_verdict *newest = NULL;
+        bool ok = true;
+        *ret = (struct farm_series_entry){ .since_ns = FARM_NONE, .releases = (int) (to - from) };
+        snprintf(ret->series, sizeof(ret->series), "%s", v[from].series);
         k.release = v[from].release;
         int r = farm_verdict_ask(db, configured, &k, &newest, err);
         if (r == -ENOENT)
                 r = 0;
         else if (r >= 0) {
-                newest_status = farm_verdict_status_name(newest->status);
+                ret->judged = true;
+                ret->newest_status = newest->status;
                 if (newest->status == FARM_VERDICT_QUALIFIED)
                         stable = v[from].release;
         }
@@ -146,17 +151,16 @@ static int series_entry(farm_db *db, const struct farm_rule *configured,
                 stable = farm_log_newest_qualified(logged, nlogged, v[from].series,
                                                    v[from].release);
         if (r >= 0 && stable)
-                r = since_of(db, stable, log_moment(q), &since, err);
-        char t[TIMESTAMP_MAX_LEN];
-        if (r >= 0)
-                *ret = json_pack("{s:s, s:s?, s:o, s:o, s:i, s:s, s:s?}", "series", v[from].series,
-                                 "latest_stable", stable, "since",
-                                 since != INT64_MIN ? json_string(format_timestamp_utc(t, since))
-                                                    : json_null(),
-                                 "since_ns", since != INT64_MIN ? json_integer(since) : json_null(),
-                                 "releases", (int) (to - from), "newest", v[from].release,
-                                 "newest_verdict", newest_status);
-        return r < 0 ? r : *ret ? 0 : -ENOMEM;
+                r = since_of(db, stable, log_moment(q), &ret->since_ns, err);
+        if (r < 0)
+                return r;
+        ret->latest_stable = farm_strdup_or_null(stable, &ok);
+        ret->newest = farm_strdup_or_null(v[from].release, &ok);
+        if (!ok) {
+                farm_series_entry_done(ret);
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 /* What the verdict log had for the releases at q's moment. */
@@ -166,13 +170,13 @@ static int logged_at(farm_db *db, const struct farm_rule *at_rule, const struct 
         return farm_log_qualified(c, at_rule, q->at_ns, q->known_ns, ret, ret_n, err);
 }
 
-int farm_series_json(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
-                     json_t **ret, char err[static FARM_ERROR_MAX]) {
+int farm_series(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
+                struct farm_series_list *ret, char err[static FARM_ERROR_MAX]) {
         struct farm_rule at_rule;
         struct srel *v = NULL;
         struct farm_logged *logged = NULL;
         size_t n = 0, nlogged = 0;
-        json_auto_t *list = json_array();
+        *ret = (struct farm_series_list){};
         int r = rule_at(db, rule, q->at_ns, &at_rule, err);
         if (r < 0 || (r = releases(db, &at_rule, q, &v, &n, err)) < 0)
                 return r;
@@ -181,26 +185,47 @@ int farm_series_json(farm_db *db, const struct farm_rule *rule, const struct far
                 size_t k = i;
                 while (k < n && strcmp(v[k].series, v[i].series) == 0)
                         k++;
-                json_t *e = NULL;
-                r = series_entry(db, rule, q, v, i, k, logged, nlogged, &e, err);
-                if (r >= 0 && json_array_append_new(list, e) < 0)
+                if (!farm_grow((void **) &ret->v, ret->n, sizeof(*ret->v)))
                         r = -ENOMEM;
+                else if ((r = series_entry(db, rule, q, v, i, k, logged, nlogged, &ret->v[ret->n],
+                                           err)) >= 0)
+                        ret->n++;
                 i = k;
         }
         srels_free(v, n);
         farm_logged_free(logged, nlogged);
         if (r < 0)
-                return r;
-        *ret = json_pack("{s:O}", "series", list);
-        return *ret ? 0 : -ENOMEM;
+                farm_series_list_done(ret);
+        return r < 0 ? r : 0;
 }
 
-/* The history of the latest stable of series from the verdict log (by known): newest first. */
-static int history(farm_db *db, const struct farm_rule *rule, const char *series, int64_t known,
-                   json_t **ret, char *err) {
+/* Adds the latest stable best (NULL: none) from at_ns to the front of the history of s. */
+static int history_add(struct farm_latest_stable *s, const char *best, int64_t at_ns) {
+        bool ok = true;
+        char *copy = farm_strdup_or_null(best, &ok);
+        if (!ok || !farm_grow((void **) &s->history, s->nhistory, sizeof(*s->history))) {
+                free(copy);
+                return -ENOMEM;
+        }
+        memmove(s->history + 1, s->history, s->nhistory * sizeof(*s->history));
+        s->history[0] = (struct farm_stable_change){ copy, at_ns };
+        s->nhistory++;
+        return 0;
+}
+
+/* Drops the newest change of the history of s. */
+static void history_drop_first(struct farm_latest_stable *s) {
+        free(s->history[0].latest_stable);
+        memmove(s->history, s->history + 1, --s->nhistory * sizeof(*s->history));
+}
+
+/* The history of the latest stable of series from the verdict log (by known), into s: newest
+ * first. */
+static int history(farm_db *db, const char *series, int64_t known, struct farm_latest_stable *s,
+                   char *err) {
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *st = NULL;
-        json_auto_t *hist = json_array(), *status = json_object();
+        json_auto_t *status = json_object();
         char *current = NULL;
         int r = farm_prepare(c,
                              "SELECT release, status, at_ns FROM verdict_log WHERE series = ? "
@@ -208,17 +233,16 @@ static int history(farm_db *db, const struct farm_rule *rule, const char *series
                              &st, err);
         if (r < 0)
                 return r;
-        if (!hist || !status)
+        if (!status)
                 return -ENOMEM;
         sql_bind_text(st, 1, series);
         sql_bind_int64(st, 2, known);
         int rc;
         while ((rc = sql_step(st)) == SQL_ROW) {
-                const char *rel = sql_column_text(st, 0) ?: "", *s = sql_column_text(st, 1) ?: "",
-                           *best = NULL, *key;
-                int64_t at = sql_column_int64(st, 2);
+                const char *rel = sql_column_text(st, 0) ?: "",
+                           *st_s = sql_column_text(st, 1) ?: "", *best = NULL, *key;
                 json_t *val;
-                json_object_set_new(status, rel, json_boolean(strcmp(s, "qualified") == 0));
+                json_object_set_new(status, rel, json_boolean(strcmp(st_s, "qualified") == 0));
                 json_object_foreach (status, key, val)
                         if (json_is_true(val) && (!best || farm_version_cmp(key, best) > 0))
                                 best = key;
@@ -228,35 +252,31 @@ static int history(farm_db *db, const struct farm_rule *rule, const char *series
                 current = best ? strdup(best) : NULL;
                 /* One pass logs its releases one after the other at one moment: what held
                  * at that moment is the last of them, not each step on the way. */
-                json_t *last = json_array_get(hist, 0);
-                if (last && json_integer_value(json_object_get(last, "from_ns")) == at) {
-                        json_array_remove(hist, 0);
-                        last = json_array_get(hist, 0);
-                        const char *was = json_string_value(json_object_get(last, "latest_stable"));
-                        if (last && strcmp(was ?: "", best ?: "") == 0)
+                int64_t at = sql_column_int64(st, 2);
+                if (s->nhistory && s->history[0].from_ns == at) {
+                        history_drop_first(s);
+                        if (s->nhistory &&
+                            strcmp(s->history[0].latest_stable ?: "", best ?: "") == 0)
                                 continue;
                 }
-                char t[TIMESTAMP_MAX_LEN];
-                json_array_insert_new(hist, 0,
-                                      json_pack("{s:s?, s:I, s:s}", "latest_stable", best,
-                                                "from_ns", (json_int_t) at, "from",
-                                                format_timestamp_utc(t, at)));
+                if (history_add(s, best, at) < 0) {
+                        free(current);
+                        return -ENOMEM;
+                }
         }
         free(current);
-        (void) rule;
         if (rc != SQL_DONE)
                 return farm_fail(c, rc, "cannot read the verdict log", err);
-        *ret = json_incref(hist);
         return 0;
 }
 
-int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const char *series,
-                            const struct farm_question *q, json_t **ret,
-                            char err[static FARM_ERROR_MAX]) {
+int farm_latest_stable(farm_db *db, const struct farm_rule *rule, const char *series,
+                       const struct farm_question *q, struct farm_latest_stable *ret,
+                       char err[static FARM_ERROR_MAX]) {
         struct farm_rule at_rule;
         struct srel *v = NULL;
         size_t n = 0, from = 0, to = 0;
-        json_t *entry = NULL, *hist = NULL;
+        *ret = (struct farm_latest_stable){ .at_ns = q->at_ns };
         int r = rule_at(db, rule, q->at_ns, &at_rule, err);
         if (r < 0 || (r = releases(db, &at_rule, q, &v, &n, err)) < 0)
                 return r;
@@ -271,22 +291,14 @@ int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const cha
         if (r >= 0)
                 r = logged_at(db, &at_rule, q, &logged, &nlogged, err);
         if (r >= 0)
-                r = series_entry(db, rule, q, v, from, to, logged, nlogged, &entry, err);
+                r = series_entry(db, rule, q, v, from, to, logged, nlogged, &ret->entry, err);
         farm_logged_free(logged, nlogged);
         if (r >= 0)
-                r = history(db, &at_rule, series, log_moment(q), &hist, err);
+                r = history(db, series, log_moment(q), ret, err);
         srels_free(v, n);
-        if (r >= 0) {
-                char t[TIMESTAMP_MAX_LEN];
-                json_object_set_new(entry, "at_ns", json_integer(q->at_ns));
-                json_object_set_new(entry, "at", json_string(format_timestamp_utc(t, q->at_ns)));
-                json_object_set_new(entry, "history", hist);
-                *ret = entry;
-                return 0;
-        }
-        json_decref(entry);
-        json_decref(hist);
-        return r;
+        if (r < 0)
+                farm_latest_stable_done(ret);
+        return r < 0 ? r : 0;
 }
 
 /* ---- the verdict log ----------------------------------------------------------------------- */

@@ -9,17 +9,18 @@
 
 #include "db.h"
 #include "rule.h"
+#include "series-model.h"
 #include "verdict.h"
 
-/* {"series": [{series, latest_stable, since, since_ns, releases, newest, newest_verdict}]}:
- * every series with a release run by q's moment. */
-int farm_series_json(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
-                     json_t **ret, char err[static FARM_ERROR_MAX]);
-/* One series (-ENOENT: no release of it was run by then): its latest stable, since when, and
- * the history of the latest stable from the verdict log. */
-int farm_latest_stable_json(farm_db *db, const struct farm_rule *rule, const char *series,
-                            const struct farm_question *q, json_t **ret,
-                            char err[static FARM_ERROR_MAX]);
+/* Every series with a release run by q's moment, by name: its latest stable, since when, its
+ * newest release and that one's verdict. */
+int farm_series(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
+                struct farm_series_list *ret, char err[static FARM_ERROR_MAX]);
+/* One series (-ENOENT: no release of it was run by then): its entry as farm_series() has it,
+ * and the history of the latest stable from the verdict log. */
+int farm_latest_stable(farm_db *db, const struct farm_rule *rule, const char *series,
+                       const struct farm_question *q, struct farm_latest_stable *ret,
+                       char err[static FARM_ERROR_MAX]);
 
 /* What a verdict log pass tells whoever watches it (the notifications); every member but
  * userdata may be NULL. */
