@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The machines and a machine's runs as JSON (docs/api.md): the typed results of the query
- * layer encoded at the edge, every member in its place. */
+/* The machines and a machine's runs and events as JSON (docs/api.md): the typed results of the
+ * query layer encoded at the edge, every member in its place. */
 #include <errno.h>
 
 #include "encode-machine.h"
@@ -120,5 +120,22 @@ json_t *farm_runs_to_json(const struct farm_run_page *p) {
         /* A run that cannot be told in JSON is left out of the list, not the list failed. */
         for (size_t i = 0; list && i < p->n; i++)
                 json_array_append_new(list, farm_run_to_json(&p->v[i]));
+        return list;
+}
+
+json_t *farm_event_to_json(const struct farm_event *e) {
+        return json_pack("{s:o, s:o, s:o, s:o, s:s?, s:o, s:o, s:s?, s:s?}", "run",
+                         int_or_null(e->run), "id", int_or_null(e->id), "time_ns",
+                         int_or_null(e->time_ns), "time",
+                         json_time(e->time_ns == FARM_NONE ? 0 : e->time_ns), "type", e->type,
+                         "cpu", int_or_null(e->cpu), "value", int_or_null(e->value), "message",
+                         e->message, "kernel_release", e->kernel_release);
+}
+
+json_t *farm_events_to_json(const struct farm_event_page *p) {
+        json_t *list = json_array();
+        /* An event that cannot be told in JSON is left out of the list, not the list failed. */
+        for (size_t i = 0; list && i < p->n; i++)
+                json_array_append_new(list, farm_event_to_json(&p->v[i]));
         return list;
 }

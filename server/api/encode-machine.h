@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The machines and a machine's runs as the API answers them (docs/api.md): the JSON of the
- * typed results, every key in its place. */
+/* The machines and a machine's runs and events as the API answers them (docs/api.md): the JSON of
+ * the typed results, every key in its place. */
 #pragma once
 
 #include <jansson.h>
@@ -14,3 +14,6 @@ json_t *farm_machine_list_to_json(const struct farm_machine_list *l);
 /* A run as GET /api/v1/machines/{id}/runs lists it; the list of a page of them. */
 json_t *farm_run_to_json(const struct farm_run *r);
 json_t *farm_runs_to_json(const struct farm_run_page *p);
+/* An event as GET /api/v1/machines/{id}/events lists it; the list of a page of them. */
+json_t *farm_event_to_json(const struct farm_event *e);
+json_t *farm_events_to_json(const struct farm_event_page *p);

@@ -81,7 +81,7 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                 query_histogram(db, key, args, now_ns, url, ret);
                 break;
         case EVENTS:
-                query_events(db, key, args, now_ns, url, ret);
+                farm_api_events(db, key, args, now_ns, url, ret);
                 break;
         case RUNS:
                 farm_api_runs(db, key, args, url, &cv, ret);

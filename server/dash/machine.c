@@ -11,7 +11,6 @@
 #include "dash-internal.h"
 #include "params.h"
 #include "histogram.h"
-#include "machine-list.h"
 #include "svg.h"
 #include "traces.h"
 #include "timeutil.h"
@@ -475,55 +474,52 @@ static void list_silences(struct dash *x, const struct dash_machine *m, const st
 
 /* The events of the window: unclean ends, generator failures, the machine's own violation
  * events. */
-static void list_events(struct dash *x, json_t *events, uint64_t nevents) {
+static void list_events(struct dash *x, const struct farm_event_page *events) {
         FILE *f = x->f;
         char b2[32];
-        size_t i;
 
-        json_t *ev, *list = events;
-        size_t total = (size_t) nevents;
+        size_t total = (size_t) events->total;
         fprintf(f, "<h2 id=\"events\">Events (%zu)</h2>\n", total);
-        if (json_array_size(list)) {
+        if (events->n) {
                 fputs("<div class=\"scroll\"><table class=\"events\"><tr><th>time</th>"
                       "<th>type</th><th class=\"num\">CPU</th><th class=\"num\">value</th>"
                       "<th>message</th><th class=\"num\">run</th></tr>\n",
                       f);
-                json_array_foreach (list, i, ev) {
-                        const char *type = dash_js(ev, "type") ?: "";
+                for (size_t i = 0; i < events->n; i++) {
+                        const struct farm_event *ev = &events->v[i];
+                        const char *type = ev->type ?: "";
                         fputs("<tr><td>", f);
-                        dash_put_time(f, dash_ji(ev, "time_ns", 0));
+                        dash_put_time(f, ev->time_ns != FARM_NONE ? ev->time_ns : 0);
                         fprintf(f, "</td><td class=\"%s\">",
                                 strcmp(type, "scenario") == 0 ? "" : "bad");
                         dash_esc(f, type);
                         fputs("</td><td class=\"num\">", f);
-                        if (json_is_integer(json_object_get(ev, "cpu")))
-                                fprintf(f, "%" PRId64, dash_ji(ev, "cpu", 0));
+                        if (ev->cpu != FARM_NONE)
+                                fprintf(f, "%" PRId64, ev->cpu);
                         fputs("</td><td class=\"num\">", f);
-                        if (json_is_integer(json_object_get(ev, "value")))
+                        if (ev->value != FARM_NONE)
                                 fputs(strcmp(type, "violation") == 0
-                                              ? dash_fmt_lat(b2, dash_ji(ev, "value", 0))
-                                              : (snprintf(b2, sizeof(b2), "%" PRId64,
-                                                          dash_ji(ev, "value", 0)),
+                                              ? dash_fmt_lat(b2, ev->value)
+                                              : (snprintf(b2, sizeof(b2), "%" PRId64, ev->value),
                                                  b2),
                                       f);
                         fputs("</td><td>", f);
-                        dash_esc(f, dash_js(ev, "message"));
+                        dash_esc(f, ev->message);
                         fprintf(f, "</td><td class=\"num\">%" PRId64 "</td></tr>\n",
-                                dash_ji(ev, "run", 0));
+                                ev->run != FARM_NONE ? ev->run : 0);
                 }
                 fputs("</table></div>\n", f);
-                if (total > json_array_size(list))
-                        fprintf(f, "<p class=\"note\">The latest %zu are shown.</p>\n",
-                                json_array_size(list));
+                if (total > events->n)
+                        fprintf(f, "<p class=\"note\">The latest %zu are shown.</p>\n", events->n);
         } else
                 fputs("<p>None in this window.</p>\n", f);
 }
 
 static void machine_lists(struct dash *x, const struct dash_machine *m, const struct window *w,
-                          const struct steps *s, json_t *events, uint64_t nevents) {
+                          const struct steps *s, const struct farm_event_page *events) {
         list_violations(x, m, w, s);
         list_silences(x, m, w, s);
-        list_events(x, events, nevents);
+        list_events(x, events);
 }
 
 static void machine_runs(struct dash *x, const struct dash_machine *m) {
@@ -580,10 +576,10 @@ static void machine_runs(struct dash *x, const struct dash_machine *m) {
 /* The latest events of the window, and how many it holds: 1, or 0 answered (400), < 0
  * internal. */
 static int machine_events(struct dash *x, const struct dash_machine *m, const struct window *w,
-                          json_t **ret, uint64_t *ret_total) {
+                          struct farm_event_page *ret) {
         char err[FARM_ERROR_MAX];
-        int r = farm_machine_events_json(x->db, m->id, w->from, w->to, NULL,
-                                         &(struct farm_page){ LIST_MAX, 0 }, ret, ret_total, err);
+        int r = farm_machine_events(x->db, m->id, w->from, w->to, NULL,
+                                    &(struct farm_page){ LIST_MAX, 0 }, ret, err);
         if (r == -ENOENT) { /* removed meanwhile */
                 dash_fail_page(x, 404, "no such machine");
                 return 0;
@@ -631,15 +627,14 @@ int dash_page_machine(struct dash *x, const char *id) {
         struct window w;
         struct steps s = {};
         struct svg_buf hist = {}, lt = {};
-        json_t *events = NULL;
-        uint64_t nevents = 0;
+        struct farm_event_page events = {};
         char q[3 * SUMMARY_MAX_RELEASE + 400], nb[16], b1[32], b2[32];
         int r;
 
         if ((r = machine_and_window(x, id, &m, &w)) <= 0)
                 return r;
         if ((r = machine_steps(x, &m, &w, &s)) <= 0 ||
-            (r = machine_events(x, &m, &w, &events, &nevents)) <= 0 ||
+            (r = machine_events(x, &m, &w, &events)) <= 0 ||
             (r = machine_hist(x, &m, &w, &hist)) <= 0 || (r = machine_lt(x, &m, &w, &s, &lt)) <= 0)
                 goto done;
         if ((r = dash_open_page(x)) < 0) {
@@ -695,7 +690,7 @@ int dash_page_machine(struct dash *x, const char *id) {
                 "strip under the plot the scenarios. Click a point to zoom. "
                 "<a href=\"/plots/machines/%s/longterm.svg%s\">SVG</a></p>\n",
                 m.id, q);
-        machine_lists(x, &m, &w, &s, events, nevents);
+        machine_lists(x, &m, &w, &s, &events);
         machine_runs(x, &m);
         dash_page_end(x);
         r = dash_finish_page(x, HTML);
@@ -705,7 +700,7 @@ done:
         svg_buf_done(&hist);
         svg_buf_done(&lt);
         farm_steps_done(&s.fs);
-        json_decref(events);
+        farm_event_page_done(&events);
         dash_machine_done(&m);
         return r < 0 ? r : 0;
 }

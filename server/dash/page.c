@@ -15,7 +15,6 @@
 #include "dash-internal.h"
 #include "params.h"
 #include "path.h"
-#include "machine-list.h"
 #include "traces.h"
 #include "sha256.h"
 #include "text-safe.h"

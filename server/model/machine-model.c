@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* What frees the machines as the farm lists them, and a machine's runs, with all they hold. */
+/* What frees the machines as the farm lists them, and a machine's runs and events, with all
+ * they hold. */
 #include <stdlib.h>
 
 #include "machine-model.h"
@@ -49,4 +50,14 @@ void farm_run_page_done(struct farm_run_page *p) {
                 farm_run_done(&p->v[i]);
         free(p->v);
         *p = (struct farm_run_page){};
+}
+
+void farm_event_page_done(struct farm_event_page *p) {
+        for (size_t i = 0; i < p->n; i++) {
+                free(p->v[i].type);
+                free(p->v[i].message);
+                free(p->v[i].kernel_release);
+        }
+        free(p->v);
+        *p = (struct farm_event_page){};
 }

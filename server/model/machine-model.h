@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The machines as the farm lists them: each with its settings in force and the facts of its
- * latest run (silent, revoked, gating, clock ahead, last data, kernel), and a machine's runs;
- * owned by the list and freed with it.  The API encodes them; the dashboard reads them. */
+ * latest run (silent, revoked, gating, clock ahead, last data, kernel), and a machine's runs
+ * and events; owned by the list and freed with it.  The API encodes them; the dashboard reads them.
+ */
 #pragma once
 
 #include <stdbool.h>
@@ -78,11 +79,27 @@ struct farm_run_page {
         uint64_t total;
 };
 
+/* An event of a machine's runs as its events list them. */
+struct farm_event {
+        int64_t run, id, time_ns;
+        char *type;         /* NULL: none */
+        int64_t cpu, value; /* FARM_NONE: none */
+        char *message, *kernel_release;
+};
+
+/* A page of a machine's events, newest first; total of all those the question selects. */
+struct farm_event_page {
+        struct farm_event *v;
+        size_t n;
+        uint64_t total;
+};
+
 void farm_latest_run_done(struct farm_latest_run *r);
 void farm_machine_done(struct farm_machine *m);
 void farm_machine_list_done(struct farm_machine_list *l);
 void farm_run_done(struct farm_run *r);
 void farm_run_page_done(struct farm_run_page *p);
+void farm_event_page_done(struct farm_event_page *p);
 
 static inline void farm_machine_donep(struct farm_machine *m) {
         farm_machine_done(m);

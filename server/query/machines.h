@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The machines as the farm lists them and a machine's runs, as typed results
+/* The machines as the farm lists them and a machine's runs and events, as typed results
  * (machine-model.h): for the API's routes, which encode them, and for the dashboard. */
 #pragma once
 
@@ -27,3 +27,9 @@ int farm_machine_page(farm_db *db, const struct farm_page *page, const struct fa
 int farm_machine_runs(farm_db *db, const char *id, const struct farm_page *page,
                       const struct farm_clock_view *cv, struct farm_run_page *ret,
                       char err[static FARM_ERROR_MAX]);
+
+/* The page of the machine's events in [from, to) (of one type when not NULL), newest first,
+ * with the total the question selects.  -ENOENT for a machine not enrolled. */
+int farm_machine_events(farm_db *db, const char *id, int64_t from, int64_t to, const char *type,
+                        const struct farm_page *page, struct farm_event_page *ret,
+                        char err[static FARM_ERROR_MAX]);

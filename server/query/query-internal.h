@@ -96,10 +96,3 @@ int query_histogram(farm_db *db, const char *id, const struct farm_args *args, i
                     const char *path, struct farm_answer *a);
 int query_compare(farm_db *db, const char *release, const struct farm_args *args, int64_t now,
                   const char *path, struct farm_answer *a);
-int query_events(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
-                 const char *path, struct farm_answer *a);
-/* The answer of a machine's list: {"machine": id, key: list, and the page}; or of r, what
- * reading the list returned, when it failed (list the answer's, or freed). */
-int query_machine_list_answer(struct farm_answer *a, int r, const char *id, const char *key,
-                              json_t *list, const char *path, const struct farm_args *args,
-                              const struct farm_page *page, uint64_t total);
