@@ -4,7 +4,6 @@
  * server-dash.c routes to. */
 #pragma once
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,9 +37,6 @@ struct dash {
 
 /* ---- small helpers ---- */
 
-/* An integer member of o (def when it is not one), a string member (or NULL). */
-int64_t dash_ji(const json_t *o, const char *key, int64_t def);
-const char *dash_js(const json_t *o, const char *key);
 /* Text for HTML, in elements and attribute values. */
 void dash_esc(FILE *f, const char *text);
 /* A path segment or query value, percent-encoded (and so safe in HTML as well). */

@@ -22,15 +22,6 @@
 
 #define RUNS_MAX 1000 /* of a machine, the newest */
 
-int64_t dash_ji(const json_t *o, const char *key, int64_t def) {
-        const json_t *v = json_object_get(o, key);
-        return json_is_integer(v) ? (int64_t) json_integer_value(v) : def;
-}
-
-const char *dash_js(const json_t *o, const char *key) {
-        return json_string_value(json_object_get(o, key));
-}
-
 /* Text for HTML: both in elements and in attribute values.  Control and bidirectional
  * formatting characters (stored before the schema refused them) show as escapes, so that
  * they cannot reorder what a page says. */
