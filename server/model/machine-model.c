@@ -52,12 +52,16 @@ void farm_run_page_done(struct farm_run_page *p) {
         *p = (struct farm_run_page){};
 }
 
+void farm_event_done(struct farm_event *e) {
+        free(e->type);
+        free(e->message);
+        free(e->kernel_release);
+        *e = (struct farm_event){};
+}
+
 void farm_event_page_done(struct farm_event_page *p) {
-        for (size_t i = 0; i < p->n; i++) {
-                free(p->v[i].type);
-                free(p->v[i].message);
-                free(p->v[i].kernel_release);
-        }
+        for (size_t i = 0; i < p->n; i++)
+                farm_event_done(&p->v[i]);
         free(p->v);
         *p = (struct farm_event_page){};
 }

@@ -99,6 +99,7 @@ void farm_machine_done(struct farm_machine *m);
 void farm_machine_list_done(struct farm_machine_list *l);
 void farm_run_done(struct farm_run *r);
 void farm_run_page_done(struct farm_run_page *p);
+void farm_event_done(struct farm_event *e);
 void farm_event_page_done(struct farm_event_page *p);
 
 static inline void farm_machine_donep(struct farm_machine *m) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "json-time.h"
 #include "text-safe.h"
 #include "macro.h"
@@ -155,6 +156,27 @@ void query_list_answer(struct farm_answer *a, json_t *o, const char *key, json_t
                 return;
         }
         query_json(a, o);
+}
+
+int query_page_rows(sql_conn *c, sql_stmt *cnt, sql_stmt *st, size_t size,
+                    int (*row)(sql_stmt *st, void *ret), void **v, size_t *n, uint64_t *ret_total,
+                    const char *count_error, const char *read_error,
+                    char err[static FARM_ERROR_MAX]) {
+        int rc, r = 0;
+        if ((rc = sql_step(cnt)) != SQL_ROW)
+                return farm_fail(c, rc, count_error, err);
+        *ret_total = (uint64_t) sql_column_int64(cnt, 0);
+        while (r >= 0 && (rc = sql_step(st)) == SQL_ROW) {
+                if (!farm_grow(v, *n, size))
+                        r = -ENOMEM;
+                else if ((r = row(st, (char *) *v + *n * size)) >= 0)
+                        (*n)++;
+        }
+        if (r < 0)
+                return r;
+        if (rc != SQL_DONE)
+                return farm_fail(c, rc, read_error, err);
+        return 0;
 }
 
 /* ---- the machine and the window --------------------------------------------------------- */

@@ -3,13 +3,13 @@
  * type or all, newest first. */
 #include <errno.h>
 
-#include "grow.h"
 #include "macro.h"
 #include "machines.h"
 #include "query-internal.h"
 
 /* An event from a row of farm_machine_events()'s SELECT. */
-static int event_row(sql_stmt *st, struct farm_event *e) {
+static int event_row(sql_stmt *st, void *ret) {
+        struct farm_event *e = ret;
         bool ok = true;
         *e = (struct farm_event){
                 .run = query_col_int(st, 0),
@@ -21,26 +21,10 @@ static int event_row(sql_stmt *st, struct farm_event *e) {
                 .message = farm_strdup_or_null(sql_column_text(st, 6), &ok),
                 .kernel_release = farm_strdup_or_null(sql_column_text(st, 7), &ok),
         };
-        return ok ? 0 : -ENOMEM;
-}
-
-/* The rows of st into ret, once cnt counted them. */
-static int event_rows(sql_conn *c, sql_stmt *cnt, sql_stmt *st, struct farm_event_page *ret,
-                      char *err) {
-        int rc, r = 0;
-        if ((rc = sql_step(cnt)) != SQL_ROW)
-                return farm_fail(c, rc, "cannot count events", err);
-        ret->total = (uint64_t) sql_column_int64(cnt, 0);
-        while (r >= 0 && (rc = sql_step(st)) == SQL_ROW) {
-                if (!farm_grow((void **) &ret->v, ret->n, sizeof(*ret->v)))
-                        r = -ENOMEM;
-                else
-                        r = event_row(st, &ret->v[ret->n++]);
+        if (!ok) {
+                farm_event_done(e);
+                return -ENOMEM;
         }
-        if (r < 0)
-                return r;
-        if (rc != SQL_DONE)
-                return farm_fail(c, rc, "cannot read events", err);
         return 0;
 }
 
@@ -75,7 +59,8 @@ int farm_machine_events(farm_db *db, const char *id, int64_t from, int64_t to, c
         }
         sql_bind_int64(st, 5, (int64_t) page->limit);
         sql_bind_int64(st, 6, (int64_t) MIN(page->offset, (uint64_t) INT64_MAX));
-        r = event_rows(c, cnt, st, ret, err);
+        r = query_page_rows(c, cnt, st, sizeof(*ret->v), event_row, (void **) &ret->v, &ret->n,
+                            &ret->total, "cannot count events", "cannot read events", err);
         if (r < 0)
                 farm_event_page_done(ret);
         return r;

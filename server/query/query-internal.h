@@ -59,6 +59,14 @@ void query_list_answer(struct farm_answer *a, json_t *o, const char *key, json_t
                        const char *path, const struct farm_args *args, const struct farm_page *page,
                        uint64_t total);
 
+/* Counts the rows of a list with cnt (*ret_total), then reads each row of st into the
+ * growing array *v of *n elements of size bytes with row (which leaves nothing to free when
+ * it fails). */
+int query_page_rows(sql_conn *c, sql_stmt *cnt, sql_stmt *st, size_t size,
+                    int (*row)(sql_stmt *st, void *ret), void **v, size_t *n, uint64_t *ret_total,
+                    const char *count_error, const char *read_error,
+                    char err[static FARM_ERROR_MAX]);
+
 /* ---- the machine and the window of a query ---- */
 
 struct query_machine {

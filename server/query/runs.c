@@ -3,13 +3,13 @@
  * of each, its data from the day rollups, how it ended and when the server received it. */
 #include <errno.h>
 
-#include "grow.h"
 #include "macro.h"
 #include "machines.h"
 #include "query-internal.h"
 
 /* A run from a row of farm_machine_runs()'s SELECT. */
-static int run_row(sql_stmt *st, struct farm_run *r) {
+static int run_row(sql_stmt *st, void *ret) {
+        struct farm_run *r = ret;
         bool ok = true;
         *r = (struct farm_run){
                 .id = query_col_int(st, 0),
@@ -37,26 +37,6 @@ static int run_row(sql_stmt *st, struct farm_run *r) {
                 farm_run_done(r);
                 return -ENOMEM;
         }
-        return 0;
-}
-
-/* The rows of st into ret, once cnt counted them. */
-static int run_rows(sql_conn *c, sql_stmt *cnt, sql_stmt *st, struct farm_run_page *ret,
-                    char *err) {
-        int rc, r = 0;
-        if ((rc = sql_step(cnt)) != SQL_ROW)
-                return farm_fail(c, rc, "cannot count runs", err);
-        ret->total = (uint64_t) sql_column_int64(cnt, 0);
-        while (r >= 0 && (rc = sql_step(st)) == SQL_ROW) {
-                if (!farm_grow((void **) &ret->v, ret->n, sizeof(*ret->v)))
-                        r = -ENOMEM;
-                else if ((r = run_row(st, &ret->v[ret->n])) >= 0)
-                        ret->n++;
-        }
-        if (r < 0)
-                return r;
-        if (rc != SQL_DONE)
-                return farm_fail(c, rc, "cannot read runs", err);
         return 0;
 }
 
@@ -101,7 +81,8 @@ int farm_machine_runs(farm_db *db, const char *id, const struct farm_page *page,
         sql_bind_int64(st, 2, (int64_t) page->limit);
         sql_bind_int64(st, 3, (int64_t) MIN(page->offset, (uint64_t) INT64_MAX));
         sql_bind_int64(st, 4, cv->clock_tolerance_ns);
-        r = run_rows(c, cnt, st, ret, err);
+        r = query_page_rows(c, cnt, st, sizeof(*ret->v), run_row, (void **) &ret->v, &ret->n,
+                            &ret->total, "cannot count runs", "cannot read runs", err);
         if (r < 0)
                 farm_run_page_done(ret);
         return r;
