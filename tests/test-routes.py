@@ -30,6 +30,7 @@ $RTSOAK_TEST_PG is set (tests/pg-run.sh).  TAP output.
 """
 import concurrent.futures
 import http.client
+import html
 import json
 import os
 import re
@@ -179,8 +180,9 @@ def make_farm():
                 "--spike", "3d ago,1,500us,kworker/1:2", "--gap", "3d 6h ago,3d 5h ago",
                 "--unclean", "2d 12h ago", "--load-down", "3d 12h ago,30min,cpu",
                 "--rotation", "cpu 1h, mixed 1h")
-    farm.replay(ahead, K_AHEAD, "--from", "1d ago", "--to", "now", "--interval", "10min",
-                "--clock-ahead", "365d,2h ago")
+    # Named by run.release (rtsoakd's [Upload] Release=), not by its uname -r.
+    farm.replay(ahead, "6.6.2-rt2", "--release", K_AHEAD, "--from", "1d ago", "--to", "now",
+                "--interval", "10min", "--clock-ahead", "365d,2h ago")
     farm.replay(other, K_OTHER, "--from", "1d ago", "--to", "now", "--interval", "30min")
     verdict = farm.verdict(K_LATE)
     problems = [p["id"] for p in verdict.get("problems") or []]
@@ -551,6 +553,16 @@ def test_late_questions(farm, ctx):
         check(status == 200 and all(s == 200 for s in answers.values()),
               f"/api/v1/series?{question}: 200, and every series it lists has an answer",
               f"{status} {text[:300]} {answers}")
+    # Every machine a kernel's page links to answers, also for a release named by run.release
+    # (the link's window=kernel:RELEASE is the release, not the machine's uname -r).
+    for rel in (K_LATE, K_AHEAD):
+        page = farm.http("GET", f"/kernels/{q(rel)}")[1]
+        links = sorted(set(html.unescape(x) for x in
+                           re.findall(r'href="(/machines/[0-9a-f]{32}\?window=kernel:[^"]*)"',
+                                      page)))
+        answers = {link: farm.http("GET", link)[0] for link in links}
+        check(links and all(st == 200 for st in answers.values()),
+              f"/kernels/{rel}: every machine it links to answers 200", answers or page[:300])
     # Before the late data arrived the server knew of no run of its release: asked then, it
     # says no machine had run it.
     k = farm.get_json(f"/api/v1/kernels?known_at={t}")

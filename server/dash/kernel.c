@@ -410,8 +410,13 @@ static void kernel_coverage(struct dash *x, const char *release, const struct fa
                 for (i = 0; i < v->nmachines; i++) {
                         const struct farm_verdict_machine *m = &v->machines[i];
                         fputs("<tr><td>", f);
-                        fprintf(f, "<a href=\"/machines/%.32s?window=kernel:", m->id);
-                        dash_urlenc(f, release);
+                        /* The release's window on a machine that ran it; a machine that
+                         * has not has no such window: its page. */
+                        fprintf(f, "<a href=\"/machines/%.32s", m->id);
+                        if (m->ran) {
+                                fputs("?window=kernel:", f);
+                                dash_urlenc(f, release);
+                        }
                         fputs("\">", f);
                         dash_esc(f, dash_name(m->id, m->hostname, nb));
                         fputs("</a></td><td>", f);

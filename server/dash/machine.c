@@ -52,9 +52,13 @@ static int parse_window(struct dash *x, const struct dash_machine *m, struct win
                 bool any = false;
                 for (size_t i = 0; i < m->runs.n; i++) {
                         const struct farm_run *run = &m->runs.v[i];
-                        const char *k = run->kernel_release;
+                        /* By the release it counts for (the kernel page links so) or by
+                         * its uname -r (the machine's current kernel). */
+                        const char *k = run->kernel_release, *named = run->release;
                         int64_t a = run->first_data_ns, b = run->last_data_ns;
-                        if (!k || strcmp(k, rel) != 0 || a == FARM_NONE || b == FARM_NONE)
+                        if ((!k || strcmp(k, rel) != 0) && (!named || strcmp(named, rel) != 0))
+                                continue;
+                        if (a == FARM_NONE || b == FARM_NONE)
                                 continue;
                         w->from = any ? MIN(w->from, a) : a;
                         w->to = any ? MAX(w->to, b) : b;

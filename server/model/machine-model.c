@@ -41,6 +41,7 @@ void farm_run_done(struct farm_run *r) {
         free(r->kernel_version);
         free(r->preempt_model);
         free(r->daemon_version);
+        free(r->release);
         free(r->end.message);
         *r = (struct farm_run){};
 }

@@ -61,6 +61,7 @@ struct farm_run_end {
 struct farm_run {
         int64_t id;
         char *boot_id, *kernel_release, *kernel_version, *preempt_model, *daemon_version;
+        char *release; /* the release it counts for: run.release, or its kernel_release */
         int64_t start_ns, interval_ns, threshold_ns; /* FARM_NONE: none */
         bool has_data;
         int64_t first_data_ns, last_data_ns; /* of its data (FARM_NONE: none) */

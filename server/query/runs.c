@@ -32,6 +32,7 @@ static int run_row(sql_stmt *st, void *ret) {
                 .first_report_ns = query_col_int(st, 15),
                 .last_received_ns = query_col_int(st, 16),
                 .clock_ahead_ns = query_col_int(st, 17),
+                .release = farm_strdup_or_null(sql_column_text(st, 18), &ok),
         };
         if (!ok) {
                 farm_run_done(r);
@@ -61,7 +62,7 @@ int farm_machine_runs(farm_db *db, const char *id, const struct farm_page *page,
                               "r.preempt_model, r.daemon_version, r.start_ns, r.interval_ns, "
                               "r.threshold_ns, d.first_ns, d.last_ns, d.intervals, d.max_ns, "
                               "u.time_ns, u.message, r.first_report_ns, d.received_ns, "
-                              "CASE WHEN r.skew_ns > ?4 THEN r.skew_ns END "
+                              "CASE WHEN r.skew_ns > ?4 THEN r.skew_ns END, r.release "
                               /* How far its data was stamped after it arrived, when beyond ?4. */
                               "FROM (SELECT q.*, " RUNS_SKEW " AS skew_ns FROM runs q "
                               "  WHERE q.machine_id = ?1) r "
