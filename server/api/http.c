@@ -487,8 +487,10 @@ static enum MHD_Result get_kernels(farm_http *h, struct MHD_Connection *c, struc
         return respond(rq, c, 200, j, NULL, NULL);
 }
 
-static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struct request *rq,
-                                   const char *release) {
+/* A release's verdict asked ?at=&known_at=: as the verdict's JSON, or with kcidb_origin as a
+ * KCIDB report (docs/kcidb.md); 404 when no machine ever ran it. */
+static enum MHD_Result answer_release(farm_http *h, struct MHD_Connection *c, struct request *rq,
+                                      const char *release, const char *kcidb_origin) {
         char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         struct farm_question q;
         json_t *j = NULL;
@@ -496,7 +498,8 @@ static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struc
         if (farm_question_parse(release, param(c, "at"), param(c, "known_at"),
                                 now_ns(CLOCK_REALTIME), &q, perr) < 0)
                 return respond_error(rq, c, 400, perr, NULL, NULL);
-        int r = farm_verdict_json(h->db, h->rule, &q, &j, err);
+        int r = kcidb_origin ? farm_kcidb_report(h->db, h->rule, &q, kcidb_origin, &j, err)
+                             : farm_verdict_json(h->db, h->rule, &q, &j, err);
         if (r == -ENOENT) {
                 snprintf(err, sizeof(err), "no such kernel release: no machine ever ran %.200s",
                          release);
@@ -507,32 +510,18 @@ static enum MHD_Result get_verdict(farm_http *h, struct MHD_Connection *c, struc
         return respond(rq, c, 200, j, NULL, NULL);
 }
 
-/* GET /api/v1/kernels/{release}/kcidb: the verdict as a KCIDB v5.3 report (docs/kcidb.md). */
+/* GET /api/v1/kernels/{release}/kcidb: the verdict as a KCIDB v5.3 report. */
 static enum MHD_Result get_kcidb(farm_http *h, struct MHD_Connection *c, struct request *rq,
                                  const char *release) {
-        char perr[FARM_PARAM_ERROR_MAX], err[FARM_ERROR_MAX];
         const char *origin = param(c, "origin") ?: FARM_KCIDB_ORIGIN_DEFAULT;
-        struct farm_question q;
-        json_t *j = NULL;
-
         if (!farm_kcidb_origin_ok(origin)) {
+                char perr[FARM_PARAM_ERROR_MAX];
                 snprintf(perr, sizeof(perr),
                          "origin=%.80s: 1 to %d of a-z, 0-9 and _, as KCIDB takes", origin,
                          FARM_KCIDB_ORIGIN_MAX);
                 return respond_error(rq, c, 400, perr, NULL, NULL);
         }
-        if (farm_question_parse(release, param(c, "at"), param(c, "known_at"),
-                                now_ns(CLOCK_REALTIME), &q, perr) < 0)
-                return respond_error(rq, c, 400, perr, NULL, NULL);
-        int r = farm_kcidb_report(h->db, h->rule, &q, origin, &j, err);
-        if (r == -ENOENT) {
-                snprintf(err, sizeof(err), "no such kernel release: no machine ever ran %.200s",
-                         release);
-                return respond_error(rq, c, 404, err, NULL, NULL);
-        }
-        if (r < 0)
-                return respond_internal(rq, c, r, err);
-        return respond(rq, c, 200, j, NULL, NULL);
+        return answer_release(h, c, rq, release, origin);
 }
 
 /* GET /api/v1/series and /api/v1/series/{series}/latest-stable. */
@@ -980,7 +969,7 @@ static enum MHD_Result route_verdict(farm_http *h, struct MHD_Connection *c, str
                 if (farm_release_segment(rel, (size_t) (slash - rel), release) < 0)
                         return respond_error(rq, c, 404, "no such kernel release", NULL, NULL);
                 if (strcmp(slash, "/verdict") == 0)
-                        return get_verdict(h, c, rq, release);
+                        return answer_release(h, c, rq, release, NULL);
                 if (strcmp(slash, "/kcidb") == 0)
                         return get_kcidb(h, c, rq, release);
                 if (strcmp(slash, "/waivers") == 0) {
