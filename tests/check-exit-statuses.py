@@ -155,6 +155,7 @@ def main():
         open(lu, "w").write("[Load]\nUser=nosuchuser-rtsoak\n[Schedule]\nRotation=cpu 1h\n")
         case("rtsoakd", "[Load] User= that does not exist", ["--config", lu, "--check-config"],
              78, "user.conf:2: [Load] User=nosuchuser-rtsoak: no such user")
+        as_nobody = None  # set where the programs can run as nobody
         if os.geteuid() == 0 and not reachable_by_others(BIN["rtsoakd"]):
             results.append((True, "rtsoakd as nobody not tried: a directory above "
                             f"{BIN['rtsoakd']} is closed to other users", ""))
@@ -306,9 +307,13 @@ def main():
         else:
             os.chmod(secret, 0o000)
             as_other = None
-        case("rtsoak-server", "webhook secret it may not read",
-             [f"--config={sconf2}", f"--db={tmp}/secret.db", "--listen=127.0.0.1:0"], 78,
-             "secret.conf:3: [Notify.hook] SecretFile=", preexec=as_other)
+        if os.geteuid() == 0 and as_other is None:
+            results.append((True, "a secret rtsoak-server may not read not tried: the programs "
+                            "cannot run as nobody here (a directory above them is closed)", ""))
+        else:
+            case("rtsoak-server", "webhook secret it may not read",
+                 [f"--config={sconf2}", f"--db={tmp}/secret.db", "--listen=127.0.0.1:0"], 78,
+                 "secret.conf:3: [Notify.hook] SecretFile=", preexec=as_other)
         os.chmod(secret, 0o600)
 
         # rtsoak verdict --junit: a file that cannot be written once the verdict is known.
