@@ -11,6 +11,7 @@
 
 #include "cli-farm.h"
 #include "cli-output.h"
+#include "buf-grow.h"
 #include "log.h"
 #include "macro.h"
 #include "token-file.h"
@@ -113,7 +114,7 @@ bool cli_farm_server_ok(const struct cli_farm *f, const char *command) {
 
 struct body {
         char *data;
-        size_t len;
+        size_t len, cap;
 };
 
 static size_t on_data(char *p, size_t size, size_t n, void *userdata) {
@@ -121,13 +122,11 @@ static size_t on_data(char *p, size_t size, size_t n, void *userdata) {
         size_t add = size * n;
         if (b->len + add > BODY_MAX)
                 return 0;
-        char *d = realloc(b->data, b->len + add + 1);
-        if (!d)
+        if (grow_bytes(&b->data, &b->cap, b->len + add + 1) < 0)
                 return 0;
-        memcpy(d + b->len, p, add);
+        memcpy(b->data + b->len, p, add);
         b->len += add;
-        d[b->len] = '\0';
-        b->data = d;
+        b->data[b->len] = '\0';
         return add;
 }
 

@@ -5,17 +5,17 @@
 #include <string.h>
 #include <strings.h>
 
+#include "buf-grow.h"
 #include "tests.h"
 #include "test-http.h"
 
 size_t tu_http_on_body(char *data, size_t size, size_t n, void *reply) {
         struct tu_reply *r = reply;
-        char *b = realloc(r->body, r->len + size * n + 1);
-        assert_non_null(b);
-        memcpy(b + r->len, data, size * n);
+        if (grow_bytes(&r->body, &r->cap, r->len + size * n + 1) < 0)
+                return 0; /* curl ends the transfer with an error */
+        memcpy(r->body + r->len, data, size * n);
         r->len += size * n;
-        b[r->len] = '\0';
-        r->body = b;
+        r->body[r->len] = '\0';
         return size * n;
 }
 
@@ -70,11 +70,14 @@ void tu_http_request(const struct tu_request *rq, struct tu_reply *ret) {
                 headers = curl_slist_append(headers, *h);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
         CURLcode rc = curl_easy_perform(c);
-        if (rc != CURLE_OK)
-                fail_msg("%s %s: %s", rq->method, rq->url, curl_easy_strerror(rc));
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &ret->status);
         curl_slist_free_all(headers);
         curl_easy_cleanup(c);
+        if (rc != CURLE_OK) {
+                free(ret->body);
+                *ret = (struct tu_reply){};
+                fail_msg("%s %s: %s", rq->method, rq->url, curl_easy_strerror(rc));
+        }
         if (!ret->body) {
                 ret->body = strdup("");
                 assert_non_null(ret->body);

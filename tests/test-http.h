@@ -9,6 +9,8 @@ struct tu_reply {
         long status;
         char *body;   /* NUL-terminated, "" when empty */
         size_t len;   /* of body, which may hold NULs */
+        size_t cap;   /* bytes allocated for body (grown by doubling: a 16 MiB answer arrives
+                       * in thousands of pieces) */
         json_t *json; /* the body parsed, or NULL when it is not JSON */
         char allow[64], content_type[128], retry_after[32]; /* those headers, "" if absent */
 };
