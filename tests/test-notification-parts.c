@@ -405,6 +405,7 @@ static void test_migration_9(void **state) {
         if (farm_db_open(path, &db, err) < 0)
                 fail_msg("%s", err);
         farm_db_close(db);
+        tu_farm_exec(path, tu_pg() ? TU_FARM_PG_SCHEMA_10_DOWN : TU_FARM_SCHEMA_10_DOWN);
         tu_farm_exec(path, tu_pg() ? TU_FARM_PG_SCHEMA_9_DOWN : TU_FARM_SCHEMA_9_DOWN);
         const char *version = tu_pg() ? "SELECT CAST(value AS BIGINT) FROM farm_meta WHERE key = "
                                         "'schema_version'"
@@ -412,7 +413,7 @@ static void test_migration_9(void **state) {
         assert_int_equal(tu_farm_int(path, version), 8);
         if (farm_db_open(path, &db, err) < 0)
                 fail_msg("%s: %s", tu_backend_name(), err);
-        assert_int_equal(tu_farm_int(path, version), 9);
+        assert_int_equal(tu_farm_int(path, version), 10);
         const char *channels[] = { "hook" };
         json_auto_t *detail = json_object();
         struct notify_new n = { .key = "after-migration",

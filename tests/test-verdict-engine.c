@@ -942,6 +942,7 @@ static void test_migration_from_5(void **state) {
         } else {
                 farm_db_close(db);
                 db = NULL;
+                sql(TU_FARM_SCHEMA_10_DOWN);
                 sql(TU_FARM_SCHEMA_9_DOWN);
                 sql(TU_FARM_SCHEMA_8_DOWN);
                 sql(TU_FARM_SCHEMA_7_DOWN);
@@ -973,13 +974,24 @@ static void test_migration_to_8(void **state) {
         expect(before, "qualified");
         farm_db_close(db);
         db = NULL;
+        sql(tu_pg() ? TU_FARM_PG_SCHEMA_10_DOWN : TU_FARM_SCHEMA_10_DOWN);
         sql(tu_pg() ? TU_FARM_PG_SCHEMA_9_DOWN : TU_FARM_SCHEMA_9_DOWN);
         sql(tu_pg() ? TU_FARM_PG_SCHEMA_8_DOWN : TU_FARM_SCHEMA_8_DOWN);
         assert_int_equal(schema_version(), 7);
         if (farm_db_open(path, &db, err) < 0)
                 fail_msg("%s", err);
-        assert_int_equal(schema_version(), 9);
+        assert_int_equal(schema_version(), 10);
         assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM traces"), 0);
+        /* The day histograms of the data stored before, merged from it by the migration. */
+        assert_true(tu_farm_int(path, "SELECT count(*) FROM run_day_hists") > 0);
+        assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM run_day_hists WHERE hist IS NULL"),
+                         0);
+        assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM run_day_hists"),
+                         tu_farm_int(path, "SELECT count(*) FROM (SELECT DISTINCT run, start_ns / "
+                                           "86400000000000, coalesce(scenario, '') FROM "
+                                           "intervals) d"));
+        assert_int_equal(tu_farm_int(path, "SELECT sum(samples) FROM run_day_hists"),
+                         tu_farm_int(path, "SELECT sum(samples) FROM interval_cpus"));
         json_t *after = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
         expect(after, "qualified");
         assert_int_equal(covered(after, M_A), covered(before, M_A));

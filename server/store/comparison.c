@@ -178,6 +178,7 @@ static int compare_refs(farm_db *db, const char *release, const char *with, int6
                         struct day_ref x = { .run = sql_column_int64(st, 0),
                                              .day = sql_column_int64(st, 1),
                                              .cached = sql_column_int(st, 3),
+                                             .all_cpus = true,
                                              .side = side };
                         x.whole = x.day < today;
                         snprintf(x.machine, sizeof(x.machine), "%s", sql_column_text(st, 2) ?: "");
@@ -285,6 +286,7 @@ int farm_release_stats(farm_db *db, const char *release, const char *const *mach
                         struct day_ref x = { .run = sql_column_int64(st, 0),
                                              .day = sql_column_int64(st, 1),
                                              .cached = sql_column_int(st, 3),
+                                             .all_cpus = true,
                                              .known_ns = known_ns };
                         /* Whole: the day ended by to_ns, and all of it was received by known_ns. */
                         x.whole = (x.day + 1) * FARM_DAY_NS <= to_ns &&

@@ -315,7 +315,7 @@ int day_refs_fill(farm_db *db, const struct day_refs *refs, char *err) {
         struct fill_batch b = {};
         int r = 0;
         for (size_t i = 0; r >= 0 && i < refs->n; i++) {
-                if (!refs->v[i].whole || refs->v[i].cached)
+                if (!refs->v[i].whole || refs->v[i].cached || refs->v[i].all_cpus)
                         continue;
                 r = merge_day(db, &refs->v[i], &b, err);
                 if (r >= 0 && (b.ndays == ELEMENTSOF(b.days) || b.bytes > CACHE_BATCH_BYTES_MAX)) {
@@ -435,8 +435,55 @@ static const char *const sql_window_cpus[] =
                     "AND (coalesce(i.received_ns, 0) <= ?6 OR ?6 IS NULL) "
                     "AND (c.cpu >= ?7 OR ?7 IS NULL) AND (c.cpu <= ?8 OR ?8 IS NULL)");
 
-/* Reads one run and day of the window [from, to): from the cache when the day is whole and
- * cached (still, in this read transaction), from its intervals otherwise.  Reader lock held. */
+/* A whole day of all CPUs from run_day_hists: 1 when read, 0 when the day has no complete
+ * rows there (a row without a histogram: its intervals are read instead). */
+static int read_day_all(sql_conn *c, const struct day_ref *ref, const char *scenario, day_row_fn fn,
+                        void *userdata, char *err) {
+        _cleanup_reset_ sql_stmt *chk = NULL, *st = NULL;
+        size_t blob_len;
+        int r, rc;
+        if ((r = farm_prepare(c,
+                              "SELECT count(*), count(hist) FROM run_day_hists WHERE run = ? "
+                              "AND day = ?",
+                              &chk, err)) < 0)
+                return r;
+        sql_bind_int64(chk, 1, ref->run);
+        sql_bind_int64(chk, 2, ref->day);
+        if ((rc = sql_step(chk)) != SQL_ROW)
+                return farm_fail(c, rc, "cannot read the day's histograms", err);
+        if (sql_column_int64(chk, 0) == 0 || sql_column_int64(chk, 0) != sql_column_int64(chk, 1))
+                return 0;
+        if ((r = farm_prepare(c,
+                              "SELECT scenario, hist_limit_us, hist, samples, min_ns, max_ns, "
+                              "max_time_ns, violations FROM run_day_hists WHERE run = ?1 AND "
+                              "day = ?2 AND (scenario = ?3 OR ?3 IS NULL)",
+                              &st, err)) < 0)
+                return r;
+        sql_bind_int64(st, 1, ref->run);
+        sql_bind_int64(st, 2, ref->day);
+        if (scenario)
+                sql_bind_text(st, 3, scenario);
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                const char *why = NULL;
+                const void *blob = sql_column_blob(st, 2, &blob_len);
+                r = fn(userdata, ref, sql_column_text(st, 0) ?: "", -1,
+                       (uint32_t) sql_column_int64(st, 1), blob, blob_len,
+                       (uint64_t) sql_column_int64(st, 3), (uint64_t) sql_column_int64(st, 4),
+                       (uint64_t) sql_column_int64(st, 5), sql_column_int64(st, 6),
+                       (uint64_t) sql_column_int64(st, 7), &why);
+                if (r < 0)
+                        return farm_failf(
+                                farm_of(c), r, err, "day histogram of run %lld, day %lld: %s",
+                                (long long) ref->run, (long long) ref->day, why ?: "no memory");
+        }
+        if (rc != SQL_DONE)
+                return farm_fail(c, rc, "cannot read the day's histograms", err);
+        return 1;
+}
+
+/* Reads one run and day of the window [from, to): from run_day_hists or the cache when the day
+ * is whole (still, in this read transaction), from its intervals otherwise.  Reader lock
+ * held. */
 static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_t to,
                     const char *scenario, int64_t cpu, const int64_t cpu_range[2], day_row_fn fn,
                     void *userdata, char *err) {
@@ -445,6 +492,9 @@ static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_
         size_t blob_len;
         int r, rc;
 
+        if (ref->whole && ref->all_cpus && cpu < 0 && !cpu_range &&
+            (r = read_day_all(c, ref, scenario, fn, userdata, err)) != 0)
+                return r < 0 ? r : 0;
         if (ref->whole) {
                 if ((r = farm_prepare(c, "SELECT 1 FROM hist_days WHERE run = ? AND day = ?", &chk,
                                       err)) < 0)

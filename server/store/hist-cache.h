@@ -27,7 +27,10 @@ struct day_ref {
         int64_t run, day;
         int64_t known_ns;   /* 0 or INT64_MAX: every interval; else those received by then */
         bool cached, whole; /* whole: the day is past and the window holds all of it */
-        int side;           /* of a comparison: 0 the kernel, 1 the other */
+        /* The reader merges the CPUs: a whole day is read from run_day_hists (day-hists.h),
+         * one row per scenario, and needs no cache of its CPUs. */
+        bool all_cpus;
+        int side; /* of a comparison: 0 the kernel, 1 the other */
         char machine[FARM_MACHINE_ID_LEN + 1];
 };
 
@@ -38,7 +41,7 @@ struct day_refs {
 
 int day_refs_add(struct day_refs *d, const struct day_ref *x);
 
-/* Fills the cache for the whole past days of refs that lack it. */
+/* Fills the cache for the whole past days of refs that lack it (not those read all_cpus). */
 int day_refs_fill(farm_db *db, const struct day_refs *refs, char *err);
 
 /* Receives the stored histograms of a window, one row (of the cache or of an interval's CPU)
@@ -49,8 +52,8 @@ typedef int (*day_row_fn)(void *userdata, const struct day_ref *ref, const char 
                           uint64_t violations, const char **why);
 
 /* Reads every ref's rows in [from, to) (of one scenario, CPU and range of CPUs when given),
- * each day in a read transaction of its own: from the cache when the day is whole and
- * cached, from its intervals otherwise. */
+ * each day in a read transaction of its own: a whole day from run_day_hists when read
+ * all_cpus (cpu -1) or from the cache when cached, from its intervals otherwise. */
 int day_refs_read(farm_db *db, const struct day_refs *refs, int64_t from, int64_t to,
                   const char *scenario, int64_t cpu, const int64_t cpu_range[2], day_row_fn fn,
                   void *userdata, char *err);

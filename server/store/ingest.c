@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "day-hists.h"
 #include "db-internal.h"
 #include "traces.h"
 #include "measure.h"
@@ -56,6 +57,7 @@ struct ingest {
         size_t noverlaps, cap_overlaps;
         int64_t *days; /* PostgreSQL: the days of the stored intervals, their cache dropped last */
         size_t ndays, cap_days;
+        struct farm_day_hists day_hists; /* the stored intervals' sums, per day and scenario */
         /* PostgreSQL: the events that go with the statement of the next interval, from ev_first
          * (ev_n of them), and how many of them it stored. */
         size_t ev_first, ev_n;
@@ -79,6 +81,7 @@ static void ingest_done(struct ingest *g) {
         free(g->spans);
         free(g->overlaps);
         free(g->days);
+        farm_day_hists_done(&g->day_hists);
 }
 
 /* ---- the run ------------------------------------------------------------------------------- */
@@ -1144,6 +1147,14 @@ static int store_interval(struct ingest *g, const struct summary_interval *iv) {
         }
         if (r < 0 || (r = store_overlaps(g)) < 0)
                 return r;
+        /* Its histograms join those of its day (written with the upload's last rows, or now
+         * when the sums grew large). */
+        if ((r = farm_day_hists_add(&g->day_hists, iv)) == -ENOMEM)
+                snprintf(g->err, FARM_ERROR_MAX, "out of memory merging histograms");
+        if (r >= 0 && farm_day_hists_full(&g->day_hists))
+                r = farm_day_hists_write(g->c, g->run.row, &g->day_hists, g->err);
+        if (r < 0)
+                return r;
         for (size_t c = 0; c < iv->ncpus; c++)
                 sat_add(&g->violations, iv->cpus[c].violations);
         /* Which interval is the machine's latest (its worst case is /metrics' "last"): one
@@ -1413,7 +1424,8 @@ int farm_ingest_summary(sql_conn *c, const struct summary *s, int64_t now_ns,
                 if ((r = farm_store_traces(c, g.run.row, &s->intervals[i], err)) < 0)
                         goto out;
         }
-        if ((r = store_events(&g, last, ret)) < 0)
+        if ((r = store_events(&g, last, ret)) < 0 ||
+            (r = farm_day_hists_write(c, g.run.row, &g.day_hists, err)) < 0)
                 goto out;
         ret->events += g.ev_stored;
         if (g.pg)

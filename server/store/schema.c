@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "day-hists.h"
 #include "db-internal.h"
 #include "partitions.h"
 
@@ -14,7 +15,7 @@
  * SQLite file) is refused by name.  PostgreSQL keeps it in farm_meta. */
 #define FARM_APPLICATION_ID 0x72747366
 #define FARM_APPLICATION_NAME "rtsoak-farm"
-#define FARM_SCHEMA_VERSION 9
+#define FARM_SCHEMA_VERSION 10
 /* The version at which the PostgreSQL store began: its schema is made at this version at
  * once, and pg_migrations[0] takes it to the next. */
 #define FARM_PG_BASELINE_VERSION 6
@@ -299,6 +300,16 @@ static const char *const sqlite_migrations[] = {
         "  seen_ns INTEGER NOT NULL) WITHOUT ROWID;"
         "CREATE TABLE notify_state (key TEXT PRIMARY KEY, value TEXT NOT NULL,"
         "  updated_ns INTEGER NOT NULL) WITHOUT ROWID;",
+        /* 9 -> 10: the merged histogram of all CPUs per run, UTC day and scenario, kept by
+         * ingest (day-hists.h) for the regression check and the kernel comparison; hist NULL:
+         * not kept for that day (its intervals are merged instead).  The rows of the days
+         * stored before are merged from their intervals by farm_migrate_10(). */
+        "CREATE TABLE run_day_hists ("
+        "  run INTEGER NOT NULL REFERENCES runs(id), day INTEGER NOT NULL,"
+        "  scenario TEXT NOT NULL, samples INTEGER NOT NULL, min_ns INTEGER NOT NULL,"
+        "  max_ns INTEGER NOT NULL, max_time_ns INTEGER NOT NULL,"
+        "  violations INTEGER NOT NULL, hist_limit_us INTEGER NOT NULL, hist BLOB,"
+        "  PRIMARY KEY (run, day, scenario)) WITHOUT ROWID;",
 };
 
 _Static_assert(ELEMENTSOF(sqlite_migrations) == FARM_SCHEMA_VERSION, "one migration per version");
@@ -520,6 +531,13 @@ static const char *const pg_migrations[] = {
         "  release " TEXT_C " NOT NULL, seen_ns BIGINT NOT NULL);"
         "CREATE TABLE notify_state (key " TEXT_C " PRIMARY KEY, value " TEXT_C " NOT NULL,"
         "  updated_ns BIGINT NOT NULL);",
+        /* 9 -> 10: as sqlite_migrations[9]. */
+        "CREATE TABLE run_day_hists ("
+        "  run BIGINT NOT NULL REFERENCES runs(id), day BIGINT NOT NULL,"
+        "  scenario " TEXT_C " NOT NULL, samples BIGINT NOT NULL, min_ns BIGINT NOT NULL,"
+        "  max_ns BIGINT NOT NULL, max_time_ns BIGINT NOT NULL,"
+        "  violations BIGINT NOT NULL, hist_limit_us BIGINT NOT NULL, hist BYTEA,"
+        "  PRIMARY KEY (run, day, scenario));",
         NULL, /* the end */
 };
 _Static_assert(ELEMENTSOF(pg_migrations) == FARM_SCHEMA_VERSION - FARM_PG_BASELINE_VERSION + 1,
@@ -552,6 +570,8 @@ static int sqlite_migrate(sql_conn *c, int64_t version, char *err) {
                         r = farm_fail(c, r, what, err);
                 if (r >= 0 && v == 5)
                         r = farm_migrate_6(c, err);
+                if (r >= 0 && v == 9)
+                        r = farm_migrate_10(c, err);
                 if (r >= 0) {
                         snprintf(sql, sizeof(sql), "PRAGMA user_version = %lld", (long long) v + 1);
                         r = farm_exec(c, sql, err);
@@ -737,7 +757,8 @@ static int pg_schema_locked(farm_db *db, sql_conn *c, char *err) {
                                   version, FARM_SCHEMA_VERSION);
         for (long long v = version; v < FARM_SCHEMA_VERSION; v++) {
                 char sql[128];
-                if ((r = farm_exec(c, pg_migrations[v - FARM_PG_BASELINE_VERSION], err)) < 0)
+                if ((r = farm_exec(c, pg_migrations[v - FARM_PG_BASELINE_VERSION], err)) < 0 ||
+                    (v == 9 && (r = farm_migrate_10(c, err)) < 0))
                         return r;
                 snprintf(sql, sizeof(sql),
                          "UPDATE farm_meta SET value = '%lld' WHERE key = 'schema_version'", v + 1);

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* The merged histogram of all CPUs per run, UTC day and scenario (run_day_hists, schema 10),
+ * kept by ingest in the transaction that stores the intervals: a late interval merges into its
+ * day, a duplicate is not stored and so not merged.  The regression check and the kernel
+ * comparison read these rows for whole days, a few per machine and day, and never merge the
+ * intervals of such a day again.  A row whose hist is NULL could not be kept (a count
+ * saturated, a histogram that did not decode): readers merge that day from its intervals. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "sql.h"
+#include "summary.h"
+
+struct farm_day_hist;
+
+/* The sums of one transaction's intervals, per day and scenario, not yet written. */
+struct farm_day_hists {
+        struct farm_day_hist *v;
+        size_t n;
+        size_t bytes; /* of their histograms */
+};
+
+/* What the sums may hold before farm_day_hists_full() asks for a write: a summary of 64
+ * scenarios with a 100 ms exact range would otherwise hold 50 MiB. */
+#define FARM_DAY_HISTS_BYTES_MAX ((size_t) 8 << 20)
+
+/* Adds the CPUs of a stored interval to the sums of its day and scenario. */
+int farm_day_hists_add(struct farm_day_hists *d, const struct summary_interval *iv);
+/* Adds one stored CPU row (hist_encode() form) to the sums of day and scenario. */
+int farm_day_hists_add_row(struct farm_day_hists *d, int64_t day, const char *scenario,
+                           uint32_t limit_us, const void *blob, size_t len, uint64_t samples,
+                           uint64_t min_ns, uint64_t max_ns, int64_t max_time_ns,
+                           uint64_t violations);
+static inline bool farm_day_hists_full(const struct farm_day_hists *d) {
+        return d->bytes > FARM_DAY_HISTS_BYTES_MAX;
+}
+/* Merges the sums into run's rows (inside the caller's write transaction) and empties them. */
+int farm_day_hists_write(sql_conn *c, int64_t run, struct farm_day_hists *d, char *err);
+void farm_day_hists_done(struct farm_day_hists *d);
+
+/* Migration 9 -> 10: the rows of every day stored before, merged from its intervals, inside
+ * the migration's transaction. */
+int farm_migrate_10(sql_conn *c, char *err);
