@@ -13,8 +13,10 @@
 #include "db-internal.h"
 #include "grow.h"
 #include "hist.h"
+#include "log.h"
 #include "macro.h"
 #include "merge.h"
+#include "timeutil.h"
 
 struct farm_day_hist {
         int64_t day;
@@ -228,8 +230,16 @@ int farm_migrate_10(sql_conn *c, char *err) {
         if (rc != SQL_DONE)
                 r = farm_fail(c, rc, "cannot list the days", err);
         sql_reset(st);
+        /* Minutes on a farm of millions of intervals: said, so that a start that takes them is
+         * not taken for a hang. */
+        int64_t t0 = now_ns(CLOCK_MONOTONIC);
+        if (r >= 0 && n > 0)
+                log_info("Schema 10: merging the histograms of %zu stored run-days once", n);
         for (size_t i = 0; r >= 0 && i < n; i++)
                 r = migrate_day(c, days[i].run, days[i].day, err);
+        if (r >= 0 && n > 0)
+                log_info("Schema 10: %zu run-days merged in %.1f s", n,
+                         (double) (now_ns(CLOCK_MONOTONIC) - t0) / 1e9);
         free(days);
         return r;
 }
