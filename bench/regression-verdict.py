@@ -18,8 +18,9 @@ Both servers run with --cache-warming no, so that nothing merges in the backgrou
 figure is the cost of the request itself.  Every verdict answer of NEWER must be the same in
 both (status, baseline, problem ids): checked, and a difference ends the run.
 
-Usage: bench/regression-verdict.py --before-build OLD/build --after-build build --db FILE
-           [--machines 200] [--cpus 8] [--days 30] [--runs 7]
+Usage: bench/regression-verdict.py --before-build OLD/build --after-build build
+           --db FILE|postgresql://... [--log-prefix PATH] [--machines 200] [--cpus 8]
+           [--days 30] [--runs 7]
 """
 import argparse
 import datetime
@@ -69,7 +70,7 @@ def fill(args):
 
 def measure(label, build, args, lines, want):
     server = os.path.join(build, "server", "rtsoak-server")
-    log = "%s.%s.log" % (args.db, label)
+    log = "%s.%s.log" % (args.log_prefix or args.db, label.split()[0] + label[-3:-1])
     url_of = lambda base: "%s/api/v1/kernels/%s/verdict?at=%d" % (base, NEWER, (END_S + 60) * 10**9)
     t0 = time.monotonic()
     proc, base, _ = start_server(server, args.db, log, ["--cache-warming", "no"],
@@ -110,18 +111,21 @@ def main():
     ap.add_argument("--days", type=int, default=30)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--results", default=RESULTS)
+    ap.add_argument("--log-prefix", help="the servers' logs (default: next to --db)")
     args = ap.parse_args()
     lines = ["%s  %s, %d CPUs, %s, load average at start %.2f" % (
         datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), cpu_model(),
         os.cpu_count(), platform.release(), os.getloadavg()[0])]
-    if os.path.exists(args.db):
+    pg = args.db.startswith("postgresql:")
+    if not pg and os.path.exists(args.db):
         raise SystemExit("%s exists: the run fills a farm of its own" % args.db)
     filled = fill(args)
-    size = os.path.getsize(args.db)
-    lines.append("farm: %d machines x %d CPUs, %d days of %s then %d of %s, one-minute "
-                 "intervals (%d), filled by the before build in %.0f s, %.2f GiB" % (
-                     args.machines, args.cpus, args.days, BASELINE, args.days, NEWER,
-                     2 * args.machines * args.days * 1440, filled, size / 2**30))
+    size = "" if pg else ", %.2f GiB" % (os.path.getsize(args.db) / 2**30)
+    lines.append("farm on %s: %d machines x %d CPUs, %d days of %s then %d of %s, one-minute "
+                 "intervals (%d), filled by the before build in %.0f s%s" % (
+                     "PostgreSQL" if pg else "SQLite", args.machines, args.cpus, args.days,
+                     BASELINE, args.days, NEWER, 2 * args.machines * args.days * 1440, filled,
+                     size))
     print(lines[-1], flush=True)
     want = measure("before", args.before_build, args, lines, None)
     measure("after (migrating)", args.after_build, args, lines, want)
