@@ -7,12 +7,13 @@ The farm: MACHINES x CPUS, a month of one-minute intervals of BASELINE (clean), 
 NEWER on the same machines (two latency spikes), made by the *before* build's bench/farm-fill
 through its own ingest, so that the before server can open it.  Then, on that file:
 
-  1. the before server (schema 9): its first verdict of NEWER (it merges the days it needs into
-     the per-CPU cache: minutes) and N more; SIGTERM;
+  1. the before server (schema 9): the verdict log's first pass (a new farm has logged
+     nothing: the pass qualifies BASELINE and judges NEWER against it, merging the days it needs
+     into the per-CPU cache: the cold cost), then NEWER's verdict N+1 times; SIGTERM;
   2. the after server opens the same file (migration 9 -> 10 merges every stored day once:
-     timed from start to "Listening"), first verdict and N more; SIGTERM;
-  3. the after server started again: its first verdict, timed from the start of the process
-     (a restarted server's first answer), and N more; the verdict log's first pass as it logs it.
+     timed from start to "Listening"), its first log pass, NEWER's verdict N+1 times; SIGTERM;
+  3. the after server started again: its first verdict timed from the start of the process
+     (a restarted server's first answer, beside its log's first pass), and N more.
 
 Both servers run with --cache-warming no, so that nothing merges in the background and each
 figure is the cost of the request itself.  Every verdict answer of NEWER must be the same in
@@ -68,15 +69,26 @@ def fill(args):
     return time.monotonic() - t
 
 
-def measure(label, build, args, lines, want):
+def measure(label, build, args, lines, want, wait_pass):
     server = os.path.join(build, "server", "rtsoak-server")
-    log = "%s.%s.log" % (args.log_prefix or args.db, label.split()[0] + label[-3:-1])
-    url_of = lambda base: "%s/api/v1/kernels/%s/verdict?at=%d" % (base, NEWER, (END_S + 60) * 10**9)
+    log = "%s.%s.log" % (args.log_prefix or args.db,
+                         "-".join("".join(c if c.isalnum() else " " for c in label).split()))
+    # Judged now: the baseline is the release the log had qualified by the moment judged, and
+    # the log qualifies BASELINE when its first pass runs, after the simulated months.
+    url_of = lambda base: "%s/api/v1/kernels/%s/verdict" % (base, NEWER)
     t0 = time.monotonic()
     proc, base, _ = start_server(server, args.db, log, ["--cache-warming", "no"],
                                  timeout_s=7200)
     started = time.monotonic() - t0
     try:
+        # The baseline is read from the verdict log: the first pass of a farm that has none
+        # logs it (and judges both releases, the first verdicts' cost); a farm whose log holds
+        # it answers its first verdict with the baseline at once.
+        if wait_pass:
+            while not any("first pass done" in l for l in open(log, errors="replace")):
+                if proc.poll() is not None or time.monotonic() - t0 > 7200:
+                    raise SystemExit("%s: no first pass of the verdict log" % label)
+                time.sleep(1)
         first, v = get(url_of(base))
         first_from_start = time.monotonic() - t0
         times = []
@@ -112,24 +124,30 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--results", default=RESULTS)
     ap.add_argument("--log-prefix", help="the servers' logs (default: next to --db)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="measure the farm already in --db (schema 9, filled by this script)")
     args = ap.parse_args()
     lines = ["%s  %s, %d CPUs, %s, load average at start %.2f" % (
         datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), cpu_model(),
         os.cpu_count(), platform.release(), os.getloadavg()[0])]
     pg = args.db.startswith("postgresql:")
-    if not pg and os.path.exists(args.db):
-        raise SystemExit("%s exists: the run fills a farm of its own" % args.db)
-    filled = fill(args)
+    if not pg and os.path.exists(args.db) and not args.reuse:
+        raise SystemExit("%s exists: the run fills a farm of its own (--reuse: measure it)"
+                         % args.db)
+    filled = 0 if args.reuse else fill(args)
     size = "" if pg else ", %.2f GiB" % (os.path.getsize(args.db) / 2**30)
     lines.append("farm on %s: %d machines x %d CPUs, %d days of %s then %d of %s, one-minute "
-                 "intervals (%d), filled by the before build in %.0f s%s" % (
+                 "intervals (%d), filled by the before build%s%s" % (
                      "PostgreSQL" if pg else "SQLite", args.machines, args.cpus, args.days,
-                     BASELINE, args.days, NEWER, 2 * args.machines * args.days * 1440, filled,
+                     BASELINE, args.days, NEWER, 2 * args.machines * args.days * 1440,
+                     " in %.0f s" % filled if filled else " (reused)",
                      size))
     print(lines[-1], flush=True)
-    want = measure("before", args.before_build, args, lines, None)
-    measure("after (migrating)", args.after_build, args, lines, want)
-    measure("after (restarted)", args.after_build, args, lines, want)
+    want = measure("before", args.before_build, args, lines, None, True)
+    if want[1] is None:
+        raise SystemExit("no baseline: the regression check did not run")
+    measure("after (migrating)", args.after_build, args, lines, want, True)
+    measure("after (restarted)", args.after_build, args, lines, want, False)
     lines.append("verdict of %s: %s, baseline %s, %d problem(s); load average at end %.2f" % (
         NEWER, want[0], want[1], want[2], os.getloadavg()[0]))
     out = "\n".join(lines) + "\n"
