@@ -555,9 +555,11 @@ static void watcher_main(void *arg, struct worker *worker) {
         struct farm_watcher *w = arg;
         bool failing = false;
         struct farm_log_mark seen = {};
+        /* The first pass counts from the start: while the notifier has not caught up, a pass is
+         * not taken as done and the next one judges everything again. */
+        int64_t start = now_ns(CLOCK_MONOTONIC);
         do {
                 char err[FARM_ERROR_MAX] = "";
-                int64_t t0 = now_ns(CLOCK_MONOTONIC);
                 bool first = !seen.started;
                 int r = farm_verdict_log_pass(w->db, w->rule, now_ns(CLOCK_REALTIME), &seen,
                                               w->hooks, worker, err);
@@ -566,7 +568,7 @@ static void watcher_main(void *arg, struct worker *worker) {
                 failing = r < 0;
                 if (first && seen.started)
                         log_info("Verdict log: first pass done in %" PRId64 " ms, %d change(s)",
-                                 (now_ns(CLOCK_MONOTONIC) - t0) / (int64_t) NSEC_PER_MSEC, r);
+                                 (now_ns(CLOCK_MONOTONIC) - start) / (int64_t) NSEC_PER_MSEC, r);
         } while (worker_wait(worker, w->rule->watch_ns));
 }
 
