@@ -67,10 +67,11 @@ def main():
             for name, exe in builds.items():
                 ns = argparse.Namespace(server=exe, load=a.load, server_opt=[],
                                         machines=a.machines, connections=a.connections,
-                                        count=a.count, duration=0)
+                                        count=a.count, duration=0, sync=False, compare="",
+                                        pg="", pg_log="", pg_pid=0)
                 tmp = tempfile.mkdtemp(prefix="rtsoak-ingest-")
                 try:
-                    j, _, _ = ingest.one_run(ns, tmp, template, tokens)
+                    j, _, _ = ingest.one_run(ns, tmp, "sqlite", template, tokens, i)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
                 bad = ingest.check(j)
