@@ -48,6 +48,7 @@ static void fresh_local(void) {
                               "DELETE FROM interval_cpus; DELETE FROM events; DELETE FROM uploads; "
                               "DELETE FROM intervals; DELETE FROM run_day_scenarios; DELETE FROM "
                               "run_days; DELETE FROM load_downs; DELETE FROM hist_days; DELETE "
+                              "FROM run_day_hists; DELETE "
                               "FROM \"overlaps\"; DELETE FROM verdict_log; DELETE FROM runs;");
 }
 
