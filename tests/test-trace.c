@@ -226,6 +226,21 @@ static bool skip_counted(json_t *tr, int cpu, long long t) {
         return false;
 }
 
+/* Every capture of CPU cpu, against the stalls' times: what a failure is to be read with. */
+static void show_captures(json_t *tr, int cpu, const struct stall *st, int n) {
+        json_t *t;
+        size_t i;
+        for (int k = 0; k < n; k++)
+                fprintf(stderr, "# CPU %d stall %d: %lld..%lld\n", cpu, k, st[k].r0, st[k].r1);
+        json_array_foreach (tr, i, t)
+                if (tu_jint(t, "cpu") == cpu)
+                        fprintf(stderr, "# capture %lld: at %lld, %lld us late, skipped %lld: %s\n",
+                                tu_jint(t, "id"), tu_jint(t, "time_ns"),
+                                tu_jint(t, "latency_ns") / 1000, tu_jint(t, "skipped"),
+                                json_string_value(json_object_get(t, "summary")));
+        fprintf(stderr, "# not captured by the run's status: %lld\n", told_not_captured);
+}
+
 static void captures_name_injector(json_t *tr, int cpu, pid_t ipid, const struct stall *st, int n,
                                    long long *ids, bool *ran) {
         json_t *t;
@@ -274,8 +289,10 @@ static void captures_name_injector(json_t *tr, int cpu, pid_t ipid, const struct
                                 cpu, k);
                         continue;
                 }
-                if (named[k] != 1)
+                if (named[k] != 1) {
+                        show_captures(tr, cpu, st, n);
                         fail_msg("CPU %d stall %d has %d captures (want one)", cpu, k, named[k]);
+                }
         }
 }
 
@@ -412,6 +429,14 @@ static void test_injected_stalls_named(void **state) {
                 if (tu_jint(p, "cpu") != target || tu_jint(p, "value_ns") < STALL_US * 900LL)
                         continue;
                 const char *c = json_string_value(json_object_get(p, "culprit"));
+                /* This VM's own stall, later than any injected one, in an interval of the
+                 * target: the interval's worst violation, its culprit the hypervisor. */
+                if (tu_jint(p, "value_ns") > STALL_US * 1200LL && c &&
+                    strstr(c, "(the timer interrupt came late: hardware, firmware or "
+                              "hypervisor)")) {
+                        fprintf(stderr, "# host noise, not an injected stall: %s\n", c);
+                        continue;
+                }
                 char want[64];
                 snprintf(want, sizeof(want), "thread stall-inject (pid %d, SCHED_FIFO 90)", ipid);
                 if (!c || strncmp(c, want, strlen(want)) != 0)
@@ -608,6 +633,9 @@ static void test_overlapping_stalls(void **state) {
         json_t *tr = rtsoak_json(&s, "traces", NULL);
         json_t *status = rtsoak_json(&s, "status", NULL);
         told_not_captured = tu_jint(json_object_get(status, "trace"), "skipped");
+        char *trace_status = json_dumps(json_object_get(status, "trace"), JSON_COMPACT);
+        fprintf(stderr, "# the run's trace status: %s\n", trace_status);
+        free(trace_status);
         json_decref(status);
         struct stall st[2][PAIRS];
         long long ids[2 * PAIRS] = {};

@@ -36,6 +36,10 @@ struct cpu_state {
         size_t nheld;
         uint64_t skipped_seen; /* the probe's skipped counter at its last capture */
         uint32_t taken;        /* captures taken in the window, replaced ones too */
+        /* Violations taken but neither kept nor counted by the probe (a capture that could not
+         * be made, or one discarded for a worse one in its window): counted as skipped by the
+         * next capture kept, so that the captures' skipped counts miss none. */
+        uint64_t unsaid;
 };
 
 /* Within a window, a worse violation replaces a kept capture; after this many captures (per
@@ -206,6 +210,8 @@ static void keep(struct trace_capture *c, size_t i, struct trace_capture_result 
                 st->taken = 0;
         }
         st->taken++;
+        r->analysis.skipped += st->unsaid;
+        st->unsaid = 0;
         if (st->nheld < c->p.rate_burst)
                 st->held[st->nheld++] = r;
         else {
@@ -216,6 +222,7 @@ static void keep(struct trace_capture *c, size_t i, struct trace_capture_result 
                         st->held[m] = r;
                         c->replaced++;
                 } else {
+                        st->unsaid += r->analysis.skipped + 1;
                         trace_capture_result_free(r);
                         c->discarded++;
                 }
@@ -385,8 +392,10 @@ static void capture_one(struct worker *w, uint64_t fired) {
         pthread_mutex_lock(&c->lock);
         if (r)
                 keep(c, i, r);
-        else
+        else {
                 c->failed++;
+                c->cpu[i].unsaid++;
+        }
         c->working--;
         pthread_mutex_unlock(&c->lock);
         /* Ready for this CPU's next violation. */

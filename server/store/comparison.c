@@ -163,8 +163,7 @@ static int compare_refs(farm_db *db, const char *release, const char *with, int6
                 }
         }
         r = farm_prepare(c,
-                         "SELECT d.run, d.day, r.machine_id, EXISTS (SELECT 1 FROM "
-                         "hist_days h WHERE h.run = d.run AND h.day = d.day) "
+                         "SELECT d.run, d.day, r.machine_id "
                          "FROM runs r JOIN run_days d ON d.run = r.id "
                          "WHERE r.release = ?",
                          &st, err);
@@ -177,7 +176,6 @@ static int compare_refs(farm_db *db, const char *release, const char *with, int6
                 while ((rc = sql_step(st)) == SQL_ROW) {
                         struct day_ref x = { .run = sql_column_int64(st, 0),
                                              .day = sql_column_int64(st, 1),
-                                             .cached = sql_column_int(st, 3),
                                              .all_cpus = true,
                                              .side = side };
                         x.whole = x.day < today;
@@ -266,9 +264,8 @@ int farm_release_stats(farm_db *db, const char *release, const char *const *mach
                 _cleanup_release_ sql_conn *c = farm_reader(db);
                 _cleanup_reset_ sql_stmt *st = NULL;
                 r = farm_prepare(c,
-                                 "SELECT d.run, d.day, r.machine_id, EXISTS (SELECT 1 FROM "
-                                 "hist_days h WHERE h.run = d.run AND h.day = d.day), "
-                                 "d.last_end_ns, d.max_received_ns FROM runs r "
+                                 "SELECT d.run, d.day, r.machine_id, d.last_end_ns, "
+                                 "d.max_received_ns FROM runs r "
                                  "JOIN run_days d ON d.run = r.id "
                                  "WHERE r.release = ?1 AND d.first_start_ns < ?2",
                                  &st, err);
@@ -285,13 +282,12 @@ int farm_release_stats(farm_db *db, const char *release, const char *const *mach
                                 continue;
                         struct day_ref x = { .run = sql_column_int64(st, 0),
                                              .day = sql_column_int64(st, 1),
-                                             .cached = sql_column_int(st, 3),
                                              .all_cpus = true,
                                              .known_ns = known_ns };
                         /* Whole: the day ended by to_ns, and all of it was received by known_ns. */
                         x.whole = (x.day + 1) * FARM_DAY_NS <= to_ns &&
-                                  sql_column_int64(st, 4) <= to_ns &&
-                                  sql_column_int64(st, 5) <= known_ns;
+                                  sql_column_int64(st, 3) <= to_ns &&
+                                  sql_column_int64(st, 4) <= known_ns;
                         snprintf(x.machine, sizeof(x.machine), "%s", m);
                         r = day_refs_add(&refs, &x);
                 }

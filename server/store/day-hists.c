@@ -243,3 +243,32 @@ int farm_migrate_10(sql_conn *c, char *err) {
         free(days);
         return r;
 }
+
+int farm_day_hists_read(sql_conn *c, const struct day_ref *ref, const char *scenario, day_row_fn fn,
+                        void *userdata, char *err) {
+        _cleanup_reset_ sql_stmt *chk = NULL, *st = NULL;
+        int r, rc;
+        if ((r = farm_prepare(c,
+                              "SELECT count(*), count(hist) FROM run_day_hists WHERE run = ? "
+                              "AND day = ?",
+                              &chk, err)) < 0)
+                return r;
+        sql_bind_int64(chk, 1, ref->run);
+        sql_bind_int64(chk, 2, ref->day);
+        if ((rc = sql_step(chk)) != SQL_ROW)
+                return farm_fail(c, rc, "cannot read the day's histograms", err);
+        if (sql_column_int64(chk, 0) == 0 || sql_column_int64(chk, 0) != sql_column_int64(chk, 1))
+                return 0;
+        if ((r = farm_prepare(c,
+                              "SELECT scenario, hist_limit_us, hist, samples, min_ns, max_ns, "
+                              "max_time_ns, violations FROM run_day_hists WHERE run = ?1 AND "
+                              "day = ?2 AND (scenario = ?3 OR ?3 IS NULL)",
+                              &st, err)) < 0)
+                return r;
+        sql_bind_int64(st, 1, ref->run);
+        sql_bind_int64(st, 2, ref->day);
+        if (scenario)
+                sql_bind_text(st, 3, scenario);
+        r = day_rows_each(c, st, false, ref, "day", fn, userdata, err);
+        return r < 0 ? r : 1;
+}

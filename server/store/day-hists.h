@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "day-rows.h"
 #include "db.h"
 #include "sql.h"
 #include "summary.h"
@@ -41,6 +42,12 @@ static inline bool farm_day_hists_full(const struct farm_day_hists *d) {
 /* Merges the sums into run's rows (inside the caller's write transaction) and empties them. */
 int farm_day_hists_write(sql_conn *c, int64_t run, struct farm_day_hists *d, char *err);
 void farm_day_hists_done(struct farm_day_hists *d);
+
+/* Calls fn with each scenario's row of ref's whole day (CPU -1), inside the caller's read
+ * transaction: 1 when read, 0 when the day has no complete rows (none, or one without its
+ * histogram: the caller reads its intervals). */
+int farm_day_hists_read(sql_conn *c, const struct day_ref *ref, const char *scenario, day_row_fn fn,
+                        void *userdata, char *err);
 
 /* Migration 9 -> 10: the rows of every day stored before, merged from its intervals, inside
  * the migration's transaction. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "day-hists.h"
 #include "db-internal.h"
 #include "hist.h"
 #include "log.h"
@@ -21,19 +22,6 @@
  * and of the days merged before they are written. */
 #define CACHE_DAY_BYTES_MAX ((size_t) 24 << 20)
 #define CACHE_BATCH_BYTES_MAX ((size_t) 8 << 20)
-
-int day_refs_add(struct day_refs *d, const struct day_ref *x) {
-        if (d->n == d->alloc) {
-                size_t na = d->alloc ? d->alloc * 2 : 64;
-                struct day_ref *v = realloc(d->v, na * sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                d->v = v;
-                d->alloc = na;
-        }
-        d->v[d->n++] = *x;
-        return 0;
-}
 
 /* A cache row ready to be written. */
 struct cache_row {
@@ -435,52 +423,6 @@ static const char *const sql_window_cpus[] =
                     "AND (coalesce(i.received_ns, 0) <= ?6 OR ?6 IS NULL) "
                     "AND (c.cpu >= ?7 OR ?7 IS NULL) AND (c.cpu <= ?8 OR ?8 IS NULL)");
 
-/* A whole day of all CPUs from run_day_hists: 1 when read, 0 when the day has no complete
- * rows there (a row without a histogram: its intervals are read instead). */
-static int read_day_all(sql_conn *c, const struct day_ref *ref, const char *scenario, day_row_fn fn,
-                        void *userdata, char *err) {
-        _cleanup_reset_ sql_stmt *chk = NULL, *st = NULL;
-        size_t blob_len;
-        int r, rc;
-        if ((r = farm_prepare(c,
-                              "SELECT count(*), count(hist) FROM run_day_hists WHERE run = ? "
-                              "AND day = ?",
-                              &chk, err)) < 0)
-                return r;
-        sql_bind_int64(chk, 1, ref->run);
-        sql_bind_int64(chk, 2, ref->day);
-        if ((rc = sql_step(chk)) != SQL_ROW)
-                return farm_fail(c, rc, "cannot read the day's histograms", err);
-        if (sql_column_int64(chk, 0) == 0 || sql_column_int64(chk, 0) != sql_column_int64(chk, 1))
-                return 0;
-        if ((r = farm_prepare(c,
-                              "SELECT scenario, hist_limit_us, hist, samples, min_ns, max_ns, "
-                              "max_time_ns, violations FROM run_day_hists WHERE run = ?1 AND "
-                              "day = ?2 AND (scenario = ?3 OR ?3 IS NULL)",
-                              &st, err)) < 0)
-                return r;
-        sql_bind_int64(st, 1, ref->run);
-        sql_bind_int64(st, 2, ref->day);
-        if (scenario)
-                sql_bind_text(st, 3, scenario);
-        while ((rc = sql_step(st)) == SQL_ROW) {
-                const char *why = NULL;
-                const void *blob = sql_column_blob(st, 2, &blob_len);
-                r = fn(userdata, ref, sql_column_text(st, 0) ?: "", -1,
-                       (uint32_t) sql_column_int64(st, 1), blob, blob_len,
-                       (uint64_t) sql_column_int64(st, 3), (uint64_t) sql_column_int64(st, 4),
-                       (uint64_t) sql_column_int64(st, 5), sql_column_int64(st, 6),
-                       (uint64_t) sql_column_int64(st, 7), &why);
-                if (r < 0)
-                        return farm_failf(
-                                farm_of(c), r, err, "day histogram of run %lld, day %lld: %s",
-                                (long long) ref->run, (long long) ref->day, why ?: "no memory");
-        }
-        if (rc != SQL_DONE)
-                return farm_fail(c, rc, "cannot read the day's histograms", err);
-        return 1;
-}
-
 /* Reads one run and day of the window [from, to): from run_day_hists or the cache when the day
  * is whole (still, in this read transaction), from its intervals otherwise.  Reader lock
  * held. */
@@ -489,11 +431,10 @@ static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_
                     void *userdata, char *err) {
         _cleanup_reset_ sql_stmt *chk = NULL, *st = NULL;
         bool cached = false;
-        size_t blob_len;
         int r, rc;
 
         if (ref->whole && ref->all_cpus && cpu < 0 && !cpu_range &&
-            (r = read_day_all(c, ref, scenario, fn, userdata, err)) != 0)
+            (r = farm_day_hists_read(c, ref, scenario, fn, userdata, err)) != 0)
                 return r < 0 ? r : 0;
         if (ref->whole) {
                 if ((r = farm_prepare(c, "SELECT 1 FROM hist_days WHERE run = ? AND day = ?", &chk,
@@ -535,25 +476,7 @@ static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_
                 sql_bind_int64(st, 7, cpu_range[0]);
         if (cpu_range && cpu_range[1] < FARM_CPU_MAX)
                 sql_bind_int64(st, 8, cpu_range[1]);
-        while ((rc = sql_step(st)) == SQL_ROW) {
-                const char *why = NULL;
-                int64_t cpu_of = sql_column_int64(st, 1);
-                const void *blob = sql_column_blob(st, 3, &blob_len);
-                r = fn(userdata, ref, sql_column_text(st, 0) ?: "", cpu_of,
-                       (uint32_t) sql_column_int64(st, 2), blob, blob_len,
-                       (uint64_t) sql_column_int64(st, 4), (uint64_t) sql_column_int64(st, 5),
-                       (uint64_t) sql_column_int64(st, 6), sql_column_int64(st, 7),
-                       (uint64_t) sql_column_int64(st, 8), &why);
-                if (r < 0)
-                        return farm_failf(farm_of(c), r, err,
-                                          "%s histogram of run %lld, day %lld, CPU %lld: %s",
-                                          cached ? "cached" : "stored", (long long) ref->run,
-                                          (long long) ref->day, (long long) cpu_of,
-                                          why ?: "no memory");
-        }
-        if (rc != SQL_DONE)
-                return farm_fail(c, rc, "cannot read the histograms", err);
-        return 0;
+        return day_rows_each(c, st, true, ref, cached ? "cached" : "stored", fn, userdata, err);
 }
 
 /* Reads every ref, each in its own read transaction (a consistent snapshot of its day), taking
