@@ -196,9 +196,19 @@ def build(f):
     f.stop()
     # Phase 2: the next release, a machine's clock ahead, data that arrives late, staff work.
     f.start(P2)
+    # The machines' inventories: lab-a's THP changed while its run was up, lab-d's BIOS
+    # updated in its maintenance window (its next run, in phase 3, finds the new version).
+    inventory = ["--inventory", "dmi.bios_version=1.2.3", "--inventory", "cmdline.isolcpus=1"]
+    phase2_inventory = {
+        "lab-a": inventory + ["--inventory", "thp.enabled=never", "--inventory-change",
+                              "2026-11-10T12:00:00Z,thp.enabled=always"],
+        "lab-b": [],
+        "lab-d": inventory + ["--inventory", "thp.enabled=never"],
+    }
     for name in ("lab-a", "lab-b", "lab-d"):
         f.replay(name, "6.6.31-rt32", "2026-11-08T00:00:00Z", "2026-11-12T00:00:00Z", 10,
-                 "--spike", "2026-11-09T02:05:00Z,0,300us,irq/24-eth0", seed=2)
+                 "--spike", "2026-11-09T02:05:00Z,0,300us,irq/24-eth0", *phase2_inventory[name],
+                 seed=2)
     f.replay("lab-e", "6.6.31-rt32", "2026-11-08T00:00:00Z", "2026-11-10T00:00:00Z", 10,
              "--probe-down", "1,2026-11-09T00:00:00Z,2026-11-09T01:00:00Z", seed=2)
     f.replay("lab-f", "6.1.91-rt41-lab1", "2026-11-10T00:00:00Z", "2026-11-12T05:00:00Z", 10,
@@ -222,11 +232,14 @@ def build(f):
           "repairs", "--by", "golden")
     # Phase 3: the newest data; a late upload of data stamped before phase 2.
     f.start(P3)
-    for name in ("lab-a", "lab-b"):
-        f.replay(name, "6.6.31-rt32", "2026-11-12T00:00:00Z", "2026-11-15T23:00:00Z", 20,
-                 seed=3)
-    f.replay("lab-d", "6.6.31-rt32", "2026-11-12T09:10:00Z", "2026-11-15T23:00:00Z", 20,
+    f.replay("lab-a", "6.6.31-rt32", "2026-11-12T00:00:00Z", "2026-11-15T23:00:00Z", 20,
+             "--inventory", "dmi.bios_version=1.2.3", "--inventory", "cmdline.isolcpus=1",
+             "--inventory", "thp.enabled=always", seed=3)
+    f.replay("lab-b", "6.6.31-rt32", "2026-11-12T00:00:00Z", "2026-11-15T23:00:00Z", 20,
              seed=3)
+    f.replay("lab-d", "6.6.31-rt32", "2026-11-12T09:10:00Z", "2026-11-15T23:00:00Z", 20,
+             "--inventory", "dmi.bios_version=1.2.5", "--inventory", "cmdline.isolcpus=1",
+             "--inventory", "thp.enabled=never", seed=3)
     f.replay("lab-c", "6.6.31-rt32", "2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z", 20,
              seed=3)
     f.stop()
@@ -246,6 +259,7 @@ def questions():
     for mid in ids.values():
         g(f"/api/v1/machines/{mid}")
         g(f"/api/v1/machines/{mid}/runs")
+        g(f"/api/v1/machines/{mid}/inventory")
         g(f"/api/v1/machines/{mid}/events")
         g(f"/api/v1/machines/{mid}/settings")
         g(f"/api/v1/machines/{mid}/maintenance")
@@ -266,6 +280,7 @@ def questions():
       "&cpu=1&scenario=idle")
     g(f"/api/v1/machines/{a}/events?type=violation&limit=1")
     g(f"/api/v1/machines/{b}/runs?limit=1&offset=1")
+    g(f"/api/v1/machines/{a}/inventory?limit=1&offset=1")
     g(f"/api/v1/traces?machine={c}&cpu=0")
     g(f"/api/v1/traces?machine={a}&from=2026-11-09T00:00:00Z&to=2026-11-10T00:00:00Z")
     for tid in (1, 2, 3, 4, 99):

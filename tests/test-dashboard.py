@@ -54,6 +54,8 @@ K1, K2, K3 = "6.6.1-rt1", "6.6.2-rt2", "6.9.0-rt0"
 BAD_HOST = 'lab<&">fail'
 CULPRIT = "thread kworker/1:2 (pid 4242, SCHED_FIFO 50) ran 475 µs of the 500 µs"
 SVG_NS = "{http://www.w3.org/2000/svg}"
+# A value of the clean machine's inventory that is markup: the page shows it as text.
+BIOS_MARKUP = "<i>1.2.5</i>"
 
 
 class Farm:
@@ -86,7 +88,9 @@ class Farm:
         common = ["--server", self.url, "--quiet", "--batch", "1000", "--interval", "1min"]
         jobs = [
             [CLEAN, K1, "--days", "2", "--cpus", "4", "--hostname", "lab-clean", "--to", "now",
-             "--gap", "20h ago,19h ago"],
+             "--gap", "20h ago,19h ago", "--inventory", "dmi.bios_version=1.2.3",
+             "--inventory", "thp.enabled=never",
+             "--inventory-change", "12h ago,dmi.bios_version=" + BIOS_MARKUP],
             [FAIL, K2, "--days", "2", "--cpus", "2", "--hostname", BAD_HOST, "--to", "now",
              "--spike", "6h ago,1,500us,kworker/1:2"],
             [SILENT, K1, "--days", "2", "--cpus", "2", "--hostname", "lab-silent",
@@ -458,6 +462,16 @@ def test_browser(farm):
               labels)
     check('class="worst-line"' in page and 'class="bound"' in page,
           "the long-term plot shows the worst case and the bound")
+
+    # Its inventory: what it is now, and the change, a value of markup shown as text.
+    sec = re.search(r'<h2 id="inventory">.*?(?=<h2 id="runs")', page, re.S)
+    text = visible(sec.group(0))[0] if sec else ""
+    check(f"dmi.bios_version 1.2.3 → {BIOS_MARKUP}" in text,
+          "the machine page shows the inventory's change, old and new", text[:1500])
+    check(re.search(r"Changes \(1\)", text) and "2 fields" in text,
+          "the machine page counts the changes and the current fields", text[:600])
+    check(sec and "<i>" not in sec.group(0),
+          "an inventory value is text on the page, not markup", sec.group(0)[:1500] if sec else "")
 
 
 # ---- intervals longer than the plot's step, scenario colours --------------------------------

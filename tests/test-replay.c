@@ -19,6 +19,7 @@
 #define ID_E "e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0e0"
 #define ID_F "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0"
 #define ID_G "a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1"
+#define ID_H "a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2a2"
 
 #define SEC INT64_C(1000000000)
 #define MIN_NS (60 * SEC)
@@ -29,7 +30,7 @@ static char *dir;
 static char db_path[512], log_path[512], base_url[128];
 static pid_t server_pid;
 static char token_a[80], token_b[80], token_c[80], token_d[80], token_e[80], token_f[80],
-        token_g[80];
+        token_g[80], token_h[80];
 
 static int setup(void **state) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -43,6 +44,7 @@ static int setup(void **state) {
         tu_server_enroll(db_path, ID_E, NULL, NULL, token_e);
         tu_server_enroll(db_path, ID_F, NULL, NULL, token_f);
         tu_server_enroll(db_path, ID_G, NULL, NULL, token_g);
+        tu_server_enroll(db_path, ID_H, NULL, NULL, token_h);
         server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", NULL, base_url,
                                      sizeof(base_url));
         return 0;
@@ -439,6 +441,80 @@ static void test_restart_json(void **state) {
         sqlite3_close(d);
 }
 
+/* The machine's inventory: each run sends the machine as it is at its start, a change while a
+ * run is up is a new version with its event, one made while the machine rebooted is what the
+ * next run finds; the farm shows each change. */
+static void test_inventory(void **state) {
+        struct tu_result r;
+        const char *args[] = { "--machine",
+                               ID_H,
+                               "--token",
+                               token_h,
+                               "--from",
+                               "2026-11-01T00:00:00Z",
+                               "--to",
+                               "2026-11-01T03:00:00Z",
+                               "--restart",
+                               "2026-11-01T01:00:30Z",
+                               "--reboot-time",
+                               "5min",
+                               "--inventory",
+                               "dmi.bios_version=1.0",
+                               "--inventory",
+                               "thp.enabled=never",
+                               "--inventory-change",
+                               "2026-11-01T00:30:00Z,thp.enabled=always",
+                               "--inventory-change",
+                               "2026-11-01T01:02:00Z,dmi.bios_version=1.1",
+                               "--inventory-change",
+                               "2026-11-01T02:00:00Z,-thp.enabled",
+                               NULL };
+        replay(args, &r);
+        if (r.status != 0)
+                fail_msg("rtsoak-replay failed (%d): %s", r.status, r.err);
+        tu_result_done(&r);
+        sqlite3 *d = db_open();
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM inventories i JOIN runs r ON i.run = r.id "
+                                "WHERE r.machine_id = '%s'",
+                                ID_H),
+                         4);
+        /* Run 1's change: found at it, the check before five minutes earlier. */
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM inventories i JOIN runs r ON i.run = r.id "
+                                "WHERE r.machine_id = '%s' AND r.run_id = 1 AND i.version = 2 "
+                                "AND i.time_ns = %lld AND i.after_ns = %lld AND i.fields = "
+                                "'{\"dmi.bios_version\":\"1.0\",\"thp.enabled\":\"always\"}'",
+                                ID_H, (long long) (DAY1 + 30 * MIN_NS),
+                                (long long) (DAY1 + 25 * MIN_NS)),
+                         1);
+        /* Run 2 starts with the BIOS updated while it rebooted. */
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM inventories i JOIN runs r ON i.run = r.id "
+                                "WHERE r.machine_id = '%s' AND r.run_id = 2 AND i.version = 1 "
+                                "AND i.after_ns IS NULL AND i.fields = "
+                                "'{\"dmi.bios_version\":\"1.1\",\"thp.enabled\":\"always\"}'",
+                                ID_H),
+                         1);
+        assert_int_equal(db_int(d,
+                                "SELECT count(*) FROM events e JOIN runs r ON e.run = r.id WHERE "
+                                "r.machine_id = '%s' AND e.type = 'inventory_changed' AND "
+                                "e.message LIKE 'version 2, 1 field(s) changed: thp.enabled: %%'",
+                                ID_H),
+                         2);
+        sqlite3_close(d);
+        char u[300];
+        snprintf(u, sizeof(u), "%s/api/v1/machines/%s/inventory", base_url, ID_H);
+        json_t *inv = tu_get_json(u, 200);
+        assert_int_equal(tu_jint(inv, "versions"), 4);
+        assert_int_equal(tu_jint(inv, "total"), 3);
+        json_t *newest = json_array_get(
+                json_object_get(json_array_get(json_object_get(inv, "changes"), 0), "fields"), 0);
+        assert_string_equal(json_string_value(json_object_get(newest, "name")), "thp.enabled");
+        assert_true(json_is_null(json_object_get(newest, "to")));
+        json_decref(inv);
+}
+
 /* The options that make hostile histories: what the farm stores is what they describe. */
 static void test_hostile(void **state) {
         struct tu_result r;
@@ -679,6 +755,21 @@ static void test_usage_errors(void **state) {
                   "--clock-ahead: '0' is out of range" },
                 { { "--machine", ID_A, "--token", "x", "--clock-ahead", "1h,never", NULL },
                   "--clock-ahead: 'never' is not a time" },
+                { { "--machine", ID_A, "--token", "x", "--inventory", "thp.enabled", NULL },
+                  "--inventory: 'thp.enabled': expected NAME=VALUE" },
+                { { "--machine", ID_A, "--token", "x", "--inventory", "thp enabled=x", NULL },
+                  "--inventory: 'thp enabled=x': not a field name" },
+                { { "--machine", ID_A, "--token", "x", "--inventory", "a=\x1b[31m", NULL },
+                  "--inventory: 'a=\x1b[31m': not a line of at most 4096 bytes of text" },
+                { { "--machine", ID_A, "--token", "x", "--inventory", "a=1", "--inventory", "a=2",
+                    NULL },
+                  "--inventory: 'a=2': a given twice" },
+                { { "--machine", ID_A, "--token", "x", "--inventory-change", "a=1", NULL },
+                  "--inventory-change: 'a=1': expected TIME,NAME=VALUE or TIME,-NAME" },
+                { { "--machine", ID_A, "--token", "x", "--inventory-change", "soon,a=1", NULL },
+                  "--inventory-change: 'soon' is not a time" },
+                { { "--machine", ID_A, "--token", "x", "--inventory-change", "1h ago,-", NULL },
+                  "--inventory-change: '-': not a field name" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 struct tu_result r;
@@ -704,10 +795,15 @@ static void test_usage_errors(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_history), cmocka_unit_test(test_tokens),
-                cmocka_unit_test(test_refused), cmocka_unit_test(test_restart_json),
-                cmocka_unit_test(test_retries), cmocka_unit_test(test_usage_errors),
-                cmocka_unit_test(test_hostile), cmocka_unit_test(test_unmeasured_after_measured),
+                cmocka_unit_test(test_history),
+                cmocka_unit_test(test_tokens),
+                cmocka_unit_test(test_refused),
+                cmocka_unit_test(test_restart_json),
+                cmocka_unit_test(test_inventory),
+                cmocka_unit_test(test_retries),
+                cmocka_unit_test(test_usage_errors),
+                cmocka_unit_test(test_hostile),
+                cmocka_unit_test(test_unmeasured_after_measured),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }

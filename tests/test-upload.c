@@ -14,6 +14,7 @@
 #include "cpuset.h"
 #include "macro.h"
 #include "tests.h"
+#include "test-http.h"
 #include "test-util.h"
 #include "test-farmdb.h"
 #include "timeutil.h"
@@ -48,7 +49,7 @@ static void fresh_local(void) {
                               "DELETE FROM interval_cpus; DELETE FROM events; DELETE FROM uploads; "
                               "DELETE FROM intervals; DELETE FROM run_day_scenarios; DELETE FROM "
                               "run_days; DELETE FROM load_downs; DELETE FROM hist_days; DELETE "
-                              "FROM run_day_hists; DELETE "
+                              "FROM run_day_hists; DELETE FROM inventories; DELETE "
                               "FROM \"overlaps\"; DELETE FROM verdict_log; DELETE FROM runs;");
 }
 
@@ -448,6 +449,49 @@ static void expect_local_change(int run) {
         json_decref(j);
 }
 
+/* What the farm shows of the two runs' inventories: four versions, three changes (each run
+ * found "never" at its start and changed to "always"), on the API and the machine's page. */
+static void expect_farm_inventory(void) {
+        char u[800];
+        snprintf(u, sizeof(u), "%s/api/v1/machines", url);
+        json_t *ms = tu_get_json(u, 200);
+        const char *id = json_string_value(
+                json_object_get(json_array_get(json_object_get(ms, "machines"), 0), "id"));
+        assert_non_null(id);
+        snprintf(u, sizeof(u), "%s/api/v1/machines/%s/inventory", url, id);
+        json_t *inv = tu_get_json(u, 200);
+        assert_int_equal(tu_jint(inv, "versions"), 4);
+        assert_int_equal(tu_jint(inv, "total"), 3);
+        json_t *cur = json_object_get(inv, "current");
+        assert_string_equal(
+                json_string_value(json_object_get(json_object_get(cur, "fields"), "thp.enabled")),
+                "always");
+        assert_int_equal(tu_jint(cur, "run"), 2);
+        assert_int_equal(tu_jint(cur, "version"), 2);
+        const char *want_from[] = { "never", "always", "never" },
+                   *want_to[] = { "always", "never", "always" };
+        for (size_t k = 0; k < 3; k++) {
+                json_t *c = json_array_get(json_object_get(inv, "changes"), k);
+                json_t *fs = json_object_get(c, "fields");
+                assert_int_equal(json_array_size(fs), 1);
+                json_t *f = json_array_get(fs, 0);
+                assert_string_equal(json_string_value(json_object_get(f, "name")), "thp.enabled");
+                assert_string_equal(json_string_value(json_object_get(f, "from")), want_from[k]);
+                assert_string_equal(json_string_value(json_object_get(f, "to")), want_to[k]);
+        }
+        /* A change within a run says when the check before still found the old one. */
+        assert_true(json_is_string(
+                json_object_get(json_array_get(json_object_get(inv, "changes"), 0), "after")));
+        snprintf(u, sizeof(u), "%s/machines/%s", url, id);
+        struct tu_reply page = {};
+        tu_http("GET", u, NULL, NULL, &page);
+        if (!strstr(page.body, "<code>thp.enabled</code> <code>never</code> → <code>always</code>"))
+                fail_msg("the machine page does not show the change:\n%s", page.body);
+        tu_reply_done(&page);
+        json_decref(inv);
+        json_decref(ms);
+}
+
 /* A file of the kernel's changed under a running rtsoakd (a stand-in bind-mounted over it, in
  * a mount namespace of this test's own): found at a reload, and by the periodic check, each
  * recorded as a version with its event, and uploaded to the farm with it. */
@@ -483,6 +527,7 @@ static void test_inventory_change(void **state) {
                                         "'%thp.enabled: never -> always%'"),
                          2);
         assert_int_equal(query(local_db, "SELECT count(*) FROM inventory"), 4);
+        expect_farm_inventory();
         tu_server_stop(srv);
 }
 

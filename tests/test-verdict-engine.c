@@ -980,8 +980,9 @@ static void test_migration_to_8(void **state) {
         assert_int_equal(schema_version(), 7);
         if (farm_db_open(path, &db, err) < 0)
                 fail_msg("%s", err);
-        assert_int_equal(schema_version(), 10);
+        assert_int_equal(schema_version(), 11);
         assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM traces"), 0);
+        assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM inventories"), 0);
         /* The day histograms of the data stored before, merged from it by the migration. */
         assert_true(tu_farm_int(path, "SELECT count(*) FROM run_day_hists") > 0);
         assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM run_day_hists WHERE hist IS NULL"),

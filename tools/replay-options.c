@@ -69,7 +69,7 @@ static int parse_span(const char *option, const char *s, uint64_t min, uint64_t 
         return 0;
 }
 
-static int parse_time(const char *option, const char *s, int64_t now, int64_t *ret) {
+int replay_parse_time(const char *option, const char *s, int64_t now, int64_t *ret) {
         const char *reason = NULL;
         if (parse_timestamp(s, now, ret, &reason) < 0)
                 return replay_usage_error(option, "'%s' is not a time: %s", s, reason ?: "invalid");
@@ -200,6 +200,13 @@ static void help(void) {
                "                           the intervals from FROM on (default: all) is shifted\n"
                "                           into the future\n"
                "\n"
+               "The machine's inventory (none sent without these):\n"
+               "  --inventory NAME=VALUE   a field of the inventory each run sends at its start\n"
+               "  --inventory-change TIME,NAME=VALUE | TIME,-NAME\n"
+               "                           the field changes (or goes) at TIME: the run then\n"
+               "                           running sends a new version with an\n"
+               "                           inventory_changed event, a later run starts with it\n"
+               "\n"
                "Posting:\n"
                "  --batch N                intervals per upload (default 60, at most %d)\n"
                "  --seed N                 seed of the pseudo-random jitter (default 0)\n"
@@ -210,8 +217,8 @@ static void help(void) {
                "\n"
                "TIME: RFC 3339, Unix nanoseconds, \"now\", \"30d ago\". SPAN: \"200us\", "
                "\"1h30min\".\n"
-               "--spike, --gap, --unclean, --restart, --load-down, --probe-down and --load-zero\n"
-               "may be repeated.\n"
+               "--spike, --gap, --unclean, --restart, --load-down, --probe-down, --load-zero,\n"
+               "--inventory and --inventory-change may be repeated.\n"
                "Exit status: 0 posted, 1 refused by the server or failed, 64 usage error.\n",
                DEFAULT_ROTATION, SUMMARY_MAX_INTERVALS);
 }
@@ -255,8 +262,8 @@ static int parse_probed(const char *text) {
 static int parse_window(const char *option, const char *raw, const char *f_from, const char *f_to,
                         int64_t now, int64_t *ret_from, int64_t *ret_to) {
         int r;
-        if ((r = parse_time(option, f_from, now, ret_from)) < 0 ||
-            (r = parse_time(option, f_to, now, ret_to)) < 0)
+        if ((r = replay_parse_time(option, f_from, now, ret_from)) < 0 ||
+            (r = replay_parse_time(option, f_to, now, ret_to)) < 0)
                 return r;
         if (*ret_from >= *ret_to)
                 return replay_usage_error(option, "'%s': FROM is not before TO", raw);
@@ -326,8 +333,8 @@ static int parse_hostile(const char *probed, const char *share, const char *ahea
                 snprintf(span, sizeof(span), "%.*s", (int) (comma ? comma - ahead : 127), ahead);
                 if ((r = parse_span("--clock-ahead", span, 1, (uint64_t) 365 * DAY_NS,
                                     &replay_opt.clock_ahead_ns)) < 0 ||
-                    (comma && (r = parse_time("--clock-ahead", comma + 1, now,
-                                              &replay_opt.clock_from_ns)) < 0))
+                    (comma && (r = replay_parse_time("--clock-ahead", comma + 1, now,
+                                                     &replay_opt.clock_from_ns)) < 0))
                         return r;
                 if (replay_opt.to_ns + (int64_t) replay_opt.clock_ahead_ns >
                     INT64_C(7258118400) * 1000000000)
@@ -361,7 +368,7 @@ static int parse_spikes(const struct raw_list *spikes, int64_t now) {
                 size_t nf = commas == 3 ? 4 : 3;
                 if ((r = split_fields("--spike", spikes->v[i], buf, sizeof(buf), f, nf,
                                       nf == 4 ? "TIME,CPU,SPAN,THREAD" : "TIME,CPU,SPAN")) < 0 ||
-                    (r = parse_time("--spike", f[0], now, &s->time_ns)) < 0 ||
+                    (r = replay_parse_time("--spike", f[0], now, &s->time_ns)) < 0 ||
                     (r = parse_u64("--spike CPU", f[1], 0, replay_opt.cpus - 1, &v)) < 0 ||
                     (r = parse_span("--spike", f[2], NSEC_PER_USEC, (uint64_t) DAY_NS,
                                     &s->latency_ns)) < 0)
@@ -388,8 +395,8 @@ static int parse_gaps(const struct raw_list *gaps, int64_t now) {
                 struct span *g = APPEND("--gap", replay_opt.gaps, replay_opt.ngaps);
                 if ((r = split_fields("--gap", gaps->v[i], buf, sizeof(buf), f, 2, "FROM,TO")) <
                             0 ||
-                    (r = parse_time("--gap", f[0], now, &g->from_ns)) < 0 ||
-                    (r = parse_time("--gap", f[1], now, &g->to_ns)) < 0)
+                    (r = replay_parse_time("--gap", f[0], now, &g->from_ns)) < 0 ||
+                    (r = replay_parse_time("--gap", f[1], now, &g->to_ns)) < 0)
                         return r;
                 if (g->from_ns >= g->to_ns)
                         return replay_usage_error("--gap", "'%s': FROM is not before TO",
@@ -409,7 +416,7 @@ static int parse_ends(const struct raw_list *uncleans, const struct raw_list *re
                         const char *o = k == 0 ? "--unclean" : "--restart";
                         struct run_end *e = APPEND(o, replay_opt.ends, replay_opt.nends);
                         e->unclean = k == 0;
-                        if ((r = parse_time(o, endlists[k]->v[i], now, &e->time_ns)) < 0 ||
+                        if ((r = replay_parse_time(o, endlists[k]->v[i], now, &e->time_ns)) < 0 ||
                             (r = check_inside(o, endlists[k]->v[i], e->time_ns)) < 0)
                                 return r;
                 }
@@ -438,7 +445,7 @@ static int parse_downs(const struct raw_list *downs, int64_t now) {
                 struct load_down *d = APPEND("--load-down", replay_opt.downs, replay_opt.ndowns);
                 if ((r = split_fields("--load-down", downs->v[i], buf, sizeof(buf), f, 3,
                                       "TIME,SPAN,GENERATOR")) < 0 ||
-                    (r = parse_time("--load-down", f[0], now, &d->time_ns)) < 0 ||
+                    (r = replay_parse_time("--load-down", f[0], now, &d->time_ns)) < 0 ||
                     (r = parse_span("--load-down", f[1], 1, (uint64_t) DAY_NS * 3650,
                                     &d->span_ns)) < 0)
                         return r;
@@ -503,6 +510,8 @@ enum {
         ARG_PROBE_DOWN,
         ARG_SAMPLES_SHARE,
         ARG_LOAD_ZERO,
+        ARG_INVENTORY,
+        ARG_INVENTORY_CHANGE,
         ARG_CLOCK_AHEAD,
         ARG_BATCH,
         ARG_SEED,
@@ -543,6 +552,8 @@ static const struct option longopts[] = {
         { "probe-down", required_argument, NULL, ARG_PROBE_DOWN },
         { "samples-share", required_argument, NULL, ARG_SAMPLES_SHARE },
         { "load-zero", required_argument, NULL, ARG_LOAD_ZERO },
+        { "inventory", required_argument, NULL, ARG_INVENTORY },
+        { "inventory-change", required_argument, NULL, ARG_INVENTORY_CHANGE },
         { "clock-ahead", required_argument, NULL, ARG_CLOCK_AHEAD },
         { "batch", required_argument, NULL, ARG_BATCH },
         { "seed", required_argument, NULL, ARG_SEED },
@@ -556,7 +567,7 @@ static const struct option longopts[] = {
 /* The options whose text is checked once all are read: the lists of events and faults, and
  * the times and shares that depend on other options. */
 struct raw_options {
-        struct raw_list spikes, gaps, uncleans, restarts, downs, pdowns, zeros;
+        struct raw_list spikes, gaps, uncleans, restarts, downs, pdowns, zeros, inv, inv_changes;
         const char *from, *to, *days, *probed, *share, *ahead;
 };
 
@@ -568,6 +579,8 @@ static void raw_options_done(struct raw_options *raw) {
         free(raw->downs.v);
         free(raw->pdowns.v);
         free(raw->zeros.v);
+        free(raw->inv.v);
+        free(raw->inv_changes.v);
 }
 
 /* The options that are only kept: their argument as given. */
@@ -602,6 +615,8 @@ static const struct {
         { ARG_LOAD_DOWN, offsetof(struct raw_options, downs), "--load-down" },
         { ARG_PROBE_DOWN, offsetof(struct raw_options, pdowns), "--probe-down" },
         { ARG_LOAD_ZERO, offsetof(struct raw_options, zeros), "--load-zero" },
+        { ARG_INVENTORY, offsetof(struct raw_options, inv), "--inventory" },
+        { ARG_INVENTORY_CHANGE, offsetof(struct raw_options, inv_changes), "--inventory-change" },
 };
 
 /* One option c with its argument arg: 0, or -EINVAL on a usage error (already printed). */
@@ -762,10 +777,10 @@ static int parse_span_of_history(const struct raw_options *raw, int64_t now) {
         if (raw->days && (r = parse_u64("--days", raw->days, 1, 36500, &ndays)) < 0)
                 return r;
         replay_opt.to_ns = now;
-        if (raw->to && (r = parse_time("--to", raw->to, now, &replay_opt.to_ns)) < 0)
+        if (raw->to && (r = replay_parse_time("--to", raw->to, now, &replay_opt.to_ns)) < 0)
                 return r;
         replay_opt.from_ns = replay_opt.to_ns - (int64_t) ndays * DAY_NS;
-        if (raw->from && (r = parse_time("--from", raw->from, now, &replay_opt.from_ns)) < 0)
+        if (raw->from && (r = replay_parse_time("--from", raw->from, now, &replay_opt.from_ns)) < 0)
                 return r;
         if (replay_opt.from_ns >= replay_opt.to_ns)
                 return replay_usage_error(raw->from ? "--from" : "--days",
@@ -809,6 +824,12 @@ int replay_parse_options(int argc, char **argv) {
                                now)) < 0 ||
             (r = parse_hostile(raw.probed, raw.share, raw.ahead, &raw.pdowns, &raw.zeros, now)) < 0)
                 goto out;
+        /* Parsed by replay_parse_inventory(), from main. */
+        replay_opt.now_ns = now;
+        replay_opt.inventory_args = TAKE_PTR(raw.inv.v);
+        replay_opt.ninventory_args = raw.inv.n;
+        replay_opt.inventory_change_args = TAKE_PTR(raw.inv_changes.v);
+        replay_opt.ninventory_change_args = raw.inv_changes.n;
 
         /* What identifies the configuration, as rtsoakd's digest of its effective one. */
         char cfg[1024], s1[TIMESPAN_MAX_LEN], s2[TIMESPAN_MAX_LEN], s3[TIMESPAN_MAX_LEN];

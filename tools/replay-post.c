@@ -84,6 +84,7 @@ static void batch_clear(struct worker *w) {
                 free(w->events[i].message);
         w->nivs = 0;
         w->nevents = 0;
+        replay_inventory_batch_clear(w);
 }
 
 /* Sends what the batch holds as one summary of the current run. */
@@ -116,6 +117,8 @@ static int flush(struct worker *w, struct mstate *ms) {
                 .nintervals = w->nivs,
                 .events = w->events,
                 .nevents = w->nevents,
+                .inventory = w->invs,
+                .ninventory = w->ninvs,
         };
         _cleanup_free_ char *body = NULL;
         size_t len = 0;
@@ -203,7 +206,11 @@ static int replay_machine(struct worker *w, const struct machine *m) {
         ms.last_data_ns = t;
         replay_new_boot_id(&ms);
         size_t next_end = 0;
-        int r = 0;
+        int r = replay_inventory_run_start(w, &ms);
+        if (r < 0) {
+                r = log_oom();
+                goto out;
+        }
 
         while (t + (int64_t) replay_opt.interval_ns <= replay_opt.to_ns) {
                 if (atomic_load(&replay_failed)) {
@@ -229,7 +236,16 @@ static int replay_machine(struct worker *w, const struct machine *m) {
                         ms.seq = 0;
                         ms.run_posted = false;
                         replay_new_boot_id(&ms);
+                        if ((r = replay_inventory_run_start(w, &ms)) < 0) {
+                                r = log_oom();
+                                goto out;
+                        }
                         continue;
+                }
+                if ((r = replay_inventory_changes(w, &ms, t + (int64_t) replay_opt.interval_ns)) <
+                    0) {
+                        r = log_oom();
+                        goto out;
                 }
                 if (in_gap(t)) {
                         count_unsent_downs(&ms, t);
@@ -250,7 +266,8 @@ static int replay_machine(struct worker *w, const struct machine *m) {
                 }
                 /* Full, or so many events (a --latency over --threshold on many CPUs) that
                  * the next interval could take them over the schema's limit. */
-                if ((w->nivs >= replay_opt.batch || w->nevents >= SUMMARY_MAX_EVENTS / 2) &&
+                if ((w->nivs >= replay_opt.batch || w->nevents >= SUMMARY_MAX_EVENTS / 2 ||
+                     w->ninvs >= SUMMARY_MAX_INVENTORY - 1) &&
                     (r = flush(w, &ms)) < 0)
                         goto out;
                 t += (int64_t) replay_opt.interval_ns;
@@ -263,6 +280,7 @@ out:
         for (struct curl_slist *h = ms.headers; h; h = h->next)
                 explicit_bzero(h->data, strlen(h->data));
         curl_slist_free_all(ms.headers);
+        inventory_done(&ms.inv);
         return r;
 }
 

@@ -93,6 +93,12 @@ struct load_zero {
         char generator[33];
 };
 
+/* --inventory-change: at time_ns the field name takes value (NULL: it goes). */
+struct inv_change {
+        int64_t time_ns;
+        char *name, *value;
+};
+
 struct machine {
         char id[33];
         char *token;
@@ -126,6 +132,13 @@ struct options {
         double samples_share;    /* of the wake-ups each CPU's span allows */
         uint64_t clock_ahead_ns; /* stamps of the intervals from clock_from_ns on */
         int64_t clock_from_ns;
+        int64_t now_ns; /* the time the relative times of the options count from */
+        const char **inventory_args, **inventory_change_args; /* as given */
+        size_t ninventory_args, ninventory_change_args;
+        bool send_inventory;            /* --inventory or --inventory-change given */
+        struct inventory inventory;     /* at the history's start */
+        struct inv_change *inv_changes; /* in time order */
+        size_t ninv_changes;
         char config_digest[2 * SHA256_DIGEST_SIZE + 1];
 };
 
@@ -135,6 +148,11 @@ extern struct options replay_opt;
 _printf_(2, 3) int replay_usage_error(const char *option, const char *fmt, ...);
 /* 0 to go on, 1 when done (--help), -EINVAL on a usage error (already printed). */
 int replay_parse_options(int argc, char **argv);
+/* A TIME option's value (RFC 3339, Unix nanoseconds, "now", "30d ago"). */
+int replay_parse_time(const char *option, const char *s, int64_t now, int64_t *ret);
+/* --inventory NAME=VALUE and --inventory-change TIME,NAME=VALUE|TIME,-NAME, as given, into
+ * replay_opt (replay-inventory.c): 0, or -EINVAL on a usage error (already printed). */
+int replay_parse_inventory(void);
 
 /* ---- machines and tokens: --machine with --token or --token-file, or --tokens ------------- */
 
@@ -208,6 +226,8 @@ struct worker {
         struct summary_metric *mets;  /* batch x 4 x 4 */
         struct summary_event *events; /* messages allocated */
         size_t nivs, nevents, cap_events;
+        struct summary_inventory invs[SUMMARY_MAX_INVENTORY]; /* fields owned */
+        size_t ninvs;
 };
 
 /* One machine's state while its history is generated. */
@@ -223,6 +243,13 @@ struct mstate {
         bool run_posted;
         uint64_t event_id; /* the last event number used */
         size_t next_spike;
+        /* The inventory as the machine is now, the run's last version of it and when it was
+         * found, and the next --inventory-change to apply. */
+        struct inventory inv;
+        bool inv_begun; /* inv holds --inventory */
+        uint64_t inv_version;
+        int64_t inv_found_ns;
+        size_t next_inv_change;
 };
 
 extern atomic_bool replay_failed;
@@ -235,6 +262,16 @@ _printf_(7, 8) int replay_add_event(struct worker *w, struct mstate *ms, int64_t
                                     const char *type, int cpu, int64_t value, const char *fmt, ...);
 /* The interval that starts at t: 0 when made, 1 when no CPU measured in it (not sent). */
 int replay_make_interval(struct worker *w, struct mstate *ms, int64_t t);
+
+/* The run that starts now sends the machine's inventory as its version 1, with its
+ * "inventory" event (changes made while no run was up applied first); nothing without
+ * --inventory options. */
+int replay_inventory_run_start(struct worker *w, struct mstate *ms);
+/* The changes up to end: one new version of the run for those found together, with its
+ * inventory_changed event. */
+int replay_inventory_changes(struct worker *w, struct mstate *ms, int64_t end);
+/* Frees the versions of the batch, and the machine's inventory. */
+void replay_inventory_batch_clear(struct worker *w);
 
 int replay_worker_init(struct worker *w);
 /* A posting thread: takes the next machine until none is left or the replay failed. */

@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
         int r = replay_parse_options(argc, argv);
         if (r > 0)
                 return EXIT_SUCCESS;
-        if (r < 0)
+        if (r < 0 || replay_parse_inventory() < 0)
                 return EXIT_USAGE;
         r = replay_load_machines();
         if (r == -EINVAL)

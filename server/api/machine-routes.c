@@ -3,6 +3,7 @@
  * and .../events, answered from the typed results of the query layer, encoded here. */
 #include <errno.h>
 
+#include "encode-inventory.h"
 #include "encode-machine.h"
 #include "machine-routes.h"
 #include "machines.h"
@@ -65,6 +66,29 @@ int farm_api_runs(farm_db *db, const char *id, const struct farm_args *args, con
                 farm_run_page_done(&runs);
         }
         return machine_list_answer(a, r, id, "runs", list, path, args, &page, total);
+}
+
+int farm_api_inventory(farm_db *db, const char *id, const struct farm_args *args, const char *path,
+                       const struct farm_clock_view *cv, struct farm_answer *a) {
+        char perr[FARM_PARAM_ERROR_MAX];
+        struct farm_page page;
+        _cleanup_inventory_history_ struct farm_inventory_history h = {};
+
+        if (!query_param_ok(farm_param_page(farm_args_get(args, "limit"),
+                                            farm_args_get(args, "offset"), &page, perr),
+                            perr, a))
+                return 0;
+        int r = farm_machine_inventory(db, id, &page, cv, &h, a->err);
+        if (r == -ENOENT) {
+                query_error(a, 404, "no such machine");
+                return 0;
+        }
+        if (r < 0)
+                return query_internal(a, r);
+        json_t *o = farm_inventory_to_json(id, &h);
+        query_list_answer(a, o, "changes", farm_inventory_changes_to_json(&h), path, args, &page,
+                          h.total_changes);
+        return 0;
 }
 
 static bool event_type_ok(const char *s, struct farm_answer *a) {

@@ -13,6 +13,9 @@ int farm_api_machines(farm_db *db, const struct farm_args *args, const char *pat
                       const struct farm_clock_view *cv, struct farm_answer *a);
 int farm_api_runs(farm_db *db, const char *id, const struct farm_args *args, const char *path,
                   const struct farm_clock_view *cv, struct farm_answer *a);
+/* GET /api/v1/machines/{id}/inventory. */
+int farm_api_inventory(farm_db *db, const char *id, const struct farm_args *args, const char *path,
+                       const struct farm_clock_view *cv, struct farm_answer *a);
 int farm_api_events(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
                     const char *path, struct farm_answer *a);
 /* One machine as JSON (-ENOENT when not enrolled) or, with id NULL, all of them:

@@ -18,11 +18,22 @@
 
 int farm_query_route(farm_db *db, struct farm_counters *counters, const char *url,
                      const struct farm_args *args, int64_t now_ns, struct farm_answer *ret) {
-        enum { METRICS, MACHINES, INTERVALS, HISTOGRAM, EVENTS, RUNS, COMPARE, UNKNOWN } which;
+        enum {
+                METRICS,
+                MACHINES,
+                INTERVALS,
+                HISTOGRAM,
+                EVENTS,
+                RUNS,
+                INVENTORY,
+                COMPARE,
+                UNKNOWN
+        } which;
         static const char *const machine_subs[] = { [INTERVALS] = "intervals",
                                                     [HISTOGRAM] = "histogram",
                                                     [EVENTS] = "events",
-                                                    [RUNS] = "runs" };
+                                                    [RUNS] = "runs",
+                                                    [INVENTORY] = "inventory" };
         char key[SUMMARY_MAX_RELEASE + 1] = ""; /* a machine id or a release */
 
         if (strcmp(url, "/metrics") == 0)
@@ -34,7 +45,7 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                 if (!slash)
                         return 0; /* one machine: the store's own route */
                 which = UNKNOWN;
-                for (int i = INTERVALS; i <= RUNS; i++)
+                for (int i = INTERVALS; i <= INVENTORY; i++)
                         if (strcmp(slash + 1, machine_subs[i]) == 0)
                                 which = i;
                 snprintf(key, sizeof(key), "%.*s",
@@ -85,6 +96,9 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                 break;
         case RUNS:
                 farm_api_runs(db, key, args, url, &cv, ret);
+                break;
+        case INVENTORY:
+                farm_api_inventory(db, key, args, url, &cv, ret);
                 break;
         case COMPARE:
                 query_compare(db, key, args, now_ns, url, ret);

@@ -55,6 +55,7 @@ const struct farm_route farm_routes[] = {
         { "GET", "/api/v1/machines/{id}/events", API,
           P(TEXT("type"), PAGE, TIME("from"), TIME("to")), J },
         { "GET", "/api/v1/machines/{id}/runs", API, P(PAGE), J },
+        { "GET", "/api/v1/machines/{id}/inventory", API, P(PAGE), J },
         { "GET POST", "/api/v1/machines/{id}/settings", API, P(PAGE), J },
         { "GET POST", "/api/v1/machines/{id}/maintenance", API, P(PAGE), J },
         { "GET", "/api/v1/maintenance", API, P(PAGE, TEXT("machine")), J },

@@ -70,6 +70,9 @@ int dash_open_page(struct dash *x);
 void dash_fail_page(struct dash *x, unsigned status, const char *fmt, ...) _printf_(3, 4);
 /* A failure of ours: logged by the caller from a->err, answered with a 500 (503 when busy). */
 int dash_fail_internal(struct dash *x, int error, const char *what);
+/* What reading r of a machine's data (err its message) answers: 1 read, 0 answered (404: the
+ * machine was removed meanwhile), < 0 internal (500, or 503 when busy). */
+int dash_machine_read(struct dash *x, int r, const char *err);
 int dash_finish_page(struct dash *x, const char *content_type);
 /* Drops a page that is not finished (nothing when there is none). */
 void dash_abandon_page(struct dash *x);
@@ -114,6 +117,10 @@ const struct farm_verdict_machine *dash_verdict_machine(const struct farm_verdic
 
 int dash_page_overview(struct dash *x);
 int dash_page_machine(struct dash *x, const char *id);
+/* A machine's inventory for its page (dash/inventory.c): 1 read, 0 answered (404), < 0
+ * internal; and its section of the page. */
+int dash_inventory_load(struct dash *x, const char *id, struct farm_inventory_history *ret);
+void dash_inventory_section(struct dash *x, const struct farm_inventory_history *h);
 /* /plots/machines/{id}/histogram.svg and longterm.svg */
 int dash_plot_machine(struct dash *x, const char *id, bool histogram);
 int dash_page_kernel(struct dash *x, const char *release);

@@ -584,15 +584,7 @@ static int machine_events(struct dash *x, const struct dash_machine *m, const st
         char err[FARM_ERROR_MAX];
         int r = farm_machine_events(x->db, m->id, w->from, w->to, NULL,
                                     &(struct farm_page){ LIST_MAX, 0 }, ret, err);
-        if (r == -ENOENT) { /* removed meanwhile */
-                dash_fail_page(x, 404, "no such machine");
-                return 0;
-        }
-        if (r < 0) {
-                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
-                return dash_fail_internal(x, r, NULL);
-        }
-        return 1;
+        return dash_machine_read(x, r, err);
 }
 
 /* The machine of a page or plot and the window its parameters ask for: 1 with both filled, 0
@@ -632,6 +624,7 @@ int dash_page_machine(struct dash *x, const char *id) {
         struct steps s = {};
         struct svg_buf hist = {}, lt = {};
         struct farm_event_page events = {};
+        struct farm_inventory_history inv = {};
         char q[3 * SUMMARY_MAX_RELEASE + 400], nb[16], b1[32], b2[32];
         int r;
 
@@ -639,6 +632,7 @@ int dash_page_machine(struct dash *x, const char *id) {
                 return r;
         if ((r = machine_steps(x, &m, &w, &s)) <= 0 ||
             (r = machine_events(x, &m, &w, &events)) <= 0 ||
+            (r = dash_inventory_load(x, m.id, &inv)) <= 0 ||
             (r = machine_hist(x, &m, &w, &hist)) <= 0 || (r = machine_lt(x, &m, &w, &s, &lt)) <= 0)
                 goto done;
         if ((r = dash_open_page(x)) < 0) {
@@ -695,6 +689,7 @@ int dash_page_machine(struct dash *x, const char *id) {
                 "<a href=\"/plots/machines/%s/longterm.svg%s\">SVG</a></p>\n",
                 m.id, q);
         machine_lists(x, &m, &w, &s, &events);
+        dash_inventory_section(x, &inv);
         machine_runs(x, &m);
         dash_page_end(x);
         r = dash_finish_page(x, HTML);
@@ -705,6 +700,7 @@ done:
         svg_buf_done(&lt);
         farm_steps_done(&s.fs);
         farm_event_page_done(&events);
+        farm_inventory_history_done(&inv);
         dash_machine_done(&m);
         return r < 0 ? r : 0;
 }

@@ -296,6 +296,18 @@ int dash_fail_internal(struct dash *x, int error, const char *what) {
         return e;
 }
 
+int dash_machine_read(struct dash *x, int r, const char *err) {
+        if (r == -ENOENT) { /* removed meanwhile */
+                dash_fail_page(x, 404, "no such machine");
+                return 0;
+        }
+        if (r < 0) {
+                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
+                return dash_fail_internal(x, r, NULL);
+        }
+        return 1;
+}
+
 int dash_finish_page(struct dash *x, const char *content_type) {
         if (fclose(x->f) != 0) {
                 x->f = NULL;

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "db.h"
+#include "inventory-model.h"
 #include "machine-model.h"
 #include "params.h"
 
@@ -33,3 +34,10 @@ int farm_machine_runs(farm_db *db, const char *id, const struct farm_page *page,
 int farm_machine_events(farm_db *db, const char *id, int64_t from, int64_t to, const char *type,
                         const struct farm_page *page, struct farm_event_page *ret,
                         char err[static FARM_ERROR_MAX]);
+
+/* The machine's inventory: every version its runs sent (as cv takes their starts), and a page
+ * of the changes between them, newest first (a version like the one before is no change),
+ * with their total.  -ENOENT for a machine not enrolled. */
+int farm_machine_inventory(farm_db *db, const char *id, const struct farm_page *page,
+                           const struct farm_clock_view *cv, struct farm_inventory_history *ret,
+                           char err[static FARM_ERROR_MAX]);

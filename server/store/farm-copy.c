@@ -45,6 +45,7 @@ static const struct table {
         { "load_downs", "run, seq, load_idx" },
         { "hist_days", "run, day, scenario, cpu" },
         { "run_day_hists", "run, day, scenario" },
+        { "inventories", "run, version" },
         { "overlaps", "run_a, run_b, start_ns, end_ns, received_ns, machine_id" },
         { "machine_settings", "id" },
         { "maintenance", "id" },

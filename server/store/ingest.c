@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "day-hists.h"
+#include "inventories.h"
 #include "db-internal.h"
 #include "traces.h"
 #include "measure.h"
@@ -1432,7 +1433,8 @@ int farm_ingest_summary(sql_conn *c, const struct summary *s, int64_t now_ns,
                         goto out;
         }
         if ((r = store_events(&g, last, ret)) < 0 ||
-            (r = farm_day_hists_write(c, g.run.row, &g.day_hists, err)) < 0)
+            (r = farm_day_hists_write(c, g.run.row, &g.day_hists, err)) < 0 ||
+            (r = farm_inventories_store(c, g.run.row, s, now_ns, err)) < 0)
                 goto out;
         ret->events += g.ev_stored;
         if (g.pg)

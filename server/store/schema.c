@@ -15,7 +15,7 @@
  * SQLite file) is refused by name.  PostgreSQL keeps it in farm_meta. */
 #define FARM_APPLICATION_ID 0x72747366
 #define FARM_APPLICATION_NAME "rtsoak-farm"
-#define FARM_SCHEMA_VERSION 10
+#define FARM_SCHEMA_VERSION 11
 /* The version at which the PostgreSQL store began: its schema is made at this version at
  * once, and pg_migrations[0] takes it to the next. */
 #define FARM_PG_BASELINE_VERSION 6
@@ -310,6 +310,14 @@ static const char *const sqlite_migrations[] = {
         "  max_ns INTEGER NOT NULL, max_time_ns INTEGER NOT NULL,"
         "  violations INTEGER NOT NULL, hist_limit_us INTEGER NOT NULL, hist BLOB,"
         "  PRIMARY KEY (run, day, scenario)) WITHOUT ROWID;",
+        /* 10 -> 11: the versions of the machines' inventories (inventories.h), each stored
+         * once per run and version; fields: the compact JSON object in name order, digest its
+         * SHA-256. */
+        "CREATE TABLE inventories ("
+        "  run INTEGER NOT NULL REFERENCES runs(id), version INTEGER NOT NULL,"
+        "  time_ns INTEGER NOT NULL, after_ns INTEGER, received_ns INTEGER NOT NULL,"
+        "  digest TEXT NOT NULL, fields TEXT NOT NULL,"
+        "  PRIMARY KEY (run, version)) WITHOUT ROWID;",
 };
 
 _Static_assert(ELEMENTSOF(sqlite_migrations) == FARM_SCHEMA_VERSION, "one migration per version");
@@ -538,6 +546,12 @@ static const char *const pg_migrations[] = {
         "  max_ns BIGINT NOT NULL, max_time_ns BIGINT NOT NULL,"
         "  violations BIGINT NOT NULL, hist_limit_us BIGINT NOT NULL, hist BYTEA,"
         "  PRIMARY KEY (run, day, scenario));",
+        /* 10 -> 11: as sqlite_migrations[10]. */
+        "CREATE TABLE inventories ("
+        "  run BIGINT NOT NULL REFERENCES runs(id), version BIGINT NOT NULL,"
+        "  time_ns BIGINT NOT NULL, after_ns BIGINT, received_ns BIGINT NOT NULL,"
+        "  digest " TEXT_C " NOT NULL, fields " TEXT_C " NOT NULL,"
+        "  PRIMARY KEY (run, version));",
         NULL, /* the end */
 };
 _Static_assert(ELEMENTSOF(pg_migrations) == FARM_SCHEMA_VERSION - FARM_PG_BASELINE_VERSION + 1,

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* A machine's inventory on the farm: its versions as the runs sent them (each whole), and the
+ * changes between one and the next that differs, with the fields that changed.  Owned by the
+ * history and freed with it; the API encodes it, the dashboard and the verdict read it. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "inventory.h"
+#include "macro.h"
+
+struct farm_inventory_version {
+        int64_t run;      /* the machine's own number of the run */
+        uint64_t version; /* the run's own number of the version */
+        int64_t time_ns;  /* when rtsoakd found the machine so */
+        int64_t after_ns; /* the check before, which still found the version before; FARM_NONE */
+        int64_t received_ns;
+        char digest[65];
+        struct inventory fields;
+};
+
+/* A change from versions[from] to versions[to] (the next version that differs). */
+struct farm_inventory_change {
+        size_t from, to;
+        struct inventory_change *v; /* the fields that differ, ascending by name; their strings
+                                       are the versions' */
+        size_t n;
+};
+
+struct farm_inventory_history {
+        struct farm_inventory_version *versions; /* ascending by time */
+        size_t nversions;
+        struct farm_inventory_change *changes; /* a page of them, the newest first */
+        size_t nchanges;
+        uint64_t total_changes;
+};
+
+void farm_inventory_version_done(struct farm_inventory_version *v);
+void farm_inventory_history_done(struct farm_inventory_history *h);
+static inline void farm_inventory_history_donep(struct farm_inventory_history *h) {
+        farm_inventory_history_done(h);
+}
+#define _cleanup_inventory_history_ _cleanup_(farm_inventory_history_donep)
+
+/* The fields of versions a and b that differ, ascending by name: every field when a is NULL. */
+int farm_inventory_changes(const struct farm_inventory_version *a,
+                           const struct farm_inventory_version *b, struct inventory_change **ret,
+                           size_t *ret_n);

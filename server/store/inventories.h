@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* The versions of the machines' inventories (table inventories, schema 11): stored by ingest
+ * with the upload that carries them, once per run and version, and read back per machine. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "db.h"
+#include "inventory-model.h"
+#include "sql.h"
+#include "summary.h"
+
+/* Stores s's inventory versions of run (the farm's row id), received at now_ns; a version
+ * stored before is kept as it was.  Inside the caller's write transaction. */
+int farm_inventories_store(sql_conn *c, int64_t run, const struct summary *s, int64_t now_ns,
+                           char *err);
+
+/* Every version of machine's runs received by known_ns (INT64_MAX: all), in the order the
+ * machine went through them: its runs by their start as the server takes it (a start stamped
+ * beyond tolerance_ns after the run arrived counts from the arrival), each run's versions in
+ * its order.  A stored version whose fields do not read back is an error naming it. */
+int farm_inventories_of(sql_conn *c, const char *machine, int64_t known_ns, int64_t tolerance_ns,
+                        struct farm_inventory_version **ret, size_t *ret_n, char *err);
