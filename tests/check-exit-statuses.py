@@ -262,6 +262,9 @@ def main():
         case("rtsoak-server", "a Host list that removes what it does not hold",
              [f"--db={farm}", "--listen=127.0.0.1:0", "--set=Access.Hosts=farm.lab -farm.example"],
              78, "[Access] Hosts=farm.lab -farm.example: -farm.example removes a name")
+        case("rtsoak-server", "an inventory pattern with a character no field name holds",
+             [f"--db={farm}", "--listen=127.0.0.1:0", "--set=Verdict.InventoryFields=dmi.* a/b"],
+             78, "[Verdict] InventoryFields=: 'a/b' is not a pattern of field names")
         case("rtsoak-server", "unreadable certificate",
              [f"--db={farm}", "--listen=127.0.0.1:0", "--cert=/nonexistent/c.pem",
               "--key=/nonexistent/k.pem"], 78, "/nonexistent/c.pem")

@@ -54,8 +54,9 @@ K1, K2, K3 = "6.6.1-rt1", "6.6.2-rt2", "6.9.0-rt0"
 BAD_HOST = 'lab<&">fail'
 CULPRIT = "thread kworker/1:2 (pid 4242, SCHED_FIFO 50) ran 475 µs of the 500 µs"
 SVG_NS = "{http://www.w3.org/2000/svg}"
-# A value of the clean machine's inventory that is markup: the page shows it as text.
-BIOS_MARKUP = "<i>1.2.5</i>"
+# A value of the clean machine's inventory that is markup: the page shows it as text.  The
+# field is one the default rule does not count: the machine stays clean.
+HUGEPAGES_MARKUP = "<i>64</i>"
 
 
 class Farm:
@@ -89,8 +90,8 @@ class Farm:
         jobs = [
             [CLEAN, K1, "--days", "2", "--cpus", "4", "--hostname", "lab-clean", "--to", "now",
              "--gap", "20h ago,19h ago", "--inventory", "dmi.bios_version=1.2.3",
-             "--inventory", "thp.enabled=never",
-             "--inventory-change", "12h ago,dmi.bios_version=" + BIOS_MARKUP],
+             "--inventory", "memory.hugepages=0",
+             "--inventory-change", "12h ago,memory.hugepages=" + HUGEPAGES_MARKUP],
             [FAIL, K2, "--days", "2", "--cpus", "2", "--hostname", BAD_HOST, "--to", "now",
              "--spike", "6h ago,1,500us,kworker/1:2"],
             [SILENT, K1, "--days", "2", "--cpus", "2", "--hostname", "lab-silent",
@@ -466,7 +467,7 @@ def test_browser(farm):
     # Its inventory: what it is now, and the change, a value of markup shown as text.
     sec = re.search(r'<h2 id="inventory">.*?(?=<h2 id="runs")', page, re.S)
     text = visible(sec.group(0))[0] if sec else ""
-    check(f"dmi.bios_version 1.2.3 → {BIOS_MARKUP}" in text,
+    check(f"memory.hugepages 0 → {HUGEPAGES_MARKUP}" in text,
           "the machine page shows the inventory's change, old and new", text[:1500])
     check(re.search(r"Changes \(1\)", text) and "2 fields" in text,
           "the machine page counts the changes and the current fields", text[:600])

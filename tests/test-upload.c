@@ -482,6 +482,24 @@ static void expect_farm_inventory(void) {
         /* A change within a run says when the check before still found the old one. */
         assert_true(json_is_string(
                 json_object_get(json_array_get(json_object_get(inv, "changes"), 0), "after")));
+        /* The verdict of the kernel: each change of thp.enabled (counted by the default
+         * rule) during its data is a machine_changed problem naming it. */
+        struct utsname un;
+        assert_int_equal(uname(&un), 0);
+        snprintf(u, sizeof(u), "%s/api/v1/kernels/%s/verdict", url, un.release);
+        json_t *v = tu_get_json(u, 200), *p;
+        size_t i, changed = 0;
+        json_array_foreach (json_object_get(v, "problems"), i, p) {
+                if (strcmp(json_string_value(json_object_get(p, "kind")), "machine_changed") != 0)
+                        continue;
+                json_t *fs = json_object_get(p, "fields");
+                assert_int_equal(json_array_size(fs), 1);
+                assert_string_equal(json_string_value(json_array_get(fs, 0)), "thp.enabled");
+                changed++;
+        }
+        assert_int_equal(changed, 3);
+        assert_string_equal(json_string_value(json_object_get(v, "verdict")), "failed");
+        json_decref(v);
         snprintf(u, sizeof(u), "%s/machines/%s", url, id);
         struct tu_reply page = {};
         tu_http("GET", u, NULL, NULL, &page);

@@ -52,6 +52,8 @@ struct hist_spec {
         uint64_t probe_ns; /* 0: PROBE_NS */
         bool no_probed;    /* leave run.cpus out */
         bool trace;        /* a capture of CPU 0's worst wake-up in the first interval */
+        struct summary_inventory *inventory; /* sent with the first upload */
+        size_t ninventory;
 };
 
 #define CULPRIT "thread kworker/0:1 (pid 211, SCHED_FIFO 50) ran 412 µs of the 480 µs"
@@ -170,6 +172,8 @@ static void store(const struct hist_spec *h) {
                         .seq = h->seq0 + (uint64_t) done,
                         .intervals = iv,
                         .nintervals = (size_t) n,
+                        .inventory = done == 0 ? h->inventory : NULL,
+                        .ninventory = done == 0 ? h->ninventory : 0,
                 };
                 struct farm_stored st;
                 if (farm_store_summary(db, &s, h->received ?: last_end, &st, err) < 0)
@@ -442,6 +446,77 @@ static void test_two_runs(void **state) {
         assert_int_equal(covered(v, M_A), 2 * DAY);
         assert_int_equal(count_kind(v, "problems", "overlap"), 1);
         json_decref(v);
+}
+
+/* A version of the inventory at t: the BIOS and the modules loaded as given. */
+static void inventory_version(struct summary_inventory *v, uint64_t version, int64_t t,
+                              const char *bios, const char *modules) {
+        *v = (struct summary_inventory){ .version = version,
+                                         .time_ns = t,
+                                         .after_ns = version > 1 ? t - 5 * MIN_NS : 0 };
+        assert_int_equal(inventory_set(&v->fields, "dmi.bios_version", bios), 0);
+        assert_int_equal(inventory_set(&v->fields, "modules.digest", modules), 0);
+}
+
+/* The machine changed during the release's data: a BIOS update (counted by the default rule)
+ * is a machine_changed problem naming the field, a module loaded (not counted) is none; a
+ * waiver of it qualifies the release; with InventoryFields= empty, nothing counts; asked
+ * before the change, nothing is told. */
+static void test_machine_changed(void **state) {
+        struct summary_inventory inv[3];
+        inventory_version(&inv[0], 1, T0, "1.0", "aaaa");
+        inventory_version(&inv[1], 2, T0 + HOUR, "1.0", "bbbb");
+        inventory_version(&inv[2], 3, T0 + 36 * HOUR, "1.1", "bbbb");
+        /* Each version with the upload of its time: the first 30 hours, then the rest. */
+        struct hist_spec h = base;
+        h.n = 6 * 30, h.inventory = inv, h.ninventory = 2;
+        store(&h);
+        h.seq0 = 6 * 30, h.start = T0 + 30 * HOUR, h.n = 6 * 18;
+        h.inventory = &inv[2], h.ninventory = 1;
+        store(&h);
+        for (int i = 0; i < 3; i++)
+                inventory_done(&inv[i].fields);
+        json_t *v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(v, "failed");
+        assert_int_equal(count_kind(v, "problems", "machine_changed"), 1);
+        json_t *p = first_of(v, "machine_changed");
+        assert_string_equal(json_string_value(json_object_get(p, "id")),
+                            "machine_changed:" M_A ":1:3");
+        assert_int_equal(json_integer_value(json_object_get(p, "version")), 3);
+        assert_int_equal(
+                json_integer_value(json_object_get(json_object_get(p, "previous"), "version")), 2);
+        json_t *fields = json_object_get(p, "fields");
+        assert_int_equal(json_array_size(fields), 1);
+        assert_string_equal(json_string_value(json_array_get(fields, 0)), "dmi.bios_version");
+        assert_non_null(strstr(json_string_value(json_object_get(p, "message")),
+                               "dmi.bios_version: 1.0 -> 1.1"));
+        char *id = strdup(json_string_value(json_object_get(p, "id")));
+        json_decref(v);
+
+        /* Before the change was found: nothing to tell. */
+        v = ask("6.6.1-rt1", T0 + 35 * HOUR);
+        assert_int_equal(count_kind(v, "problems", "machine_changed"), 0);
+        json_decref(v);
+
+        /* No field counts: the same data qualifies. */
+        struct farm_rule saved = rule;
+        rule.inventory_fields[0] = '\0';
+        v = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
+        expect(v, "qualified");
+        json_decref(v);
+        rule = saved;
+
+        /* Waived: the operator takes the two as one machine. */
+        char err[FARM_ERROR_MAX];
+        int64_t wid;
+        assert_int_equal(farm_waive(db, &rule, "6.6.1-rt1", id, "BIOS 1.1 checked on lab-a",
+                                    "alice", T0 + 2 * DAY + MIN_NS, &wid, err),
+                         0);
+        v = ask("6.6.1-rt1", T0 + 2 * DAY + 2 * MIN_NS);
+        expect(v, "qualified");
+        assert_int_equal(json_array_size(json_object_get(v, "waived")), 1);
+        json_decref(v);
+        free(id);
 }
 
 /* ---- invariant 3: the server's clock ---- */
@@ -1032,6 +1107,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_probe_period, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_same_time_twice, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_two_runs, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_machine_changed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_clock_ahead, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_known_at, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_settings_afterwards, setup, teardown),

@@ -2,6 +2,7 @@
 /* A verdict's problems as JSON (docs/verdict.md, "Problems"): the members every problem has,
  * then each kind's own in their order, the message, and what a kind tells after it. */
 #include "encode-verdict.h"
+#include "grow.h"
 #include "json-time.h"
 #include "timeutil.h"
 
@@ -41,6 +42,21 @@ static json_t *down_json(const struct farm_problem *p) {
                                  "run", (json_int_t) d->run, "interval",
                                  evidence_json(&d->interval));
         }
+}
+
+/* A machine_changed problem's versions and the fields that changed. */
+static json_t *changed_json(const struct farm_machine_change *c) {
+        json_t *fields = json_array();
+        for (size_t i = 0; fields && i < c->nfields; i++)
+                if (json_array_append_new(fields, json_string(c->fields[i])) < 0)
+                        json_decref(fields), fields = NULL;
+        return fields ? json_pack("{s:I, s:I, s:{s:I, s:I}, s:o, s:o}", "run", (json_int_t) c->run,
+                                  "version", (json_int_t) c->version, "previous", "run",
+                                  (json_int_t) c->previous_run, "version",
+                                  (json_int_t) c->previous_version, "after",
+                                  c->after_ns == FARM_NONE ? json_null() : json_time(c->after_ns),
+                                  "fields", fields)
+                      : NULL;
 }
 
 /* What a kind says between the members every problem has and its message. */
@@ -85,6 +101,8 @@ static json_t *kind_json(const struct farm_problem *p) {
                 return json_pack("{s:I, s:I, s:I}", "end_ns", (json_int_t) p->end_ns, "run",
                                  (json_int_t) p->dropped.run, "intervals",
                                  (json_int_t) p->dropped.intervals);
+        case FARM_PROBLEM_MACHINE_CHANGED:
+                return changed_json(&p->changed);
         default:
                 return json_object();
         }

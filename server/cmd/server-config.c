@@ -27,7 +27,7 @@ struct server_config {
         uint64_t period, max_gap, load_down_max, load_down_total, probe_down_max;
         uint64_t max_probe_interval, clock_tolerance, regression_min_diff, watch;
         bool regression;
-        char *scenarios, *scenario_loads, *min_samples, *regression_tolerance;
+        char *scenarios, *scenario_loads, *min_samples, *regression_tolerance, *inventory_fields;
         struct farm_rule series;     /* only its [Series.NAME] sections */
         struct notify_config notify; /* [Notifications] and [Notify.NAME] */
 };
@@ -101,6 +101,9 @@ static const struct conf_item config_items[] = {
           4000, FARM_RULE_SCENARIOS_DEFAULT },
         { "Verdict", "ScenarioLoads", &conf_type_string,
           offsetof(struct server_config, scenario_loads), 0, 4000, FARM_RULE_LOADS_DEFAULT },
+        { "Verdict", "InventoryFields", &conf_type_string,
+          offsetof(struct server_config, inventory_fields), 0, FARM_INVENTORY_GLOBS_MAX - 1,
+          FARM_RULE_INVENTORY_FIELDS_DEFAULT },
         { "Verdict", "Regression", &conf_type_bool, offsetof(struct server_config, regression), 0,
           0, "yes" },
         { "Verdict", "RegressionTolerance", &conf_type_string,
@@ -273,6 +276,8 @@ static int rule_from_config(const struct server_config *sc, const char *path,
         else if (farm_rule_parse_percent(sc->regression_tolerance, &rule->regression_tolerance_pct,
                                          err, sizeof(err)) < 0)
                 key = "RegressionTolerance";
+        else if (farm_rule_parse_inventory_fields(sc->inventory_fields, rule, err, sizeof(err)) < 0)
+                key = "InventoryFields";
         else if (rule->watch_ns == 0 && rule->regression) {
                 key = "Watch";
                 snprintf(err, sizeof(err),

@@ -318,6 +318,8 @@ void farm_rule_default(struct farm_rule *rule) {
                                 &rule->regression_tolerance_pct, err, sizeof(err));
         farm_rule_parse_scenarios(FARM_RULE_SCENARIOS_DEFAULT, rule, err, sizeof(err));
         farm_rule_parse_loads(FARM_RULE_LOADS_DEFAULT, rule, err, sizeof(err));
+        farm_rule_parse_inventory_fields(FARM_RULE_INVENTORY_FIELDS_DEFAULT, rule, err,
+                                         sizeof(err));
 }
 
 const struct farm_rule_loads *farm_rule_loads_of(const struct farm_rule *rule,
@@ -443,7 +445,7 @@ json_t *farm_rule_to_json(const struct farm_rule *rule) {
                                                 "releases", rule->series[i].globs, "group",
                                                 rule->series[i].group));
         return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:b, s:i, s:I, s:I, s:o, s:o, "
-                         "s:o}",
+                         "s:o, s:s}",
                          "period_ns", (json_int_t) rule->period_ns, "max_gap_ns",
                          (json_int_t) rule->max_gap_ns, "load_down_max_ns",
                          (json_int_t) rule->load_down_max_ns, "load_down_total_ns",
@@ -455,7 +457,7 @@ json_t *farm_rule_to_json(const struct farm_rule *rule) {
                          "regression_tolerance_percent", (int) rule->regression_tolerance_pct,
                          "regression_min_difference_ns", (json_int_t) rule->regression_min_diff_ns,
                          "watch_ns", (json_int_t) rule->watch_ns, "scenarios", sc, "scenario_loads",
-                         loads, "series", series);
+                         loads, "series", series, "inventory_fields", rule->inventory_fields);
 }
 
 static int get_u64(json_t *j, const char *key, uint64_t *ret) {
@@ -522,6 +524,14 @@ int farm_rule_from_json(json_t *j, struct farm_rule *rule, char *err, size_t err
                 snprintf(r.series[i].group, FARM_GROUP_NAME_MAX, "%s", gr);
                 r.nseries = i + 1;
         }
+        /* A version recorded before the inventory judges with the default. */
+        json_t *inv = json_object_get(j, "inventory_fields");
+        if (inv && (!json_is_string(inv) ||
+                    farm_rule_parse_inventory_fields(json_string_value(inv), &r, err, errlen) < 0))
+                goto bad;
+        if (!inv && farm_rule_parse_inventory_fields(FARM_RULE_INVENTORY_FIELDS_DEFAULT, &r, err,
+                                                     errlen) < 0)
+                goto bad;
         *rule = r;
         return 0;
 bad:

@@ -19,6 +19,7 @@
 #define FARM_GROUP_NAME_MAX 65
 #define FARM_SERIES_GLOBS_MAX 512
 #define FARM_RULE_ERROR_MAX 256
+#define FARM_INVENTORY_GLOBS_MAX 1024
 
 struct farm_rule_scenario {
         char name[FARM_SCENARIO_NAME_MAX];
@@ -60,6 +61,9 @@ struct farm_rule {
         struct farm_rule_loads loads[FARM_RULE_SCENARIOS_MAX];
         size_t nseries;
         struct farm_rule_series series[FARM_RULE_SERIES_MAX];
+        /* The inventory fields whose change on a gating machine during a release's data is a
+         * machine_changed problem: space-separated shell patterns ("": none). */
+        char inventory_fields[FARM_INVENTORY_GLOBS_MAX];
 };
 
 #define FARM_RULE_PERIOD_DEFAULT "30d"
@@ -74,6 +78,11 @@ struct farm_rule {
 #define FARM_RULE_REGRESSION_MIN_DIFF_DEFAULT "5us"
 #define FARM_RULE_WATCH_DEFAULT "1min"
 #define FARM_RULE_SCENARIOS_DEFAULT "idle 1d, cpu 1d, io 1d, net 1d, hackbench 1d, mixed 1d"
+/* What the machine is (its hardware, firmware, kernel and the tuning that changes latency);
+ * not modules.*, which a plugged device changes, nor memory.hugepages. */
+#define FARM_RULE_INVENTORY_FIELDS_DEFAULT                                                  \
+        "dmi.* dt.* cpu.* numa.* memory.total_kib cmdline.* kconfig.* clocksource.current " \
+        "cpufreq.* cpuidle.* sysctl.* irq.* thp.* service.* tuned.*"
 #define FARM_RULE_LOADS_DEFAULT                                      \
         "cpu: cpu; io: fileio; net: network; hackbench: hackbench; " \
         "mixed: cpu fileio memory network"
@@ -87,6 +96,12 @@ int farm_rule_parse_loads(const char *text, struct farm_rule *rule, char *err, s
 int farm_rule_parse_share(const char *text, uint32_t *ret_pm, char *err, size_t errlen);
 /* A percentage such as "10%" or "10" (0-1000). */
 int farm_rule_parse_percent(const char *text, uint32_t *ret_pct, char *err, size_t errlen);
+/* Parses InventoryFields=: shell patterns of inventory field names ("" or "none": no field
+ * counts), each 1-64 of the characters of a field name and * ? [ ] !. */
+int farm_rule_parse_inventory_fields(const char *text, struct farm_rule *rule, char *err,
+                                     size_t errlen);
+/* Whether a change of field counts as the machine changing (rule.inventory_fields). */
+bool farm_rule_inventory_counts(const struct farm_rule *rule, const char *field);
 /* Adds or updates a [Series.NAME] key (Releases= or Group=). */
 int farm_rule_series_set(struct farm_rule *rule, const char *name, const char *key,
                          const char *value, char *err, size_t errlen);

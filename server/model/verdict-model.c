@@ -19,6 +19,7 @@ const char *farm_problem_kind_name(enum farm_problem_kind kind) {
                 [FARM_PROBLEM_MIXED_BUILDS] = "mixed_builds",
                 [FARM_PROBLEM_REGRESSION] = "regression",
                 [FARM_PROBLEM_DROPPED] = "dropped",
+                [FARM_PROBLEM_MACHINE_CHANGED] = "machine_changed",
         };
         return (unsigned) kind < FARM_PROBLEM_NKINDS ? names[kind] : "?";
 }
@@ -138,6 +139,11 @@ void farm_problem_done(struct farm_problem *p) {
         case FARM_PROBLEM_REGRESSION:
                 free(p->regression.scenario);
                 free(p->regression.baseline);
+                break;
+        case FARM_PROBLEM_MACHINE_CHANGED:
+                for (size_t i = 0; i < p->changed.nfields; i++)
+                        free(p->changed.fields[i]);
+                free(p->changed.fields);
                 break;
         default:
                 break;

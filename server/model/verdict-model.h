@@ -23,6 +23,7 @@ enum farm_problem_kind {
         FARM_PROBLEM_MIXED_BUILDS,
         FARM_PROBLEM_REGRESSION,
         FARM_PROBLEM_DROPPED,
+        FARM_PROBLEM_MACHINE_CHANGED,
         FARM_PROBLEM_NKINDS
 };
 /* "violation", "unclean_end", ... */
@@ -108,6 +109,16 @@ struct farm_dropped {
         int64_t run, intervals;
 };
 
+/* A machine's inventory that changed in fields the rule counts, between two versions of the
+ * release's runs on it. */
+struct farm_machine_change {
+        int64_t run, previous_run; /* the machine's own numbers of the runs */
+        uint64_t version, previous_version;
+        int64_t after_ns; /* the check before that still found the version before; FARM_NONE */
+        char **fields;    /* the counted fields that differ, ascending */
+        size_t nfields;
+};
+
 struct farm_problem {
         enum farm_problem_kind kind;
         char *id, *machine;
@@ -117,15 +128,16 @@ struct farm_problem {
         bool has_end;
         int64_t end_ns;
         union {
-                struct farm_violation violation;   /* FARM_PROBLEM_VIOLATION */
-                struct farm_unclean_end unclean;   /* FARM_PROBLEM_UNCLEAN_END */
-                struct farm_gap gap;               /* FARM_PROBLEM_GAP */
-                struct farm_down down;             /* FARM_PROBLEM_LOAD_DOWN, _PROBE_DOWN */
-                struct farm_clock_skew clock;      /* FARM_PROBLEM_CLOCK */
-                struct farm_overlap overlap;       /* FARM_PROBLEM_OVERLAP */
-                struct farm_builds builds;         /* FARM_PROBLEM_MIXED_BUILDS */
-                struct farm_regression regression; /* FARM_PROBLEM_REGRESSION */
-                struct farm_dropped dropped;       /* FARM_PROBLEM_DROPPED */
+                struct farm_violation violation;    /* FARM_PROBLEM_VIOLATION */
+                struct farm_unclean_end unclean;    /* FARM_PROBLEM_UNCLEAN_END */
+                struct farm_gap gap;                /* FARM_PROBLEM_GAP */
+                struct farm_down down;              /* FARM_PROBLEM_LOAD_DOWN, _PROBE_DOWN */
+                struct farm_clock_skew clock;       /* FARM_PROBLEM_CLOCK */
+                struct farm_overlap overlap;        /* FARM_PROBLEM_OVERLAP */
+                struct farm_builds builds;          /* FARM_PROBLEM_MIXED_BUILDS */
+                struct farm_regression regression;  /* FARM_PROBLEM_REGRESSION */
+                struct farm_dropped dropped;        /* FARM_PROBLEM_DROPPED */
+                struct farm_machine_change changed; /* FARM_PROBLEM_MACHINE_CHANGED */
         };
 };
 

@@ -1057,7 +1057,12 @@ int vjudge_data(struct vctx *v, struct vmachine *m) {
         sql_reset(st);
         r = rc == SQL_DONE ? 0 : rc == SQL_ROW ? -ENOMEM : vfail(v, rc, "cannot read the runs");
         m->runs = (unsigned) n;
+        int64_t *ids = calloc(n ? n : 1, sizeof(*ids));
+        if (!ids && r >= 0)
+                r = -ENOMEM;
         for (size_t i = 0; i < n; i++) {
+                if (ids)
+                        ids[i] = runs[i].run.id;
                 if (r >= 0 && (!runs[i].build || !runs[i].host))
                         r = -ENOMEM;
                 if (r >= 0 && *runs[i].host) {
@@ -1071,5 +1076,8 @@ int vjudge_data(struct vctx *v, struct vmachine *m) {
                 free(runs[i].host);
         }
         free(runs);
+        if (r >= 0)
+                r = vjudge_inventory(v, m, ids, n);
+        free(ids);
         return r < 0 ? r : flush_downs(v, m);
 }

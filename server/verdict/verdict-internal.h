@@ -162,6 +162,9 @@ int vspan_append(struct vspan **v, size_t *n, int64_t start, int64_t end);
 
 /* ---- one machine (server-verdict-machine.c, server-verdict-gaps.c) ---- */
 int vjudge_data(struct vctx *v, struct vmachine *m);
+/* machine_changed problems of m between versions of its runs of the release (runs: the
+ * machine's own numbers of those runs), inventory-check.c. */
+int vjudge_inventory(struct vctx *v, struct vmachine *m, const int64_t *runs, size_t nruns);
 int vjudge_gaps(struct vctx *v, struct vmachine *m);
 int vjudge_clean(struct vctx *v, struct vmachine *m);
 

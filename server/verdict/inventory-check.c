@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/* machine_changed (docs/verdict.md): a gating machine whose inventory changed, in a field the
+ * rule counts (InventoryFields=), between two versions of the release's runs on it.  Its data
+ * before and after are of two systems under one name, not one system's period: the problem
+ * names the change, and a waiver of it says the operator takes the two as one. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inventories.h"
+#include "verdict-internal.h"
+
+#define CHANGE_MESSAGE_MAX 1024
+
+/* The fields of a and b that the rule counts, into ra and rb (for the message). */
+static int counted_only(const struct farm_rule *rule, const struct inventory *a,
+                        const struct inventory *b, struct inventory *ra, struct inventory *rb) {
+        const struct inventory *src[2] = { a, b };
+        struct inventory *dst[2] = { ra, rb };
+        for (int k = 0; k < 2; k++)
+                for (size_t i = 0; i < src[k]->n; i++)
+                        if (farm_rule_inventory_counts(rule, src[k]->fields[i].name) &&
+                            inventory_set(dst[k], src[k]->fields[i].name, src[k]->fields[i].value) <
+                                    0)
+                                return -ENOMEM;
+        return 0;
+}
+
+/* The problem of the change from a to b, when it changed a counted field. */
+static int change(struct vctx *v, struct vmachine *m, const struct farm_inventory_version *a,
+                  const struct farm_inventory_version *b) {
+        _cleanup_inventory_ struct inventory ra = {}, rb = {};
+        char id[FARM_PROBLEM_ID_MAX], msg[CHANGE_MESSAGE_MAX], what[CHANGE_MESSAGE_MAX - 256];
+        char t[VTEXT_MAX];
+        struct inventory_change *ch = NULL;
+        size_t n = 0, nchanged = 0;
+        if (counted_only(&v->rule, &a->fields, &b->fields, &ra, &rb) < 0 ||
+            inventory_diff(&ra, &rb, &ch, &n) < 0) {
+                free(ch);
+                return -ENOMEM;
+        }
+        if (n == 0) {
+                free(ch);
+                return 0;
+        }
+        struct farm_problem p;
+        bool ok = inventory_describe_changes(&ra, &rb, b->version, what, sizeof(what), &nchanged) >=
+                  0;
+        snprintf(id, sizeof(id), "machine_changed:%s:%" PRId64 ":%" PRIu64, m->id, b->run,
+                 b->version);
+        snprintf(msg, sizeof(msg),
+                 "%s: the machine changed during the release's data: run %" PRId64
+                 ", found %s (%s)",
+                 vhost(m), b->run, vts(t, b->time_ns), ok ? what : "?");
+        vproblem_head(&p, FARM_PROBLEM_MACHINE_CHANGED, m, b->time_ns, id, msg, &ok);
+        p.changed = (struct farm_machine_change){ .run = b->run,
+                                                  .previous_run = a->run,
+                                                  .version = b->version,
+                                                  .previous_version = a->version,
+                                                  .after_ns = b->after_ns };
+        p.changed.fields = calloc(n, sizeof(*p.changed.fields));
+        ok = ok && p.changed.fields;
+        for (size_t i = 0; ok && i < n; i++) {
+                ok = (p.changed.fields[i] = strdup(ch[i].name)) != NULL;
+                p.changed.nfields += ok;
+        }
+        free(ch);
+        return vproblem(v, m, b->time_ns, b->time_ns, &p, ok);
+}
+
+static bool in_runs(int64_t run, const int64_t *runs, size_t nruns) {
+        for (size_t i = 0; i < nruns; i++)
+                if (runs[i] == run)
+                        return true;
+        return false;
+}
+
+int vjudge_inventory(struct vctx *v, struct vmachine *m, const int64_t *runs, size_t nruns) {
+        struct farm_inventory_version *vs = NULL;
+        size_t n = 0;
+        if (nruns == 0 || !v->rule.inventory_fields[0])
+                return 0;
+        int r = farm_inventories_of(v->c, m->id, v->known, (int64_t) v->rule.clock_tolerance_ns,
+                                    &vs, &n, v->err);
+        if (r < 0)
+                return r;
+        const struct farm_inventory_version *prev = NULL;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const struct farm_inventory_version *x = &vs[i];
+                if (!in_runs(x->run, runs, nruns) || x->time_ns > v->at)
+                        continue;
+                if (prev && strcmp(prev->digest, x->digest) != 0)
+                        r = change(v, m, prev, x);
+                prev = x;
+        }
+        for (size_t i = 0; i < n; i++)
+                farm_inventory_version_done(&vs[i]);
+        free(vs);
+        return r;
+}
