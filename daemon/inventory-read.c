@@ -169,6 +169,10 @@ int inventory_read_boot(const char *root, struct inventory *ret) {
                 r = inventory_parse_cmdline(cmdline, ret);
         if (r >= 0)
                 r = read_kconfig(ret, root);
+        /* The machine's own kernel only (a tree of files has none). */
+        struct utsname un;
+        if (r >= 0 && !*root && uname(&un) == 0)
+                r = inventory_set(ret, "uname.machine", un.machine);
         return r;
 }
 

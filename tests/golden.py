@@ -302,6 +302,7 @@ def questions():
         g(f"/api/v1/kernels/{r}/verdict?known_at={ns(P2)}")
         g(f"/api/v1/kernels/{r}/verdict?at=2026-11-10T00:00:00Z&known_at={ns(P2)}")
         g(f"/api/v1/kernels/{r}/waivers")
+        g(f"/api/v1/kernels/{r}/kcidb")
         g(f"/kernels/{r}")
         g(f"/plots/kernels/{r}/coverage.svg")
     g("/api/v1/kernels/6.6.31-rt32/compare?with=6.6.30-rt31")

@@ -98,6 +98,14 @@ def test_qualified_and_stable_ids():
         for m in (a, b):
             clean(m, "6.6.30-rt31", end - 25 * HOUR, end)
         clean(a, "6.6.31-rt32", end - 28 * HOUR, end - 26 * HOUR, run_id=2)
+        # lab-a's inventory, as its rtsoakd sends the run's first version; lab-b sends none.
+        r = a.run(1, "6.6.30-rt31", start_ns=end - 25 * HOUR)
+        doc = r.doc([], [{"id": 1, "time_ns": end - 25 * HOUR, "type": "inventory", "cpu": None,
+                          "value": None, "message": "version 1, 3 fields"}])
+        doc["inventory"] = [{"version": 1, "time_ns": end - 25 * HOUR,
+                             "fields": {"uname.machine": "x86_64", "dmi.bios_version": "1.2.3",
+                                        "modules.count": "42"}}]
+        a.post_doc(doc)
         at = end
         v = f.verdict("6.6.30-rt31", at=str(at))
         doc = report(f, "6.6.30-rt31", at)
@@ -114,6 +122,16 @@ def test_qualified_and_stable_ids():
               "qualified: the worst case (30 us) is the machine's number", t.get("number"))
         check(t.get("duration") == 25 * HOUR / 1e9,
               "qualified: a machine's duration is its covered time", t.get("duration"))
+        check([b.get("architecture") for b in doc["builds"]] == ["x86_64"],
+              "qualified: the build's architecture from its machines' inventory",
+              [b.get("architecture") for b in doc["builds"]])
+        inv = t["environment"]["misc"].get("inventory") or {}
+        check(inv.get("fields") == {"uname.machine": "x86_64", "dmi.bios_version": "1.2.3"}
+              and len(inv.get("digest", "")) == 64 and inv.get("run") == 1,
+              "qualified: a test's environment summarises its machine's inventory", inv)
+        tb = tests_of(doc, b.id, "rtsoak.soak")[0]
+        check(tb["environment"]["misc"].get("inventory", "absent") is None,
+              "qualified: a machine that sent no inventory has none", tb["environment"])
         again = report(f, "6.6.30-rt31", at)
         check(again == doc, "the same question gives the same report, ids and all")
         other = report(f, "6.6.31-rt32", at)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "comparison.h"
+#include "machines.h"
 #include "kcidb.h"
 #include "macro.h"
 #include "sha256.h"
@@ -14,6 +15,8 @@
 
 struct report {
         const struct farm_verdict *v;
+        /* Each machine's inventory as of the question (v->machines' order; run 0: none). */
+        struct farm_inventory_version *inv;
         const char *origin;
         json_t *checkout_id;
         struct farm_release_stat *stats;
@@ -110,7 +113,31 @@ static json_t *problem_ids(const struct report *r, const char *machine, const ch
         return list;
 }
 
-static json_t *environment_json(const struct farm_verdict_machine *m) {
+/* The fields of a machine's inventory that a KCIDB reader sees in a test's environment; the
+ * digest names the whole version (GET /api/v1/machines/{id}/inventory). */
+static const char *const summary_fields[] = {
+        "uname.machine",     "dmi.sys_vendor",     "dmi.product_name",   "dmi.bios_version",
+        "cpu.model_name",    "cpu.microcode",      "cpu.sockets",        "cpu.cores",
+        "cpu.threads",       "memory.total_kib",   "cmdline.isolcpus",   "cmdline.nohz_full",
+        "cmdline.rcu_nocbs", "kconfig.PREEMPT_RT", "kconfig.HZ",         "clocksource.current",
+        "cpufreq.governor",  "thp.enabled",        "service.irqbalance", "tuned.profile",
+};
+
+static json_t *inventory_json(const struct farm_inventory_version *v) {
+        if (!v->run)
+                return json_null();
+        json_t *fields = json_object();
+        for (size_t i = 0; fields && i < ELEMENTSOF(summary_fields); i++) {
+                const char *x = inventory_get(&v->fields, summary_fields[i]);
+                if (x && json_object_set_new(fields, summary_fields[i], json_string(x)) < 0)
+                        json_decref(fields), fields = NULL;
+        }
+        return fields ? json_pack("{s:I, s:I, s:s, s:o}", "run", (json_int_t) v->run, "version",
+                                  (json_int_t) v->version, "digest", v->digest, "fields", fields)
+                      : NULL;
+}
+
+static json_t *environment_json(const struct report *r, const struct farm_verdict_machine *m) {
         char comment[256];
         if (m->hostname)
                 snprintf(comment, sizeof(comment), "%s (machine %s)", m->hostname, m->id);
@@ -122,9 +149,10 @@ static json_t *environment_json(const struct farm_verdict_machine *m) {
                         json_decref(groups);
                         groups = NULL;
                 }
-        return json_pack("{s:s, s:{s:s, s:s?, s:o, s:I}}", "comment", comment, "misc", "machine",
-                         m->id, "hostname", m->hostname, "groups", groups, "threshold_ns",
-                         (json_int_t) m->threshold_ns);
+        return json_pack("{s:s, s:{s:s, s:s?, s:o, s:I, s:o}}", "comment", comment, "misc",
+                         "machine", m->id, "hostname", m->hostname, "groups", groups,
+                         "threshold_ns", (json_int_t) m->threshold_ns, "inventory",
+                         inventory_json(&r->inv[m - r->v->machines]));
 }
 
 /* What every test has: id, build, origin, path, status and its machine's environment. */
@@ -134,7 +162,7 @@ static json_t *test_head(const struct report *r, json_t *build_id, const char *b
         json_t *t = json_pack("{s:o, s:O, s:s, s:s, s:s}", "id",
                               id_json(r, "test", build, m ? m->id : NULL, path), "build_id",
                               build_id, "origin", r->origin, "path", path, "status", status);
-        if (t && m && json_object_set_new(t, "environment", environment_json(m)) < 0) {
+        if (t && m && json_object_set_new(t, "environment", environment_json(r, m)) < 0) {
                 json_decref(t);
                 return NULL;
         }
@@ -271,6 +299,16 @@ static bool in_build(const struct farm_build *b, const char *machine) {
         return false;
 }
 
+/* The architecture of a build: the first of its machines' inventories that tells it. */
+static const char *build_architecture(const struct report *r, const struct farm_build *b) {
+        for (size_t i = 0; i < r->v->nmachines; i++) {
+                const char *a = inventory_get(&r->inv[i].fields, "uname.machine");
+                if (a && in_build(b, r->v->machines[i].id))
+                        return a;
+        }
+        return NULL;
+}
+
 /* A build and its tests: the verdict, then each gating machine that ran it (or ran nothing:
  * its results are missing on every build), as a whole and per scenario. */
 static int add_build(const struct report *r, const struct farm_build *b, json_t *builds,
@@ -288,6 +326,9 @@ static int add_build(const struct report *r, const struct farm_build *b, json_t 
                                   "checkout_id", r->checkout_id, "origin", r->origin, "comment",
                                   comment, "status", "PASS", "misc", "kernel_version",
                                   b->kernel_version, "machines", machines);
+        const char *arch = build_architecture(r, b);
+        if (build && arch && json_object_set_new(build, "architecture", json_string(arch)) < 0)
+                json_decref(build), build = NULL;
         int rc = build && bid ? json_array_append_new(builds, build) : -1;
         if (rc >= 0)
                 rc = json_array_append_new(tests, verdict_test(r, bid, b->kernel_version));
@@ -344,6 +385,18 @@ static int report_json(struct report *r, json_t **ret) {
         return 0;
 }
 
+/* Each machine's inventory as the question sees it, into r->inv. */
+static int read_inventories(farm_db *db, const struct farm_rule *rule, int64_t at, int64_t known,
+                            struct report *r, char *err) {
+        int rc = 0;
+        if (!(r->inv = calloc(r->v->nmachines + 1, sizeof(*r->inv))))
+                return -ENOMEM;
+        for (size_t i = 0; rc >= 0 && i < r->v->nmachines; i++)
+                rc = farm_machine_inventory_at(db, r->v->machines[i].id, at, known,
+                                               (int64_t) rule->clock_tolerance_ns, &r->inv[i], err);
+        return rc;
+}
+
 int farm_kcidb_report(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
                       const char *origin, json_t **ret, char err[static FARM_ERROR_MAX]) {
         _cleanup_verdict_ struct farm_verdict *v = NULL;
@@ -361,12 +414,17 @@ int farm_kcidb_report(farm_db *db, const struct farm_rule *rule, const struct fa
         r = farm_release_stats(db, v->release, ids, v->nmachines, v->at_ns, q->known_ns, &rep.stats,
                                &rep.nstats, err);
         free(ids);
+        if (r >= 0)
+                r = read_inventories(db, rule, v->at_ns, q->known_ns, &rep, err);
         if (r >= 0 && !(rep.checkout_id = id_json(&rep, "checkout", NULL, NULL, NULL)))
                 r = -ENOMEM;
         if (r >= 0)
                 r = report_json(&rep, ret);
         json_decref(rep.checkout_id);
         free(rep.stats);
+        for (size_t i = 0; rep.inv && i < v->nmachines; i++)
+                farm_inventory_version_done(&rep.inv[i]);
+        free(rep.inv);
         if (r == -ENOMEM)
                 snprintf(err, FARM_ERROR_MAX, "out of memory");
         return r;
