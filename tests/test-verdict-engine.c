@@ -12,6 +12,7 @@
 #include "macro.h"
 #include "auth.h"
 #include "db-internal.h"
+#include "comparison.h"
 #include "db.h"
 #include "encode-series.h"
 #include "encode-verdict.h"
@@ -849,10 +850,20 @@ static char *latest_stable_at(int64_t at) {
  * older release once it did. */
 static void test_regression_and_latest(void **state) {
         rule.regression = true;
-        store(&base); /* 6.6.1-rt1 */
+        /* The BIOS updated between the two releases' runs: no machine_changed (each release's
+         * data is of one system), but the regression says that the system differs. */
+        struct summary_inventory inv[2];
+        inventory_version(&inv[0], 1, T0, "1.0", "aaaa");
+        inventory_version(&inv[1], 1, T0 + 3 * DAY, "1.1", "bbbb");
+        struct hist_spec b1 = base;
+        b1.inventory = &inv[0], b1.ninventory = 1;
+        store(&b1); /* 6.6.1-rt1 */
         struct hist_spec h = base;
         h.release = "6.6.10-rt5", h.run = 2, h.start = T0 + 3 * DAY, h.max_ns = 900000;
+        h.inventory = &inv[1], h.ninventory = 1;
         store(&h);
+        for (int i = 0; i < 2; i++)
+                inventory_done(&inv[i].fields);
         json_t *v = ask("6.6.10-rt5", T0 + 5 * DAY + MIN_NS);
         assert_null(baseline_of(v));
         assert_int_equal(count_kind(v, "problems", "regression"), 0);
@@ -862,7 +873,27 @@ static void test_regression_and_latest(void **state) {
         expect(v, "failed");
         assert_string_equal(baseline_of(v), "6.6.1-rt1");
         assert_int_equal(count_kind(v, "problems", "regression"), 1);
+        assert_int_equal(count_kind(v, "problems", "machine_changed"), 0);
+        json_t *reg = first_of(v, "regression");
+        json_t *differs = json_object_get(reg, "inventory_differs");
+        assert_int_equal(json_array_size(differs), 1);
+        assert_string_equal(json_string_value(json_array_get(differs, 0)), "dmi.bios_version");
+        assert_non_null(strstr(json_string_value(json_object_get(reg, "message")),
+                               "the machine's inventory differs from the baseline's: "
+                               "dmi.bios_version: 1.0 -> 1.1"));
         json_decref(v);
+        /* The comparison of the two lists every field that differs, counted or not. */
+        char err[FARM_ERROR_MAX];
+        struct farm_comparison cmp;
+        assert_int_equal(farm_kernel_compare(db, "6.6.10-rt5", "6.6.1-rt1", 10, 5000,
+                                             T0 + 5 * DAY + MIN_NS, &cmp, err),
+                         0);
+        assert_int_equal(cmp.ndiff, 1);
+        assert_int_equal(cmp.diff[0].n, 2);
+        assert_string_equal(cmp.diff[0].v[0].name, "dmi.bios_version");
+        assert_string_equal(cmp.diff[0].v[0].old_value, "1.1");
+        assert_string_equal(cmp.diff[0].v[1].name, "modules.digest");
+        farm_comparison_done(&cmp);
         v = ask_known("6.6.10-rt5", T0 + 5 * DAY - MIN_NS, T0 + 5 * DAY + MIN_NS);
         assert_null(baseline_of(v));
         json_decref(v);

@@ -44,6 +44,15 @@ static json_t *down_json(const struct farm_problem *p) {
         }
 }
 
+/* A list of strings, or null when not known. */
+static json_t *strings_or_null(bool known, char *const *v, size_t n) {
+        json_t *a = known ? json_array() : json_null();
+        for (size_t i = 0; known && a && i < n; i++)
+                if (json_array_append_new(a, json_string(v[i])) < 0)
+                        json_decref(a), a = NULL;
+        return a;
+}
+
 /* A machine_changed problem's versions and the fields that changed. */
 static json_t *changed_json(const struct farm_machine_change *c) {
         json_t *fields = json_array();
@@ -91,12 +100,15 @@ static json_t *kind_json(const struct farm_problem *p) {
                 return json_pack("{s:o}", "builds", farm_builds_to_json(&p->builds));
         case FARM_PROBLEM_REGRESSION:
                 return json_pack(
-                        "{s:s, s:s, s:{s:I, s:I}, s:{s:I, s:I}}", "scenario",
+                        "{s:s, s:s, s:{s:I, s:I}, s:{s:I, s:I}, s:o}", "scenario",
                         p->regression.scenario, "baseline", p->regression.baseline, "release_stats",
                         "p99_9_ns", (json_int_t) p->regression.release_stats.p99_9_ns, "worst_ns",
                         (json_int_t) p->regression.release_stats.worst_ns, "baseline_stats",
                         "p99_9_ns", (json_int_t) p->regression.baseline_stats.p99_9_ns, "worst_ns",
-                        (json_int_t) p->regression.baseline_stats.worst_ns);
+                        (json_int_t) p->regression.baseline_stats.worst_ns, "inventory_differs",
+                        strings_or_null(p->regression.inventory_known,
+                                        p->regression.inventory_fields,
+                                        p->regression.ninventory_fields));
         case FARM_PROBLEM_DROPPED:
                 return json_pack("{s:I, s:I, s:I}", "end_ns", (json_int_t) p->end_ns, "run",
                                  (json_int_t) p->dropped.run, "intervals",

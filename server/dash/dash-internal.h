@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "macro.h"
+#include "comparison.h"
 #include "dash.h"
 #include "machines.h"
 #include "steps.h"
@@ -121,6 +122,9 @@ int dash_page_machine(struct dash *x, const char *id);
  * internal; and its section of the page. */
 int dash_inventory_load(struct dash *x, const char *id, struct farm_inventory_history *ret);
 void dash_inventory_section(struct dash *x, const struct farm_inventory_history *h);
+/* The machines whose inventories for the kernel and the one compared with differ. */
+void dash_inventory_differences(struct dash *x, const struct farm_verdict *v,
+                                const struct farm_comparison *cmp);
 /* /plots/machines/{id}/histogram.svg and longterm.svg */
 int dash_plot_machine(struct dash *x, const char *id, bool histogram);
 int dash_page_kernel(struct dash *x, const char *release);

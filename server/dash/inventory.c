@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "dash-internal.h"
+#include "comparison.h"
 #include "machines.h"
 
 int dash_inventory_load(struct dash *x, const char *id, struct farm_inventory_history *ret) {
@@ -25,6 +26,20 @@ static void put_value(FILE *f, const char *v) {
                 fputs("<span class=\"note\">absent</span>", f);
 }
 
+/* Each field that differs: "<code>name</code> old BETWEEN new AFTER", separated by "; ". */
+static void put_changes(FILE *f, const struct inventory_change *v, size_t n, const char *between,
+                        const char *after) {
+        for (size_t i = 0; i < n; i++) {
+                fputs(i ? "; <code>" : "<code>", f);
+                dash_esc(f, v[i].name);
+                fputs("</code> ", f);
+                put_value(f, v[i].old_value);
+                fputs(between, f);
+                put_value(f, v[i].new_value);
+                fputs(after, f);
+        }
+}
+
 static void put_change(struct dash *x, const struct farm_inventory_history *h,
                        const struct farm_inventory_change *c) {
         FILE *f = x->f;
@@ -33,14 +48,7 @@ static void put_change(struct dash *x, const struct farm_inventory_history *h,
         dash_put_stamp(x, to->time_ns, to->received_ns);
         fprintf(f, " <span class=\"note\">(run %" PRId64 ", version %" PRIu64 ")</span>: ", to->run,
                 to->version);
-        for (size_t i = 0; i < c->n; i++) {
-                fputs(i ? "; <code>" : "<code>", f);
-                dash_esc(f, c->v[i].name);
-                fputs("</code> ", f);
-                put_value(f, c->v[i].old_value);
-                fputs(" → ", f);
-                put_value(f, c->v[i].new_value);
-        }
+        put_changes(f, c->v, c->n, " → ", "");
         fputs("</li>\n", f);
 }
 
@@ -82,4 +90,30 @@ void dash_inventory_section(struct dash *x, const struct farm_inventory_history 
                         "<p class=\"note\">%" PRIu64 " earlier change(s) not shown: see "
                         "<code>/api/v1/machines/ID/inventory</code>.</p>\n",
                         h->total_changes - h->nchanges);
+}
+
+void dash_inventory_differences(struct dash *x, const struct farm_verdict *v,
+                                const struct farm_comparison *cmp) {
+        FILE *f = x->f;
+        char nb[16];
+        fprintf(f, "<h3 id=\"inventory-differences\">Inventory differences (%zu machine%s)</h3>\n",
+                cmp->ndiff, cmp->ndiff == 1 ? "" : "s");
+        if (!cmp->ndiff) {
+                fputs("<p>None: each machine that ran both kernels was the same system (as far as "
+                      "its runs sent an inventory).</p>\n",
+                      f);
+                return;
+        }
+        fputs("<ul class=\"changes\">\n", f);
+        for (size_t i = 0; i < cmp->ndiff; i++) {
+                const struct farm_inventory_difference *d = &cmp->diff[i];
+                const char *id = cmp->inv[0][d->a].machine;
+                const struct farm_verdict_machine *vm = dash_verdict_machine(v, id);
+                fputs("<li>", f);
+                dash_esc(f, dash_name(id, vm ? vm->hostname : NULL, nb));
+                fputs(": ", f);
+                put_changes(f, d->v, d->n, " here, ", " in the other");
+                fputs("</li>\n", f);
+        }
+        fputs("</ul>\n", f);
 }

@@ -280,6 +280,7 @@ static void kernel_compare(struct dash *x, const char *release, const struct far
                 fputs("</td></tr>\n", f);
         }
         fputs("</table></div>\n", f);
+        dash_inventory_differences(x, v, cmp);
 }
 
 /* The heading, the rule and why the verdict is what it is. */

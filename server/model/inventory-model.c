@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* A machine's inventory on the farm (inventory-model.h). */
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "inventory-model.h"
 
@@ -23,4 +25,47 @@ int farm_inventory_changes(const struct farm_inventory_version *a,
                            size_t *ret_n) {
         static const struct inventory none = {};
         return inventory_diff(a ? &a->fields : &none, &b->fields, ret, ret_n);
+}
+
+void farm_machine_inventories_free(struct farm_machine_inventory *v, size_t n) {
+        for (size_t i = 0; v && i < n; i++)
+                farm_inventory_version_done(&v[i].v);
+        free(v);
+}
+
+int farm_inventory_differences(const struct farm_machine_inventory *a, size_t na,
+                               const struct farm_machine_inventory *b, size_t nb,
+                               struct farm_inventory_difference **ret, size_t *ret_n) {
+        struct farm_inventory_difference *d = NULL;
+        size_t n = 0;
+        for (size_t i = 0, k = 0; i < na && k < nb;) {
+                int c = strcmp(a[i].machine, b[k].machine);
+                if (c) {
+                        c < 0 ? i++ : k++;
+                        continue;
+                }
+                if (strcmp(a[i].v.digest, b[k].v.digest) != 0) {
+                        struct farm_inventory_difference *x = realloc(d, (n + 1) * sizeof(*d));
+                        if (!x)
+                                goto oom;
+                        d = x;
+                        d[n] = (struct farm_inventory_difference){ .a = i, .b = k };
+                        if (inventory_diff(&a[i].v.fields, &b[k].v.fields, &d[n].v, &d[n].n) < 0)
+                                goto oom;
+                        n++;
+                }
+                i++, k++;
+        }
+        *ret = d;
+        *ret_n = n;
+        return 0;
+oom:
+        farm_inventory_differences_free(d, n);
+        return -ENOMEM;
+}
+
+void farm_inventory_differences_free(struct farm_inventory_difference *v, size_t n) {
+        for (size_t i = 0; v && i < n; i++)
+                free(v[i].v);
+        free(v);
 }

@@ -43,6 +43,27 @@ static inline void farm_inventory_history_donep(struct farm_inventory_history *h
 }
 #define _cleanup_inventory_history_ _cleanup_(farm_inventory_history_donep)
 
+/* A machine's version of the inventory in force for a release (the newest of its runs of it). */
+struct farm_machine_inventory {
+        char machine[33];
+        struct farm_inventory_version v;
+};
+void farm_machine_inventories_free(struct farm_machine_inventory *v, size_t n);
+
+/* A machine whose versions for two releases differ: a[] and b[] are the releases' lists, the
+ * changes' strings theirs. */
+struct farm_inventory_difference {
+        size_t a, b; /* indices in the two lists */
+        struct inventory_change *v;
+        size_t n;
+};
+/* The machines in both lists (each ascending by machine) whose versions differ, ascending by
+ * machine. */
+int farm_inventory_differences(const struct farm_machine_inventory *a, size_t na,
+                               const struct farm_machine_inventory *b, size_t nb,
+                               struct farm_inventory_difference **ret, size_t *ret_n);
+void farm_inventory_differences_free(struct farm_inventory_difference *v, size_t n);
+
 /* The fields of versions a and b that differ, ascending by name: every field when a is NULL. */
 int farm_inventory_changes(const struct farm_inventory_version *a,
                            const struct farm_inventory_version *b, struct inventory_change **ret,

@@ -139,6 +139,9 @@ void farm_problem_done(struct farm_problem *p) {
         case FARM_PROBLEM_REGRESSION:
                 free(p->regression.scenario);
                 free(p->regression.baseline);
+                for (size_t i = 0; i < p->regression.ninventory_fields; i++)
+                        free(p->regression.inventory_fields[i]);
+                free(p->regression.inventory_fields);
                 break;
         case FARM_PROBLEM_MACHINE_CHANGED:
                 for (size_t i = 0; i < p->changed.nfields; i++)

@@ -103,6 +103,11 @@ struct farm_overlap {
 struct farm_regression {
         char *scenario, *baseline;
         struct farm_latency_stats release_stats, baseline_stats;
+        /* The counted inventory fields in which the machine's version for the release differs
+         * from its version for the baseline; not known when either sent none. */
+        bool inventory_known;
+        char **inventory_fields;
+        size_t ninventory_fields;
 };
 
 struct farm_dropped {

@@ -36,6 +36,39 @@ static json_t *cmp_entry_json(const struct farm_cmp_entry *e) {
                          "regression", both ? json_boolean(e->regression) : json_null());
 }
 
+static json_t *value_or_null(const char *s) {
+        return s ? json_string(s) : json_null();
+}
+
+/* The machines whose inventories for the two kernels differ, with the fields that do. */
+static json_t *inventory_differences_json(const struct farm_comparison *c) {
+        json_t *list = json_array();
+        for (size_t i = 0; list && i < c->ndiff; i++) {
+                const struct farm_inventory_difference *d = &c->diff[i];
+                const struct farm_inventory_version *a = &c->inv[0][d->a].v,
+                                                    *b = &c->inv[1][d->b].v;
+                json_t *fields = json_array();
+                for (size_t k = 0; fields && k < d->n; k++)
+                        if (json_array_append_new(
+                                    fields, json_pack("{s:s, s:o, s:o}", "name", d->v[k].name,
+                                                      "kernel", value_or_null(d->v[k].old_value),
+                                                      "with", value_or_null(d->v[k].new_value))) <
+                            0)
+                                json_decref(fields), fields = NULL;
+                json_t *o = fields ? json_pack("{s:s, s:{s:I, s:I, s:s}, s:{s:I, s:I, s:s}, s:o}",
+                                               "machine", c->inv[0][d->a].machine, "kernel", "run",
+                                               (json_int_t) a->run, "version",
+                                               (json_int_t) a->version, "digest", a->digest, "with",
+                                               "run", (json_int_t) b->run, "version",
+                                               (json_int_t) b->version, "digest", b->digest,
+                                               "fields", fields)
+                                   : NULL;
+                if (json_array_append_new(list, o) < 0)
+                        json_decref(list), list = NULL;
+        }
+        return list;
+}
+
 int query_compare(farm_db *db, const char *release, const struct farm_args *args, int64_t now,
                   const char *path, struct farm_answer *a) {
         char perr[FARM_PARAM_ERROR_MAX], tol[32], err[FARM_ERROR_MAX];
@@ -94,6 +127,7 @@ int query_compare(farm_db *db, const char *release, const struct farm_args *args
                                  (json_int_t) cmp.in_both, "only_kernel", (json_int_t) cmp.only[0],
                                  "only_with", (json_int_t) cmp.only[1], "comparisons", items)) <
                     0 ||
+            json_object_set_new(o, "inventory_differences", inventory_differences_json(&cmp)) < 0 ||
             query_add_page(o, path, args, &page, n) < 0) {
                 farm_comparison_done(&cmp);
                 json_decref(o);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "comparison.h"
+#include "inventories.h"
 #include "db-internal.h"
 #include "hist-cache.h"
 #include "macro.h"
@@ -208,7 +209,31 @@ static void cmp_list_free(struct cmp_list *list) {
 void farm_comparison_done(struct farm_comparison *c) {
         struct cmp_list list = { .v = c->v, .n = c->n };
         cmp_list_free(&list);
+        farm_inventory_differences_free(c->diff, c->ndiff);
+        for (int side = 0; side < 2; side++)
+                farm_machine_inventories_free(c->inv[side], c->ninv[side]);
         *c = (struct farm_comparison){};
+}
+
+/* How far a run's start may be stamped after its arrival and still order the runs (the
+ * default ClockTolerance=: the comparison is asked without the rule). */
+#define RUN_ORDER_TOLERANCE_NS ((int64_t) 120 * 1000000000)
+
+/* Each machine's inventory for both kernels, and where they differ. */
+static int compare_inventories(farm_db *db, const char *release, const char *with, int64_t now,
+                               struct farm_comparison *ret, char *err) {
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        int r = 0;
+        for (int side = 0; r >= 0 && side < 2; side++)
+                r = farm_inventories_of_release(c, side ? with : release, now, INT64_MAX,
+                                                RUN_ORDER_TOLERANCE_NS, &ret->inv[side],
+                                                &ret->ninv[side], err);
+        if (r >= 0 && farm_inventory_differences(ret->inv[0], ret->ninv[0], ret->inv[1],
+                                                 ret->ninv[1], &ret->diff, &ret->ndiff) < 0) {
+                snprintf(err, FARM_ERROR_MAX, "out of memory comparing inventories");
+                r = -ENOMEM;
+        }
+        return r;
 }
 
 int farm_kernel_compare(farm_db *db, const char *release, const char *with,
@@ -245,6 +270,10 @@ int farm_kernel_compare(farm_db *db, const char *release, const char *with,
         }
         ret->v = list.v;
         ret->n = list.n;
+        if ((r = compare_inventories(db, release, with, now, ret, err)) < 0) {
+                farm_comparison_done(ret);
+                return r;
+        }
         snprintf(ret->rule, sizeof(ret->rule),
                  "regression when the kernel's p99.9 or worst case exceeds the other's by more "
                  "than %" PRIu64 " %% of it and by more than %" PRIu64 " ns",

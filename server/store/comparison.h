@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "db.h"
+#include "inventory-model.h"
 
 /* The rule of GET /api/v1/kernels/{release}/compare without tolerance= and min_difference=. */
 #define FARM_COMPARE_TOLERANCE_PERCENT_DEFAULT 10
@@ -35,6 +36,12 @@ struct farm_comparison {
         size_t n;
         uint64_t in_both, only[2], regressions; /* only[0]: only the kernel, [1] only the other */
         char rule[256];                         /* the regression rule in words */
+        /* Each machine's inventory for the kernel [0] and the other [1], and the machines
+         * whose two differ. */
+        struct farm_machine_inventory *inv[2];
+        size_t ninv[2];
+        struct farm_inventory_difference *diff;
+        size_t ndiff;
 };
 /* Compares release with with under the rule of farm_worse(); now tells the past days (their
  * histograms are cached).  -ENOENT (err saying which) when one of them has no runs. */

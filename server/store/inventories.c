@@ -105,3 +105,50 @@ int farm_inventories_of(sql_conn *c, const char *machine, int64_t known_ns, int6
         *ret_n = n;
         return 0;
 }
+
+int farm_inventories_of_release(sql_conn *c, const char *release, int64_t at, int64_t known,
+                                int64_t tolerance_ns, struct farm_machine_inventory **ret,
+                                size_t *ret_n, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL;
+        struct farm_machine_inventory *v = NULL;
+        size_t n = 0;
+        int r = farm_prepare(c,
+                             "SELECT r.run_id, i.version, i.time_ns, i.after_ns, i.received_ns, "
+                             "i.digest, i.fields, r.machine_id FROM inventories i JOIN runs r ON "
+                             "r.id = i.run WHERE r.release = ?1 AND i.received_ns <= ?2 AND "
+                             "i.time_ns <= ?4 ORDER BY r.machine_id, " FARM_SQL_RUN_START(
+                                     "r.", "?3") ", r.run_id, i.version",
+                             &st, err),
+            rc;
+        if (r < 0)
+                return r;
+        sql_bind_text(st, 1, release);
+        sql_bind_int64(st, 2, known);
+        sql_bind_int64(st, 3, tolerance_ns);
+        sql_bind_int64(st, 4, at);
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                const char *m = sql_column_text(st, 7) ?: "";
+                /* The newest of a machine replaces the one before. */
+                if (!n || strcmp(v[n - 1].machine, m) != 0) {
+                        if (!farm_grow((void **) &v, n, sizeof(*v))) {
+                                r = -ENOMEM;
+                                snprintf(err, FARM_ERROR_MAX, "out of memory reading an inventory");
+                                break;
+                        }
+                        v[n++] = (struct farm_machine_inventory){};
+                        snprintf(v[n - 1].machine, sizeof(v[n - 1].machine), "%s", m);
+                } else
+                        farm_inventory_version_done(&v[n - 1].v);
+                if ((r = version_row(c, st, &v[n - 1].v, err)) < 0)
+                        break;
+        }
+        if (r >= 0 && rc != SQL_DONE)
+                r = farm_fail(c, rc, "cannot read the inventories", err);
+        if (r < 0) {
+                farm_machine_inventories_free(v, n);
+                return r;
+        }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}

@@ -16,6 +16,12 @@
 int farm_inventories_store(sql_conn *c, int64_t run, const struct summary *s, int64_t now_ns,
                            char *err);
 
+/* Each machine's newest version among its runs of release, stamped by at and received by known
+ * (as farm_inventories_of() orders them), ascending by machine; machines without one left out. */
+int farm_inventories_of_release(sql_conn *c, const char *release, int64_t at, int64_t known,
+                                int64_t tolerance_ns, struct farm_machine_inventory **ret,
+                                size_t *ret_n, char *err);
+
 /* Every version of machine's runs received by known_ns (INT64_MAX: all), in the order the
  * machine went through them: its runs by their start as the server takes it (a start stamped
  * beyond tolerance_ns after the run arrived counts from the arrival), each run's versions in

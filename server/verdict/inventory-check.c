@@ -28,6 +28,53 @@ static int counted_only(const struct farm_rule *rule, const struct inventory *a,
         return 0;
 }
 
+int vinventory_against(struct vctx *v, const char *machine, const char *baseline,
+                       struct farm_regression *ret, char *buf, size_t size) {
+        struct farm_machine_inventory *side[2] = {};
+        size_t n[2] = {}, at[2] = { SIZE_MAX, SIZE_MAX };
+        int r = 0;
+        buf[0] = '\0';
+        for (int k = 0; r >= 0 && k < 2; k++) {
+                r = farm_inventories_of_release(v->c, k ? baseline : v->release, v->at, v->known,
+                                                (int64_t) v->rule.clock_tolerance_ns, &side[k],
+                                                &n[k], v->err);
+                for (size_t i = 0; r >= 0 && i < n[k]; i++)
+                        if (strcmp(side[k][i].machine, machine) == 0)
+                                at[k] = i;
+        }
+        if (r >= 0 && at[0] != SIZE_MAX && at[1] != SIZE_MAX) {
+                _cleanup_inventory_ struct inventory ra = {}, rb = {};
+                struct inventory_change *ch = NULL;
+                size_t nch = 0, nchanged;
+                const struct farm_inventory_version *now = &side[0][at[0]].v,
+                                                    *base = &side[1][at[1]].v;
+                ret->inventory_known = true;
+                r = counted_only(&v->rule, &base->fields, &now->fields, &ra, &rb);
+                if (r >= 0)
+                        r = inventory_diff(&ra, &rb, &ch, &nch);
+                if (r >= 0 && nch &&
+                    !(ret->inventory_fields = calloc(nch, sizeof(*ret->inventory_fields))))
+                        r = -ENOMEM;
+                for (size_t i = 0; r >= 0 && i < nch; i++) {
+                        if (!(ret->inventory_fields[i] = strdup(ch[i].name)))
+                                r = -ENOMEM;
+                        else
+                                ret->ninventory_fields++;
+                }
+                free(ch);
+                if (r >= 0 && nch &&
+                    inventory_describe_changes(&ra, &rb, now->version, buf, size, &nchanged) < 0)
+                        r = -ENOMEM;
+                /* The fields alone: "dmi.bios_version: 1.2.3 -> 1.2.5". */
+                const char *list = r >= 0 ? strstr(buf, "changed: ") : NULL;
+                if (list)
+                        memmove(buf, list + 9, strlen(list + 9) + 1);
+        }
+        for (int k = 0; k < 2; k++)
+                farm_machine_inventories_free(side[k], n[k]);
+        return r;
+}
+
 /* The problem of the change from a to b, when it changed a counted field. */
 static int change(struct vctx *v, struct vmachine *m, const struct farm_inventory_version *a,
                   const struct farm_inventory_version *b) {

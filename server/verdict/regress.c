@@ -38,27 +38,36 @@ static const struct farm_release_stat *find_stat(const struct farm_release_stat 
 
 static int regression(struct vctx *v, struct vmachine *m, const char *baseline,
                       const struct farm_release_stat *now, const struct farm_release_stat *base) {
-        char id[FARM_PROBLEM_ID_MAX], msg[640], a[VTEXT_MAX], b[VTEXT_MAX], c[VTEXT_MAX],
-                d[VTEXT_MAX], t[VTEXT_MAX];
+        char id[FARM_PROBLEM_ID_MAX], msg[1024], a[VTEXT_MAX], b[VTEXT_MAX], c[VTEXT_MAX],
+                d[VTEXT_MAX], t[VTEXT_MAX], inv[320];
+        struct farm_regression reg = {};
+        int r = vinventory_against(v, m->id, baseline, &reg, inv, sizeof(inv));
+        if (r < 0) {
+                farm_problem_done(&(struct farm_problem){ .kind = FARM_PROBLEM_REGRESSION,
+                                                          .regression = reg });
+                return r;
+        }
         const char *scen = *now->scenario ? now->scenario : "none";
         snprintf(id, sizeof(id), "regression:%s:%s:%s", m->id, scen, baseline);
         snprintf(msg, sizeof(msg),
                  "%s, scenario %s: p99.9 %s and worst case %s against %s and %s under %s "
-                 "(more than %u %% and %s worse)",
+                 "(more than %u %% and %s worse)%s%s",
                  vhost(m), scen, vspan_text(a, (int64_t) now->p99_9_ns),
                  vspan_text(b, (int64_t) now->worst_ns), vspan_text(c, (int64_t) base->p99_9_ns),
                  vspan_text(d, (int64_t) base->worst_ns), baseline,
                  v->rule.regression_tolerance_pct,
-                 vspan_text(t, (int64_t) v->rule.regression_min_diff_ns));
+                 vspan_text(t, (int64_t) v->rule.regression_min_diff_ns),
+                 inv[0] ? "; the machine's inventory differs from the baseline's: " : "", inv);
         struct farm_problem p;
         bool ok = true;
         vproblem_head(&p, FARM_PROBLEM_REGRESSION, m, v->at, id, msg, &ok);
-        p.regression = (struct farm_regression){
-                .scenario = farm_strdup_or_null(scen, &ok),
-                .baseline = farm_strdup_or_null(baseline, &ok),
-                .release_stats = { (int64_t) now->p99_9_ns, (int64_t) now->worst_ns },
-                .baseline_stats = { (int64_t) base->p99_9_ns, (int64_t) base->worst_ns },
-        };
+        reg.scenario = farm_strdup_or_null(scen, &ok);
+        reg.baseline = farm_strdup_or_null(baseline, &ok);
+        reg.release_stats = (struct farm_latency_stats){ (int64_t) now->p99_9_ns,
+                                                         (int64_t) now->worst_ns };
+        reg.baseline_stats = (struct farm_latency_stats){ (int64_t) base->p99_9_ns,
+                                                          (int64_t) base->worst_ns };
+        p.regression = reg;
         return vproblem(v, m, v->at, v->at, &p, ok);
 }
 

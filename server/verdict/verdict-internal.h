@@ -165,6 +165,11 @@ int vjudge_data(struct vctx *v, struct vmachine *m);
 /* machine_changed problems of m between versions of its runs of the release (runs: the
  * machine's own numbers of those runs), inventory-check.c. */
 int vjudge_inventory(struct vctx *v, struct vmachine *m, const int64_t *runs, size_t nruns);
+/* For a regression of machine against baseline: the counted inventory fields in which its
+ * version for the release differs from its version for the baseline, into ret's inventory_*;
+ * the change described into buf ("" when none, or not known). */
+int vinventory_against(struct vctx *v, const char *machine, const char *baseline,
+                       struct farm_regression *ret, char *buf, size_t size);
 int vjudge_gaps(struct vctx *v, struct vmachine *m);
 int vjudge_clean(struct vctx *v, struct vmachine *m);
 
