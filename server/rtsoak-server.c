@@ -53,6 +53,8 @@ static void help(void) {
                "  verdict RELEASE [--at TIME] [--known-at TIME]\n"
                "  kcidb RELEASE [--at TIME] [--known-at TIME] [--origin NAME]\n"
                "                       the verdict as a KCIDB v5.3 report\n"
+               "  kcidb --watch DIRECTORY [--origin NAME]\n"
+               "                       a report into DIRECTORY for each change of the verdict log\n"
                "  waive RELEASE PROBLEM_ID --reason TEXT [--by NAME]\n"
                "  unwaive WAIVER_ID [--reason TEXT] [--by NAME]\n"
                "  waivers [RELEASE]\n"
@@ -94,6 +96,7 @@ static void help(void) {
                "  --at TIME            verdict: about TIME (RFC 3339, Unix ns, \"2d ago\")\n"
                "  --known-at TIME      verdict: as the server knew it at TIME\n"
                "  --origin NAME        kcidb: the CI system's name in KCIDB (default rtsoak)\n"
+               "  --watch DIRECTORY    kcidb: follow the verdict log, a report per change\n"
                "  --reason TEXT        why (kept in the audit trail)\n"
                "  --by NAME            who (default: $SUDO_USER, $USER)\n"
                "  --json               machine show, maintenance list: JSON\n"
@@ -145,6 +148,7 @@ enum {
         ARG_AT,
         ARG_KNOWN_AT,
         ARG_ORIGIN,
+        ARG_WATCH,
         ARG_FROM,
         ARG_TO,
         ARG_JSON,
@@ -187,6 +191,7 @@ static const struct option options[] = {
         { "at", required_argument, NULL, ARG_AT },
         { "known-at", required_argument, NULL, ARG_KNOWN_AT },
         { "origin", required_argument, NULL, ARG_ORIGIN },
+        { "watch", required_argument, NULL, ARG_WATCH },
         { "from", required_argument, NULL, ARG_FROM },
         { "to", required_argument, NULL, ARG_TO },
         { "json", no_argument, NULL, ARG_JSON },
@@ -268,6 +273,9 @@ static int parse_command_option(int c, const char *name, struct server_options *
                 break;
         case ARG_ORIGIN:
                 o->origin = optarg;
+                break;
+        case ARG_WATCH:
+                o->watch = optarg;
                 break;
         case ARG_FROM:
                 o->from = optarg;
@@ -407,8 +415,8 @@ static const struct command {
           cli_maintenance_list },
         { "maintenance", "cancel", 1, 1, "WINDOW_ID", WHY_OPTS, cli_maintenance_cancel },
         { "verdict", NULL, 1, 1, "RELEASE", OPT(ARG_AT) | OPT(ARG_KNOWN_AT), cli_verdict },
-        { "kcidb", NULL, 1, 1, "RELEASE", OPT(ARG_AT) | OPT(ARG_KNOWN_AT) | OPT(ARG_ORIGIN),
-          cli_kcidb },
+        { "kcidb", NULL, 0, 1, "RELEASE, or none with --watch",
+          OPT(ARG_AT) | OPT(ARG_KNOWN_AT) | OPT(ARG_ORIGIN) | OPT(ARG_WATCH), cli_kcidb },
         { "waive", NULL, 2, 2, "RELEASE and PROBLEM_ID", WHY_OPTS, cli_waive },
         { "unwaive", NULL, 1, 1, "WAIVER_ID", WHY_OPTS, cli_unwaive },
         { "waivers", NULL, 0, 1, "at most one RELEASE", 0, cli_waivers },

@@ -12,11 +12,15 @@ machine and scenario, the problem ids, the worst case as the number, and ids tha
 same from one call to the next and differ between releases.  TAP output."""
 import json
 import os
+import signal
+import subprocess
 import sys
+import tempfile
+import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from farmlib import HOUR, MIN, MS, SEC, US, Farm, check, now_ns, tap  # noqa: E402
+from farmlib import HOUR, MIN, MS, SEC, SERVER, US, Farm, check, now_ns, tap  # noqa: E402
 
 RULE = {"Period": "1d", "Scenarios": "idle 3h, cpu 3h, io 3h", "Watch": "0", "Regression": "no"}
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -228,8 +232,88 @@ def test_failed_pending_and_two_builds():
         f.cleanup()
 
 
+def wait_for(what, timeout=30):
+    """what() until it is true (its value), or None after timeout seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = what()
+        if v:
+            return v
+        time.sleep(0.2)
+    return None
+
+
+def read_report(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def test_watch():
+    """kcidb --watch DIR: a report per release when the verdict log records its change, each
+    file replaced whole; a restart goes on after the last row it wrote for; bad uses refused."""
+    f = Farm("kcidb-watch", dict(RULE, Watch="1s"))
+    out = tempfile.mkdtemp(prefix="rtsoak-kcidb-watch-")
+    watcher = None
+    try:
+        a = f.enroll("lab-a")
+        f.start()
+        end = now_ns() - SEC
+        clean(a, "6.6.30-rt31", end - 25 * HOUR, end)
+        cmd = [SERVER, f"--db={f.db}", f"--config={f.conf}", "kcidb", "--watch", out]
+        watcher = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        path = os.path.join(out, "6.6.30-rt31.json")
+        doc = wait_for(lambda: read_report(path))
+        check(doc is not None, "--watch writes the report of a release the log judged",
+              os.listdir(out))
+        if doc:
+            validate(doc, "--watch's report")
+            check(doc["checkouts"][0]["misc"]["verdict"] == "qualified",
+                  "--watch's report has the logged verdict", doc["checkouts"][0]["misc"])
+        # The run ended uncleanly: the log records the change, and the file follows it.
+        r = a.run(1, "6.6.30-rt31", start_ns=end - 25 * HOUR)
+        r.post([], [{"id": 9999, "time_ns": end - HOUR, "type": "unclean_end", "cpu": None,
+                     "value": None, "message": "run 1 did not end cleanly"}])
+        doc = wait_for(lambda: (read_report(path) or {}).get("checkouts", [{}])[0]
+                       .get("misc", {}).get("verdict") == "failed" and read_report(path))
+        check(doc is not None, "--watch replaces the report when the verdict changes")
+        check(not [n for n in os.listdir(out) if n.endswith(".tmp")],
+              "no report is left half written", os.listdir(out))
+        watcher.send_signal(signal.SIGTERM)
+        _, err = watcher.communicate(timeout=20)
+        check(watcher.returncode == 0 and "Stopping on a signal" in err,
+              "--watch stops on SIGTERM with status 0", (watcher.returncode, err[-500:]))
+        # Started again: nothing changed since the last row, nothing written.
+        before = os.stat(path).st_mtime_ns
+        watcher = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        time.sleep(3)
+        watcher.send_signal(signal.SIGTERM)
+        _, err = watcher.communicate(timeout=20)
+        check(os.stat(path).st_mtime_ns == before and "written" not in err,
+              "a restart goes on after the last row it wrote for", err[-500:])
+        watcher = None
+        for args, what in ((["kcidb"], "a RELEASE, or --watch"),
+                           (["kcidb", "6.6.30-rt31", "--watch", out], "a RELEASE, or --watch"),
+                           (["kcidb", "--watch", out, "--at", "now"], "no --at"),
+                           (["kcidb", "--watch", os.path.join(out, "none")], "not a directory")):
+            p = f.cli(*args, check=False)
+            check(p.returncode == 64 and what in p.stderr,
+                  f"kcidb {' '.join(args[1:])}: refused, saying so", (p.returncode, p.stderr))
+    finally:
+        if watcher:
+            watcher.kill()
+            watcher.wait()
+        f.stop()
+        f.cleanup()
+        for n in os.listdir(out):
+            os.unlink(os.path.join(out, n))
+        os.rmdir(out)
+
+
 def main():
-    for t in (test_qualified_and_stable_ids, test_failed_pending_and_two_builds):
+    for t in (test_qualified_and_stable_ids, test_failed_pending_and_two_builds, test_watch):
         try:
             t()
         except Exception as e:  # a crash of the test is a failed check, with its cause

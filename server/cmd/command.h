@@ -39,6 +39,7 @@ struct server_options {
         struct farm_settings_change change; /* --bound, --gating, --groups, --label, --unlabel */
         const char *reason, *by, *at, *known_at, *from, *to, *before;
         const char *origin; /* kcidb: NULL is FARM_KCIDB_ORIGIN_DEFAULT */
+        const char *watch;  /* kcidb --watch: the directory of the reports */
         bool json;
         unsigned chunk;                         /* migrate: intervals per transaction */
         struct cli_notify_filter notify_filter; /* notifications: --state, --kind ... */

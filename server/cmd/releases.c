@@ -48,7 +48,8 @@ int cli_verdict(const struct server_options *o, char **args, int n) {
 }
 
 int cli_kcidb(const struct server_options *o, char **args, int n) {
-        const char *release = args[0], *origin = o->origin ?: FARM_KCIDB_ORIGIN_DEFAULT;
+        const char *release = n > 0 ? args[0] : NULL,
+                   *origin = o->origin ?: FARM_KCIDB_ORIGIN_DEFAULT;
         char err[FARM_ERROR_MAX], perr[FARM_PARAM_ERROR_MAX];
         struct farm_question q;
         farm_db *db = NULL;
@@ -59,6 +60,18 @@ int cli_kcidb(const struct server_options *o, char **args, int n) {
                 log_error("Invalid --origin '%s': 1 to %d of a-z, 0-9 and _, as KCIDB takes",
                           origin, FARM_KCIDB_ORIGIN_MAX);
                 return EXIT_USAGE;
+        }
+        if (!release != !!o->watch) {
+                log_error("kcidb needs a RELEASE, or --watch DIRECTORY without one");
+                return EXIT_USAGE;
+        }
+        if (o->watch) {
+                if (o->at || o->known_at) {
+                        log_error("--watch reports each release as of its change: no --at or "
+                                  "--known-at");
+                        return EXIT_USAGE;
+                }
+                return cli_kcidb_watch(o, o->watch, origin);
         }
         if (farm_question_parse(release, o->at, o->known_at, now_ns(CLOCK_REALTIME), &q, perr) <
             0) {

@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "db-internal.h"
+#include "grow.h"
 #include "log-read.h"
+#include "verdict-model.h"
 
 void farm_logged_free(struct farm_logged *v, size_t n) {
         for (size_t i = 0; i < n; i++)
@@ -97,4 +99,38 @@ const char *farm_log_newest_qualified(const struct farm_logged *v, size_t n, con
                     (!best || farm_version_cmp(v[i].release, best) > 0))
                         best = v[i].release;
         return best;
+}
+
+int farm_log_changed_since(farm_db *db, int64_t after_id, char ***ret, size_t *ret_n,
+                           int64_t *ret_last, char err[static FARM_ERROR_MAX]) {
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        char **v = NULL;
+        size_t n = 0;
+        int r = farm_prepare(c,
+                             "SELECT release, max(id) FROM verdict_log WHERE id > ?1 GROUP BY "
+                             "release ORDER BY 2",
+                             &st, err),
+            rc;
+        if (r < 0)
+                return r;
+        sql_bind_int64(st, 1, after_id);
+        *ret_last = after_id;
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                const char *rel = sql_column_text(st, 0) ?: "";
+                if (!farm_grow((void **) &v, n, sizeof(*v)) || !(v[n] = strdup(rel))) {
+                        farm_strv_free(v, n);
+                        snprintf(err, FARM_ERROR_MAX, "out of memory");
+                        return -ENOMEM;
+                }
+                n++;
+                *ret_last = sql_column_int64(st, 1);
+        }
+        if (rc != SQL_DONE) {
+                farm_strv_free(v, n);
+                return farm_fail(c, rc, "cannot read the verdict log", err);
+        }
+        *ret = v;
+        *ret_n = n;
+        return 0;
 }

@@ -25,6 +25,11 @@ int farm_log_qualified(sql_conn *c, const struct farm_rule *rule, int64_t at_ns,
                        struct farm_logged **ret, size_t *ret_n, char err[static FARM_ERROR_MAX]);
 void farm_logged_free(struct farm_logged *v, size_t n);
 
+/* The releases whose verdict the log recorded a change of after row after_id, each once, in the
+ * order of their latest change; *ret_last gets the last row's id (after_id when none). */
+int farm_log_changed_since(farm_db *db, int64_t after_id, char ***ret, size_t *ret_n,
+                           int64_t *ret_last, char err[static FARM_ERROR_MAX]);
+
 /* The newest release of series in v that the log had qualified, older than below (NULL: any),
  * or NULL. */
 const char *farm_log_newest_qualified(const struct farm_logged *v, size_t n, const char *series,
