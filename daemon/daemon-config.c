@@ -83,6 +83,10 @@ static const struct conf_item items[] = {
           4000, "" },
         { "Upload", "Release", &conf_type_string, offsetof(struct daemon_config, upload_release), 0,
           SUMMARY_MAX_RELEASE, "" },
+        { "Upload", "GitURL", &conf_type_string, offsetof(struct daemon_config, upload_git_url), 0,
+          512, "" },
+        { "Upload", "GitCommit", &conf_type_string,
+          offsetof(struct daemon_config, upload_git_commit), 0, 40, "" },
         { "Upload", "Batch", &conf_type_uint, offsetof(struct daemon_config, upload_batch), 1, 1000,
           "60" },
         { "Upload", "Timeout", &conf_type_timespan,
@@ -419,6 +423,27 @@ static int check_trace(const struct daemon_config *c, char **origins,
         return 0;
 }
 
+/* [Upload] GitURL= (https://, no blank or control character) and GitCommit= (40 lowercase hex
+ * digits), as KCIDB takes them. */
+static int check_git(const struct daemon_config *c, char **origins, char *err) {
+        const char *u = c->upload_git_url, *k = c->upload_git_commit;
+        bool url_ok = !*u || (strncmp(u, "https://", 8) == 0 && u[8] &&
+                              strspn(u, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                        "0123456789-._~:/?#[]@!$&'()*+,;=%") == strlen(u));
+        bool commit_ok = !*k || (strlen(k) == 40 && strspn(k, "0123456789abcdef") == 40);
+        if (url_ok && commit_ok)
+                return 0;
+        char shown[600];
+        snprintf(err, CONF_ERROR_MAX, "%s: [Upload] %s=%s: %s",
+                 conf_origin(&daemon_config_table, origins,
+                             url_ok ? offsetof(struct daemon_config, upload_git_commit)
+                                    : offsetof(struct daemon_config, upload_git_url)),
+                 url_ok ? "GitCommit" : "GitURL", text_escape(url_ok ? k : u, shown, sizeof(shown)),
+                 url_ok ? "not a full commit hash (40 lowercase hex digits)"
+                        : "not an https:// URL (without blanks)");
+        return -EINVAL;
+}
+
 int daemon_config_check_release(const struct daemon_config *c, const char *kernel_release,
                                 char err[static CONF_ERROR_MAX]) {
         char why[NAME_WHY_MAX], shown[4 * 65];
@@ -482,6 +507,8 @@ int daemon_config_load(struct daemon_config *c, const char *path, bool explicit_
         }
         struct utsname u;
         if (uname(&u) == 0 && (r = daemon_config_check_release(c, u.release, err)) < 0)
+                goto out;
+        if ((r = check_git(c, origins, err)) < 0)
                 goto out;
         r = check_trace(c, origins, err);
         if (r < 0)

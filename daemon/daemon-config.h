@@ -42,6 +42,9 @@ struct daemon_config {
         char *upload_server; /* "": no upload */
         char *upload_token_file, *upload_ca_file;
         char *upload_release; /* the name the farm judges runs under; "": the kernel's release */
+        /* The tested kernel tree, as the operator declares it ("": not told): an https:// URL
+         * and a 40-digit commit, sent in the inventory (kernel.git_url, kernel.git_commit). */
+        char *upload_git_url, *upload_git_commit;
         uint64_t upload_batch, upload_timeout_ns, upload_connect_timeout_ns, upload_retry_max_ns;
 
         bool trace; /* the trace flight recorder */

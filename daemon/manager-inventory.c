@@ -28,6 +28,11 @@ static int read_now(struct manager *m, struct inventory *ret) {
         int r = inventory_read_live(NULL, ret);
         if (r >= 0)
                 r = inventory_merge(ret, &m->inv.boot);
+        /* What the operator declares of the tested tree. */
+        if (r >= 0 && *m->cfg.upload_git_url)
+                r = inventory_set(ret, "kernel.git_url", m->cfg.upload_git_url);
+        if (r >= 0 && *m->cfg.upload_git_commit)
+                r = inventory_set(ret, "kernel.git_commit", m->cfg.upload_git_commit);
         if (r >= 0 && ret->dropped + m->inv.boot.dropped > 0 && !m->inv.told_dropped) {
                 log_notice("The machine's inventory holds more than %d fields or %d bytes: %zu "
                            "field(s) left out",

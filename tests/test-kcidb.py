@@ -22,6 +22,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from farmlib import HOUR, MIN, MS, SEC, SERVER, US, Farm, check, now_ns, tap  # noqa: E402
 
+GIT_URL = "https://git.kernel.org/pub/scm/linux/kernel/git/rt/linux-stable-rt.git"
+GIT_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 RULE = {"Period": "1d", "Scenarios": "idle 3h, cpu 3h, io 3h", "Watch": "0", "Regression": "no"}
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.environ.get("KCIDB_SCHEMA") or os.path.join(
@@ -108,7 +110,8 @@ def test_qualified_and_stable_ids():
                           "value": None, "message": "version 1, 3 fields"}])
         doc["inventory"] = [{"version": 1, "time_ns": end - 25 * HOUR,
                              "fields": {"uname.machine": "x86_64", "dmi.bios_version": "1.2.3",
-                                        "modules.count": "42"}}]
+                                        "modules.count": "42", "kernel.git_url": GIT_URL,
+                                        "kernel.git_commit": GIT_COMMIT}}]
         a.post_doc(doc)
         at = end
         v = f.verdict("6.6.30-rt31", at=str(at))
@@ -130,6 +133,10 @@ def test_qualified_and_stable_ids():
               "qualified: the build's architecture from its machines' inventory",
               [b.get("architecture") for b in doc["builds"]])
         inv = t["environment"]["misc"].get("inventory") or {}
+        ck = doc["checkouts"][0]
+        check(ck.get("git_repository_url") == GIT_URL and ck.get("git_commit_hash") == GIT_COMMIT,
+              "qualified: the checkout names the tree the machines' inventories declare",
+              {k: ck.get(k) for k in ("git_repository_url", "git_commit_hash")})
         check(inv.get("fields") == {"uname.machine": "x86_64", "dmi.bios_version": "1.2.3"}
               and len(inv.get("digest", "")) == 64 and inv.get("run") == 1,
               "qualified: a test's environment summarises its machine's inventory", inv)
@@ -155,6 +162,19 @@ def test_qualified_and_stable_ids():
         st, body = f.http("GET", f"/api/v1/kernels/6.6.30-rt31/kcidb?at={at}&origin=a-b")[:2]
         check(st == 400 and "origin" in str(body), "the API refuses a bad origin, naming it",
               (st, body))
+        # lab-b declares another commit: which tree is the release? Each machine's in misc.
+        r = b.run(1, "6.6.30-rt31", start_ns=end - 25 * HOUR)
+        d = r.doc([], [{"id": 1, "time_ns": end - 25 * HOUR, "type": "inventory", "cpu": None,
+                        "value": None, "message": "version 1, 2 fields"}])
+        d["inventory"] = [{"version": 1, "time_ns": end - 25 * HOUR,
+                           "fields": {"kernel.git_url": GIT_URL, "kernel.git_commit": "f" * 40}}]
+        b.post_doc(d)
+        two = report(f, "6.6.30-rt31", at)
+        validate(two, "two trees")
+        ck = two["checkouts"][0]
+        check("git_commit_hash" not in ck and sorted(
+                  x["commit"] for x in ck["misc"].get("git_disagree", [])) == [GIT_COMMIT, "f" * 40],
+              "two trees declared: no commit in the checkout, each machine's in misc", ck)
         none = f.cli("kcidb", "9.9.9", check=False)
         check(none.returncode == 3, "a release no machine ran: exit status 3",
               (none.returncode, none.stderr))

@@ -71,6 +71,10 @@ static char set_release[300] = "Upload.Release=";
 
 static char set_check[64] = "Inventory.Check=5min";
 
+/* The tested tree every run declares (sent in its inventory). */
+#define GIT_URL "https://git.kernel.org/pub/scm/linux/kernel/git/rt/linux-stable-rt.git"
+#define GIT_COMMIT "0123456789abcdef0123456789abcdef01234567"
+
 static pid_t start_daemon(const char *duration, const char *errlog) {
         char *argv[48];
         snprintf(set_server, sizeof(set_server), "Upload.Server=%s", url);
@@ -90,6 +94,10 @@ static pid_t start_daemon(const char *duration, const char *errlog) {
                                 set_release,
                                 "--set",
                                 set_check,
+                                "--set",
+                                "Upload.GitURL=" GIT_URL,
+                                "--set",
+                                "Upload.GitCommit=" GIT_COMMIT,
                                 duration ? "--duration" : NULL,
                                 duration,
                                 NULL };
@@ -489,6 +497,9 @@ static void expect_farm_inventory(void) {
                 json_string_value(json_object_get(json_object_get(cur, "fields"), "thp.enabled")),
                 "always");
         assert_int_equal(tu_jint(cur, "run"), 2);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(cur, "fields"),
+                                                              "kernel.git_commit")),
+                            GIT_COMMIT);
         assert_int_equal(tu_jint(cur, "version"), 2);
         const char *want_from[] = { "never", "always", "never" },
                    *want_to[] = { "always", "never", "always" };
@@ -525,6 +536,13 @@ static void expect_farm_inventory(void) {
         assert_int_equal(changed, 3);
         assert_string_equal(json_string_value(json_object_get(v, "verdict")), "failed");
         json_decref(v);
+        /* The KCIDB report's checkout names the tree the runs declared. */
+        snprintf(u, sizeof(u), "%s/api/v1/kernels/%s/kcidb", url, un.release);
+        json_t *report = tu_get_json(u, 200);
+        json_t *ck = json_array_get(json_object_get(report, "checkouts"), 0);
+        assert_string_equal(json_string_value(json_object_get(ck, "git_repository_url")), GIT_URL);
+        assert_string_equal(json_string_value(json_object_get(ck, "git_commit_hash")), GIT_COMMIT);
+        json_decref(report);
         /* Waived, each change is no problem of the release any more. */
         tu_server_admin_token(farm_db, "alice", staff);
         snprintf(u, sizeof(u), "%s/api/v1/kernels/%s/waivers", url, un.release);

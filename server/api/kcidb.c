@@ -345,6 +345,62 @@ static int add_build(const struct report *r, const struct farm_build *b, json_t 
         return rc < 0 ? -ENOMEM : 0;
 }
 
+/* Each machine's inventory for the release as the question sees it, into r->inv (run 0 for a
+ * machine whose runs of it sent none). */
+static int read_inventories(farm_db *db, const struct farm_rule *rule, int64_t at, int64_t known,
+                            struct report *r, char *err) {
+        struct farm_machine_inventory *all = NULL;
+        size_t n = 0;
+        if (!(r->inv = calloc(r->v->nmachines + 1, sizeof(*r->inv))))
+                return -ENOMEM;
+        int rc = farm_release_inventories(db, r->v->release, at, known,
+                                          (int64_t) rule->clock_tolerance_ns, &all, &n, err);
+        for (size_t i = 0; rc >= 0 && i < r->v->nmachines; i++)
+                for (size_t k = 0; k < n; k++)
+                        if (strcmp(all[k].machine, r->v->machines[i].id) == 0) {
+                                r->inv[i] = all[k].v;
+                                all[k].v = (struct farm_inventory_version){};
+                        }
+        farm_machine_inventories_free(all, n);
+        return rc;
+}
+
+/* The tested tree the machines' inventories name (kernel.git_url, kernel.git_commit): into the
+ * checkout when they agree, each machine's in misc when they do not. */
+static int checkout_git(const struct report *r, json_t *c) {
+        const char *url = NULL, *commit = NULL;
+        bool agree = true;
+        json_t *each = json_array();
+        for (size_t i = 0; each && i < r->v->nmachines; i++) {
+                const char *u = inventory_get(&r->inv[i].fields, "kernel.git_url"),
+                           *k = inventory_get(&r->inv[i].fields, "kernel.git_commit");
+                if (!u && !k)
+                        continue;
+                agree = agree && (!url || !u || strcmp(url, u) == 0) &&
+                        (!commit || !k || strcmp(commit, k) == 0);
+                url = url ?: u, commit = commit ?: k;
+                if (json_array_append_new(each, json_pack("{s:s, s:s?, s:s?}", "machine",
+                                                          r->v->machines[i].id, "url", u, "commit",
+                                                          k)) < 0)
+                        json_decref(each), each = NULL;
+        }
+        if (!each)
+                return -ENOMEM;
+        if (json_array_size(each) == 0) {
+                json_decref(each);
+                return 0;
+        }
+        if (agree) {
+                json_decref(each);
+                if ((url && json_object_set_new(c, "git_repository_url", json_string(url)) < 0) ||
+                    (commit && json_object_set_new(c, "git_commit_hash", json_string(commit)) < 0))
+                        return -ENOMEM;
+                return 0;
+        }
+        return json_object_set_new(json_object_get(c, "misc"), "git_disagree", each) < 0 ? -ENOMEM
+                                                                                         : 0;
+}
+
 static json_t *checkout_json(const struct report *r) {
         const struct farm_verdict *v = r->v;
         json_t *c = json_pack("{s:O, s:s, s:s, s:b, s:{s:s, s:s, s:s, s:s, s:o}}", "id",
@@ -356,7 +412,7 @@ static json_t *checkout_json(const struct report *r) {
         for (size_t i = 0; i < v->nmachines; i++)
                 if (v->machines[i].ran)
                         first = MIN(first, v->machines[i].first_ns);
-        bool ok = c != NULL;
+        bool ok = c != NULL && checkout_git(r, c) >= 0;
         if (ok && first != INT64_MAX)
                 put(c, "start_time", time_json(first), &ok);
         if (!ok) {
@@ -383,18 +439,6 @@ static int report_json(struct report *r, json_t **ret) {
                 return -ENOMEM;
         *ret = doc;
         return 0;
-}
-
-/* Each machine's inventory as the question sees it, into r->inv. */
-static int read_inventories(farm_db *db, const struct farm_rule *rule, int64_t at, int64_t known,
-                            struct report *r, char *err) {
-        int rc = 0;
-        if (!(r->inv = calloc(r->v->nmachines + 1, sizeof(*r->inv))))
-                return -ENOMEM;
-        for (size_t i = 0; rc >= 0 && i < r->v->nmachines; i++)
-                rc = farm_machine_inventory_at(db, r->v->machines[i].id, at, known,
-                                               (int64_t) rule->clock_tolerance_ns, &r->inv[i], err);
-        return rc;
 }
 
 int farm_kcidb_report(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,

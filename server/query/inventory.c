@@ -48,25 +48,11 @@ static int page_changes(struct farm_inventory_history *h, const struct farm_page
         return 0;
 }
 
-int farm_machine_inventory_at(farm_db *db, const char *id, int64_t at, int64_t known,
-                              int64_t tolerance_ns, struct farm_inventory_version *ret,
-                              char err[static FARM_ERROR_MAX]) {
+int farm_release_inventories(farm_db *db, const char *release, int64_t at, int64_t known,
+                             int64_t tolerance_ns, struct farm_machine_inventory **ret,
+                             size_t *ret_n, char err[static FARM_ERROR_MAX]) {
         _cleanup_release_ sql_conn *c = farm_reader(db);
-        struct farm_inventory_version *vs = NULL;
-        size_t n = 0, pick = SIZE_MAX;
-        *ret = (struct farm_inventory_version){};
-        int r = farm_inventories_of(c, id, known, tolerance_ns, &vs, &n, err);
-        for (size_t k = 0; r >= 0 && k < n; k++)
-                if (vs[k].time_ns <= at)
-                        pick = k;
-        if (pick != SIZE_MAX) {
-                *ret = vs[pick];
-                vs[pick].fields = (struct inventory){};
-        }
-        for (size_t k = 0; k < n; k++)
-                farm_inventory_version_done(&vs[k]);
-        free(vs);
-        return r;
+        return farm_inventories_of_release(c, release, at, known, tolerance_ns, ret, ret_n, err);
 }
 
 int farm_machine_inventory(farm_db *db, const char *id, const struct farm_page *page,
