@@ -340,3 +340,21 @@ int inventory_from_text(const char *text, struct inventory *ret,
         json_decref(o);
         return r;
 }
+
+static json_t *string_or_null(const char *s) {
+        return s ? json_string(s) : json_null();
+}
+
+json_t *inventory_changes_to_json(const struct inventory_change *v, size_t n, const char *from_key,
+                                  const char *to_key) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < n; i++)
+                if (json_array_append_new(a, json_pack("{s:s, s:o, s:o}", "name", v[i].name,
+                                                       from_key, string_or_null(v[i].old_value),
+                                                       to_key, string_or_null(v[i].new_value))) <
+                    0) {
+                        json_decref(a);
+                        a = NULL;
+                }
+        return a;
+}

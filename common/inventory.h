@@ -70,6 +70,10 @@ int inventory_diff(const struct inventory *a, const struct inventory *b,
 int inventory_describe_changes(const struct inventory *a, const struct inventory *b,
                                uint64_t version, char *buf, size_t size, size_t *ret_n);
 
+/* Changes as a JSON array of {"name", from_key: the old value, to_key: the new} (null where
+ * absent); NULL without memory. */
+json_t *inventory_changes_to_json(const struct inventory_change *v, size_t n, const char *from_key,
+                                  const char *to_key);
 /* As a JSON object of name: value, in name order (NULL without memory). */
 json_t *inventory_to_json(const struct inventory *inv);
 /* The compact JSON text of that object (allocated), and its SHA-256 in hex (65 bytes). */

@@ -113,6 +113,13 @@ def test_qualified_and_stable_ids():
                                         "modules.count": "42", "kernel.git_url": GIT_URL,
                                         "kernel.git_commit": GIT_COMMIT}}]
         a.post_doc(doc)
+        # The same version sent again with another BIOS: the first stays, the log says so.
+        again_doc = json.loads(json.dumps(doc))
+        again_doc["inventory"][0]["fields"]["dmi.bios_version"] = "9.9.9"
+        a.post_doc(again_doc)
+        check("inventory version 1 sent again with other fields" in f.log_tail(),
+              "a version sent again with other fields is kept as first stored, and said",
+              f.log_tail()[-600:])
         at = end
         v = f.verdict("6.6.30-rt31", at=str(at))
         doc = report(f, "6.6.30-rt31", at)
@@ -292,6 +299,15 @@ def test_watch():
             validate(doc, "--watch's report")
             check(doc["checkouts"][0]["misc"]["verdict"] == "qualified",
                   "--watch's report has the logged verdict", doc["checkouts"][0]["misc"])
+        # A release whose name, escaped, is too long for a file name: cut, made unique with a
+        # digest, and the others are not held back by it.
+        long_rel = "6.6.30-rt31-" + ":" * 90
+        clean(a, long_rel, end - 28 * HOUR, end - 26 * HOUR, run_id=2)
+        named = wait_for(lambda: [n for n in os.listdir(out)
+                                  if n.startswith("6.6.30-rt31-%3A") and n.endswith(".json")])
+        check(named and len(named[0]) <= 255 and (read_report(os.path.join(out, named[0])) or {})
+              .get("checkouts", [{}])[0].get("misc", {}).get("release") == long_rel,
+              "a release too long for a file name gets a cut name with its report", named)
         # The run ended uncleanly: the log records the change, and the file follows it.
         r = a.run(1, "6.6.30-rt31", start_ns=end - 25 * HOUR)
         r.post([], [{"id": 9999, "time_ns": end - HOUR, "type": "unclean_end", "cpu": None,
@@ -299,10 +315,10 @@ def test_watch():
         doc = wait_for(lambda: (read_report(path) or {}).get("checkouts", [{}])[0]
                        .get("misc", {}).get("verdict") == "failed" and read_report(path))
         check(doc is not None, "--watch replaces the report when the verdict changes")
-        check(not [n for n in os.listdir(out) if n.endswith(".tmp")],
-              "no report is left half written", os.listdir(out))
         watcher.send_signal(signal.SIGTERM)
         _, err = watcher.communicate(timeout=20)
+        check(not [n for n in os.listdir(out) if n.endswith(".tmp")],
+              "no file is left half written", os.listdir(out))
         check(watcher.returncode == 0 and "Stopping on a signal" in err,
               "--watch stops on SIGTERM with status 0", (watcher.returncode, err[-500:]))
         # Started again: nothing changed since the last row, nothing written.

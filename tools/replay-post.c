@@ -179,6 +179,25 @@ static int end_run(struct worker *w, struct mstate *ms, const struct run_end *e)
         return flush(w, ms);
 }
 
+/* Ends the run at e and starts the next after the reboot, from *t: *t the next run's start. */
+static int restart(struct worker *w, struct mstate *ms, const struct run_end *e, int64_t *t) {
+        int r = end_run(w, ms, e);
+        if (r < 0)
+                return r;
+        int64_t next = align_up(e->time_ns + (int64_t) replay_opt.reboot_ns,
+                                replay_opt.interval_ns);
+        for (int64_t u = *t; u < next; u += (int64_t) replay_opt.interval_ns)
+                count_unsent_downs(ms, u);
+        *t = next;
+        ms->run_id++;
+        ms->run_start_ns = next;
+        ms->last_data_ns = next;
+        ms->seq = 0;
+        ms->run_posted = false;
+        replay_new_boot_id(ms);
+        return replay_inventory_run_start(w, ms) < 0 ? log_oom() : 0;
+}
+
 static int replay_machine(struct worker *w, const struct machine *m) {
         char auth[600];
         struct mstate ms = {
@@ -221,25 +240,9 @@ static int replay_machine(struct worker *w, const struct machine *m) {
                                                                       : NULL;
                 if (e && t + (int64_t) replay_opt.interval_ns > e->time_ns) {
                         /* The run ends inside this interval: it is not closed, not sent. */
-                        r = end_run(w, &ms, e);
-                        if (r < 0)
+                        if ((r = restart(w, &ms, e, &t)) < 0)
                                 goto out;
-                        int64_t next = align_up(e->time_ns + (int64_t) replay_opt.reboot_ns,
-                                                replay_opt.interval_ns);
-                        for (int64_t u = t; u < next; u += (int64_t) replay_opt.interval_ns)
-                                count_unsent_downs(&ms, u);
-                        t = next;
                         next_end++;
-                        ms.run_id++;
-                        ms.run_start_ns = t;
-                        ms.last_data_ns = t;
-                        ms.seq = 0;
-                        ms.run_posted = false;
-                        replay_new_boot_id(&ms);
-                        if ((r = replay_inventory_run_start(w, &ms)) < 0) {
-                                r = log_oom();
-                                goto out;
-                        }
                         continue;
                 }
                 if ((r = replay_inventory_changes(w, &ms, t + (int64_t) replay_opt.interval_ns)) <

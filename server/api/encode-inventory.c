@@ -38,20 +38,9 @@ json_t *farm_inventory_to_json(const char *machine, const struct farm_inventory_
                    : NULL;
 }
 
-static json_t *value_or_null(const char *s) {
-        return s ? json_string(s) : json_null();
-}
-
 static json_t *change_json(const struct farm_inventory_history *h,
                            const struct farm_inventory_change *c) {
-        json_t *fields = json_array();
-        for (size_t i = 0; fields && i < c->n; i++) {
-                const struct inventory_change *x = &c->v[i];
-                if (json_array_append_new(fields, json_pack("{s:s, s:o, s:o}", "name", x->name,
-                                                            "from", value_or_null(x->old_value),
-                                                            "to", value_or_null(x->new_value))) < 0)
-                        json_decref(fields), fields = NULL;
-        }
+        json_t *fields = inventory_changes_to_json(c->v, c->n, "from", "to");
         json_t *o = fields ? version_head(&h->versions[c->to]) : NULL;
         json_t *prev = o ? version_head(&h->versions[c->from]) : NULL;
         if (!prev || json_object_set_new(o, "previous", prev) < 0 ||

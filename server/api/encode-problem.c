@@ -55,10 +55,7 @@ static json_t *strings_or_null(bool known, char *const *v, size_t n) {
 
 /* A machine_changed problem's versions and the fields that changed. */
 static json_t *changed_json(const struct farm_machine_change *c) {
-        json_t *fields = json_array();
-        for (size_t i = 0; fields && i < c->nfields; i++)
-                if (json_array_append_new(fields, json_string(c->fields[i])) < 0)
-                        json_decref(fields), fields = NULL;
+        json_t *fields = strings_or_null(true, c->fields, c->nfields);
         return fields ? json_pack("{s:I, s:I, s:{s:I, s:I}, s:o, s:o}", "run", (json_int_t) c->run,
                                   "version", (json_int_t) c->version, "previous", "run",
                                   (json_int_t) c->previous_run, "version",

@@ -17,6 +17,8 @@
 #include "log-read.h"
 #include "log.h"
 #include "releases.h"
+#include "sha256.h"
+#include "summary.h"
 #include "timeutil.h"
 
 #define STATE_FILE ".rtsoak-kcidb-last"
@@ -57,18 +59,36 @@ static int write_file(const char *dir, const char *name, const char *text) {
         return 0;
 }
 
-/* A release's file name: its characters that a name takes, others as %XX; ".json". */
+/* Longest escaped release in a file name: with ".json", and the ".tmp" beside it, within a
+ * file system's 255 bytes. */
+#define NAME_MAX_ESCAPED 200
+
+/* A release's file name: its characters that a name takes, others as %XX; ".json".  A name
+ * that would be too long is cut and made unique again with a digest of the release. */
 static void file_name(const char *release, char *buf, size_t size) {
+        char esc[3 * SUMMARY_MAX_RELEASE + 1], hex[2 * SHA256_DIGEST_SIZE + 1];
         size_t n = 0;
-        for (const unsigned char *p = (const unsigned char *) release; *p && n + 4 < size; p++) {
+        for (const unsigned char *p = (const unsigned char *) release; *p && n + 4 < sizeof(esc);
+             p++) {
                 if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+~-",
                            *p) &&
                     !(p == (const unsigned char *) release && *p == '.'))
-                        buf[n++] = (char) *p;
+                        esc[n++] = (char) *p;
                 else
-                        n += (size_t) snprintf(buf + n, size - n, "%%%02X", *p);
+                        n += (size_t) snprintf(esc + n, sizeof(esc) - n, "%%%02X", *p);
         }
-        snprintf(buf + n, size - n, ".json");
+        esc[n] = '\0';
+        if (n <= NAME_MAX_ESCAPED) {
+                snprintf(buf, size, "%s.json", esc);
+                return;
+        }
+        size_t cut = NAME_MAX_ESCAPED - 17; /* room for "-" and 16 hex digits */
+        if (esc[cut - 1] == '%')
+                cut--;
+        else if (cut >= 2 && esc[cut - 2] == '%')
+                cut -= 2; /* not inside a %XX */
+        sha256_hex(release, strlen(release), hex);
+        snprintf(buf, size, "%.*s-%.16s.json", (int) cut, esc, hex);
 }
 
 /* The report of release as of now into its file. */
@@ -96,40 +116,112 @@ static int write_report(farm_db *db, const struct server_options *o, const char 
         return 0;
 }
 
-static int64_t read_state(const char *dir) {
-        char path[4200];
+/* The releases whose report could not be written: tried again at every look, without holding
+ * the others back. */
+struct retry {
+        char **v;
+        size_t n;
+};
+
+static bool retry_has(const struct retry *t, const char *release) {
+        for (size_t i = 0; i < t->n; i++)
+                if (strcmp(t->v[i], release) == 0)
+                        return true;
+        return false;
+}
+
+/* The state file: the last log row written for, then a release to retry per line. */
+static int64_t read_state(const char *dir, struct retry *t) {
+        char path[4200], line[SUMMARY_MAX_RELEASE + 2];
         long long v = 0;
         snprintf(path, sizeof(path), "%s/" STATE_FILE, dir);
         FILE *f = fopen(path, "re");
-        if (f) {
-                if (fscanf(f, "%lld", &v) != 1 || v < 0)
-                        v = 0;
-                fclose(f);
+        if (!f)
+                return 0;
+        if (!fgets(line, sizeof(line), f) || sscanf(line, "%lld", &v) != 1 || v < 0)
+                v = 0;
+        while (fgets(line, sizeof(line), f)) {
+                line[strcspn(line, "\n")] = '\0';
+                char **x = *line ? realloc(t->v, (t->n + 1) * sizeof(*x)) : NULL;
+                if (x && (x[t->n] = strdup(line)))
+                        t->n++;
+                if (x)
+                        t->v = x;
         }
+        fclose(f);
         return v;
 }
 
-/* One look at the log: a report for each release changed since *last; *last moved on once
- * every one of them was written. */
-static int watch_once(farm_db *db, const struct server_options *o, const char *dir,
-                      const char *origin, int64_t *last) {
-        char err[FARM_ERROR_MAX], text[32];
+static int write_state(const char *dir, int64_t last, const struct retry *t) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        if (!m)
+                return -ENOMEM;
+        fprintf(m, "%lld\n", (long long) last);
+        for (size_t i = 0; i < t->n; i++)
+                fprintf(m, "%s\n", t->v[i]);
+        if (fclose(m) != 0) {
+                free(text);
+                return -ENOMEM;
+        }
+        int r = write_file(dir, STATE_FILE, text);
+        free(text);
+        return r;
+}
+
+/* Writes release's report; a failure puts it on *t (or keeps it there), a success takes it off. */
+static void report_or_retry(farm_db *db, const struct server_options *o, const char *dir,
+                            const char *release, const char *origin, struct retry *t) {
+        bool was = retry_has(t, release);
+        if (write_report(db, o, dir, release, origin) >= 0) {
+                for (size_t i = 0; was && i < t->n; i++)
+                        if (strcmp(t->v[i], release) == 0) {
+                                free(t->v[i]);
+                                t->v[i] = t->v[--t->n];
+                                break;
+                        }
+                return;
+        }
+        char **x = was ? NULL : realloc(t->v, (t->n + 1) * sizeof(*x));
+        if (x && (x[t->n] = strdup(release))) {
+                t->v = x;
+                t->n++;
+        } else if (x)
+                t->v = x;
+}
+
+/* One look at the log: a report for each release changed since *last and for each still to
+ * retry; *last moves on past every row read. */
+static void watch_once(farm_db *db, const struct server_options *o, const char *dir,
+                       const char *origin, int64_t *last, struct retry *t) {
+        char err[FARM_ERROR_MAX];
         char **changed = NULL;
         size_t n = 0;
         int64_t upto;
+        size_t retries = t->n;
         int r = farm_log_changed_since(db, *last, &changed, &n, &upto, err);
-        if (r < 0)
-                return log_error_errno(r, "Cannot read the verdict log: %s", err);
-        for (size_t i = 0; r >= 0 && i < n && !stopping; i++)
-                r = write_report(db, o, dir, changed[i], origin);
+        if (r < 0) {
+                log_error_errno(r, "Cannot read the verdict log: %s", err);
+                return;
+        }
+        for (size_t i = 0; i < n && !stopping; i++)
+                if (!retry_has(t, changed[i]))
+                        report_or_retry(db, o, dir, changed[i], origin, t);
         farm_strv_free(changed, n);
-        if (r < 0 || stopping || upto == *last)
-                return r;
-        snprintf(text, sizeof(text), "%lld\n", (long long) upto);
-        if ((r = write_file(dir, STATE_FILE, text)) < 0)
-                return log_error_errno(r, "Cannot write %s/" STATE_FILE ": %m", dir);
+        /* Copies: a success takes its release off the list. */
+        for (size_t i = t->n; i > 0 && !stopping; i--) {
+                _cleanup_free_ char *rel = strdup(t->v[i - 1]);
+                if (rel)
+                        report_or_retry(db, o, dir, rel, origin, t);
+        }
+        if (stopping || (upto == *last && t->n == 0 && retries == 0))
+                return;
+        if ((r = write_state(dir, upto, t)) < 0) {
+                log_error_errno(r, "Cannot write %s/" STATE_FILE ": %m", dir);
+                return;
+        }
         *last = upto;
-        return 0;
 }
 
 int cli_kcidb_watch(const struct server_options *o, const char *dir, const char *origin) {
@@ -149,18 +241,24 @@ int cli_kcidb_watch(const struct server_options *o, const char *dir, const char 
         struct sigaction sa = { .sa_handler = on_signal };
         sigaction(SIGTERM, &sa, NULL);
         sigaction(SIGINT, &sa, NULL);
-        int64_t last = read_state(dir);
+        struct retry t = {};
+        int64_t last = read_state(dir, &t);
         log_info("Writing a KCIDB report to %s for each change the verdict log records after row "
                  "%lld, looking every %llu ms",
                  dir, (long long) last, (unsigned long long) (o->rule.watch_ns / 1000000));
         while (!stopping) {
                 /* A failure is said, and tried again at the next look. */
-                (void) watch_once(db, o, dir, origin, &last);
+                watch_once(db, o, dir, origin, &last, &t);
                 for (uint64_t slept = 0; !stopping && slept < o->rule.watch_ns;
                      slept += 100 * NSEC_PER_MSEC)
                         usleep(100 * 1000);
         }
         farm_db_close(db);
+        if (t.n)
+                log_warning("%zu report(s) still not written (the first: %s); the next start "
+                            "tries them again",
+                            t.n, t.v[0]);
+        farm_strv_free(t.v, t.n);
         log_info("Stopping on a signal; the next start goes on after row %lld", (long long) last);
         return EXIT_SUCCESS;
 }

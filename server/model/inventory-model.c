@@ -33,6 +33,20 @@ void farm_machine_inventories_free(struct farm_machine_inventory *v, size_t n) {
         free(v);
 }
 
+bool farm_inventory_field_of_kernel(const char *name) {
+        return strncmp(name, "kconfig.", 8) == 0 || strncmp(name, "kernel.", 7) == 0 ||
+               strncmp(name, "modules.", 8) == 0;
+}
+
+/* Leaves the fields of the kernel out of changes. */
+static size_t machine_fields_only(struct inventory_change *v, size_t n) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+                if (!farm_inventory_field_of_kernel(v[i].name))
+                        v[k++] = v[i];
+        return k;
+}
+
 int farm_inventory_differences(const struct farm_machine_inventory *a, size_t na,
                                const struct farm_machine_inventory *b, size_t nb,
                                struct farm_inventory_difference **ret, size_t *ret_n) {
@@ -52,7 +66,11 @@ int farm_inventory_differences(const struct farm_machine_inventory *a, size_t na
                         d[n] = (struct farm_inventory_difference){ .a = i, .b = k };
                         if (inventory_diff(&a[i].v.fields, &b[k].v.fields, &d[n].v, &d[n].n) < 0)
                                 goto oom;
-                        n++;
+                        d[n].n = machine_fields_only(d[n].v, d[n].n);
+                        if (d[n].n > 0)
+                                n++;
+                        else
+                                free(d[n].v);
                 }
                 i++, k++;
         }

@@ -4,6 +4,7 @@
  * history and freed with it; the API encodes it, the dashboard and the verdict read it. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,18 @@ static inline void farm_inventory_history_donep(struct farm_inventory_history *h
 }
 #define _cleanup_inventory_history_ _cleanup_(farm_inventory_history_donep)
 
+/* When the server takes a version to have been found: as stamped, or when it arrived if it was
+ * stamped more than tolerance_ns after that (a clock ahead). */
+static inline int64_t farm_inventory_time(const struct farm_inventory_version *v,
+                                          int64_t tolerance_ns) {
+        return v->time_ns > v->received_ns + tolerance_ns ? v->received_ns : v->time_ns;
+}
+
+/* Whether a field describes the kernel under test rather than the machine (its configuration,
+ * its declared tree, the modules it loads): two kernels differ in these whatever the machine,
+ * so comparisons across kernels leave them out. */
+bool farm_inventory_field_of_kernel(const char *name);
+
 /* A machine's version of the inventory in force for a release (the newest of its runs of it). */
 struct farm_machine_inventory {
         char machine[33];
@@ -57,8 +70,8 @@ struct farm_inventory_difference {
         struct inventory_change *v;
         size_t n;
 };
-/* The machines in both lists (each ascending by machine) whose versions differ, ascending by
- * machine. */
+/* The machines in both lists (each ascending by machine) whose versions differ in a field of
+ * the machine (farm_inventory_field_of_kernel() ones left out), ascending by machine. */
 int farm_inventory_differences(const struct farm_machine_inventory *a, size_t na,
                                const struct farm_machine_inventory *b, size_t nb,
                                struct farm_inventory_difference **ret, size_t *ret_n);

@@ -36,10 +36,6 @@ static json_t *cmp_entry_json(const struct farm_cmp_entry *e) {
                          "regression", both ? json_boolean(e->regression) : json_null());
 }
 
-static json_t *value_or_null(const char *s) {
-        return s ? json_string(s) : json_null();
-}
-
 /* The machines whose inventories for the two kernels differ, with the fields that do. */
 static json_t *inventory_differences_json(const struct farm_comparison *c) {
         json_t *list = json_array();
@@ -47,14 +43,7 @@ static json_t *inventory_differences_json(const struct farm_comparison *c) {
                 const struct farm_inventory_difference *d = &c->diff[i];
                 const struct farm_inventory_version *a = &c->inv[0][d->a].v,
                                                     *b = &c->inv[1][d->b].v;
-                json_t *fields = json_array();
-                for (size_t k = 0; fields && k < d->n; k++)
-                        if (json_array_append_new(
-                                    fields, json_pack("{s:s, s:o, s:o}", "name", d->v[k].name,
-                                                      "kernel", value_or_null(d->v[k].old_value),
-                                                      "with", value_or_null(d->v[k].new_value))) <
-                            0)
-                                json_decref(fields), fields = NULL;
+                json_t *fields = inventory_changes_to_json(d->v, d->n, "kernel", "with");
                 json_t *o = fields ? json_pack("{s:s, s:{s:I, s:I, s:s}, s:{s:I, s:I, s:s}, s:o}",
                                                "machine", c->inv[0][d->a].machine, "kernel", "run",
                                                (json_int_t) a->run, "version",

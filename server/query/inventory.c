@@ -64,8 +64,8 @@ int farm_machine_inventory(farm_db *db, const char *id, const struct farm_page *
                 _cleanup_release_ sql_conn *c = farm_reader(db);
                 if ((r = query_machine_known(c, id, err)) < 0)
                         return r;
-                r = farm_inventories_of(c, id, INT64_MAX, cv->clock_tolerance_ns, &ret->versions,
-                                        &ret->nversions, err);
+                r = farm_inventories_of(c, id, NULL, INT64_MAX, cv->clock_tolerance_ns,
+                                        &ret->versions, &ret->nversions, err);
         }
         if (r >= 0 && (r = page_changes(ret, page)) < 0)
                 snprintf(err, FARM_ERROR_MAX, "out of memory reading an inventory");

@@ -35,14 +35,14 @@ int farm_machine_events(farm_db *db, const char *id, int64_t from, int64_t to, c
                         const struct farm_page *page, struct farm_event_page *ret,
                         char err[static FARM_ERROR_MAX]);
 
-/* The machine's inventory: every version its runs sent (as cv takes their starts), and a page
- * of the changes between them, newest first (a version like the one before is no change),
- * with their total.  -ENOENT for a machine not enrolled. */
 /* Each machine's inventory for release: the newest version of its runs of it stamped by at and
  * received by known (as tolerance_ns takes the runs' starts), ascending by machine. */
 int farm_release_inventories(farm_db *db, const char *release, int64_t at, int64_t known,
                              int64_t tolerance_ns, struct farm_machine_inventory **ret,
                              size_t *ret_n, char err[static FARM_ERROR_MAX]);
+/* The machine's inventory: every version its runs sent (as cv takes their starts), and a page
+ * of the changes between them, newest first (a version like the one before is no change),
+ * with their total.  -ENOENT for a machine not enrolled. */
 int farm_machine_inventory(farm_db *db, const char *id, const struct farm_page *page,
                            const struct farm_clock_view *cv, struct farm_inventory_history *ret,
                            char err[static FARM_ERROR_MAX]);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The versions of the machines' inventories in the farm database (inventories.h). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,28 @@
 #include "db-internal.h"
 #include "grow.h"
 #include "inventories.h"
+#include "log.h"
+
+/* A version stored before was sent again: the first is kept; one with other fields is said in
+ * the log (a machine that numbers its versions wrongly). */
+static int kept_first(sql_conn *c, int64_t run, const struct summary *s,
+                      const struct summary_inventory *v, const char *digest, char *err) {
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c, "SELECT digest FROM inventories WHERE run = ? AND version = ?", &st,
+                             err),
+            rc;
+        if (r < 0)
+                return r;
+        sql_bind_int64(st, 1, run);
+        sql_bind_int64(st, 2, (int64_t) v->version);
+        if ((rc = sql_step(st)) != SQL_ROW)
+                return farm_fail(c, rc == SQL_DONE ? -EIO : rc, "cannot read an inventory", err);
+        if (strcmp(sql_column_text(st, 0) ?: "", digest) != 0)
+                log_warning("Machine %s, run %" PRIu64 ": inventory version %" PRIu64
+                            " sent again with other fields; the one stored first is kept",
+                            s->machine.id, s->run.id, v->version);
+        return 0;
+}
 
 int farm_inventories_store(sql_conn *c, int64_t run, const struct summary *s, int64_t now_ns,
                            char *err) {
@@ -41,6 +64,8 @@ int farm_inventories_store(sql_conn *c, int64_t run, const struct summary *s, in
                 sql_bind_text(st, 7, text);
                 if ((r = farm_step_done(st, "cannot store an inventory", err)) < 0)
                         return r;
+                if (sql_changes(st) == 0 && (r = kept_first(c, run, s, v, digest, err)) < 0)
+                        return r;
         }
         return 0;
 }
@@ -66,15 +91,17 @@ static int version_row(sql_conn *c, sql_stmt *st, struct farm_inventory_version 
         return r;
 }
 
-int farm_inventories_of(sql_conn *c, const char *machine, int64_t known_ns, int64_t tolerance_ns,
-                        struct farm_inventory_version **ret, size_t *ret_n, char *err) {
+int farm_inventories_of(sql_conn *c, const char *machine, const char *release, int64_t known_ns,
+                        int64_t tolerance_ns, struct farm_inventory_version **ret, size_t *ret_n,
+                        char *err) {
         _cleanup_reset_ sql_stmt *st = NULL;
         struct farm_inventory_version *v = NULL;
         size_t n = 0;
         int r = farm_prepare(c,
                              "SELECT r.run_id, i.version, i.time_ns, i.after_ns, i.received_ns, "
                              "i.digest, i.fields FROM inventories i JOIN runs r ON r.id = i.run "
-                             "WHERE r.machine_id = ?1 AND i.received_ns <= ?2 "
+                             "WHERE r.machine_id = ?1 AND i.received_ns <= ?2 AND "
+                             "(r.release = ?4 OR ?4 IS NULL) "
                              "ORDER BY " FARM_SQL_RUN_START("r.", "?3") ", r.run_id, i.version",
                              &st, err),
             rc;
@@ -83,6 +110,8 @@ int farm_inventories_of(sql_conn *c, const char *machine, int64_t known_ns, int6
         sql_bind_text(st, 1, machine);
         sql_bind_int64(st, 2, known_ns);
         sql_bind_int64(st, 3, tolerance_ns);
+        if (release)
+                sql_bind_text(st, 4, release);
         while ((rc = sql_step(st)) == SQL_ROW) {
                 if (!farm_grow((void **) &v, n, sizeof(*v))) {
                         r = -ENOMEM;
@@ -116,7 +145,9 @@ int farm_inventories_of_release(sql_conn *c, const char *release, int64_t at, in
                              "SELECT r.run_id, i.version, i.time_ns, i.after_ns, i.received_ns, "
                              "i.digest, i.fields, r.machine_id FROM inventories i JOIN runs r ON "
                              "r.id = i.run WHERE r.release = ?1 AND i.received_ns <= ?2 AND "
-                             "i.time_ns <= ?4 ORDER BY r.machine_id, " FARM_SQL_RUN_START(
+                             /* Stamped beyond the tolerance after it arrived: its arrival. */
+                             "CASE WHEN i.time_ns > i.received_ns + ?3 THEN i.received_ns ELSE "
+                             "i.time_ns END <= ?4 ORDER BY r.machine_id, " FARM_SQL_RUN_START(
                                      "r.", "?3") ", r.run_id, i.version",
                              &st, err),
             rc;

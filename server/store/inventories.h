@@ -22,9 +22,11 @@ int farm_inventories_of_release(sql_conn *c, const char *release, int64_t at, in
                                 int64_t tolerance_ns, struct farm_machine_inventory **ret,
                                 size_t *ret_n, char *err);
 
-/* Every version of machine's runs received by known_ns (INT64_MAX: all), in the order the
+/* Every version of machine's runs (of release only, unless NULL) received by known_ns
+ * (INT64_MAX: all), in the order the
  * machine went through them: its runs by their start as the server takes it (a start stamped
  * beyond tolerance_ns after the run arrived counts from the arrival), each run's versions in
  * its order.  A stored version whose fields do not read back is an error naming it. */
-int farm_inventories_of(sql_conn *c, const char *machine, int64_t known_ns, int64_t tolerance_ns,
-                        struct farm_inventory_version **ret, size_t *ret_n, char *err);
+int farm_inventories_of(sql_conn *c, const char *machine, const char *release, int64_t known_ns,
+                        int64_t tolerance_ns, struct farm_inventory_version **ret, size_t *ret_n,
+                        char *err);

@@ -14,14 +14,18 @@
 
 #define CHANGE_MESSAGE_MAX 1024
 
-/* The fields of a and b that the rule counts, into ra and rb (for the message). */
-static int counted_only(const struct farm_rule *rule, const struct inventory *a,
-                        const struct inventory *b, struct inventory *ra, struct inventory *rb) {
+/* The fields of a and b that the rule counts, into ra and rb (for the message); across two
+ * kernels, not those of the kernel itself. */
+static int counted_only(const struct farm_rule *rule, bool across_kernels,
+                        const struct inventory *a, const struct inventory *b, struct inventory *ra,
+                        struct inventory *rb) {
         const struct inventory *src[2] = { a, b };
         struct inventory *dst[2] = { ra, rb };
         for (int k = 0; k < 2; k++)
                 for (size_t i = 0; i < src[k]->n; i++)
                         if (farm_rule_inventory_counts(rule, src[k]->fields[i].name) &&
+                            !(across_kernels &&
+                              farm_inventory_field_of_kernel(src[k]->fields[i].name)) &&
                             inventory_set(dst[k], src[k]->fields[i].name, src[k]->fields[i].value) <
                                     0)
                                 return -ENOMEM;
@@ -49,7 +53,7 @@ int vinventory_against(struct vctx *v, const char *machine, const char *baseline
                 const struct farm_inventory_version *now = &side[0][at[0]].v,
                                                     *base = &side[1][at[1]].v;
                 ret->inventory_known = true;
-                r = counted_only(&v->rule, &base->fields, &now->fields, &ra, &rb);
+                r = counted_only(&v->rule, true, &base->fields, &now->fields, &ra, &rb);
                 if (r >= 0)
                         r = inventory_diff(&ra, &rb, &ch, &nch);
                 if (r >= 0 && nch &&
@@ -83,7 +87,7 @@ static int change(struct vctx *v, struct vmachine *m, const struct farm_inventor
         char t[VTEXT_MAX];
         struct inventory_change *ch = NULL;
         size_t n = 0, nchanged = 0;
-        if (counted_only(&v->rule, &a->fields, &b->fields, &ra, &rb) < 0 ||
+        if (counted_only(&v->rule, false, &a->fields, &b->fields, &ra, &rb) < 0 ||
             inventory_diff(&ra, &rb, &ch, &n) < 0) {
                 free(ch);
                 return -ENOMEM;
@@ -97,11 +101,12 @@ static int change(struct vctx *v, struct vmachine *m, const struct farm_inventor
                   0;
         snprintf(id, sizeof(id), "machine_changed:%s:%" PRId64 ":%" PRIu64, m->id, b->run,
                  b->version);
+        int64_t found = farm_inventory_time(b, (int64_t) v->rule.clock_tolerance_ns);
         snprintf(msg, sizeof(msg),
                  "%s: the machine changed during the release's data: run %" PRId64
                  ", found %s (%s)",
-                 vhost(m), b->run, vts(t, b->time_ns), ok ? what : "?");
-        vproblem_head(&p, FARM_PROBLEM_MACHINE_CHANGED, m, b->time_ns, id, msg, &ok);
+                 vhost(m), b->run, vts(t, found), ok ? what : "?");
+        vproblem_head(&p, FARM_PROBLEM_MACHINE_CHANGED, m, found, id, msg, &ok);
         p.changed = (struct farm_machine_change){ .run = b->run,
                                                   .previous_run = a->run,
                                                   .version = b->version,
@@ -114,7 +119,7 @@ static int change(struct vctx *v, struct vmachine *m, const struct farm_inventor
                 p.changed.nfields += ok;
         }
         free(ch);
-        return vproblem(v, m, b->time_ns, b->time_ns, &p, ok);
+        return vproblem(v, m, found, found, &p, ok);
 }
 
 static bool in_runs(int64_t run, const int64_t *runs, size_t nruns) {
@@ -129,14 +134,15 @@ int vjudge_inventory(struct vctx *v, struct vmachine *m, const int64_t *runs, si
         size_t n = 0;
         if (nruns == 0 || !v->rule.inventory_fields[0])
                 return 0;
-        int r = farm_inventories_of(v->c, m->id, v->known, (int64_t) v->rule.clock_tolerance_ns,
-                                    &vs, &n, v->err);
+        int r = farm_inventories_of(v->c, m->id, v->release, v->known,
+                                    (int64_t) v->rule.clock_tolerance_ns, &vs, &n, v->err);
         if (r < 0)
                 return r;
         const struct farm_inventory_version *prev = NULL;
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 const struct farm_inventory_version *x = &vs[i];
-                if (!in_runs(x->run, runs, nruns) || x->time_ns > v->at)
+                if (!in_runs(x->run, runs, nruns) ||
+                    farm_inventory_time(x, (int64_t) v->rule.clock_tolerance_ns) > v->at)
                         continue;
                 if (prev && strcmp(prev->digest, x->digest) != 0)
                         r = change(v, m, prev, x);
