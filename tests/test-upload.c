@@ -563,6 +563,21 @@ static void expect_farm_inventory(void) {
                                   "machine_changed") == 0;
         assert_int_equal(changed, 0);
         assert_int_equal(json_array_size(json_object_get(v, "waived")), 3);
+        /* Qualified, unless this VM's own stall of 50 ms made a violation (said, and then
+         * the only kind of problem left). */
+        const char *status = json_string_value(json_object_get(v, "verdict"));
+        if (strcmp(status, "qualified") != 0) {
+                char *reasons = json_dumps(json_object_get(v, "reasons"), 0);
+                printf("# %s: %s\n", status, reasons);
+                free(reasons);
+                json_array_foreach (json_object_get(v, "problems"), i, p) {
+                        printf("# left: %s\n", json_string_value(json_object_get(p, "message")));
+                        assert_string_equal(json_string_value(json_object_get(p, "kind")),
+                                            "violation");
+                }
+                assert_string_equal(status, "failed");
+                assert_true(json_array_size(json_object_get(v, "problems")) > 0);
+        }
         json_decref(v);
         snprintf(u, sizeof(u), "%s/machines/%s", url, id);
         struct tu_reply page = {};
@@ -595,7 +610,20 @@ static void test_inventory_change(void **state) {
         write_text(stand_in, "always madvise [never]\n");
         assert_int_equal(mount(stand_in, THP, NULL, MS_BIND, NULL), 0);
         fresh_local();
-        pid_t srv = start_server_at("127.0.0.1:0");
+        /* The machine's bound the daemon's threshold, and a rule these seconds of data can
+         * meet: its verdict qualifies but for the changes. */
+        char dbarg[700];
+        snprintf(dbarg, sizeof(dbarg), "--db=%s", farm_db);
+        char *set_bound[] = { (char *) tu_bin("RTSOAK_SERVER"), dbarg,     "machine", "set",
+                              (char *) tu_machine_id(),         "--bound", "50ms",    "--reason",
+                              "the test's threshold",           NULL };
+        struct tu_result br;
+        if (tu_run(set_bound, 20000, NULL, NULL, &br) != 0)
+                fail_msg("rtsoak-server machine set: %s", br.err);
+        tu_result_done(&br);
+        const char *rule[] = { "--set", "Verdict.Period=1s",     "--set", "Verdict.Scenarios=none",
+                               "--set", "Verdict.MinSamples=0%", NULL };
+        pid_t srv = tu_server_start(farm_db, server_log, "127.0.0.1:0", rule, url, sizeof(url));
         run_with_change(stand_in, "1h", true, "found at a reload");
         run_with_change(stand_in, "1s", false, "found at a periodic check");
         umount(THP);
