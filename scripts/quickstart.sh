@@ -69,6 +69,15 @@ build() { # dir [meson options...]
         out=$(ninja -C "$dir" 2>&1) || { printf '%s\n' "$out" >&2; return 1; }
 }
 
+# Runs one group of a build's tests (meson test options select it), logged in
+# DIR/meson-logs/GROUP.json; the sanitizers stop at their first finding.
+group() { # dir group [meson test options...]
+        local dir=$1 name=$2
+        shift 2
+        UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+                meson test -C "$dir" --no-rebuild --print-errorlogs --logbase "$name" "$@"
+}
+
 # The last line of a test run: "N passed, N failed[, N skipped]", from meson's own logs.  A
 # build whose log is missing or holds no test counts as a failure: it ran nothing.
 summarize() {
@@ -166,15 +175,37 @@ test)
         ensure_load_user
         build build -Dtests=true
         build build-asan -Dtests=true -Db_sanitize=address,undefined -Db_lundef=false
-        rm -f build/meson-logs/testlog.json build-asan/meson-logs/testlog.json
+        rm -f build/meson-logs/{busy,waiting,alone}.json build-asan/meson-logs/{busy,waiting,alone}.json
         # The faults test takes CPU 1 offline for moments (it runs alone); a plain
         # `meson test` leaves the CPUs alone.
         export RTSOAK_TEST_HOTPLUG="${RTSOAK_TEST_HOTPLUG:-1}"
+        # Three groups per build (suites in tests/meson.build): the tests that mostly wait
+        # (for rtsoakd, a container) run beside those that keep the CPUs busy, plain build
+        # then sanitized in each stream; then the tests that measure time or change the whole
+        # machine, one at a time with nothing else.  The waiting stream's lines say "waiting:".
+        busy=(--no-suite alone --no-suite waiting --no-suite deploy)
+        waiting=(--suite waiting --suite deploy)
         status=0
-        meson test -C build --print-errorlogs || status=1
-        UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-                meson test -C build-asan --print-errorlogs || status=1
-        summarize build/meson-logs/testlog.json build-asan/meson-logs/testlog.json || status=1
+        {
+                s=0
+                group build busy "${busy[@]}" || s=1
+                group build-asan busy "${busy[@]}" || s=1
+                exit $s
+        } &
+        busy_pid=$!
+        {
+                s=0
+                group build waiting "${waiting[@]}" || s=1
+                group build-asan waiting "${waiting[@]}" || s=1
+                exit $s
+        } > >(sed -u 's/^/waiting: /') 2>&1 &
+        waiting_pid=$!
+        wait $busy_pid || status=1
+        wait $waiting_pid || status=1
+        group build alone --suite alone || status=1
+        group build-asan alone --suite alone || status=1
+        summarize build/meson-logs/{busy,waiting,alone}.json \
+                build-asan/meson-logs/{busy,waiting,alone}.json || status=1
         exit $status
         ;;
 *)

@@ -4,13 +4,13 @@
 # test suite, and "test" after it must still run the suite, or fail, never print a passing
 # count for a build that ran nothing.  Runs scripts/quickstart.sh test on a copy of the sources
 # whose build/ was configured as "soak" makes it, with ninja a no-op (nothing is compiled) and
-# "meson test" writing one passing entry per test the build defines (none: "No tests
-# defined.", as meson does).  Usage: check-quickstart.sh SRCDIR.  TAP output.
+# "meson test" writing one passing entry per test of the group it is asked for (none: "No tests
+# defined.", as meson does): the groups must cover every test once.  Usage: check-quickstart.sh SRCDIR.  TAP output.
 set -u
 src=$1
 tmp=$(mktemp -d /tmp/rtsoak-quickstart.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
-echo "1..3"
+echo "1..4"
 failed=0
 result() { # n ok what [detail]
         if [ "$2" = 1 ]; then
@@ -37,18 +37,23 @@ SH
 cat >"$tmp/shim/meson" <<SH
 #!/bin/bash
 if [ "\$1" = test ]; then
-        dir=.
+        shift
+        dir=. base=testlog select=()
         while [ \$# -gt 0 ]; do
-                [ "\$1" = -C ] && dir=\$2
+                case \$1 in
+                -C) dir=\$2; shift ;;
+                --logbase) base=\$2; shift ;;
+                --suite | --no-suite) select+=("\$1" "\$2"); shift ;;
+                esac
                 shift
         done
-        n=\$("$real_meson" introspect --tests "\$dir" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+        n=\$("$real_meson" test -C "\$dir" --no-rebuild --list "\${select[@]}" 2>/dev/null | grep -c ' / ')
         if [ "\$n" = 0 ]; then
                 echo "No tests defined."
                 exit 0
         fi
         mkdir -p "\$dir/meson-logs"
-        for _ in \$(seq "\$n"); do echo '{"result": "OK"}'; done >"\$dir/meson-logs/testlog.json"
+        for _ in \$(seq "\$n"); do echo '{"result": "OK"}'; done >"\$dir/meson-logs/\$base.json"
         exit 0
 fi
 exec "$real_meson" "\$@"
@@ -71,9 +76,17 @@ result 2 "$([ $status -eq 0 ] && [ "${plain:-0}" -gt 0 ] && [ "$last" = "$want" 
         "the count covers both builds' tests: \"$last\" (want \"$want\", both builds with tests)" "$out"
 
 # 3: a build that ran nothing is a failure, not a pass.
-out=$(cd "$tmp" && : >build/meson-logs/testlog.json &&
-        bash -c 'source scripts/quickstart.sh && summarize build/meson-logs/testlog.json build-asan/meson-logs/testlog.json' 2>&1)
+out=$(cd "$tmp" && : >build/meson-logs/alone.json &&
+        bash -c 'source scripts/quickstart.sh && summarize build/meson-logs/{busy,waiting,alone}.json build-asan/meson-logs/{busy,waiting,alone}.json' 2>&1)
 status=$?
 result 3 "$([ $status -ne 0 ] && printf '%s' "$out" | grep -q 'holds no test' && echo 1)" \
         "a build whose log holds no test makes the count fail" "$out"
+# 4: a test that must run alone is in the group that runs with nothing else: the other two
+# groups run side by side, so meson's is_parallel alone would not keep them apart.
+out=$(for b in build build-asan; do meson introspect --tests "$tmp/$b"; echo; done 2>&1 | python3 -c '
+import json, sys
+bad = [t["name"] for chunk in sys.stdin.read().split("\n") if chunk.strip()
+       for t in json.loads(chunk) if not t["is_parallel"] and not any(s.split(":")[-1] == "alone" for s in t["suite"])]
+print(" ".join(bad)); sys.exit(1 if bad else 0)' 2>&1)
+result 4 "$([ $? -eq 0 ] && echo 1)" "every test that runs alone (is_parallel false) is in the \"alone\" group" "$out"
 exit $failed
