@@ -1153,6 +1153,252 @@ static void test_cache_warming(void **state) {
         tu_reply_done(&after);
 }
 
+/* ---- steps against the raw intervals ---------------------------------------------- */
+
+#define ID_E "e0000000000000000000000000000005" /* steps: overlapping runs, equal maxima */
+static char tok_e[80];
+
+/* Machine E: every minute's maximum is 50 us, 60 us where minute % 7 == 3, at an offset of 0
+ * or 1 us by minute: equal maxima within steps, between CPUs and between the two runs. */
+static void e_data(uint64_t minute, unsigned cpu, struct cpu_data *d) {
+        d->max_ns = minute % 7 == 3 ? 60000 : 50000;
+        d->max_offset_ns = (int64_t) (minute % 2) * 1000;
+        d->counts[5] = 100 + cpu;
+        d->counts[hist_index(LIMIT_US, d->max_ns)] += 1;
+}
+static void e_cpu1(uint64_t seq, unsigned cpu, struct cpu_data *d) {
+        e_data(seq, cpu, d);
+}
+static void e_cpu2(uint64_t seq, unsigned cpu, struct cpu_data *d) {
+        e_data(seq + 10, cpu, d);
+}
+
+/* One group of the reference: a step's intervals of one scenario and kernel. */
+struct ref_group {
+        int64_t k, min_start, min_run, n, covered, samples, violations, end;
+        int64_t max, max_time, max_cpu, max_start, max_run;
+        char scen[32], kern[32];
+};
+
+static int ref_group_cmp(const void *a, const void *b) {
+        const struct ref_group *x = a, *y = b;
+        if (x->k != y->k)
+                return x->k < y->k ? -1 : 1;
+        if (x->min_start != y->min_start)
+                return x->min_start < y->min_start ? -1 : 1;
+        return x->min_run < y->min_run ? -1 : x->min_run > y->min_run;
+}
+
+/* Whether (max, time, start, run) of b is a worse case than a's: the largest, then the
+ * earliest time, the earliest interval, the lowest run. */
+static bool ref_worse(const struct ref_group *a, const struct ref_group *b) {
+        if (b->max != a->max)
+                return b->max > a->max;
+        if (b->max_time != a->max_time)
+                return b->max_time < a->max_time;
+        if (b->max_start != a->max_start)
+                return b->max_start < a->max_start;
+        return b->max_run < a->max_run;
+}
+
+/* The groups of machine E's raw rows in [from, to) at step, all CPUs (cpu < 0) or one. */
+static size_t ref_groups(int64_t from, int64_t to, int64_t step, int cpu, const char *scenario,
+                         struct ref_group *g, size_t max) {
+        char sql[1024];
+        snprintf(sql, sizeof(sql),
+                 "SELECT i.start_ns, i.length_ns, coalesce(i.scenario, ''), r.kernel_release, "
+                 "r.id, %s FROM runs r JOIN intervals i ON i.run = r.id %s WHERE r.machine_id = "
+                 "'" ID_E "' AND i.start_ns >= %lld AND i.start_ns < %lld%s%s%s",
+                 cpu < 0 ? "i.max_ns, i.max_cpu, i.max_time_ns, i.samples, i.violations"
+                         : "c.max_ns, c.cpu, c.max_time_ns, c.samples, c.violations",
+                 cpu < 0 ? "" : "JOIN interval_cpus c ON c.interval = i.id", (long long) from,
+                 (long long) to, cpu < 0 ? "" : " AND c.cpu = ", cpu < 0 ? "" : (cpu ? "1" : "0"),
+                 scenario ? " AND i.scenario = 'cpu'" : "");
+        sql_conn *d = tu_farm_open(db_path);
+        sql_stmt *st;
+        assert_int_equal(sql_prepare_once(d, sql, &st), 0);
+        int64_t first = from - from % step;
+        size_t n = 0;
+        while (sql_step(st) == SQL_ROW) {
+                struct ref_group row = { .k = (sql_column_int64(st, 0) - first) / step,
+                                         .min_start = sql_column_int64(st, 0),
+                                         .min_run = sql_column_int64(st, 4),
+                                         .n = 1,
+                                         .covered = sql_column_int64(st, 1),
+                                         .samples = sql_column_int64(st, 8),
+                                         .violations = sql_column_int64(st, 9),
+                                         .end = sql_column_int64(st, 0) + sql_column_int64(st, 1),
+                                         .max = sql_column_int64(st, 5),
+                                         .max_time = sql_column_int64(st, 7),
+                                         .max_cpu = sql_column_int64(st, 6),
+                                         .max_start = sql_column_int64(st, 0),
+                                         .max_run = sql_column_int64(st, 4) };
+                snprintf(row.scen, sizeof(row.scen), "%s", sql_column_text(st, 2));
+                snprintf(row.kern, sizeof(row.kern), "%s", sql_column_text(st, 3));
+                size_t i = 0;
+                while (i < n && !(g[i].k == row.k && strcmp(g[i].scen, row.scen) == 0 &&
+                                  strcmp(g[i].kern, row.kern) == 0))
+                        i++;
+                if (i == n) {
+                        assert_true(n < max);
+                        g[n++] = row;
+                        continue;
+                }
+                g[i].min_start = MIN(g[i].min_start, row.min_start);
+                g[i].min_run = MIN(g[i].min_run, row.min_run);
+                g[i].n++;
+                g[i].covered += row.covered;
+                g[i].samples += row.samples;
+                g[i].violations += row.violations;
+                g[i].end = MAX(g[i].end, row.end);
+                if (ref_worse(&g[i], &row)) {
+                        g[i].max = row.max;
+                        g[i].max_time = row.max_time;
+                        g[i].max_cpu = row.max_cpu;
+                        g[i].max_start = row.max_start;
+                        g[i].max_run = row.max_run;
+                }
+        }
+        sql_finalize(st);
+        sql_close(d);
+        qsort(g, n, sizeof(*g), ref_group_cmp);
+        return n;
+}
+
+/* The names of a step (scenarios or kernels) in the order the answer lists them: every name's
+ * place is that of its first group. */
+static void ref_names(const struct ref_group *g, size_t n, bool kern, int64_t k, char *out,
+                      size_t len) {
+        const char *seen[64];
+        size_t nseen = 0;
+        bool in_step[64] = {};
+        for (size_t i = 0; i < n; i++) {
+                const char *name = kern ? g[i].kern : g[i].scen;
+                size_t j = 0;
+                while (j < nseen && strcmp(seen[j], name) != 0)
+                        j++;
+                if (j == nseen)
+                        seen[nseen++] = name;
+                if (g[i].k == k)
+                        in_step[j] = true;
+        }
+        out[0] = '\0';
+        for (size_t j = 0; j < nseen; j++)
+                if (in_step[j])
+                        snprintf(out + strlen(out), len - strlen(out), "%s%s",
+                                 strlen(out) ? "," : "", seen[j][0] || kern ? seen[j] : "null");
+}
+
+static void names_of(json_t *a, char *out, size_t len) {
+        out[0] = '\0';
+        size_t i;
+        json_t *v;
+        json_array_foreach (a, i, v) {
+                snprintf(out + strlen(out), len - strlen(out), "%s%s", i ? "," : "",
+                         json_is_null(v) ? "null" : json_string_value(v));
+        }
+}
+
+/* The answer's steps against the same steps made from machine E's raw rows. */
+static void check_steps_against_rows(int64_t from, int64_t to, int64_t step, int cpu,
+                                     const char *scenario) {
+        static struct ref_group g[512];
+        size_t ng = ref_groups(from, to, step, cpu, scenario, g, ELEMENTSOF(g));
+        char cpu_arg[16] = "";
+        if (cpu >= 0)
+                snprintf(cpu_arg, sizeof(cpu_arg), "&cpu=%d", cpu);
+        json_t *j = get_json("/api/v1/machines/" ID_E "/intervals?from=%lld&to=%lld&step=%llds%s%s",
+                             (long long) from, (long long) to, (long long) (step / SEC), cpu_arg,
+                             scenario ? "&scenario=cpu" : "");
+        json_t *steps = jget(j, "steps");
+        size_t k = 0;
+        for (size_t i = 0; i < ng; k++) {
+                json_t *s = json_array_get(steps, k);
+                if (!s)
+                        fail_msg("step %lld s, cpu %d: %zu steps, the rows make more",
+                                 (long long) (step / SEC), cpu, k);
+                struct ref_group w = g[i];
+                int64_t n = 0, covered = 0, samples = 0, violations = 0;
+                size_t first = i;
+                for (; i < ng && g[i].k == g[first].k; i++) {
+                        if (ref_worse(&w, &g[i]))
+                                w = g[i];
+                        n += g[i].n;
+                        covered += g[i].covered;
+                        samples += g[i].samples;
+                        violations += g[i].violations;
+                }
+                char want[256], got[256];
+                assert_int_equal(ji(s, "start_ns"), from - from % step + g[first].k * step);
+                assert_int_equal(ji(s, "max_ns"), w.max);
+                assert_int_equal(ji(s, "max_time_ns"), w.max_time);
+                assert_int_equal(ji(s, "max_cpu"), w.max_cpu);
+                assert_int_equal(ji(s, "intervals"), n);
+                assert_int_equal(ji(s, "covered_ns"), covered);
+                assert_int_equal(ji(s, "samples"), samples);
+                assert_int_equal(ji(s, "violations"), violations);
+                ref_names(g, ng, false, g[first].k, want, sizeof(want));
+                names_of(jget(s, "scenarios"), got, sizeof(got));
+                assert_string_equal(got, want);
+                ref_names(g, ng, true, g[first].k, want, sizeof(want));
+                names_of(jget(s, "kernels"), got, sizeof(got));
+                assert_string_equal(got, want);
+        }
+        assert_int_equal(json_array_size(steps), k);
+        json_decref(j);
+}
+
+/* Steps of intervals of two runs that overlap (two kernels, three scenarios with none), with
+ * equal maxima everywhere: each step's worst case (the earliest of equals, then the first
+ * run), totals and names in their order, as made from the raw rows, for steps that cut the
+ * runs anywhere, all CPUs and each, and one scenario. */
+static void test_steps_against_rows(void **state) {
+        (void) state;
+        tu_server_enroll(db_path, ID_E, NULL, NULL, tok_e);
+        struct fixture e1 = { .machine = ID_E,
+                              .token = tok_e,
+                              .kernel = "6.6-rtE1",
+                              .run = 1,
+                              .run_start_ns = D2,
+                              .scenario = "idle",
+                              .first_seq = 0,
+                              .n = 20,
+                              .start_ns = D2,
+                              .spacing_ns = MIN_NS,
+                              .ncpus = 2,
+                              .fn = e_cpu1 };
+        post_all(&e1);
+        e1.scenario = "cpu";
+        e1.first_seq = 20;
+        e1.start_ns = D2 + 20 * MIN_NS;
+        post_all(&e1);
+        struct fixture e2 = { .machine = ID_E,
+                              .token = tok_e,
+                              .kernel = "6.6-rtE2",
+                              .run = 2,
+                              .run_start_ns = D2 + 10 * MIN_NS,
+                              .scenario = NULL,
+                              .first_seq = 0,
+                              .n = 30,
+                              .start_ns = D2 + 10 * MIN_NS,
+                              .spacing_ns = MIN_NS,
+                              .ncpus = 2,
+                              .fn = e_cpu2 };
+        post_all(&e2);
+        assert_int_equal(db_int("SELECT count(*) FROM intervals i JOIN runs r ON i.run = r.id "
+                                "WHERE r.machine_id = '" ID_E "'"),
+                         70);
+        static const int64_t step_s[] = { 60, 120, 300, 420, 780, 3600 };
+        for (size_t i = 0; i < ELEMENTSOF(step_s); i++)
+                for (int cpu = -1; cpu < 2; cpu++) {
+                        check_steps_against_rows(D2, D2 + HOUR_NS, step_s[i] * SEC, cpu, NULL);
+                        check_steps_against_rows(D2 + 7 * MIN_NS, D2 + 41 * MIN_NS, step_s[i] * SEC,
+                                                 cpu, NULL);
+                }
+        check_steps_against_rows(D2, D2 + HOUR_NS, 300 * SEC, -1, "cpu");
+        check_steps_against_rows(D2, D2 + HOUR_NS, 420 * SEC, 1, "cpu");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_steps),
@@ -1167,6 +1413,7 @@ int main(void) {
                 cmocka_unit_test(test_metrics),
                 cmocka_unit_test(test_migration_from_3),
                 cmocka_unit_test(test_cache_warming),
+                cmocka_unit_test(test_steps_against_rows),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);
 }
