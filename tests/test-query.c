@@ -1176,6 +1176,7 @@ static void e_cpu2(uint64_t seq, unsigned cpu, struct cpu_data *d) {
 /* One group of the reference: a step's intervals of one scenario and kernel. */
 struct ref_group {
         int64_t k, min_start, min_run, n, covered, samples, violations, end;
+        int64_t first_start, first_run; /* its first interval, by start then run */
         int64_t max, max_time, max_cpu, max_start, max_run;
         char scen[32], kern[32];
 };
@@ -1232,7 +1233,9 @@ static size_t ref_groups(int64_t from, int64_t to, int64_t step, int cpu, const 
                                          .max_time = sql_column_int64(st, 7),
                                          .max_cpu = sql_column_int64(st, 6),
                                          .max_start = sql_column_int64(st, 0),
-                                         .max_run = sql_column_int64(st, 4) };
+                                         .max_run = sql_column_int64(st, 4),
+                                         .first_start = sql_column_int64(st, 0),
+                                         .first_run = sql_column_int64(st, 4) };
                 snprintf(row.scen, sizeof(row.scen), "%s", sql_column_text(st, 2));
                 snprintf(row.kern, sizeof(row.kern), "%s", sql_column_text(st, 3));
                 size_t i = 0;
@@ -1243,6 +1246,11 @@ static size_t ref_groups(int64_t from, int64_t to, int64_t step, int cpu, const 
                         assert_true(n < max);
                         g[n++] = row;
                         continue;
+                }
+                if (row.first_start < g[i].first_start ||
+                    (row.first_start == g[i].first_start && row.first_run < g[i].first_run)) {
+                        g[i].first_start = row.first_start;
+                        g[i].first_run = row.first_run;
                 }
                 g[i].min_start = MIN(g[i].min_start, row.min_start);
                 g[i].min_run = MIN(g[i].min_run, row.min_run);
@@ -1265,11 +1273,12 @@ static size_t ref_groups(int64_t from, int64_t to, int64_t step, int cpu, const 
         return n;
 }
 
-/* The names of a step (scenarios or kernels) in the order the answer lists them: every name's
- * place is that of its first group. */
+/* The names of a step (scenarios or kernels) in the order the answer lists them: by their
+ * first interval (its start, then its run) over the whole window. */
 static void ref_names(const struct ref_group *g, size_t n, bool kern, int64_t k, char *out,
                       size_t len) {
         const char *seen[64];
+        int64_t first_start[64], first_run[64];
         size_t nseen = 0;
         bool in_step[64] = {};
         for (size_t i = 0; i < n; i++) {
@@ -1277,16 +1286,38 @@ static void ref_names(const struct ref_group *g, size_t n, bool kern, int64_t k,
                 size_t j = 0;
                 while (j < nseen && strcmp(seen[j], name) != 0)
                         j++;
-                if (j == nseen)
+                if (j == nseen) {
                         seen[nseen++] = name;
+                        first_start[j] = INT64_MAX;
+                }
+                if (g[i].first_start < first_start[j] ||
+                    (g[i].first_start == first_start[j] && g[i].first_run < first_run[j])) {
+                        first_start[j] = g[i].first_start;
+                        first_run[j] = g[i].first_run;
+                }
                 if (g[i].k == k)
                         in_step[j] = true;
         }
         out[0] = '\0';
-        for (size_t j = 0; j < nseen; j++)
-                if (in_step[j])
+        for (bool any = true; any;) { /* the earliest name not written yet, in turn */
+                any = false;
+                size_t best = 0;
+                for (size_t j = 0; j < nseen; j++)
+                        if (first_start[j] != INT64_MIN &&
+                            (!any || first_start[j] < first_start[best] ||
+                             (first_start[j] == first_start[best] &&
+                              first_run[j] < first_run[best]))) {
+                                best = j;
+                                any = true;
+                        }
+                if (!any)
+                        break;
+                if (in_step[best])
                         snprintf(out + strlen(out), len - strlen(out), "%s%s",
-                                 strlen(out) ? "," : "", seen[j][0] || kern ? seen[j] : "null");
+                                 strlen(out) ? "," : "",
+                                 seen[best][0] || kern ? seen[best] : "null");
+                first_start[best] = INT64_MIN;
+        }
 }
 
 static void names_of(json_t *a, char *out, size_t len) {

@@ -9,6 +9,7 @@
 
 #include "macro.h"
 #include "query-internal.h"
+#include "steps-read.h"
 #include "steps.h"
 #include "text-json.h"
 #include "timeutil.h"
@@ -18,132 +19,15 @@
 
 /* ---- GET /api/v1/machines/{id}/intervals ------------------------------------------------ */
 
-static void names_done(struct farm_names *n) {
-        for (unsigned i = 0; i < n->n; i++)
-                free(n->s[i]);
-        n->n = 0;
-}
-
-/* The index of s ("" for none), added if new: -ENOSPC past NAMES_MAX. */
-static int name_id(struct farm_names *n, const char *s) {
-        for (unsigned i = 0; i < n->n; i++)
-                if (strcmp(n->s[i], s) == 0)
-                        return (int) i;
-        if (n->n == NAMES_MAX)
-                return -ENOSPC;
-        n->s[n->n] = strdup(s);
-        return n->s[n->n] ? (int) n->n++ : -ENOMEM;
-}
-
 void farm_steps_done(struct farm_steps *s) {
-        names_done(&s->scenarios);
-        names_done(&s->kernels);
+        for (unsigned i = 0; i < s->scenarios.n; i++)
+                free(s->scenarios.s[i]);
+        for (unsigned i = 0; i < s->kernels.n; i++)
+                free(s->kernels.s[i]);
+        s->scenarios.n = s->kernels.n = 0;
         free(s->v);
         s->v = NULL;
         s->n = 0;
-}
-
-/* The index of s, or with lump the last one renamed "(others)" once NAMES_MAX are taken: a
- * machine's day with hundreds of scenarios still has a page (for the API it is a 400). */
-static int name_or_lump(struct farm_names *n, const char *s, bool lump) {
-        int i = name_id(n, s);
-        if (i != -ENOSPC || !lump)
-                return i;
-        if (strcmp(n->s[NAMES_MAX - 1], "(others)") != 0) {
-                char *o = strdup("(others)");
-                if (!o)
-                        return -ENOMEM;
-                free(n->s[NAMES_MAX - 1]);
-                n->s[NAMES_MAX - 1] = o;
-        }
-        return NAMES_MAX - 1;
-}
-
-/* The intervals of the machine's runs in the window (?1 machine, ?2 from, ?3 to, ?4 the
- * scenario or NULL), each with its step k from the first step's start ?5 and the step ?6: all
- * CPUs from the totals kept on each interval's row (schema 4), or one CPU ?7's row. */
-#define STEPS_ROW                                                                             \
-        "SELECT (i.start_ns - ?5) / ?6 AS k, coalesce(i.scenario, '') AS scen, "              \
-        "coalesce(r.kernel_release, '') AS kern, i.length_ns AS len, i.start_ns AS st, r.id " \
-        "AS run, "
-#define STEPS_WHERE                                                                            \
-        " WHERE r.machine_id = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 AND (i.scenario = " \
-        "?4 OR ?4 IS NULL)"
-#define STEPS_ALL_CPUS                                                                         \
-        STEPS_ROW "i.max_ns AS mx, i.max_cpu AS mcpu, i.max_time_ns AS mt, i.samples AS smp, " \
-                  "i.violations AS vio FROM runs r JOIN intervals i ON i.run = r.id" STEPS_WHERE
-#define STEPS_ONE_CPU(join)                                                                \
-        STEPS_ROW "c.max_ns AS mx, c.cpu AS mcpu, c.max_time_ns AS mt, c.samples AS smp, " \
-                  "c.violations AS vio FROM runs r JOIN intervals i ON i.run = r.id " join \
-                  " AND c.cpu = ?7" STEPS_WHERE
-/* Aggregated per step, scenario and kernel in the database: a month of one-minute intervals
- * at 5-minute steps comes back as 8,640 rows (more where a step holds two scenarios or two
- * kernels), not 43,200.  Each group's worst case is its first row by the largest maximum, the
- * earliest time of equals, then the earliest interval and run; its sums saturate at 2^63-1 (a
- * machine may send intervals that overlap); the groups come in time order, and in a step by
- * their first interval, which orders the names by their first appearance. */
-#define STEPS_GROUPS(sum, sum_end, rows)                                                        \
-        "SELECT k, scen, kern, count(*), " sum "len" sum_end ", " sum "smp" sum_end ", " sum    \
-        "vio" sum_end ", max(st + len), max(mx), max(CASE WHEN rn = 1 THEN mt END), "           \
-        "max(CASE WHEN rn = 1 THEN mcpu END), max(CASE WHEN rn = 1 THEN st END), "              \
-        "max(CASE WHEN rn = 1 THEN run END) FROM (SELECT w.*, row_number() OVER (PARTITION BY " \
-        "k, scen, kern ORDER BY mx DESC, mt, st, run) AS rn FROM (" rows ") w) x "              \
-        "GROUP BY k, scen, kern ORDER BY k, min(st), min(run)"
-#define SAT_SUM_SQLITE "sat_sum(", ")"
-#define SAT_SUM_PG "least(sum(", "), 9223372036854775807)::bigint"
-#define STEPS_GROUPS_OF(...) STEPS_GROUPS(__VA_ARGS__)
-static const char *const sql_steps[2][2] = {
-        { [SQL_SQLITE] = STEPS_GROUPS_OF(SAT_SUM_SQLITE, STEPS_ALL_CPUS),
-          [SQL_PG] = STEPS_GROUPS_OF(SAT_SUM_PG, STEPS_ALL_CPUS) },
-        { [SQL_SQLITE] = STEPS_GROUPS_OF(SAT_SUM_SQLITE, STEPS_ONE_CPU(SQL_JOIN_CPUS_SQLITE)),
-          [SQL_PG] = STEPS_GROUPS_OF(SAT_SUM_PG, STEPS_ONE_CPU(SQL_JOIN_CPUS_PG)) },
-};
-
-/* Where a step's worst case came from, to choose between equals of two groups. */
-struct step_tie {
-        int64_t start_ns, run;
-};
-
-/* One group's row (a step's intervals of one scenario and kernel) added to its step: the
- * worst case is the largest, the earliest of equals (then the earliest interval, run). */
-static void step_add_group(struct farm_step *s, struct step_tie *tie, sql_stmt *st) {
-        uint64_t max = (uint64_t) sql_column_int64(st, 8);
-        int64_t time = sql_column_int64(st, 9), start = sql_column_int64(st, 11),
-                run = sql_column_int64(st, 12);
-        if (!s->intervals || max > s->max_ns ||
-            (max == s->max_ns &&
-             (time < s->max_time_ns ||
-              (time == s->max_time_ns &&
-               (start < tie->start_ns || (start == tie->start_ns && run < tie->run)))))) {
-                s->max_ns = max;
-                s->max_cpu = sql_column_int64(st, 10);
-                s->max_time_ns = time;
-                *tie = (struct step_tie){ start, run };
-        }
-        sat_add(&s->intervals, (uint64_t) sql_column_int64(st, 3));
-        sat_add(&s->covered_ns, (uint64_t) sql_column_int64(st, 4));
-        sat_add(&s->samples, (uint64_t) sql_column_int64(st, 5));
-        sat_add(&s->violations, (uint64_t) sql_column_int64(st, 6));
-        s->data_end_ns = MAX(s->data_end_ns, sql_column_int64(st, 7));
-}
-
-/* A new step at the end of steps (in time order): NULL when out of memory. */
-static struct farm_step *steps_append(struct farm_step **steps, struct step_tie **ties, size_t *n,
-                                      size_t *alloc, int64_t start_ns) {
-        if (*n == *alloc) {
-                size_t na = *alloc ? *alloc * 2 : 256;
-                struct farm_step *s = realloc(*steps, na * sizeof(*s));
-                if (s)
-                        *steps = s;
-                struct step_tie *t = s ? realloc(*ties, na * sizeof(*t)) : NULL;
-                if (!t)
-                        return NULL;
-                *ties = t;
-                *alloc = na;
-        }
-        (*steps)[*n] = (struct farm_step){ .start_ns = start_ns };
-        (*ties)[*n] = (struct step_tie){};
-        return &(*steps)[(*n)++];
 }
 
 /* The steps of [from, to) that hold intervals, in time order.  -ENOSPC past NAMES_MAX
@@ -151,62 +35,15 @@ static struct farm_step *steps_append(struct farm_step **steps, struct step_tie 
 static int collect_steps(sql_conn *c, const char *id, int64_t from, int64_t to, uint64_t step_ns,
                          int64_t cpu, const char *scenario, bool lump, struct farm_steps *ret,
                          char *err) {
-        struct farm_names scen = {}, kern = {};
-        struct farm_step *steps = NULL;
-        _cleanup_free_ struct step_tie *ties = NULL;
-        size_t n = 0, alloc = 0;
-        int64_t first = farm_step_floor(from, step_ns), last_k = -1;
-        int rc;
-
+        struct steps_read r;
         *ret = (struct farm_steps){};
-        _cleanup_reset_ sql_stmt *st = NULL;
-        int r = farm_prepare(c, sql_steps[cpu >= 0][sql_dialect(c)], &st, err);
-        if (r < 0)
-                return r;
-        sql_bind_text(st, 1, id);
-        sql_bind_int64(st, 2, from);
-        sql_bind_int64(st, 3, to);
-        if (scenario)
-                sql_bind_text(st, 4, scenario);
-        sql_bind_int64(st, 5, first);
-        sql_bind_int64(st, 6, (int64_t) step_ns);
-        if (cpu >= 0)
-                sql_bind_int64(st, 7, cpu);
-        while ((rc = sql_step(st)) == SQL_ROW) {
-                int64_t k = sql_column_int64(st, 0);
-                if (k != last_k && !steps_append(&steps, &ties, &n, &alloc,
-                                                 first + (int64_t) ((uint64_t) k * step_ns))) {
-                        r = -ENOMEM;
-                        break;
-                }
-                last_k = k;
-                struct farm_step *s = &steps[n - 1];
-                step_add_group(s, &ties[n - 1], st);
-                int si = name_or_lump(&scen, sql_column_text(st, 1) ?: "", lump);
-                int ki = name_or_lump(&kern, sql_column_text(st, 2) ?: "", lump);
-                if (si < 0 || ki < 0) {
-                        r = si < 0 ? si : ki;
-                        break;
-                }
-                s->scenarios |= UINT64_C(1) << si;
-                s->kernels |= UINT64_C(1) << ki;
-        }
-        if (r >= 0 && rc != SQL_DONE)
-                r = farm_fail(c, rc, "cannot read the intervals", err);
-        else if (r == -ENOMEM)
+        int q = steps_read_init(&r, from, to, step_ns, lump);
+        if (q >= 0 && (q = steps_read(&r, c, id, from, to, cpu, scenario, err)) >= 0)
+                q = steps_read_finish(&r, ret);
+        if (q == -ENOMEM)
                 snprintf(err, FARM_ERROR_MAX, "out of memory for the steps");
-        if (r >= 0 && n == 0 && !(steps = calloc(1, sizeof(*steps)))) {
-                snprintf(err, FARM_ERROR_MAX, "out of memory for the steps");
-                r = -ENOMEM;
-        }
-        if (r < 0) {
-                names_done(&scen);
-                names_done(&kern);
-                free(steps);
-                return r;
-        }
-        *ret = (struct farm_steps){ .v = steps, .n = n, .scenarios = scen, .kernels = kern };
-        return 0;
+        steps_read_done(&r);
+        return q;
 }
 
 /* What farm_machine_steps() and farm_machine_recent_steps() refuse. */

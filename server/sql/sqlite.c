@@ -120,32 +120,6 @@ static void agg_final(sqlite3_context *ctx) {
         sqlite3_result_text(ctx, a->s, (int) a->len, sqlite3_free);
 }
 
-/* sat_sum(integer): sum() that stops at the largest (or smallest) 64-bit integer instead of
- * failing with "integer overflow"; PostgreSQL's counterpart is least(sum(x), 2^63-1)::bigint
- * (its sum of bigints is a numeric).  NULL without a value. */
-struct agg_sat {
-        int64_t sum;
-        bool any;
-};
-
-static void sat_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-        struct agg_sat *a = sqlite3_aggregate_context(ctx, sizeof(*a));
-        if (!a || sqlite3_value_type(argv[0]) == SQLITE_NULL)
-                return;
-        int64_t v = sqlite3_value_int64(argv[0]);
-        if (__builtin_add_overflow(a->sum, v, &a->sum))
-                a->sum = v > 0 ? INT64_MAX : INT64_MIN;
-        a->any = true;
-}
-
-static void sat_final(sqlite3_context *ctx) {
-        struct agg_sat *a = sqlite3_aggregate_context(ctx, 0);
-        if (a && a->any)
-                sqlite3_result_int64(ctx, a->sum);
-        else
-                sqlite3_result_null(ctx);
-}
-
 static int add_functions(struct lite_conn *c) {
         const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
         int rc = sqlite3_create_function_v2(c->db, "greatest", -1, flags, NULL, fn_greatest, NULL,
@@ -156,9 +130,6 @@ static int add_functions(struct lite_conn *c) {
         if (rc == SQLITE_OK)
                 rc = sqlite3_create_function_v2(c->db, "string_agg", 2, flags, NULL, NULL, agg_step,
                                                 agg_final, NULL);
-        if (rc == SQLITE_OK)
-                rc = sqlite3_create_function_v2(c->db, "sat_sum", 1, flags, NULL, NULL, sat_step,
-                                                sat_final, NULL);
         return rc == SQLITE_OK ? 0 : fail(c, rc, "cannot add the SQL functions");
 }
 
