@@ -104,8 +104,8 @@ def main():
         out.append(f"first pass after {time.monotonic() - t0:.1f} s from the start ({first})")
         with urllib.request.urlopen(f"{base}/api/v1/kernels?limit=100", timeout=600) as r:
             body = r.read().decode()
-        out.append(f"releases listed: {body.count('\"release\"')}; qualified: "
-                   f"{body.count('\"qualified\"')}")
+        listed, qualified = body.count('"release"'), body.count('"qualified"')
+        out.append(f"releases listed: {listed}; qualified: {qualified}")
         c0, th0, w0 = proc_cpu_s(proc.pid), thread_cpu_s(proc.pid, "verdict-log"), time.monotonic()
         time.sleep(args.minutes * 60)
         c1, th1, w1 = proc_cpu_s(proc.pid), thread_cpu_s(proc.pid, "verdict-log"), time.monotonic()

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "macro.h"
 #include "dash-internal.h"
 #include "params.h"
@@ -155,7 +156,7 @@ struct plot_cpus {
         uint64_t bound_us, x_limit_us;
         struct svg_hist_cpu *cpus;
         struct svg_hist_columns *cols;
-        size_t n, alloc;
+        size_t n;
 };
 
 static uint32_t last_exact_bucket(const struct farm_acc *c) {
@@ -172,18 +173,9 @@ static int plot_cpu(void *userdata, int64_t cpu, const struct farm_acc *acc,
                 p->x_limit_us = svg_hist_axis_end(p->bound_us, last_exact_bucket(all));
         if (cpu < 0 || !acc->samples)
                 return 0;
-        if (p->n == p->alloc) {
-                size_t na = p->alloc ? p->alloc * 2 : 16;
-                struct svg_hist_cpu *c = realloc(p->cpus, na * sizeof(*c));
-                if (c)
-                        p->cpus = c;
-                struct svg_hist_columns *k = realloc(p->cols, na * sizeof(*k));
-                if (k)
-                        p->cols = k;
-                if (!c || !k)
-                        return -ENOMEM;
-                p->alloc = na;
-        }
+        if (!farm_grow((void **) &p->cpus, p->n, sizeof(*p->cpus)) ||
+            !farm_grow((void **) &p->cols, p->n, sizeof(*p->cols)))
+                return -ENOMEM;
         uint32_t limit = MIN(acc->h.limit_us, acc->h.nbuckets);
         uint64_t overflow = 0;
         for (uint32_t i = limit; i < acc->h.nbuckets; i++)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "macro.h"
 #include "query-internal.h"
 #include "steps-read.h"
@@ -212,17 +213,9 @@ int steps_read_init(struct steps_read *r, int64_t from, int64_t to, uint64_t ste
 static struct farm_step *step_of(struct steps_read *r, uint64_t k) {
         if (r->slot[k])
                 return &r->v[r->slot[k] - 1];
-        if (r->n == r->alloc) {
-                size_t na = r->alloc ? r->alloc * 2 : 256;
-                struct farm_step *s = realloc(r->v, na * sizeof(*s));
-                if (s)
-                        r->v = s;
-                struct step_tie *t = s ? realloc(r->ties, na * sizeof(*t)) : NULL;
-                if (!t)
-                        return NULL;
-                r->ties = t;
-                r->alloc = na;
-        }
+        if (!farm_grow((void **) &r->v, r->n, sizeof(*r->v)) ||
+            !farm_grow((void **) &r->ties, r->n, sizeof(*r->ties)))
+                return NULL;
         r->v[r->n] = (struct farm_step){ .start_ns = r->first + (int64_t) (k * r->step_ns) };
         r->ties[r->n] = (struct step_tie){};
         r->slot[k] = (uint32_t) ++r->n;

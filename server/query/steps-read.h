@@ -22,7 +22,7 @@ struct steps_read {
         uint32_t *slot;   /* per step of the window: 1 + its index in v, 0 for none yet */
         struct farm_step *v;
         struct step_tie *ties; /* per step of v: where its worst case came from */
-        size_t n, alloc;
+        size_t n;
         struct farm_names scenarios, kernels;
         struct step_tie scen_first[FARM_STEP_NAMES_MAX], kern_first[FARM_STEP_NAMES_MAX];
 };

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "comparison.h"
 #include "inventories.h"
 #include "db-internal.h"
@@ -31,7 +32,7 @@ bool farm_worse(uint64_t value, uint64_t base, uint64_t tolerance_percent,
 
 struct cmp_list {
         struct farm_cmp_entry *v;
-        size_t n, alloc;
+        size_t n;
 };
 
 /* The merge of one machine's days: a key is its scenario's index and the side. */
@@ -47,14 +48,8 @@ static int cmp_scenario(struct cmp_machine *m, const char *scenario) {
         for (size_t i = m->first; i < l->n; i++)
                 if (strcmp(l->v[i].scenario, scenario) == 0)
                         return (int) (i - m->first);
-        if (l->n == l->alloc) {
-                size_t na = l->alloc ? l->alloc * 2 : 64;
-                struct farm_cmp_entry *v = realloc(l->v, na * sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                l->v = v;
-                l->alloc = na;
-        }
+        if (!farm_grow((void **) &l->v, l->n, sizeof(*l->v)))
+                return -ENOMEM;
         struct farm_cmp_entry *e = &l->v[l->n];
         *e = (struct farm_cmp_entry){ .scenario = strdup(scenario) };
         if (!e->scenario)

@@ -3,18 +3,13 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "grow.h"
 #include "day-rows.h"
 #include "db-internal.h"
 
 int day_refs_add(struct day_refs *d, const struct day_ref *x) {
-        if (d->n == d->alloc) {
-                size_t na = d->alloc ? d->alloc * 2 : 64;
-                struct day_ref *v = realloc(d->v, na * sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                d->v = v;
-                d->alloc = na;
-        }
+        if (!farm_grow((void **) &d->v, d->n, sizeof(*d->v)))
+                return -ENOMEM;
         d->v[d->n++] = *x;
         return 0;
 }

@@ -25,7 +25,7 @@ struct day_ref {
 
 struct day_refs {
         struct day_ref *v;
-        size_t n, alloc;
+        size_t n;
 };
 
 int day_refs_add(struct day_refs *d, const struct day_ref *x);
