@@ -7,9 +7,7 @@ intervals), then serves it with both builds' rtsoak-server at once (the histogra
 warming off) and asks each, in turn, for machine 1's whole window at step=5min (one page of
 up to 10,000 steps), with cpu=3, and at step=1h.  Every answer of the two builds must be
 the same bytes.  Figures: the median wall time over loopback (range), and the server's CPU per
-query from /proc; the load average before and after.  Optionally an ingest load runs beside it
-(--beside-ingest: bench/ingest-load posting summaries to the "after" server at the given
-rate).
+query from /proc; the load average before and after.
 
 Usage (from the source tree):
     bench/intervals-query.py --before OLD_BUILD [--after build] [--days 30] [--cpus 8]

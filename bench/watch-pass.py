@@ -6,8 +6,8 @@ The farm (bench/farm-fill, through the server's own ingest): MACHINES x CPUS, RE
 releases of one series one after the other on every machine, each for DAYS days of intervals
 of INTERVAL seconds, the last one ending now: every release has data within the rule's period
 and a day, so that every pass judges all of them again (the "active" releases of the watch);
-each release after the first has the one before as its baseline once that one qualified
-(Period= is set to the length of one release's data, so that they do).
+--period sets the rule's Period= (default: the server's, 30 days, within which every
+release's data lies).
 
 Then the real rtsoak-server serves it with its default watch (a pass a minute) and the
 histogram cache's warming off; after the log's first pass, the server does nothing but its
@@ -70,13 +70,15 @@ def fill(args, db, now_s):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--db", help="SQLite file or postgresql:// URI (default: a temporary file)")
+    ap.add_argument("--db", help="SQLite file or postgresql:// URI (default: a temporary file); "
+                    "an SQLite file that exists is used as it is")
     ap.add_argument("--machines", type=int, default=200)
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--releases", type=int, default=20)
     ap.add_argument("--days", type=int, default=1)
     ap.add_argument("--interval", type=int, default=300)
     ap.add_argument("--minutes", type=float, default=5)
+    ap.add_argument("--period", default="", help="the rule's Period= (default: the server's)")
     ap.add_argument("--results", default=os.path.join(HERE, "results-watch-pass.txt"))
     args = ap.parse_args()
 
@@ -85,12 +87,15 @@ def main():
     load0 = os.getloadavg()
     out = []
     now_s = int(time.time())
-    out.append(f"filled in {fill(args, db, now_s):.0f} s: {args.machines} machines x {args.cpus} "
-               f"CPUs, {args.releases} releases of {args.days} d each at {args.interval} s "
-               f"intervals, the last ending now")
+    if args.db and os.path.exists(args.db):
+        out.append(f"the farm of {args.db} as it is (filled before: the options describe it)")
+    else:
+        out.append(f"filled in {fill(args, db, now_s):.0f} s: {args.machines} machines x "
+                   f"{args.cpus} CPUs, {args.releases} releases of {args.days} d each at "
+                   f"{args.interval} s intervals, the last ending now")
     conf = os.path.join(tmp, "server.conf")
     with open(conf, "w") as f:
-        f.write(f"[Verdict]\nPeriod={args.days * 24}h\n")
+        f.write(f"[Verdict]\nPeriod={args.period}\n" if args.period else "")
     log = os.path.join(tmp, "server.log")
     t0 = time.monotonic()
     proc, base, _ = start_server(SERVER, db, log, ["--config", conf, "--cache-warming", "no"],

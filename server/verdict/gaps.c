@@ -28,9 +28,10 @@ static int add_span(struct vspan **v, size_t *n, int64_t start, int64_t end) {
         return 0;
 }
 
-/* The intervals of run (of another release) in [a, b), as spans. */
+/* The intervals of run (of another release) in [a, b), as spans (with first, only the first
+ * one: whether there is any). */
 static int other_intervals(struct vctx *v, int64_t run, int64_t max_len, int64_t a, int64_t b,
-                           struct vspan **spans, size_t *n) {
+                           bool first, struct vspan **spans, size_t *n) {
         sql_stmt *st;
         int r = vprep(v,
                       "SELECT start_ns, start_ns + length_ns, "
@@ -50,15 +51,20 @@ static int other_intervals(struct vctx *v, int64_t run, int64_t max_len, int64_t
                     e - recv > (int64_t) v->rule.clock_tolerance_ns)
                         continue;
                 r = add_span(spans, n, s, e);
+                if (first)
+                        break;
         }
         sql_reset(st);
+        if (first && r >= 0 && *n > 0)
+                return 0;
         if (r < 0)
                 return r;
         return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read another release's intervals");
 }
 
-/* The time in [a, b) in which m reported under another release. */
-static int other_spans(struct vctx *v, struct vmachine *m, int64_t a, int64_t b,
+/* The time in [a, b) in which m reported under another release (with first, only its first
+ * interval: whether there is any, without reading a history of later releases). */
+static int other_spans(struct vctx *v, struct vmachine *m, int64_t a, int64_t b, bool first,
                        struct vspan **spans, size_t *n) {
         sql_stmt *st;
         int r = vprep(v,
@@ -81,8 +87,8 @@ static int other_spans(struct vctx *v, struct vmachine *m, int64_t a, int64_t b,
         sql_reset(st);
         if (r >= 0 && rc != SQL_DONE)
                 r = vfail(v, rc, "cannot look for other releases");
-        for (size_t i = 0; r >= 0 && i < nruns; i++)
-                r = other_intervals(v, runs[i].start, runs[i].end, a, b, spans, n);
+        for (size_t i = 0; r >= 0 && i < nruns && !(first && *n > 0); i++)
+                r = other_intervals(v, runs[i].start, runs[i].end, a, b, first, spans, n);
         free(runs);
         return r;
 }
@@ -143,7 +149,7 @@ static int examine_hole(struct vctx *v, struct vmachine *m, int64_t run, int64_t
                         bool open_end) {
         struct vspan *busy = NULL;
         size_t n = 0;
-        int r = other_spans(v, m, a, b, &busy, &n);
+        int r = other_spans(v, m, a, b, false, &busy, &n);
         for (size_t i = 0; r >= 0 && i < m->nwindows; i++)
                 if (m->windows[i].end > a && m->windows[i].start < b)
                         r = add_span(&busy, &n, m->windows[i].start, m->windows[i].end);
@@ -173,7 +179,7 @@ static int examine_hole(struct vctx *v, struct vmachine *m, int64_t run, int64_t
 static int reported_after(struct vctx *v, struct vmachine *m, int64_t t, bool *ret) {
         struct vspan *spans = NULL;
         size_t n = 0;
-        int r = other_spans(v, m, t, v->at, &spans, &n);
+        int r = other_spans(v, m, t, v->at, true, &spans, &n);
         free(spans);
         *ret = n > 0;
         return r;
