@@ -724,6 +724,34 @@ static void test_partial_other_release(void **state) {
         json_decref(v);
 }
 
+/* Silent after the release's last data while it ran three later releases: the machine moved
+ * on, no gap, once the first later interval is there (by the moment asked, as known then: one
+ * received only after the question is not there); before it, the silence is an ongoing gap. */
+static void test_silent_then_later_releases(void **state) {
+        store(&base); /* 6.6.1-rt1, 0h-48h */
+        const char *later[] = { "6.6.2-rt1", "6.6.3-rt1", "6.6.4-rt1" };
+        for (int i = 0; i < 3; i++) {
+                struct hist_spec o = base;
+                o.release = later[i], o.run = 2 + i, o.seq0 = 1000 * (i + 1);
+                o.start = T0 + (3 + i) * DAY, o.n = 6 * 12;
+                /* Each release's 12 hours arrive at their end; the first's two days late. */
+                o.received = i == 0 ? o.start + 2 * DAY : 0;
+                store(&o);
+        }
+        json_t *v = ask("6.6.1-rt1", T0 + 7 * DAY);
+        assert_int_equal(count_kind(v, "problems", "gap"), 0);
+        json_decref(v);
+        /* Known before the first later release arrived and before the second began: ongoing. */
+        v = ask_known("6.6.1-rt1", T0 + 3 * DAY + 6 * HOUR, T0 + 3 * DAY + 6 * HOUR);
+        assert_int_equal(count_kind(v, "problems", "gap"), 1);
+        assert_true(json_is_true(json_object_get(first_of(v, "gap"), "ongoing")));
+        json_decref(v);
+        /* Known once the second arrived, though the first is still on its way: not ongoing. */
+        v = ask_known("6.6.1-rt1", T0 + 4 * DAY + 13 * HOUR, T0 + 4 * DAY + 13 * HOUR);
+        assert_int_equal(count_kind(v, "problems", "gap"), 0);
+        json_decref(v);
+}
+
 /* A maintenance window declared in advance excuses the silence inside it; declared after the
  * silence began, it excuses only from its declaration on. */
 static void test_maintenance(void **state) {
@@ -1168,6 +1196,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_clock_ahead, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_known_at, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_settings_afterwards, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_silent_then_later_releases, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_partial_other_release, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_maintenance, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_gap_ids, setup, teardown),
