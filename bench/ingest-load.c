@@ -9,7 +9,9 @@
  * Usage: ingest-load --url http://127.0.0.1:PORT
  *                    (--enroll RTSOAK_SERVER --db DB | --tokens FILE)
  *                    [--machines N] [--connections K] [--count N] [--duration SECONDS]
- *                    [--run-id N] [--server-pid PID] [--json]
+ *                    [--run-id N] [--server-pid PID] [--rate PER_SECOND] [--json]
+ * --rate paces the summaries (the N-th is sent no earlier than N / rate seconds after the
+ * first): a farm's steady load beside another measurement, rather than the most it takes.
  * A tokens file has one "MACHINE_ID TOKEN" line per machine. */
 #include <curl/curl.h>
 #include <dirent.h>
@@ -56,6 +58,7 @@ struct options {
         unsigned machines, connections;
         unsigned long count;
         double duration_s;
+        double rate; /* summaries per second; 0: as fast as answered */
         int64_t run_id;
         long server_pid[SERVERS_MAX];
         long db_pid; /* a PostgreSQL postmaster: its processes' CPU is the database's */
@@ -388,6 +391,8 @@ struct feed {
         size_t next, count;
         uint64_t deadline;
         unsigned running;
+        uint64_t t0;
+        double rate;
 };
 
 /* Starts the next summary on slot s, if any is left and the time is not up.  The easy handle
@@ -396,6 +401,16 @@ struct feed {
 static void launch(struct feed *f, struct slot *s) {
         if (f->next >= f->count || mono_ns() >= f->deadline)
                 return;
+        if (f->rate > 0) { /* paced: wait for the summary's moment */
+                uint64_t due = f->t0 + (uint64_t) ((double) f->next * 1e9 / f->rate), now;
+                while ((now = mono_ns()) < due) {
+                        struct timespec ts = { (time_t) ((due - now) / 1000000000),
+                                               (long) ((due - now) % 1000000000) };
+                        nanosleep(&ts, NULL);
+                }
+                if (now >= f->deadline)
+                        return;
+        }
         s->index = f->next++;
         s->reply_len = 0;
         s->reply[0] = '\0';
@@ -482,7 +497,8 @@ static double pct_ms(const uint64_t *sorted, size_t n, double q) {
 static void help(void) {
         printf("ingest-load --url URL... (--enroll RTSOAK_SERVER --db DB | --tokens FILE)\n"
                "            [--machines N] [--connections K] [--count N] [--duration SECONDS]\n"
-               "            [--run-id N] [--server-pid PID]... [--db-pid POSTMASTER] [--json]\n"
+               "            [--run-id N] [--server-pid PID]... [--db-pid POSTMASTER] [--rate N]\n"
+               "            [--json]\n"
                "(--url and --server-pid repeated: several servers of one farm, the connections "
                "spread over them)\n");
 }
@@ -497,6 +513,7 @@ static void parse(int argc, char **argv, struct options *o) {
                 { "connections", required_argument, NULL, 'k' },
                 { "count", required_argument, NULL, 'n' },
                 { "duration", required_argument, NULL, 'D' },
+                { "rate", required_argument, NULL, 'R' },
                 { "run-id", required_argument, NULL, 'r' },
                 { "server-pid", required_argument, NULL, 'p' },
                 { "db-pid", required_argument, NULL, 'P' },
@@ -532,6 +549,11 @@ static void parse(int argc, char **argv, struct options *o) {
                         break;
                 case 'D':
                         o->duration_s = strtod(optarg, NULL);
+                        break;
+                case 'R':
+                        o->rate = strtod(optarg, NULL);
+                        if (!(o->rate > 0))
+                                die("--rate=%s: not a positive number", optarg);
                         break;
                 case 'r':
                         o->run_id = strtoll(optarg, NULL, 10);
@@ -626,7 +648,7 @@ int main(int argc, char **argv) {
                 curl_easy_setopt(s->easy, CURLOPT_WRITEDATA, s);
                 curl_easy_setopt(s->easy, CURLOPT_PRIVATE, s);
         }
-        struct feed f = { multi, bodies, ms, nm, 0, o.count, deadline, 0 };
+        struct feed f = { multi, bodies, ms, nm, 0, o.count, deadline, 0, t0, o.rate };
         for (unsigned k = 0; k < o.connections; k++)
                 launch(&f, &slots[k]);
         while (f.running > 0) {

@@ -7,6 +7,8 @@
 #include <stdint.h>
 
 #include "db.h"
+#include "params.h"
+#include "query.h"
 
 /* An intervals query answers at most this many steps: a larger window needs a larger step. */
 #define FARM_STEPS_MAX 100000
@@ -45,3 +47,19 @@ int farm_machine_steps(farm_db *db, const char *machine_id, int64_t from, int64_
 int farm_machine_recent_steps(farm_db *db, const char *machine_id, int64_t now, uint64_t step_ns,
                               struct farm_steps *ret, char err[static FARM_ERROR_MAX]);
 void farm_steps_done(struct farm_steps *s);
+
+/* The intervals query's answer (GET /api/v1/machines/{id}/intervals), before its encoding:
+ * the window and step asked, and the steps (steps.v, all of them; the page says which are
+ * answered). */
+struct farm_intervals {
+        const char *machine, *scenario; /* the caller's strings */
+        int64_t from, to, cpu;          /* cpu -1: all */
+        uint64_t step_ns;
+        struct farm_page page;
+        struct farm_steps steps;
+};
+/* Reads the query's parameters (args) and its steps: 1 with *ret filled (the caller's:
+ * farm_steps_done(&ret->steps)), or 0 (or a negative error) with the refusal or failure in a
+ * (400 naming the parameter, 404 for a machine not enrolled, 500). */
+int farm_intervals_ask(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
+                       struct farm_intervals *ret, struct farm_answer *a);

@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A machine's dashboard page and its 30-day intervals while the farm's ingest runs, without
+the histogram cache's warming thread.
+
+The farm: one machine x 8 CPUs x 30 days of one-minute intervals (bench/query-fill), and 100
+more machines enrolled by bench/ingest-load, which posts their summaries (one one-minute
+interval of 8 CPUs each) at 100 machines' rate (100 a minute) during the measurement, then
+again as fast as the server answers (the most it takes: a farm catching up after an outage).
+The real rtsoak-server runs with --cache-warming no; its first page view after the start is
+reported by itself (nothing was merged before it), then each request is timed --runs times:
+the machine page (/machines/ID, the last 30 days) and the intervals query of the month at
+5-minute steps, first page (1,000 steps) and whole (8,640 steps, one page).  Medians (range),
+the load average before and after.
+
+Usage (from the source tree after building into build/):
+    bench/page-beside-ingest.py [--runs 15] [--results FILE]
+"""
+import argparse
+import datetime
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from benchlib import BUILD, cpu_model, start_server  # noqa: E402
+
+SERVER = os.path.join(BUILD, "server", "rtsoak-server")
+FILL = os.path.join(BUILD, "bench", "query-fill")
+LOAD = os.path.join(BUILD, "bench", "ingest-load")
+DAY_NS = 86400 * 10**9
+
+
+def get(url):
+    t = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=600) as r:
+        r.read()
+        if r.status != 200:
+            sys.exit(f"{url}: {r.status}")
+    return (time.perf_counter() - t) * 1000
+
+
+def measure(base, runs, label, out):
+    mid = "%032x" % 1
+    to = (time.time_ns() // DAY_NS) * DAY_NS
+    frm = to - 30 * DAY_NS
+    queries = [("machine page, 30 days", f"/machines/{mid}?from={frm}&to={to}"),
+               ("intervals 30 d, 5 min, first 1,000 steps",
+                f"/api/v1/machines/{mid}/intervals?from={frm}&to={to}&step=5min&limit=1000"),
+               ("intervals 30 d, 5 min, all 8,640 steps",
+                f"/api/v1/machines/{mid}/intervals?from={frm}&to={to}&step=5min&limit=10000")]
+    for name, path in queries:
+        times = [get(base + path) for _ in range(runs)]
+        line = (f"{label:28s} {name:42s} median {statistics.median(times):7.1f} ms "
+                f"({min(times):.1f}-{max(times):.1f}), {runs} runs")
+        print(line, flush=True)
+        out.append(line)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--results", default=os.path.join(HERE, "results-page-beside-ingest.txt"))
+    args = ap.parse_args()
+    load0 = os.getloadavg()
+    tmp = tempfile.mkdtemp(prefix="rtsoak-page-")
+    out = []
+    proc = load = None
+    try:
+        db = os.path.join(tmp, "farm.db")
+        subprocess.run([FILL, "--db", db, "--machines", "1", "--days", "30", "--cpus", "8"],
+                       check=True, stderr=subprocess.DEVNULL)
+        proc, base, _ = start_server(SERVER, db, os.path.join(tmp, "server.log"),
+                                     ["--cache-warming", "no", "--rate", "1000000", "--burst",
+                                      "1000000"], timeout_s=600)
+        mid = "%032x" % 1
+        to = (time.time_ns() // DAY_NS) * DAY_NS
+        first = get(f"{base}/machines/{mid}?from={to - 30 * DAY_NS}&to={to}")
+        out.append(f"the first machine page after the start (nothing merged before): "
+                   f"{first:.0f} ms")
+        print(out[-1], flush=True)
+        measure(base, args.runs, "quiet", out)
+        for label, rate in (("beside 100 machines' rate", "1.6667"), ("beside ingest flat out", "")):
+            argv = [LOAD, "--url", base, "--enroll", SERVER, "--db", db, "--machines", "100",
+                    "--connections", "1" if rate else "16", "--count", "1000000", "--duration",
+                    "3600", "--run-id", "7"] + (["--rate", rate] if rate else [])
+            load = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(15)  # enrolled, and posting
+            measure(base, args.runs, label, out)
+            load.send_signal(signal.SIGKILL)
+            load.wait()
+            load = None
+    finally:
+        if load:
+            load.kill()
+        if proc:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait()
+        shutil.rmtree(tmp)
+    load1 = os.getloadavg()
+    head = [f"# bench/page-beside-ingest.py --runs {args.runs}",
+            f"date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
+            f"host: {cpu_model()}, {os.cpu_count()} CPUs, load average {load0[0]:.2f} before, "
+            f"{load1[0]:.2f} after"]
+    with open(args.results, "a") as f:
+        f.write("\n".join(head + out) + "\n\n")
+    print("\n".join(head))
+
+
+if __name__ == "__main__":
+    main()
