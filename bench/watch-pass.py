@@ -12,7 +12,8 @@ release's data lies).
 Then the real rtsoak-server serves it with its default watch (a pass a minute) and the
 histogram cache's warming off; after the log's first pass, the server does nothing but its
 passes for --minutes: its process CPU over that time (utime + stime from /proc) per minute,
-and the verdict-log thread's own where the kernel names it, as a share of one CPU.  The load
+and the verdict-log thread's own where the kernel names it, as a share of one CPU (on
+PostgreSQL also the database's: the postmaster and its children).  The load
 average before and after.
 
 Usage (from the source tree after building into build/):
@@ -54,6 +55,31 @@ def thread_cpu_s(pid, name):
         found = True
         total += (int(fields[11]) + int(fields[12])) / TICK
     return total if found else None
+
+
+def postmaster_pid(uri):
+    """The postmaster of the PostgreSQL server of uri, from its data directory's pid file."""
+    out = subprocess.run(["psql", uri, "-Atc", "SHOW data_directory"], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(out, "postmaster.pid")) as f:
+        return int(f.readline())
+
+
+def db_cpu_s(postmaster):
+    """CPU seconds of the postmaster and its children (the backends of the server's pooled
+    connections live as long as they do)."""
+    total = 0.0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(d) == postmaster or int(fields[1]) == postmaster:
+            total += (int(fields[11]) + int(fields[12])) / TICK
+    return total
 
 
 def fill(args, db, now_s):
@@ -111,9 +137,12 @@ def main():
             body = r.read().decode()
         listed, qualified = body.count('"release"'), body.count('"qualified"')
         out.append(f"releases listed: {listed}; qualified: {qualified}")
+        pg = postmaster_pid(db) if db.startswith("postgres") else None
+        d0 = db_cpu_s(pg) if pg else None
         c0, th0, w0 = proc_cpu_s(proc.pid), thread_cpu_s(proc.pid, "verdict-log"), time.monotonic()
         time.sleep(args.minutes * 60)
         c1, th1, w1 = proc_cpu_s(proc.pid), thread_cpu_s(proc.pid, "verdict-log"), time.monotonic()
+        d1 = db_cpu_s(pg) if pg else None
         minutes = (w1 - w0) / 60
         per_min = (c1 - c0) / minutes
         line = (f"server CPU over {minutes:.1f} min of passes: {c1 - c0:.2f} s, {per_min:.2f} s "
@@ -121,6 +150,9 @@ def main():
         if th0 is not None and th1 is not None:
             line += (f"; the verdict-log thread {(th1 - th0) / minutes:.2f} s per minute "
                      f"({(th1 - th0) / minutes / 60 * 100:.2f} %)")
+        if pg:
+            line += (f"; the database {(d1 - d0) / minutes:.2f} s per minute "
+                     f"({(d1 - d0) / minutes / 60 * 100:.2f} %)")
         out.append(line)
     finally:
         proc.send_signal(signal.SIGTERM)
