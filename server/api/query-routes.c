@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "encode-histogram.h"
 #include "encode-steps.h"
 #include "machine-routes.h"
 #include "metrics.h"
@@ -90,7 +91,7 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                 farm_api_intervals(db, key, args, now_ns, url, ret);
                 break;
         case HISTOGRAM:
-                query_histogram(db, key, args, now_ns, url, ret);
+                farm_api_histogram(db, key, args, now_ns, url, ret);
                 break;
         case EVENTS:
                 farm_api_events(db, key, args, now_ns, url, ret);

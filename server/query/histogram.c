@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The histogram query: a machine's histograms of a window merged per CPU (from the per-day
- * cache where it can), for GET .../histogram and the dashboard's histogram plot. */
+ * cache where it can), for GET .../histogram (encoded in server/api/encode-histogram.c) and the
+ * dashboard's histogram plot. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,62 +16,6 @@
 #include "query-internal.h"
 #include "steps.h"
 #include "timeutil.h"
-
-/* A page of the histogram query holds fewer CPUs than asked for rather than more text. */
-#define HIST_TEXT_MAX ((size_t) 16 << 20)
-
-/* ---- a merged histogram as JSON text ---- */
-
-/* {"samples", "min_ns", "max_ns", ..., "buckets": [[us, count], ...], "overflow": N,
- * "percentiles": {...}} (with "cpu" first when cpu >= 0), as text: the buckets of a 100 ms range
- * are 100,000 pairs, which as JSON objects took 20 MB per CPU.  Buckets are the exact 1 us ones
- * below limit_us; samples at or above it are counted in "overflow" (their logarithmic buckets,
- * 12.5 % wide, still take part in the percentiles). */
-static void acc_text(FILE *f, const struct farm_acc *c, int64_t cpu) {
-        struct farm_percentiles p = {};
-        char t[TIMESTAMP_MAX_LEN];
-        uint64_t overflow = 0;
-        uint32_t limit = c->h.counts ? c->h.limit_us : 0;
-        bool any = c->samples > 0;
-        if (cpu >= 0)
-                fprintf(f, "{\"cpu\":%" PRId64 ",", cpu);
-        else
-                fputc('{', f);
-        fprintf(f, "\"samples\":%" PRIu64 ",\"violations\":%" PRIu64 ",\"limit_us\":%" PRIu32,
-                c->samples, c->violations, limit);
-        if (any)
-                fprintf(f,
-                        ",\"min_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",\"max_time_ns\":%" PRId64
-                        ",\"max_time\":\"%s\"",
-                        c->min_ns, c->max_ns, c->max_time_ns,
-                        format_timestamp_utc(t, c->max_time_ns));
-        else
-                fputs(",\"min_ns\":null,\"max_ns\":null,\"max_time_ns\":null,\"max_time\":null", f);
-        fputs(",\"buckets\":[", f);
-        bool first = true;
-        for (uint32_t i = 0; c->h.counts && i < c->h.nbuckets; i++) {
-                if (!c->h.counts[i])
-                        continue;
-                if (i >= limit) {
-                        sat_add(&overflow, c->h.counts[i]);
-                        continue;
-                }
-                /* At most 2^63-1, what JSON readers take (merges saturate at 2^64-1). */
-                fprintf(f, "%s[%" PRIu32 ",%" PRIu64 "]", first ? "" : ",", i,
-                        MIN(c->h.counts[i], (uint64_t) INT64_MAX));
-                first = false;
-        }
-        fprintf(f, "],\"overflow\":%" PRIu64 ",\"percentiles\":", overflow);
-        if (c->h.counts)
-                farm_percentiles(&c->h, c->min_ns, c->max_ns, &p);
-        if (any)
-                fprintf(f,
-                        "{\"p50_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64 ",\"p99_9_ns\":%" PRIu64
-                        ",\"p99_99_ns\":%" PRIu64 "}}",
-                        p.p50_ns, p.p99_ns, p.p99_9_ns, p.p99_99_ns);
-        else
-                fputs("{\"p50_ns\":null,\"p99_ns\":null,\"p99_9_ns\":null,\"p99_99_ns\":null}}", f);
-}
 
 /* ---- GET /api/v1/machines/{id}/histogram ------------------------------------------------ */
 
@@ -200,128 +145,42 @@ int farm_machine_hists(farm_db *db, const char *machine_id, int64_t from, int64_
         return r;
 }
 
-/* The answer of the histogram query, written as its CPUs are merged. */
-struct hist_answer {
-        FILE *f;
-        const struct farm_page *page;
-        uint64_t rank, shown;
-        bool cut;   /* the page ended early: the text reached HIST_TEXT_MAX */
-        char *all;  /* the text of all, once known */
-        size_t len; /* of what f holds */
-};
-
-static int hist_answer_cpu(void *userdata, int64_t cpu, const struct farm_acc *acc,
-                           const struct farm_acc *all) {
-        struct hist_answer *h = userdata;
-        if (!h->all) {
-                size_t n = 0;
-                FILE *f = open_memstream(&h->all, &n);
-                if (!f)
-                        return -ENOMEM;
-                acc_text(f, all, -1);
-                if (fclose(f) != 0)
-                        return -ENOMEM;
-        }
-        if (cpu < 0)
-                return 0;
-        uint64_t rank = h->rank++;
-        if (h->cut || rank < h->page->offset || rank >= h->page->offset + h->page->limit)
-                return 0;
-        if (h->shown > 0)
-                fputc(',', h->f);
-        acc_text(h->f, acc, cpu);
-        h->shown++;
-        fflush(h->f);
-        /* A page ends early rather than grow past HIST_TEXT_MAX ("next" goes on from there). */
-        if (h->len >= HIST_TEXT_MAX)
-                h->cut = true;
-        if (ferror(h->f))
-                return -ENOMEM;
-        /* 1 once the page is full: the CPUs after it need not be merged. */
-        return h->cut || h->rank >= h->page->offset + h->page->limit;
-}
-
-int query_histogram(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
-                    const char *path, struct farm_answer *a) {
+int farm_histogram_ask(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
+                       struct farm_histogram_query *q, struct farm_answer *a) {
         char perr[FARM_PARAM_ERROR_MAX];
         struct query_machine m;
-        struct farm_page page;
-        int64_t from, to, cpu;
-        const char *scenario = farm_args_get(args, "scenario");
-        struct day_refs refs = {};
         int r;
 
-        if (!query_parse_cpu(args, &cpu, a) || (scenario && !query_scenario_ok(scenario, a)) ||
+        *q = (struct farm_histogram_query){ .machine = id,
+                                            .scenario = farm_args_get(args, "scenario") };
+        if (!query_parse_cpu(args, &q->cpu, a) ||
+            (q->scenario && !query_scenario_ok(q->scenario, a)) ||
             !query_param_ok(farm_param_page(farm_args_get(args, "limit"),
-                                            farm_args_get(args, "offset"), &page, perr),
+                                            farm_args_get(args, "offset"), &q->page, perr),
                             perr, a))
                 return 0;
         if (args->unpaged && !farm_args_get(args, "limit"))
-                page.limit = CPU_MAX;
-        {
-                _cleanup_release_ sql_conn *c = farm_reader(db);
-                if ((r = query_machine_lookup(c, id, &m, a)) <= 0 ||
-                    !query_parse_window(args, now, &m, &from, &to, a))
-                        return r;
-                r = window_refs(c, id, from, to, now, &refs, a->err);
-        }
-
-        /* The CPUs as text straight away, the object around them afterwards (as the steps of
-         * the intervals query). */
-        struct hist_answer h = { .page = &page };
-        char *cpus_text = NULL;
-        uint64_t ncpus = 0;
-        h.f = r >= 0 ? open_memstream(&cpus_text, &h.len) : NULL;
-        if (r >= 0 && !h.f)
-                r = -ENOMEM;
-        if (r >= 0)
-                r = window_hists(db, &refs, from, to, scenario, cpu, hist_answer_cpu, &h, &ncpus,
-                                 a->err);
-        free(refs.v);
-        if (h.f && fclose(h.f) != 0 && r >= 0)
-                r = -ENOMEM;
+                q->page.limit = CPU_MAX;
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        if ((r = query_machine_lookup(c, id, &m, a)) <= 0 ||
+            !query_parse_window(args, now, &m, &q->from, &q->to, a))
+                return r < 0 ? r : 0;
+        q->now = now;
+        r = window_refs(c, id, q->from, q->to, now, &q->refs, a->err);
         if (r < 0) {
-                free(cpus_text);
-                free(h.all);
-                if (r == -ENOMEM)
-                        snprintf(a->err, sizeof(a->err), "out of memory merging histograms");
+                farm_histogram_query_done(q);
                 return query_internal(a, r);
         }
-        if (h.cut)
-                page.limit = h.shown;
-        json_t *o = json_object();
-        char *head = NULL, *text = NULL;
-        const char *marker = "\"cpus\":[]";
-        if (!o || query_window_fields(o, id, from, to, cpu, scenario) < 0 ||
-            json_object_set_new(o, "all", json_null()) < 0 ||
-            json_object_set_new(o, "cpus", json_array()) < 0 ||
-            query_add_page(o, path, args, &page, ncpus) < 0 ||
-            !(head = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER)) || !strstr(head, marker) ||
-            !strstr(head, "\"all\":null")) {
-                json_decref(o);
-                free(head);
-                free(cpus_text);
-                free(h.all);
-                query_json(a, NULL);
-                return 0;
-        }
-        json_decref(o);
-        /* Strings in the head are escaped, so the markers can only be the places of the lists. */
-        char *at_all = strstr(head, "\"all\":null"), *at_cpus = strstr(head, marker);
-        if (asprintf(&text, "%.*s\"all\":%s%.*s\"cpus\":[%s]%s", (int) (at_all - head), head,
-                     h.all ?: "null", (int) (at_cpus - at_all - strlen("\"all\":null")),
-                     at_all + strlen("\"all\":null"), cpus_text ?: "",
-                     at_cpus + strlen(marker)) < 0)
-                text = NULL;
-        free(head);
-        free(cpus_text);
-        free(h.all);
-        if (!text) {
-                query_json(a, NULL);
-                return 0;
-        }
-        a->status = 200;
-        a->text = text;
-        a->content_type = "application/json";
-        return 0;
+        return 1;
+}
+
+int farm_histogram_merge(farm_db *db, struct farm_histogram_query *q, farm_cpu_hist_fn fn,
+                         void *userdata, uint64_t *ret_ncpus, char err[static FARM_ERROR_MAX]) {
+        return window_hists(db, &q->refs, q->from, q->to, q->scenario, q->cpu, fn, userdata,
+                            ret_ncpus, err);
+}
+
+void farm_histogram_query_done(struct farm_histogram_query *q) {
+        free(q->refs.v);
+        q->refs = (struct day_refs){};
 }

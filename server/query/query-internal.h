@@ -98,7 +98,5 @@ int query_window_fields(json_t *o, const char *machine, int64_t from, int64_t to
 /* ---- the routes, which farm_query_route() dispatches to ---- */
 
 /* Each answers a (returning 0 once a holds the answer, or what query_internal() returns). */
-int query_histogram(farm_db *db, const char *id, const struct farm_args *args, int64_t now,
-                    const char *path, struct farm_answer *a);
 int query_compare(farm_db *db, const char *release, const struct farm_args *args, int64_t now,
                   const char *path, struct farm_answer *a);
