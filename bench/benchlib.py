@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.request
 
 # The build directory whose programs the benchmarks run: build/ in the source tree, or
 # RTSOAK_BUILD (the tests run the scripts on the build they test).
@@ -55,3 +56,14 @@ def proc_cpu_s(pid):
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def timed_get(url, timeout_s=600):
+    """GET url: (seconds from the request to the answer's last byte, the body); exits naming
+    the URL for an answer other than 200."""
+    t = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=timeout_s) as r:
+        body = r.read()
+        if r.status != 200:
+            sys.exit(f"{url}: {r.status}")
+    return time.perf_counter() - t, body

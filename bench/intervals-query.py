@@ -23,22 +23,12 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import cpu_model, proc_cpu_s, start_server  # noqa: E402
+from benchlib import cpu_model, proc_cpu_s, start_server, timed_get as get  # noqa: E402
 
 DAY_NS = 86400 * 10**9
-
-
-def get(url):
-    t = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=600) as r:
-        body = r.read()
-        if r.status != 200:
-            sys.exit(f"{url}: {r.status}")
-    return time.perf_counter() - t, body
 
 
 def fill(build, target, args):

@@ -26,11 +26,10 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import BUILD, cpu_model, start_server  # noqa: E402
+from benchlib import BUILD, cpu_model, start_server, timed_get  # noqa: E402
 
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 FILL = os.path.join(BUILD, "bench", "query-fill")
@@ -39,12 +38,8 @@ DAY_NS = 86400 * 10**9
 
 
 def get(url):
-    t = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=600) as r:
-        r.read()
-        if r.status != 200:
-            sys.exit(f"{url}: {r.status}")
-    return (time.perf_counter() - t) * 1000
+    """Milliseconds of a GET of url (200 or exit)."""
+    return timed_get(url)[0] * 1000
 
 
 def measure(base, runs, label, out):

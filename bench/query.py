@@ -33,19 +33,15 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from benchlib import BUILD, cpu_model, start_server  # noqa: E402
+from benchlib import timed_get as benchlib_get  # noqa: E402
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 FILL = os.path.join(BUILD, "bench", "query-fill")
 DAY_NS = 86400 * 10**9
 
 
 def timed_get(url):
-    t = time.perf_counter()
-    with urllib.request.urlopen(url, timeout=600) as r:
-        body = r.read()
-        status = r.status
-    dt = time.perf_counter() - t
-    if status != 200:
-        sys.exit(f"{url}: {status}")
+    """(seconds, bytes) of a GET of url (200 or exit)."""
+    dt, body = benchlib_get(url)
     return dt, len(body)
 
 

@@ -3,7 +3,6 @@
  * cache where it can), for GET .../histogram (encoded in server/api/encode-histogram.c) and the
  * dashboard's histogram plot. */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +13,6 @@
 #include "merge.h"
 #include "histogram.h"
 #include "query-internal.h"
-#include "steps.h"
-#include "timeutil.h"
 
 /* ---- GET /api/v1/machines/{id}/histogram ------------------------------------------------ */
 

@@ -78,8 +78,8 @@ struct step_part {
  * end, 12-13 the first interval's start and run. */
 static struct step_part part_of(sql_stmt *st, bool group) {
         int o = group;
-        int64_t start = sql_column_int64(st, o), len = sql_column_int64(st, o + 1), end;
-        if (__builtin_add_overflow(start, len, &end))
+        int64_t start = sql_column_int64(st, o), len = sql_column_int64(st, o + 1), end = 0;
+        if (!group && __builtin_add_overflow(start, len, &end))
                 end = INT64_MAX;
         struct step_part p = {
                 .start_ns = start,
@@ -128,12 +128,6 @@ static void step_add(struct farm_step *s, struct step_tie *tie, const struct ste
         sat_add(&s->samples, p->samples);
         sat_add(&s->violations, p->violations);
         s->data_end_ns = MAX(s->data_end_ns, p->data_end_ns);
-}
-
-static void names_done(struct farm_names *n) {
-        for (unsigned i = 0; i < n->n; i++)
-                free(n->s[i]);
-        n->n = 0;
 }
 
 /* The index of s ("" for none), added if new, its first interval kept in first[]: -ENOSPC
@@ -288,8 +282,8 @@ int steps_read_finish(struct steps_read *r, struct farm_steps *ret) {
 }
 
 void steps_read_done(struct steps_read *r) {
-        names_done(&r->scenarios);
-        names_done(&r->kernels);
+        struct farm_steps names = { .scenarios = r->scenarios, .kernels = r->kernels };
+        farm_steps_done(&names);
         free(r->slot);
         free(r->v);
         free(r->ties);
