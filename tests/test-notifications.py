@@ -1093,6 +1093,8 @@ def main():
         for line in ([failure] if failure else []) + (notes if failure else notes[:3]):
             for part in str(line)[:4000].splitlines():
                 print(f"# {part}")
+                if failure:  # meson prints a failed test's stderr, not its TAP comments
+                    print(f"# {t.__name__}: {part}", file=sys.stderr)
     return 1 if failed else 0
 
 
