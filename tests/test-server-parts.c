@@ -13,7 +13,7 @@
 #include "params.h"
 #include "metrics.h"
 #include "query.h"
-#include "compare.h"
+#include "comparison.h"
 #include "histogram.h"
 #include "steps.h"
 #include "ratelimit.h"

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer-json.h"
 #include "encode-histogram.h"
 #include "macro.h"
 #include "query-internal.h"
@@ -140,37 +141,18 @@ void farm_api_histogram(farm_db *db, const char *id, const struct farm_args *arg
         if (h.cut)
                 q.page.limit = h.shown;
         json_t *o = json_object();
-        char *head = NULL, *text = NULL;
-        const char *marker = "\"cpus\":[]";
-        if (!o || query_window_fields(o, id, q.from, q.to, q.cpu, q.scenario) < 0 ||
+        if (!o || farm_api_window_fields(o, id, q.from, q.to, q.cpu, q.scenario) < 0 ||
             json_object_set_new(o, "all", json_null()) < 0 ||
-            json_object_set_new(o, "cpus", json_array()) < 0 ||
-            query_add_page(o, path, args, &q.page, ncpus) < 0 ||
-            !(head = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER)) || !strstr(head, marker) ||
-            !strstr(head, "\"all\":null")) {
-                json_decref(o);
-                free(head);
-                free(cpus_text);
-                free(h.all);
-                query_json(a, NULL);
-                return;
-        }
+            json_object_set_new(o, "cpus", json_null()) < 0 ||
+            farm_api_add_page(o, path, args, &q.page, ncpus) < 0)
+                farm_api_json(a, NULL);
+        else
+                farm_api_json_spliced(
+                        a, o,
+                        (const struct farm_api_splice[]){ { "all", h.all, false },
+                                                          { "cpus", cpus_text, true } },
+                        2);
         json_decref(o);
-        /* Strings in the head are escaped, so the markers can only be the places of the lists. */
-        char *at_all = strstr(head, "\"all\":null"), *at_cpus = strstr(head, marker);
-        if (asprintf(&text, "%.*s\"all\":%s%.*s\"cpus\":[%s]%s", (int) (at_all - head), head,
-                     h.all ?: "null", (int) (at_cpus - at_all - strlen("\"all\":null")),
-                     at_all + strlen("\"all\":null"), cpus_text ?: "",
-                     at_cpus + strlen(marker)) < 0)
-                text = NULL;
-        free(head);
         free(cpus_text);
         free(h.all);
-        if (!text) {
-                query_json(a, NULL);
-                return;
-        }
-        a->status = 200;
-        a->text = text;
-        a->content_type = "application/json";
 }

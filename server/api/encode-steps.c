@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "answer-json.h"
 #include "encode-steps.h"
 #include "query-internal.h"
 #include "text-json.h"
@@ -92,32 +93,16 @@ void farm_api_intervals(farm_db *db, const char *id, const struct farm_args *arg
 
         /* The rest of the answer is an object as usual, its "steps" put in as text. */
         json_t *o = json_object();
-        char *head = NULL;
-        if (oom || !o || query_window_fields(o, id, iv.from, iv.to, iv.cpu, iv.scenario) < 0 ||
+        if (oom || !o || farm_api_window_fields(o, id, iv.from, iv.to, iv.cpu, iv.scenario) < 0 ||
             json_object_set_new(o, "step_ns", json_integer((json_int_t) iv.step_ns)) < 0 ||
-            json_object_set_new(o, "steps", json_array()) < 0 ||
-            query_add_page(o, path, args, &iv.page, n) < 0 ||
-            !(head = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER))) {
+            json_object_set_new(o, "steps", json_null()) < 0 ||
+            farm_api_add_page(o, path, args, &iv.page, n) < 0) {
                 json_decref(o);
                 free(steps_text);
-                query_json(a, NULL);
+                farm_api_json(a, NULL);
                 return;
         }
+        farm_api_json_spliced(a, o, &(struct farm_api_splice){ "steps", steps_text, true }, 1);
         json_decref(o);
-        /* Strings in the head are escaped, so this marker can only be the steps' place. */
-        const char *marker = "\"steps\":[]";
-        char *at = strstr(head, marker);
-        char *text = NULL;
-        if (!at || asprintf(&text, "%.*s\"steps\":[%s]%s", (int) (at - head), head,
-                            steps_text ?: "", at + strlen(marker)) < 0) {
-                free(head);
-                free(steps_text);
-                query_json(a, NULL);
-                return;
-        }
-        free(head);
         free(steps_text);
-        a->status = 200;
-        a->text = text;
-        a->content_type = "application/json";
 }

@@ -3,6 +3,7 @@
  * and .../events, answered from the typed results of the query layer, encoded here. */
 #include <errno.h>
 
+#include "answer-json.h"
 #include "encode-inventory.h"
 #include "encode-machine.h"
 #include "machine-routes.h"
@@ -25,7 +26,7 @@ int farm_api_machines(farm_db *db, const struct farm_args *args, const char *pat
                 return query_internal(a, r);
         json_t *list = farm_machine_list_to_json(&l);
         farm_machine_list_done(&l);
-        query_list_answer(a, json_object(), "machines", list, path, args, &page, total);
+        farm_api_list_answer(a, json_object(), "machines", list, path, args, &page, total);
         return 0;
 }
 
@@ -43,7 +44,7 @@ static int machine_list_answer(struct farm_answer *a, int r, const char *id, con
         json_t *o = json_object();
         if (o && json_object_set_new(o, "machine", json_string(id)) < 0)
                 json_decref(o), o = NULL;
-        query_list_answer(a, o, key, list, path, args, page, total);
+        farm_api_list_answer(a, o, key, list, path, args, page, total);
         return 0;
 }
 
@@ -86,8 +87,8 @@ int farm_api_inventory(farm_db *db, const char *id, const struct farm_args *args
         if (r < 0)
                 return query_internal(a, r);
         json_t *o = farm_inventory_to_json(id, &h);
-        query_list_answer(a, o, "changes", farm_inventory_changes_to_json(&h), path, args, &page,
-                          h.total_changes);
+        farm_api_list_answer(a, o, "changes", farm_inventory_changes_to_json(&h), path, args, &page,
+                             h.total_changes);
         return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "encode-compare.h"
 #include "encode-histogram.h"
 #include "encode-steps.h"
 #include "machine-routes.h"
@@ -103,7 +104,7 @@ int farm_query_route(farm_db *db, struct farm_counters *counters, const char *ur
                 farm_api_inventory(db, key, args, url, &cv, ret);
                 break;
         case COMPARE:
-                query_compare(db, key, args, now_ns, url, ret);
+                farm_api_compare(db, key, args, now_ns, url, ret);
                 break;
         default:
                 break;

@@ -6,12 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "captures.h"
 #include "hist-cache.h"
 #include "macro.h"
 #include "params.h"
 #include "routes.h"
 #include "steps.h"
-#include "captures.h"
+#include "traces.h"
 
 #define J FARM_ROUTE_JSON
 #define H FARM_ROUTE_HTML

@@ -9,7 +9,7 @@
 
 #include "macro.h"
 #include "dash-internal.h"
-#include "compare.h"
+#include "comparison.h"
 #include "svg.h"
 #include "timeutil.h"
 

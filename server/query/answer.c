@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* What the routes of the query API share: their answers and errors, the checks of their
- * parameters, the paging of a list, and the machine and window that a machine's query is of. */
+ * parameters, a page of rows, and the machine and window that a machine's query is of. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "grow.h"
-#include "json-time.h"
 #include "text-safe.h"
 #include "macro.h"
 #include "query-internal.h"
@@ -46,16 +45,6 @@ int query_internal(struct farm_answer *a, int error) {
         return error;
 }
 
-void query_json(struct farm_answer *a, json_t *j) {
-        if (!j) {
-                snprintf(a->err, sizeof(a->err), "out of memory building the answer");
-                query_internal(a, -ENOMEM);
-                return;
-        }
-        a->status = 200;
-        a->json = j;
-}
-
 const char *farm_args_get(const struct farm_args *args, const char *name) {
         for (unsigned i = 0; i < args->n; i++)
                 if (strcmp(args->a[i].name, name) == 0)
@@ -77,85 +66,6 @@ bool query_scenario_ok(const char *s, struct farm_answer *a) {
         if (!ok)
                 query_error(a, 400, "scenario=%.64s: %s", s, why);
         return ok;
-}
-
-/* A growing string: on failure it becomes NULL and stays so. */
-struct sbuf {
-        char *s;
-        size_t len, size;
-};
-
-static void sb_put(struct sbuf *b, const char *s, bool encode) {
-        for (const unsigned char *p = (const unsigned char *) s; b->s && *p; p++) {
-                if (b->len + 4 >= b->size) {
-                        size_t n = b->size * 2 + 64;
-                        char *t = realloc(b->s, n);
-                        if (!t) {
-                                free(b->s);
-                                b->s = NULL;
-                                return;
-                        }
-                        b->s = t;
-                        b->size = n;
-                }
-                if (!encode || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' || *p == '~')
-                        b->s[b->len++] = (char) *p;
-                else
-                        b->len += (size_t) snprintf(b->s + b->len, b->size - b->len, "%%%02X", *p);
-                b->s[b->len] = '\0';
-        }
-}
-
-/* Adds "total", "limit", "offset" and "next" to o: next is the path and query of the next
- * page (the same parameters, percent-encoded, with the offset moved on), or null on the last
- * page. */
-int query_add_page(json_t *o, const char *path, const struct farm_args *args,
-                   const struct farm_page *page, uint64_t total) {
-        json_t *next;
-        if (page->offset + page->limit < total) {
-                struct sbuf b = { .s = calloc(1, 64), .size = 64 };
-                char num[96];
-                sb_put(&b, path, false);
-                sb_put(&b, "?", false);
-                for (unsigned i = 0; i < args->n; i++) {
-                        if (strcmp(args->a[i].name, "limit") == 0 ||
-                            strcmp(args->a[i].name, "offset") == 0)
-                                continue;
-                        sb_put(&b, args->a[i].name, true);
-                        sb_put(&b, "=", false);
-                        sb_put(&b, args->a[i].value ?: "", true);
-                        sb_put(&b, "&", false);
-                }
-                snprintf(num, sizeof(num), "limit=%" PRIu64 "&offset=%" PRIu64, page->limit,
-                         page->offset + page->limit);
-                sb_put(&b, num, false);
-                if (!b.s)
-                        return -ENOMEM;
-                next = json_string(b.s);
-                free(b.s);
-        } else
-                next = json_null();
-        if (json_object_set_new(o, "total", json_integer((json_int_t) total)) < 0 ||
-            json_object_set_new(o, "limit", json_integer((json_int_t) page->limit)) < 0 ||
-            json_object_set_new(o, "offset", json_integer((json_int_t) page->offset)) < 0 ||
-            json_object_set_new(o, "next", next) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
-void query_list_answer(struct farm_answer *a, json_t *o, const char *key, json_t *list,
-                       const char *path, const struct farm_args *args, const struct farm_page *page,
-                       uint64_t total) {
-        if (!o || !list || json_object_set_new(o, key, list) < 0 ||
-            query_add_page(o, path, args, page, total) < 0) {
-                if (!o)
-                        json_decref(list);
-                json_decref(o);
-                query_json(a, NULL);
-                return;
-        }
-        query_json(a, o);
 }
 
 int query_page_rows(sql_conn *c, sql_stmt *cnt, sql_stmt *st, size_t size,
@@ -253,13 +163,4 @@ bool query_parse_cpu(const struct farm_args *args, int64_t *ret, struct farm_ans
         if (v)
                 *ret = (int64_t) cpu;
         return true;
-}
-
-int query_window_fields(json_t *o, const char *machine, int64_t from, int64_t to, int64_t cpu,
-                        const char *scenario) {
-        return json_object_update_new(
-                o, json_pack("{s:s, s:I, s:o, s:I, s:o, s:o, s:o}", "machine", machine, "from_ns",
-                             (json_int_t) from, "from", json_time(from), "to_ns", (json_int_t) to,
-                             "to", json_time(to), "cpu", cpu >= 0 ? json_integer(cpu) : json_null(),
-                             "scenario", scenario ? json_string(scenario) : json_null()));
 }

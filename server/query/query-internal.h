@@ -36,8 +36,6 @@ void query_error(struct farm_answer *a, unsigned status, const char *fmt, ...) _
 /* A failure of ours (500, or 503 for a busy database); a->err already says why.  Returns
  * error. */
 int query_internal(struct farm_answer *a, int error);
-/* A 200 with j, or a 500 when j is NULL (out of memory building it). */
-void query_json(struct farm_answer *a, json_t *j);
 
 /* ---- parameters ---- */
 
@@ -47,17 +45,6 @@ bool query_param_ok(int r, const char *perr, struct farm_answer *a);
 bool query_scenario_ok(const char *s, struct farm_answer *a);
 /* ?cpu=: -1 when not given. */
 bool query_parse_cpu(const struct farm_args *args, int64_t *ret, struct farm_answer *a);
-
-/* Adds "total", "limit", "offset" and "next" (the path and query of the next page, or null)
- * to o. */
-int query_add_page(json_t *o, const char *path, const struct farm_args *args,
-                   const struct farm_page *page, uint64_t total);
-
-/* A 200 with o holding list as key, and the page (both o and list the answer's, or freed);
- * a 500 when either is NULL (out of memory building them). */
-void query_list_answer(struct farm_answer *a, json_t *o, const char *key, json_t *list,
-                       const char *path, const struct farm_args *args, const struct farm_page *page,
-                       uint64_t total);
 
 /* Counts the rows of a list with cnt (*ret_total), then reads each row of st into the
  * growing array *v of *n elements of size bytes with row (which leaves nothing to free when
@@ -91,12 +78,3 @@ void query_default_window(const struct query_machine *m, int64_t now, int64_t *r
 /* ?from= and ?to= of a window [from, to) of machine m. */
 bool query_parse_window(const struct farm_args *args, int64_t now, const struct query_machine *m,
                         int64_t *ret_from, int64_t *ret_to, struct farm_answer *a);
-/* Adds "machine", "from_ns", "from", "to_ns", "to", "cpu" and "scenario" to o. */
-int query_window_fields(json_t *o, const char *machine, int64_t from, int64_t to, int64_t cpu,
-                        const char *scenario);
-
-/* ---- the routes, which farm_query_route() dispatches to ---- */
-
-/* Each answers a (returning 0 once a holds the answer, or what query_internal() returns). */
-int query_compare(farm_db *db, const char *release, const struct farm_args *args, int64_t now,
-                  const char *path, struct farm_answer *a);

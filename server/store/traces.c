@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Trace captures in the farm database: written with their summary's interval, looked up for
- * a violation, and answered as JSON or, for the raw events, as text. */
+ * a violation, listed and read (with their raw events) as typed captures. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -9,10 +9,7 @@
 #include <string.h>
 
 #include "db-internal.h"
-#include "params.h"
 #include "traces.h"
-#include "timeutil.h"
-#include "text-safe.h"
 #include "trace-raw.h"
 
 int farm_store_traces(sql_conn *c, int64_t run, const struct summary_interval *iv, char *err) {
@@ -101,4 +98,115 @@ int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_
 int farm_trace_find_run(sql_stmt *find, int64_t run, int cpu, int64_t from_ns, int64_t to_ns,
                         int64_t at_ns, struct farm_trace_brief *ret) {
         return find_with(find, run, NULL, cpu, from_ns, to_ns, at_ns, ret);
+}
+
+/* ---- the captures as the API lists and reads them ---- */
+
+#define CAPTURE_COLUMNS                                                                \
+        "SELECT t.id, r.machine_id, r.run_id, t.seq, t.cpu, t.time_ns, t.latency_ns, " \
+        "t.summary, t.culprit_kind, t.culprit_name, t.culprit_pid, t.culprit_ns, "     \
+        "t.raw IS NOT NULL, t.analysis"
+#define CAPTURE_FROM " FROM traces t JOIN runs r ON r.id = t.run "
+
+/* The capture of the row (CAPTURE_COLUMNS). */
+static int capture_of(sql_stmt *st, bool with_analysis, struct farm_capture *c) {
+        bool ok = true;
+        *c = (struct farm_capture){
+                .id = sql_column_int64(st, 0),
+                .run = sql_column_int64(st, 2),
+                .interval = sql_column_int64(st, 3),
+                .cpu = sql_column_int(st, 4),
+                .time_ns = sql_column_int64(st, 5),
+                .latency_ns = sql_column_int64(st, 6),
+                .culprit_pid = sql_column_null(st, 10) ? FARM_NONE : sql_column_int64(st, 10),
+                .culprit_ns = sql_column_int64(st, 11),
+                .raw = sql_column_int(st, 12) != 0,
+        };
+        c->machine = strdup(sql_column_text(st, 1) ?: "");
+        c->summary = strdup(sql_column_text(st, 7) ?: "");
+        c->culprit_kind = farm_strdup_or_null(sql_column_text(st, 8), &ok);
+        c->culprit_name = strdup(sql_column_text(st, 9) ?: "");
+        if (with_analysis)
+                c->analysis = farm_strdup_or_null(sql_column_text(st, 13), &ok);
+        if (!ok || !c->machine || !c->summary || !c->culprit_name) {
+                farm_capture_done(c);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int farm_traces_list(farm_db *db, const char *machine_id, int64_t from_ns, int64_t to_ns,
+                     int64_t cpu, uint64_t limit, struct farm_capture_list *ret, char *err) {
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        struct farm_capture_list l = {};
+        int r = farm_prepare(c,
+                             CAPTURE_COLUMNS CAPTURE_FROM
+                             "WHERE r.machine_id = ?1 AND t.time_ns >= ?2 AND t.time_ns < ?3 "
+                             "AND (?4 < 0 OR t.cpu = ?4) ORDER BY t.time_ns DESC, t.id DESC "
+                             "LIMIT ?5",
+                             &st, err);
+        if (r < 0)
+                return r;
+        sql_bind_text(st, 1, machine_id);
+        sql_bind_int64(st, 2, from_ns);
+        sql_bind_int64(st, 3, to_ns);
+        sql_bind_int64(st, 4, cpu);
+        sql_bind_int64(st, 5, (int64_t) MIN(limit, (uint64_t) INT64_MAX));
+        int rc;
+        while ((rc = sql_step(st)) == SQL_ROW) {
+                if (!farm_grow((void **) &l.v, l.n, sizeof(*l.v)) ||
+                    capture_of(st, false, &l.v[l.n]) < 0) {
+                        farm_capture_list_done(&l);
+                        snprintf(err, FARM_ERROR_MAX, "out of memory listing traces");
+                        return -ENOMEM;
+                }
+                l.n++;
+        }
+        if (rc != SQL_DONE) {
+                farm_capture_list_done(&l);
+                return farm_fail(c, rc, "cannot list traces", err);
+        }
+        *ret = l;
+        return 0;
+}
+
+/* The raw events of the row (column 14) inflated, or NULL when they are not on the server. */
+static int raw_of(sql_stmt *st, char **ret, char *err) {
+        size_t len;
+        *ret = NULL;
+        if (sql_column_null(st, 14))
+                return 0;
+        const void *blob = sql_column_blob(st, 14, &len);
+        int r = blob ? trace_raw_inflate(blob, len, TRACE_RAW_TEXT_MAX, ret, NULL) : -ENOMEM;
+        if (r < 0)
+                snprintf(err, FARM_ERROR_MAX, "a trace's raw events do not inflate");
+        return r < 0 ? r : 0;
+}
+
+int farm_trace_get(farm_db *db, int64_t id, struct farm_capture *ret, char **raw_text, char *err) {
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        int r = farm_prepare(c, CAPTURE_COLUMNS ", t.raw" CAPTURE_FROM "WHERE t.id = ?1", &st, err);
+        if (r < 0)
+                return r;
+        sql_bind_int64(st, 1, id);
+        int rc = sql_step(st);
+        if (rc == SQL_DONE) {
+                snprintf(err, FARM_ERROR_MAX, "no such trace");
+                return -ENOENT;
+        }
+        if (rc != SQL_ROW)
+                return farm_fail(c, rc, "cannot read a trace", err);
+        if (raw_text && (r = raw_of(st, raw_text, err)) < 0)
+                return r;
+        if (capture_of(st, true, ret) < 0) {
+                if (raw_text) {
+                        free(*raw_text);
+                        *raw_text = NULL;
+                }
+                snprintf(err, FARM_ERROR_MAX, "out of memory");
+                return -ENOMEM;
+        }
+        return 0;
 }

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* The flight recorder's captures on the farm: stored from the summaries, found for a violation
- * (the culprit line of the verdict's problems and the dashboard's violation rows), and served
- * by the API with their raw events for download. */
+ * (the culprit line of the verdict's problems and the dashboard's violation rows), listed and
+ * read with their raw events for the API (server/api/captures.c answers them). */
 #pragma once
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "capture-model.h"
 #include "db.h"
 #include "sql.h"
 #include "summary.h"
@@ -43,3 +44,16 @@ int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_
  * of FARM_TRACE_FIND_SQL, freshly reset. */
 int farm_trace_find_run(sql_stmt *find, int64_t run, int cpu, int64_t from_ns, int64_t to_ns,
                         int64_t at_ns, struct farm_trace_brief *ret);
+
+/* Captures in one answer of the list. */
+#define FARM_TRACES_LIST_MAX 1000
+
+/* The captures of machine_id in [from_ns, to_ns) on cpu (-1: every CPU), the latest first (by
+ * time, then id), at most limit of them; without their analysis.  0 with *ret, or -errno with
+ * err. */
+int farm_traces_list(farm_db *db, const char *machine_id, int64_t from_ns, int64_t to_ns,
+                     int64_t cpu, uint64_t limit, struct farm_capture_list *ret, char *err);
+/* Capture id with its analysis, and with its raw events inflated into *raw_text when raw_text
+ * is not NULL (NULL there when they are not on the server).  0 with *ret, -ENOENT for no such
+ * capture, or -errno with err. */
+int farm_trace_get(farm_db *db, int64_t id, struct farm_capture *ret, char **raw_text, char *err);

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* GET /api/v1/kernels/{release}/compare: a release against another, per machine and scenario
- * (store/comparison.c compares them). */
+ * (store/comparison.c compares them), encoded as JSON. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "compare.h"
-#include "comparison.h"
+#include "answer-json.h"
+#include "encode-compare.h"
 #include "query-internal.h"
 
 static json_t *cmp_side_json(const struct farm_cmp_side *c) {
@@ -58,8 +58,8 @@ static json_t *inventory_differences_json(const struct farm_comparison *c) {
         return list;
 }
 
-int query_compare(farm_db *db, const char *release, const struct farm_args *args, int64_t now,
-                  const char *path, struct farm_answer *a) {
+int farm_api_compare(farm_db *db, const char *release, const struct farm_args *args, int64_t now,
+                     const char *path, struct farm_answer *a) {
         char perr[FARM_PARAM_ERROR_MAX], tol[32], err[FARM_ERROR_MAX];
         struct farm_page page;
         uint64_t tolerance = FARM_COMPARE_TOLERANCE_PERCENT_DEFAULT,
@@ -117,13 +117,13 @@ int query_compare(farm_db *db, const char *release, const struct farm_args *args
                                  "only_with", (json_int_t) cmp.only[1], "comparisons", items)) <
                     0 ||
             json_object_set_new(o, "inventory_differences", inventory_differences_json(&cmp)) < 0 ||
-            query_add_page(o, path, args, &page, n) < 0) {
+            farm_api_add_page(o, path, args, &page, n) < 0) {
                 farm_comparison_done(&cmp);
                 json_decref(o);
-                query_json(a, NULL);
+                farm_api_json(a, NULL);
                 return 0;
         }
         farm_comparison_done(&cmp);
-        query_json(a, o);
+        farm_api_json(a, o);
         return 0;
 }

@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The flight recorder's captures served by the API (store/traces.c keeps them). */
+/* The flight recorder's captures served by the API (store/traces.c keeps and reads them). */
 #pragma once
 
 #include <stdint.h>
 
 #include "db.h"
 #include "query.h"
-
-#define FARM_TRACES_LIST_MAX 1000 /* captures in one answer */
 
 /* GET /api/v1/traces?machine=ID[&from=&to=&cpu=], /api/v1/traces/ID, and the raw events
  * (text/plain) at /api/v1/traces/ID/raw and /traces/ID.txt: 1 and *ret when url is one of

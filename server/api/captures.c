@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The flight recorder's captures served by the API: GET /api/v1/traces (a machine's, in a
- * window), /api/v1/traces/ID, and the raw events at /api/v1/traces/ID/raw and /traces/ID.txt. */
+ * window), /api/v1/traces/ID, and the raw events at /api/v1/traces/ID/raw and /traces/ID.txt;
+ * store/traces.c reads them, this file checks the request and writes the answer. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -9,13 +10,10 @@
 #include <string.h>
 
 #include "captures.h"
-#include "hist-cache.h"
-#include "db-internal.h"
 #include "params.h"
 #include "query-internal.h"
 #include "text-safe.h"
 #include "timeutil.h"
-#include "trace-raw.h"
 #include "traces.h"
 
 /* A refusal: the query API's error answer (query_error()), and 1 (answered). */
@@ -28,34 +26,19 @@ static int failed(struct farm_answer *a, int error, const char *what) {
         return 1;
 }
 
-static json_t *row_json(sql_stmt *st, bool with_analysis) {
+static json_t *capture_json(const struct farm_capture *c) {
         char t[TIMESTAMP_MAX_LEN];
         json_t *o = json_pack(
                 "{s:I, s:s, s:I, s:I, s:i, s:s, s:I, s:I, s:s, s:{s:s, s:s, s:o, s:I}, s:b}", "id",
-                (json_int_t) sql_column_int64(st, 0), "machine", sql_column_text(st, 1) ?: "",
-                "run", (json_int_t) sql_column_int64(st, 2), "interval",
-                (json_int_t) sql_column_int64(st, 3), "cpu", sql_column_int(st, 4), "time",
-                format_timestamp_utc(t, sql_column_int64(st, 5)), "time_ns",
-                (json_int_t) sql_column_int64(st, 5), "latency_ns",
-                (json_int_t) sql_column_int64(st, 6), "summary", sql_column_text(st, 7) ?: "",
-                "culprit", "kind", sql_column_text(st, 8) ?: "unknown", "name",
-                sql_column_text(st, 9) ?: "", "pid",
-                sql_column_null(st, 10) ? json_null() : json_integer(sql_column_int64(st, 10)),
-                "duration_ns", (json_int_t) sql_column_int64(st, 11), "raw",
-                sql_column_int(st, 12) != 0);
-        if (o && with_analysis)
-                json_object_set_new(o, "analysis",
-                                    json_loads(sql_column_text(st, 13) ?: "", 0, NULL)
-                                            ?: json_null());
+                (json_int_t) c->id, "machine", c->machine, "run", (json_int_t) c->run, "interval",
+                (json_int_t) c->interval, "cpu", (int) c->cpu, "time",
+                format_timestamp_utc(t, c->time_ns), "time_ns", (json_int_t) c->time_ns,
+                "latency_ns", (json_int_t) c->latency_ns, "summary", c->summary, "culprit", "kind",
+                c->culprit_kind ?: "unknown", "name", c->culprit_name, "pid",
+                c->culprit_pid == FARM_NONE ? json_null() : json_integer(c->culprit_pid),
+                "duration_ns", (json_int_t) c->culprit_ns, "raw", c->raw);
         return o;
 }
-
-#define ROW_COLUMNS                                                                    \
-        "SELECT t.id, r.machine_id, r.run_id, t.seq, t.cpu, t.time_ns, t.latency_ns, " \
-        "t.summary, t.culprit_kind, t.culprit_name, t.culprit_pid, t.culprit_ns, "     \
-        "t.raw IS NOT NULL, t.analysis"
-#define ROW_FROM " FROM traces t JOIN runs r ON r.id = t.run "
-#define ROW_SQL ROW_COLUMNS ROW_FROM
 
 static int list_traces(farm_db *db, const struct farm_args *args, int64_t now_ns,
                        struct farm_answer *a) {
@@ -75,68 +58,43 @@ static int list_traces(farm_db *db, const struct farm_args *args, int64_t now_ns
         if (from >= to)
                 return refuse(a, 400, "from: not before to");
 
-        _cleanup_release_ sql_conn *c = farm_reader(db);
-        _cleanup_reset_ sql_stmt *st = NULL;
-        int r = farm_prepare(c,
-                             ROW_SQL "WHERE r.machine_id = ?1 AND t.time_ns >= ?2 AND "
-                                     "t.time_ns < ?3 AND (?4 < 0 OR t.cpu = ?4) "
-                                     "ORDER BY t.time_ns DESC, t.id DESC LIMIT ?5",
-                             &st, err);
+        struct farm_capture_list l;
+        int r = farm_traces_list(db, m, from, to, cpu == UINT64_MAX ? -1 : (int64_t) cpu, limit, &l,
+                                 err);
         if (r < 0)
                 return failed(a, r, err);
-        sql_bind_text(st, 1, m);
-        sql_bind_int64(st, 2, from);
-        sql_bind_int64(st, 3, to);
-        sql_bind_int64(st, 4, cpu == UINT64_MAX ? -1 : (int64_t) cpu);
-        sql_bind_int64(st, 5, (int64_t) limit);
         json_t *list = json_array();
-        int rc = SQL_DONE;
-        while (list && (rc = sql_step(st)) == SQL_ROW)
-                if (json_array_append_new(list, row_json(st, false)) < 0) {
+        for (size_t i = 0; list && i < l.n; i++)
+                if (json_array_append_new(list, capture_json(&l.v[i])) < 0) {
                         json_decref(list);
                         list = NULL;
                 }
+        farm_capture_list_done(&l);
         if (!list)
                 return failed(a, -ENOMEM, "out of memory listing traces");
-        if (rc != SQL_DONE) {
-                json_decref(list);
-                return failed(a, farm_fail(c, rc, "cannot list traces", err), err);
-        }
         a->status = 200;
         a->json = json_pack("{s:o}", "traces", list);
         return 1;
 }
 
-/* One capture as JSON, or its raw events as text. */
-static int get_trace(farm_db *db, int64_t id, bool raw, struct farm_answer *a) {
-        _cleanup_release_ sql_conn *c = farm_reader(db);
-        _cleanup_reset_ sql_stmt *st = NULL;
-        char err[FARM_ERROR_MAX];
-        int r = farm_prepare(c, ROW_COLUMNS ", t.raw" ROW_FROM "WHERE t.id = ?1", &st, err);
-        if (r < 0)
-                return failed(a, r, err);
-        sql_bind_int64(st, 1, id);
-        int rc = sql_step(st);
-        if (rc == SQL_DONE)
-                return refuse(a, 404, "no such trace");
-        if (rc != SQL_ROW)
-                return failed(a, farm_fail(c, rc, "cannot read a trace", err), err);
-        if (!raw) {
-                a->status = 200;
-                a->json = row_json(st, true);
-                return a->json ? 1 : failed(a, -ENOMEM, "out of memory");
-        }
-        if (sql_column_null(st, 14))
+/* One capture as JSON, with its analysis. */
+static int capture_answer(const struct farm_capture *c, struct farm_answer *a) {
+        json_t *o = capture_json(c);
+        if (o)
+                json_object_set_new(o, "analysis",
+                                    json_loads(c->analysis ?: "", 0, NULL) ?: json_null());
+        a->status = 200;
+        a->json = o;
+        return o ? 1 : failed(a, -ENOMEM, "out of memory");
+}
+
+/* The raw events of a capture as text, escaped where the text rule refuses them. */
+static int raw_answer(char *text, struct farm_answer *a) {
+        if (!text)
                 return refuse(a, 404,
                               "the raw events of this trace are not on the server: they stayed "
                               "on the machine (rtsoak trace ID --raw there), or went with the "
                               "intervals of their month (retention)");
-        char *text = NULL;
-        size_t len;
-        const void *blob = sql_column_blob(st, 14, &len);
-        r = blob ? trace_raw_inflate(blob, len, TRACE_RAW_TEXT_MAX, &text, NULL) : -ENOMEM;
-        if (r < 0)
-                return failed(a, r, "a trace's raw events do not inflate");
         /* The events name tasks as the kernel does (any bytes): text with lines, escaped where
          * the rule refuses it, as every other text the server sends. */
         char why[TEXT_WHY_MAX];
@@ -151,6 +109,20 @@ static int get_trace(farm_db *db, int64_t id, bool raw, struct farm_answer *a) {
         a->text = text;
         a->content_type = "text/plain; charset=utf-8";
         return 1;
+}
+
+/* One capture as JSON, or its raw events as text. */
+static int get_trace(farm_db *db, int64_t id, bool raw, struct farm_answer *a) {
+        char err[FARM_ERROR_MAX], *text = NULL;
+        struct farm_capture c;
+        int r = farm_trace_get(db, id, &c, raw ? &text : NULL, err);
+        if (r == -ENOENT)
+                return refuse(a, 404, "no such trace");
+        if (r < 0)
+                return failed(a, r, err);
+        r = raw ? raw_answer(text, a) : capture_answer(&c, a);
+        farm_capture_done(&c);
+        return r;
 }
 
 /* The capture id at p, followed by exactly suffix: 0 when it is not one. */
