@@ -465,20 +465,22 @@ static long long request_peak_mib(const char *path, const char *bearer, long wan
  * 100 ms exact range (800 KiB merged) with 5,000 buckets, and 256 scenarios; then every
  * request that merges histograms stays within the bound of docs/security.md. */
 static void test_3_memory_bound(void **state) {
-        struct shape cpus = { .id = ID_B,
-                              .kernel = "9.9-hostile",
-                              .run = 1,
-                              .nintervals = 1,
-                              .ncpus = 1024,
+        struct shape cpus = {
+                .id = ID_B,
+                .kernel = "9.9-hostile",
+                .run = 1,
+                .nintervals = 1,
+                .ncpus = 1024,
 #if defined(__SANITIZE_ADDRESS__)
-                              /* The sanitizers check no bound (below) but the same paths: a
-                               * 10 ms range keeps each CPU's merge out of their allocator's
-                               * mmap per block (page faults were 3/4 of the test's 41 s). */
-                              .limit_us = 10000,
+                /* The sanitizers check no bound (below) but the same paths: a
+                 * 10 ms range keeps each CPU's merge out of their allocator's
+                 * mmap per block (page faults were 3/4 of the test's 41 s). */
+                .limit_us = 10000,
 #else
-                              .limit_us = HIST_LIMIT_US_MAX,
+                .limit_us = HIST_LIMIT_US_MAX,
 #endif
-                              .buckets = 5000 };
+                .buckets = 5000
+        };
         char *text = summary_of(&cpus);
         print_message("# hostile upload: %zu bytes, 1024 CPUs of 5,000 buckets\n", strlen(text));
         assert_true(strlen(text) < 16 * MIB);
