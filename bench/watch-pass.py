@@ -82,6 +82,15 @@ def db_cpu_s(postmaster):
     return total
 
 
+def pg_farm_filled(uri):
+    """Whether the PostgreSQL database of uri holds a farm already (its machines)."""
+    if not uri.startswith("postgres"):
+        return False
+    out = subprocess.run(["psql", uri, "-Atc", "SELECT count(*) FROM machines"],
+                         capture_output=True, text=True)
+    return out.returncode == 0 and int(out.stdout.strip() or 0) > 0
+
+
 def fill(args, db, now_s):
     t = time.monotonic()
     span = args.days * 86400
@@ -97,7 +106,7 @@ def fill(args, db, now_s):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--db", help="SQLite file or postgresql:// URI (default: a temporary file); "
-                    "an SQLite file that exists is used as it is")
+                    "a file that exists, or a database that holds machines, is used as it is")
     ap.add_argument("--machines", type=int, default=200)
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--releases", type=int, default=20)
@@ -113,7 +122,7 @@ def main():
     load0 = os.getloadavg()
     out = []
     now_s = int(time.time())
-    if args.db and os.path.exists(args.db):
+    if args.db and (os.path.exists(args.db) or pg_farm_filled(args.db)):
         out.append(f"the farm of {args.db} as it is (filled before: the options describe it)")
     else:
         out.append(f"filled in {fill(args, db, now_s):.0f} s: {args.machines} machines x "

@@ -582,6 +582,34 @@ static void test_target_shown(void **state) {
         assert_false(sql_target_is_pg("postgresql.db"));
 }
 
+/* PostgreSQL: JIT compilation off in the server's sessions (the verdict log's statements were
+ * compiled for hundreds of ms each), unless the URI's options (or the database's configuration)
+ * say otherwise. */
+static const char *setting(sql_conn *conn, const char *name, char *buf, size_t size) {
+        sql_stmt *st;
+        assert_int_equal(sql_prepare(conn, "SELECT coalesce(current_setting(?, true), '')", &st),
+                         0);
+        sql_bind_text(st, 1, name);
+        assert_int_equal(sql_step(st), SQL_ROW);
+        snprintf(buf, size, "%s", sql_column_text(st, 0));
+        sql_reset(st);
+        return buf;
+}
+
+static void test_session_jit(void **state) {
+        char buf[64], with_jit[700];
+        if (sql_dialect(c) != SQL_PG)
+                skip();
+        if (!setting(c, "jit", buf, sizeof(buf))[0])
+                skip(); /* a server without the setting */
+        assert_string_equal(buf, "off");
+        snprintf(with_jit, sizeof(with_jit), "%s%coptions=-c%%20jit%%3Don", target,
+                 strchr(target, '?') ? '&' : '?');
+        sql_conn *other = tu_farm_open(with_jit);
+        assert_string_equal(setting(other, "jit", buf, sizeof(buf)), "on");
+        sql_close(other);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rows_and_types),
@@ -593,6 +621,7 @@ int main(void) {
                 cmocka_unit_test(test_pipeline_lost_connection),
                 cmocka_unit_test(test_copy),
                 cmocka_unit_test(test_target_shown),
+                cmocka_unit_test(test_session_jit),
         };
         if (!mkdtemp(dir))
                 return 1;

@@ -752,6 +752,26 @@ static void test_silent_then_later_releases(void **state) {
         json_decref(v);
 }
 
+/* A later release's data stamped beyond the clock's tolerance is no report: the machine that
+ * sent only such data after the release's last is silent; one valid interval after them ends
+ * it (the first that counts is found, not the first stored). */
+static void test_later_release_stamped_ahead(void **state) {
+        store(&base); /* 6.6.1-rt1, 0h-48h */
+        struct hist_spec o = base;
+        o.release = "6.6.2-rt1", o.run = 2, o.seq0 = 1000, o.start = T0 + 3 * DAY, o.n = 6;
+        o.received = o.start; /* an hour stamped 10-60 min ahead of its arrival */
+        store(&o);
+        json_t *v = ask("6.6.1-rt1", T0 + 3 * DAY + 2 * HOUR);
+        assert_int_equal(count_kind(v, "problems", "gap"), 1);
+        assert_true(json_is_true(json_object_get(first_of(v, "gap"), "ongoing")));
+        json_decref(v);
+        o.seq0 = 2000, o.start = T0 + 3 * DAY + HOUR, o.received = 0; /* then an hour as sent */
+        store(&o);
+        v = ask("6.6.1-rt1", T0 + 3 * DAY + 3 * HOUR);
+        assert_int_equal(count_kind(v, "problems", "gap"), 0);
+        json_decref(v);
+}
+
 /* A maintenance window declared in advance excuses the silence inside it; declared after the
  * silence began, it excuses only from its declaration on. */
 static void test_maintenance(void **state) {
@@ -1198,6 +1218,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_settings_afterwards, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_silent_then_later_releases, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_partial_other_release, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_later_release_stamped_ahead, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_maintenance, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_gap_ids, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_scenario_loads, setup, teardown),

@@ -825,24 +825,10 @@ static int run_late(struct vctx *v, const struct vrun *run) {
 
 /* ---- the machine --------------------------------------------------------------------------- */
 
-static int first_seq(struct vctx *v, struct vrun *run) {
-        sql_stmt *st;
-        int r = vprep(v, "SELECT coalesce(min(seq), -1) FROM intervals WHERE run = ?", &st);
-        if (r < 0)
-                return r;
-        sql_bind_int64(st, 1, run->row);
-        int rc = sql_step(st);
-        run->seq_min = rc == SQL_ROW ? sql_column_int64(st, 0) : -1;
-        sql_reset(st);
-        return rc == SQL_ROW ? 0 : vfail(v, rc, "cannot read a run's first interval");
-}
-
 static int judge_run(struct vctx *v, struct vrun *run, const char *build, struct vmachine *m) {
         int r;
         run->first_ns = INT64_MAX;
         run->first_seq = INT64_MAX;
-        if ((r = first_seq(v, run)) < 0)
-                return r;
         if ((r = run_days(v, run, m)) < 0 || (r = run_clock(v, run, m)) < 0 ||
             (r = run_probe_period(v, run, m)) < 0 || (r = run_violations(v, run, m)) < 0 ||
             (r = run_unclean(v, run, m)) < 0 || (r = run_overlaps(v, run, m)) < 0)
@@ -1020,12 +1006,14 @@ static int flush_downs(struct vctx *v, struct vmachine *m) {
 
 int vjudge_data(struct vctx *v, struct vmachine *m) {
         sql_stmt *st;
-        int r = vprep(v,
-                      "SELECT id, run_id, probe_interval_ns, coalesce(probed_cpus, ''), "
-                      "kernel_version, hostname FROM runs WHERE machine_id = ?1 AND release = ?2 "
-                      "AND first_report_ns <= ?4 AND (start_ns <= ?3 OR first_report_ns <= ?3) "
-                      "ORDER BY start_ns, id",
-                      &st);
+        int r = vprep(
+                v,
+                "SELECT id, run_id, probe_interval_ns, coalesce(probed_cpus, ''), "
+                "kernel_version, hostname, coalesce((SELECT min(i.seq) FROM intervals i "
+                "WHERE i.run = runs.id), -1) FROM runs WHERE machine_id = ?1 AND release = ?2 "
+                "AND first_report_ns <= ?4 AND (start_ns <= ?3 OR first_report_ns <= ?3) "
+                "ORDER BY start_ns, id",
+                &st);
         if (r < 0)
                 return r;
         sql_bind_text(st, 1, m->id);
@@ -1046,7 +1034,8 @@ int vjudge_data(struct vctx *v, struct vmachine *m) {
                 struct vrun *run = &runs[n].run;
                 *run = (struct vrun){ .row = sql_column_int64(st, 0),
                                       .id = sql_column_int64(st, 1),
-                                      .probe_ns = (uint64_t) sql_column_int64(st, 2) };
+                                      .probe_ns = (uint64_t) sql_column_int64(st, 2),
+                                      .seq_min = sql_column_int64(st, 6) };
                 run->probe_ok = run->probe_ns > 0 && run->probe_ns <= v->rule.max_probe_interval_ns;
                 if (farm_cpu_list_parse(sql_column_text(st, 3), &run->probed, &run->nprobed) ==
                     -ENOMEM)
