@@ -114,6 +114,7 @@ void vctx_done(struct vctx *v) {
         }
         free(v->waivers);
         farm_verdict_free(v->out);
+        vinventories_done(v);
 }
 
 /* ---- a machine's settings ------------------------------------------------------------------ */

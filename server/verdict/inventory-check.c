@@ -32,20 +32,48 @@ static int counted_only(const struct farm_rule *rule, bool across_kernels,
         return 0;
 }
 
+void vinventories_done(struct vctx *v) {
+        for (int k = 0; k < 2; k++) {
+                farm_machine_inventories_free(v->inv[k], v->ninv[k]);
+                v->inv[k] = NULL;
+                v->ninv[k] = 0;
+        }
+        free(v->inv_baseline);
+        v->inv_baseline = NULL;
+}
+
+/* The inventories of the release and of baseline, read once per baseline (a release that
+ * regressed on every machine and scenario read them per problem: problems x machines). */
+static int inventories_against(struct vctx *v, const char *baseline) {
+        if (v->inv_baseline && strcmp(v->inv_baseline, baseline) == 0)
+                return 0;
+        vinventories_done(v);
+        for (int k = 0; k < 2; k++) {
+                int r = farm_inventories_of_release(v->c, k ? baseline : v->release, v->at,
+                                                    v->known, (int64_t) v->rule.clock_tolerance_ns,
+                                                    &v->inv[k], &v->ninv[k], v->err);
+                if (r < 0) {
+                        vinventories_done(v);
+                        return r;
+                }
+        }
+        if (!(v->inv_baseline = strdup(baseline))) {
+                vinventories_done(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 int vinventory_against(struct vctx *v, const char *machine, const char *baseline,
                        struct farm_regression *ret, char *buf, size_t size) {
-        struct farm_machine_inventory *side[2] = {};
-        size_t n[2] = {}, at[2] = { SIZE_MAX, SIZE_MAX };
-        int r = 0;
+        size_t at[2] = { SIZE_MAX, SIZE_MAX };
         buf[0] = '\0';
-        for (int k = 0; r >= 0 && k < 2; k++) {
-                r = farm_inventories_of_release(v->c, k ? baseline : v->release, v->at, v->known,
-                                                (int64_t) v->rule.clock_tolerance_ns, &side[k],
-                                                &n[k], v->err);
-                for (size_t i = 0; r >= 0 && i < n[k]; i++)
-                        if (strcmp(side[k][i].machine, machine) == 0)
+        int r = inventories_against(v, baseline);
+        for (int k = 0; r >= 0 && k < 2; k++)
+                for (size_t i = 0; i < v->ninv[k]; i++)
+                        if (strcmp(v->inv[k][i].machine, machine) == 0)
                                 at[k] = i;
-        }
+        const struct farm_machine_inventory *side[2] = { v->inv[0], v->inv[1] };
         if (r >= 0 && at[0] != SIZE_MAX && at[1] != SIZE_MAX) {
                 _cleanup_inventory_ struct inventory ra = {}, rb = {};
                 struct inventory_change *ch = NULL;
@@ -74,8 +102,6 @@ int vinventory_against(struct vctx *v, const char *machine, const char *baseline
                 if (list)
                         memmove(buf, list + 9, strlen(list + 9) + 1);
         }
-        for (int k = 0; k < 2; k++)
-                farm_machine_inventories_free(side[k], n[k]);
         return r;
 }
 

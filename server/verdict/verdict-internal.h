@@ -99,6 +99,8 @@ struct vmachine {
         size_t nbuilds;
 };
 
+struct farm_machine_inventory;
+
 struct vctx {
         farm_db *db;
         sql_conn *c; /* in a read-only snapshot for the whole verdict */
@@ -120,6 +122,11 @@ struct vctx {
         struct farm_verdict *out;
         uint64_t not_counted_kinds[FARM_PROBLEM_NKINDS];
         bool raw_only; /* RTSOAK_VERDICT_RAW=1: every day from its intervals (cross-checks) */
+        /* The newest inventory of each machine of the release and of inv_baseline, read once
+         * for all the regressions against that baseline (inventory-check.c); NULL: not yet. */
+        char *inv_baseline;
+        struct farm_machine_inventory *inv[2];
+        size_t ninv[2];
 };
 
 /* ---- context (server-verdict-context.c) ---- */
@@ -127,6 +134,7 @@ int vfail(struct vctx *v, int rc, const char *what);
 /* The statement for sql (a literal) on the verdict's connection, reset and unbound. */
 int vprep(struct vctx *v, const char *sql, sql_stmt **ret);
 int vctx_open(struct vctx *v, const struct farm_rule *configured);
+/* Frees what the context holds (its connection goes back to the pool). */
 void vctx_done(struct vctx *v);
 /* The machine's settings in force by `at` (those it was enrolled with from the beginning of
  * time) and its maintenance windows; then its gating stretches for v->group. */
@@ -170,6 +178,8 @@ int vjudge_inventory(struct vctx *v, struct vmachine *m, const int64_t *runs, si
  * the change described into buf ("" when none, or not known). */
 int vinventory_against(struct vctx *v, const char *machine, const char *baseline,
                        struct farm_regression *ret, char *buf, size_t size);
+/* Frees the inventories vinventory_against() read for the context. */
+void vinventories_done(struct vctx *v);
 int vjudge_gaps(struct vctx *v, struct vmachine *m);
 int vjudge_clean(struct vctx *v, struct vmachine *m);
 
