@@ -3,8 +3,6 @@
  * window), /api/v1/traces/ID, and the raw events at /api/v1/traces/ID/raw and /traces/ID.txt;
  * store/traces.c reads them, this file checks the request and writes the answer. */
 #include <errno.h>
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,16 +17,16 @@
 /* A refusal: the query API's error answer (query_error()), and 1 (answered). */
 #define refuse(a, status, ...) (query_error(a, status, __VA_ARGS__), 1)
 
+/* A failure of ours (query_internal()): what says why; 1 (answered). */
 static int failed(struct farm_answer *a, int error, const char *what) {
-        a->status = error == -EBUSY ? 503 : 500;
-        a->error = error;
         snprintf(a->err, sizeof(a->err), "%s", what);
+        query_internal(a, error);
         return 1;
 }
 
 static json_t *capture_json(const struct farm_capture *c) {
         char t[TIMESTAMP_MAX_LEN];
-        json_t *o = json_pack(
+        return json_pack(
                 "{s:I, s:s, s:I, s:I, s:i, s:s, s:I, s:I, s:s, s:{s:s, s:s, s:o, s:I}, s:b}", "id",
                 (json_int_t) c->id, "machine", c->machine, "run", (json_int_t) c->run, "interval",
                 (json_int_t) c->interval, "cpu", (int) c->cpu, "time",
@@ -37,7 +35,6 @@ static json_t *capture_json(const struct farm_capture *c) {
                 c->culprit_kind ?: "unknown", "name", c->culprit_name, "pid",
                 c->culprit_pid == FARM_NONE ? json_null() : json_integer(c->culprit_pid),
                 "duration_ns", (json_int_t) c->culprit_ns, "raw", c->raw);
-        return o;
 }
 
 static int list_traces(farm_db *db, const struct farm_args *args, int64_t now_ns,

@@ -2,8 +2,6 @@
 /* Trace captures in the farm database: written with their summary's interval, looked up for
  * a violation, listed and read (with their raw events) as typed captures. */
 #include <errno.h>
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
