@@ -206,10 +206,6 @@ static void read_stalls(const char *out, struct stall *st, int want) {
         assert_int_equal(n, want);
 }
 
-/* Every stall has exactly one capture on cpu, naming the injector (thread stall-inject, its
- * pid); their ids into ids, and into ran whether the injector's run is at least 90 % of its
- * spin and at most the lateness (this VM can stall inside an interrupt for milliseconds: that
- * time is the interrupt's, rightly, and the caller allows a few such captures). */
 /* How many violations the run's status tells as not captured (rtsoak status: trace.skipped),
  * for the case that allows one stall without a capture; 0 elsewhere. */
 static long long told_not_captured;
@@ -241,6 +237,10 @@ static void show_captures(json_t *tr, int cpu, const struct stall *st, int n) {
         fprintf(stderr, "# not captured by the run's status: %lld\n", told_not_captured);
 }
 
+/* Every stall has exactly one capture on cpu, naming the injector (thread stall-inject, its
+ * pid); their ids into ids, and into ran whether the injector's run is at least 90 % of its
+ * spin and at most the lateness (this VM can stall inside an interrupt for milliseconds: that
+ * time is the interrupt's, rightly, and the caller allows a few such captures). */
 static void captures_name_injector(json_t *tr, int cpu, pid_t ipid, const struct stall *st, int n,
                                    long long *ids, bool *ran) {
         json_t *t;
@@ -251,8 +251,10 @@ static void captures_name_injector(json_t *tr, int cpu, pid_t ipid, const struct
                 long long when = tu_jint(t, "time_ns"), lat = tu_jint(t, "latency_ns");
                 json_t *c = json_object_get(t, "culprit");
                 for (int k = 0; k < n; k++) {
-                        if (tu_jint(t, "cpu") != cpu || when < st[k].r0 - 2000000 ||
-                            when > st[k].r1)
+                        /* The probe's late time (from its due time to its wake-up) overlaps
+                         * the stall: this VM can hold the probe for milliseconds before the
+                         * stall began, its due time then well before the stall. */
+                        if (tu_jint(t, "cpu") != cpu || when > st[k].r1 || when + lat < st[k].r0)
                                 continue;
                         const char *kind = json_string_value(json_object_get(c, "kind"));
                         const char *name = json_string_value(json_object_get(c, "name"));
