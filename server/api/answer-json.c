@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The JSON that the query routes' answers share: a 200 with its object, the fields of a page
- * (with the path of the next one) and of a machine's window. */
+/* The JSON that the query routes' answers share: a refusal's error object, a 200 with its
+ * object, the fields of a page (with the path of the next one) and of a machine's window. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -10,6 +10,12 @@
 #include "answer-json.h"
 #include "json-time.h"
 #include "query-internal.h"
+#include "text-safe.h"
+
+json_t *farm_error_json(const char *msg) {
+        char safe[FARM_ERROR_MAX];
+        return json_pack("{s:s}", "error", text_copy_utf8(msg, safe, sizeof(safe)));
+}
 
 void farm_api_json(struct farm_answer *a, json_t *j) {
         if (!j) {

@@ -10,6 +10,11 @@
 #include "params.h"
 #include "query.h"
 
+/* {"error": msg} (NULL without memory).  msg often quotes what the client sent, which may be
+ * any bytes and may have been cut inside a character: what is not valid UTF-8 without control
+ * characters becomes '?', since a JSON string must be UTF-8. */
+json_t *farm_error_json(const char *msg);
+
 /* A 200 with j, or a 500 when j is NULL (out of memory building it). */
 void farm_api_json(struct farm_answer *a, json_t *j);
 

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "access.h"
+#include "answer-json.h"
 #include "captures.h"
 #include "auth.h"
 #include "connlimit.h"
@@ -397,9 +398,10 @@ static enum MHD_Result send_answer(struct request *rq, struct MHD_Connection *c,
                 } else
                         ret = MHD_NO;
         } else {
-                ret = respond(rq, c, a->status, a->json, a->allow ? MHD_HTTP_HEADER_ALLOW : NULL,
-                              a->allow);
+                json_t *body = a->json ?: farm_error_json(a->message);
                 a->json = NULL;
+                ret = respond(rq, c, a->status, body, a->allow ? MHD_HTTP_HEADER_ALLOW : NULL,
+                              a->allow);
         }
         farm_answer_done(a);
         return ret;

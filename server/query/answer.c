@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "grow.h"
-#include "text-safe.h"
 #include "macro.h"
 #include "query-internal.h"
 
@@ -28,14 +27,9 @@ void query_error(struct farm_answer *a, unsigned status, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
-        json_decref(a->json);
+        farm_answer_done(a);
         a->status = status;
-        a->json = farm_error_json(msg);
-}
-
-json_t *farm_error_json(const char *msg) {
-        char safe[FARM_ERROR_MAX];
-        return json_pack("{s:s}", "error", text_copy_utf8(msg, safe, sizeof(safe)));
+        snprintf(a->message, sizeof(a->message), "%s", msg);
 }
 
 /* A failure of ours (500, or 503 for a busy database); err already says why. */

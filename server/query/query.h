@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The query routes of the JSON API (a machine's intervals, histograms, events and runs, kernel
- * comparisons, the paginated machine list) and the Prometheus /metrics exposition: their
- * parameters, their answers and the dispatch to them.  Each part has a header of its own
- * (server-query-*.h, server-metrics.h) for the callers of its C functions. */
+/* What the query routes share: a request's parameters and a route's answer.  Each query has a
+ * header of its own (steps.h, histogram.h, machines.h, ...) for its callers. */
 #pragma once
 
 #include <jansson.h>
@@ -29,22 +27,19 @@ struct farm_args {
  * reads its parameters, once the route table checked them (api/routes.c). */
 const char *farm_args_get(const struct farm_args *args, const char *name);
 
-/* What a query route answers: JSON, or text with its content type. */
+/* What a query route answers: JSON (encoded by api/), text with its content type, or a
+ * refusal: its status and message, which api/ answers as {"error": message}. */
 struct farm_answer {
         unsigned status;
         json_t *json;
         char *text;
         const char *content_type;
-        const char *allow; /* the Allow header of a 405 */
-        int error;         /* of a 500 or 503: the -errno, err says why (for the log) */
+        const char *allow;            /* the Allow header of a 405 */
+        char message[FARM_ERROR_MAX]; /* a refusal's reason (no json, no text) */
+        int error;                    /* of a 500 or 503: the -errno, err says why (for the log) */
         char err[FARM_ERROR_MAX];
 };
 void farm_answer_done(struct farm_answer *a);
-
-/* {"error": msg} (NULL without memory).  msg often quotes what the client sent, which may be
- * any bytes and may have been cut inside a character: what is not valid UTF-8 without control
- * characters becomes '?', since a JSON string must be UTF-8. */
-json_t *farm_error_json(const char *msg);
 
 struct farm_counters;
 
