@@ -115,6 +115,7 @@ void vctx_done(struct vctx *v) {
         free(v->waivers);
         farm_verdict_free(v->out);
         vinventories_done(v);
+        free(v->runflags);
 }
 
 /* ---- a machine's settings ------------------------------------------------------------------ */
@@ -138,34 +139,51 @@ int vspan_append(struct vspan **v, size_t *n, int64_t start, int64_t end) {
         return 0;
 }
 
-static int load_settings(struct vctx *v, struct vmachine *m) {
+static int cmp_machine_ptr(const void *a, const void *b) {
+        return strcmp((*(struct vmachine *const *) a)->id, (*(struct vmachine *const *) b)->id);
+}
+
+/* The machine of ms (sorted by id in by_id) named id, or NULL. */
+static struct vmachine *machine_named(struct vmachine **by_id, size_t n, const char *id) {
+        struct vmachine key = {}, *k = &key;
+        snprintf(key.id, sizeof(key.id), "%s", id ?: "");
+        struct vmachine **m = bsearch(&k, by_id, n, sizeof(*by_id), cmp_machine_ptr);
+        return m ? *m : NULL;
+}
+
+/* Each machine's settings versions in force by `at`, oldest first.  The settings a machine was
+ * enrolled with (its first version) apply to all it sent before they first changed: data
+ * stamped before its enrolment comes from a history replayed, or a clock behind (which the
+ * clock rule sees).  One statement for every machine, in the order of their versions. */
+static int load_settings(struct vctx *v, struct vmachine **by_id, size_t n) {
         sql_stmt *st;
-        /* The settings a machine was enrolled with apply to all it sent before they first
-         * changed: data stamped before its enrolment comes from a history replayed, or a clock
-         * behind (which the clock rule sees). */
         int r = vprep(v,
-                      "SELECT from_ns, threshold_ns, gating, revoked, groups FROM machine_settings "
-                      "WHERE machine_id = ?1 AND (from_ns <= ?2 OR id = (SELECT id FROM "
-                      "machine_settings WHERE machine_id = ?1 ORDER BY from_ns, id LIMIT 1)) "
-                      "ORDER BY from_ns, id",
+                      "SELECT machine_id, from_ns, threshold_ns, gating, revoked, groups "
+                      "FROM machine_settings ORDER BY machine_id, from_ns, id",
                       &st);
         if (r < 0)
                 return r;
-        sql_bind_text(st, 1, m->id);
-        sql_bind_int64(st, 2, v->at);
         int rc;
         while ((rc = sql_step(st)) == SQL_ROW) {
+                struct vmachine *m = machine_named(by_id, n, sql_column_text(st, 0));
+                int64_t from = sql_column_int64(st, 1);
+                if (!m || (m->nset > 0 && from > v->at))
+                        continue;
                 struct vsetting *s = realloc(m->set, (m->nset + 1) * sizeof(*s));
-                if (!s)
+                if (!s) {
+                        sql_reset(st);
                         return -ENOMEM;
+                }
                 m->set = s;
-                s[m->nset++] = (struct vsetting){ .from_ns = sql_column_int64(st, 0),
-                                                  .bound_ns = sql_column_int64(st, 1),
-                                                  .gating = sql_column_int(st, 2) != 0,
-                                                  .revoked = sql_column_int(st, 3) != 0,
-                                                  .groups = dup_col(st, 4) };
-                if (!s[m->nset - 1].groups)
+                s[m->nset++] = (struct vsetting){ .from_ns = from,
+                                                  .bound_ns = sql_column_int64(st, 2),
+                                                  .gating = sql_column_int(st, 3) != 0,
+                                                  .revoked = sql_column_int(st, 4) != 0,
+                                                  .groups = dup_col(st, 5) };
+                if (!s[m->nset - 1].groups) {
+                        sql_reset(st);
                         return -ENOMEM;
+                }
                 if (m->nset == 1) {
                         m->enrolled_ns = s[0].from_ns;
                         s[0].from_ns = INT64_MIN;
@@ -175,35 +193,44 @@ static int load_settings(struct vctx *v, struct vmachine *m) {
         return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the machine's settings");
 }
 
-static int load_windows(struct vctx *v, struct vmachine *m) {
+/* Each machine's maintenance windows known by `at`, by their start: one statement for all. */
+static int load_windows(struct vctx *v, struct vmachine **by_id, size_t n) {
         sql_stmt *st;
         int r = vprep(
                 v,
-                "SELECT greatest(from_ns, created_ns), CASE WHEN cancelled_ns IS NOT NULL AND "
-                "cancelled_ns <= ?2 THEN least(to_ns, cancelled_ns) ELSE to_ns END "
-                "FROM maintenance WHERE machine_id = ?1 AND created_ns <= ?2 "
-                "ORDER BY 1",
+                "SELECT machine_id, greatest(from_ns, created_ns), CASE WHEN cancelled_ns IS "
+                "NOT NULL AND cancelled_ns <= ?1 THEN least(to_ns, cancelled_ns) ELSE to_ns END "
+                "FROM maintenance WHERE created_ns <= ?1 ORDER BY machine_id, 2",
                 &st);
         if (r < 0)
                 return r;
-        sql_bind_text(st, 1, m->id);
-        sql_bind_int64(st, 2, v->at);
+        sql_bind_int64(st, 1, v->at);
         int rc;
         while ((rc = sql_step(st)) == SQL_ROW) {
-                int64_t s = sql_column_int64(st, 0), e = sql_column_int64(st, 1);
-                if (e > s && (r = vspan_append(&m->windows, &m->nwindows, s, e)) < 0)
+                struct vmachine *m = machine_named(by_id, n, sql_column_text(st, 0));
+                int64_t s = sql_column_int64(st, 1), e = sql_column_int64(st, 2);
+                if (m && e > s && (r = vspan_append(&m->windows, &m->nwindows, s, e)) < 0) {
+                        sql_reset(st);
                         return r;
+                }
         }
         sql_reset(st);
         return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the maintenance windows");
 }
 
-int vmachine_load(struct vctx *v, struct vmachine *m) {
-        int r;
-        m->last_problem_ns = INT64_MIN;
-        if ((r = load_settings(v, m)) < 0 || (r = load_windows(v, m)) < 0)
-                return r;
-        return 0;
+int vmachines_load(struct vctx *v, struct vmachine *ms, size_t n) {
+        if (n == 0)
+                return 0;
+        _cleanup_free_ struct vmachine **by_id = calloc(n, sizeof(*by_id));
+        if (!by_id)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                ms[i].last_problem_ns = INT64_MIN;
+                by_id[i] = &ms[i];
+        }
+        qsort(by_id, n, sizeof(*by_id), cmp_machine_ptr);
+        int r = load_settings(v, by_id, n);
+        return r < 0 ? r : load_windows(v, by_id, n);
 }
 
 /* The group that judged the release at t (docs/verdict.md, Terms). */

@@ -511,14 +511,18 @@ static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
 static int run_clock(struct vctx *v, const struct vrun *run, struct vmachine *m) {
         sql_stmt *st;
         int64_t tol = (int64_t) v->rule.clock_tolerance_ns, seen = MIN(v->at, v->known);
-        int r = vprep(v,
-                      "SELECT count(*), max(i.start_ns + i.length_ns - i.received_ns), "
-                      "min(i.received_ns), min(i.start_ns) FROM run_days d JOIN intervals i "
-                      "ON i.run = d.run AND i.start_ns >= d.day * 86400000000000 AND "
-                      "i.start_ns < (d.day + 1) * 86400000000000 "
-                      "WHERE d.run = ?1 AND d.max_skew_ns > ?2 AND i.received_ns <= ?3 AND "
-                      "i.start_ns + i.length_ns > i.received_ns + ?2",
-                      &st);
+        bool may;
+        int r = vrun_may_have(v, run->row, VRUN_CLOCK, &may);
+        if (r < 0 || !may)
+                return r;
+        r = vprep(v,
+                  "SELECT count(*), max(i.start_ns + i.length_ns - i.received_ns), "
+                  "min(i.received_ns), min(i.start_ns) FROM run_days d JOIN intervals i "
+                  "ON i.run = d.run AND i.start_ns >= d.day * 86400000000000 AND "
+                  "i.start_ns < (d.day + 1) * 86400000000000 "
+                  "WHERE d.run = ?1 AND d.max_skew_ns > ?2 AND i.received_ns <= ?3 AND "
+                  "i.start_ns + i.length_ns > i.received_ns + ?2",
+                  &st);
         if (r < 0)
                 return r;
         sql_bind_int64(st, 1, run->row);
@@ -659,10 +663,14 @@ struct vev {
 
 static int run_unclean(struct vctx *v, const struct vrun *run, struct vmachine *m) {
         sql_stmt *st;
-        int r = vprep(v,
-                      "SELECT event_id, time_ns, message, received_ns FROM events "
-                      "WHERE run = ? AND type = 'unclean_end' AND time_ns <= ? ORDER BY time_ns",
-                      &st);
+        bool may;
+        int r = vrun_may_have(v, run->row, VRUN_UNCLEAN, &may);
+        if (r < 0 || !may)
+                return r;
+        r = vprep(v,
+                  "SELECT event_id, time_ns, message, received_ns FROM events "
+                  "WHERE run = ? AND type = 'unclean_end' AND time_ns <= ? ORDER BY time_ns",
+                  &st);
         if (r < 0)
                 return r;
         sql_bind_int64(st, 1, run->row);
@@ -717,15 +725,19 @@ static int run_unclean(struct vctx *v, const struct vrun *run, struct vmachine *
  * that is of this release and comes first. */
 static int run_overlaps(struct vctx *v, const struct vrun *run, struct vmachine *m) {
         sql_stmt *st;
-        int r = vprep(v,
-                      "SELECT ra.run_id, rb.run_id, min(o.start_ns), max(o.end_ns), "
-                      "sum(o.end_ns - o.start_ns), o.run_a, o.run_b, ra.release = rb.release "
-                      "FROM \"overlaps\" o JOIN runs ra ON ra.id = o.run_a "
-                      "JOIN runs rb ON rb.id = o.run_b "
-                      "WHERE (o.run_a = ?1 OR o.run_b = ?1) AND o.received_ns <= ?2 "
-                      "AND o.start_ns <= ?3 GROUP BY o.run_a, o.run_b, ra.run_id, rb.run_id, "
-                      "ra.release, rb.release ORDER BY o.run_a, o.run_b",
-                      &st);
+        bool may;
+        int r = vrun_may_have(v, run->row, VRUN_OVERLAP, &may);
+        if (r < 0 || !may)
+                return r;
+        r = vprep(v,
+                  "SELECT ra.run_id, rb.run_id, min(o.start_ns), max(o.end_ns), "
+                  "sum(o.end_ns - o.start_ns), o.run_a, o.run_b, ra.release = rb.release "
+                  "FROM \"overlaps\" o JOIN runs ra ON ra.id = o.run_a "
+                  "JOIN runs rb ON rb.id = o.run_b "
+                  "WHERE (o.run_a = ?1 OR o.run_b = ?1) AND o.received_ns <= ?2 "
+                  "AND o.start_ns <= ?3 GROUP BY o.run_a, o.run_b, ra.run_id, rb.run_id, "
+                  "ra.release, rb.release ORDER BY o.run_a, o.run_b",
+                  &st);
         if (r < 0)
                 return r;
         sql_bind_int64(st, 1, run->row);

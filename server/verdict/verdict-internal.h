@@ -127,7 +127,26 @@ struct vctx {
         char *inv_baseline;
         struct farm_machine_inventory *inv[2];
         size_t ninv[2];
+        /* Which runs of the release may have something for a rare per-run check, by row id
+         * (run-flags.c); read at the first question. */
+        struct vrunflag *runflags;
+        size_t nrunflags;
+        bool runflags_loaded;
 };
+
+/* ---- which runs a rare per-run check may find something in (run-flags.c) ---- */
+struct vrunflag {
+        int64_t row;
+        unsigned flags; /* VRUN_* */
+};
+enum {
+        VRUN_CLOCK = 1,   /* a day stamped ahead of its arrival, or an event */
+        VRUN_UNCLEAN = 2, /* an unclean_end event */
+        VRUN_OVERLAP = 4, /* a row of "overlaps" */
+};
+/* Whether the run of row id `row`, of the release, may have what flag names (false: surely
+ * not; true: the check must look). */
+int vrun_may_have(struct vctx *v, int64_t row, unsigned flag, bool *ret);
 
 /* ---- context (server-verdict-context.c) ---- */
 int vfail(struct vctx *v, int rc, const char *what);
@@ -136,9 +155,10 @@ int vprep(struct vctx *v, const char *sql, sql_stmt **ret);
 int vctx_open(struct vctx *v, const struct farm_rule *configured);
 /* Frees what the context holds (its connection goes back to the pool). */
 void vctx_done(struct vctx *v);
-/* The machine's settings in force by `at` (those it was enrolled with from the beginning of
- * time) and its maintenance windows; then its gating stretches for v->group. */
-int vmachine_load(struct vctx *v, struct vmachine *m);
+/* The machines' settings in force by `at` (those each was enrolled with from the beginning of
+ * time) and their maintenance windows, for all of ms at once (ids set); then each machine's
+ * gating stretches for v->group (vmachine_gate). */
+int vmachines_load(struct vctx *v, struct vmachine *ms, size_t n);
 int vmachine_gate(struct vctx *v, struct vmachine *m);
 const char *vgroup_at(const struct vctx *v, int64_t t);
 void vmachine_done(struct vmachine *m);

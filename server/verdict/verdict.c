@@ -106,8 +106,9 @@ static int list_machines(struct vctx *v, struct vmachine **ret, size_t *ret_n) {
                 snprintf(m->id, sizeof(m->id), "%s", rows[i].id);
                 m->first_ns = INT64_MAX;
                 m->last_ns = INT64_MIN;
-                r = vmachine_load(v, m);
         }
+        if (r >= 0)
+                r = vmachines_load(v, ms, n);
         if (r >= 0)
                 resolve_group(v, ms, n);
         size_t kept = 0;
