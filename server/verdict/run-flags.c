@@ -46,7 +46,8 @@ static int load_flags(struct vctx *v) {
         sql_reset(st);
         if (rc != SQL_DONE)
                 return vfail(v, rc, "cannot read which runs have events or overlaps");
-        qsort(v->runflags, v->nrunflags, sizeof(*v->runflags), cmp_flag);
+        if (v->nrunflags > 0)
+                qsort(v->runflags, v->nrunflags, sizeof(*v->runflags), cmp_flag);
         size_t k = 0; /* one entry per run, its flags together */
         for (size_t i = 0; i < v->nrunflags; i++) {
                 if (k > 0 && v->runflags[k - 1].row == v->runflags[i].row)
