@@ -116,6 +116,7 @@ void vctx_done(struct vctx *v) {
         farm_verdict_free(v->out);
         vinventories_done(v);
         free(v->runflags);
+        vrun_days_done(v);
 }
 
 /* ---- a machine's settings ------------------------------------------------------------------ */

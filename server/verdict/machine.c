@@ -230,12 +230,6 @@ static int interval_probes(struct vctx *v, const struct vrun *run, int64_t id, i
 
 /* ---- days ---------------------------------------------------------------------------------- */
 
-struct vday {
-        int64_t day, first, last, max_gap, counted, min_ratio, max_skew, max_received, max_missing;
-        int64_t intervals; /* stored: more than are left after retention */
-        bool gaps_known;
-};
-
 /* Whether [start, end) lies in one gating state of m. */
 static bool uniform_gating(const struct vmachine *m, int64_t start, int64_t end) {
         for (size_t i = 0; i < m->ngate; i++)
@@ -243,61 +237,6 @@ static bool uniform_gating(const struct vmachine *m, int64_t start, int64_t end)
                     (m->gate[i].end > start && m->gate[i].end < end))
                         return false;
         return true;
-}
-
-/* The scenarios of a clean day: its coverage per scenario, if every one ran its load. */
-/* The scenarios of a run's days, read at once: one statement per run rather than one per day
- * (on PostgreSQL each is a round trip, and a month of a farm is thousands of days). */
-struct vdayscen {
-        int64_t day, counted, down;
-        char *scenario, *gens;
-};
-
-struct vdayscens {
-        struct vdayscen *v;
-        size_t n;
-};
-
-static void dayscens_done(struct vdayscens *d) {
-        for (size_t i = 0; i < d->n; i++) {
-                free(d->v[i].scenario);
-                free(d->v[i].gens);
-        }
-        free(d->v);
-        *d = (struct vdayscens){};
-}
-
-static int dayscens_load(struct vctx *v, const struct vrun *run, struct vdayscens *ret) {
-        sql_stmt *st;
-        int r = vprep(v,
-                      "SELECT day, scenario, counted_ns, coalesce(gens_all, ''), down_ns "
-                      "FROM run_day_scenarios WHERE run = ? ORDER BY day, scenario",
-                      &st);
-        if (r < 0)
-                return r;
-        sql_bind_int64(st, 1, run->row);
-        while ((r = sql_step(st)) == SQL_ROW) {
-                struct vdayscen *x = realloc(ret->v, (ret->n + 1) * sizeof(*x));
-                if (!x) {
-                        r = -ENOMEM;
-                        break;
-                }
-                ret->v = x;
-                x = &x[ret->n++];
-                *x = (struct vdayscen){ .day = sql_column_int64(st, 0),
-                                        .scenario = strdup(sql_column_text(st, 1) ?: ""),
-                                        .counted = sql_column_int64(st, 2),
-                                        .gens = strdup(sql_column_text(st, 3) ?: ""),
-                                        .down = sql_column_int64(st, 4) };
-                if (!x->scenario || !x->gens) {
-                        r = -ENOMEM;
-                        break;
-                }
-        }
-        sql_reset(st);
-        if (r == -ENOMEM)
-                return r;
-        return r == SQL_DONE ? 0 : vfail(v, r, "cannot read the days' scenarios");
 }
 
 /* Whether every generator a scenario requires is in gens ("a b c"). */
@@ -314,6 +253,8 @@ static bool gens_complete(const struct farm_rule_loads *req, const char *gens) {
         return ok;
 }
 
+/* The scenarios of a clean day: whether every one ran its load (ret_ok), and with apply, its
+ * coverage per scenario added to m. */
 static int fast_scenarios(struct vctx *v, const struct vdayscens *ds, const struct vday *d,
                           struct vmachine *m, bool apply, bool *ret_ok) {
         bool ok = true;
@@ -444,51 +385,11 @@ static int dropped_day(struct vctx *v, const struct vrun *run, struct vmachine *
 }
 
 static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
-        sql_stmt *st;
-        struct vday *days = NULL;
-        size_t n = 0;
-        int r = vprep(v,
-                      "SELECT day, first_start_ns, last_end_ns, max_gap_ns, gaps_known, "
-                      "counted_ns, min_ratio_pm, max_skew_ns, max_received_ns, max_missing_ns, "
-                      "intervals FROM run_days "
-                      "WHERE run = ? AND first_start_ns < ? ORDER BY day",
-                      &st);
-        if (r < 0)
-                return r;
-        sql_bind_int64(st, 1, run->row);
-        sql_bind_int64(st, 2, v->at);
-        int rc;
-        while ((rc = sql_step(st)) == SQL_ROW) {
-                struct vday *x = realloc(days, (n + 1) * sizeof(*x));
-                if (!x) {
-                        free(days);
-                        return -ENOMEM;
-                }
-                days = x;
-                days[n++] = (struct vday){
-                        .day = sql_column_int64(st, 0),
-                        .first = sql_column_int64(st, 1),
-                        .last = sql_column_int64(st, 2),
-                        .max_gap = sql_column_int64(st, 3),
-                        .gaps_known = sql_column_int(st, 4) != 0,
-                        .counted = sql_column_int64(st, 5),
-                        .min_ratio = sql_column_int64(st, 6),
-                        .max_skew = sql_column_int64(st, 7),
-                        .max_received = sql_column_int64(st, 8),
-                        .max_missing = sql_column_int64(st, 9),
-                        .intervals = sql_column_int64(st, 10),
-                };
-        }
-        sql_reset(st);
-        if (rc != SQL_DONE) {
-                free(days);
-                return vfail(v, rc, "cannot read the day rollups");
-        }
-        struct vdayscens ds = {};
-        if (n > 0)
-                r = dayscens_load(v, run, &ds);
-        for (size_t i = 0; i < n && r >= 0; i++) {
-                const struct vday *d = &days[i];
+        struct vdays days;
+        struct vdayscens ds;
+        int r = vrun_days(v, run->row, &days, &ds);
+        for (size_t i = 0; i < days.n && r >= 0; i++) {
+                const struct vday *d = &days.v[i];
                 int64_t seen = 0;
                 r = fast_day(v, run, &ds, d, m);
                 if (r == 0)
@@ -499,8 +400,6 @@ static int run_days(struct vctx *v, struct vrun *run, struct vmachine *m) {
                     d->max_received <= v->known)
                         r = dropped_day(v, run, m, d, seen);
         }
-        dayscens_done(&ds);
-        free(days);
         return r;
 }
 

@@ -132,7 +132,40 @@ struct vctx {
         struct vrunflag *runflags;
         size_t nrunflags;
         bool runflags_loaded;
+        /* The day rollups of the release's runs and their scenarios, by run and day
+         * (run-days.c); read at the first question. */
+        struct vday *days;
+        size_t ndays;
+        struct vdayscen *dayscens;
+        size_t ndayscens;
+        bool days_loaded;
 };
+
+/* ---- the day rollups of the release's runs (run-days.c) ---- */
+struct vday {
+        int64_t run; /* the run's row id */
+        int64_t day, first, last, max_gap, counted, min_ratio, max_skew, max_received, max_missing;
+        int64_t intervals; /* stored: more than are left after retention */
+        bool gaps_known;
+};
+/* A day's coverage per scenario and whether its loads ran. */
+struct vdayscen {
+        int64_t run; /* the run's row id */
+        int64_t day, counted, down;
+        char *scenario, *gens;
+};
+struct vdays {
+        const struct vday *v;
+        size_t n;
+};
+struct vdayscens {
+        const struct vdayscen *v;
+        size_t n;
+};
+/* The days of the run of row id `run` stamped before `at`, and their scenarios, by day: views
+ * into what the context holds (read for every run of the release at the first call). */
+int vrun_days(struct vctx *v, int64_t run, struct vdays *ret_days, struct vdayscens *ret_scens);
+void vrun_days_done(struct vctx *v);
 
 /* ---- which runs a rare per-run check may find something in (run-flags.c) ---- */
 struct vrunflag {
