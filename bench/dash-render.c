@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Times the dashboard's pages built in-process on a farm database (made by farm-fill): the
- * machine page over 30 days, its two plots, the kernel page and the overview.  The first
- * build of a page fills the per-day histogram cache (as the first visitor would); the median
- * of the next N builds is what a visitor waits for afterwards (without the HTTP round trip).
+ * machine page over 30 days, its two plots, the kernel page and the overview: the first build
+ * of a page (as the first visitor waits for it) and the median of the next N builds (without
+ * the HTTP round trip).
  *
  *   dash-render DB MACHINE_ID RELEASE END_UNIX_S [N] */
 #include <errno.h>
@@ -24,8 +24,9 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 /* The query under the long-term plot: 30 days of 5-minute steps, all in one answer. */
-static int time_intervals(farm_db *db, const char *id, int64_t now, unsigned n) {
-        struct farm_counters counters = {};
+static int time_intervals(farm_db *db, const struct farm_rule *rule, const char *id, int64_t now,
+                          unsigned n) {
+        struct farm_counters counters = { .rule = rule }; /* the clock view of the steps */
         struct farm_args args = { .unpaged = true };
         char url[128], from[32], to[32];
         int64_t *t = calloc(n + 1, sizeof(*t));
@@ -122,7 +123,7 @@ int main(int argc, char **argv) {
         int r = 0;
         snprintf(url, sizeof(url), "/machines/%s", argv[2]);
         r = r ?: time_page(db, &rule, url, "window", "30d", now, n);
-        r = r ?: time_intervals(db, argv[2], now, n);
+        r = r ?: time_intervals(db, &rule, argv[2], now, n);
         r = r ?: time_page(db, &rule, url, "window", "1d", now, n);
         snprintf(url, sizeof(url), "/plots/machines/%s/histogram.svg", argv[2]);
         r = r ?: time_page(db, &rule, url, "window", "30d", now, n);

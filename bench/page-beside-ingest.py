@@ -13,11 +13,17 @@ the machine page (/machines/ID, the last 30 days) and the intervals query of the
 5-minute steps, first page (1,000 steps) and whole (8,640 steps, one page).  Medians (range),
 the load average before and after.
 
+With --pg URI (a PostgreSQL server for benchmarks) the farm is a database "page_bench" made
+there instead of an SQLite file.  With --server PATH another build's rtsoak-server runs (its
+bench/query-fill and bench/ingest-load beside it fill and load the farm, in its schema), e.g.
+the build before a change, so that both are measured in one session.
+
 Usage (from the source tree after building into build/):
-    bench/page-beside-ingest.py [--runs 15] [--results FILE]
+    bench/page-beside-ingest.py [--runs 15] [--pg URI] [--server PATH] [--results FILE]
 """
 import argparse
 import datetime
+import urllib.parse
 import os
 import shutil
 import signal
@@ -32,8 +38,6 @@ sys.path.insert(0, HERE)
 from benchlib import BUILD, cpu_model, start_server, timed_get  # noqa: E402
 
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
-FILL = os.path.join(BUILD, "bench", "query-fill")
-LOAD = os.path.join(BUILD, "bench", "ingest-load")
 DAY_NS = 86400 * 10**9
 
 
@@ -63,16 +67,29 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--results", default=os.path.join(HERE, "results-page-beside-ingest.txt"))
+    ap.add_argument("--pg", default="", help="PostgreSQL server, e.g. "
+                    "postgresql://postgres@/?host=/var/tmp/pgb")
+    ap.add_argument("--server", default=SERVER, help="the rtsoak-server to measure")
     args = ap.parse_args()
+    build = os.path.dirname(os.path.dirname(os.path.abspath(args.server)))
+    fill, ingest_load = (os.path.join(build, "bench", x) for x in ("query-fill", "ingest-load"))
     load0 = os.getloadavg()
     tmp = tempfile.mkdtemp(prefix="rtsoak-page-")
-    out = []
+    out = [f"server: {args.server}, store: {'PostgreSQL' if args.pg else 'SQLite'}"]
     proc = load = None
     try:
         db = os.path.join(tmp, "farm.db")
-        subprocess.run([FILL, "--db", db, "--machines", "1", "--days", "30", "--cpus", "8"],
+        if args.pg:
+            subprocess.run(["psql", "-q", "-d", args.pg, "-c",
+                            "DROP DATABASE IF EXISTS page_bench WITH (FORCE)", "-c",
+                            "CREATE DATABASE page_bench"], check=True)
+            u = urllib.parse.urlsplit(args.pg)
+            db = urllib.parse.urlunsplit((u.scheme, u.netloc, "/page_bench", u.query, ""))
+        start = time.monotonic()
+        subprocess.run([fill, "--db", db, "--machines", "1", "--days", "30", "--cpus", "8"],
                        check=True, stderr=subprocess.DEVNULL)
-        proc, base, _ = start_server(SERVER, db, os.path.join(tmp, "server.log"),
+        out.append(f"filled in {time.monotonic() - start:.0f} s")
+        proc, base, _ = start_server(args.server, db, os.path.join(tmp, "server.log"),
                                      ["--cache-warming", "no", "--rate", "1000000", "--burst",
                                       "1000000"], timeout_s=600)
         mid = "%032x" % 1
@@ -83,7 +100,8 @@ def main():
         print(out[-1], flush=True)
         measure(base, args.runs, "quiet", out)
         for label, rate in (("beside 100 machines' rate", "1.6667"), ("beside ingest flat out", "")):
-            argv = [LOAD, "--url", base, "--enroll", SERVER, "--db", db, "--machines", "100",
+            argv = [ingest_load, "--url", base, "--enroll", args.server, "--db", db, "--machines",
+                    "100",
                     "--connections", "1" if rate else "16", "--count", "1000000", "--duration",
                     "3600", "--run-id", "7"] + (["--rate", rate] if rate else [])
             load = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -100,7 +118,9 @@ def main():
             proc.wait()
         shutil.rmtree(tmp)
     load1 = os.getloadavg()
-    head = [f"# bench/page-beside-ingest.py --runs {args.runs}",
+    head = [f"# bench/page-beside-ingest.py --runs {args.runs}"
+            + (f" --pg {args.pg}" if args.pg else "")
+            + (f" --server {args.server}" if args.server != SERVER else ""),
             f"date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
             f"host: {cpu_model()}, {os.cpu_count()} CPUs, load average {load0[0]:.2f} before, "
             f"{load1[0]:.2f} after"]

@@ -155,7 +155,8 @@ def farm_for_run(a, tmp, store, template, n):
         return db
     name = f"ingest_run_{n}"
     psql(a.pg, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    psql(a.pg, f'CREATE DATABASE "{name}" TEMPLATE "ingest_template"')
+    source = "ingest_template_ref" if store == "pg1ref" else "ingest_template"
+    psql(a.pg, f'CREATE DATABASE "{name}" TEMPLATE "{source}"')
     return pg_uri(a.pg, name)
 
 
@@ -338,27 +339,37 @@ def main():
         enroll_all(a.server, template, a.machines, tokens)
         say(f"enrolled {a.machines} machines in {time.monotonic() - start:.1f} s "
             f"({a.server} --db DB enroll ID, one at a time)")
-        if a.pg:
+        tokens_ref = os.path.join(setup, "tokens-ref.txt")
+        if a.compare:
+            # Its own machines and tokens, in the schema it knows (an earlier build does not
+            # open a database of a later schema).
+            enroll_all(a.compare, os.path.join(setup, "ref.db"), a.machines, tokens_ref)
+        for name, exe, db in (("ingest_template", a.server, template),
+                              ("ingest_template_ref", a.compare, os.path.join(setup, "ref.db"))):
+            if not a.pg or not exe:
+                continue
             # The same machines and tokens in the PostgreSQL template: copied by migrate.
-            psql(a.pg, 'DROP DATABASE IF EXISTS "ingest_template" WITH (FORCE)')
-            psql(a.pg, 'CREATE DATABASE "ingest_template"')
-            res = subprocess.run([a.server, "migrate", "--from", template, "--to",
-                                  pg_uri(a.pg, "ingest_template")], capture_output=True,
-                                 text=True)
+            psql(a.pg, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            psql(a.pg, f'CREATE DATABASE "{name}"')
+            res = subprocess.run([exe, "migrate", "--from", db, "--to", pg_uri(a.pg, name)],
+                                 capture_output=True, text=True)
             if res.returncode != 0:
                 sys.exit(f"migrate into the template failed: {res.stderr}")
         for i in range(a.runs):
             for store in stores:
                 tmp = tempfile.mkdtemp(prefix="rtsoak-ingest-")
                 try:
-                    j, server_argv, load_argv = one_run(a, tmp, store, template, tokens, i)
+                    j, server_argv, load_argv = one_run(a, tmp, store, template,
+                                                        tokens_ref if store == "pg1ref" else tokens,
+                                                        i)
                 finally:
                     shutil.rmtree(tmp, ignore_errors=True)
                 report_run(a, i, j, server_argv, load_argv, runs[store], say)
     finally:
         shutil.rmtree(setup, ignore_errors=True)
         if a.pg:
-            psql(a.pg, 'DROP DATABASE IF EXISTS "ingest_template" WITH (FORCE)')
+            for name in ("ingest_template", "ingest_template_ref"):
+                psql(a.pg, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     say()
     failed = []

@@ -83,8 +83,8 @@ static void help(void) {
                "  --rate N             uploads per second per machine (default %g)\n"
                "  --burst N            uploads a machine may send at once (default %d)\n"
                "  --max-body BYTES     largest upload body (default %zu)\n"
-               "  --cache-warming yes|no  merge past days' histograms in the background "
-               "(default yes)\n"
+               "  --cache-warming yes|no  obsolete, no effect (ingest keeps every day's "
+               "histograms)\n"
                "  --bound SPAN         the machine's latency bound, above 0 and at most 1s "
                "(default 100us;\n"
                "                       --threshold is the same)\n"
@@ -357,6 +357,7 @@ static int parse_serve_option(int c, struct server_options *o) {
                 o->max_body_bytes = (size_t) v;
                 return 0;
         case ARG_CACHE_WARMING:
+                o->cache_warming_given = true;
                 return parse_yes_no("--cache-warming", optarg, &o->cache_warming);
         }
         return 0;

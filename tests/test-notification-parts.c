@@ -413,7 +413,7 @@ static void test_migration_9(void **state) {
         assert_int_equal(tu_farm_int(path, version), 8);
         if (farm_db_open(path, &db, err) < 0)
                 fail_msg("%s: %s", tu_backend_name(), err);
-        assert_int_equal(tu_farm_int(path, version), 11);
+        assert_int_equal(tu_farm_int(path, version), 12);
         const char *channels[] = { "hook" };
         json_auto_t *detail = json_object();
         struct notify_new n = { .key = "after-migration",

@@ -306,10 +306,7 @@ static int setup(void **state) {
         tu_server_enroll(db_path, ID_B, NULL, NULL, tok_b);
         tu_server_enroll(db_path, ID_C, NULL, NULL, tok_c);
         tu_server_enroll(db_path, ID_D, NULL, NULL, tok_d);
-        /* The cache is filled by the queries here (its tests see it empty first); in the
-         * background only in test_cache_warming. */
-        static const char *const extra[] = { "--rate",          "1000000", "--burst", "1000000",
-                                             "--cache-warming", "no",      NULL };
+        static const char *const extra[] = { "--rate", "1000000", "--burst", "1000000", NULL };
         server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", extra, base_url,
                                      sizeof(base_url));
         post_all(&a_idle);
@@ -654,21 +651,44 @@ static void check_b_day(json_t *j, long long n) {
         assert_true(pct(all, "p99_99_ns") > 1000000 && pct(all, "p99_99_ns") <= 1500000);
 }
 
-static void test_histogram_and_cache(void **state) {
+/* The rows of B's day in hist_days: how many, and their samples. */
+#define B_DAY_ROWS                                                                      \
+        "FROM hist_days h JOIN runs r ON h.run = r.id WHERE r.machine_id = '" ID_B "' " \
+        "AND h.day = 20762"
+_Static_assert(D1 / DAY_NS == 20762, "B's day");
+
+/* The answer to path+query with the kept rows of every day and again from the intervals (the
+ * rows marked as not kept, as a day whose histogram could not be kept): the same. */
+static json_t *kept_and_merged(const char *path, const char *query) {
+        json_t *kept = get_json("%s%s", path, query);
+        db_exec("UPDATE run_days SET cpu_hists = 0");
+        json_t *merged = get_json("%s%s", path, query);
+        db_exec("UPDATE run_days SET cpu_hists = 1");
+        if (!json_equal(kept, merged))
+                fail_msg("%s%s: the kept rows and the intervals differ:\n%s\n%s", path, query,
+                         json_dumps(kept, JSON_COMPACT), json_dumps(merged, JSON_COMPACT));
+        json_decref(merged);
+        return kept;
+}
+
+static void test_histogram_and_day_rows(void **state) {
         (void) state;
         const char *path = "/api/v1/machines/" ID_B "/histogram";
-        assert_int_equal(db_int("SELECT count(*) FROM hist_days"), 0);
+        char q[128];
+        /* Kept at ingest, before any query: one row per scenario and CPU of the day. */
+        assert_int_equal(db_int("SELECT count(*) " B_DAY_ROWS), 2);
+        assert_int_equal(db_int("SELECT sum(h.samples) " B_DAY_ROWS), 2 * 48000);
         json_t *j = get_json("%s?from=%s&to=%s", path, rfc3339(D1), rfc3339(D1 + DAY_NS));
         check_b_day(j, 48);
         json_decref(j);
-        /* The whole past day is cached now: one row per scenario and CPU. */
-        assert_int_equal(db_int("SELECT count(*) FROM hist_days"), 2);
-        j = get_json("%s?from=%lld&to=%lld", path, (long long) D1, (long long) (D1 + DAY_NS));
+        snprintf(q, sizeof(q), "?from=%lld&to=%lld", (long long) D1, (long long) (D1 + DAY_NS));
+        j = kept_and_merged(path, q);
         check_b_day(j, 48);
         json_decref(j);
-        /* A window that covers the day and more reads the cache too. */
-        j = get_json("%s?from=%lld&to=%lld", path, (long long) (D1 - HOUR_NS),
-                     (long long) (D1 + DAY_NS + HOUR_NS));
+        /* A window that covers the day and more reads the rows too. */
+        snprintf(q, sizeof(q), "?from=%lld&to=%lld", (long long) (D1 - HOUR_NS),
+                 (long long) (D1 + DAY_NS + HOUR_NS));
+        j = kept_and_merged(path, q);
         check_b_day(j, 48);
         json_decref(j);
         /* Part of the day: read from the intervals (6 of them in three hours). */
@@ -677,13 +697,16 @@ static void test_histogram_and_cache(void **state) {
         check_b_day(j, 6);
         json_decref(j);
         /* One CPU, scenario filters. */
-        j = get_json("%s?from=%lld&to=%lld&cpu=1", path, (long long) D1, (long long) (D1 + DAY_NS));
+        snprintf(q, sizeof(q), "?from=%lld&to=%lld&cpu=1", (long long) D1,
+                 (long long) (D1 + DAY_NS));
+        j = kept_and_merged(path, q);
         assert_int_equal(json_array_size(jget(j, "cpus")), 1);
         assert_int_equal(ji(jget(j, "all"), "samples"), 48000);
         assert_int_equal(ji(jget(j, "all"), "overflow"), 48);
         json_decref(j);
-        j = get_json("%s?from=%lld&to=%lld&scenario=cpu", path, (long long) D1,
-                     (long long) (D1 + DAY_NS));
+        snprintf(q, sizeof(q), "?from=%lld&to=%lld&scenario=cpu", (long long) D1,
+                 (long long) (D1 + DAY_NS));
+        j = kept_and_merged(path, q);
         assert_int_equal(json_array_size(jget(j, "cpus")), 0);
         assert_int_equal(ji(jget(j, "all"), "samples"), 0);
         json_decref(j);
@@ -695,22 +718,27 @@ static void test_histogram_and_cache(void **state) {
         assert_true(json_is_null(jget(j, "next")));
         json_decref(j);
 
-        /* A late interval of the cached day: its rows are dropped, and the answer has it. */
+        /* A late interval of the day merges into its rows, and the answer has it; sent again
+         * (a duplicate, not stored) it is not merged twice. */
         struct fixture late = b_day;
         late.first_seq = 100;
         late.n = 1;
         late.start_ns = D1 + 15 * MIN_NS; /* between two of the others */
         late.fn = a_cpu;                  /* CPU 0: 101 samples at 5 us and one at its maximum */
-        post_all(&late);
-        assert_int_equal(db_int("SELECT count(*) FROM hist_days"), 0);
-        j = get_json("%s?from=%lld&to=%lld", path, (long long) D1, (long long) (D1 + DAY_NS));
-        json_t *c0 = cpu_of(j, 0);
         uint64_t extra = 100 + 100 % 3 + 1;
+        for (int again = 0; again < 2; again++) {
+                post_all(&late);
+                assert_int_equal(db_int("SELECT count(*) " B_DAY_ROWS), 2);
+                assert_int_equal(db_int("SELECT sum(h.samples) " B_DAY_ROWS " AND h.cpu = 0"),
+                                 48000 + extra);
+        }
+        snprintf(q, sizeof(q), "?from=%lld&to=%lld", (long long) D1, (long long) (D1 + DAY_NS));
+        j = kept_and_merged(path, q);
+        json_t *c0 = cpu_of(j, 0);
         assert_int_equal(ji(c0, "samples"), 48000 + extra);
         assert_int_equal(bucket(c0, 5), extra - 1);
         assert_int_equal(bucket(c0, 10), 48 * 990);
         json_decref(j);
-        assert_int_equal(db_int("SELECT count(*) FROM hist_days"), 2);
 }
 
 /* ---- kernel comparison ---------------------------------------------------------------- */
@@ -819,14 +847,11 @@ static void test_compare(void **state) {
         j = get_json("/api/v1/kernels/7.1-new/compare?with=7.0-base");
         assert_int_equal(ji(jget(json_array_get(jget(j, "comparisons"), 1), "kernel"), "samples"),
                          io_samples + io_samples / 3);
-        /* The past days were read from the day histograms kept at ingest, not merged into the
-         * per-CPU cache; with those rows gone (as a day whose histogram could not be kept) the
-         * intervals give the same answer. */
+        /* The past days were read from the day histograms of all CPUs kept at ingest; with
+         * those rows gone (as a day whose histogram could not be kept) the intervals give the
+         * same answer. */
         assert_true(db_int("SELECT count(*) FROM run_day_hists h JOIN runs r ON h.run = r.id "
                            "WHERE r.machine_id = '" ID_C "' AND h.hist IS NOT NULL") > 0);
-        assert_int_equal(db_int("SELECT count(*) FROM hist_days h JOIN runs r ON h.run = r.id "
-                                "WHERE r.machine_id = '" ID_C "'"),
-                         0);
         db_exec("UPDATE run_day_hists SET hist = NULL");
         json_t *from_intervals = get_json("/api/v1/kernels/7.1-new/compare?with=7.0-base");
         if (!json_equal(j, from_intervals))
@@ -1092,12 +1117,13 @@ static void test_migration_from_3(void **state) {
                 "ALTER TABLE intervals DROP COLUMN max_time_ns;"
                 "ALTER TABLE events DROP COLUMN details;"
                 "PRAGMA user_version = 3;");
-        /* The cache is filled by the queries here (its tests see it empty first); in the
-         * background only in test_cache_warming. */
-        static const char *const extra[] = { "--rate",          "1000000", "--burst", "1000000",
-                                             "--cache-warming", "no",      NULL };
+        static const char *const extra[] = { "--rate", "1000000", "--burst", "1000000", NULL };
         server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", extra, base_url,
                                      sizeof(base_url));
+        /* Every day's rows of each CPU, merged once by the migration to schema 12. */
+        assert_int_equal(db_int("SELECT count(*) FROM run_days WHERE cpu_hists = 0"), 0);
+        assert_int_equal(db_int("SELECT sum(samples) FROM hist_days"),
+                         db_int("SELECT sum(samples) FROM interval_cpus"));
         db_exec(TU_FARM_SCHEMA_10_DOWN);
         db_exec(TU_FARM_SCHEMA_9_DOWN);
         assert_int_equal(db_int("PRAGMA user_version"), 8);
@@ -1114,43 +1140,23 @@ static void test_migration_from_3(void **state) {
         tu_reply_done(&after);
 }
 
-/* With warming on (the default), the past days' histograms are merged without a query, and
- * the answer is the one the intervals give. */
-static void test_cache_warming(void **state) {
+/* Every past day of A's, read from the rows kept at ingest, is what its intervals give: each
+ * CPU, one CPU, one scenario. */
+static void test_day_rows_against_intervals(void **state) {
         (void) state;
-        char path[512];
-        snprintf(path, sizeof(path), "/api/v1/machines/" ID_A "/histogram?from=%lld&to=%lld",
-                 (long long) D0, (long long) (D0 + 3 * DAY_NS));
-        struct tu_reply before = http("GET", path, NULL, NULL);
-        assert_int_equal(before.status, 200);
-        kill(server_pid, SIGTERM);
-        assert_int_equal(tu_wait(server_pid, 10000), 0);
-        db_exec("DELETE FROM hist_days");
-        char sql[160];
-        snprintf(sql, sizeof(sql), "SELECT count(*) FROM run_days WHERE day < %lld",
-                 (long long) (time(NULL) / 86400)); /* the past days: today's is not whole */
-        long long want = db_int(sql);
-        assert_true(want > 0);
-        static const char *const extra[] = { "--rate", "1000000", "--burst", "1000000", NULL };
-        server_pid = tu_server_start(db_path, log_path, "127.0.0.1:0", extra, base_url,
-                                     sizeof(base_url));
-        long long got = 0;
-        for (int i = 0; i < 200 && got < want; i++) {
-                got = db_int("SELECT count(*) FROM (SELECT DISTINCT run, day FROM hist_days) d");
-                if (got < want)
-                        tu_sleep_ms(100);
+        char q[160];
+        const char *path = "/api/v1/machines/" ID_A "/histogram";
+        assert_true(db_int("SELECT count(*) FROM hist_days") > 0);
+        assert_int_equal(db_int("SELECT sum(samples) FROM hist_days"),
+                         db_int("SELECT sum(samples) FROM interval_cpus"));
+        for (int k = 0; k < 3; k++) {
+                snprintf(q, sizeof(q), "?from=%lld&to=%lld%s", (long long) D0,
+                         (long long) (D0 + 3 * DAY_NS),
+                         k == 0   ? ""
+                         : k == 1 ? "&cpu=1"
+                                  : "&scenario=idle");
+                json_decref(kept_and_merged(path, q));
         }
-        assert_int_equal(got, want);
-        assert_true(tu_wait_for_text(log_path, "merged in the background", 5000));
-        struct tu_reply after = http("GET", path, NULL, NULL);
-        assert_int_equal(after.status, 200);
-        json_t *a = tu_json(before.body), *b = tu_json(after.body);
-        if (!json_equal(a, b))
-                fail_msg("before: %s\nafter: %s", before.body, after.body);
-        json_decref(a);
-        json_decref(b);
-        tu_reply_done(&before);
-        tu_reply_done(&after);
 }
 
 /* ---- steps against the raw intervals ---------------------------------------------- */
@@ -1437,13 +1443,13 @@ int main(void) {
                 cmocka_unit_test(test_cpu_and_scenario_filters),
                 cmocka_unit_test(test_pagination),
                 cmocka_unit_test(test_bad_parameters),
-                cmocka_unit_test(test_histogram_and_cache),
+                cmocka_unit_test(test_histogram_and_day_rows),
                 cmocka_unit_test(test_compare),
                 cmocka_unit_test(test_events_and_runs),
                 cmocka_unit_test(test_machines_list),
                 cmocka_unit_test(test_metrics),
+                cmocka_unit_test(test_day_rows_against_intervals),
                 cmocka_unit_test(test_migration_from_3),
-                cmocka_unit_test(test_cache_warming),
                 cmocka_unit_test(test_steps_against_rows),
         };
         return RUN_TESTS_WITH(tests, setup, teardown);

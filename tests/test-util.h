@@ -95,16 +95,23 @@ double tu_load_rate(json_t *j, const char *metric);
 /* The "count" of the named metric. */
 uint64_t tu_load_count(json_t *j, const char *metric);
 
-/* Take a farm database of schema 11 back to 10 (before the inventories). */
-#define TU_FARM_SCHEMA_11_DOWN "DROP TABLE inventories; PRAGMA user_version = 10;"
-#define TU_FARM_PG_SCHEMA_11_DOWN \
-        "DROP TABLE inventories; UPDATE farm_meta SET value = '10' WHERE key = 'schema_version';"
-/* Take a farm database of schema 11 back to 9 (before the day histograms kept at ingest). */
-#define TU_FARM_SCHEMA_10_DOWN \
-        "DROP TABLE inventories; DROP TABLE run_day_hists; PRAGMA user_version = 9;"
-#define TU_FARM_PG_SCHEMA_10_DOWN                            \
-        "DROP TABLE inventories; DROP TABLE run_day_hists; " \
-        "UPDATE farm_meta SET value = '9' WHERE key = 'schema_version';"
+/* Take a farm database of schema 12 back to 11 (before the day histograms of each CPU kept at
+ * ingest), to 10 (before the inventories) and to 9 (before the day histograms of all CPUs). */
+#define TU_FARM_SCHEMA_12_DROP "ALTER TABLE run_days DROP COLUMN cpu_hists;"
+#define TU_FARM_SCHEMA_12_DOWN TU_FARM_SCHEMA_12_DROP "PRAGMA user_version = 11;"
+#define TU_FARM_PG_SCHEMA_12_DOWN \
+        TU_FARM_SCHEMA_12_DROP "UPDATE farm_meta SET value = '11' WHERE key = 'schema_version';"
+#define TU_FARM_SCHEMA_11_DOWN \
+        TU_FARM_SCHEMA_12_DROP "DROP TABLE inventories; PRAGMA user_version = 10;"
+#define TU_FARM_PG_SCHEMA_11_DOWN                         \
+        TU_FARM_SCHEMA_12_DROP "DROP TABLE inventories; " \
+                               "UPDATE farm_meta SET value = '10' WHERE key = 'schema_version';"
+#define TU_FARM_SCHEMA_10_DOWN                                                      \
+        TU_FARM_SCHEMA_12_DROP "DROP TABLE inventories; DROP TABLE run_day_hists; " \
+                               "PRAGMA user_version = 9;"
+#define TU_FARM_PG_SCHEMA_10_DOWN                                                   \
+        TU_FARM_SCHEMA_12_DROP "DROP TABLE inventories; DROP TABLE run_day_hists; " \
+                               "UPDATE farm_meta SET value = '9' WHERE key = 'schema_version';"
 /* Take a farm database of schema 9 back to 8 (before the notifications), 8 back to 7 (before
  * the trace captures), 7 back to 6 (before the read tokens) and 6 back to 5, as the releases
  * before left them: for the migration tests, applied in turn. */

@@ -1153,13 +1153,19 @@ static void test_migration_to_8(void **state) {
         expect(before, "qualified");
         farm_db_close(db);
         db = NULL;
+        /* The histogram cache before schema 12 held some days (here the first of each run): the
+         * migration keeps them and merges the others. */
+        sql("DELETE FROM hist_days WHERE day > (SELECT min(d.day) FROM run_days d WHERE d.run = "
+            "hist_days.run)");
+        long long cached = tu_farm_int(path, "SELECT count(*) FROM hist_days");
+        assert_true(cached > 0);
         sql(tu_pg() ? TU_FARM_PG_SCHEMA_10_DOWN : TU_FARM_SCHEMA_10_DOWN);
         sql(tu_pg() ? TU_FARM_PG_SCHEMA_9_DOWN : TU_FARM_SCHEMA_9_DOWN);
         sql(tu_pg() ? TU_FARM_PG_SCHEMA_8_DOWN : TU_FARM_SCHEMA_8_DOWN);
         assert_int_equal(schema_version(), 7);
         if (farm_db_open(path, &db, err) < 0)
                 fail_msg("%s", err);
-        assert_int_equal(schema_version(), 11);
+        assert_int_equal(schema_version(), 12);
         assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM traces"), 0);
         assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM inventories"), 0);
         /* The day histograms of the data stored before, merged from it by the migration. */
@@ -1171,6 +1177,17 @@ static void test_migration_to_8(void **state) {
                                            "86400000000000, coalesce(scenario, '') FROM "
                                            "intervals) d"));
         assert_int_equal(tu_farm_int(path, "SELECT sum(samples) FROM run_day_hists"),
+                         tu_farm_int(path, "SELECT sum(samples) FROM interval_cpus"));
+        /* And those of each CPU. */
+        assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM run_days WHERE cpu_hists = 0"), 0);
+        assert_true(tu_farm_int(path, "SELECT count(*) FROM hist_days") > cached);
+        assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM hist_days"),
+                         tu_farm_int(path,
+                                     "SELECT count(*) FROM (SELECT DISTINCT i.run, i.start_ns "
+                                     "/ 86400000000000, coalesce(i.scenario, ''), c.cpu FROM "
+                                     "intervals i JOIN interval_cpus c ON c.interval = "
+                                     "i.id) d"));
+        assert_int_equal(tu_farm_int(path, "SELECT sum(samples) FROM hist_days"),
                          tu_farm_int(path, "SELECT sum(samples) FROM interval_cpus"));
         json_t *after = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
         expect(after, "qualified");

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "captures.h"
-#include "hist-cache.h"
+#include "day-rows.h"
 #include "macro.h"
 #include "params.h"
 #include "routes.h"

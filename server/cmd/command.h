@@ -30,7 +30,8 @@ struct server_options {
         double rate_per_s;
         unsigned burst;
         size_t max_body_bytes;
-        bool cache_warming;
+        /* Obsolete (ingest keeps every day's histograms): accepted, said when given. */
+        bool cache_warming, cache_warming_given;
         struct farm_connlimit_config limits;
         unsigned idle_timeout_s;
         struct farm_access_config access;

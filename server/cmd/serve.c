@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hist-cache.h"
 #include "http.h"
 #include "log.h"
 #include "macro.h"
@@ -195,10 +194,9 @@ static int serve_listen(const struct server_options *o, int *fd,
         return 0;
 }
 
-/* What runs beside the HTTP server: the histogram cache warmer, notifications, the verdict
- * log and retention.  Each that cannot start is logged and left out. */
+/* What runs beside the HTTP server: notifications, the verdict log and retention.  Each that
+ * cannot start is logged and left out. */
 struct background {
-        struct farm_warmer *warmer;
         struct farm_notifier *notifier;
         struct farm_watcher *watcher;
         struct farm_pruner *pruner;
@@ -208,9 +206,9 @@ static void background_start(const struct server_options *o, farm_db *db, const 
                              bool https, int64_t listening_ns, struct background *b) {
         int r;
         *b = (struct background){};
-        if (o->cache_warming && (r = farm_warmer_start(db, &b->warmer)) < 0)
-                log_warning_errno(r, "Cannot merge histograms in the background, the queries "
-                                     "will: %m");
+        if (o->cache_warming_given)
+                log_warning("--cache-warming is obsolete and has no effect: the server stores "
+                            "every day's histograms as their intervals arrive");
         char link_host[FARM_ACCESS_LINK_HOST_MAX];
         bool named = farm_access_link_host(&o->access, link_host, sizeof(link_host)) >= 0;
         if (o->notify->enabled &&
@@ -228,7 +226,6 @@ static void background_stop(struct background *b) {
         farm_pruner_stop(b->pruner);
         farm_watcher_stop(b->watcher);
         farm_notifier_stop(b->notifier);
-        farm_warmer_stop(b->warmer);
         *b = (struct background){};
 }
 

@@ -9,7 +9,7 @@
 
 #include "hist.h"
 #include "macro.h"
-#include "hist-cache.h"
+#include "day-rows.h"
 #include "merge.h"
 #include "histogram.h"
 #include "query-internal.h"
@@ -22,8 +22,7 @@ static int window_refs(sql_conn *c, const char *id, int64_t from, int64_t to, in
                        struct day_refs *refs, char *err) {
         _cleanup_reset_ sql_stmt *st = NULL;
         int r = farm_prepare(c,
-                             "SELECT d.run, d.day, EXISTS (SELECT 1 FROM hist_days h "
-                             "WHERE h.run = d.run AND h.day = d.day) "
+                             "SELECT d.run, d.day, d.cpu_hists "
                              "FROM runs r JOIN run_days d ON d.run = r.id "
                              "WHERE r.machine_id = ?1 AND d.day >= ?2 AND d.day <= ?3",
                              &st, err);
@@ -95,8 +94,8 @@ static int window_hists(farm_db *db, const struct day_refs *refs, int64_t from, 
                         const char *scenario, int64_t cpu, farm_cpu_hist_fn fn, void *userdata,
                         uint64_t *ret_ncpus, char *err) {
         struct window_merge w = { .first_pass = true, .fn = fn, .userdata = userdata };
-        int r = day_refs_fill(db, refs, err);
-        if (r >= 0 && (r = farm_merge_set_new(FARM_MERGE_BUDGET_BYTES, true, &w.set)) < 0)
+        int r = 0;
+        if ((r = farm_merge_set_new(FARM_MERGE_BUDGET_BYTES, true, &w.set)) < 0)
                 snprintf(err, FARM_ERROR_MAX, "out of memory");
         /* After the first pass, each reads only the CPUs that the next pass can take (twice
          * as many as the last one merged), not every row left. */

@@ -9,7 +9,7 @@
 
 #include "macro.h"
 #include "db-internal.h"
-#include "hist-cache.h"
+#include "day-rows.h"
 #include "machine-model.h"
 #include "params.h"
 #include "query.h"

@@ -12,7 +12,7 @@
 #include "comparison.h"
 #include "inventories.h"
 #include "db-internal.h"
-#include "hist-cache.h"
+#include "day-rows.h"
 #include "macro.h"
 #include "merge.h"
 #include "params.h"
@@ -239,9 +239,7 @@ int farm_kernel_compare(farm_db *db, const char *release, const char *with,
         *ret = (struct farm_comparison){};
         int r = compare_refs(db, release, with, now, &refs, err);
         if (r >= 0) {
-                r = day_refs_fill(db, &refs, err);
-                if (r >= 0)
-                        r = cmp_merge(db, &refs, INT64_MAX, &list, err);
+                r = cmp_merge(db, &refs, INT64_MAX, &list, err);
                 if (r == -ENOMEM)
                         snprintf(err, FARM_ERROR_MAX, "out of memory comparing kernels");
         }
@@ -318,8 +316,6 @@ int farm_release_stats(farm_db *db, const char *release, const char *const *mach
                 if (r >= 0 && rc != SQL_DONE)
                         r = farm_fail(c, rc, "cannot list the days", err);
         }
-        if (r >= 0)
-                r = day_refs_fill(db, &refs, err);
         if (r >= 0)
                 r = cmp_merge(db, &refs, to_ns, &list, err);
         free(refs.v);

@@ -3,9 +3,12 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "grow.h"
+#include "day-hists.h"
 #include "day-rows.h"
 #include "db-internal.h"
+#include "grow.h"
+#include "macro.h"
+#include "merge.h"
 
 int day_refs_add(struct day_refs *d, const struct day_ref *x) {
         if (!farm_grow((void **) &d->v, d->n, sizeof(*d->v)))
@@ -43,4 +46,84 @@ int day_rows_each(sql_conn *c, sql_stmt *st, bool with_cpu, const struct day_ref
         if (rc != SQL_DONE)
                 return farm_fail(c, rc, "cannot read the histograms", err);
         return 0;
+}
+
+static const char *const sql_window_cpus[] =
+        SQL_BY_CPUS("SELECT coalesce(i.scenario, ''), c.cpu, c.hist_limit_us, c.hist, "
+                    "c.samples, c.min_ns, c.max_ns, c.max_time_ns, c.violations FROM intervals i ",
+                    " WHERE i.run = ?1 AND i.start_ns >= ?2 AND i.start_ns < ?3 "
+                    "AND (i.scenario = ?4 OR ?4 IS NULL) AND (c.cpu = ?5 OR ?5 IS NULL) "
+                    "AND (coalesce(i.received_ns, 0) <= ?6 OR ?6 IS NULL) "
+                    "AND (c.cpu >= ?7 OR ?7 IS NULL) AND (c.cpu <= ?8 OR ?8 IS NULL)");
+
+/* Reads one run and day of the window [from, to): when the day is whole, from run_day_hists
+ * (all CPUs) or hist_days (each CPU; when the day's run_days.cpu_hists says they are kept, in
+ * this read transaction), from its intervals otherwise.  Reader lock held. */
+static int read_day(sql_conn *c, const struct day_ref *ref, int64_t from, int64_t to,
+                    const char *scenario, int64_t cpu, const int64_t cpu_range[2], day_row_fn fn,
+                    void *userdata, char *err) {
+        _cleanup_reset_ sql_stmt *chk = NULL, *st = NULL;
+        bool cached = false;
+        int r, rc;
+
+        if (ref->whole && ref->all_cpus && cpu < 0 && !cpu_range &&
+            (r = farm_day_hists_read(c, ref, scenario, fn, userdata, err)) != 0)
+                return r < 0 ? r : 0;
+        if (ref->whole) {
+                if ((r = farm_prepare(c, "SELECT cpu_hists FROM run_days WHERE run = ? AND day = ?",
+                                      &chk, err)) < 0)
+                        return r;
+                sql_bind_int64(chk, 1, ref->run);
+                sql_bind_int64(chk, 2, ref->day);
+                rc = sql_step(chk);
+                if (rc != SQL_ROW && rc != SQL_DONE)
+                        return farm_fail(c, rc, "cannot read the day's histograms", err);
+                cached = rc == SQL_ROW && sql_column_int64(chk, 0) != 0;
+        }
+        if (cached)
+                r = farm_prepare(c,
+                                 "SELECT scenario, cpu, hist_limit_us, hist, samples, min_ns, "
+                                 "max_ns, max_time_ns, violations FROM hist_days "
+                                 "WHERE run = ?1 AND day = ?2 AND (scenario = ?4 OR ?4 IS NULL) "
+                                 "AND (cpu = ?5 OR ?5 IS NULL) AND (cpu >= ?7 OR ?7 IS NULL) "
+                                 "AND (cpu <= ?8 OR ?8 IS NULL)",
+                                 &st, err);
+        else
+                r = farm_prepare(c, sql_window_cpus[sql_dialect(c)], &st, err);
+        if (r < 0)
+                return r;
+        sql_bind_int64(st, 1, ref->run);
+        if (cached)
+                sql_bind_int64(st, 2, ref->day);
+        else {
+                sql_bind_int64(st, 2, MAX(from, ref->day * FARM_DAY_NS));
+                sql_bind_int64(st, 3, MIN(to, (ref->day + 1) * FARM_DAY_NS));
+        }
+        if (scenario)
+                sql_bind_text(st, 4, scenario);
+        if (cpu >= 0)
+                sql_bind_int64(st, 5, cpu);
+        if (!cached && ref->known_ns != INT64_MAX && ref->known_ns != 0)
+                sql_bind_int64(st, 6, ref->known_ns);
+        if (cpu_range && cpu_range[0] > 0)
+                sql_bind_int64(st, 7, cpu_range[0]);
+        if (cpu_range && cpu_range[1] < FARM_CPU_MAX)
+                sql_bind_int64(st, 8, cpu_range[1]);
+        return day_rows_each(c, st, true, ref, cached ? "kept" : "stored", fn, userdata, err);
+}
+
+/* Reads every ref, each in its own read transaction (a consistent snapshot of its day), taking
+ * the reader's lock for one day at a time: the token checks of uploads share that connection. */
+int day_refs_read(farm_db *db, const struct day_refs *refs, int64_t from, int64_t to,
+                  const char *scenario, int64_t cpu, const int64_t cpu_range[2], day_row_fn fn,
+                  void *userdata, char *err) {
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < refs->n; i++) {
+                _cleanup_release_ sql_conn *c = farm_reader(db);
+                if ((r = sql_begin(c, SQL_TXN_SNAPSHOT)) < 0)
+                        return farm_fail(c, r, "cannot begin reading", err);
+                r = read_day(c, &refs->v[i], from, to, scenario, cpu, cpu_range, fn, userdata, err);
+                sql_rollback(c);
+        }
+        return r;
 }

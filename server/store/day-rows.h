@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The days of a window that the histogram and comparison queries read, and the rows they read
- * for each: of the histogram cache, of run_day_hists or of the intervals' CPUs. */
+ * for each: of the day histograms kept at ingest (day-hists.h) or of the intervals' CPUs. */
 #pragma once
 
 #include <stdbool.h>
@@ -10,7 +10,10 @@
 #include "db.h"
 #include "sql.h"
 
-/* A run's UTC day of data in a window.  cached: its merged histograms per CPU are in
+/* CPUs are numbered below it (a query's cpu=, a merged histogram's key). */
+#define FARM_CPU_MAX 8192
+
+/* A run's UTC day of data in a window.  cached: its merged histograms per CPU are kept in
  * hist_days (known and used by the histogram query only). */
 struct day_ref {
         int64_t run, day;
@@ -42,3 +45,10 @@ typedef int (*day_row_fn)(void *userdata, const struct day_ref *ref, const char 
  * violations.  what names the rows in an error. */
 int day_rows_each(sql_conn *c, sql_stmt *st, bool with_cpu, const struct day_ref *ref,
                   const char *what, day_row_fn fn, void *userdata, char *err);
+
+/* Reads every ref's rows in [from, to) (of one scenario, CPU and range of CPUs when given),
+ * each day in a read transaction of its own: a whole day from run_day_hists when read
+ * all_cpus (cpu -1) or from hist_days when kept there, from its intervals otherwise. */
+int day_refs_read(farm_db *db, const struct day_refs *refs, int64_t from, int64_t to,
+                  const char *scenario, int64_t cpu, const int64_t cpu_range[2], day_row_fn fn,
+                  void *userdata, char *err);

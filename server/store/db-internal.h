@@ -167,7 +167,6 @@ int farm_exec(sql_conn *c, const char *sql, char *err);
 #define FARM_LOCK_STAFF "1920234342002"       /* the staff's and commands' changes */
 #define FARM_LOCK_PARTITIONS "1920234342003"  /* making and dropping partitions */
 #define FARM_LOCK_VERDICT_LOG "1920234342004" /* one writer of the verdict log */
-#define FARM_LOCK_WARMER "1920234342005"      /* one filler of the histogram cache */
 
 /* Begins a write transaction on c (a farm_writer()): on PostgreSQL it also takes the lock that
  * serializes the staff's changes of every server of the farm, as SQLite's one writer does. */

@@ -49,15 +49,13 @@ struct ingest {
         int64_t now;
         struct run_ctx run;
         sql_stmt *stored, *interval, *day, *day_scenario, *gens, *down, *cand_runs, *cand_ivs,
-                *overlap, *uncache;
+                *overlap;
         /* PostgreSQL: the look-up of the first interval's overlaps, sent with the run's. */
         sql_stmt *scan_first;
         struct span *spans;
         size_t nspans, cap_spans;
         struct overlap *overlaps;
         size_t noverlaps, cap_overlaps;
-        int64_t *days; /* PostgreSQL: the days of the stored intervals, their cache dropped last */
-        size_t ndays, cap_days;
         struct farm_day_hists day_hists; /* the stored intervals' sums, per day and scenario */
         /* PostgreSQL: the events that go with the statement of the next interval, from ev_first
          * (ev_n of them), and how many of them it stored. */
@@ -73,15 +71,14 @@ static int wfail(struct ingest *g, int rc, const char *what) {
 }
 
 static void ingest_done(struct ingest *g) {
-        sql_stmt **st[] = { &g->stored,  &g->interval, &g->day,       &g->day_scenario,
-                            &g->gens,    &g->down,     &g->cand_runs, &g->cand_ivs,
-                            &g->overlap, &g->uncache,  &g->scan_first };
+        sql_stmt **st[] = { &g->stored,  &g->interval,  &g->day,       &g->day_scenario,
+                            &g->gens,    &g->down,      &g->cand_runs, &g->cand_ivs,
+                            &g->overlap, &g->scan_first };
         for (size_t i = 0; i < ELEMENTSOF(st); i++)
                 sql_resetp(st[i]);
         free(g->run.probed);
         free(g->spans);
         free(g->overlaps);
-        free(g->days);
         farm_day_hists_done(&g->day_hists);
 }
 
@@ -787,8 +784,8 @@ struct facts {
 #define SQL_RUN_DAYS                                                              \
         "INSERT INTO run_days (run, day, intervals, covered_ns, first_start_ns, " \
         "last_end_ns, max_gap_ns, gaps_known, max_ns, counted_ns, min_ratio_pm, " \
-        "max_skew_ns, max_received_ns, max_missing_ns) "                          \
-        "VALUES (?1, ?2, 1, ?3, ?4, ?5, 0, 1, ?6, ?7, ?8, ?9, ?10, ?11) "         \
+        "max_skew_ns, max_received_ns, max_missing_ns, cpu_hists) "               \
+        "VALUES (?1, ?2, 1, ?3, ?4, ?5, 0, 1, ?6, ?7, ?8, ?9, ?10, ?11, 1) "      \
         "ON CONFLICT (run, day) DO UPDATE SET "                                   \
         "intervals = run_days.intervals + 1, "                                    \
         "covered_ns = run_days.covered_ns + ?3, "                                 \
@@ -858,44 +855,20 @@ static int rollup_interval(struct ingest *g, const struct summary_interval *iv,
 
         bind_day(g, g->day_scenario, iv, f);
         bind_scenario(g->day_scenario, iv, f, gens);
-        if ((r = farm_step_done(g->day_scenario, "cannot update the day's scenarios", g->err)) < 0)
-                return r;
-
-        /* The day's merged histograms are out of date.  After the rollups: a server of the
-         * same PostgreSQL that fills them holds the day's rollup row until it committed, so
-         * that what it wrote is gone here, not written after. */
-        sql_bind_int64(g->uncache, 1, g->run.row);
-        sql_bind_int64(g->uncache, 2, day_of(iv->start_ns));
-        return farm_step_done(g->uncache, "cannot drop the day's cached histograms", g->err);
+        return farm_step_done(g->day_scenario, "cannot update the day's scenarios", g->err);
 }
 
 /* The same on PostgreSQL in one statement (gens: the generators of the interval's day before
- * it, from the interval's statement); the day's cached histograms are dropped with the
- * upload's last statement, after every rollup of it. */
+ * it, from the interval's statement). */
 static int rollup_pg(struct ingest *g, const struct summary_interval *iv, const struct facts *f,
                      const char *gens) {
         _cleanup_reset_ sql_stmt *st = NULL;
-        int64_t day = day_of(iv->start_ns);
         int r = farm_prepare(g->c, "WITH d AS (" SQL_RUN_DAYS ") " SQL_DAY_SCENARIOS, &st, g->err);
         if (r < 0)
                 return r;
         bind_day(g, st, iv, f);
         bind_scenario(st, iv, f, gens);
-        if ((r = farm_step_done(st, "cannot update the day's rollups", g->err)) < 0)
-                return r;
-        for (size_t i = 0; i < g->ndays; i++)
-                if (g->days[i] == day)
-                        return 0;
-        if (g->ndays == g->cap_days) {
-                size_t cap = g->cap_days ? g->cap_days * 2 : 4;
-                int64_t *v = realloc(g->days, cap * sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                g->days = v;
-                g->cap_days = cap;
-        }
-        g->days[g->ndays++] = day;
-        return 0;
+        return farm_step_done(st, "cannot update the day's rollups", g->err);
 }
 
 /* ---- events -------------------------------------------------------------------------------- */
@@ -1157,11 +1130,7 @@ static int store_interval(struct ingest *g, const struct summary_interval *iv) {
                 return r;
         /* Its histograms join those of its day (written with the upload's last rows, or now
          * when the sums grew large). */
-        if ((r = farm_day_hists_add(&g->day_hists, iv)) == -ENOMEM)
-                snprintf(g->err, FARM_ERROR_MAX, "out of memory merging histograms");
-        if (r >= 0 && farm_day_hists_full(&g->day_hists))
-                r = farm_day_hists_write(g->c, g->run.row, &g->day_hists, g->err);
-        if (r < 0)
+        if ((r = farm_day_hists_add(g->c, g->run.row, &g->day_hists, iv, g->err)) < 0)
                 return r;
         for (size_t c = 0; c < iv->ncpus; c++)
                 sat_add(&g->violations, iv->cpus[c].violations);
@@ -1200,7 +1169,6 @@ static int prepare_all(struct ingest *g) {
                   "scenario = ?",
                   false },
                 { &g->day_scenario, SQL_DAY_SCENARIOS, false },
-                { &g->uncache, "DELETE FROM hist_days WHERE run = ? AND day = ?", false },
                 { &g->down,
                   "INSERT INTO load_downs (run, seq, load_idx, generator, start_ns, length_ns, "
                   "scenario, down_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -1284,7 +1252,7 @@ static int store_upload(struct ingest *g, const struct farm_stored *res) {
 
 static int prepare_upload_pg(struct ingest *g, bool run, sql_stmt **ret) {
         char key[64];
-        snprintf(key, sizeof(key), "upload %d %d", run, g->ndays > 0);
+        snprintf(key, sizeof(key), "upload %d", run);
         int r = prepare_known(g, key, ret);
         if (r < 0 || *ret)
                 return r;
@@ -1296,34 +1264,19 @@ static int prepare_upload_pg(struct ingest *g, bool run, sql_stmt **ret) {
               b.f);
         if (run)
                 fputs(", r AS (" SQL_UPDATE_RUN("?6", "?7", "?8", "?9") ")", b.f);
-        if (g->ndays)
-                fputs(", h AS (DELETE FROM hist_days WHERE run = ?1 AND day = ANY (?18::bigint[]))",
-                      b.f);
         fputs(" " SQL_UPDATE_MACHINE("?10", "?11", "?12", "?13", "?14", "?15", "?16", "?17"), b.f);
         return prepare_shape(g, key, &b, ret);
 }
 
 /* The upload's last statement on PostgreSQL, answered with the commit: the upload's row, the
- * run's span if it moved, the machine's counters, and the cached histograms of the days it added
- * to dropped (after every rollup of the upload: see rollup_interval()).  Parameters: the
- * upload's 1 to 5, the run's 6 to 9, the machine's 10 to 17, the days 18. */
+ * run's span if it moved, the machine's counters.  Parameters: the upload's 1 to 5, the run's 6
+ * to 9, the machine's 10 to 17. */
 static int finish_pg(struct ingest *g, const struct farm_stored *res) {
         _cleanup_reset_ sql_stmt *st = NULL;
-        _cleanup_free_ char *days = NULL;
-        size_t len = 0;
         bool run = run_moved(g);
         int r = prepare_upload_pg(g, run, &st);
         if (r < 0)
                 return r;
-
-        FILE *f = open_memstream(&days, &len);
-        if (!f)
-                return -ENOMEM;
-        for (size_t i = 0; i < g->ndays; i++)
-                fprintf(f, "%s%lld", i ? "," : "{", (long long) g->days[i]);
-        fputs("}", f);
-        if (fclose(f) != 0)
-                return -ENOMEM;
 
         sql_bind_int64(st, 1, g->run.row);
         sql_bind_int64(st, 2, (int64_t) g->s->seq);
@@ -1333,8 +1286,6 @@ static int finish_pg(struct ingest *g, const struct farm_stored *res) {
         if (run)
                 bind_run(g, st, 5);
         bind_machine(g, st, 9);
-        if (g->ndays)
-                sql_bind_text(st, 18, days);
         return farm_step_done(st, "cannot store the upload", g->err);
 }
 

@@ -12,7 +12,7 @@
 #include "macro.h"
 
 /* PostgreSQL connections per server: two per HTTP thread (a request may hold a reader while it
- * stores, or a verdict's snapshot while it reads) and some for the cache warmer, the verdict log
+ * stores, or a verdict's snapshot while it reads) and some for the verdict log, notifications
  * and retention. */
 #define FARM_POOL_EXTRA 4
 #define FARM_POOL_DEFAULT 20

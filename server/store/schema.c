@@ -15,7 +15,7 @@
  * SQLite file) is refused by name.  PostgreSQL keeps it in farm_meta. */
 #define FARM_APPLICATION_ID 0x72747366
 #define FARM_APPLICATION_NAME "rtsoak-farm"
-#define FARM_SCHEMA_VERSION 11
+#define FARM_SCHEMA_VERSION 12
 /* The version at which the PostgreSQL store began: its schema is made at this version at
  * once, and pg_migrations[0] takes it to the next. */
 #define FARM_PG_BASELINE_VERSION 6
@@ -318,6 +318,12 @@ static const char *const sqlite_migrations[] = {
         "  time_ns INTEGER NOT NULL, after_ns INTEGER, received_ns INTEGER NOT NULL,"
         "  digest TEXT NOT NULL, fields TEXT NOT NULL,"
         "  PRIMARY KEY (run, version)) WITHOUT ROWID;",
+        /* 11 -> 12: hist_days, the histogram cache filled by queries before, kept by ingest
+         * for every day (day-hists.h); cpu_hists 0: not kept for that day (a count saturated,
+         * a histogram did not decode: its intervals are merged instead).  The days the cache
+         * did not hold are merged by farm_migrate_12(). */
+        "ALTER TABLE run_days ADD COLUMN cpu_hists INTEGER NOT NULL DEFAULT 0;"
+        "UPDATE run_days SET cpu_hists = 1;",
 };
 
 _Static_assert(ELEMENTSOF(sqlite_migrations) == FARM_SCHEMA_VERSION, "one migration per version");
@@ -552,6 +558,9 @@ static const char *const pg_migrations[] = {
         "  time_ns BIGINT NOT NULL, after_ns BIGINT, received_ns BIGINT NOT NULL,"
         "  digest " TEXT_C " NOT NULL, fields " TEXT_C " NOT NULL,"
         "  PRIMARY KEY (run, version));",
+        /* 11 -> 12: as sqlite_migrations[11]. */
+        "ALTER TABLE run_days ADD COLUMN cpu_hists BIGINT NOT NULL DEFAULT 0;"
+        "UPDATE run_days SET cpu_hists = 1;",
         NULL, /* the end */
 };
 _Static_assert(ELEMENTSOF(pg_migrations) == FARM_SCHEMA_VERSION - FARM_PG_BASELINE_VERSION + 1,
@@ -586,6 +595,8 @@ static int sqlite_migrate(sql_conn *c, int64_t version, char *err) {
                         r = farm_migrate_6(c, err);
                 if (r >= 0 && v == 9)
                         r = farm_migrate_10(c, err);
+                if (r >= 0 && v == 11)
+                        r = farm_migrate_12(c, err);
                 if (r >= 0) {
                         snprintf(sql, sizeof(sql), "PRAGMA user_version = %lld", (long long) v + 1);
                         r = farm_exec(c, sql, err);
@@ -772,7 +783,8 @@ static int pg_schema_locked(farm_db *db, sql_conn *c, char *err) {
         for (long long v = version; v < FARM_SCHEMA_VERSION; v++) {
                 char sql[128];
                 if ((r = farm_exec(c, pg_migrations[v - FARM_PG_BASELINE_VERSION], err)) < 0 ||
-                    (v == 9 && (r = farm_migrate_10(c, err)) < 0))
+                    (v == 9 && (r = farm_migrate_10(c, err)) < 0) ||
+                    (v == 11 && (r = farm_migrate_12(c, err)) < 0))
                         return r;
                 snprintf(sql, sizeof(sql),
                          "UPDATE farm_meta SET value = '%lld' WHERE key = 'schema_version'", v + 1);

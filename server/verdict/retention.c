@@ -2,7 +2,7 @@
 /* Retention: the raw intervals (with their CPUs, loads and load metrics) of whole UTC months
  * older than a horizon are dropped: on PostgreSQL their partitions, on SQLite their rows in
  * batches.  What the verdict and the long views read stays: the day rollups, the runs, events,
- * load downs, overlaps and the merged histograms (cached for every day before it goes), the
+ * load downs, overlaps and the merged histograms of each day (kept by ingest), the
  * trace captures' analyses (the culprits of the verdict's violations), whose raw events go with
  * the months, and the intervals that the verdict reads one by one (KEEP_SQL): a month with
  * any of them is thinned out instead of dropped. */
@@ -14,7 +14,6 @@
 
 #include "log.h"
 #include "db-internal.h"
-#include "hist-cache.h"
 #include "partitions.h"
 #include "retention.h"
 #include "rule.h"
@@ -53,9 +52,9 @@
         "d.max_missing_ns <= ?5 AND d.max_skew_ns <= ?6 AND d.max_ns <= " MIN_BOUND_SQL ") "       \
         "OR EXISTS (SELECT 1 FROM run_day_scenarios x WHERE x.run = i.run AND x.day = " DAY_OF_SQL \
         " AND x.down_ns <> 0) "                                                                    \
-        "OR NOT EXISTS (SELECT 1 FROM hist_days h WHERE h.run = i.run AND h.day = " DAY_OF_SQL     \
-        ") OR EXISTS (SELECT 1 FROM machine_settings s WHERE s.from_ns >= (" DAY_OF_SQL            \
-        ") * " DAY_SQL " AND s.from_ns < (" DAY_OF_SQL " + 3) * " DAY_SQL "))"
+        "OR NOT EXISTS (SELECT 1 FROM run_days h WHERE h.run = i.run AND h.day = " DAY_OF_SQL      \
+        " AND h.cpu_hists <> 0) OR EXISTS (SELECT 1 FROM machine_settings s WHERE s.from_ns >= "   \
+        "(" DAY_OF_SQL ") * " DAY_SQL " AND s.from_ns < (" DAY_OF_SQL " + 3) * " DAY_SQL "))"
 
 /* The rule's numbers for KEEP_SQL. */
 struct keep {
@@ -259,10 +258,6 @@ int farm_retention_pass(farm_db *db, const struct farm_rule *rule, int64_t befor
         struct keep k;
         *ret_intervals = 0;
         int q = keep_numbers(db, rule, &k, err);
-        /* The days' merged histograms first: the regression check reads them from the cache
-         * once their intervals are gone (a day too large to cache keeps its intervals). */
-        while (q >= 0 && (q = farm_query_warm(db, cutoff, 64, err)) > 0)
-                ;
         if (q >= 0)
                 q = FARM_WRITE_TRANSACTION(db, w, err, drop_trace_raw(w, cutoff, err));
         if (q < 0)
