@@ -7,7 +7,9 @@ releases of one series one after the other on every machine, each for DAYS days 
 of INTERVAL seconds, the last one ending now: every release has data within the rule's period
 and a day, so that every pass judges all of them again (the "active" releases of the watch);
 --period sets the rule's Period= (default: the server's, 30 days, within which every
-release's data lies).
+release's data lies); --watch the rule's Watch= (default: the server's, a pass a minute), e.g.
+1s to see what a farm whose passes take longer than a twentieth of Watch= costs.  RTSOAK_BUILD
+selects another build (its rtsoak-server and bench/farm-fill), to compare two in one session.
 
 Then the real rtsoak-server serves it with its default watch (a pass a minute) and the
 histogram cache's warming off; after the log's first pass, the server does nothing but its
@@ -18,7 +20,8 @@ average before and after.
 
 Usage (from the source tree after building into build/):
     bench/watch-pass.py [--db FILE|postgresql://...] [--machines 200] [--cpus 2]
-        [--releases 20] [--days 1] [--interval 300] [--minutes 5] [--results FILE]
+        [--releases 20] [--days 1] [--interval 300] [--minutes 5] [--period P] [--watch W]
+        [--results FILE]
 """
 import argparse
 import datetime
@@ -114,6 +117,7 @@ def main():
     ap.add_argument("--interval", type=int, default=300)
     ap.add_argument("--minutes", type=float, default=5)
     ap.add_argument("--period", default="", help="the rule's Period= (default: the server's)")
+    ap.add_argument("--watch", default="", help="the rule's Watch= (default: the server's)")
     ap.add_argument("--results", default=os.path.join(HERE, "results-watch-pass.txt"))
     args = ap.parse_args()
 
@@ -130,7 +134,11 @@ def main():
                    f"{args.interval} s intervals, the last ending now")
     conf = os.path.join(tmp, "server.conf")
     with open(conf, "w") as f:
-        f.write(f"[Verdict]\nPeriod={args.period}\n" if args.period else "")
+        f.write("[Verdict]\n")
+        if args.period:
+            f.write(f"Period={args.period}\n")
+        if args.watch:
+            f.write(f"Watch={args.watch}\n")
     log = os.path.join(tmp, "server.log")
     t0 = time.monotonic()
     proc, base, _ = start_server(SERVER, db, log, ["--config", conf, "--cache-warming", "no"],
@@ -163,6 +171,10 @@ def main():
             line += (f"; the database {(d1 - d0) / minutes:.2f} s per minute "
                      f"({(d1 - d0) / minutes / 60 * 100:.2f} %)")
         out.append(line)
+        spacing = [l.strip() for l in open(log, errors="replace") if "Verdict log: a pass took" in l]
+        if spacing:
+            out.append(f"the server spaced its passes out ({len(spacing)} notice(s)); the first: "
+                       f"{spacing[0]}")
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()
@@ -171,7 +183,9 @@ def main():
     load1 = os.getloadavg()
     head = [f"# bench/watch-pass.py --machines {args.machines} --cpus {args.cpus} --releases "
             f"{args.releases} --days {args.days} --interval {args.interval} --minutes "
-            f"{args.minutes} on {'PostgreSQL' if db.startswith('postgres') else 'SQLite'}",
+            f"{args.minutes}{' --watch ' + args.watch if args.watch else ''} on "
+            f"{'PostgreSQL' if db.startswith('postgres') else 'SQLite'}",
+            f"server: {SERVER}",
             f"date: {datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')}",
             f"host: {cpu_model()}, {os.cpu_count()} CPUs, load average {load0[0]:.2f} before, "
             f"{load1[0]:.2f} after"]

@@ -4,6 +4,8 @@
  * histories per invariant of docs/verdict.md, with controls that must not fail, the rollups
  * against the intervals read one by one, and the migrations of farms of schema 5 and 6. */
 #include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -23,6 +25,7 @@
 #include "test-farmdb.h"
 #include "test-util.h"
 #include "tests.h"
+#include "timeutil.h"
 #include "trace-analysis.h"
 
 #define SEC INT64_C(1000000000)
@@ -681,6 +684,65 @@ static void test_log_pass_late_verdict(void **state) {
         told.n = 0;
 }
 
+/* The watch thread's passes keep to their share of the time: with Watch=1ms, each wait from a
+ * pass's end to the next one's start is at least (100 / FARM_WATCH_SHARE - 1) times that pass
+ * (measured from inside it, so shorter than it was: the bound holds without slack).  Passes
+ * run back to back otherwise, 1 ms apart. */
+static struct {
+        pthread_mutex_t lock;
+        int n;
+        int64_t start[64], end[64];
+} passes = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int64_t pass_started(void *userdata, int64_t now) {
+        pthread_mutex_lock(&passes.lock);
+        if (passes.n < (int) ELEMENTSOF(passes.start))
+                passes.start[passes.n] = now_ns(CLOCK_MONOTONIC);
+        pthread_mutex_unlock(&passes.lock);
+        return now;
+}
+
+static void pass_ended(void *userdata, int64_t now) {
+        pthread_mutex_lock(&passes.lock);
+        if (passes.n < (int) ELEMENTSOF(passes.end))
+                passes.end[passes.n++] = now_ns(CLOCK_MONOTONIC);
+        pthread_mutex_unlock(&passes.lock);
+}
+
+static void test_watch_share(void **state) {
+        assert_int_equal(farm_watch_wait_ns(60 * NSEC_PER_SEC, NSEC_PER_SEC), 60 * NSEC_PER_SEC);
+        assert_int_equal(farm_watch_wait_ns(60 * NSEC_PER_SEC, 5 * NSEC_PER_SEC),
+                         95 * NSEC_PER_SEC);
+        assert_int_equal(farm_watch_wait_ns(0, UINT64_MAX / 2), UINT64_MAX);
+        struct hist_spec h = base;
+        h.n = 6 * 24;
+        store(&h);
+        struct farm_rule fast = rule;
+        fast.watch_ns = NSEC_PER_MSEC;
+        struct farm_verdict_hooks hooks = { .problems_known = pass_started,
+                                            .pass_done = pass_ended };
+        struct farm_watcher *w = NULL;
+        assert_int_equal(farm_watcher_start(db, &fast, &hooks, &w), 0);
+        for (int i = 0; i < 300; i++) { /* until 4 passes, at most 3 s */
+                pthread_mutex_lock(&passes.lock);
+                int n = passes.n;
+                pthread_mutex_unlock(&passes.lock);
+                if (n >= 4)
+                        break;
+                usleep(10000);
+        }
+        farm_watcher_stop(w);
+        assert_true(passes.n >= 2);
+        const uint64_t factor = 100 / FARM_WATCH_SHARE - 1;
+        for (int i = 0; i + 1 < passes.n; i++) {
+                int64_t took = passes.end[i] - passes.start[i];
+                int64_t waited = passes.start[i + 1] - passes.end[i];
+                print_message("# pass %d: %" PRId64 " us, then %" PRId64 " us of wait\n", i,
+                              took / 1000, waited / 1000);
+                assert_true(waited >= took * (int64_t) factor);
+        }
+}
+
 /* ---- invariant 5: settings have a history ---- */
 
 /* A violation under a bound of 100 us stays one when the bound is widened afterwards, and
@@ -1249,6 +1311,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_migration_to_8, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_log_pass_problems_known, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_log_pass_late_verdict, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_watch_share, setup, teardown),
         };
         return RUN_TESTS(tests);
 }

@@ -144,11 +144,13 @@ static int cmp_machine_ptr(const void *a, const void *b) {
         return strcmp((*(struct vmachine *const *) a)->id, (*(struct vmachine *const *) b)->id);
 }
 
+static int cmp_id_machine(const void *key, const void *m) {
+        return strcmp(key, (*(struct vmachine *const *) m)->id);
+}
+
 /* The machine of ms (sorted by id in by_id) named id, or NULL. */
 static struct vmachine *machine_named(struct vmachine **by_id, size_t n, const char *id) {
-        struct vmachine key = {}, *k = &key;
-        snprintf(key.id, sizeof(key.id), "%s", id ?: "");
-        struct vmachine **m = bsearch(&k, by_id, n, sizeof(*by_id), cmp_machine_ptr);
+        struct vmachine **m = bsearch(id ?: "", by_id, n, sizeof(*by_id), cmp_id_machine);
         return m ? *m : NULL;
 }
 

@@ -10,6 +10,7 @@
 
 #include "grow.h"
 #include "log.h"
+#include "macro.h"
 #include "db-internal.h"
 #include "verdict-log.h"
 #include "log-read.h"
@@ -551,25 +552,53 @@ struct farm_watcher {
         struct worker *worker;
 };
 
+uint64_t farm_watch_wait_ns(uint64_t watch_ns, uint64_t pass_ns) {
+        const uint64_t factor = 100 / FARM_WATCH_SHARE - 1;
+        uint64_t spaced = pass_ns > UINT64_MAX / factor ? UINT64_MAX : pass_ns * factor;
+        return MAX(watch_ns, spaced);
+}
+
+/* Says when the passes start or stop being spaced out beyond Watch=. */
+static void say_spacing(bool *spaced, uint64_t watch_ns, uint64_t pass_ns, uint64_t wait_ns) {
+        if ((wait_ns > watch_ns) == *spaced)
+                return;
+        *spaced = wait_ns > watch_ns;
+        if (*spaced)
+                log_notice("Verdict log: a pass took %" PRIu64 " ms, more than %d %% of Watch=; "
+                           "the next in %" PRIu64 " s, so that the log keeps to that share",
+                           pass_ns / NSEC_PER_MSEC, FARM_WATCH_SHARE, wait_ns / NSEC_PER_SEC);
+        else
+                log_notice("Verdict log: a pass took %" PRIu64 " ms; passes every Watch= again",
+                           pass_ns / NSEC_PER_MSEC);
+}
+
 static void watcher_main(void *arg, struct worker *worker) {
         struct farm_watcher *w = arg;
-        bool failing = false;
+        bool failing = false, spaced = false;
         struct farm_log_mark seen = {};
         /* The first pass counts from the start: while the notifier has not caught up, a pass is
          * not taken as done and the next one judges everything again. */
         int64_t start = now_ns(CLOCK_MONOTONIC);
+        uint64_t wait_ns;
         do {
                 char err[FARM_ERROR_MAX] = "";
                 bool first = !seen.started;
+                int64_t t0 = now_ns(CLOCK_MONOTONIC);
                 int r = farm_verdict_log_pass(w->db, w->rule, now_ns(CLOCK_REALTIME), &seen,
                                               w->hooks, worker, err);
+                int64_t t1 = now_ns(CLOCK_MONOTONIC);
                 if (r < 0 && !failing && !farm_db_stopping(w->db))
                         log_warning("Verdict log: %s; trying again", err);
                 failing = r < 0;
                 if (first && seen.started)
                         log_info("Verdict log: first pass done in %" PRId64 " ms, %d change(s)",
-                                 (now_ns(CLOCK_MONOTONIC) - start) / (int64_t) NSEC_PER_MSEC, r);
-        } while (worker_wait(worker, w->rule->watch_ns));
+                                 (t1 - start) / (int64_t) NSEC_PER_MSEC, r);
+                /* Not before the first pass that counts: a start's passes while the notifier
+                 * catches up judge every release, and the log is not dated until one is done. */
+                wait_ns = seen.started ? farm_watch_wait_ns(w->rule->watch_ns, (uint64_t) (t1 - t0))
+                                       : w->rule->watch_ns;
+                say_spacing(&spaced, w->rule->watch_ns, (uint64_t) (t1 - t0), wait_ns);
+        } while (worker_wait(worker, wait_ns));
 }
 
 int farm_watcher_start(farm_db *db, const struct farm_rule *rule,

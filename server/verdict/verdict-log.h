@@ -60,9 +60,19 @@ int farm_verdict_log_pass(farm_db *db, const struct farm_rule *rule, int64_t now
                           struct farm_log_mark *seen, const struct farm_verdict_hooks *hooks,
                           struct worker *worker, char err[static FARM_ERROR_MAX]);
 
+/* The log's share of the time, in percent: a pass is followed by a wait of at least
+ * (100 / FARM_WATCH_SHARE - 1) times its own length. */
+#define FARM_WATCH_SHARE 5
+/* The wait after a pass of pass_ns (once the first pass after a start is done): watch_ns, or
+ * longer when the pass took more than FARM_WATCH_SHARE percent of it (a pass's statements and the
+ * database's work for them run one after another: the log's thread then uses at most that share of
+ * one CPU, however many releases have recent data and however slow the database). */
+uint64_t farm_watch_wait_ns(uint64_t watch_ns, uint64_t pass_ns);
+
 struct farm_watcher;
-/* A thread running farm_verdict_log_pass() every rule->watch_ns (none when it is 0), telling
- * hooks (or NULL; they must outlive the watcher). */
+/* A thread running farm_verdict_log_pass() every rule->watch_ns (none when it is 0), or
+ * farm_watch_wait_ns() after a long pass, telling hooks (or NULL; they must outlive the
+ * watcher). */
 int farm_watcher_start(farm_db *db, const struct farm_rule *rule,
                        const struct farm_verdict_hooks *hooks, struct farm_watcher **ret);
 void farm_watcher_stop(struct farm_watcher *w);
