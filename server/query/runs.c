@@ -54,7 +54,8 @@ int farm_machine_runs(farm_db *db, const char *id, const struct farm_page *page,
         if (r < 0)
                 return r;
         /* The day rollups give the first and last data, the intervals and the worst case of a
-         * run from a few rows per day instead of its intervals. */
+         * run from a few rows per day instead of its intervals: the machine's own (the whole
+         * farm's, grouped on every call, cost 17 ms a call on PostgreSQL with 4,000 runs). */
         if ((r = farm_prepare(c, "SELECT count(*) FROM runs WHERE machine_id = ?", &cnt, err)) <
                     0 ||
             (r = farm_prepare(c,
@@ -69,7 +70,8 @@ int farm_machine_runs(farm_db *db, const char *id, const struct farm_page *page,
                               "LEFT JOIN (SELECT run, min(first_start_ns) AS first_ns, "
                               "  max(last_end_ns) AS last_ns, sum(intervals) AS intervals, "
                               "  max(max_ns) AS max_ns, max(max_received_ns) AS received_ns "
-                              "  FROM run_days GROUP BY run) d ON d.run = r.id "
+                              "  FROM run_days WHERE run IN (SELECT id FROM runs WHERE "
+                              "  machine_id = ?1) GROUP BY run) d ON d.run = r.id "
                               /* The run's first unclean end, if any. */
                               "LEFT JOIN events u ON u.id = (SELECT e.id FROM events e WHERE "
                               "  e.run = r.id AND e.type = 'unclean_end' ORDER BY e.time_ns, e.id "
