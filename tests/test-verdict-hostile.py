@@ -110,6 +110,11 @@ class Case:
         self.eq([(x.get("verdict"), x.get("problems")) for x in k],
                 [(v.get("verdict"), v.get("problems_total"))],
                 f"GET /api/v1/kernels agrees with the verdict of {rel}")
+        # What is missing and why: the verdict's first 20 and how many (docs/api.md).
+        for key in ("missing", "reasons"):
+            full = v.get(key) or []
+            self.eq([(x.get(key), x.get(key + "_total")) for x in k], [(full[:20], len(full))],
+                    f"GET /api/v1/kernels: {key} of {rel}, the verdict's first 20 and its count")
 
     def missing(self, v, what, m=None):
         return [x for x in v.get("missing") or [] if x.get("what") == what
@@ -1851,6 +1856,25 @@ def test_inv11_not_counted_is_listed(c):
     c.eq((v.get("problems_total"), len(v.get("problems") or []),
           (v.get("problem_counts") or {}).get("violation")), (601, 500, 601),
          "problems_total, problems listed, problem_counts.violation")
+
+
+@test
+def test_inv11_kernel_list_says_how_much_is_missing(c):
+    """Invariant 11, in the kernel list.  Attack: 24 gating machines, one of which ran the
+    release for 2 h: its verdict misses the coverage of one and the runs of 23 (and their
+    reasons), more than the 20 of each that the kernel list shows; the list must say how many
+    there are, so that a release missing 1,400 things does not look like one missing 20."""
+    f = c.farm()
+    ms = [f.enroll(f"lab-{i:02d}") for i in range(24)]
+    f.start()
+    E = end_of_history()
+    clean(ms[0], R, E - 2 * HOUR, E)
+    v = f.verdict(R)
+    c.eq(v.get("verdict"), "pending", "verdict")
+    c.check(len(v.get("missing") or []) > 20 and len(v.get("reasons") or []) > 20,
+            "the verdict misses more than 20 things, with as many reasons",
+            f"{len(v.get('missing') or [])} missing, {len(v.get('reasons') or [])} reasons")
+    c.same_in_list(f, v)
 
 
 @test

@@ -4,6 +4,7 @@
 #include <errno.h>
 
 #include "encode-verdict.h"
+#include "macro.h"
 #include "timeutil.h"
 
 json_t *farm_strings_to_json(char *const *v, size_t n) {
@@ -158,17 +159,24 @@ json_t *farm_verdict_to_json(const struct farm_verdict *v) {
                 farm_strings_to_json(v->reasons, v->nreasons));
 }
 
+/* A kernel of the list says what is missing and why in its first FARM_KERNEL_LIST_ITEMS items
+ * and how many there are: a pending release lists every gating machine's coverage and
+ * scenarios (1,400 items with 200 machines), which a page of 100 such releases would repeat
+ * into tens of megabytes.  Its verdict has them all. */
 static json_t *kernel_each(const void *x) {
         const struct farm_kernel *k = x;
         char t1[TIMESTAMP_MAX_LEN], t2[TIMESTAMP_MAX_LEN];
-        return json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:I, s:s, s:I, s:o, s:o}", "release",
-                         k->release, "series", k->series, "machines", k->machines, "runs", k->runs,
-                         "first_run", format_timestamp_utc(t1, k->first_run_ns), "last_run",
-                         format_timestamp_utc(t2, k->last_run_ns), "covered_ns",
+        size_t nm = MIN(k->nmissing, FARM_KERNEL_LIST_ITEMS);
+        size_t nr = MIN(k->nreasons, FARM_KERNEL_LIST_ITEMS);
+        return json_pack("{s:s, s:s, s:i, s:i, s:s, s:s, s:I, s:s, s:I, s:o, s:I, s:o, s:I}",
+                         "release", k->release, "series", k->series, "machines", k->machines,
+                         "runs", k->runs, "first_run", format_timestamp_utc(t1, k->first_run_ns),
+                         "last_run", format_timestamp_utc(t2, k->last_run_ns), "covered_ns",
                          (json_int_t) k->covered_ns, "verdict", farm_verdict_status_name(k->status),
                          "problems", (json_int_t) k->problems, "missing",
-                         farm_missing_to_json(k->missing, k->nmissing), "reasons",
-                         farm_strings_to_json(k->reasons, k->nreasons));
+                         farm_missing_to_json(k->missing, nm), "missing_total",
+                         (json_int_t) k->nmissing, "reasons", farm_strings_to_json(k->reasons, nr),
+                         "reasons_total", (json_int_t) k->nreasons);
 }
 
 json_t *farm_kernel_page_to_json(const struct farm_kernel_page *p) {
