@@ -16,10 +16,10 @@ json_t *farm_uncounted_to_json(const struct farm_uncounted_problem *p);
 json_t *farm_waived_to_json(const struct farm_waived_problem *p);
 /* The builds: [{kernel_version, machines}]. */
 json_t *farm_builds_to_json(const struct farm_builds *b);
-/* What a verdict still waits for, and why it is what it is. */
 /* How many missing items and reasons each release of the kernel list shows (its verdict: all). */
 #define FARM_KERNEL_LIST_ITEMS 20
 
+/* What a verdict still waits for, and why it is what it is. */
 json_t *farm_missing_to_json(const struct farm_missing *v, size_t n);
 json_t *farm_strings_to_json(char *const *v, size_t n);
 
