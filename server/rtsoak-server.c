@@ -356,9 +356,11 @@ static int parse_serve_option(int c, struct server_options *o) {
                         return -EINVAL;
                 o->max_body_bytes = (size_t) v;
                 return 0;
-        case ARG_CACHE_WARMING:
-                o->cache_warming_given = true;
-                return parse_yes_no("--cache-warming", optarg, &o->cache_warming);
+        case ARG_CACHE_WARMING: {
+                bool ignored;
+                o->cache_warming_from = "--cache-warming";
+                return parse_yes_no("--cache-warming", optarg, &ignored);
+        }
         }
         return 0;
 }

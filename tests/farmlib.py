@@ -358,8 +358,7 @@ class Farm:
         offset = self.logf.tell()  # before the start: its line may come at once
         self.proc = subprocess.Popen([SERVER, f"--config={self.conf}", f"--db={self.db}",
                                       "--listen", "127.0.0.1:0", "--rate", "1000000",
-                                      "--burst", "1000000", "--threads", "2",
-                                      "--cache-warming", "no"],
+                                      "--burst", "1000000", "--threads", "2"],
                                      stdout=subprocess.DEVNULL, stderr=self.logf,
                                      env=dict(os.environ, **(env or {})))
         deadline = time.monotonic() + 60

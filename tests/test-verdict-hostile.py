@@ -52,8 +52,8 @@ class Case:
         self.checks = 0
         self.farms = []
 
-    def farm(self, verdict=None, series=None, name=None):
-        f = Farm(name or self.name[5:30], STD if verdict is None else verdict, series)
+    def farm(self, verdict=None, series=None, name=None, extra=""):
+        f = Farm(name or self.name[5:30], STD if verdict is None else verdict, series, extra)
         self.farms.append(f)
         return f
 
@@ -1875,6 +1875,26 @@ def test_inv11_kernel_list_says_how_much_is_missing(c):
             "the verdict misses more than 20 things, with as many reasons",
             f"{len(v.get('missing') or [])} missing, {len(v.get('reasons') or [])} reasons")
     c.same_in_list(f, v)
+
+
+@test
+def test_control_obsolete_setting_is_said(c):
+    """CacheWarming= (schema 12 keeps every day's histograms at ingest) is accepted without
+    effect, and the server says so naming the file and line; a farm that does not set it hears
+    nothing of it."""
+    said = "CacheWarming=/--cache-warming is obsolete"
+    f = c.farm(extra="[Server]\nCacheWarming=no")
+    plain = c.farm(name="obsolete-setting-unset")
+    for farm in (f, plain):
+        farm.raw_twin = False  # no history to judge twice
+        farm.start()
+    deadline = time.monotonic() + 30
+    while said not in f.log_tail(20000) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    c.check(re.search(r"rtsoak-server\.conf:\d+: " + re.escape(said), f.log_tail(20000)),
+            "the server names the file and line of CacheWarming=", f.log_tail(1000))
+    c.check(said not in plain.log_tail(20000), "no word of it where it is not set",
+            plain.log_tail(1000))
 
 
 @test

@@ -30,8 +30,9 @@ struct server_options {
         double rate_per_s;
         unsigned burst;
         size_t max_body_bytes;
-        /* Obsolete (ingest keeps every day's histograms): accepted, said when given. */
-        bool cache_warming, cache_warming_given;
+        /* Where the obsolete CacheWarming=/--cache-warming was given (NULL: not), to say that
+         * it has no effect: ingest keeps every day's histograms. */
+        const char *cache_warming_from;
         struct farm_connlimit_config limits;
         unsigned idle_timeout_s;
         struct farm_access_config access;

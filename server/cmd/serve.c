@@ -206,9 +206,10 @@ static void background_start(const struct server_options *o, farm_db *db, const 
                              bool https, int64_t listening_ns, struct background *b) {
         int r;
         *b = (struct background){};
-        if (o->cache_warming_given)
-                log_warning("--cache-warming is obsolete and has no effect: the server stores "
-                            "every day's histograms as their intervals arrive");
+        if (o->cache_warming_from)
+                log_warning("%s: CacheWarming=/--cache-warming is obsolete and has no effect: the "
+                            "server stores every day's histograms as their intervals arrive",
+                            o->cache_warming_from);
         char link_host[FARM_ACCESS_LINK_HOST_MAX];
         bool named = farm_access_link_host(&o->access, link_host, sizeof(link_host)) >= 0;
         if (o->notify->enabled &&

@@ -301,7 +301,6 @@ static void server_settings(const struct server_config *sc, struct server_option
         o->rate_per_s = (double) sc->rate;
         o->burst = (unsigned) sc->burst;
         o->max_body_bytes = (size_t) sc->max_body;
-        o->cache_warming = sc->cache_warming;
         o->retention_ns = sc->retention;
 }
 
@@ -324,6 +323,10 @@ int server_config_load(int argc, char **argv, struct server_options *o, const ch
         if (connection_settings(&sc, path, o) < 0)
                 return EXIT_CONFIG;
         server_settings(&sc, o);
+        const char *warming = conf_origin(&config_table, origins,
+                                          offsetof(struct server_config, cache_warming));
+        if (strcmp(warming, "default") != 0)
+                o->cache_warming_from = warming;
         if (rule_from_config(&sc, path, &o->rule) < 0)
                 return EXIT_CONFIG;
         if (notify_config_check(&sc.notify,
