@@ -114,9 +114,7 @@ void vctx_done(struct vctx *v) {
         }
         free(v->waivers);
         farm_verdict_free(v->out);
-        vinventories_done(v);
         free(v->runflags);
-        vrun_days_done(v);
 }
 
 /* ---- a machine's settings ------------------------------------------------------------------ */

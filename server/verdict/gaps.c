@@ -66,30 +66,12 @@ static int other_intervals(struct vctx *v, int64_t run, int64_t max_len, int64_t
  * interval: whether there is any, without reading a history of later releases). */
 static int other_spans(struct vctx *v, struct vmachine *m, int64_t a, int64_t b, bool first,
                        struct vspan **spans, size_t *n) {
-        sql_stmt *st;
-        int r = vprep(v,
-                      "SELECT id, max_length_ns FROM runs WHERE machine_id = ?1 AND release <> ?2 "
-                      "AND first_start_ns < ?4 AND last_end_ns > ?3 AND first_report_ns <= ?5 "
-                      "ORDER BY id",
-                      &st);
-        if (r < 0)
-                return r;
-        sql_bind_text(st, 1, m->id);
-        sql_bind_text(st, 2, v->release);
-        sql_bind_int64(st, 3, a);
-        sql_bind_int64(st, 4, b);
-        sql_bind_int64(st, 5, v->known);
-        struct vspan *runs = NULL; /* (row, max_len) */
-        size_t nruns = 0;
-        int rc;
-        while (r >= 0 && (rc = sql_step(st)) == SQL_ROW)
-                r = add_span(&runs, &nruns, sql_column_int64(st, 0), sql_column_int64(st, 1));
-        sql_reset(st);
-        if (r >= 0 && rc != SQL_DONE)
-                r = vfail(v, rc, "cannot look for other releases");
+        const struct vother *runs;
+        size_t nruns;
+        int r = vother_runs(v, m->id, &runs, &nruns);
         for (size_t i = 0; r >= 0 && i < nruns && !(first && *n > 0); i++)
-                r = other_intervals(v, runs[i].start, runs[i].end, a, b, first, spans, n);
-        free(runs);
+                if (runs[i].first_start < b && runs[i].last_end > a)
+                        r = other_intervals(v, runs[i].row, runs[i].max_len, a, b, first, spans, n);
         return r;
 }
 

@@ -512,11 +512,15 @@ static int violation(struct vctx *v, struct vmachine *m, const struct vrun *run,
 
 static int run_violations(struct vctx *v, const struct vrun *run, struct vmachine *m) {
         sql_stmt *st, *cs;
-        int r = vprep(v,
-                      "SELECT id, seq, start_ns, length_ns, scenario, received_ns FROM intervals "
-                      "WHERE run = ?1 AND max_ns > ?2 AND start_ns + length_ns <= ?3 "
-                      "ORDER BY start_ns, seq",
-                      &st);
+        bool may = false;
+        int r = vrun_may_have(v, run->row, VRUN_OVER, &may);
+        if (r < 0 || !may)
+                return r;
+        r = vprep(v,
+                  "SELECT id, seq, start_ns, length_ns, scenario, received_ns FROM intervals "
+                  "WHERE run = ?1 AND max_ns > ?2 AND start_ns + length_ns <= ?3 "
+                  "ORDER BY start_ns, seq",
+                  &st);
         static const char *const cpus_sql[] = {
                 [SQL_SQLITE] = "SELECT cpu, max_ns, max_time_ns FROM interval_cpus "
                                "WHERE interval = ?1 AND max_ns > ?2 ORDER BY cpu",
@@ -915,69 +919,42 @@ static int flush_downs(struct vctx *v, struct vmachine *m) {
         return flush_totals(v, m);
 }
 
+/* A run of the release as its judgement reads it. */
+static int run_of(const struct vctx *v, const struct vrelrun *x, struct vrun *ret) {
+        *ret = (struct vrun){ .row = x->row,
+                              .id = x->id,
+                              .probe_ns = (uint64_t) x->probe_ns,
+                              .seq_min = x->seq_min };
+        ret->probe_ok = ret->probe_ns > 0 && ret->probe_ns <= v->rule.max_probe_interval_ns;
+        return farm_cpu_list_parse(x->probed, &ret->probed, &ret->nprobed) == -ENOMEM ? -ENOMEM : 0;
+}
+
 int vjudge_data(struct vctx *v, struct vmachine *m) {
-        sql_stmt *st;
-        int r = vprep(
-                v,
-                "SELECT id, run_id, probe_interval_ns, coalesce(probed_cpus, ''), "
-                "kernel_version, hostname, coalesce((SELECT min(i.seq) FROM intervals i "
-                "WHERE i.run = runs.id), -1) FROM runs WHERE machine_id = ?1 AND release = ?2 "
-                "AND first_report_ns <= ?4 AND (start_ns <= ?3 OR first_report_ns <= ?3) "
-                "ORDER BY start_ns, id",
-                &st);
+        const struct vrelrun *runs;
+        size_t n;
+        bool changed = false;
+        int r = vrelease_runs(v, m->id, &runs, &n);
         if (r < 0)
                 return r;
-        sql_bind_text(st, 1, m->id);
-        sql_bind_text(st, 2, v->release);
-        sql_bind_int64(st, 3, v->at);
-        sql_bind_int64(st, 4, v->known);
-        struct {
-                struct vrun run;
-                char *build, *host;
-        } *runs = NULL;
-        size_t n = 0;
-        int rc;
-        while ((rc = sql_step(st)) == SQL_ROW) {
-                void *x = realloc(runs, (n + 1) * sizeof(*runs));
-                if (!x)
-                        break;
-                runs = x;
-                struct vrun *run = &runs[n].run;
-                *run = (struct vrun){ .row = sql_column_int64(st, 0),
-                                      .id = sql_column_int64(st, 1),
-                                      .probe_ns = (uint64_t) sql_column_int64(st, 2),
-                                      .seq_min = sql_column_int64(st, 6) };
-                run->probe_ok = run->probe_ns > 0 && run->probe_ns <= v->rule.max_probe_interval_ns;
-                if (farm_cpu_list_parse(sql_column_text(st, 3), &run->probed, &run->nprobed) ==
-                    -ENOMEM)
-                        break;
-                runs[n].build = strdup(sql_column_text(st, 4) ?: "");
-                runs[n++].host = strdup(sql_column_text(st, 5) ?: "");
-        }
-        sql_reset(st);
-        r = rc == SQL_DONE ? 0 : rc == SQL_ROW ? -ENOMEM : vfail(v, rc, "cannot read the runs");
         m->runs = (unsigned) n;
-        int64_t *ids = calloc(n ? n : 1, sizeof(*ids));
-        if (!ids && r >= 0)
-                r = -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                if (ids)
-                        ids[i] = runs[i].run.id;
-                if (r >= 0 && (!runs[i].build || !runs[i].host))
-                        r = -ENOMEM;
-                if (r >= 0 && *runs[i].host) {
+        _cleanup_free_ int64_t *ids = calloc(n ? n : 1, sizeof(*ids));
+        if (!ids)
+                return -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                struct vrun run;
+                ids[i] = runs[i].id;
+                if (*runs[i].host) {
                         free(m->hostname);
-                        m->hostname = strdup(runs[i].host);
+                        if (!(m->hostname = strdup(runs[i].host)))
+                                return -ENOMEM;
                 }
-                if (r >= 0)
-                        r = judge_run(v, &runs[i].run, runs[i].build, m);
-                free(runs[i].run.probed);
-                free(runs[i].build);
-                free(runs[i].host);
+                if ((r = run_of(v, &runs[i], &run)) >= 0)
+                        r = judge_run(v, &run, runs[i].build, m);
+                free(run.probed);
+                if (r >= 0 && !changed)
+                        r = vrun_may_have(v, runs[i].row, VRUN_CHANGED, &changed);
         }
-        free(runs);
-        if (r >= 0)
+        if (r >= 0 && changed)
                 r = vjudge_inventory(v, m, ids, n);
-        free(ids);
         return r < 0 ? r : flush_downs(v, m);
 }

@@ -132,6 +132,7 @@ struct vctx {
         struct vrunflag *runflags;
         size_t nrunflags;
         bool runflags_loaded;
+        int64_t min_bound; /* the lowest latency bound of any machine listed, at any time */
         /* The day rollups of the release's runs and their scenarios, by run and day
          * (run-days.c); read at the first question. */
         struct vday *days;
@@ -139,7 +140,36 @@ struct vctx {
         struct vdayscen *dayscens;
         size_t ndayscens;
         bool days_loaded;
+        /* The release's runs, and other releases' runs of its machines, by machine
+         * (release-runs.c); read at the first question. */
+        struct vrelrun *relruns;
+        size_t nrelruns;
+        bool relruns_loaded;
+        struct vother *others;
+        size_t nothers;
+        bool others_loaded;
 };
+
+/* ---- the runs read once per verdict, by machine (release-runs.c) ---- */
+/* A run of the release. */
+struct vrelrun {
+        char machine[FARM_MACHINE_ID_LEN + 1]; /* first: the rows are found by it */
+        int64_t row, id, probe_ns, seq_min;    /* seq_min: -1 without intervals */
+        char *probed, *build, *host;           /* probed: the CPU list as stored */
+        size_t order;                          /* in the statement's order */
+};
+/* A run of another release on a machine of the release, with data. */
+struct vother {
+        char machine[FARM_MACHINE_ID_LEN + 1]; /* first: the rows are found by it */
+        int64_t row, max_len, first_start, last_end;
+};
+/* The release's runs of machine stamped by `at` (or reported by then) and known by `known`,
+ * by their start; views into what the context holds. */
+int vrelease_runs(struct vctx *v, const char *machine, const struct vrelrun **ret, size_t *ret_n);
+/* The runs of other releases of machine known by `known` that end after the release's first
+ * data began, by row id. */
+int vother_runs(struct vctx *v, const char *machine, const struct vother **ret, size_t *ret_n);
+void vrelease_runs_done(struct vctx *v);
 
 /* ---- the day rollups of the release's runs (run-days.c) ---- */
 struct vday {
@@ -173,9 +203,11 @@ struct vrunflag {
         unsigned flags; /* VRUN_* */
 };
 enum {
-        VRUN_CLOCK = 1,   /* a day stamped ahead of its arrival, or an event */
-        VRUN_UNCLEAN = 2, /* an unclean_end event */
-        VRUN_OVERLAP = 4, /* a row of "overlaps" */
+        VRUN_CLOCK = 1,    /* a day stamped ahead of its arrival, or an event */
+        VRUN_UNCLEAN = 2,  /* an unclean_end event */
+        VRUN_OVERLAP = 4,  /* a row of "overlaps" */
+        VRUN_OVER = 8,     /* an interval over min_bound */
+        VRUN_CHANGED = 16, /* a run of a machine with two inventories of the release */
 };
 /* Whether the run of row id `row`, of the release, may have what flag names (false: surely
  * not; true: the check must look). */
@@ -186,7 +218,8 @@ int vfail(struct vctx *v, int rc, const char *what);
 /* The statement for sql (a literal) on the verdict's connection, reset and unbound. */
 int vprep(struct vctx *v, const char *sql, sql_stmt **ret);
 int vctx_open(struct vctx *v, const struct farm_rule *configured);
-/* Frees what the context holds (its connection goes back to the pool). */
+/* Frees what the context holds (its connection goes back to the pool); what the context's
+ * readers loaded into it (inventories, days, runs) is theirs to free first. */
 void vctx_done(struct vctx *v);
 /* The machines' settings in force by `at` (those each was enrolled with from the beginning of
  * time) and their maintenance windows, for all of ms at once (ids set); then each machine's

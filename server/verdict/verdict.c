@@ -109,6 +109,9 @@ static int list_machines(struct vctx *v, struct vmachine **ret, size_t *ret_n) {
         }
         if (r >= 0)
                 r = vmachines_load(v, ms, n);
+        v->min_bound = INT64_MAX;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                v->min_bound = MIN(v->min_bound, vmachine_min_bound(&ms[i]));
         if (r >= 0)
                 resolve_group(v, ms, n);
         size_t kept = 0;
@@ -282,6 +285,15 @@ static int verdict_run(struct vctx *v, const struct farm_rule *configured,
         return r;
 }
 
+/* The context and what its parts read for it (each freed by its own file, which reads through
+ * the context: freeing them here keeps context.c below them). */
+static void verdict_done(struct vctx *v) {
+        vinventories_done(v);
+        vrun_days_done(v);
+        vrelease_runs_done(v);
+        vctx_done(v);
+}
+
 int farm_verdict_ask(farm_db *db, const struct farm_rule *rule, const struct farm_question *q,
                      struct farm_verdict **ret, char err[static FARM_ERROR_MAX]) {
         struct vctx v = { .db = db,
@@ -292,7 +304,7 @@ int farm_verdict_ask(farm_db *db, const struct farm_rule *rule, const struct far
                           .asked = q->asked_ns,
                           .sink = q->sink };
         int r = verdict_run(&v, rule, ret);
-        vctx_done(&v);
+        verdict_done(&v);
         return r;
 }
 
@@ -315,7 +327,7 @@ int farm_verdict_has_problem(farm_db *db, const struct farm_rule *rule, const ch
         _cleanup_verdict_ struct farm_verdict *verdict = NULL;
         int r = verdict_run(&v, rule, &verdict);
         *ret = v.found;
-        vctx_done(&v);
+        verdict_done(&v);
         return r;
 }
 
