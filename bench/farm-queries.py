@@ -82,109 +82,39 @@ def summary(name, times, target=None):
     return line
 
 
-def warmed(db, log):
-    """Whether the server's background warming is done: its log says it merged what it found,
-    or no past day lacks its cached histograms (a server that found them all cached already
-    merges nothing and says nothing)."""
-    if "merged in the background" in open(log, errors="replace").read():
-        return True
-    today = int(time.time()) // 86400
-    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=30)
-    try:
-        left = con.execute("SELECT count(*) FROM run_days d WHERE d.day < ? AND NOT EXISTS "
-                           "(SELECT 1 FROM hist_days h WHERE h.run = d.run AND h.day = d.day)",
-                           (today,)).fetchone()[0]
-    finally:
-        con.close()
-    return left == 0
-
-
-def warming(args):
-    """The server's background warming of the per-day histogram cache on the farm: how long
-    it takes, its CPU, and the 30-day machine page while it runs and after."""
-    log = args.db + ".server.log"
-    con = sqlite3.connect("file:%s?mode=ro" % args.db, uri=True)
-    days = con.execute("SELECT count(*) FROM run_days").fetchone()[0]
-    cached0 = con.execute("SELECT count(*) FROM (SELECT DISTINCT run, day FROM hist_days)"
-                          ).fetchone()[0]
-    con.close()
-    proc, url, _ = start_server(SERVER, args.db, log, timeout_s=1800)
-    t0, during, after = time.monotonic(), [], []
-    try:
-        i = 0
-        while not warmed(args.db, log):
-            if time.monotonic() - t0 > 3600:
-                raise SystemExit("the warming did not end within an hour")
-            i += 1
-            dt, _ = timed_get_text("%s/machines/f%031x?window=30d" % (url, 20 + i % 150))
-            during.append(dt)
-            time.sleep(2)
-        warm_s = time.monotonic() - t0
-        cpu_s = proc_cpu_s(proc.pid)
-        for k in range(args.runs):
-            dt, _ = timed_get_text("%s/machines/f%031x?window=30d" % (url, 180 + k % 20))
-            after.append(dt)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
-    lines = [
-        "%s  %s, %d CPUs, %s" % (datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%d %H:%M UTC"), cpu_model(), os.cpu_count(), platform.release()),
-        "background warming of the histogram cache: %d run-days, %d cached at the start" % (
-            days, cached0),
-        "warmed in %.0f s, server CPU %.0f s (%.1f ms per run-day)" % (
-            warm_s, cpu_s, cpu_s * 1000 / max(days - cached0, 1)),
-        summary("machine page, 30 days, while warming", during),
-        summary("machine page, 30 days, after (other machines)", after, 0.2),
-    ]
-    out = "\n".join(lines) + "\n"
-    print(out, end="")
-    with open(args.results, "a") as f:
-        f.write(out + "\n")
-
-
 BASELINE = "6.1.0-rt-bench"   # clean, the month before: the newer release's baseline
 NEWER = "6.1.1-rt-bench"      # the month after, two spikes
 
 
 def baseline(args):
-    """The verdict of a release that has a baseline: the farm runs BASELINE for a month, then
-    NEWER for a month, on the same machines (--db is filled with both when missing).  The
-    verdict of NEWER finds BASELINE qualified and compares every machine and scenario of both
-    from the per-day histogram cache, which the server warms in the background (the default);
-    a verdict asked before the cache is warm merges the days it needs itself (minutes for two
-    months of a 200-machine farm)."""
+    """The verdict of a release that has a baseline, and the comparison of the two: the farm
+    runs BASELINE for --days, then NEWER for --days, on the same machines (--db is filled with
+    both when missing).  The verdict of NEWER finds BASELINE qualified and compares every
+    machine and scenario of both from the day histograms ingest keeps; the comparison
+    (/api/v1/kernels/NEWER/compare?with=BASELINE, its first page) reads each CPU's.  Each is
+    timed first right after the server's start, then --runs times."""
     if not os.path.exists(args.db):
         t = time.monotonic()
-        month = 30 * 86400
-        subprocess.run([FILL, args.db, str(args.machines), str(args.cpus), "30", "60",
-                        str(END_S - month), BASELINE, "1", "no"], check=True)
-        subprocess.run([FILL, args.db, str(args.machines), str(args.cpus), "30", "60",
+        span = args.days * 86400
+        subprocess.run([FILL, args.db, str(args.machines), str(args.cpus), str(args.days), "60",
+                        str(END_S - span), BASELINE, "1", "no"], check=True)
+        subprocess.run([FILL, args.db, str(args.machines), str(args.cpus), str(args.days), "60",
                         str(END_S), NEWER, "2", "yes"], check=True)
         print("filled in %.0f s" % (time.monotonic() - t))
     size = sum(os.path.getsize(args.db + s) for s in ("", "-wal") if os.path.exists(args.db + s))
     shape = farm_shape(args.db)
     log = args.db + ".server.log"
-    # With the cache warming on, as a farm runs: the verdict is timed once the server has
-    # merged the past days in the background (a verdict before that merges what it needs).
     proc, url, _ = start_server(SERVER, args.db, log, timeout_s=1800)
     at = (END_S + 60) * 10**9
+    verdict_url = "%s/api/v1/kernels/%s/verdict?at=%d" % (url, NEWER, at)
+    compare_url = "%s/api/v1/kernels/%s/compare?with=%s" % (url, NEWER, BASELINE)
     try:
-        t0 = time.monotonic()
-        while not warmed(args.db, log):
-            if time.monotonic() - t0 > 7200:
-                raise SystemExit("the warming did not end within two hours")
-            time.sleep(5)
-        warm_s = time.monotonic() - t0
-        cold, last = timed_get("%s/api/v1/kernels/%s/verdict?at=%d" % (url, NEWER, at))
-        warm = []
-        for _ in range(args.runs):
-            dt, last = timed_get("%s/api/v1/kernels/%s/verdict?at=%d" % (url, NEWER, at))
-            warm.append(dt)
-        kernels = []
-        for _ in range(args.runs if want("kernels") else 0):
-            dt, _ = timed_get("%s/api/v1/kernels?at=%d" % (url, at))
-            kernels.append(dt)
+        first, last = timed_get(verdict_url)
+        warm = [timed_get(verdict_url)[0] for _ in range(args.runs)]
+        cfirst, cmp = timed_get(compare_url)
+        compare = [timed_get(compare_url)[0] for _ in range(args.runs)]
+        kernels = [timed_get("%s/api/v1/kernels?at=%d" % (url, at))[0]
+                   for _ in range(args.runs)]
         cpu_s = proc_cpu_s(proc.pid)
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -194,12 +124,16 @@ def baseline(args):
             "%Y-%m-%d %H:%M UTC"), cpu_model(), os.cpu_count(), platform.release()),
         "farm: %s: %s then %s, database %.2f GiB" % (shape_text(shape), BASELINE, NEWER,
                                                      size / 2**30),
-        "verdict of %s: %s, baseline %s, %d problem(s) (%d regressions)" % (
+        "verdict of %s: %s, baseline %s, %d problem(s) (%d regressions)%s" % (
             NEWER, last["verdict"], last["baseline"], last["problems_total"],
-            last["problem_counts"]["regression"]),
-        "histogram cache warmed in the background in %.0f s; first verdict after it %.2f s"
-        % (warm_s, cold),
-        summary("verdict with its baseline, cache warm", warm, 0.2),
+            last["problem_counts"]["regression"],
+            "" if last["baseline"] else ": judged without the regression check (%s did not "
+            "qualify: the rule's Period= is longer than its data)" % BASELINE),
+        "first verdict after the start %.3f s, first comparison %.3f s (%d of %d comparisons "
+        "on its page, %d regressions)" % (first, cfirst, len(cmp["comparisons"]), cmp["total"],
+                                          cmp["regressions"]),
+        summary("verdict of %s" % NEWER, warm, 0.2),
+        summary("comparison with the baseline, first page", compare),
         summary("kernel list with verdicts", kernels),
         "server CPU for all of it: %.0f s" % cpu_s,
     ]
@@ -351,15 +285,14 @@ def main():
                     help="days of intervals (with --fill; the queries ask for this many)")
     ap.add_argument("--results", default=RESULTS,
                     help="the file the results are appended to (default: %(default)s)")
-    ap.add_argument("--warming", action="store_true",
-                    help="measure the background filling of the histogram cache instead")
     ap.add_argument("--baseline", action="store_true",
-                    help="measure the verdict of a release with a baseline instead (two months)")
+                    help="measure the verdict of a release with a baseline and the comparison "
+                    "of the two instead (two releases of --days each)")
     args = ap.parse_args()
     args.db = args.db or ["/var/tmp/rtsoak-bench/farm.db"]
-    if args.warming or args.baseline:
+    if args.baseline:
         args.db = args.db[0]
-        return warming(args) if args.warming else baseline(args)
+        return baseline(args)
 
     if args.fill:
         if os.path.exists(args.db[0]):

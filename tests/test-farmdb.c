@@ -71,7 +71,8 @@ void tu_farm_target(const char *dir, const char *name, char *ret, size_t size) {
         }
         pg_uri(name, ret, size);
         tu_farm_drop(ret);
-        snprintf(sql, sizeof(sql), "CREATE DATABASE \"%s\"", name);
+        /* FILE_COPY: see farm_database() in farmlib.py. */
+        snprintf(sql, sizeof(sql), "CREATE DATABASE \"%s\" STRATEGY FILE_COPY", name);
         tu_farm_exec(getenv("RTSOAK_TEST_PG"), sql);
 }
 
