@@ -90,8 +90,8 @@ def baseline(args):
     """The verdict of a release that has a baseline, and the comparison of the two: the farm
     runs BASELINE for --days, then NEWER for --days, on the same machines (--db is filled with
     both when missing).  The verdict of NEWER finds BASELINE qualified and compares every
-    machine and scenario of both from the day histograms ingest keeps; the comparison
-    (/api/v1/kernels/NEWER/compare?with=BASELINE, its first page) reads each CPU's.  Each is
+    machine and scenario of both from the day histograms ingest keeps, as does the comparison
+    (/api/v1/kernels/NEWER/compare?with=BASELINE, its first page).  Each is
     timed first right after the server's start, then --runs times."""
     if not os.path.exists(args.db):
         t = time.monotonic()
