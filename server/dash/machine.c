@@ -359,6 +359,26 @@ static void window_nav(struct dash *x, const struct dash_machine *m, const struc
         fprintf(f, " (%s)</nav>\n", dash_fmt_span(sp, w->to - w->from));
 }
 
+/* Whether the machine has any capture in the span of the steps the list shows: one without
+ * (its flight recorder off, or nothing captured) is not asked once for each of its rows (up
+ * to LIST_MAX statements, each a round trip on PostgreSQL). */
+static bool any_capture(struct dash *x, const struct dash_machine *m, const struct steps *s) {
+        int64_t from = INT64_MAX, to = INT64_MIN;
+        size_t shown = 0;
+        for (size_t i = 0; i < s->fs.n && shown < LIST_MAX; i++) {
+                const struct farm_step *st = &s->fs.v[i];
+                if ((int64_t) st->max_ns <= m->bound_ns)
+                        continue;
+                shown++;
+                from = MIN(from, st->start_ns);
+                to = MAX(to, st->start_ns + s->step_ns);
+        }
+        bool any = true;
+        if (shown && farm_trace_any_machine(x->db, m->id, from, to, &any) < 0)
+                any = true; /* then each row asks for itself */
+        return shown && any;
+}
+
 /* The steps whose worst case is over the machine's bound. */
 static void list_violations(struct dash *x, const struct dash_machine *m, const struct window *w,
                             const struct steps *s) {
@@ -378,6 +398,7 @@ static void list_violations(struct dash *x, const struct dash_machine *m, const 
                       "<th>scenario</th><th>kernel</th><th>culprit</th><th></th></tr>\n",
                       f);
                 size_t shown = 0;
+                bool traced = any_capture(x, m, s);
                 for (i = 0; i < s->fs.n; i++) {
                         st = &s->fs.v[i];
                         if ((int64_t) st->max_ns <= m->bound_ns || shown++ >= LIST_MAX)
@@ -395,8 +416,8 @@ static void list_violations(struct dash *x, const struct dash_machine *m, const 
                         dash_kernel_link(f, dash_step_name(&s->fs.kernels, st->kernels));
                         fputs("</td><td>", f);
                         struct farm_trace_brief tb;
-                        if (farm_trace_find_machine(x->db, m->id, (int) st->max_cpu, t,
-                                                    t + s->step_ns, mt, &tb) == 0)
+                        if (traced && farm_trace_find_machine(x->db, m->id, (int) st->max_cpu, t,
+                                                              t + s->step_ns, mt, &tb) == 0)
                                 dash_culprit_html(f, tb.summary, tb.id, tb.raw);
                         else
                                 fputs("–", f);

@@ -93,6 +93,26 @@ int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_
         return r < 0 ? r : find_with(st, 0, machine_id, cpu, from_ns, to_ns, at_ns, ret);
 }
 
+int farm_trace_any_machine(farm_db *db, const char *machine_id, int64_t from_ns, int64_t to_ns,
+                           bool *ret) {
+        _cleanup_release_ sql_conn *c = farm_reader(db);
+        _cleanup_reset_ sql_stmt *st = NULL;
+        char err[FARM_ERROR_MAX];
+        int r = farm_prepare(c,
+                             "SELECT EXISTS (SELECT 1 FROM runs r JOIN traces t ON t.run = r.id "
+                             "WHERE r.machine_id = ?1 AND t.time_ns >= ?2 AND t.time_ns < ?3)",
+                             &st, err);
+        if (r < 0)
+                return r;
+        sql_bind_text(st, 1, machine_id);
+        sql_bind_int64(st, 2, from_ns);
+        sql_bind_int64(st, 3, to_ns);
+        if ((r = sql_step(st)) != SQL_ROW)
+                return r < 0 ? r : -EIO;
+        *ret = sql_column_int(st, 0) != 0;
+        return 0;
+}
+
 int farm_trace_find_run(sql_stmt *find, int64_t run, int cpu, int64_t from_ns, int64_t to_ns,
                         int64_t at_ns, struct farm_trace_brief *ret) {
         return find_with(find, run, NULL, cpu, from_ns, to_ns, at_ns, ret);

@@ -34,6 +34,9 @@ struct farm_trace_brief {
  * *ret, -ENOENT if there is none, or -errno. */
 int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_t from_ns,
                             int64_t to_ns, int64_t at_ns, struct farm_trace_brief *ret);
+/* Whether the machine has any capture in [from, to), on any CPU: 0 with *ret, or -errno. */
+int farm_trace_any_machine(farm_db *db, const char *machine_id, int64_t from_ns, int64_t to_ns,
+                           bool *ret);
 /* The same for one run (its row id), for a caller that keeps its statements prepared. */
 #define FARM_TRACE_FIND_SQL                                                             \
         "SELECT t.id, t.summary, t.raw IS NOT NULL FROM traces t WHERE t.run = ?1 AND " \
