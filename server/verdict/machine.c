@@ -93,40 +93,16 @@ static int add_probe_down(struct vmachine *m, const struct vdown *d, size_t *at,
 
 /* ---- the generators of one interval -------------------------------------------------------- */
 
-struct vload {
-        char name[FARM_GENERATOR_NAME_MAX];
-        int64_t down_ns;
-};
-
-/* The generators of interval id that did not run their load, and for how long: those its
- * scenario requires (one it lacks is down all along), or, for a scenario the rule lists no
- * generators for, any of them.  Returns the time the required ones took from the scenario:
- * their down times added (when several were down, their times may not overlap). */
-static int interval_loads(struct vctx *v, const struct vrun *run, int64_t id, int64_t seq,
-                          int64_t start, int64_t len, const char *scen, struct vmachine *m,
-                          int64_t *ret_required_down) {
+/* The generators of interval seq (its loads: got, n) that did not run their load, and for
+ * how long: those its scenario requires (one it lacks is down all along), or, for a scenario
+ * the rule lists no generators for, any of them.  Returns the time the required ones took from
+ * the scenario: their down times added (when several were down, their times may not
+ * overlap). */
+static int interval_loads(const struct vctx *v, const struct vrun *run, const struct vload *got,
+                          size_t n, int64_t seq, int64_t start, int64_t len, const char *scen,
+                          struct vmachine *m, int64_t *ret_required_down) {
         const struct farm_rule_loads *req = farm_rule_loads_of(&v->rule, scen);
-        struct vload got[SUMMARY_MAX_LOADS];
-        size_t n = 0;
-        sql_stmt *st;
-        int r = vprep(v,
-                      "SELECT l.generator, coalesce(d.down_ns, 0) FROM interval_loads l "
-                      "LEFT JOIN load_downs d ON d.run = ?2 AND d.seq = ?3 AND d.load_idx = l.idx "
-                      "WHERE l.interval = ?1 ORDER BY l.idx",
-                      &st);
-        if (r < 0)
-                return r;
-        sql_bind_int64(st, 1, id);
-        sql_bind_int64(st, 2, run->row);
-        sql_bind_int64(st, 3, seq);
-        int rc;
-        while ((rc = sql_step(st)) == SQL_ROW && n < SUMMARY_MAX_LOADS) {
-                snprintf(got[n].name, sizeof(got[n].name), "%s", sql_column_text(st, 0) ?: "");
-                got[n++].down_ns = sql_column_int64(st, 1);
-        }
-        sql_reset(st);
-        if (rc != SQL_DONE && rc != SQL_ROW)
-                return vfail(v, rc, "cannot read an interval's loads");
+        int r;
         struct vdown d = { .run = run->row,
                            .run_id = run->id,
                            .seq = seq,
@@ -162,29 +138,15 @@ static int interval_loads(struct vctx *v, const struct vrun *run, int64_t id, in
 
 /* ---- probes that did not measure ----------------------------------------------------------- */
 
-/* Records the probed CPUs of interval id that did not measure: below the share of wake-ups
- * that covers, or missing more time than the rule allows in this interval alone (wake-ups
- * missed, and the part of the interval the CPU's span leaves out, except in the run's first
- * interval, where its probes start a moment apart). */
-static int interval_probes(struct vctx *v, const struct vrun *run, int64_t id, int64_t seq,
-                           int64_t start, int64_t len, const char *scen, struct vmachine *m) {
-        sql_stmt *st;
-        /* On PostgreSQL by the interval's start too: its partition. */
-        static const char *const sql[] = {
-                [SQL_SQLITE] = "SELECT cpu, samples, coalesce(span_length_ns, ?2) FROM "
-                               "interval_cpus WHERE interval = ?1 ORDER BY cpu",
-                [SQL_PG] = "SELECT cpu, samples, coalesce(span_length_ns, ?2) FROM interval_cpus "
-                           "WHERE interval = ?1 AND start_ns = ?3 ORDER BY cpu",
-        };
-        int r = vprep(v, sql[sql_dialect(v->c)], &st);
-        if (r < 0)
-                return r;
-        sql_bind_int64(st, 1, id);
-        sql_bind_int64(st, 2, len);
-        if (sql_dialect(v->c) == SQL_PG)
-                sql_bind_int64(st, 3, start);
+/* Records the probed CPUs of interval id (its rows from the day's, cpus) that did not
+ * measure: below the share of wake-ups that covers, or missing more time than the rule allows
+ * in this interval alone (wake-ups missed, and the part of the interval the CPU's span leaves
+ * out, except in the run's first interval, where its probes start a moment apart). */
+static int interval_probes(struct vctx *v, const struct vrun *run, struct vday_cursor *cpus,
+                           int64_t id, int64_t seq, int64_t start, int64_t len, const char *scen,
+                           struct vmachine *m) {
+        int r = 0;
         bool edge = seq == run->seq_min;
-        int rc = sql_step(st);
         struct vdown d = {
                 .run = run->row, .run_id = run->id, .seq = seq, .start = start, .len = len
         };
@@ -200,11 +162,11 @@ static int interval_probes(struct vctx *v, const struct vrun *run, int64_t id, i
                 m->nopen = 0;
         for (size_t k = 0; k < run->nprobed && r >= 0; k++) {
                 uint32_t cpu = run->probed[k];
-                while (rc == SQL_ROW && sql_column_int64(st, 0) < cpu)
-                        rc = sql_step(st);
-                bool present = rc == SQL_ROW && sql_column_int64(st, 0) == cpu;
-                uint64_t samples = present ? (uint64_t) sql_column_int64(st, 1) : UINT64_MAX;
-                uint64_t span = present ? (uint64_t) sql_column_int64(st, 2) : (uint64_t) len;
+                while (r >= 0 && vday_at(cpus, id) && sql_column_int64(cpus->st, 3) < cpu)
+                        r = vday_next(v, cpus);
+                bool present = r >= 0 && vday_at(cpus, id) && sql_column_int64(cpus->st, 3) == cpu;
+                uint64_t samples = present ? (uint64_t) sql_column_int64(cpus->st, 4) : UINT64_MAX;
+                uint64_t span = present ? (uint64_t) sql_column_int64(cpus->st, 5) : (uint64_t) len;
                 int32_t ratio = present ? farm_cpu_ratio_pm(samples, span, run->probe_ns) : 0;
                 int64_t missing = farm_cpu_missing_ns(samples, span, edge ? span : (uint64_t) len,
                                                       run->probe_ns);
@@ -216,15 +178,12 @@ static int interval_probes(struct vctx *v, const struct vrun *run, int64_t id, i
                 d.missing_wakeups = (uint64_t) missing / run->probe_ns;
                 r = add_probe_down(m, &d, &at, &nnext);
         }
-        sql_reset(st);
         /* This interval's downs are the open ones now. */
         m->open_next = m->open;
         m->open = next;
         m->nopen = nnext;
         m->open_run = run->row;
         m->open_seq = seq;
-        if (rc != SQL_DONE && rc != SQL_ROW)
-                return vfail(v, rc, "cannot read an interval's CPUs");
         return r;
 }
 
@@ -299,15 +258,53 @@ static int fast_day(struct vctx *v, struct vrun *run, const struct vdayscens *ds
         return 1;
 }
 
-/* One interval read on its own. */
-static int raw_interval(struct vctx *v, struct vrun *run, sql_stmt *st, struct vmachine *m) {
+/* The day's other rows, read beside its intervals. */
+struct raw_cursors {
+        int64_t day;
+        struct vday_cursor loads;
+        struct vday_cursor cpus; /* opened at the day's first interval that needs it */
+        bool cpus_open;
+};
+
+/* The CPU rows of interval (start, seq), current if it has any. */
+static int seek_cpus(struct vctx *v, const struct vrun *run, struct raw_cursors *x, int64_t start,
+                     int64_t seq) {
+        int r = 0;
+        if (!x->cpus_open && (r = vday_cpus_open(v, &x->cpus, run->row, x->day)) >= 0)
+                x->cpus_open = true;
+        return r < 0 ? r : vday_seek(v, &x->cpus, start, seq);
+}
+
+/* The loads of interval id, at most SUMMARY_MAX_LOADS of them into got. */
+static int take_loads(struct vctx *v, struct vday_cursor *loads, int64_t id, struct vload *got,
+                      size_t *ret_n) {
+        size_t n = 0;
+        int r = 0;
+        for (; r >= 0 && vday_at(loads, id); r = vday_next(v, loads))
+                if (n < SUMMARY_MAX_LOADS) {
+                        snprintf(got[n].name, sizeof(got[n].name), "%s",
+                                 sql_column_text(loads->st, 4) ?: "");
+                        got[n++].down_ns = sql_column_int64(loads->st, 5);
+                }
+        *ret_n = n;
+        return r;
+}
+
+/* One interval read on its own (its other rows from the day's, x). */
+static int raw_interval(struct vctx *v, struct vrun *run, sql_stmt *st, struct raw_cursors *x,
+                        struct vmachine *m) {
         int64_t id = sql_column_int64(st, 0), seq = sql_column_int64(st, 1),
                 start = sql_column_int64(st, 2), len = sql_column_int64(st, 3), end = start + len,
                 received, required_down = 0;
         const char *scen = sql_column_text(st, 4) ?: "";
         int64_t counted = sql_column_int64(st, 6), ratio = sql_column_int64(st, 7),
                 missing = sql_column_int64(st, 8);
+        struct vload got[SUMMARY_MAX_LOADS];
+        size_t ngot;
         int r;
+        if ((r = vday_seek(v, &x->loads, start, seq)) < 0 ||
+            (r = take_loads(v, &x->loads, id, got, &ngot)) < 0)
+                return r;
         if (end > v->at || !received_ok(v, st, 5, end, &received) ||
             end - received > (int64_t) v->rule.clock_tolerance_ns)
                 return 0; /* not yet, not known, or from the future (the clock pass) */
@@ -317,9 +314,10 @@ static int raw_interval(struct vctx *v, struct vrun *run, sql_stmt *st, struct v
         run->first_seq = MIN(run->first_seq, seq);
         bool measured = run->probe_ok && ratio >= (int64_t) v->rule.min_samples_pm;
         if (run->probe_ok && (!measured || missing > (int64_t) v->rule.probe_down_max_ns) &&
-            (r = interval_probes(v, run, id, seq, start, len, scen, m)) < 0)
+            ((r = seek_cpus(v, run, x, start, seq)) < 0 ||
+             (r = interval_probes(v, run, &x->cpus, id, seq, start, len, scen, m)) < 0))
                 return r;
-        if ((r = interval_loads(v, run, id, seq, start, len, scen, m, &required_down)) < 0)
+        if ((r = interval_loads(v, run, got, ngot, seq, start, len, scen, m, &required_down)) < 0)
                 return r;
         if (!vmachine_gates_at(m, start))
                 return 0;
@@ -347,15 +345,22 @@ static int raw_day(struct vctx *v, struct vrun *run, int64_t day, struct vmachin
         sql_bind_int64(st, 1, run->row);
         sql_bind_int64(st, 2, day * FARM_DAY_NS);
         sql_bind_int64(st, 3, (day + 1) * FARM_DAY_NS);
+        struct raw_cursors x = { .day = day };
+        if ((r = vday_loads_open(v, &x.loads, run->row, day)) < 0) {
+                vday_close(&x.loads);
+                return r;
+        }
         /* The rows are read one at a time while other statements run: keep them apart. */
         int rc;
         *ret_seen = 0;
         while ((rc = sql_step(st)) == SQL_ROW) {
                 (*ret_seen)++;
-                if ((r = raw_interval(v, run, st, m)) < 0)
+                if ((r = raw_interval(v, run, st, &x, m)) < 0)
                         break;
         }
         sql_reset(st);
+        vday_close(&x.loads);
+        vday_close(&x.cpus);
         if (r < 0)
                 return r;
         return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the intervals");

@@ -197,6 +197,30 @@ struct vdayscens {
 int vrun_days(struct vctx *v, int64_t run, struct vdays *ret_days, struct vdayscens *ret_scens);
 void vrun_days_done(struct vctx *v);
 
+/* ---- a day's other rows, read beside its intervals (day-cursor.c) ---- */
+struct vload {
+        char name[FARM_GENERATOR_NAME_MAX];
+        int64_t down_ns; /* 0: it ran its load all along */
+};
+/* Rows of the intervals of a run's day, in the order its intervals are read (start, seq):
+ * columns 0 the interval's id, 1 its start, 2 its seq, then the rows' own. */
+struct vday_cursor {
+        sql_stmt *st;
+        int rc; /* of its last step: SQL_ROW while a row is current */
+};
+/* The day's generators (3 index, 4 name, 5 the time it did not run its load), of the run of
+ * row id `run`. */
+int vday_loads_open(struct vctx *v, struct vday_cursor *d, int64_t run, int64_t day);
+/* The day's CPU rows (3 CPU, 4 samples, 5 the time its span covers) of the intervals that
+ * did not measure by the rule, or more. */
+int vday_cpus_open(struct vctx *v, struct vday_cursor *d, int64_t run, int64_t day);
+/* Past the rows of the intervals read before (start, seq): the current row is then the first
+ * of that interval, if it has any (vday_at). */
+int vday_seek(struct vctx *v, struct vday_cursor *d, int64_t start, int64_t seq);
+bool vday_at(const struct vday_cursor *d, int64_t id);
+int vday_next(struct vctx *v, struct vday_cursor *d);
+void vday_close(struct vday_cursor *d);
+
 /* ---- which runs a rare per-run check may find something in (run-flags.c) ---- */
 struct vrunflag {
         int64_t row;
