@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 # The build directory whose programs the benchmarks run: build/ in the source tree, or
@@ -67,3 +68,14 @@ def timed_get(url, timeout_s=600):
         if r.status != 200:
             sys.exit(f"{url}: {r.status}")
     return time.perf_counter() - t, body
+
+
+def farm_database(pg, name, tmp):
+    """A farm for a benchmark: the database name made afresh on the PostgreSQL server of the
+    URI pg (its URI returned), or without pg a SQLite file in tmp."""
+    if not pg:
+        return os.path.join(tmp, "farm.db")
+    subprocess.run(["psql", "-q", "-d", pg, "-c", f"DROP DATABASE IF EXISTS {name} WITH (FORCE)",
+                    "-c", f"CREATE DATABASE {name}"], check=True)
+    u = urllib.parse.urlsplit(pg)
+    return urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + name, u.query, ""))

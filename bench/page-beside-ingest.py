@@ -23,7 +23,6 @@ Usage (from the source tree after building into build/):
 """
 import argparse
 import datetime
-import urllib.parse
 import os
 import shutil
 import signal
@@ -35,7 +34,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import BUILD, cpu_model, start_server, timed_get  # noqa: E402
+from benchlib import BUILD, cpu_model, farm_database, start_server, timed_get  # noqa: E402
 
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 DAY_NS = 86400 * 10**9
@@ -78,13 +77,7 @@ def main():
     out = [f"server: {args.server}, store: {'PostgreSQL' if args.pg else 'SQLite'}"]
     proc = load = None
     try:
-        db = os.path.join(tmp, "farm.db")
-        if args.pg:
-            subprocess.run(["psql", "-q", "-d", args.pg, "-c",
-                            "DROP DATABASE IF EXISTS page_bench WITH (FORCE)", "-c",
-                            "CREATE DATABASE page_bench"], check=True)
-            u = urllib.parse.urlsplit(args.pg)
-            db = urllib.parse.urlunsplit((u.scheme, u.netloc, "/page_bench", u.query, ""))
+        db = farm_database(args.pg, "page_bench", tmp)
         start = time.monotonic()
         subprocess.run([fill, "--db", db, "--machines", "1", "--days", "30", "--cpus", "8"],
                        check=True, stderr=subprocess.DEVNULL)

@@ -412,8 +412,9 @@ class Farm:
     def raw_twin_differences(self):
         """Asks every release's verdict, at one moment as known then, of this server and of a
         second one on the same database that reads every day interval by interval
-        (RTSOAK_VERDICT_RAW=1) instead of from the day rollups: the answers must be the same
-        but for asked_at.  Returns how many releases were compared, the differences, and what a
+        (RTSOAK_VERDICT_RAW=1), in chunks of 3 rows (RTSOAK_VERDICT_CHUNK=3: the chunks'
+        boundaries fall everywhere), instead of from the day rollups: the answers must be the
+        same but for asked_at.  Returns how many releases were compared, the differences, and what a
         sanitizer said in the second server's log (None: nothing)."""
         twin = Farm.__new__(Farm)
         twin.__dict__.update(self.__dict__)
@@ -422,7 +423,7 @@ class Farm:
         T = now_ns() - MS
         diffs, kernels = [], []
         try:
-            twin.start(env={"RTSOAK_VERDICT_RAW": "1"})
+            twin.start(env={"RTSOAK_VERDICT_RAW": "1", "RTSOAK_VERDICT_CHUNK": "3"})
             kernels = self.get_json("/api/v1/kernels?limit=1000").get("kernels") or []
             for rel in sorted(k.get("release") for k in kernels):
                 a = self.verdict_raw(rel, at=str(T), known_at=str(T))

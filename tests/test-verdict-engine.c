@@ -311,8 +311,10 @@ static void test_clean_qualifies(void **state) {
         expect(v, "qualified");
         assert_int_equal(covered(v, M_A), 2 * DAY);
         setenv("RTSOAK_VERDICT_RAW", "1", 1);
+        setenv("RTSOAK_VERDICT_CHUNK", "3", 1);
         json_t *raw = ask("6.6.1-rt1", T0 + 2 * DAY + MIN_NS);
         unsetenv("RTSOAK_VERDICT_RAW");
+        unsetenv("RTSOAK_VERDICT_CHUNK");
         assert_true(json_equal(v, raw));
         json_decref(v);
         json_decref(raw);
@@ -346,8 +348,10 @@ static void test_rollups_match_intervals(void **state) {
         for (int64_t at = T0 + 12 * HOUR; at <= T0 + 5 * DAY; at += 9 * HOUR) {
                 json_t *v = ask("6.6.1-rt1", at);
                 setenv("RTSOAK_VERDICT_RAW", "1", 1);
+                setenv("RTSOAK_VERDICT_CHUNK", "3", 1);
                 json_t *raw = ask("6.6.1-rt1", at);
                 unsetenv("RTSOAK_VERDICT_RAW");
+                unsetenv("RTSOAK_VERDICT_CHUNK");
                 char *a = json_dumps(v, JSON_COMPACT), *b = json_dumps(raw, JSON_COMPACT);
                 if (strcmp(a, b) != 0)
                         fail_msg("at %lld:\nrollups:   %s\nintervals: %s", (long long) at, a, b);

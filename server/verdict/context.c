@@ -100,6 +100,11 @@ int vctx_open(struct vctx *v, const struct farm_rule *configured) {
                 return -ENOMEM;
         const char *raw = getenv("RTSOAK_VERDICT_RAW");
         v->raw_only = raw && strcmp(raw, "1") == 0;
+        const char *chunk = getenv("RTSOAK_VERDICT_CHUNK");
+        char *end = NULL;
+        unsigned long long n = chunk ? strtoull(chunk, &end, 10) : 0;
+        v->chunk_rows = end && !*end && n > 0 && n <= VDAY_CHUNK_ROWS ? (size_t) n
+                                                                      : VDAY_CHUNK_ROWS;
         int r = load_rule(v, configured);
         return r < 0 ? r : load_waivers(v);
 }

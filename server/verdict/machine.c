@@ -258,10 +258,10 @@ static int fast_day(struct vctx *v, struct vrun *run, const struct vdayscens *ds
         return 1;
 }
 
-/* The day's other rows, read beside its intervals. */
+/* A day's intervals, and their other rows read beside them. */
 struct raw_cursors {
         int64_t day;
-        struct vday_cursor loads;
+        struct vday_cursor intervals, loads;
         struct vday_cursor cpus; /* opened at the day's first interval that needs it */
         bool cpus_open;
 };
@@ -293,19 +293,19 @@ static int take_loads(struct vctx *v, struct vday_cursor *loads, int64_t id, str
 /* One interval read on its own (its other rows from the day's, x). */
 static int raw_interval(struct vctx *v, struct vrun *run, sql_stmt *st, struct raw_cursors *x,
                         struct vmachine *m) {
-        int64_t id = sql_column_int64(st, 0), seq = sql_column_int64(st, 1),
-                start = sql_column_int64(st, 2), len = sql_column_int64(st, 3), end = start + len,
+        int64_t id = sql_column_int64(st, 0), start = sql_column_int64(st, 1),
+                seq = sql_column_int64(st, 2), len = sql_column_int64(st, 4), end = start + len,
                 received, required_down = 0;
-        const char *scen = sql_column_text(st, 4) ?: "";
-        int64_t counted = sql_column_int64(st, 6), ratio = sql_column_int64(st, 7),
-                missing = sql_column_int64(st, 8);
+        const char *scen = sql_column_text(st, 5) ?: "";
+        int64_t counted = sql_column_int64(st, 7), ratio = sql_column_int64(st, 8),
+                missing = sql_column_int64(st, 9);
         struct vload got[SUMMARY_MAX_LOADS];
         size_t ngot;
         int r;
         if ((r = vday_seek(v, &x->loads, start, seq)) < 0 ||
             (r = take_loads(v, &x->loads, id, got, &ngot)) < 0)
                 return r;
-        if (end > v->at || !received_ok(v, st, 5, end, &received) ||
+        if (end > v->at || !received_ok(v, st, 6, end, &received) ||
             end - received > (int64_t) v->rule.clock_tolerance_ns)
                 return 0; /* not yet, not known, or from the future (the clock pass) */
         if ((r = add_entry(m, run->row, start, end)) < 0)
@@ -333,37 +333,21 @@ static int raw_interval(struct vctx *v, struct vrun *run, sql_stmt *st, struct r
 
 static int raw_day(struct vctx *v, struct vrun *run, int64_t day, struct vmachine *m,
                    int64_t *ret_seen) {
-        sql_stmt *st;
-        int r = vprep(v,
-                      "SELECT id, seq, start_ns, length_ns, coalesce(scenario, ''), received_ns, "
-                      "coalesce(counted_ns, 0), coalesce(min_ratio_pm, 0), "
-                      "coalesce(missing_ns, length_ns) FROM intervals "
-                      "WHERE run = ?1 AND start_ns >= ?2 AND start_ns < ?3 ORDER BY start_ns, seq",
-                      &st);
-        if (r < 0)
-                return r;
-        sql_bind_int64(st, 1, run->row);
-        sql_bind_int64(st, 2, day * FARM_DAY_NS);
-        sql_bind_int64(st, 3, (day + 1) * FARM_DAY_NS);
         struct raw_cursors x = { .day = day };
-        if ((r = vday_loads_open(v, &x.loads, run->row, day)) < 0) {
-                vday_close(&x.loads);
-                return r;
-        }
+        int r = vday_intervals_open(v, &x.intervals, run->row, day);
+        if (r >= 0)
+                r = vday_loads_open(v, &x.loads, run->row, day);
         /* The rows are read one at a time while other statements run: keep them apart. */
-        int rc;
         *ret_seen = 0;
-        while ((rc = sql_step(st)) == SQL_ROW) {
+        while (r >= 0 && x.intervals.rc == SQL_ROW) {
                 (*ret_seen)++;
-                if ((r = raw_interval(v, run, st, &x, m)) < 0)
-                        break;
+                if ((r = raw_interval(v, run, x.intervals.st, &x, m)) >= 0)
+                        r = vday_next(v, &x.intervals);
         }
-        sql_reset(st);
+        vday_close(&x.intervals);
         vday_close(&x.loads);
         vday_close(&x.cpus);
-        if (r < 0)
-                return r;
-        return rc == SQL_DONE ? 0 : vfail(v, rc, "cannot read the intervals");
+        return r;
 }
 
 /* A day the rule reads interval by interval, some of whose intervals retention dropped (it

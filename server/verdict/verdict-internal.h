@@ -121,7 +121,8 @@ struct vctx {
         /* The answer being made: its problems, what is missing, the builds, the late data. */
         struct farm_verdict *out;
         uint64_t not_counted_kinds[FARM_PROBLEM_NKINDS];
-        bool raw_only; /* RTSOAK_VERDICT_RAW=1: every day from its intervals (cross-checks) */
+        bool raw_only;     /* RTSOAK_VERDICT_RAW=1: every day from its intervals (cross-checks) */
+        size_t chunk_rows; /* of a day read interval by interval (RTSOAK_VERDICT_CHUNK=N) */
         /* The newest inventory of each machine of the release and of inv_baseline, read once
          * for all the regressions against that baseline (inventory-check.c); NULL: not yet. */
         char *inv_baseline;
@@ -197,28 +198,37 @@ struct vdayscens {
 int vrun_days(struct vctx *v, int64_t run, struct vdays *ret_days, struct vdayscens *ret_scens);
 void vrun_days_done(struct vctx *v);
 
-/* ---- a day's other rows, read beside its intervals (day-cursor.c) ---- */
+/* ---- a day read interval by interval (day-cursor.c) ---- */
+/* Its rows read in chunks of VDAY_CHUNK_ROWS, unless RTSOAK_VERDICT_CHUNK says otherwise (the
+ * tests' small chunks cross their boundaries everywhere). */
+#define VDAY_CHUNK_ROWS 16384
 struct vload {
         char name[FARM_GENERATOR_NAME_MAX];
         int64_t down_ns; /* 0: it ran its load all along */
 };
-/* Rows of the intervals of a run's day, in the order its intervals are read (start, seq):
- * columns 0 the interval's id, 1 its start, 2 its seq, then the rows' own. */
+/* Rows of the intervals of a run's day, in the order (start, seq, a key within the interval):
+ * columns 0 the interval's id, 1 its start, 2 its seq, 3 that key, then the rows' own. */
 struct vday_cursor {
+        const char *sql;
         sql_stmt *st;
-        int rc; /* of its last step: SQL_ROW while a row is current */
+        int rc;                   /* of its last step: SQL_ROW while a row is current */
+        int64_t run, day, key[3]; /* key: of the last row read */
+        size_t rows;              /* of the current chunk */
 };
-/* The day's generators (3 index, 4 name, 5 the time it did not run its load), of the run of
- * row id `run`. */
+/* The day's intervals of the run of row id `run` (4 length, 5 scenario, 6 received, 7
+ * counted, 8 its CPUs' lowest share of wake-ups, 9 the time its probes missed). */
+int vday_intervals_open(struct vctx *v, struct vday_cursor *d, int64_t run, int64_t day);
+/* Their generators (3 index, 4 name, 5 the time it did not run its load). */
 int vday_loads_open(struct vctx *v, struct vday_cursor *d, int64_t run, int64_t day);
-/* The day's CPU rows (3 CPU, 4 samples, 5 the time its span covers) of the intervals that
- * did not measure by the rule, or more. */
+/* Their CPU rows (3 CPU, 4 samples, 5 the time its span covers), of the intervals that did
+ * not measure by the rule, or more. */
 int vday_cpus_open(struct vctx *v, struct vday_cursor *d, int64_t run, int64_t day);
+/* The next row, if any (rc). */
+int vday_next(struct vctx *v, struct vday_cursor *d);
 /* Past the rows of the intervals read before (start, seq): the current row is then the first
  * of that interval, if it has any (vday_at). */
 int vday_seek(struct vctx *v, struct vday_cursor *d, int64_t start, int64_t seq);
 bool vday_at(const struct vday_cursor *d, int64_t id);
-int vday_next(struct vctx *v, struct vday_cursor *d);
 void vday_close(struct vday_cursor *d);
 
 /* ---- which runs a rare per-run check may find something in (run-flags.c) ---- */
