@@ -5,7 +5,7 @@
  * up to two statements per interval: 1,440 round trips a day each on PostgreSQL).  Each is read
  * in chunks of at most v->chunk_rows rows, each chunk after the last row of the one before
  * (PostgreSQL hands a statement's result over whole: a day of a machine with hundreds of CPUs
- * that did not measure would otherwise be hundreds of thousands of rows at once, 160-230 MiB
+ * that did not measure would otherwise be hundreds of thousands of rows at once, 157-297 MiB
  * for 256 CPUs).  A chunk is found from its day's intervals after the last start read, sorted
  * by (start, seq) there: a day of many chunks costs more than its rows, which only a day far
  * larger than a machine's minutes has. */
