@@ -6,8 +6,18 @@
 # superuser's database; tests create a database per farm).  Without the PostgreSQL server
 # binaries the test is skipped, saying why (TAP: 1..0 # SKIP).
 #
-#   pg-run.sh COMMAND [ARGS...]
+#   pg-run.sh [--template=DIR] COMMAND [ARGS...]
+#
+# --template=DIR: a cluster made by initdb once, kept in DIR, is copied for each test instead
+# of running initdb again (the suite starts 36 of them: a copy takes 0.1 s of CPU, initdb 0.9 s).
+# DIR holds the cluster of the PostgreSQL binaries and options its stamp names; another one is
+# made again.  Tests started at once wait for the first to make it.
 set -euo pipefail
+
+template=
+case ${1:-} in
+--template=*) template=${1#--template=}; shift ;;
+esac
 
 bindir=
 for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
@@ -41,10 +51,32 @@ trap cleanup EXIT
 
 # No fsync: a test's cluster does not outlive the machine (the durability tests kill the
 # server processes, not the machine).
-if ! "${as_user[@]}" "$bindir/initdb" -D "$dir/data" -U postgres --auth=trust --no-sync \
-        -E UTF8 --locale=C >"$dir/initdb.log" 2>&1; then
-        echo "Bail out! initdb failed: $(tail -3 "$dir/initdb.log" | tr '\n' ' ')"
-        exit 1
+initdb_options=(-U postgres --auth=trust --no-sync -E UTF8 --locale=C)
+make_cluster() { # directory
+        if ! "${as_user[@]}" "$bindir/initdb" -D "$1" "${initdb_options[@]}" >"$dir/initdb.log" 2>&1; then
+                echo "Bail out! initdb failed: $(tail -3 "$dir/initdb.log" | tr '\n' ' ')"
+                exit 1
+        fi
+}
+if [ -n "$template" ]; then
+        mkdir -p "$template"
+        exec 8>"$template/lock"
+        flock 8
+        stamp="$bindir $("$bindir/initdb" --version) ${initdb_options[*]}"
+        if [ ! -f "$template/data/PG_VERSION" ] || [ "$(cat "$template/stamp" 2>/dev/null)" != "$stamp" ]; then
+                rm -rf "$template/data" "$template/stamp"
+                make_cluster "$dir/data"
+                rm -rf "$template/data.new"
+                cp -a "$dir/data" "$template/data.new"
+                mv "$template/data.new" "$template/data"
+                echo "$stamp" >"$template/stamp"
+        else
+                cp -a "$template/data" "$dir/data"
+        fi
+        flock -u 8
+        exec 8>&-
+else
+        make_cluster "$dir/data"
 fi
 if ! "${as_user[@]}" "$bindir/pg_ctl" -D "$dir/data" -w -t 60 -l "$dir/server.log" \
         -o "-c listen_addresses='' -c unix_socket_directories='$dir' -c fsync=off -c max_connections=200 -c shared_buffers=32MB" \
