@@ -78,7 +78,7 @@ static int chunk_open(struct vctx *v, struct vday_cursor *d) {
         for (int k = 0; k < 3; k++)
                 sql_bind_int64(d->st, 4 + k, d->key[k]);
         sql_bind_int64(d->st, 7, (int64_t) v->chunk_rows);
-        if (d->sql == sql_cpus[sql_dialect(v->c)]) {
+        if (d->not_measured) {
                 sql_bind_int64(d->st, 8, (int64_t) v->rule.min_samples_pm);
                 sql_bind_int64(d->st, 9, (int64_t) v->rule.probe_down_max_ns);
         }
@@ -86,24 +86,26 @@ static int chunk_open(struct vctx *v, struct vday_cursor *d) {
         return chunk_step(v, d);
 }
 
-static int day_open(struct vctx *v, struct vday_cursor *d, const char *sql, int64_t run,
-                    int64_t day) {
-        *d = (struct vday_cursor){
-                .sql = sql, .run = run, .day = day, .key = { INT64_MIN, INT64_MIN, INT64_MIN }
-        };
+static int day_open(struct vctx *v, struct vday_cursor *d, const char *sql, bool not_measured,
+                    int64_t run, int64_t day) {
+        *d = (struct vday_cursor){ .sql = sql,
+                                   .not_measured = not_measured,
+                                   .run = run,
+                                   .day = day,
+                                   .key = { INT64_MIN, INT64_MIN, INT64_MIN } };
         return chunk_open(v, d);
 }
 
 int vday_intervals_open(struct vctx *v, struct vday_cursor *d, int64_t run, int64_t day) {
-        return day_open(v, d, sql_intervals, run, day);
+        return day_open(v, d, sql_intervals, false, run, day);
 }
 
 int vday_loads_open(struct vctx *v, struct vday_cursor *d, int64_t run, int64_t day) {
-        return day_open(v, d, sql_loads[sql_dialect(v->c)], run, day);
+        return day_open(v, d, sql_loads[sql_dialect(v->c)], false, run, day);
 }
 
 int vday_cpus_open(struct vctx *v, struct vday_cursor *d, int64_t run, int64_t day) {
-        return day_open(v, d, sql_cpus[sql_dialect(v->c)], run, day);
+        return day_open(v, d, sql_cpus[sql_dialect(v->c)], true, run, day);
 }
 
 int vday_next(struct vctx *v, struct vday_cursor *d) {

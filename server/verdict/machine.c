@@ -302,13 +302,13 @@ static int raw_interval(struct vctx *v, struct vrun *run, sql_stmt *st, struct r
         struct vload got[SUMMARY_MAX_LOADS];
         size_t ngot;
         int r;
-        if ((r = vday_seek(v, &x->loads, start, seq)) < 0 ||
-            (r = take_loads(v, &x->loads, id, got, &ngot)) < 0)
-                return r;
         if (end > v->at || !received_ok(v, st, 6, end, &received) ||
             end - received > (int64_t) v->rule.clock_tolerance_ns)
-                return 0; /* not yet, not known, or from the future (the clock pass) */
-        if ((r = add_entry(m, run->row, start, end)) < 0)
+                return 0; /* not yet, not known, or from the future (the clock pass); the next
+                           * interval's seek passes its loads */
+        if ((r = vday_seek(v, &x->loads, start, seq)) < 0 ||
+            (r = take_loads(v, &x->loads, id, got, &ngot)) < 0 ||
+            (r = add_entry(m, run->row, start, end)) < 0)
                 return r;
         run->first_ns = MIN(run->first_ns, start);
         run->first_seq = MIN(run->first_seq, seq);

@@ -210,6 +210,7 @@ struct vload {
  * columns 0 the interval's id, 1 its start, 2 its seq, 3 that key, then the rows' own. */
 struct vday_cursor {
         const char *sql;
+        bool not_measured; /* binds the rule's test of intervals that did not measure */
         sql_stmt *st;
         int rc;                   /* of its last step: SQL_ROW while a row is current */
         int64_t run, day, key[3]; /* key: of the last row read */
