@@ -79,3 +79,13 @@ def farm_database(pg, name, tmp):
                     "-c", f"CREATE DATABASE {name}"], check=True)
     u = urllib.parse.urlsplit(pg)
     return urllib.parse.urlunsplit((u.scheme, u.netloc, "/" + name, u.query, ""))
+
+
+def write_results(out, path, last_line):
+    """Ends a run's lines out with last_line and the load average, prints those two and
+    appends every line to the results file path."""
+    out.append(last_line)
+    out.append(f"# load average after: {os.getloadavg()}")
+    print("\n".join(out[-2:]))
+    with open(path, "a") as f:
+        f.write("\n".join(out) + "\n\n")

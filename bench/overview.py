@@ -26,7 +26,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import BUILD, cpu_model, start_server, timed_get  # noqa: E402
+from benchlib import BUILD, cpu_model, start_server, timed_get, write_results  # noqa: E402
 
 AT = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 PAGES = [("overview", "/"), ("kernels", "/api/v1/kernels?at=" + AT)]
@@ -100,12 +100,8 @@ def main():
                     for label, build in builds]
             ref = ref or seen[0]["kernels"]
             differ += [s["kernels"] != ref for s in seen]
-    out.append(f"# the kernel lists at {AT} of the builds and rounds: "
-               f"{'differ' if any(differ) else 'the same bytes'}")
-    out.append(f"# load average after: {os.getloadavg()}")
-    print("\n".join(out[-2:]))
-    with open(args.results, "a") as f:
-        f.write("\n".join(out) + "\n\n")
+    write_results(out, args.results, f"# the kernel lists at {AT} of the builds and rounds: "
+                  f"{'differ' if any(differ) else 'the same bytes'}")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import BUILD, cpu_model, farm_database, start_server, timed_get  # noqa: E402
+from benchlib import (BUILD, cpu_model, farm_database, start_server, timed_get,  # noqa: E402
+                      write_results)
 
 MACHINE = "%032x" % 7
 RELEASE = "6.6.99-rt1"
@@ -97,12 +98,8 @@ def main():
                     f"peak RSS {hwm / 1024:.1f} MiB, {'PostgreSQL' if a.pg else 'SQLite'}")
             print(line, flush=True)
             out.append(line)
-    out.append(f"# the verdicts of the builds and rounds: "
-               f"{'the same bytes' if len(bodies) == 1 else 'DIFFERENT'}")
-    out.append(f"# load average after: {os.getloadavg()}")
-    print("\n".join(out[-2:]))
-    with open(a.results, "a") as f:
-        f.write("\n".join(out) + "\n\n")
+    write_results(out, a.results, f"# the verdicts of the builds and rounds: "
+                  f"{'the same bytes' if len(bodies) == 1 else 'DIFFERENT'}")
     if len(bodies) != 1:
         sys.exit("the builds' verdicts differ")
 

@@ -93,20 +93,29 @@ int farm_trace_find_machine(farm_db *db, const char *machine_id, int cpu, int64_
         return r < 0 ? r : find_with(st, 0, machine_id, cpu, from_ns, to_ns, at_ns, ret);
 }
 
+/* The statement sql prepared on c, with ?1 the machine and [?2, ?3) the span of its captures. */
+static int prepare_span(sql_conn *c, const char *sql, const char *machine_id, int64_t from_ns,
+                        int64_t to_ns, sql_stmt **st, char *err) {
+        int r = farm_prepare(c, sql, st, err);
+        if (r < 0)
+                return r;
+        sql_bind_text(*st, 1, machine_id);
+        sql_bind_int64(*st, 2, from_ns);
+        sql_bind_int64(*st, 3, to_ns);
+        return 0;
+}
+
 int farm_trace_any_machine(farm_db *db, const char *machine_id, int64_t from_ns, int64_t to_ns,
                            bool *ret) {
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *st = NULL;
         char err[FARM_ERROR_MAX];
-        int r = farm_prepare(c,
+        int r = prepare_span(c,
                              "SELECT EXISTS (SELECT 1 FROM runs r JOIN traces t ON t.run = r.id "
                              "WHERE r.machine_id = ?1 AND t.time_ns >= ?2 AND t.time_ns < ?3)",
-                             &st, err);
+                             machine_id, from_ns, to_ns, &st, err);
         if (r < 0)
                 return r;
-        sql_bind_text(st, 1, machine_id);
-        sql_bind_int64(st, 2, from_ns);
-        sql_bind_int64(st, 3, to_ns);
         if ((r = sql_step(st)) != SQL_ROW)
                 return r < 0 ? r : -EIO;
         *ret = sql_column_int(st, 0) != 0;
@@ -158,17 +167,14 @@ int farm_traces_list(farm_db *db, const char *machine_id, int64_t from_ns, int64
         _cleanup_release_ sql_conn *c = farm_reader(db);
         _cleanup_reset_ sql_stmt *st = NULL;
         struct farm_capture_list l = {};
-        int r = farm_prepare(c,
+        int r = prepare_span(c,
                              CAPTURE_COLUMNS CAPTURE_FROM
                              "WHERE r.machine_id = ?1 AND t.time_ns >= ?2 AND t.time_ns < ?3 "
                              "AND (?4 < 0 OR t.cpu = ?4) ORDER BY t.time_ns DESC, t.id DESC "
                              "LIMIT ?5",
-                             &st, err);
+                             machine_id, from_ns, to_ns, &st, err);
         if (r < 0)
                 return r;
-        sql_bind_text(st, 1, machine_id);
-        sql_bind_int64(st, 2, from_ns);
-        sql_bind_int64(st, 3, to_ns);
         sql_bind_int64(st, 4, cpu);
         sql_bind_int64(st, 5, (int64_t) MIN(limit, (uint64_t) INT64_MAX));
         int rc;
