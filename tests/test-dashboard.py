@@ -355,6 +355,21 @@ def test_http(farm):
     status, _, _ = farm.get("/plots/machines/x/other.svg")
     check(status == 404, "an unknown plot: 404", status)
 
+    # The violations table lists the first 200 steps over the bound and counts the rest: the
+    # other machine's bound lowered to 1 us (last: its pages above were asked with its own).
+    subprocess.run([SERVER, f"--db={farm.db}", "machine", "set", OTHER, "--bound", "1us",
+                    "--reason", "every step a violation"], check=True, capture_output=True)
+    status, _, body = farm.get(f"/machines/{OTHER}?window=1d")
+    sec = body[body.find('id="violations"'):]
+    sec = sec[:sec.find("</table>") + len("</table>") + 200]
+    m = re.search(r"Violations \((\d+) steps over the bound of 1(?:\.0)? µs\)", sec)
+    n = int(m.group(1)) if m else 0
+    rows = sec.count(">zoom</a></td></tr>")
+    check(status == 200 and n > 200 and rows == 200
+          and f"and {n - 200} more; narrow the window." in sec,
+          "a machine page with more than 200 steps over the bound lists the first 200 and "
+          "counts the rest", f"{status} {n} steps, {rows} rows: {sec[:300]}")
+
 
 # ---- in Chromium --------------------------------------------------------------------------
 

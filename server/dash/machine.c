@@ -359,17 +359,25 @@ static void window_nav(struct dash *x, const struct dash_machine *m, const struc
         fprintf(f, " (%s)</nav>\n", dash_fmt_span(sp, w->to - w->from));
 }
 
+/* The next step from *i on that the violations table shows (over the machine's bound, among
+ * the first LIST_MAX of those), or NULL. */
+static const struct farm_step *next_shown(const struct dash_machine *m, const struct steps *s,
+                                          size_t *i, size_t *shown) {
+        for (; *i < s->fs.n && *shown < LIST_MAX; (*i)++)
+                if ((int64_t) s->fs.v[*i].max_ns > m->bound_ns) {
+                        (*shown)++;
+                        return &s->fs.v[(*i)++];
+                }
+        return NULL;
+}
+
 /* Whether the machine has any capture in the span of the steps the list shows: one without
  * (its flight recorder off, or nothing captured) is not asked once for each of its rows (up
  * to LIST_MAX statements, each a round trip on PostgreSQL). */
 static bool any_capture(struct dash *x, const struct dash_machine *m, const struct steps *s) {
         int64_t from = INT64_MAX, to = INT64_MIN;
-        size_t shown = 0;
-        for (size_t i = 0; i < s->fs.n && shown < LIST_MAX; i++) {
-                const struct farm_step *st = &s->fs.v[i];
-                if ((int64_t) st->max_ns <= m->bound_ns)
-                        continue;
-                shown++;
+        size_t i = 0, shown = 0;
+        for (const struct farm_step *st; (st = next_shown(m, s, &i, &shown));) {
                 from = MIN(from, st->start_ns);
                 to = MAX(to, st->start_ns + s->step_ns);
         }
@@ -399,10 +407,7 @@ static void list_violations(struct dash *x, const struct dash_machine *m, const 
                       f);
                 size_t shown = 0;
                 bool traced = any_capture(x, m, s);
-                for (i = 0; i < s->fs.n; i++) {
-                        st = &s->fs.v[i];
-                        if ((int64_t) st->max_ns <= m->bound_ns || shown++ >= LIST_MAX)
-                                continue;
+                for (i = 0; (st = next_shown(m, s, &i, &shown));) {
                         int64_t t = st->start_ns, mt = st->max_time_ns;
                         bool hl = w->hl_to > w->hl_from && mt >= w->hl_from && t < w->hl_to;
                         fprintf(f, "<tr%s><td>", hl ? " class=\"hl\"" : "");
