@@ -475,9 +475,11 @@ static void test_machine_changed(void **state) {
         inventory_version(&inv[0], 1, T0, "1.0", "aaaa");
         inventory_version(&inv[1], 2, T0 + HOUR, "1.0", "bbbb");
         inventory_version(&inv[2], 3, T0 + 36 * HOUR, "1.1", "bbbb");
-        /* Each version with the upload of its time: the first 30 hours, then the rest. */
+        /* Each version with the upload of its time: the first 30 hours, then the rest; the
+         * run numbered 5 by the machine, 1 by the farm, so that the two cannot be taken for
+         * each other. */
         struct hist_spec h = base;
-        h.n = 6 * 30, h.inventory = inv, h.ninventory = 2;
+        h.run = 5, h.n = 6 * 30, h.inventory = inv, h.ninventory = 2;
         store(&h);
         h.seq0 = 6 * 30, h.start = T0 + 30 * HOUR, h.n = 6 * 18;
         h.inventory = &inv[2], h.ninventory = 1;
@@ -489,7 +491,7 @@ static void test_machine_changed(void **state) {
         assert_int_equal(count_kind(v, "problems", "machine_changed"), 1);
         json_t *p = first_of(v, "machine_changed");
         assert_string_equal(json_string_value(json_object_get(p, "id")),
-                            "machine_changed:" M_A ":1:3");
+                            "machine_changed:" M_A ":5:3");
         assert_int_equal(json_integer_value(json_object_get(p, "version")), 3);
         assert_int_equal(
                 json_integer_value(json_object_get(json_object_get(p, "previous"), "version")), 2);

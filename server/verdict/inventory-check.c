@@ -148,14 +148,14 @@ static int change(struct vctx *v, struct vmachine *m, const struct farm_inventor
         return vproblem(v, m, found, found, &p, ok);
 }
 
-static bool in_runs(int64_t run, const int64_t *runs, size_t nruns) {
+static bool in_runs(int64_t run, const struct vrelrun *runs, size_t nruns) {
         for (size_t i = 0; i < nruns; i++)
-                if (runs[i] == run)
+                if (runs[i].id == run)
                         return true;
         return false;
 }
 
-int vjudge_inventory(struct vctx *v, struct vmachine *m, const int64_t *runs, size_t nruns) {
+int vjudge_inventory(struct vctx *v, struct vmachine *m, const struct vrelrun *runs, size_t nruns) {
         struct farm_inventory_version *vs = NULL;
         size_t n = 0;
         if (nruns == 0 || !v->rule.inventory_fields[0])

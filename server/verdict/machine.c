@@ -926,12 +926,8 @@ int vjudge_data(struct vctx *v, struct vmachine *m) {
         if (r < 0)
                 return r;
         m->runs = (unsigned) n;
-        _cleanup_free_ int64_t *ids = calloc(n ? n : 1, sizeof(*ids));
-        if (!ids)
-                return -ENOMEM;
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 struct vrun run;
-                ids[i] = runs[i].id;
                 if (*runs[i].host) {
                         free(m->hostname);
                         if (!(m->hostname = strdup(runs[i].host)))
@@ -944,6 +940,6 @@ int vjudge_data(struct vctx *v, struct vmachine *m) {
                         r = vrun_may_have(v, runs[i].row, VRUN_CHANGED, &changed);
         }
         if (r >= 0 && changed)
-                r = vjudge_inventory(v, m, ids, n);
+                r = vjudge_inventory(v, m, runs, n);
         return r < 0 ? r : flush_downs(v, m);
 }

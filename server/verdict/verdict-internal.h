@@ -291,9 +291,9 @@ int vspan_append(struct vspan **v, size_t *n, int64_t start, int64_t end);
 
 /* ---- one machine (server-verdict-machine.c, server-verdict-gaps.c) ---- */
 int vjudge_data(struct vctx *v, struct vmachine *m);
-/* machine_changed problems of m between versions of its runs of the release (runs: the
- * machine's own numbers of those runs), inventory-check.c. */
-int vjudge_inventory(struct vctx *v, struct vmachine *m, const int64_t *runs, size_t nruns);
+/* machine_changed problems of m between versions of its runs of the release (runs: those
+ * runs, matched by the machine's own numbers of them), inventory-check.c. */
+int vjudge_inventory(struct vctx *v, struct vmachine *m, const struct vrelrun *runs, size_t nruns);
 /* For a regression of machine against baseline: the counted inventory fields in which its
  * version for the release differs from its version for the baseline, into ret's inventory_*;
  * the change described into buf ("" when none, or not known). */
