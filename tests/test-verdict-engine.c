@@ -568,6 +568,20 @@ static void test_clock_ahead(void **state) {
 
 /* ---- invariant 4: a past verdict never changes behind anyone's back ---- */
 
+/* Asserts that two verdicts are the same but for when they were asked; frees both. */
+static void assert_same_verdict(json_t *then, json_t *again) {
+        json_object_del(then, "asked_at");
+        json_object_del(then, "asked_at_ns");
+        json_object_del(again, "asked_at");
+        json_object_del(again, "asked_at_ns");
+        char *a = json_dumps(then, JSON_COMPACT), *b = json_dumps(again, JSON_COMPACT);
+        assert_string_equal(a, b);
+        free(a);
+        free(b);
+        json_decref(then);
+        json_decref(again);
+}
+
 /* The verdict given at K, asked again with known_at=K after late data, a settings change and
  * a waiver: the same but for asked_at; with at=K it counts the late data. */
 static void test_known_at(void **state) {
@@ -580,22 +594,28 @@ static void test_known_at(void **state) {
         h.seq0 = 144, h.start = T0 + DAY, h.n = 6 * 24, h.max_ns = 500000;
         store(&h);
         setting(M_A, T0 + 2 * DAY, 50000, 1, "default");
-        json_t *again = ask_known("6.6.1-rt1", k, k);
-        json_object_del(then, "asked_at");
-        json_object_del(then, "asked_at_ns");
-        json_object_del(again, "asked_at");
-        json_object_del(again, "asked_at_ns");
-        char *a = json_dumps(then, JSON_COMPACT), *b = json_dumps(again, JSON_COMPACT);
-        assert_string_equal(a, b);
-        free(a);
-        free(b);
-        json_decref(then);
-        json_decref(again);
+        assert_same_verdict(then, ask_known("6.6.1-rt1", k, k));
         /* About the moment the second day started, with all that came: 1 interval late. */
         json_t *late = ask_known("6.6.1-rt1", T0 + DAY + 10 * MIN_NS, INT64_MAX);
         assert_int_equal(
                 json_integer_value(json_object_get(json_object_get(late, "late"), "intervals")), 1);
         json_decref(late);
+}
+
+/* A run that started before K but whose first upload came after it is not one of the
+ * release's runs as known at K: not in its machine's count of runs.  (A machine whose only
+ * run that is is not listed at all: the machines are read as known at K.) */
+static void test_known_at_run_reported_later(void **state) {
+        struct hist_spec h = base;
+        h.n = 6 * 24;
+        store(&h);
+        int64_t k = T0 + DAY + 5 * MIN_NS;
+        json_t *then = ask("6.6.1-rt1", k);
+        /* Run 2 (its daemon started at T0, as every run here) sends day two's first hour an
+         * hour after K. */
+        h.run = 2, h.seq0 = 0, h.start = T0 + DAY, h.n = 6, h.received = k + HOUR;
+        store(&h);
+        assert_same_verdict(then, ask_known("6.6.1-rt1", k, k));
 }
 
 /* What a verdict log pass told its problem hook: the violations' ids. */
@@ -1302,6 +1322,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_machine_changed_clock_ahead, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_clock_ahead, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_known_at, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_known_at_run_reported_later, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_settings_afterwards, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_silent_then_later_releases, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_partial_other_release, setup, teardown),

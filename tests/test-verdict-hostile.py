@@ -515,10 +515,13 @@ def test_inv3_clock_ahead(c):
     now+2h): a clock problem clock:MACHINE:RUN with that skew, and no coverage from it.  lab-d
     goes silent 3 h ago, then sends one interval stamped 30 minutes ahead: that interval does
     not end the silence (the gap stays ongoing). lab-g sends an event stamped an hour ahead: a
-    clock problem too.  ?at= an hour ahead of the server is refused with 400.  Control: lab-f's
-    last interval ends 60 s after its arrival (within ClockTolerance=2min): no clock problem."""
+    clock problem too.  lab-h reboots with its clock 2 h ahead: its second run's start and
+    interval are stamped then, after the moment asked, yet arrived before it: a clock problem of
+    that run.  ?at= an hour ahead of the server is refused with 400.  Control: lab-f's last
+    interval ends 60 s after its arrival (within ClockTolerance=2min): no clock problem."""
     f = c.farm()
-    a, b, d, ff, g = (f.enroll(h) for h in ("lab-a", "lab-b", "lab-d", "lab-f", "lab-g"))
+    a, b, d, ff, g, h = (f.enroll(x) for x in ("lab-a", "lab-b", "lab-d", "lab-f", "lab-g",
+                                                "lab-h"))
     f.start()
     E = end_of_history()
     S = E - 25 * HOUR
@@ -536,6 +539,9 @@ def test_inv3_clock_ahead(c):
     rg, _ = clean(g, R, S, E)
     rg.post([], [{"id": 1, "time_ns": now_ns() + HOUR, "type": "scenario", "cpu": None,
                   "value": None, "message": "scenario io started"}])
+    clean(h, R, S, E)
+    rh = h.run(2, R, start_ns=now_ns() + 2 * HOUR)
+    rh.post([rh.interval(rh.start_ns, 10 * MIN)])
     v = f.verdict(R)
     c.eq(v.get("verdict"), "failed", "verdict")
     p = c.problem(v, f"clock:{b.id}:1", "clock", machine=b.id)
@@ -548,6 +554,7 @@ def test_inv3_clock_ahead(c):
     c.problem(v, f"gap:{d.id}:{E - 3 * HOUR}:ongoing", "gap", ongoing=True)
     c.problem(v, f"clock:{d.id}:1", "clock")
     c.problem(v, f"clock:{g.id}:1", "clock", machine=g.id)
+    c.problem(v, f"clock:{h.id}:2", "clock", machine=h.id)
     c.eq([x for x in c.ids(v) + c.ids(v, key="not_counted") if x.startswith(f"clock:{ff.id}")],
          [], "no clock problem within the tolerance")
     vb = f.verdict(R, at=str(before))
@@ -1175,6 +1182,29 @@ def test_inv6_other_release_excuses_only_its_time(c):
     v2 = f.verdict(R2)
     c.eq(v2.get("verdict"), "pending", f"verdict of {R2}")
     c.eq(c.ids(v2), [], f"no problem for {R2}")
+
+
+@test
+def test_inv6_other_release_at_the_release_start(c):
+    """Invariant 6.  Edge: the other release's run ends 50 minutes after the release's first
+    data anywhere (lab-b's own), inside the first hour: lab-b runs the release for 20 minutes,
+    another release for 30, then the release again.  Those 30 minutes are excused like any
+    other: no gap.  Control: lab-c, the same without the other release, has its gap."""
+    f = c.farm()
+    a, b, cc = f.enroll("lab-a"), f.enroll("lab-b"), f.enroll("lab-c")
+    f.start()
+    E = end_of_history()
+    S = E - 26 * HOUR
+    R2 = "6.6.31-rt32"
+    clean(a, R, S + 10 * MIN, E)
+    clean(b, R, S, S + 20 * MIN, run_id=1)
+    clean(b, R2, S + 20 * MIN, S + 50 * MIN, run_id=2)
+    clean(b, R, S + 50 * MIN, E, run_id=3)
+    clean(cc, R, S, S + 20 * MIN, run_id=1)
+    clean(cc, R, S + 50 * MIN, E, run_id=3)
+    v = f.verdict(R)
+    c.eq(c.ids(v, "gap"), [f"gap:{cc.id}:{S + 20 * MIN}:{S + 50 * MIN}"],
+         "only lab-c's hole is a gap: lab-b ran another release in its")
 
 
 @test
