@@ -814,6 +814,30 @@ static void test_partial_other_release(void **state) {
         json_decref(v);
 }
 
+/* MaxGap= is the most a machine may be silent: a hole of exactly that is none, one a
+ * nanosecond longer is a gap; the same for the silence since its last data. */
+static void test_gap_at_max_gap(void **state) {
+        int64_t g = (int64_t) rule.max_gap_ns;
+        struct hist_spec h = base;
+        h.n = 6 * 12;
+        store(&h);                                   /* 0h-12h */
+        h.seq0 = 1000, h.start = T0 + 12 * HOUR + g; /* after MaxGap exactly */
+        store(&h);
+        int64_t end = h.start + 12 * HOUR;
+        h.seq0 = 2000, h.start = end + g + 1; /* after MaxGap and a nanosecond */
+        store(&h);
+        int64_t last = h.start + 12 * HOUR;
+        json_t *v = ask("6.6.1-rt1", last + g);
+        assert_int_equal(count_kind(v, "problems", "gap"), 1);
+        json_t *p = first_of(v, "gap");
+        assert_int_equal(json_integer_value(json_object_get(p, "time_ns")), end);
+        assert_int_equal(json_integer_value(json_object_get(p, "end_ns")), end + g + 1);
+        json_decref(v);
+        v = ask("6.6.1-rt1", last + g + 1);
+        assert_int_equal(count_kind(v, "problems", "gap"), 2);
+        json_decref(v);
+}
+
 /* Silent after the release's last data while it ran three later releases: the machine moved
  * on, no gap, once the first later interval is there (by the moment asked, as known then: one
  * received only after the question is not there); before it, the silence is an ongoing gap. */
@@ -1321,6 +1345,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_machine_changed, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_machine_changed_clock_ahead, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_clock_ahead, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_gap_at_max_gap, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_known_at, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_known_at_run_reported_later, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_settings_afterwards, setup, teardown),
