@@ -421,6 +421,12 @@ static void test_api_names_and_bodies(void **state) {
 /* Every key etc/rtsoak-server.conf documents ("#Key=value" under "[Section]" or "#[Section]"),
  * set with each class in its value: the configuration is refused (78) naming the key. */
 static void test_server_configuration(void **state) {
+        /* Refused before the store is opened: the PostgreSQL pass would repeat the SQLite
+         * pass's 464 processes. */
+        if (tu_pg()) {
+                print_message("# refused before the store is opened: run by the SQLite pass\n");
+                skip();
+        }
         /* One of each family: C0, DEL, C1, two bidirectional, not UTF-8, overlong, surrogate. */
         static const size_t some[] = { 2, 4, 7, 14, 20, 23, 26, 29 };
         char *doc = tu_read_file(server_conf_doc), section[64] = "";
