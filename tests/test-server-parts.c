@@ -364,6 +364,7 @@ static void test_regression_rule(void **state) {
                 { 110000, 100000, 10, 5000, false }, /* exactly 10 %: not more */
                 { 110001, 100000, 10, 5000, true },
                 { 14000, 10000, 10, 5000, false }, /* 40 % but only 4 us */
+                { 15000, 10000, 10, 5000, false }, /* exactly 5 us: not more */
                 { 15001, 10000, 10, 5000, true },
                 { 50000, 100000, 10, 5000, false }, /* better */
                 { 200000, 100000, 1000, 5000, false },

@@ -1699,6 +1699,45 @@ def test_control_regression_off(c):
     c.eq(v.get("verdict"), "qualified", "verdict with a 200 % tolerance and 60 us")
 
 
+@test
+def test_inv9_late_data_in_the_last_whole_day(c):
+    """Invariant 9, on the statistics that verdicts remember.  lab-a runs 6.6.29-rt30 for 50 h,
+    then 6.6.30-rt31 for 50 h up to now, alike, but one interval of 6.6.30-rt31 in the last whole
+    UTC day is held back: at T, 6.6.30-rt31 qualifies against 6.6.29-rt30 (its statistics
+    remembered), though its intervals of today have a worst case of 80 us (the current day joins
+    the comparison when it is over).  Then the held interval arrives late with a worst
+    case of 80 us (against 30 us): known as at the first answer, qualified again (the late
+    interval unknown then, though the days it is read from are the same); at T again, the
+    regression under its scenario."""
+    f = c.farm(dict(STD, **LOGGED))
+    a = f.enroll("lab-a")
+    f.start()
+    E = end_of_history()
+    clean(a, BASE, E - 100 * HOUR, E - 50 * HOUR, run_id=1)
+    today = E // DAY * DAY
+    rc, ivs = clean(a, CAND, E - 50 * HOUR, E, run_id=2, post=False,
+                    tweak=lambda i, t, n: {"cpu": {"max_ns": 80 * US}} if t >= today else None)
+    noon = today - 12 * HOUR
+    held = next(iv for iv in ivs if iv["start_ns"] >= noon)
+    rc.post([iv for iv in ivs if iv is not held])
+    wait_baseline(f, CAND, BASE)
+    T = now_ns()
+    v1 = f.verdict(CAND, at=str(T))
+    c.eq((v1.get("verdict"), (v1.get("rule") or {}).get("baseline")), ("qualified", BASE),
+         "at T, the interval held back")
+    time.sleep(0.05)
+    rc.post([rc.interval(held["start_ns"], held["length_ns"], held["scenario"], seq=held["seq"],
+                         cpu={"max_ns": 80 * US})])
+    # Known as before first: its statistics, made without the late interval, are not to be
+    # remembered for the days' rows as they are now.
+    v_then = f.verdict(CAND, at=str(T), known_at=str(v1.get("asked_at_ns")))
+    c.eq((v_then.get("verdict"), c.ids(v_then)), ("qualified", []), "at T, known as at the first answer")
+    v_late = f.verdict(CAND, at=str(T))
+    c.eq((v_late.get("verdict"), c.ids(v_late)),
+         ("failed", [f"regression:{a.id}:{held['scenario']}:{BASE}"]),
+         "at T, the interval arrived late")
+
+
 # ---- 10. "Which release is latest stable?" has an answer -----------------------------------
 
 def latest(answer):
