@@ -838,6 +838,41 @@ static void test_gap_at_max_gap(void **state) {
         json_decref(v);
 }
 
+/* A waiver that an older server stored before gap ids named their end ("gap:MACHINE:START")
+ * covers the silence from START only if it had ended when the waiver was given: given a
+ * nanosecond before its end, the gap stays a problem; given at its end, it is waived.  Nor
+ * does "gap:MACHINE", or a START that is only the first digits of the gap's, cover it. */
+static void test_legacy_gap_waiver(void **state) {
+        struct hist_spec h = base;
+        h.n = 6 * 12;
+        store(&h);                               /* 0h-12h */
+        h.seq0 = 1000, h.start = T0 + 14 * HOUR; /* silent 12h-14h */
+        store(&h);
+        int64_t end = h.start, asked = h.start + 12 * HOUR;
+        long long start = (long long) (T0 + 12 * HOUR);
+        char sql[1024];
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO waivers (kernel_release, problem, reason, by, created_ns) VALUES "
+                 "('6.6.1-rt1', 'gap:%s:%lld', 'older server', 'alice', %lld), "
+                 "('6.6.1-rt1', 'gap:%s', 'older server', 'alice', %lld), "
+                 "('6.6.1-rt1', 'gap:%s:%lld', 'older server', 'alice', %lld)",
+                 M_A, start, (long long) (end - 1), M_A, (long long) end, M_A, start / 10,
+                 (long long) end);
+        tu_farm_exec(path, sql);
+        json_t *v = ask("6.6.1-rt1", asked);
+        assert_int_equal(count_kind(v, "problems", "gap"), 1);
+        assert_int_equal(count_kind(v, "waived", "gap"), 0);
+        json_decref(v);
+        snprintf(sql, sizeof(sql),
+                 "UPDATE waivers SET created_ns = %lld WHERE problem = 'gap:%s:%lld'",
+                 (long long) end, M_A, start);
+        tu_farm_exec(path, sql);
+        v = ask("6.6.1-rt1", asked);
+        assert_int_equal(count_kind(v, "problems", "gap"), 0);
+        assert_int_equal(count_kind(v, "waived", "gap"), 1);
+        json_decref(v);
+}
+
 /* Silent after the release's last data while it ran three later releases: the machine moved
  * on, no gap, once the first later interval is there (by the moment asked, as known then: one
  * received only after the question is not there); before it, the silence is an ongoing gap. */
@@ -1346,6 +1381,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_machine_changed_clock_ahead, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_clock_ahead, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_gap_at_max_gap, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_legacy_gap_waiver, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_known_at, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_known_at_run_reported_later, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_settings_afterwards, setup, teardown),

@@ -513,9 +513,22 @@ static void test_waiver(void **state) {
         snprintf(url, sizeof(url), "%s/api/v1/kernels/k-waive/waivers", base_url);
         json_t *list = tu_get_json(url, 200);
         assert_int_equal(tu_jint(list, "total"), 1);
-        assert_true(json_is_integer(json_object_get(
-                json_array_get(json_object_get(list, "waivers"), 0), "withdrawn_ns")));
+        json_t *withdrawn = json_object_get(json_array_get(json_object_get(list, "waivers"), 0),
+                                            "withdrawn_ns");
+        assert_true(json_is_integer(withdrawn));
+        int64_t until = json_integer_value(withdrawn);
         json_decref(list);
+        /* Asked at a moment in between: waived from the nanosecond it was given to the one
+         * before it was withdrawn. */
+        const struct {
+                int64_t at;
+                const char *status;
+        } moments[] = { { created, "qualified" }, { until - 1, "qualified" }, { until, "failed" } };
+        for (size_t i = 0; i < ELEMENTSOF(moments); i++) {
+                v = verdict_at("k-waive", moments[i].at);
+                expect_status(v, moments[i].status);
+                json_decref(v);
+        }
 }
 
 /* Every release with its verdict, in pages; bad parameters and unknown releases. */
