@@ -3,7 +3,6 @@
  * revoke and set up machines, judge releases, give waivers ...); without one it serves. */
 #include <errno.h>
 #include <getopt.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -496,10 +495,7 @@ int main(int argc, char **argv) {
         int r;
 
         log_set_program("rtsoak-server");
-        /* Large blocks (a merged histogram is up to 800 KiB) always from mmap(): freed, they go
-         * back to the kernel at once, instead of raising glibc's threshold and staying in the
-         * heap as resident memory after the request that needed them. */
-        mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+        server_malloc_tuning(false);
         farm_settings_change_init(&o->change);
         if ((r = server_config_load(argc, argv, o, &path, &config_db)) != 0)
                 return r;

@@ -11,6 +11,7 @@
 #include "json-time.h"
 #include "query-internal.h"
 #include "text-safe.h"
+#include "text-stream.h"
 
 json_t *farm_error_json(const char *msg) {
         char safe[FARM_ERROR_MAX];
@@ -120,7 +121,7 @@ void farm_api_json_spliced(struct farm_answer *a, json_t *o, const struct farm_a
         char *head = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         char *text = NULL;
         size_t len = 0;
-        FILE *f = head ? open_memstream(&text, &len) : NULL;
+        FILE *f = head ? text_stream_open(&text, &len) : NULL;
         bool ok = f != NULL;
         const char *p = head;
         for (size_t i = 0; ok && i < n; i++) {

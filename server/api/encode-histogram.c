@@ -11,6 +11,7 @@
 #include "encode-histogram.h"
 #include "macro.h"
 #include "query-internal.h"
+#include "text-stream.h"
 #include "timeutil.h"
 
 /* A page of the histogram query holds fewer CPUs than asked for rather than more text. */
@@ -84,7 +85,7 @@ static int hist_answer_cpu(void *userdata, int64_t cpu, const struct farm_acc *a
         struct hist_answer *h = userdata;
         if (!h->all) {
                 size_t n = 0;
-                FILE *f = open_memstream(&h->all, &n);
+                FILE *f = text_stream_open(&h->all, &n);
                 if (!f)
                         return -ENOMEM;
                 acc_text(f, all, -1);
@@ -122,7 +123,7 @@ void farm_api_histogram(farm_db *db, const char *id, const struct farm_args *arg
         char *cpus_text = NULL;
         uint64_t ncpus = 0;
         int r = 0;
-        h.f = open_memstream(&cpus_text, &h.len);
+        h.f = text_stream_open(&cpus_text, &h.len);
         if (!h.f)
                 r = -ENOMEM;
         if (r >= 0)

@@ -10,6 +10,7 @@
 #include "encode-steps.h"
 #include "query-internal.h"
 #include "text-json.h"
+#include "text-stream.h"
 #include "timeutil.h"
 
 #define NAMES_MAX FARM_STEP_NAMES_MAX
@@ -20,7 +21,7 @@
 static char *steps_text_of(const struct farm_steps *fs, const struct farm_page *page) {
         char *steps_text = NULL;
         size_t steps_len = 0;
-        FILE *f = open_memstream(&steps_text, &steps_len);
+        FILE *f = text_stream_open(&steps_text, &steps_len);
         char *scen_json[NAMES_MAX] = {}, *kern_json[NAMES_MAX] = {};
         bool oom = !f;
         for (unsigned i = 0; !oom && i < fs->scenarios.n; i++) {

@@ -14,6 +14,7 @@
 #include "notify-store.h"
 #include "query-internal.h"
 #include "log-read.h"
+#include "text-stream.h"
 #include "timeutil.h"
 
 int farm_prom_escape(const char *value, char *buf, size_t size) {
@@ -333,7 +334,7 @@ int query_metrics(farm_db *db, struct farm_counters *counters, const struct farm
         int r = 0;
 
         (void) args; /* it takes none (server-routes.c) */
-        FILE *f = open_memstream(&text, &len);
+        FILE *f = text_stream_open(&text, &len);
         if (!f)
                 return query_internal(a, -ENOMEM);
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(metric_families); i++) {

@@ -3,6 +3,11 @@
  * beside it until SIGTERM or SIGINT; returns the program's exit status. */
 #pragma once
 
+#include <stdbool.h>
+
 #include "command.h"
 
 int cli_serve(const struct server_options *o);
+
+/* glibc's allocation thresholds for a command (serving: true), as GLIBC_TUNABLES leaves them. */
+void server_malloc_tuning(bool serving);

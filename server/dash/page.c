@@ -15,6 +15,7 @@
 #include "dash-internal.h"
 #include "params.h"
 #include "path.h"
+#include "text-stream.h"
 #include "traces.h"
 #include "sha256.h"
 #include "text-safe.h"
@@ -243,7 +244,7 @@ void dash_page_end(struct dash *x) {
 int dash_open_page(struct dash *x) {
         x->buf = NULL;
         x->len = 0;
-        x->f = open_memstream(&x->buf, &x->len);
+        x->f = text_stream_open(&x->buf, &x->len);
         return x->f ? 0 : -ENOMEM;
 }
 
@@ -266,7 +267,7 @@ void dash_fail_page(struct dash *x, unsigned status, const char *fmt, ...) {
                                            : "Server error";
         char *text = NULL;
         size_t len = 0;
-        FILE *f = open_memstream(&text, &len);
+        FILE *f = text_stream_open(&text, &len);
         if (!f)
                 return;
         struct dash e = *x;
