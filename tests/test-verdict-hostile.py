@@ -784,6 +784,38 @@ def test_inv4_replay_and_ask_again(c):
 
 
 @test
+def test_inv4_data_stamped_at_the_moment_asked(c):
+    """Invariant 4: the data stamped up to the moment asked counts, that moment included.  lab-a's
+    last interval measured 150 us and ends at E: asked at E, it is a violation (and its time
+    coverage); asked a nanosecond before, neither.  lab-b's daemon reported an unclean end at T:
+    asked at T it is a problem, asked a nanosecond before it is not yet."""
+    f = c.farm()
+    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    f.start()
+    E = end_of_history()
+    S = E - 25 * HOUR
+    _, ivs = clean(a, R, S, E, tweak=lambda i, t, n: {"per_cpu": {0: {"max_ns": 150 * US}}}
+                   if t + n == E else None)
+    rb, _ = clean(b, R, S, E)
+    T = E - HOUR
+    rb.post([], [{"id": 9999, "time_ns": T, "type": "unclean_end", "cpu": None, "value": None,
+                  "message": "the daemon found its last run ended uncleanly"}])
+    viol = f"violation:{a.id}:1:{ivs[-1]['seq']}:0"
+    v = f.verdict(R, at=str(E))
+    c.eq(c.ids(v, "violation"), [viol], "asked at the end of the violating interval")
+    c.eq(v.get("verdict"), "failed", "verdict at E")
+    c.machine(v, a, covered_ns=25 * HOUR)
+    v = f.verdict(R, at=str(E - 1))
+    c.eq(c.ids(v, "violation"), [], "asked a nanosecond before its end")
+    c.machine(v, a, covered_ns=25 * HOUR - 10 * MIN)
+    v = f.verdict(R, at=str(T))
+    c.eq(len(c.ids(v, "unclean_end", b)), 1, "asked at the moment of the unclean end")
+    c.eq(v.get("verdict"), "failed", "verdict at T")
+    v = f.verdict(R, at=str(T - 1))
+    c.eq(c.ids(v, "unclean_end"), [], "asked a nanosecond before it")
+
+
+@test
 def test_inv4_late_data_in_a_whole_day(c):
     """Invariant 4, on the day rollups.  lab-b's 49 h (a whole UTC day inside) miss 2 hours in the
     middle of that day: the verdict is failed (a gap).  Then the outage's intervals arrive late,
@@ -1053,10 +1085,12 @@ def test_inv4_retention_keeps_the_evidence(c):
     failed with the same problems (ids and all), now and asked ?known_at= a moment before the
     prune (byte for byte as then); C stays qualified (its coverage from the day rollups).  A
     --before in the future is refused.  And a rule made stricter afterwards, which would read a
-    dropped day of C interval by interval, finds a "dropped" problem there, not a clean day."""
+    dropped day of C interval by interval, finds a "dropped" problem there, not a clean day; so
+    does one of lab-d's release D, whose dropped day held a single interval."""
     f = c.farm(verdict={"Period": "1d", "Scenarios": "none", "Watch": "0", "MaxGap": "365d", "Regression": "no"})
     a, b = f.enroll("lab-a", "--groups", "9.1-rt"), f.enroll("lab-b", "--groups", "9.1-rt")
     cm = f.enroll("lab-c", "--groups", "9.2-rt")
+    dm = f.enroll("lab-d", "--groups", "9.3-rt")
     f.start()
     S = (now_ns() - 130 * DAY) // DAY * DAY
     _, ivs_a = clean(a, "9.1.0-rt1", S, S + 25 * HOUR,
@@ -1069,6 +1103,9 @@ def test_inv4_retention_keeps_the_evidence(c):
     # ProbeDownMax=1s.
     clean(cm, "9.2.0-rt3", S, S + 25 * HOUR,
           tweak=lambda i, t, n: {"per_cpu": {0: {"samples": 599100}}} if i == 30 else None)
+    # D's second day holds one interval, whose CPU 0 missed 0.9 s of its wake-ups (clean too).
+    clean(dm, "9.3.0-rt1", S, S + 24 * HOUR + 10 * MIN,
+          tweak=lambda i, t, n: {"per_cpu": {0: {"samples": 599100}}} if t >= S + DAY else None)
     viol = f"violation:{a.id}:1:{ivs_a[77]['seq']}:0"
     down = f"probe_down:{b.id}:1:{ivs_b[60]['seq']}:1"
     before = {}
@@ -1114,6 +1151,10 @@ def test_inv4_retention_keeps_the_evidence(c):
     c.eq(st, 201, f"the dropped day can be waived ({text[:200]})")
     c.eq(f.verdict("9.2.0-rt3").get("verdict"), "pending",
          "waived, C lacks that day's coverage: pending, not qualified")
+    # A dropped day of a single interval is as dropped as one of many.
+    v = f.verdict("9.3.0-rt1")
+    c.eq(c.ids(v, "dropped"), [f"dropped:{dm.id}:1:{S + DAY}"], "D's day of one interval")
+    c.eq(v.get("verdict"), "failed", "D under MinSamples=99.9 % after the prune")
 
 
 GATE_RULE = {"Period": "10s", "Scenarios": "none", "MaxGap": "1min"}
@@ -1149,6 +1190,33 @@ def test_inv5_coverage_only_while_gating(c):
     c.machine(v, x, covered_ns=4 * SEC, missing_ns=6 * SEC, status="pending")
     c.machine(v, y, covered_ns=end - start, status="complete")
     c.eq(c.ids(v), [], "no problem")
+
+
+@test
+def test_inv5_gating_again_the_same_day(c):
+    """Invariant 5.  Attack: lab-x measures 4 s while gating, is made non-gating and measures 4 s
+    more, then is made gating again, all on one UTC day: the day's data spans the moment it
+    stopped gating, so the day's totals cannot be taken whole.  Its coverage is 4 s, not 8."""
+    f = c.farm(GATE_RULE)
+    x = f.enroll("lab-x")
+    f.start()
+    start = x.info()["enrolled_ns"] + MS
+    run = x.run(1, R, start_ns=start, interval_ns=SEC)
+
+    def post(t0, t1):
+        run.post([run.interval(t, min(SEC, t1 - t), None, loads=[]) for t in range(t0, t1, SEC)])
+    wait_until(start + 4 * SEC + 200 * MS)
+    post(start, start + 4 * SEC)
+    st, text, _ = f.settings(x, "leaves the gating group", gating=False)
+    c.check(st in (200, 201), f"make lab-x non-gating ({text[:200]})", st)
+    u = now_ns() + 100 * MS
+    wait_until(u + 4 * SEC + 200 * MS)
+    post(u, u + 4 * SEC)
+    st, text, _ = f.settings(x, "joins it again", gating=True)
+    c.check(st in (200, 201), f"make lab-x gating again ({text[:200]})", st)
+    time.sleep(0.3)
+    v = f.verdict(R, at=str(now_ns() - 50 * MS))
+    c.machine(v, x, covered_ns=4 * SEC)
 
 
 # ---- 6. Silence is a problem unless it is explained -----------------------------------------
@@ -1483,6 +1551,59 @@ def test_inv7_several_generators_down_add_up(c):
     c.eq(sc and sc.get("covered_ns"), 25 * HOUR - partial * 7 * MIN, "mixed covered_ns")
     c.no_kind(v, "load_down")
     c.eq(v.get("verdict"), "qualified", "verdict")
+
+
+@test
+def test_inv7_generator_named_like_a_required_one(c):
+    """Invariant 7.  Attack: lab-a's cpu intervals carry a generator named "cpufreq", up and
+    working, and no "cpu": a name that begins with the required one is not it, on a whole day
+    (read from its rollup) as on the partial ones.  No cpu coverage, a load_down of cpu."""
+    f = c.farm()
+    a = f.enroll("lab-a")
+    f.start()
+    E = end_of_history()
+    S = E - 49 * HOUR  # a whole UTC day inside
+    clean(a, R, S, E, tweak=lambda i, t, n: {"loads": [load_entry("cpufreq", n)]}
+          if (t // HOUR) % 3 == 1 else None)
+    v = f.verdict(R)
+    c.eq(v.get("verdict"), "failed", "verdict")
+    c.check(any(x.endswith(":cpu") for x in c.ids(v, "load_down", a)), "a load_down of cpu",
+            c.ids(v))
+    sc = scenario_of(machine_of(v, a), "cpu")
+    c.eq(sc and sc.get("covered_ns"), 0, "cpu covered_ns")
+
+
+@test
+def test_control_limits_reached_not_exceeded(c):
+    """Control, invariants 1 and 7 (no false failure at the documented limits, which are
+    inclusive).  lab-a: in six io hours, one interval each with fileio up none of its 10 minutes:
+    each stretch exactly LoadDownMax=10min, 1 h in all, exactly LoadDownTotal=1h.  lab-b: a
+    probe period of 10 ms, exactly MaxProbeInterval=.  Neither is a problem; the release
+    qualifies, lab-a's io coverage without those hours' 10 minutes."""
+    f = c.farm()
+    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    f.start()
+    E = end_of_history()
+    S = E - 25 * HOUR
+    hit = set()
+
+    def down(i, t, n):
+        hour = t // HOUR
+        if len(hit) < 6 and hour % 3 == 2 and n == 10 * MIN and hour not in hit:
+            hit.add(hour)
+            return {"loads": [load_entry("fileio", 0)]}
+        return None
+    _, ivs = clean(a, R, S, E, tweak=down)
+    clean(b, R, S, E, probe_ns=10 * MS)
+    c.eq(len(hit), 6, "six io hours with fileio down 10 minutes")
+    v = f.verdict(R)
+    c.eq(c.ids(v), [], "no problem")
+    c.eq(c.ids(v, key="not_counted"), [], "nothing not counted")
+    c.eq(v.get("verdict"), "qualified", "verdict")
+    sc = scenario_of(machine_of(v, a), "io")
+    c.eq(sc and sc.get("covered_ns"), covered_by_scenario(ivs)["io"] - HOUR,
+         "lab-a: io covered_ns")
+    c.machine(v, b, covered_ns=25 * HOUR)
 
 
 # ---- 8. Gating groups per release series ---------------------------------------------------
