@@ -11,7 +11,8 @@ The real rtsoak-server runs with --cache-warming no; its first page view after t
 reported by itself (nothing was merged before it), then each request is timed --runs times:
 the machine page (/machines/ID, the last 30 days) and the intervals query of the month at
 5-minute steps, first page (1,000 steps) and whole (8,640 steps, one page).  Medians (range),
-the load average before and after.
+the server's CPU per request (its own, not the database's), the load average before and
+after.
 
 With --pg URI (a PostgreSQL server for benchmarks) the farm is a database "page_bench" made
 there instead of an SQLite file.  With --server PATH another build's rtsoak-server runs (its
@@ -34,7 +35,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import BUILD, cpu_model, farm_database, start_server, timed_get  # noqa: E402
+from benchlib import (BUILD, cpu_model, farm_database, proc_cpu_s, start_server,  # noqa: E402
+                      timed_get)
 
 SERVER = os.path.join(BUILD, "server", "rtsoak-server")
 DAY_NS = 86400 * 10**9
@@ -45,7 +47,7 @@ def get(url):
     return timed_get(url)[0] * 1000
 
 
-def measure(base, runs, label, out):
+def measure(base, runs, label, out, pid):
     mid = "%032x" % 1
     to = (time.time_ns() // DAY_NS) * DAY_NS
     frm = to - 30 * DAY_NS
@@ -55,9 +57,11 @@ def measure(base, runs, label, out):
                ("intervals 30 d, 5 min, all 8,640 steps",
                 f"/api/v1/machines/{mid}/intervals?from={frm}&to={to}&step=5min&limit=10000")]
     for name, path in queries:
+        cpu0 = proc_cpu_s(pid)
         times = [get(base + path) for _ in range(runs)]
+        cpu = (proc_cpu_s(pid) - cpu0) * 1000 / runs
         line = (f"{label:28s} {name:42s} median {statistics.median(times):7.1f} ms "
-                f"({min(times):.1f}-{max(times):.1f}), {runs} runs")
+                f"({min(times):.1f}-{max(times):.1f}), {runs} runs, server CPU {cpu:.0f} ms each")
         print(line, flush=True)
         out.append(line)
 
@@ -91,7 +95,7 @@ def main():
         out.append(f"the first machine page after the start (nothing merged before): "
                    f"{first:.0f} ms")
         print(out[-1], flush=True)
-        measure(base, args.runs, "quiet", out)
+        measure(base, args.runs, "quiet", out, proc.pid)
         for label, rate in (("beside 100 machines' rate", "1.6667"), ("beside ingest flat out", "")):
             argv = [ingest_load, "--url", base, "--enroll", args.server, "--db", db, "--machines",
                     "100",
@@ -99,7 +103,7 @@ def main():
                     "3600", "--run-id", "7"] + (["--rate", rate] if rate else [])
             load = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(15)  # enrolled, and posting
-            measure(base, args.runs, label, out)
+            measure(base, args.runs, label, out, proc.pid)
             load.send_signal(signal.SIGKILL)
             load.wait()
             load = None
