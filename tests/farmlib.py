@@ -414,8 +414,8 @@ class Farm:
         second one on the same database that reads every day interval by interval
         (RTSOAK_VERDICT_RAW=1), in chunks of 3 rows (RTSOAK_VERDICT_CHUNK=3: the chunks'
         boundaries fall everywhere), instead of from the day rollups: the answers must be the
-        same but for asked_at.  Returns how many releases were compared, the differences, and what a
-        sanitizer said in the second server's log (None: nothing)."""
+        same but for asked_at, and 200.  Returns how many releases were compared, the
+        differences, and what a sanitizer said in the second server's log (None: nothing)."""
         twin = Farm.__new__(Farm)
         twin.__dict__.update(self.__dict__)
         twin.proc = twin.logf = None
@@ -428,6 +428,9 @@ class Farm:
             for rel in sorted(k.get("release") for k in kernels):
                 a = self.verdict_raw(rel, at=str(T), known_at=str(T))
                 b = twin.verdict_raw(rel, at=str(T), known_at=str(T))
+                if a[0] != 200:
+                    diffs.append(f"{rel}: ?at=T&known_at=T answered {a[0]}, not 200: "
+                                 f"{a[1][:300]}")
                 ta, tb = (re.sub(r'"asked_at(_ns)?":("[^"]*"|\d+)', "", x[1]) for x in (a, b))
                 if a[0] != b[0] or ta != tb:
                     i = next((k for k, (x, y) in enumerate(zip(ta, tb)) if x != y),

@@ -28,7 +28,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from farmlib import (DAY, HOUR, MIN, MS, SEC, US, Farm, FarmError,  # noqa: E402
                      covered_by_scenario, load_entry, machine_of, now_ns, problems_by_id,
-                     scenario_of)
+                     rfc3339, scenario_of)
 
 R = "6.6.30-rt31"
 # No verdict log (Watch=0), and so no regression check (the baselines come from the log):
@@ -427,6 +427,27 @@ def test_control_honest_counts_of_a_real_probe(c):
     c.eq(v.get("verdict"), "qualified", "verdict")
     c.no_kind(v, "probe_down")
     c.machine(v, a, covered_ns=25 * HOUR, status="complete")
+
+
+@test
+def test_inv1_machine_missing_a_scenario_is_pending(c):
+    """Invariant 1: the period under every required scenario.  lab-a measured 25 h, more than
+    Period=1d, all of it idle: cpu and io never ran.  The release is pending and so is lab-a
+    itself (its status is what `rtsoak verdict --junit` and the dashboard show per machine), not
+    complete; lab-b, complete, is the control."""
+    f = c.farm()
+    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    f.start()
+    E = end_of_history()
+    S = E - 25 * HOUR
+    clean(a, R, S, E, tweak=lambda i, t, n: {"scenario": "idle"})
+    clean(b, R, S, E)
+    v = f.verdict(R)
+    c.eq(v.get("verdict"), "pending", "verdict")
+    c.machine(v, a, covered_ns=25 * HOUR, missing_ns=0, status="pending")
+    c.machine(v, b, status="complete")
+    c.eq(sorted(x.get("scenario") for x in c.missing(v, "scenario", a)), ["cpu", "io"],
+         "missing: lab-a's scenarios cpu and io")
 
 
 # ---- 2. Time is counted once ---------------------------------------------------------------
@@ -894,6 +915,28 @@ def test_inv4_machine_enrolled_afterwards(c):
     v = f.verdict(R, at=str(T))
     c.eq(v.get("verdict"), "pending", "at T with lab-r's replayed history of that time")
     c.eq(c.missing(v, "not_run", r) != [], True, "lab-r has not run the release by T")
+
+
+@test
+def test_inv4_at_equal_to_known_at(c):
+    """Invariant 4: ?at=T&known_at=T (the moment asked not after the moment known: allowed)
+    answers as ?known_at=T does, and `rtsoak verdict --at T --known-at T` gates on it."""
+    f = c.farm()
+    a = f.enroll("lab-a")
+    f.start()
+    E = end_of_history()
+    clean(a, R, E - 25 * HOUR, E)
+    T = now_ns() - MS  # after every upload: all of it known then
+    st, text, _ = f.verdict_raw(R, at=str(T), known_at=str(T))
+    c.eq(st, 200, f"?at=T&known_at=T answers ({text[:200]})")
+    st2, text2, _ = f.verdict_raw(R, known_at=str(T))
+
+    def strip(x):
+        return re.sub(r'"asked_at(_ns)?":("[^"]*"|[0-9]+)', "", x)
+    c.check(st2 == 200 and strip(text) == strip(text2), "the same answer as ?known_at=T")
+    p = f.rtsoak("verdict", "--server", f.url, "--at", rfc3339(T), "--known-at", rfc3339(T), R)
+    c.eq(p.returncode, 0, f"rtsoak verdict --at T --known-at T: qualified "
+                          f"({p.stderr.strip()[:200]})")
 
 
 # ---- 5. Machine settings have a history ----------------------------------------------------
@@ -1606,6 +1649,29 @@ def test_control_limits_reached_not_exceeded(c):
     c.machine(v, b, covered_ns=25 * HOUR)
 
 
+@test
+def test_inv7_scenario_named_by_a_prefix_or_none_covers_nothing(c):
+    """Invariants 1 and 7.  Attack: lab-a's intervals name no scenario (null); lab-b's are named
+    "i" and "c", the beginnings of the required idle, io and cpu.  Neither covers any required
+    scenario: pending, each scenario missing with 0 covered, though 25 h were measured."""
+    f = c.farm()
+    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    f.start()
+    E = end_of_history()
+    S = E - 25 * HOUR
+    clean(a, R, S, E, tweak=lambda i, t, n: {"scenario": None})
+    clean(b, R, S, E, tweak=lambda i, t, n: {"scenario": "ic"[(t // HOUR) % 2]})
+    v = f.verdict(R)
+    c.eq(v.get("verdict"), "pending", "verdict")
+    for m in (a, b):
+        mv = c.machine(v, m, covered_ns=25 * HOUR, status="pending")
+        for name in ("idle", "cpu", "io"):
+            sc = scenario_of(mv, name)
+            c.eq(sc and sc.get("covered_ns"), 0, f"{m.hostname}: {name} covered_ns")
+        c.eq(sorted(x.get("scenario") for x in c.missing(v, "scenario", m)),
+             ["cpu", "idle", "io"], f"missing: {m.hostname}'s scenarios")
+
+
 # ---- 8. Gating groups per release series ---------------------------------------------------
 
 SERIES = {"6.6-rt": {"Releases": "6.6.*-rt*", "Group": "rack-a"},
@@ -1734,6 +1800,53 @@ def test_inv8_release_named_explicitly(c):
         c.eq([b if isinstance(v.get("builds"), dict) else b.get("kernel_version")
               for b in v.get("builds") or []], [kv], f"{rel}: one build")
         c.no_kind(v, "mixed_builds")
+
+
+@test
+def test_inv8_group_member_from_the_moment_of_enrolment(c):
+    """Invariant 8.  lab-d (group default) ran the release cleanly for 25 h; then lab-a is
+    enrolled straight into the series' group 6.6-rt and runs nothing.  Asked at the nanosecond of
+    lab-a's enrolment, the group 6.6-rt judges (a machine is a member from that moment on), lab-a
+    gates and has not run the release: pending, not qualified on lab-d alone.  A nanosecond
+    before, default judges and the release qualifies (control)."""
+    f = c.farm()
+    d = f.enroll("lab-d")
+    f.start()
+    E = end_of_history()
+    clean(d, R, E - 25 * HOUR, E)
+    a = f.enroll("lab-a", "--groups", "6.6-rt")
+    T = a.info()["enrolled_ns"]
+    v = f.verdict(R, at=str(T))
+    c.eq((v.get("group"), v.get("group_source")), ("6.6-rt", "series"), "group at T")
+    c.eq(v.get("gating_machines"), 1, "gating_machines at T")
+    c.eq(v.get("verdict"), "pending", "verdict at T")
+    c.eq([x.get("machine") for x in c.missing(v, "not_run")], [a.id], "missing at T: lab-a")
+    w = f.verdict(R, at=str(T - 1))
+    c.eq((w.get("group"), w.get("verdict")), ("default", "qualified"), "at T - 1 ns")
+
+
+@test
+def test_inv8_mixed_builds_filed_against_the_other_build(c):
+    """Invariant 8.  The first machine (by id) runs build #1, the other build #2 from an hour
+    later: the mixed_builds problem is filed against the machine of the other build (the first
+    gating machine that ran a build other than the first), at its first data; the first machine
+    stays complete."""
+    f = c.farm()
+    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    f.start()
+    E = end_of_history()
+    S = E - 25 * HOUR
+    first, other = sorted((a, b), key=lambda m: m.id)
+    clean(first, R, S, E, kernel_version="#1 SMP PREEMPT_RT one")
+    clean(other, R, S + HOUR, E, kernel_version="#2 SMP PREEMPT_RT two")
+    v = f.verdict(R)
+    c.eq(v.get("verdict"), "failed", "verdict")
+    mixed = [p for p in v.get("problems") or [] if p.get("kind") == "mixed_builds"]
+    c.eq([(p.get("machine"), p.get("hostname"), p.get("time_ns")) for p in mixed],
+         [(other.id, other.hostname, S + HOUR)],
+         "mixed_builds filed against the machine of the other build, at its first data")
+    c.machine(v, first, status="complete", problems=0)
+    c.machine(v, other, status="failed", problems=1)
 
 
 # ---- 9. No regressions ---------------------------------------------------------------------
@@ -2119,6 +2232,53 @@ def test_inv11_gap_waiver_does_not_waive_the_next(c):
     v = f.verdict(R)
     c.eq(v.get("verdict"), "qualified", "verdict with both gaps waived")
     c.machine(v, b, covered_ns=25 * HOUR - 40 * MIN)
+
+
+@test
+def test_inv11_run_without_an_interval_has_not_run(c):
+    """Invariant 11.  lab-b started a run of the release that sent an event but no interval yet:
+    it is missing as not_run ("... long enough to report an interval"), not as coverage, and is
+    not counted among the machines that ran the release."""
+    f = c.farm()
+    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    f.start()
+    E = end_of_history()
+    S = E - 25 * HOUR
+    clean(a, R, S, E)
+    rb = b.run(1, R, start_ns=E - 5 * MIN)
+    rb.post([], events=[{"id": 1, "time_ns": E - 4 * MIN, "type": "note", "cpu": None,
+                         "value": None, "message": "started"}])
+    v = f.verdict(R)
+    c.eq(v.get("verdict"), "pending", "verdict")
+    c.machine(v, b, ran=False, runs=1, status="pending")
+    miss = c.missing(v, "not_run", b)
+    c.eq(len(miss), 1, "missing: lab-b not_run")
+    c.check(miss and "long enough to report an interval" in (miss[0].get("message") or ""),
+            "the message says it has not run long enough", miss)
+    c.eq(c.missing(v, "coverage", b), [], "no coverage item for lab-b")
+    c.eq((v.get("gating_machines"), v.get("machines_ran")), (2, 1),
+         "gating_machines, machines_ran: lab-b has not run it (no interval)")
+
+
+@test
+def test_inv11_exactly_ten_not_counted(c):
+    """Invariant 11.  lab-c, not gating, has exactly 10 violations: the reasons list all 10,
+    with no "... and 0 more"."""
+    f = c.farm()
+    a = f.enroll("lab-a")
+    cm = f.enroll("lab-c", "--gating", "no")
+    f.start()
+    E = end_of_history()
+    S = E - 25 * HOUR
+    clean(a, R, S, E)
+    clean(cm, R, S, E, tweak=lambda i, t, n: {"per_cpu": {1: {"max_ns": 250 * US}}}
+          if i < 10 else None)
+    v = f.verdict(R)
+    c.eq((v.get("verdict"), v.get("not_counted_total")), ("qualified", 10),
+         "verdict, not_counted_total")
+    told = [x for x in v.get("reasons") or [] if "not counted" in x]
+    c.eq(len([x for x in told if x.startswith("not counted (")]), 10, "ten listed")
+    c.eq([x for x in told if "more not counted" in x], [], "no '... and N more'")
 
 
 # ---- the runner ----------------------------------------------------------------------------
