@@ -1319,6 +1319,83 @@ def test_inv6_other_release_at_the_release_start(c):
 
 
 @test
+def test_inv6_other_release_interval_unfinished_at_the_moment_asked(c):
+    """Invariant 6.  lab-b ran the release until E-10h, then another release from T-5min on, in
+    10-minute intervals (T = E-5h).  Asked at T, the other release's first interval [T-5min,
+    T+5min) has not ended: it excuses nothing, and lab-b has been silent since E-10h (ongoing).
+    Asked at T+5min it has ended: lab-b reported since, under another release (no gap)."""
+    R2 = "6.6.31-rt32"
+    f = c.farm()
+    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    f.start()
+    E = end_of_history()
+    T = E - 5 * HOUR
+    clean(a, R, E - 25 * HOUR, E)
+    clean(b, R, E - 25 * HOUR, E - 10 * HOUR, run_id=1)
+    clean(b, R2, T - 5 * MIN, E, run_id=2)
+    v = f.verdict(R, at=str(T))
+    c.eq(c.ids(v, "gap", b), [f"gap:{b.id}:{E - 10 * HOUR}:ongoing"],
+         "at T: lab-b silent since E-10h, the other release's unfinished interval excuses nothing")
+    v = f.verdict(R, at=str(T + 5 * MIN))
+    c.eq(c.ids(v, "gap", b), [], "at T+5min: lab-b reported since, under another release")
+
+
+@test
+def test_inv6_other_release_data_not_yet_received_at_known_at(c):
+    """Invariants 4 and 6.  lab-b ran the release until E-10h and again from E-3h; in the hole it
+    ran another release from E-9h to E-3h, but only that run's intervals from E-6h had arrived
+    by K (its outbox delivered the first three hours after K).  ?known_at=K, what the server said
+    at K: the gap from E-10h to E-6h.  Asked now: the gap from E-10h to E-9h."""
+    R2 = "6.6.31-rt32"
+    f = c.farm()
+    a, b = f.enroll("lab-a"), f.enroll("lab-b")
+    f.start()
+    E = end_of_history()
+    clean(a, R, E - 25 * HOUR, E)
+    clean(b, R, E - 25 * HOUR, E - 10 * HOUR, run_id=1)
+    clean(b, R, E - 3 * HOUR, E, run_id=3)
+    r2 = b.run(2, R2, start_ns=E - 9 * HOUR)
+    early = r2.history(E - 9 * HOUR, E - 6 * HOUR)
+    r2.post(r2.history(E - 6 * HOUR, E - 3 * HOUR))
+    time.sleep(0.05)
+    K = now_ns()
+    time.sleep(0.05)
+    r2.post(early)
+    v = f.verdict(R, known_at=str(K))
+    c.eq(c.ids(v, "gap", b), [f"gap:{b.id}:{E - 10 * HOUR}:{E - 6 * HOUR}"],
+         "known_at=K: the other release's hours received after K excuse nothing")
+    v = f.verdict(R)
+    c.eq(c.ids(v, "gap", b), [f"gap:{b.id}:{E - 10 * HOUR}:{E - 9 * HOUR}"], "now: one hour")
+
+
+@test
+def test_inv6_other_release_interval_straddling_the_end_of_data(c):
+    """Invariant 6 (control: no false gap).  lab-b's run of the release ends at E-10h; its run of
+    another release, in 1-hour intervals, began half an hour before that ([E-10h30, E-9h30), ...
+    up to E-5h30), and it ran the release again from E-5h30.  The hour that straddles the end of
+    lab-b's data is time it reported: no gap in [E-10h, E-5h30).  lab-c, the same with its other
+    release starting at E-9h30, has a gap of 30 min."""
+    R2 = "6.6.31-rt32"
+    f = c.farm()
+    a, b, cm = f.enroll("lab-a"), f.enroll("lab-b"), f.enroll("lab-c")
+    f.start()
+    E = end_of_history()
+    clean(a, R, E - 25 * HOUR, E)
+    for m in (b, cm):
+        clean(m, R, E - 25 * HOUR, E - 10 * HOUR, run_id=1)
+    clean(b, R2, E - 10 * HOUR - 30 * MIN, E - 5 * HOUR - 30 * MIN, run_id=2, step=HOUR,
+          interval_ns=HOUR)
+    clean(cm, R2, E - 9 * HOUR - 30 * MIN, E - 5 * HOUR - 30 * MIN, run_id=2, step=HOUR,
+          interval_ns=HOUR)
+    for m in (b, cm):
+        clean(m, R, E - 5 * HOUR - 30 * MIN, E, run_id=3)
+    v = f.verdict(R)
+    c.eq(c.ids(v, "gap", b), [], "lab-b: no gap")
+    c.eq(c.ids(v, "gap", cm), [f"gap:{cm.id}:{E - 10 * HOUR}:{E - 9 * HOUR - 30 * MIN}"],
+         "lab-c: the half hour before its other release")
+
+
+@test
 def test_inv6_hole_in_a_history_posted_out_of_order(c):
     """Invariant 6 (and 2).  Attack on the day rollups: lab-b's 49 h, with a 20-minute hole in the
     middle of a whole UTC day, arrive out of order (uploads of 7 intervals, every other one,
