@@ -113,6 +113,13 @@ def baseline(args):
         warm = [timed_get(verdict_url)[0] for _ in range(args.runs)]
         cfirst, cmp = timed_get(compare_url)
         compare = [timed_get(compare_url)[0] for _ in range(args.runs)]
+        # The same bounded to each release's newest days (alternating with the whole, so
+        # that both see the same machine).
+        window, whole = [], []
+        for _ in range(args.runs if args.compare_days else 0):
+            dt, wcmp = timed_get("%s&days=%d" % (compare_url, args.compare_days))
+            window.append(dt)
+            whole.append(timed_get(compare_url)[0])
         kernels = [timed_get("%s/api/v1/kernels?at=%d" % (url, at))[0]
                    for _ in range(args.runs)]
         cpu_s = proc_cpu_s(proc.pid)
@@ -120,8 +127,9 @@ def baseline(args):
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
     lines = [
-        "%s  %s, %d CPUs, %s" % (datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%d %H:%M UTC"), cpu_model(), os.cpu_count(), platform.release()),
+        "%s  %s, %d CPUs, %s, load average %.2f" % (
+            datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            cpu_model(), os.cpu_count(), platform.release(), os.getloadavg()[0]),
         "farm: %s: %s then %s, database %.2f GiB" % (shape_text(shape), BASELINE, NEWER,
                                                      size / 2**30),
         "verdict of %s: %s, baseline %s, %d problem(s) (%d regressions)%s" % (
@@ -135,6 +143,14 @@ def baseline(args):
         summary("verdict of %s" % NEWER, warm, 0.2),
         summary("comparison with the baseline, first page", compare),
         summary("kernel list with verdicts", kernels),
+    ]
+    if args.compare_days:
+        lines += [
+            summary("comparison, days=%d (%d comparisons)" % (args.compare_days,
+                                                             wcmp["total"]), window),
+            summary("comparison, all days, alternating with it", whole),
+        ]
+    lines += [
         "server CPU for all of it: %.0f s" % cpu_s,
     ]
     out = "\n".join(lines) + "\n"
@@ -288,6 +304,8 @@ def main():
     ap.add_argument("--baseline", action="store_true",
                     help="measure the verdict of a release with a baseline and the comparison "
                     "of the two instead (two releases of --days each)")
+    ap.add_argument("--compare-days", type=int, default=0, metavar="N",
+                    help="with --baseline: also time the comparison with days=N")
     args = ap.parse_args()
     args.db = args.db or ["/var/tmp/rtsoak-bench/farm.db"]
     if args.baseline:

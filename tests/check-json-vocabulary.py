@@ -102,6 +102,7 @@ def server_documents(url, staff):
              f"{m}/histogram?from=2d ago", f"{m}/events?from=2d ago", f"{m}/runs",
              f"{m}/settings", f"{m}/maintenance", "/api/v1/kernels",
              f"/api/v1/kernels/{KERNEL}/verdict", f"/api/v1/kernels/{KERNEL}/waivers",
+             f"/api/v1/kernels/{KERNEL}/compare?with={KERNEL}&days=7",
              "/api/v1/series", "/api/v1/audit", "/api/v1/maintenance", "/api/v1/waivers"]
     # A waiver, so that the waiver lists and the audit trail hold one.
     verdict = get(url + f"/api/v1/kernels/{KERNEL}/verdict", staff)

@@ -763,6 +763,52 @@ static void cmp_worse(uint64_t seq, unsigned cpu, struct cpu_data *d) {
         d->violations = 1;
 }
 
+/* A comparison's counts. */
+static void expect_counts(json_t *j, long long total, long long in_both, long long only_kernel,
+                          long long only_with, long long regressions) {
+        assert_int_equal(ji(j, "total"), total);
+        assert_int_equal(ji(j, "in_both"), in_both);
+        assert_int_equal(ji(j, "only_kernel"), only_kernel);
+        assert_int_equal(ji(j, "only_with"), only_with);
+        assert_int_equal(ji(j, "regressions"), regressions);
+}
+
+/* days=N: each kernel's newest N days with data.  The new kernel's newest day is today (D's),
+ * the base's D2: with one day, C's idle is the base's alone, its io (D2 + 1 day) in neither. */
+static void compare_days(int64_t today) {
+        json_t *all = get_json("/api/v1/kernels/7.1-new/compare?with=7.0-base");
+        json_t *j = get_json("/api/v1/kernels/7.1-new/compare?with=7.0-base&days=1&limit=1");
+        expect_counts(j, 2, 1, 0, 1, 0);
+        json_t *c_idle = json_array_get(jget(j, "comparisons"), 0);
+        assert_string_equal(json_string_value(jget(c_idle, "machine")), ID_C);
+        assert_string_equal(json_string_value(jget(c_idle, "in")), "with");
+        json_t *d = jget(j, "days");
+        assert_int_equal(ji(d, "days"), 1);
+        assert_int_equal(ji(jget(d, "kernel"), "from_ns"), today);
+        assert_int_equal(ji(jget(d, "kernel"), "to_ns"), today + DAY_NS);
+        assert_int_equal(ji(jget(d, "with"), "from_ns"), D2);
+        assert_int_equal(ji(jget(d, "with"), "to_ns"), D2 + DAY_NS);
+        assert_non_null(strstr(json_string_value(jget(j, "next")), "days=1"));
+        json_decref(j);
+        /* Days enough for all the data: the same comparisons as without days=. */
+        j = get_json("/api/v1/kernels/7.1-new/compare?with=7.0-base&days=36500");
+        assert_int_equal(ji(jget(j, "days"), "days"), 36500);
+        json_object_del(j, "days");
+        if (!json_equal(j, all))
+                fail_msg("days=36500 and all days differ:\n%s\n%s", json_dumps(j, JSON_COMPACT),
+                         json_dumps(all, JSON_COMPACT));
+        json_decref(j);
+        json_decref(all);
+        /* Two days of the new kernel: today and yesterday, still not D2 + 1 day. */
+        j = get_json("/api/v1/kernels/7.1-new/compare?with=7.1-new&days=2");
+        assert_int_equal(ji(j, "total"), 1);
+        assert_int_equal(ji(jget(jget(j, "days"), "kernel"), "from_ns"), today - DAY_NS);
+        json_decref(j);
+        expect_error(400, "days=0", "/api/v1/kernels/7.1-new/compare?with=7.0-base&days=0");
+        expect_error(400, "days=36501", "/api/v1/kernels/7.1-new/compare?with=7.0-base&days=36501");
+        expect_error(400, "days=", "/api/v1/kernels/7.1-new/compare?with=7.0-base&days=1d");
+}
+
 static void test_compare(void **state) {
         (void) state;
         int64_t today = (now_ns(CLOCK_REALTIME) / DAY_NS) * DAY_NS;
@@ -803,11 +849,7 @@ static void test_compare(void **state) {
         post_all(&g);
 
         json_t *j = get_json("/api/v1/kernels/7.1-new/compare?with=7.0-base");
-        assert_int_equal(ji(j, "total"), 3);
-        assert_int_equal(ji(j, "regressions"), 1);
-        assert_int_equal(ji(j, "in_both"), 2);
-        assert_int_equal(ji(j, "only_kernel"), 1);
-        assert_int_equal(ji(j, "only_with"), 0);
+        expect_counts(j, 3, 2, 1, 0, 1);
         assert_int_equal(ji(j, "tolerance_percent"), 10);
         assert_int_equal(ji(j, "min_difference_ns"), 5000);
         json_t *l = jget(j, "comparisons");
@@ -873,6 +915,7 @@ static void test_compare(void **state) {
         assert_int_equal(ji(j, "in_both"), 3);
         assert_non_null(json_string_value(jget(j, "next")));
         json_decref(j);
+        compare_days(today);
 }
 
 /* ---- events, runs, machines ----------------------------------------------------------- */

@@ -220,7 +220,7 @@ def param_values(name, ctx):
         return ctx["times"]
     if name in ("step", "min_difference"):
         return SPANS
-    if name in ("limit", "offset", "cpu"):
+    if name in ("limit", "offset", "cpu", "days"):
         return NUMBERS
     if name in ("scenario", "type", "kind", "state"):
         return NAMES + ["pending", "sent", "failed", "silence", "unclean_end"]

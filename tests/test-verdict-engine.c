@@ -1108,7 +1108,7 @@ static void test_regression_and_latest(void **state) {
          * kernels' own: configuration, modules). */
         char err[FARM_ERROR_MAX];
         struct farm_comparison cmp;
-        assert_int_equal(farm_kernel_compare(db, "6.6.10-rt5", "6.6.1-rt1", 10, 5000,
+        assert_int_equal(farm_kernel_compare(db, "6.6.10-rt5", "6.6.1-rt1", 10, 5000, 0,
                                              T0 + 5 * DAY + MIN_NS, &cmp, err),
                          0);
         assert_int_equal(cmp.ndiff, 1);

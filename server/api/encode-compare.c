@@ -9,6 +9,7 @@
 
 #include "answer-json.h"
 #include "encode-compare.h"
+#include "json-time.h"
 #include "query-internal.h"
 
 static json_t *cmp_side_json(const struct farm_cmp_side *c) {
@@ -58,12 +59,25 @@ static json_t *inventory_differences_json(const struct farm_comparison *c) {
         return list;
 }
 
+/* The days compared when days= was asked: how many, and each kernel's. */
+static json_t *days_json(const struct farm_comparison *c) {
+        json_t *o = json_pack("{s:I}", "days", (json_int_t) c->days);
+        for (int side = 0; o && side < 2; side++) {
+                json_t *w = json_object();
+                if (!w || json_object_set_new(o, side ? "with" : "kernel", w) < 0 ||
+                    json_set_time(w, "from_ns", c->from_ns[side]) < 0 ||
+                    json_set_time(w, "to_ns", c->to_ns[side]) < 0)
+                        json_decref(o), o = NULL;
+        }
+        return o;
+}
+
 int farm_api_compare(farm_db *db, const char *release, const struct farm_args *args, int64_t now,
                      const char *path, struct farm_answer *a) {
         char perr[FARM_PARAM_ERROR_MAX], tol[32], err[FARM_ERROR_MAX];
         struct farm_page page;
         uint64_t tolerance = FARM_COMPARE_TOLERANCE_PERCENT_DEFAULT,
-                 min_diff = FARM_COMPARE_MIN_DIFFERENCE_NS_DEFAULT;
+                 min_diff = FARM_COMPARE_MIN_DIFFERENCE_NS_DEFAULT, days = 0;
         const char *with = farm_args_get(args, "with"), *t = farm_args_get(args, "tolerance");
         struct farm_comparison cmp;
         int r;
@@ -73,6 +87,9 @@ int farm_api_compare(farm_db *db, const char *release, const struct farm_args *a
                             perr, a) ||
             !query_param_ok(farm_param_span("min_difference", farm_args_get(args, "min_difference"),
                                             &min_diff, perr),
+                            perr, a) ||
+            !query_param_ok(farm_param_uint("days", farm_args_get(args, "days"), 1,
+                                            FARM_COMPARE_DAYS_MAX, &days, perr),
                             perr, a))
                 return 0;
         if (t) {
@@ -94,7 +111,8 @@ int farm_api_compare(farm_db *db, const char *release, const struct farm_args *a
                 return 0;
         }
 
-        r = farm_kernel_compare(db, release, with, tolerance, min_diff, now, &cmp, err);
+        r = farm_kernel_compare(db, release, with, tolerance, min_diff, (uint32_t) days, now, &cmp,
+                                err);
         if (r == -ENOENT) {
                 query_error(a, 404, "%s", err);
                 return 0;
@@ -117,6 +135,7 @@ int farm_api_compare(farm_db *db, const char *release, const struct farm_args *a
                                  "only_with", (json_int_t) cmp.only[1], "comparisons", items)) <
                     0 ||
             json_object_set_new(o, "inventory_differences", inventory_differences_json(&cmp)) < 0 ||
+            (cmp.days && json_object_set_new(o, "days", days_json(&cmp)) < 0) ||
             farm_api_add_page(o, path, args, &page, n) < 0) {
                 farm_comparison_done(&cmp);
                 json_decref(o);

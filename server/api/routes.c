@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "captures.h"
+#include "comparison.h"
 #include "day-rows.h"
 #include "macro.h"
 #include "params.h"
@@ -66,7 +67,9 @@ const struct farm_route farm_routes[] = {
         { "GET", "/api/v1/kernels/{release}/kcidb", API, P(QUESTION, TEXT("origin")), J },
         { "GET POST", "/api/v1/kernels/{release}/waivers", API, P(PAGE), J },
         { "GET", "/api/v1/kernels/{release}/compare", API,
-          P(PAGE, SPAN("min_difference"), PERCENT("tolerance", 0, 1000), TEXT("with")), J },
+          P(PAGE, SPAN("min_difference"), PERCENT("tolerance", 0, 1000), TEXT("with"),
+            UINT("days", 1, FARM_COMPARE_DAYS_MAX)),
+          J },
         { "GET", "/api/v1/waivers", API, P(PAGE), J },
         { "POST", "/api/v1/waivers/{id}/withdraw", API, NONE, J },
         { "GET", "/api/v1/series", API, P(QUESTION), J },

@@ -468,9 +468,9 @@ int dash_page_kernel(struct dash *x, const char *release) {
         if (with && !*with)
                 with = NULL; /* the form sent without a choice */
         if (with) {
-                r = farm_kernel_compare(x->db, release, with,
-                                        FARM_COMPARE_TOLERANCE_PERCENT_DEFAULT,
-                                        FARM_COMPARE_MIN_DIFFERENCE_NS_DEFAULT, x->now, &cmp, err);
+                r = farm_kernel_compare(
+                        x->db, release, with, FARM_COMPARE_TOLERANCE_PERCENT_DEFAULT,
+                        FARM_COMPARE_MIN_DIFFERENCE_NS_DEFAULT, 0, x->now, &cmp, err);
                 if (r == -ENOENT) {
                         dash_fail_page(x, 400, "compare=%.256s: no such kernel release", with);
                         r = 0;

@@ -194,6 +194,26 @@ static int compare_refs(farm_db *db, const char *release, const char *with, int6
         return 0;
 }
 
+/* Keeps of each side's days its newest `days` (the days of both sides counted apart), and
+ * tells the days kept in ret. */
+static void keep_newest_days(struct day_refs *refs, uint32_t days, struct farm_comparison *ret) {
+        int64_t newest[2] = { INT64_MIN, INT64_MIN };
+        for (size_t i = 0; i < refs->n; i++)
+                newest[refs->v[i].side] = MAX(newest[refs->v[i].side], refs->v[i].day);
+        size_t n = 0;
+        for (size_t i = 0; i < refs->n; i++)
+                if (refs->v[i].day > newest[refs->v[i].side] - (int64_t) days)
+                        refs->v[n++] = refs->v[i];
+        refs->n = n;
+        ret->days = days;
+        for (int side = 0; side < 2; side++) {
+                bool any = newest[side] != INT64_MIN;
+                ret->from_ns[side] = any ? (newest[side] - (int64_t) days + 1) * FARM_DAY_NS
+                                         : INT64_MIN;
+                ret->to_ns[side] = any ? (newest[side] + 1) * FARM_DAY_NS : INT64_MIN;
+        }
+}
+
 static void cmp_list_free(struct cmp_list *list) {
         for (size_t i = 0; i < list->n; i++)
                 free(list->v[i].scenario);
@@ -232,12 +252,14 @@ static int compare_inventories(farm_db *db, const char *release, const char *wit
 }
 
 int farm_kernel_compare(farm_db *db, const char *release, const char *with,
-                        uint64_t tolerance_percent, uint64_t min_difference_ns, int64_t now,
-                        struct farm_comparison *ret, char err[static FARM_ERROR_MAX]) {
+                        uint64_t tolerance_percent, uint64_t min_difference_ns, uint32_t days,
+                        int64_t now, struct farm_comparison *ret, char err[static FARM_ERROR_MAX]) {
         struct day_refs refs = {};
         struct cmp_list list = {};
         *ret = (struct farm_comparison){};
         int r = compare_refs(db, release, with, now, &refs, err);
+        if (r >= 0 && days > 0)
+                keep_newest_days(&refs, days, ret);
         if (r >= 0) {
                 r = cmp_merge(db, &refs, INT64_MAX, &list, err);
                 if (r == -ENOMEM)

@@ -14,6 +14,8 @@
 /* The rule of GET /api/v1/kernels/{release}/compare without tolerance= and min_difference=. */
 #define FARM_COMPARE_TOLERANCE_PERCENT_DEFAULT 10
 #define FARM_COMPARE_MIN_DIFFERENCE_NS_DEFAULT (5 * INT64_C(1000))
+/* The most days= of a comparison may ask for (a century). */
+#define FARM_COMPARE_DAYS_MAX 36500
 
 /* One side of a comparison entry: the figures of the merged histogram, which is not kept. */
 struct farm_cmp_side {
@@ -42,12 +44,19 @@ struct farm_comparison {
         size_t ninv[2];
         struct farm_inventory_difference *diff;
         size_t ndiff;
+        /* With a number of days asked: the days of each kernel compared, from the start of
+         * the first to the end of its newest day with data ([0] the kernel, [1] the other;
+         * INT64_MIN for a kernel whose runs hold no data). */
+        uint32_t days;
+        int64_t from_ns[2], to_ns[2];
 };
 /* Compares release with with under the rule of farm_worse(); now tells the past days (their
- * histograms are cached).  -ENOENT (err saying which) when one of them has no runs. */
+ * histograms are cached).  days > 0: each kernel's newest days UTC with data only, that many
+ * (the comparison of a long-lived release bounded); 0: all its data.  -ENOENT (err saying
+ * which) when one of them has no runs. */
 int farm_kernel_compare(farm_db *db, const char *release, const char *with,
-                        uint64_t tolerance_percent, uint64_t min_difference_ns, int64_t now,
-                        struct farm_comparison *ret, char err[static FARM_ERROR_MAX]);
+                        uint64_t tolerance_percent, uint64_t min_difference_ns, uint32_t days,
+                        int64_t now, struct farm_comparison *ret, char err[static FARM_ERROR_MAX]);
 void farm_comparison_done(struct farm_comparison *c);
 
 /* The regression rule of a comparison: value is worse than base when it exceeds it by more
