@@ -434,30 +434,21 @@ static size_t fill(const char *path) {
         return total;
 }
 
-/* Waits up to timeout_ms until rtsoakd's log at path says, for one CPU, at least n times that
- * it dropped its oldest held interval. */
-static bool wait_for_drops(const char *path, int n, int timeout_ms) {
+/* Whether rtsoakd's log says, for one CPU, at least *(int *) n times that it dropped its
+ * oldest held interval. */
+static bool dropped_enough(const char *log, void *n) {
         static const char line[] = ": storage has failed for ";
-        for (int waited = 0;; waited += 100) {
-                char *log = tu_read_file(path);
-                int per_cpu[1024] = { 0 };
-                bool enough = false;
-                for (const char *p = log; p && (p = strstr(p, line)) && !enough; p++) {
-                        const char *cpu = p;
-                        while (cpu > log && cpu[-1] >= '0' && cpu[-1] <= '9')
-                                cpu--;
-                        int k = atoi(cpu);
-                        if (cpu >= log + 4 && strncmp(cpu - 4, "CPU ", 4) == 0 && k >= 0 &&
-                            k < 1024)
-                                enough = ++per_cpu[k] >= n;
-                }
-                free(log);
-                if (enough)
+        int per_cpu[1024] = { 0 };
+        for (const char *p = log; (p = strstr(p, line)); p++) {
+                const char *cpu = p;
+                while (cpu > log && cpu[-1] >= '0' && cpu[-1] <= '9')
+                        cpu--;
+                int k = atoi(cpu);
+                if (cpu >= log + 4 && strncmp(cpu - 4, "CPU ", 4) == 0 && k >= 0 && k < 1024 &&
+                    ++per_cpu[k] >= *(int *) n)
                         return true;
-                if (waited >= timeout_ms)
-                        return false;
-                tu_sleep_ms(100);
         }
+        return false;
 }
 
 /* A small file system fills up under rtsoakd and empties again: it goes on probing, holds
@@ -494,7 +485,7 @@ static void test_disk_full(void **state) {
          * writes fail depends on the free space SQLite still finds in its files: wait for three
          * drops of one CPU rather than for a time (each drop is followed by one more failed
          * write, maybe the last). */
-        assert_true(wait_for_drops(errlog, 3, 30000));
+        assert_true(tu_wait_for(errlog, dropped_enough, &(int){ 3 }, 30000));
         assert_int_equal(unlink(filler), 0);
         assert_true(tu_wait_for_text(errlog, "Storage works again", 15000));
         tu_sleep_ms(1500);

@@ -251,17 +251,26 @@ size_t tu_count_lines(const char *s, const char *prefix) {
         return n;
 }
 
-bool tu_wait_for_text(const char *path, const char *text, int timeout_ms) {
+bool tu_wait_for(const char *path, bool (*found)(const char *text, void *arg), void *arg,
+                 int timeout_ms) {
         for (int waited = 0;; waited += 20) {
                 char *s = tu_read_file(path);
-                bool found = s && strstr(s, text);
+                bool ok = s && found(s, arg);
                 free(s);
-                if (found)
+                if (ok)
                         return true;
                 if (waited >= timeout_ms)
                         return false;
                 tu_sleep_ms(20);
         }
+}
+
+static bool holds_text(const char *text, void *arg) {
+        return strstr(text, arg) != NULL;
+}
+
+bool tu_wait_for_text(const char *path, const char *text, int timeout_ms) {
+        return tu_wait_for(path, holds_text, (void *) text, timeout_ms);
 }
 
 /* Runs rtsoak-server --db=db command name [extra1 [extra2]]: the token it printed. */

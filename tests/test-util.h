@@ -39,6 +39,10 @@ int tu_wait(pid_t pid, int timeout_ms);
 void tu_daemon_argv(char **argv, char *set_db, const char *const *extra);
 
 void tu_sleep_ms(int ms);
+/* Waits up to timeout_ms until found(the text of the file at path, arg) is true; false if it
+ * never was. */
+bool tu_wait_for(const char *path, bool (*found)(const char *text, void *arg), void *arg,
+                 int timeout_ms);
 /* Waits up to timeout_ms until the file at path contains text; false if it never did. */
 bool tu_wait_for_text(const char *path, const char *text, int timeout_ms);
 /* Parses JSON text or fails the test with the text shown. */
