@@ -3,8 +3,8 @@
  * machines × C CPUs × D days of intervals under the built-in six-scenario rotation, stored
  * through the server's own storage path (farm_store_summary: the same rows, rollups and
  * indexes an upload makes), without HTTP and JSON, which would only make the filling slower.
- * Machines report in turn, a batch of up to 1000 intervals each, as a farm's uploads
- * interleave in the file.  A few machines get a latency spike, so that a verdict has
+ * Machines report in turn, a batch of up to 1000 intervals each (FARM_FILL_BATCH), as a farm's
+ * uploads interleave in the file.  A few machines get a latency spike, so that a verdict has
  * evidence to gather.
  *
  *   farm-fill DB MACHINES CPUS DAYS INTERVAL_S END_UNIX_S RELEASE [RUN_ID [SPIKES yes|no]] */
@@ -26,6 +26,10 @@
 #define BATCH 1000
 #define VARIANTS 16
 #define THREADS 4
+
+/* Intervals per stored summary (1 to BATCH; FARM_FILL_BATCH, default BATCH): a daemon
+ * catching up after an outage uploads many at once, one reporting in time one. */
+static int64_t batch = BATCH;
 
 struct gen {
         const char *name;
@@ -87,8 +91,8 @@ static void *fill(void *userdata) {
                 goto out;
         }
         int64_t stored = 0;
-        for (int64_t first = 0; first < nint; first += BATCH) {
-                int64_t n = MIN(BATCH, nint - first);
+        for (int64_t first = 0; first < nint; first += batch) {
+                int64_t n = MIN(batch, nint - first);
                 for (unsigned m = f->thread; m < machines; m += THREADS) {
                         for (int64_t k = 0; k < n; k++) {
                                 int64_t seq = first + k, s = start + seq * ilen;
@@ -191,11 +195,14 @@ int main(int argc, char **argv) {
         /* A second release on the same machines takes a run of its own (RUN_ID), after the
          * first one's; without spikes, it can qualify as the other's baseline. */
         int64_t run_id = argc > 8 ? atoll(argv[8]) : 1;
+        if (getenv("FARM_FILL_BATCH"))
+                batch = atoll(getenv("FARM_FILL_BATCH"));
         bool spikes = argc <= 9 || strcmp(argv[9], "no") != 0;
         const char *path = argv[1], *release = argv[7];
         unsigned machines = (unsigned) atoi(argv[2]), cpus = (unsigned) atoi(argv[3]);
         int64_t days = atoll(argv[4]), ilen = atoll(argv[5]) * SEC, end = atoll(argv[6]) * SEC;
-        if (!machines || !cpus || cpus > 256 || days <= 0 || ilen <= 0 || end <= 0 || run_id < 1) {
+        if (!machines || !cpus || cpus > 256 || days <= 0 || ilen <= 0 || end <= 0 || run_id < 1 ||
+            batch < 1 || batch > BATCH) {
                 fprintf(stderr, "farm-fill: bad arguments\n");
                 return 2;
         }

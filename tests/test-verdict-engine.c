@@ -56,6 +56,7 @@ struct hist_spec {
         uint64_t probe_ns; /* 0: PROBE_NS */
         bool no_probed;    /* leave run.cpus out */
         bool trace;        /* a capture of CPU 0's worst wake-up in the first interval */
+        bool reverse;      /* each upload's intervals latest first */
         struct summary_inventory *inventory; /* sent with the first upload */
         size_t ninventory;
 };
@@ -119,7 +120,7 @@ static void store(const struct hist_spec *h) {
                 struct summary_trace trace = {};
                 struct trace_analysis analysis;
                 for (int i = 0; i < n; i++) {
-                        int k = done + i;
+                        int k = done + (h->reverse ? n - 1 - i : i);
                         int64_t start = h->start + k * h->len;
                         iv[i] = (struct summary_interval){ .seq = h->seq0 + (uint64_t) k,
                                                            .start_ns = start,
@@ -360,6 +361,96 @@ static void test_rollups_match_intervals(void **state) {
                 json_decref(v);
                 json_decref(raw);
         }
+}
+
+/* The rows of the day rollups, as text. */
+static char *rollup_rows(void) {
+        static const struct {
+                const char *sql;
+                int nint; /* integer columns first, then text ones */
+        } q[] = {
+                { "SELECT run, day, intervals, covered_ns, first_start_ns, last_end_ns, "
+                  "max_gap_ns, "
+                  "gaps_known, max_ns, counted_ns, min_ratio_pm, max_skew_ns, max_received_ns, "
+                  "max_missing_ns, cpu_hists FROM run_days ORDER BY run, day",
+                  15 },
+                { "SELECT run, day, covered_ns, counted_ns, down_ns, scenario, "
+                  "coalesce(gens_all, '-') FROM run_day_scenarios ORDER BY run, day, scenario",
+                  5 },
+        };
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        sql_conn *c = tu_farm_open(path);
+        for (size_t i = 0; i < ELEMENTSOF(q); i++) {
+                sql_stmt *st = NULL;
+                if (sql_prepare_once(c, q[i].sql, &st) < 0)
+                        fail_msg("%s: %s", q[i].sql, sql_errmsg(c));
+                while (sql_step(st) == SQL_ROW) {
+                        for (int k = 0; k < sql_column_count(st); k++)
+                                if (k < q[i].nint)
+                                        fprintf(f, "%lld ", (long long) sql_column_int64(st, k));
+                                else
+                                        fprintf(f, "'%s' ", sql_column_text(st, k));
+                        fputc('\n', f);
+                }
+                sql_finalize(st);
+                fputs("--\n", f);
+        }
+        sql_close(c);
+        fclose(f);
+        return text;
+}
+
+/* h's intervals one per upload, in the order store() sends them. */
+static void store_each(const struct hist_spec *h) {
+        for (int i = 0; i < h->n; i++) {
+                int first = i / 200 * 200, n = MIN(h->n - first, 200);
+                int k = h->reverse ? first + (n - 1 - (i - first)) : i;
+                struct hist_spec one = *h;
+                one.n = 1, one.seq0 = h->seq0 + (uint64_t) k, one.start = h->start + k * h->len;
+                one.max_ns = k == 0 ? h->max_ns : 0, one.trace = k == 0 && h->trace;
+                store(&one);
+        }
+}
+
+/* A history of uploads that fold (a day boundary inside one, a silence, late intervals, an
+ * upload latest first, one overlapping the one before by minutes, scenarios with and without
+ * their generators), stored as it comes
+ * (up to 200 intervals an upload) and again one interval per upload: the same rollup rows,
+ * late days with their gaps unknown. */
+static void test_rollups_folded_as_one_by_one(void **state) {
+        char *rows[2];
+        for (int each = 0; each < 2; each++) {
+                struct hist_spec v[9];
+                for (size_t i = 0; i < ELEMENTSOF(v); i++)
+                        v[i] = base, v[i].received = T0 + 10 * DAY, v[i].scenario = "io";
+                v[0].n = 6 * 30, v[0].max_ns = 300000; /* 0h-30h: over midnight */
+                v[1].seq0 = 200, v[1].start = T0 + 32 * HOUR, v[1].n = 30, v[1].scenario = "idle";
+                v[2].seq0 = 300, v[2].start = T0 + 5 * HOUR, v[2].n = 6; /* late, overlapping */
+                v[3].seq0 = 400, v[3].start = T0 + 40 * HOUR, v[3].n = 50, v[3].reverse = true;
+                v[4].seq0 = 500, v[4].start = T0 + 50 * HOUR, v[4].n = 12, v[4].zero_loads = true;
+                v[5].seq0 = 600, v[5].start = T0 + 52 * HOUR, v[5].n = 12, v[5].no_loads = true;
+                v[6].seq0 = 700, v[6].start = T0 + 54 * HOUR, v[6].n = 12; /* after the holes */
+                /* A day whose second upload starts 5 minutes before the first one's end. */
+                v[7].seq0 = 800, v[7].start = T0 + 75 * HOUR, v[7].n = 6;
+                v[8].seq0 = 900, v[8].start = T0 + 76 * HOUR - 5 * MIN_NS, v[8].n = 3;
+                for (size_t i = 0; i < ELEMENTSOF(v); i++)
+                        (each ? store_each : store)(&v[i]);
+                rows[each] = rollup_rows();
+                assert_int_equal(tu_farm_int(path, "SELECT count(*) FROM run_days WHERE "
+                                                   "gaps_known = 0"),
+                                 4);
+                assert_int_equal(tu_farm_int(path, "SELECT sum(intervals) FROM run_days"), 311);
+                if (!each) {
+                        teardown(state);
+                        setup(state);
+                }
+        }
+        if (strcmp(rows[0], rows[1]) != 0)
+                fail_msg("folded:\n%s\none by one:\n%s", rows[0], rows[1]);
+        free(rows[0]);
+        free(rows[1]);
 }
 
 /* ---- invariant 1: coverage is time measured ---- */
@@ -1372,6 +1463,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_clean_qualifies, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rollups_match_intervals, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_rollups_folded_as_one_by_one, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cpu_absent, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_samples_share, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_probe_period, setup, teardown),

@@ -67,27 +67,6 @@ int farm_day_hists_add_row(struct farm_day_hists *d, int64_t day, const char *sc
         return 0;
 }
 
-int farm_day_hists_add(sql_conn *c, int64_t run, struct farm_day_hists *d,
-                       const struct summary_interval *iv, char *err) {
-        int64_t day = iv->start_ns / FARM_DAY_NS;
-        for (size_t i = 0; i < iv->ncpus; i++) {
-                const struct summary_cpu *p = &iv->cpus[i];
-                int r = 0;
-                for (int all = 0; r >= 0 && all < 2; all++)
-                        r = farm_day_hists_add_row(d, day, iv->scenario ?: "",
-                                                   all ? -1 : (int64_t) p->cpu, p->hist_limit_us,
-                                                   p->hist, p->hist_len, p->samples, p->min_ns,
-                                                   p->max_ns, p->max_time_ns, p->violations);
-                if (r == -ENOMEM)
-                        snprintf(err, FARM_ERROR_MAX, "out of memory merging histograms");
-                if (r >= 0 && farm_day_hists_full(d))
-                        r = farm_day_hists_write(c, run, d, err);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
 void farm_day_hists_done(struct farm_day_hists *d) {
         for (size_t i = 0; i < d->n; i++) {
                 free(d->v[i].scenario);

@@ -28,15 +28,11 @@ struct farm_day_hists {
         size_t bytes; /* of their histograms */
 };
 
-/* What the sums may hold before farm_day_hists_full() asks for a write: a summary of 1,024
+/* What the sums may hold before farm_day_hists_full() asks for a write (ingest checks after
+ * each CPU): a summary of 1,024
  * CPUs with a 100 ms exact range would otherwise hold 800 MiB. */
 #define FARM_DAY_HISTS_BYTES_MAX ((size_t) 8 << 20)
 
-/* Adds the CPUs of a stored interval to the sums of its day and scenario (each CPU's and all
- * CPUs'), writing them into run's rows (inside the caller's write transaction c) whenever
- * they grow full. */
-int farm_day_hists_add(sql_conn *c, int64_t run, struct farm_day_hists *d,
-                       const struct summary_interval *iv, char *err);
 /* Adds one stored CPU row (hist_encode() form) to the sums of day, scenario and cpu (-1: of
  * all CPUs). */
 int farm_day_hists_add_row(struct farm_day_hists *d, int64_t day, const char *scenario, int64_t cpu,

@@ -13,6 +13,7 @@
 #include "db-internal.h"
 #include "traces.h"
 #include "measure.h"
+#include "rollups.h"
 
 /* For messages that go back to the machine: no file path in them. */
 _printf_(2, 3) static int conflict(char *err, const char *fmt, ...) {
@@ -48,8 +49,7 @@ struct ingest {
         const struct summary *s;
         int64_t now;
         struct run_ctx run;
-        sql_stmt *stored, *interval, *day, *day_scenario, *gens, *down, *cand_runs, *cand_ivs,
-                *overlap;
+        sql_stmt *stored, *interval, *gens, *down, *cand_runs, *cand_ivs, *overlap;
         /* PostgreSQL: the look-up of the first interval's overlaps, sent with the run's. */
         sql_stmt *scan_first;
         struct span *spans;
@@ -57,6 +57,7 @@ struct ingest {
         struct overlap *overlaps;
         size_t noverlaps, cap_overlaps;
         struct farm_day_hists day_hists; /* the stored intervals' sums, per day and scenario */
+        struct farm_rollup rollup;       /* their day rollups not yet written */
         /* PostgreSQL: the events that go with the statement of the next interval, from ev_first
          * (ev_n of them), and how many of them it stored. */
         size_t ev_first, ev_n;
@@ -71,15 +72,15 @@ static int wfail(struct ingest *g, int rc, const char *what) {
 }
 
 static void ingest_done(struct ingest *g) {
-        sql_stmt **st[] = { &g->stored,  &g->interval,  &g->day,       &g->day_scenario,
-                            &g->gens,    &g->down,      &g->cand_runs, &g->cand_ivs,
-                            &g->overlap, &g->scan_first };
+        sql_stmt **st[] = { &g->stored,    &g->interval, &g->gens,    &g->down,
+                            &g->cand_runs, &g->cand_ivs, &g->overlap, &g->scan_first };
         for (size_t i = 0; i < ELEMENTSOF(st); i++)
                 sql_resetp(st[i]);
         free(g->run.probed);
         free(g->spans);
         free(g->overlaps);
         farm_day_hists_done(&g->day_hists);
+        farm_rollup_done(&g->rollup);
 }
 
 /* ---- the run ------------------------------------------------------------------------------- */
@@ -768,107 +769,46 @@ static int store_cpus(struct ingest *g, int64_t id, const struct summary_interva
 
 /* ---- rollups ------------------------------------------------------------------------------- */
 
-/* The UTC day of a time, as the day rollups and the SQL that fills them count it. */
-static int64_t day_of(int64_t ns) {
-        return ns / FARM_DAY_NS;
-}
-
 struct facts {
         uint64_t max_ns;
         int64_t counted_ns, down_ns;
         struct farm_measure m;
 };
 
-/* The day's rollups: run_days (parameters 1 to 11) and run_day_scenarios (1 to 3, 7 and 12 to
- * 14), bound by bind_day() and bind_scenario(). */
-#define SQL_RUN_DAYS                                                              \
-        "INSERT INTO run_days (run, day, intervals, covered_ns, first_start_ns, " \
-        "last_end_ns, max_gap_ns, gaps_known, max_ns, counted_ns, min_ratio_pm, " \
-        "max_skew_ns, max_received_ns, max_missing_ns, cpu_hists) "               \
-        "VALUES (?1, ?2, 1, ?3, ?4, ?5, 0, 1, ?6, ?7, ?8, ?9, ?10, ?11, 1) "      \
-        "ON CONFLICT (run, day) DO UPDATE SET "                                   \
-        "intervals = run_days.intervals + 1, "                                    \
-        "covered_ns = run_days.covered_ns + ?3, "                                 \
-        "max_gap_ns = CASE WHEN ?4 >= run_days.last_end_ns "                      \
-        "THEN greatest(run_days.max_gap_ns, ?4 - run_days.last_end_ns) "          \
-        "ELSE run_days.max_gap_ns END, "                                          \
-        "gaps_known = CASE WHEN run_days.gaps_known <> 0 AND "                    \
-        "?4 >= run_days.last_end_ns THEN 1 ELSE 0 END, "                          \
-        "first_start_ns = least(run_days.first_start_ns, ?4), "                   \
-        "last_end_ns = greatest(run_days.last_end_ns, ?5), "                      \
-        "max_ns = greatest(run_days.max_ns, ?6), "                                \
-        "counted_ns = run_days.counted_ns + ?7, "                                 \
-        "min_ratio_pm = least(run_days.min_ratio_pm, ?8), "                       \
-        "max_skew_ns = greatest(run_days.max_skew_ns, ?9), "                      \
-        "max_received_ns = greatest(run_days.max_received_ns, ?10), "             \
-        "max_missing_ns = greatest(run_days.max_missing_ns, ?11)"
-#define SQL_DAY_SCENARIOS                                                             \
-        "INSERT INTO run_day_scenarios (run, day, scenario, covered_ns, counted_ns, " \
-        "gens_all, down_ns) VALUES (?1, ?2, ?12, ?3, ?7, ?13, ?14) "                  \
-        "ON CONFLICT (run, day, scenario) DO UPDATE SET "                             \
-        "covered_ns = run_day_scenarios.covered_ns + ?3, "                            \
-        "counted_ns = run_day_scenarios.counted_ns + ?7, gens_all = ?13, "            \
-        "down_ns = run_day_scenarios.down_ns + ?14"
-
-static void bind_day(struct ingest *g, sql_stmt *d, const struct summary_interval *iv,
-                     const struct facts *f) {
-        int64_t end = iv->start_ns + (int64_t) iv->length_ns;
-        sql_bind_int64(d, 1, g->run.row);
-        sql_bind_int64(d, 2, day_of(iv->start_ns));
-        sql_bind_int64(d, 3, (int64_t) iv->length_ns);
-        sql_bind_int64(d, 4, iv->start_ns);
-        sql_bind_int64(d, 5, end);
-        sql_bind_int64(d, 6, (int64_t) f->max_ns);
-        sql_bind_int64(d, 7, f->counted_ns);
-        sql_bind_int64(d, 8, f->m.min_ratio_pm);
-        sql_bind_int64(d, 9, end - g->now);
-        sql_bind_int64(d, 10, g->now);
-        sql_bind_int64(d, 11, f->m.max_missing_ns);
-}
-
-static void bind_scenario(sql_stmt *d, const struct summary_interval *iv, const struct facts *f,
-                          const char *gens) {
-        sql_bind_text(d, 12, iv->scenario ?: "");
-        sql_bind_text(d, 13, gens);
-        sql_bind_int64(d, 14, f->down_ns);
-}
-
-/* Adds a stored interval to its day's rollups (SQLite). */
-static int rollup_interval(struct ingest *g, const struct summary_interval *iv,
-                           const struct facts *f) {
-        char gens[SUMMARY_MAX_LOADS * 34];
-        int r, rc;
-
-        bind_day(g, g->day, iv, f);
-        if ((r = farm_step_done(g->day, "cannot update the day's coverage", g->err)) < 0)
-                return r;
-
+/* The generators of iv's day and scenario with it (SQLite): from the fold when iv joins it,
+ * else as stored. */
+static int gens_sqlite(struct ingest *g, const struct summary_interval *iv, char *gens,
+                       size_t size) {
+        if (farm_rollup_joins(&g->rollup, g->run.row, iv)) {
+                gens_intersect(iv, g->rollup.gens, gens, size);
+                return 0;
+        }
         sql_reset(g->gens);
         sql_bind_int64(g->gens, 1, g->run.row);
-        sql_bind_int64(g->gens, 2, day_of(iv->start_ns));
+        sql_bind_int64(g->gens, 2, farm_rollup_day(iv->start_ns));
         sql_bind_text(g->gens, 3, iv->scenario ?: "");
-        rc = sql_step(g->gens);
+        int rc = sql_step(g->gens);
         if (rc != SQL_ROW && rc != SQL_DONE)
                 return wfail(g, rc, "cannot read the day's generators");
-        gens_intersect(iv, rc == SQL_ROW ? sql_column_text(g->gens, 0) : NULL, gens, sizeof(gens));
+        gens_intersect(iv, rc == SQL_ROW ? sql_column_text(g->gens, 0) : NULL, gens, size);
         sql_reset(g->gens);
-
-        bind_day(g, g->day_scenario, iv, f);
-        bind_scenario(g->day_scenario, iv, f, gens);
-        return farm_step_done(g->day_scenario, "cannot update the day's scenarios", g->err);
+        return 0;
 }
 
-/* The same on PostgreSQL in one statement (gens: the generators of the interval's day before
- * it, from the interval's statement). */
-static int rollup_pg(struct ingest *g, const struct summary_interval *iv, const struct facts *f,
-                     const char *gens) {
-        _cleanup_reset_ sql_stmt *st = NULL;
-        int r = farm_prepare(g->c, "WITH d AS (" SQL_RUN_DAYS ") " SQL_DAY_SCENARIOS, &st, g->err);
-        if (r < 0)
-                return r;
-        bind_day(g, st, iv, f);
-        bind_scenario(st, iv, f, gens);
-        return farm_step_done(st, "cannot update the day's rollups", g->err);
+/* Adds a stored interval to the fold of its day's rollups. */
+static int rollup_add(struct ingest *g, const struct summary_interval *iv, const struct facts *f,
+                      const char *gens) {
+        struct farm_rollup_facts rf = { (int64_t) f->max_ns, f->counted_ns, f->down_ns,
+                                        f->m.min_ratio_pm, f->m.max_missing_ns };
+        int r = farm_rollup_add(&g->rollup, g->run.row, iv, &rf, gens);
+        if (r == -ENOMEM)
+                snprintf(g->err, FARM_ERROR_MAX, "out of memory adding to the day's rollups");
+        return r;
+}
+
+/* Writes the fold (before the statements that read its rows). */
+static int rollup_flush(struct ingest *g) {
+        return farm_rollup_flush(g->c, g->pg, &g->rollup, g->now, g->err);
 }
 
 /* ---- events -------------------------------------------------------------------------------- */
@@ -1065,7 +1005,7 @@ static int insert_interval_pg(struct ingest *g, const struct summary_interval *i
         if (r < 0)
                 return r;
         bind_interval(g, st, iv, f);
-        sql_bind_int64(st, 18, day_of(iv->start_ns));
+        sql_bind_int64(st, 18, farm_rollup_day(iv->start_ns));
         sql_bind_text(st, 19, iv->scenario ?: "");
         int k = 19;
         for (size_t i = 0; i < iv->ncpus && i < ROWS_MAX; i++, k += (int) NCOLS_CPU)
@@ -1099,23 +1039,51 @@ static int insert_interval_pg(struct ingest *g, const struct summary_interval *i
         return r == SQL_ROW ? 0 : wfail(g, r < 0 ? r : -EIO, "cannot store an interval");
 }
 
+/* Adds the CPUs of a stored interval to the sums of its day and scenario (each CPU's and all
+ * CPUs'), writing them into the run's rows whenever they grow full (after the fold of the day
+ * rollups: the sums' statements read the day's row). */
+static int day_hists_add(struct ingest *g, const struct summary_interval *iv) {
+        int64_t day = farm_rollup_day(iv->start_ns);
+        for (size_t i = 0; i < iv->ncpus; i++) {
+                const struct summary_cpu *p = &iv->cpus[i];
+                int r = 0;
+                for (int all = 0; r >= 0 && all < 2; all++)
+                        r = farm_day_hists_add_row(&g->day_hists, day, iv->scenario ?: "",
+                                                   all ? -1 : (int64_t) p->cpu, p->hist_limit_us,
+                                                   p->hist, p->hist_len, p->samples, p->min_ns,
+                                                   p->max_ns, p->max_time_ns, p->violations);
+                if (r == -ENOMEM)
+                        snprintf(g->err, FARM_ERROR_MAX, "out of memory merging histograms");
+                if (r >= 0 && farm_day_hists_full(&g->day_hists) && (r = rollup_flush(g)) >= 0)
+                        r = farm_day_hists_write(g->c, g->run.row, &g->day_hists, g->err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* Stores one interval with its CPUs and loads; 1 if stored, 0 if it was already there. */
 static int store_interval(struct ingest *g, const struct summary_interval *iv) {
-        char gens[SUMMARY_MAX_LOADS * 34];
+        char gens[FARM_ROLLUP_GENS_MAX];
         struct facts f = {};
         int64_t id, end;
+        bool joins = farm_rollup_joins(&g->rollup, g->run.row, iv);
         int r;
 
         for (size_t c = 0; c < iv->ncpus; c++)
                 f.max_ns = MAX(f.max_ns, iv->cpus[c].max_ns);
         farm_measure_interval(iv, g->run.probed, g->run.nprobed, g->run.probe_ns, &f.m);
-        if ((r = counted_of(g, iv, &f.m, &f.counted_ns)) < 0)
+        /* A fold that iv does not join is written first: iv's statements read its rows. */
+        if ((r = counted_of(g, iv, &f.m, &f.counted_ns)) < 0 ||
+            (!joins && (r = rollup_flush(g)) < 0))
                 return r;
         if (g->pg) {
                 if ((r = insert_interval_pg(g, iv, &f, &id, gens, sizeof(gens))) < 0 || id == 0)
                         return r;
-                if ((r = store_cpus(g, id, iv, ROWS_MAX)) >= 0)
-                        r = rollup_pg(g, iv, &f, gens);
+                /* Joining, its day's generators are the fold's (those stored are older). */
+                if (joins)
+                        gens_intersect(iv, g->rollup.gens, gens, sizeof(gens));
+                r = store_cpus(g, id, iv, ROWS_MAX);
         } else {
                 if ((r = insert_interval(g, iv, &f, &id)) < 0 || id == 0)
                         return r; /* id 0: (run, seq) is stored, the same interval sent again */
@@ -1124,13 +1092,15 @@ static int store_interval(struct ingest *g, const struct summary_interval *iv) {
                         down += load_down_ns(iv, &iv->loads[l]);
                 f.down_ns = (int64_t) down;
                 if ((r = store_cpus(g, id, iv, 0)) >= 0 && (r = store_loads(g, id, iv)) >= 0)
-                        r = rollup_interval(g, iv, &f);
+                        r = gens_sqlite(g, iv, gens, sizeof(gens));
         }
+        if (r >= 0)
+                r = rollup_add(g, iv, &f, gens);
         if (r < 0 || (r = store_overlaps(g)) < 0)
                 return r;
         /* Its histograms join those of its day (written with the upload's last rows, or now
          * when the sums grew large). */
-        if ((r = farm_day_hists_add(g->c, g->run.row, &g->day_hists, iv, g->err)) < 0)
+        if ((r = day_hists_add(g, iv)) < 0)
                 return r;
         for (size_t c = 0; c < iv->ncpus; c++)
                 sat_add(&g->violations, iv->cpus[c].violations);
@@ -1163,12 +1133,10 @@ static int prepare_all(struct ingest *g) {
                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                   "ON CONFLICT DO NOTHING RETURNING id",
                   false },
-                { &g->day, SQL_RUN_DAYS, false },
                 { &g->gens,
                   "SELECT gens_all FROM run_day_scenarios WHERE run = ? AND day = ? AND "
                   "scenario = ?",
                   false },
-                { &g->day_scenario, SQL_DAY_SCENARIOS, false },
                 { &g->down,
                   "INSERT INTO load_downs (run, seq, load_idx, generator, start_ns, length_ns, "
                   "scenario, down_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -1383,7 +1351,7 @@ int farm_ingest_summary(sql_conn *c, const struct summary *s, int64_t now_ns,
                 if ((r = farm_store_traces(c, g.run.row, &s->intervals[i], err)) < 0)
                         goto out;
         }
-        if ((r = store_events(&g, last, ret)) < 0 ||
+        if ((r = store_events(&g, last, ret)) < 0 || (r = rollup_flush(&g)) < 0 ||
             (r = farm_day_hists_write(c, g.run.row, &g.day_hists, err)) < 0 ||
             (r = farm_inventories_store(c, g.run.row, s, now_ns, err)) < 0)
                 goto out;
