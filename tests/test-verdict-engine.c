@@ -634,7 +634,11 @@ static void test_machine_changed_clock_ahead(void **state) {
         store(&h);
         for (int i = 0; i < 2; i++)
                 inventory_done(&inv[i].fields);
-        json_t *v = ask("6.6.1-rt1", T0 + 48 * HOUR + MIN_NS);
+        /* Asked at the very moment it arrived: known then. */
+        json_t *v = ask("6.6.1-rt1", T0 + 48 * HOUR);
+        assert_int_equal(count_kind(v, "problems", "machine_changed"), 1);
+        json_decref(v);
+        v = ask("6.6.1-rt1", T0 + 48 * HOUR + MIN_NS);
         assert_int_equal(count_kind(v, "problems", "machine_changed"), 1);
         assert_int_equal(
                 json_integer_value(json_object_get(first_of(v, "machine_changed"), "time_ns")),
@@ -1216,6 +1220,50 @@ static void test_regression_and_latest(void **state) {
         free(l);
 }
 
+/* The series' entry of a release asked at `at` (as known then). */
+static json_t *series_at(int64_t at) {
+        char err[FARM_ERROR_MAX];
+        json_t *s = NULL;
+        struct farm_question q = { NULL, at, at, at };
+        assert_int_equal(farm_latest_stable_json(db, &rule, "6.6-rt", &q, &s, err), 0);
+        return s;
+}
+
+/* "Since" is when the log last said qualified: a release that the log had pending and that
+ * qualifies only as judged now has none. */
+static void test_since_only_from_qualified(void **state) {
+        struct hist_spec h = base;
+        h.n = 6 * 24;
+        store(&h);
+        log_pass_at(T0 + DAY + MIN_NS); /* one day of two: pending */
+        h.seq0 = 6 * 24, h.start = T0 + DAY;
+        store(&h);
+        json_t *s = series_at(T0 + 2 * DAY + MIN_NS);
+        assert_string_equal(json_string_value(json_object_get(s, "latest_stable")), "6.6.1-rt1");
+        assert_true(json_is_null(json_object_get(s, "since_ns")));
+        json_decref(s);
+        log_pass_at(T0 + 2 * DAY + MIN_NS);
+        s = series_at(T0 + 2 * DAY + 2 * MIN_NS);
+        assert_int_equal(json_integer_value(json_object_get(s, "since_ns")), T0 + 2 * DAY + MIN_NS);
+        json_decref(s);
+}
+
+/* Two releases qualified by one pass: one change of the latest stable, to the newer. */
+static void test_one_pass_one_change(void **state) {
+        struct hist_spec newer = base;
+        store(&base);
+        newer.release = "6.6.2-rt1", newer.run = 2, newer.start = T0 + 2 * DAY;
+        store(&newer);
+        log_pass_at(T0 + 4 * DAY + MIN_NS);
+        json_t *s = series_at(T0 + 4 * DAY + 2 * MIN_NS);
+        json_t *hist = json_object_get(s, "history");
+        assert_int_equal(json_array_size(hist), 1);
+        assert_string_equal(
+                json_string_value(json_object_get(json_array_get(hist, 0), "latest_stable")),
+                "6.6.2-rt1");
+        json_decref(s);
+}
+
 /* Sixty releases that never qualify below the newest: its verdict and the series' latest
  * stable read the log, whatever the number of releases (judging each older release for its
  * baseline, and each of those its own, never ends). */
@@ -1464,6 +1512,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_clean_qualifies, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rollups_match_intervals, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rollups_folded_as_one_by_one, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_since_only_from_qualified, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_one_pass_one_change, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cpu_absent, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_samples_share, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_probe_period, setup, teardown),
