@@ -20,6 +20,7 @@
 #include "encode-verdict.h"
 #include "settings.h"
 #include "verdict-log.h"
+#include "retention.h"
 #include "verdict.h"
 #include "waivers.h"
 #include "test-farmdb.h"
@@ -451,6 +452,61 @@ static void test_rollups_folded_as_one_by_one(void **state) {
                 fail_msg("folded:\n%s\none by one:\n%s", rows[0], rows[1]);
         free(rows[0]);
         free(rows[1]);
+}
+
+/* The intervals stored for machine id. */
+static long long intervals_of(const char *id) {
+        char q[256];
+        snprintf(q, sizeof(q),
+                 "SELECT count(*) FROM intervals i JOIN runs r ON r.id = i.run WHERE "
+                 "r.machine_id = '%s'",
+                 id);
+        return tu_farm_int(path, q);
+}
+
+/* Retention drops a month's intervals but those the verdict reads one by one, at their edges:
+ * a latency at the bound (not over it) and wake-ups at MinSamples= (not under it) go; a load
+ * down, any machine's settings changed two days later, and a stricter rule recorded before
+ * keep theirs. */
+static void test_retention_edges(void **state) {
+        static const char *const ids[] = { "c0000000000000000000000000000003",
+                                           "d0000000000000000000000000000004",
+                                           "e0000000000000000000000000000005" };
+        char err[FARM_ERROR_MAX];
+        uint64_t gone = 0;
+        rule.min_samples_pm = 900;
+        rule.probe_down_max_ns = (uint64_t) HOUR; /* the missed wake-ups are no probe down */
+        for (size_t i = 0; i < ELEMENTSOF(ids); i++)
+                enroll(ids[i]);
+        enroll(M_B);
+        long long bound = tu_farm_int(path, "SELECT min(threshold_ns) FROM machine_settings "
+                                            "WHERE machine_id = '" M_B "'");
+        struct hist_spec h[5];
+        for (size_t i = 0; i < ELEMENTSOF(h); i++)
+                h[i] = base, h[i].n = 6, h[i].run = (int64_t) i + 1;
+        h[1].machine = M_B, h[1].max_ns = (uint64_t) bound;                  /* at the bound */
+        h[2].machine = ids[0], h[2].scenario = "io", h[2].zero_loads = true; /* a load down */
+        h[3].machine = ids[1], h[3].share_pct = 90;                          /* at MinSamples */
+        h[4].machine = ids[2], h[4].start = T0 + 10 * DAY;
+        for (size_t i = 0; i < ELEMENTSOF(h); i++)
+                store(&h[i]);
+        assert_int_equal(tu_farm_int(path, "SELECT min(min_ratio_pm) FROM run_days"), 900);
+        setting(M_B, T0 + 12 * DAY + HOUR, bound, 1, ""); /* two days after h[4]'s */
+        const int64_t dec1 = T0 + 30 * DAY, jan1 = dec1 + 31 * DAY, feb1 = jan1 + 31 * DAY;
+        assert_true(farm_retention_pass(db, &rule, jan1, &gone, err) >= 0);
+        assert_int_equal(intervals_of(M_A), 0);
+        assert_int_equal(intervals_of(M_B), 0);
+        assert_int_equal(intervals_of(ids[0]), 6);
+        assert_int_equal(intervals_of(ids[1]), 0);
+        assert_int_equal(intervals_of(ids[2]), 6);
+        /* December at MinSamples again, a rule asking for more recorded before the pass. */
+        h[3].start = dec1 + DAY, h[3].seq0 = 100, h[3].run = 6;
+        store(&h[3]);
+        struct farm_rule strict = rule;
+        strict.min_samples_pm = 950;
+        assert_int_equal(farm_rule_record(db, &strict, dec1, err), 0);
+        assert_true(farm_retention_pass(db, &rule, feb1, &gone, err) >= 0);
+        assert_int_equal(intervals_of(ids[1]), 6);
 }
 
 /* ---- invariant 1: coverage is time measured ---- */
@@ -1514,6 +1570,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_rollups_folded_as_one_by_one, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_since_only_from_qualified, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_one_pass_one_change, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_retention_edges, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cpu_absent, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_samples_share, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_probe_period, setup, teardown),
