@@ -20,6 +20,7 @@
 #include "encode-verdict.h"
 #include "settings.h"
 #include "verdict-log.h"
+#include "log-read.h"
 #include "retention.h"
 #include "verdict.h"
 #include "waivers.h"
@@ -1318,6 +1319,43 @@ static void test_one_pass_one_change(void **state) {
                 json_string_value(json_object_get(json_array_get(hist, 0), "latest_stable")),
                 "6.6.2-rt1");
         json_decref(s);
+        /* The releases with data since the newer one's last end, that moment included. */
+        char err[FARM_ERROR_MAX];
+        struct farm_logged *v;
+        size_t n;
+        assert_int_equal(farm_log_current(db, T0 + 4 * DAY, &v, &n, err), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(v[0].release, "6.6.2-rt1");
+        assert_string_equal(v[0].status, "qualified");
+        farm_logged_free(v, n);
+        assert_int_equal(farm_log_current(db, T0 + 4 * DAY + 1, &v, &n, err), 0);
+        assert_int_equal(n, 0);
+        farm_logged_free(v, n);
+}
+
+/* Asked as known at a moment, the latest stable is not a release first reported after it,
+ * though the log qualified it by the moment asked about: the newest release known then
+ * failed, the one before it is the answer. */
+static void test_latest_stable_as_known_then(void **state) {
+        struct hist_spec c = base, b = base;
+        store(&base); /* 6.6.1-rt1 */
+        log_pass_at(T0 + 2 * DAY + MIN_NS);
+        c.release = "6.6.3-rt1", c.run = 3, c.start = T0 + 2 * DAY, c.max_ns = 900000;
+        store(&c);
+        log_pass_at(T0 + 4 * DAY + MIN_NS);
+        b.release = "6.6.2-rt1", b.run = 2, b.start = T0 + 4 * DAY;
+        store(&b); /* first reported after T0 + 4 days and a minute */
+        log_pass_at(T0 + 6 * DAY + MIN_NS);
+        char err[FARM_ERROR_MAX];
+        json_t *s = NULL;
+        struct farm_question q = { NULL, T0 + 6 * DAY + 2 * MIN_NS, T0 + 4 * DAY + 2 * MIN_NS,
+                                   T0 + 4 * DAY + 2 * MIN_NS };
+        assert_int_equal(farm_latest_stable_json(db, &rule, "6.6-rt", &q, &s, err), 0);
+        assert_string_equal(json_string_value(json_object_get(s, "latest_stable")), "6.6.1-rt1");
+        json_decref(s);
+        s = series_at(T0 + 6 * DAY + 2 * MIN_NS);
+        assert_string_equal(json_string_value(json_object_get(s, "latest_stable")), "6.6.2-rt1");
+        json_decref(s);
 }
 
 /* Sixty releases that never qualify below the newest: its verdict and the series' latest
@@ -1570,6 +1608,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_rollups_folded_as_one_by_one, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_since_only_from_qualified, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_one_pass_one_change, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_latest_stable_as_known_then, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_retention_edges, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cpu_absent, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_samples_share, setup, teardown),
