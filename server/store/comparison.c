@@ -85,9 +85,15 @@ static int cmp_key_done(void *userdata, uint64_t key, struct farm_acc *c) {
         return 0;
 }
 
+/* By machine, then run and day: a run's days next to each other are read together. */
 static int ref_by_machine(const void *x, const void *y) {
         const struct day_ref *a = x, *b = y;
-        return strcmp(a->machine, b->machine);
+        int c = strcmp(a->machine, b->machine);
+        if (c)
+                return c;
+        if (a->run != b->run)
+                return a->run < b->run ? -1 : 1;
+        return (a->day > b->day) - (a->day < b->day);
 }
 
 static int entry_order(const void *x, const void *y) {
