@@ -691,6 +691,21 @@ static void test_histogram_and_day_rows(void **state) {
         j = kept_and_merged(path, q);
         check_b_day(j, 48);
         json_decref(j);
+        /* A's days hold three hours and ten minutes of data: a window that holds all of a
+         * day's data, though not all of the calendar day, reads its kept rows, the same as
+         * its intervals. */
+        snprintf(q, sizeof(q), "?from=%lld&to=%lld", (long long) D0,
+                 (long long) (D0 + DAY_NS + HOUR_NS));
+        j = kept_and_merged("/api/v1/machines/" ID_A "/histogram", q);
+        int64_t all = ji(jget(j, "all"), "samples");
+        json_decref(j);
+        /* From an hour into D0: its first hour is not in the window, nor in the answer. */
+        snprintf(q, sizeof(q), "?from=%lld&to=%lld", (long long) (D0 + HOUR_NS),
+                 (long long) (D0 + DAY_NS + HOUR_NS));
+        j = kept_and_merged("/api/v1/machines/" ID_A "/histogram", q);
+        assert_true(ji(jget(j, "all"), "samples") > 0);
+        assert_true(ji(jget(j, "all"), "samples") < all);
+        json_decref(j);
         /* Part of the day: read from the intervals (6 of them in three hours). */
         j = get_json("%s?from=%lld&to=%lld", path, (long long) (D1 + HOUR_NS),
                      (long long) (D1 + 4 * HOUR_NS));

@@ -17,13 +17,14 @@
 /* ---- GET /api/v1/machines/{id}/histogram ------------------------------------------------ */
 
 /* The runs and days of the machine that hold data in [from, to), and which of them are
- * cached; reader lock held. */
+ * cached and whole (read from their kept rows; intervals are at least a nanosecond long, so
+ * one that ends by to starts before it); reader lock held. */
 static int window_refs(sql_conn *c, const char *id, int64_t from, int64_t to, int64_t now,
                        struct day_refs *refs, char *err) {
         _cleanup_reset_ sql_stmt *st = NULL;
         int r = farm_prepare(c,
-                             "SELECT d.run, d.day, d.cpu_hists "
-                             "FROM runs r JOIN run_days d ON d.run = r.id "
+                             "SELECT d.run, d.day, d.cpu_hists, d.first_start_ns, "
+                             "d.last_end_ns FROM runs r JOIN run_days d ON d.run = r.id "
                              "WHERE r.machine_id = ?1 AND d.day >= ?2 AND d.day <= ?3",
                              &st, err);
         if (r < 0)
@@ -36,7 +37,10 @@ static int window_refs(sql_conn *c, const char *id, int64_t from, int64_t to, in
                 struct day_ref x = { .run = sql_column_int64(st, 0),
                                      .day = sql_column_int64(st, 1),
                                      .cached = sql_column_int(st, 2) };
-                x.whole = x.day < today && x.day * DAY_NS >= from && (x.day + 1) * DAY_NS <= to;
+                /* Whole: a past day inside the window, or a day whose every interval starts
+                 * in it (today's, up to now): its kept rows are those of its intervals. */
+                x.whole = (x.day < today && x.day * DAY_NS >= from && (x.day + 1) * DAY_NS <= to) ||
+                          (sql_column_int64(st, 3) >= from && sql_column_int64(st, 4) <= to);
                 if (day_refs_add(refs, &x) < 0) {
                         snprintf(err, FARM_ERROR_MAX, "out of memory");
                         return -ENOMEM;
