@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "db-internal.h"
+#include "grow.h"
 #include "rollups.h"
 
 int64_t farm_rollup_day(int64_t ns) {
@@ -29,14 +30,8 @@ int farm_rollup_add(struct farm_rollup *r, int64_t run, const struct summary_int
                 return -EBUSY; /* the fold is to be written first */
         if (!joins)
                 r->nspans = 0;
-        if (r->nspans == r->cap) {
-                size_t cap = r->cap ? r->cap * 2 : 64;
-                struct farm_rollup_span *v = realloc(r->spans, cap * sizeof(*v));
-                if (!v)
-                        return -ENOMEM;
-                r->spans = v;
-                r->cap = cap;
-        }
+        if (!farm_grow((void **) &r->spans, r->nspans, sizeof(*r->spans)))
+                return -ENOMEM;
         r->spans[r->nspans++] = (struct farm_rollup_span){ start, end };
         if (!joins) {
                 /* The first: as the statement of one interval inserts its rows. */

@@ -40,7 +40,7 @@ struct farm_rollup {
                 min_ratio_pm, max_missing_ns, down_ns;
         char gens[FARM_ROLLUP_GENS_MAX];
         struct farm_rollup_span *spans;
-        size_t nspans, cap;
+        size_t nspans;
 };
 
 /* The UTC day of a time, as the rollups count it. */
