@@ -1073,6 +1073,26 @@ static void test_later_release_stamped_ahead(void **state) {
         json_decref(v);
 }
 
+/* A later run already reported by the moment asked, whose intervals then known do not count
+ * (stamped ahead) and whose counting ones arrived only afterwards: the machine had not yet
+ * reported anything since, as known then (an ongoing gap); once they are there, it had. */
+static void test_later_release_counted_once_known(void **state) {
+        store(&base); /* 6.6.1-rt1, 0h-48h */
+        struct hist_spec o = base;
+        o.release = "6.6.2-rt1", o.run = 2, o.seq0 = 1000, o.start = T0 + 3 * DAY, o.n = 6;
+        o.received = o.start; /* its first hour stamped 10-60 min ahead of its arrival */
+        store(&o);
+        o.seq0 = 2000, o.start = T0 + 3 * DAY + HOUR, o.received = T0 + 5 * DAY; /* then late */
+        store(&o);
+        json_t *v = ask_known("6.6.1-rt1", T0 + 3 * DAY + 3 * HOUR, T0 + 3 * DAY + 3 * HOUR);
+        assert_int_equal(count_kind(v, "problems", "gap"), 1);
+        assert_true(json_is_true(json_object_get(first_of(v, "gap"), "ongoing")));
+        json_decref(v);
+        v = ask("6.6.1-rt1", T0 + 5 * DAY + HOUR);
+        assert_int_equal(count_kind(v, "problems", "gap"), 0);
+        json_decref(v);
+}
+
 /* A maintenance window declared in advance excuses the silence inside it; declared after the
  * silence began, it excuses only from its declaration on. */
 static void test_maintenance(void **state) {
@@ -1623,6 +1643,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_silent_then_later_releases, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_partial_other_release, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_later_release_stamped_ahead, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_later_release_counted_once_known, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_maintenance, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_gap_ids, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_scenario_loads, setup, teardown),

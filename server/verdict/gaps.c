@@ -157,11 +157,17 @@ static int examine_hole(struct vctx *v, struct vmachine *m, int64_t run, int64_t
         return r;
 }
 
-/* Whether m reported anything after t (by `at`, known by `known`) under another release. */
+/* Whether m reported anything after t (by `at`, known by `known`) under another release: at
+ * once when it began a run of another release after t that holds such an interval, else
+ * asked of the runs around t. */
 static int reported_after(struct vctx *v, struct vmachine *m, int64_t t, bool *ret) {
         struct vspan *spans = NULL;
         size_t n = 0;
-        int r = other_spans(v, m, t, v->at, true, &spans, &n);
+        int64_t moved;
+        int r = vmoved_on(v, m->id, &moved);
+        if (r < 0 || (*ret = moved != FARM_NONE && moved > t))
+                return r;
+        r = other_spans(v, m, t, v->at, true, &spans, &n);
         free(spans);
         *ret = n > 0;
         return r;

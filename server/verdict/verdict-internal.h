@@ -149,6 +149,9 @@ struct vctx {
         struct vother *others;
         size_t nothers;
         bool others_loaded;
+        struct vmoved *moved;
+        size_t nmoved;
+        bool moved_loaded;
 };
 
 /* ---- the runs read once per verdict, by machine (release-runs.c) ---- */
@@ -170,6 +173,16 @@ int vrelease_runs(struct vctx *v, const char *machine, const struct vrelrun **re
 /* The runs of other releases of machine known by `known` that end after the release's first
  * data began, by row id. */
 int vother_runs(struct vctx *v, const char *machine, const struct vother **ret, size_t *ret_n);
+/* A machine of the release that moved on: the start of a run of another release, known by
+ * `known`, that began after the end of every run of the release on the machine and holds an
+ * interval that counts by `at` and `known` (ended by `at`, received by `known`, not stamped
+ * ahead of its arrival beyond the rule's tolerance). */
+struct vmoved {
+        char machine[FARM_MACHINE_ID_LEN + 1]; /* first: the rows are found by it */
+        int64_t first_start;
+};
+/* The earliest such start of machine into *ret, FARM_NONE when it has none. */
+int vmoved_on(struct vctx *v, const char *machine, int64_t *ret);
 void vrelease_runs_done(struct vctx *v);
 
 /* ---- the day rollups of the release's runs (run-days.c) ---- */
