@@ -181,7 +181,7 @@ struct vmoved {
         char machine[FARM_MACHINE_ID_LEN + 1]; /* first: the rows are found by it */
         int64_t first_start;
 };
-/* The earliest such start of machine into *ret, FARM_NONE when it has none. */
+/* Such a start of machine (of any such run) into *ret, FARM_NONE when it has none. */
 int vmoved_on(struct vctx *v, const char *machine, int64_t *ret);
 void vrelease_runs_done(struct vctx *v);
 
