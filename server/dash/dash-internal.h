@@ -96,6 +96,9 @@ void dash_machine_done(struct dash_machine *m);
 struct farm_clock_view dash_clock_view(const struct dash *x);
 /* 1 with m filled, 0 answered (404), < 0 internal. */
 int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m);
+/* The same for a machine of a list read with dash_clock_view(x) (farm_machines()): its row is
+ * moved into m, not read again. */
+int dash_machine_load_listed(struct dash *x, struct farm_machine *listed, struct dash_machine *m);
 /* The machine's state as a badge. */
 void dash_put_state(struct dash *x, const struct dash_machine *m);
 void dash_link_machine(FILE *f, const char *id, const char *hostname, const char *query);

@@ -113,13 +113,13 @@ struct overview_row {
 
 /* Loads the machines' rows: 0, or < 0 internal (answered).  *n counts those loaded (those
  * removed meanwhile are left out). */
-static int overview_rows(struct dash *x, const struct farm_machine_list *machines,
+static int overview_rows(struct dash *x, struct farm_machine_list *machines,
                          struct overview_row *rows, size_t *n) {
         char err[FARM_ERROR_MAX];
         int r;
         for (size_t i = 0; i < machines->n; i++) {
                 struct overview_row *row = &rows[*n];
-                if ((r = dash_machine_load(x, machines->v[i].id, &row->m)) < 0)
+                if ((r = dash_machine_load_listed(x, &machines->v[i], &row->m)) < 0)
                         return r;
                 if (r == 0) { /* removed meanwhile */
                         farm_answer_done(x->a);

@@ -355,26 +355,13 @@ struct farm_clock_view dash_clock_view(const struct dash *x) {
                                          (int64_t) x->rule->max_gap_ns };
 }
 
-int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m) {
+/* The rest of m once m->info is there: its runs, its last data and silence.  1, 0 answered
+ * (404: removed meanwhile), < 0 internal; m is emptied unless 1. */
+static int machine_complete(struct dash *x, const struct farm_clock_view *cv,
+                            struct dash_machine *m) {
         char err[FARM_ERROR_MAX];
-        *m = (struct dash_machine){};
-        if (!farm_machine_id_valid(id)) {
-                dash_fail_page(x, 404, "no such machine: %.64s (machine ids are 32 hex digits)",
-                               id);
-                return 0;
-        }
-        snprintf(m->id, sizeof(m->id), "%s", id);
-        struct farm_clock_view cv = dash_clock_view(x);
-        int r = farm_machine_get(x->db, id, &cv, &m->info, err);
-        if (r == -ENOENT) {
-                dash_fail_page(x, 404, "no such machine: %s is not enrolled", id);
-                return 0;
-        }
-        if (r < 0) {
-                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
-                return dash_fail_internal(x, r, NULL);
-        }
-        r = farm_machine_runs(x->db, id, &(struct farm_page){ RUNS_MAX, 0 }, &cv, &m->runs, err);
+        int r = farm_machine_runs(x->db, m->id, &(struct farm_page){ RUNS_MAX, 0 }, cv, &m->runs,
+                                  err);
         if (r == -ENOENT) { /* removed meanwhile */
                 dash_machine_done(m);
                 dash_fail_page(x, 404, "no such machine");
@@ -398,6 +385,36 @@ int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m) {
         m->bound_ns = info->threshold_ns != FARM_NONE ? info->threshold_ns
                                                       : (int64_t) FARM_DEFAULT_THRESHOLD_NS;
         return 1;
+}
+
+int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m) {
+        char err[FARM_ERROR_MAX];
+        *m = (struct dash_machine){};
+        if (!farm_machine_id_valid(id)) {
+                dash_fail_page(x, 404, "no such machine: %.64s (machine ids are 32 hex digits)",
+                               id);
+                return 0;
+        }
+        snprintf(m->id, sizeof(m->id), "%s", id);
+        struct farm_clock_view cv = dash_clock_view(x);
+        int r = farm_machine_get(x->db, id, &cv, &m->info, err);
+        if (r == -ENOENT) {
+                dash_fail_page(x, 404, "no such machine: %s is not enrolled", id);
+                return 0;
+        }
+        if (r < 0) {
+                snprintf(x->a->err, sizeof(x->a->err), "%s", err);
+                return dash_fail_internal(x, r, NULL);
+        }
+        return machine_complete(x, &cv, m);
+}
+
+int dash_machine_load_listed(struct dash *x, struct farm_machine *listed, struct dash_machine *m) {
+        *m = (struct dash_machine){ .info = *listed };
+        *listed = (struct farm_machine){};
+        snprintf(m->id, sizeof(m->id), "%s", m->info.id ?: "");
+        struct farm_clock_view cv = dash_clock_view(x);
+        return machine_complete(x, &cv, m);
 }
 
 /* The machine's state as a badge: silence is said in words, not colour alone. */
