@@ -349,7 +349,6 @@ void dash_machine_done(struct dash_machine *m) {
         *m = (struct dash_machine){};
 }
 
-/* 1 with m filled, 0 answered (404), < 0 internal. */
 struct farm_clock_view dash_clock_view(const struct dash *x) {
         return (struct farm_clock_view){ x->now, (int64_t) x->rule->clock_tolerance_ns,
                                          (int64_t) x->rule->max_gap_ns };
@@ -387,6 +386,7 @@ static int machine_complete(struct dash *x, const struct farm_clock_view *cv,
         return 1;
 }
 
+/* 1 with m filled, 0 answered (404), < 0 internal. */
 int dash_machine_load(struct dash *x, const char *id, struct dash_machine *m) {
         char err[FARM_ERROR_MAX];
         *m = (struct dash_machine){};
